@@ -1,0 +1,71 @@
+"""Every check of the project, one entry point: `uv run nox` runs them all.
+
+Sessions install the locked workspace (`uv sync --locked`) into their own virtualenv, so a
+fresh clone with only Python 3.11 and uv gets exactly the versions in `uv.lock`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nox
+
+nox.options.default_venv_backend = "uv"
+nox.options.reuse_venv = "yes"
+nox.options.error_on_missing_interpreters = True
+nox.options.sessions = ["lint", "typecheck", "tests", "build"]
+
+ROOT = Path(__file__).parent
+PYTHON = "3.11"
+PACKAGE_SOURCES = ["packages/deepwork-core/src", "packages/deepwork-review/src",
+                   "packages/deepwork-mcp/src"]
+
+
+def _sync(session: nox.Session, *extra: str) -> None:
+    """Install the locked workspace (all members editable) plus the dev group."""
+    session.run_install(
+        "uv", "sync", "--locked", "--all-packages", "--group", "dev", *extra,
+        f"--python={session.virtualenv.location}",
+        env={"UV_PROJECT_ENVIRONMENT": str(session.virtualenv.location)},
+        external=True,
+    )
+
+
+@nox.session(python=PYTHON)
+def lint(session: nox.Session) -> None:
+    """ruff format --check and ruff check."""
+    _sync(session)
+    session.run("ruff", "format", "--check", ".")
+    session.run("ruff", "check", ".")
+
+
+@nox.session(python=PYTHON)
+def typecheck(session: nox.Session) -> None:
+    """mypy --strict on the three packages."""
+    _sync(session)
+    session.run("mypy", *PACKAGE_SOURCES)
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """The pytest suite (unit and integration)."""
+    _sync(session)
+    session.run("pytest", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def build(session: nox.Session) -> None:
+    """Build all wheels and sdists, install the wheels offline into a fresh venv, run them."""
+    dist = ROOT / "dist"
+    session.run("uv", "build", "--all-packages", "--no-sources", "--clear", "-o", str(dist),
+                external=True)
+    check_env = Path(session.create_tmp()) / "wheel-check"
+    session.run("uv", "venv", "--quiet", "--clear", "--python", PYTHON, str(check_env),
+                external=True)
+    python = check_env / "bin" / "python"
+    wheels = sorted(str(p) for p in dist.glob("deepwork*.whl"))
+    # Dependencies come from uv's cache (the lock), the four distributions from dist/ only.
+    session.run("uv", "pip", "install", "--quiet", "--python", str(python), "--offline",
+                "--find-links", str(dist), *wheels, external=True,
+                )
+    session.run(str(check_env / "bin" / "deepwork"), "--version", external=True)

@@ -1,0 +1,1 @@
+"""DeepWork Reviews: `.deepreview` rules turned into review tasks for changed files."""
