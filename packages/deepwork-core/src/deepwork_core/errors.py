@@ -1,0 +1,153 @@
+"""The one error hierarchy of DeepWork.
+
+Every error carries a stable, dotted `code` (`job.not_found`, `outputs.path_outside_project`,
+`session.state_corrupt`, …) and says whether the agent that caused it can fix it by calling again
+with other arguments. Tests assert codes, never message wording. The MCP layer maps any
+`DeepWorkError` to a tool error whose text starts with the code (see `deepwork_mcp.errors`).
+
+A `needs_work` verdict of the quality gate is a normal result, not an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+
+class Severity(StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One finding about a user-written file: where it is, what is wrong, how bad it is."""
+
+    code: str
+    message: str
+    file: Path | None = None
+    line: int | None = None
+    step: str | None = None
+    key: str | None = None
+    severity: Severity = Severity.ERROR
+
+    def location(self) -> str:
+        """`file:line` (or just `file`), as editors and compilers print it."""
+        if self.file is None:
+            return "<unknown>"
+        return f"{self.file}:{self.line}" if self.line is not None else str(self.file)
+
+    def __str__(self) -> str:
+        return f"{self.location()}: {self.code}: {self.message}"
+
+
+class DeepWorkError(Exception):
+    """Root of every error DeepWork raises on purpose."""
+
+    code: str = "deepwork.error"
+    #: True when the agent can fix the cause itself (wrong name, missing file, bad path …).
+    agent_fixable: bool = False
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class InvalidIdentifierError(DeepWorkError):
+    """A name or id from outside (job, workflow, step, session) does not match its pattern."""
+
+    code = "identifier.invalid"
+    agent_fixable = True
+
+
+class PathOutsideProjectError(DeepWorkError):
+    """A path resolves (after symlinks) outside the folder it must stay in."""
+
+    code = "path.outside_project"
+    agent_fixable = True
+
+
+class ConfigError(DeepWorkError):
+    """`.deepwork/config.yml` (or another settings file) is invalid."""
+
+    code = "config.invalid"
+
+
+class YamlError(DeepWorkError):
+    """A YAML file could not be read safely (syntax, size, binary content, alias bombs)."""
+
+    code = "yaml.invalid"
+
+
+class JobNotFoundError(DeepWorkError):
+    code = "job.not_found"
+    agent_fixable = True
+
+
+class WorkflowNotFoundError(DeepWorkError):
+    code = "workflow.not_found"
+    agent_fixable = True
+
+
+class JobInvalidError(DeepWorkError):
+    """A job failed to load; `problems` lists every finding."""
+
+    code = "job.invalid"
+
+    def __init__(self, message: str, problems: Sequence[Problem] = (), *, code: str | None = None):
+        super().__init__(message, code=code)
+        self.problems = tuple(problems)
+
+
+class DocSpecError(DeepWorkError):
+    code = "doc_spec.invalid"
+
+
+class OutputsError(DeepWorkError):
+    """Submitted step outputs do not match the step's declaration (`outputs.*` codes)."""
+
+    code = "outputs.invalid"
+    agent_fixable = True
+
+
+class SessionError(DeepWorkError):
+    """Workflow session state problems (`session.*` codes)."""
+
+    code = "session.error"
+
+
+class GitError(DeepWorkError):
+    """A git command failed or timed out (`git.*` codes)."""
+
+    code = "git.failed"
+
+
+class ProcessTimeoutError(DeepWorkError):
+    """A subprocess ran past its deadline and was killed with its process group."""
+
+    code = "process.timeout"
+
+
+class QualityGateError(DeepWorkError):
+    """The reviewer could not give a verdict (`quality_gate.*` codes)."""
+
+    code = "quality_gate.error"
+
+
+class ReviewError(DeepWorkError):
+    """DeepWork Reviews problems (`review.*` codes)."""
+
+    code = "review.error"
+
+
+class HookError(DeepWorkError):
+    """A hook could not run (`hook.*` codes)."""
+
+    code = "hook.error"

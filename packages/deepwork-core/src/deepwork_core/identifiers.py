@@ -1,0 +1,55 @@
+"""Identifiers and paths that cross a trust boundary (FORMATS.md §5).
+
+`job_name`, `workflow_name`, `step_id`, `session_id` and output paths come from the agent. They
+are checked here before any file is touched.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from deepwork_core.errors import InvalidIdentifierError, PathOutsideProjectError
+
+NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
+SESSION_ID_PATTERN = r"^[A-Za-z0-9_-]{6,64}$"
+
+_NAME_RE = re.compile(NAME_PATTERN)
+_SESSION_RE = re.compile(SESSION_ID_PATTERN)
+
+
+def check_name(value: object, *, kind: str) -> str:
+    """Return `value` if it is a valid job/workflow/step name, else raise `identifier.invalid`."""
+    if not isinstance(value, str) or not _NAME_RE.fullmatch(value):
+        raise InvalidIdentifierError(
+            f"{kind} {value!r} is not a valid name: use lowercase letters, digits and "
+            f"underscores, starting with a letter (pattern {NAME_PATTERN})"
+        )
+    return value
+
+
+def check_session_id(value: object) -> str:
+    if not isinstance(value, str) or not _SESSION_RE.fullmatch(value):
+        raise InvalidIdentifierError(
+            f"session_id {value!r} is not a valid session id; use the session_id returned by "
+            "start_workflow or finished_step"
+        )
+    return value
+
+
+def resolve_inside(root: Path, relative: str | Path, *, what: str = "path") -> Path:
+    """Resolve `relative` against `root` (after symlinks) and require it to stay inside `root`.
+
+    `root` must already be absolute and resolved. Absolute inputs are judged the same way (they
+    pass only if they point inside `root`). Raises `path.outside_project`.
+    """
+    text = str(relative)
+    if "\x00" in text:
+        raise PathOutsideProjectError(f"{what} {text!r} contains a NUL byte")
+    candidate = (root / relative).resolve()
+    if candidate != root and not candidate.is_relative_to(root):
+        raise PathOutsideProjectError(
+            f"{what} {text!r} resolves to {candidate}, which is outside {root}; "
+            "give a path inside the project"
+        )
+    return candidate
