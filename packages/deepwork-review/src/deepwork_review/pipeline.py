@@ -35,6 +35,7 @@ NO_VALID_RULES = "No valid .deepreview rules found."
 NO_CHANGES = "No changed files detected."
 NO_MATCHES = "No review rules matched the changed files."
 ALL_PASSED = "Every review for the changed files has already passed; nothing to review."
+PARSE_ERROR = "PARSE_ERROR"
 PROBLEMS_HEADER = "Warning: some .deepreview files have problems (their other rules still apply):"
 
 
@@ -70,7 +71,8 @@ class ConfiguredRule(BaseModel):
 
 class RuleListing(BaseModel):
     rules: tuple[ConfiguredRule, ...]
-    problems: tuple[str, ...] = ()
+    #: One entry per problem, named `PARSE_ERROR`, pointing at the file and line.
+    parse_errors: tuple[ConfiguredRule, ...] = ()
 
 
 def run_review(
@@ -159,7 +161,14 @@ def configured_rules(
             )
             for rule in rules
         ),
-        problems=tuple(str(problem) for problem in ruleset.problems),
+        parse_errors=tuple(
+            ConfiguredRule(
+                name=PARSE_ERROR,
+                description=f"{problem.code}: {problem.message}",
+                defining_file=problem.location(),
+            )
+            for problem in ruleset.problems
+        ),
     )
 
 
