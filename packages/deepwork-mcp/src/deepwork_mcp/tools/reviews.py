@@ -20,13 +20,17 @@ from deepwork_review.pipeline import (
     mark_review_passed,
     run_review,
 )
+from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
 from deepwork_mcp.errors import tool_error
 
 _T = TypeVar("_T")
 
-_READ_ONLY = {"readOnlyHint": True, "openWorldHint": False}
+_READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+_RECORDS = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
 
 
 class ReviewPassRecorded(BaseModel):
@@ -82,9 +86,7 @@ def register_review_tools(mcp: fastmcp.FastMCP, *, project_root: Path, platform:
         )
         return [*listing.rules, *listing.parse_errors]
 
-    @mcp.tool(
-        annotations={"idempotentHint": True, "destructiveHint": False, "openWorldHint": False}
-    )
+    @mcp.tool(annotations=_RECORDS)
     async def mark_review_as_passed(
         review_id: Annotated[
             str, Field(description="The review id written in the task's instruction file.")
