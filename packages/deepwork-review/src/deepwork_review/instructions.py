@@ -48,11 +48,12 @@ def write_instruction_files(
 
     relative_folder = f"{TMP_DIR}/{FOLDER}/{run_id}"
     written: list[str] = []
+    lists = _ListCache()
     for task in tasks:
         name = f"{task.review_id}.md"
         # The folder is new and ours alone: plain exclusive writes are enough.
         with (run_folder / name).open("x", encoding="utf-8") as handle:
-            handle.write(render_instructions(task, project_root))
+            handle.write(render_instructions(task, project_root, lists))
         written.append(f"{relative_folder}/{name}")
     return WrittenRun(relative_folder, tuple(written))
 
@@ -70,9 +71,28 @@ def _prune(base: Path, *, keep: str, now: float) -> None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def render_instructions(task: ReviewTask, project_root: Path) -> str:
+class _ListCache:
+    """Rendered path lists by identity: the context lists of a rule are shared by all its tasks
+    and can hold thousands of paths, so each is rendered once per run."""
+
+    def __init__(self) -> None:
+        self._rendered: dict[int, tuple[Sequence[str], str]] = {}
+
+    def bullets(self, paths: Sequence[str]) -> str:
+        cached = self._rendered.get(id(paths))
+        if cached is not None and cached[0] is paths:
+            return cached[1]
+        text = "".join(f"- {path}\n" for path in paths) if paths else "(none)\n"
+        self._rendered[id(paths)] = (paths, text)  # keeping `paths` keeps its id unique
+        return text
+
+
+def render_instructions(
+    task: ReviewTask, project_root: Path, lists: _ListCache | None = None
+) -> str:
     """The Markdown a reviewer reads: what to review, how, with which context, and how to report
     a pass."""
+    _bullets = (lists or _ListCache()).bullets
     rule = task.rule
     parts = [
         f"# Review: {task.title}\n",
@@ -106,9 +126,3 @@ def render_instructions(task: ReviewTask, project_root: Path) -> str:
         "passed.\n",
     ]
     return "\n".join(parts)
-
-
-def _bullets(paths: Sequence[str]) -> str:
-    if not paths:
-        return "(none)\n"
-    return "".join(f"- {path}\n" for path in paths)
