@@ -80,12 +80,6 @@ class Scope:
         self._include = include_regex
         self._exclude = _compile(self._prefix, tuple(exclude))
 
-    def relative(self, path: str) -> str | None:
-        """`path` relative to the folder, or None when it lies outside."""
-        if not self._prefix:
-            return path
-        return path[len(self._prefix) :] if path.startswith(self._prefix) else None
-
     def window(self, sorted_paths: Sequence[str]) -> Sequence[str]:
         """The slice of `sorted_paths` that lies under the folder."""
         if not self._prefix:
