@@ -238,19 +238,24 @@ def read_for_review(root: Path, path: str) -> str:
         resolved = resolve_inside(root, path)
     except DeepWorkError:
         return "[Path outside the project — not included in review]"
+    # O_NONBLOCK: opening a FIFO must not wait for a writer; it is rejected just below.
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(resolved, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(resolved, flags)
     except FileNotFoundError:
         return f"[File not found: {resolved}]"
     except OSError as exc:
         return f"[Cannot read file ({exc.strerror}): {resolved}]"
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
+    try:
+        info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             return f"[Not a regular file — not included in review: {resolved}]"
         if info.st_size > MAX_INLINE_BYTES:
             return f"[File too large to include ({info.st_size} bytes) — read it from: {resolved}]"
-        raw = handle.read(MAX_INLINE_BYTES + 1)
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            raw = handle.read(MAX_INLINE_BYTES + 1)
+    finally:
+        os.close(fd)
     binary = f"[Binary file — not included in review. Read from: {resolved}]"
     try:
         text = raw.decode("utf-8")
