@@ -515,3 +515,12 @@ def test_self_review_refuses_a_bad_session_id(project: Path) -> None:
         write_self_review_file(request, plan_review_tasks(request))
     assert exc.value.code == "identifier.invalid"
     assert not (project / ".deepwork" / "tmp").exists()
+
+
+def test_project_root_given_through_a_symlink_still_reads_files(project: Path) -> None:
+    alias = project.parent / "alias"
+    alias.symlink_to(project)
+    request = make_request(project, project_root=alias)
+    assert request.project_root == project
+    payload = build_review_payload(request, plan_review_tasks(request)[0])
+    assert "the report" in payload

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from deepwork_core.docspec import DocSpec, load_doc_spec
 from deepwork_core.errors import DeepWorkError, QualityGateError
@@ -106,6 +106,12 @@ class GateRequest(_Model):
     outputs: dict[str, str | list[str]]
     input_files: list[InputFile] = Field(default_factory=list)
     notes: str | None = None
+
+    @field_validator("project_root")
+    @classmethod
+    def _absolute_root(cls, value: Path) -> Path:
+        # Containment checks compare resolved paths, so the root must be resolved too.
+        return value.resolve()
 
 
 # --- planning ---------------------------------------------------------------------------------

@@ -145,10 +145,6 @@ class ClaudeReviewer:
         task: ReviewTask,
         semaphore: asyncio.Semaphore,
     ) -> ReviewVerdict:
-        # Reading files is blocking work: keep it off the event loop.
-        payload = await asyncio.to_thread(
-            build_review_payload, request, task, self.max_inline_files
-        )
         argv = [
             executable,
             "--print",
@@ -163,6 +159,11 @@ class ClaudeReviewer:
         ]
         timeout = self.timeout_for(task_file_count(request, task))
         async with semaphore:
+            # Built under the semaphore so at most `max_parallel` payloads sit in memory; reading
+            # files is blocking work, so it runs off the event loop.
+            payload = await asyncio.to_thread(
+                build_review_payload, request, task, self.max_inline_files
+            )
             returncode, stdout, stderr = await self._run_process(
                 argv, payload, request, task, timeout
             )
