@@ -472,6 +472,7 @@ def test_combined_feedback_names_failed_reviews_and_criteria() -> None:
 # --- self-review ------------------------------------------------------------------------------
 
 
+@pytest.mark.req("JOBS-REQ-001.4.10")
 def test_self_review_file(project: Path) -> None:
     request = make_request(project)
     tasks = plan_review_tasks(request)

@@ -101,8 +101,12 @@ class ClaudeReviewer:
                 finished, pending = await asyncio.wait(
                     pending, timeout=self.progress_interval, return_when=asyncio.FIRST_COMPLETED
                 )
+                # Look at every finished task's exception, so none is left unretrieved.
+                failures = [exc for item in finished if (exc := item.exception()) is not None]
+                if failures:
+                    raise failures[0]
                 for item in finished:
-                    verdict = item.result()  # raises the task's QualityGateError
+                    verdict = item.result()
                     done_count += 1
                     if progress is not None:
                         outcome = "passed" if verdict.passed else "failed"
