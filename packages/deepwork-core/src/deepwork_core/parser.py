@@ -251,7 +251,10 @@ class _Report:
 
     def add_validation_errors(self, errors: list[ErrorDetails]) -> None:
         """Turn pydantic's errors into problems, folding the noise of union alternatives."""
-        cleaned = [(*_clean_loc(self.document.data, error["loc"]), error) for error in errors]
+        cleaned = [
+            (*_clean_loc(self.document.data, error["loc"], error["type"] == "missing"), error)
+            for error in errors
+        ]
         by_site: dict[KeyPath, list[tuple[KeyPath, ErrorDetails]]] = {}
         for path, site, error in cleaned:
             if site is not None:
@@ -274,6 +277,8 @@ class _Report:
                 expected = " or ".join(
                     str(error["msg"]).removeprefix("Input should be ") for _, error in alternatives
                 )
+                if len(site) == 4 and site[0] == "workflows" and site[2] == "steps":
+                    expected = "a step id or a list of step ids (run concurrently)"
                 got = type(alternatives[0][1]["input"]).__name__
                 self.add("job.wrong_type", f"should be {expected} (got {got})", site)
 
@@ -308,7 +313,9 @@ class _Report:
         return None
 
 
-def _clean_loc(data: Any, loc: tuple[int | str, ...]) -> tuple[KeyPath, KeyPath | None]:
+def _clean_loc(
+    data: Any, loc: tuple[int | str, ...], missing: bool
+) -> tuple[KeyPath, KeyPath | None]:
     """The key path of a pydantic error location, and where a union alternative was tried.
 
     Pydantic inserts the name of each union alternative (`'constrained-str'`,
@@ -322,8 +329,8 @@ def _clean_loc(data: Any, loc: tuple[int | str, ...]) -> tuple[KeyPath, KeyPath 
         if in_list or (isinstance(node, dict) and part in node):
             path.append(part)
             node = node[part]
-        elif isinstance(node, dict) and position == len(loc) - 1:
-            path.append(part)  # a missing key
+        elif missing and isinstance(node, dict) and position == len(loc) - 1:
+            path.append(part)  # the missing key
             node = None
         elif part == "[key]":
             continue  # the problem is the mapping key itself, already the last path element
