@@ -459,7 +459,7 @@ def _check_semantics(
         if step_id not in listed:
             report.add(
                 "job.unreachable_step",
-                f"step {step_id!r} is in no workflow, so agents cannot run it through MCP",
+                "the step is in no workflow, so agents cannot run it through MCP",
                 ("steps", index, "id"),
                 severity=Severity.WARNING,
             )
