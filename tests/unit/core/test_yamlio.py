@@ -8,6 +8,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
+from deepwork_core import yamlio
 from deepwork_core.errors import YamlError
 from deepwork_core.parser import parse_job_dir
 from deepwork_core.yamlio import MAX_BYTES, MAX_DEPTH, MAX_NODES, parse_yaml, read_yaml_file
@@ -169,3 +171,22 @@ def test_hostile_job_files_become_one_problem(tmp_path: Path, raw: bytes, code: 
     parsed = parse_job_dir(job_dir)
     assert [p.code for p in parsed.problems] == [code]
     assert parsed.problems[0].file == job_dir / "job.yml"
+
+
+@pytest.mark.parametrize(
+    ("raw", "code"),
+    [
+        pytest.param(b"[" * 400_000 + b"]" * 400_000, "yaml.too_complex", id="deep"),
+        pytest.param(_billion_laughs(), "yaml.too_complex", id="alias-bomb"),
+        pytest.param(b"a: 1\nb: [1,\n", "yaml.syntax", id="malformed"),
+        pytest.param(b"x: \x07\n", "yaml.not_text", id="control-character"),
+        pytest.param(b"a: 1\na: 2\n", "yaml.duplicate_key", id="duplicate-key"),
+    ],
+)
+def test_the_pure_python_loader_is_just_as_bounded(
+    monkeypatch: pytest.MonkeyPatch, raw: bytes, code: str
+) -> None:
+    """Without libyaml (e.g. a platform with no wheel) PyYAML's pure-Python loader is used."""
+    monkeypatch.setattr(yamlio, "_Loader", yaml.SafeLoader)
+    assert _code_of(raw) == code
+    assert parse_yaml(b"a: [1, {b: 2}]\n").data == {"a": [1, {"b": 2}]}

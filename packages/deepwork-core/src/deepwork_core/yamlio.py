@@ -86,8 +86,9 @@ def parse_yaml(raw: bytes | str) -> YamlDocument:
             f"file is not UTF-8 text (invalid byte at offset {exc.start})", code="yaml.not_text"
         ) from None
 
-    loader = _Loader(text)
+    loader: yaml.SafeLoader | None = None
     try:
+        loader = _Loader(text)  # the pure-Python reader already checks characters here
         node = _compose(loader)
         if node is None:
             return YamlDocument(None)
@@ -108,7 +109,8 @@ def parse_yaml(raw: bytes | str) -> YamlDocument:
     except yaml.YAMLError as exc:
         raise YamlError(f"invalid YAML: {exc}", code="yaml.syntax") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     return YamlDocument(data, lines)
 
 
