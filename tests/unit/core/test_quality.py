@@ -194,6 +194,14 @@ def test_missing_doc_spec_is_an_error(project: Path) -> None:
     assert exc.value.code == "doc_spec.unreadable"
 
 
+def test_doc_spec_outside_the_project_is_refused(project: Path) -> None:
+    job_file = project / ".deepwork" / "jobs" / "demo" / "job.yml"
+    job_file.write_text(JOB_YML.replace(".deepwork/doc_specs/report.md", "../secret.txt"))
+    with pytest.raises(DeepWorkError) as exc:
+        plan_review_tasks(make_request(project))
+    assert exc.value.code == "path.outside_project"
+
+
 def test_concurrent_group_plans_every_steps_reviews(project: Path) -> None:
     request = make_request(
         project,
