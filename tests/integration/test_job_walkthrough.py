@@ -76,7 +76,8 @@ async def _walk(client: Client, project: Path, job: JobDefinition, workflow_name
         {"goal": "walkthrough", "job_name": job.name, "workflow_name": workflow_name},
     )
     step = started["begin_step"]
-    for entry in workflow.entries:
+    entries = workflow.entries
+    for position, entry in enumerate(entries, 1):
         assert step["step_id"] == entry[0]
         assert step["step_instructions"].strip()
         assert step["common_job_info"] == job.common_job_info_provided_to_all_steps_at_runtime
@@ -88,7 +89,7 @@ async def _walk(client: Client, project: Path, job: JobDefinition, workflow_name
             "finished_step",
             {"outputs": _placeholder_outputs(project, step), "session_id": step["session_id"]},
         )
-        if entry is workflow.entries[-1]:
+        if position == len(entries):
             assert answer["status"] == "workflow_complete", answer
         else:
             assert answer["status"] == "next_step", answer
