@@ -6,7 +6,6 @@ import json
 from typing import Any
 
 import pytest
-
 from deepwork_mcp.hooks.event import HookEvent, parse_event
 from deepwork_mcp.hooks.output import render
 from deepwork_mcp.hooks.platforms import Platform
