@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -22,10 +23,8 @@ class Completed:
 
 def kill_process_group(process: subprocess.Popen[str] | subprocess.Popen[bytes]) -> None:
     """SIGKILL the child's process group (the child was started as a group leader)."""
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def run_bounded(
