@@ -21,6 +21,11 @@ from typing import Any
 
 import jinja2
 
+# Hook events and tool names come from the tables `deepwork hook` normalises with (RUNTIME.md
+# §6), so a manifest subscribes to exactly the events and tools the hooks understand.
+from deepwork_mcp.hooks.platforms import Platform as HookPlatform
+from deepwork_mcp.hooks.platforms import platform_events, tool_matcher
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # Folders whose every file is rendered: `check` reports any other file in them as extra.
@@ -31,35 +36,12 @@ NOTE = (
     " Do not edit: change platform/ and run `nox -s render`."
 )
 
-# Normalised hook event -> (Claude Code event, Gemini CLI event). RUNTIME.md §6.
-EVENTS: dict[str, tuple[str, str]] = {
-    "before_tool": ("PreToolUse", "BeforeTool"),
-    "after_tool": ("PostToolUse", "AfterTool"),
-    "after_agent": ("Stop", "AfterAgent"),
-    "before_prompt": ("UserPromptSubmit", "BeforeAgent"),
-    "session_start": ("SessionStart", "SessionStart"),
-    "session_end": ("SessionEnd", "SessionEnd"),
-}
-
-# Normalised tool name -> (Claude Code tool, Gemini CLI tool), for hook matchers.
-TOOLS: dict[str, tuple[str, str]] = {
-    "shell": ("Bash", "run_shell_command"),
-    "write_file": ("Write", "write_file"),
-    "edit_file": ("Edit", "replace"),
-    "read_file": ("Read", "read_file"),
-    "glob": ("Glob", "glob"),
-    "grep": ("Grep", "grep_search"),
-    "web_fetch": ("WebFetch", "web_fetch"),
-    "task": ("Task", "invoke_agent"),
-}
-
 
 @dataclass(frozen=True)
 class Platform:
     """What differs between the two clients; templates see it as `p`."""
 
-    key: str  # "claude" | "gemini"
-    index: int  # column in EVENTS / TOOLS
+    key: HookPlatform
     out: Path  # plugin root, relative to the repository
     tool_prefix: str  # how the client names the tools of the `deepwork` MCP server
     subagents: str  # how to run work in a sub-agent
@@ -79,7 +61,6 @@ class Platform:
 
 CLAUDE = Platform(
     key="claude",
-    index=0,
     out=Path("plugins/claude"),
     tool_prefix="mcp__plugin_deepwork_deepwork__",
     subagents="the `Task` tool, one call per task, all in the same message",
@@ -92,7 +73,6 @@ CLAUDE = Platform(
 
 GEMINI = Platform(
     key="gemini",
-    index=1,
     out=Path("plugins/gemini"),
     tool_prefix="mcp_deepwork_",
     subagents=(
@@ -134,10 +114,11 @@ def _hooks(platform: Platform, version: str, hooks: list[dict[str, Any]]) -> dic
         handler["timeout"] = hook["timeout"] * platform.timeout_scale
         group: dict[str, Any] = {}
         if hook.get("tools"):
-            group["matcher"] = "|".join(TOOLS[tool][platform.index] for tool in hook["tools"])
+            group["matcher"] = tool_matcher(platform.key, hook["tools"])
         group["hooks"] = [handler]
         for event in hook["events"]:
-            by_event.setdefault(EVENTS[event][platform.index], []).append(group)
+            for client_event in platform_events(platform.key, event):
+                by_event.setdefault(client_event, []).append(group)
     return by_event
 
 

@@ -115,15 +115,23 @@ def test_adding_a_hook_is_one_line_of_data_for_both_platforms(
 ) -> None:
     table = repo_copy / "platform" / "plugin.toml"
     text = table.read_text(encoding="utf-8")
-    line = '  { name = "workflow", events = ["after_agent", "before_tool"], timeout = 60 },\n'
+    line = '  { name = "extra", events = ["after_agent", "before_tool"], timeout = 60 },\n'
     table.write_text(text.replace("hooks = [\n", "hooks = [\n" + line), encoding="utf-8")
     render_tool.write(repo_copy)
 
-    claude = _hooks(repo_copy / "plugins/claude/hooks/hooks.json")
-    gemini = _hooks(repo_copy / "plugins/gemini/hooks/hooks.json")
-    assert set(claude) == {"PostToolUse", "Stop", "PreToolUse"}
-    assert set(gemini) == {"AfterTool", "AfterAgent", "BeforeTool"}
-    assert "matcher" not in claude["Stop"][0]
-    assert claude["Stop"][0]["hooks"][0]["timeout"] == 60
-    assert gemini["BeforeTool"][0]["hooks"][0]["timeout"] == 60_000
-    assert str(gemini["AfterAgent"][0]["hooks"][0]["command"]).endswith(" hook workflow")
+    def extra(hooks: dict[str, list[dict[str, object]]]) -> dict[str, dict[str, object]]:
+        """client event -> the group running the new hook."""
+        return {
+            event: group
+            for event, groups in hooks.items()
+            for group in groups
+            if str(group["hooks"][0]["command"]).endswith(" hook extra")  # type: ignore[index]
+        }
+
+    claude = extra(_hooks(repo_copy / "plugins/claude/hooks/hooks.json"))
+    gemini = extra(_hooks(repo_copy / "plugins/gemini/hooks/hooks.json"))
+    assert set(claude) == {"Stop", "SubagentStop", "PreToolUse"}
+    assert set(gemini) == {"AfterAgent", "BeforeTool"}
+    assert "matcher" not in claude["Stop"]
+    assert claude["Stop"]["hooks"][0]["timeout"] == 60  # type: ignore[index]
+    assert gemini["BeforeTool"]["hooks"][0]["timeout"] == 60_000  # type: ignore[index]
