@@ -16,7 +16,12 @@ from deepwork_core import runtime_dir, sessions
 from deepwork_core.discovery import JobCatalog
 from deepwork_core.engine import FinishStatus, WorkflowEngine
 from deepwork_core.sessions import SessionStore
-from deepwork_mcp.hooks.active import STACK_PATH, stack_is_empty
+from deepwork_mcp.hooks.active import (
+    SESSION_PREFIX,
+    STACK_PATH,
+    may_have_job_hooks,
+    stack_is_empty,
+)
 
 _SCRIPT = Path(sys.executable).with_name("deepwork")
 DEEPWORK = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "deepwork_mcp"]
@@ -59,6 +64,24 @@ steps:
       - script: hooks/SCRIPT
 """.replace("PROMPT", PROMPT)
 
+PLAIN_JOB_YML = """\
+name: plain
+version: "1.0.0"
+summary: A job without hooks
+common_job_info_provided_to_all_steps_at_runtime: Nothing special.
+workflows:
+  - name: run
+    summary: Run it
+    steps: [only]
+steps:
+  - id: only
+    name: Only step
+    description: The one step.
+    instructions_file: steps/only.md
+    outputs: {}
+    reviews: []
+"""
+
 # Records the event it got, then answers as the test asks through the project's control file.
 CHECK_SH = """\
 #!/usr/bin/env bash
@@ -87,6 +110,10 @@ def make_project(root: Path, polish_script: str = "hang.sh") -> Path:
     check.chmod(0o755)
     # Not executable on purpose: run through bash by its suffix. Hangs with a child process.
     (job / "hooks" / "hang.sh").write_text("sleep 300 &\nsleep 300\n")
+    plain = root / ".deepwork" / "jobs" / "plain"
+    (plain / "steps").mkdir(parents=True)
+    (plain / "job.yml").write_text(PLAIN_JOB_YML)
+    (plain / "steps" / "only.md").write_text("# Only\n")
     return root
 
 
@@ -296,15 +323,35 @@ def test_session_start_briefs_on_the_running_workflow(
 
 def test_the_light_stack_probe_matches_the_store(project: Path) -> None:
     assert Path(runtime_dir.TMP_DIR) / sessions.STACK_FILE == STACK_PATH
+    assert sessions.SESSION_PREFIX == SESSION_PREFIX
     assert stack_is_empty(project)
     engine = engine_for(project)
     started = engine.start("Write it", "demo", "report")
     assert not stack_is_empty(project)
     stack_file = json.loads((project / STACK_PATH).read_text())
     assert stack_file["session_ids"] == [started.brief.session_id]
+    session_file = project / STACK_PATH.parent / f"{SESSION_PREFIX}{started.brief.session_id}.json"
+    assert json.loads(session_file.read_text())["job_name"] == "demo"
     engine.abort("not needed")
     assert stack_is_empty(project)
     assert SessionStore(project).stack() == []
+
+
+def test_the_job_hooks_probe_looks_at_the_top_workflows_job(project: Path) -> None:
+    engine = engine_for(project)
+    engine.start("Write it", "demo", "report")
+    for event in ("after_agent", "before_tool", "before_prompt"):
+        assert may_have_job_hooks(project, event, None)
+    assert not may_have_job_hooks(project, "after_tool", None)
+    engine.start("Nested", "plain", "run")  # the top job declares no hooks at all
+    for event in ("after_agent", "before_tool", "before_prompt"):
+        assert not may_have_job_hooks(project, event, None)
+    # The same job name in an additional folder might declare some: the full path decides.
+    extra = project / "extra"
+    (extra / "plain").mkdir(parents=True)
+    (extra / "plain" / "job.yml").write_text("hooks:\n  before_tool: []\n")
+    assert may_have_job_hooks(project, "before_tool", f"/nowhere{os.pathsep}{extra}")
+    assert not may_have_job_hooks(project, "before_prompt", str(extra))
 
 
 def test_the_no_op_path_does_not_import_pydantic(tmp_path: Path) -> None:
@@ -316,6 +363,11 @@ def test_the_no_op_path_does_not_import_pydantic(tmp_path: Path) -> None:
         for name in ("workflow", "session_start", "post_commit_reminder"):
             answer = run_hook(name, event, HookSettings())
             assert answer.stdout == "{}", answer
+        if len(sys.argv) > 2:  # now a workflow of a job without hooks is active
+            for platform_event in ("Stop", "PreToolUse", "UserPromptSubmit", "PostToolUse"):
+                event = json.dumps({"hook_event_name": platform_event, "cwd": sys.argv[1]})
+                answer = run_hook("workflow", event, HookSettings())
+                assert answer.stdout == "{}", answer
         heavy = sorted(m for m in sys.modules
                        if m.split(".")[0] in ("pydantic", "yaml", "mcp", "fastmcp", "click"))
         print(json.dumps(heavy))

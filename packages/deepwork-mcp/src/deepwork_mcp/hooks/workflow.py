@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from deepwork_core.errors import DeepWorkError
 
-from deepwork_mcp.hooks.active import load_active_workflow, stack_is_empty
+from deepwork_mcp.hooks.active import load_active_workflow, may_have_job_hooks, stack_is_empty
 from deepwork_mcp.hooks.platforms import AFTER_AGENT, BEFORE_PROMPT, BEFORE_TOOL
 from deepwork_mcp.hooks.result import NO_OP, HookResult, combine, join_texts
 
@@ -37,7 +37,10 @@ def workflow(event: HookEvent, context: HookContext) -> HookResult:
     root = context.project_root
     if event.event not in _JOB_EVENTS or root is None or stack_is_empty(root):
         return NO_OP
-    active = load_active_workflow(root, context.settings.additional_jobs_folders)
+    folders = context.settings.additional_jobs_folders
+    if not may_have_job_hooks(root, event.event, folders):
+        return NO_OP
+    active = load_active_workflow(root, folders)
     if active is None:
         return NO_OP
     texts: list[str] = []  # prompts and failures: what the agent should read
