@@ -109,3 +109,10 @@ def test_version_tool_refuses_a_non_semver_version(
 ) -> None:
     with pytest.raises(ValueError, match=r"1\.2\.3"):
         version_tool.set_version("1.0", [repo_copy / "pyproject.toml"])
+
+
+def test_the_readme_names_the_current_version() -> None:
+    root = str(_project(REPO / "pyproject.toml")["version"])
+    named = re.findall(r"deepwork==([0-9][^\s`]*)", (REPO / "README.md").read_text("utf-8"))
+    assert named, "README.md shows how to run the pinned server"
+    assert set(named) == {root}
