@@ -11,6 +11,7 @@ Inputs: `platform/plugin.toml` (skills and hooks), the jinja templates under
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 import tomllib
@@ -21,12 +22,27 @@ from typing import Any
 
 import jinja2
 
-# Hook events and tool names come from the tables `deepwork hook` normalises with (RUNTIME.md
-# §6), so a manifest subscribes to exactly the events and tools the hooks understand.
-from deepwork_mcp.hooks.platforms import Platform as HookPlatform
-from deepwork_mcp.hooks.platforms import platform_events, tool_matcher
-
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def _hook_tables() -> Any:
+    """`deepwork_mcp.hooks.platforms`, loaded from the source tree.
+
+    Hook events and tool names come from the tables `deepwork hook` normalises with (RUNTIME.md
+    §6), so a manifest subscribes to exactly the events and tools the hooks understand. The
+    module needs only the standard library, so the render session need not install the
+    workspace.
+    """
+    path = ROOT / "packages" / "deepwork-mcp" / "src" / "deepwork_mcp" / "hooks" / "platforms.py"
+    spec = importlib.util.spec_from_file_location("_deepwork_hook_platforms", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+HOOK_TABLES = _hook_tables()
 
 # Folders whose every file is rendered: `check` reports any other file in them as extra.
 GENERATED_DIRS = (Path(".claude-plugin"), Path("plugins/claude"), Path("plugins/gemini"))
@@ -41,7 +57,7 @@ NOTE = (
 class Platform:
     """What differs between the two clients; templates see it as `p`."""
 
-    key: HookPlatform
+    key: str  # "claude" | "gemini"
     out: Path  # plugin root, relative to the repository
     tool_prefix: str  # how the client names the tools of the `deepwork` MCP server
     subagents: str  # how to run work in a sub-agent
@@ -114,10 +130,10 @@ def _hooks(platform: Platform, version: str, hooks: list[dict[str, Any]]) -> dic
         handler["timeout"] = hook["timeout"] * platform.timeout_scale
         group: dict[str, Any] = {}
         if hook.get("tools"):
-            group["matcher"] = tool_matcher(platform.key, hook["tools"])
+            group["matcher"] = HOOK_TABLES.tool_matcher(platform.key, hook["tools"])
         group["hooks"] = [handler]
         for event in hook["events"]:
-            for client_event in platform_events(platform.key, event):
+            for client_event in HOOK_TABLES.platform_events(platform.key, event):
                 by_event.setdefault(client_event, []).append(group)
     return by_event
 
