@@ -1,1 +1,1 @@
-"""MCP tool adapters: each module registers a few thin tools on a FastMCP server."""
+"""MCP tool adapters: parse arguments, call core in a worker thread, build the response."""

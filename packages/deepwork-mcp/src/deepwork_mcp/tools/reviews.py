@@ -13,7 +13,6 @@ from typing import Annotated, TypeVar
 
 import anyio.to_thread
 import fastmcp
-from deepwork_core.errors import DeepWorkError
 from deepwork_review.pipeline import (
     ConfiguredRule,
     configured_rules,
@@ -23,7 +22,7 @@ from deepwork_review.pipeline import (
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
-from deepwork_mcp.errors import tool_error
+from deepwork_mcp.errors import tool_errors
 
 _T = TypeVar("_T")
 
@@ -39,11 +38,10 @@ class ReviewPassRecorded(BaseModel):
     message: str
 
 
-async def _call(function: Callable[[], _T]) -> _T:
-    try:
+async def _call(tool: str, function: Callable[[], _T]) -> _T:
+    """Run `function` in a worker thread (it calls git and reads files); map its errors."""
+    with tool_errors(tool):
         return await anyio.to_thread.run_sync(function)
-    except DeepWorkError as exc:
-        raise tool_error(exc) from exc
 
 
 def register_review_tools(mcp: fastmcp.FastMCP, *, project_root: Path, platform: str) -> None:
@@ -62,7 +60,10 @@ def register_review_tools(mcp: fastmcp.FastMCP, *, project_root: Path, platform:
         """Run a review of changed files based on `.deepreview` rules. Returns a list of
         review tasks to invoke in parallel (each with name, description, subagent_type and
         prompt), or a message saying why there is nothing to review."""
-        run = await _call(partial(run_review, project_root, platform=platform, files=files))
+        run = await _call(
+            "get_review_instructions",
+            partial(run_review, project_root, platform=platform, files=files),
+        )
         return run.text
 
     @mcp.tool(annotations=_READ_ONLY)
@@ -78,11 +79,12 @@ def register_review_tools(mcp: fastmcp.FastMCP, *, project_root: Path, platform:
         """List the review rules of every `.deepreview` file: name, description and defining
         file (`path:line`). Files with problems appear as entries named `PARSE_ERROR`."""
         listing = await _call(
+            "get_configured_reviews",
             partial(
                 configured_rules,
                 project_root,
                 only_rules_matching_files=only_rules_matching_files,
-            )
+            ),
         )
         return [*listing.rules, *listing.parse_errors]
 
@@ -95,7 +97,7 @@ def register_review_tools(mcp: fastmcp.FastMCP, *, project_root: Path, platform:
         """Record that a review task found no issues, so it is not handed out again until its
         rule or its files change. Only ids issued by a review run of this project are
         accepted."""
-        await _call(partial(mark_review_passed, project_root, review_id))
+        await _call("mark_review_as_passed", partial(mark_review_passed, project_root, review_id))
         return ReviewPassRecorded(
             review_id=review_id,
             message="Recorded as passed; this review will not be handed out again until its "
