@@ -24,6 +24,8 @@ FOLDER = "review_instructions"
 KEEP_RUNS = 20
 MIN_AGE_SECONDS = 10 * 60
 MAX_AGE_SECONDS = 24 * 60 * 60
+#: Context lists longer than this go to a file of their own in the run folder.
+INLINE_CONTEXT_LIMIT = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +50,7 @@ def write_instruction_files(
 
     relative_folder = f"{TMP_DIR}/{FOLDER}/{run_id}"
     written: list[str] = []
-    lists = _ListCache()
+    lists = _ListCache(run_folder, relative_folder)
     for task in tasks:
         name = f"{task.review_id}.md"
         # The folder is new and ours alone: plain exclusive writes are enough.
@@ -72,19 +74,34 @@ def _prune(base: Path, *, keep: str, now: float) -> None:
 
 
 class _ListCache:
-    """Rendered path lists by identity: the context lists of a rule are shared by all its tasks
-    and can hold thousands of paths, so each is rendered once per run."""
+    """Context lists of one run, each rendered once.
 
-    def __init__(self) -> None:
-        self._rendered: dict[int, tuple[Sequence[str], str]] = {}
+    A rule's context lists are shared by all its tasks and can hold thousands of paths. A long
+    one is written once to its own file in the run folder and the instruction files point to it,
+    instead of repeating it in every file.
+    """
 
-    def bullets(self, paths: Sequence[str]) -> str:
-        cached = self._rendered.get(id(paths))
-        if cached is not None and cached[0] is paths:
-            return cached[1]
-        text = "".join(f"- {path}\n" for path in paths) if paths else "(none)\n"
-        self._rendered[id(paths)] = (paths, text)  # keeping `paths` keeps its id unique
+    def __init__(self, run_folder: Path | None = None, relative_folder: str = "") -> None:
+        self._run_folder = run_folder
+        self._relative_folder = relative_folder
+        self._rendered: dict[tuple[str, ...], str] = {}
+
+    def context(self, paths: Sequence[str]) -> str:
+        key = tuple(paths)  # equal lists share one rendering (C-speed hash and compare)
+        cached = self._rendered.get(key)
+        if cached is not None:
+            return cached
+        text = _bullets(paths)
+        if self._run_folder is not None and len(paths) > INLINE_CONTEXT_LIMIT:
+            name = f"context-{len(self._rendered) + 1}.md"
+            (self._run_folder / name).write_text(text, encoding="utf-8")
+            text = f"The {len(paths)} files are listed in `{self._relative_folder}/{name}`.\n"
+        self._rendered[key] = text
         return text
+
+
+def _bullets(paths: Sequence[str]) -> str:
+    return "".join(f"- {path}\n" for path in paths) if paths else "(none)\n"
 
 
 def render_instructions(
@@ -92,7 +109,7 @@ def render_instructions(
 ) -> str:
     """The Markdown a reviewer reads: what to review, how, with which context, and how to report
     a pass."""
-    _bullets = (lists or _ListCache()).bullets
+    context = (lists or _ListCache()).context
     rule = task.rule
     parts = [
         f"# Review: {task.title}\n",
@@ -109,13 +126,13 @@ def render_instructions(
         parts += [
             "## Unchanged Matching Files\n",
             "These files match the rule but did not change; read them for context.\n",
-            _bullets(task.unchanged_matching_files),
+            context(task.unchanged_matching_files),
         ]
     if task.all_changed_filenames is not None:
         parts += [
             "## All Changed Files\n",
             "Every file changed in this piece of work, for context.\n",
-            _bullets(task.all_changed_filenames),
+            context(task.all_changed_filenames),
         ]
     parts += [
         "## When You Are Done\n",
