@@ -90,3 +90,26 @@ def build(session: nox.Session) -> None:
         external=True,
     )
     session.run(str(check_env / "bin" / "deepwork"), "--version", external=True)
+    # The core wheel must carry its data: the editor schema, the typing marker, standard jobs.
+    session.run(str(python), "-c", _WHEEL_DATA_CHECK, external=True)
+    empty_project = Path(session.create_tmp()) / "empty-project"
+    empty_project.mkdir(exist_ok=True)
+    session.run(
+        str(check_env / "bin" / "deepwork"),
+        "jobs",
+        "validate",
+        "--path",
+        str(empty_project),
+        external=True,
+    )
+
+
+_WHEEL_DATA_CHECK = """
+import json, pathlib, deepwork_core
+root = pathlib.Path(deepwork_core.__file__).parent
+assert "site-packages" in str(root), root
+json.loads((root / "schemas" / "job.schema.json").read_text())
+assert (root / "py.typed").is_file()
+assert (root / "standard_jobs").is_dir()
+print("deepwork_core wheel data ok:", root)
+"""
