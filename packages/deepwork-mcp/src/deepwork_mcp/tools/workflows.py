@@ -14,7 +14,8 @@ from typing import Annotated
 from anyio import to_thread
 from deepwork_core.engine import WorkflowEngine
 from fastmcp import Context, FastMCP
-from mcp.types import ToolAnnotations
+from fastmcp.tools.base import ToolResult
+from mcp.types import TextContent, ToolAnnotations
 from pydantic import Field
 
 from deepwork_mcp.errors import tool_errors
@@ -34,22 +35,31 @@ SessionIdArg = Annotated[str | None, Field(description="Default: the top of the 
 
 
 class _ListingCache:
-    """`get_workflows` answers, reused while no job.yml changed (by catalog fingerprint)."""
+    """The serialised `get_workflows` answer, reused while no job changed (catalog fingerprint).
+
+    With a thousand jobs, building and serialising the response costs more than scanning the
+    job folders, so the finished tool result (text and structured content) is what is cached.
+    """
 
     def __init__(self, engine: WorkflowEngine) -> None:
         self._engine = engine
         self._lock = threading.Lock()
-        self._cached: tuple[int, GetWorkflowsResponse] | None = None
+        self._cached: tuple[int, ToolResult] | None = None
 
-    def get(self) -> GetWorkflowsResponse:
+    def get(self) -> ToolResult:
         catalog = self._engine.list_jobs()
         with self._lock:
-            if self._cached is not None and self._cached[0] == catalog.fingerprint:
-                return self._cached[1]
-        response = GetWorkflowsResponse.from_catalog(catalog)
-        with self._lock:
-            self._cached = (catalog.fingerprint, response)
-        return response
+            cached = self._cached
+        if cached is None or cached[0] != catalog.fingerprint:
+            response = GetWorkflowsResponse.from_catalog(catalog)
+            result = ToolResult(
+                content=[TextContent(type="text", text=response.model_dump_json())],
+                structured_content=response.model_dump(mode="json"),
+            )
+            cached = (catalog.fingerprint, result)
+            with self._lock:
+                self._cached = cached
+        return cached[1].model_copy()
 
 
 def register_workflow_tools(mcp: FastMCP, engine: WorkflowEngine) -> None:
@@ -57,7 +67,7 @@ def register_workflow_tools(mcp: FastMCP, engine: WorkflowEngine) -> None:
     listing = _ListingCache(engine)
 
     @mcp.tool(annotations=_READ_ONLY, output_schema=output_schema(GetWorkflowsResponse))
-    def get_workflows() -> GetWorkflowsResponse:
+    def get_workflows() -> ToolResult:
         """List the jobs and workflows you can start. Call this first."""
         with tool_errors("get_workflows"):
             return listing.get()
