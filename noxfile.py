@@ -117,31 +117,17 @@ print("deepwork_core wheel data ok:", root)
 """
 
 
-def _sync_dev_only(session: nox.Session) -> None:
-    """Install only the locked dev group (jinja2 for the renderer), not the workspace."""
-    session.run_install(
-        "uv",
-        "sync",
-        "--locked",
-        "--only-group",
-        "dev",
-        f"--python={session.virtualenv.location}",
-        env={"UV_PROJECT_ENVIRONMENT": str(session.virtualenv.location)},
-        external=True,
-    )
-
-
 @nox.session(python=PYTHON)
 def render(session: nox.Session) -> None:
     """Write plugins/claude, plugins/gemini and .claude-plugin/ from platform/."""
-    _sync_dev_only(session)
+    _sync(session)  # the renderer reads the hook tables of deepwork_mcp
     session.run("python", "tools/render.py", "write")
 
 
 @nox.session(python=PYTHON)
 def render_check(session: nox.Session) -> None:
     """Fail listing every rendered file that is stale, missing or extra."""
-    _sync_dev_only(session)
+    _sync(session)
     session.run("python", "tools/render.py", "check")
 
 

@@ -83,9 +83,11 @@ class Report:
         started = time.monotonic()
         try:
             detail = action()
-        except (CheckFailed, ProcessTimeoutError) as exc:
-            self.failures.append(f"{name}: {exc}")
-            print(f"FAIL {name} ({time.monotonic() - started:.1f} s)\n{_indent(str(exc))}")
+        except Exception as exc:  # also a client answering in a shape this script did not expect
+            known = isinstance(exc, CheckFailed | ProcessTimeoutError)
+            message = str(exc) if known else f"{type(exc).__name__}: {exc}"
+            self.failures.append(f"{name}: {message}")
+            print(f"FAIL {name} ({time.monotonic() - started:.1f} s)\n{_indent(message)}")
             return False
         suffix = f": {detail}" if detail else ""
         print(f"ok   {name} ({time.monotonic() - started:.1f} s){suffix}")
