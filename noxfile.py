@@ -17,14 +17,23 @@ nox.options.sessions = ["lint", "typecheck", "tests", "build"]
 
 ROOT = Path(__file__).parent
 PYTHON = "3.11"
-PACKAGE_SOURCES = ["packages/deepwork-core/src", "packages/deepwork-review/src",
-                   "packages/deepwork-mcp/src"]
+PACKAGE_SOURCES = [
+    "packages/deepwork-core/src",
+    "packages/deepwork-review/src",
+    "packages/deepwork-mcp/src",
+]
 
 
 def _sync(session: nox.Session, *extra: str) -> None:
     """Install the locked workspace (all members editable) plus the dev group."""
     session.run_install(
-        "uv", "sync", "--locked", "--all-packages", "--group", "dev", *extra,
+        "uv",
+        "sync",
+        "--locked",
+        "--all-packages",
+        "--group",
+        "dev",
+        *extra,
         f"--python={session.virtualenv.location}",
         env={"UV_PROJECT_ENVIRONMENT": str(session.virtualenv.location)},
         external=True,
@@ -54,18 +63,40 @@ def tests(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def bench(session: nox.Session) -> None:
+    """Opt-in performance benchmarks against the real `deepwork serve` (not part of plain nox).
+
+    `nox -s bench -- --quick`, `-- --only reviews`, `-- --out PATH`: see benchmarks/run.py.
+    """
+    _sync(session)
+    session.run("python", "benchmarks/run.py", *session.posargs)
+
+
+@nox.session(python=PYTHON)
 def build(session: nox.Session) -> None:
     """Build all wheels and sdists, install the wheels offline into a fresh venv, run them."""
     dist = ROOT / "dist"
-    session.run("uv", "build", "--all-packages", "--no-sources", "--clear", "-o", str(dist),
-                external=True)
+    session.run(
+        "uv", "build", "--all-packages", "--no-sources", "--clear", "-o", str(dist), external=True
+    )
     check_env = Path(session.create_tmp()) / "wheel-check"
-    session.run("uv", "venv", "--quiet", "--clear", "--python", PYTHON, str(check_env),
-                external=True)
+    session.run(
+        "uv", "venv", "--quiet", "--clear", "--python", PYTHON, str(check_env), external=True
+    )
     python = check_env / "bin" / "python"
     wheels = sorted(str(p) for p in dist.glob("deepwork*.whl"))
     # Dependencies come from uv's cache (the lock), the four distributions from dist/ only.
-    session.run("uv", "pip", "install", "--quiet", "--python", str(python), "--offline",
-                "--find-links", str(dist), *wheels, external=True,
-                )
+    session.run(
+        "uv",
+        "pip",
+        "install",
+        "--quiet",
+        "--python",
+        str(python),
+        "--offline",
+        "--find-links",
+        str(dist),
+        *wheels,
+        external=True,
+    )
     session.run(str(check_env / "bin" / "deepwork"), "--version", external=True)
