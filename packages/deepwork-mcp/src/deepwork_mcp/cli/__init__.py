@@ -8,10 +8,11 @@ working directory; everything below it takes explicit arguments.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+import sys
+from typing import TYPE_CHECKING, Any
 
-import click
+if TYPE_CHECKING:
+    import click
 
 # name -> (module, attribute, one-line help shown by `deepwork --help` without importing it)
 _COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -22,54 +23,26 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 
-class _LazyGroup(click.Group):
-    """A click group whose sub-commands are imported on first use."""
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(_COMMANDS)
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        entry = _COMMANDS.get(cmd_name)
-        if entry is None:
-            return None
-        module_name, attribute, _ = entry
-        command = getattr(importlib.import_module(module_name), attribute)
-        if not isinstance(command, click.Command):  # pragma: no cover - programming error
-            raise TypeError(f"{module_name}.{attribute} is not a click command")
-        return command
-
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = [(name, help_text) for name, (_, _, help_text) in sorted(_COMMANDS.items())]
-        with formatter.section("Commands"):
-            formatter.write_dl(rows)
-
-
-def _version() -> str:
-    from importlib.metadata import version
-
-    return version("deepwork-mcp")
-
-
-def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
-    if not value or ctx.resilient_parsing:
-        return
-    click.echo(f"deepwork, version {_version()}")
-    ctx.exit()
-
-
-@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option(
-    "--version",
-    is_flag=True,
-    expose_value=False,
-    is_eager=True,
-    callback=_print_version,
-    help="Show the version and exit.",
-)
-def cli() -> None:
-    """DeepWork: quality-gated multi-step workflows and code reviews for AI agents."""
-
-
 def main(argv: list[str] | None = None) -> Any:
-    """Console-script entry point."""
+    """Console-script entry point.
+
+    `deepwork hook NAME` skips click (about 45 ms of imports): the platforms run it on every
+    tool call. Every other form, `deepwork hook --help` included, goes through the click group.
+    """
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) == 2 and args[0] == "hook" and not args[1].startswith("-"):
+        from deepwork_mcp.hooks.command import main as run_hook_command
+
+        return run_hook_command(args[1])
+    from deepwork_mcp.cli.group import cli
+
     return cli.main(args=argv, prog_name="deepwork")
+
+
+def __getattr__(name: str) -> click.Group:
+    """`from deepwork_mcp.cli import cli` still works; it imports click only then."""
+    if name == "cli":
+        from deepwork_mcp.cli.group import cli
+
+        return cli
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

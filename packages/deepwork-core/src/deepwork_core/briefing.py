@@ -1,0 +1,149 @@
+"""What the agent is told when a checkpoint begins (`begin_step`, RUNTIME.md §3).
+
+A checkpoint is one workflow entry: a single step or a concurrent group. The brief carries the
+first step's instructions (with the concurrent-execution note naming every other step of a group),
+the union of the group's expected outputs and reviews, and the file inputs resolved to the paths
+earlier steps of the session actually submitted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from deepwork_core.discovery import LoadedJob
+from deepwork_core.errors import JobInvalidError, PathOutsideProjectError
+from deepwork_core.identifiers import resolve_inside
+from deepwork_core.models import OutputType, Review, Step
+from deepwork_core.outputs import SYNTAX_HINTS
+from deepwork_core.sessions import Session
+
+
+@dataclass(frozen=True, slots=True)
+class ExpectedOutput:
+    step_id: str
+    name: str
+    type: OutputType
+    description: str
+    required: bool
+
+    @property
+    def syntax_for_finished_step_tool(self) -> str:
+        return SYNTAX_HINTS[self.type]
+
+
+@dataclass(frozen=True, slots=True)
+class StepReview:
+    step_id: str
+    review: Review
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedInput:
+    """A step input: a user parameter (no paths) or a file submitted by an earlier step."""
+
+    step_id: str
+    name: str
+    description: str | None
+    from_step: str | None
+    paths: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class StepBrief:
+    session_id: str
+    step_ids: tuple[str, ...]
+    job_dir: Path
+    instructions: str
+    common_job_info: str
+    expected_outputs: list[ExpectedOutput]
+    reviews: list[StepReview]
+    inputs: list[ResolvedInput]
+
+    @property
+    def step_id(self) -> str:
+        return self.step_ids[0]
+
+
+class InstructionReader:
+    """Reads step instruction files, cached by path and revalidated by mtime and size."""
+
+    def __init__(self) -> None:
+        self._cache: dict[Path, tuple[int, int, str]] = {}
+
+    def read(self, job: LoadedJob, step: Step) -> str:
+        try:
+            path = resolve_inside(job.job_dir.resolve(), step.instructions_file, what="file")
+            stat = path.stat()
+            cached = self._cache.get(path)
+            if cached is not None and cached[:2] == (stat.st_mtime_ns, stat.st_size):
+                return cached[2]
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError, PathOutsideProjectError) as exc:
+            raise JobInvalidError(
+                f"job {job.name!r}, step {step.id!r}: cannot read instructions_file "
+                f"{step.instructions_file!r} in {job.job_dir}: {exc}",
+                code="job.file_missing",
+            ) from None
+        self._cache[path] = (stat.st_mtime_ns, stat.st_size, text)
+        return text
+
+
+def resolve_inputs(session: Session, steps: Sequence[Step]) -> list[ResolvedInput]:
+    """The inputs of `steps`, file inputs resolved against what `session` recorded."""
+    resolved: list[ResolvedInput] = []
+    for step in steps:
+        for item in step.inputs:
+            if item.file is not None and item.from_step is not None:
+                record = session.step_progress.get(item.from_step)
+                value = record.outputs.get(item.file) if record is not None else None
+                paths = [value] if isinstance(value, str) else list(value or [])
+                resolved.append(ResolvedInput(step.id, item.file, None, item.from_step, paths))
+            elif item.name is not None:
+                resolved.append(ResolvedInput(step.id, item.name, item.description, None))
+    return resolved
+
+
+def build_brief(
+    job: LoadedJob, session: Session, step_ids: Sequence[str], reader: InstructionReader
+) -> StepBrief:
+    definition = job.definition
+    steps = [definition.step(step_id) for step_id in step_ids]
+    instructions = reader.read(job, steps[0])
+    if len(steps) > 1:
+        instructions = instructions.rstrip("\n") + "\n\n" + _concurrent_note(job, steps)
+    return StepBrief(
+        session_id=session.session_id,
+        step_ids=tuple(step_ids),
+        job_dir=job.job_dir,
+        instructions=instructions,
+        common_job_info=definition.common_job_info_provided_to_all_steps_at_runtime,
+        expected_outputs=[
+            ExpectedOutput(step.id, name, spec.type, spec.description, spec.required)
+            for step in steps
+            for name, spec in step.outputs.items()
+        ],
+        reviews=[StepReview(step.id, review) for step in steps for review in step.reviews],
+        inputs=resolve_inputs(session, steps),
+    )
+
+
+def _concurrent_note(job: LoadedJob, steps: Sequence[Step]) -> str:
+    lines = [
+        "**CONCURRENT STEPS**",
+        "",
+        f"This checkpoint is a group of {len(steps)} steps that run in parallel. Run each in its "
+        "own sub-agent (e.g. the Task tool) at the same time, then call `finished_step` ONCE "
+        "with the outputs of all of them. Each step's outputs are checked against that step.",
+        "",
+    ]
+    for position, step in enumerate(steps):
+        where = (
+            "the instructions above"
+            if position == 0
+            else f"instructions in `{job.job_dir / step.instructions_file}`"
+        )
+        outputs = ", ".join(step.outputs) or "none"
+        lines.append(f"- `{step.id}` ({step.name}): {where}; outputs: {outputs}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,71 @@
+"""`.deepwork/config.yml`: the project's defaults for the server (FORMATS.md §3).
+
+A missing file means every default. Unknown keys and wrong types are a `ConfigError` naming the
+key path and line. Command-line flags win over this file; that merge happens in the CLI.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from deepwork_core.errors import ConfigError, YamlError
+from deepwork_core.yamlio import read_yaml_file
+
+CONFIG_FILE = ".deepwork/config.yml"
+
+#: Per-review-task timeout of the external reviewer when neither config nor flag sets one.
+DEFAULT_REVIEW_TIMEOUT = 240
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class QualityGateConfig(_Section):
+    enabled: bool = True
+    #: None = self-review by the agent; "claude" = run the Claude CLI as the reviewer.
+    external_runner: Literal["claude"] | None = None
+    max_attempts: int = Field(default=3, ge=1, le=100)
+    timeout_seconds: int = Field(default=DEFAULT_REVIEW_TIMEOUT, ge=1, le=24 * 3600)
+
+
+class GitConfig(_Section):
+    create_branch: bool = True
+
+
+class DeepWorkConfig(_Section):
+    version: str = "1.0"
+    platforms: list[str] = Field(default_factory=lambda: ["claude"])
+    quality_gate: QualityGateConfig = Field(default_factory=QualityGateConfig)
+    git: GitConfig = Field(default_factory=GitConfig)
+
+
+def load_config(project_root: Path) -> DeepWorkConfig:
+    """Read `<project_root>/.deepwork/config.yml`; defaults when the file does not exist."""
+    path = project_root / CONFIG_FILE
+    if not path.is_file():
+        return DeepWorkConfig()
+    try:
+        document = read_yaml_file(path)
+    except YamlError as exc:
+        raise ConfigError(f"{path}: {exc.message}") from None
+    data = document.data
+    if data is None:
+        return DeepWorkConfig()
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping, not {type(data).__name__}")
+    try:
+        return DeepWorkConfig.model_validate(data)
+    except ValidationError as exc:
+        findings = []
+        for error in exc.errors():
+            key_path = tuple(error["loc"])
+            dotted = ".".join(str(part) for part in key_path) or "<top>"
+            line = document.line_of(key_path)
+            where = f"{path}:{line}" if line is not None else str(path)
+            what = "unknown key" if error["type"] == "extra_forbidden" else error["msg"]
+            findings.append(f"{where}: {dotted}: {what}")
+        raise ConfigError("invalid config: " + "; ".join(findings)) from None

@@ -1,0 +1,490 @@
+"""Workflow transitions: start, finish a checkpoint, abort (seed 000, JOBS-REQ-001, RUNTIME.md).
+
+The engine is synchronous and knows nothing of MCP. Every transition is one transaction of the
+`SessionStore` (one atomic write of the session, plus one of the stack when it changes). The
+quality gate is the one slow part: `finish()` validates and records the attempt under the lock,
+releases it while the reviewer runs, then re-checks that the session has not moved on before it
+records the verdict and advances, so a slow review never blocks other calls and never completes a
+session that changed meanwhile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Protocol
+
+from deepwork_core.briefing import (
+    InstructionReader,
+    ResolvedInput,
+    StepBrief,
+    build_brief,
+    resolve_inputs,
+)
+from deepwork_core.discovery import Catalog, JobCatalog, LoadedJob
+from deepwork_core.errors import (
+    OutputsError,
+    QualityGateError,
+    SessionError,
+    WorkflowNotFoundError,
+)
+from deepwork_core.identifiers import check_session_id
+from deepwork_core.models import Step, Workflow
+from deepwork_core.outputs import ValidatedOutputs, validate_outputs
+from deepwork_core.sessions import (
+    OutputValue,
+    QualityEvent,
+    QualityEventKind,
+    ReviewFinding,
+    Session,
+    SessionStatus,
+    SessionStore,
+    StateTransaction,
+    StepRecord,
+    new_session_id,
+    utc_now,
+)
+
+#: `async (done, total, message)`: reports reviewer progress to the client. The engine only
+#: passes it through to the gate, which runs it on the event loop.
+ProgressReporter = Callable[[int, int, str], Awaitable[None]]
+
+#: `(job_name, label) -> (branch_name | None, note | None)`: switches to the workflow's branch.
+BranchMaker = Callable[[str, str], tuple[str | None, str | None]]
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """What the quality gate reviews: one workflow entry with its validated outputs."""
+
+    project_root: Path
+    session_id: str
+    job: LoadedJob
+    step_ids: tuple[str, ...]
+    outputs: dict[str, OutputValue]
+    input_files: list[ResolvedInput]
+    notes: str | None
+    attempt: int
+
+
+@dataclass(frozen=True, slots=True)
+class GateVerdict:
+    """The gate's answer. `review_file` is set in self-review mode (the agent must review)."""
+
+    passed: bool
+    feedback: str
+    reviews: tuple[ReviewFinding, ...] = ()
+    review_file: str | None = None
+
+
+class Gate(Protocol):
+    """The quality gate as the engine sees it."""
+
+    @property
+    def external(self) -> bool:
+        """True when a separate reviewer decides (attempts are counted and capped)."""
+        ...
+
+    def evaluate(self, checkpoint: Checkpoint, progress: ProgressReporter | None) -> GateVerdict:
+        """Review `checkpoint`. Raises `QualityGateError` when no verdict could be had."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class StackItem:
+    session_id: str
+    workflow: str
+    step: str
+
+
+class FinishStatus(StrEnum):
+    NEEDS_WORK = "needs_work"
+    NEXT_STEP = "next_step"
+    WORKFLOW_COMPLETE = "workflow_complete"
+
+
+@dataclass(frozen=True, slots=True)
+class StartResult:
+    brief: StepBrief
+    stack: list[StackItem]
+    branch_name: str | None
+    branch_note: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class FinishResult:
+    status: FinishStatus
+    stack: list[StackItem]
+    brief: StepBrief | None = None
+    feedback: str | None = None
+    failed_reviews: list[ReviewFinding] = field(default_factory=list)
+    summary: str | None = None
+    all_outputs: dict[str, OutputValue] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AbortResult:
+    aborted_workflow: str
+    aborted_step: str
+    explanation: str
+    stack: list[StackItem]
+    resumed_workflow: str | None
+    resumed_step: str | None
+
+
+class WorkflowEngine:
+    """Runs workflows of one project over a `JobCatalog` and a `SessionStore`. Thread-safe."""
+
+    def __init__(
+        self,
+        project_root: Path,
+        catalog: JobCatalog,
+        store: SessionStore,
+        *,
+        gate: Gate | None = None,
+        max_quality_attempts: int = 3,
+        branch_maker: BranchMaker | None = None,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self.project_root = project_root
+        self.catalog = catalog
+        self.store = store
+        self.gate = gate
+        self.max_quality_attempts = max_quality_attempts
+        self.branch_maker = branch_maker
+        self.clock = clock
+        self._instructions = InstructionReader()
+
+    # --- reads -------------------------------------------------------------------------------
+
+    def list_jobs(self) -> Catalog:
+        return self.catalog.scan()
+
+    def stack(self) -> list[StackItem]:
+        return [_stack_item(session) for session in self.store.stack()]
+
+    # --- start -------------------------------------------------------------------------------
+
+    def start(
+        self, goal: str, job_name: str, workflow_name: str, instance_id: str | None = None
+    ) -> StartResult:
+        """Start a workflow on top of the stack and begin its first checkpoint."""
+        job = self.catalog.get(job_name)
+        workflow = select_workflow(job, workflow_name)
+        entries = workflow.entries
+        if not entries:
+            raise WorkflowNotFoundError(
+                f"workflow {workflow.name!r} of job {job.name!r} has no steps",
+                code="workflow.empty",
+            )
+
+        branch_name: str | None = None
+        branch_note: str | None = None
+        top_level = not self.store.stack_path.exists() or not self._stack_ids()
+        if top_level and self.branch_maker is not None:
+            branch_name, branch_note = self.branch_maker(job.name, instance_id or workflow.name)
+
+        now = self.clock()
+        with self.store.transaction() as tx:
+            parent = tx.top()
+            if parent is not None:  # nested workflows stay on their parent's branch
+                branch_name, branch_note = parent.branch_name, None
+            session = Session(
+                session_id=new_session_id(),
+                job_name=job.name,
+                workflow_name=workflow.name,
+                instance_id=instance_id,
+                goal=goal,
+                current_step_ids=list(entries[0]),
+                step_progress={
+                    step_id: StepRecord(step_id=step_id, started_at=now) for step_id in entries[0]
+                },
+                parent_session_id=parent.session_id if parent is not None else None,
+                branch_name=branch_name,
+                started_at=now,
+            )
+            brief = build_brief(job, session, entries[0], self._instructions)
+            tx.push(session)
+            stack = _stack_items(tx)
+        if parent is None:
+            self.store.prune()
+        return StartResult(brief, stack, branch_name, branch_note)
+
+    # --- finish ------------------------------------------------------------------------------
+
+    def finish(
+        self,
+        outputs: Mapping[str, object],
+        *,
+        notes: str | None = None,
+        override_reason: str | None = None,
+        session_id: str | None = None,
+        progress: ProgressReporter | None = None,
+    ) -> FinishResult:
+        """Check the current checkpoint's outputs, run the quality gate, then advance."""
+        if not isinstance(outputs, Mapping):
+            raise OutputsError(
+                "outputs must be an object mapping output names to paths", code="outputs.wrong_type"
+            )
+        if override_reason is not None and not override_reason.strip():
+            raise QualityGateError(
+                "quality_review_override_reason is empty; explain why the review is not needed "
+                "or leave it out",
+                code="quality_gate.override_reason_empty",
+            )
+        if session_id is not None:
+            check_session_id(session_id)
+
+        gate = self.gate
+        with self.store.transaction() as tx:
+            session = _target(tx, session_id)
+            job, steps = self._checkpoint(session)
+            validated = validate_outputs(self.project_root, steps, outputs)
+            has_reviews = any(step.reviews for step in steps)
+            if gate is None or not has_reviews or override_reason is not None:
+                if gate is not None and has_reviews and override_reason is not None:
+                    session.quality_log.append(
+                        QualityEvent(
+                            at=self.clock(),
+                            kind=QualityEventKind.OVERRIDE,
+                            step_ids=list(session.current_step_ids),
+                            override_reason=override_reason,
+                        )
+                    )
+                return self._advance(tx, session, job, validated, notes)
+            attempt = 0
+            if gate.external:
+                attempt = self._count_attempt(session)
+                tx.save(session)
+            checkpoint = Checkpoint(
+                project_root=self.project_root,
+                session_id=session.session_id,
+                job=job,
+                step_ids=tuple(session.current_step_ids),
+                outputs=validated.merged,
+                input_files=_file_inputs(session, steps),
+                notes=notes,
+                attempt=attempt,
+            )
+            entry_index = session.current_entry_index
+
+        try:
+            verdict = gate.evaluate(checkpoint, progress)
+        except QualityGateError as exc:
+            with self.store.transaction() as tx:
+                session = self._same_checkpoint(tx, checkpoint.session_id, entry_index)
+                session.quality_log.append(
+                    QualityEvent(
+                        at=self.clock(),
+                        kind=QualityEventKind.ERROR,
+                        step_ids=list(checkpoint.step_ids),
+                        attempt=attempt or None,
+                        error_code=exc.code,
+                        feedback=exc.message,
+                    )
+                )
+                tx.save(session)
+            raise
+
+        with self.store.transaction() as tx:
+            session = self._same_checkpoint(tx, checkpoint.session_id, entry_index)
+            session.quality_log.append(
+                QualityEvent(
+                    at=self.clock(),
+                    kind=(
+                        QualityEventKind.SELF_REVIEW
+                        if verdict.review_file is not None
+                        else QualityEventKind.REVIEW
+                    ),
+                    step_ids=list(checkpoint.step_ids),
+                    attempt=attempt or None,
+                    passed=None if verdict.review_file is not None else verdict.passed,
+                    feedback=verdict.feedback,
+                    review_file=verdict.review_file,
+                    reviews=list(verdict.reviews),
+                )
+            )
+            if verdict.passed and verdict.review_file is None:
+                return self._advance(tx, session, job, validated, notes)
+            tx.save(session)
+            failed = [review for review in verdict.reviews if not review.passed]
+            if verdict.review_file is None and attempt >= self.max_quality_attempts:
+                raise QualityGateError(
+                    f"Quality gate failed after {attempt} attempts. Feedback: {verdict.feedback}. "
+                    "Fix the outputs and call finished_step again, or pass "
+                    "quality_review_override_reason explaining why the review should not block.",
+                    code="quality_gate.max_attempts",
+                )
+            return FinishResult(
+                FinishStatus.NEEDS_WORK,
+                _stack_items(tx),
+                feedback=verdict.feedback,
+                failed_reviews=failed,
+            )
+
+    # --- abort -------------------------------------------------------------------------------
+
+    def abort(self, explanation: str, session_id: str | None = None) -> AbortResult:
+        """Abort a workflow (the top one unless `session_id` names another) and pop it."""
+        if session_id is not None:
+            check_session_id(session_id)
+        with self.store.transaction() as tx:
+            session = _target(tx, session_id)
+            session.status = SessionStatus.ABORTED
+            session.abort_reason = explanation
+            session.completed_at = self.clock()
+            tx.save(session)
+            tx.remove_from_stack(session.session_id)
+            stack = _stack_items(tx)
+        top = stack[-1] if stack else None
+        return AbortResult(
+            aborted_workflow=session.workflow_label,
+            aborted_step=session.current_step_id,
+            explanation=explanation,
+            stack=stack,
+            resumed_workflow=top.workflow if top else None,
+            resumed_step=top.step if top else None,
+        )
+
+    # --- internals ---------------------------------------------------------------------------
+
+    def _stack_ids(self) -> list[str]:
+        with self.store.transaction() as tx:
+            return tx.stack_ids()
+
+    def _checkpoint(self, session: Session) -> tuple[LoadedJob, list[Step]]:
+        """The job and the steps of the session's current entry, as the job is now."""
+        job = self.catalog.get(session.job_name)
+        workflow = job.definition.workflows_by_name.get(session.workflow_name)
+        entries = workflow.entries if workflow is not None else []
+        index = session.current_entry_index
+        if index >= len(entries) or list(entries[index]) != session.current_step_ids:
+            raise SessionError(
+                f"job {session.job_name!r} changed while workflow {session.workflow_label!r} "
+                f"was running: its entry {index} is no longer {session.current_step_ids}. "
+                "Call abort_workflow and start the workflow again.",
+                code="session.job_changed",
+            )
+        return job, [job.definition.step(step_id) for step_id in session.current_step_ids]
+
+    def _count_attempt(self, session: Session) -> int:
+        attempt = 0
+        for step_id in session.current_step_ids:
+            record = session.step_progress.setdefault(
+                step_id, StepRecord(step_id=step_id, started_at=self.clock())
+            )
+            record.quality_attempts += 1
+            attempt = max(attempt, record.quality_attempts)
+        return attempt
+
+    def _same_checkpoint(self, tx: StateTransaction, session_id: str, entry_index: int) -> Session:
+        session = tx.load(session_id)
+        if session.status is not SessionStatus.ACTIVE or session.current_entry_index != entry_index:
+            raise SessionError(
+                f"session {session_id!r} moved on while its review ran "
+                f"(now {session.status.value}, step {session.current_step_id!r}); "
+                "the review result was discarded",
+                code="session.changed",
+            )
+        return session
+
+    def _advance(
+        self,
+        tx: StateTransaction,
+        session: Session,
+        job: LoadedJob,
+        validated: ValidatedOutputs,
+        notes: str | None,
+    ) -> FinishResult:
+        now = self.clock()
+        for step_id in session.current_step_ids:
+            record = session.step_progress.setdefault(
+                step_id, StepRecord(step_id=step_id, started_at=now)
+            )
+            record.completed_at = now
+            record.outputs = validated.by_step.get(step_id, {})
+            record.notes = notes
+
+        workflow = job.definition.workflows_by_name[session.workflow_name]
+        entries = workflow.entries
+        next_index = session.current_entry_index + 1
+        if next_index < len(entries):
+            session.current_entry_index = next_index
+            session.current_step_ids = list(entries[next_index])
+            for step_id in entries[next_index]:
+                session.step_progress[step_id] = StepRecord(step_id=step_id, started_at=now)
+            brief = build_brief(job, session, entries[next_index], self._instructions)
+            tx.save(session)
+            return FinishResult(FinishStatus.NEXT_STEP, _stack_items(tx), brief=brief)
+
+        session.status = SessionStatus.COMPLETED
+        session.completed_at = now
+        tx.save(session)
+        tx.remove_from_stack(session.session_id)
+        stack = _stack_items(tx)
+        summary = f"Workflow '{session.workflow_label}' completed successfully!"
+        if stack:
+            summary += (
+                f" Resume the parent workflow '{stack[-1].workflow}' at step '{stack[-1].step}'."
+            )
+        return FinishResult(
+            FinishStatus.WORKFLOW_COMPLETE,
+            stack,
+            summary=summary,
+            all_outputs=session.all_outputs(),
+        )
+
+
+def select_workflow(job: LoadedJob, workflow_name: str) -> Workflow:
+    """The named workflow; a job with exactly one workflow gets it whatever the name."""
+    workflows = job.definition.workflows
+    if len(workflows) == 1:
+        return workflows[0]
+    found = job.definition.workflows_by_name.get(workflow_name)
+    if found is not None:
+        return found
+    available = ", ".join(w.name for w in workflows)
+    if not available:
+        raise WorkflowNotFoundError(
+            f"job {job.name!r} defines no workflows, so it cannot be started; "
+            "call get_workflows to see startable workflows"
+        )
+    raise WorkflowNotFoundError(
+        f"workflow {workflow_name!r} not found in job {job.name!r}. "
+        f"Available workflows: {available}"
+    )
+
+
+def _target(tx: StateTransaction, session_id: str | None) -> Session:
+    ids = tx.stack_ids()
+    if session_id is None:
+        top = tx.top()
+        if top is None:
+            raise SessionError(
+                "no active workflow session; call start_workflow to begin a workflow",
+                code="session.none_active",
+            )
+        return top
+    if session_id in ids:
+        return tx.load(session_id)
+    session = tx.load(session_id)  # raises session.not_found
+    raise SessionError(
+        f"session {session_id!r} is {session.status.value}, not active; active sessions: "
+        f"{', '.join(ids) or 'none'}",
+        code="session.not_active",
+    )
+
+
+def _file_inputs(session: Session, steps: list[Step]) -> list[ResolvedInput]:
+    return [item for item in resolve_inputs(session, steps) if item.from_step is not None]
+
+
+def _stack_item(session: Session) -> StackItem:
+    return StackItem(session.session_id, session.workflow_label, session.current_step_id)
+
+
+def _stack_items(tx: StateTransaction) -> list[StackItem]:
+    return [_stack_item(session) for session in tx.stack()]

@@ -1,0 +1,179 @@
+"""Checking what an agent submits to `finished_step` (JOBS-REQ-001.5, RUNTIME.md §3).
+
+Every submitted name must be declared by a step of the current checkpoint, every required output
+must be there with the declared shape (`file`: one path, `files`: a list of paths, not empty when
+required), and every path must exist and resolve (after symlinks) inside the project. All problems
+are reported at once; the error code is that of the first.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from deepwork_core.errors import OutputsError, PathOutsideProjectError
+from deepwork_core.identifiers import resolve_inside
+from deepwork_core.models import OutputSpec, OutputType, Step
+from deepwork_core.sessions import OutputValue
+
+SYNTAX_HINTS = {
+    OutputType.FILE: "filepath",
+    OutputType.FILES: "array of filepaths for all individual files",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ValidatedOutputs:
+    """Submitted outputs, normalised to project-relative POSIX paths, grouped by declaring step."""
+
+    by_step: dict[str, dict[str, OutputValue]]
+
+    @property
+    def merged(self) -> dict[str, OutputValue]:
+        return {name: value for outputs in self.by_step.values() for name, value in outputs.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class _Finding:
+    code: str
+    message: str
+
+
+def validate_outputs(
+    project_root: Path, steps: Sequence[Step], submitted: Mapping[str, object]
+) -> ValidatedOutputs:
+    """Check `submitted` against the outputs the `steps` of one checkpoint declare.
+
+    `project_root` must be absolute and resolved. Raises `OutputsError` (`outputs.unknown`,
+    `outputs.missing`, `outputs.wrong_type`, `outputs.empty_list`, `outputs.file_not_found`) or
+    `PathOutsideProjectError` (`path.outside_project`) for the first problem, naming all of them.
+    """
+    declared: dict[str, tuple[Step, OutputSpec]] = {}
+    for step in steps:
+        for name, spec in step.outputs.items():
+            declared.setdefault(name, (step, spec))
+    valid_names = ", ".join(sorted(declared)) or "(none: submit {})"
+
+    findings: list[_Finding] = []
+    unknown = sorted(str(key) for key in submitted if key not in declared)
+    if unknown:
+        findings.append(
+            _Finding(
+                "outputs.unknown",
+                f"unknown output name(s): {', '.join(unknown)}. Declared outputs: {valid_names}",
+            )
+        )
+    missing = sorted(n for n, (_, spec) in declared.items() if spec.required and n not in submitted)
+    if missing:
+        findings.append(
+            _Finding(
+                "outputs.missing",
+                f"missing required output(s): {', '.join(missing)}; create them and include "
+                "them in outputs",
+            )
+        )
+
+    by_step: dict[str, dict[str, OutputValue]] = {step.id: {} for step in steps}
+    for name, value in submitted.items():
+        if name not in declared:
+            continue
+        step, spec = declared[name]
+        checked = _check_value(project_root, name, spec, value, findings)
+        if checked is not None:
+            by_step[step.id][name] = checked
+
+    if findings:
+        message = "; ".join(f.message for f in findings)
+        first = findings[0].code
+        if first == PathOutsideProjectError.code:
+            raise PathOutsideProjectError(message)
+        raise OutputsError(message, code=first)
+    return ValidatedOutputs(by_step)
+
+
+def _check_value(
+    root: Path, name: str, spec: OutputSpec, value: object, findings: list[_Finding]
+) -> OutputValue | None:
+    if spec.type is OutputType.FILE:
+        if not isinstance(value, str) or not value.strip():
+            findings.append(
+                _Finding(
+                    "outputs.wrong_type",
+                    f"output {name!r} is declared as type 'file' and must be a single non-empty "
+                    f"path string, got {_describe(value)}",
+                )
+            )
+            return None
+        return _check_path(root, name, value, findings)
+
+    if not isinstance(value, list):
+        findings.append(
+            _Finding(
+                "outputs.wrong_type",
+                f"output {name!r} is declared as type 'files' and must be a list of path "
+                f"strings, got {_describe(value)}",
+            )
+        )
+        return None
+    if not value and spec.required:
+        findings.append(
+            _Finding(
+                "outputs.empty_list",
+                f"output {name!r} is required and must list at least one file",
+            )
+        )
+        return None
+    paths: list[str] = []
+    for item in value:
+        if not isinstance(item, str) or not item.strip():
+            findings.append(
+                _Finding(
+                    "outputs.wrong_type",
+                    f"output {name!r}: every element must be a non-empty path string, "
+                    f"got {_describe(item)}",
+                )
+            )
+            continue
+        checked = _check_path(root, name, item, findings)
+        if checked is not None:
+            paths.append(checked)
+    return paths if len(paths) == len(value) else None
+
+
+def _check_path(root: Path, name: str, value: str, findings: list[_Finding]) -> str | None:
+    try:
+        resolved = resolve_inside(root, value, what=f"output {name!r} path")
+    except PathOutsideProjectError as exc:
+        findings.append(_Finding(exc.code, exc.message))
+        return None
+    if not resolved.exists():
+        findings.append(
+            _Finding(
+                "outputs.file_not_found",
+                f"output {name!r}: file not found at {value!r} (paths are relative to the "
+                f"project root {root}); create it or fix the path",
+            )
+        )
+        return None
+    return _relative(root, value, resolved)
+
+
+def _relative(root: Path, value: str, resolved: Path) -> str:
+    """The project-relative POSIX form of `value` (symlinks inside the project are kept)."""
+    lexical = Path(os.path.normpath(root / value))
+    base = lexical if lexical.is_relative_to(root) else resolved
+    relative = base.relative_to(root).as_posix()
+    return posixpath.normpath(relative) if relative else "."
+
+
+def _describe(value: object) -> str:
+    if isinstance(value, str):
+        return "an empty string" if not value.strip() else "a string"
+    if isinstance(value, list):
+        return "a list"
+    if value is None:
+        return "null"
+    return type(value).__name__

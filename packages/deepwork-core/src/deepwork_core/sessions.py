@@ -1,0 +1,391 @@
+"""Workflow sessions and the workflow stack, persisted under `.deepwork/tmp/` (RUNTIME.md §1).
+
+Files (all JSON, all carrying `schema_version`):
+- `session_<id>.json`: one workflow run (`Session`). Completed and aborted runs stay on disk for
+  inspection until the retention rule prunes them.
+- `stack.json`: the ids of the active sessions, bottom to top. It is the one source of truth for
+  "which workflows are running": a new server process reads it and carries on where a killed one
+  stopped. Every session on the stack is `active`; a session leaves the stack when it completes or
+  is aborted.
+- `state.lock`: the cross-process lock held around every read-modify-write.
+
+Every write is atomic (`atomic_write_text`). A file that is not valid JSON, does not match the
+model, or carries an unknown `schema_version` raises `session.state_corrupt` naming the file; it is
+never silently reset.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from deepwork_core.errors import SessionError
+from deepwork_core.fsutil import atomic_write_text, file_lock
+from deepwork_core.identifiers import check_session_id
+from deepwork_core.runtime_dir import TMP_DIR, ensure_tmp_dir
+
+SCHEMA_VERSION: Literal[1] = 1
+STACK_FILE = "stack.json"
+LOCK_FILE = "state.lock"
+SESSION_PREFIX = "session_"
+
+#: Finished sessions older than this are pruned ...
+DEFAULT_MAX_AGE = timedelta(days=14)
+#: ... and of the finished ones, at most this many newest are kept.
+DEFAULT_KEEP_FINISHED = 200
+#: Pruning runs at most this often per store (it lists the folder).
+_PRUNE_INTERVAL_S = 300.0
+
+OutputValue = str | list[str]
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class SessionStatus(StrEnum):
+    ACTIVE = "active"
+    COMPLETED = "completed"
+    ABORTED = "aborted"
+
+
+class _State(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=False)
+
+
+class StepRecord(_State):
+    """What happened to one step of a session."""
+
+    step_id: str
+    started_at: datetime
+    completed_at: datetime | None = None
+    outputs: dict[str, OutputValue] = Field(default_factory=dict)
+    notes: str | None = None
+    #: Quality-gate evaluations of the checkpoint this step belongs to (external reviewer).
+    quality_attempts: int = 0
+
+
+class CriterionFinding(_State):
+    criterion: str
+    passed: bool
+    feedback: str | None = None
+
+
+class ReviewFinding(_State):
+    """One review's verdict, as recorded in the audit trail and returned as `failed_reviews`."""
+
+    step_id: str
+    review_run_each: str
+    target_file: str | None = None
+    passed: bool
+    feedback: str
+    criteria_results: list[CriterionFinding] = Field(default_factory=list)
+
+
+class QualityEventKind(StrEnum):
+    REVIEW = "review"  # the external reviewer gave a verdict
+    SELF_REVIEW = "self_review"  # review instructions were written for the agent
+    OVERRIDE = "override"  # the agent skipped the gate with a reason
+    ERROR = "error"  # the reviewer could not give a verdict
+
+
+class QualityEvent(_State):
+    """One entry of a session's quality-gate audit trail."""
+
+    at: datetime
+    kind: QualityEventKind
+    step_ids: list[str]
+    attempt: int | None = None
+    passed: bool | None = None
+    feedback: str | None = None
+    override_reason: str | None = None
+    error_code: str | None = None
+    review_file: str | None = None
+    reviews: list[ReviewFinding] = Field(default_factory=list)
+
+
+class Session(_State):
+    """One run of a workflow."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    session_id: str
+    job_name: str
+    workflow_name: str
+    instance_id: str | None = None
+    goal: str
+    status: SessionStatus = SessionStatus.ACTIVE
+    #: Index into the workflow's entries (a concurrent group counts once).
+    current_entry_index: int = 0
+    #: The step ids of the current entry (several for a concurrent group).
+    current_step_ids: list[str]
+    step_progress: dict[str, StepRecord] = Field(default_factory=dict)
+    parent_session_id: str | None = None
+    branch_name: str | None = None
+    started_at: datetime
+    completed_at: datetime | None = None
+    abort_reason: str | None = None
+    quality_log: list[QualityEvent] = Field(default_factory=list)
+
+    @property
+    def workflow_label(self) -> str:
+        """`job_name/workflow_name`, as stack entries and abort responses name a workflow."""
+        return f"{self.job_name}/{self.workflow_name}"
+
+    @property
+    def current_step_id(self) -> str:
+        return self.current_step_ids[0]
+
+    def all_outputs(self) -> dict[str, OutputValue]:
+        """Outputs of every completed step, merged in completion order (later steps win)."""
+        merged: dict[str, OutputValue] = {}
+        records = sorted(
+            (r for r in self.step_progress.values() if r.completed_at is not None),
+            key=lambda r: r.completed_at or r.started_at,
+        )
+        for record in records:
+            merged.update(record.outputs)
+        return merged
+
+
+class _StackFile(_State):
+    schema_version: Literal[1] = SCHEMA_VERSION
+    session_ids: list[str] = Field(default_factory=list)
+
+
+def new_session_id() -> str:
+    """A fresh URL-safe id (16 characters) matching `SESSION_ID_PATTERN`."""
+    return secrets.token_urlsafe(12)
+
+
+class SessionStore:
+    """Reads and writes the sessions and the stack of one project. Thread- and process-safe.
+
+    Reads that need a consistent view and every mutation run inside `transaction()`, which holds
+    an in-process lock and the cross-process file lock.
+    """
+
+    def __init__(
+        self,
+        project_root: Path,
+        *,
+        max_age: timedelta = DEFAULT_MAX_AGE,
+        keep_finished: int = DEFAULT_KEEP_FINISHED,
+    ) -> None:
+        self.project_root = project_root
+        self.state_dir = project_root / TMP_DIR
+        self.max_age = max_age
+        self.keep_finished = keep_finished
+        self._thread_lock = threading.RLock()
+        self._last_prune = float("-inf")
+
+    # --- paths -------------------------------------------------------------------------------
+
+    def session_path(self, session_id: str) -> Path:
+        """The file of `session_id`; the id is checked before any path is built."""
+        return self.state_dir / f"{SESSION_PREFIX}{check_session_id(session_id)}.json"
+
+    @property
+    def stack_path(self) -> Path:
+        return self.state_dir / STACK_FILE
+
+    # --- transactions ------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[StateTransaction]:
+        """Hold the locks for one read-modify-write of the state."""
+        with self._thread_lock:
+            ensure_tmp_dir(self.project_root)
+            with file_lock(self.state_dir / LOCK_FILE):
+                yield StateTransaction(self)
+
+    # --- convenience reads (each its own transaction) ----------------------------------------
+
+    def stack(self) -> list[Session]:
+        """The active sessions, bottom to top."""
+        if not self.stack_path.exists():
+            return []  # nothing ever started: no need to create the folder for a read
+        with self.transaction() as tx:
+            return tx.stack()
+
+    def load(self, session_id: str) -> Session:
+        """Any session (active or finished). Raises `session.not_found` when there is none."""
+        with self.transaction() as tx:
+            return tx.load(session_id)
+
+    # --- retention ---------------------------------------------------------------------------
+
+    def prune(self, *, now: datetime | None = None, force: bool = False) -> list[str]:
+        """Delete finished sessions past the retention rule; return the ids deleted.
+
+        A finished session is one not on the stack. It is deleted when its file was last written
+        more than `max_age` ago, or when more than `keep_finished` newer finished ones exist.
+        Their self-review files (`quality_review_<id>_*.md`) go with them.
+        """
+        clock = time.monotonic()
+        if not force and clock - self._last_prune < _PRUNE_INTERVAL_S:
+            return []
+        self._last_prune = clock
+        current = (now or utc_now()).timestamp()
+        removed: list[str] = []
+        with self.transaction() as tx:
+            active = set(tx.stack_ids())
+            finished: list[tuple[float, str, Path]] = []
+            for entry in os.scandir(self.state_dir):
+                name = entry.name
+                if not (name.startswith(SESSION_PREFIX) and name.endswith(".json")):
+                    continue
+                session_id = name[len(SESSION_PREFIX) : -len(".json")]
+                if session_id in active:
+                    continue
+                finished.append((entry.stat().st_mtime, session_id, Path(entry.path)))
+            finished.sort(reverse=True)
+            cutoff = current - self.max_age.total_seconds()
+            for position, (mtime, session_id, path) in enumerate(finished):
+                if position >= self.keep_finished or mtime < cutoff:
+                    path.unlink(missing_ok=True)
+                    for review_file in self.state_dir.glob(f"quality_review_{session_id}_*.md"):
+                        review_file.unlink(missing_ok=True)
+                    removed.append(session_id)
+        return removed
+
+
+class StateTransaction:
+    """The state as seen while holding the locks; writes are atomic and immediate."""
+
+    def __init__(self, store: SessionStore) -> None:
+        self._store = store
+        self._stack_ids: list[str] | None = None
+        self._sessions: dict[str, Session] = {}
+
+    def stack_ids(self) -> list[str]:
+        if self._stack_ids is None:
+            data = _read_json(self._store.stack_path, missing_ok=True)
+            if data is None:
+                self._stack_ids = []
+            else:
+                stack = _validate(_StackFile, data, self._store.stack_path)
+                self._stack_ids = list(stack.session_ids)
+        return list(self._stack_ids)
+
+    def stack(self) -> list[Session]:
+        sessions = []
+        for session_id in self.stack_ids():
+            session = self._load_listed(session_id)
+            sessions.append(session)
+        return sessions
+
+    def top(self) -> Session | None:
+        ids = self.stack_ids()
+        return self._load_listed(ids[-1]) if ids else None
+
+    def load(self, session_id: str) -> Session:
+        """The session (read once per transaction; later calls return the same object)."""
+        cached = self._sessions.get(session_id)
+        if cached is not None:
+            return cached
+        path = self._store.session_path(session_id)
+        data = _read_json(path, missing_ok=True)
+        if data is None:
+            raise SessionError(
+                f"there is no session {session_id!r}; use a session_id returned by "
+                "start_workflow or finished_step (the stack lists the active ones)",
+                code="session.not_found",
+            )
+        session = _validate(Session, data, path)
+        if session.session_id != session_id:
+            raise SessionError(
+                f"{path} holds session {session.session_id!r}, not {session_id!r}",
+                code="session.state_corrupt",
+            )
+        self._sessions[session_id] = session
+        return session
+
+    def save(self, session: Session) -> None:
+        path = self._store.session_path(session.session_id)
+        atomic_write_text(path, session.model_dump_json(indent=2) + "\n")
+        self._sessions[session.session_id] = session
+
+    def set_stack(self, session_ids: list[str]) -> None:
+        stack = _StackFile(session_ids=session_ids)
+        atomic_write_text(self._store.stack_path, stack.model_dump_json(indent=2) + "\n")
+        self._stack_ids = list(session_ids)
+
+    def push(self, session: Session) -> None:
+        """Save a new session and put it on top of the stack."""
+        self.save(session)
+        self.set_stack([*self.stack_ids(), session.session_id])
+
+    def remove_from_stack(self, session_id: str) -> None:
+        """Take `session_id` off the stack wherever it sits (not only from the top)."""
+        self.set_stack([i for i in self.stack_ids() if i != session_id])
+
+    def _load_listed(self, session_id: str) -> Session:
+        try:
+            session = self.load(session_id)
+        except SessionError as exc:
+            if exc.code != "session.not_found":
+                raise
+            raise SessionError(
+                f"{self._store.stack_path} lists session {session_id!r} but its file "
+                f"{self._store.session_path(session_id)} is missing",
+                code="session.state_corrupt",
+            ) from None
+        if session.status is not SessionStatus.ACTIVE:
+            raise SessionError(
+                f"{self._store.stack_path} lists session {session_id!r}, which is "
+                f"{session.status.value}",
+                code="session.state_corrupt",
+            )
+        return session
+
+
+def _read_json(path: Path, *, missing_ok: bool) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        if missing_ok:
+            return None
+        raise
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SessionError(
+            f"cannot read state file {path}: {exc}", code="session.state_corrupt"
+        ) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SessionError(
+            f"state file {path} is not valid JSON ({exc}); fix or delete it",
+            code="session.state_corrupt",
+        ) from None
+
+
+def _validate(model: type[_M], data: Any, path: Path) -> _M:
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if version != SCHEMA_VERSION:
+        raise SessionError(
+            f"state file {path} has schema_version {version!r}; this DeepWork reads version "
+            f"{SCHEMA_VERSION} (written by another DeepWork version? fix or delete it)",
+            code="session.state_corrupt",
+        )
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "<top>"
+        raise SessionError(
+            f"state file {path} is invalid at {where}: {first['msg']}; fix or delete it",
+            code="session.state_corrupt",
+        ) from None

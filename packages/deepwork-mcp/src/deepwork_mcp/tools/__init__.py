@@ -1,0 +1,1 @@
+"""MCP tool adapters: parse arguments, call core in a worker thread, build the response."""
