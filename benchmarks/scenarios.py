@@ -428,6 +428,12 @@ async def hook(bench: Bench) -> None:
             raise CallFailed(
                 f"deepwork hook exited {result.returncode}: {_last_line(result.stderr)}"
             )
+        try:
+            answer = json.loads(result.stdout)
+        except ValueError:
+            raise CallFailed(f"deepwork hook printed no JSON: {result.stdout[:200]!r}") from None
+        if "additionalContext" in json.dumps(answer):
+            raise CallFailed(f"deepwork hook reacted to a non-commit event: {result.stdout[:200]}")
         no_op.samples.append(elapsed)
         no_op.params["answer"] = result.stdout.strip()[:200]
 

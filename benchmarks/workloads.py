@@ -210,13 +210,16 @@ def _deepreview(index: int) -> str:
 
 def _file_path(index: int, packages: int) -> str:
     package = f"pkg{index % packages:02d}"
-    extension = _EXTENSIONS[index % len(_EXTENSIONS)]
+    within = (
+        index // packages
+    )  # the file's number inside its package: every package gets every kind
+    extension = _EXTENSIONS[within % len(_EXTENSIONS)]
     if extension == "md":
         folder = "docs"
     elif extension in ("yml", "json"):
         folder = "config"
     else:
-        folder = f"src/mod{(index // packages) % 10}"
+        folder = f"src/mod{(within // len(_EXTENSIONS)) % 10}"
     return f"{package}/{folder}/file_{index:05d}.{extension}"
 
 
