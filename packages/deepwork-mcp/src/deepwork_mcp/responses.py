@@ -7,7 +7,7 @@ result with a `from_…` constructor so tool adapters stay one line.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from deepwork_core.briefing import StepBrief
 from deepwork_core.discovery import Catalog
@@ -18,6 +18,54 @@ from pydantic import BaseModel
 
 class _Model(BaseModel):
     pass
+
+
+def output_schema(model: type[BaseModel], *, detail_depth: int = 1) -> dict[str, Any]:
+    """A compact `outputSchema` for `model`: fields down to `detail_depth` levels are spelled
+    out; deeper objects are just `object`.
+
+    The full pydantic schema of these responses is several kilobytes per tool and is sent to the
+    model with every `tools/list`; this keeps the whole tool list small while still describing
+    every field an agent reads. Descriptions and defaults are left out (the tool description and
+    the field names carry the meaning); `X | None` becomes `type: [X, "null"]`.
+    """
+    schema = model.model_json_schema()
+    return _compact(schema, schema.get("$defs", {}), 0, detail_depth, top=True)
+
+
+def _compact(
+    node: dict[str, Any], defs: dict[str, Any], depth: int, limit: int, *, top: bool = False
+) -> dict[str, Any]:
+    if "$ref" in node:
+        node = defs[node["$ref"].rsplit("/", 1)[-1]]
+    if "anyOf" in node:
+        options = [o for o in node["anyOf"] if o != {"type": "null"}]
+        nullable = len(options) < len(node["anyOf"])
+        if len(options) == 1:
+            inner = _compact(options[0], defs, depth, limit)
+            if nullable and isinstance(inner.get("type"), str):
+                inner["type"] = [inner["type"], "null"]
+            return inner
+        branches = [_compact(o, defs, depth, limit) for o in options]
+        return {"anyOf": branches + ([{"type": "null"}] if nullable else [])}
+    out: dict[str, Any] = {"type": node["type"]} if "type" in node else {}
+    if "enum" in node:
+        out["enum"] = node["enum"]
+    if node.get("type") == "object" and depth < limit:
+        if "properties" in node:
+            out["properties"] = {
+                key: _compact(value, defs, depth + 1, limit)
+                for key, value in node["properties"].items()
+            }
+            if top and node.get("required"):
+                out["required"] = node["required"]
+        elif isinstance(node.get("additionalProperties"), dict):
+            out["additionalProperties"] = _compact(
+                node["additionalProperties"], defs, depth + 1, limit
+            )
+    elif node.get("type") == "array" and "items" in node:
+        out["items"] = _compact(node["items"], defs, depth, limit)
+    return out
 
 
 class WorkflowInfo(_Model):

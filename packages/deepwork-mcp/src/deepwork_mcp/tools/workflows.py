@@ -23,12 +23,12 @@ from deepwork_mcp.responses import (
     FinishedStepResponse,
     GetWorkflowsResponse,
     StartWorkflowResponse,
+    output_schema,
 )
 
 _READ_ONLY = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
-_CHANGES_STATE = ToolAnnotations(
-    readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False
-)
+# readOnlyHint and idempotentHint default to false; destructiveHint defaults to true.
+_CHANGES_STATE = ToolAnnotations(destructiveHint=False, openWorldHint=False)
 
 SessionIdArg = Annotated[
     str | None, Field(description="Target this session instead of the top of the stack.")
@@ -58,14 +58,16 @@ def register_workflow_tools(mcp: FastMCP, engine: WorkflowEngine) -> None:
     """Register get_workflows, start_workflow, finished_step and abort_workflow on `mcp`."""
     listing = _ListingCache(engine)
 
-    @mcp.tool(annotations=_READ_ONLY)
+    @mcp.tool(
+        annotations=_READ_ONLY, output_schema=output_schema(GetWorkflowsResponse, detail_depth=2)
+    )
     def get_workflows() -> GetWorkflowsResponse:
         """List the jobs and workflows you can start. Call this first. Jobs that failed to load
         are listed in `errors`."""
         with tool_errors("get_workflows"):
             return listing.get()
 
-    @mcp.tool(annotations=_CHANGES_STATE)
+    @mcp.tool(annotations=_CHANGES_STATE, output_schema=output_schema(StartWorkflowResponse))
     async def start_workflow(
         goal: Annotated[str, Field(description="What the user wants to accomplish.")],
         job_name: str,
@@ -84,7 +86,7 @@ def register_workflow_tools(mcp: FastMCP, engine: WorkflowEngine) -> None:
             )
             return StartWorkflowResponse.from_result(result)
 
-    @mcp.tool(annotations=_CHANGES_STATE)
+    @mcp.tool(annotations=_CHANGES_STATE, output_schema=output_schema(FinishedStepResponse))
     async def finished_step(
         outputs: Annotated[
             dict[str, str | list[str]],
@@ -115,7 +117,7 @@ def register_workflow_tools(mcp: FastMCP, engine: WorkflowEngine) -> None:
             )
             return FinishedStepResponse.from_result(result)
 
-    @mcp.tool(annotations=_CHANGES_STATE)
+    @mcp.tool(annotations=_CHANGES_STATE, output_schema=output_schema(AbortWorkflowResponse))
     async def abort_workflow(
         explanation: Annotated[str, Field(description="Why the workflow is aborted.")],
         session_id: SessionIdArg = None,

@@ -1,0 +1,131 @@
+"""`deepwork serve`: run the MCP server for a project.
+
+Settings come from `.deepwork/config.yml` (FORMATS.md §3); every flag given on the command line
+wins over the file. stdout is the protocol channel on stdio, so logs go to stderr only.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+
+import click
+
+ADDITIONAL_JOBS_ENV = "DEEPWORK_ADDITIONAL_JOBS_FOLDERS"
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--path",
+    "project_path",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=".",
+    show_default=True,
+    help="Project root directory.",
+)
+@click.option(
+    "--no-quality-gate",
+    is_flag=True,
+    default=False,
+    help="Disable the quality gate (default: config quality_gate.enabled, else on).",
+)
+@click.option(
+    "--transport",
+    type=click.Choice(["stdio", "sse", "http"]),
+    default="stdio",
+    show_default=True,
+    help="MCP transport; http is Streamable HTTP at /mcp, sse is at /sse.",
+)
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, help="Bind address for http and sse."
+)
+@click.option("--port", type=int, default=8000, show_default=True, help="Port for http and sse.")
+@click.option(
+    "--external-runner",
+    type=click.Choice(["claude", "none"]),
+    default=None,
+    help="Quality-gate reviewer: 'claude' runs the Claude CLI, 'none' means self-review "
+    "(default: config quality_gate.external_runner, else self-review).",
+)
+@click.option(
+    "--platform",
+    default=None,
+    help="Platform the review tools format for, e.g. claude or gemini "
+    "(default: the first of config platforms, else claude).",
+)
+@click.option(
+    "--max-quality-attempts",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Failed external reviews allowed before finished_step errors (default: config, else 3).",
+)
+@click.option(
+    "--quality-gate-timeout",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Seconds per external review task, plus 30 per file beyond five "
+    "(default: config quality_gate.timeout_seconds, else 240).",
+)
+@click.option(
+    "--no-branch",
+    is_flag=True,
+    default=False,
+    help="Do not create a git branch per top-level workflow (default: config git.create_branch).",
+)
+def serve(
+    project_path: Path,
+    no_quality_gate: bool,
+    transport: str,
+    host: str,
+    port: int,
+    external_runner: str | None,
+    platform: str | None,
+    max_quality_attempts: int | None,
+    quality_gate_timeout: int | None,
+    no_branch: bool,
+) -> None:
+    """Run the DeepWork MCP server for a project."""
+    from deepwork_core.config import load_config
+    from deepwork_core.discovery import parse_folder_list
+    from deepwork_core.errors import DeepWorkError
+
+    _configure_logging()
+    root = project_path.resolve()
+    # FastMCP is imported only now: `deepwork --version` and `--help` stay cheap.
+    import fastmcp
+
+    from deepwork_mcp.server import create_server
+
+    fastmcp.settings.check_for_updates = "off"
+    try:
+        config = load_config(root)
+        gate = config.quality_gate
+        runner = gate.external_runner if external_runner is None else external_runner
+        server = create_server(
+            root,
+            enable_quality_gate=gate.enabled and not no_quality_gate,
+            quality_gate_timeout=quality_gate_timeout or gate.timeout_seconds,
+            quality_gate_max_attempts=max_quality_attempts or gate.max_attempts,
+            external_runner=None if runner == "none" else runner,
+            platform=platform or (config.platforms[0] if config.platforms else "claude"),
+            create_branch=config.git.create_branch and not no_branch,
+            additional_jobs_folders=parse_folder_list(os.environ.get(ADDITIONAL_JOBS_ENV)),
+        )
+    except DeepWorkError as exc:
+        raise click.ClickException(f"{exc.code}: {exc.message}") from None
+    if transport == "stdio":
+        server.run(transport="stdio", show_banner=False)
+    else:
+        server.run(transport=transport, host=host, port=port, show_banner=False)  # type: ignore[arg-type]
+
+
+def _configure_logging() -> None:
+    """DeepWork's log lines go to stderr (stdout carries the protocol on stdio)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    log = logging.getLogger("deepwork")
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
