@@ -39,11 +39,15 @@ class _TapStream:
         self._inner = inner
         self.armed = False
         self.captured: list[SessionMessage] = []
+        self.last_answer_at = 0.0  # perf_counter when the latest response came off the pipe
 
     async def receive(self) -> SessionMessage | Exception:
         item: SessionMessage | Exception = await self._inner.receive()
-        if self.armed and isinstance(item, SessionMessage):
-            self.captured.append(item)
+        if isinstance(item, SessionMessage):
+            if _is_answer(item):
+                self.last_answer_at = time.perf_counter()
+            if self.armed:
+                self.captured.append(item)
         return item
 
     async def aclose(self) -> None:
@@ -84,6 +88,7 @@ class Connection:
     instructions: str | None
     tap: _TapStream
     tool_names: set[str] = field(default_factory=set)
+    last_client_ms: float = 0.0
 
     async def list_tools(self) -> tuple[float, int, list[str]]:
         """`tools/list`: (finished-at perf_counter, wire bytes of the answer, tool names)."""
@@ -102,8 +107,11 @@ class Connection:
         return done, size, names
 
     async def call(self, tool: str, arguments: dict[str, Any] | None = None) -> tuple[float, Any]:
-        """Call `tool`; return (elapsed ms, the structured answer or the text of a plain one).
+        """Call `tool`; return (ms, the structured answer or the text of a plain one).
 
+        The time runs from sending the request until its answer came off the server's stdout,
+        so it holds the server's work and the pipe, not the client's own validation of the
+        answer against the output schema (recorded apart in `client_ms`).
         Raises `ServerUnavailable` when the server does not offer the tool (after a list_tools),
         `CallFailed` when the call answers with an error.
         """
@@ -112,7 +120,10 @@ class Connection:
         start = time.perf_counter()
         with anyio.fail_after(CALL_TIMEOUT):
             result = await self.session.call_tool(tool, arguments or {})
-        elapsed = (time.perf_counter() - start) * 1000
+        done = time.perf_counter()
+        answered = self.tap.last_answer_at if self.tap.last_answer_at > start else done
+        elapsed = (answered - start) * 1000
+        self.last_client_ms = (done - answered) * 1000
         text = "".join(getattr(block, "text", "") for block in result.content)
         if result.is_error:
             raise CallFailed(f"{tool} answered with an error: {text[:500]}")
@@ -128,6 +139,12 @@ class Connection:
 
 def _has_result(message: SessionMessage) -> bool:
     return getattr(message.message, "result", None) is not None
+
+
+def _is_answer(message: SessionMessage) -> bool:
+    """A response (result or error) rather than a request or notification from the server."""
+    inner = message.message
+    return getattr(inner, "result", None) is not None or getattr(inner, "error", None) is not None
 
 
 def _status_field(pid: int, key: str) -> int:

@@ -46,6 +46,8 @@ FIGURE_KEYS: tuple[str, ...] = (
     "cold_start.floor.tools_list",
     "cold_start.floor.first_call",
     "cold_start.floor.call",
+    "cold_start.floor.peak_rss",
+    "cold_start.deepwork.peak_rss",
     "cold_start.ratio",
     "context.tools_and_instructions",
     *(
@@ -77,6 +79,13 @@ class Figure:
     params: dict[str, Any] = field(default_factory=dict)
     status: Status = "ok"
     reason: str | None = None
+    client_ms: list[float] = field(default_factory=list)
+
+    def add(self, value: float, client_ms: float | None = None) -> None:
+        """One sample; `client_ms` is what the client spent after the answer arrived."""
+        self.samples.append(value)
+        if client_ms is not None:
+            self.client_ms.append(client_ms)
 
     @property
     def median(self) -> float | None:
@@ -104,6 +113,7 @@ class Figure:
             "n": len(self.samples),
             "samples": [round(sample, 3) for sample in self.samples],
             "params": self.params,
+            "client_ms_median": statistics.median(self.client_ms) if self.client_ms else None,
             "budget": budget.text if budget else None,
             "budget_limit": budget.limit if budget else None,
             "verdict": self.verdict(quick),

@@ -122,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         selected = [name for name in SCENARIOS if name in wanted]
     deepwork = _deepwork_command(args.deepwork)
     started = time.perf_counter()
+    load_at_start = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="deepwork-bench-") as scratch:
         bench = Bench(deepwork=deepwork, sizes=sizes, scratch=Path(scratch))
         ok = anyio.run(_run, bench, selected)
@@ -135,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     for figure in figures:
         if figure.status != "skipped":
             print(format_line(figure, args.quick))
+    load_at_end = os.getloadavg()[0]
     meta = {
         "mode": mode,
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -142,11 +144,16 @@ def main(argv: list[str] | None = None) -> int:
         "python": platform.python_version(),
         "platform": platform.platform(),
         "cpus": os.cpu_count(),
+        "load_average_at_start": load_at_start,
+        "load_average_at_end": load_at_end,
         "deepwork": deepwork,
         "scenarios": selected,
         "seconds": round(time.perf_counter() - started, 1),
     }
     write_json(args.out, figures, meta, args.quick)
+    busiest = max(load_at_start, load_at_end)
+    if busiest > (os.cpu_count() or 1):
+        print(f"\nwarning: load average {busiest:.1f} on {os.cpu_count()} CPUs; timings are noisy")
     print(f"\nwrote {args.out} in {meta['seconds']} s")
     return 0 if ok else 1
 

@@ -140,6 +140,13 @@ async def cold_start(bench: Bench) -> None:
     fl_call = bench.figure(
         "cold_start.floor.call", "FastMCP floor: one warm tool call (per-call floor)"
     )
+    fl_rss = bench.figure("cold_start.floor.peak_rss", "peak RSS of the FastMCP floor", "MiB")
+    dw_rss = bench.figure(
+        "cold_start.deepwork.peak_rss",
+        f"peak RSS of deepwork serve after one get_workflows, {jobs} jobs",
+        "MiB",
+        jobs=jobs,
+    )
     context: Figure | None = None
     with bench.stderr_log("cold_start") as log:
         # Alternate the two servers so drift in machine load hits both alike.
@@ -148,14 +155,16 @@ async def cold_start(bench: Bench) -> None:
                 listed, _, _ = await floor.list_tools()
                 await floor.call("ping")
                 fl_list.samples.append(_ms(listed - floor.spawned_at))
-                fl_first.samples.append(_ms(time.perf_counter() - floor.spawned_at))
+                fl_first.samples.append(_ms(floor.tap.last_answer_at - floor.spawned_at))
                 for _ in range(10):
                     elapsed, _ = await floor.call("ping")
-                    fl_call.samples.append(elapsed)
+                    fl_call.add(elapsed, floor.last_client_ms)
+                fl_rss.samples.append(floor.peak_rss_kib() / 1024)
             async with bench.serve(project, log) as server:
                 listed, size, names = await server.list_tools()
                 await server.call("get_workflows")
-                dw_first.samples.append(_ms(time.perf_counter() - server.spawned_at))
+                dw_first.samples.append(_ms(server.tap.last_answer_at - server.spawned_at))
+                dw_rss.samples.append(server.peak_rss_kib() / 1024)
                 dw_list.samples.append(_ms(listed - server.spawned_at))
                 if context is None:
                     instructions = len((server.instructions or "").encode())
@@ -226,10 +235,10 @@ async def get_workflows(bench: Bench) -> None:
                     await server.list_tools()
                     elapsed, payload = await server.call("get_workflows")
                     _check_listing(payload, workload.job_names)
-                    first.samples.append(elapsed)
+                    first.add(elapsed, server.last_client_ms)
                     for _ in range(sizes.repeat_calls):
                         elapsed, _ = await server.call("get_workflows")
-                        repeat.samples.append(elapsed)
+                        repeat.add(elapsed, server.last_client_ms)
                     for _ in range(sizes.edits):
                         edit_number += 1
                         name = workload.job_names[(edit_number * 7) % count]
@@ -237,7 +246,7 @@ async def get_workflows(bench: Bench) -> None:
                         edit_job_summary(workload.job_yml(name), summary)
                         elapsed, payload = await server.call("get_workflows")
                         _check_listing(payload, workload.job_names, must_contain=summary)
-                        edited.samples.append(elapsed)
+                        edited.add(elapsed, server.last_client_ms)
                     if size == "large":
                         memory.samples.append(server.peak_rss_kib() / 1024)
 
@@ -281,24 +290,25 @@ async def workflows(bench: Bench) -> None:
             await server.list_tools()
             await server.call("get_workflows")
             for run in range(sizes.long_runs):
-                began = time.perf_counter()
                 elapsed, payload = await server.call(
                     "start_workflow",
                     {"goal": f"benchmark run {run}", "job_name": LONG_JOB, "workflow_name": "long"},
                 )
-                start.samples.append(elapsed)
+                start.add(elapsed, server.last_client_ms)
+                run_total = elapsed
                 for index, path in enumerate(outputs, start=1):
                     elapsed, payload = await server.call(
                         "finished_step", {"outputs": {f"s{index:02d}_out.md": path}}
                     )
-                    finish.samples.append(elapsed)
+                    finish.add(elapsed, server.last_client_ms)
+                    run_total += elapsed
                     expected = "workflow_complete" if index == steps else "next_step"
                     if _status(payload) != expected:
                         raise CallFailed(
                             f"finished_step {index}/{steps} answered {_status(payload)!r}, "
                             f"expected {expected!r}: {json.dumps(payload)[:300]}"
                         )
-                total.samples.append(_ms(time.perf_counter() - began))
+                total.samples.append(run_total)
 
             for _ in range(sizes.nested_runs):
                 await _nested_run(server, nested_outputs[0], depth, n_start, n_finish, n_abort)
@@ -320,16 +330,16 @@ async def _nested_run(
 
     for level in range(1, depth + 1):
         elapsed = await push(level)
-    start.samples.append(elapsed)
+    start.add(elapsed, server.last_client_ms)
     elapsed, payload = await server.call("finished_step", {"outputs": {"s01_out.md": output}})
     if _status(payload) != "workflow_complete" or _stack_depth(payload) != depth - 1:
         raise CallFailed(f"finished_step at depth {depth}: {json.dumps(payload)[:300]}")
-    finish.samples.append(elapsed)
+    finish.add(elapsed, server.last_client_ms)
     await push(depth)
     elapsed, payload = await server.call("abort_workflow", {"explanation": "benchmark abort"})
     if _stack_depth(payload) != depth - 1:
         raise CallFailed(f"abort_workflow at depth {depth}: {json.dumps(payload)[:300]}")
-    abort.samples.append(elapsed)
+    abort.add(elapsed, server.last_client_ms)
     for level in range(depth - 1, 0, -1):
         _, payload = await server.call("abort_workflow", {"explanation": "unwind"})
         if _stack_depth(payload) != level - 1:
@@ -376,7 +386,7 @@ async def reviews(bench: Bench) -> None:
                 text = payload if isinstance(payload, str) else json.dumps(payload)
                 if "Task" not in text and "task" not in text:
                     raise CallFailed(f"get_review_instructions gave no tasks: {text[:300]}")
-                (first if call == 0 else instructions).samples.append(elapsed)
+                (first if call == 0 else instructions).add(elapsed, server.last_client_ms)
                 instructions.params["answer_bytes"] = len(text.encode())
             for _ in range(bench.sizes.review_calls):
                 elapsed, payload = await server.call(
@@ -384,7 +394,7 @@ async def reviews(bench: Bench) -> None:
                 )
                 if not isinstance(payload, list) or not payload:
                     raise CallFailed(f"get_configured_reviews: {json.dumps(payload)[:300]}")
-                configured.samples.append(elapsed)
+                configured.add(elapsed, server.last_client_ms)
                 configured.params["rules_matched"] = len(payload)
 
 
