@@ -1,0 +1,103 @@
+"""The review tools: `get_review_instructions`, `get_configured_reviews`, `mark_review_as_passed`.
+
+Each tool parses its arguments, runs the review pipeline in a worker thread (it calls git and
+reads files) and builds its response.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Annotated, TypeVar
+
+import anyio.to_thread
+import fastmcp
+from deepwork_core.errors import DeepWorkError
+from deepwork_review.pipeline import (
+    ConfiguredRule,
+    configured_rules,
+    mark_review_passed,
+    run_review,
+)
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel, Field
+
+from deepwork_mcp.errors import tool_error
+
+_T = TypeVar("_T")
+
+_READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+_RECORDS = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+
+
+class ReviewPassRecorded(BaseModel):
+    review_id: str
+    passed: bool = True
+    message: str
+
+
+async def _call(function: Callable[[], _T]) -> _T:
+    try:
+        return await anyio.to_thread.run_sync(function)
+    except DeepWorkError as exc:
+        raise tool_error(exc) from exc
+
+
+def register_review_tools(mcp: fastmcp.FastMCP, *, project_root: Path, platform: str) -> None:
+    """Register the three review tools on `mcp` for the project at `project_root`."""
+
+    @mcp.tool(annotations=_READ_ONLY)
+    async def get_review_instructions(
+        files: Annotated[
+            list[str] | None,
+            Field(
+                description="Files to review, relative to the project root. When omitted, "
+                "the files changed against the default branch (git) are reviewed."
+            ),
+        ] = None,
+    ) -> str:
+        """Run a review of changed files based on `.deepreview` rules. Returns a list of
+        review tasks to invoke in parallel (each with name, description, subagent_type and
+        prompt), or a message saying why there is nothing to review."""
+        run = await _call(partial(run_review, project_root, platform=platform, files=files))
+        return run.text
+
+    @mcp.tool(annotations=_READ_ONLY)
+    async def get_configured_reviews(
+        only_rules_matching_files: Annotated[
+            list[str] | None,
+            Field(
+                description="Only list rules whose include/exclude patterns match at least "
+                "one of these files (relative to the project root)."
+            ),
+        ] = None,
+    ) -> list[ConfiguredRule]:
+        """List the review rules of every `.deepreview` file: name, description and defining
+        file (`path:line`). Files with problems appear as entries named `PARSE_ERROR`."""
+        listing = await _call(
+            partial(
+                configured_rules,
+                project_root,
+                only_rules_matching_files=only_rules_matching_files,
+            )
+        )
+        return [*listing.rules, *listing.parse_errors]
+
+    @mcp.tool(annotations=_RECORDS)
+    async def mark_review_as_passed(
+        review_id: Annotated[
+            str, Field(description="The review id written in the task's instruction file.")
+        ],
+    ) -> ReviewPassRecorded:
+        """Record that a review task found no issues, so it is not handed out again until its
+        rule or its files change. Only ids issued by a review run of this project are
+        accepted."""
+        await _call(partial(mark_review_passed, project_root, review_id))
+        return ReviewPassRecorded(
+            review_id=review_id,
+            message="Recorded as passed; this review will not be handed out again until its "
+            "rule or files change.",
+        )

@@ -1,0 +1,71 @@
+"""Review-pass memory: which review ids were handed out, and which of them passed.
+
+Both lists live on disk under `.deepwork/tmp/review_passes/` because the ids are issued by one
+process (`deepwork review` or the MCP server) and marked passed by another. Each list is a text
+file with one id per line, appended under a cross-process lock and cut back to its newer half
+when it grows past a size limit (so very old ids are eventually forgotten).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from deepwork_core.errors import ReviewError
+from deepwork_core.fsutil import atomic_write_text, file_lock
+from deepwork_core.runtime_dir import ensure_tmp_dir
+
+from deepwork_review.tasks import is_review_id
+
+FOLDER = "review_passes"
+#: A list larger than this many bytes is cut back to its newer half.
+MAX_BYTES = 4_000_000
+
+
+class ReviewPasses:
+    """The issued and passed review ids of one project."""
+
+    def __init__(self, project_root: Path) -> None:
+        self._root = project_root
+
+    @property
+    def _folder(self) -> Path:
+        return self._root / ".deepwork" / "tmp" / FOLDER
+
+    def passed_ids(self) -> frozenset[str]:
+        return frozenset(_read(self._folder / "passed.txt"))
+
+    def record_issued(self, review_ids: Iterable[str]) -> None:
+        self._append("issued.txt", list(review_ids))
+
+    def mark_passed(self, review_id: str) -> None:
+        """Remember that `review_id` passed. Only ids this project issued are accepted."""
+        if not is_review_id(review_id) or review_id not in set(_read(self._folder / "issued.txt")):
+            raise ReviewError(
+                f"review id {review_id!r} was never issued for this project; use the review id "
+                "written in the task's instruction file",
+                code="review.unknown_review_id",
+            )
+        if review_id not in self.passed_ids():
+            self._append("passed.txt", [review_id])
+
+    def _append(self, name: str, review_ids: list[str]) -> None:
+        if not review_ids:
+            return
+        ensure_tmp_dir(self._root)
+        self._folder.mkdir(exist_ok=True)
+        path = self._folder / name
+        with file_lock(self._folder / f"{name}.lock"):
+            with path.open("a", encoding="utf-8") as handle:
+                handle.write("".join(f"{review_id}\n" for review_id in review_ids))
+            if path.stat().st_size > MAX_BYTES:
+                lines = _read(path)
+                atomic_write_text(path, "".join(f"{line}\n" for line in lines[len(lines) // 2 :]))
+
+
+def _read(path: Path) -> list[str]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    return [line for line in text.splitlines() if line]

@@ -1,0 +1,220 @@
+"""The review pipeline: the one entry point the CLI and the MCP tools call (RUNTIME.md §5).
+
+discover `.deepreview` files → parse (problems collected per file) → changed files (git, or the
+caller's list) → match and group by strategy → drop reviews that already passed → write one
+instruction file per task → format for the platform.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from enum import StrEnum
+from pathlib import Path, PurePosixPath
+
+from deepwork_core.errors import PathOutsideProjectError, Problem, ReviewError
+from pydantic import BaseModel, ConfigDict
+
+from deepwork_review.changes import detect_changes
+from deepwork_review.config import FILE_NAME
+from deepwork_review.discovery import (
+    DEFAULT_CACHE,
+    RuleCache,
+    RuleSet,
+    deepreview_sources,
+    is_runtime_file,
+    list_project_files,
+)
+from deepwork_review.formatters import check_platform, format_tasks
+from deepwork_review.instructions import write_instruction_files
+from deepwork_review.passes import ReviewPasses
+from deepwork_review.tasks import DEFAULT_HASHER, ContentHasher, ReviewTask, build_tasks
+
+NO_RULES = "No .deepreview configuration files found."
+NO_VALID_RULES = "No valid .deepreview rules found."
+NO_CHANGES = "No changed files detected."
+NO_MATCHES = "No review rules matched the changed files."
+ALL_PASSED = "Every review for the changed files has already passed; nothing to review."
+PARSE_ERROR = "PARSE_ERROR"
+PROBLEMS_HEADER = "Warning: some .deepreview files have problems (their other rules still apply):"
+
+
+class ReviewStatus(StrEnum):
+    TASKS = "tasks"
+    NO_RULES = "no_rules"
+    NO_CHANGES = "no_changes"
+    NO_MATCHES = "no_matches"
+    ALL_PASSED = "all_passed"
+
+
+class ReviewRun(BaseModel):
+    """The outcome of one review run; `text` is what the agent reads."""
+
+    model_config = ConfigDict(frozen=True)
+
+    status: ReviewStatus
+    text: str
+    tasks: tuple[ReviewTask, ...] = ()
+    instruction_files: tuple[str, ...] = ()
+    already_passed: tuple[str, ...] = ()
+    changed_files: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
+
+
+class ConfiguredRule(BaseModel):
+    """A rule as `get_configured_reviews` lists it."""
+
+    name: str
+    description: str
+    defining_file: str
+
+
+class RuleListing(BaseModel):
+    rules: tuple[ConfiguredRule, ...]
+    #: One entry per problem, named `PARSE_ERROR`, pointing at the file and line.
+    parse_errors: tuple[ConfiguredRule, ...] = ()
+
+
+def run_review(
+    project_root: Path,
+    *,
+    platform: str = "claude",
+    files: Sequence[str] | None = None,
+    base_ref: str | None = None,
+    cache: RuleCache = DEFAULT_CACHE,
+    hasher: ContentHasher = DEFAULT_HASHER,
+) -> ReviewRun:
+    """Review the changed files (or `files`) of the project at `project_root`."""
+    check_platform(platform)
+    root = _project_root(project_root)
+    listing = list_project_files(root)
+    ruleset = cache.load(root, deepreview_sources(listing.all))
+    problems = tuple(str(problem) for problem in ruleset.problems)
+
+    def informational(status: ReviewStatus, message: str, **fields: object) -> ReviewRun:
+        return ReviewRun.model_validate(
+            {
+                "status": status,
+                "text": _with_problems(message, ruleset.problems),
+                "problems": problems,
+                **fields,
+            }
+        )
+
+    if not ruleset.rules:
+        return informational(ReviewStatus.NO_RULES, _no_rules_message(ruleset))
+
+    if files is not None:
+        changed = tuple(path for path in normalise_paths(root, files) if (root / path).exists())
+    else:
+        changed = detect_changes(root, base_ref=base_ref, listing=listing).files
+    if not changed:
+        return informational(ReviewStatus.NO_CHANGES, NO_CHANGES)
+
+    tasks = build_tasks(
+        ruleset.rules, changed, project_root=root, all_files=lambda: listing.all, hasher=hasher
+    )
+    if not tasks:
+        return informational(ReviewStatus.NO_MATCHES, NO_MATCHES, changed_files=changed)
+
+    passes = ReviewPasses(root)
+    passed = passes.passed_ids()
+    pending = [task for task in tasks if task.review_id not in passed]
+    skipped = tuple(task.review_id for task in tasks if task.review_id in passed)
+    if not pending:
+        return informational(
+            ReviewStatus.ALL_PASSED, ALL_PASSED, changed_files=changed, already_passed=skipped
+        )
+
+    written = write_instruction_files(root, pending)
+    passes.record_issued(task.review_id for task in pending)
+    text = format_tasks(platform, pending, written.files, already_passed=len(skipped))
+    return ReviewRun(
+        status=ReviewStatus.TASKS,
+        text=_with_problems(text, ruleset.problems),
+        tasks=tuple(pending),
+        instruction_files=written.files,
+        already_passed=skipped,
+        changed_files=changed,
+        problems=problems,
+    )
+
+
+def configured_rules(
+    project_root: Path,
+    *,
+    only_rules_matching_files: Sequence[str] | None = None,
+    cache: RuleCache = DEFAULT_CACHE,
+) -> RuleListing:
+    """Every valid rule (optionally only those matching one of the given files)."""
+    root = _project_root(project_root)
+    listing = list_project_files(root, only_name=FILE_NAME)
+    ruleset = cache.load(root, deepreview_sources(listing.all))
+    rules = ruleset.rules
+    if only_rules_matching_files is not None:
+        paths = normalise_paths(root, only_rules_matching_files)
+        rules = tuple(rule for rule in rules if rule.scope.any_match(paths))
+    return RuleListing(
+        rules=tuple(
+            ConfiguredRule(
+                name=rule.name, description=rule.description, defining_file=rule.defining_file
+            )
+            for rule in rules
+        ),
+        parse_errors=tuple(
+            ConfiguredRule(
+                name=PARSE_ERROR,
+                description=f"{problem.code}: {problem.message}",
+                defining_file=problem.location(),
+            )
+            for problem in ruleset.problems
+        ),
+    )
+
+
+def mark_review_passed(project_root: Path, review_id: str) -> None:
+    """Remember that the review `review_id` (issued by an earlier run) passed."""
+    ReviewPasses(_project_root(project_root)).mark_passed(review_id)
+
+
+def normalise_paths(project_root: Path, paths: Iterable[str]) -> tuple[str, ...]:
+    """Project-relative POSIX paths, sorted and unique, without runtime files.
+
+    Relative inputs are taken from the project root; absolute ones must lie inside it. A path
+    that leaves the project raises `path.outside_project`.
+    """
+    result: set[str] = set()
+    for raw in paths:
+        text = raw.strip()
+        if not text:
+            continue
+        # Lexical normalisation: a symlinked file keeps its own name.
+        joined = Path(os.path.normpath(project_root / text))
+        try:
+            relative = PurePosixPath(joined.relative_to(project_root).as_posix())
+        except ValueError:
+            raise PathOutsideProjectError(
+                f"file {text!r} is outside the project {project_root}"
+            ) from None
+        path = relative.as_posix()
+        if path != "." and not is_runtime_file(path):
+            result.add(path)
+    return tuple(sorted(result))
+
+
+def _project_root(project_root: Path) -> Path:
+    root = project_root.resolve()
+    if not root.is_dir():
+        raise ReviewError(f"project folder {project_root} does not exist", code="review.no_project")
+    return root
+
+
+def _no_rules_message(ruleset: RuleSet) -> str:
+    return NO_VALID_RULES if ruleset.sources else NO_RULES
+
+
+def _with_problems(text: str, problems: Sequence[Problem]) -> str:
+    if not problems:
+        return text
+    listed = "\n".join(f"- {problem}" for problem in problems)
+    return f"{PROBLEMS_HEADER}\n{listed}\n\n{text}"

@@ -1,0 +1,149 @@
+"""Review tasks: rules applied to the changed files, grouped by strategy.
+
+Each task gets a deterministic review id: a hash of the rule's full definition (instructions
+text included), the reviewed paths and their contents. Editing the rule or any reviewed file
+gives a new id; nothing else does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from deepwork_review.config import ReviewRule, Strategy
+
+REVIEW_ID_PATTERN = r"^[A-Za-z0-9_-]{1,48}--[0-9a-f]{20}$"
+_REVIEW_ID_RE = re.compile(REVIEW_ID_PATTERN)
+
+
+def is_review_id(value: str) -> bool:
+    return _REVIEW_ID_RE.fullmatch(value) is not None
+
+
+class ReviewTask(BaseModel):
+    """One review to hand to one reviewer."""
+
+    model_config = ConfigDict(frozen=True)
+
+    review_id: str
+    rule: ReviewRule
+    files: tuple[str, ...]
+    #: Context the rule asked for (None when it did not ask).
+    unchanged_matching_files: tuple[str, ...] | None = None
+    all_changed_filenames: tuple[str, ...] | None = None
+
+    @property
+    def title(self) -> str:
+        what = self.files[0] if len(self.files) == 1 else f"{len(self.files)} files"
+        return f"{self.rule.display_name} review of {what}"
+
+
+class ContentHasher:
+    """SHA-256 of file contents, cached per path and revalidated by mtime, size and inode.
+
+    A symbolic link is hashed by its target text (it is never followed, so a link cannot make
+    us read outside the project); an unreadable path hashes to a marker naming the reason.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[Path, tuple[tuple[int, int, int], str]] = {}
+        self._lock = threading.Lock()
+
+    def digest(self, path: Path) -> str:
+        try:
+            info = path.lstat()
+        except OSError as exc:
+            return f"missing:{exc.errno}"
+        signature = (info.st_mtime_ns, info.st_size, info.st_ino)
+        with self._lock:
+            cached = self._entries.get(path)
+        if cached is not None and cached[0] == signature:
+            return cached[1]
+        try:
+            if path.is_symlink():
+                data = b"symlink:" + os.fsencode(path.readlink())
+            else:
+                data = path.read_bytes()
+        except OSError as exc:
+            return f"unreadable:{exc.errno}"
+        value = hashlib.sha256(data).hexdigest()
+        with self._lock:
+            self._entries[path] = (signature, value)
+        return value
+
+
+DEFAULT_HASHER = ContentHasher()
+
+
+def review_id(rule: ReviewRule, files: Sequence[str], contents: Callable[[str], str]) -> str:
+    """`<rule name>--<20 hex>` from the rule's fingerprint, the paths and their content hashes."""
+    digest = hashlib.sha256(rule.fingerprint.encode("ascii"))
+    for path in files:
+        digest.update(b"\0" + path.encode("utf-8", "surrogateescape") + b"\0")
+        digest.update(contents(path).encode("ascii"))
+    return f"{rule.name[:48]}--{digest.hexdigest()[:20]}"
+
+
+def build_tasks(
+    rules: Sequence[ReviewRule],
+    changed: Sequence[str],
+    *,
+    project_root: Path,
+    all_files: Callable[[], Sequence[str]],
+    hasher: ContentHasher = DEFAULT_HASHER,
+) -> list[ReviewTask]:
+    """The review tasks for `changed` (sorted project-relative paths), rule by rule.
+
+    `all_files` lists every non-ignored project file; it is called at most once, and only if a
+    rule asks for `unchanged_matching_files`.
+    """
+    listing: list[Sequence[str]] = []
+
+    def every_file() -> Sequence[str]:
+        if not listing:
+            listing.append(all_files())
+        return listing[0]
+
+    def contents(path: str) -> str:
+        return hasher.digest(project_root / path)
+
+    changed_set = frozenset(changed)
+    tasks: list[ReviewTask] = []
+    for rule in rules:
+        matched = rule.scope.select(changed)
+        if not matched:
+            continue
+        context: dict[str, tuple[str, ...]] = {}
+        if rule.additional_context.all_changed_filenames:
+            context["all_changed_filenames"] = tuple(changed)
+        if rule.additional_context.unchanged_matching_files:
+            context["unchanged_matching_files"] = tuple(
+                sorted(
+                    path
+                    for path in rule.scope.select(every_file())
+                    if path not in changed_set and (project_root / path).exists()
+                )
+            )
+        groups: list[tuple[str, ...]]
+        if rule.strategy is Strategy.INDIVIDUAL:
+            groups = [(path,) for path in matched]
+        elif rule.strategy is Strategy.MATCHES_TOGETHER:
+            groups = [tuple(matched)]
+        else:  # ALL_CHANGED_FILES: every changed file the rule can see
+            groups = [tuple(path for path in changed if rule.scope.relative(path) is not None)]
+        for files in groups:
+            tasks.append(
+                ReviewTask(
+                    review_id=review_id(rule, files, contents),
+                    rule=rule,
+                    files=files,
+                    **context,
+                )
+            )
+    return tasks

@@ -1,0 +1,95 @@
+"""Fixtures shared by every test package: the shared corpus and real git repositories."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def corpus_dir() -> Path:
+    """The real DeepWork 0.9.1 files in `<repo>/../shared/corpus/` (read, never copied in)."""
+    path = REPO_ROOT / ".." / "shared" / "corpus" / "deepwork-0.9.1"
+    if not path.is_dir():
+        pytest.skip(f"the shared corpus is not present at {path}")
+    return path
+
+
+PY_RULE = """\
+python:
+  description: Python files
+  match:
+    include: ["**/*.py"]
+  review:
+    strategy: individual
+    instructions: Check the Python file.
+"""
+
+
+class Repo:
+    """A git work tree for a test: write files, run git, commit."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def git(self, *args: str, cwd: Path | None = None) -> str:
+        result = subprocess.run(
+            [
+                "git",
+                "-c",
+                "user.name=Test",
+                "-c",
+                "user.email=test@example.com",
+                "-c",
+                "commit.gpgsign=false",
+                "-c",
+                "init.defaultBranch=main",
+                *args,
+            ],
+            cwd=cwd or self.root,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
+        )
+        return result.stdout
+
+    def write(self, relative: str, text: str = "content\n") -> Path:
+        path = self.root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    def commit(self, message: str = "change") -> None:
+        self.git("add", "-A")
+        self.git("commit", "-q", "--allow-empty", "-m", message)
+
+
+@pytest.fixture
+def make_repo(tmp_path: Path) -> Callable[..., Repo]:
+    """`make_repo(name="repo")` creates an empty repository on branch `main`."""
+
+    def make(name: str = "repo") -> Repo:
+        root = tmp_path / name
+        root.mkdir(parents=True)
+        repo = Repo(root.resolve())
+        repo.git("init", "-q")
+        return repo
+
+    return make
+
+
+@pytest.fixture
+def repo(make_repo: Callable[..., Repo]) -> Repo:
+    """A repository with one commit on `main` holding a Python rule, on branch `feature`."""
+    repo = make_repo()
+    repo.write(".deepreview", PY_RULE)
+    repo.write("base.py", "base\n")
+    repo.commit("base")
+    repo.git("checkout", "-q", "-b", "feature")
+    return repo

@@ -1,0 +1,110 @@
+"""The review MCP tools through an in-memory FastMCP client."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import pytest
+from deepwork_mcp.tools.reviews import register_review_tools
+from fastmcp import Client, FastMCP
+from fastmcp.exceptions import ToolError
+
+PROMPT_RE = re.compile(r'prompt: "@([^"]+)"')
+
+
+def _server(root, platform: str = "claude") -> FastMCP:
+    mcp = FastMCP("test")
+    register_review_tools(mcp, project_root=root, platform=platform)
+    return mcp
+
+
+async def test_tools_are_listed_with_annotations(repo) -> None:
+    async with Client(_server(repo.root)) as client:
+        tools = {tool.name: tool for tool in await client.list_tools()}
+    assert set(tools) == {
+        "get_review_instructions",
+        "get_configured_reviews",
+        "mark_review_as_passed",
+    }
+    for name in ("get_review_instructions", "get_configured_reviews"):
+        assert tools[name].annotations.read_only_hint is True
+    for tool in tools.values():
+        assert tool.annotations.open_world_hint is False
+
+
+async def test_get_review_instructions_and_pass_memory(repo) -> None:
+    repo.write("a.py")
+    async with Client(_server(repo.root)) as client:
+        result = await client.call_tool("get_review_instructions", {})
+        text = result.data
+        assert text.startswith("Invoke the following list of Tasks in parallel:")
+        (prompt,) = PROMPT_RE.findall(text)
+        content = (repo.root / prompt).read_text()
+        review_id = re.search(r'review_id: "([^"]+)"', content).group(1)
+
+        marked = await client.call_tool("mark_review_as_passed", {"review_id": review_id})
+        assert marked.structured_content["passed"] is True
+
+        again = await client.call_tool("get_review_instructions", {})
+        assert "already passed" in again.data
+
+        with pytest.raises(ToolError, match=r"^review\.unknown_review_id: "):
+            await client.call_tool("mark_review_as_passed", {"review_id": "python--" + "0" * 20})
+
+
+async def test_explicit_files_and_informational_answers(repo) -> None:
+    repo.write("a.py")
+    repo.write("notes.md")
+    async with Client(_server(repo.root, platform="gemini")) as client:
+        only_md = await client.call_tool("get_review_instructions", {"files": ["notes.md"]})
+        assert only_md.data == "No review rules matched the changed files."
+        py = await client.call_tool("get_review_instructions", {"files": ["a.py"]})
+        assert "agent: generalist" in py.data
+
+
+async def test_errors_become_tool_errors_with_the_code(tmp_path) -> None:
+    async with Client(_server(tmp_path.resolve())) as client:
+        no_rules = await client.call_tool("get_review_instructions", {})
+        assert no_rules.data == "No .deepreview configuration files found."
+        (tmp_path / ".deepreview").write_text(
+            "py:\n  description: d\n  match: {include: ['*.py']}\n"
+            "  review:\n    strategy: individual\n    instructions: Look.\n"
+        )
+        with pytest.raises(ToolError, match=r"^review\.not_a_git_repository: "):
+            await client.call_tool("get_review_instructions", {})
+        with pytest.raises(ToolError, match=r"^path\.outside_project: "):
+            await client.call_tool("get_review_instructions", {"files": ["../x.py"]})
+
+
+async def test_get_configured_reviews(repo) -> None:
+    repo.write("bad/.deepreview", "x: [\n")
+    async with Client(_server(repo.root)) as client:
+        everything = await client.call_tool("get_configured_reviews", {})
+        rules = everything.structured_content["result"]
+        assert rules[0] == {
+            "name": "python",
+            "description": "Python files",
+            "defining_file": ".deepreview:1",
+        }
+        assert rules[1]["name"] == "PARSE_ERROR"
+        assert rules[1]["defining_file"].startswith("bad/.deepreview")
+
+        filtered = await client.call_tool(
+            "get_configured_reviews", {"only_rules_matching_files": ["README.md"]}
+        )
+        assert [rule["name"] for rule in filtered.structured_content["result"]] == ["PARSE_ERROR"]
+
+
+async def test_two_concurrent_calls_both_keep_their_files(repo) -> None:
+    for index in range(20):
+        repo.write(f"f{index}.py", str(index))
+    async with Client(_server(repo.root)) as client:
+        first, second = await asyncio.gather(
+            client.call_tool("get_review_instructions", {}),
+            client.call_tool("get_review_instructions", {}),
+        )
+    prompts = PROMPT_RE.findall(first.data) + PROMPT_RE.findall(second.data)
+    assert len(prompts) == 40
+    assert len(set(prompts)) == 40
+    assert all((repo.root / prompt).is_file() for prompt in prompts)

@@ -1,0 +1,105 @@
+"""Glob semantics of `.deepreview` rules (FORMATS.md §4) and scoping to a rule's folder."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from deepwork_review.matcher import GlobSet, Scope, glob_to_regex
+
+PATHS = [
+    "a.py",
+    "src/a.py",
+    "src/deep/er/b.py",
+    "src/a.pyc",
+    "docs/README.md",
+    "README.md",
+    "x/README.md",
+    "docs",
+    "docs/a/b/c.txt",
+    "src/tests/test_a.py",
+    "a/b/c/d",
+    "ab",
+    "a/b",
+    ".deepreview",
+    "pkg/.deepreview",
+]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "expected"),
+    [
+        # `**` at the start: zero or more folders
+        ("**/*.py", {"a.py", "src/a.py", "src/deep/er/b.py", "src/tests/test_a.py"}),
+        ("**/README.md", {"README.md", "docs/README.md", "x/README.md"}),
+        ("**/.deepreview", {".deepreview", "pkg/.deepreview"}),
+        # `**` in the middle
+        ("src/**/a.py", {"src/a.py"}),
+        ("src/**/*.py", {"src/a.py", "src/deep/er/b.py", "src/tests/test_a.py"}),
+        ("a/**/d", {"a/b/c/d"}),
+        # `**` at the end: anything below
+        ("docs/**", {"docs/README.md", "docs/a/b/c.txt"}),
+        ("src/deep/**", {"src/deep/er/b.py"}),
+        ("**", set(PATHS)),
+        ("**/*", set(PATHS)),
+        # `*` never crosses a folder, `?` is one character
+        ("*.py", {"a.py"}),
+        ("src/*.py", {"src/a.py"}),
+        ("src/a.py?", {"src/a.pyc"}),
+        ("a?", {"ab"}),
+        ("a?b", set()),
+        # literal
+        ("README.md", {"README.md"}),
+        ("./README.md", {"README.md"}),
+        # characters that mean something in a regular expression are literal
+        ("a+b", set()),
+    ],
+)
+def test_glob_semantics(pattern: str, expected: set[str]) -> None:
+    globs = GlobSet([pattern])
+    assert {path for path in PATHS if globs.matches(path)} == expected
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["**/*.py", "**/README.md", "docs/**", "README.md", "**", "**/*", "**/a/b", "x/**"],
+)
+def test_fast_paths_agree_with_the_regular_expression(pattern: str) -> None:
+    regex = re.compile(glob_to_regex(pattern))
+    globs = GlobSet([pattern])
+    for path in [*PATHS, "x", "x/y", "a/b", "q/a/b", "py", ".py", "a.py/b"]:
+        assert globs.matches(path) == (regex.fullmatch(path) is not None), (pattern, path)
+
+
+def test_brackets_and_braces_are_literal() -> None:
+    assert GlobSet(["[ab].py"]).matches("[ab].py")
+    assert not GlobSet(["[ab].py"]).matches("a.py")
+    assert GlobSet(["{a,b}.py"]).matches("{a,b}.py")
+
+
+def test_exclude_patterns_win() -> None:
+    scope = Scope("", ["**/*.py"], ["tests/fixtures/**", "**/generated_*.py"])
+    assert scope.select(
+        ["a.py", "tests/fixtures/x.py", "tests/test_a.py", "pkg/generated_x.py"]
+    ) == ["a.py", "tests/test_a.py"]
+
+
+def test_scope_matches_paths_relative_to_the_rule_folder() -> None:
+    scope = Scope("pkg/sub", ["*.py", "docs/**"], [])
+    assert scope.matches("pkg/sub/a.py")
+    assert scope.matches("pkg/sub/docs/x/y.md")
+    assert not scope.matches("pkg/sub/deeper/a.py")  # `*` does not cross folders
+    assert not scope.matches("a.py")  # outside the folder
+    assert not scope.matches("pkg/subway/a.py")  # a sibling with the same prefix
+    assert scope.relative("pkg/sub/a.py") == "a.py"
+    assert scope.relative("pkg/other.py") is None
+
+
+def test_any_match_stops_at_the_first_hit() -> None:
+    scope = Scope("", ["*.md"], [])
+
+    def paths():
+        yield "README.md"
+        raise AssertionError("read past the first match")
+
+    assert scope.any_match(paths())
