@@ -6,6 +6,8 @@ fresh clone with only Python 3.11 and uv gets exactly the versions in `uv.lock`.
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 import nox
@@ -13,7 +15,7 @@ import nox
 nox.options.default_venv_backend = "uv"
 nox.options.reuse_venv = "yes"
 nox.options.error_on_missing_interpreters = True
-nox.options.sessions = ["lint", "typecheck", "tests", "build"]
+nox.options.sessions = ["lint", "typecheck", "tests", "build", "render_check", "plugins"]
 
 ROOT = Path(__file__).parent
 PYTHON = "3.11"
@@ -100,3 +102,68 @@ def build(session: nox.Session) -> None:
         external=True,
     )
     session.run(str(check_env / "bin" / "deepwork"), "--version", external=True)
+    # The core wheel must carry its data: the editor schema, the typing marker, standard jobs.
+    session.run(str(python), "-c", _WHEEL_DATA_CHECK, external=True)
+    empty_project = Path(session.create_tmp()) / "empty-project"
+    empty_project.mkdir(exist_ok=True)
+    session.run(
+        str(check_env / "bin" / "deepwork"),
+        "jobs",
+        "validate",
+        "--path",
+        str(empty_project),
+        external=True,
+    )
+
+
+_WHEEL_DATA_CHECK = """
+import json, pathlib, deepwork_core
+root = pathlib.Path(deepwork_core.__file__).parent
+assert "site-packages" in str(root), root
+json.loads((root / "schemas" / "job.schema.json").read_text())
+assert (root / "py.typed").is_file()
+assert (root / "standard_jobs").is_dir()
+print("deepwork_core wheel data ok:", root)
+"""
+
+
+def _sync_dev_only(session: nox.Session) -> None:
+    """Install only the locked dev group (jinja2 for the renderer), not the workspace."""
+    session.run_install(
+        "uv",
+        "sync",
+        "--locked",
+        "--only-group",
+        "dev",
+        f"--python={session.virtualenv.location}",
+        env={"UV_PROJECT_ENVIRONMENT": str(session.virtualenv.location)},
+        external=True,
+    )
+
+
+@nox.session(python=PYTHON)
+def render(session: nox.Session) -> None:
+    """Write plugins/claude, plugins/gemini and .claude-plugin/ from platform/."""
+    _sync_dev_only(session)
+    session.run("python", "tools/render.py", "write")
+
+
+@nox.session(python=PYTHON)
+def render_check(session: nox.Session) -> None:
+    """Fail listing every rendered file that is stale, missing or extra."""
+    _sync_dev_only(session)
+    session.run("python", "tools/render.py", "check")
+
+
+@nox.session(python=PYTHON)
+def plugins(session: nox.Session) -> None:
+    """Load both plugins into the real Claude Code and Gemini CLI (npm), offline, no account."""
+    if shutil.which("npm") is None:
+        message = "npm not found: the Claude Code and Gemini CLI plugin checks need Node.js 20+"
+        if os.environ.get("CI") == "true":
+            session.error(message)
+        session.skip(f"{message}; they did NOT run")
+    _sync(session)
+    session.run(
+        "python", "tools/check_plugins.py", "--cache", str(ROOT / ".nox" / "_plugin_clients")
+    )

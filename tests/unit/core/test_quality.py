@@ -194,6 +194,14 @@ def test_missing_doc_spec_is_an_error(project: Path) -> None:
     assert exc.value.code == "doc_spec.unreadable"
 
 
+def test_doc_spec_outside_the_project_is_refused(project: Path) -> None:
+    job_file = project / ".deepwork" / "jobs" / "demo" / "job.yml"
+    job_file.write_text(JOB_YML.replace(".deepwork/doc_specs/report.md", "../secret.txt"))
+    with pytest.raises(DeepWorkError) as exc:
+        plan_review_tasks(make_request(project))
+    assert exc.value.code == "path.outside_project"
+
+
 def test_concurrent_group_plans_every_steps_reviews(project: Path) -> None:
     request = make_request(
         project,
@@ -472,6 +480,7 @@ def test_combined_feedback_names_failed_reviews_and_criteria() -> None:
 # --- self-review ------------------------------------------------------------------------------
 
 
+@pytest.mark.req("JOBS-REQ-001.4.10")
 def test_self_review_file(project: Path) -> None:
     request = make_request(project)
     tasks = plan_review_tasks(request)
@@ -515,3 +524,12 @@ def test_self_review_refuses_a_bad_session_id(project: Path) -> None:
         write_self_review_file(request, plan_review_tasks(request))
     assert exc.value.code == "identifier.invalid"
     assert not (project / ".deepwork" / "tmp").exists()
+
+
+def test_project_root_given_through_a_symlink_still_reads_files(project: Path) -> None:
+    alias = project.parent / "alias"
+    alias.symlink_to(project)
+    request = make_request(project, project_root=alias)
+    assert request.project_root == project
+    payload = build_review_payload(request, plan_review_tasks(request)[0])
+    assert "the report" in payload

@@ -5,25 +5,38 @@ package, then each additional folder. A job is an immediate sub-folder holding `
 folder that has a job of a given name wins, even when that job fails to load (the user sees the
 error of the job they wrote, not a silent substitute).
 
-Parsed jobs are cached by the `job.yml` path and revalidated by its mtime and size, so listing
-unchanged jobs does not parse them again, and an edited `job.yml` is seen at once.
+Parsed jobs are cached by the `job.yml` path and revalidated by its stat (device, inode, size,
+mtime and ctime in nanoseconds), so listing unchanged jobs does not parse them again, and an edited
+`job.yml` is seen at once. File timestamps are coarser than they look (a kernel tick, or a whole
+second on some file systems), so two writes in one tick can leave the stat unchanged. Like git's
+"racily clean" index entries, a file whose mtime was within `RACY_WINDOW_NS` of the moment we read
+it is not trusted by stat alone: its bytes are read again and compared by digest (cheap next to
+parsing), until its mtime is old enough to settle.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import stat as stat_module
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from deepwork_core.errors import JobInvalidError, JobNotFoundError
+from deepwork_core.errors import JobInvalidError, JobNotFoundError, Problem, YamlError
 from deepwork_core.identifiers import check_name
 from deepwork_core.models import JobDefinition
-from deepwork_core.parser import JOB_FILE, ParsedJob, parse_job_dir, summarize
+from deepwork_core.parser import JOB_FILE, ParsedJob, parse_job_source, summarize
+from deepwork_core.yamlio import read_limited
 
 STANDARD_JOBS_DIR = Path(__file__).resolve().parent / "standard_jobs"
+#: How recent an mtime may be before a stat match alone is not trusted (see the module doc).
+RACY_WINDOW_NS = 2_000_000_000
+
+_StatKey = tuple[int, int, int, int, int]
 
 
 class SourceKind(StrEnum):
@@ -90,39 +103,45 @@ def parse_folder_list(value: str | None) -> list[Path]:
 
 
 class JobCatalog:
-    """Discovers jobs on demand with a stat-validated parse cache. Thread-safe."""
+    """Discovers jobs on demand with a stat- and digest-validated parse cache. Thread-safe."""
 
     def __init__(self, folders: Sequence[JobFolder]) -> None:
         self.folders = tuple(folders)
-        self._cache: dict[Path, tuple[int, int, ParsedJob]] = {}
+        self._cache: dict[Path, _CacheEntry] = {}
         self._lock = threading.Lock()
+        self._parse_count = 0
 
     @classmethod
     def for_project(cls, project_root: Path, additional: Sequence[Path] = ()) -> JobCatalog:
         return cls(job_folders(project_root, additional))
+
+    @property
+    def parse_count(self) -> int:
+        """How many times this catalog parsed a job.yml (cache misses), for diagnostics."""
+        return self._parse_count
 
     def scan(self) -> Catalog:
         """Every job of every folder (first folder wins per name)."""
         jobs: list[LoadedJob] = []
         errors: list[JobLoadError] = []
         seen: set[str] = set()
-        fingerprint_parts: list[tuple[str, int, int]] = []
+        digest = hashlib.blake2b(digest_size=8)
         for folder in self.folders:
             try:
                 entries = sorted(os.scandir(folder.path), key=lambda e: e.name)
-            except (FileNotFoundError, NotADirectoryError, PermissionError):
+            except OSError:
                 continue
             for entry in entries:
-                if entry.name in seen or not entry.is_dir():
+                if entry.name in seen or not _is_dir(entry):
                     continue
                 job_dir = Path(entry.path)
                 stat = _stat(job_dir / JOB_FILE)
                 if stat is None:
                     continue
                 seen.add(entry.name)
-                fingerprint_parts.append((entry.path, *stat))
-                self._collect(job_dir, entry.name, folder, stat, jobs, errors)
-        return Catalog(tuple(jobs), tuple(errors), hash(tuple(fingerprint_parts)))
+                cached = self._collect(job_dir, entry.name, folder, stat, jobs, errors)
+                digest.update(os.fsencode(entry.path) + b"\0" + cached.digest)
+        return Catalog(tuple(jobs), tuple(errors), int.from_bytes(digest.digest(), "big"))
 
     def get(self, name: str) -> LoadedJob:
         """The job `name` as discovery resolves it.
@@ -154,31 +173,67 @@ class JobCatalog:
         job_dir: Path,
         name: str,
         folder: JobFolder,
-        stat: tuple[int, int],
+        stat: _StatKey,
         jobs: list[LoadedJob],
         errors: list[JobLoadError],
-    ) -> None:
-        parsed = self._parse(job_dir, name, stat)
+    ) -> _CacheEntry:
+        cached = self._parse(job_dir, name, stat)
+        parsed = cached.parsed
         if parsed.definition is not None:
             jobs.append(LoadedJob(parsed.definition, job_dir, folder, parsed))
         else:
             errors.append(JobLoadError(name, job_dir, summarize(parsed.errors), parsed))
+        return cached
 
-    def _parse(self, job_dir: Path, name: str, stat: tuple[int, int]) -> ParsedJob:
-        key = job_dir / JOB_FILE
+    def _parse(self, job_dir: Path, name: str, stat: _StatKey) -> _CacheEntry:
+        """The cached parse of `job_dir/job.yml`; `stat` must be taken before this call."""
+        path = job_dir / JOB_FILE
         with self._lock:
-            cached = self._cache.get(key)
-        if cached is not None and cached[:2] == stat:
-            return cached[2]
-        parsed = parse_job_dir(job_dir, expected_name=name)
+            cached = self._cache.get(path)
+        if cached is not None and cached.stat == stat and cached.settled:
+            return cached
+        read_at = time.time_ns()
+        try:
+            raw = read_limited(path)
+        except YamlError as exc:
+            failed = ParsedJob(job_dir, None, (Problem(exc.code, exc.message, path),))
+            return _CacheEntry(stat, b"", failed, settled=False)
+        digest = hashlib.blake2b(raw, digest_size=16).digest()
+        settled = read_at - stat[3] > RACY_WINDOW_NS
+        if cached is not None and cached.digest == digest:
+            parsed = cached.parsed
+        else:
+            parsed = parse_job_source(raw, job_dir=job_dir, expected_name=name)
+            with self._lock:
+                self._parse_count += 1
+        entry = _CacheEntry(stat, digest, parsed, settled)
         with self._lock:
-            self._cache[key] = (*stat, parsed)
-        return parsed
+            self._cache[path] = entry
+        return entry
 
 
-def _stat(path: Path) -> tuple[int, int] | None:
+@dataclass(frozen=True, slots=True)
+class _CacheEntry:
+    stat: _StatKey
+    digest: bytes
+    parsed: ParsedJob
+    #: The mtime was older than the read by more than RACY_WINDOW_NS: a stat match suffices.
+    settled: bool
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
+def _stat(path: Path) -> _StatKey | None:
+    """(device, inode, size, mtime_ns, ctime_ns) of a regular file, or None."""
     try:
         result = path.stat()
-    except (FileNotFoundError, NotADirectoryError, PermissionError):
+    except OSError:
         return None
-    return result.st_mtime_ns, result.st_size
+    if not stat_module.S_ISREG(result.st_mode):
+        return None
+    return (result.st_dev, result.st_ino, result.st_size, result.st_mtime_ns, result.st_ctime_ns)

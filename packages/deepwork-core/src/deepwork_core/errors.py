@@ -81,9 +81,16 @@ class ConfigError(DeepWorkError):
 
 
 class YamlError(DeepWorkError):
-    """A YAML file could not be read safely (syntax, size, binary content, alias bombs)."""
+    """A YAML file could not be read safely (syntax, size, binary content, alias bombs).
+
+    `line` is the 1-based line of the problem when the YAML parser knows it.
+    """
 
     code = "yaml.invalid"
+
+    def __init__(self, message: str, *, code: str | None = None, line: int | None = None):
+        super().__init__(message, code=code)
+        self.line = line
 
 
 class JobNotFoundError(DeepWorkError):

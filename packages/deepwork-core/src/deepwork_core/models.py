@@ -12,7 +12,15 @@ from enum import StrEnum
 from functools import cached_property
 from typing import Annotated, Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StringConstraints,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from deepwork_core.identifiers import NAME_PATTERN
 
@@ -36,7 +44,7 @@ class OutputSpec(_Strict):
 
     type: OutputType
     description: NonEmptyText
-    required: bool
+    required: StrictBool
     doc_spec: NonEmptyText | None = Field(
         default=None,
         description="Project-relative path of a doc spec whose criteria apply to this output.",
@@ -49,8 +57,14 @@ class StepInput(_Strict):
     model_config = ConfigDict(
         json_schema_extra={
             "oneOf": [
-                {"required": ["name", "description"]},
-                {"required": ["file", "from_step"]},
+                {
+                    "required": ["name", "description"],
+                    "not": {"anyOf": [{"required": ["file"]}, {"required": ["from_step"]}]},
+                },
+                {
+                    "required": ["file", "from_step"],
+                    "not": {"anyOf": [{"required": ["name"]}, {"required": ["description"]}]},
+                },
             ]
         }
     )
@@ -65,13 +79,18 @@ class StepInput(_Strict):
         user = self.name is not None or self.description is not None
         from_file = self.file is not None or self.from_step is not None
         if user == from_file:
-            raise ValueError(
-                "an input is either {name, description} or {file, from_step}, not both or neither"
+            raise PydanticCustomError(
+                "input_shape",
+                "an input is either {name, description} or {file, from_step}, not both or neither",
             )
         if user and (self.name is None or self.description is None):
-            raise ValueError("a user-parameter input needs both 'name' and 'description'")
+            raise PydanticCustomError(
+                "input_shape", "a user-parameter input needs both 'name' and 'description'"
+            )
         if from_file and (self.file is None or self.from_step is None):
-            raise ValueError("a file input needs both 'file' and 'from_step'")
+            raise PydanticCustomError(
+                "input_shape", "a file input needs both 'file' and 'from_step'"
+            )
         return self
 
     @property
@@ -100,9 +119,11 @@ class HookAction(_Strict):
     def _exactly_one(self) -> Self:
         given = [k for k in ("prompt", "prompt_file", "script") if getattr(self, k) is not None]
         if len(given) != 1:
-            raise ValueError(
-                "a hook action needs exactly one of 'prompt', 'prompt_file' or 'script'"
-                + (f" (got {', '.join(given)})" if given else "")
+            raise PydanticCustomError(
+                "hook_action_shape",
+                "a hook action needs exactly one of 'prompt', 'prompt_file' or 'script' "
+                "(got {got})",
+                {"got": ", ".join(given) or "none"},
             )
         return self
 
@@ -136,8 +157,8 @@ class Step(_Strict):
     stop_hooks: list[HookAction] = Field(
         default_factory=list, description="Deprecated: read as hooks.after_agent."
     )
-    exposed: bool = False
-    hidden: bool = False
+    exposed: StrictBool = False
+    hidden: StrictBool = False
     agent: NonEmptyText | None = None
 
     def hook_actions(self, event: str) -> list[HookAction]:

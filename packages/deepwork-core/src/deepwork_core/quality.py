@@ -18,14 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from deepwork_core.docspec import DocSpec, load_doc_spec
 from deepwork_core.errors import DeepWorkError, QualityGateError
 from deepwork_core.fsutil import atomic_write_text
 from deepwork_core.identifiers import check_name, check_session_id, resolve_inside
 from deepwork_core.models import JobDefinition, OutputType, Review, Step
-from deepwork_core.runtime_dir import ensure_tmp_dir
+from deepwork_core.runtime_dir import TMP_DIR, ensure_tmp_dir
 
 #: Above this many files in a section, the payload lists paths instead of inlining contents.
 DEFAULT_MAX_INLINE_FILES = 5
@@ -106,6 +106,12 @@ class GateRequest(_Model):
     outputs: dict[str, str | list[str]]
     input_files: list[InputFile] = Field(default_factory=list)
     notes: str | None = None
+
+    @field_validator("project_root")
+    @classmethod
+    def _absolute_root(cls, value: Path) -> Path:
+        # Containment checks compare resolved paths, so the root must be resolved too.
+        return value.resolve()
 
 
 # --- planning ---------------------------------------------------------------------------------
@@ -393,7 +399,7 @@ def self_review_path(request: GateRequest) -> Path:
     """`.deepwork/tmp/quality_review_<session>_<step>.md` (step = the first of `step_ids`)."""
     session = check_session_id(request.session_id)
     step = check_name(request.step_ids[0], kind="step_id")
-    return request.project_root / ".deepwork" / "tmp" / f"quality_review_{session}_{step}.md"
+    return request.project_root / TMP_DIR / f"quality_review_{session}_{step}.md"
 
 
 def write_self_review_file(request: GateRequest, tasks: Sequence[ReviewTask]) -> Path:

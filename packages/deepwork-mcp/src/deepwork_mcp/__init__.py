@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -15,6 +16,8 @@ __all__ = ["create_server"]
 
 def create_server(*args: Any, **kwargs: Any) -> FastMCP:
     """Build the DeepWork FastMCP server (see `deepwork_mcp.server.create_server`)."""
-    from deepwork_mcp.server import create_server as _create_server
-
-    return _create_server(*args, **kwargs)
+    # Imported by name so this package type-checks before and after `server` exists, and so
+    # that importing `deepwork_mcp` (the CLI, hooks) never pays for FastMCP.
+    server_module = importlib.import_module("deepwork_mcp.server")
+    server: FastMCP = server_module.create_server(*args, **kwargs)
+    return server

@@ -101,8 +101,12 @@ class ClaudeReviewer:
                 finished, pending = await asyncio.wait(
                     pending, timeout=self.progress_interval, return_when=asyncio.FIRST_COMPLETED
                 )
+                # Look at every finished task's exception, so none is left unretrieved.
+                failures = [exc for item in finished if (exc := item.exception()) is not None]
+                if failures:
+                    raise failures[0]
                 for item in finished:
-                    verdict = item.result()  # raises the task's QualityGateError
+                    verdict = item.result()
                     done_count += 1
                     if progress is not None:
                         outcome = "passed" if verdict.passed else "failed"
@@ -145,10 +149,6 @@ class ClaudeReviewer:
         task: ReviewTask,
         semaphore: asyncio.Semaphore,
     ) -> ReviewVerdict:
-        # Reading files is blocking work: keep it off the event loop.
-        payload = await asyncio.to_thread(
-            build_review_payload, request, task, self.max_inline_files
-        )
         argv = [
             executable,
             "--print",
@@ -163,6 +163,11 @@ class ClaudeReviewer:
         ]
         timeout = self.timeout_for(task_file_count(request, task))
         async with semaphore:
+            # Built under the semaphore so at most `max_parallel` payloads sit in memory; reading
+            # files is blocking work, so it runs off the event loop.
+            payload = await asyncio.to_thread(
+                build_review_payload, request, task, self.max_inline_files
+            )
             returncode, stdout, stderr = await self._run_process(
                 argv, payload, request, task, timeout
             )

@@ -218,6 +218,7 @@ GEMINI_TOOLS = {
     "write_todos": "write_todos",
     "ask_user": "ask_user",
     "activate_skill": "activate_skill",
+    "invoke_agent": "task",
     "mcp__deepwork__finished_step": "mcp__deepwork__finished_step",
 }
 
@@ -253,6 +254,7 @@ def test_unknown_tools_get_a_mechanical_snake_case_name() -> None:
         ("gemini", "edit_file", "replace"),
         ("gemini", "grep", "grep_search"),
         ("gemini", "web_search", "google_web_search"),
+        ("gemini", "task", "invoke_agent"),
     ],
 )
 def test_primary_platform_tool_names(platform: Platform, tool: str, primary: str) -> None:

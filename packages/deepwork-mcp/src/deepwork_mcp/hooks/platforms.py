@@ -87,6 +87,7 @@ TOOL_TABLES: Final[dict[Platform, dict[str, str]]] = {
         "write_todos": "write_todos",
         "ask_user": "ask_user",
         "activate_skill": "activate_skill",
+        "invoke_agent": "task",
     },
 }
 

@@ -1,0 +1,151 @@
+"""`deepwork jobs …`: list and validate the jobs of a project.
+
+The only layer that reads flags, `DEEPWORK_ADDITIONAL_JOBS_FOLDERS` and the working directory;
+everything it calls in `deepwork_core` takes explicit arguments.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+import click
+from deepwork_core.discovery import JobCatalog, JobFolder, parse_folder_list
+from deepwork_core.errors import Problem, Severity
+from deepwork_core.parser import JOB_FILE, ParsedJob, check_job_files, parse_job_dir
+
+ADDITIONAL_FOLDERS_ENV = "DEEPWORK_ADDITIONAL_JOBS_FOLDERS"
+
+_project_option = click.option(
+    "--path",
+    "project",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=".",
+    show_default="current directory",
+    help="The project folder (the one holding .deepwork/).",
+)
+
+
+@click.group()
+def jobs() -> None:
+    """List, validate and scaffold DeepWork jobs."""
+
+
+@jobs.command("list")
+@_project_option
+def list_jobs(project: Path) -> None:
+    """Every job with its workflows and the folder it came from, then load errors."""
+    project = project.resolve()
+    additional = [p.expanduser().resolve() for p in parse_folder_list(_env_folders())]
+    catalog = JobCatalog.for_project(project, additional)
+    scan = catalog.scan()
+    if not scan.jobs and not scan.errors:
+        click.echo(f"No jobs found (searched: {_searched(catalog.folders)}).")
+        return
+    for job in scan.jobs:
+        definition = job.definition
+        click.echo(f"{job.name} {definition.version}  [{job.source.kind.value}] {job.job_dir}")
+        click.echo(f"  {definition.summary}")
+        if not definition.workflows:
+            click.echo("  (no workflows: its steps cannot be started through MCP)")
+        for workflow in definition.workflows:
+            order = " -> ".join(
+                entry[0] if len(entry) == 1 else "[" + ", ".join(entry) + "]"
+                for entry in workflow.entries
+            )
+            click.echo(f"  workflow {workflow.name}: {workflow.summary}")
+            click.echo(f"    steps: {order}")
+    if scan.errors:
+        click.echo("")
+        click.echo(f"Load errors ({len(scan.errors)}):")
+        for error in scan.errors:
+            kind = _kind_of(error.job_dir, catalog.folders)
+            click.echo(f"  {error.job_name}  [{kind}] {error.job_dir}")
+            click.echo(f"    {error.error}")
+
+
+@jobs.command("validate")
+@click.argument(
+    "job_paths",
+    metavar="[PATH]...",
+    nargs=-1,
+    type=click.Path(path_type=Path),
+)
+@_project_option
+def validate(job_paths: tuple[Path, ...], project: Path) -> None:
+    """Validate job folders (default: every job in the project's .deepwork/jobs/).
+
+    Prints each problem as `file:line: code: message`, warnings marked as such, and exits with
+    status 1 when there is any error.
+    """
+    if job_paths:
+        folders = [path.parent if path.name == JOB_FILE else path for path in job_paths]
+    else:
+        jobs_dir = project.resolve() / ".deepwork" / "jobs"
+        folders = sorted(p.parent for p in jobs_dir.glob(f"*/{JOB_FILE}") if p.is_file())
+        if not folders:
+            click.echo(f"No jobs in {jobs_dir}.")
+            return
+    errors = warnings = 0
+    for folder in folders:
+        # In file order, so the output reads top to bottom like the file.
+        problems = sorted(_validate_folder(folder.resolve()), key=lambda p: p.line or 0)
+        for problem in problems:
+            click.echo(_format(problem))
+        errors += sum(p.severity is Severity.ERROR for p in problems)
+        warnings += sum(p.severity is Severity.WARNING for p in problems)
+    click.echo(
+        f"{len(folders)} job(s) checked: {errors} error(s), {warnings} warning(s).",
+        err=True,
+    )
+    if errors:
+        raise click.exceptions.Exit(1)
+
+
+# `deepwork jobs new` lives in deepwork_mcp/cli/jobs_new.py and is attached to this group here
+# with `jobs.add_command(...)`, next to `list` and `validate`.
+
+
+def _validate_folder(folder: Path) -> list[Problem]:
+    if not (folder / JOB_FILE).is_file():
+        return [
+            Problem(
+                "job.not_found",
+                f"no {JOB_FILE} in {folder}; give a job folder",
+                folder / JOB_FILE,
+            )
+        ]
+    parsed: ParsedJob = parse_job_dir(folder, expected_name=folder.name)
+    return [*parsed.problems, *check_job_files(parsed)]
+
+
+def _format(problem: Problem) -> str:
+    """`file:line: code: message` with the file relative to the working directory if inside."""
+    location = _display_path(problem.file) if problem.file is not None else "<unknown>"
+    if problem.line is not None:
+        location = f"{location}:{problem.line}"
+    marker = "warning: " if problem.severity is Severity.WARNING else ""
+    return f"{location}: {marker}{problem.code}: {problem.message}"
+
+
+def _display_path(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _env_folders() -> str | None:
+    return os.environ.get(ADDITIONAL_FOLDERS_ENV)
+
+
+def _kind_of(job_dir: Path, folders: Iterable[JobFolder]) -> str:
+    for folder in folders:
+        if job_dir.parent == folder.path:
+            return folder.kind.value
+    return "?"
+
+
+def _searched(folders: Iterable[JobFolder]) -> str:
+    return ", ".join(str(folder.path) for folder in folders)

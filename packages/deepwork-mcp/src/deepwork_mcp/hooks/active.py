@@ -1,0 +1,132 @@
+"""The workflow step active in a project, as the hooks need it.
+
+The session store (`deepwork_core.sessions`) and job discovery are the readers of the workflow
+state and of jobs; they import pydantic and YAML, which cost several times the whole no-op hook.
+So hooks first probe with plain `json` and text reads, and open the store only when a workflow
+may be running (`stack_is_empty`) and its job may have hooks for the event (`may_have_job_hooks`).
+The probes are conservative — when in doubt they say "maybe" and the store decides — and depend
+on these facts of the store's format, which a test checks against `deepwork_core.sessions`: the
+stack is `<project>/.deepwork/tmp/stack.json` listing active ids, top last, under `session_ids`;
+a session is `<same folder>/session_<id>.json` naming its job under `job_name`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from deepwork_core.discovery import LoadedJob
+    from deepwork_core.models import Step
+    from deepwork_core.sessions import Session
+
+#: `deepwork_core.runtime_dir.TMP_DIR / deepwork_core.sessions.STACK_FILE`.
+STACK_PATH = Path(".deepwork/tmp/stack.json")
+#: `deepwork_core.sessions.SESSION_PREFIX`.
+SESSION_PREFIX = "session_"
+
+# The job.yml keys that declare actions for each event (FORMATS.md §1 `hooks`, `stop_hooks`).
+_EVENT_KEYS = {
+    "after_agent": ("after_agent", "stop_hooks"),
+    "before_tool": ("before_tool",),
+    "before_prompt": ("before_prompt",),
+}
+
+
+def stack_is_empty(project_root: Path) -> bool:
+    """True when the project certainly has no active workflow.
+
+    An unreadable or odd stack file is not "empty": the store then reads it and reports the
+    problem properly.
+    """
+    try:
+        data = json.loads((project_root / STACK_PATH).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return True
+    except (OSError, ValueError):
+        return False
+    ids = data.get("session_ids") if isinstance(data, dict) else None
+    return isinstance(ids, list) and not ids
+
+
+def may_have_job_hooks(project_root: Path, event: str, additional_jobs_folders: str | None) -> bool:
+    """False when the job of the top workflow certainly declares no action for `event`.
+
+    Reads the top session's `job_name` and every job.yml of that name on the discovery path
+    (project, standard, additional folders) as plain text: a job can only declare actions for
+    the event by writing its key.
+    """
+    keys = _EVENT_KEYS.get(event)
+    if keys is None:
+        return False
+    try:
+        stack = json.loads((project_root / STACK_PATH).read_text(encoding="utf-8"))
+        top = stack["session_ids"][-1]
+        session_file = project_root / STACK_PATH.parent / f"{SESSION_PREFIX}{top}.json"
+        job_name = json.loads(session_file.read_text(encoding="utf-8"))["job_name"]
+    except (OSError, ValueError, LookupError, TypeError):
+        return True
+    import deepwork_core
+    from deepwork_core.identifiers import NAME_PATTERN
+
+    if not isinstance(job_name, str) or not re.match(NAME_PATTERN, job_name):
+        return True
+    folders = [
+        project_root / ".deepwork" / "jobs",
+        Path(deepwork_core.__file__).parent / "standard_jobs",
+        *(Path(p.strip()) for p in (additional_jobs_folders or "").split(os.pathsep) if p.strip()),
+    ]
+    for folder in folders:
+        try:
+            text = (folder / job_name / "job.yml").read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return True
+        if any(key in text for key in keys):
+            return True
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveWorkflow:
+    """The top of the project's workflow stack and everything it runs on."""
+
+    stack: list[Session]
+    job: LoadedJob
+    steps: list[Step]
+
+    @property
+    def session(self) -> Session:
+        return self.stack[-1]
+
+
+def load_stack(project_root: Path) -> list[Session]:
+    """The active sessions (bottom to top); [] without importing pydantic when there are none."""
+    if stack_is_empty(project_root):
+        return []
+    from deepwork_core.sessions import SessionStore
+
+    return SessionStore(project_root).stack()
+
+
+def load_active_workflow(
+    project_root: Path, additional_jobs_folders: str | None
+) -> ActiveWorkflow | None:
+    """The workflow on top of the stack with its job and current steps, or None.
+
+    Raises the store's and discovery's errors (`session.state_corrupt`, `job.invalid`, …).
+    """
+    stack = load_stack(project_root)
+    if not stack:
+        return None
+    from deepwork_core.discovery import JobCatalog, parse_folder_list
+
+    catalog = JobCatalog.for_project(project_root, parse_folder_list(additional_jobs_folders))
+    job = catalog.get(stack[-1].job_name)
+    steps = [job.definition.step(step_id) for step_id in stack[-1].current_step_ids]
+    return ActiveWorkflow(stack, job, steps)

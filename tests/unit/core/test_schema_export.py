@@ -1,0 +1,83 @@
+"""The shipped JSON Schema of job.yml is generated from the models and agrees with the parser."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+from deepwork_core.models import job_json_schema
+from deepwork_core.schema_export import (
+    JOB_SCHEMA_PATH,
+    REGENERATE_COMMAND,
+    main,
+    render_job_schema,
+)
+
+from tests.unit.core.jobdata import SEMANTIC_CASES, SHAPE_CASES, valid_job
+from tests.unit.core.test_parser import CORPUS_INVALID, CORPUS_VALID
+
+
+@pytest.fixture(scope="module")
+def validator() -> jsonschema.Draft202012Validator:
+    schema = json.loads(JOB_SCHEMA_PATH.read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def test_shipped_schema_matches_the_models() -> None:
+    assert JOB_SCHEMA_PATH.read_text(encoding="utf-8") == render_job_schema(), (
+        f"{JOB_SCHEMA_PATH} drifted from deepwork_core.models; regenerate it: {REGENERATE_COMMAND}"
+    )
+    assert json.loads(render_job_schema()) == job_json_schema()
+
+
+def test_check_mode_of_the_export_command(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--check"]) == 0
+    assert main(["--bogus"]) == 2
+    assert "usage" in capsys.readouterr().err
+
+
+def test_schema_declares_draft_2020_12_and_a_stable_id() -> None:
+    schema = job_json_schema()
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert schema["$id"].endswith("/job.schema.json")
+    assert schema["additionalProperties"] is False
+
+
+@pytest.mark.parametrize("folder", sorted(CORPUS_VALID))
+def test_schema_accepts_valid_corpus_jobs(
+    corpus_dir: Path, validator: jsonschema.Draft202012Validator, folder: str
+) -> None:
+    data = yaml.safe_load((corpus_dir / "jobs" / folder / "job.yml").read_text(encoding="utf-8"))
+    errors = [error.message for error in validator.iter_errors(data)]
+    assert errors == []
+
+
+@pytest.mark.parametrize("folder", sorted(CORPUS_INVALID))
+def test_schema_rejects_invalid_corpus_jobs(
+    corpus_dir: Path, validator: jsonschema.Draft202012Validator, folder: str
+) -> None:
+    data = yaml.safe_load((corpus_dir / "jobs" / folder / "job.yml").read_text(encoding="utf-8"))
+    assert not validator.is_valid(data)
+
+
+def test_schema_accepts_the_base_job(validator: jsonschema.Draft202012Validator) -> None:
+    assert list(validator.iter_errors(valid_job())) == []
+
+
+@pytest.mark.parametrize("data", [pytest.param(c[1], id=c[0]) for c in SHAPE_CASES])
+def test_schema_rejects_every_shape_error_the_parser_rejects(
+    validator: jsonschema.Draft202012Validator, data: dict[str, Any]
+) -> None:
+    assert not validator.is_valid(data)
+
+
+@pytest.mark.parametrize("data", [pytest.param(c[1], id=c[0]) for c in SEMANTIC_CASES])
+def test_schema_leaves_cross_references_to_the_parser(
+    validator: jsonschema.Draft202012Validator, data: dict[str, Any]
+) -> None:
+    assert validator.is_valid(data)

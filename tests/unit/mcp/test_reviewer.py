@@ -1,0 +1,427 @@
+"""The external reviewer through real subprocesses: a fake `claude` first on PATH."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from deepwork_core.errors import QualityGateError
+from deepwork_core.parser import load_job
+from deepwork_core.quality import (
+    GateRequest,
+    InputFile,
+    build_review_payload,
+    build_system_prompt,
+    plan_review_tasks,
+    reply_schema_json,
+)
+from deepwork_mcp.reviewer import ClaudeReviewer
+
+# The fake answers like `claude --print --output-format json --json-schema …`. Its behaviour comes
+# from a `FAKE_MODE=<mode>` marker in the payload (so one run can mix modes), else the FAKE_MODE
+# environment variable. It records argv, cwd and stdin per call in $FAKE_DIR.
+FAKE_CLAUDE = textwrap.dedent(
+    """\
+    import json, os, re, subprocess, sys, time
+
+    record_dir = os.environ["FAKE_DIR"]
+    payload = sys.stdin.read()
+    match = re.search(r"FAKE_MODE=(\\w+)", payload)
+    mode = match.group(1) if match else os.environ.get("FAKE_MODE", "pass")
+    me = str(os.getpid())
+    with open(os.path.join(record_dir, "call-" + me + ".json"), "w") as handle:
+        json.dump({"argv": sys.argv[1:], "cwd": os.getcwd(), "stdin": payload}, handle)
+
+    def answer(obj, code=0):
+        sys.stdout.write(json.dumps(obj))
+        sys.stdout.flush()
+        sys.exit(code)
+
+    if mode == "hold":
+        # Count how many reviewers run at once: wait until `FAKE_CAP` are running (or 3 s).
+        running = os.path.join(record_dir, "running")
+        os.makedirs(running, exist_ok=True)
+        mine = os.path.join(running, me)
+        open(mine, "w").close()
+        cap, seen, deadline = int(os.environ["FAKE_CAP"]), 0, time.monotonic() + 3
+        while True:
+            seen = max(seen, len(os.listdir(running)))
+            if seen >= cap or time.monotonic() > deadline:
+                break
+            time.sleep(0.01)
+        seen = max(seen, len(os.listdir(running)))
+        os.unlink(mine)
+        with open(os.path.join(record_dir, "seen-" + me), "w") as handle:
+            handle.write(str(seen))
+        mode = "pass"
+
+    if mode == "sleep":
+        child = subprocess.Popen(["sleep", "300"])
+        with open(os.path.join(record_dir, "pids-" + me), "w") as handle:
+            handle.write(me + " " + str(child.pid))
+        time.sleep(300)
+    if mode == "garbage":
+        # Optionally answer only once FAKE_WAIT_FOR sleepers are up (bounded).
+        wanted, deadline = int(os.environ.get("FAKE_WAIT_FOR", "0")), time.monotonic() + 10
+        while time.monotonic() < deadline and wanted > len(
+            [n for n in os.listdir(record_dir) if n.startswith("pids-")]
+        ):
+            time.sleep(0.01)
+        sys.stdout.write("Sure! Here is my review: looks great")
+        sys.exit(0)
+    if mode == "is_error":
+        answer({"type": "result", "subtype": "success", "is_error": True,
+                "result": "Invalid API key - please run /login"}, 1)
+    if mode == "exit":
+        sys.stderr.write("fatal: something broke\\n")
+        sys.exit(3)
+    if mode == "no_structured":
+        answer({"type": "result", "subtype": "success", "is_error": False, "result": "ok"})
+    if mode == "bad_schema":
+        answer({"type": "result", "is_error": False, "structured_output": {"passed": "yes"}})
+
+    schema = json.loads(sys.argv[sys.argv.index("--json-schema") + 1])
+    names = schema["properties"]["criteria_results"]["items"]["properties"]["criterion"]["enum"]
+    results = [{"criterion": name, "passed": True, "feedback": None} for name in names]
+    if mode == "fail":
+        results[0] = {"criterion": names[0], "passed": False, "feedback": "needs sources"}
+    answer({"type": "result", "subtype": "success", "is_error": False, "result": "",
+            "structured_output": {"passed": True, "feedback": "reviewed",
+                                  "criteria_results": results}})
+    """
+)
+
+JOB_YML = """\
+name: demo
+version: "1.0.0"
+summary: Demo job
+common_job_info_provided_to_all_steps_at_runtime: Shared.
+workflows:
+  - name: main
+    summary: Main
+    steps: [gather, write]
+steps:
+  - id: gather
+    name: Gather
+    description: Gather
+    instructions_file: steps/gather.md
+    outputs:
+      notes: {type: file, description: Notes, required: true}
+    reviews: []
+  - id: write
+    name: Write
+    description: Write
+    instructions_file: steps/write.md
+    inputs:
+      - file: notes
+        from_step: gather
+    dependencies: [gather]
+    outputs:
+      report: {type: file, description: Report, required: true}
+      pages: {type: files, description: Pages, required: false}
+    reviews:
+      - run_each: step
+        quality_criteria:
+          Cited: Are sources cited?
+          Clear: Is it clear?
+      - run_each: pages
+        quality_criteria:
+          Short: Is the page short?
+"""
+
+
+class Env:
+    def __init__(self, root: Path, bin_dir: Path, record: Path) -> None:
+        self.root = root
+        self.bin_dir = bin_dir
+        self.record = record
+        self.vars = {
+            **os.environ,
+            "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+            "FAKE_DIR": str(record),
+        }
+
+    def reviewer(self, **kwargs: Any) -> ClaudeReviewer:
+        return ClaudeReviewer(env=self.vars, **kwargs)
+
+    def calls(self) -> list[dict[str, Any]]:
+        return [json.loads(path.read_text()) for path in sorted(self.record.glob("call-*.json"))]
+
+    def request(self, pages: list[str] | None = None) -> GateRequest:
+        job_dir = self.root / ".deepwork" / "jobs" / "demo"
+        outputs: dict[str, str | list[str]] = {"report": "out/report.md"}
+        if pages is not None:
+            outputs["pages"] = pages
+        return GateRequest(
+            project_root=self.root,
+            session_id="sess_abcdef",
+            job=load_job(job_dir),
+            job_dir=job_dir,
+            step_ids=["write"],
+            outputs=outputs,
+            input_files=[
+                InputFile(step_id="write", name="notes", from_step="gather", paths=["notes.md"])
+            ],
+            notes="author notes here",
+        )
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> Env:
+    root = (tmp_path / "project").resolve()
+    job_dir = root / ".deepwork" / "jobs" / "demo"
+    (job_dir / "steps").mkdir(parents=True)
+    (job_dir / "job.yml").write_text(JOB_YML)
+    for step in ("gather", "write"):
+        (job_dir / "steps" / f"{step}.md").write_text("Do it.\n")
+    (root / "out").mkdir()
+    (root / "out" / "report.md").write_text("The report.\n")
+    (root / "notes.md").write_text("The notes.\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "claude"
+    fake.write_text(f"#!{sys.executable}\n{FAKE_CLAUDE}")
+    fake.chmod(0o755)
+    record = tmp_path / "record"
+    record.mkdir()
+    return Env(root, bin_dir, record)
+
+
+def set_mode(env: Env, mode: str) -> None:
+    env.vars["FAKE_MODE"] = mode
+
+
+async def run(env: Env, reviewer: ClaudeReviewer, request: GateRequest) -> list[Any]:
+    return await reviewer.review(request, plan_review_tasks(request))
+
+
+def process_gone(pid: int) -> bool:
+    """True when `pid` no longer runs (absent, or a zombie waiting for init to reap it)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] in {"Z", "X"}
+
+
+def assert_all_gone(pids: list[int]) -> None:
+    deadline = time.monotonic() + 10
+    while not all(process_gone(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.02)  # SIGKILL delivery is asynchronous; poll briefly for the exit
+    assert [pid for pid in pids if not process_gone(pid)] == []
+
+
+def recorded_pids(env: Env) -> list[int]:
+    return [int(pid) for path in env.record.glob("pids-*") for pid in path.read_text().split()]
+
+
+# --- outcomes ---------------------------------------------------------------------------------
+
+
+async def test_pass_sends_exact_argv_and_payload_on_stdin(env: Env) -> None:
+    request = env.request()
+    tasks = plan_review_tasks(request)
+    verdicts = await env.reviewer().review(request, tasks)
+
+    assert [v.passed for v in verdicts] == [True]
+    assert [r.criterion for r in verdicts[0].criteria_results] == ["Cited", "Clear"]
+    [call] = env.calls()
+    assert call["argv"] == [
+        "--print",
+        "--output-format",
+        "json",
+        "--system-prompt",
+        build_system_prompt(request, tasks[0]),
+        "--json-schema",
+        reply_schema_json(tasks[0]),
+        "-p",
+        "--",
+    ]
+    assert call["stdin"] == build_review_payload(request, tasks[0])
+    assert "The notes." in call["stdin"]  # input from the earlier step
+    assert "The report." in call["stdin"]
+    assert Path(call["cwd"]).resolve() == env.root
+
+
+async def test_fail_gives_failed_verdict_with_criteria(env: Env) -> None:
+    set_mode(env, "fail")
+    [verdict] = await run(env, env.reviewer(), env.request())
+    assert verdict.passed is False  # computed from the criteria, the reply's flag said True
+    assert verdict.feedback == "reviewed"
+    failed = [r for r in verdict.criteria_results if not r.passed]
+    assert [(r.criterion, r.feedback) for r in failed] == [("Cited", "needs sources")]
+
+
+@pytest.mark.parametrize(
+    ("mode", "code"),
+    [
+        ("garbage", "quality_gate.bad_output"),
+        ("no_structured", "quality_gate.bad_output"),
+        ("bad_schema", "quality_gate.bad_output"),
+        ("is_error", "quality_gate.is_error"),
+        ("exit", "quality_gate.exit_code"),
+    ],
+)
+async def test_broken_replies_have_distinct_codes(env: Env, mode: str, code: str) -> None:
+    set_mode(env, mode)
+    with pytest.raises(QualityGateError) as exc:
+        await run(env, env.reviewer(), env.request())
+    assert exc.value.code == code
+    if mode == "is_error":
+        assert "Invalid API key" in exc.value.message
+    if mode == "exit":
+        assert "3" in exc.value.message
+        assert "something broke" in exc.value.message
+
+
+async def test_missing_binary(env: Env, tmp_path: Path) -> None:
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    env.vars["PATH"] = str(empty)
+    with pytest.raises(QualityGateError) as exc:
+        await run(env, env.reviewer(), env.request())
+    assert exc.value.code == "quality_gate.not_installed"
+    absolute = ClaudeReviewer(executable=str(tmp_path / "nowhere" / "claude"), env=env.vars)
+    with pytest.raises(QualityGateError) as exc:
+        await run(env, absolute, env.request())
+    assert exc.value.code == "quality_gate.not_installed"
+    assert env.calls() == []
+
+
+async def test_executable_is_looked_up_on_path_at_call_time(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reviewer = ClaudeReviewer()  # inherits our environment
+    monkeypatch.setenv("PATH", f"{env.bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_DIR", str(env.record))
+    [verdict] = await run(env, reviewer, env.request())
+    assert verdict.passed is True
+
+
+async def test_no_tasks_runs_nothing(env: Env) -> None:
+    assert await env.reviewer().review(env.request(), []) == []
+    assert env.calls() == []
+
+
+# --- bounds -----------------------------------------------------------------------------------
+
+
+async def test_timeout_kills_the_whole_process_group(env: Env) -> None:
+    set_mode(env, "sleep")
+    messages: list[tuple[int, int, str]] = []
+
+    async def progress(done: int, total: int, message: str) -> None:
+        messages.append((done, total, message))
+
+    reviewer = env.reviewer(base_timeout=3, progress_interval=0.2)
+    with pytest.raises(QualityGateError) as exc:
+        await reviewer.review(env.request(), plan_review_tasks(env.request()), progress)
+    assert exc.value.code == "quality_gate.timeout"
+    pids = recorded_pids(env)
+    assert len(pids) == 2  # the fake and its `sleep` child
+    assert_all_gone(pids)
+    assert any("waiting for 1 review" in message for _, _, message in messages)
+    assert all(total == 1 for _, total, _ in messages)
+
+
+async def test_cancellation_kills_the_process_group(env: Env) -> None:
+    set_mode(env, "sleep")
+    reviewer = env.reviewer(base_timeout=120)
+    task = asyncio.create_task(run(env, reviewer, env.request()))
+    deadline = time.monotonic() + 20
+    while not list(env.record.glob("pids-*")) and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)  # wait until the fake has started its child
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    pids = recorded_pids(env)
+    assert len(pids) == 2
+    assert_all_gone(pids)
+
+
+async def test_first_failure_cancels_the_other_reviewers(env: Env) -> None:
+    for name, body in [("slow1.md", "FAKE_MODE=sleep"), ("slow2.md", "FAKE_MODE=sleep")]:
+        (env.root / "out" / name).write_text(body)
+    (env.root / "out" / "bad.md").write_text("FAKE_MODE=garbage")
+    request = env.request(pages=["out/slow1.md", "out/slow2.md", "out/bad.md"])
+    # The step review inlines all pages, so give it a mode of its own via the report.
+    (env.root / "out" / "report.md").write_text("FAKE_MODE=sleep")
+    env.vars["FAKE_WAIT_FOR"] = "3"
+    reviewer = env.reviewer(base_timeout=120)
+    with pytest.raises(QualityGateError) as exc:
+        await reviewer.review(request, plan_review_tasks(request))
+    assert exc.value.code == "quality_gate.bad_output"
+    pids = recorded_pids(env)
+    assert len(pids) == 6
+    assert_all_gone(pids)
+
+
+async def test_parallel_cap_is_respected(env: Env) -> None:
+    pages = []
+    for number in range(6):
+        (env.root / "out" / f"p{number}.md").write_text(f"page {number}\n")
+        pages.append(f"out/p{number}.md")
+    set_mode(env, "hold")
+    env.vars["FAKE_CAP"] = "2"
+    request = env.request(pages=pages)
+    tasks = plan_review_tasks(request)
+    assert len(tasks) == 7
+    progress: list[tuple[int, int]] = []
+
+    async def record(done: int, total: int, message: str) -> None:
+        progress.append((done, total))
+
+    verdicts = await env.reviewer(max_parallel=2).review(request, tasks, record)
+
+    assert [v.target_file for v in verdicts] == [None, *pages]  # task order kept
+    assert all(v.passed for v in verdicts)
+    seen = [int(path.read_text()) for path in env.record.glob("seen-*")]
+    assert len(seen) == 7
+    assert max(seen) == 2  # never more than the cap, and the cap was actually reached
+    assert progress[-1] == (7, 7)
+    assert [done for done, _ in progress] == sorted(done for done, _ in progress)
+
+
+def test_timeout_grows_with_files_beyond_five() -> None:
+    reviewer = ClaudeReviewer(base_timeout=240, per_extra_file=30)
+    assert reviewer.timeout_for(1) == 240
+    assert reviewer.timeout_for(5) == 240
+    assert reviewer.timeout_for(8) == 330
+
+
+def test_max_parallel_must_be_positive() -> None:
+    with pytest.raises(ValueError):
+        ClaudeReviewer(max_parallel=0)
+
+
+# --- security ---------------------------------------------------------------------------------
+
+
+async def test_symlink_to_outside_file_never_reaches_the_reviewer(env: Env, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("OUTSIDE-SECRET-991\n")
+    (env.root / "out" / "link.md").symlink_to(secret)
+    (env.root / "notes-link.md").symlink_to(secret)
+    request = env.request(pages=["out/link.md"])
+    request = request.model_copy(
+        update={
+            "input_files": [
+                InputFile(
+                    step_id="write", name="notes", from_step="gather", paths=["notes-link.md"]
+                )
+            ]
+        }
+    )
+    await env.reviewer().review(request, plan_review_tasks(request))
+    calls = env.calls()
+    assert len(calls) == 2
+    for call in calls:
+        assert "OUTSIDE-SECRET-991" not in call["stdin"]
+        assert "OUTSIDE-SECRET-991" not in json.dumps(call["argv"])

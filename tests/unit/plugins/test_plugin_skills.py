@@ -1,0 +1,59 @@
+"""Skill frontmatter is what both clients need: names match folders, Gemini names hyphenated."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def _frontmatter(skill: Path) -> dict[str, str]:
+    text = skill.read_text(encoding="utf-8")
+    match = re.match(r"---\n(.*?)\n---\n", text, re.DOTALL)
+    assert match, f"{skill}: no YAML frontmatter at the top"
+    data: dict[str, str] = yaml.safe_load(match.group(1))
+    return data
+
+
+@pytest.mark.parametrize(
+    ("plugin", "names"),
+    [
+        ("claude", {"deepwork", "review", "configure_reviews"}),
+        ("gemini", {"deepwork", "review", "configure-reviews"}),
+    ],
+)
+def test_skill_names_match_their_folders(plugin: str, names: set[str]) -> None:
+    skills = sorted((REPO / "plugins" / plugin / "skills").glob("*/SKILL.md"))
+    assert {s.parent.name for s in skills} == names
+    for skill in skills:
+        meta = _frontmatter(skill)
+        assert meta["name"] == skill.parent.name
+        assert 0 < len(meta["description"]) <= 1024
+
+
+def test_gemini_skill_names_are_hyphenated() -> None:
+    for skill in (REPO / "plugins/gemini/skills").glob("*/SKILL.md"):
+        assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", _frontmatter(skill)["name"]), skill
+
+
+def test_skills_name_the_tools_as_each_client_does() -> None:
+    claude = (REPO / "plugins/claude/skills/deepwork/SKILL.md").read_text(encoding="utf-8")
+    gemini = (REPO / "plugins/gemini/skills/deepwork/SKILL.md").read_text(encoding="utf-8")
+    assert "mcp__plugin_deepwork_deepwork__get_workflows" in claude
+    assert "mcp_deepwork_get_workflows" in gemini
+    assert "mcp__plugin" not in gemini
+    for text in (claude, gemini):
+        for tool in (
+            "get_workflows",
+            "start_workflow",
+            "finished_step",
+            "abort_workflow",
+            "quality_review_override_reason",
+            "session_id",
+            "new_job",
+        ):
+            assert tool in text
