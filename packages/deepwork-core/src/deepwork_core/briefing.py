@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from deepwork_core.discovery import LoadedJob
+from deepwork_core.docspec import load_doc_spec, render_doc_spec_for_instructions
 from deepwork_core.errors import JobInvalidError, PathOutsideProjectError
 from deepwork_core.identifiers import resolve_inside
 from deepwork_core.models import OutputType, Review, Step
@@ -67,10 +68,31 @@ class StepBrief:
 
 
 class InstructionReader:
-    """Reads step instruction files, cached by path and revalidated by mtime and size."""
+    """Reads step instruction files and doc specs, cached by path, revalidated by mtime and size."""
 
-    def __init__(self) -> None:
+    def __init__(self, project_root: Path) -> None:
+        self.project_root = project_root
         self._cache: dict[Path, tuple[int, int, str]] = {}
+        self._specs: dict[Path, tuple[int, int, str]] = {}
+
+    def doc_spec_section(self, spec_path: str, output_name: str) -> str:
+        """The rendered doc spec of an output (FORMATS.md §1), for the step's instructions."""
+        path = resolve_inside(self.project_root, spec_path, what=f"doc_spec of {output_name!r}")
+        try:
+            stat = path.stat()
+        except OSError:
+            stat = None
+        cached = self._specs.get(path)
+        if (
+            stat is not None
+            and cached is not None
+            and cached[:2] == (stat.st_mtime_ns, stat.st_size)
+        ):
+            return cached[2]
+        text = render_doc_spec_for_instructions(load_doc_spec(path))  # raises doc_spec.*
+        if stat is not None:
+            self._specs[path] = (stat.st_mtime_ns, stat.st_size, text)
+        return text
 
     def read(self, job: LoadedJob, step: Step) -> str:
         try:
@@ -110,9 +132,16 @@ def build_brief(
 ) -> StepBrief:
     definition = job.definition
     steps = [definition.step(step_id) for step_id in step_ids]
-    instructions = reader.read(job, steps[0])
+    sections = [reader.read(job, steps[0]).rstrip("\n")]
+    sections += [
+        reader.doc_spec_section(spec.doc_spec, name).rstrip("\n")
+        for step in steps
+        for name, spec in step.outputs.items()
+        if spec.doc_spec is not None
+    ]
     if len(steps) > 1:
-        instructions = instructions.rstrip("\n") + "\n\n" + _concurrent_note(job, steps)
+        sections.append(_concurrent_note(job, steps).rstrip("\n"))
+    instructions = "\n\n".join(sections) + "\n"
     return StepBrief(
         session_id=session.session_id,
         step_ids=tuple(step_ids),

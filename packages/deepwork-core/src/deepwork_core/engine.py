@@ -156,7 +156,7 @@ class WorkflowEngine:
         self.max_quality_attempts = max_quality_attempts
         self.branch_maker = branch_maker
         self.clock = clock
-        self._instructions = InstructionReader()
+        self._instructions = InstructionReader(project_root)
 
     # --- reads -------------------------------------------------------------------------------
 

@@ -10,8 +10,12 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, TypedDict
 
 import click
+
+if TYPE_CHECKING:
+    from deepwork_core.config import DeepWorkConfig
 
 ADDITIONAL_JOBS_ENV = "DEEPWORK_ADDITIONAL_JOBS_FOLDERS"
 
@@ -100,17 +104,18 @@ def serve(
 
     fastmcp.settings.check_for_updates = "off"
     try:
-        config = load_config(root)
-        gate = config.quality_gate
-        runner = gate.external_runner if external_runner is None else external_runner
+        options = resolve_options(
+            load_config(root),
+            no_quality_gate=no_quality_gate,
+            external_runner=external_runner,
+            platform=platform,
+            max_quality_attempts=max_quality_attempts,
+            quality_gate_timeout=quality_gate_timeout,
+            no_branch=no_branch,
+        )
         server = create_server(
             root,
-            enable_quality_gate=gate.enabled and not no_quality_gate,
-            quality_gate_timeout=quality_gate_timeout or gate.timeout_seconds,
-            quality_gate_max_attempts=max_quality_attempts or gate.max_attempts,
-            external_runner=None if runner == "none" else runner,
-            platform=platform or (config.platforms[0] if config.platforms else "claude"),
-            create_branch=config.git.create_branch and not no_branch,
+            **options,
             additional_jobs_folders=parse_folder_list(os.environ.get(ADDITIONAL_JOBS_ENV)),
         )
     except DeepWorkError as exc:
@@ -119,6 +124,38 @@ def serve(
         server.run(transport="stdio", show_banner=False)
     else:
         server.run(transport=transport, host=host, port=port, show_banner=False)  # type: ignore[arg-type]
+
+
+class ServerOptions(TypedDict):
+    enable_quality_gate: bool
+    quality_gate_timeout: int
+    quality_gate_max_attempts: int
+    external_runner: str | None
+    platform: str
+    create_branch: bool
+
+
+def resolve_options(
+    config: DeepWorkConfig,
+    *,
+    no_quality_gate: bool = False,
+    external_runner: str | None = None,
+    platform: str | None = None,
+    max_quality_attempts: int | None = None,
+    quality_gate_timeout: int | None = None,
+    no_branch: bool = False,
+) -> ServerOptions:
+    """`create_server` settings: each flag that was given wins over `.deepwork/config.yml`."""
+    gate = config.quality_gate
+    runner = gate.external_runner if external_runner is None else external_runner
+    return ServerOptions(
+        enable_quality_gate=gate.enabled and not no_quality_gate,
+        quality_gate_timeout=quality_gate_timeout or gate.timeout_seconds,
+        quality_gate_max_attempts=max_quality_attempts or gate.max_attempts,
+        external_runner=None if runner == "none" else runner,
+        platform=platform or (config.platforms[0] if config.platforms else "claude"),
+        create_branch=config.git.create_branch and not no_branch,
+    )
 
 
 def _configure_logging() -> None:

@@ -26,9 +26,9 @@ from deepwork_mcp.responses import (
     output_schema,
 )
 
-_READ_ONLY = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
+_READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 # readOnlyHint and idempotentHint default to false; destructiveHint defaults to true.
-_CHANGES_STATE = ToolAnnotations(destructiveHint=False, openWorldHint=False)
+_CHANGES_STATE = ToolAnnotations(destructive_hint=False, open_world_hint=False)
 
 SessionIdArg = Annotated[
     str | None, Field(description="Target this session instead of the top of the stack.")

@@ -1,0 +1,306 @@
+"""SessionStore: durable sessions and stack (RUNTIME.md §1)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from deepwork_core.errors import InvalidIdentifierError, SessionError
+from deepwork_core.identifiers import SESSION_ID_PATTERN
+from deepwork_core.sessions import (
+    SCHEMA_VERSION,
+    Session,
+    SessionStatus,
+    SessionStore,
+    StepRecord,
+    new_session_id,
+)
+
+NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+
+
+def make_session(session_id: str | None = None, **changes: object) -> Session:
+    data: dict[str, object] = {
+        "session_id": session_id or new_session_id(),
+        "job_name": "job",
+        "workflow_name": "main",
+        "goal": "a goal",
+        "current_step_ids": ["one"],
+        "step_progress": {"one": StepRecord(step_id="one", started_at=NOW)},
+        "started_at": NOW,
+    }
+    data.update(changes)
+    return Session.model_validate(data)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SessionStore:
+    return SessionStore(tmp_path)
+
+
+def test_session_ids_are_url_safe_and_match_the_pattern() -> None:
+    ids = {new_session_id() for _ in range(200)}
+    assert len(ids) == 200
+    assert all(re.fullmatch(SESSION_ID_PATTERN, i) for i in ids)
+
+
+def test_reading_an_empty_project_creates_nothing(tmp_path: Path, store: SessionStore) -> None:
+    assert store.stack() == []
+    assert not (tmp_path / ".deepwork").exists()
+
+
+def test_tmp_dir_is_created_lazily_with_a_gitignore(tmp_path: Path, store: SessionStore) -> None:
+    with store.transaction() as tx:
+        tx.push(make_session())
+    assert (tmp_path / ".deepwork" / "tmp" / ".gitignore").read_text() == "*\n"
+
+
+def test_push_persists_session_and_stack_with_schema_version(
+    tmp_path: Path, store: SessionStore
+) -> None:
+    first, second = make_session(), make_session()
+    with store.transaction() as tx:
+        tx.push(first)
+        tx.push(second)
+    stack_file = json.loads((tmp_path / ".deepwork/tmp/stack.json").read_text())
+    assert stack_file == {
+        "schema_version": SCHEMA_VERSION,
+        "session_ids": [first.session_id, second.session_id],
+    }
+    on_disk = json.loads(store.session_path(first.session_id).read_text())
+    assert on_disk["schema_version"] == SCHEMA_VERSION
+    assert on_disk["status"] == "active"
+    # A fresh store (a new server process) sees the same stack.
+    again = SessionStore(tmp_path)
+    assert [s.session_id for s in again.stack()] == [first.session_id, second.session_id]
+    assert again.load(second.session_id) == second
+
+
+def test_remove_from_stack_works_mid_stack(store: SessionStore) -> None:
+    sessions = [make_session() for _ in range(3)]
+    with store.transaction() as tx:
+        for session in sessions:
+            tx.push(session)
+        tx.remove_from_stack(sessions[1].session_id)
+    assert [s.session_id for s in store.stack()] == [sessions[0].session_id, sessions[2].session_id]
+
+
+def test_no_temporary_files_are_left_behind(tmp_path: Path, store: SessionStore) -> None:
+    with store.transaction() as tx:
+        for _ in range(5):
+            tx.push(make_session())
+    leftovers = [p.name for p in (tmp_path / ".deepwork/tmp").iterdir() if p.name.endswith(".tmp")]
+    assert leftovers == []
+
+
+def test_unknown_session_is_not_found(store: SessionStore) -> None:
+    with pytest.raises(SessionError) as caught:
+        store.load("abcdefgh")
+    assert caught.value.code == "session.not_found"
+
+
+@pytest.mark.parametrize("bad", ["../../x", "a/b/c/d/e", "/etc/passwd", "", "short", "a b c d e"])
+def test_malformed_session_ids_are_rejected_before_any_file_access(
+    tmp_path: Path, store: SessionStore, bad: str
+) -> None:
+    with pytest.raises(InvalidIdentifierError) as caught:
+        store.load(bad)
+    assert caught.value.code == "identifier.invalid"
+    assert not (tmp_path / ".deepwork").exists() or not any(
+        p.name.startswith("session_") for p in (tmp_path / ".deepwork/tmp").iterdir()
+    )
+
+
+def _state_file(tmp_path: Path, session: Session) -> Path:
+    return tmp_path / ".deepwork" / "tmp" / f"session_{session.session_id}.json"
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        ("{not json", "not valid JSON"),
+        ('{"schema_version": 99}', "schema_version 99"),
+        ("[]", "schema_version None"),
+        ('{"schema_version": 1, "session_id": 5}', "invalid at"),
+        (b"\xff\xfe\x00", "cannot read"),
+    ],
+)
+def test_corrupt_session_file_is_a_clear_error_naming_the_file(
+    tmp_path: Path, store: SessionStore, content: str | bytes, fragment: str
+) -> None:
+    session = make_session()
+    with store.transaction() as tx:
+        tx.push(session)
+    path = _state_file(tmp_path, session)
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    with pytest.raises(SessionError) as caught:
+        store.stack()
+    assert caught.value.code == "session.state_corrupt"
+    assert str(path) in caught.value.message
+    assert fragment in caught.value.message
+    # Never silently reset: the broken file is still there, untouched.
+    assert path.read_bytes() == (content if isinstance(content, bytes) else content.encode())
+
+
+def test_corrupt_stack_file_is_a_clear_error(tmp_path: Path, store: SessionStore) -> None:
+    with store.transaction() as tx:
+        tx.push(make_session())
+    stack_path = tmp_path / ".deepwork/tmp/stack.json"
+    stack_path.write_text('{"schema_version": 2, "session_ids": []}')
+    with pytest.raises(SessionError) as caught:
+        store.stack()
+    assert caught.value.code == "session.state_corrupt"
+    assert str(stack_path) in caught.value.message
+
+
+def test_stack_naming_a_missing_session_file_is_corrupt(
+    tmp_path: Path, store: SessionStore
+) -> None:
+    session = make_session()
+    with store.transaction() as tx:
+        tx.push(session)
+    _state_file(tmp_path, session).unlink()
+    with pytest.raises(SessionError) as caught:
+        store.stack()
+    assert caught.value.code == "session.state_corrupt"
+    assert "stack.json" in caught.value.message
+
+
+def test_stack_naming_a_finished_session_is_corrupt(tmp_path: Path, store: SessionStore) -> None:
+    session = make_session()
+    with store.transaction() as tx:
+        tx.push(session)
+        session.status = SessionStatus.COMPLETED
+        tx.save(session)
+    with pytest.raises(SessionError) as caught:
+        store.stack()
+    assert caught.value.code == "session.state_corrupt"
+
+
+def test_transactions_serialise_read_modify_write_across_threads(store: SessionStore) -> None:
+    session = make_session(goal="0")
+    with store.transaction() as tx:
+        tx.push(session)
+
+    def bump() -> None:
+        for _ in range(25):
+            with store.transaction() as tx:
+                current = tx.load(session.session_id)
+                current.goal = str(int(current.goal) + 1)
+                tx.save(current)
+
+    threads = [threading.Thread(target=bump) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert store.load(session.session_id).goal == "100"
+
+
+_BUMP_SCRIPT = """
+import sys
+from pathlib import Path
+from deepwork_core.sessions import SessionStore
+store = SessionStore(Path(sys.argv[1]))
+for _ in range(int(sys.argv[3])):
+    with store.transaction() as tx:
+        current = tx.load(sys.argv[2])
+        current.goal = str(int(current.goal) + 1)
+        tx.save(current)
+"""
+
+
+@pytest.mark.slow
+def test_transactions_serialise_read_modify_write_across_processes(
+    tmp_path: Path, store: SessionStore
+) -> None:
+    session = make_session(goal="0")
+    with store.transaction() as tx:
+        tx.push(session)
+    argv = [sys.executable, "-c", _BUMP_SCRIPT, str(tmp_path), session.session_id, "40"]
+    workers = [subprocess.Popen(argv) for _ in range(3)]
+    for worker in workers:
+        assert worker.wait(timeout=120) == 0
+    assert store.load(session.session_id).goal == "120"
+
+
+def _age(path: Path, days: float) -> None:
+    stamp = time.time() - days * 86400
+    os.utime(path, (stamp, stamp))
+
+
+def test_prune_removes_old_finished_sessions_and_their_review_files(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path, max_age=timedelta(days=7), keep_finished=10)
+    active, old, recent = make_session(), make_session(), make_session()
+    with store.transaction() as tx:
+        tx.push(active)
+        for finished in (old, recent):
+            finished.status = SessionStatus.COMPLETED
+            tx.save(finished)
+    _age(_state_file(tmp_path, old), 30)
+    _age(_state_file(tmp_path, active), 30)  # old but active: never pruned
+    review = tmp_path / ".deepwork/tmp" / f"quality_review_{old.session_id}_one.md"
+    review.write_text("review")
+
+    removed = store.prune(force=True)
+
+    assert removed == [old.session_id]
+    assert not _state_file(tmp_path, old).exists()
+    assert not review.exists()
+    assert _state_file(tmp_path, recent).exists()
+    assert _state_file(tmp_path, active).exists()
+
+
+def test_prune_keeps_at_most_keep_finished(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path, keep_finished=3)
+    finished = [make_session() for _ in range(6)]
+    with store.transaction() as tx:
+        for position, session in enumerate(finished):
+            session.status = SessionStatus.ABORTED
+            tx.save(session)
+            _age(_state_file(tmp_path, session), 6 - position)  # later ones are newer
+    removed = store.prune(force=True)
+    assert sorted(removed) == sorted(s.session_id for s in finished[:3])
+    assert all(_state_file(tmp_path, s).exists() for s in finished[3:])
+
+
+def test_prune_is_throttled(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path, keep_finished=0)
+    store.prune(force=True)
+    session = make_session(status=SessionStatus.COMPLETED)
+    with store.transaction() as tx:
+        tx.save(session)
+    assert store.prune() == []  # ran a moment ago
+    assert store.prune(force=True) == [session.session_id]
+
+
+def test_all_outputs_merges_in_completion_order() -> None:
+    session = make_session(
+        step_progress={
+            "b": StepRecord(
+                step_id="b",
+                started_at=NOW,
+                completed_at=NOW + timedelta(seconds=2),
+                outputs={"x": "late.md"},
+            ),
+            "a": StepRecord(
+                step_id="a",
+                started_at=NOW,
+                completed_at=NOW + timedelta(seconds=1),
+                outputs={"x": "early.md", "y": ["1.md", "2.md"]},
+            ),
+            "c": StepRecord(step_id="c", started_at=NOW, outputs={"z": "not-done.md"}),
+        }
+    )
+    assert session.all_outputs() == {"x": "late.md", "y": ["1.md", "2.md"]}
