@@ -143,7 +143,7 @@ async def cold_start(bench: Bench) -> None:
     fl_rss = bench.figure("cold_start.floor.peak_rss", "peak RSS of the FastMCP floor", "MiB")
     dw_rss = bench.figure(
         "cold_start.deepwork.peak_rss",
-        f"peak RSS of deepwork serve after one get_workflows, {jobs} jobs",
+        f"peak RSS of deepwork serve, {jobs} jobs",
         "MiB",
         jobs=jobs,
     )
