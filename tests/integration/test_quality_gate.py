@@ -275,7 +275,7 @@ async def test_doc_spec_criteria_are_added_to_the_review(
     assert "one-paragraph summary" in prompt
 
 
-# --- external runner: failures, each distinct ------------------------------------------------------
+# --- external runner: failures, each distinct -----------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -183,7 +183,7 @@ async def test_tool_list_and_instructions_stay_small(client: Client[Any], server
     listing = await client.session.list_tools()
     size = len(listing.model_dump_json(by_alias=True, exclude_none=True))
     size += len((server.instructions or "").encode())
-    assert size < 6000, size
+    assert size < 5900, size  # 6,000 bytes, less room for the JSON-RPC envelope
 
 
 # --- JOBS-REQ-001.2: get_workflows -------------------------------------------------------------
@@ -274,7 +274,7 @@ async def test_start_workflow_parameters(client: Client[Any]) -> None:
     tool = next(t for t in await client.list_tools() if t.name == "start_workflow")
     schema = tool.input_schema
     assert sorted(schema["required"]) == ["goal", "job_name", "workflow_name"]
-    assert schema["properties"]["instance_id"]["default"] is None
+    assert schema["properties"]["instance_id"]["type"] == ["string", "null"]
 
 
 @pytest.mark.req("JOBS-REQ-001.3.4")
@@ -421,7 +421,7 @@ async def test_finished_step_parameters(client: Client[Any]) -> None:
     assert schema["required"] == ["outputs"]
     assert schema["properties"]["outputs"]["type"] == "object"
     for optional in ("notes", "quality_review_override_reason", "session_id"):
-        assert schema["properties"][optional]["default"] is None
+        assert schema["properties"][optional]["type"] == ["string", "null"]
     assert "ctx" not in schema["properties"]
 
 
@@ -579,7 +579,7 @@ async def test_concurrent_group_note_and_single_checkpoint(client: Client[Any], 
 async def test_abort_workflow_parameters(client: Client[Any]) -> None:
     tool = next(t for t in await client.list_tools() if t.name == "abort_workflow")
     assert tool.input_schema["required"] == ["explanation"]
-    assert tool.input_schema["properties"]["session_id"]["default"] is None
+    assert tool.input_schema["properties"]["session_id"]["type"] == ["string", "null"]
 
 
 @pytest.mark.req("JOBS-REQ-001.6.4")

@@ -30,12 +30,10 @@ def output_schema(model: type[BaseModel], *, detail_depth: int = 1) -> dict[str,
     the field names carry the meaning); `X | None` becomes `type: [X, "null"]`.
     """
     schema = model.model_json_schema()
-    return _compact(schema, schema.get("$defs", {}), 0, detail_depth, top=True)
+    return _compact(schema, schema.get("$defs", {}), 0, detail_depth)
 
 
-def _compact(
-    node: dict[str, Any], defs: dict[str, Any], depth: int, limit: int, *, top: bool = False
-) -> dict[str, Any]:
+def _compact(node: dict[str, Any], defs: dict[str, Any], depth: int, limit: int) -> dict[str, Any]:
     if "$ref" in node:
         node = defs[node["$ref"].rsplit("/", 1)[-1]]
     if "anyOf" in node:
@@ -57,13 +55,11 @@ def _compact(
                 key: _compact(value, defs, depth + 1, limit)
                 for key, value in node["properties"].items()
             }
-            if top and node.get("required"):
-                out["required"] = node["required"]
         elif isinstance(node.get("additionalProperties"), dict):
             out["additionalProperties"] = _compact(
                 node["additionalProperties"], defs, depth + 1, limit
             )
-    elif node.get("type") == "array" and "items" in node:
+    elif node.get("type") == "array" and "items" in node and depth < limit:
         out["items"] = _compact(node["items"], defs, depth, limit)
     return out
 

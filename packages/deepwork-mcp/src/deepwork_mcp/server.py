@@ -25,7 +25,9 @@ from fastmcp.tools.base import ToolResult
 from mcp.types import CallToolRequestParams
 
 from deepwork_mcp.gating import ExternalGate, SelfReviewGate
+from deepwork_mcp.listing import CompactToolListing
 from deepwork_mcp.reviewer import ClaudeReviewer
+from deepwork_mcp.tools.reviews import register_review_tools
 from deepwork_mcp.tools.workflows import register_workflow_tools
 
 logger = logging.getLogger("deepwork.mcp")
@@ -34,16 +36,15 @@ SERVER_NAME = "deepwork"
 EXTERNAL_RUNNERS = ("claude",)
 
 INSTRUCTIONS = """\
-DeepWork runs multi-step workflows with quality gates. Lifecycle:
+DeepWork runs multi-step workflows with quality gates.
 1. Discover: get_workflows.
-2. Start: start_workflow(goal, job_name, workflow_name) returns begin_step.
-3. Execute: follow begin_step.step_instructions; create its step_expected_outputs.
+2. Start: start_workflow returns begin_step.
+3. Execute: follow step_instructions; create step_expected_outputs.
 4. Checkpoint: finished_step(outputs).
 5. Iterate: needs_work -> fix per feedback, call finished_step again.
 6. Continue: next_step -> do the new begin_step.
-7. Complete: workflow_complete -> done; a nested workflow returns to its parent.
-Starting a workflow while one runs nests it; each stack entry has a session_id that \
-finished_step and abort_workflow accept to target a session below the top."""
+7. Complete: workflow_complete; a nested workflow returns to its parent.
+Each stack entry's session_id can target a session below the top."""
 
 
 def build_gate(
@@ -111,9 +112,10 @@ def create_server(
         instructions=INSTRUCTIONS,
         version=version("deepwork-mcp"),
         mask_error_details=True,
-        middleware=[CallLog(engine)],
+        middleware=[CallLog(engine), CompactToolListing()],
     )
     register_workflow_tools(mcp, engine)
+    register_review_tools(mcp, project_root=root, platform=platform)
     return mcp
 
 

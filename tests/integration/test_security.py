@@ -1,0 +1,107 @@
+"""Everything an agent sends that points outside the project is rejected (FORMATS.md §5)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from deepwork_mcp.server import create_server
+from fastmcp import Client
+
+from tests.fixtures.tool_calls import call_error, call_ok
+from tests.fixtures.workflow_project import make_project, write_files
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    project = make_project(tmp_path / "project")
+    (tmp_path / "secret.md").write_text("TOP SECRET\n")
+    (tmp_path / "x").mkdir()
+    (project / "escape.md").symlink_to(tmp_path / "secret.md")
+    (project / "escape_dir").symlink_to(tmp_path / "x")
+    return project
+
+
+@pytest.fixture
+async def client(root: Path) -> AsyncIterator[Client[Any]]:
+    async with Client(create_server(root, create_branch=False)) as connected:
+        yield connected
+
+
+def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
+    """Every path under `folder` (not following symlinks) with its size and mtime."""
+    found: dict[str, tuple[int, int]] = {}
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in dirnames + filenames:
+            path = Path(dirpath) / name
+            info = path.lstat()
+            found[str(path)] = (info.st_size, info.st_mtime_ns)
+    return found
+
+
+def outside(root: Path) -> dict[str, tuple[int, int]]:
+    everything = snapshot(root.parent)
+    return {path: info for path, info in everything.items() if not path.startswith(str(root))}
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["../x", "/etc/passwd", "sub/../../x", "escape.md", "escape_dir/new.md", "../secret.md"],
+)
+async def test_output_paths_outside_the_project_are_rejected(
+    client: Client[Any], root: Path, path: str
+) -> None:
+    await call_ok(client, "start_workflow", goal="g", job_name="three_step", workflow_name="main")
+    before = outside(root)
+    text = await call_error(
+        client, "finished_step", "path.outside_project", outputs={"notes": path}
+    )
+    assert "TOP SECRET" not in text
+    assert outside(root) == before
+
+
+@pytest.mark.parametrize("path", ["../x", "/etc/passwd", "escape.md"])
+async def test_outside_paths_in_files_outputs_are_rejected(
+    client: Client[Any], root: Path, path: str
+) -> None:
+    await call_ok(client, "start_workflow", goal="g", job_name="three_step", workflow_name="main")
+    write_files(root, "notes.md", "d/1.md")
+    await call_ok(client, "finished_step", outputs={"notes": "notes.md"})
+    await call_error(
+        client, "finished_step", "path.outside_project", outputs={"drafts": ["d/1.md", path]}
+    )
+
+
+@pytest.mark.parametrize("job_name", ["../x", "/etc", "../../project/.deepwork/jobs/multi", ".."])
+async def test_job_names_that_are_paths_are_rejected(
+    client: Client[Any], root: Path, job_name: str
+) -> None:
+    before = outside(root)
+    await call_error(
+        client,
+        "start_workflow",
+        "identifier.invalid",
+        goal="g",
+        job_name=job_name,
+        workflow_name="main",
+    )
+    assert outside(root) == before
+    assert not (root / ".deepwork/tmp/stack.json").exists()
+
+
+@pytest.mark.parametrize("session_id", ["../../x", "../../../secret", "/etc/passwd", "a/../../b"])
+async def test_session_ids_that_are_paths_are_rejected(
+    client: Client[Any], root: Path, session_id: str
+) -> None:
+    await call_ok(client, "start_workflow", goal="g", job_name="multi", workflow_name="alpha")
+    before = outside(root)
+    await call_error(
+        client, "finished_step", "identifier.invalid", outputs={}, session_id=session_id
+    )
+    await call_error(
+        client, "abort_workflow", "identifier.invalid", explanation="x", session_id=session_id
+    )
+    assert outside(root) == before

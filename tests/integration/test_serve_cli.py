@@ -1,0 +1,219 @@
+"""`deepwork serve`: options, config defaults, and the http/sse transports."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from deepwork_core.config import DeepWorkConfig, load_config
+from deepwork_core.errors import ConfigError
+from deepwork_mcp.cli import cli
+from deepwork_mcp.cli.serve import resolve_options
+from fastmcp import Client
+
+from tests.fixtures.workflow_project import make_project
+
+OPTIONS = (
+    "--path",
+    "--no-quality-gate",
+    "--transport",
+    "--host",
+    "--port",
+    "--external-runner",
+    "--platform",
+    "--max-quality-attempts",
+    "--quality-gate-timeout",
+    "--no-branch",
+)
+
+
+def test_help_lists_every_option() -> None:
+    result = CliRunner().invoke(cli, ["serve", "--help"])
+    assert result.exit_code == 0, result.output
+    for option in OPTIONS:
+        assert option in result.output
+    for choice in ("stdio", "sse", "http", "127.0.0.1", "8000"):
+        assert choice in result.output
+
+
+def test_version_does_not_import_fastmcp() -> None:
+    code = (
+        "import sys; from deepwork_mcp.cli import main\n"
+        "try:\n    main(['--version'])\nexcept SystemExit:\n    pass\n"
+        "assert 'fastmcp' not in sys.modules, 'fastmcp imported'\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("deepwork, version ")
+
+
+def test_defaults_without_config(tmp_path: Path) -> None:
+    assert resolve_options(load_config(tmp_path)) == {
+        "enable_quality_gate": True,
+        "quality_gate_timeout": 240,
+        "quality_gate_max_attempts": 3,
+        "external_runner": None,
+        "platform": "claude",
+        "create_branch": True,
+    }
+
+
+CONFIG = """\
+version: "1.0"
+platforms: [gemini, claude]
+quality_gate:
+  enabled: false
+  external_runner: claude
+  max_attempts: 5
+  timeout_seconds: 60
+git:
+  create_branch: false
+"""
+
+
+def test_config_gives_the_defaults(tmp_path: Path) -> None:
+    (tmp_path / ".deepwork").mkdir()
+    (tmp_path / ".deepwork/config.yml").write_text(CONFIG)
+    assert resolve_options(load_config(tmp_path)) == {
+        "enable_quality_gate": False,
+        "quality_gate_timeout": 60,
+        "quality_gate_max_attempts": 5,
+        "external_runner": "claude",
+        "platform": "gemini",
+        "create_branch": False,
+    }
+
+
+def test_flags_win_over_the_config() -> None:
+    config = DeepWorkConfig.model_validate(
+        {"quality_gate": {"external_runner": "claude", "max_attempts": 5, "timeout_seconds": 60}}
+    )
+    options = resolve_options(
+        config,
+        no_quality_gate=True,
+        external_runner="none",
+        platform="gemini",
+        max_quality_attempts=2,
+        quality_gate_timeout=10,
+        no_branch=True,
+    )
+    assert options == {
+        "enable_quality_gate": False,
+        "quality_gate_timeout": 10,
+        "quality_gate_max_attempts": 2,
+        "external_runner": None,
+        "platform": "gemini",
+        "create_branch": False,
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("quality_gate:\n  enabeld: true\n", "quality_gate.enabeld: unknown key"),
+        ("git:\n  create_branch: maybe\n", "git.create_branch"),
+        ("quality_gate:\n  external_runner: gpt\n", "quality_gate.external_runner"),
+        ("- a list\n", "must be a mapping"),
+        ("key: [unclosed\n", "invalid YAML"),
+    ],
+)
+def test_invalid_config_is_an_error_with_the_key_path(
+    tmp_path: Path, text: str, fragment: str
+) -> None:
+    (tmp_path / ".deepwork").mkdir()
+    path = tmp_path / ".deepwork/config.yml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as caught:
+        load_config(tmp_path)
+    assert caught.value.code == "config.invalid"
+    assert fragment in caught.value.message
+    assert str(path) in caught.value.message
+
+
+def test_serve_reports_an_invalid_config_and_exits(tmp_path: Path) -> None:
+    (tmp_path / ".deepwork").mkdir()
+    (tmp_path / ".deepwork/config.yml").write_text("bogus: 1\n")
+    result = CliRunner().invoke(cli, ["serve", "--path", str(tmp_path)])
+    assert result.exit_code != 0
+    assert "config.invalid" in result.output
+
+
+# --- http and sse transports -------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _listening_addresses(port: int) -> set[str]:
+    """Local addresses with a listening TCP socket on `port` (from /proc/net/tcp*)."""
+    found: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except FileNotFoundError:
+            continue
+        for line in lines:
+            fields = line.split()
+            address, port_hex = fields[1].rsplit(":", 1)
+            if int(port_hex, 16) == port and fields[3] == "0A":  # 0A = LISTEN
+                found.add(address)
+    return found
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return make_project(tmp_path / "project")
+
+
+@pytest.fixture
+def launch(project: Path) -> Iterator[list[subprocess.Popen[bytes]]]:
+    processes: list[subprocess.Popen[bytes]] = []
+    yield processes
+    for process in processes:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("transport", "path"), [("http", "/mcp"), ("sse", "/sse")])
+async def test_network_transports_bind_loopback_and_list_tools(
+    project: Path, launch: list[subprocess.Popen[bytes]], transport: str, path: str
+) -> None:
+    port = _free_port()
+    with (project.parent / f"{transport}.log").open("wb") as log:
+        argv = [sys.executable, "-m", "deepwork_mcp", "serve", "--path", str(project)]
+        argv += ["--transport", transport, "--port", str(port), "--no-branch"]
+        process = subprocess.Popen(
+            argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+    launch.append(process)
+    deadline = time.monotonic() + 60
+    while not _listening_addresses(port):
+        assert process.poll() is None, (project.parent / f"{transport}.log").read_text()
+        assert time.monotonic() < deadline, "the server did not start listening"
+        time.sleep(0.05)
+    # 0100007F is 127.0.0.1 in /proc's little-endian hex; nothing listens on 0.0.0.0.
+    assert _listening_addresses(port) == {"0100007F"}
+    async with Client(f"http://127.0.0.1:{port}{path}") as client:
+        names = {tool.name for tool in await client.list_tools()}
+    assert {"get_workflows", "start_workflow", "finished_step", "abort_workflow"} <= names

@@ -1,0 +1,238 @@
+"""`deepwork serve` as a real subprocess, driven over stdio by the official `mcp` client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+import pytest
+from deepwork_core.sessions import Session, SessionStatus, SessionStore
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.types import TextContent
+
+from tests.fixtures.workflow_project import make_project, write_files
+
+pytestmark = pytest.mark.slow
+
+# Runs the real CLI entry point after writing the process id (so a test can kill -9 it).
+_LAUNCHER = (
+    "import os, sys; from pathlib import Path; "
+    "Path(sys.argv[1]).write_text(str(os.getpid())); "
+    "from deepwork_mcp.cli import main; main(sys.argv[2:])"
+)
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return make_project(tmp_path / "project")
+
+
+class Server:
+    """One `deepwork serve` process and its client session."""
+
+    def __init__(self, session: ClientSession, pid_file: Path) -> None:
+        self.session = session
+        self.pid_file = pid_file
+
+    @property
+    def pid(self) -> int:
+        return int(self.pid_file.read_text())
+
+    async def ok(self, tool: str, **arguments: Any) -> dict[str, Any]:
+        result = await self.session.call_tool(tool, arguments)
+        assert not result.is_error, _text(result.content)
+        assert isinstance(result.structured_content, dict)
+        return result.structured_content
+
+    async def error(self, tool: str, code: str, **arguments: Any) -> str:
+        result = await self.session.call_tool(tool, arguments)
+        text = _text(result.content)
+        assert result.is_error, result.structured_content
+        assert text.startswith(f"{code}: "), text
+        return text
+
+
+def _text(content: list[Any]) -> str:
+    return "".join(part.text for part in content if isinstance(part, TextContent))
+
+
+@asynccontextmanager
+async def serve(root: Path, name: str = "server", *extra: str) -> AsyncIterator[Server]:
+    pid_file = root.parent / f"{name}.pid"
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-c", _LAUNCHER, str(pid_file), "serve", "--path", str(root), "--no-branch", *extra],
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    with (root.parent / f"{name}.stderr").open("a") as errlog:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            init = await session.initialize()
+            assert init.server_info.name == "deepwork"
+            assert init.instructions is not None
+            assert "Checkpoint" in init.instructions
+            yield Server(session, pid_file)
+
+
+async def test_three_step_workflow_end_to_end(root: Path) -> None:
+    async with serve(root) as server:
+        listing = await server.ok("get_workflows")
+        assert "three_step" in {job["name"] for job in listing["jobs"]}
+        started = await server.ok(
+            "start_workflow", goal="g", job_name="three_step", workflow_name="main"
+        )
+        assert started["begin_step"]["step_id"] == "gather"
+        write_files(root, "notes.md", "d/1.md", "final.md")
+        draft = await server.ok("finished_step", outputs={"notes": "notes.md"})
+        assert draft["begin_step"]["step_inputs"][0]["paths"] == ["notes.md"]
+        publish = await server.ok("finished_step", outputs={"drafts": ["d/1.md"]})
+        assert publish["begin_step"]["step_id"] == "publish"
+        done = await server.ok("finished_step", outputs={"final": "final.md"})
+        assert done["status"] == "workflow_complete"
+        assert done["all_outputs"] == {
+            "notes": "notes.md",
+            "drafts": ["d/1.md"],
+            "final": "final.md",
+        }
+        assert done["stack"] == []
+    log = (root.parent / "server.stderr").read_text()
+    assert "tool=finished_step ok | stack: empty" in log
+    assert "tool=start_workflow ok | stack: three_step/main:gather" in log
+
+
+async def test_nesting_three_deep_push_and_pop(root: Path) -> None:
+    write_files(root, "one.md", "two.md", "notes.md")
+    async with serve(root) as server:
+        await server.ok("start_workflow", goal="a", job_name="three_step", workflow_name="main")
+        await server.ok("start_workflow", goal="b", job_name="multi", workflow_name="alpha")
+        third = await server.ok("start_workflow", goal="c", job_name="multi", workflow_name="beta")
+        assert [e["workflow"] for e in third["stack"]] == [
+            "three_step/main",
+            "multi/alpha",
+            "multi/beta",
+        ]
+        popped = await server.ok("finished_step", outputs={"two_out": "two.md"})
+        assert popped["status"] == "workflow_complete"
+        assert [e["workflow"] for e in popped["stack"]] == ["three_step/main", "multi/alpha"]
+        popped = await server.ok("finished_step", outputs={"one_out": "one.md"})
+        assert [e["workflow"] for e in popped["stack"]] == ["three_step/main"]
+        resumed = await server.ok("finished_step", outputs={"notes": "notes.md"})
+        assert resumed["begin_step"]["step_id"] == "draft"
+
+
+async def test_abort_resumes_the_parent(root: Path) -> None:
+    async with serve(root) as server:
+        await server.ok("start_workflow", goal="a", job_name="three_step", workflow_name="main")
+        await server.ok("start_workflow", goal="b", job_name="multi", workflow_name="alpha")
+        aborted = await server.ok("abort_workflow", explanation="not needed")
+        assert aborted["aborted_workflow"] == "multi/alpha"
+        assert (aborted["resumed_workflow"], aborted["resumed_step"]) == (
+            "three_step/main",
+            "gather",
+        )
+        write_files(root, "notes.md")
+        after = await server.ok("finished_step", outputs={"notes": "notes.md"})
+        assert after["begin_step"]["step_id"] == "draft"
+
+
+async def test_session_id_below_the_top(root: Path) -> None:
+    write_files(root, "notes.md", "one.md")
+    async with serve(root) as server:
+        bottom = await server.ok(
+            "start_workflow", goal="a", job_name="three_step", workflow_name="main"
+        )
+        await server.ok("start_workflow", goal="b", job_name="multi", workflow_name="alpha")
+        moved = await server.ok(
+            "finished_step",
+            outputs={"notes": "notes.md"},
+            session_id=bottom["begin_step"]["session_id"],
+        )
+        assert [e["step"] for e in moved["stack"]] == ["draft", "one"]
+        await server.error("finished_step", "outputs.unknown", outputs={"notes": "notes.md"})
+        aborted = await server.ok(
+            "abort_workflow",
+            explanation="bottom first",
+            session_id=bottom["begin_step"]["session_id"],
+        )
+        assert [e["workflow"] for e in aborted["stack"]] == ["multi/alpha"]
+        await server.error("finished_step", "identifier.invalid", outputs={}, session_id="../../x")
+
+
+async def test_concurrent_group_needs_every_steps_outputs(root: Path) -> None:
+    write_files(root, "first.md", "left.md", "r1.md", "r2.md")
+    async with serve(root) as server:
+        await server.ok("start_workflow", goal="g", job_name="concurrent", workflow_name="par")
+        group = await server.ok("finished_step", outputs={"first_out": "first.md"})
+        assert group["begin_step"]["step_id"] == "left"
+        await server.error("finished_step", "outputs.missing", outputs={"left_out": "left.md"})
+        await server.error(
+            "finished_step", "outputs.missing", outputs={"right_out": ["r1.md", "r2.md"]}
+        )
+        last = await server.ok(
+            "finished_step", outputs={"left_out": "left.md", "right_out": ["r1.md", "r2.md"]}
+        )
+        assert last["begin_step"]["step_id"] == "last"
+
+
+async def test_killed_server_is_continued_by_a_new_one(root: Path) -> None:
+    write_files(root, "notes.md", "d/1.md")
+    with suppress(Exception):  # the first client loses its server mid-session
+        async with serve(root, "first") as first:
+            started = await first.ok(
+                "start_workflow", goal="g", job_name="three_step", workflow_name="main"
+            )
+            await first.ok("finished_step", outputs={"notes": "notes.md"})
+            os.kill(first.pid, signal.SIGKILL)
+            raise _Killed
+    session_id = started["begin_step"]["session_id"]
+    async with serve(root, "second") as second:
+        result = await second.ok("finished_step", outputs={"drafts": ["d/1.md"]})
+        assert result["status"] == "next_step"
+        assert result["begin_step"]["step_id"] == "publish"
+        assert result["begin_step"]["session_id"] == session_id
+
+
+class _Killed(Exception):
+    pass
+
+
+async def test_two_servers_on_one_project_lose_no_update(root: Path) -> None:
+    write_files(root, "one.md")
+
+    async def run(server: Server, rounds: int) -> list[str]:
+        ids = []
+        for _ in range(rounds):
+            started = await server.ok(
+                "start_workflow", goal="g", job_name="multi", workflow_name="alpha"
+            )
+            session_id = started["begin_step"]["session_id"]
+            done = await server.ok(
+                "finished_step", outputs={"one_out": "one.md"}, session_id=session_id
+            )
+            assert done["status"] == "workflow_complete"
+            ids.append(session_id)
+        return ids
+
+    async with serve(root, "a") as first, serve(root, "b") as second:
+        await first.ok("get_workflows")
+        await second.ok("get_workflows")
+        ids_a, ids_b = await asyncio.gather(run(first, 12), run(second, 12))  # 48 more calls
+        assert (await first.ok("get_workflows"))["errors"] == []
+
+    store = SessionStore(root)
+    assert store.stack() == []
+    files = sorted((root / ".deepwork/tmp").glob("session_*.json"))
+    assert len(files) == 24
+    for path in files:
+        session = Session.model_validate(json.loads(path.read_text()))
+        assert session.status is SessionStatus.COMPLETED
+    assert {p.stem.removeprefix("session_") for p in files} == set(ids_a) | set(ids_b)

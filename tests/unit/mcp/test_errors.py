@@ -1,0 +1,37 @@
+"""The one mapping of errors to MCP tool errors."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from deepwork_core.errors import DeepWorkError, JobNotFoundError, OutputsError
+from deepwork_mcp.errors import tool_error, tool_errors
+from fastmcp.exceptions import ToolError
+
+
+def test_tool_error_text_starts_with_the_code() -> None:
+    error = tool_error(OutputsError("missing required output(s): x", code="outputs.missing"))
+    assert str(error) == "outputs.missing: missing required output(s): x"
+    assert str(tool_error(JobNotFoundError("no job named 'a'"))).startswith("job.not_found: ")
+
+
+def test_deepwork_errors_become_tool_errors() -> None:
+    with pytest.raises(ToolError, match=r"^session\.none_active: nothing$"), tool_errors("t"):
+        raise DeepWorkError("nothing", code="session.none_active")
+
+
+def test_tool_errors_pass_through_unchanged() -> None:
+    with pytest.raises(ToolError, match=r"^as is$"), tool_errors("t"):
+        raise ToolError("as is")
+
+
+def test_unexpected_errors_are_logged_and_masked(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.ERROR, logger="deepwork.mcp")
+    with pytest.raises(ToolError) as caught, tool_errors("start_workflow"):
+        raise KeyError("/private/path")
+    assert str(caught.value).startswith("internal.error: start_workflow failed unexpectedly")
+    assert "/private/path" not in str(caught.value)
+    [record] = caplog.records
+    assert record.exc_info is not None
+    assert "KeyError" in caplog.text
