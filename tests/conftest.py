@@ -1,4 +1,4 @@
-"""Fixtures shared by every test package: the shared corpus and real git repositories."""
+"""Fixtures shared by every test suite: the shared corpus and real git repositories."""
 
 from __future__ import annotations
 
@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="session")
 def corpus_dir() -> Path:
-    """The real DeepWork 0.9.1 files in `<repo>/../shared/corpus/` (read, never copied in)."""
-    path = REPO_ROOT / ".." / "shared" / "corpus" / "deepwork-0.9.1"
-    if not path.is_dir():
-        pytest.skip(f"the shared corpus is not present at {path}")
+    """Real DeepWork 0.9.1 user files (`<repo>/../shared/corpus/deepwork-0.9.1`), read in place."""
+    path = REPO_ROOT.parent / "shared" / "corpus" / "deepwork-0.9.1"
+    if not (path / "INDEX.md").is_file():
+        pytest.fail(f"the shared corpus is missing: expected {path}/INDEX.md")
     return path
 
 

@@ -260,3 +260,35 @@ def test_configured_rules(repo) -> None:
     outside_scope = configured_rules(repo.root, only_rules_matching_files=["guide.md"])
     assert outside_scope.rules == ()
     assert configured_rules(repo.root, only_rules_matching_files=[]).rules == ()
+
+
+def test_long_context_lists_are_written_once_and_referenced(repo) -> None:
+    repo.write(
+        "docs/.deepreview",
+        "prose:\n  description: Prose\n  match: {include: ['**/*.md']}\n"
+        "  review:\n    strategy: individual\n    instructions: Read.\n"
+        "    additional_context: {unchanged_matching_files: true, all_changed_filenames: true}\n",
+    )
+    for index in range(60):
+        repo.write(f"docs/old_{index:02}.md")
+    repo.commit("docs")
+    repo.write("docs/new_a.md")
+    repo.write("docs/new_b.md")
+
+    run = run_review(repo.root, files=["docs/new_a.md", "docs/new_b.md"])
+
+    prose = [(task, path) for task, path in zip(run.tasks, run.instruction_files, strict=True)]
+    assert len(prose) == 2
+    for task, path in prose:
+        content = (repo.root / path).read_text()
+        assert task.unchanged_matching_files is not None
+        assert len(task.unchanged_matching_files) == 60
+        listed = re.search(r"The 60 files are listed in `([^`]+)`", content)
+        assert listed is not None
+        listing = (repo.root / listed.group(1)).read_text()
+        assert "- docs/old_00.md\n" in listing
+        assert "- docs/new_a.md\n- docs/new_b.md\n" in content  # short lists stay inline
+    (_, first), (_, second) = prose
+    assert re.findall(r"listed in `([^`]+)`", (repo.root / first).read_text()) == re.findall(
+        r"listed in `([^`]+)`", (repo.root / second).read_text()
+    )

@@ -166,10 +166,10 @@ def test_hasher_does_not_follow_symlinks(tmp_path: Path) -> None:
     link = tmp_path / "link"
     link.symlink_to(outside)
     hasher = ContentHasher()
-    before = hasher.digest(link)
+    before = hasher.digest(str(link))
     outside.write_text("changed secret")
-    assert ContentHasher().digest(link) == before
-    assert hasher.digest(tmp_path / "missing").startswith("missing:")
+    assert ContentHasher().digest(str(link)) == before
+    assert hasher.digest(str(tmp_path / "missing")).startswith("missing:")
 
 
 def test_rule_without_match_gives_no_task(tmp_path: Path) -> None:

@@ -44,6 +44,16 @@ def not_a_repository(project_root: Path) -> ReviewError:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class TrackedChanges:
+    """What git's history and index say changed; untracked files come from a file listing."""
+
+    #: Changed tracked files, or None when HEAD has no commit yet (then every file is new).
+    files: frozenset[str] | None
+    base_ref: str | None
+    base_commit: str | None
+
+
 def detect_changes(
     project_root: Path, *, base_ref: str | None = None, listing: ProjectFiles | None = None
 ) -> ChangedFiles:
@@ -53,18 +63,19 @@ def detect_changes(
     (it saves a git call). Raises `review.not_a_git_repository` outside git and
     `review.base_ref_unknown` when `base_ref` names no commit.
     """
+    tracked = find_tracked_changes(project_root, base_ref=base_ref)
+    if listing is None:
+        listing = list_project_files(project_root)
+    return combine_changes(project_root, tracked, listing)
+
+
+def find_tracked_changes(project_root: Path, *, base_ref: str | None = None) -> TrackedChanges:
+    """Tracked files changed since the merge-base (committed, staged or in the work tree)."""
     head = run_git(["rev-parse", "--verify", "-q", "HEAD^{commit}"], cwd=project_root, check=False)
     if head.returncode != 0 and _NOT_A_REPOSITORY in head.stderr:
         raise not_a_repository(project_root)
-    if listing is None:
-        listing = list_project_files(project_root)
-    if not listing.in_git:
-        raise not_a_repository(project_root)
     if head.returncode != 0:
-        # No commit yet: everything git does not ignore is new.
-        present = [path for path in listing.all if (project_root / path).exists()]
-        return ChangedFiles(tuple(sorted(present)), None, None)
-
+        return TrackedChanges(None, None, None)  # no commit yet
     ref = base_ref if base_ref is not None else _default_branch(project_root)
     base_commit = _merge_base(project_root, ref, explicit=base_ref is not None)
     diff = run_git(
@@ -82,10 +93,23 @@ def detect_changes(
         ],
         cwd=project_root,
     )
-    changed = {path for path in diff.stdout.split("\0") if path}
+    return TrackedChanges(frozenset(filter(None, diff.stdout.split("\0"))), ref, base_commit)
+
+
+def combine_changes(
+    project_root: Path, tracked: TrackedChanges, listing: ProjectFiles
+) -> ChangedFiles:
+    """Tracked changes plus the untracked files of `listing`, without runtime files."""
+    if not listing.in_git:
+        raise not_a_repository(project_root)
+    if tracked.files is None:
+        # No commit yet: everything git does not ignore is new (a staged file may be gone).
+        present = [path for path in listing.all if (project_root / path).exists()]
+        return ChangedFiles(tuple(sorted(present)), None, None)
+    changed = set(tracked.files)
     changed.update(listing.untracked)
     files = sorted(path for path in changed if not is_runtime_file(path))
-    return ChangedFiles(tuple(files), ref, base_commit)
+    return ChangedFiles(tuple(files), tracked.base_ref, tracked.base_commit)
 
 
 def _default_branch(project_root: Path) -> str:

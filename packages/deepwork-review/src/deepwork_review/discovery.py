@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from deepwork_core.errors import Problem
+from deepwork_core.errors import GitError, Problem
 from deepwork_core.git import run_git
 from deepwork_core.runtime_dir import TMP_DIR
 
@@ -56,7 +56,8 @@ def list_project_files(project_root: Path, *, only_name: str | None = None) -> P
         files = tuple(_walk(project_root, only_name))
         return ProjectFiles((), files, in_git=False)
     if result.returncode != 0:
-        run_git(["ls-files"], cwd=project_root)  # raises with git's own message
+        detail = result.stderr.strip() or f"exit {result.returncode}"
+        raise GitError(f"git ls-files failed in {project_root}: {detail}", code="git.failed")
     tracked: list[str] = []
     untracked: list[str] = []
     seen: set[str] = set()

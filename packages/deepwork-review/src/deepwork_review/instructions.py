@@ -24,6 +24,8 @@ FOLDER = "review_instructions"
 KEEP_RUNS = 20
 MIN_AGE_SECONDS = 10 * 60
 MAX_AGE_SECONDS = 24 * 60 * 60
+#: Context lists longer than this go to a file of their own in the run folder.
+INLINE_CONTEXT_LIMIT = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,11 +50,12 @@ def write_instruction_files(
 
     relative_folder = f"{TMP_DIR}/{FOLDER}/{run_id}"
     written: list[str] = []
+    lists = _ListCache(run_folder, relative_folder)
     for task in tasks:
         name = f"{task.review_id}.md"
         # The folder is new and ours alone: plain exclusive writes are enough.
         with (run_folder / name).open("x", encoding="utf-8") as handle:
-            handle.write(render_instructions(task, project_root))
+            handle.write(render_instructions(task, project_root, lists))
         written.append(f"{relative_folder}/{name}")
     return WrittenRun(relative_folder, tuple(written))
 
@@ -70,9 +73,43 @@ def _prune(base: Path, *, keep: str, now: float) -> None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def render_instructions(task: ReviewTask, project_root: Path) -> str:
+class _ListCache:
+    """Context lists of one run, each rendered once.
+
+    A rule's context lists are shared by all its tasks and can hold thousands of paths. A long
+    one is written once to its own file in the run folder and the instruction files point to it,
+    instead of repeating it in every file.
+    """
+
+    def __init__(self, run_folder: Path | None = None, relative_folder: str = "") -> None:
+        self._run_folder = run_folder
+        self._relative_folder = relative_folder
+        self._rendered: dict[tuple[str, ...], str] = {}
+
+    def context(self, paths: Sequence[str]) -> str:
+        key = tuple(paths)  # equal lists share one rendering (C-speed hash and compare)
+        cached = self._rendered.get(key)
+        if cached is not None:
+            return cached
+        text = _bullets(paths)
+        if self._run_folder is not None and len(paths) > INLINE_CONTEXT_LIMIT:
+            name = f"context-{len(self._rendered) + 1}.md"
+            (self._run_folder / name).write_text(text, encoding="utf-8")
+            text = f"The {len(paths)} files are listed in `{self._relative_folder}/{name}`.\n"
+        self._rendered[key] = text
+        return text
+
+
+def _bullets(paths: Sequence[str]) -> str:
+    return "".join(f"- {path}\n" for path in paths) if paths else "(none)\n"
+
+
+def render_instructions(
+    task: ReviewTask, project_root: Path, lists: _ListCache | None = None
+) -> str:
     """The Markdown a reviewer reads: what to review, how, with which context, and how to report
     a pass."""
+    context = (lists or _ListCache()).context
     rule = task.rule
     parts = [
         f"# Review: {task.title}\n",
@@ -89,13 +126,13 @@ def render_instructions(task: ReviewTask, project_root: Path) -> str:
         parts += [
             "## Unchanged Matching Files\n",
             "These files match the rule but did not change; read them for context.\n",
-            _bullets(task.unchanged_matching_files),
+            context(task.unchanged_matching_files),
         ]
     if task.all_changed_filenames is not None:
         parts += [
             "## All Changed Files\n",
             "Every file changed in this piece of work, for context.\n",
-            _bullets(task.all_changed_filenames),
+            context(task.all_changed_filenames),
         ]
     parts += [
         "## When You Are Done\n",
@@ -106,9 +143,3 @@ def render_instructions(task: ReviewTask, project_root: Path) -> str:
         "passed.\n",
     ]
     return "\n".join(parts)
-
-
-def _bullets(paths: Sequence[str]) -> str:
-    if not paths:
-        return "(none)\n"
-    return "".join(f"- {path}\n" for path in paths)

@@ -2,18 +2,15 @@
 
 Syntax: `**/` zero or more folders, a trailing `**` anything, `*` any characters except `/`,
 `?` one character except `/`; everything else is literal. Paths are POSIX, relative to the
-folder of the `.deepreview` file. Every pattern is compiled once: the common shapes
-(`**/*.py`, `docs/**`, `README.md`, `**/CLAUDE.md`) become plain string tests, the rest one
-anchored regular expression per pattern set.
+folder of the `.deepreview` file.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from bisect import bisect_left
+from collections.abc import Sequence
 from functools import lru_cache
-
-_WILDCARDS = frozenset("*?")
 
 
 def glob_to_regex(pattern: str) -> str:
@@ -50,86 +47,63 @@ def _normalise(pattern: str) -> str:
     return pattern
 
 
-def _string_test(pattern: str) -> Callable[[str], bool] | None:
-    """A fast equivalent of the pattern using only string methods, when one exists."""
-    if not _WILDCARDS.intersection(pattern):
-        return pattern.__eq__
-    if pattern.startswith("**/") and "*" not in pattern[3:] and "?" not in pattern[3:]:
-        name = pattern[3:]
-        suffix = "/" + name
-        return lambda path: path == name or path.endswith(suffix)
-    if pattern.startswith("**/*") and not _WILDCARDS.intersection(pattern[4:]):
-        tail = pattern[4:]
-        if "/" not in tail:
-            return (lambda path: path.endswith(tail)) if tail else (lambda path: True)
-    if pattern.endswith("/**") and not _WILDCARDS.intersection(pattern[:-3]):
-        prefix = pattern[:-2]
-        return lambda path: path.startswith(prefix)
-    if pattern == "**":
-        return lambda path: True
-    return None
+@lru_cache(maxsize=4096)
+def _compile(prefix: str, patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One regex for `prefix` followed by any of `patterns` (None when there are none).
 
-
-class GlobSet:
-    """A compiled set of globs: `matches(path)` is true when any of them matches."""
-
-    __slots__ = ("_regex", "_tests", "patterns")
-
-    def __init__(self, patterns: Iterable[str]) -> None:
-        self.patterns: tuple[str, ...] = tuple(_normalise(p) for p in patterns)
-        tests: list[Callable[[str], bool]] = []
-        regex_parts: list[str] = []
-        for pattern in self.patterns:
-            test = _string_test(pattern)
-            if test is None:
-                regex_parts.append(glob_to_regex(pattern))
-            else:
-                tests.append(test)
-        self._tests = tuple(tests)
-        self._regex = re.compile("|".join(regex_parts)) if regex_parts else None
-
-    def matches(self, path: str) -> bool:
-        for test in self._tests:
-            if test(path):
-                return True
-        return self._regex is not None and self._regex.fullmatch(path) is not None
+    Compiled once per distinct pattern list and folder; many rules share both (`**/*.py`).
+    """
+    if not patterns:
+        return None
+    alternatives = "|".join(glob_to_regex(_normalise(pattern)) for pattern in patterns)
+    return re.compile(f"{re.escape(prefix)}(?:{alternatives})")
 
 
 class Scope:
     """A rule's view of the project: its folder, its include and exclude globs.
 
-    `relative(path)` maps a project-relative path into the folder (None when outside);
-    `matches(path)` takes a project-relative path.
+    Paths are project-relative; the globs match the part below the folder. `select` and
+    `any_match` take sorted path lists: the paths under the folder are found by bisection and
+    matched by one compiled regex each for includes and excludes, so large lists stay cheap.
     """
 
-    __slots__ = ("_exclude", "_include", "_prefix", "folder")
+    __slots__ = ("_exclude", "_include", "_prefix", "_upper", "folder")
 
     def __init__(self, folder: str, include: Sequence[str], exclude: Sequence[str]) -> None:
         self.folder = folder
         self._prefix = f"{folder}/" if folder else ""
-        self._include = _glob_set(tuple(include))
-        self._exclude = _glob_set(tuple(exclude))
+        # Every path starting with "<folder>/" sorts before "<folder>0" ('0' follows '/').
+        self._upper = f"{folder}0"
+        include_regex = _compile(self._prefix, tuple(include))
+        if include_regex is None:
+            raise ValueError("a scope needs at least one include pattern")
+        self._include = include_regex
+        self._exclude = _compile(self._prefix, tuple(exclude))
 
-    def relative(self, path: str) -> str | None:
+    def window(self, sorted_paths: Sequence[str]) -> Sequence[str]:
+        """The slice of `sorted_paths` that lies under the folder."""
         if not self._prefix:
-            return path
-        return path[len(self._prefix) :] if path.startswith(self._prefix) else None
+            return sorted_paths
+        low = bisect_left(sorted_paths, self._prefix)
+        high = bisect_left(sorted_paths, self._upper, low)
+        return sorted_paths[low:high]
 
     def matches(self, path: str) -> bool:
-        inner = self.relative(path)
-        return (
-            inner is not None and self._include.matches(inner) and not self._exclude.matches(inner)
+        return self._include.fullmatch(path) is not None and (
+            self._exclude is None or self._exclude.fullmatch(path) is None
         )
 
-    def select(self, paths: Iterable[str]) -> list[str]:
-        """The paths (project-relative) this scope matches, in the order given."""
-        return [path for path in paths if self.matches(path)]
+    def select(self, sorted_paths: Sequence[str]) -> list[str]:
+        """The paths this scope matches, in order."""
+        found = filter(self._include.fullmatch, self.window(sorted_paths))
+        if self._exclude is None:
+            return list(found)
+        exclude = self._exclude.fullmatch
+        return [path for path in found if exclude(path) is None]
 
-    def any_match(self, paths: Iterable[str]) -> bool:
-        return any(self.matches(path) for path in paths)
-
-
-@lru_cache(maxsize=4096)
-def _glob_set(patterns: tuple[str, ...]) -> GlobSet:
-    # Many rules share pattern lists (`**/*.py`); compile each distinct list once per process.
-    return GlobSet(patterns)
+    def any_match(self, sorted_paths: Sequence[str]) -> bool:
+        exclude = self._exclude
+        for path in filter(self._include.fullmatch, self.window(sorted_paths)):
+            if exclude is None or exclude.fullmatch(path) is None:
+                return True
+        return False

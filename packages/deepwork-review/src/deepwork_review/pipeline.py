@@ -7,15 +7,16 @@ instruction file per task → format for the platform.
 
 from __future__ import annotations
 
-import os
+import posixpath
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from enum import StrEnum
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from deepwork_core.errors import PathOutsideProjectError, Problem, ReviewError
 from pydantic import BaseModel, ConfigDict
 
-from deepwork_review.changes import detect_changes
+from deepwork_review.changes import TrackedChanges, combine_changes, find_tracked_changes
 from deepwork_review.config import FILE_NAME
 from deepwork_review.discovery import (
     DEFAULT_CACHE,
@@ -87,8 +88,18 @@ def run_review(
     """Review the changed files (or `files`) of the project at `project_root`."""
     check_platform(platform)
     root = _project_root(project_root)
-    listing = list_project_files(root)
-    ruleset = cache.load(root, deepreview_sources(listing.all))
+    # git's view of tracked changes is gathered in a worker thread while this one lists the
+    # project's files and parses the rules: the two git calls are the slowest steps.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        git_changes = (
+            pool.submit(find_tracked_changes, root, base_ref=base_ref) if files is None else None
+        )
+        listing = list_project_files(root)
+        ruleset = cache.load(root, deepreview_sources(listing.all))
+        if git_changes is not None and ruleset.rules:
+            tracked: TrackedChanges | None = git_changes.result()
+        else:
+            tracked = None
     problems = tuple(str(problem) for problem in ruleset.problems)
 
     def informational(status: ReviewStatus, message: str, **fields: object) -> ReviewRun:
@@ -104,10 +115,11 @@ def run_review(
     if not ruleset.rules:
         return informational(ReviewStatus.NO_RULES, _no_rules_message(ruleset))
 
-    if files is not None:
-        changed = tuple(path for path in normalise_paths(root, files) if (root / path).exists())
+    if tracked is not None:
+        changed = combine_changes(root, tracked, listing).files
     else:
-        changed = detect_changes(root, base_ref=base_ref, listing=listing).files
+        explicit = normalise_paths(root, files or ())
+        changed = tuple(path for path in explicit if (root / path).exists())
     if not changed:
         return informational(ReviewStatus.NO_CHANGES, NO_CHANGES)
 
@@ -183,21 +195,22 @@ def normalise_paths(project_root: Path, paths: Iterable[str]) -> tuple[str, ...]
     Relative inputs are taken from the project root; absolute ones must lie inside it. A path
     that leaves the project raises `path.outside_project`.
     """
+    # Plain string work: this runs on thousands of paths per call and pathlib is slow at it.
+    root = str(project_root).rstrip("/")
+    prefix = root + "/"
     result: set[str] = set()
     for raw in paths:
         text = raw.strip()
         if not text:
             continue
         # Lexical normalisation: a symlinked file keeps its own name.
-        joined = Path(os.path.normpath(project_root / text))
-        try:
-            relative = PurePosixPath(joined.relative_to(project_root).as_posix())
-        except ValueError:
-            raise PathOutsideProjectError(
-                f"file {text!r} is outside the project {project_root}"
-            ) from None
-        path = relative.as_posix()
-        if path != "." and not is_runtime_file(path):
+        joined = posixpath.normpath(text if text.startswith("/") else prefix + text)
+        if joined == root:
+            continue
+        if not joined.startswith(prefix):
+            raise PathOutsideProjectError(f"file {text!r} is outside the project {project_root}")
+        path = joined[len(prefix) :]
+        if not is_runtime_file(path):
             result.add(path)
     return tuple(sorted(result))
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -49,15 +50,18 @@ class ContentHasher:
 
     A symbolic link is hashed by its target text (it is never followed, so a link cannot make
     us read outside the project); an unreadable path hashes to a marker naming the reason.
+    Paths are plain strings and `os` calls are used on purpose: this runs for every reviewed
+    file on every call, and pathlib objects cost more than the hashing.
     """
 
     def __init__(self) -> None:
-        self._entries: dict[Path, tuple[tuple[int, int, int], str]] = {}
+        self._entries: dict[str, tuple[tuple[int, int, int], str]] = {}
         self._lock = threading.Lock()
 
-    def digest(self, path: Path) -> str:
+    def digest(self, path: str) -> str:
+        """The hash of the file at absolute path `path` (a string: this runs per file)."""
         try:
-            info = path.lstat()
+            info = os.lstat(path)
         except OSError as exc:
             return f"missing:{exc.errno}"
         signature = (info.st_mtime_ns, info.st_size, info.st_ino)
@@ -66,10 +70,11 @@ class ContentHasher:
         if cached is not None and cached[0] == signature:
             return cached[1]
         try:
-            if path.is_symlink():
-                data = b"symlink:" + os.fsencode(path.readlink())
+            if stat.S_ISLNK(info.st_mode):
+                data = b"symlink:" + os.fsencode(os.readlink(path))  # noqa: PTH115
             else:
-                data = path.read_bytes()
+                with open(path, "rb") as handle:  # noqa: PTH123
+                    data = handle.read()
         except OSError as exc:
             return f"unreadable:{exc.errno}"
         value = hashlib.sha256(data).hexdigest()
@@ -98,7 +103,7 @@ def build_tasks(
     all_files: Callable[[], Sequence[str]],
     hasher: ContentHasher = DEFAULT_HASHER,
 ) -> list[ReviewTask]:
-    """The review tasks for `changed` (sorted project-relative paths), rule by rule.
+    """The review tasks for `changed` (project-relative paths), rule by rule.
 
     `all_files` lists every non-ignored project file; it is called at most once, and only if a
     rule asks for `unchanged_matching_files`.
@@ -107,12 +112,15 @@ def build_tasks(
 
     def every_file() -> Sequence[str]:
         if not listing:
-            listing.append(all_files())
+            listing.append(sorted(all_files()))
         return listing[0]
 
-    def contents(path: str) -> str:
-        return hasher.digest(project_root / path)
+    prefix = f"{project_root}/"
 
+    def contents(path: str) -> str:
+        return hasher.digest(prefix + path)
+
+    changed = sorted(changed)  # scopes find their folder's paths by bisection
     changed_set = frozenset(changed)
     tasks: list[ReviewTask] = []
     for rule in rules:
@@ -127,7 +135,7 @@ def build_tasks(
                 sorted(
                     path
                     for path in rule.scope.select(every_file())
-                    if path not in changed_set and (project_root / path).exists()
+                    if path not in changed_set and os.path.exists(prefix + path)  # noqa: PTH110
                 )
             )
         groups: list[tuple[str, ...]]
@@ -136,7 +144,7 @@ def build_tasks(
         elif rule.strategy is Strategy.MATCHES_TOGETHER:
             groups = [tuple(matched)]
         else:  # ALL_CHANGED_FILES: every changed file the rule can see
-            groups = [tuple(path for path in changed if rule.scope.relative(path) is not None)]
+            groups = [tuple(rule.scope.window(changed))]
         for files in groups:
             tasks.append(
                 ReviewTask(

@@ -15,6 +15,8 @@ from deepwork_core.discovery import JobCatalog, JobFolder, parse_folder_list
 from deepwork_core.errors import Problem, Severity
 from deepwork_core.parser import JOB_FILE, ParsedJob, check_job_files, parse_job_dir
 
+from deepwork_mcp.cli.jobs_new import new
+
 ADDITIONAL_FOLDERS_ENV = "DEEPWORK_ADDITIONAL_JOBS_FOLDERS"
 
 _project_option = click.option(
@@ -103,8 +105,7 @@ def validate(job_paths: tuple[Path, ...], project: Path) -> None:
         raise click.exceptions.Exit(1)
 
 
-# `deepwork jobs new` lives in deepwork_mcp/cli/jobs_new.py and is attached to this group here
-# with `jobs.add_command(...)`, next to `list` and `validate`.
+jobs.add_command(new)
 
 
 def _validate_folder(folder: Path) -> list[Problem]:

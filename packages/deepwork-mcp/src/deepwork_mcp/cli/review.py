@@ -99,8 +99,8 @@ def _paths(text: str) -> list[str]:
     "--files",
     "files",
     multiple=True,
-    help="Review this file instead of the changed files (repeatable). A newline-separated "
-    "list on stdin works too.",
+    help="Review this file (relative to the project folder) instead of the changed files; "
+    "repeatable. A newline-separated list on stdin works too.",
 )
 def review(
     platform: str | None, base_ref: str | None, project_path: Path, files: tuple[str, ...]

@@ -13,7 +13,6 @@ from typing import Annotated, TypeVar
 
 import anyio.to_thread
 import fastmcp
-from deepwork_core.errors import DeepWorkError
 from deepwork_review.pipeline import (
     ConfiguredRule,
     configured_rules,
@@ -23,7 +22,7 @@ from deepwork_review.pipeline import (
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
-from deepwork_mcp.errors import tool_error
+from deepwork_mcp.errors import tool_errors
 
 _T = TypeVar("_T")
 
@@ -39,11 +38,10 @@ class ReviewPassRecorded(BaseModel):
     message: str
 
 
-async def _call(function: Callable[[], _T]) -> _T:
-    try:
+async def _call(tool: str, function: Callable[[], _T]) -> _T:
+    """Run `function` in a worker thread (it calls git and reads files); map its errors."""
+    with tool_errors(tool):
         return await anyio.to_thread.run_sync(function)
-    except DeepWorkError as exc:
-        raise tool_error(exc) from exc
 
 
 def register_review_tools(mcp: fastmcp.FastMCP, *, project_root: Path, platform: str) -> None:
@@ -54,38 +52,52 @@ def register_review_tools(mcp: fastmcp.FastMCP, *, project_root: Path, platform:
         files: Annotated[
             list[str] | None,
             Field(
-                description="Project-relative paths; default: files changed vs the default branch."
+                description="Files to review, relative to the project root. When omitted, "
+                "the files changed against the default branch (git) are reviewed."
             ),
         ] = None,
     ) -> str:
-        """Review tasks to run in parallel for the changed files, per `.deepreview` rules."""
-        run = await _call(partial(run_review, project_root, platform=platform, files=files))
+        """Run a review of changed files based on `.deepreview` rules. Returns a list of
+        review tasks to invoke in parallel (each with name, description, subagent_type and
+        prompt), or a message saying why there is nothing to review."""
+        run = await _call(
+            "get_review_instructions",
+            partial(run_review, project_root, platform=platform, files=files),
+        )
         return run.text
 
     @mcp.tool(annotations=_READ_ONLY)
     async def get_configured_reviews(
         only_rules_matching_files: Annotated[
             list[str] | None,
-            Field(description="Only rules matching one of these project-relative paths."),
+            Field(
+                description="Only list rules whose include/exclude patterns match at least "
+                "one of these files (relative to the project root)."
+            ),
         ] = None,
     ) -> list[ConfiguredRule]:
-        """List `.deepreview` rules (files with problems appear as `PARSE_ERROR`)."""
+        """List the review rules of every `.deepreview` file: name, description and defining
+        file (`path:line`). Files with problems appear as entries named `PARSE_ERROR`."""
         listing = await _call(
+            "get_configured_reviews",
             partial(
                 configured_rules,
                 project_root,
                 only_rules_matching_files=only_rules_matching_files,
-            )
+            ),
         )
         return [*listing.rules, *listing.parse_errors]
 
     @mcp.tool(annotations=_RECORDS)
     async def mark_review_as_passed(
-        review_id: Annotated[str, Field(description="From the task's instruction file.")],
+        review_id: Annotated[
+            str, Field(description="The review id written in the task's instruction file.")
+        ],
     ) -> ReviewPassRecorded:
-        """Record that a review found no issues, so it is skipped until its rule or files
-        change."""
-        await _call(partial(mark_review_passed, project_root, review_id))
+        """Record that a review task found no issues, so it is not handed out again until its
+        rule or its files change. Only ids issued by a review run of this project are
+        accepted."""
+        await _call("mark_review_as_passed", partial(mark_review_passed, project_root, review_id))
         return ReviewPassRecorded(
             review_id=review_id,
             message="Recorded as passed; this review will not be handed out again until its "
