@@ -52,14 +52,11 @@ def register_review_tools(mcp: fastmcp.FastMCP, *, project_root: Path, platform:
         files: Annotated[
             list[str] | None,
             Field(
-                description="Files to review, relative to the project root. When omitted, "
-                "the files changed against the default branch (git) are reviewed."
+                description="Project-relative paths; default: files changed vs the default branch."
             ),
         ] = None,
     ) -> str:
-        """Run a review of changed files based on `.deepreview` rules. Returns a list of
-        review tasks to invoke in parallel (each with name, description, subagent_type and
-        prompt), or a message saying why there is nothing to review."""
+        """Review tasks to run in parallel for the changed files, per `.deepreview` rules."""
         run = await _call(
             "get_review_instructions",
             partial(run_review, project_root, platform=platform, files=files),
@@ -70,14 +67,10 @@ def register_review_tools(mcp: fastmcp.FastMCP, *, project_root: Path, platform:
     async def get_configured_reviews(
         only_rules_matching_files: Annotated[
             list[str] | None,
-            Field(
-                description="Only list rules whose include/exclude patterns match at least "
-                "one of these files (relative to the project root)."
-            ),
+            Field(description="Only rules matching one of these project-relative paths."),
         ] = None,
     ) -> list[ConfiguredRule]:
-        """List the review rules of every `.deepreview` file: name, description and defining
-        file (`path:line`). Files with problems appear as entries named `PARSE_ERROR`."""
+        """List `.deepreview` rules (files with problems appear as `PARSE_ERROR`)."""
         listing = await _call(
             "get_configured_reviews",
             partial(
@@ -90,13 +83,10 @@ def register_review_tools(mcp: fastmcp.FastMCP, *, project_root: Path, platform:
 
     @mcp.tool(annotations=_RECORDS)
     async def mark_review_as_passed(
-        review_id: Annotated[
-            str, Field(description="The review id written in the task's instruction file.")
-        ],
+        review_id: Annotated[str, Field(description="From the task's instruction file.")],
     ) -> ReviewPassRecorded:
-        """Record that a review task found no issues, so it is not handed out again until its
-        rule or its files change. Only ids issued by a review run of this project are
-        accepted."""
+        """Record that a review found no issues, so it is skipped until its rule or files
+        change."""
         await _call("mark_review_as_passed", partial(mark_review_passed, project_root, review_id))
         return ReviewPassRecorded(
             review_id=review_id,
