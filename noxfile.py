@@ -65,6 +65,16 @@ def tests(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def bench(session: nox.Session) -> None:
+    """Opt-in performance benchmarks against the real `deepwork serve` (not part of plain nox).
+
+    `nox -s bench -- --quick`, `-- --only reviews`, `-- --out PATH`: see benchmarks/run.py.
+    """
+    _sync(session)
+    session.run("python", "benchmarks/run.py", *session.posargs)
+
+
+@nox.session(python=PYTHON)
 def build(session: nox.Session) -> None:
     """Build all wheels and sdists, install the wheels offline into a fresh venv, run them."""
     dist = ROOT / "dist"

@@ -1,0 +1,155 @@
+"""Figures, the budget of issue 8, and the printed and JSON reports.
+
+A figure is a list of samples (or one value) with its median, min and max. Its budget verdict is
+PASS or MISS for the workload the budget was set for; at `--quick` sizes a size-dependent budget
+is marked as not comparable instead.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+Status = Literal["ok", "unavailable", "failed", "skipped"]
+
+
+@dataclass(frozen=True)
+class Budget:
+    limit: float
+    text: str
+    size_dependent: bool = True  # only comparable at the full workload sizes
+
+
+# Medians on the reference 2-core machine (issue 8). Cold start is a ratio to the FastMCP floor.
+BUDGETS: dict[str, Budget] = {
+    "cold_start.ratio": Budget(1.1, "≤ 1.1 × floor", size_dependent=False),
+    "get_workflows.large.repeat": Budget(20, "≤ 20 ms"),
+    "get_workflows.large.after_edit": Budget(60, "≤ 60 ms"),
+    "get_workflows.large.first": Budget(1500, "≤ 1,500 ms"),
+    "workflow_50.start_workflow": Budget(5, "≤ 5 ms", size_dependent=False),
+    "workflow_50.finished_step": Budget(5, "≤ 5 ms", size_dependent=False),
+    "workflow_50.total": Budget(400, "≤ 400 ms"),
+    "reviews.get_review_instructions": Budget(150, "≤ 150 ms"),
+    "reviews.get_configured_reviews": Budget(20, "≤ 20 ms"),
+    "hook.no_op": Budget(80, "≤ 80 ms", size_dependent=False),
+    "memory.peak_rss": Budget(110, "≤ 110 MiB"),
+    "context.tools_and_instructions": Budget(6000, "≤ 6,000 bytes", size_dependent=False),
+}
+
+# Every figure the runner produces, in report order (the smoke test checks all are present).
+FIGURE_KEYS: tuple[str, ...] = (
+    "cold_start.deepwork.tools_list",
+    "cold_start.deepwork.first_get_workflows",
+    "cold_start.floor.tools_list",
+    "cold_start.floor.first_call",
+    "cold_start.floor.call",
+    "cold_start.floor.peak_rss",
+    "cold_start.deepwork.peak_rss",
+    "cold_start.ratio",
+    "context.tools_and_instructions",
+    *(
+        f"get_workflows.{size}.{call}"
+        for size in ("small", "medium", "large")
+        for call in ("first", "repeat", "after_edit")
+    ),
+    "memory.peak_rss",
+    "workflow_50.start_workflow",
+    "workflow_50.finished_step",
+    "workflow_50.total",
+    "nested_10.start",
+    "nested_10.finish",
+    "nested_10.abort",
+    "reviews.get_review_instructions.first",
+    "reviews.get_review_instructions",
+    "reviews.get_configured_reviews",
+    "hook.no_op",
+    "hook.python_floor",
+)
+
+
+@dataclass
+class Figure:
+    key: str
+    label: str
+    unit: str
+    samples: list[float] = field(default_factory=list)
+    params: dict[str, Any] = field(default_factory=dict)
+    status: Status = "ok"
+    reason: str | None = None
+    client_ms: list[float] = field(default_factory=list)
+
+    def add(self, value: float, client_ms: float | None = None) -> None:
+        """One sample; `client_ms` is what the client spent after the answer arrived."""
+        self.samples.append(value)
+        if client_ms is not None:
+            self.client_ms.append(client_ms)
+
+    @property
+    def median(self) -> float | None:
+        return statistics.median(self.samples) if self.samples else None
+
+    def verdict(self, quick: bool) -> str | None:
+        budget = BUDGETS.get(self.key)
+        median = self.median
+        if budget is None or median is None or self.status != "ok":
+            return None
+        if quick and budget.size_dependent:
+            return "n/a (quick sizes)"
+        return "PASS" if median <= budget.limit else "MISS"
+
+    def as_json(self, quick: bool) -> dict[str, Any]:
+        budget = BUDGETS.get(self.key)
+        return {
+            "label": self.label,
+            "unit": self.unit,
+            "status": self.status,
+            "reason": self.reason,
+            "median": self.median,
+            "min": min(self.samples) if self.samples else None,
+            "max": max(self.samples) if self.samples else None,
+            "n": len(self.samples),
+            "samples": [round(sample, 3) for sample in self.samples],
+            "params": self.params,
+            "client_ms_median": statistics.median(self.client_ms) if self.client_ms else None,
+            "budget": budget.text if budget else None,
+            "budget_limit": budget.limit if budget else None,
+            "verdict": self.verdict(quick),
+        }
+
+
+def _number(value: float, unit: str) -> str:
+    if unit == "bytes":
+        return f"{value:,.0f}"
+    if unit == "x":
+        return f"{value:.2f}"
+    return f"{value:,.1f}" if value < 1000 else f"{value:,.0f}"
+
+
+def format_line(figure: Figure, quick: bool) -> str:
+    """One report line: label, median (min–max, n), budget and verdict."""
+    head = f"{figure.label:<52}"
+    if figure.status != "ok" or figure.median is None:
+        reason = " ".join((figure.reason or "no samples").split())
+        return f"{head} {figure.status.upper()}: {reason[:150]}"
+    unit = figure.unit
+    spread = ""
+    if len(figure.samples) > 1:
+        low, high = min(figure.samples), max(figure.samples)
+        spread = f"  (min {_number(low, unit)}, max {_number(high, unit)}, n={len(figure.samples)})"
+    line = f"{head} {_number(figure.median, unit):>9} {unit:<5}{spread}"
+    budget = BUDGETS.get(figure.key)
+    if budget is not None:
+        line = f"{line:<110} budget {budget.text}: {figure.verdict(quick)}"
+    return line
+
+
+def write_json(path: Path, figures: list[Figure], meta: dict[str, Any], quick: bool) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    document = {
+        "meta": meta,
+        "figures": {figure.key: figure.as_json(quick) for figure in figures},
+    }
+    path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n")

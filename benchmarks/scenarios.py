@@ -1,0 +1,470 @@
+"""The benchmark scenarios: each generates its workload, drives the servers, and fills figures.
+
+A scenario is an async function taking the `Bench` context. It records figures with
+`bench.figure(key, label, unit)`; the runner marks every figure a scenario did not finish as
+unavailable (the feature is not there yet) or failed (anything else).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from deepwork_core.process import run_bounded
+from harness import CallFailed, Connection, ServerUnavailable, connect
+from report import Figure
+from workloads import (
+    LONG_JOB,
+    NESTED_JOB,
+    edit_job_summary,
+    make_jobs_project,
+    make_long_workflow,
+    make_nested_job,
+    make_review_repo,
+)
+
+HOOK_TIMEOUT = 60.0
+FLOOR_SERVER = Path(__file__).with_name("floor_server.py")
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Workload sizes and repetitions; `FULL` is what the budget was set for."""
+
+    cold_start_runs: int
+    job_counts: dict[str, int]
+    get_workflows_servers: int
+    repeat_calls: int
+    edits: int
+    long_steps: int
+    long_runs: int
+    nested_depth: int
+    nested_runs: int
+    review_files: int
+    review_changed: int
+    review_deepreviews: int
+    review_calls: int
+    hook_runs: int
+
+
+FULL = Sizes(
+    cold_start_runs=5,
+    job_counts={"small": 10, "medium": 100, "large": 1000},
+    get_workflows_servers=3,
+    repeat_calls=10,
+    edits=3,
+    long_steps=50,
+    long_runs=5,
+    nested_depth=10,
+    nested_runs=5,
+    review_files=5000,
+    review_changed=2000,
+    review_deepreviews=20,
+    review_calls=10,
+    hook_runs=20,
+)
+
+QUICK = Sizes(
+    cold_start_runs=2,
+    job_counts={"small": 5, "medium": 20, "large": 50},
+    get_workflows_servers=1,
+    repeat_calls=3,
+    edits=2,
+    long_steps=10,
+    long_runs=2,
+    nested_depth=10,
+    nested_runs=1,
+    review_files=400,
+    review_changed=160,
+    review_deepreviews=4,
+    review_calls=3,
+    hook_runs=5,
+)
+
+
+@dataclass
+class Bench:
+    """What every scenario needs: the commands, sizes, a scratch folder and the figures."""
+
+    deepwork: str
+    sizes: Sizes
+    scratch: Path
+    figures: dict[str, Figure] = field(default_factory=dict)
+
+    def figure(self, key: str, label: str, unit: str = "ms", /, **params: Any) -> Figure:
+        figure = Figure(key, label, unit, params=dict(params))
+        self.figures[key] = figure
+        return figure
+
+    def folder(self, name: str) -> Path:
+        path = self.scratch / name
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def stderr_log(self, name: str) -> TextIO:
+        return (self.scratch / f"{name}.stderr.log").open("a+", encoding="utf-8")
+
+    def serve(self, project: Path, log: TextIO) -> Any:
+        """Connect to `deepwork serve` on `project` (no git branches, no quality gate)."""
+        args = ["serve", "--path", str(project), "--no-branch", "--no-quality-gate"]
+        return connect(self.deepwork, args, cwd=project, stderr=log)
+
+    def floor(self, project: Path, log: TextIO) -> Any:
+        return connect(sys.executable, [str(FLOOR_SERVER)], cwd=project, stderr=log)
+
+
+# --- 1 and 8: cold start, context cost ----------------------------------------------------------
+
+
+async def cold_start(bench: Bench) -> None:
+    project = bench.folder("cold_start")
+    make_jobs_project(project, bench.sizes.job_counts["small"])
+    jobs = bench.sizes.job_counts["small"]
+    dw_list = bench.figure(
+        "cold_start.deepwork.tools_list", "cold start deepwork: spawn → tools/list", jobs=jobs
+    )
+    dw_first = bench.figure(
+        "cold_start.deepwork.first_get_workflows",
+        "cold start deepwork: spawn → first get_workflows",
+        jobs=jobs,
+    )
+    fl_list = bench.figure("cold_start.floor.tools_list", "cold start FastMCP floor: → tools/list")
+    fl_first = bench.figure(
+        "cold_start.floor.first_call", "cold start FastMCP floor: → first tool call"
+    )
+    fl_call = bench.figure(
+        "cold_start.floor.call", "FastMCP floor: one warm tool call (per-call floor)"
+    )
+    fl_rss = bench.figure("cold_start.floor.peak_rss", "peak RSS of the FastMCP floor", "MiB")
+    dw_rss = bench.figure(
+        "cold_start.deepwork.peak_rss",
+        f"peak RSS of deepwork serve, {jobs} jobs",
+        "MiB",
+        jobs=jobs,
+    )
+    context: Figure | None = None
+    with bench.stderr_log("cold_start") as log:
+        # Alternate the two servers so drift in machine load hits both alike.
+        for _ in range(bench.sizes.cold_start_runs):
+            async with bench.floor(project, log) as floor:
+                listed, _, _ = await floor.list_tools()
+                await floor.call("ping")
+                fl_list.samples.append(_ms(listed - floor.spawned_at))
+                fl_first.samples.append(_ms(floor.tap.last_answer_at - floor.spawned_at))
+                for _ in range(10):
+                    elapsed, _ = await floor.call("ping")
+                    fl_call.add(elapsed, floor.last_client_ms)
+                fl_rss.samples.append(floor.peak_rss_kib() / 1024)
+            async with bench.serve(project, log) as server:
+                listed, size, names = await server.list_tools()
+                await server.call("get_workflows")
+                dw_first.samples.append(_ms(server.tap.last_answer_at - server.spawned_at))
+                dw_rss.samples.append(server.peak_rss_kib() / 1024)
+                dw_list.samples.append(_ms(listed - server.spawned_at))
+                if context is None:
+                    instructions = len((server.instructions or "").encode())
+                    context = bench.figure(
+                        "context.tools_and_instructions",
+                        f"context cost: tools/list answer + instructions ({len(names)} tools)",
+                        "bytes",
+                        tools=sorted(names),
+                        tools_list_bytes=size,
+                        instructions_bytes=instructions,
+                    )
+                    context.samples.append(size + instructions)
+    ratio = bench.figure(
+        "cold_start.ratio",
+        "cold start to first answer, deepwork / floor",
+        "x",
+        deepwork_ms=dw_first.median,
+        floor_ms=fl_first.median,
+    )
+    if dw_first.median is not None and fl_first.median:
+        ratio.samples.append(dw_first.median / fl_first.median)
+
+
+# --- 2 and 7: get_workflows at three sizes, peak memory ---------------------------------------
+
+
+def _check_listing(payload: Any, expected: list[str], must_contain: str | None = None) -> None:
+    """Sanity checks on a get_workflows answer: every generated job listed, edits visible."""
+    text = json.dumps(payload)
+    if not isinstance(payload, dict) or not isinstance(payload.get("jobs"), list):
+        raise CallFailed(f"get_workflows answered without a jobs list: {text[:300]}")
+    listed = {job.get("name") for job in payload["jobs"] if isinstance(job, dict)}
+    missing = [name for name in expected if name not in listed]
+    if missing:
+        errors = payload.get("errors") or []
+        raise CallFailed(
+            f"get_workflows lists {len(listed)} jobs but lacks {len(missing)} generated ones "
+            f"(e.g. {missing[0]}); errors: {json.dumps(errors)[:400]}"
+        )
+    if must_contain is not None and must_contain not in text:
+        raise CallFailed(f"get_workflows does not show the edit {must_contain!r}")
+
+
+async def get_workflows(bench: Bench) -> None:
+    sizes = bench.sizes
+    memory = bench.figure(
+        "memory.peak_rss",
+        f"peak RSS (VmHWM) of the server, {sizes.job_counts['large']} jobs",
+        "MiB",
+        jobs=sizes.job_counts["large"],
+    )
+    for size, count in sizes.job_counts.items():
+        project = bench.folder(f"jobs_{count}")
+        workload = make_jobs_project(project, count)
+        first = bench.figure(f"get_workflows.{size}.first", f"get_workflows, {count} jobs: first")
+        repeat = bench.figure(
+            f"get_workflows.{size}.repeat", f"get_workflows, {count} jobs: repeat"
+        )
+        edited = bench.figure(
+            f"get_workflows.{size}.after_edit", f"get_workflows, {count} jobs: after one edit"
+        )
+        for figure in (first, repeat, edited):
+            figure.params["jobs"] = count
+        edit_number = 0
+        with bench.stderr_log(f"jobs_{count}") as log:
+            for _ in range(sizes.get_workflows_servers):
+                async with bench.serve(project, log) as server:
+                    await server.list_tools()
+                    elapsed, payload = await server.call("get_workflows")
+                    _check_listing(payload, workload.job_names)
+                    first.add(elapsed, server.last_client_ms)
+                    for _ in range(sizes.repeat_calls):
+                        elapsed, _ = await server.call("get_workflows")
+                        repeat.add(elapsed, server.last_client_ms)
+                    for _ in range(sizes.edits):
+                        edit_number += 1
+                        name = workload.job_names[(edit_number * 7) % count]
+                        summary = f"Edited by the benchmark, round {edit_number:03d}"
+                        edit_job_summary(workload.job_yml(name), summary)
+                        elapsed, payload = await server.call("get_workflows")
+                        _check_listing(payload, workload.job_names, must_contain=summary)
+                        edited.add(elapsed, server.last_client_ms)
+                    if size == "large":
+                        memory.samples.append(server.peak_rss_kib() / 1024)
+
+
+# --- 3 and 4: a 50-step workflow, nesting ten deep --------------------------------------------
+
+
+def _status(payload: Any) -> str | None:
+    return payload.get("status") if isinstance(payload, dict) else None
+
+
+def _stack_depth(payload: Any) -> int:
+    stack = payload.get("stack") if isinstance(payload, dict) else None
+    return len(stack) if isinstance(stack, list) else -1
+
+
+async def workflows(bench: Bench) -> None:
+    sizes = bench.sizes
+    project = bench.folder("workflows")
+    outputs = make_long_workflow(project, sizes.long_steps)
+    nested_outputs = make_nested_job(project)
+    steps = sizes.long_steps
+    start = bench.figure(
+        "workflow_50.start_workflow", f"{steps}-step workflow: start_workflow", steps=steps
+    )
+    finish = bench.figure(
+        "workflow_50.finished_step", f"{steps}-step workflow: finished_step", steps=steps
+    )
+    total = bench.figure(
+        "workflow_50.total", f"{steps}-step workflow: start + {steps} × finished_step", steps=steps
+    )
+    depth = sizes.nested_depth
+    n_start = bench.figure("nested_10.start", f"nested: start_workflow at depth {depth}")
+    n_finish = bench.figure("nested_10.finish", f"nested: finished_step at depth {depth}")
+    n_abort = bench.figure("nested_10.abort", f"nested: abort_workflow at depth {depth}")
+    for figure in (n_start, n_finish, n_abort):
+        figure.params["depth"] = depth
+
+    with bench.stderr_log("workflows") as log:
+        async with bench.serve(project, log) as server:
+            await server.list_tools()
+            await server.call("get_workflows")
+            for run in range(sizes.long_runs):
+                elapsed, payload = await server.call(
+                    "start_workflow",
+                    {"goal": f"benchmark run {run}", "job_name": LONG_JOB, "workflow_name": "long"},
+                )
+                start.add(elapsed, server.last_client_ms)
+                run_total = elapsed
+                for index, path in enumerate(outputs, start=1):
+                    elapsed, payload = await server.call(
+                        "finished_step", {"outputs": {f"s{index:02d}_out.md": path}}
+                    )
+                    finish.add(elapsed, server.last_client_ms)
+                    run_total += elapsed
+                    expected = "workflow_complete" if index == steps else "next_step"
+                    if _status(payload) != expected:
+                        raise CallFailed(
+                            f"finished_step {index}/{steps} answered {_status(payload)!r}, "
+                            f"expected {expected!r}: {json.dumps(payload)[:300]}"
+                        )
+                total.samples.append(run_total)
+
+            for _ in range(sizes.nested_runs):
+                await _nested_run(server, nested_outputs[0], depth, n_start, n_finish, n_abort)
+
+
+async def _nested_run(
+    server: Connection, output: str, depth: int, start: Figure, finish: Figure, abort: Figure
+) -> None:
+    """Push `depth` workflows, finish the top one, push again, abort it, then unwind."""
+
+    async def push(level: int) -> float:
+        elapsed, payload = await server.call(
+            "start_workflow",
+            {"goal": f"nested level {level}", "job_name": NESTED_JOB, "workflow_name": "one"},
+        )
+        if _stack_depth(payload) != level:
+            raise CallFailed(f"start_workflow at level {level}: stack {json.dumps(payload)[:300]}")
+        return elapsed
+
+    for level in range(1, depth + 1):
+        elapsed = await push(level)
+    start.add(elapsed, server.last_client_ms)
+    elapsed, payload = await server.call("finished_step", {"outputs": {"s01_out.md": output}})
+    if _status(payload) != "workflow_complete" or _stack_depth(payload) != depth - 1:
+        raise CallFailed(f"finished_step at depth {depth}: {json.dumps(payload)[:300]}")
+    finish.add(elapsed, server.last_client_ms)
+    await push(depth)
+    elapsed, payload = await server.call("abort_workflow", {"explanation": "benchmark abort"})
+    if _stack_depth(payload) != depth - 1:
+        raise CallFailed(f"abort_workflow at depth {depth}: {json.dumps(payload)[:300]}")
+    abort.add(elapsed, server.last_client_ms)
+    for level in range(depth - 1, 0, -1):
+        _, payload = await server.call("abort_workflow", {"explanation": "unwind"})
+        if _stack_depth(payload) != level - 1:
+            raise CallFailed(f"abort_workflow while unwinding: {json.dumps(payload)[:300]}")
+
+
+# --- 5: reviews --------------------------------------------------------------------------------
+
+
+async def reviews(bench: Bench) -> None:
+    sizes = bench.sizes
+    repo = make_review_repo(
+        bench.scratch / "review_repo",
+        files=sizes.review_files,
+        changed=sizes.review_changed,
+        deepreview_files=sizes.review_deepreviews,
+    )
+    params = {
+        "tracked_files": repo.tracked,
+        "changed_files": len(repo.changed),
+        "deepreview_files": repo.deepreview_files,
+        "rules": repo.rules,
+    }
+    first = bench.figure(
+        "reviews.get_review_instructions.first",
+        "get_review_instructions: first call",
+        **params,
+    )
+    instructions = bench.figure(
+        "reviews.get_review_instructions",
+        f"get_review_instructions ({len(repo.changed)} changed of {repo.tracked})",
+        **params,
+    )
+    configured = bench.figure(
+        "reviews.get_configured_reviews",
+        f"get_configured_reviews with {len(repo.changed)} paths",
+        **params,
+    )
+    with bench.stderr_log("reviews") as log:
+        async with bench.serve(repo.root, log) as server:
+            await server.list_tools()
+            for call in range(bench.sizes.review_calls + 1):
+                elapsed, payload = await server.call("get_review_instructions")
+                text = payload if isinstance(payload, str) else json.dumps(payload)
+                if "Task" not in text and "task" not in text:
+                    raise CallFailed(f"get_review_instructions gave no tasks: {text[:300]}")
+                (first if call == 0 else instructions).add(elapsed, server.last_client_ms)
+                instructions.params["answer_bytes"] = len(text.encode())
+            for _ in range(bench.sizes.review_calls):
+                elapsed, payload = await server.call(
+                    "get_configured_reviews", {"only_rules_matching_files": repo.changed}
+                )
+                if not isinstance(payload, list) or not payload:
+                    raise CallFailed(f"get_configured_reviews: {json.dumps(payload)[:300]}")
+                configured.add(elapsed, server.last_client_ms)
+                configured.params["rules_matched"] = len(payload)
+
+
+# --- 6: deepwork hook ---------------------------------------------------------------------------
+
+
+def _timed_process(argv: list[str], cwd: Path, stdin: str | None = None) -> tuple[float, Any]:
+    began = time.perf_counter()
+    result = run_bounded(argv, cwd=cwd, timeout=HOOK_TIMEOUT, input_text=stdin)
+    return _ms(time.perf_counter() - began), result
+
+
+async def hook(bench: Bench) -> None:
+    project = bench.folder("hook")
+    event = {
+        "session_id": "benchmark",
+        "transcript_path": str(project / "transcript.jsonl"),
+        "cwd": str(project),
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "ls -la", "description": "List files"},
+        "tool_response": {"stdout": "", "stderr": "", "interrupted": False},
+        "tool_use_id": "toolu_benchmark",
+    }
+    no_op = bench.figure(
+        "hook.no_op",
+        "deepwork hook post_commit_reminder, no-op event",
+        event="PostToolUse Bash `ls -la`",
+    )
+    floor = bench.figure("hook.python_floor", "python -c pass (process floor)")
+    argv = [bench.deepwork, "hook", "post_commit_reminder"]
+    for _ in range(bench.sizes.hook_runs):
+        elapsed, _ = _timed_process([sys.executable, "-c", "pass"], project)
+        floor.samples.append(elapsed)
+        elapsed, result = _timed_process(argv, project, json.dumps(event))
+        if result.returncode != 0:
+            if "No such command" in result.stderr or "ModuleNotFoundError" in result.stderr:
+                raise ServerUnavailable(
+                    f"deepwork hook is not available: {_last_line(result.stderr)}"
+                )
+            raise CallFailed(
+                f"deepwork hook exited {result.returncode}: {_last_line(result.stderr)}"
+            )
+        try:
+            answer = json.loads(result.stdout)
+        except ValueError:
+            raise CallFailed(f"deepwork hook printed no JSON: {result.stdout[:200]!r}") from None
+        if "additionalContext" in json.dumps(answer):
+            raise CallFailed(f"deepwork hook reacted to a non-commit event: {result.stdout[:200]}")
+        no_op.samples.append(elapsed)
+        no_op.params["answer"] = result.stdout.strip()[:200]
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else "(no output)"
+
+
+def _ms(seconds: float) -> float:
+    return seconds * 1000
+
+
+Scenario = Callable[[Bench], Awaitable[None]]
+
+# name -> (scenario, the figure-key prefixes it produces)
+SCENARIOS: dict[str, tuple[Scenario, tuple[str, ...]]] = {
+    "cold_start": (cold_start, ("cold_start.", "context.")),
+    "get_workflows": (get_workflows, ("get_workflows.", "memory.")),
+    "workflows": (workflows, ("workflow_50.", "nested_10.")),
+    "reviews": (reviews, ("reviews.",)),
+    "hook": (hook, ("hook.",)),
+}
+ALIASES = {"context": "cold_start", "memory": "get_workflows", "nested": "workflows"}
