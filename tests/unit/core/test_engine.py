@@ -16,7 +16,8 @@ from deepwork_core.engine import (
     WorkflowEngine,
 )
 from deepwork_core.errors import DeepWorkError, QualityGateError
-from deepwork_core.sessions import ReviewFinding, SessionStatus, SessionStore
+from deepwork_core.sessions import SessionStatus, SessionStore
+from deepwork_core.verdicts import ReviewVerdict
 
 from tests.fixtures.workflow_project import make_project, write_files, write_job
 
@@ -331,7 +332,7 @@ FAIL = GateVerdict(
     passed=False,
     feedback="too short",
     reviews=(
-        ReviewFinding(step_id="write", review_run_each="step", passed=False, feedback="too short"),
+        ReviewVerdict(step_id="write", review_run_each="step", passed=False, feedback="too short"),
     ),
 )
 PASS = GateVerdict(passed=True, feedback="fine")

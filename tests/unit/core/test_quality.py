@@ -17,7 +17,6 @@ from deepwork_core.quality import (
     GateRequest,
     InputFile,
     ReviewTask,
-    ReviewVerdict,
     build_review_payload,
     build_system_prompt,
     combined_feedback,
@@ -28,6 +27,7 @@ from deepwork_core.quality import (
     verdict_from_reply,
     write_self_review_file,
 )
+from deepwork_core.verdicts import ReviewVerdict
 
 JOB_YML = """\
 name: demo

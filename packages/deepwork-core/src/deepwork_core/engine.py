@@ -38,7 +38,6 @@ from deepwork_core.sessions import (
     OutputValue,
     QualityEvent,
     QualityEventKind,
-    ReviewFinding,
     Session,
     SessionStatus,
     SessionStore,
@@ -47,6 +46,7 @@ from deepwork_core.sessions import (
     new_session_id,
     utc_now,
 )
+from deepwork_core.verdicts import ReviewVerdict
 
 #: `async (done, total, message)`: reports reviewer progress to the client. The engine only
 #: passes it through to the gate, which runs it on the event loop.
@@ -76,7 +76,7 @@ class GateVerdict:
 
     passed: bool
     feedback: str
-    reviews: tuple[ReviewFinding, ...] = ()
+    reviews: tuple[ReviewVerdict, ...] = ()
     review_file: str | None = None
 
 
@@ -120,7 +120,7 @@ class FinishResult:
     stack: list[StackItem]
     brief: StepBrief | None = None
     feedback: str | None = None
-    failed_reviews: list[ReviewFinding] = field(default_factory=list)
+    failed_reviews: list[ReviewVerdict] = field(default_factory=list)
     summary: str | None = None
     all_outputs: dict[str, OutputValue] | None = None
 

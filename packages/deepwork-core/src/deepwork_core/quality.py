@@ -26,6 +26,7 @@ from deepwork_core.fsutil import atomic_write_text
 from deepwork_core.identifiers import check_name, check_session_id, resolve_inside
 from deepwork_core.models import JobDefinition, OutputType, Review, Step
 from deepwork_core.runtime_dir import TMP_DIR, ensure_tmp_dir
+from deepwork_core.verdicts import CriterionVerdict, ReviewVerdict
 
 #: Above this many files in a section, the payload lists paths instead of inlining contents.
 DEFAULT_MAX_INLINE_FILES = 5
@@ -42,25 +43,6 @@ OUTPUTS_END = "==================== END OUTPUTS ===================="
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class CriterionVerdict(_Model):
-    """The reviewer's answer on one criterion."""
-
-    criterion: str
-    passed: bool
-    feedback: str | None = None
-
-
-class ReviewVerdict(_Model):
-    """The outcome of one review task (the `ReviewResult` of seed 000, plus `step_id`)."""
-
-    step_id: str
-    review_run_each: str
-    target_file: str | None = None
-    passed: bool
-    feedback: str
-    criteria_results: list[CriterionVerdict] = Field(default_factory=list)
 
 
 class ReviewTask(_Model):

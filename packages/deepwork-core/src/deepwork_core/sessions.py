@@ -34,6 +34,7 @@ from deepwork_core.errors import SessionError
 from deepwork_core.fsutil import atomic_write_text, file_lock
 from deepwork_core.identifiers import check_session_id
 from deepwork_core.runtime_dir import TMP_DIR, ensure_tmp_dir
+from deepwork_core.verdicts import ReviewVerdict
 
 SCHEMA_VERSION: Literal[1] = 1
 STACK_FILE = "stack.json"
@@ -78,23 +79,6 @@ class StepRecord(_State):
     quality_attempts: int = 0
 
 
-class CriterionFinding(_State):
-    criterion: str
-    passed: bool
-    feedback: str | None = None
-
-
-class ReviewFinding(_State):
-    """One review's verdict, as recorded in the audit trail and returned as `failed_reviews`."""
-
-    step_id: str
-    review_run_each: str
-    target_file: str | None = None
-    passed: bool
-    feedback: str
-    criteria_results: list[CriterionFinding] = Field(default_factory=list)
-
-
 class QualityEventKind(StrEnum):
     REVIEW = "review"  # the external reviewer gave a verdict
     SELF_REVIEW = "self_review"  # review instructions were written for the agent
@@ -114,7 +98,7 @@ class QualityEvent(_State):
     override_reason: str | None = None
     error_code: str | None = None
     review_file: str | None = None
-    reviews: list[ReviewFinding] = Field(default_factory=list)
+    reviews: list[ReviewVerdict] = Field(default_factory=list)
 
 
 class Session(_State):

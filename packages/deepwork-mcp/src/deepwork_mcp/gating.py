@@ -13,13 +13,11 @@ from deepwork_core.engine import Checkpoint, GateVerdict, ProgressReporter
 from deepwork_core.quality import (
     GateRequest,
     InputFile,
-    ReviewVerdict,
     combined_feedback,
     plan_review_tasks,
     self_review_feedback,
     write_self_review_file,
 )
-from deepwork_core.sessions import ReviewFinding
 
 from deepwork_mcp.reviewer import ClaudeReviewer
 
@@ -82,9 +80,5 @@ class ExternalGate:
         return GateVerdict(
             passed=all(v.passed for v in verdicts),
             feedback=combined_feedback(verdicts) or "All reviews passed.",
-            reviews=tuple(_finding(v) for v in verdicts),
+            reviews=tuple(verdicts),
         )
-
-
-def _finding(verdict: ReviewVerdict) -> ReviewFinding:
-    return ReviewFinding.model_validate(verdict.model_dump())

@@ -12,7 +12,8 @@ from typing import Any, Literal
 from deepwork_core.briefing import StepBrief
 from deepwork_core.discovery import Catalog
 from deepwork_core.engine import AbortResult, FinishResult, FinishStatus, StackItem, StartResult
-from deepwork_core.sessions import OutputValue, ReviewFinding
+from deepwork_core.sessions import OutputValue
+from deepwork_core.verdicts import ReviewVerdict
 from pydantic import BaseModel
 
 
@@ -221,7 +222,7 @@ class ReviewResult(_Model):
     criteria_results: list[QualityCriteriaResult]
 
     @classmethod
-    def from_finding(cls, finding: ReviewFinding) -> ReviewResult:
+    def from_finding(cls, finding: ReviewVerdict) -> ReviewResult:
         return cls(
             review_run_each=finding.review_run_each,
             target_file=finding.target_file,

@@ -24,13 +24,13 @@ from deepwork_core.quality import (
     DEFAULT_MAX_INLINE_FILES,
     GateRequest,
     ReviewTask,
-    ReviewVerdict,
     build_review_payload,
     build_system_prompt,
     reply_schema_json,
     task_file_count,
     verdict_from_reply,
 )
+from deepwork_core.verdicts import ReviewVerdict
 
 #: `async (done, total, message) -> None`, called as tasks finish and while waiting.
 ProgressCallback = Callable[[int, int, str], Awaitable[None]]
