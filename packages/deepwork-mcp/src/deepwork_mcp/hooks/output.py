@@ -12,6 +12,7 @@ event, the text goes to the user as `systemMessage` instead of being dropped.
 from __future__ import annotations
 
 import json
+from collections.abc import Container
 from typing import Any
 
 from deepwork_mcp.hooks.event import HookEvent
@@ -55,16 +56,7 @@ def _claude(event: HookEvent, result: HookResult) -> dict[str, Any]:
             out["reason"] = reason
     elif result.block:
         context = join_texts([result.reason, context])
-    system = result.system_message
-    if context:
-        if event.event in _CLAUDE_CONTEXT:
-            specific["additionalContext"] = context
-        else:
-            system = join_texts([system, context])
-    _common(out, result, system)
-    if specific:
-        out["hookSpecificOutput"] = {"hookEventName": event.platform_event, **specific}
-    return out
+    return _finish(out, specific, event, result, context, _CLAUDE_CONTEXT)
 
 
 def _gemini(event: HookEvent, result: HookResult) -> dict[str, Any]:
@@ -77,9 +69,21 @@ def _gemini(event: HookEvent, result: HookResult) -> dict[str, Any]:
         out["reason"] = result.reason or "Blocked by a DeepWork hook."
     elif result.block:
         context = join_texts([result.reason, context])
+    return _finish(out, specific, event, result, context, _GEMINI_CONTEXT)
+
+
+def _finish(
+    out: dict[str, Any],
+    specific: dict[str, Any],
+    event: HookEvent,
+    result: HookResult,
+    context: str | None,
+    context_events: Container[str],
+) -> dict[str, Any]:
+    """Route `context` to the agent where the platform allows it, else to the user."""
     system = result.system_message
     if context:
-        if event.event in _GEMINI_CONTEXT:
+        if event.event in context_events:
             specific["additionalContext"] = context
         else:
             system = join_texts([system, context])
