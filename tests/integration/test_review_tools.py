@@ -106,5 +106,5 @@ async def test_two_concurrent_calls_both_keep_their_files(repo) -> None:
         )
     prompts = PROMPT_RE.findall(first.data) + PROMPT_RE.findall(second.data)
     assert len(prompts) == 40
-    assert len(set(prompts)) == 40
+    assert len(set(prompts)) == 20  # equal tasks share their content-named files
     assert all((repo.root / prompt).is_file() for prompt in prompts)
