@@ -8,9 +8,17 @@ import re
 import pytest
 from deepwork_mcp.tools.reviews import register_review_tools
 from fastmcp import Client, FastMCP
+from fastmcp.client.client import CallToolResult
 from fastmcp.exceptions import ToolError
+from mcp.types import TextContent
 
 PROMPT_RE = re.compile(r'prompt: "@([^"]+)"')
+
+
+def _text(result: CallToolResult) -> str:
+    (content,) = result.content
+    assert isinstance(content, TextContent)
+    return content.text
 
 
 def _server(root, platform: str = "claude") -> FastMCP:
@@ -37,7 +45,8 @@ async def test_get_review_instructions_and_pass_memory(repo) -> None:
     repo.write("a.py")
     async with Client(_server(repo.root)) as client:
         result = await client.call_tool("get_review_instructions", {})
-        text = result.data
+        assert result.structured_content is None  # the long text is sent once, as text
+        text = _text(result)
         assert text.startswith("Invoke the following list of Tasks in parallel:")
         (prompt,) = PROMPT_RE.findall(text)
         content = (repo.root / prompt).read_text()
@@ -47,7 +56,7 @@ async def test_get_review_instructions_and_pass_memory(repo) -> None:
         assert marked.structured_content["passed"] is True
 
         again = await client.call_tool("get_review_instructions", {})
-        assert "already passed" in again.data
+        assert "already passed" in _text(again)
 
         with pytest.raises(ToolError, match=r"^review\.unknown_review_id: "):
             await client.call_tool("mark_review_as_passed", {"review_id": "python--" + "0" * 20})
@@ -58,15 +67,15 @@ async def test_explicit_files_and_informational_answers(repo) -> None:
     repo.write("notes.md")
     async with Client(_server(repo.root, platform="gemini")) as client:
         only_md = await client.call_tool("get_review_instructions", {"files": ["notes.md"]})
-        assert only_md.data == "No review rules matched the changed files."
+        assert _text(only_md) == "No review rules matched the changed files."
         py = await client.call_tool("get_review_instructions", {"files": ["a.py"]})
-        assert "agent: generalist" in py.data
+        assert "agent: generalist" in _text(py)
 
 
 async def test_errors_become_tool_errors_with_the_code(tmp_path) -> None:
     async with Client(_server(tmp_path.resolve())) as client:
         no_rules = await client.call_tool("get_review_instructions", {})
-        assert no_rules.data == "No .deepreview configuration files found."
+        assert _text(no_rules) == "No .deepreview configuration files found."
         (tmp_path / ".deepreview").write_text(
             "py:\n  description: d\n  match: {include: ['*.py']}\n"
             "  review:\n    strategy: individual\n    instructions: Look.\n"
@@ -104,7 +113,7 @@ async def test_two_concurrent_calls_both_keep_their_files(repo) -> None:
             client.call_tool("get_review_instructions", {}),
             client.call_tool("get_review_instructions", {}),
         )
-    prompts = PROMPT_RE.findall(first.data) + PROMPT_RE.findall(second.data)
+    prompts = PROMPT_RE.findall(_text(first)) + PROMPT_RE.findall(_text(second))
     assert len(prompts) == 40
-    assert len(set(prompts)) == 40
+    assert len(set(prompts)) == 20  # equal tasks share their content-named files
     assert all((repo.root / prompt).is_file() for prompt in prompts)

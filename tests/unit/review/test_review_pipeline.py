@@ -160,12 +160,12 @@ def test_two_concurrent_runs_keep_each_others_files(repo) -> None:
     assert len(results) == 2
     first, second = (_prompts(text) for text in results)
     assert len(first) == len(second) == 30
-    assert set(first).isdisjoint(second)  # each run has its own folder
+    assert first == second  # equal tasks, equal text: the runs share content-named files
     for prompt in first + second:
         assert (repo.root / prompt).is_file()
 
 
-def test_old_runs_are_pruned_and_recent_ones_kept(repo) -> None:
+def test_old_run_folders_of_the_older_layout_are_pruned(repo) -> None:
     repo.write("a.py")
     base = repo.root / ".deepwork" / "tmp" / FOLDER
     old = base / "19990101T000000000000-1-aaaaaa"

@@ -38,11 +38,13 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 
 @contextlib.contextmanager
-def file_lock(path: Path, *, timeout: float = 30.0) -> Iterator[None]:
-    """Hold an exclusive `flock` on `path` (created if missing) for the `with` block.
+def file_lock(path: Path, *, timeout: float = 30.0, shared: bool = False) -> Iterator[None]:
+    """Hold an exclusive (or, with `shared`, a shared) `flock` on `path` (created if missing)
+    for the `with` block.
 
     Works across processes on one machine; the lock is released when the block ends or the
-    process dies. Raises `SessionError` (`session.lock_timeout`) after `timeout` seconds.
+    process dies. Raises `SessionError` (`session.lock_timeout`) after `timeout` seconds; with
+    a timeout of 0 the lock is tried once.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -51,7 +53,7 @@ def file_lock(path: Path, *, timeout: float = 30.0) -> Iterator[None]:
         delay = 0.001
         while True:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
                 if time.monotonic() >= deadline:

@@ -1,89 +1,156 @@
-"""Instruction files: one Markdown file per review task, in a fresh folder per run.
+"""Instruction files: one Markdown file per review task, named by its content.
 
-Runs go to `.deepwork/tmp/review_instructions/<run id>/`. A run never touches another run's
-folder except to prune it once it is old (older than a day, or beyond the newest few runs and
-older than ten minutes), so concurrent runs never delete each other's files.
+Every run writes into one shared folder, `.deepwork/tmp/review_instructions/`. A task's file is
+`<review id>-<hash of the file's text>.md` and a long context list's file is
+`context-<hash of its text>.md`, so equal text always gets the same name and a different text a
+new one. A run writes a file only when it is absent (to a temporary name, then renamed, so a
+reader never sees half a file) and otherwise reuses it, touching it when it is getting old. A
+repeated run on unchanged input therefore writes nothing, and an edited rule or file gives new
+text, hence a new file, at once.
+
+Files unused for a day are pruned, at most once every few minutes. Runs hold a shared lock on
+the folder while they write and touch their files; pruning takes the lock exclusively (and is
+skipped when the folder is busy), so a run never hands out a file that a concurrent run prunes.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import secrets
 import shutil
+import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
+from deepwork_core.errors import SessionError
+from deepwork_core.fsutil import file_lock
 from deepwork_core.runtime_dir import TMP_DIR, ensure_tmp_dir
 
 from deepwork_review.tasks import ReviewTask
 
 FOLDER = "review_instructions"
-KEEP_RUNS = 20
-MIN_AGE_SECONDS = 10 * 60
+#: Files (and folders of the older per-run layout) unused for this long are pruned.
 MAX_AGE_SECONDS = 24 * 60 * 60
-#: Context lists longer than this go to a file of their own in the run folder.
+#: A reused file older than this is touched, so that it stays far from the pruning age.
+TOUCH_AFTER_SECONDS = 60 * 60
+#: Pruning scans the folder; it runs at most once per this many seconds.
+PRUNE_INTERVAL_SECONDS = 10 * 60
+#: Context lists longer than this go to a file of their own.
 INLINE_CONTEXT_LIMIT = 50
-
-
-@dataclass(frozen=True, slots=True)
-class WrittenRun:
-    """The folder of one run and each task's instruction file (project-relative paths)."""
-
-    folder: str
-    files: tuple[str, ...]
+LOCK_FILE = ".lock"
+PRUNED_MARKER = ".pruned"
 
 
 def write_instruction_files(
     project_root: Path, tasks: Sequence[ReviewTask], *, now: float | None = None
-) -> WrittenRun:
-    """Write one instruction file per task into a new run folder; prune old run folders."""
-    base = ensure_tmp_dir(project_root) / FOLDER
-    base.mkdir(exist_ok=True)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
-    run_id = f"{stamp}-{os.getpid()}-{secrets.token_hex(3)}"
-    run_folder = base / run_id
-    run_folder.mkdir()
-    _prune(base, keep=run_id, now=time.time() if now is None else now)
+) -> tuple[str, ...]:
+    """Make sure each task's instruction file exists; return their project-relative paths.
 
-    relative_folder = f"{TMP_DIR}/{FOLDER}/{run_id}"
-    written: list[str] = []
-    lists = _ListCache(run_folder, relative_folder)
-    for task in tasks:
-        name = f"{task.review_id}.md"
-        # The folder is new and ours alone: plain exclusive writes are enough.
-        with (run_folder / name).open("x", encoding="utf-8") as handle:
-            handle.write(render_instructions(task, project_root, lists))
-        written.append(f"{relative_folder}/{name}")
-    return WrittenRun(relative_folder, tuple(written))
+    Prunes files unused for a day when the folder was not pruned for a while.
+    """
+    folder = ensure_tmp_dir(project_root) / FOLDER
+    folder.mkdir(exist_ok=True)
+    now = time.time() if now is None else now
+    store = _Store(folder, f"{TMP_DIR}/{FOLDER}", now)
+    with file_lock(folder / LOCK_FILE, shared=True):
+        lists = _ListCache(store)
+        written = tuple(
+            store.ensure(task.review_id, render_instructions(task, project_root, lists))
+            for task in tasks
+        )
+    _prune_if_due(folder, now)
+    return written
 
 
-def _prune(base: Path, *, keep: str, now: float) -> None:
-    runs = sorted((entry for entry in base.iterdir() if entry.is_dir()), reverse=True)
-    for position, folder in enumerate(runs):
-        if folder.name == keep:
-            continue
+class _Store:
+    """Content-named files in the shared folder. Call `ensure` only under the shared lock."""
+
+    def __init__(self, folder: Path, relative_folder: str, now: float) -> None:
+        self._folder = str(folder)
+        self._relative_folder = relative_folder
+        self._now = now
+
+    def ensure(self, stem: str, text: str) -> str:
+        """The project-relative path of a file `<stem>-<hash>.md` holding `text`."""
+        data = text.encode("utf-8")
+        name = f"{stem}-{hashlib.sha256(data).hexdigest()[:16]}.md"
+        path = f"{self._folder}/{name}"
         try:
-            age = now - folder.stat().st_mtime
+            info = os.stat(path)  # noqa: PTH116 - plain strings: this runs per task
         except FileNotFoundError:
-            continue  # another run pruned it first
-        if age > MAX_AGE_SECONDS or (position >= KEEP_RUNS and age > MIN_AGE_SECONDS):
-            shutil.rmtree(folder, ignore_errors=True)
+            self._create(path, data)
+        else:
+            if info.st_size != len(data):
+                self._create(path, data)  # cut short by a crash: write it again
+            elif self._now - info.st_mtime > TOUCH_AFTER_SECONDS:
+                os.utime(path, (self._now, self._now))
+        return f"{self._relative_folder}/{name}"
+
+    def _create(self, path: str, data: bytes) -> None:
+        # A temporary name, then a rename: readers (and concurrent runs checking the size) see
+        # the whole file or none. Equal names mean equal text, so replacing is harmless.
+        temporary = f"{path}.{os.getpid()}-{threading.get_ident()}-{secrets.token_hex(3)}.tmp"
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            os.replace(temporary, path)  # noqa: PTH105
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary)  # noqa: PTH108
+            raise
+
+
+def _prune_if_due(folder: Path, now: float) -> None:
+    """Remove entries unused for a day, unless the folder was pruned recently or is busy."""
+    marker = folder / PRUNED_MARKER
+    try:
+        if now - marker.stat().st_mtime < PRUNE_INTERVAL_SECONDS:
+            return
+    except FileNotFoundError:
+        pass
+    try:
+        with file_lock(folder / LOCK_FILE, timeout=0):
+            marker.touch()
+            os.utime(marker, (now, now))
+            _prune(folder, now)
+    except SessionError as exc:
+        if exc.code != "session.lock_timeout":
+            raise
+        # Runs are writing: prune on a later run.
+
+
+def _prune(folder: Path, now: float) -> None:
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.name in (LOCK_FILE, PRUNED_MARKER):
+                continue
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            if now - info.st_mtime <= MAX_AGE_SECONDS:
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)  # a run folder of the older layout
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(entry.path)  # noqa: PTH108
 
 
 class _ListCache:
     """Context lists of one run, each rendered once.
 
     A rule's context lists are shared by all its tasks and can hold thousands of paths. A long
-    one is written once to its own file in the run folder and the instruction files point to it,
+    one is written once to its own content-named file and the instruction files point to it,
     instead of repeating it in every file.
     """
 
-    def __init__(self, run_folder: Path | None = None, relative_folder: str = "") -> None:
-        self._run_folder = run_folder
-        self._relative_folder = relative_folder
+    def __init__(self, store: _Store | None = None) -> None:
+        self._store = store
         self._rendered: dict[tuple[str, ...], str] = {}
 
     def context(self, paths: Sequence[str]) -> str:
@@ -92,10 +159,9 @@ class _ListCache:
         if cached is not None:
             return cached
         text = _bullets(paths)
-        if self._run_folder is not None and len(paths) > INLINE_CONTEXT_LIMIT:
-            name = f"context-{len(self._rendered) + 1}.md"
-            (self._run_folder / name).write_text(text, encoding="utf-8")
-            text = f"The {len(paths)} files are listed in `{self._relative_folder}/{name}`.\n"
+        if self._store is not None and len(paths) > INLINE_CONTEXT_LIMIT:
+            path = self._store.ensure("context", text)
+            text = f"The {len(paths)} files are listed in `{path}`.\n"
         self._rendered[key] = text
         return text
 

@@ -140,12 +140,12 @@ def run_review(
 
     written = write_instruction_files(root, pending)
     passes.record_issued(task.review_id for task in pending)
-    text = format_tasks(platform, pending, written.files, already_passed=len(skipped))
+    text = format_tasks(platform, pending, written, already_passed=len(skipped))
     return ReviewRun(
         status=ReviewStatus.TASKS,
         text=_with_problems(text, ruleset.problems),
         tasks=tuple(pending),
-        instruction_files=written.files,
+        instruction_files=written,
         already_passed=skipped,
         changed_files=changed,
         problems=problems,

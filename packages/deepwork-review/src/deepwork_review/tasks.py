@@ -116,9 +116,14 @@ def build_tasks(
         return listing[0]
 
     prefix = f"{project_root}/"
+    # A changed file is often reviewed by several rules: stat and look it up once per run.
+    digests: dict[str, str] = {}
 
     def contents(path: str) -> str:
-        return hasher.digest(prefix + path)
+        digest = digests.get(path)
+        if digest is None:
+            digest = digests[path] = hasher.digest(prefix + path)
+        return digest
 
     changed = sorted(changed)  # scopes find their folder's paths by bisection
     changed_set = frozenset(changed)

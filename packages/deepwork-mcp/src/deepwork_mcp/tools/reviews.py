@@ -47,7 +47,9 @@ async def _call(tool: str, function: Callable[[], _T]) -> _T:
 def register_review_tools(mcp: fastmcp.FastMCP, *, project_root: Path, platform: str) -> None:
     """Register the three review tools on `mcp` for the project at `project_root`."""
 
-    @mcp.tool(annotations=_READ_ONLY)
+    # The answer is a long text: no output schema, so it goes out once (as text) and not a
+    # second time as structured content `{"result": ...}`.
+    @mcp.tool(annotations=_READ_ONLY, output_schema=None)
     async def get_review_instructions(
         files: Annotated[
             list[str] | None,
