@@ -195,6 +195,36 @@ def test_an_edited_job_is_seen_at_once(folders: dict[SourceKind, Path]) -> None:
     assert after.fingerprint != before.fingerprint
 
 
+def _age(job_file: Path, seconds: int = 60) -> None:
+    """Move `job_file`'s mtime into the past, beyond the racy window."""
+    stat = job_file.stat()
+    os.utime(job_file, ns=(stat.st_atime_ns, stat.st_mtime_ns - seconds * 1_000_000_000))
+
+
+def test_a_repeat_scan_of_settled_jobs_returns_the_same_catalog(
+    folders: dict[SourceKind, Path],
+) -> None:
+    job_dir = write_job(folders[SourceKind.PROJECT], valid_job("demo"), "demo")
+    _age(job_dir / "job.yml")
+    catalog = _catalog(folders)
+    first = catalog.scan()
+    assert catalog.scan() is first
+    write_job(job_dir.parent, changed(valid_job("demo"), ("summary",), "A later summary"))
+    _age(job_dir / "job.yml")
+    edited = catalog.scan()
+    assert edited is not first
+    assert edited.jobs[0].definition.summary == "A later summary"
+    assert edited.fingerprint != first.fingerprint
+
+
+def test_a_scan_with_a_racy_file_is_not_reused(folders: dict[SourceKind, Path]) -> None:
+    write_job(folders[SourceKind.PROJECT], valid_job("demo"), "demo")
+    catalog = _catalog(folders)
+    first = catalog.scan()  # written just now: within the racy window
+    assert catalog.scan() is not first
+    assert catalog.parse_count == 1
+
+
 def test_a_same_size_edit_within_one_timestamp_tick_is_seen(
     folders: dict[SourceKind, Path],
 ) -> None:
