@@ -230,7 +230,7 @@ class JobCatalog:
         if cached is not None and cached.digest == digest:
             parsed = cached.parsed
         else:
-            parsed = parse_job_source(raw, job_dir=job_dir, expected_name=name)
+            parsed = parse_job_source(raw, job_dir=job_dir, expected_name=name).without_lines()
             with self._lock:
                 self._parse_count += 1
         entry = _CacheEntry(stat, digest, parsed, settled)
