@@ -107,7 +107,8 @@ class JobCatalog:
 
     def __init__(self, folders: Sequence[JobFolder]) -> None:
         self.folders = tuple(folders)
-        self._cache: dict[Path, _CacheEntry] = {}
+        #: Keyed by the job folder as a string: a Path key cost about 350 bytes per job.
+        self._cache: dict[str, _CacheEntry] = {}
         self._lock = threading.Lock()
         self._parse_count = 0
         #: The stats of the last fully settled scan and the catalog it gave.
@@ -214,11 +215,12 @@ class JobCatalog:
 
     def _parse(self, job_dir: Path, name: str, stat: _StatKey) -> _CacheEntry:
         """The cached parse of `job_dir/job.yml`; `stat` must be taken before this call."""
-        path = job_dir / JOB_FILE
+        key = str(job_dir)
         with self._lock:
-            cached = self._cache.get(path)
+            cached = self._cache.get(key)
         if cached is not None and cached.stat == stat and cached.settled:
             return cached
+        path = job_dir / JOB_FILE
         read_at = time.time_ns()
         try:
             raw = read_limited(path)
@@ -235,7 +237,7 @@ class JobCatalog:
                 self._parse_count += 1
         entry = _CacheEntry(stat, digest, parsed, settled)
         with self._lock:
-            self._cache[path] = entry
+            self._cache[key] = entry
         return entry
 
 
