@@ -15,6 +15,7 @@ from deepwork_core.discovery import (
     parse_folder_list,
 )
 from deepwork_core.errors import InvalidIdentifierError, JobInvalidError, JobNotFoundError
+from deepwork_core.parser import check_job_files
 
 from tests.unit.core.jobdata import changed, valid_job, write_job
 
@@ -195,6 +196,36 @@ def test_an_edited_job_is_seen_at_once(folders: dict[SourceKind, Path]) -> None:
     assert after.fingerprint != before.fingerprint
 
 
+def _age(job_file: Path, seconds: int = 60) -> None:
+    """Move `job_file`'s mtime into the past, beyond the racy window."""
+    stat = job_file.stat()
+    os.utime(job_file, ns=(stat.st_atime_ns, stat.st_mtime_ns - seconds * 1_000_000_000))
+
+
+def test_a_repeat_scan_of_settled_jobs_returns_the_same_catalog(
+    folders: dict[SourceKind, Path],
+) -> None:
+    job_dir = write_job(folders[SourceKind.PROJECT], valid_job("demo"), "demo")
+    _age(job_dir / "job.yml")
+    catalog = _catalog(folders)
+    first = catalog.scan()
+    assert catalog.scan() is first
+    write_job(job_dir.parent, changed(valid_job("demo"), ("summary",), "A later summary"))
+    _age(job_dir / "job.yml")
+    edited = catalog.scan()
+    assert edited is not first
+    assert edited.jobs[0].definition.summary == "A later summary"
+    assert edited.fingerprint != first.fingerprint
+
+
+def test_a_scan_with_a_racy_file_is_not_reused(folders: dict[SourceKind, Path]) -> None:
+    write_job(folders[SourceKind.PROJECT], valid_job("demo"), "demo")
+    catalog = _catalog(folders)
+    first = catalog.scan()  # written just now: within the racy window
+    assert catalog.scan() is not first
+    assert catalog.parse_count == 1
+
+
 def test_a_same_size_edit_within_one_timestamp_tick_is_seen(
     folders: dict[SourceKind, Path],
 ) -> None:
@@ -244,3 +275,39 @@ def test_new_and_deleted_jobs_change_the_scan(folders: dict[SourceKind, Path]) -
     assert removed.jobs == ()
     assert len({empty.fingerprint, added.fingerprint}) == 2
     assert removed.fingerprint == empty.fingerprint
+
+
+# --- memory of the cache ---------------------------------------------------------------------
+
+
+def test_cached_jobs_drop_their_line_map_but_problems_keep_lines(
+    folders: dict[SourceKind, Path],
+) -> None:
+    job_dir = write_job(folders[SourceKind.PROJECT], valid_job("demo"), "demo")
+    write_job(folders[SourceKind.PROJECT], changed(valid_job("bad"), ("version",), "x"), "bad")
+    scan = _catalog(folders).scan()
+    assert scan.jobs[0].parsed.lines == {}
+    assert [p.line for p in scan.errors[0].parsed.problems] == [2]
+    (job_dir / "steps" / "second.md").unlink()
+    (problem,) = check_job_files(scan.jobs[0].parsed)
+    assert (problem.key, problem.line) == ("steps[1].instructions_file", _line_of(job_dir, 1))
+
+
+def _line_of(job_dir: Path, step: int) -> int:
+    """The line of the `step`-th `instructions_file:` in job_dir/job.yml."""
+    lines = (job_dir / "job.yml").read_text(encoding="utf-8").splitlines()
+    found = [n for n, text in enumerate(lines, 1) if "instructions_file:" in text]
+    return found[step]
+
+
+def test_models_with_the_same_given_fields_share_one_fields_set(
+    folders: dict[SourceKind, Path],
+) -> None:
+    write_job(folders[SourceKind.PROJECT], valid_job("demo"), "demo")
+    write_job(folders[SourceKind.PROJECT], valid_job("more"), "more")
+    demo, more = (job.definition for job in _catalog(folders).scan().jobs)
+    assert demo.model_fields_set is more.model_fields_set
+    assert demo.steps[0].model_fields_set is more.steps[0].model_fields_set
+    copy = demo.model_copy(update={"description": "changed"})
+    assert "description" in copy.model_fields_set
+    assert demo.model_fields_set == more.model_fields_set

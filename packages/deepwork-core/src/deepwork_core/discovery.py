@@ -107,9 +107,12 @@ class JobCatalog:
 
     def __init__(self, folders: Sequence[JobFolder]) -> None:
         self.folders = tuple(folders)
-        self._cache: dict[Path, _CacheEntry] = {}
+        #: Keyed by the job folder as a string: a Path key cost about 350 bytes per job.
+        self._cache: dict[str, _CacheEntry] = {}
         self._lock = threading.Lock()
         self._parse_count = 0
+        #: The stats of the last fully settled scan and the catalog it gave.
+        self._last: tuple[tuple[tuple[str, _StatKey], ...], Catalog] | None = None
 
     @classmethod
     def for_project(cls, project_root: Path, additional: Sequence[Path] = ()) -> JobCatalog:
@@ -121,27 +124,52 @@ class JobCatalog:
         return self._parse_count
 
     def scan(self) -> Catalog:
-        """Every job of every folder (first folder wins per name)."""
+        """Every job of every folder (first folder wins per name).
+
+        When every `job.yml` has the stat it had at the previous scan, and every one of them was
+        settled then, the previous `Catalog` object is returned as is: a repeat listing costs one
+        `scandir` per folder and one `stat` per job, on plain strings.
+        """
+        found = self._find()
+        key = tuple((path, stat) for _, _, path, stat in found)
+        with self._lock:
+            last = self._last
+        if last is not None and last[0] == key:
+            return last[1]
         jobs: list[LoadedJob] = []
         errors: list[JobLoadError] = []
-        seen: set[str] = set()
         digest = hashlib.blake2b(digest_size=8)
+        settled = True
+        for folder, name, path, stat in found:
+            cached = self._collect(Path(path), name, folder, stat, jobs, errors)
+            settled = settled and cached.settled
+            digest.update(os.fsencode(path) + b"\0" + cached.digest)
+        catalog = Catalog(tuple(jobs), tuple(errors), int.from_bytes(digest.digest(), "big"))
+        with self._lock:
+            # An unsettled file must be read again next time (see the module doc).
+            self._last = (key, catalog) if settled else None
+        return catalog
+
+    def _find(self) -> list[tuple[JobFolder, str, str, _StatKey]]:
+        """(folder, job name, job folder path, stat of its job.yml) of each job, in order."""
+        found: list[tuple[JobFolder, str, str, _StatKey]] = []
+        seen: set[str] = set()
         for folder in self.folders:
             try:
-                entries = sorted(os.scandir(folder.path), key=lambda e: e.name)
+                with os.scandir(folder.path) as listing:
+                    entries = sorted(listing, key=lambda e: e.name)
             except OSError:
                 continue
             for entry in entries:
                 if entry.name in seen or not _is_dir(entry):
                     continue
-                job_dir = Path(entry.path)
-                stat = _stat(job_dir / JOB_FILE)
+                # Plain strings: a Path per job was most of the cost of a repeat scan.
+                stat = _stat(entry.path + os.sep + JOB_FILE)
                 if stat is None:
                     continue
                 seen.add(entry.name)
-                cached = self._collect(job_dir, entry.name, folder, stat, jobs, errors)
-                digest.update(os.fsencode(entry.path) + b"\0" + cached.digest)
-        return Catalog(tuple(jobs), tuple(errors), int.from_bytes(digest.digest(), "big"))
+                found.append((folder, entry.name, entry.path, stat))
+        return found
 
     def get(self, name: str) -> LoadedJob:
         """The job `name` as discovery resolves it.
@@ -187,11 +215,12 @@ class JobCatalog:
 
     def _parse(self, job_dir: Path, name: str, stat: _StatKey) -> _CacheEntry:
         """The cached parse of `job_dir/job.yml`; `stat` must be taken before this call."""
-        path = job_dir / JOB_FILE
+        key = str(job_dir)
         with self._lock:
-            cached = self._cache.get(path)
+            cached = self._cache.get(key)
         if cached is not None and cached.stat == stat and cached.settled:
             return cached
+        path = job_dir / JOB_FILE
         read_at = time.time_ns()
         try:
             raw = read_limited(path)
@@ -203,12 +232,12 @@ class JobCatalog:
         if cached is not None and cached.digest == digest:
             parsed = cached.parsed
         else:
-            parsed = parse_job_source(raw, job_dir=job_dir, expected_name=name)
+            parsed = parse_job_source(raw, job_dir=job_dir, expected_name=name).without_lines()
             with self._lock:
                 self._parse_count += 1
         entry = _CacheEntry(stat, digest, parsed, settled)
         with self._lock:
-            self._cache[path] = entry
+            self._cache[key] = entry
         return entry
 
 
@@ -228,10 +257,10 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
         return False
 
 
-def _stat(path: Path) -> _StatKey | None:
+def _stat(path: str | Path) -> _StatKey | None:
     """(device, inode, size, mtime_ns, ctime_ns) of a regular file, or None."""
     try:
-        result = path.stat()
+        result = os.stat(path)  # noqa: PTH116 - also takes the plain strings of `scan`
     except OSError:
         return None
     if not stat_module.S_ISREG(result.st_mode):

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -58,7 +58,8 @@ class ParsedJob:
     job_dir: Path
     definition: JobDefinition | None
     problems: tuple[Problem, ...] = field(default=())
-    #: Line of each key path of job.yml (empty when the YAML could not be read).
+    #: Line of each key path of job.yml: empty when the YAML could not be read, and in the
+    #: jobs the catalog keeps (see `without_lines`; every problem already carries its line).
     lines: Mapping[KeyPath, int] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -76,6 +77,14 @@ class ParsedJob:
     @property
     def ok(self) -> bool:
         return self.definition is not None
+
+    def without_lines(self) -> ParsedJob:
+        """This outcome without its line map, which only serves to report problems.
+
+        Long-lived caches keep these: the map is most of a parsed job's memory. `check_job_files`
+        reads the lines again from job.yml if it has a problem to report.
+        """
+        return replace(self, lines={}) if self.lines else self
 
     def require(self) -> JobDefinition:
         """The definition, or `JobInvalidError` carrying every error."""
@@ -166,14 +175,27 @@ def check_job_files(parsed: ParsedJob) -> list[Problem]:
     definition = parsed.definition
     if definition is None:
         return []
-    report = _Report(parsed.job_file, YamlDocument(None, parsed.lines), steps=definition.steps)
-    for index, step in enumerate(definition.steps):
-        for value, path in _step_file_refs(step, ("steps", index)):
-            if not (parsed.job_dir / value).is_file():
-                report.add(
-                    "job.file_missing", f"file {value!r} does not exist in {parsed.job_dir}", path
-                )
+    missing = [
+        (value, path)
+        for index, step in enumerate(definition.steps)
+        for value, path in _step_file_refs(step, ("steps", index))
+        if not (parsed.job_dir / value).is_file()
+    ]
+    if not missing:
+        return []
+    lines = parsed.lines or _lines_of(parsed.job_file)
+    report = _Report(parsed.job_file, YamlDocument(None, lines), steps=definition.steps)
+    for value, path in missing:
+        report.add("job.file_missing", f"file {value!r} does not exist in {parsed.job_dir}", path)
     return report.problems
+
+
+def _lines_of(job_file: Path) -> Mapping[KeyPath, int]:
+    """The line map of `job_file` read again (empty if it no longer parses)."""
+    try:
+        return parse_yaml(read_limited(job_file)).lines
+    except YamlError:
+        return {}
 
 
 def format_problems(problems: Iterable[Problem]) -> str:

@@ -17,7 +17,6 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from deepwork_core.docspec import DocSpec, load_doc_spec
@@ -322,6 +321,10 @@ def verdict_from_reply(task: ReviewTask, reply: object) -> ReviewVerdict:
     overall `passed` flag is not trusted. Raises `quality_gate.bad_output` when the reply does
     not match `review_reply_schema(task)`.
     """
+    # Imported here: jsonschema (with referencing, rpds and attrs) adds 3 MiB to a server that
+    # may never run an external review (benchmarks/, peak memory).
+    import jsonschema
+
     try:
         jsonschema.validate(reply, review_reply_schema(task))
     except jsonschema.ValidationError as exc:

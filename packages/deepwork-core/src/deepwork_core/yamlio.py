@@ -19,6 +19,7 @@ path (`("steps", 2, "outputs")`) to its 1-based line, so later checks can point 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -153,7 +154,10 @@ def _compose(loader: Any) -> yaml.Node | None:
             tag = event.tag
             if tag is None or tag == "!":
                 tag = loader.resolve(yaml.ScalarNode, event.value, event.implicit)
-            scalar = yaml.ScalarNode(tag, event.value, start_mark, end_mark, style=event.style)
+            # Interned: keys, step ids and output names repeat across a thousand jobs, and the
+            # models keep the very string objects the YAML gave them.
+            value = sys.intern(event.value)
+            scalar = yaml.ScalarNode(tag, value, start_mark, end_mark, style=event.style)
             finished = (scalar, 1, event.anchor)
         elif isinstance(event, yaml.SequenceStartEvent | yaml.MappingStartEvent):
             if len(stack) >= MAX_DEPTH:

@@ -7,6 +7,7 @@ are mapped by `deepwork_mcp.errors.tool_errors`.
 
 from __future__ import annotations
 
+import json
 import threading
 from functools import partial
 from typing import Annotated
@@ -51,10 +52,12 @@ class _ListingCache:
         with self._lock:
             cached = self._cached
         if cached is None or cached[0] != catalog.fingerprint:
-            response = GetWorkflowsResponse.from_catalog(catalog)
+            # The text is the same compact JSON as `model_dump_json`, written from the dict so
+            # the response model is gone before the text exists (a lower first-call peak).
+            structured = GetWorkflowsResponse.from_catalog(catalog).model_dump(mode="json")
+            text = json.dumps(structured, ensure_ascii=False, separators=(",", ":"))
             result = ToolResult(
-                content=[TextContent(type="text", text=response.model_dump_json())],
-                structured_content=response.model_dump(mode="json"),
+                content=[TextContent(type="text", text=text)], structured_content=structured
             )
             cached = (catalog.fingerprint, result)
             with self._lock:
