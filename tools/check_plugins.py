@@ -258,6 +258,48 @@ def check_claude_session(project: Path, env: Mapping[str, str], *extra: str) -> 
     return f"{len(CLAUDE_SKILLS)} skills, server connected, {len(TOOLS)} tools"
 
 
+def _hook_responses(stdout: str, event: str) -> list[dict[str, Any]]:
+    responses = []
+    for line in stdout.splitlines():
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if item.get("subtype") == "hook_response" and item.get("hook_event") == event:
+            responses.append(dict(item))
+    return responses
+
+
+def check_claude_hooks(project: Path, env: Mapping[str, str]) -> str:
+    """The plugin's hooks really run in Claude Code (SessionStart fires without a model turn).
+
+    With no workflow active, the guard in the hook command answers with nothing and never starts
+    `uvx`; with one active, `session_start` (through `uvx deepwork==<version>`) briefs the agent.
+    """
+    from deepwork_core.discovery import JobCatalog
+    from deepwork_core.engine import WorkflowEngine
+    from deepwork_core.sessions import SessionStore
+
+    argv = [
+        "claude", "-p", "x", "--plugin-dir", str(ROOT / "plugins" / "claude"),
+        "--output-format", "stream-json", "--verbose", "--include-hook-events",
+    ]  # fmt: skip
+    idle = _hook_responses(_run(argv, env, cwd=project, timeout=180).stdout, "SessionStart")
+    if not idle or any(r.get("exit_code") != 0 or r.get("stdout") for r in idle):
+        raise CheckFailed(f"with no workflow active, SessionStart hooks answered: {idle}")
+
+    engine = WorkflowEngine(project, JobCatalog.for_project(project), SessionStore(project))
+    started = engine.start("check the plugin hooks", "deepwork_jobs", "new_job")
+    try:
+        active = _hook_responses(_run(argv, env, cwd=project, timeout=180).stdout, "SessionStart")
+    finally:
+        engine.abort("plugin check done")
+    briefing = " ".join(str(r.get("stdout", "")) for r in active)
+    if started.brief.session_id not in briefing or "deepwork_jobs" not in briefing:
+        raise CheckFailed(f"SessionStart did not brief the active workflow: {active}")
+    return "SessionStart: silent with no workflow; briefs the active workflow through uvx"
+
+
 def check_claude_marketplace_install(project: Path, env: Mapping[str, str]) -> str:
     """The README's path: add this repository as a marketplace, install the plugin."""
     _ok(["claude", "plugin", "marketplace", "add", str(ROOT)], env, cwd=project)
@@ -380,6 +422,10 @@ def main(argv: list[str]) -> int:
                 lambda: check_claude_session(
                     project, clients, "--plugin-dir", str(ROOT / "plugins" / "claude")
                 ),
+            ),
+            (
+                "claude hooks: guard without a workflow, briefing with one",
+                lambda: check_claude_hooks(project, clients),
             ),
             (
                 "claude plugin marketplace add + install deepwork@deepwork",

@@ -67,11 +67,35 @@ class Platform:
     skill_name: Callable[[str], str]
     skill_ref: Callable[[str], str]
 
-    def hook_command(self, version: str, name: str) -> dict[str, Any]:
-        """The handler fields that run `deepwork hook <name>` with the pinned server package."""
-        command = f"uvx deepwork=={version} hook {name}"
+    project_dir: str  # the project folder as a hook command's shell sees it
+
+    def hook_command(self, version: str, hook: dict[str, Any]) -> dict[str, Any]:
+        """The handler fields that run `deepwork hook <name>` with the pinned server package.
+
+        Starting `uvx` and Python costs far more than most hooks do, and some run on every tool
+        call, so a hook declares in `platform/plugin.toml` when it can have anything to do and a
+        POSIX shell guard skips the start otherwise (reading the event, so the client's write to
+        stdin never fails):
+        - `when = "workflow_active"`: only while `.deepwork/tmp/stack.json` exists (the session
+          store keeps that file exactly while a workflow is active);
+        - `when = "input_contains:<word>"`: only when the event's JSON contains `<word>`.
+        """
+        command = f"uvx deepwork=={version} hook {hook['name']}"
         if self.key == "claude":  # Claude's command handlers take no `env`
-            return {"command": f"DEEPWORK_HOOK_PLATFORM=claude {command}"}
+            command = f"DEEPWORK_HOOK_PLATFORM=claude {command}"
+        when = hook.get("when")
+        if when == "workflow_active":
+            stack = f"{self.project_dir}/.deepwork/tmp/stack.json"
+            command = f"[ -f {stack} ] || {{ cat >/dev/null; exit 0; }}; {command}"
+        elif isinstance(when, str) and when.startswith("input_contains:"):
+            word = when.removeprefix("input_contains:")
+            if not word.isalnum():
+                raise ValueError(f"hook {hook['name']}: {when!r} needs a plain word")
+            command = f'e=$(cat); case "$e" in *{word}*) printf \'%s\\n\' "$e" | {command};; esac'
+        elif when is not None:
+            raise ValueError(f"hook {hook['name']}: unknown `when` {when!r}")
+        if self.key == "claude":
+            return {"command": command}
         return {"command": command, "env": {"DEEPWORK_HOOK_PLATFORM": self.key}}
 
 
@@ -85,6 +109,7 @@ CLAUDE = Platform(
     timeout_scale=1,
     skill_name=lambda name: name,
     skill_ref=lambda name: f"`deepwork:{name}` skill",
+    project_dir='"${CLAUDE_PROJECT_DIR:-.}"',
 )
 
 GEMINI = Platform(
@@ -100,6 +125,9 @@ GEMINI = Platform(
     timeout_scale=1000,
     skill_name=lambda name: name.replace("_", "-"),
     skill_ref=lambda name: f"`{name.replace('_', '-')}` skill (load it with `activate_skill`)",
+    # Gemini runs hook commands in the project folder (and rewrites `$GEMINI_PROJECT_DIR` in the
+    # command text itself, which would break a `${…:-…}` expansion).
+    project_dir=".",
 )
 
 PLATFORMS = (CLAUDE, GEMINI)
@@ -123,7 +151,7 @@ def _hooks(platform: Platform, version: str, hooks: list[dict[str, Any]]) -> dic
     for hook in hooks:
         handler: dict[str, Any] = {
             "type": "command",
-            **platform.hook_command(version, hook["name"]),
+            **platform.hook_command(version, hook),
         }
         if platform.key == "gemini":
             handler["name"] = f"deepwork-{hook['name'].replace('_', '-')}"

@@ -93,6 +93,22 @@ def test_remove_from_stack_works_mid_stack(store: SessionStore) -> None:
     assert [s.session_id for s in store.stack()] == [sessions[0].session_id, sessions[2].session_id]
 
 
+def test_the_stack_file_exists_exactly_while_a_workflow_is_active(store: SessionStore) -> None:
+    # The plugins' hook commands test for this file before they start Python.
+    outer, inner = make_session(), make_session()
+    with store.transaction() as tx:
+        tx.push(outer)
+        tx.push(inner)
+    with store.transaction() as tx:
+        tx.remove_from_stack(inner.session_id)
+    assert store.stack_path.is_file()
+    with store.transaction() as tx:
+        tx.remove_from_stack(outer.session_id)
+    assert not store.stack_path.exists()
+    assert store.stack() == []
+    assert store.load(outer.session_id).session_id == outer.session_id  # kept for inspection
+
+
 def test_no_temporary_files_are_left_behind(tmp_path: Path, store: SessionStore) -> None:
     with store.transaction() as tx:
         for _ in range(5):

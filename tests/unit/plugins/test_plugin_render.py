@@ -93,8 +93,9 @@ def test_the_post_commit_reminder_hook_in_both_formats() -> None:
     assert claude["PostToolUse"][0]["hooks"] == [
         {
             "type": "command",
-            "command": "DEEPWORK_HOOK_PLATFORM=claude"
-            f" uvx deepwork=={version} hook post_commit_reminder",
+            "command": 'e=$(cat); case "$e" in *commit*) printf \'%s\\n\' "$e" | '
+            f"DEEPWORK_HOOK_PLATFORM=claude uvx deepwork=={version}"
+            " hook post_commit_reminder;; esac",
             "timeout": 30,
         }
     ]
@@ -102,7 +103,8 @@ def test_the_post_commit_reminder_hook_in_both_formats() -> None:
     assert gemini["AfterTool"][0]["hooks"] == [
         {
             "type": "command",
-            "command": f"uvx deepwork=={version} hook post_commit_reminder",
+            "command": 'e=$(cat); case "$e" in *commit*) printf \'%s\\n\' "$e" | '
+            f"uvx deepwork=={version} hook post_commit_reminder;; esac",
             "env": {"DEEPWORK_HOOK_PLATFORM": "gemini"},
             "name": "deepwork-post-commit-reminder",
             "timeout": 30_000,

@@ -6,7 +6,7 @@ Files (all JSON, all carrying `schema_version`):
 - `stack.json`: the ids of the active sessions, bottom to top. It is the one source of truth for
   "which workflows are running": a new server process reads it and carries on where a killed one
   stopped. Every session on the stack is `active`; a session leaves the stack when it completes or
-  is aborted.
+  is aborted. The file exists only while the stack is not empty (a cheap test for hooks).
 - `state.lock`: the cross-process lock held around every read-modify-write.
 
 Every write is atomic (`atomic_write_text`). A file that is not valid JSON, does not match the
@@ -303,8 +303,13 @@ class StateTransaction:
         self._sessions[session.session_id] = session
 
     def set_stack(self, session_ids: list[str]) -> None:
-        stack = _StackFile(session_ids=session_ids)
-        atomic_write_text(self._store.stack_path, stack.model_dump_json(indent=2) + "\n")
+        """Persist the stack. An empty stack removes the file: `stack.json` exists exactly while
+        a workflow is active, which the plugins' hook commands test before starting Python."""
+        if session_ids:
+            stack = _StackFile(session_ids=session_ids)
+            atomic_write_text(self._store.stack_path, stack.model_dump_json(indent=2) + "\n")
+        else:
+            self._store.stack_path.unlink(missing_ok=True)
         self._stack_ids = list(session_ids)
 
     def push(self, session: Session) -> None:

@@ -34,7 +34,7 @@ def _subscriptions(platform: str) -> dict[str, dict[str, Any]]:
             )
             for handler in group["hooks"]:
                 words = shlex.split(handler["command"])
-                name = words[words.index("hook") + 1]
+                name = words[words.index("hook") + 1].removesuffix(";;")  # guarded commands
                 entry = found.setdefault(
                     name, {"client_events": set(), "events": set(), "tools": tools, "handlers": []}
                 )
@@ -63,7 +63,7 @@ def test_claude_manifest_names_the_platform_and_covers_subagents() -> None:
     }
     for entry in found.values():
         for handler in entry["handlers"]:
-            assert handler["command"].startswith("DEEPWORK_HOOK_PLATFORM=claude ")
+            assert "DEEPWORK_HOOK_PLATFORM=claude uvx deepwork==" in handler["command"]
             assert handler["timeout"] <= 600  # seconds
 
 
