@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -108,6 +109,16 @@ def test_every_files_element_must_exist(root: Path) -> None:
     error = check(root, {"final": "final.md", "pages": ["p1.md", "missing.md"]})
     assert error.code == "outputs.file_not_found"
     assert "missing.md" in error.message
+
+
+@pytest.mark.parametrize("target", ["sub", ".", "pipe.md"])
+def test_outputs_that_are_not_regular_files_are_rejected(root: Path, target: str) -> None:
+    os.mkfifo(root / "pipe.md")
+    error = check(root, {"final": target, "pages": ["p1.md"]})
+    assert error.code == "outputs.not_a_file"
+    assert repr(target) in error.message
+    error = check(root, {"final": "final.md", "pages": ["p1.md", target]})
+    assert error.code == "outputs.not_a_file"
 
 
 def test_required_files_output_cannot_be_an_empty_list(root: Path) -> None:

@@ -2,7 +2,8 @@
 
 Every submitted name must be declared by a step of the current checkpoint, every required output
 must be there with the declared shape (`file`: one path, `files`: a list of paths, not empty when
-required), and every path must exist and resolve (after symlinks) inside the project. All problems
+required), and every path must exist, be a regular file (not a folder, FIFO or device) and resolve
+(after symlinks) inside the project. All problems
 are reported at once; the error code is that of the first.
 """
 
@@ -48,7 +49,8 @@ def validate_outputs(
     """Check `submitted` against the outputs the `steps` of one checkpoint declare.
 
     `project_root` must be absolute and resolved. Raises `OutputsError` (`outputs.unknown`,
-    `outputs.missing`, `outputs.wrong_type`, `outputs.empty_list`, `outputs.file_not_found`) or
+    `outputs.missing`, `outputs.wrong_type`, `outputs.empty_list`, `outputs.file_not_found`,
+    `outputs.not_a_file`) or
     `PathOutsideProjectError` (`path.outside_project`) for the first problem, naming all of them.
     """
     declared: dict[str, tuple[Step, OutputSpec]] = {}
@@ -155,6 +157,16 @@ def _check_path(root: Path, name: str, value: str, findings: list[_Finding]) -> 
                 "outputs.file_not_found",
                 f"output {name!r}: file not found at {value!r} (paths are relative to the "
                 f"project root {root}); create it or fix the path",
+            )
+        )
+        return None
+    if not resolved.is_file():
+        # A folder or a FIFO is no deliverable, and reviewers must never open a FIFO.
+        findings.append(
+            _Finding(
+                "outputs.not_a_file",
+                f"output {name!r}: {value!r} is not a regular file (a folder, FIFO or device); "
+                "submit the path of a file",
             )
         )
         return None
