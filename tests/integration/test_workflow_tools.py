@@ -714,3 +714,25 @@ async def test_argument_errors_do_not_echo_the_values(client: Client[Any]) -> No
         client, "start_workflow", "arguments.invalid", goal=huge, job_name="j", workflow_name="w"
     )
     assert len(text) < 500
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("start_workflow", {"goal": "\udcff", "job_name": "multi", "workflow_name": "alpha"}),
+        (
+            "start_workflow",
+            {"goal": "g", "job_name": "multi", "workflow_name": "alpha", "instance_id": "\ud800"},
+        ),
+        ("finished_step", {"outputs": {}, "notes": "\udcff"}),
+        ("finished_step", {"outputs": {}, "quality_review_override_reason": "\udcff"}),
+        ("abort_workflow", {"explanation": "\udcff"}),
+    ],
+)
+async def test_text_with_lone_surrogates_is_refused_before_anything_is_stored(
+    client: Client[Any], root: Path, tool: str, arguments: dict[str, Any]
+) -> None:
+    if tool != "start_workflow":
+        await call_ok(client, "start_workflow", goal="g", job_name="multi", workflow_name="alpha")
+    await call_error(client, tool, "text.invalid", **arguments)
+    await call_ok(client, "get_workflows")  # the server is fine

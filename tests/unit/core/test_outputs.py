@@ -121,6 +121,18 @@ def test_outputs_that_are_not_regular_files_are_rejected(root: Path, target: str
     assert error.code == "outputs.not_a_file"
 
 
+@pytest.mark.parametrize("path", ["a" * 100_000, "a/" * 3000 + "x", "\u00fc" * 300])
+def test_names_the_os_refuses_are_not_found_not_a_crash(root: Path, path: str) -> None:
+    error = check(root, {"final": path, "pages": ["p1.md"]})
+    assert error.code == "outputs.file_not_found"
+    assert len(error.message) < 1000  # the path is not echoed back whole
+
+
+def test_a_path_with_a_lone_surrogate_is_invalid_text(root: Path) -> None:
+    error = check(root, {"final": "\udcff.md", "pages": ["p1.md"]})
+    assert error.code == "text.invalid"
+
+
 def test_required_files_output_cannot_be_an_empty_list(root: Path) -> None:
     error = check(root, {"final": "final.md", "pages": []})
     assert error.code == "outputs.empty_list"
