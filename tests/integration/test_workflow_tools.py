@@ -678,13 +678,61 @@ async def test_unexpected_errors_become_a_generic_tool_error(
     await call_ok(client, "get_workflows")
 
 
-async def test_bad_arguments_are_tool_errors_not_crashes(client: Client[Any]) -> None:
-    for tool, arguments in [
-        ("start_workflow", {"goal": 5}),
-        ("finished_step", {"outputs": "x"}),
-        ("finished_step", {"outputs": {"a": {"b": 1}}}),
-        ("abort_workflow", {}),
-    ]:
-        result = await client.call_tool(tool, arguments, raise_on_error=False)
-        assert result.is_error, tool
+@pytest.mark.parametrize(
+    ("tool", "arguments", "named"),
+    [
+        ("start_workflow", {"goal": 5}, "goal"),
+        ("start_workflow", {"goal": "g", "job_name": None, "workflow_name": "w"}, "job_name"),
+        ("start_workflow", {"goal": "g", "job_name": "j", "workflow_name": ["w"]}, "workflow_name"),
+        (
+            "start_workflow",
+            {"goal": "g", "job_name": "j", "workflow_name": "w", "instance_id": 7},
+            "instance_id",
+        ),
+        ("finished_step", {"outputs": "x"}, "outputs"),
+        ("finished_step", {"outputs": {"a": {"b": 1}}}, "outputs.a"),
+        ("finished_step", {"outputs": {}, "notes": 5}, "notes"),
+        ("finished_step", {"outputs": {}, "session_id": 5}, "session_id"),
+        ("finished_step", {"outputs": {}, "quality_review_override_reason": []}, "quality_review"),
+        ("abort_workflow", {}, "explanation"),
+        ("abort_workflow", {"explanation": "x", "session_id": {}}, "session_id"),
+        ("get_workflows", {"x": 1}, "x"),
+    ],
+)
+async def test_bad_arguments_are_tool_errors_with_a_code(
+    client: Client[Any], tool: str, arguments: dict[str, Any], named: str
+) -> None:
+    text = await call_error(client, tool, "arguments.invalid", **arguments)
+    assert f"{tool}: " in text
+    assert named in text
     await call_ok(client, "get_workflows")
+
+
+async def test_argument_errors_do_not_echo_the_values(client: Client[Any]) -> None:
+    huge = ["z" * 100_000]
+    text = await call_error(
+        client, "start_workflow", "arguments.invalid", goal=huge, job_name="j", workflow_name="w"
+    )
+    assert len(text) < 500
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("start_workflow", {"goal": "\udcff", "job_name": "multi", "workflow_name": "alpha"}),
+        (
+            "start_workflow",
+            {"goal": "g", "job_name": "multi", "workflow_name": "alpha", "instance_id": "\ud800"},
+        ),
+        ("finished_step", {"outputs": {}, "notes": "\udcff"}),
+        ("finished_step", {"outputs": {}, "quality_review_override_reason": "\udcff"}),
+        ("abort_workflow", {"explanation": "\udcff"}),
+    ],
+)
+async def test_text_with_lone_surrogates_is_refused_before_anything_is_stored(
+    client: Client[Any], root: Path, tool: str, arguments: dict[str, Any]
+) -> None:
+    if tool != "start_workflow":
+        await call_ok(client, "start_workflow", goal="g", job_name="multi", workflow_name="alpha")
+    await call_error(client, tool, "text.invalid", **arguments)
+    await call_ok(client, "get_workflows")  # the server is fine

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -108,6 +109,28 @@ def test_every_files_element_must_exist(root: Path) -> None:
     error = check(root, {"final": "final.md", "pages": ["p1.md", "missing.md"]})
     assert error.code == "outputs.file_not_found"
     assert "missing.md" in error.message
+
+
+@pytest.mark.parametrize("target", ["sub", ".", "pipe.md"])
+def test_outputs_that_are_not_regular_files_are_rejected(root: Path, target: str) -> None:
+    os.mkfifo(root / "pipe.md")
+    error = check(root, {"final": target, "pages": ["p1.md"]})
+    assert error.code == "outputs.not_a_file"
+    assert repr(target) in error.message
+    error = check(root, {"final": "final.md", "pages": ["p1.md", target]})
+    assert error.code == "outputs.not_a_file"
+
+
+@pytest.mark.parametrize("path", ["a" * 100_000, "a/" * 3000 + "x", "\u00fc" * 300])
+def test_names_the_os_refuses_are_not_found_not_a_crash(root: Path, path: str) -> None:
+    error = check(root, {"final": path, "pages": ["p1.md"]})
+    assert error.code == "outputs.file_not_found"
+    assert len(error.message) < 1000  # the path is not echoed back whole
+
+
+def test_a_path_with_a_lone_surrogate_is_invalid_text(root: Path) -> None:
+    error = check(root, {"final": "\udcff.md", "pages": ["p1.md"]})
+    assert error.code == "text.invalid"
 
 
 def test_required_files_output_cannot_be_an_empty_list(root: Path) -> None:

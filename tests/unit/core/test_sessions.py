@@ -145,6 +145,7 @@ def _state_file(tmp_path: Path, session: Session) -> Path:
         ("{not json", "not valid JSON"),
         ('{"schema_version": 99}', "schema_version 99"),
         ("[]", "schema_version None"),
+        ("null", "schema_version None"),
         ('{"schema_version": 1, "session_id": 5}', "invalid at"),
         (b"\xff\xfe\x00", "cannot read"),
     ],
@@ -169,15 +170,26 @@ def test_corrupt_session_file_is_a_clear_error_naming_the_file(
     assert path.read_bytes() == (content if isinstance(content, bytes) else content.encode())
 
 
-def test_corrupt_stack_file_is_a_clear_error(tmp_path: Path, store: SessionStore) -> None:
+@pytest.mark.parametrize(
+    "content",
+    [
+        '{"schema_version": 2, "session_ids": []}',
+        "null",  # must not read as "no stack": the next start would overwrite it
+        '{"schema_version": 1, "session_ids": ["../../x"]}',  # never a path to build
+    ],
+)
+def test_corrupt_stack_file_is_a_clear_error(
+    tmp_path: Path, store: SessionStore, content: str
+) -> None:
     with store.transaction() as tx:
         tx.push(make_session())
     stack_path = tmp_path / ".deepwork/tmp/stack.json"
-    stack_path.write_text('{"schema_version": 2, "session_ids": []}')
+    stack_path.write_text(content)
     with pytest.raises(SessionError) as caught:
         store.stack()
     assert caught.value.code == "session.state_corrupt"
     assert str(stack_path) in caught.value.message
+    assert stack_path.read_text() == content
 
 
 def test_stack_naming_a_missing_session_file_is_corrupt(

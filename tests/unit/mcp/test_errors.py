@@ -35,3 +35,27 @@ def test_unexpected_errors_are_logged_and_masked(caplog: pytest.LogCaptureFixtur
     [record] = caplog.records
     assert record.exc_info is not None
     assert "KeyError" in caplog.text
+
+
+def test_argument_errors_name_the_tool_and_every_bad_argument() -> None:
+    from deepwork_mcp.errors import argument_error
+    from fastmcp.exceptions import ValidationError
+    from pydantic import BaseModel
+    from pydantic import ValidationError as PydanticValidationError
+
+    class Arguments(BaseModel):
+        a: int
+        b: int
+        c: int
+        d: int
+        e: int
+        f: int
+        g: int
+
+    with pytest.raises(PydanticValidationError) as caught:
+        Arguments.model_validate({})
+    wrapped = ValidationError("bad")
+    wrapped.__cause__ = caught.value
+    text = str(argument_error("some_tool", wrapped))
+    assert text.startswith("arguments.invalid: some_tool: a: Field required; b: ")
+    assert "and 2 more" in text

@@ -31,7 +31,7 @@ from deepwork_core.errors import (
     SessionError,
     WorkflowNotFoundError,
 )
-from deepwork_core.identifiers import check_session_id
+from deepwork_core.identifiers import check_session_id, check_text
 from deepwork_core.models import Step, Workflow
 from deepwork_core.outputs import ValidatedOutputs, validate_outputs
 from deepwork_core.sessions import (
@@ -172,6 +172,8 @@ class WorkflowEngine:
         self, goal: str, job_name: str, workflow_name: str, instance_id: str | None = None
     ) -> StartResult:
         """Start a workflow on top of the stack and begin its first checkpoint."""
+        check_text(goal, what="goal")
+        check_text(instance_id, what="instance_id")
         job = self.catalog.get(job_name)
         workflow = select_workflow(job, workflow_name)
         entries = workflow.entries
@@ -237,6 +239,8 @@ class WorkflowEngine:
             )
         if session_id is not None:
             check_session_id(session_id)
+        check_text(notes, what="notes")
+        check_text(override_reason, what="quality_review_override_reason")
 
         gate = self.gate
         with self.store.transaction() as tx:
@@ -329,6 +333,7 @@ class WorkflowEngine:
 
     def abort(self, explanation: str, session_id: str | None = None) -> AbortResult:
         """Abort a workflow (the top one unless `session_id` names another) and pop it."""
+        check_text(explanation, what="explanation")
         if session_id is not None:
             check_session_id(session_id)
         with self.store.transaction() as tx:

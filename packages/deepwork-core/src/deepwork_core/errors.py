@@ -67,6 +67,13 @@ class InvalidIdentifierError(DeepWorkError):
     agent_fixable = True
 
 
+class InvalidTextError(DeepWorkError):
+    """Text from outside that cannot be stored as UTF-8 (a lone surrogate, which JSON allows)."""
+
+    code = "text.invalid"
+    agent_fixable = True
+
+
 class PathOutsideProjectError(DeepWorkError):
     """A path resolves (after symlinks) outside the folder it must stay in."""
 

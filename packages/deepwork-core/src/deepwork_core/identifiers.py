@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from deepwork_core.errors import InvalidIdentifierError, PathOutsideProjectError
+from deepwork_core.errors import InvalidIdentifierError, InvalidTextError, PathOutsideProjectError
 
 NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
 SESSION_ID_PATTERN = r"^[A-Za-z0-9_-]{6,64}$"
@@ -34,6 +34,22 @@ def check_session_id(value: object) -> str:
             f"session_id {value!r} is not a valid session id; use the session_id returned by "
             "start_workflow or finished_step"
         )
+    return value
+
+
+def check_text(value: str | None, *, what: str) -> str | None:
+    """Return `value` if it can be written as UTF-8, else raise `text.invalid`.
+
+    JSON lets a client send lone surrogates (`"\\udcff"`); stored state must never hold one.
+    """
+    if value is not None:
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidTextError(
+                f"{what} holds a lone UTF-16 surrogate, which is not valid Unicode text; "
+                "send it again as plain UTF-8 text"
+            ) from None
     return value
 
 

@@ -2,7 +2,8 @@
 
 Every submitted name must be declared by a step of the current checkpoint, every required output
 must be there with the declared shape (`file`: one path, `files`: a list of paths, not empty when
-required), and every path must exist and resolve (after symlinks) inside the project. All problems
+required), and every path must exist, be a regular file (not a folder, FIFO or device) and resolve
+(after symlinks) inside the project. All problems
 are reported at once; the error code is that of the first.
 """
 
@@ -10,12 +11,13 @@ from __future__ import annotations
 
 import os
 import posixpath
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from deepwork_core.errors import OutputsError, PathOutsideProjectError
-from deepwork_core.identifiers import resolve_inside
+from deepwork_core.errors import InvalidTextError, OutputsError, PathOutsideProjectError
+from deepwork_core.identifiers import check_text, resolve_inside
 from deepwork_core.models import OutputSpec, OutputType, Step
 from deepwork_core.sessions import OutputValue
 
@@ -48,7 +50,8 @@ def validate_outputs(
     """Check `submitted` against the outputs the `steps` of one checkpoint declare.
 
     `project_root` must be absolute and resolved. Raises `OutputsError` (`outputs.unknown`,
-    `outputs.missing`, `outputs.wrong_type`, `outputs.empty_list`, `outputs.file_not_found`) or
+    `outputs.missing`, `outputs.wrong_type`, `outputs.empty_list`, `outputs.file_not_found`,
+    `outputs.not_a_file`) or
     `PathOutsideProjectError` (`path.outside_project`) for the first problem, naming all of them.
     """
     declared: dict[str, tuple[Step, OutputSpec]] = {}
@@ -145,16 +148,29 @@ def _check_value(
 
 def _check_path(root: Path, name: str, value: str, findings: list[_Finding]) -> str | None:
     try:
+        check_text(value, what=f"output {name!r} path")
         resolved = resolve_inside(root, value, what=f"output {name!r} path")
-    except PathOutsideProjectError as exc:
+        info = resolved.stat()
+    except (PathOutsideProjectError, InvalidTextError) as exc:
         findings.append(_Finding(exc.code, exc.message))
         return None
-    if not resolved.exists():
+    except OSError as exc:  # missing, or a name the OS refuses (too long, ...)
+        reason = "" if isinstance(exc, FileNotFoundError) else f" ({exc.strerror})"
         findings.append(
             _Finding(
                 "outputs.file_not_found",
-                f"output {name!r}: file not found at {value!r} (paths are relative to the "
-                f"project root {root}); create it or fix the path",
+                f"output {name!r}: file not found at {_clip(value)}{reason} (paths are relative "
+                f"to the project root {root}); create it or fix the path",
+            )
+        )
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        # A folder or a FIFO is no deliverable, and reviewers must never open a FIFO.
+        findings.append(
+            _Finding(
+                "outputs.not_a_file",
+                f"output {name!r}: {_clip(value)} is not a regular file (a folder, FIFO or "
+                "device); submit the path of a file",
             )
         )
         return None
@@ -167,6 +183,12 @@ def _relative(root: Path, value: str, resolved: Path) -> str:
     base = lexical if lexical.is_relative_to(root) else resolved
     relative = base.relative_to(root).as_posix()
     return posixpath.normpath(relative) if relative else "."
+
+
+def _clip(value: str) -> str:
+    """`repr(value)`, cut short: an agent's 100 kB path is not echoed back whole."""
+    shown = repr(value)
+    return shown if len(shown) <= 200 else shown[:200] + "…"
 
 
 def _describe(value: object) -> str:

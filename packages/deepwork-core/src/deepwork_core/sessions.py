@@ -26,13 +26,13 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Final, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from deepwork_core.errors import SessionError
 from deepwork_core.fsutil import atomic_write_text, file_lock
-from deepwork_core.identifiers import check_session_id
+from deepwork_core.identifiers import SESSION_ID_PATTERN, check_session_id
 from deepwork_core.runtime_dir import TMP_DIR, ensure_tmp_dir
 from deepwork_core.verdicts import ReviewVerdict
 
@@ -146,7 +146,10 @@ class Session(_State):
 
 class _StackFile(_State):
     schema_version: Literal[1] = SCHEMA_VERSION
-    session_ids: list[str] = Field(default_factory=list)
+    # An id that is no session id is corruption, never a path to build.
+    session_ids: list[Annotated[str, StringConstraints(pattern=SESSION_ID_PATTERN)]] = Field(
+        default_factory=list
+    )
 
 
 def new_session_id() -> str:
@@ -256,8 +259,8 @@ class StateTransaction:
 
     def stack_ids(self) -> list[str]:
         if self._stack_ids is None:
-            data = _read_json(self._store.stack_path, missing_ok=True)
-            if data is None:
+            data = _read_json(self._store.stack_path)
+            if data is _MISSING:
                 self._stack_ids = []
             else:
                 stack = _validate(_StackFile, data, self._store.stack_path)
@@ -281,8 +284,8 @@ class StateTransaction:
         if cached is not None:
             return cached
         path = self._store.session_path(session_id)
-        data = _read_json(path, missing_ok=True)
-        if data is None:
+        data = _read_json(path)
+        if data is _MISSING:
             raise SessionError(
                 f"there is no session {session_id!r}; use a session_id returned by "
                 "start_workflow or finished_step (the stack lists the active ones)",
@@ -341,13 +344,16 @@ class StateTransaction:
         return session
 
 
-def _read_json(path: Path, *, missing_ok: bool) -> Any:
+#: What `_read_json` returns for a file that does not exist (a file holding `null` is corrupt,
+#: not missing: it must never read as an empty state).
+_MISSING: Final = object()
+
+
+def _read_json(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        if missing_ok:
-            return None
-        raise
+        return _MISSING
     except (OSError, UnicodeDecodeError) as exc:
         raise SessionError(
             f"cannot read state file {path}: {exc}", code="session.state_corrupt"
