@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 import yaml
@@ -11,6 +12,7 @@ from deepwork_mcp.responses import (
     ActiveStepInfo,
     StackEntry,
 )
+from deepwork_review.formatters import GEMINI_HEADER
 from deepwork_review.pipeline import PARSE_ERROR
 from pydantic import BaseModel
 
@@ -89,3 +91,15 @@ def test_the_review_skill_describes_parse_errors_as_the_tool_returns_them() -> N
     assert f"`{PARSE_ERROR}`" in text
     assert "PARSE_ERROR:" not in text
     assert "defining_file" in text
+
+
+def test_gemini_task_list_and_skill_name_the_same_sub_agent_mechanism(
+    render_tool: ModuleType,
+) -> None:
+    # The review skill tells the agent how to start sub-agents; the task list the server returns
+    # must not tell it a different way.
+    tool = re.search(r"the `(\w+)` tool", render_tool.GEMINI.subagents)
+    assert tool, render_tool.GEMINI.subagents
+    skill = (REPO / "plugins/gemini/skills/review/SKILL.md").read_text(encoding="utf-8")
+    assert f"`{tool.group(1)}`" in skill
+    assert f"`{tool.group(1)}`" in GEMINI_HEADER
