@@ -1,9 +1,9 @@
 """Platform formatters: the task list an agent dispatches to parallel reviewers (RUNTIME.md §5).
 
 `claude` lists Task-tool calls (`name`, `description`, `subagent_type`, `prompt: "@file"`).
-`gemini` lists the same tasks as Gemini CLI sub-agent calls: a sub-agent is a tool named after
-the agent (`generalist` is built in) taking a prompt, and the prompt asks it to read the
-instruction file.
+`gemini` lists the same tasks as Gemini CLI sub-agent calls (`invoke_agent` with the agent's name,
+`generalist` being built in, as the Gemini skill says too); the prompt asks the sub-agent to read
+the instruction file.
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from deepwork_review.tasks import ReviewTask
 
 CLAUDE_HEADER = "Invoke the following list of Tasks in parallel:"
 GEMINI_HEADER = (
-    "Run the following review tasks in parallel as Gemini CLI sub-agents: for each task, call "
-    "the sub-agent named in `agent` (each sub-agent is a tool of the same name) with the "
-    "`prompt` given."
+    "Run the following review tasks in parallel as Gemini CLI sub-agents, all in the same turn: "
+    "for each task, call the `invoke_agent` tool with `agent_name` set to the task's `agent` and "
+    "the task's `prompt` (where the client lists each sub-agent as a tool of its own name, call "
+    "that tool with the prompt instead)."
 )
 DEFAULT_AGENT = {"claude": "general-purpose", "gemini": "generalist"}
 REPORTING_NOTE = (

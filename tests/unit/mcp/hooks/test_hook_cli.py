@@ -170,3 +170,19 @@ def test_a_silent_pipe_that_stays_open_times_out() -> None:
     assert code == 1
     assert out == ""
     assert "hook.stdin_timeout" in err
+
+
+def test_a_closed_stdin_is_a_clear_non_blocking_error() -> None:
+    # A platform (or a user's shell, `<&-`) may start the hook with no standard input at all;
+    # Python then has no `sys.stdin`. That must read as bad input, not as a traceback.
+    done = subprocess.run(
+        ["/bin/sh", "-c", 'exec "$@" <&-', "sh", *DEEPWORK, "hook", "workflow"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert "Traceback" not in done.stderr
+    assert "deepwork hook: hook.bad_input:" in done.stderr

@@ -45,7 +45,7 @@ def main(name: str) -> int:
         check_hook_name(name)
         settings = settings_from_environment(env, _cwd())
         text = read_event_text(
-            sys.stdin.fileno(),
+            _stdin_fd(),
             timeout=_seconds(env, "DEEPWORK_HOOK_STDIN_TIMEOUT", DEFAULT_STDIN_TIMEOUT),
         )
     except DeepWorkError as error:
@@ -58,6 +58,17 @@ def main(name: str) -> int:
         sys.stderr.write(answer.stderr)
     sys.stdout.flush()
     return answer.exit_code
+
+
+def _stdin_fd() -> int:
+    """The descriptor of standard input; `hook.bad_input` when the process was started without
+    one (Python then sets `sys.stdin` to None)."""
+    try:
+        return sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):
+        raise HookError(
+            "the hook has no standard input to read the event from", code="hook.bad_input"
+        ) from None
 
 
 def _seconds(env: Mapping[str, str], key: str, default: float) -> float:
