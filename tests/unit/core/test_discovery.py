@@ -165,12 +165,67 @@ def test_unchanged_jobs_are_not_parsed_again(folders: dict[SourceKind, Path]) ->
     assert catalog.parse_count == 2
     second = catalog.scan()
     assert catalog.parse_count == 2
-    assert [a.parsed is b.parsed for a, b in zip(first.jobs, second.jobs, strict=True)] == [
-        True,
-        True,
-    ]
-    assert catalog.get("demo").parsed is first.jobs[0].parsed
+    assert [a is b for a, b in zip(first.jobs, second.jobs, strict=True)] == [True, True]
     assert first.fingerprint == second.fingerprint
+    demo = catalog.get("demo")
+    assert catalog.get("demo") is demo
+    assert catalog.parse_count == 2
+
+
+def test_a_scan_lists_what_the_definitions_say(folders: dict[SourceKind, Path]) -> None:
+    write_job(folders[SourceKind.PROJECT], valid_job("demo"), "demo")
+    catalog = _catalog(folders)
+    (listed,) = catalog.scan().jobs
+    definition = catalog.get("demo").definition
+    assert (listed.name, listed.summary, listed.description) == (
+        definition.name,
+        definition.summary,
+        definition.description,
+    )
+    assert [(w.name, w.summary) for w in listed.workflows] == [
+        (w.name, w.summary) for w in definition.workflows
+    ]
+    assert listed.job_dir == folders[SourceKind.PROJECT] / "demo"
+
+
+def test_definitions_not_kept_are_parsed_again_on_demand(
+    folders: dict[SourceKind, Path],
+) -> None:
+    for name in ("demo", "more"):
+        write_job(folders[SourceKind.PROJECT], valid_job(name), name)
+    catalog = JobCatalog([JobFolder(folders[SourceKind.PROJECT], SourceKind.PROJECT)], keep=1)
+    catalog.scan()
+    assert catalog.parse_count == 2
+    catalog.get("demo")  # kept by the scan, which had room for one
+    assert catalog.parse_count == 2
+    more = catalog.get("more")
+    assert catalog.parse_count == 3
+    assert catalog.get("more") is more
+    assert catalog.parse_count == 3
+    assert catalog.get("demo").definition.name == "demo"  # pushed out by "more"
+    assert catalog.parse_count == 4
+    catalog.scan()
+    assert catalog.parse_count == 4
+
+
+def test_a_scan_does_not_push_out_the_jobs_in_use(folders: dict[SourceKind, Path]) -> None:
+    for name in ("demo", "more"):
+        write_job(folders[SourceKind.PROJECT], valid_job(name), name)
+    catalog = JobCatalog([JobFolder(folders[SourceKind.PROJECT], SourceKind.PROJECT)], keep=1)
+    in_use = catalog.get("more")
+    catalog.scan()
+    assert catalog.parse_count == 2
+    assert catalog.get("more") is in_use
+    assert catalog.parse_count == 2
+
+
+def test_a_catalog_may_keep_every_definition(folders: dict[SourceKind, Path]) -> None:
+    for index in range(40):
+        write_job(folders[SourceKind.PROJECT], valid_job(f"job{index}"), f"job{index}")
+    catalog = JobCatalog([JobFolder(folders[SourceKind.PROJECT], SourceKind.PROJECT)], keep=None)
+    scan = catalog.scan()
+    assert [catalog.get(job.name).name for job in scan.jobs] == [job.name for job in scan.jobs]
+    assert catalog.parse_count == 40
 
 
 def test_a_touched_but_unchanged_file_is_not_parsed_again(
@@ -179,11 +234,13 @@ def test_a_touched_but_unchanged_file_is_not_parsed_again(
     job_dir = write_job(folders[SourceKind.PROJECT], valid_job("demo"), "demo")
     catalog = _catalog(folders)
     before = catalog.scan()
+    in_use = catalog.get("demo")
     stat = (job_dir / "job.yml").stat()
     os.utime(job_dir / "job.yml", ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))
     after = catalog.scan()
+    assert catalog.get("demo") is in_use
     assert catalog.parse_count == 1
-    assert after.jobs[0].parsed is before.jobs[0].parsed
+    assert after.jobs[0] is before.jobs[0]
 
 
 def test_an_edited_job_is_seen_at_once(folders: dict[SourceKind, Path]) -> None:
@@ -192,8 +249,19 @@ def test_an_edited_job_is_seen_at_once(folders: dict[SourceKind, Path]) -> None:
     before = catalog.scan()
     write_job(job_dir.parent, changed(valid_job("demo"), ("summary",), "A longer summary"))
     after = catalog.scan()
-    assert after.jobs[0].definition.summary == "A longer summary"
+    assert after.jobs[0].summary == "A longer summary"
     assert after.fingerprint != before.fingerprint
+
+
+def test_an_edited_job_in_use_is_seen_at_once(folders: dict[SourceKind, Path]) -> None:
+    job_dir = write_job(folders[SourceKind.PROJECT], valid_job("demo"), "demo")
+    _age(job_dir / "job.yml")
+    catalog = _catalog(folders)
+    assert _summary_of(catalog, "demo") == "A demo job"
+    write_job(job_dir.parent, changed(valid_job("demo"), ("summary",), "A longer summary"))
+    assert _summary_of(catalog, "demo") == "A longer summary"
+    assert catalog.scan().jobs[0].summary == "A longer summary"
+    assert catalog.parse_count == 2
 
 
 def _age(job_file: Path, seconds: int = 60) -> None:
@@ -214,7 +282,7 @@ def test_a_repeat_scan_of_settled_jobs_returns_the_same_catalog(
     _age(job_dir / "job.yml")
     edited = catalog.scan()
     assert edited is not first
-    assert edited.jobs[0].definition.summary == "A later summary"
+    assert edited.jobs[0].summary == "A later summary"
     assert edited.fingerprint != first.fingerprint
 
 
@@ -251,7 +319,7 @@ def test_a_same_size_edit_within_one_timestamp_tick_is_seen(
         original.st_mtime_ns,
     )
     assert _summary_of(catalog, "demo") == "A demo jog"
-    assert catalog.scan().jobs[0].definition.summary == "A demo jog"
+    assert catalog.scan().jobs[0].summary == "A demo jog"
 
 
 def test_a_fixed_job_leaves_the_error_list(folders: dict[SourceKind, Path]) -> None:
@@ -285,11 +353,13 @@ def test_cached_jobs_drop_their_line_map_but_problems_keep_lines(
 ) -> None:
     job_dir = write_job(folders[SourceKind.PROJECT], valid_job("demo"), "demo")
     write_job(folders[SourceKind.PROJECT], changed(valid_job("bad"), ("version",), "x"), "bad")
-    scan = _catalog(folders).scan()
-    assert scan.jobs[0].parsed.lines == {}
+    catalog = _catalog(folders)
+    scan = catalog.scan()
+    demo = catalog.get("demo")
+    assert demo.parsed.lines == {}
     assert [p.line for p in scan.errors[0].parsed.problems] == [2]
     (job_dir / "steps" / "second.md").unlink()
-    (problem,) = check_job_files(scan.jobs[0].parsed)
+    (problem,) = check_job_files(demo.parsed)
     assert (problem.key, problem.line) == ("steps[1].instructions_file", _line_of(job_dir, 1))
 
 
@@ -305,7 +375,8 @@ def test_models_with_the_same_given_fields_share_one_fields_set(
 ) -> None:
     write_job(folders[SourceKind.PROJECT], valid_job("demo"), "demo")
     write_job(folders[SourceKind.PROJECT], valid_job("more"), "more")
-    demo, more = (job.definition for job in _catalog(folders).scan().jobs)
+    catalog = _catalog(folders)
+    demo, more = (catalog.get(job.name).definition for job in catalog.scan().jobs)
     assert demo.model_fields_set is more.model_fields_set
     assert demo.steps[0].model_fields_set is more.steps[0].model_fields_set
     copy = demo.model_copy(update={"description": "changed"})

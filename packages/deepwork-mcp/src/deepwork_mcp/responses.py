@@ -93,12 +93,9 @@ class GetWorkflowsResponse(_Model):
             jobs=[
                 JobInfo(
                     name=job.name,
-                    summary=job.definition.summary,
-                    description=job.definition.description,
-                    workflows=[
-                        WorkflowInfo(name=w.name, summary=w.summary)
-                        for w in job.definition.workflows
-                    ],
+                    summary=job.summary,
+                    description=job.description,
+                    workflows=[WorkflowInfo(name=w.name, summary=w.summary) for w in job.workflows],
                 )
                 for job in catalog.jobs
             ],

@@ -40,12 +40,14 @@ def list_jobs(project: Path) -> None:
     """Every job with its workflows and the folder it came from, then load errors."""
     project = project.resolve()
     additional = [p.expanduser().resolve() for p in parse_folder_list(_env_folders())]
-    catalog = JobCatalog.for_project(project, additional)
+    # A one-shot command: keep every definition, so each job is parsed once.
+    catalog = JobCatalog.for_project(project, additional, keep=None)
     scan = catalog.scan()
     if not scan.jobs and not scan.errors:
         click.echo(f"No jobs found (searched: {_searched(catalog.folders)}).")
         return
-    for job in scan.jobs:
+    for listed in scan.jobs:
+        job = catalog.get(listed.name)
         definition = job.definition
         click.echo(f"{job.name} {definition.version}  [{job.source.kind.value}] {job.job_dir}")
         click.echo(f"  {definition.summary}")
