@@ -41,6 +41,15 @@ def test_no_changed_files(repo) -> None:
     assert run.text == pipeline.NO_CHANGES
 
 
+def test_given_paths_that_are_not_files_are_named(repo) -> None:
+    repo.write("src/a.py")
+    run = run_review(repo.root, files=["missing.py", "src"])
+    assert run.status is ReviewStatus.NO_CHANGES
+    assert "missing.py (not found)" in run.text
+    assert "src/ (a folder" in run.text
+    assert run.tasks == ()
+
+
 def test_no_rule_matched(repo) -> None:
     repo.write("notes.md")
     run = run_review(repo.root)

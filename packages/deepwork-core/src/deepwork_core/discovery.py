@@ -32,7 +32,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from deepwork_core.errors import JobInvalidError, JobNotFoundError, Problem, YamlError
-from deepwork_core.identifiers import check_name
+from deepwork_core.identifiers import check_name, shown
 from deepwork_core.models import JobDefinition
 from deepwork_core.parser import JOB_FILE, ParsedJob, parse_job_source, summarize
 from deepwork_core.yamlio import read_limited
@@ -244,11 +244,11 @@ class JobCatalog:
             error = entry.outcome
             assert isinstance(error, JobLoadError)  # a valid job always comes with its definition
             raise JobInvalidError(
-                f"job {name!r} in {error.job_dir} failed to load: {error.error}",
+                f"job {shown(name)} in {error.job_dir} failed to load: {error.error}",
                 error.parsed.errors,
             )
         raise JobNotFoundError(
-            f"no job named {name!r}; call get_workflows to see the available jobs"
+            f"no job named {shown(name)}; call get_workflows to see the available jobs"
         )
 
     def _load(

@@ -17,12 +17,23 @@ SESSION_ID_PATTERN = r"^[A-Za-z0-9_-]{6,64}$"
 _NAME_RE = re.compile(NAME_PATTERN)
 _SESSION_RE = re.compile(SESSION_ID_PATTERN)
 
+#: How much of a rejected value an error message repeats (an agent may send megabytes).
+SHOWN_CHARS = 80
+
+
+def shown(value: object) -> str:
+    """`repr(value)`, clipped to about SHOWN_CHARS characters for error messages."""
+    text = repr(value)
+    if len(text) <= SHOWN_CHARS:
+        return text
+    return f"{text[: SHOWN_CHARS - 1]}… ({len(text)} characters)"
+
 
 def check_name(value: object, *, kind: str) -> str:
     """Return `value` if it is a valid job/workflow/step name, else raise `identifier.invalid`."""
     if not isinstance(value, str) or not _NAME_RE.fullmatch(value):
         raise InvalidIdentifierError(
-            f"{kind} {value!r} is not a valid name: use lowercase letters, digits and "
+            f"{kind} {shown(value)} is not a valid name: use lowercase letters, digits and "
             f"underscores, starting with a letter (pattern {NAME_PATTERN})"
         )
     return value
@@ -31,7 +42,7 @@ def check_name(value: object, *, kind: str) -> str:
 def check_session_id(value: object) -> str:
     if not isinstance(value, str) or not _SESSION_RE.fullmatch(value):
         raise InvalidIdentifierError(
-            f"session_id {value!r} is not a valid session id; use the session_id returned by "
+            f"session_id {shown(value)} is not a valid session id; use the session_id returned by "
             "start_workflow or finished_step"
         )
     return value
@@ -61,11 +72,10 @@ def resolve_inside(root: Path, relative: str | Path, *, what: str = "path") -> P
     """
     text = str(relative)
     if "\x00" in text:
-        raise PathOutsideProjectError(f"{what} {text!r} contains a NUL byte")
+        raise PathOutsideProjectError(f"{what} {shown(text)} contains a NUL byte")
     candidate = (root / relative).resolve()
     if candidate != root and not candidate.is_relative_to(root):
         raise PathOutsideProjectError(
-            f"{what} {text!r} resolves to {candidate}, which is outside {root}; "
-            "give a path inside the project"
+            f"{what} {shown(text)} resolves outside {root}; give a path inside the project"
         )
     return candidate

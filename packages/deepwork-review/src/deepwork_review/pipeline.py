@@ -119,7 +119,9 @@ def run_review(
         changed = combine_changes(root, tracked, listing).files
     else:
         explicit = normalise_paths(root, files or ())
-        changed = tuple(path for path in explicit if (root / path).exists())
+        changed = tuple(path for path in explicit if (root / path).is_file())
+        if explicit and not changed:
+            return informational(ReviewStatus.NO_CHANGES, _no_given_files_message(root, explicit))
     if not changed:
         return informational(ReviewStatus.NO_CHANGES, NO_CHANGES)
 
@@ -187,6 +189,18 @@ def configured_rules(
 def mark_review_passed(project_root: Path, review_id: str) -> None:
     """Remember that the review `review_id` (issued by an earlier run) passed."""
     ReviewPasses(_project_root(project_root)).mark_passed(review_id)
+
+
+def _no_given_files_message(root: Path, paths: Sequence[str]) -> str:
+    """Why none of the caller's paths can be reviewed (deleted, mistyped, or a folder)."""
+    described = [
+        f"{path}/ (a folder: name the files in it)"
+        if (root / path).is_dir()
+        else f"{path} (not found)"
+        for path in paths[:10]
+    ]
+    more = f", and {len(paths) - 10} more" if len(paths) > 10 else ""
+    return f"None of the given paths is a file of the project: {', '.join(described)}{more}."
 
 
 def normalise_paths(project_root: Path, paths: Iterable[str]) -> tuple[str, ...]:

@@ -1,0 +1,92 @@
+"""Identifiers and paths from outside are checked before any file is touched (FORMATS.md §5)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from deepwork_core.discovery import JobCatalog
+from deepwork_core.errors import (
+    InvalidIdentifierError,
+    InvalidTextError,
+    JobNotFoundError,
+    PathOutsideProjectError,
+)
+from deepwork_core.identifiers import (
+    SHOWN_CHARS,
+    check_name,
+    check_session_id,
+    check_text,
+    resolve_inside,
+    shown,
+)
+
+
+@pytest.mark.parametrize("name", ["a", "job_1", "x9_y"])
+def test_valid_names_pass(name: str) -> None:
+    assert check_name(name, kind="job_name") == name
+
+
+@pytest.mark.parametrize(
+    "name", ["", "1job", "Job", "my-job", "../x", "/abs", "a b", "a\x00b", None, 3, ["a"]]
+)
+def test_invalid_names_are_rejected_with_the_kind_named(name: object) -> None:
+    with pytest.raises(InvalidIdentifierError) as caught:
+        check_name(name, kind="workflow_name")
+    assert caught.value.code == "identifier.invalid"
+    assert caught.value.agent_fixable
+    assert "workflow_name" in str(caught.value)
+
+
+@pytest.mark.parametrize("session_id", ["../../x", "abc", "a" * 65, "with space1", "", None])
+def test_invalid_session_ids_are_rejected(session_id: object) -> None:
+    with pytest.raises(InvalidIdentifierError):
+        check_session_id(session_id)
+
+
+def test_rejected_values_are_clipped_in_messages(tmp_path: Path) -> None:
+    huge = "A" * 100_000
+    with pytest.raises(InvalidIdentifierError) as caught:
+        check_name(huge, kind="job_name")
+    assert len(str(caught.value)) < 400
+    assert "100002 characters" in str(caught.value)
+
+    # A long name that matches the pattern is echoed clipped by discovery too.
+    with pytest.raises(JobNotFoundError) as not_found:
+        JobCatalog.for_project(tmp_path).get("a" * 100_000)
+    assert len(str(not_found.value)) < 400
+
+
+def test_shown_keeps_short_values_whole() -> None:
+    assert shown("abc") == "'abc'"
+    assert len(shown("x" * 1000)) < SHOWN_CHARS + 30
+
+
+def test_lone_surrogates_are_invalid_text() -> None:
+    assert check_text("fine ✓", what="goal") == "fine ✓"
+    assert check_text(None, what="notes") is None
+    with pytest.raises(InvalidTextError) as caught:
+        check_text("bad \udcff", what="goal")
+    assert caught.value.code == "text.invalid"
+
+
+@pytest.mark.parametrize("path", ["a.md", "sub/b.md", "sub/../a.md", "."])
+def test_paths_inside_the_project_resolve(tmp_path: Path, path: str) -> None:
+    root = tmp_path.resolve()
+    assert resolve_inside(root, path).is_relative_to(root)
+
+
+@pytest.mark.parametrize("path", ["../x", "/etc/passwd", "sub/../../x", "a\x00b"])
+def test_paths_leaving_the_project_are_rejected(tmp_path: Path, path: str) -> None:
+    with pytest.raises(PathOutsideProjectError) as caught:
+        resolve_inside(tmp_path.resolve(), path, what="output")
+    assert caught.value.code == "path.outside_project"
+
+
+def test_a_symlink_pointing_outside_is_rejected(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    root.mkdir()
+    (tmp_path / "secret.txt").write_text("s", encoding="utf-8")
+    (root / "link.txt").symlink_to(tmp_path / "secret.txt")
+    with pytest.raises(PathOutsideProjectError):
+        resolve_inside(root.resolve(), "link.txt")
