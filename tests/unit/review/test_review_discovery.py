@@ -7,15 +7,7 @@ from pathlib import Path
 import pytest
 from deepwork_review.discovery import RuleCache, deepreview_sources, list_project_files
 
-PY_RULE = """\
-python:
-  description: Python files
-  match:
-    include: ["**/*.py"]
-  review:
-    strategy: individual
-    instructions: Check the Python file.
-"""
+from tests.conftest import PY_RULE
 
 
 def _make_loops(root: Path) -> None:
