@@ -736,3 +736,21 @@ async def test_text_with_lone_surrogates_is_refused_before_anything_is_stored(
         await call_ok(client, "start_workflow", goal="g", job_name="multi", workflow_name="alpha")
     await call_error(client, tool, "text.invalid", **arguments)
     await call_ok(client, "get_workflows")  # the server is fine
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("start_workflow", {"goal": "g" * 70_000, "job_name": "multi", "workflow_name": "alpha"}),
+        ("finished_step", {"outputs": {}, "notes": "n" * 70_000}),
+        ("abort_workflow", {"explanation": "e" * 70_000}),
+    ],
+)
+async def test_overlong_text_is_refused_before_anything_is_stored(
+    client: Client[Any], root: Path, tool: str, arguments: dict[str, Any]
+) -> None:
+    if tool != "start_workflow":
+        await call_ok(client, "start_workflow", goal="g", job_name="multi", workflow_name="alpha")
+    await call_error(client, tool, "text.too_long", **arguments)
+    sessions = list((root / ".deepwork" / "tmp").glob("session_*.json"))
+    assert all(len(p.read_text(encoding="utf-8")) < 60_000 for p in sessions)

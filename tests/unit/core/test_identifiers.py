@@ -13,6 +13,7 @@ from deepwork_core.errors import (
     PathOutsideProjectError,
 )
 from deepwork_core.identifiers import (
+    MAX_TEXT_CHARS,
     SHOWN_CHARS,
     check_name,
     check_session_id,
@@ -90,3 +91,11 @@ def test_a_symlink_pointing_outside_is_rejected(tmp_path: Path) -> None:
     (root / "link.txt").symlink_to(tmp_path / "secret.txt")
     with pytest.raises(PathOutsideProjectError):
         resolve_inside(root.resolve(), "link.txt")
+
+
+def test_overlong_text_is_refused() -> None:
+    assert check_text("x" * MAX_TEXT_CHARS, what="notes") is not None
+    with pytest.raises(InvalidTextError) as caught:
+        check_text("x" * (MAX_TEXT_CHARS + 1), what="notes")
+    assert caught.value.code == "text.too_long"
+    assert caught.value.agent_fixable

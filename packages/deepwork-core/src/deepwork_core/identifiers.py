@@ -48,12 +48,23 @@ def check_session_id(value: object) -> str:
     return value
 
 
+#: The longest free text (goal, notes, reasons …) an agent may send. State files hold it and are
+#: rewritten on every call, so megabytes of it would slow every later call of the workflow.
+MAX_TEXT_CHARS = 65_536
+
+
 def check_text(value: str | None, *, what: str) -> str | None:
-    """Return `value` if it can be written as UTF-8, else raise `text.invalid`.
+    """Return `value` if it can be stored, else raise `text.invalid` or `text.too_long`.
 
     JSON lets a client send lone surrogates (`"\\udcff"`); stored state must never hold one.
     """
     if value is not None:
+        if len(value) > MAX_TEXT_CHARS:
+            raise InvalidTextError(
+                f"{what} is {len(value)} characters long; the limit is {MAX_TEXT_CHARS}. "
+                "Put long content in a file and refer to it",
+                code="text.too_long",
+            )
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:
