@@ -53,15 +53,18 @@ def check_session_id(value: object) -> str:
 MAX_TEXT_CHARS = 65_536
 
 
-def check_text(value: str | None, *, what: str) -> str | None:
+def check_text(
+    value: str | None, *, what: str, max_chars: int | None = MAX_TEXT_CHARS
+) -> str | None:
     """Return `value` if it can be stored, else raise `text.invalid` or `text.too_long`.
 
     JSON lets a client send lone surrogates (`"\\udcff"`); stored state must never hold one.
+    `max_chars=None` skips the length limit (paths: the file system has its own).
     """
     if value is not None:
-        if len(value) > MAX_TEXT_CHARS:
+        if max_chars is not None and len(value) > max_chars:
             raise InvalidTextError(
-                f"{what} is {len(value)} characters long; the limit is {MAX_TEXT_CHARS}. "
+                f"{what} is {len(value)} characters long; the limit is {max_chars}. "
                 "Put long content in a file and refer to it",
                 code="text.too_long",
             )

@@ -148,7 +148,7 @@ def _check_value(
 
 def _check_path(root: Path, name: str, value: str, findings: list[_Finding]) -> str | None:
     try:
-        check_text(value, what=f"output {name!r} path")
+        check_text(value, what=f"output {name!r} path", max_chars=None)
         resolved = resolve_inside(root, value, what=f"output {name!r} path")
         info = resolved.stat()
     except (PathOutsideProjectError, InvalidTextError) as exc:
