@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -98,7 +99,7 @@ def test_post_commit_reminder_starts_only_for_a_commit(platform: str, tmp_path: 
     assert json.loads(Path(f"{log}.stdin").read_text(encoding="utf-8")) == commit
 
 
-def test_an_unknown_guard_is_a_render_error(render_tool: object) -> None:
-    platform = render_tool.CLAUDE  # type: ignore[attr-defined]
+def test_an_unknown_guard_is_a_render_error(render_tool: ModuleType) -> None:
+    platform = render_tool.CLAUDE
     with pytest.raises(ValueError, match="unknown `when`"):
         platform.hook_command("1.0.0", {"name": "x", "when": "sometimes"})

@@ -219,15 +219,15 @@ class ReviewResult(_Model):
     criteria_results: list[QualityCriteriaResult]
 
     @classmethod
-    def from_finding(cls, finding: ReviewVerdict) -> ReviewResult:
+    def from_verdict(cls, verdict: ReviewVerdict) -> ReviewResult:
         return cls(
-            review_run_each=finding.review_run_each,
-            target_file=finding.target_file,
-            passed=finding.passed,
-            feedback=finding.feedback,
+            review_run_each=verdict.review_run_each,
+            target_file=verdict.target_file,
+            passed=verdict.passed,
+            feedback=verdict.feedback,
             criteria_results=[
                 QualityCriteriaResult(criterion=c.criterion, passed=c.passed, feedback=c.feedback)
-                for c in finding.criteria_results
+                for c in verdict.criteria_results
             ],
         )
 
@@ -251,7 +251,7 @@ class FinishedStepResponse(_Model):
             status=result.status,
             feedback=result.feedback,
             failed_reviews=(
-                [ReviewResult.from_finding(f) for f in result.failed_reviews]
+                [ReviewResult.from_verdict(v) for v in result.failed_reviews]
                 if result.status is FinishStatus.NEEDS_WORK
                 else None
             ),

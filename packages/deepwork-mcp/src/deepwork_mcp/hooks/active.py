@@ -6,7 +6,8 @@ So hooks first probe with plain `json` and text reads, and open the store only w
 may be running (`stack_is_empty`) and its job may have hooks for the event (`may_have_job_hooks`).
 The probes are conservative — when in doubt they say "maybe" and the store decides — and depend
 on these facts of the store's format, which a test checks against `deepwork_core.sessions`: the
-stack is `<project>/.deepwork/tmp/stack.json` listing active ids, top last, under `session_ids`;
+stack is `<project>/.deepwork/tmp/stack.json` listing active ids, top last, under `session_ids`
+(absent when no workflow is active);
 a session is `<same folder>/session_<id>.json` naming its job under `job_name`.
 """
 
