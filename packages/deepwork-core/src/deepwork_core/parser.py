@@ -221,6 +221,8 @@ _SHAPE_CODES = {
     "too_long": "job.too_long",
     "input_shape": "job.invalid_input",
     "hook_action_shape": "job.invalid_hook_action",
+    "may_change_glob": "job.invalid_may_change",
+    "approval_show": "job.invalid_approval",
 }
 
 
