@@ -49,7 +49,7 @@ def test_a_file_that_is_gone_or_escapes_the_project_has_no_hash(tmp_path: Path) 
     root = project(tmp_path)
     outside = tmp_path / "secret.txt"
     outside.write_text("secret\n")
-    os.symlink(outside, root / "out" / "link.md")
+    (root / "out" / "link.md").symlink_to(outside)
     assert sha256_file(root, "out/missing.md") is None
     assert sha256_file(root, "out/link.md") is None
     assert sha256_file(root, "out") is None

@@ -2,11 +2,11 @@
 
 When a step begins, `take_snapshot` notes the repository state cheaply: HEAD and the files git
 reports as changed (modified, added, deleted, untracked; ignored files are not seen), each with
-a stat signature (size, modification and change times, inode). At the step's checkpoint a second snapshot is
-compared with the first (`changed_between`): a file is changed during the step when it became
-changed, when its signature moved, when it went back to clean with other bytes, or when a commit
-made during the step touched it. `undeclared` keeps the changed files that are neither outputs of
-the checkpoint nor matched by one of its `may_change` globs.
+a stat signature (size, modification and change times, inode). At the step's checkpoint a second
+snapshot is compared with the first (`changed_between`): a file is changed during the step when
+it became changed, when its signature moved, when it went back to clean with other bytes, or when
+a commit made during the step touched it. `undeclared` keeps the changed files that are neither
+outputs of the checkpoint nor matched by one of its `may_change` globs.
 
 Each snapshot is one `git status` (plus `git rev-parse --show-prefix` the first time, and a
 `git diff` when HEAD moved), all bounded by the git helpers' timeout. Paths are POSIX and
@@ -64,8 +64,8 @@ def take_snapshot(
             return None
         raise GitError(f"git status failed: {result.stderr.strip()}", code="git.failed")
     if prefix is None:
-        prefix = run_git(["rev-parse", "--show-prefix"], cwd=project_root, timeout=timeout)
-        prefix = prefix.stdout.strip()
+        shown = run_git(["rev-parse", "--show-prefix"], cwd=project_root, timeout=timeout)
+        prefix = shown.stdout.strip()
     head, paths = _parse_status(result.stdout)
     dirty = {
         path[len(prefix) :]: _signature(project_root, path[len(prefix) :])
@@ -92,9 +92,8 @@ def changed_between(
             changed.add(path)
     if after.head is not None and after.head != before.head:
         for path in _committed(project_root, before, after.head, timeout):
-            if path not in before.dirty or path in changed:
-                changed.add(path)
-            elif _signature(project_root, path) != before.dirty[path]:
+            # A file changed at the start and committed as it was is no change of the step.
+            if path not in before.dirty or _signature(project_root, path) != before.dirty[path]:
                 changed.add(path)
     return sorted(changed)
 

@@ -20,6 +20,12 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
     "review": ("deepwork_mcp.cli.review", "review", "Print review tasks for the changed files."),
     "hook": ("deepwork_mcp.cli.hook", "hook", "Run a DeepWork hook on one event read from stdin."),
     "jobs": ("deepwork_mcp.cli.jobs", "jobs", "List, validate and scaffold DeepWork jobs."),
+    "approve": (
+        "deepwork_mcp.cli.approve",
+        "approve",
+        "Approve or reject a step waiting for a human.",
+    ),
+    "stats": ("deepwork_mcp.cli.stats", "stats", "Quality-gate figures per job, step, criterion."),
 }
 
 
