@@ -7,7 +7,9 @@ a file whose bytes differ is `StaleEvidence` and blocks the end of the workflow 
 reviewed again or an override acknowledges the change.
 
 Files are read again inside the project root right before they are hashed; a path that no longer
-resolves to a regular file inside the project hashes to None (the evidence is stale).
+resolves to a regular file inside the project hashes to None (the evidence is stale). Each record
+also keeps the file's stat signature (`fsutil.stat_signature`): a later check re-reads a file only
+when its signature moved, so checking earlier outputs costs a `stat` per file.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from deepwork_core.errors import DeepWorkError
+from deepwork_core.fsutil import path_signature, stat_signature
 from deepwork_core.identifiers import resolve_inside
 
 _CHUNK = 1024 * 1024
@@ -48,6 +51,7 @@ class OutputHash(_Model):
     step_id: str
     path: str
     sha256: str | None
+    signature: str | None = None
 
 
 class OutputEvidence(_Model):
@@ -60,6 +64,8 @@ class OutputEvidence(_Model):
     verdict: VerdictKind
     recorded_at: datetime
     override_reason: str | None = None
+    #: The file's stat signature when it was hashed (a shortcut for re-checks, not evidence).
+    signature: str | None = None
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -78,20 +84,26 @@ class StaleEvidence(_Model):
 
 def sha256_file(project_root: Path, relative: str) -> str | None:
     """The hex SHA-256 of the regular file `relative` inside `project_root`, else None."""
+    return _hash(project_root, relative)[0]
+
+
+def _hash(project_root: Path, relative: str) -> tuple[str | None, str | None]:
+    """(SHA-256, stat signature taken before reading) of the file, or (None, None)."""
     try:
         resolved = resolve_inside(project_root, relative)
         fd = os.open(resolved, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
     except (DeepWorkError, OSError):
-        return None
+        return None, None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None, None
         digest = hashlib.sha256()
         while chunk := os.read(fd, _CHUNK):
             digest.update(chunk)
-        return digest.hexdigest()
+        return digest.hexdigest(), stat_signature(info)
     except OSError:
-        return None
+        return None, None
     finally:
         os.close(fd)
 
@@ -104,8 +116,16 @@ def hash_outputs(
     for step_id, outputs in by_step.items():
         for output, value in outputs.items():
             for path in [value] if isinstance(value, str) else value:
-                digest = sha256_file(project_root, path)
-                hashes.append(OutputHash(output=output, step_id=step_id, path=path, sha256=digest))
+                digest, signature = _hash(project_root, path)
+                hashes.append(
+                    OutputHash(
+                        output=output,
+                        step_id=step_id,
+                        path=path,
+                        sha256=digest,
+                        signature=signature,
+                    )
+                )
     return hashes
 
 
@@ -125,6 +145,7 @@ def bind(
             verdict=verdict,
             recorded_at=at,
             override_reason=override_reason,
+            signature=item.signature,
         )
         for item in hashes
     ]
@@ -149,6 +170,8 @@ def find_stale(project_root: Path, evidence: Iterable[OutputEvidence]) -> list[S
     """The evidence whose file no longer has the hash its verdict covered."""
     stale: list[StaleEvidence] = []
     for item in evidence:
+        if item.signature is not None and item.signature == _lstat_signature(project_root, item):
+            continue  # not written since it was hashed
         now = sha256_file(project_root, item.path)
         if now != item.sha256:
             stale.append(
@@ -161,3 +184,11 @@ def find_stale(project_root: Path, evidence: Iterable[OutputEvidence]) -> list[S
                 )
             )
     return stale
+
+
+def _lstat_signature(project_root: Path, item: OutputEvidence) -> str | None:
+    try:
+        resolved = resolve_inside(project_root, item.path)
+    except DeepWorkError:
+        return None
+    return path_signature(resolved)

@@ -15,13 +15,13 @@ relative to the project root; files of the repository outside the project are no
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from deepwork_core.errors import GitError
+from deepwork_core.fsutil import path_signature
 from deepwork_core.git import run_git
 from deepwork_core.globs import matches_any
 
@@ -135,8 +135,4 @@ def _committed(project_root: Path, before: RepoSnapshot, head: str, timeout: flo
 
 
 def _signature(project_root: Path, relative: str) -> str:
-    try:
-        info = os.lstat(project_root / relative)
-    except OSError:
-        return _GONE
-    return f"{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}:{info.st_ino}"
+    return path_signature(project_root / relative) or _GONE
