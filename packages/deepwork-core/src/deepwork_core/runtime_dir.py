@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from deepwork_core.fsutil import atomic_write_text
+from deepwork_core.layout import TMP_DIR
 
-#: Where runtime files live, relative to the project root (POSIX form, as git prints paths).
-TMP_DIR = ".deepwork/tmp"
+__all__ = ["TMP_DIR", "ensure_tmp_dir"]
 
 _GITIGNORE = "*\n"
 

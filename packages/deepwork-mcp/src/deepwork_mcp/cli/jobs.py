@@ -13,7 +13,8 @@ from pathlib import Path
 import click
 from deepwork_core.discovery import JobCatalog, JobFolder, parse_folder_list
 from deepwork_core.errors import Problem, Severity
-from deepwork_core.parser import JOB_FILE, ParsedJob, check_job_files, parse_job_dir
+from deepwork_core.layout import JOB_FILE
+from deepwork_core.parser import ParsedJob, check_job_files, parse_job_dir
 
 from deepwork_mcp.cli.jobs_new import new
 
