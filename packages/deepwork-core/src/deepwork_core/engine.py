@@ -11,7 +11,7 @@ session that changed meanwhile.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
@@ -98,7 +98,8 @@ class FinishResult:
     stack: list[StackItem]
     brief: StepBrief | None = None
     feedback: str | None = None
-    failed_reviews: list[ReviewVerdict] = field(default_factory=list)
+    #: The reviews that failed; set with `NEEDS_WORK` only.
+    failed_reviews: list[ReviewVerdict] | None = None
     summary: str | None = None
     all_outputs: dict[str, OutputValue] | None = None
 

@@ -20,12 +20,12 @@ from mcp.types import TextContent, ToolAnnotations
 from pydantic import Field
 
 from deepwork_mcp.errors import tool_errors
+from deepwork_mcp.listing import output_schema
 from deepwork_mcp.responses import (
     AbortWorkflowResponse,
     FinishedStepResponse,
     GetWorkflowsResponse,
     StartWorkflowResponse,
-    output_schema,
 )
 
 _READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
@@ -54,7 +54,7 @@ class _ListingCache:
         if cached is None or cached[0] != catalog.fingerprint:
             # The text is the same compact JSON as `model_dump_json`, written from the dict so
             # the response model is gone before the text exists (a lower first-call peak).
-            structured = GetWorkflowsResponse.from_catalog(catalog).model_dump(mode="json")
+            structured = GetWorkflowsResponse.model_validate(catalog).model_dump(mode="json")
             text = json.dumps(structured, ensure_ascii=False, separators=(",", ":"))
             result = ToolResult(
                 content=[TextContent(type="text", text=text)], structured_content=structured
@@ -87,7 +87,7 @@ def register_workflow_tools(mcp: FastMCP, engine: WorkflowEngine) -> None:
             result = await to_thread.run_sync(
                 partial(engine.start, goal, job_name, workflow_name, instance_id)
             )
-            return StartWorkflowResponse.from_result(result)
+            return StartWorkflowResponse.model_validate(result)
 
     @mcp.tool(annotations=_CHANGES_STATE, output_schema=output_schema(FinishedStepResponse))
     async def finished_step(
@@ -115,7 +115,7 @@ def register_workflow_tools(mcp: FastMCP, engine: WorkflowEngine) -> None:
                     progress=ctx.report_progress,
                 )
             )
-            return FinishedStepResponse.from_result(result)
+            return FinishedStepResponse.model_validate(result)
 
     @mcp.tool(annotations=_CHANGES_STATE, output_schema=output_schema(AbortWorkflowResponse))
     async def abort_workflow(
@@ -125,4 +125,4 @@ def register_workflow_tools(mcp: FastMCP, engine: WorkflowEngine) -> None:
         """Abort a workflow; its parent resumes."""
         with tool_errors("abort_workflow"):
             result = await to_thread.run_sync(partial(engine.abort, explanation, session_id))
-            return AbortWorkflowResponse.from_result(result)
+            return AbortWorkflowResponse.model_validate(result)
