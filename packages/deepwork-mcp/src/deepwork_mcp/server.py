@@ -26,7 +26,7 @@ from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools.base import ToolResult
 from mcp.types import CallToolRequestParams
 
-from deepwork_mcp.errors import ArgumentErrors
+from deepwork_mcp.errors import ToolErrors
 from deepwork_mcp.gating import ExternalGate, SelfReviewGate
 from deepwork_mcp.listing import CompactToolListing
 from deepwork_mcp.reviewer import ClaudeReviewer
@@ -107,7 +107,7 @@ def create_server(
         instructions=INSTRUCTIONS,
         version=version("deepwork-mcp"),
         mask_error_details=True,
-        middleware=[CallLog(engine), ArgumentErrors(), CompactToolListing()],
+        middleware=[CallLog(engine), ToolErrors(), CompactToolListing()],
     )
     register_workflow_tools(mcp, engine)
     register_review_tools(mcp, project_root=root, platform=config.platform)
