@@ -13,13 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
 from pathlib import Path
 
 from deepwork_core.briefing import (
     InstructionReader,
     ResolvedInput,
-    StepBrief,
     build_brief,
     resolve_inputs,
 )
@@ -43,8 +41,14 @@ from deepwork_core.errors import (
 from deepwork_core.identifiers import check_session_id, check_text
 from deepwork_core.models import Step, Workflow
 from deepwork_core.outputs import ValidatedOutputs, validate_outputs
+from deepwork_core.results import (
+    AbortResult,
+    FinishResult,
+    FinishStatus,
+    StackItem,
+    StartResult,
+)
 from deepwork_core.sessions import (
-    OutputValue,
     QualityEvent,
     QualityEventKind,
     Session,
@@ -69,49 +73,6 @@ class _Pending:
     job: LoadedJob
     validated: ValidatedOutputs
     entry_index: int
-
-
-@dataclass(frozen=True, slots=True)
-class StackItem:
-    session_id: str
-    workflow: str
-    step: str
-
-
-class FinishStatus(StrEnum):
-    NEEDS_WORK = "needs_work"
-    NEXT_STEP = "next_step"
-    WORKFLOW_COMPLETE = "workflow_complete"
-
-
-@dataclass(frozen=True, slots=True)
-class StartResult:
-    brief: StepBrief
-    stack: list[StackItem]
-    branch_name: str | None
-    branch_note: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class FinishResult:
-    status: FinishStatus
-    stack: list[StackItem]
-    brief: StepBrief | None = None
-    feedback: str | None = None
-    #: The reviews that failed; set with `NEEDS_WORK` only.
-    failed_reviews: list[ReviewVerdict] | None = None
-    summary: str | None = None
-    all_outputs: dict[str, OutputValue] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class AbortResult:
-    aborted_workflow: str
-    aborted_step: str
-    explanation: str
-    stack: list[StackItem]
-    resumed_workflow: str | None
-    resumed_step: str | None
 
 
 class WorkflowEngine:

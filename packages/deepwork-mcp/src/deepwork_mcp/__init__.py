@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from deepwork_core.config import DeepWorkConfig
+    from deepwork_core import DeepWorkConfig
     from fastmcp import FastMCP
 
 __all__ = ["create_server"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 
-from deepwork_core.errors import DeepWorkError
+from deepwork_core import DeepWorkError
 from fastmcp.exceptions import ToolError, ValidationError
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools.base import ToolResult

@@ -9,15 +9,13 @@ external reviewer is async, so it is run on the server's event loop through `any
 from __future__ import annotations
 
 from anyio import from_thread
-from deepwork_core.checkpoint import (
+from deepwork_core import (
     Checkpoint,
     GateNeedsWork,
     GatePassed,
     GateSelfReviewRequested,
     GateVerdict,
     ProgressReporter,
-)
-from deepwork_core.quality import (
     combined_feedback,
     plan_review_tasks,
     self_review_feedback,

@@ -12,8 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from deepwork_core.engine import FinishStatus
-from deepwork_core.sessions import OutputValue
+from deepwork_core import FinishStatus, OutputValue
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 

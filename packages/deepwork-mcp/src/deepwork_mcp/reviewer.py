@@ -19,23 +19,22 @@ import signal
 import time
 from collections.abc import Mapping, Sequence
 
-from deepwork_core.checkpoint import Checkpoint, ProgressReporter
-from deepwork_core.config import (
+from deepwork_core import (
+    DEFAULT_MAX_INLINE_FILES,
     DEFAULT_REVIEW_TIMEOUT,
     DEFAULT_SECONDS_PER_EXTRA_FILE,
     TIMEOUT_FREE_FILES,
-)
-from deepwork_core.errors import QualityGateError
-from deepwork_core.quality import (
-    DEFAULT_MAX_INLINE_FILES,
+    Checkpoint,
+    ProgressReporter,
+    QualityGateError,
     QualityReviewTask,
+    ReviewVerdict,
     build_review_payload,
     build_system_prompt,
     reply_schema_json,
     task_file_count,
     verdict_from_reply,
 )
-from deepwork_core.verdicts import ReviewVerdict
 
 #: How long to wait for pipes to close after the process group was killed.
 _REAP_TIMEOUT = 5.0

@@ -14,13 +14,19 @@ from importlib.metadata import version
 from pathlib import Path
 
 from anyio import to_thread
-from deepwork_core.branching import ensure_workflow_branch
-from deepwork_core.checkpoint import Gate
-from deepwork_core.config import EXTERNAL_RUNNERS, DeepWorkConfig, QualityGateConfig
-from deepwork_core.discovery import JobCatalog
-from deepwork_core.engine import BranchMaker, WorkflowEngine
-from deepwork_core.errors import ConfigError, DeepWorkError
-from deepwork_core.sessions import SessionStore
+from deepwork_core import (
+    EXTERNAL_RUNNERS,
+    BranchMaker,
+    ConfigError,
+    DeepWorkConfig,
+    DeepWorkError,
+    Gate,
+    JobCatalog,
+    QualityGateConfig,
+    SessionStore,
+    WorkflowEngine,
+    ensure_workflow_branch,
+)
 from fastmcp import FastMCP
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools.base import ToolResult

@@ -12,8 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from deepwork_core.errors import ReviewError
-from deepwork_core.git import run_git
+from deepwork_core import ReviewError, run_git
 
 from deepwork_review.discovery import ProjectFiles, is_runtime_file, list_project_files
 

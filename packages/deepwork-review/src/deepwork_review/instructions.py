@@ -25,8 +25,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from deepwork_core.fsutil import LockTimeout, file_lock
-from deepwork_core.runtime_dir import TMP_DIR, ensure_tmp_dir
+from deepwork_core import TMP_DIR, LockTimeout, ensure_tmp_dir, file_lock
 
 from deepwork_review.locks import review_lock
 from deepwork_review.tasks import ReviewTask

@@ -6,8 +6,7 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from deepwork_core.errors import ReviewError
-from deepwork_core.fsutil import LockTimeout, file_lock
+from deepwork_core import LockTimeout, ReviewError, file_lock
 
 
 @contextlib.contextmanager

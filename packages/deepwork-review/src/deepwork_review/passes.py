@@ -11,9 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from deepwork_core.errors import ReviewError
-from deepwork_core.fsutil import atomic_write_text
-from deepwork_core.runtime_dir import TMP_DIR, ensure_tmp_dir
+from deepwork_core import TMP_DIR, ReviewError, atomic_write_text, ensure_tmp_dir
 
 from deepwork_review.locks import review_lock
 from deepwork_review.tasks import is_review_id

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from enum import StrEnum
 from pathlib import Path
 
-from deepwork_core.errors import PathOutsideProjectError, Problem, ReviewError
+from deepwork_core import PathOutsideProjectError, Problem, ReviewError
 from pydantic import BaseModel, ConfigDict
 
 from deepwork_review.changes import TrackedChanges, combine_changes, find_tracked_changes

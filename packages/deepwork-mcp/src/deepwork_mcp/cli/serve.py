@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import click
-from deepwork_core.config import EXTERNAL_RUNNERS, DeepWorkConfig
+from deepwork_core import EXTERNAL_RUNNERS, DeepWorkConfig
 
 ADDITIONAL_JOBS_ENV = "DEEPWORK_ADDITIONAL_JOBS_FOLDERS"
 _DEFAULTS = DeepWorkConfig()
@@ -99,9 +99,7 @@ def serve(
     # rescanning them while they are still being created cost about 100 ms of cold start
     # (benchmarks/). Collect once after start-up and freeze the survivors out of later scans.
     gc.disable()
-    from deepwork_core.config import load_config
-    from deepwork_core.discovery import parse_folder_list
-    from deepwork_core.errors import DeepWorkError
+    from deepwork_core import DeepWorkError, load_config, parse_folder_list
 
     _configure_logging()
     root = project_path.resolve()

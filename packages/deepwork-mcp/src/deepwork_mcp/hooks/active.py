@@ -20,9 +20,7 @@ from typing import TYPE_CHECKING
 from deepwork_core import layout
 
 if TYPE_CHECKING:
-    from deepwork_core.discovery import LoadedJob
-    from deepwork_core.models import Step
-    from deepwork_core.sessions import Session
+    from deepwork_core import LoadedJob, Session, Step
 
 #: The stack file: it exists exactly while a workflow is active.
 STACK_PATH = Path(layout.STACK_PATH)
@@ -69,7 +67,7 @@ def may_have_job_hooks(project_root: Path, event: str, additional_jobs_folders: 
     except (OSError, ValueError, LookupError, TypeError):
         return True
     import deepwork_core
-    from deepwork_core.identifiers import NAME_PATTERN
+    from deepwork_core import NAME_PATTERN
 
     if not isinstance(job_name, str) or not re.match(NAME_PATTERN, job_name):
         return True
@@ -109,7 +107,7 @@ def load_stack(project_root: Path) -> list[Session]:
     """The active sessions (bottom to top); [] without importing pydantic when there are none."""
     if stack_is_empty(project_root):
         return []
-    from deepwork_core.sessions import SessionStore
+    from deepwork_core import SessionStore
 
     return SessionStore(project_root).stack()
 
@@ -124,7 +122,7 @@ def load_active_workflow(
     stack = load_stack(project_root)
     if not stack:
         return None
-    from deepwork_core.discovery import JobCatalog, parse_folder_list
+    from deepwork_core import JobCatalog, parse_folder_list
 
     catalog = JobCatalog.for_project(project_root, parse_folder_list(additional_jobs_folders))
     job = catalog.get(stack[-1].job_name)

@@ -12,12 +12,7 @@ from typing import Annotated
 
 import fastmcp
 from anyio import to_thread
-from deepwork_review.pipeline import (
-    ConfiguredRule,
-    configured_rules,
-    mark_review_passed,
-    run_review,
-)
+from deepwork_review import ConfiguredRule, configured_rules, mark_review_passed, run_review
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 

@@ -13,7 +13,7 @@ from functools import partial
 from typing import Annotated
 
 from anyio import to_thread
-from deepwork_core.engine import WorkflowEngine
+from deepwork_core import WorkflowEngine
 from fastmcp import Context, FastMCP
 from fastmcp.tools.base import ToolResult
 from mcp.types import TextContent, ToolAnnotations
