@@ -6,7 +6,7 @@ import asyncio
 import re
 
 import pytest
-from deepwork_mcp.errors import ToolErrors
+from deepwork_mcp.tool_errors import ToolErrors
 from deepwork_mcp.tools.reviews import register_review_tools
 from fastmcp import Client, FastMCP
 from fastmcp.client.client import CallToolResult

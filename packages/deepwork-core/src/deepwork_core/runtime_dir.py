@@ -7,8 +7,6 @@ from pathlib import Path
 from deepwork_core.fsutil import atomic_write_text
 from deepwork_core.layout import TMP_DIR
 
-__all__ = ["TMP_DIR", "ensure_tmp_dir"]
-
 _GITIGNORE = "*\n"
 
 

@@ -32,10 +32,10 @@ from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools.base import ToolResult
 from mcp.types import CallToolRequestParams
 
-from deepwork_mcp.errors import ToolErrors
 from deepwork_mcp.gating import ExternalGate, SelfReviewGate
 from deepwork_mcp.listing import CompactToolListing
 from deepwork_mcp.reviewer import ClaudeReviewer
+from deepwork_mcp.tool_errors import ToolErrors
 from deepwork_mcp.tools.reviews import register_review_tools
 from deepwork_mcp.tools.workflows import register_workflow_tools
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from deepwork_core import ReviewError, run_git
 
-from deepwork_review.discovery import ProjectFiles, is_runtime_file, list_project_files
+from deepwork_review.rule_discovery import ProjectFiles, is_runtime_file, list_project_files
 
 _NOT_A_REPOSITORY = "not a git repository"
 #: Candidates for the default branch, in order, after the remotes' HEAD branches.

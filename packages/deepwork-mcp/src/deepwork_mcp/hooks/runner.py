@@ -18,7 +18,7 @@ from deepwork_mcp.hooks.result import HookResult
 HOOKS: dict[str, tuple[str, str]] = {
     "post_commit_reminder": ("deepwork_mcp.hooks.post_commit_reminder", "post_commit_reminder"),
     "workflow": ("deepwork_mcp.hooks.workflow", "workflow"),
-    "session_start": ("deepwork_mcp.hooks.briefing", "session_start"),
+    "session_start": ("deepwork_mcp.hooks.session_start", "session_start"),
 }
 
 DEFAULT_SCRIPT_TIMEOUT = 30.0

@@ -1,7 +1,7 @@
 """The review tools: `get_review_instructions`, `get_configured_reviews`, `mark_review_as_passed`.
 
 Each adapter runs the review pipeline in a worker thread (it calls git and reads files) and
-builds its response. Errors are mapped by the `deepwork_mcp.errors.ToolErrors` middleware.
+builds its response. Errors are mapped by the `deepwork_mcp.tool_errors.ToolErrors` middleware.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Each adapter calls the `WorkflowEngine` in a worker thread (the engine does file I/O and may wait
 on a lock; the event loop must not) and validates the response model from its result. Errors are
-mapped in one place, the `deepwork_mcp.errors.ToolErrors` middleware.
+mapped in one place, the `deepwork_mcp.tool_errors.ToolErrors` middleware.
 """
 
 from __future__ import annotations

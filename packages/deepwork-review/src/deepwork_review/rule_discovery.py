@@ -17,7 +17,7 @@ from pathlib import Path
 
 from deepwork_core import TMP_DIR, GitError, Problem, run_git
 
-from deepwork_review.config import FILE_NAME, ParsedFile, ReviewRule, parse_deepreview
+from deepwork_review.deepreview import FILE_NAME, ParsedFile, ReviewRule, parse_deepreview
 
 _RUNTIME_PREFIX = TMP_DIR + "/"
 _NOT_A_REPOSITORY = "not a git repository"

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 from deepwork_core.errors import DeepWorkError, JobNotFoundError, OutputsError
-from deepwork_mcp.errors import map_tool_exception, tool_error
+from deepwork_mcp.tool_errors import map_tool_exception, tool_error
 from fastmcp.exceptions import ToolError
 
 
@@ -40,7 +40,7 @@ def test_unexpected_errors_are_logged_and_masked(caplog: pytest.LogCaptureFixtur
 
 
 def test_argument_errors_name_the_tool_and_every_bad_argument() -> None:
-    from deepwork_mcp.errors import argument_error
+    from deepwork_mcp.tool_errors import argument_error
     from fastmcp.exceptions import ValidationError
     from pydantic import BaseModel
     from pydantic import ValidationError as PydanticValidationError
