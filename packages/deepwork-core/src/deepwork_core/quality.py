@@ -1,4 +1,4 @@
-"""The quality gate's pure half (RUNTIME.md §4): review tasks, payloads, prompts and verdicts.
+"""The quality gate's pure half: review tasks, payloads, prompts, verdicts (`docs/quality-gate.md`).
 
 Nothing here runs a reviewer. `deepwork_mcp.reviewer` feeds the payloads built here to an
 external reviewer process; self-review mode writes the file built here for the agent instead.
@@ -156,7 +156,7 @@ def build_review_payload(
     task: QualityReviewTask,
     max_inline_files: int = DEFAULT_MAX_INLINE_FILES,
 ) -> str:
-    """The text a reviewer receives on stdin: inputs (if any) and outputs, per RUNTIME §4."""
+    """The text a reviewer receives on stdin: inputs (if any) and outputs, marked by section."""
     root = checkpoint.project_root
     sections: list[str] = []
     inputs = task_input_paths(checkpoint, task)

@@ -71,7 +71,7 @@ def build_gate(settings: QualityGateConfig) -> Gate | None:
 
 
 def branch_maker(project_root: Path) -> BranchMaker:
-    """Switch `project_root`'s repository to the workflow branch of today (RUNTIME.md §2)."""
+    """Switch `project_root`'s repository to the workflow branch of today."""
 
     def make(job_name: str, label: str) -> tuple[str | None, str | None]:
         outcome = ensure_workflow_branch(
