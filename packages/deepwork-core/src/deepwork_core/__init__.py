@@ -12,6 +12,13 @@ from typing import TYPE_CHECKING
 from deepwork_core.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from deepwork_core.approvals import (
+        ApprovalChannel,
+        ApprovalRecord,
+        ApprovalRequest,
+        ApprovalStore,
+        record_decision,
+    )
     from deepwork_core.branching import ensure_workflow_branch
     from deepwork_core.checkpoint import (
         Checkpoint,
@@ -48,6 +55,7 @@ if TYPE_CHECKING:
     )
     from deepwork_core.fsutil import LockTimeout, atomic_write_text, file_lock
     from deepwork_core.git import run_git
+    from deepwork_core.globs import glob_to_regex, normalise_glob
     from deepwork_core.identifiers import NAME_PATTERN, resolve_inside
     from deepwork_core.layout import JOB_FILE, TMP_DIR
     from deepwork_core.models import HookAction, Step
@@ -76,11 +84,28 @@ if TYPE_CHECKING:
     from deepwork_core.runtime_dir import ensure_tmp_dir
     from deepwork_core.scaffold import scaffold_job
     from deepwork_core.sessions import OutputValue, Session, SessionStore
+    from deepwork_core.stats import Stats, StepStats, collect_stats
     from deepwork_core.verdicts import ReviewVerdict
     from deepwork_core.yamlio import YamlDocument, read_yaml_file
 
 #: Module → the public names it defines; each is imported on first use (`deepwork_core.lazy`).
 _HOMES = {
+    "deepwork_core.approvals": (
+        "ApprovalChannel",
+        "ApprovalRecord",
+        "ApprovalRequest",
+        "ApprovalStore",
+        "record_decision",
+    ),
+    "deepwork_core.globs": (
+        "glob_to_regex",
+        "normalise_glob",
+    ),
+    "deepwork_core.stats": (
+        "Stats",
+        "StepStats",
+        "collect_stats",
+    ),
     "deepwork_core.branching": ("ensure_workflow_branch",),
     "deepwork_core.checkpoint": (
         "Checkpoint",
@@ -191,6 +216,10 @@ __all__ = [
     "TIMEOUT_FREE_FILES",
     "TMP_DIR",
     "AbortResult",
+    "ApprovalChannel",
+    "ApprovalRecord",
+    "ApprovalRequest",
+    "ApprovalStore",
     "BranchMaker",
     "Checkpoint",
     "ConfigError",
@@ -226,7 +255,9 @@ __all__ = [
     "Severity",
     "StackItem",
     "StartResult",
+    "Stats",
     "Step",
+    "StepStats",
     "WorkflowEngine",
     "YamlDocument",
     "YamlError",
@@ -234,16 +265,20 @@ __all__ = [
     "build_review_payload",
     "build_system_prompt",
     "check_job_files",
+    "collect_stats",
     "combined_feedback",
     "ensure_tmp_dir",
     "ensure_workflow_branch",
     "file_lock",
+    "glob_to_regex",
     "lazy_exports",
     "load_config",
+    "normalise_glob",
     "parse_folder_list",
     "parse_job_dir",
     "plan_review_tasks",
     "read_yaml_file",
+    "record_decision",
     "reply_schema_json",
     "resolve_inside",
     "run_bounded",

@@ -11,7 +11,7 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from functools import lru_cache
 
-from deepwork_core.globs import glob_to_regex, normalise_glob
+from deepwork_core import glob_to_regex, normalise_glob
 
 
 @lru_cache(maxsize=4096)

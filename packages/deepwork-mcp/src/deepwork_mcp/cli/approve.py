@@ -15,13 +15,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import click
-from deepwork_core.approvals import (
+from deepwork_core import (
     ApprovalChannel,
     ApprovalRecord,
     ApprovalStore,
+    DeepWorkError,
     record_decision,
 )
-from deepwork_core.errors import DeepWorkError
 
 
 @click.command()

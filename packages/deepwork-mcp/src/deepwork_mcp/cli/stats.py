@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from deepwork_core.stats import Stats, StepStats, collect_stats
+from deepwork_core import Stats, StepStats, collect_stats
 
 
 @click.command()
