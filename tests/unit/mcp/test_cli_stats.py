@@ -45,8 +45,8 @@ def test_the_figures_match_a_hand_count(project: Path) -> None:
     report = data["jobs"][1]
     assert (report["sessions"], report["completed"], report["aborted"]) == (3, 2, 1)
     publish, write = report["steps"]
-    # write: first verdicts fail, pass, fail; 2 + 1 + 2 verdicts; one override;
-    # 120 s, 60 s and 90 s from step_begun to step_finished.
+    # write: first attempts fail, pass (two reviews, both passed), fail; 2 + 1 + 2 attempts;
+    # one override; 120 s, 60 s and 90 s from step_begun to step_finished.
     assert write == {
         "step": "write",
         "runs": 3,
@@ -58,6 +58,7 @@ def test_the_figures_match_a_hand_count(project: Path) -> None:
         "median_seconds": 90.0,
         "criteria": [
             {"criterion": "Clear", "evaluations": 5, "failures": 1, "failure_rate": 0.2},
+            {"criterion": "Complete", "evaluations": 1, "failures": 0, "failure_rate": 0.0},
             {"criterion": "Sourced", "evaluations": 5, "failures": 3, "failure_rate": 0.6},
         ],
     }

@@ -240,7 +240,7 @@ def approval_event(record: ApprovalRecord) -> dict[str, object]:
     """The fields of an `approval` event (also used by `deepwork status` and the summary)."""
     decision = record.decision
     fields: dict[str, object] = {
-        "steps": list(record.request.step_ids),
+        "step_ids": list(record.request.step_ids),
         "request_id": record.request.request_id,
     }
     if decision is not None:

@@ -4,9 +4,10 @@
 definitions are in docs/evidence.md):
 
 - a *run* of a step starts at each `step_begun` naming it (a `go_to_step` back starts another);
-- *reviewed runs* are runs with at least one reviewer verdict; *first-try pass rate* is the share
-  of them whose first verdict passed the step; *mean attempts* is the mean number of verdicts per
-  reviewed run;
+- an *attempt* is one round of reviewer verdicts (`review_verdict` events of one `attempt`
+  number); it passed the step when every verdict of the step in it passed;
+- *reviewed runs* are runs with at least one attempt; *first-try pass rate* is the share of them
+  whose first attempt passed; *mean attempts* is the mean number of attempts per reviewed run;
 - *overrides* counts `override` events naming the step;
 - *median seconds* is the median time from `step_begun` to `step_finished` of finished runs;
 - per criterion, *evaluations* and *failures* count the reviewer's answers on it.
@@ -71,8 +72,13 @@ class Stats(_Model):
 @dataclass
 class _Run:
     begun: datetime
-    verdicts: list[bool] = field(default_factory=list)
+    #: attempt number -> whether every verdict of the step in that attempt passed.
+    attempts: dict[int, bool] = field(default_factory=dict)
     finished: datetime | None = None
+
+    @property
+    def verdicts(self) -> list[bool]:
+        return [self.attempts[number] for number in sorted(self.attempts)]
 
 
 @dataclass
@@ -117,10 +123,10 @@ def _job_of(events: Iterable[Mapping[str, Any]]) -> str | None:
 
 
 def _steps_of(event: Mapping[str, Any]) -> list[str]:
-    steps = event.get("steps")
+    steps = event.get("step_ids")
     if isinstance(steps, list):
         return [s for s in steps if isinstance(s, str)]
-    step = event.get("step")
+    step = event.get("step_id")
     return [step] if isinstance(step, str) else []
 
 
@@ -136,7 +142,7 @@ def _tally_session(tally: _JobTally, events: Iterable[Mapping[str, Any]]) -> Non
                 run = _Run(begun=when)
                 current[step] = run
                 tally.steps.setdefault(step, _StepTally()).runs.append(run)
-        elif kind == EventName.REVIEW_VERDICT and event.get("kind", "reviewer") == "reviewer":
+        elif kind == EventName.REVIEW_VERDICT:
             _tally_verdict(tally, current, steps, event)
         elif kind == EventName.OVERRIDE:
             for step in steps:
@@ -154,18 +160,18 @@ def _tally_session(tally: _JobTally, events: Iterable[Mapping[str, Any]]) -> Non
 def _tally_verdict(
     tally: _JobTally, current: dict[str, _Run], steps: list[str], event: Mapping[str, Any]
 ) -> None:
-    reviews = [r for r in event.get("reviews") or [] if isinstance(r, Mapping)]
+    """One reviewer verdict (one review of one step) of attempt `attempt`."""
+    passed = event.get("passed") is True
+    attempt = event.get("attempt")
     for step in steps:
-        own = [r for r in reviews if r.get("step_id") == step]
-        passed = all(r.get("passed") is True for r in own) if own else event.get("passed") is True
-        if step in current:
-            current[step].verdicts.append(passed)
+        run = current.get(step)
+        if run is not None:
+            number = attempt if isinstance(attempt, int) and attempt > 0 else len(run.attempts) + 1
+            run.attempts[number] = run.attempts.get(number, True) and passed
         criteria = tally.steps.setdefault(step, _StepTally()).criteria
-        for review in own:
-            for result in review.get("criteria_results") or []:
-                if isinstance(result, Mapping) and isinstance(result.get("criterion"), str):
-                    outcome = criteria.setdefault(result["criterion"], [])
-                    outcome.append(result.get("passed") is True)
+        for result in event.get("criteria") or []:
+            if isinstance(result, Mapping) and isinstance(result.get("criterion"), str):
+                criteria.setdefault(result["criterion"], []).append(result.get("passed") is True)
 
 
 def _job_stats(name: str, tally: _JobTally) -> JobStats:
