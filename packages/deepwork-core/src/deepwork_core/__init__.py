@@ -76,6 +76,7 @@ if TYPE_CHECKING:
     )
     from deepwork_core.results import (
         AbortResult,
+        ApprovalPrompt,
         FinishResult,
         FinishStatus,
         StackItem,
@@ -187,6 +188,7 @@ _HOMES = {
     ),
     "deepwork_core.results": (
         "AbortResult",
+        "ApprovalPrompt",
         "FinishResult",
         "FinishStatus",
         "StackItem",
@@ -217,6 +219,7 @@ __all__ = [
     "TMP_DIR",
     "AbortResult",
     "ApprovalChannel",
+    "ApprovalPrompt",
     "ApprovalRecord",
     "ApprovalRequest",
     "ApprovalStore",

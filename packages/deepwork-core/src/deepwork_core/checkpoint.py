@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
 from deepwork_core.briefing import ResolvedInput
 from deepwork_core.models import JobDefinition
-from deepwork_core.sessions import OutputValue
+from deepwork_core.sessions import OutputValue, QualityEvent, QualityEventKind
 from deepwork_core.verdicts import ReviewVerdict
 
 #: `async (done, total, message)`: reports reviewer progress to the client. The engine only
@@ -40,6 +41,8 @@ class Checkpoint:
     notes: str | None = None
     #: The external gate's attempt number; 0 when attempts are not counted.
     attempt: int = 0
+    #: Files the steps changed without declaring them (the scope guard, docs/evidence.md).
+    undeclared_changes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "project_root", self.project_root.resolve())
@@ -83,3 +86,25 @@ class Gate(Protocol):
     def evaluate(self, checkpoint: Checkpoint, progress: ProgressReporter | None) -> GateVerdict:
         """Review `checkpoint`. Raises `QualityGateError` when no verdict could be had."""
         ...
+
+
+def quality_event(verdict: GateVerdict, checkpoint: Checkpoint, at: datetime) -> QualityEvent:
+    """The session log entry of one gate verdict."""
+    if isinstance(verdict, GateSelfReviewRequested):
+        return QualityEvent(
+            at=at,
+            kind=QualityEventKind.SELF_REVIEW,
+            step_ids=list(checkpoint.step_ids),
+            attempt=checkpoint.attempt or None,
+            feedback=verdict.feedback,
+            review_file=verdict.review_file,
+        )
+    return QualityEvent(
+        at=at,
+        kind=QualityEventKind.REVIEW,
+        step_ids=list(checkpoint.step_ids),
+        attempt=checkpoint.attempt or None,
+        passed=isinstance(verdict, GatePassed),
+        feedback=verdict.feedback,
+        reviews=list(verdict.reviews),
+    )

@@ -10,7 +10,7 @@ session that changed meanwhile.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -26,28 +26,42 @@ from deepwork_core.checkpoint import (
     Gate,
     GateNeedsWork,
     GatePassed,
-    GateSelfReviewRequested,
     GateVerdict,
     ProgressReporter,
+    quality_event,
 )
 from deepwork_core.config import DEFAULT_MAX_QUALITY_ATTEMPTS
 from deepwork_core.discovery import Catalog, JobCatalog, LoadedJob
 from deepwork_core.errors import (
-    OutputsError,
     QualityGateError,
     SessionError,
     WorkflowNotFoundError,
 )
+from deepwork_core.evidence import VerdictKind
 from deepwork_core.identifiers import check_session_id, check_text
-from deepwork_core.models import Step, Workflow
+from deepwork_core.lookup import check_finish_arguments, select_workflow, target_session
+from deepwork_core.models import Step
 from deepwork_core.outputs import ValidatedOutputs, validate_outputs
 from deepwork_core.results import (
     AbortResult,
+    EvidenceSummary,
     FinishResult,
     FinishStatus,
     StackItem,
     StartResult,
 )
+from deepwork_core.safeguards import (
+    ApprovalOutcome,
+    Findings,
+    Safeguards,
+    awaiting,
+    needs_work,
+    outputs_with,
+    override_kind,
+    prompt_of,
+    with_findings,
+)
+from deepwork_core.scope import RepoSnapshot
 from deepwork_core.sessions import (
     QualityEvent,
     QualityEventKind,
@@ -73,6 +87,7 @@ class _Pending:
     job: LoadedJob
     validated: ValidatedOutputs
     entry_index: int
+    findings: Findings
 
 
 class WorkflowEngine:
@@ -97,6 +112,7 @@ class WorkflowEngine:
         self.branch_maker = branch_maker
         self.clock = clock
         self._instructions = InstructionReader(project_root)
+        self.guards = Safeguards(project_root, clock)
 
     # --- reads -------------------------------------------------------------------------------
 
@@ -148,12 +164,13 @@ class WorkflowEngine:
                 branch_name=branch_name,
                 started_at=now,
             )
+            note = self.guards.begin(session, job.definition, entries[0])
             brief = build_brief(job, session, entries[0], self._instructions)
             tx.push(session)
             stack = _stack_items(tx)
         if parent is None:
             self.store.prune()
-        return StartResult(brief, stack, branch_name, branch_note)
+        return StartResult(brief, stack, branch_name, branch_note, note)
 
     # --- finish ------------------------------------------------------------------------------
 
@@ -172,7 +189,7 @@ class WorkflowEngine:
         lock); run the gate (lock released); record its verdict and advance or answer
         `needs_work` (under the lock, if the session has not moved on meanwhile).
         """
-        _check_finish_arguments(outputs, notes, override_reason, session_id)
+        check_finish_arguments(outputs, notes, override_reason, session_id)
         prepared = self._prepare_checkpoint(outputs, notes, override_reason, session_id)
         if isinstance(prepared, FinishResult):
             return prepared
@@ -189,12 +206,24 @@ class WorkflowEngine:
         """Validate the outputs; advance when no review is due, else count the attempt."""
         gate = self.gate
         with self.store.transaction() as tx:
-            session = _target(tx, session_id)
+            session = target_session(tx, session_id)
             job, steps = self._checkpoint(session)
             validated = validate_outputs(self.project_root, steps, outputs)
-            has_reviews = any(step.reviews for step in steps)
-            if gate is None or not has_reviews:
-                return self._advance(tx, session, job, validated, notes)
+            entries = job.definition.workflows_by_name[session.workflow_name].entries
+            final = session.current_entry_index + 1 >= len(entries)
+            findings = self.guards.inspect(
+                session, job.definition, steps, validated, override_reason,
+                final=final, reviewable=gate is not None,
+            )  # fmt: skip
+            if session.pending_approval is not None:
+                answered = self._approval_answer(tx, session, job, validated, notes, findings)
+                if answered is not None:
+                    return answered
+            if findings.blocked is not None:
+                tx.save(session)
+                return needs_work(_stack_items(tx), findings, findings.blocked)
+            if gate is None or not (any(step.reviews for step in steps) or findings.rereview):
+                return self._accept(tx, session, job, validated, notes, findings)
             if override_reason is not None:
                 session.quality_log.append(
                     QualityEvent(
@@ -204,22 +233,27 @@ class WorkflowEngine:
                         override_reason=override_reason,
                     )
                 )
-                return self._advance(tx, session, job, validated, notes)
+                kind = override_kind(session)
+                return self._accept(
+                    tx, session, job, validated, notes, findings, kind, override_reason
+                )
             attempt = 0
             if gate.external:
                 attempt = self._count_attempt(session)
                 tx.save(session)
+            again = [job.definition.step(step_id) for step_id in findings.rereview]
             checkpoint = Checkpoint(
                 project_root=self.project_root,
                 session_id=session.session_id,
                 job=job.definition,
-                step_ids=tuple(session.current_step_ids),
-                outputs=validated.merged,
-                input_files=_file_inputs(session, steps),
+                step_ids=(*session.current_step_ids, *findings.rereview),
+                outputs=outputs_with(session, findings.rereview, validated.merged),
+                input_files=_file_inputs(session, [*steps, *again]),
                 notes=notes,
                 attempt=attempt,
+                undeclared_changes=tuple(findings.undeclared),
             )
-            return _Pending(checkpoint, job, validated, session.current_entry_index)
+            return _Pending(checkpoint, job, validated, session.current_entry_index, findings)
 
     def _evaluate(self, pending: _Pending, progress: ProgressReporter | None) -> GateVerdict:
         """Run the gate; a gate error is logged on the session, then raised."""
@@ -250,9 +284,12 @@ class WorkflowEngine:
         checkpoint = pending.checkpoint
         with self.store.transaction() as tx:
             session = self._same_checkpoint(tx, checkpoint.session_id, pending.entry_index)
-            session.quality_log.append(_quality_event(verdict, checkpoint, self.clock()))
+            session.quality_log.append(quality_event(verdict, checkpoint, self.clock()))
             if isinstance(verdict, GatePassed):
-                return self._advance(tx, session, pending.job, pending.validated, notes)
+                return self._accept(
+                    tx, session, pending.job, pending.validated, notes, pending.findings,
+                    VerdictKind.REVIEWER, rereviewed=pending.findings.rereview,
+                )  # fmt: skip
             tx.save(session)
             failed: list[ReviewVerdict] = []
             if isinstance(verdict, GateNeedsWork):
@@ -265,12 +302,60 @@ class WorkflowEngine:
                         "not block.",
                         code="quality_gate.max_attempts",
                     )
-            return FinishResult(
-                FinishStatus.NEEDS_WORK,
-                _stack_items(tx),
-                feedback=verdict.feedback,
-                failed_reviews=failed,
-            )
+            return needs_work(_stack_items(tx), pending.findings, verdict.feedback, failed)
+
+    def _accept(
+        self,
+        tx: StateTransaction,
+        session: Session,
+        job: LoadedJob,
+        validated: ValidatedOutputs,
+        notes: str | None,
+        findings: Findings,
+        verdict: VerdictKind = VerdictKind.UNREVIEWED,
+        reason: str | None = None,
+        rereviewed: Sequence[str] = (),
+        approved: bool = False,
+    ) -> FinishResult:
+        """Bind the evidence and advance, or first ask the human when a step needs approval."""
+        steps = [job.definition.step(step_id) for step_id in session.current_step_ids]
+        if not approved and self.guards.needs_approval(steps):
+            ask = self.guards.open_approval(session, steps, findings, verdict, reason, rereviewed)
+            tx.save(session)
+            return awaiting(_stack_items(tx), ask, findings)
+        began = session.step_progress[session.current_step_ids[0]].began
+        self.guards.accept(session, findings, verdict, reason, rereviewed)
+        snapshot = findings.audit.snapshot
+        probe = snapshot is None and began is not None  # git failed at the checkpoint: retry
+        result = self._advance(tx, session, job, validated, notes, snapshot, probe)
+        return with_findings(result, findings)
+
+    def _approval_answer(
+        self,
+        tx: StateTransaction,
+        session: Session,
+        job: LoadedJob,
+        validated: ValidatedOutputs,
+        notes: str | None,
+        findings: Findings,
+    ) -> FinishResult | None:
+        """The answer while a human approval is open; None when the request is void."""
+        pending = session.pending_approval
+        assert pending is not None
+        outcome, record = self.guards.approval_outcome(session, findings)
+        if outcome is ApprovalOutcome.WAIT and record is not None:
+            return awaiting(_stack_items(tx), prompt_of(record.request), findings)
+        self.guards.close_approval(session, record)
+        if outcome is ApprovalOutcome.APPROVED:
+            return self._accept(
+                tx, session, job, validated, notes, findings, pending.verdict,
+                pending.override_reason, pending.rereviewed, approved=True,
+            )  # fmt: skip
+        tx.save(session)
+        if outcome is ApprovalOutcome.REJECTED and record is not None and record.decision:
+            comment = record.decision.comment or "(no comment)"
+            return needs_work(_stack_items(tx), findings, f"The human requested changes: {comment}")
+        return None
 
     # --- abort -------------------------------------------------------------------------------
 
@@ -280,7 +365,7 @@ class WorkflowEngine:
         if session_id is not None:
             check_session_id(session_id)
         with self.store.transaction() as tx:
-            session = _target(tx, session_id)
+            session = target_session(tx, session_id)
             session.status = SessionStatus.ABORTED
             session.abort_reason = explanation
             session.completed_at = self.clock()
@@ -346,6 +431,8 @@ class WorkflowEngine:
         job: LoadedJob,
         validated: ValidatedOutputs,
         notes: str | None,
+        snapshot: RepoSnapshot | None = None,
+        probe: bool = False,
     ) -> FinishResult:
         now = self.clock()
         for step_id in session.current_step_ids:
@@ -364,6 +451,7 @@ class WorkflowEngine:
             session.current_step_ids = list(entries[next_index])
             for step_id in entries[next_index]:
                 session.step_progress[step_id] = StepRecord(step_id=step_id, started_at=now)
+            self.guards.begin(session, job.definition, entries[next_index], snapshot, probe=probe)
             brief = build_brief(job, session, entries[next_index], self._instructions)
             tx.save(session)
             return FinishResult(FinishStatus.NEXT_STEP, _stack_items(tx), brief=brief)
@@ -383,91 +471,8 @@ class WorkflowEngine:
             stack,
             summary=summary,
             all_outputs=session.all_outputs(),
+            evidence=EvidenceSummary(list(session.evidence), list(session.approvals)),
         )
-
-
-def select_workflow(job: LoadedJob, workflow_name: str) -> Workflow:
-    """The named workflow; a job with exactly one workflow gets it whatever the name."""
-    workflows = job.definition.workflows
-    if len(workflows) == 1:
-        return workflows[0]
-    found = job.definition.workflows_by_name.get(workflow_name)
-    if found is not None:
-        return found
-    available = ", ".join(w.name for w in workflows)
-    if not available:
-        raise WorkflowNotFoundError(
-            f"job {job.name!r} defines no workflows, so it cannot be started; "
-            "call get_workflows to see startable workflows"
-        )
-    raise WorkflowNotFoundError(
-        f"workflow {workflow_name!r} not found in job {job.name!r}. "
-        f"Available workflows: {available}"
-    )
-
-
-def _target(tx: StateTransaction, session_id: str | None) -> Session:
-    ids = tx.stack_ids()
-    if session_id is None:
-        top = tx.top()
-        if top is None:
-            raise SessionError(
-                "no active workflow session; call start_workflow to begin a workflow",
-                code="session.none_active",
-            )
-        return top
-    if session_id in ids:
-        return tx.load(session_id)
-    session = tx.load(session_id)  # raises session.not_found
-    raise SessionError(
-        f"session {session_id!r} is {session.status.value}, not active; active sessions: "
-        f"{', '.join(ids) or 'none'}",
-        code="session.not_active",
-    )
-
-
-def _check_finish_arguments(
-    outputs: Mapping[str, object],
-    notes: str | None,
-    override_reason: str | None,
-    session_id: str | None,
-) -> None:
-    if not isinstance(outputs, Mapping):
-        raise OutputsError(
-            "outputs must be an object mapping output names to paths", code="outputs.wrong_type"
-        )
-    if override_reason is not None and not override_reason.strip():
-        raise QualityGateError(
-            "quality_review_override_reason is empty; explain why the review is not needed "
-            "or leave it out",
-            code="quality_gate.override_reason_empty",
-        )
-    if session_id is not None:
-        check_session_id(session_id)
-    check_text(notes, what="notes")
-    check_text(override_reason, what="quality_review_override_reason")
-
-
-def _quality_event(verdict: GateVerdict, checkpoint: Checkpoint, at: datetime) -> QualityEvent:
-    """The session log entry of one gate verdict."""
-    if isinstance(verdict, GateSelfReviewRequested):
-        return QualityEvent(
-            at=at,
-            kind=QualityEventKind.SELF_REVIEW,
-            step_ids=list(checkpoint.step_ids),
-            attempt=checkpoint.attempt or None,
-            feedback=verdict.feedback,
-            review_file=verdict.review_file,
-        )
-    return QualityEvent(
-        at=at,
-        kind=QualityEventKind.REVIEW,
-        step_ids=list(checkpoint.step_ids),
-        attempt=checkpoint.attempt or None,
-        passed=isinstance(verdict, GatePassed),
-        feedback=verdict.feedback,
-        reviews=list(verdict.reviews),
-    )
 
 
 def _file_inputs(session: Session, steps: list[Step]) -> list[ResolvedInput]:

@@ -40,6 +40,14 @@ INPUTS_BEGIN = "==================== BEGIN INPUTS ===================="
 INPUTS_END = "==================== END INPUTS ===================="
 OUTPUTS_BEGIN = "==================== BEGIN OUTPUTS ===================="
 OUTPUTS_END = "==================== END OUTPUTS ===================="
+UNDECLARED_BEGIN = "==================== BEGIN UNDECLARED CHANGES ===================="
+UNDECLARED_END = "==================== END UNDECLARED CHANGES ===================="
+#: What the reviewer is told about the scope guard's findings (docs/evidence.md).
+UNDECLARED_NOTE = (
+    "Files changed during this step that it declares neither as outputs nor under its "
+    "may_change globs. Judge whether each change belongs to the step's work; read them from "
+    "the project. A change that breaks a criterion fails it."
+)
 
 
 class _Model(BaseModel):
@@ -163,6 +171,9 @@ def build_review_payload(
     if inputs:
         sections.append(_section(INPUTS_BEGIN, INPUTS_END, root, inputs, max_inline_files))
     sections.append(_section(OUTPUTS_BEGIN, OUTPUTS_END, root, task.files, max_inline_files))
+    if checkpoint.undeclared_changes:
+        listed = [f"- {path}" for path in checkpoint.undeclared_changes]
+        sections.append("\n".join([UNDECLARED_BEGIN, UNDECLARED_NOTE, *listed, UNDECLARED_END]))
     return "\n\n".join(sections) + "\n"
 
 
@@ -409,6 +420,9 @@ def _self_review_text(checkpoint: Checkpoint, tasks: Sequence[QualityReviewTask]
             out += [f"- `{path}`{_listing_note(root, path)}" for path in inputs]
         if task.guidance and task.guidance.strip():
             out += ["", "### Additional guidance", "", task.guidance.strip()]
+    if checkpoint.undeclared_changes:
+        out += ["", "## Undeclared changes", "", UNDECLARED_NOTE, ""]
+        out += [f"- `{path}`" for path in checkpoint.undeclared_changes]
     if checkpoint.notes and checkpoint.notes.strip():
         out += ["", "## Author notes (the agent's own account; verify, do not trust)", ""]
         out.append(_clip(checkpoint.notes.strip(), MAX_NOTES_CHARS))

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from deepwork_core.approvals import ApprovalRecord, ShownOutput
 from deepwork_core.briefing import StepBrief
+from deepwork_core.evidence import OutputEvidence, StaleEvidence
 from deepwork_core.sessions import OutputValue
 from deepwork_core.verdicts import ReviewVerdict
 
@@ -21,6 +23,7 @@ class FinishStatus(StrEnum):
     NEEDS_WORK = "needs_work"
     NEXT_STEP = "next_step"
     WORKFLOW_COMPLETE = "workflow_complete"
+    AWAITING_APPROVAL = "awaiting_approval"
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +32,30 @@ class StartResult:
     stack: list[StackItem]
     branch_name: str | None
     branch_note: str | None
+    #: Why the scope guard is off, said once per session (docs/evidence.md).
+    scope_guard_note: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalPrompt:
+    """A step waiting for a human: what to ask, and the command that answers from a terminal."""
+
+    session_id: str
+    request_id: str
+    step_ids: list[str]
+    prompt: str
+    command: str
+    shown: list[ShownOutput]
+    job_name: str
+    workflow_name: str
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceSummary:
+    """Every accepted output file with its hash and verdict, and the approvals given."""
+
+    outputs: list[OutputEvidence]
+    approvals: list[ApprovalRecord]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +68,11 @@ class FinishResult:
     failed_reviews: list[ReviewVerdict] | None = None
     summary: str | None = None
     all_outputs: dict[str, OutputValue] | None = None
+    stale_evidence: list[StaleEvidence] | None = None
+    undeclared_changes: list[str] | None = None
+    scope_guard_note: str | None = None
+    approval: ApprovalPrompt | None = None
+    evidence: EvidenceSummary | None = None
 
 
 @dataclass(frozen=True, slots=True)

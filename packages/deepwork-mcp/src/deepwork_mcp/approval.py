@@ -8,9 +8,11 @@ are asked; for the others the step waits for `deepwork approve`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Literal
 
-from deepwork_core import ApprovalRequest
+from anyio import to_thread
+from deepwork_core import ApprovalPrompt, DeepWorkError, WorkflowEngine
 from fastmcp import Context
 from fastmcp.exceptions import ToolError
 from fastmcp.server.elicitation import AcceptedElicitation
@@ -61,7 +63,7 @@ def client_identity(ctx: Context) -> str:
     return f"{info.name} {info.version}".strip()
 
 
-def approval_message(request: ApprovalRequest) -> str:
+def approval_message(request: ApprovalPrompt) -> str:
     lines = [
         f"DeepWork: step {', '.join(request.step_ids)} of "
         f"{request.job_name}/{request.workflow_name} needs your approval.",
@@ -74,7 +76,7 @@ def approval_message(request: ApprovalRequest) -> str:
     return "\n".join(lines)
 
 
-async def ask_human(ctx: Context, request: ApprovalRequest) -> HumanAnswer | None:
+async def ask_human(ctx: Context, request: ApprovalPrompt) -> HumanAnswer | None:
     """The human's answer, or None when the client cannot ask or the form was dismissed."""
     if not client_can_elicit(ctx):
         return None
@@ -86,3 +88,23 @@ async def ask_human(ctx: Context, request: ApprovalRequest) -> HumanAnswer | Non
         return None
     comment = result.data.comment.strip() or None
     return HumanAnswer(result.data.decision == "approve", comment, client_identity(ctx))
+
+
+async def ask_and_record(engine: WorkflowEngine, ctx: Context, prompt: ApprovalPrompt) -> bool:
+    """Ask the human through the client and record the answer; False when nobody answered."""
+    answer = await ask_human(ctx, prompt)
+    if answer is None:
+        return False
+    record = partial(
+        engine.guards.record_elicited,
+        prompt.session_id,
+        prompt.request_id,
+        answer.approved,
+        answer.comment,
+        answer.client,
+    )
+    try:
+        await to_thread.run_sync(record)
+    except DeepWorkError:
+        return False  # the outputs changed meanwhile: the next finished_step reviews again
+    return True

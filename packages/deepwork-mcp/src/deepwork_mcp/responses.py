@@ -9,6 +9,7 @@ attribute; serialisation always uses the wire name.
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -107,6 +108,7 @@ class StartWorkflowResponse(_Model):
     stack: list[StackEntry]
     branch_name: str | None
     branch_note: str | None = None
+    scope_guard_note: str | None = None
 
 
 class QualityCriteriaResult(_Model):
@@ -123,6 +125,72 @@ class ReviewResult(_Model):
     criteria_results: list[QualityCriteriaResult]
 
 
+class StaleEvidenceInfo(_Model):
+    """An output file that changed since its step was accepted (docs/evidence.md)."""
+
+    output: str
+    step: str = Field(validation_alias="step_id")
+    path: str
+    old_sha256: str | None
+    new_sha256: str | None
+
+
+class ShownFile(_Model):
+    output: str
+    path: str
+    sha256: str | None
+
+
+class ApprovalInfo(_Model):
+    """A step waiting for a human; `command` is what the user runs to answer."""
+
+    session_id: str
+    prompt: str
+    command: str
+    shown: list[ShownFile]
+
+
+class OutputEvidenceInfo(_Model):
+    output: str
+    step: str = Field(validation_alias="step_id")
+    path: str
+    sha256: str | None
+    verdict: _Text
+    recorded_at: datetime
+    override_reason: str | None = None
+
+
+class ApprovalGiven(_Model):
+    step_ids: list[str]
+    approved: bool
+    comment: str | None
+    channel: _Text
+    actor: str
+    terminal: str | None
+    decided_at: datetime
+    shown: list[ShownFile]
+
+
+def _approvals(value: object) -> object:
+    """Approval records (request + decision) as one flat entry each."""
+    if not isinstance(value, (list, tuple)):
+        return value
+    flat: list[object] = []
+    for record in value:
+        decision = getattr(record, "decision", None)
+        request = getattr(record, "request", None)
+        if decision is None or request is None:
+            flat.append(record)
+            continue
+        flat.append({"step_ids": request.step_ids, **decision.model_dump()})
+    return flat
+
+
+class EvidenceInfo(_Model):
+    outputs: list[OutputEvidenceInfo]
+    approvals: Annotated[list[ApprovalGiven], BeforeValidator(_approvals)]
+
+
 class FinishedStepResponse(_Model):
     status: FinishStatus
     feedback: str | None = None
@@ -132,6 +200,11 @@ class FinishedStepResponse(_Model):
     summary: str | None = None
     all_outputs: dict[str, OutputValue] | None = None
     stack: list[StackEntry]
+    stale_evidence: list[StaleEvidenceInfo] | None = None
+    undeclared_changes: list[str] | None = None
+    scope_guard_note: str | None = None
+    approval: ApprovalInfo | None = None
+    evidence: EvidenceInfo | None = None
 
 
 class AbortWorkflowResponse(_Model):

@@ -19,6 +19,7 @@ from fastmcp.tools.base import ToolResult
 from mcp.types import TextContent, ToolAnnotations
 from pydantic import Field
 
+from deepwork_mcp.approval import ask_and_record
 from deepwork_mcp.listing import output_schema
 from deepwork_mcp.responses import (
     AbortWorkflowResponse,
@@ -99,18 +100,19 @@ def register_workflow_tools(mcp: FastMCP, engine: WorkflowEngine) -> None:
         ] = None,
         session_id: SessionIdArg = None,
     ) -> FinishedStepResponse:
-        """Submit the current step's outputs. Returns needs_work, next_step or
-        workflow_complete."""
-        result = await to_thread.run_sync(
-            partial(
-                engine.finish,
-                outputs,
-                notes=notes,
-                override_reason=quality_review_override_reason,
-                session_id=session_id,
-                progress=ctx.report_progress,
-            )
+        """Submit the current step's outputs. Returns needs_work, next_step,
+        awaiting_approval or workflow_complete."""
+        call = partial(
+            engine.finish,
+            outputs,
+            notes=notes,
+            override_reason=quality_review_override_reason,
+            session_id=session_id,
+            progress=ctx.report_progress,
         )
+        result = await to_thread.run_sync(call)
+        if result.approval is not None and await ask_and_record(engine, ctx, result.approval):
+            result = await to_thread.run_sync(call)
         return FinishedStepResponse.model_validate(result)
 
     @mcp.tool(annotations=_CHANGES_STATE, output_schema=output_schema(AbortWorkflowResponse))
