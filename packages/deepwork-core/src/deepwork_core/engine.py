@@ -223,7 +223,9 @@ class WorkflowEngine:
                 tx.save(session)
                 return needs_work(_stack_items(tx), findings, findings.blocked)
             if gate is None or not (any(step.reviews for step in steps) or findings.rereview):
-                return self._accept(tx, session, job, validated, notes, findings)
+                return self._accept(
+                    tx, session, job, validated, notes, findings, reason=override_reason
+                )
             if override_reason is not None:
                 session.quality_log.append(
                     QualityEvent(
