@@ -23,8 +23,8 @@ from deepwork_core.evidence import (
 )
 from deepwork_core.scope import RepoSnapshot, changed_between, take_snapshot, undeclared
 
-#: The `git status` of an audit runs here while the calling thread hashes.
-_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="deepwork-audit")
+#: The `git status` of a snapshot runs here while the calling thread does other work.
+SNAPSHOT_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="deepwork-audit")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +58,7 @@ def audit_checkpoint(
     """
     pending: Future[RepoSnapshot | None] | None = None
     if guard and began is not None:
-        pending = _POOL.submit(take_snapshot, project_root, prefix=began.prefix)
+        pending = SNAPSHOT_POOL.submit(take_snapshot, project_root, prefix=began.prefix)
     hashes = hash_outputs(project_root, outputs_by_step)
     stale = find_stale(project_root, earlier)
     if pending is None or began is None:

@@ -146,6 +146,7 @@ class WorkflowEngine:
             branch_name, branch_note = self.branch_maker(job.name, instance_id or workflow.name)
 
         now = self.clock()
+        snapshot = self.guards.prefetch(job.definition)
         with self.store.transaction() as tx:
             parent = tx.top()
             if parent is not None:  # nested workflows stay on their parent's branch
@@ -164,7 +165,7 @@ class WorkflowEngine:
                 branch_name=branch_name,
                 started_at=now,
             )
-            note = self.guards.begin(session, job.definition, entries[0])
+            note = self.guards.begin(session, job.definition, entries[0], snapshot)
             brief = build_brief(job, session, entries[0], self._instructions)
             tx.push(session)
             stack = _stack_items(tx)

@@ -10,6 +10,7 @@ object it is given; the engine saves it in its transaction.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
@@ -26,7 +27,7 @@ from deepwork_core.approvals import (
     rehash,
     shown_outputs,
 )
-from deepwork_core.audit import Audit, audit_checkpoint
+from deepwork_core.audit import SNAPSHOT_POOL, Audit, audit_checkpoint
 from deepwork_core.errors import GitError
 from deepwork_core.events import EventName, append_event
 from deepwork_core.evidence import (
@@ -88,12 +89,19 @@ class Safeguards:
 
     # --- steps begin ---------------------------------------------------------------------------
 
+    def prefetch(self, job: JobDefinition) -> Future[RepoSnapshot | None] | None:
+        """Start the snapshot of a workflow's first step early, so git runs while the engine
+        prepares the step (pass the result to `begin`)."""
+        if job.scope_guard is ScopeGuard.OFF:
+            return None
+        return SNAPSHOT_POOL.submit(take_snapshot, self.project_root)
+
     def begin(
         self,
         session: Session,
         job: JobDefinition,
         step_ids: Sequence[str],
-        snapshot: RepoSnapshot | None = None,
+        snapshot: RepoSnapshot | Future[RepoSnapshot | None] | None = None,
         *,
         probe: bool = True,
     ) -> str | None:
@@ -101,17 +109,22 @@ class Safeguards:
         if job.scope_guard is ScopeGuard.OFF:
             return None
         note: str | None = None
-        if snapshot is None and probe:
+        taken: RepoSnapshot | None = snapshot if isinstance(snapshot, RepoSnapshot) else None
+        if isinstance(snapshot, Future) or (snapshot is None and probe):
             try:
-                snapshot = take_snapshot(self.project_root)
+                taken = (
+                    snapshot.result()
+                    if isinstance(snapshot, Future)
+                    else take_snapshot(self.project_root)
+                )
             except GitError as exc:
                 note = f"Scope guard off for this step: {exc.code}: {exc.message}"
             else:
-                note = OFF_OUTSIDE_GIT if snapshot is None else None
+                note = OFF_OUTSIDE_GIT if taken is None else None
         for step_id in step_ids:
             record = session.step_progress.get(step_id)
             if record is not None:
-                record.began = snapshot
+                record.began = taken
         if note is None or session.scope_guard_noted:
             return None
         session.scope_guard_noted = True

@@ -52,6 +52,8 @@ def take_snapshot(
     Pass the `prefix` of an earlier snapshot of the same project to save a git call. Raises
     `GitError` when git fails for another reason (a timeout, a broken repository).
     """
+    if not _under_git(project_root):
+        return None  # no `.git` in the folder or above: no git process needed to know
     args = ["status", "--porcelain=v2", "-z", "--branch", "--no-renames", "--untracked-files=all"]
     try:
         result = run_git([*args, "--", "."], cwd=project_root, timeout=timeout, check=False)
@@ -105,6 +107,11 @@ def undeclared(
     outputs = set(declared)
     globs = list(may_change)
     return [path for path in changed if path not in outputs and not matches_any(path, globs)]
+
+
+def _under_git(folder: Path) -> bool:
+    """True when `folder` or a parent holds `.git` (a folder, or a file in a linked work tree)."""
+    return any((candidate / ".git").exists() for candidate in (folder, *folder.parents))
 
 
 def _parse_status(text: str) -> tuple[str | None, list[str]]:
