@@ -28,10 +28,9 @@ from deepwork_core.events import EventName, append_event
 from deepwork_core.evidence import OutputHash, sha256_file
 from deepwork_core.fsutil import atomic_write_text, file_lock
 from deepwork_core.identifiers import check_session_id
-from deepwork_core.layout import TMP_DIR
+from deepwork_core.layout import APPROVALS_DIR
 from deepwork_core.runtime_dir import ensure_tmp_dir
 
-APPROVALS_DIR: Final = f"{TMP_DIR}/approvals"
 _LOCK: Final = "approvals.lock"
 
 

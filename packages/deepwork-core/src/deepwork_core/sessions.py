@@ -36,6 +36,7 @@ from deepwork_core.evidence import OutputEvidence, OutputHash, VerdictKind
 from deepwork_core.fsutil import LockTimeout, atomic_write_text, file_lock
 from deepwork_core.identifiers import SESSION_ID_PATTERN, check_session_id
 from deepwork_core.layout import (
+    APPROVALS_DIR,
     LOCK_FILE,
     SESSION_PREFIX,
     SESSION_SUFFIX,
@@ -285,6 +286,8 @@ class SessionStore:
                     path.unlink(missing_ok=True)
                     for review_file in self.state_dir.glob(review_file_glob(session_id)):
                         review_file.unlink(missing_ok=True)
+                    approval = self.project_root / APPROVALS_DIR / f"{session_id}.json"
+                    approval.unlink(missing_ok=True)
                     removed.append(session_id)
         return removed
 
