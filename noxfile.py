@@ -76,34 +76,20 @@ def bench(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def build(session: nox.Session) -> None:
-    """Build all wheels and sdists, install the wheels offline into a fresh venv, run them."""
+    """Build all wheels and sdists, install the wheels into a fresh venv, run them.
+
+    Works with an empty uv cache: third-party dependencies are fetched from the package index,
+    pinned to the versions of `uv.lock`; the four distributions come from dist/ only.
+    """
     dist = ROOT / "dist"
     session.run(
         "uv", "build", "--all-packages", "--no-sources", "--clear", "-o", str(dist), external=True
     )
-    check_env = Path(session.create_tmp()) / "wheel-check"
-    session.run(
-        "uv", "venv", "--quiet", "--clear", "--python", PYTHON, str(check_env), external=True
-    )
-    python = check_env / "bin" / "python"
     wheels = sorted(str(p) for p in dist.glob("deepwork*.whl"))
-    # Dependencies come from uv's cache (the lock), the four distributions from dist/ only.
-    session.run(
-        "uv",
-        "pip",
-        "install",
-        "--quiet",
-        "--python",
-        str(python),
-        "--offline",
-        "--find-links",
-        str(dist),
-        *wheels,
-        external=True,
-    )
+    check_env = _install_wheels(session, wheels, Path(session.create_tmp()) / "wheel-check")
     session.run(str(check_env / "bin" / "deepwork"), "--version", external=True)
     # The core wheel must carry its data: the editor schema, the typing marker, standard jobs.
-    session.run(str(python), "-c", _WHEEL_DATA_CHECK, external=True)
+    session.run(str(check_env / "bin" / "python"), "-c", _WHEEL_DATA_CHECK, external=True)
     empty_project = Path(session.create_tmp()) / "empty-project"
     empty_project.mkdir(exist_ok=True)
     session.run(
@@ -114,6 +100,40 @@ def build(session: nox.Session) -> None:
         str(empty_project),
         external=True,
     )
+
+
+def _install_wheels(session: nox.Session, wheels: list[str], venv: Path) -> Path:
+    """A fresh venv at `venv` holding `wheels`, their dependencies pinned by uv.lock."""
+    session.run("uv", "venv", "--quiet", "--clear", "--python", PYTHON, str(venv), external=True)
+    pins = venv.parent / f"{venv.name}-pins.txt"
+    session.run(
+        "uv",
+        "export",
+        "--locked",
+        "--quiet",
+        "--all-packages",
+        "--no-dev",
+        "--no-hashes",
+        "--no-emit-workspace",
+        "--format",
+        "requirements.txt",
+        "-o",
+        str(pins),
+        external=True,
+    )
+    session.run(
+        "uv",
+        "pip",
+        "install",
+        "--quiet",
+        "--python",
+        str(venv / "bin" / "python"),
+        "--constraints",
+        str(pins),
+        *wheels,
+        external=True,
+    )
+    return venv
 
 
 _WHEEL_DATA_CHECK = """
