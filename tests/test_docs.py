@@ -82,3 +82,15 @@ def test_the_check_command_reports_drift(tmp_path: Path, monkeypatch: pytest.Mon
     assert gen_errors_doc.main(["write"]) == 0
     assert gen_errors_doc.main(["check"]) == 0
     assert gen_errors_doc.main([]) == 2
+
+
+def test_the_sources_point_at_docs_and_nothing_outside_the_repository() -> None:
+    outside = re.compile(r"FORMATS\.md|RUNTIME\.md|DESIGN\.md|seed 00\d|\.\./shared|/work/shared")
+    files = [*PACKAGE_SOURCES, *ROOT.glob("packages/*/*.md"), *ROOT.glob("tools/*.py")]
+    hits = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in files
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if outside.search(line)
+    ]
+    assert hits == [], f"point these at a page of docs/ instead: {hits}"

@@ -28,10 +28,10 @@ ROOT = Path(__file__).resolve().parent.parent
 def _hook_tables() -> Any:
     """`deepwork_mcp.hooks.platforms`, loaded from the source tree.
 
-    Hook events and tool names come from the tables `deepwork hook` normalises with (RUNTIME.md
-    §6), so a manifest subscribes to exactly the events and tools the hooks understand. The
-    module needs only the standard library, so the render session need not install the
-    workspace.
+    Hook events and tool names come from the tables `deepwork hook` normalises with
+    (docs/hooks.md), so a manifest subscribes to exactly the events and tools the hooks
+    understand. The module needs only the standard library, so the render session need not
+    install the workspace.
     """
     path = ROOT / "packages" / "deepwork-mcp" / "src" / "deepwork_mcp" / "hooks" / "platforms.py"
     spec = importlib.util.spec_from_file_location("_deepwork_hook_platforms", path)
