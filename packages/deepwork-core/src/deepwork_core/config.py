@@ -1,4 +1,4 @@
-"""`.deepwork/config.yml`: the project's defaults for the server (FORMATS.md §3).
+"""`.deepwork/config.yml`: the project's defaults for the server (docs/configuration.md).
 
 A missing file means every default. Unknown keys and wrong types are a `ConfigError` naming the
 key path and line. Command-line flags win over this file; that merge happens in the CLI.

@@ -1,4 +1,4 @@
-"""Workflow transitions: start, finish a checkpoint, abort (seed 000, JOBS-REQ-001, RUNTIME.md).
+"""Workflow transitions: start, finish a checkpoint, abort (docs/runtime.md, JOBS-REQ-001).
 
 The engine is synchronous and knows nothing of MCP. Every transition is one transaction of the
 `SessionStore` (one atomic write of the session, plus one of the stack when it changes). The

@@ -1,4 +1,4 @@
-"""The quality gate's pure half (RUNTIME.md §4): review tasks, payloads, prompts and verdicts.
+"""The quality gate's pure half (docs/quality-gate.md): review tasks, payloads, prompts, verdicts.
 
 Nothing here runs a reviewer. `deepwork_mcp.reviewer` feeds the payloads built here to an
 external reviewer process; self-review mode writes the file built here for the agent instead.

@@ -1,4 +1,4 @@
-"""The project's runtime folder `.deepwork/tmp/` (RUNTIME.md §1)."""
+"""The project's runtime folder `.deepwork/tmp/` (docs/runtime.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Workflow sessions and the workflow stack, persisted under `.deepwork/tmp/` (RUNTIME.md §1).
+"""Workflow sessions and the workflow stack, persisted under `.deepwork/tmp/` (docs/runtime.md).
 
 Files (all JSON, all carrying `schema_version`):
 - `session_<id>.json`: one workflow run (`Session`). Completed and aborted runs stay on disk for

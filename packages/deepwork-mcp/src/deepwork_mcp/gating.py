@@ -1,4 +1,4 @@
-"""The two quality gates the engine can run (RUNTIME.md §4, JOBS-REQ-001.1.6–001.1.9).
+"""The two quality gates the engine can run (docs/quality-gate.md, JOBS-REQ-001.1.6–001.1.9).
 
 `SelfReviewGate` writes review instructions for the agent and always answers `needs_work`;
 `ExternalGate` runs the Claude CLI reviewer. Both plan their tasks with `deepwork_core.quality`.

@@ -1,6 +1,6 @@
 """The external quality-gate reviewer: the Claude CLI in print mode with structured output.
 
-One `claude` process per review task (RUNTIME.md §4):
+One `claude` process per review task (docs/quality-gate.md):
 `claude --print --output-format json --system-prompt <criteria> --json-schema <schema> -p --`
 with the payload on stdin and the project root as working directory. Each process starts in a
 new session, so on timeout or cancellation its whole process group (grandchildren included) is

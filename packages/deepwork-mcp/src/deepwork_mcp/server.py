@@ -65,7 +65,7 @@ def build_gate(
 
 
 def branch_maker(project_root: Path) -> BranchMaker:
-    """Switch `project_root`'s repository to the workflow branch of today (RUNTIME.md §2)."""
+    """Switch `project_root`'s repository to the workflow branch of today (docs/runtime.md)."""
 
     def make(job_name: str, label: str) -> tuple[str | None, str | None]:
         outcome = ensure_workflow_branch(

@@ -1,7 +1,7 @@
 """`deepwork serve`: run the MCP server for a project.
 
-Settings come from `.deepwork/config.yml` (FORMATS.md §3); every flag given on the command line
-wins over the file. stdout is the protocol channel on stdio, so logs go to stderr only.
+Settings come from `.deepwork/config.yml` (docs/configuration.md); every flag given on the command
+line wins over the file. stdout is the protocol channel on stdio, so logs go to stderr only.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ STACK_PATH = Path(".deepwork/tmp/stack.json")
 #: `deepwork_core.sessions.SESSION_PREFIX`.
 SESSION_PREFIX = "session_"
 
-# The job.yml keys that declare actions for each event (FORMATS.md §1 `hooks`, `stop_hooks`).
+# The job.yml keys that declare actions for each event (docs/job-format.md: `hooks`, `stop_hooks`).
 _EVENT_KEYS = {
     "after_agent": ("after_agent", "stop_hooks"),
     "before_tool": ("before_tool",),
