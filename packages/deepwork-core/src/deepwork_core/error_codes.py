@@ -120,6 +120,7 @@ CODES: dict[str, str] = {
     "review.instructions_invalid": "A rule's `instructions` is neither text nor `{file: …}`.",
     "review.instructions_missing": "A rule's instructions file cannot be read.",
     "review.instructions_outside_project": "A rule's instructions file is outside the project.",
+    "review.lock_timeout": "Another run held the lock on the review files for too long.",
     "review.no_project": "The project folder does not exist.",
     "review.not_a_git_repository": "Changed files can only be found in a git work tree.",
     "review.stdin_timeout": "`deepwork review` began reading a file list on stdin that did not "
