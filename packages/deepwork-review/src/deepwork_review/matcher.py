@@ -1,4 +1,4 @@
-"""Glob matching for `.deepreview` rules.
+"""Glob matching for `.deepreview` rules (docs/reviews.md).
 
 The glob syntax is that of `deepwork_core.globs`. Paths are POSIX, relative to the folder of the
 `.deepreview` file.
