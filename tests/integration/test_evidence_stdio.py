@@ -108,8 +108,12 @@ async def test_an_output_edited_after_its_review_is_reviewed_again(
     reviewed = [
         json.loads(p.read_text())["stdin"] for p in sorted((tmp_path / "claude-log").glob("*.json"))
     ]
-    # The last round of reviews saw the changed plan.
+    # The last round of reviews saw the changed plan, and was told `build` changed it.
     assert any("quietly changed" in payload for payload in reviewed[-2:])
+    assert any(
+        "BEGIN UNDECLARED CHANGES" in payload and "- plan.md" in payload
+        for payload in reviewed[-2:]
+    )
 
 
 async def test_deepwork_approve_from_another_process_unblocks_the_step(

@@ -146,3 +146,9 @@ async def test_a_client_without_elicitation_waits_for_the_terminal(
     assert waiting["status"] == "awaiting_approval"
     assert waiting["approval"]["command"] == f"deepwork approve {session_id}"
     assert waiting["approval"]["prompt"] == "Is this plan good to go?"
+
+
+async def test_no_tool_argument_can_approve(client: Client[Any]) -> None:
+    for tool in await client.list_tools():
+        arguments = set(tool.input_schema.get("properties", {}))
+        assert not any("approv" in name for name in arguments), (tool.name, arguments)
