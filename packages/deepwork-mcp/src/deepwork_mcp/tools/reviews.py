@@ -35,6 +35,7 @@ _RECORDS = ToolAnnotations(
 class ReviewPassRecorded(BaseModel):
     review_id: str
     passed: bool = True
+    reason: str | None = None
     message: str
 
 
@@ -86,12 +87,18 @@ def register_review_tools(mcp: fastmcp.FastMCP, *, project_root: Path, platform:
     @mcp.tool(annotations=_RECORDS)
     async def mark_review_as_passed(
         review_id: Annotated[str, Field(description="From the task's instruction file.")],
+        reason: Annotated[
+            str | None, Field(description="Why findings the user declined need no fix.")
+        ] = None,
     ) -> ReviewPassRecorded:
-        """Record that a review found no issues, so it is skipped until its rule or files
-        change."""
-        await _call("mark_review_as_passed", partial(mark_review_passed, project_root, review_id))
+        """Record that a review passed (no issues, or the user declined them: give `reason`);
+        it is skipped until its rule or files change."""
+        await _call(
+            "mark_review_as_passed", partial(mark_review_passed, project_root, review_id, reason)
+        )
         return ReviewPassRecorded(
             review_id=review_id,
+            reason=" ".join((reason or "").split()) or None,
             message="Recorded as passed; this review will not be handed out again until its "
             "rule or files change.",
         )
