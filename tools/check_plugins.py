@@ -35,6 +35,9 @@ GEMINI_CLI = "@google/gemini-cli@0.61.0"
 VERSION: str = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]["version"]
 CLAUDE_SKILLS = ("deepwork", "review", "configure_reviews")
 GEMINI_SKILLS = ("deepwork", "review", "configure-reviews")
+# Claude Code's sub-agent tool (formerly `Task`) and the plugin's read-only reviewer agent.
+SUBAGENT_TOOL = "Agent"
+REVIEWER_AGENT = "deepwork:reviewer"
 # Every tool the skills teach; the server must offer all of them.
 TOOLS = (
     "get_workflows",
@@ -253,9 +256,20 @@ def check_claude_session(project: Path, env: Mapping[str, str], *extra: str) -> 
     missing_tools = [t for t in TOOLS if prefix + t not in init.get("tools", [])]
     if status == "connected" and missing_tools:
         problems.append(f"tools missing: {missing_tools}")
+    # The skills name Claude Code's sub-agent tool; it must exist under that name.
+    if SUBAGENT_TOOL not in init.get("tools", []):
+        problems.append(
+            f"no {SUBAGENT_TOOL!r} tool, which the skills name; tools: {init.get('tools')}"
+        )
+    agents = init.get("agents")
+    if isinstance(agents, list) and REVIEWER_AGENT not in agents:
+        problems.append(f"agent {REVIEWER_AGENT} not loaded; agents: {agents}")
     if problems:
         raise CheckFailed("\n".join(problems))
-    return f"{len(CLAUDE_SKILLS)} skills, server connected, {len(TOOLS)} tools"
+    return (
+        f"{len(CLAUDE_SKILLS)} skills, server connected, {len(TOOLS)} tools, "
+        f"{SUBAGENT_TOOL} tool" + (f", agent {REVIEWER_AGENT}" if isinstance(agents, list) else "")
+    )
 
 
 def _hook_responses(stdout: str, event: str) -> list[dict[str, Any]]:
