@@ -35,8 +35,12 @@ GEMINI_CLI = "@google/gemini-cli@0.61.0"
 VERSION: str = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]["version"]
 CLAUDE_SKILLS = ("deepwork", "review", "configure_reviews")
 GEMINI_SKILLS = ("deepwork", "review", "configure-reviews")
-# Claude Code's sub-agent tool (formerly `Task`) and the plugin's read-only reviewer agent.
+# Claude Code's sub-agent tool is `Agent` (alias `Task`, its former name). The model sees
+# `Agent`, but the `init` event of `--output-format stream-json` reports it under the old name
+# for SDK compatibility, so the check looks for `Task` there.
 SUBAGENT_TOOL = "Agent"
+SUBAGENT_TOOL_IN_INIT = "Task"
+# The plugin's read-only reviewer agent, as Claude Code names plugin agents.
 REVIEWER_AGENT = "deepwork:reviewer"
 # Every tool the skills teach; the server must offer all of them.
 TOOLS = (
@@ -257,18 +261,19 @@ def check_claude_session(project: Path, env: Mapping[str, str], *extra: str) -> 
     if status == "connected" and missing_tools:
         problems.append(f"tools missing: {missing_tools}")
     # The skills name Claude Code's sub-agent tool; it must exist under that name.
-    if SUBAGENT_TOOL not in init.get("tools", []):
+    if SUBAGENT_TOOL_IN_INIT not in init.get("tools", []):
         problems.append(
-            f"no {SUBAGENT_TOOL!r} tool, which the skills name; tools: {init.get('tools')}"
+            f"no {SUBAGENT_TOOL} tool (listed as {SUBAGENT_TOOL_IN_INIT!r}), which the skills "
+            f"name; tools: {init.get('tools')}"
         )
     agents = init.get("agents")
-    if isinstance(agents, list) and REVIEWER_AGENT not in agents:
-        problems.append(f"agent {REVIEWER_AGENT} not loaded; agents: {agents}")
+    if not isinstance(agents, list) or REVIEWER_AGENT not in agents:
+        problems.append(f"agent {REVIEWER_AGENT} not loaded; agents: {agents}; keys: {list(init)}")
     if problems:
         raise CheckFailed("\n".join(problems))
     return (
         f"{len(CLAUDE_SKILLS)} skills, server connected, {len(TOOLS)} tools, "
-        f"{SUBAGENT_TOOL} tool" + (f", agent {REVIEWER_AGENT}" if isinstance(agents, list) else "")
+        f"{SUBAGENT_TOOL} tool, agent {REVIEWER_AGENT}"
     )
 
 
