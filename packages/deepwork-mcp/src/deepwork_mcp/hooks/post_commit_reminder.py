@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from deepwork_core.errors import DeepWorkError
+from deepwork_core import DeepWorkError
 
 from deepwork_mcp.hooks.platforms import AFTER_TOOL
 from deepwork_mcp.hooks.result import NO_OP, HookResult
@@ -64,13 +64,16 @@ def _open_rules(event: HookEvent, context: HookContext) -> tuple[str, ...] | Non
     The project is the one holding `.deepwork/`, else the git work tree the event ran in.
     """
     # Imported here: the module is loaded for every commit event, the review stack only now.
-    from deepwork_core.git import repository_root, run_git
-    from deepwork_review.pipeline import open_review_rules
+    from deepwork_core import run_git
+    from deepwork_review import open_review_rules
 
     settings = context.settings
     start = settings.project_dir or (Path(event.cwd) if event.cwd else settings.fallback_cwd)
     try:
-        project_root = context.project_root or (repository_root(start) if start else None)
+        project_root = context.project_root
+        if project_root is None and start is not None:
+            top = run_git(["rev-parse", "--show-toplevel"], cwd=start, timeout=5, check=False)
+            project_root = Path(top.stdout.strip()) if top.returncode == 0 else None
         if project_root is None:
             return None
         shown = run_git(
