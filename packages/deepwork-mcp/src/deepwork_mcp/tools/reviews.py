@@ -67,12 +67,10 @@ def register_review_tools(mcp: fastmcp.FastMCP, *, project_root: Path, platform:
     @mcp.tool(annotations=_RECORDS)
     async def mark_review_as_passed(
         review_id: Annotated[str, Field(description="From the task's instruction file.")],
-        reason: Annotated[
-            str | None, Field(description="Why findings the user declined need no fix.")
-        ] = None,
+        reason: Annotated[str | None, Field(description="Why findings were declined.")] = None,
     ) -> ReviewPassRecorded:
-        """Record that a review passed (no issues, or the user declined them: give `reason`);
-        it is skipped until its rule or files change."""
+        """Record a review as passed (no issues, or declined: give `reason`) until its rule or
+        files change."""
         await to_thread.run_sync(partial(mark_review_passed, project_root, review_id, reason))
         return ReviewPassRecorded(
             review_id=review_id,
