@@ -212,3 +212,15 @@ def test_every_step_file_names_its_outputs(job_dir: Path) -> None:
             if not re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text)
         ]
     assert missing == []
+
+
+@pytest.mark.parametrize("job_dir", ALL_JOBS, ids=JOB_IDS)
+def test_every_step_file_ends_with_a_quality_checklist(job_dir: Path) -> None:
+    """The agent checks its own work against the step's reviews before it checks in."""
+    definition = parse_job_dir(job_dir).require()
+    missing = [
+        step.id
+        for step in definition.steps
+        if "## Before you finish" not in (job_dir / step.instructions_file).read_text("utf-8")
+    ]
+    assert missing == []
