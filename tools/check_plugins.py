@@ -27,6 +27,7 @@ from typing import Any
 
 from deepwork_core.errors import ProcessTimeoutError
 from deepwork_core.process import Completed, run_bounded
+from release_check import SERVER_TOOLS  # a sibling script: tools/ is sys.path[0]
 
 ROOT = Path(__file__).resolve().parent.parent
 CLAUDE_CODE = "@anthropic-ai/claude-code@2.1.197"
@@ -42,16 +43,7 @@ SUBAGENT_TOOL = "Agent"
 SUBAGENT_TOOL_IN_INIT = "Task"
 # The plugin's read-only reviewer agent, as Claude Code names plugin agents.
 REVIEWER_AGENT = "deepwork:reviewer"
-# Every tool the skills teach; the server must offer all of them.
-TOOLS = (
-    "get_workflows",
-    "start_workflow",
-    "finished_step",
-    "abort_workflow",
-    "get_review_instructions",
-    "get_configured_reviews",
-    "mark_review_as_passed",
-)
+TOOLS = SERVER_TOOLS
 # Only these variables reach the clients: no API key or login can make them call a model.
 PASSED_ENV = (
     "PATH",

@@ -1,4 +1,4 @@
-"""The review pipeline: the one entry point the CLI and the MCP tools call (RUNTIME.md §5).
+"""The review pipeline: the one entry point the CLI and the MCP tools call (docs/reviews.md).
 
 discover `.deepreview` files → parse (problems collected per file) → changed files (git, or the
 caller's list) → match and group by strategy → drop reviews that already passed → write one

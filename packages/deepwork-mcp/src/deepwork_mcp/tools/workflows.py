@@ -1,4 +1,4 @@
-"""The four workflow tools (seed 000, JOBS-REQ-001.2–001.6).
+"""The four workflow tools (docs/runtime.md, JOBS-REQ-001.2–001.6).
 
 Each adapter calls the `WorkflowEngine` in a worker thread (the engine does file I/O and may wait
 on a lock; the event loop must not) and validates the response model from its result. Errors are
