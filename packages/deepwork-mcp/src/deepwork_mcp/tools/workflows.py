@@ -96,7 +96,7 @@ def register_workflow_tools(mcp: FastMCP, engine: WorkflowEngine) -> None:
         ctx: Context,
         notes: str | None = None,
         quality_review_override_reason: Annotated[
-            str | None, Field(description="Skips the quality review; say why.")
+            str | None, Field(description="Self-review outcome, or why the user skips it.")
         ] = None,
         session_id: SessionIdArg = None,
     ) -> FinishedStepResponse:
