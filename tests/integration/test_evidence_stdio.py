@@ -92,10 +92,12 @@ async def test_an_output_edited_after_its_review_is_reviewed_again(
         result.write_text("the result\n")
         blocked = await agent.ok("finished_step", outputs={"result": "result.md"})
         assert blocked["status"] == "needs_work"
-        [stale] = blocked["stale_evidence"]
+        [stale] = blocked["evidence"]["stale_evidence"]
         assert (stale["output"], stale["step"], stale["path"]) == ("plan", "plan", "plan.md")
         assert (stale["old_sha256"], stale["new_sha256"]) == (reviewed_hash, sha(plan))
-        assert blocked["undeclared_changes"] == ["plan.md"]  # changed during step `build`
+        assert blocked["evidence"]["undeclared_changes"] == [
+            "plan.md"
+        ]  # changed during step `build`
 
         done = await agent.ok("finished_step", outputs={"result": "result.md"})
         assert done["status"] == "workflow_complete"
@@ -127,7 +129,7 @@ async def test_deepwork_approve_from_another_process_unblocks_the_step(
         (root / "plan.md").write_text("the plan\n")
         waiting = await agent.ok("finished_step", outputs={"plan": "plan.md"})
         assert waiting["status"] == "awaiting_approval"
-        command = waiting["approval"]["command"]
+        command = waiting["evidence"]["approval"]["command"]
         assert command == f"deepwork approve {session_id}"
 
         # The agent's own tool calls cannot get past the human.

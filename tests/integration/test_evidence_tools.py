@@ -44,7 +44,7 @@ async def test_an_undeclared_edit_is_named(client: Client[Any], root: Path) -> N
     (root / "docs" / "guide.md").write_text("allowed by may_change\n")
     done = await call_ok(client, "finished_step", outputs={"out": "out.md"})
     assert done["status"] == "workflow_complete"
-    assert done["undeclared_changes"] == ["src/app.py"]
+    assert done["evidence"]["undeclared_changes"] == ["src/app.py"]
     events = [e for e in read_events(root, session_id) if e["event"] == "undeclared_changes"]
     assert events[0]["files"] == ["src/app.py"]
 
@@ -55,7 +55,7 @@ async def test_may_change_silences_the_guard(client: Client[Any], root: Path) ->
     (root / "docs").mkdir()
     (root / "docs" / "guide.md").write_text("allowed\n")
     done = await call_ok(client, "finished_step", outputs={"out": "out.md"})
-    assert done["undeclared_changes"] == []
+    assert done["evidence"]["undeclared_changes"] == []
 
 
 async def test_a_strict_job_sends_undeclared_changes_back(client: Client[Any], root: Path) -> None:
@@ -64,7 +64,7 @@ async def test_a_strict_job_sends_undeclared_changes_back(client: Client[Any], r
     (root / "src" / "app.py").write_text("print('changed')\n")
     blocked = await call_ok(client, "finished_step", outputs={"out": "out.md"})
     assert blocked["status"] == "needs_work"
-    assert blocked["undeclared_changes"] == ["src/app.py"]
+    assert blocked["evidence"]["undeclared_changes"] == ["src/app.py"]
     assert "src/app.py" in blocked["feedback"]
     acknowledged = await call_ok(
         client,
@@ -81,7 +81,7 @@ async def test_outside_git_the_guard_says_it_is_off_once(tmp_path: Path) -> None
         started = await call_ok(
             client, "start_workflow", goal="g", job_name="evidenced", workflow_name="main"
         )
-        assert "git" in (started["scope_guard_note"] or "")
+        assert "Scope guard off" in (started["branch_note"] or "")
         (root / "plan.md").write_text("plan\n")
         step2 = await call_ok(
             client,
@@ -89,8 +89,8 @@ async def test_outside_git_the_guard_says_it_is_off_once(tmp_path: Path) -> None
             outputs={"plan": "plan.md"},
             quality_review_override_reason="no reviewer here",
         )
-        assert step2["scope_guard_note"] is None
-        assert step2["undeclared_changes"] == []
+        assert step2["evidence"]["scope_guard_note"] is None
+        assert step2["evidence"]["undeclared_changes"] == []
 
 
 # --- approvals through elicitation -------------------------------------------------------------
@@ -144,8 +144,9 @@ async def test_a_client_without_elicitation_waits_for_the_terminal(
     (root / "plan.md").write_text("the plan\n")
     waiting = await call_ok(client, "finished_step", outputs={"plan": "plan.md"})
     assert waiting["status"] == "awaiting_approval"
-    assert waiting["approval"]["command"] == f"deepwork approve {session_id}"
-    assert waiting["approval"]["prompt"] == "Is this plan good to go?"
+    assert waiting["evidence"]["approval"]["command"] == f"deepwork approve {session_id}"
+    assert waiting["evidence"]["approval"]["prompt"] == "Is this plan good to go?"
+    assert f"deepwork approve {session_id}" in waiting["feedback"]
 
 
 async def test_no_tool_argument_can_approve(client: Client[Any]) -> None:

@@ -11,9 +11,10 @@ import pytest
 from deepwork_core.approvals import ApprovalChannel, ApprovalStore, record_decision
 from deepwork_core.checkpoint import Checkpoint, GatePassed, GateVerdict, ProgressReporter
 from deepwork_core.discovery import JobCatalog
-from deepwork_core.engine import FinishStatus, WorkflowEngine
+from deepwork_core.engine import WorkflowEngine
 from deepwork_core.events import read_events
 from deepwork_core.evidence import VerdictKind
+from deepwork_core.results import FinishStatus
 from deepwork_core.sessions import SessionStore
 
 from tests.fixtures.evidence_project import make_evidence_project
@@ -69,13 +70,16 @@ def test_a_stale_unreviewed_output_needs_an_override(root: Path) -> None:
     (root / "result.md").write_text("result\n")
     blocked = engine.finish({"result": "result.md"})
     assert blocked.status is FinishStatus.NEEDS_WORK
-    assert [s.path for s in blocked.stale_evidence or []] == ["plan.md"]
+    assert blocked.evidence is not None
+    assert [s.path for s in blocked.evidence.stale_evidence] == ["plan.md"]
     again = engine.finish({"result": "result.md"})
     assert again.status is FinishStatus.NEEDS_WORK  # no review can run: only an override helps
 
     done = engine.finish({"result": "result.md"}, override_reason="the plan fix is cosmetic")
     assert done.status is FinishStatus.WORKFLOW_COMPLETE
     assert done.evidence is not None
+    assert done.evidence.outputs is not None
+    assert done.evidence.approvals is not None
     plan = next(e for e in done.evidence.outputs if e.path == "plan.md")
     assert (plan.sha256, plan.verdict) == (sha(root / "plan.md"), VerdictKind.OVERRIDE)
     assert plan.override_reason == "the plan fix is cosmetic"
@@ -97,6 +101,7 @@ def test_the_stale_step_is_reviewed_again_with_the_last_one(root: Path) -> None:
     assert done.status is FinishStatus.WORKFLOW_COMPLETE
     assert gate.seen == [("plan",), ("build", "plan")]
     assert done.evidence is not None
+    assert done.evidence.outputs is not None
     assert {(e.path, e.verdict) for e in done.evidence.outputs} == {
         ("plan.md", VerdictKind.REVIEWER),
         ("result.md", VerdictKind.REVIEWER),
@@ -130,10 +135,13 @@ def test_an_edit_after_the_approval_voids_it(root: Path) -> None:
     (root / "plan.md").write_text("plan, swapped after the approval\n")
     asked_again = engine.finish({"plan": "plan.md"})
     assert asked_again.status is FinishStatus.AWAITING_APPROVAL
-    assert first.approval is not None
-    assert asked_again.approval is not None
-    assert asked_again.approval.request_id != first.approval.request_id
-    assert asked_again.approval.shown[0].sha256 == sha(root / "plan.md")
+    assert first.evidence is not None
+    assert asked_again.evidence is not None
+    before, after = first.evidence.approval, asked_again.evidence.approval
+    assert before is not None
+    assert after is not None
+    assert after.request_id != before.request_id
+    assert after.shown[0].sha256 == sha(root / "plan.md")
 
 
 def test_an_override_does_not_skip_the_human(root: Path) -> None:

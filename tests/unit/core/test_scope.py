@@ -124,3 +124,10 @@ def test_undeclared_leaves_out_outputs_and_may_change_globs() -> None:
     ]
     assert undeclared(changed, ["out/report.md"], ["docs/**", "./CHANGELOG.md"]) == ["src/x.py"]
     assert undeclared(changed, [], ["*.md"]) == ["docs/guide/a.md", "out/report.md", "src/x.py"]
+
+
+def test_deepworks_runtime_folder_is_never_a_change(repo: Path) -> None:
+    before = snap(repo)
+    (repo / ".deepwork" / "tmp").mkdir(parents=True)
+    (repo / ".deepwork" / "tmp" / "session_x.json").write_text("{}\n")
+    assert changes(repo, before) == []

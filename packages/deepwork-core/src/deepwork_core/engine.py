@@ -44,7 +44,6 @@ from deepwork_core.models import Step
 from deepwork_core.outputs import ValidatedOutputs, validate_outputs
 from deepwork_core.results import (
     AbortResult,
-    EvidenceSummary,
     FinishResult,
     FinishStatus,
     StackItem,
@@ -171,7 +170,8 @@ class WorkflowEngine:
             stack = _stack_items(tx)
         if parent is None:
             self.store.prune()
-        return StartResult(brief, stack, branch_name, branch_note, note)
+        notes = [text for text in (branch_note, note) if text]
+        return StartResult(brief, stack, branch_name, " ".join(notes) or None)
 
     # --- finish ------------------------------------------------------------------------------
 
@@ -331,7 +331,7 @@ class WorkflowEngine:
         snapshot = findings.audit.snapshot
         probe = snapshot is None and began is not None  # git failed at the checkpoint: retry
         result = self._advance(tx, session, job, validated, notes, snapshot, probe)
-        return with_findings(result, findings)
+        return with_findings(result, findings, session)
 
     def _approval_answer(
         self,
@@ -474,7 +474,6 @@ class WorkflowEngine:
             stack,
             summary=summary,
             all_outputs=session.all_outputs(),
-            evidence=EvidenceSummary(list(session.evidence), list(session.approvals)),
         )
 
 

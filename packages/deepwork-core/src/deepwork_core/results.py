@@ -32,8 +32,6 @@ class StartResult:
     stack: list[StackItem]
     branch_name: str | None
     branch_note: str | None
-    #: Why the scope guard is off, said once per session (docs/evidence.md).
-    scope_guard_note: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,11 +49,18 @@ class ApprovalPrompt:
 
 
 @dataclass(frozen=True, slots=True)
-class EvidenceSummary:
-    """Every accepted output file with its hash and verdict, and the approvals given."""
+class EvidenceReport:
+    """What a checkpoint's audit found (docs/evidence.md); `outputs` and `approvals`, the
+    evidence summary, are set when the workflow completes."""
 
-    outputs: list[OutputEvidence]
-    approvals: list[ApprovalRecord]
+    stale_evidence: list[StaleEvidence]
+    undeclared_changes: list[str]
+    #: Why the scope guard is off, said once per session.
+    scope_guard_note: str | None = None
+    #: Set with `AWAITING_APPROVAL`: what the human is asked, and how they answer.
+    approval: ApprovalPrompt | None = None
+    outputs: list[OutputEvidence] | None = None
+    approvals: list[ApprovalRecord] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,11 +73,7 @@ class FinishResult:
     failed_reviews: list[ReviewVerdict] | None = None
     summary: str | None = None
     all_outputs: dict[str, OutputValue] | None = None
-    stale_evidence: list[StaleEvidence] | None = None
-    undeclared_changes: list[str] | None = None
-    scope_guard_note: str | None = None
-    approval: ApprovalPrompt | None = None
-    evidence: EvidenceSummary | None = None
+    evidence: EvidenceReport | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,7 +43,7 @@ from deepwork_core.models import JobDefinition, ScopeGuard, Step
 from deepwork_core.outputs import ValidatedOutputs
 from deepwork_core.results import (
     ApprovalPrompt,
-    EvidenceSummary,
+    EvidenceReport,
     FinishResult,
     FinishStatus,
     StackItem,
@@ -243,9 +243,6 @@ class Safeguards:
             {"step_ids": step_ids, "verdict": verdict.value, "evidence": evidence},
         )
 
-    def summary(self, session: Session) -> EvidenceSummary:
-        return EvidenceSummary(outputs=list(session.evidence), approvals=list(session.approvals))
-
     # --- approvals -----------------------------------------------------------------------------
 
     def needs_approval(self, steps: Sequence[Step]) -> bool:
@@ -381,8 +378,8 @@ def awaiting(stack: list[StackItem], prompt: ApprovalPrompt, findings: Findings)
         '--comment "..."`). When they have answered, call finished_step again with the same '
         "outputs. You cannot approve it yourself."
     )
-    result = FinishResult(FinishStatus.AWAITING_APPROVAL, stack, feedback=feedback, approval=prompt)
-    return with_findings(result, findings)
+    result = FinishResult(FinishStatus.AWAITING_APPROVAL, stack, feedback=feedback)
+    return with_findings(result, findings, approval=prompt)
 
 
 def needs_work(
@@ -397,14 +394,23 @@ def needs_work(
     return with_findings(result, findings)
 
 
-def with_findings(result: FinishResult, findings: Findings) -> FinishResult:
-    """`result` carrying what the audit found (docs/evidence.md)."""
-    return replace(
-        result,
+def with_findings(
+    result: FinishResult,
+    findings: Findings,
+    completed: Session | None = None,
+    approval: ApprovalPrompt | None = None,
+) -> FinishResult:
+    """`result` carrying what the audit found, and the evidence summary once `completed`."""
+    done = completed is not None and result.status is FinishStatus.WORKFLOW_COMPLETE
+    report = EvidenceReport(
         stale_evidence=list(findings.stale),
         undeclared_changes=list(findings.undeclared),
         scope_guard_note=findings.note,
+        approval=approval,
+        outputs=list(completed.evidence) if done and completed else None,
+        approvals=list(completed.approvals) if done and completed else None,
     )
+    return replace(result, evidence=report)
 
 
 def override_kind(session: Session) -> VerdictKind:

@@ -10,7 +10,8 @@ outputs of the checkpoint nor matched by one of its `may_change` globs.
 
 Each snapshot is one `git status` (plus `git rev-parse --show-prefix` the first time, and a
 `git diff` when HEAD moved), all bounded by the git helpers' timeout. Paths are POSIX and
-relative to the project root; files of the repository outside the project are not considered.
+relative to the project root; files of the repository outside the project, and DeepWork's own
+runtime folder `.deepwork/tmp/`, are not considered.
 """
 
 from __future__ import annotations
@@ -24,11 +25,13 @@ from deepwork_core.errors import GitError
 from deepwork_core.fsutil import path_signature
 from deepwork_core.git import run_git
 from deepwork_core.globs import matches_any
+from deepwork_core.layout import TMP_DIR
 
 #: Bound of each git call the guard makes (it runs at every checkpoint).
 SCOPE_GIT_TIMEOUT = 10.0
 #: The signature of a file that does not exist.
 _GONE = "-"
+_RUNTIME_PREFIX = f"{TMP_DIR}/"
 
 
 class RepoSnapshot(BaseModel):
@@ -69,11 +72,8 @@ def take_snapshot(
         shown = run_git(["rev-parse", "--show-prefix"], cwd=project_root, timeout=timeout)
         prefix = shown.stdout.strip()
     head, paths = _parse_status(result.stdout)
-    dirty = {
-        path[len(prefix) :]: _signature(project_root, path[len(prefix) :])
-        for path in paths
-        if path.startswith(prefix)
-    }
+    inside = (path[len(prefix) :] for path in paths if path.startswith(prefix))
+    dirty = {path: _signature(project_root, path) for path in inside if not _runtime(path)}
     return RepoSnapshot(head=head, prefix=prefix, dirty=dirty)
 
 
@@ -97,7 +97,7 @@ def changed_between(
             # A file changed at the start and committed as it was is no change of the step.
             if path not in before.dirty or _signature(project_root, path) != before.dirty[path]:
                 changed.add(path)
-    return sorted(changed)
+    return sorted(path for path in changed if not _runtime(path))
 
 
 def undeclared(
@@ -107,6 +107,11 @@ def undeclared(
     outputs = set(declared)
     globs = list(may_change)
     return [path for path in changed if path not in outputs and not matches_any(path, globs)]
+
+
+def _runtime(path: str) -> bool:
+    """DeepWork's own runtime files (`.deepwork/tmp/`) are never a step's change."""
+    return path.startswith(_RUNTIME_PREFIX)
 
 
 def _under_git(folder: Path) -> bool:

@@ -108,7 +108,6 @@ class StartWorkflowResponse(_Model):
     stack: list[StackEntry]
     branch_name: str | None
     branch_note: str | None = None
-    scope_guard_note: str | None = None
 
 
 class QualityCriteriaResult(_Model):
@@ -187,8 +186,14 @@ def _approvals(value: object) -> object:
 
 
 class EvidenceInfo(_Model):
-    outputs: list[OutputEvidenceInfo]
-    approvals: Annotated[list[ApprovalGiven], BeforeValidator(_approvals)]
+    """What the checkpoint's audit found; at `workflow_complete` also the evidence summary."""
+
+    stale_evidence: list[StaleEvidenceInfo] = Field(default_factory=list)
+    undeclared_changes: list[str] = Field(default_factory=list)
+    scope_guard_note: str | None = None
+    approval: ApprovalInfo | None = None
+    outputs: list[OutputEvidenceInfo] | None = None
+    approvals: Annotated[list[ApprovalGiven] | None, BeforeValidator(_approvals)] = None
 
 
 class FinishedStepResponse(_Model):
@@ -200,11 +205,8 @@ class FinishedStepResponse(_Model):
     summary: str | None = None
     all_outputs: dict[str, OutputValue] | None = None
     stack: list[StackEntry]
-    stale_evidence: list[StaleEvidenceInfo] | None = None
-    undeclared_changes: list[str] | None = None
-    scope_guard_note: str | None = None
-    approval: ApprovalInfo | None = None
-    evidence: EvidenceInfo | None = None
+    #: Always present: the audit's findings (docs/evidence.md).
+    evidence: EvidenceInfo = Field(default_factory=EvidenceInfo)
 
 
 class AbortWorkflowResponse(_Model):

@@ -100,8 +100,7 @@ def register_workflow_tools(mcp: FastMCP, engine: WorkflowEngine) -> None:
         ] = None,
         session_id: SessionIdArg = None,
     ) -> FinishedStepResponse:
-        """Submit the current step's outputs. Returns needs_work, next_step,
-        awaiting_approval or workflow_complete."""
+        """Submit this step's outputs; act on `status`."""
         call = partial(
             engine.finish,
             outputs,
@@ -111,7 +110,8 @@ def register_workflow_tools(mcp: FastMCP, engine: WorkflowEngine) -> None:
             progress=ctx.report_progress,
         )
         result = await to_thread.run_sync(call)
-        if result.approval is not None and await ask_and_record(engine, ctx, result.approval):
+        ask = result.evidence.approval if result.evidence is not None else None
+        if ask is not None and await ask_and_record(engine, ctx, ask):
             result = await to_thread.run_sync(call)
         return FinishedStepResponse.model_validate(result)
 
