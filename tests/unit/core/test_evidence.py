@@ -105,3 +105,16 @@ def test_records_survive_a_json_round_trip(tmp_path: Path) -> None:
         hash_outputs(root, {"write": {"report": "out/report.md"}}), VerdictKind.UNREVIEWED, WHEN
     )
     assert OutputEvidence.model_validate_json(record.model_dump_json()) == record
+
+
+def test_a_file_swapped_for_a_link_out_of_the_project_is_stale(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    evidence = bind(
+        hash_outputs(root, {"write": {"report": "out/report.md"}}), VerdictKind.REVIEWER, WHEN
+    )
+    outside = tmp_path / "same.md"
+    outside.write_text("report v1\n")  # the same bytes, outside the project
+    (root / "out" / "report.md").unlink()
+    (root / "out" / "report.md").symlink_to(outside)
+    [stale] = find_stale(root, evidence)
+    assert stale.new_sha256 is None

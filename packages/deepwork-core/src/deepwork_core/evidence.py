@@ -170,8 +170,10 @@ def find_stale(project_root: Path, evidence: Iterable[OutputEvidence]) -> list[S
     """The evidence whose file no longer has the hash its verdict covered."""
     stale: list[StaleEvidence] = []
     for item in evidence:
-        if item.signature is not None and item.signature == _lstat_signature(project_root, item):
-            continue  # not written since it was hashed
+        if item.signature is not None and item.signature == path_signature(
+            project_root / item.path
+        ):
+            continue  # the same inode, unwritten since it was hashed: the same bytes
         now = sha256_file(project_root, item.path)
         if now != item.sha256:
             stale.append(
@@ -184,11 +186,3 @@ def find_stale(project_root: Path, evidence: Iterable[OutputEvidence]) -> list[S
                 )
             )
     return stale
-
-
-def _lstat_signature(project_root: Path, item: OutputEvidence) -> str | None:
-    try:
-        resolved = resolve_inside(project_root, item.path)
-    except DeepWorkError:
-        return None
-    return path_signature(resolved)
