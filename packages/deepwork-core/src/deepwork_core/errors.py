@@ -81,6 +81,12 @@ class PathOutsideProjectError(DeepWorkError):
     agent_fixable = True
 
 
+class FileReadError(DeepWorkError):
+    """A project file cannot be read as text (`file.not_regular`, `file.too_large`, …)."""
+
+    code = "file.unreadable"
+
+
 class ConfigError(DeepWorkError):
     """`.deepwork/config.yml` (or another settings file) is invalid."""
 
@@ -147,6 +153,12 @@ class ProcessTimeoutError(DeepWorkError):
     """A subprocess ran past its deadline and was killed with its process group."""
 
     code = "process.timeout"
+
+
+class ProcessOutputError(DeepWorkError):
+    """A subprocess printed more than its output cap and was killed with its process group."""
+
+    code = "process.output_too_large"
 
 
 class QualityGateError(DeepWorkError):

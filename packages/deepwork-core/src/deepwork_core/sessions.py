@@ -30,14 +30,16 @@ from typing import Annotated, Any, Final, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
-from deepwork_core.errors import SessionError
-from deepwork_core.fsutil import atomic_write_text, file_lock
+from deepwork_core.errors import FileReadError, SessionError
+from deepwork_core.fsutil import atomic_write_text, file_lock, read_text_file
 from deepwork_core.identifiers import SESSION_ID_PATTERN, check_session_id
 from deepwork_core.runtime_dir import TMP_DIR, ensure_tmp_dir
 from deepwork_core.verdicts import ReviewVerdict
 
 SCHEMA_VERSION: Literal[1] = 1
 STACK_FILE = "stack.json"
+#: A state file larger than this is corrupt (`session.state_corrupt`).
+MAX_STATE_BYTES = 32 * 1024 * 1024
 LOCK_FILE = "state.lock"
 SESSION_PREFIX = "session_"
 
@@ -351,10 +353,10 @@ _MISSING: Final = object()
 
 def _read_json(path: Path) -> Any:
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return _MISSING
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_text_file(path, limit=MAX_STATE_BYTES)
+    except FileReadError as exc:
+        if exc.code == "file.not_found":
+            return _MISSING
         raise SessionError(
             f"cannot read state file {path}: {exc}", code="session.state_corrupt"
         ) from None

@@ -8,11 +8,13 @@ when it grows past a size limit (so very old ids are eventually forgotten).
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from deepwork_core.errors import ReviewError
-from deepwork_core.fsutil import atomic_write_text, file_lock
+from deepwork_core.errors import FileReadError, ReviewError
+from deepwork_core.fsutil import atomic_write_text, file_lock, read_text_file
 from deepwork_core.runtime_dir import ensure_tmp_dir
 
 from deepwork_review.tasks import is_review_id
@@ -56,16 +58,32 @@ class ReviewPasses:
         self._folder.mkdir(exist_ok=True)
         path = self._folder / name
         with file_lock(self._folder / f"{name}.lock"):
-            with path.open("a", encoding="utf-8") as handle:
-                handle.write("".join(f"{review_id}\n" for review_id in review_ids))
+            _append_lines(path, review_ids)
             if path.stat().st_size > MAX_BYTES:
                 lines = _read(path)
                 atomic_write_text(path, "".join(f"{line}\n" for line in lines[len(lines) // 2 :]))
 
 
+def _append_lines(path: Path, lines: list[str]) -> None:
+    """Append to a regular file only: a FIFO or device in its place is refused, not waited on."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        raise ReviewError(
+            f"cannot write {path}: {exc.strerror}", code="review.state_unreadable"
+        ) from None
+    with os.fdopen(fd, "ab") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ReviewError(f"{path} is not a regular file", code="review.state_unreadable")
+        handle.write("".join(f"{line}\n" for line in lines).encode("utf-8"))
+
+
 def _read(path: Path) -> list[str]:
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return []
+        text = read_text_file(path, limit=2 * MAX_BYTES)
+    except FileReadError as exc:
+        if exc.code == "file.not_found":
+            return []
+        raise ReviewError(exc.message, code="review.state_unreadable") from None
     return [line for line in text.splitlines() if line]

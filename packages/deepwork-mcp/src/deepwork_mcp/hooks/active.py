@@ -20,6 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from deepwork_core.errors import FileReadError
+from deepwork_core.fsutil import read_bytes_file, read_text_file
+
 if TYPE_CHECKING:
     from deepwork_core.discovery import LoadedJob
     from deepwork_core.models import Step
@@ -29,6 +32,8 @@ if TYPE_CHECKING:
 STACK_PATH = Path(".deepwork/tmp/stack.json")
 #: `deepwork_core.sessions.SESSION_PREFIX`.
 SESSION_PREFIX = "session_"
+#: `deepwork_core.sessions.MAX_STATE_BYTES`.
+_MAX_STATE_BYTES = 32 * 1024 * 1024
 
 # The job.yml keys that declare actions for each event (FORMATS.md §1 `hooks`, `stop_hooks`).
 _EVENT_KEYS = {
@@ -45,10 +50,10 @@ def stack_is_empty(project_root: Path) -> bool:
     problem properly.
     """
     try:
-        data = json.loads((project_root / STACK_PATH).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return True
-    except (OSError, ValueError):
+        data = json.loads(read_text_file(project_root / STACK_PATH, limit=_MAX_STATE_BYTES))
+    except FileReadError as exc:
+        return exc.code == "file.not_found"
+    except ValueError:
         return False
     ids = data.get("session_ids") if isinstance(data, dict) else None
     return isinstance(ids, list) and not ids
@@ -65,11 +70,11 @@ def may_have_job_hooks(project_root: Path, event: str, additional_jobs_folders: 
     if keys is None:
         return False
     try:
-        stack = json.loads((project_root / STACK_PATH).read_text(encoding="utf-8"))
+        stack = json.loads(read_text_file(project_root / STACK_PATH, limit=_MAX_STATE_BYTES))
         top = stack["session_ids"][-1]
         session_file = project_root / STACK_PATH.parent / f"{SESSION_PREFIX}{top}.json"
-        job_name = json.loads(session_file.read_text(encoding="utf-8"))["job_name"]
-    except (OSError, ValueError, LookupError, TypeError):
+        job_name = json.loads(read_text_file(session_file, limit=_MAX_STATE_BYTES))["job_name"]
+    except (FileReadError, ValueError, LookupError, TypeError):
         return True
     import deepwork_core
     from deepwork_core.identifiers import NAME_PATTERN
@@ -83,11 +88,12 @@ def may_have_job_hooks(project_root: Path, event: str, additional_jobs_folders: 
     ]
     for folder in folders:
         try:
-            text = (folder / job_name / "job.yml").read_text(encoding="utf-8", errors="replace")
-        except FileNotFoundError:
-            continue
-        except OSError:
+            raw = read_bytes_file(folder / job_name / "job.yml", limit=_MAX_STATE_BYTES)
+        except FileReadError as exc:
+            if exc.code == "file.not_found":
+                continue
             return True
+        text = raw.decode("utf-8", errors="replace")
         if any(key in text for key in keys):
             return True
     return False
