@@ -105,3 +105,29 @@ async def test_session_ids_that_are_paths_are_rejected(
         client, "abort_workflow", "identifier.invalid", explanation="x", session_id=session_id
     )
     assert outside(root) == before
+
+
+async def test_a_stack_file_that_is_a_fifo_is_a_coded_error(
+    client: Client[Any], root: Path
+) -> None:
+    await call_ok(client, "start_workflow", goal="g", job_name="three_step", workflow_name="main")
+    stack = root / ".deepwork" / "tmp" / "stack.json"
+    stack.unlink()
+    os.mkfifo(stack)
+    await call_ok(client, "get_workflows")  # answers at once, not blocked on the FIFO
+    text = await call_error(
+        client, "finished_step", "session.state_corrupt", outputs={"notes": "notes.md"}
+    )
+    assert "not a regular file" in text
+
+
+async def test_git_internals_are_never_outputs(client: Client[Any], root: Path) -> None:
+    await call_ok(client, "start_workflow", goal="g", job_name="three_step", workflow_name="main")
+    (root / ".git").mkdir(exist_ok=True)
+    (root / ".git" / "config").write_text("[core]\n\ttoken = SECRET\n")
+    (root / "git_link.md").symlink_to(root / ".git" / "config")
+    for path in (".git/config", "git_link.md"):
+        text = await call_error(
+            client, "finished_step", "path.git_internal", outputs={"notes": path}
+        )
+        assert "SECRET" not in text

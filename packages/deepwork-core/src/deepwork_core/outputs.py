@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from deepwork_core.errors import InvalidTextError, OutputsError, PathOutsideProjectError
-from deepwork_core.identifiers import check_text, resolve_inside
+from deepwork_core.identifiers import check_outside_git_dir, check_text, resolve_inside
 from deepwork_core.models import OutputSpec, OutputType, Step
 from deepwork_core.sessions import OutputValue
 
@@ -150,6 +150,9 @@ def _check_path(root: Path, name: str, value: str, findings: list[_Finding]) -> 
     try:
         check_text(value, what=f"output {name!r} path", max_chars=None)
         resolved = resolve_inside(root, value, what=f"output {name!r} path")
+        lexical = Path(os.path.normpath(root / value))
+        for candidate in (lexical, resolved):
+            check_outside_git_dir(root, candidate, what=f"output {name!r} path")
         info = resolved.stat()
     except (PathOutsideProjectError, InvalidTextError) as exc:
         findings.append(_Finding(exc.code, exc.message))

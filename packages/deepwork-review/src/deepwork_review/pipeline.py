@@ -7,6 +7,7 @@ instruction file per task → format for the platform.
 
 from __future__ import annotations
 
+import os
 import posixpath
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -14,6 +15,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from deepwork_core.errors import PathOutsideProjectError, Problem, ReviewError
+from deepwork_core.identifiers import GIT_DIR
 from pydantic import BaseModel, ConfigDict
 
 from deepwork_review.changes import TrackedChanges, combine_changes, find_tracked_changes
@@ -223,7 +225,16 @@ def normalise_paths(project_root: Path, paths: Iterable[str]) -> tuple[str, ...]
             continue
         if not joined.startswith(prefix):
             raise PathOutsideProjectError(f"file {text!r} is outside the project {project_root}")
+        real = os.path.realpath(joined)
+        if real != root and not real.startswith(prefix):
+            raise PathOutsideProjectError(
+                f"file {text!r} is a symbolic link to {real}, outside the project {project_root}"
+            )
         path = joined[len(prefix) :]
+        if f"/{GIT_DIR}/" in f"/{path}/" or f"/{GIT_DIR}/" in f"/{real[len(prefix) :]}/":
+            raise PathOutsideProjectError(
+                f"file {text!r} is inside git's own folder {GIT_DIR}/", code="path.git_internal"
+            )
         if not is_runtime_file(path):
             result.add(path)
     return tuple(sorted(result))

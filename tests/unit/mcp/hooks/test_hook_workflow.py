@@ -413,3 +413,28 @@ def test_a_script_printing_without_end_is_stopped_at_the_output_cap(project: Pat
     _at_polish(project, "yes deepwork\n")
     answer = hook("workflow", project, STOP, {"DEEPWORK_HOOK_SCRIPT_TIMEOUT": "60"})
     assert "hook.script_output_too_large" in answer["reason"]
+
+
+def test_a_prompt_file_that_is_a_fifo_is_reported_not_waited_on(project: Path) -> None:
+    engine_for(project).start("Write it", "demo", "report")
+    note = project / ".deepwork" / "jobs" / "demo" / "hooks" / "tool_note.md"
+    note.unlink()
+    os.mkfifo(note)
+    answer = hook(
+        "workflow",
+        project,
+        {"hook_event_name": "PreToolUse", "tool_name": "Write", "tool_input": {"file_path": "x"}},
+    )
+    context = answer["hookSpecificOutput"]["additionalContext"]
+    assert "hook.prompt_file" in context
+    assert "not a regular file" in context
+
+
+def test_a_stack_file_that_is_a_fifo_does_not_hold_the_hook(project: Path) -> None:
+    engine_for(project).start("Write it", "demo", "report")
+    stack = project / ".deepwork" / "tmp" / "stack.json"
+    stack.unlink()
+    os.mkfifo(stack)
+    answer = hook("workflow", project, STOP)
+    assert "session.state_corrupt" in answer["systemMessage"]
+    assert "not a regular file" in answer["systemMessage"]
