@@ -38,6 +38,8 @@ from deepwork_core.verdicts import ReviewVerdict
 
 SCHEMA_VERSION: Literal[1] = 1
 STACK_FILE = "stack.json"
+#: A temporary state file older than this was left by a killed writer and is removed.
+_STRAY_TMP_AGE_S = 60.0
 #: A state file larger than this is corrupt (`session.state_corrupt`).
 MAX_STATE_BYTES = 32 * 1024 * 1024
 LOCK_FILE = "state.lock"
@@ -234,6 +236,12 @@ class SessionStore:
             finished: list[tuple[float, str, Path]] = []
             for entry in os.scandir(self.state_dir):
                 name = entry.name
+                if _is_stray_temporary(name):
+                    # Left by a writer that was killed between writing and renaming.
+                    with contextlib.suppress(OSError):
+                        if current - entry.stat().st_mtime > _STRAY_TMP_AGE_S:
+                            os.unlink(entry.path)  # noqa: PTH108
+                    continue
                 if not (name.startswith(SESSION_PREFIX) and name.endswith(".json")):
                     continue
                 session_id = name[len(SESSION_PREFIX) : -len(".json")]
@@ -249,6 +257,13 @@ class SessionStore:
                         review_file.unlink(missing_ok=True)
                     removed.append(session_id)
         return removed
+
+
+def _is_stray_temporary(name: str) -> bool:
+    """`atomic_write_text`'s temporary names for the stack and session files."""
+    return name.endswith(".tmp") and (
+        name.startswith(f".{STACK_FILE}.") or name.startswith(f".{SESSION_PREFIX}")
+    )
 
 
 class StateTransaction:
