@@ -275,7 +275,8 @@ async def test_a_terminated_server_takes_its_reviewers_with_it(
             os.kill(server.pid, signal.SIGTERM)
             with suppress(BaseException):
                 await asyncio.wait_for(call, 30)
-    assert reviewer and grandchild, (root.parent / "server.stderr").read_text()
+    assert reviewer, (root.parent / "server.stderr").read_text()
+    assert grandchild
     for _ in range(200):
         if _gone(reviewer) and _gone(grandchild):
             break

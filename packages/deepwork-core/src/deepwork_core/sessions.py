@@ -261,9 +261,7 @@ class SessionStore:
 
 def _is_stray_temporary(name: str) -> bool:
     """`atomic_write_text`'s temporary names for the stack and session files."""
-    return name.endswith(".tmp") and (
-        name.startswith(f".{STACK_FILE}.") or name.startswith(f".{SESSION_PREFIX}")
-    )
+    return name.endswith(".tmp") and name.startswith((f".{STACK_FILE}.", f".{SESSION_PREFIX}"))
 
 
 class StateTransaction:
