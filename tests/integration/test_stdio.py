@@ -246,8 +246,9 @@ def _gone(pid: int) -> bool:
     return state in {"Z", "X"}
 
 
+@pytest.mark.parametrize("mode", ["sleep", "escape"])
 async def test_a_terminated_server_takes_its_reviewers_with_it(
-    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
 ) -> None:
     fake = Path(__file__).resolve().parent.parent / "fixtures" / "fake_claude.py"
     bin_dir = tmp_path / "bin"
@@ -257,7 +258,7 @@ async def test_a_terminated_server_takes_its_reviewers_with_it(
     log = tmp_path / "claude-log"
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
     monkeypatch.setenv("FAKE_CLAUDE_LOG", str(log))
-    monkeypatch.setenv("FAKE_CLAUDE_MODE", "sleep")
+    monkeypatch.setenv("FAKE_CLAUDE_MODE", mode)
     write_files(root, "report.md")
     reviewer = grandchild = 0
     with suppress(Exception):  # the client loses its server half-way through a call

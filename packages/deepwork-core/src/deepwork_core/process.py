@@ -38,8 +38,9 @@ REAP_TIMEOUT = 2.0
 _POLL = 0.1
 _CHUNK = 65536
 
-#: Process groups of children still running, so a shutting-down server can kill them all.
-_live_groups: set[int] = set()
+#: Children still running (group id → inodes of their pipes), so a server that is being
+#: stopped can kill them all, including processes that left the group but hold a pipe.
+_live_groups: dict[int, set[int]] = {}
 _live_lock = threading.Lock()
 
 
@@ -58,11 +59,12 @@ def kill_process_group(pid: int) -> None:
 
 
 def kill_all_children() -> None:
-    """Kill the process group of every child still running (used when the server stops)."""
+    """Kill every child still running, its group and holders of its pipes (server stop)."""
     with _live_lock:
-        groups = list(_live_groups)
+        groups = dict(_live_groups)
     for pid in groups:
         kill_process_group(pid)
+    _kill_pipe_holders(set().union(*groups.values()) if groups else set())
 
 
 def run_bounded(
@@ -92,10 +94,10 @@ def run_bounded(
         env=dict(env) if env is not None else None,
         start_new_session=True,
     )
-    with _live_lock:
-        _live_groups.add(process.pid)
     try:
         pump = _Pump(process, input_text, output_limit)
+        with _live_lock:
+            _live_groups[process.pid] = pump.inodes
         try:
             failure = pump.run(time.monotonic() + timeout, cancel)
         except BaseException:
@@ -105,7 +107,7 @@ def run_bounded(
             pump.close()
     finally:
         with _live_lock:
-            _live_groups.discard(process.pid)
+            _live_groups.pop(process.pid, None)
     if failure == "timeout":
         raise ProcessTimeoutError(f"{argv[0]} did not finish within {timeout:g} s and was killed")
     if failure == "cancelled":
