@@ -2,10 +2,12 @@
 
 Every tool description and schema is sent to the model on each `tools/list`, so its size is a
 cost paid in every conversation. This middleware rewrites the listed schemas into equivalent,
-shorter JSON Schema: `anyOf: [X, {type: null}]` becomes `type: [X, "null"]`, `default: null`
-goes (the `required` list already says which arguments may be left out), and descriptions inside
-output schemas go (the tool description carries the meaning). Argument validation is unaffected:
-it uses the tool's own signature, not the listed schema.
+shorter JSON Schema: `default: null` goes (the `required` list already says which arguments may
+be left out), and descriptions inside output schemas go (the tool description carries the
+meaning). Optional values stay `anyOf: [X, {type: null}]` rather than `type: [X, "null"]`:
+strict clients warn on type lists and single-type dialects (Gemini function declarations) read
+`anyOf` with null better. Argument validation is unaffected: it uses the tool's own signature,
+not the listed schema.
 """
 
 from __future__ import annotations
@@ -46,13 +48,6 @@ def tidy_schema(node: Any, *, keep_descriptions: bool) -> Any:
         return [tidy_schema(item, keep_descriptions=keep_descriptions) for item in node]
     if not isinstance(node, dict):
         return node
-    options = node.get("anyOf")
-    if isinstance(options, list) and {"type": "null"} in options and len(options) == 2:
-        [inner] = [option for option in options if option != {"type": "null"}]
-        if isinstance(inner, dict) and isinstance(inner.get("type"), str):
-            merged = {**inner, **{k: v for k, v in node.items() if k != "anyOf"}}
-            merged["type"] = [inner["type"], "null"]
-            return tidy_schema(merged, keep_descriptions=keep_descriptions)
     tidied: dict[str, Any] = {}
     for key, value in node.items():
         if key == "default" and value is None:

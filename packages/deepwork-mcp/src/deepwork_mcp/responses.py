@@ -28,7 +28,9 @@ def output_schema(model: type[BaseModel], *, detail_depth: int = 1) -> dict[str,
     The full pydantic schema of these responses is several kilobytes per tool and is sent to the
     model with every `tools/list`; this keeps the whole tool list small while still describing
     every field an agent reads. Descriptions and defaults are left out (the tool description and
-    the field names carry the meaning); `X | None` becomes `type: [X, "null"]`.
+    the field names carry the meaning). `X | None` stays `anyOf: [X, {type: null}]`: every node
+    has a single `type`, which strict clients and single-type dialects (Gemini function
+    declarations) require.
     """
     schema = model.model_json_schema()
     return _compact(schema, schema.get("$defs", {}), 0, detail_depth)
@@ -40,11 +42,8 @@ def _compact(node: dict[str, Any], defs: dict[str, Any], depth: int, limit: int)
     if "anyOf" in node:
         options = [o for o in node["anyOf"] if o != {"type": "null"}]
         nullable = len(options) < len(node["anyOf"])
-        if len(options) == 1:
-            inner = _compact(options[0], defs, depth, limit)
-            if nullable and isinstance(inner.get("type"), str):
-                inner["type"] = [inner["type"], "null"]
-            return inner
+        if len(options) == 1 and not nullable:
+            return _compact(options[0], defs, depth, limit)
         branches = [_compact(o, defs, depth, limit) for o in options]
         return {"anyOf": branches + ([{"type": "null"}] if nullable else [])}
     out: dict[str, Any] = {"type": node["type"]} if "type" in node else {}

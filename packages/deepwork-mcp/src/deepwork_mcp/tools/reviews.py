@@ -6,6 +6,7 @@ reads files) and builds its response.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -19,8 +20,9 @@ from deepwork_review.pipeline import (
     mark_review_passed,
     run_review,
 )
-from mcp.types import ToolAnnotations
-from pydantic import BaseModel, Field
+from fastmcp.tools.base import ToolResult
+from mcp.types import TextContent, ToolAnnotations
+from pydantic import BaseModel, Field, TypeAdapter
 
 from deepwork_mcp.errors import tool_errors
 
@@ -30,6 +32,21 @@ _READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 _RECORDS = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
+
+
+NO_CONFIGURED_RULES = (
+    "No review rules are configured: no .deepreview file defines a rule"
+    " (or none matches the given files)."
+)
+_RULE_LIST = TypeAdapter(list[ConfiguredRule]).json_schema()
+#: `{"result": [ConfiguredRule, ...]}`, as FastMCP wraps a list result.
+_RULE_LIST_SCHEMA = {
+    "type": "object",
+    "properties": {"result": {k: v for k, v in _RULE_LIST.items() if k != "$defs"}},
+    "required": ["result"],
+    "$defs": _RULE_LIST.get("$defs", {}),
+    "x-fastmcp-wrap-result": True,
+}
 
 
 class ReviewPassRecorded(BaseModel):
@@ -65,13 +82,13 @@ def register_review_tools(mcp: fastmcp.FastMCP, *, project_root: Path, platform:
         )
         return run.text
 
-    @mcp.tool(annotations=_READ_ONLY)
+    @mcp.tool(annotations=_READ_ONLY, output_schema=_RULE_LIST_SCHEMA)
     async def get_configured_reviews(
         only_rules_matching_files: Annotated[
             list[str] | None,
             Field(description="Only rules matching one of these project-relative paths."),
         ] = None,
-    ) -> list[ConfiguredRule]:
+    ) -> ToolResult:
         """List `.deepreview` rules (files with problems appear as `PARSE_ERROR`)."""
         listing = await _call(
             "get_configured_reviews",
@@ -81,7 +98,12 @@ def register_review_tools(mcp: fastmcp.FastMCP, *, project_root: Path, platform:
                 only_rules_matching_files=only_rules_matching_files,
             ),
         )
-        return [*listing.rules, *listing.parse_errors]
+        rules = [rule.model_dump(mode="json") for rule in (*listing.rules, *listing.parse_errors)]
+        # Never an empty answer: clients show the text, and "[]" alone explains nothing.
+        text = json.dumps(rules, ensure_ascii=False) if rules else NO_CONFIGURED_RULES
+        return ToolResult(
+            content=[TextContent(type="text", text=text)], structured_content={"result": rules}
+        )
 
     @mcp.tool(annotations=_RECORDS)
     async def mark_review_as_passed(
