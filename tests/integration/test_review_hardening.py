@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from deepwork_core.errors import DeepWorkError, PathOutsideProjectError, ReviewError
-from deepwork_review.config import MAX_INSTRUCTIONS_BYTES
+from deepwork_review.deepreview import MAX_INSTRUCTIONS_BYTES
 from deepwork_review.instructions import MAX_RUN_BYTES
 from deepwork_review.pipeline import configured_rules, normalise_paths, run_review
 from deepwork_review.tasks import build_tasks
@@ -91,7 +91,7 @@ def test_every_task_of_a_rule_shares_one_context_list(repo) -> None:
 
 
 def configured_rules_full(root: Path):  # type: ignore[no-untyped-def]
-    from deepwork_review.discovery import DEFAULT_CACHE, deepreview_sources, list_project_files
+    from deepwork_review.rule_discovery import DEFAULT_CACHE, deepreview_sources, list_project_files
 
     listing = list_project_files(root)
     return DEFAULT_CACHE.load(root, deepreview_sources(listing.all)).rules

@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from deepwork_core.errors import FileReadError, SessionError
+from deepwork_core.errors import FileReadError
 
 
 def read_bytes_file(path: Path, *, limit: int, follow_symlinks: bool = True) -> bytes:
@@ -60,6 +60,15 @@ def read_text_file(path: Path, *, limit: int, follow_symlinks: bool = True) -> s
         raise FileReadError(f"{path} is not UTF-8 text", code="file.not_text") from None
 
 
+class LockTimeout(TimeoutError):
+    """`file_lock` could not take the lock in time; callers map it to their own domain error."""
+
+    def __init__(self, path: Path, timeout: float) -> None:
+        super().__init__(f"could not lock {path} within {timeout:g} s")
+        self.path = path
+        self.timeout = timeout
+
+
 def atomic_write_text(path: Path, text: str) -> None:
     """Write `text` to `path` so that readers see the old or the new content, never a mix.
 
@@ -92,7 +101,7 @@ def file_lock(path: Path, *, timeout: float = 30.0, shared: bool = False) -> Ite
     for the `with` block.
 
     Works across processes on one machine; the lock is released when the block ends or the
-    process dies. Raises `SessionError` (`session.lock_timeout`) after `timeout` seconds; with
+    process dies. Raises `LockTimeout` after `timeout` seconds; with
     a timeout of 0 the lock is tried once.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -106,9 +115,7 @@ def file_lock(path: Path, *, timeout: float = 30.0, shared: bool = False) -> Ite
                 break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
-                    raise SessionError(
-                        f"could not lock {path} within {timeout:g} s", code="session.lock_timeout"
-                    ) from None
+                    raise LockTimeout(path, timeout) from None
                 time.sleep(delay)
                 delay = min(delay * 2, 0.05)
         try:

@@ -3,11 +3,11 @@
 One `claude` process per review task:
 `claude --print --output-format json --system-prompt <fixed role> --json-schema <schema> -p --`
 with the review brief (criteria, guidance, notes) and the files on stdin, and the project root
-as working directory. The process runs through `deepwork_core.process.run_bounded` in a worker
+as working directory. The process runs through `deepwork_core.run_bounded` in a worker
 thread: a deadline, an output cap, and its whole process group killed when it overruns or the
 review is cancelled. At most `max_parallel` run at once; the first failure cancels the rest. A
 reply that leaves a criterion unjudged is asked for once more; if the second reply also leaves
-one out, the verdict fails naming it (docs/limits.md lists the limits).
+one out, the verdict fails naming it (`docs/quality-gate.md`, `docs/limits.md`).
 """
 
 from __future__ import annotations
@@ -17,32 +17,32 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import anyio
 import anyio.abc
 import anyio.to_thread
-from deepwork_core.errors import (
+from deepwork_core import (
+    DEFAULT_MAX_INLINE_FILES,
+    DEFAULT_REVIEW_TIMEOUT,
+    DEFAULT_SECONDS_PER_EXTRA_FILE,
+    REVIEWER_SYSTEM_PROMPT,
+    TIMEOUT_FREE_FILES,
+    Checkpoint,
+    Completed,
     ProcessOutputError,
     ProcessTimeoutError,
+    ProgressReporter,
     QualityGateError,
-)
-from deepwork_core.process import Completed, run_bounded
-from deepwork_core.quality import (
-    DEFAULT_MAX_INLINE_FILES,
-    REVIEWER_SYSTEM_PROMPT,
-    GateRequest,
-    ReviewTask,
+    QualityReviewTask,
+    ReviewVerdict,
     build_review_message,
     reply_schema_json,
+    run_bounded,
     task_file_count,
     unjudged_criteria,
     verdict_from_reply,
 )
-from deepwork_core.verdicts import ReviewVerdict
-
-#: `async (done, total, message) -> None`, called as tasks finish and while waiting.
-ProgressCallback = Callable[[int, int, str], Awaitable[None]]
 
 #: A reviewer printing more than this (on stdout or stderr) is stopped
 #: (`quality_gate.output_too_large`).
@@ -56,8 +56,8 @@ class ClaudeReviewer:
     def __init__(
         self,
         executable: str = "claude",
-        base_timeout: float = 240,
-        per_extra_file: float = 30,
+        base_timeout: float = DEFAULT_REVIEW_TIMEOUT,
+        per_extra_file: float = DEFAULT_SECONDS_PER_EXTRA_FILE,
         max_parallel: int = 4,
         *,
         progress_interval: float = 5.0,
@@ -80,13 +80,13 @@ class ClaudeReviewer:
 
     def timeout_for(self, file_count: int) -> float:
         """Per-task deadline: the base plus `per_extra_file` for each file beyond five."""
-        return self.base_timeout + self.per_extra_file * max(0, file_count - 5)
+        return self.base_timeout + self.per_extra_file * max(0, file_count - TIMEOUT_FREE_FILES)
 
     async def review(
         self,
-        request: GateRequest,
-        tasks: Sequence[ReviewTask],
-        progress: ProgressCallback | None = None,
+        checkpoint: Checkpoint,
+        tasks: Sequence[QualityReviewTask],
+        progress: ProgressReporter | None = None,
     ) -> list[ReviewVerdict]:
         """Run every task (at most `max_parallel` at once); verdicts come back in task order.
 
@@ -104,7 +104,9 @@ class ClaudeReviewer:
 
         async def one(index: int) -> None:
             try:
-                verdicts[index] = await self._run_task(executable, request, tasks[index], limiter)
+                verdicts[index] = await self._run_task(
+                    executable, checkpoint, tasks[index], limiter
+                )
             except Exception as exc:  # the first failure wins and stops the others
                 failures.append(exc)
                 group.cancel_scope.cancel()
@@ -122,10 +124,10 @@ class ClaudeReviewer:
 
     async def _report(
         self,
-        tasks: Sequence[ReviewTask],
+        tasks: Sequence[QualityReviewTask],
         verdicts: Mapping[int, ReviewVerdict],
         finished: anyio.abc.ObjectReceiveStream[int],
-        progress: ProgressCallback | None,
+        progress: ProgressReporter | None,
     ) -> None:
         """Wait for every task, telling `progress` as each finishes and while waiting."""
         total, done_count, started = len(tasks), 0, time.monotonic()
@@ -164,8 +166,8 @@ class ClaudeReviewer:
     async def _run_task(
         self,
         executable: str,
-        request: GateRequest,
-        task: ReviewTask,
+        checkpoint: Checkpoint,
+        task: QualityReviewTask,
         limiter: anyio.CapacityLimiter,
     ) -> ReviewVerdict:
         argv = [
@@ -180,26 +182,31 @@ class ClaudeReviewer:
             "-p",
             "--",
         ]
-        timeout = self.timeout_for(task_file_count(request, task))
+        timeout = self.timeout_for(task_file_count(checkpoint, task))
         async with limiter:
             # Built under the limiter so at most `max_parallel` messages sit in memory; reading
             # files is blocking work, so it runs off the event loop.
             message = await anyio.to_thread.run_sync(
-                build_review_message, request, task, self.max_inline_files
+                build_review_message, checkpoint, task, self.max_inline_files
             )
-            reply = await self._ask(argv, message, request, task, timeout)
+            reply = await self._ask(argv, message, checkpoint, task, timeout)
             if unjudged_criteria(task, reply):
                 # Asked once more; a second incomplete reply fails the unjudged criteria.
-                reply = await self._ask(argv, message, request, task, timeout)
+                reply = await self._ask(argv, message, checkpoint, task, timeout)
         return verdict_from_reply(task, reply)
 
     async def _ask(
-        self, argv: list[str], message: str, request: GateRequest, task: ReviewTask, timeout: float
+        self,
+        argv: list[str],
+        message: str,
+        checkpoint: Checkpoint,
+        task: QualityReviewTask,
+        timeout: float,
     ) -> object:
         try:
             done = await run_bounded_async(
                 argv,
-                cwd=request.project_root,
+                cwd=checkpoint.project_root,
                 timeout=timeout,
                 input_text=message,
                 env=self.env,
@@ -248,7 +255,7 @@ async def run_bounded_async(argv: Sequence[str], **options: object) -> Completed
         raise
 
 
-def _interpret(task: ReviewTask, done: Completed) -> object:
+def _interpret(task: QualityReviewTask, done: Completed) -> object:
     """The `structured_output` of the CLI's JSON wrapper, or a distinct error."""
     stdout, stderr = done.stdout, done.stderr
     try:

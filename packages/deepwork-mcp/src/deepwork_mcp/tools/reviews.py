@@ -1,32 +1,24 @@
 """The review tools: `get_review_instructions`, `get_configured_reviews`, `mark_review_as_passed`.
 
-Each tool parses its arguments, runs the review pipeline in a worker thread (it calls git and
-reads files) and builds its response.
+Each adapter runs the review pipeline in a worker thread (it calls git and reads files) and
+builds its response. Errors are mapped by the `deepwork_mcp.tool_errors.ToolErrors` middleware.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated
 
-import anyio.to_thread
 import fastmcp
-from deepwork_review.pipeline import (
-    ConfiguredRule,
-    configured_rules,
-    mark_review_passed,
-    run_review,
-)
+from anyio import to_thread
+from deepwork_review import ConfiguredRule, configured_rules, mark_review_passed, run_review
 from fastmcp.tools.base import ToolResult
 from mcp.types import TextContent, ToolAnnotations
-from pydantic import BaseModel, Field, TypeAdapter
+from pydantic import BaseModel, Field
 
-from deepwork_mcp.errors import tool_errors
-
-_T = TypeVar("_T")
+from deepwork_mcp.listing import output_schema
 
 _READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 _RECORDS = ToolAnnotations(
@@ -38,13 +30,16 @@ NO_CONFIGURED_RULES = (
     "No review rules are configured: no .deepreview file defines a rule"
     " (or none matches the given files)."
 )
-_RULE_LIST = TypeAdapter(list[ConfiguredRule]).json_schema()
-#: `{"result": [ConfiguredRule, ...]}`, as FastMCP wraps a list result.
+
+
+class _RuleList(BaseModel):
+    result: list[ConfiguredRule]
+
+
+#: `{"result": [ConfiguredRule, ...]}`, as FastMCP wraps a list result (compact, like the rest).
 _RULE_LIST_SCHEMA = {
-    "type": "object",
-    "properties": {"result": {k: v for k, v in _RULE_LIST.items() if k != "$defs"}},
+    **output_schema(_RuleList, detail_depth=2),
     "required": ["result"],
-    "$defs": _RULE_LIST.get("$defs", {}),
     "x-fastmcp-wrap-result": True,
 }
 
@@ -53,12 +48,6 @@ class ReviewPassRecorded(BaseModel):
     review_id: str
     passed: bool = True
     message: str
-
-
-async def _call(tool: str, function: Callable[[], _T]) -> _T:
-    """Run `function` in a worker thread (it calls git and reads files); map its errors."""
-    with tool_errors(tool):
-        return await anyio.to_thread.run_sync(function)
 
 
 def register_review_tools(mcp: fastmcp.FastMCP, *, project_root: Path, platform: str) -> None:
@@ -76,9 +65,8 @@ def register_review_tools(mcp: fastmcp.FastMCP, *, project_root: Path, platform:
         ] = None,
     ) -> str:
         """Review tasks to run in parallel for the changed files, per `.deepreview` rules."""
-        run = await _call(
-            "get_review_instructions",
-            partial(run_review, project_root, platform=platform, files=files),
+        run = await to_thread.run_sync(
+            partial(run_review, project_root, platform=platform, files=files)
         )
         return run.text
 
@@ -90,13 +78,10 @@ def register_review_tools(mcp: fastmcp.FastMCP, *, project_root: Path, platform:
         ] = None,
     ) -> ToolResult:
         """List `.deepreview` rules (files with problems appear as `PARSE_ERROR`)."""
-        listing = await _call(
-            "get_configured_reviews",
+        listing = await to_thread.run_sync(
             partial(
-                configured_rules,
-                project_root,
-                only_rules_matching_files=only_rules_matching_files,
-            ),
+                configured_rules, project_root, only_rules_matching_files=only_rules_matching_files
+            )
         )
         rules = [rule.model_dump(mode="json") for rule in (*listing.rules, *listing.parse_errors)]
         # Never an empty answer: clients show the text, and "[]" alone explains nothing.
@@ -111,7 +96,7 @@ def register_review_tools(mcp: fastmcp.FastMCP, *, project_root: Path, platform:
     ) -> ReviewPassRecorded:
         """Record that a review found no issues, so it is skipped until its rule or files
         change."""
-        await _call("mark_review_as_passed", partial(mark_review_passed, project_root, review_id))
+        await to_thread.run_sync(partial(mark_review_passed, project_root, review_id))
         return ReviewPassRecorded(
             review_id=review_id,
             message="Recorded as passed; this review will not be handed out again until its "
