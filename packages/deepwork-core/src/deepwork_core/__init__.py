@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from deepwork_core.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from deepwork_core.branching import ensure_workflow_branch
+    from deepwork_core.branching import BranchOutcome, ensure_workflow_branch
     from deepwork_core.checkpoint import (
         Checkpoint,
         Gate,
@@ -97,7 +97,7 @@ if TYPE_CHECKING:
 
 #: Module → the public names it defines; each is imported on first use (`deepwork_core.lazy`).
 _HOMES = {
-    "deepwork_core.branching": ("ensure_workflow_branch",),
+    "deepwork_core.branching": ("BranchOutcome", "ensure_workflow_branch"),
     "deepwork_core.checkpoint": (
         "Checkpoint",
         "Gate",
@@ -219,6 +219,7 @@ __all__ = [
     "TMP_DIR",
     "AbortResult",
     "BranchMaker",
+    "BranchOutcome",
     "Checkpoint",
     "Completed",
     "ConfigError",

@@ -49,6 +49,9 @@ class DeepWorkError(Exception):
     code: str = "deepwork.error"
     #: True when the agent can fix the cause itself (wrong name, missing file, bad path …).
     agent_fixable: bool = False
+    #: Every problem behind the error, each with its own code (most serious first), when there
+    #: is more than one.
+    problems: tuple[Problem, ...] = ()
 
     def __init__(self, message: str, *, code: str | None = None) -> None:
         super().__init__(message)

@@ -124,10 +124,12 @@ class Session(_State):
     #: Index into the workflow's entries (a concurrent group counts once).
     current_entry_index: int = 0
     #: The step ids of the current entry (several for a concurrent group).
-    current_step_ids: list[str]
+    current_step_ids: list[str] = Field(min_length=1)
     step_progress: dict[str, StepRecord] = Field(default_factory=dict)
     parent_session_id: str | None = None
     branch_name: str | None = None
+    #: The branch the repository was on before the workflow's branch was checked out.
+    previous_branch: str | None = None
     started_at: datetime
     completed_at: datetime | None = None
     abort_reason: str | None = None
