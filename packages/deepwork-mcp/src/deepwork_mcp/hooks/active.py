@@ -27,7 +27,7 @@ STACK_PATH = Path(layout.STACK_PATH)
 #: `deepwork_core.sessions.MAX_STATE_BYTES`.
 _MAX_STATE_BYTES = 32 * 1024 * 1024
 
-# The job.yml keys that declare actions for each event (FORMATS.md §1 `hooks`, `stop_hooks`).
+# The job.yml keys that declare actions for each event (docs/job-format.md: `hooks`, `stop_hooks`).
 _EVENT_KEYS = {
     "after_agent": ("after_agent", "stop_hooks"),
     "before_tool": ("before_tool",),

@@ -1,4 +1,4 @@
-"""The four workflow tools (seed 000, JOBS-REQ-001.2–001.6).
+"""The four workflow tools (docs/runtime.md, JOBS-REQ-001.2–001.6).
 
 Each adapter calls the `WorkflowEngine` in a worker thread (the engine does file I/O and may wait
 on a lock; the event loop must not) and validates the response model from its result. Errors are
@@ -95,7 +95,7 @@ def register_workflow_tools(mcp: FastMCP, engine: WorkflowEngine) -> None:
         ctx: Context,
         notes: str | None = None,
         quality_review_override_reason: Annotated[
-            str | None, Field(description="Skips the quality review; say why.")
+            str | None, Field(description="Self-review outcome, or why the user skips it.")
         ] = None,
         session_id: SessionIdArg = None,
     ) -> FinishedStepResponse:
