@@ -23,6 +23,7 @@ def test_schema_spells_out_top_level_fields_and_nullable_types() -> None:
         "stack",
         "resumed_workflow",
         "resumed_step",
+        "branch_note",
     ]
     assert schema["properties"]["resumed_step"] == {"anyOf": [{"type": "string"}, {"type": "null"}]}
     assert schema["properties"]["stack"] == {"type": "array"}

@@ -69,7 +69,9 @@ class CompactToolListing(Middleware):
         return [
             tool.model_copy(
                 update={
-                    "parameters": tidy_schema(tool.parameters, keep_descriptions=True),
+                    "parameters": optional_without_null(
+                        tidy_schema(tool.parameters, keep_descriptions=True)
+                    ),
                     "output_schema": (
                         tidy_schema(tool.output_schema, keep_descriptions=False)
                         if tool.output_schema is not None
@@ -79,6 +81,29 @@ class CompactToolListing(Middleware):
             )
             for tool in tools
         ]
+
+
+def optional_without_null(schema: dict[str, Any]) -> dict[str, Any]:
+    """An input schema whose optional arguments drop `null` from `anyOf: [X, {type: null}]`.
+
+    Leaving an optional argument out already means "none", so the listed schema says just `X`:
+    one type per argument, which single-type dialects (Gemini function declarations) need, in
+    fewer bytes. A client that still sends null is accepted: validation uses the signature.
+    """
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return schema
+    required = set(schema.get("required", ()))
+    rewritten = dict(properties)
+    for name, node in properties.items():
+        options = node.get("anyOf") if isinstance(node, dict) else None
+        if name in required or not isinstance(options, list) or {"type": "null"} not in options:
+            continue
+        others = [option for option in options if option != {"type": "null"}]
+        if len(others) == 1 and isinstance(others[0], dict):
+            rest = {key: value for key, value in node.items() if key != "anyOf"}
+            rewritten[name] = {**others[0], **rest}
+    return {**schema, "properties": rewritten}
 
 
 def tidy_schema(node: Any, *, keep_descriptions: bool) -> Any:

@@ -38,7 +38,7 @@ class _RuleList(BaseModel):
 
 #: `{"result": [ConfiguredRule, ...]}`, as FastMCP wraps a list result (compact, like the rest).
 _RULE_LIST_SCHEMA = {
-    **output_schema(_RuleList, detail_depth=2),
+    **output_schema(_RuleList),
     "required": ["result"],
     "x-fastmcp-wrap-result": True,
 }
