@@ -157,7 +157,7 @@ async def test_go_back_two_steps_and_finish_again(root: Path) -> None:
         active = await server.ok("get_active_workflow")
         assert active["begin_step"]["step_id"] == "b"
         [entry] = active["stack"]
-        assert (entry["job"], entry["workflow"], entry["step"]) == ("four_step", "main", "b")
+        assert (entry["job"], entry["workflow"], entry["step"]) == ("four_step", "four_step/main", "b")
         assert entry["session_id"] == session_id
         assert entry["attempts"] == 0
 
@@ -226,7 +226,7 @@ async def test_two_agents_run_two_workflows_side_by_side(root: Path) -> None:
 
         nobody = await server.ok("get_active_workflow")
         assert nobody == {"stack": [], "begin_step": None}
-        await server.error("finished_step", "session.no_active_workflow", outputs={})
+        await server.error("finished_step", "session.none_active", outputs={})
 
         done_two = await server.ok("finished_step", outputs={"final": "final.md"}, agent_id="two")
         done_one = await server.ok("finished_step", outputs={"d_out": "d.md"}, agent_id="one")
