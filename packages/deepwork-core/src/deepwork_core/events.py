@@ -31,12 +31,11 @@ from typing import Any, Final
 
 from deepwork_core.errors import DeepWorkError
 from deepwork_core.identifiers import check_session_id
-from deepwork_core.runtime_dir import TMP_DIR, ensure_tmp_dir
+from deepwork_core.layout import EVENTS_DIR
+from deepwork_core.runtime_dir import ensure_tmp_dir
 
 #: Version of the line format; readers accept lines of this version and skip none silently.
 EVENT_SCHEMA_VERSION: Final = 1
-#: The folder of event logs, relative to the project root.
-EVENTS_DIR: Final = f"{TMP_DIR}/events"
 EVENTS_SUFFIX: Final = ".jsonl"
 #: A log larger than this is refused on read rather than loaded whole into memory.
 MAX_LOG_BYTES: Final = 64 * 1024 * 1024

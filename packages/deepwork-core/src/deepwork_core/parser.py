@@ -35,6 +35,7 @@ from deepwork_core.errors import (
     YamlError,
 )
 from deepwork_core.identifiers import resolve_inside
+from deepwork_core.layout import JOB_FILE
 from deepwork_core.models import (
     HookAction,
     JobDefinition,
@@ -47,7 +48,6 @@ from deepwork_core.models import (
 )
 from deepwork_core.yamlio import KeyPath, YamlDocument, parse_yaml, read_limited
 
-JOB_FILE = "job.yml"
 HOOK_EVENTS = ("after_agent", "before_tool", "before_prompt")
 
 
