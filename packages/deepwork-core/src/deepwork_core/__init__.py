@@ -31,7 +31,13 @@ if TYPE_CHECKING:
         QualityGateConfig,
         load_config,
     )
-    from deepwork_core.discovery import JobCatalog, JobFolder, LoadedJob, parse_folder_list
+    from deepwork_core.discovery import (
+        Catalog,
+        JobCatalog,
+        JobFolder,
+        LoadedJob,
+        parse_folder_list,
+    )
     from deepwork_core.engine import BranchMaker, WorkflowEngine
     from deepwork_core.errors import (
         ConfigError,
@@ -46,11 +52,20 @@ if TYPE_CHECKING:
         Severity,
         YamlError,
     )
+    from deepwork_core.events import (
+        EventName,
+        read_events,
+    )
     from deepwork_core.fsutil import LockTimeout, atomic_write_text, file_lock
     from deepwork_core.git import run_git
     from deepwork_core.identifiers import NAME_PATTERN, resolve_inside
     from deepwork_core.layout import JOB_FILE, TMP_DIR
     from deepwork_core.models import HookAction, Step
+    from deepwork_core.overview import (
+        ActiveEntry,
+        ProjectOverview,
+        project_overview,
+    )
     from deepwork_core.parser import ParsedJob, check_job_files, parse_job_dir
     from deepwork_core.process import run_bounded
     from deepwork_core.quality import (
@@ -77,6 +92,12 @@ if TYPE_CHECKING:
     from deepwork_core.scaffold import scaffold_job
     from deepwork_core.sessions import OutputValue, Session, SessionStore
     from deepwork_core.verdicts import ReviewVerdict
+    from deepwork_core.workflow_graph import (
+        GraphRenderError,
+        build_graph,
+        to_dot,
+        to_mermaid,
+    )
     from deepwork_core.yamlio import YamlDocument, read_yaml_file
 
 #: Module → the public names it defines; each is imported on first use (`deepwork_core.lazy`).
@@ -101,6 +122,7 @@ _HOMES = {
         "load_config",
     ),
     "deepwork_core.discovery": (
+        "Catalog",
         "JobCatalog",
         "JobFolder",
         "LoadedJob",
@@ -179,6 +201,21 @@ _HOMES = {
         "YamlDocument",
         "read_yaml_file",
     ),
+    "deepwork_core.events": (
+        "EventName",
+        "read_events",
+    ),
+    "deepwork_core.overview": (
+        "ActiveEntry",
+        "ProjectOverview",
+        "project_overview",
+    ),
+    "deepwork_core.workflow_graph": (
+        "GraphRenderError",
+        "build_graph",
+        "to_dot",
+        "to_mermaid",
+    ),
 }
 
 __all__ = [
@@ -191,11 +228,14 @@ __all__ = [
     "TIMEOUT_FREE_FILES",
     "TMP_DIR",
     "AbortResult",
+    "ActiveEntry",
     "BranchMaker",
+    "Catalog",
     "Checkpoint",
     "ConfigError",
     "DeepWorkConfig",
     "DeepWorkError",
+    "EventName",
     "FinishResult",
     "FinishStatus",
     "Gate",
@@ -204,6 +244,7 @@ __all__ = [
     "GateSelfReviewRequested",
     "GateVerdict",
     "GitError",
+    "GraphRenderError",
     "HookAction",
     "HookError",
     "JobCatalog",
@@ -216,6 +257,7 @@ __all__ = [
     "Problem",
     "ProcessTimeoutError",
     "ProgressReporter",
+    "ProjectOverview",
     "QualityGateConfig",
     "QualityGateError",
     "QualityReviewTask",
@@ -231,6 +273,7 @@ __all__ = [
     "YamlDocument",
     "YamlError",
     "atomic_write_text",
+    "build_graph",
     "build_review_payload",
     "build_system_prompt",
     "check_job_files",
@@ -243,6 +286,8 @@ __all__ = [
     "parse_folder_list",
     "parse_job_dir",
     "plan_review_tasks",
+    "project_overview",
+    "read_events",
     "read_yaml_file",
     "reply_schema_json",
     "resolve_inside",
@@ -251,6 +296,8 @@ __all__ = [
     "scaffold_job",
     "self_review_feedback",
     "task_file_count",
+    "to_dot",
+    "to_mermaid",
     "verdict_from_reply",
     "write_self_review_file",
 ]

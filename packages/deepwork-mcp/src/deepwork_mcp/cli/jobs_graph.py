@@ -11,10 +11,17 @@ import shutil
 from pathlib import Path
 
 import click
-from deepwork_core.discovery import JobCatalog, parse_folder_list
-from deepwork_core.errors import DeepWorkError, ProcessTimeoutError
-from deepwork_core.process import run_bounded
-from deepwork_core.workflow_graph import GraphRenderError, build_graph, to_dot, to_mermaid
+from deepwork_core import (
+    DeepWorkError,
+    GraphRenderError,
+    JobCatalog,
+    ProcessTimeoutError,
+    build_graph,
+    parse_folder_list,
+    run_bounded,
+    to_dot,
+    to_mermaid,
+)
 
 ADDITIONAL_FOLDERS_ENV = "DEEPWORK_ADDITIONAL_JOBS_FOLDERS"
 #: Seconds `dot` may take to draw one workflow.

@@ -7,9 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import click
-from deepwork_core.errors import DeepWorkError
-from deepwork_core.events import read_events
-from deepwork_core.sessions import SessionStore
+from deepwork_core import DeepWorkError, SessionStore, read_events
 
 _HEADER_KEYS = ("v", "ts", "session_id", "event")
 #: Longest value printed on an event's line; --json prints everything.

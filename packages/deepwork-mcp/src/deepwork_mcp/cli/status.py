@@ -14,9 +14,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import click
-from deepwork_core.errors import DeepWorkError
-from deepwork_core.overview import ActiveEntry, ProjectOverview, project_overview
-from deepwork_core.sessions import SessionStore
+from deepwork_core import (
+    ActiveEntry,
+    DeepWorkError,
+    ProjectOverview,
+    SessionStore,
+    project_overview,
+)
 
 #: Seconds between two looks at the state folder under --watch.
 POLL_SECONDS = 0.5
