@@ -47,6 +47,7 @@ steps:
     inputs:
       - file: a_out
         from_step: a
+    dependencies: [a]
     outputs:
       b_out: {type: file, description: b output, required: true}
     reviews: []

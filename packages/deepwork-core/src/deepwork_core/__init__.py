@@ -61,6 +61,12 @@ if TYPE_CHECKING:
     from deepwork_core.identifiers import NAME_PATTERN, resolve_inside
     from deepwork_core.layout import JOB_FILE, TMP_DIR
     from deepwork_core.models import HookAction, Step
+    from deepwork_core.navigation import (
+        ActiveWorkflow,
+        NavigationError,
+        active_workflow,
+        go_to_step,
+    )
     from deepwork_core.overview import (
         ActiveEntry,
         ProjectOverview,
@@ -216,6 +222,12 @@ _HOMES = {
         "to_dot",
         "to_mermaid",
     ),
+    "deepwork_core.navigation": (
+        "ActiveWorkflow",
+        "NavigationError",
+        "active_workflow",
+        "go_to_step",
+    ),
 }
 
 __all__ = [
@@ -300,6 +312,10 @@ __all__ = [
     "to_mermaid",
     "verdict_from_reply",
     "write_self_review_file",
+    "ActiveWorkflow",
+    "NavigationError",
+    "active_workflow",
+    "go_to_step",
 ]
 
 __getattr__ = lazy_exports(__name__, _HOMES)

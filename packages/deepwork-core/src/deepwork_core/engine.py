@@ -38,7 +38,7 @@ from deepwork_core.errors import (
     SessionError,
     WorkflowNotFoundError,
 )
-from deepwork_core.identifiers import check_session_id, check_text
+from deepwork_core.identifiers import check_agent_id, check_text
 from deepwork_core.models import Step, Workflow
 from deepwork_core.outputs import ValidatedOutputs, validate_outputs
 from deepwork_core.results import (
@@ -48,6 +48,7 @@ from deepwork_core.results import (
     StackItem,
     StartResult,
 )
+from deepwork_core.session_events import SessionEvents
 from deepwork_core.sessions import (
     QualityEvent,
     QualityEventKind,
@@ -59,6 +60,7 @@ from deepwork_core.sessions import (
     new_session_id,
     utc_now,
 )
+from deepwork_core.stacks import check_target, stack_item, stack_items, target_session
 from deepwork_core.verdicts import ReviewVerdict
 
 #: `(job_name, label) -> (branch_name | None, note | None)`: switches to the workflow's branch.
@@ -96,24 +98,35 @@ class WorkflowEngine:
         self.max_quality_attempts = max_quality_attempts
         self.branch_maker = branch_maker
         self.clock = clock
-        self._instructions = InstructionReader(project_root)
+        self.instructions = InstructionReader(project_root)
+        self.events = SessionEvents(project_root)
 
     # --- reads -------------------------------------------------------------------------------
 
     def list_jobs(self) -> Catalog:
         return self.catalog.scan()
 
-    def stack(self) -> list[StackItem]:
-        return [_stack_item(session) for session in self.store.stack()]
+    def stack(self, agent_id: str | None = None) -> list[StackItem]:
+        return [stack_item(session) for session in self.store.stack(agent_id)]
 
     # --- start -------------------------------------------------------------------------------
 
     def start(
-        self, goal: str, job_name: str, workflow_name: str, instance_id: str | None = None
+        self,
+        goal: str,
+        job_name: str,
+        workflow_name: str,
+        instance_id: str | None = None,
+        agent_id: str | None = None,
     ) -> StartResult:
-        """Start a workflow on top of the stack and begin its first checkpoint."""
+        """Start a workflow on top of the caller's stack and begin its first checkpoint.
+
+        Only a top-level workflow of the main stack switches branches: agents share the work
+        tree, so their workflows run on whatever branch is checked out.
+        """
         check_text(goal, what="goal")
         check_text(instance_id, what="instance_id")
+        check_agent_id(agent_id)
         job = self.catalog.get(job_name)
         workflow = select_workflow(job, workflow_name)
         entries = workflow.entries
@@ -125,13 +138,13 @@ class WorkflowEngine:
 
         branch_name: str | None = None
         branch_note: str | None = None
-        top_level = not self.store.stack_path.exists() or not self._stack_ids()
-        if top_level and self.branch_maker is not None:
+        top_level = not self.store.stack_path.exists() or not self._stack_ids(agent_id)
+        if top_level and agent_id is None and self.branch_maker is not None:
             branch_name, branch_note = self.branch_maker(job.name, instance_id or workflow.name)
 
         now = self.clock()
         with self.store.transaction() as tx:
-            parent = tx.top()
+            parent = tx.top(agent_id)
             if parent is not None:  # nested workflows stay on their parent's branch
                 branch_name, branch_note = parent.branch_name, None
             session = Session(
@@ -145,12 +158,14 @@ class WorkflowEngine:
                     step_id: StepRecord(step_id=step_id, started_at=now) for step_id in entries[0]
                 },
                 parent_session_id=parent.session_id if parent is not None else None,
+                agent_id=agent_id,
                 branch_name=branch_name,
                 started_at=now,
             )
-            brief = build_brief(job, session, entries[0], self._instructions)
+            brief = build_brief(job, session, entries[0], self.instructions)
             tx.push(session)
-            stack = _stack_items(tx)
+            self.events.started(session)
+            stack = stack_items(tx, agent_id)
         if parent is None:
             self.store.prune()
         return StartResult(brief, stack, branch_name, branch_note)
@@ -165,6 +180,7 @@ class WorkflowEngine:
         override_reason: str | None = None,
         session_id: str | None = None,
         progress: ProgressReporter | None = None,
+        agent_id: str | None = None,
     ) -> FinishResult:
         """Check the current checkpoint's outputs, run the quality gate, then advance.
 
@@ -172,8 +188,9 @@ class WorkflowEngine:
         lock); run the gate (lock released); record its verdict and advance or answer
         `needs_work` (under the lock, if the session has not moved on meanwhile).
         """
-        _check_finish_arguments(outputs, notes, override_reason, session_id)
-        prepared = self._prepare_checkpoint(outputs, notes, override_reason, session_id)
+        _check_finish_arguments(outputs, notes, override_reason)
+        check_target(session_id, agent_id)
+        prepared = self._prepare_checkpoint(outputs, notes, override_reason, session_id, agent_id)
         if isinstance(prepared, FinishResult):
             return prepared
         verdict = self._evaluate(prepared, progress)
@@ -185,13 +202,17 @@ class WorkflowEngine:
         notes: str | None,
         override_reason: str | None,
         session_id: str | None,
+        agent_id: str | None,
     ) -> FinishResult | _Pending:
         """Validate the outputs; advance when no review is due, else count the attempt."""
         gate = self.gate
         with self.store.transaction() as tx:
-            session = _target(tx, session_id)
+            session = target_session(tx, session_id, agent_id)
             job, steps = self._checkpoint(session)
             validated = validate_outputs(self.project_root, steps, outputs)
+            self.events.outputs_submitted(
+                session.session_id, session.current_step_ids, validated.merged, notes
+            )
             has_reviews = any(step.reviews for step in steps)
             if gate is None or not has_reviews:
                 return self._advance(tx, session, job, validated, notes)
@@ -204,6 +225,7 @@ class WorkflowEngine:
                         override_reason=override_reason,
                     )
                 )
+                self.events.override(session.session_id, session.current_step_ids, override_reason)
                 return self._advance(tx, session, job, validated, notes)
             attempt = 0
             if gate.external:
@@ -251,42 +273,52 @@ class WorkflowEngine:
         with self.store.transaction() as tx:
             session = self._same_checkpoint(tx, checkpoint.session_id, pending.entry_index)
             session.quality_log.append(_quality_event(verdict, checkpoint, self.clock()))
+            if not isinstance(verdict, GateSelfReviewRequested):
+                self.events.verdicts(session.session_id, verdict.reviews, checkpoint.attempt)
             if isinstance(verdict, GatePassed):
                 return self._advance(tx, session, pending.job, pending.validated, notes)
             tx.save(session)
             failed: list[ReviewVerdict] = []
             if isinstance(verdict, GateNeedsWork):
                 failed = [review for review in verdict.reviews if not review.passed]
-                if checkpoint.attempt >= self.max_quality_attempts:
-                    raise QualityGateError(
-                        f"Quality gate failed after {checkpoint.attempt} attempts. Feedback: "
-                        f"{verdict.feedback}. Fix the outputs and call finished_step again, or "
-                        "pass quality_review_override_reason explaining why the review should "
-                        "not block.",
-                        code="quality_gate.max_attempts",
-                    )
+            self.events.needs_work(
+                session.session_id, checkpoint.step_ids, checkpoint.attempt, len(failed)
+            )
+            if (
+                isinstance(verdict, GateNeedsWork)
+                and checkpoint.attempt >= self.max_quality_attempts
+            ):
+                raise QualityGateError(
+                    f"Quality gate failed after {checkpoint.attempt} attempts. Feedback: "
+                    f"{verdict.feedback}. Fix the outputs and call finished_step again, or "
+                    "pass quality_review_override_reason explaining why the review should "
+                    "not block.",
+                    code="quality_gate.max_attempts",
+                )
             return FinishResult(
                 FinishStatus.NEEDS_WORK,
-                _stack_items(tx),
+                stack_items(tx, session.agent_id),
                 feedback=verdict.feedback,
                 failed_reviews=failed,
             )
 
     # --- abort -------------------------------------------------------------------------------
 
-    def abort(self, explanation: str, session_id: str | None = None) -> AbortResult:
+    def abort(
+        self, explanation: str, session_id: str | None = None, agent_id: str | None = None
+    ) -> AbortResult:
         """Abort a workflow (the top one unless `session_id` names another) and pop it."""
         check_text(explanation, what="explanation")
-        if session_id is not None:
-            check_session_id(session_id)
+        check_target(session_id, agent_id)
         with self.store.transaction() as tx:
-            session = _target(tx, session_id)
+            session = target_session(tx, session_id, agent_id)
             session.status = SessionStatus.ABORTED
             session.abort_reason = explanation
             session.completed_at = self.clock()
             tx.save(session)
             tx.remove_from_stack(session.session_id)
-            stack = _stack_items(tx)
+            self.events.aborted(session, explanation)
+            stack = stack_items(tx, session.agent_id)
         top = stack[-1] if stack else None
         return AbortResult(
             aborted_workflow=session.workflow_label,
@@ -299,9 +331,9 @@ class WorkflowEngine:
 
     # --- internals ---------------------------------------------------------------------------
 
-    def _stack_ids(self) -> list[str]:
+    def _stack_ids(self, agent_id: str | None) -> list[str]:
         with self.store.transaction() as tx:
-            return tx.stack_ids()
+            return tx.stack_ids(agent_id)
 
     def _checkpoint(self, session: Session) -> tuple[LoadedJob, list[Step]]:
         """The job and the steps of the session's current entry, as the job is now."""
@@ -364,15 +396,19 @@ class WorkflowEngine:
             session.current_step_ids = list(entries[next_index])
             for step_id in entries[next_index]:
                 session.step_progress[step_id] = StepRecord(step_id=step_id, started_at=now)
-            brief = build_brief(job, session, entries[next_index], self._instructions)
+            brief = build_brief(job, session, entries[next_index], self.instructions)
             tx.save(session)
-            return FinishResult(FinishStatus.NEXT_STEP, _stack_items(tx), brief=brief)
+            self.events.step_begun(session)
+            return FinishResult(
+                FinishStatus.NEXT_STEP, stack_items(tx, session.agent_id), brief=brief
+            )
 
         session.status = SessionStatus.COMPLETED
         session.completed_at = now
         tx.save(session)
         tx.remove_from_stack(session.session_id)
-        stack = _stack_items(tx)
+        self.events.completed(session)
+        stack = stack_items(tx, session.agent_id)
         summary = f"Workflow '{session.workflow_label}' completed successfully!"
         if stack:
             summary += (
@@ -406,31 +442,10 @@ def select_workflow(job: LoadedJob, workflow_name: str) -> Workflow:
     )
 
 
-def _target(tx: StateTransaction, session_id: str | None) -> Session:
-    ids = tx.stack_ids()
-    if session_id is None:
-        top = tx.top()
-        if top is None:
-            raise SessionError(
-                "no active workflow session; call start_workflow to begin a workflow",
-                code="session.none_active",
-            )
-        return top
-    if session_id in ids:
-        return tx.load(session_id)
-    session = tx.load(session_id)  # raises session.not_found
-    raise SessionError(
-        f"session {session_id!r} is {session.status.value}, not active; active sessions: "
-        f"{', '.join(ids) or 'none'}",
-        code="session.not_active",
-    )
-
-
 def _check_finish_arguments(
     outputs: Mapping[str, object],
     notes: str | None,
     override_reason: str | None,
-    session_id: str | None,
 ) -> None:
     if not isinstance(outputs, Mapping):
         raise OutputsError(
@@ -442,8 +457,6 @@ def _check_finish_arguments(
             "or leave it out",
             code="quality_gate.override_reason_empty",
         )
-    if session_id is not None:
-        check_session_id(session_id)
     check_text(notes, what="notes")
     check_text(override_reason, what="quality_review_override_reason")
 
@@ -473,11 +486,3 @@ def _quality_event(verdict: GateVerdict, checkpoint: Checkpoint, at: datetime) -
 def _file_inputs(session: Session, steps: list[Step]) -> list[ResolvedInput]:
     """The inputs the reviewers see: files submitted by earlier steps (parameters left out)."""
     return [item for item in resolve_inputs(session, steps) if item.from_step is not None]
-
-
-def _stack_item(session: Session) -> StackItem:
-    return StackItem(session.session_id, session.workflow_label, session.current_step_id)
-
-
-def _stack_items(tx: StateTransaction) -> list[StackItem]:
-    return [_stack_item(session) for session in tx.stack()]

@@ -14,8 +14,8 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict
 
 from deepwork_core.errors import SessionError
+from deepwork_core.layout import SESSION_PREFIX, SESSION_SUFFIX
 from deepwork_core.sessions import (
-    SESSION_PREFIX,
     QualityEventKind,
     Session,
     SessionStatus,
@@ -108,15 +108,11 @@ def project_overview(
     """The stacks of `store`'s project and its `finished_limit` newest finished sessions."""
     stacks = [
         StackView(agent_id=agent, entries=[active_entry(s, agent) for s in sessions])
-        for agent, sessions in _all_stacks(store).items()
+        for agent, sessions in store.all_stacks().items()
         if sessions
     ]
     active = {entry.session_id for stack in stacks for entry in stack.entries}
     return ProjectOverview(stacks=stacks, finished=_finished(store, active, finished_limit))
-
-
-def _all_stacks(store: SessionStore) -> dict[str | None, list[Session]]:
-    return {None: store.stack()}
 
 
 def _finished(store: SessionStore, active: set[str], limit: int) -> list[FinishedEntry]:
@@ -128,9 +124,9 @@ def _finished(store: SessionStore, active: set[str], limit: int) -> list[Finishe
         return []
     for entry in entries:
         name = entry.name
-        if not (name.startswith(SESSION_PREFIX) and name.endswith(".json")):
+        if not (name.startswith(SESSION_PREFIX) and name.endswith(SESSION_SUFFIX)):
             continue
-        session_id = name[len(SESSION_PREFIX) : -len(".json")]
+        session_id = name[len(SESSION_PREFIX) : -len(SESSION_SUFFIX)]
         if session_id not in active:
             with contextlib.suppress(FileNotFoundError):
                 dated.append((entry.stat().st_mtime, session_id))

@@ -31,7 +31,7 @@ class SessionEvents:
                 "workflow": session.workflow_name,
                 "goal": session.goal,
                 "instance_id": session.instance_id,
-                "agent_id": getattr(session, "agent_id", None),
+                "agent_id": session.agent_id,
                 "parent_session_id": session.parent_session_id,
                 "branch": session.branch_name,
             },

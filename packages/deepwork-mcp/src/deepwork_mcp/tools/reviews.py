@@ -6,6 +6,7 @@ builds its response. Errors are mapped by the `deepwork_mcp.tool_errors.ToolErro
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Annotated
@@ -28,8 +29,10 @@ class ReviewPassRecorded(BaseModel):
     message: str
 
 
-def register_review_tools(mcp: fastmcp.FastMCP, *, project_root: Path, platform: str) -> None:
-    """Register the three review tools on `mcp` for the project at `project_root`."""
+def register_review_tools(
+    mcp: fastmcp.FastMCP, *, project_root: Callable[[], Path], platform: str
+) -> None:
+    """Register the three review tools on `mcp`; `project_root()` is the current call's project."""
 
     # The answer is a long text: no output schema, so it goes out once (as text) and not a
     # second time as structured content `{"result": ...}`.
@@ -44,7 +47,7 @@ def register_review_tools(mcp: fastmcp.FastMCP, *, project_root: Path, platform:
     ) -> str:
         """Review tasks to run in parallel for the changed files, per `.deepreview` rules."""
         run = await to_thread.run_sync(
-            partial(run_review, project_root, platform=platform, files=files)
+            partial(run_review, project_root(), platform=platform, files=files)
         )
         return run.text
 
@@ -58,7 +61,9 @@ def register_review_tools(mcp: fastmcp.FastMCP, *, project_root: Path, platform:
         """List `.deepreview` rules (files with problems appear as `PARSE_ERROR`)."""
         listing = await to_thread.run_sync(
             partial(
-                configured_rules, project_root, only_rules_matching_files=only_rules_matching_files
+                configured_rules,
+                project_root(),
+                only_rules_matching_files=only_rules_matching_files,
             )
         )
         return [*listing.rules, *listing.parse_errors]
@@ -69,7 +74,7 @@ def register_review_tools(mcp: fastmcp.FastMCP, *, project_root: Path, platform:
     ) -> ReviewPassRecorded:
         """Record that a review found no issues, so it is skipped until its rule or files
         change."""
-        await to_thread.run_sync(partial(mark_review_passed, project_root, review_id))
+        await to_thread.run_sync(partial(mark_review_passed, project_root(), review_id))
         return ReviewPassRecorded(
             review_id=review_id,
             message="Recorded as passed; this review will not be handed out again until its "
