@@ -158,7 +158,11 @@ async def test_go_back_two_steps_and_finish_again(root: Path) -> None:
         active = await server.ok("get_active_workflow")
         assert active["begin_step"]["step_id"] == "b"
         [entry] = active["stack"]
-        assert (entry["job"], entry["workflow"], entry["step"]) == ("four_step", "four_step/main", "b")
+        assert (entry["job"], entry["workflow"], entry["step"]) == (
+            "four_step",
+            "four_step/main",
+            "b",
+        )
         assert entry["session_id"] == session_id
         assert entry["attempts"] == 0
 

@@ -108,9 +108,7 @@ def test_watch_redraws_on_change_only() -> None:
 
 def test_log_prints_events_readably_and_as_json(root: Path) -> None:
     engine = _engine(root)
-    started = engine.start("goal", "three_step", "main")
-    session_id = started.brief.session_id
-    append_event(root, session_id, EventName.STARTED, {"job": "three_step", "workflow": "main"})
+    session_id = engine.start("goal", "three_step", "main").brief.session_id
     append_event(
         root,
         session_id,
@@ -124,12 +122,15 @@ def test_log_prints_events_readably_and_as_json(root: Path) -> None:
     status, out = _run("log", session_id, "--path", str(root))
     assert status == 0, out
     lines = out.splitlines()
-    assert "started" in lines[0]
+    assert " started " in lines[0]
     assert "job=three_step" in lines[0]
-    assert "review_verdict" in lines[1]
-    assert lines[2].strip() == "criteria: criterion=Clear  passed=false"
+    assert "goal=goal" in lines[0]
+    assert " step_begun " in lines[1]
+    assert 'step_ids=["gather"]' in lines[1]
+    assert " review_verdict " in lines[2]
+    assert lines[3].strip() == "criteria: criterion=Clear  passed=false"
     status, out = _run("log", session_id, "--path", str(root), "--json")
-    assert [e["event"] for e in json.loads(out)] == ["started", "review_verdict"]
+    assert [e["event"] for e in json.loads(out)] == ["started", "step_begun", "review_verdict"]
 
 
 def test_log_of_an_unknown_session_is_a_coded_error(root: Path) -> None:

@@ -241,6 +241,7 @@ __all__ = [
     "TMP_DIR",
     "AbortResult",
     "ActiveEntry",
+    "ActiveWorkflow",
     "BranchMaker",
     "Catalog",
     "Checkpoint",
@@ -263,6 +264,7 @@ __all__ = [
     "JobFolder",
     "LoadedJob",
     "LockTimeout",
+    "NavigationError",
     "OutputValue",
     "ParsedJob",
     "PathOutsideProjectError",
@@ -284,6 +286,7 @@ __all__ = [
     "WorkflowEngine",
     "YamlDocument",
     "YamlError",
+    "active_workflow",
     "atomic_write_text",
     "build_graph",
     "build_review_payload",
@@ -293,6 +296,7 @@ __all__ = [
     "ensure_tmp_dir",
     "ensure_workflow_branch",
     "file_lock",
+    "go_to_step",
     "lazy_exports",
     "load_config",
     "parse_folder_list",
@@ -312,10 +316,6 @@ __all__ = [
     "to_mermaid",
     "verdict_from_reply",
     "write_self_review_file",
-    "ActiveWorkflow",
-    "NavigationError",
-    "active_workflow",
-    "go_to_step",
 ]
 
 __getattr__ = lazy_exports(__name__, _HOMES)

@@ -56,7 +56,9 @@ DeepWork runs multi-step workflows with quality gates.
 5. Iterate: needs_work -> fix per feedback, call finished_step again.
 6. Continue: next_step -> do the new begin_step.
 7. Complete: workflow_complete; a nested workflow returns to its parent.
-Each stack entry's session_id can target a session below the top."""
+Each stack entry's session_id can target a session below the top.
+go_to_step: back to an earlier step. get_active_workflow: get back in after lost context.
+Sub-agents: pass your agent_id on every call (own stack)."""
 
 
 def build_gate(settings: QualityGateConfig) -> Gate | None:

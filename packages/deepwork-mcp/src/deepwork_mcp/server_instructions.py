@@ -11,7 +11,7 @@ from __future__ import annotations
 from deepwork_core import Catalog
 
 #: At most this many workflows are named; get_workflows lists them all.
-MAX_NAMED_WORKFLOWS = 12
+MAX_NAMED_WORKFLOWS = 6
 #: At most this many broken jobs are named.
 MAX_NAMED_ERRORS = 5
 #: The standard workflow that fixes job definitions.

@@ -30,9 +30,13 @@ class ReviewPassRecorded(BaseModel):
 
 
 def register_review_tools(
-    mcp: fastmcp.FastMCP, *, project_root: Callable[[], Path], platform: str
+    mcp: fastmcp.FastMCP, *, project_root: Path | Callable[[], Path], platform: str
 ) -> None:
-    """Register the three review tools on `mcp`; `project_root()` is the current call's project."""
+    """Register the three review tools on `mcp` for `project_root` (a folder, or a function
+    giving the current call's folder)."""
+    if isinstance(project_root, Path):
+        fixed = project_root
+        project_root = lambda: fixed  # noqa: E731
 
     # The answer is a long text: no output schema, so it goes out once (as text) and not a
     # second time as structured content `{"result": ...}`.

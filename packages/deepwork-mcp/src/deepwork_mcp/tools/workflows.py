@@ -39,7 +39,8 @@ _READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 _CHANGES_STATE = ToolAnnotations(destructive_hint=False, open_world_hint=False)
 
 SessionIdArg = Annotated[str | None, Field(description="Default: the top of the stack.")]
-AgentIdArg = Annotated[str | None, Field(description="A sub-agent's own stack; default: main.")]
+#: Explained once in the server instructions: every description is paid in every conversation.
+AgentIdArg = str | None
 Engines = Callable[[], WorkflowEngine]
 
 
@@ -125,17 +126,6 @@ def register_workflow_tools(mcp: FastMCP, engines: Engines) -> None:
         )
         return FinishedStepResponse.model_validate(result)
 
-    @mcp.tool(annotations=_CHANGES_STATE, output_schema=output_schema(AbortWorkflowResponse))
-    async def abort_workflow(
-        explanation: str,
-        session_id: SessionIdArg = None,
-        agent_id: AgentIdArg = None,
-    ) -> AbortWorkflowResponse:
-        """Abort a workflow; its parent resumes."""
-        engine = engines()
-        result = await to_thread.run_sync(partial(engine.abort, explanation, session_id, agent_id))
-        return AbortWorkflowResponse.model_validate(result)
-
     register_navigation_tools(mcp, engines)
 
 
@@ -149,14 +139,25 @@ def _structured(model: BaseModel) -> ToolResult:
 
 
 def register_navigation_tools(mcp: FastMCP, engines: Engines) -> None:
-    """Register go_to_step and get_active_workflow on `mcp`."""
+    """Register abort_workflow, go_to_step and get_active_workflow on `mcp`."""
+
+    @mcp.tool(annotations=_CHANGES_STATE, output_schema=output_schema(AbortWorkflowResponse))
+    async def abort_workflow(
+        explanation: str,
+        session_id: SessionIdArg = None,
+        agent_id: AgentIdArg = None,
+    ) -> AbortWorkflowResponse:
+        """Abort a workflow; its parent resumes."""
+        engine = engines()
+        result = await to_thread.run_sync(partial(engine.abort, explanation, session_id, agent_id))
+        return AbortWorkflowResponse.model_validate(result)
 
     @mcp.tool(annotations=_CHANGES_STATE, output_schema=None)
     async def go_to_step(
         step_id: str, session_id: SessionIdArg = None, agent_id: AgentIdArg = None
     ) -> ToolResult:
-        """Go back to an earlier step (its progress and later steps' is cleared; files stay).
-        Returns begin_step, as start_workflow does."""
+        """Go back to an earlier step; progress from there is cleared (files stay). Returns
+        begin_step."""
         engine = engines()
         result = await to_thread.run_sync(
             partial(go_to_step_in, engine, step_id, session_id, agent_id)
@@ -167,8 +168,7 @@ def register_navigation_tools(mcp: FastMCP, engines: Engines) -> None:
     async def get_active_workflow(
         session_id: SessionIdArg = None, agent_id: AgentIdArg = None
     ) -> ToolResult:
-        """Where you stand: your stack and the current step's begin_step again. Use it to get
-        back in after losing context."""
+        """Your stack and the current step's begin_step again (after lost context)."""
         engine = engines()
         found = await to_thread.run_sync(partial(active_workflow, engine, session_id, agent_id))
         response = GetActiveWorkflowResponse(
