@@ -34,7 +34,8 @@ _EVENT_KEYS = {
 
 
 def stack_is_empty(project_root: Path) -> bool:
-    """True when the project certainly has no active workflow.
+    """True when the project's main stack certainly has no active workflow. The hooks act on
+    the main stack only: agents' stacks belong to sub-agents that call the tools themselves.
 
     An unreadable or odd stack file is not "empty": the store then reads it and reports the
     problem properly.
@@ -45,7 +46,7 @@ def stack_is_empty(project_root: Path) -> bool:
         return True
     except (OSError, ValueError):
         return False
-    ids = data.get("session_ids") if isinstance(data, dict) else None
+    ids = data.get(layout.STACK_MAIN_KEY) if isinstance(data, dict) else None
     return isinstance(ids, list) and not ids
 
 
@@ -61,7 +62,7 @@ def may_have_job_hooks(project_root: Path, event: str, additional_jobs_folders: 
         return False
     try:
         stack = json.loads((project_root / STACK_PATH).read_text(encoding="utf-8"))
-        top = stack["session_ids"][-1]
+        top = stack[layout.STACK_MAIN_KEY][-1]
         session_file = project_root / layout.TMP_DIR / layout.session_file_name(top)
         job_name = json.loads(session_file.read_text(encoding="utf-8"))["job_name"]
     except (OSError, ValueError, LookupError, TypeError):
