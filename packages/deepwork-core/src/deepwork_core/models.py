@@ -1,4 +1,4 @@
-"""The job model: the one definition of `job.yml` (FORMATS.md §1).
+"""The job model: the one definition of `job.yml` (docs/job-format.md).
 
 These pydantic models are the source of truth. The JSON Schema shipped in
 `deepwork_core/schemas/job.schema.json` is generated from them (`job_json_schema()`), and a test

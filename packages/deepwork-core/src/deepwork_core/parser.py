@@ -1,4 +1,4 @@
-"""Reading `job.yml`: shape validation and every cross-reference check of FORMATS.md §1.
+"""Reading `job.yml`: shape validation and every cross-reference check of docs/job-format.md.
 
 `parse_job_dir()` never stops at the first problem: it reports every shape error (from the
 pydantic model) and every semantic error it can still check, each with file, line, step and key.

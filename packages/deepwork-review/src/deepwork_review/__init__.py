@@ -23,6 +23,9 @@ if TYPE_CHECKING:
         mark_review_passed as mark_review_passed,
     )
     from deepwork_review.pipeline import (
+        open_review_rules as open_review_rules,
+    )
+    from deepwork_review.pipeline import (
         run_review as run_review,
     )
 
@@ -33,6 +36,7 @@ _HOMES = {
         "ConfiguredRule",
         "configured_rules",
         "mark_review_passed",
+        "open_review_rules",
         "run_review",
     ),
 }
@@ -42,6 +46,7 @@ __all__ = [
     "ConfiguredRule",
     "configured_rules",
     "mark_review_passed",
+    "open_review_rules",
     "run_review",
 ]
 

@@ -1,5 +1,5 @@
-"""The workflow tools (seed 000, JOBS-REQ-001.2–001.6; go_to_step and get_active_workflow in
-docs/navigation.md).
+"""The workflow tools (docs/runtime.md, JOBS-REQ-001.2–001.6; go_to_step and
+get_active_workflow in docs/navigation.md).
 
 Each adapter takes the current call's `WorkflowEngine` (one per project folder, see
 `deepwork_mcp.roots`), calls it in a worker thread (the engine does file I/O and may wait
@@ -106,7 +106,7 @@ def register_workflow_tools(mcp: FastMCP, engines: Engines) -> None:
         ctx: Context,
         notes: str | None = None,
         quality_review_override_reason: Annotated[
-            str | None, Field(description="Skips the quality review; say why.")
+            str | None, Field(description="Self-review outcome, or why the user skips it.")
         ] = None,
         session_id: SessionIdArg = None,
         agent_id: AgentIdArg = None,
