@@ -20,8 +20,8 @@ def test_the_project_workflows_are_named(tmp_path: Path) -> None:
     text = build_instructions("LIFECYCLE", catalog)
     first, second = text.splitlines()[:2]
     assert first == "LIFECYCLE"
-    assert second.startswith("Workflows here: ")
-    assert "three_step/main" in second
+    assert second.startswith("Workflows: ")
+    assert "concurrent/par" in second
     assert "failed to load" not in text
 
 

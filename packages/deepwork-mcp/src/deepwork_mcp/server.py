@@ -59,8 +59,7 @@ outputs against the named review file; fix, call again with quality_review_overr
 its outcome (never to skip a criterion).
 6. Continue: next_step -> do its begin_step.
 7. Complete: workflow_complete; a nested workflow returns to its parent.
-go_to_step: back to an earlier step. get_active_workflow: get back in after lost context.
-Sub-agents: pass your agent_id on every call (own stack)."""
+go_to_step goes back; get_active_workflow resumes. Sub-agents: own agent_id on every call."""
 
 
 def build_gate(settings: QualityGateConfig) -> Gate | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from deepwork_core import Catalog
 
 #: At most this many workflows are named; get_workflows lists them all.
-MAX_NAMED_WORKFLOWS = 6
+MAX_NAMED_WORKFLOWS = 3
 #: At most this many broken jobs are named.
 MAX_NAMED_ERRORS = 5
 #: The standard workflow that fixes job definitions.
@@ -29,7 +29,7 @@ def project_lines(catalog: Catalog) -> list[str]:
     workflows = [f"{job.name}/{w.name}" for job in catalog.jobs for w in job.workflows]
     lines = []
     if workflows:
-        lines.append(f"Workflows here: {_capped(workflows, MAX_NAMED_WORKFLOWS)}.")
+        lines.append(f"Workflows: {_capped(workflows, MAX_NAMED_WORKFLOWS)}.")
     else:
         lines.append("No workflows are defined here yet.")
     if catalog.errors:

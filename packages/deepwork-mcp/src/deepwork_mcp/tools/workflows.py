@@ -154,10 +154,9 @@ def register_navigation_tools(mcp: FastMCP, engines: Engines) -> None:
 
     @mcp.tool(annotations=_CHANGES_STATE, output_schema=None)
     async def go_to_step(
-        step_id: str, session_id: SessionIdArg = None, agent_id: AgentIdArg = None
+        step_id: str, session_id: str | None = None, agent_id: AgentIdArg = None
     ) -> ToolResult:
-        """Go back to an earlier step; progress from there is cleared (files stay). Returns
-        begin_step."""
+        """Redo from an earlier step (files kept); returns its begin_step."""
         engine = engines()
         result = await to_thread.run_sync(
             partial(go_to_step_in, engine, step_id, session_id, agent_id)
@@ -166,9 +165,9 @@ def register_navigation_tools(mcp: FastMCP, engines: Engines) -> None:
 
     @mcp.tool(annotations=_READ_ONLY, output_schema=None)
     async def get_active_workflow(
-        session_id: SessionIdArg = None, agent_id: AgentIdArg = None
+        session_id: str | None = None, agent_id: AgentIdArg = None
     ) -> ToolResult:
-        """Your stack and the current step's begin_step again (after lost context)."""
+        """Your stack and the current begin_step, to resume."""
         engine = engines()
         found = await to_thread.run_sync(partial(active_workflow, engine, session_id, agent_id))
         response = GetActiveWorkflowResponse(
