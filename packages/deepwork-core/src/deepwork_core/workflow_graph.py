@@ -9,6 +9,7 @@ involved; drawing DOT as SVG is the command line's business. See `docs/navigatio
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from deepwork_core.errors import DeepWorkError, WorkflowNotFoundError
@@ -91,6 +92,24 @@ def build_graph(definition: JobDefinition, workflow_name: str | None = None) -> 
     return WorkflowGraph(definition.name, workflow.name, tuple(entries), tuple(edges))
 
 
+def _entry_lines(
+    graph: WorkflowGraph,
+    node: Callable[[GraphStep], str],
+    group_head: Callable[[int], list[str]],
+    group_end: str,
+) -> list[str]:
+    """One node line per step; a concurrent group's nodes indented between its head and end."""
+    lines: list[str] = []
+    for entry in graph.entries:
+        if len(entry) == 1:
+            lines.append(node(entry[0]))
+            continue
+        lines.extend(group_head(entry[0].entry))
+        lines.extend("  " + node(step) for step in entry)
+        lines.append(group_end)
+    return lines
+
+
 def _mermaid_text(text: str) -> str:
     return text.replace("&", "#amp;").replace('"', "#quot;").replace("<", "#lt;")
 
@@ -104,14 +123,10 @@ def to_mermaid(graph: WorkflowGraph) -> str:
         mark = "<br/>✓ reviewed" if step.reviewed else ""
         return f'  s_{step.step_id}["{_mermaid_text(step.name)}<br/>{step.step_id}{mark}"]'
 
-    for entry in graph.entries:
-        if len(entry) == 1:
-            lines.append(node(entry[0]))
-            continue
-        lines.append(f'  subgraph group_{entry[0].entry}["concurrent"]')
-        lines.append("    direction LR")
-        lines.extend("  " + node(step) for step in entry)
-        lines.append("  end")
+    def group(index: int) -> list[str]:
+        return [f'  subgraph group_{index}["concurrent"]', "    direction LR"]
+
+    lines += _entry_lines(graph, node, group, "  end")
     for edge in graph.edges:
         if edge.kind == "order":
             lines.append(f"  s_{edge.source} --> s_{edge.target}")
@@ -149,14 +164,13 @@ def to_dot(graph: WorkflowGraph) -> str:
         extra = ", peripheries=2, penwidth=2" if step.reviewed else ""
         return f'  {_dot_text(step.step_id)} [label="{label}"{extra}];'
 
-    for entry in graph.entries:
-        if len(entry) == 1:
-            lines.append(node(entry[0]))
-            continue
-        lines.append(f"  subgraph cluster_{entry[0].entry} {{")
-        lines.append('    label="concurrent"; style=dashed; rank=same;')
-        lines.extend("  " + node(step) for step in entry)
-        lines.append("  }")
+    def group(index: int) -> list[str]:
+        return [
+            f"  subgraph cluster_{index} {{",
+            '    label="concurrent"; style=dashed; rank=same;',
+        ]
+
+    lines += _entry_lines(graph, node, group, "  }")
     for edge in graph.edges:
         ends = f"{_dot_text(edge.source)} -> {_dot_text(edge.target)}"
         if edge.kind == "order":

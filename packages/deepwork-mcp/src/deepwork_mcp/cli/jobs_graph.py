@@ -23,6 +23,8 @@ from deepwork_core import (
     to_mermaid,
 )
 
+from deepwork_mcp.cli.options import cli_error, project_option
+
 ADDITIONAL_FOLDERS_ENV = "DEEPWORK_ADDITIONAL_JOBS_FOLDERS"
 #: Seconds `dot` may take to draw one workflow.
 DOT_TIMEOUT = 30.0
@@ -61,14 +63,7 @@ def render_svg(dot_text: str, *, cwd: Path, timeout: float = DOT_TIMEOUT) -> str
     show_default=True,
     help="mermaid: flowchart text; svg: drawn by Graphviz `dot`; dot: Graphviz source.",
 )
-@click.option(
-    "--path",
-    "project",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=".",
-    show_default="current directory",
-    help="The project folder (the one holding .deepwork/).",
-)
+@project_option
 def graph(job_name: str, workflow_name: str | None, output_format: str, project: Path) -> None:
     """Draw a workflow: steps in order, concurrent groups side by side, inputs as edges."""
     project = project.resolve()
@@ -83,5 +78,5 @@ def graph(job_name: str, workflow_name: str | None, output_format: str, project:
         else:
             text = render_svg(to_dot(drawn), cwd=project)
     except DeepWorkError as exc:
-        raise click.ClickException(f"{exc.code}: {exc.message}") from None
+        raise cli_error(exc) from None
     click.echo(text, nl=not text.endswith("\n"))

@@ -9,6 +9,8 @@ from typing import Any
 import click
 from deepwork_core import DeepWorkError, SessionStore, read_events
 
+from deepwork_mcp.cli.options import cli_error, project_option
+
 _HEADER_KEYS = ("v", "ts", "session_id", "event")
 #: Longest value printed on an event's line; --json prints everything.
 _MAX_VALUE = 160
@@ -41,14 +43,7 @@ def render_event(record: dict[str, Any]) -> list[str]:
 
 @click.command()
 @click.argument("session_id")
-@click.option(
-    "--path",
-    "project",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=".",
-    show_default="current directory",
-    help="The project folder (the one holding .deepwork/).",
-)
+@project_option
 @click.option("--json", "as_json", is_flag=True, help="Print the events as a JSON array.")
 def log(session_id: str, project: Path, as_json: bool) -> None:
     """Print the event log of one workflow session, oldest event first."""
@@ -58,7 +53,7 @@ def log(session_id: str, project: Path, as_json: bool) -> None:
         if not events:
             SessionStore(root).load(session_id)  # no log: say whether the session exists
     except DeepWorkError as exc:
-        raise click.ClickException(f"{exc.code}: {exc.message}") from None
+        raise cli_error(exc) from None
     if as_json:
         click.echo(json.dumps(events, ensure_ascii=False, indent=2))
         return

@@ -22,6 +22,8 @@ from deepwork_core import (
     project_overview,
 )
 
+from deepwork_mcp.cli.options import cli_error, project_option
+
 #: Seconds between two looks at the state folder under --watch.
 POLL_SECONDS = 0.5
 #: Seconds after which --watch redraws even without a change (ages move on).
@@ -112,14 +114,7 @@ def watch(
 
 
 @click.command()
-@click.option(
-    "--path",
-    "project",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=".",
-    show_default="current directory",
-    help="The project folder (the one holding .deepwork/).",
-)
+@project_option
 @click.option("--json", "as_json", is_flag=True, help="Print the overview as JSON.")
 @click.option("--watch", "watching", is_flag=True, help="Redraw whenever the state changes.")
 @click.option("--finished", default=5, show_default=True, help="Finished sessions to list.")
@@ -131,7 +126,7 @@ def status(project: Path, as_json: bool, watching: bool, finished: int) -> None:
         try:
             overview = project_overview(store, finished_limit=finished)
         except DeepWorkError as exc:
-            raise click.ClickException(f"{exc.code}: {exc.message}") from None
+            raise cli_error(exc) from None
         if as_json:
             text = overview.model_dump_json(indent=2) + "\n"
         else:
