@@ -240,6 +240,9 @@ async def test_two_agents_run_two_workflows_side_by_side(root: Path) -> None:
         assert "final" not in done_one["all_outputs"]
         assert done_one["all_outputs"]["d_out"] == "d.md"
     assert not (root / ".deepwork/tmp/stack.json").exists()
+    log = (root.parent / "server.stderr").read_text()
+    assert "tool=finished_step ok | stack of agent 'one': four_step/main:b" in log
+    assert "tool=get_active_workflow ok | stack: empty" in log
 
 
 async def test_roots_choose_the_project_and_follow_changes(tmp_path: Path) -> None:

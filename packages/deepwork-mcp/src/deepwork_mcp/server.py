@@ -142,7 +142,8 @@ def create_server(
 
 
 class CallLog(Middleware):
-    """Logs every tool call with its outcome and the workflow stack after it."""
+    """Logs every tool call with its outcome and the caller's workflow stack after it (the
+    stack of the call's `agent_id`, else the main stack)."""
 
     def __init__(self, engines: Callable[[], WorkflowEngine]) -> None:
         self._engines = engines
@@ -153,18 +154,21 @@ class CallLog(Middleware):
         call_next: CallNext[CallToolRequestParams, ToolResult],
     ) -> ToolResult:
         name = context.message.name
+        agent = (context.message.arguments or {}).get("agent_id")
+        agent_id = agent if isinstance(agent, str) else None
         try:
             result = await call_next(context)
         except Exception as exc:
-            await self._log(name, "error: " + str(exc).split("\n", 1)[0][:300])
+            await self._log(name, "error: " + str(exc).split("\n", 1)[0][:300], agent_id)
             raise
-        await self._log(name, "ok")
+        await self._log(name, "ok", agent_id)
         return result
 
-    async def _log(self, tool: str, outcome: str) -> None:
+    async def _log(self, tool: str, outcome: str, agent_id: str | None) -> None:
         try:
-            stack = await to_thread.run_sync(self._engines().stack)
+            stack = await to_thread.run_sync(self._engines().stack, agent_id)
             described = " > ".join(f"{i.workflow}:{i.step}" for i in stack) or "empty"
         except DeepWorkError as exc:
             described = f"unreadable ({exc.code})"
-        logger.info("tool=%s %s | stack: %s", tool, outcome, described)
+        whose = "" if agent_id is None else f" of agent {agent_id[:64]!r}"
+        logger.info("tool=%s %s | stack%s: %s", tool, outcome, whose, described)
