@@ -140,3 +140,16 @@ def test_log_of_an_unknown_session_is_a_coded_error(root: Path) -> None:
     status, out = _run("log", "../x", "--path", str(root))
     assert status == 1
     assert "identifier.invalid" in out
+
+
+def test_status_shows_each_agent_stack_under_its_id(root: Path) -> None:
+    engine = _engine(root)
+    engine.start("main goal", "three_step", "main")
+    engine.start("agent goal", "multi", "alpha", agent_id="worker-1")
+    status, out = _run("status", "--path", str(root))
+    assert status == 0, out
+    lines = out.splitlines()
+    assert lines[0] == "main stack"
+    assert lines[1].startswith("└─ three_step/main  step gather")
+    assert lines[2] == "agent worker-1"
+    assert lines[3].startswith("└─ multi/alpha  step one")
