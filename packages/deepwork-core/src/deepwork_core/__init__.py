@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from deepwork_core.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from deepwork_core.branching import ensure_workflow_branch
+    from deepwork_core.branching import BranchOutcome, ensure_workflow_branch
     from deepwork_core.checkpoint import (
         Checkpoint,
         Gate,
@@ -42,10 +42,12 @@ if TYPE_CHECKING:
     from deepwork_core.errors import (
         ConfigError,
         DeepWorkError,
+        FileReadError,
         GitError,
         HookError,
         PathOutsideProjectError,
         Problem,
+        ProcessOutputError,
         ProcessTimeoutError,
         QualityGateError,
         ReviewError,
@@ -56,9 +58,20 @@ if TYPE_CHECKING:
         EventName,
         read_events,
     )
-    from deepwork_core.fsutil import LockTimeout, atomic_write_text, file_lock
+    from deepwork_core.fsutil import (
+        LockTimeout,
+        atomic_write_text,
+        file_lock,
+        read_bytes_file,
+        read_text_file,
+    )
     from deepwork_core.git import run_git
-    from deepwork_core.identifiers import NAME_PATTERN, resolve_inside
+    from deepwork_core.identifiers import (
+        GIT_DIR,
+        NAME_PATTERN,
+        check_outside_git_dir,
+        resolve_inside,
+    )
     from deepwork_core.layout import JOB_FILE, TMP_DIR
     from deepwork_core.models import HookAction, Step
     from deepwork_core.navigation import (
@@ -73,17 +86,20 @@ if TYPE_CHECKING:
         project_overview,
     )
     from deepwork_core.parser import ParsedJob, check_job_files, parse_job_dir
-    from deepwork_core.process import run_bounded
+    from deepwork_core.process import Completed, kill_all_children, run_bounded
     from deepwork_core.quality import (
         DEFAULT_MAX_INLINE_FILES,
+        REVIEWER_SYSTEM_PROMPT,
         QualityReviewTask,
+        build_review_brief,
+        build_review_message,
         build_review_payload,
-        build_system_prompt,
         combined_feedback,
         plan_review_tasks,
         reply_schema_json,
         self_review_feedback,
         task_file_count,
+        unjudged_criteria,
         verdict_from_reply,
         write_self_review_file,
     )
@@ -108,7 +124,7 @@ if TYPE_CHECKING:
 
 #: Module → the public names it defines; each is imported on first use (`deepwork_core.lazy`).
 _HOMES = {
-    "deepwork_core.branching": ("ensure_workflow_branch",),
+    "deepwork_core.branching": ("BranchOutcome", "ensure_workflow_branch"),
     "deepwork_core.checkpoint": (
         "Checkpoint",
         "Gate",
@@ -141,10 +157,12 @@ _HOMES = {
     "deepwork_core.errors": (
         "ConfigError",
         "DeepWorkError",
+        "FileReadError",
         "GitError",
         "HookError",
         "PathOutsideProjectError",
         "Problem",
+        "ProcessOutputError",
         "ProcessTimeoutError",
         "QualityGateError",
         "ReviewError",
@@ -155,10 +173,14 @@ _HOMES = {
         "LockTimeout",
         "atomic_write_text",
         "file_lock",
+        "read_bytes_file",
+        "read_text_file",
     ),
     "deepwork_core.git": ("run_git",),
     "deepwork_core.identifiers": (
+        "GIT_DIR",
         "NAME_PATTERN",
+        "check_outside_git_dir",
         "resolve_inside",
     ),
     "deepwork_core.layout": (
@@ -174,17 +196,20 @@ _HOMES = {
         "check_job_files",
         "parse_job_dir",
     ),
-    "deepwork_core.process": ("run_bounded",),
+    "deepwork_core.process": ("Completed", "kill_all_children", "run_bounded"),
     "deepwork_core.quality": (
         "DEFAULT_MAX_INLINE_FILES",
         "QualityReviewTask",
+        "REVIEWER_SYSTEM_PROMPT",
+        "build_review_brief",
+        "build_review_message",
         "build_review_payload",
-        "build_system_prompt",
         "combined_feedback",
         "plan_review_tasks",
         "reply_schema_json",
         "self_review_feedback",
         "task_file_count",
+        "unjudged_criteria",
         "verdict_from_reply",
         "write_self_review_file",
     ),
@@ -235,20 +260,25 @@ __all__ = [
     "DEFAULT_REVIEW_TIMEOUT",
     "DEFAULT_SECONDS_PER_EXTRA_FILE",
     "EXTERNAL_RUNNERS",
+    "GIT_DIR",
     "JOB_FILE",
     "NAME_PATTERN",
+    "REVIEWER_SYSTEM_PROMPT",
     "TIMEOUT_FREE_FILES",
     "TMP_DIR",
     "AbortResult",
     "ActiveEntry",
     "ActiveWorkflow",
     "BranchMaker",
+    "BranchOutcome",
     "Catalog",
     "Checkpoint",
+    "Completed",
     "ConfigError",
     "DeepWorkConfig",
     "DeepWorkError",
     "EventName",
+    "FileReadError",
     "FinishResult",
     "FinishStatus",
     "Gate",
@@ -269,6 +299,7 @@ __all__ = [
     "ParsedJob",
     "PathOutsideProjectError",
     "Problem",
+    "ProcessOutputError",
     "ProcessTimeoutError",
     "ProgressReporter",
     "ProjectOverview",
@@ -289,21 +320,26 @@ __all__ = [
     "active_workflow",
     "atomic_write_text",
     "build_graph",
+    "build_review_brief",
+    "build_review_message",
     "build_review_payload",
-    "build_system_prompt",
     "check_job_files",
+    "check_outside_git_dir",
     "combined_feedback",
     "ensure_tmp_dir",
     "ensure_workflow_branch",
     "file_lock",
     "go_to_step",
+    "kill_all_children",
     "lazy_exports",
     "load_config",
     "parse_folder_list",
     "parse_job_dir",
     "plan_review_tasks",
     "project_overview",
+    "read_bytes_file",
     "read_events",
+    "read_text_file",
     "read_yaml_file",
     "reply_schema_json",
     "resolve_inside",
@@ -314,6 +350,7 @@ __all__ = [
     "task_file_count",
     "to_dot",
     "to_mermaid",
+    "unjudged_criteria",
     "verdict_from_reply",
     "write_self_review_file",
 ]
