@@ -52,14 +52,19 @@ class ReviewPassRecorded(BaseModel):
     message: str
 
 
+def _folder_of_call(folder: Path | Callable[[], Path]) -> Callable[[], Path]:
+    """`folder` as a function giving the current call's project folder."""
+    if isinstance(folder, Path):
+        return lambda: folder
+    return folder
+
+
 def register_review_tools(
     mcp: fastmcp.FastMCP, *, project_root: Path | Callable[[], Path], platform: str
 ) -> None:
     """Register the three review tools on `mcp` for `project_root` (a folder, or a function
     giving the current call's folder)."""
-    if isinstance(project_root, Path):
-        fixed = project_root
-        project_root = lambda: fixed  # noqa: E731
+    project_root = _folder_of_call(project_root)
 
     # The answer is a long text: no output schema, so it goes out once (as text) and not a
     # second time as structured content `{"result": ...}`.
