@@ -38,7 +38,13 @@ if TYPE_CHECKING:
         QualityGateConfig,
         load_config,
     )
-    from deepwork_core.discovery import JobCatalog, JobFolder, LoadedJob, parse_folder_list
+    from deepwork_core.discovery import (
+        Catalog,
+        JobCatalog,
+        JobFolder,
+        LoadedJob,
+        parse_folder_list,
+    )
     from deepwork_core.engine import BranchMaker, WorkflowEngine
     from deepwork_core.errors import (
         ConfigError,
@@ -54,6 +60,10 @@ if TYPE_CHECKING:
         ReviewError,
         Severity,
         YamlError,
+    )
+    from deepwork_core.events import (
+        EventName,
+        read_events,
     )
     from deepwork_core.fsutil import (
         LockTimeout,
@@ -72,6 +82,17 @@ if TYPE_CHECKING:
     )
     from deepwork_core.layout import JOB_FILE, TMP_DIR
     from deepwork_core.models import HookAction, Step
+    from deepwork_core.navigation import (
+        ActiveWorkflow,
+        NavigationError,
+        active_workflow,
+        go_to_step,
+    )
+    from deepwork_core.overview import (
+        ActiveEntry,
+        ProjectOverview,
+        project_overview,
+    )
     from deepwork_core.parser import ParsedJob, check_job_files, parse_job_dir
     from deepwork_core.process import Completed, kill_all_children, run_bounded
     from deepwork_core.quality import (
@@ -103,6 +124,12 @@ if TYPE_CHECKING:
     from deepwork_core.sessions import OutputValue, Session, SessionStore
     from deepwork_core.stats import Stats, StepStats, collect_stats
     from deepwork_core.verdicts import ReviewVerdict
+    from deepwork_core.workflow_graph import (
+        GraphRenderError,
+        build_graph,
+        to_dot,
+        to_mermaid,
+    )
     from deepwork_core.yamlio import YamlDocument, read_yaml_file
 
 #: Module → the public names it defines; each is imported on first use (`deepwork_core.lazy`).
@@ -143,6 +170,7 @@ _HOMES = {
         "load_config",
     ),
     "deepwork_core.discovery": (
+        "Catalog",
         "JobCatalog",
         "JobFolder",
         "LoadedJob",
@@ -231,6 +259,27 @@ _HOMES = {
         "YamlDocument",
         "read_yaml_file",
     ),
+    "deepwork_core.events": (
+        "EventName",
+        "read_events",
+    ),
+    "deepwork_core.overview": (
+        "ActiveEntry",
+        "ProjectOverview",
+        "project_overview",
+    ),
+    "deepwork_core.workflow_graph": (
+        "GraphRenderError",
+        "build_graph",
+        "to_dot",
+        "to_mermaid",
+    ),
+    "deepwork_core.navigation": (
+        "ActiveWorkflow",
+        "NavigationError",
+        "active_workflow",
+        "go_to_step",
+    ),
 }
 
 __all__ = [
@@ -245,6 +294,8 @@ __all__ = [
     "TIMEOUT_FREE_FILES",
     "TMP_DIR",
     "AbortResult",
+    "ActiveEntry",
+    "ActiveWorkflow",
     "ApprovalChannel",
     "ApprovalPrompt",
     "ApprovalRecord",
@@ -252,11 +303,13 @@ __all__ = [
     "ApprovalStore",
     "BranchMaker",
     "BranchOutcome",
+    "Catalog",
     "Checkpoint",
     "Completed",
     "ConfigError",
     "DeepWorkConfig",
     "DeepWorkError",
+    "EventName",
     "FileReadError",
     "FinishResult",
     "FinishStatus",
@@ -266,12 +319,14 @@ __all__ = [
     "GateSelfReviewRequested",
     "GateVerdict",
     "GitError",
+    "GraphRenderError",
     "HookAction",
     "HookError",
     "JobCatalog",
     "JobFolder",
     "LoadedJob",
     "LockTimeout",
+    "NavigationError",
     "OutputValue",
     "ParsedJob",
     "PathOutsideProjectError",
@@ -279,6 +334,7 @@ __all__ = [
     "ProcessOutputError",
     "ProcessTimeoutError",
     "ProgressReporter",
+    "ProjectOverview",
     "QualityGateConfig",
     "QualityGateError",
     "QualityReviewTask",
@@ -295,7 +351,9 @@ __all__ = [
     "WorkflowEngine",
     "YamlDocument",
     "YamlError",
+    "active_workflow",
     "atomic_write_text",
+    "build_graph",
     "build_review_brief",
     "build_review_message",
     "build_review_payload",
@@ -307,6 +365,7 @@ __all__ = [
     "ensure_workflow_branch",
     "file_lock",
     "glob_to_regex",
+    "go_to_step",
     "kill_all_children",
     "lazy_exports",
     "load_config",
@@ -314,7 +373,9 @@ __all__ = [
     "parse_folder_list",
     "parse_job_dir",
     "plan_review_tasks",
+    "project_overview",
     "read_bytes_file",
+    "read_events",
     "read_text_file",
     "read_yaml_file",
     "record_decision",
@@ -325,6 +386,8 @@ __all__ = [
     "scaffold_job",
     "self_review_feedback",
     "task_file_count",
+    "to_dot",
+    "to_mermaid",
     "unjudged_criteria",
     "verdict_from_reply",
     "write_self_review_file",

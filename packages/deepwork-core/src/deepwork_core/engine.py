@@ -10,7 +10,7 @@ session that changed meanwhile.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -27,20 +27,18 @@ from deepwork_core.checkpoint import (
     Gate,
     GateNeedsWork,
     GatePassed,
+    GateSelfReviewRequested,
     GateVerdict,
     ProgressReporter,
     quality_event,
 )
 from deepwork_core.config import DEFAULT_MAX_QUALITY_ATTEMPTS
 from deepwork_core.discovery import Catalog, JobCatalog, LoadedJob
-from deepwork_core.errors import (
-    QualityGateError,
-    SessionError,
-    WorkflowNotFoundError,
-)
+from deepwork_core.errors import QualityGateError, SessionError, WorkflowNotFoundError
 from deepwork_core.evidence import VerdictKind
-from deepwork_core.identifiers import check_session_id, check_text
-from deepwork_core.lookup import check_finish_arguments, select_workflow, target_session
+from deepwork_core.evidence_steps import EvidenceSteps
+from deepwork_core.identifiers import check_agent_id, check_text
+from deepwork_core.lookup import check_finish_arguments, select_workflow
 from deepwork_core.models import Step
 from deepwork_core.outputs import ValidatedOutputs, validate_outputs
 from deepwork_core.results import (
@@ -51,17 +49,15 @@ from deepwork_core.results import (
     StartResult,
 )
 from deepwork_core.safeguards import (
-    ApprovalOutcome,
     Findings,
     Safeguards,
-    awaiting,
+    join_notes,
     needs_work,
     outputs_with,
     override_kind,
-    prompt_of,
-    with_findings,
 )
 from deepwork_core.scope import RepoSnapshot
+from deepwork_core.session_events import SessionEvents
 from deepwork_core.sessions import (
     QualityEvent,
     QualityEventKind,
@@ -73,6 +69,7 @@ from deepwork_core.sessions import (
     new_session_id,
     utc_now,
 )
+from deepwork_core.stacks import check_target, stack_item, stack_items, target_session
 from deepwork_core.verdicts import ReviewVerdict
 
 #: `(job_name, label) -> BranchOutcome`: switches to the workflow's branch.
@@ -90,7 +87,7 @@ class _Pending:
     findings: Findings
 
 
-class WorkflowEngine:
+class WorkflowEngine(EvidenceSteps):
     """Runs workflows of one project over a `JobCatalog` and a `SessionStore`. Thread-safe."""
 
     def __init__(
@@ -111,7 +108,8 @@ class WorkflowEngine:
         self.max_quality_attempts = max_quality_attempts
         self.branch_maker = branch_maker
         self.clock = clock
-        self._instructions = InstructionReader(project_root)
+        self.instructions = InstructionReader(project_root)
+        self.events = SessionEvents(project_root)
         self.guards = Safeguards(project_root, clock)
 
     # --- reads -------------------------------------------------------------------------------
@@ -119,17 +117,24 @@ class WorkflowEngine:
     def list_jobs(self) -> Catalog:
         return self.catalog.scan()
 
-    def stack(self) -> list[StackItem]:
-        return [_stack_item(session) for session in self.store.stack()]
+    def stack(self, agent_id: str | None = None) -> list[StackItem]:
+        return [stack_item(session) for session in self.store.stack(agent_id)]
 
     # --- start -------------------------------------------------------------------------------
 
     def start(
-        self, goal: str, job_name: str, workflow_name: str, instance_id: str | None = None
+        self,
+        goal: str,
+        job_name: str,
+        workflow_name: str,
+        instance_id: str | None = None,
+        agent_id: str | None = None,
     ) -> StartResult:
-        """Start a workflow on top of the stack and begin its first checkpoint."""
+        """Start a workflow on top of the caller's stack and begin its first checkpoint. Only a
+        top-level workflow of the main stack switches branches (agents share the work tree)."""
         check_text(goal, what="goal")
         check_text(instance_id, what="instance_id")
+        check_agent_id(agent_id)
         job = self.catalog.get(job_name)
         workflow = select_workflow(job, workflow_name)
         entries = workflow.entries
@@ -140,15 +145,15 @@ class WorkflowEngine:
             )
 
         outcome = BranchOutcome(branch_name=None)
-        top_level = not self.store.stack_path.exists() or not self._stack_ids()
-        if top_level and self.branch_maker is not None:
+        top_level = not self.store.stack_path.exists() or not self._stack_ids(agent_id)
+        if top_level and agent_id is None and self.branch_maker is not None:
             outcome = self.branch_maker(job.name, instance_id or workflow.name)
         branch_name, branch_note = outcome.branch_name, outcome.note
 
         now = self.clock()
         snapshot = self.guards.prefetch(job.definition)
         with self.store.transaction() as tx:
-            parent = tx.top()
+            parent = tx.top(agent_id)
             if parent is not None:  # nested workflows stay on their parent's branch
                 branch_name, branch_note = parent.branch_name, None
             session = Session(
@@ -162,18 +167,19 @@ class WorkflowEngine:
                     step_id: StepRecord(step_id=step_id, started_at=now) for step_id in entries[0]
                 },
                 parent_session_id=parent.session_id if parent is not None else None,
+                agent_id=agent_id,
                 branch_name=branch_name,
                 previous_branch=outcome.previous_branch if parent is None else None,
                 started_at=now,
             )
-            note = self.guards.begin(session, job.definition, entries[0], snapshot)
-            brief = build_brief(job, session, entries[0], self._instructions)
+            guard_note = self.guards.begin(session, job.definition, entries[0], snapshot)
+            brief = build_brief(job, session, entries[0], self.instructions)
             tx.push(session)
-            stack = _stack_items(tx)
+            self.events.started(session)
+            stack = stack_items(tx, agent_id)
         if parent is None:
             self.store.prune()
-        notes = [text for text in (branch_note, note) if text]
-        return StartResult(brief, stack, branch_name, " ".join(notes) or None)
+        return StartResult(brief, stack, branch_name, join_notes(branch_note, guard_note))
 
     # --- finish ------------------------------------------------------------------------------
 
@@ -185,6 +191,7 @@ class WorkflowEngine:
         override_reason: str | None = None,
         session_id: str | None = None,
         progress: ProgressReporter | None = None,
+        agent_id: str | None = None,
     ) -> FinishResult:
         """Check the current checkpoint's outputs, run the quality gate, then advance.
 
@@ -192,8 +199,9 @@ class WorkflowEngine:
         lock); run the gate (lock released); record its verdict and advance or answer
         `needs_work` (under the lock, if the session has not moved on meanwhile).
         """
-        check_finish_arguments(outputs, notes, override_reason, session_id)
-        prepared = self._prepare_checkpoint(outputs, notes, override_reason, session_id)
+        check_finish_arguments(outputs, notes, override_reason)
+        check_target(session_id, agent_id)
+        prepared = self._prepare_checkpoint(outputs, notes, override_reason, session_id, agent_id)
         if isinstance(prepared, FinishResult):
             return prepared
         verdict = self._evaluate(prepared, progress)
@@ -205,18 +213,21 @@ class WorkflowEngine:
         notes: str | None,
         override_reason: str | None,
         session_id: str | None,
+        agent_id: str | None,
     ) -> FinishResult | _Pending:
         """Validate the outputs; advance when no review is due, else count the attempt."""
         gate = self.gate
         with self.store.transaction() as tx:
-            session = target_session(tx, session_id)
+            session = target_session(tx, session_id, agent_id)
             job, steps = self._checkpoint(session)
             validated = validate_outputs(self.project_root, steps, outputs)
+            self.events.outputs_submitted(
+                session.session_id, session.current_step_ids, validated.merged, notes
+            )
             entries = job.definition.workflows_by_name[session.workflow_name].entries
-            final = session.current_entry_index + 1 >= len(entries)
             findings = self.guards.inspect(
                 session, job.definition, steps, validated, override_reason,
-                final=final, reviewable=gate is not None,
+                final=session.current_entry_index + 1 >= len(entries), reviewable=gate is not None,
             )  # fmt: skip
             if session.pending_approval is not None:
                 answered = self._approval_answer(tx, session, job, validated, notes, findings)
@@ -224,11 +235,9 @@ class WorkflowEngine:
                     return answered
             if findings.blocked is not None:
                 tx.save(session)
-                return needs_work(_stack_items(tx), findings, findings.blocked)
+                return needs_work(stack_items(tx, session.agent_id), findings, findings.blocked)
             if gate is None or not (any(step.reviews for step in steps) or findings.rereview):
-                return self._accept(
-                    tx, session, job, validated, notes, findings, reason=override_reason
-                )
+                return self._accept(tx, session, job, validated, notes, findings, override_reason)
             if override_reason is not None:
                 session.quality_log.append(
                     QualityEvent(
@@ -238,10 +247,9 @@ class WorkflowEngine:
                         override_reason=override_reason,
                     )
                 )
-                kind = override_kind(session)
-                return self._accept(
-                    tx, session, job, validated, notes, findings, kind, override_reason
-                )
+                self.events.override(session.session_id, session.current_step_ids, override_reason)
+                kind, why = override_kind(session), override_reason
+                return self._accept(tx, session, job, validated, notes, findings, why, kind)
             attempt = 0
             if gate.external:
                 attempt = self._count_attempt(session)
@@ -290,93 +298,51 @@ class WorkflowEngine:
         with self.store.transaction() as tx:
             session = self._same_checkpoint(tx, checkpoint.session_id, pending.entry_index)
             session.quality_log.append(quality_event(verdict, checkpoint, self.clock()))
+            if not isinstance(verdict, GateSelfReviewRequested):
+                self.events.verdicts(session.session_id, verdict.reviews, checkpoint.attempt)
             if isinstance(verdict, GatePassed):
                 return self._accept(
                     tx, session, pending.job, pending.validated, notes, pending.findings,
-                    VerdictKind.REVIEWER, rereviewed=pending.findings.rereview,
+                    verdict=VerdictKind.REVIEWER, rereviewed=pending.findings.rereview,
                 )  # fmt: skip
             tx.save(session)
             failed: list[ReviewVerdict] = []
             if isinstance(verdict, GateNeedsWork):
                 failed = [review for review in verdict.reviews if not review.passed]
-                if checkpoint.attempt >= self.max_quality_attempts:
-                    raise QualityGateError(
-                        f"Quality gate failed after {checkpoint.attempt} attempts. Feedback: "
-                        f"{verdict.feedback}. Fix the outputs and call finished_step again, or "
-                        "pass quality_review_override_reason explaining why the review should "
-                        "not block.",
-                        code="quality_gate.max_attempts",
-                    )
-            return needs_work(_stack_items(tx), pending.findings, verdict.feedback, failed)
-
-    def _accept(
-        self,
-        tx: StateTransaction,
-        session: Session,
-        job: LoadedJob,
-        validated: ValidatedOutputs,
-        notes: str | None,
-        findings: Findings,
-        verdict: VerdictKind = VerdictKind.UNREVIEWED,
-        reason: str | None = None,
-        rereviewed: Sequence[str] = (),
-        approved: bool = False,
-    ) -> FinishResult:
-        """Bind the evidence and advance, or first ask the human when a step needs approval."""
-        steps = [job.definition.step(step_id) for step_id in session.current_step_ids]
-        if not approved and self.guards.needs_approval(steps):
-            ask = self.guards.open_approval(session, steps, findings, verdict, reason, rereviewed)
-            tx.save(session)
-            return awaiting(_stack_items(tx), ask, findings)
-        began = session.step_progress[session.current_step_ids[0]].began
-        self.guards.accept(session, findings, verdict, reason, rereviewed)
-        snapshot = findings.audit.snapshot
-        probe = snapshot is None and began is not None  # git failed at the checkpoint: retry
-        result = self._advance(tx, session, job, validated, notes, snapshot, probe)
-        return with_findings(result, findings, session)
-
-    def _approval_answer(
-        self,
-        tx: StateTransaction,
-        session: Session,
-        job: LoadedJob,
-        validated: ValidatedOutputs,
-        notes: str | None,
-        findings: Findings,
-    ) -> FinishResult | None:
-        """The answer while a human approval is open; None when the request is void."""
-        pending = session.pending_approval
-        assert pending is not None
-        outcome, record = self.guards.approval_outcome(session, findings)
-        if outcome is ApprovalOutcome.WAIT and record is not None:
-            return awaiting(_stack_items(tx), prompt_of(record.request), findings)
-        self.guards.close_approval(session, record)
-        if outcome is ApprovalOutcome.APPROVED:
-            return self._accept(
-                tx, session, job, validated, notes, findings, pending.verdict,
-                pending.override_reason, pending.rereviewed, approved=True,
-            )  # fmt: skip
-        tx.save(session)
-        if outcome is ApprovalOutcome.REJECTED and record is not None and record.decision:
-            comment = record.decision.comment or "(no comment)"
-            return needs_work(_stack_items(tx), findings, f"The human requested changes: {comment}")
-        return None
+            self.events.needs_work(
+                session.session_id, checkpoint.step_ids, checkpoint.attempt, len(failed)
+            )
+            if (
+                isinstance(verdict, GateNeedsWork)
+                and checkpoint.attempt >= self.max_quality_attempts
+            ):
+                raise QualityGateError(
+                    f"Quality gate failed after {checkpoint.attempt} attempts. Feedback: "
+                    f"{verdict.feedback}. Fix the outputs and call finished_step again, or "
+                    "pass quality_review_override_reason explaining why the review should "
+                    "not block.",
+                    code="quality_gate.max_attempts",
+                )
+            stack = stack_items(tx, session.agent_id)
+            return needs_work(stack, pending.findings, verdict.feedback, failed)
 
     # --- abort -------------------------------------------------------------------------------
 
-    def abort(self, explanation: str, session_id: str | None = None) -> AbortResult:
+    def abort(
+        self, explanation: str, session_id: str | None = None, agent_id: str | None = None
+    ) -> AbortResult:
         """Abort a workflow (the top one unless `session_id` names another) and pop it."""
         check_text(explanation, what="explanation")
-        if session_id is not None:
-            check_session_id(session_id)
+        check_target(session_id, agent_id)
         with self.store.transaction() as tx:
-            session = target_session(tx, session_id)
+            session = target_session(tx, session_id, agent_id)
             session.status = SessionStatus.ABORTED
             session.abort_reason = explanation
             session.completed_at = self.clock()
             tx.save(session)
             tx.remove_from_stack(session.session_id)
-            stack = _stack_items(tx)
+            self.events.aborted(session, explanation)
+            stack = stack_items(tx, session.agent_id)
         top = stack[-1] if stack else None
         note = None
         if session.parent_session_id is None and session.branch_name is not None:
@@ -393,9 +359,9 @@ class WorkflowEngine:
 
     # --- internals ---------------------------------------------------------------------------
 
-    def _stack_ids(self) -> list[str]:
+    def _stack_ids(self, agent_id: str | None) -> list[str]:
         with self.store.transaction() as tx:
-            return tx.stack_ids()
+            return tx.stack_ids(agent_id)
 
     def _checkpoint(self, session: Session) -> tuple[LoadedJob, list[Step]]:
         """The job and the steps of the session's current entry, as the job is now."""
@@ -461,15 +427,19 @@ class WorkflowEngine:
             for step_id in entries[next_index]:
                 session.step_progress[step_id] = StepRecord(step_id=step_id, started_at=now)
             self.guards.begin(session, job.definition, entries[next_index], snapshot, probe=probe)
-            brief = build_brief(job, session, entries[next_index], self._instructions)
+            brief = build_brief(job, session, entries[next_index], self.instructions)
             tx.save(session)
-            return FinishResult(FinishStatus.NEXT_STEP, _stack_items(tx), brief=brief)
+            self.events.step_begun(session)
+            return FinishResult(
+                FinishStatus.NEXT_STEP, stack_items(tx, session.agent_id), brief=brief
+            )
 
         session.status = SessionStatus.COMPLETED
         session.completed_at = now
         tx.save(session)
         tx.remove_from_stack(session.session_id)
-        stack = _stack_items(tx)
+        self.events.completed(session)
+        stack = stack_items(tx, session.agent_id)
         summary = f"Workflow '{session.workflow_label}' completed successfully!"
         if stack:
             summary += (
@@ -486,11 +456,3 @@ class WorkflowEngine:
 def _file_inputs(session: Session, steps: list[Step]) -> list[ResolvedInput]:
     """The inputs the reviewers see: files submitted by earlier steps (parameters left out)."""
     return [item for item in resolve_inputs(session, steps) if item.from_step is not None]
-
-
-def _stack_item(session: Session) -> StackItem:
-    return StackItem(session.session_id, session.workflow_label, session.current_step_id)
-
-
-def _stack_items(tx: StateTransaction) -> list[StackItem]:
-    return [_stack_item(session) for session in tx.stack()]

@@ -130,6 +130,17 @@ class Safeguards:
         session.scope_guard_noted = True
         return note
 
+    def rewound(
+        self, session: Session, job: JobDefinition, step_ids: Sequence[str], entry_index: int
+    ) -> None:
+        """`go_to_step` began entry `entry_index` again: note the repository for it, and drop
+        an approval request of an entry that is no longer done."""
+        pending = session.pending_approval
+        if pending is not None and pending.entry_index >= entry_index:
+            self.close_approval(session, None)
+        session.stale_reported = []
+        self.begin(session, job, step_ids)
+
     # --- a checkpoint --------------------------------------------------------------------------
 
     def inspect(
@@ -433,3 +444,8 @@ def outputs_with(
     for step_id in step_ids:
         merged.update(session.step_progress[step_id].outputs)
     return merged
+
+
+def join_notes(*notes: str | None) -> str | None:
+    """The notes that are set, as one text (the branch note and the scope guard's)."""
+    return " ".join(note for note in notes if note) or None
