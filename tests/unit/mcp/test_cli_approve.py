@@ -7,8 +7,15 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from click.testing import CliRunner
 from deepwork_core.approvals import ApprovalRequest, ApprovalStore, ShownOutput
+from deepwork_core.discovery import JobCatalog
+from deepwork_core.engine import WorkflowEngine
 from deepwork_core.evidence import sha256_file
+from deepwork_core.sessions import SessionStore
+from deepwork_mcp.cli import cli
+
+from tests.fixtures.evidence_project import make_evidence_project
 
 SID = "sess_approve1"
 
@@ -31,9 +38,9 @@ def open_request(root: Path) -> ApprovalStore:
     return store
 
 
-def approve(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def approve(root: Path, *args: str, session_id: str = SID) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "deepwork_mcp", "approve", SID, "--path", str(root), *args],
+        [sys.executable, "-m", "deepwork_mcp", "approve", session_id, "--path", str(root), *args],
         capture_output=True,
         text=True,
         timeout=60,
@@ -72,3 +79,19 @@ def test_without_a_waiting_step_it_fails_with_the_code(tmp_path: Path) -> None:
     done = approve(tmp_path)
     assert done.returncode == 1
     assert done.stderr.startswith("approval.none_pending: ")
+
+
+def test_status_shows_a_step_waiting_for_a_human(tmp_path: Path) -> None:
+    root = make_evidence_project(tmp_path / "project", with_git=False)
+    engine = WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(root))
+    session_id = engine.start("g", "approved", "main").brief.session_id
+    (root / "plan.md").write_text("the plan\n")
+    engine.finish({"plan": "plan.md"})
+
+    result = CliRunner().invoke(cli, ["status", "--path", str(root)])
+    assert f"AWAITING APPROVAL: deepwork approve {session_id}" in result.output
+    assert approve(root, session_id=session_id).returncode == 0
+    engine.finish({"plan": "plan.md"})
+    result = CliRunner().invoke(cli, ["status", "--path", str(root)])
+    assert "approvals 1" in result.output
+    assert "AWAITING APPROVAL" not in result.output
