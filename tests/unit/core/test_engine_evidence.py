@@ -16,6 +16,8 @@ from deepwork_core.events import read_events
 from deepwork_core.evidence import VerdictKind
 from deepwork_core.results import FinishStatus
 from deepwork_core.sessions import SessionStore
+from deepwork_core.stats import collect_stats
+from deepwork_core.verdicts import CriterionVerdict, ReviewVerdict
 
 from tests.fixtures.evidence_project import make_evidence_project
 
@@ -28,7 +30,17 @@ class PassingGate:
 
     def evaluate(self, checkpoint: Checkpoint, progress: ProgressReporter | None) -> GateVerdict:
         self.seen.append(checkpoint.step_ids)
-        return GatePassed(feedback="ok")
+        reviews = tuple(
+            ReviewVerdict(
+                step_id=step_id,
+                review_run_each="step",
+                passed=True,
+                feedback="ok",
+                criteria_results=[CriterionVerdict(criterion="Clear", passed=True)],
+            )
+            for step_id in checkpoint.step_ids
+        )
+        return GatePassed(feedback="ok", reviews=reviews)
 
 
 @pytest.fixture
@@ -151,3 +163,19 @@ def test_an_override_does_not_skip_the_human(root: Path) -> None:
     engine.finish({"plan": "plan.md"})
     again = engine.finish({"plan": "plan.md"}, override_reason="approved it myself")
     assert again.status is FinishStatus.AWAITING_APPROVAL
+
+
+def test_stats_count_what_the_engine_logged(root: Path) -> None:
+    engine = engine_for(root, PassingGate())
+    engine.start("g", "evidenced", "main")
+    (root / "plan.md").write_text("plan\n")
+    (root / "result.md").write_text("result\n")
+    engine.finish({"plan": "plan.md"})
+    engine.finish({"result": "result.md"}, override_reason="reviewed by hand")
+    [job] = collect_stats(root).jobs
+    assert (job.job, job.sessions, job.completed) == ("evidenced", 1, 1)
+    build, plan = job.steps
+    assert (plan.step, plan.runs, plan.finished, plan.reviewed_runs) == ("plan", 1, 1, 1)
+    assert plan.first_try_pass_rate == 1.0
+    assert [(c.criterion, c.evaluations, c.failures) for c in plan.criteria] == [("Clear", 1, 0)]
+    assert (build.step, build.overrides, build.reviewed_runs) == ("build", 1, 0)
