@@ -23,15 +23,17 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from deepwork_core.errors import DeepWorkError
+from deepwork_core.errors import DeepWorkError, FileReadError
 from deepwork_core.events import EventName, append_event
 from deepwork_core.evidence import OutputHash, sha256_file
-from deepwork_core.fsutil import atomic_write_text, file_lock
+from deepwork_core.fsutil import atomic_write_text, file_lock, read_text_file
 from deepwork_core.identifiers import check_session_id
 from deepwork_core.layout import APPROVALS_DIR
 from deepwork_core.runtime_dir import ensure_tmp_dir
 
 _LOCK: Final = "approvals.lock"
+#: An approval file larger than this is refused (`approval.corrupt`); real ones are a few KB.
+MAX_APPROVAL_BYTES: Final = 1024 * 1024
 
 
 class ApprovalError(DeepWorkError):
@@ -141,11 +143,11 @@ class ApprovalStore:
     def load(self, session_id: str) -> ApprovalRecord | None:
         path = self.path(session_id)
         try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            raise ApprovalError(f"cannot read {path}: {exc}", code="approval.corrupt") from None
+            text = read_text_file(path, limit=MAX_APPROVAL_BYTES, follow_symlinks=False)
+        except FileReadError as exc:
+            if exc.code == "file.not_found":
+                return None
+            raise ApprovalError(f"{exc.code}: {exc.message}", code="approval.corrupt") from None
         try:
             return ApprovalRecord.model_validate(json.loads(text))
         except (ValueError, ValidationError) as exc:
