@@ -95,6 +95,11 @@ class InstructionReader:
         return text
 
     def read(self, job: LoadedJob, step: Step) -> str:
+        """The step's instructions: inline, generated for a sub-workflow, or from its file."""
+        if step.instructions is not None:
+            return step.instructions
+        if step.instructions_file is None:
+            return sub_workflow_instructions(job.name, step)
         try:
             path = resolve_inside(job.job_dir.resolve(), step.instructions_file, what="file")
             stat = path.stat()
@@ -110,6 +115,20 @@ class InstructionReader:
             ) from None
         self._cache[path] = (stat.st_mtime_ns, stat.st_size, text)
         return text
+
+
+def sub_workflow_instructions(job_name: str, step: Step) -> str:
+    """What a step that delegates to another workflow tells the agent."""
+    ref = step.sub_workflow
+    if ref is None:
+        return f"# {step.name}\n\n{step.description}\n"
+    target_job = ref.workflow_job or job_name
+    return (
+        f"# {step.name}\n\n"
+        f"This step runs the workflow `{ref.workflow_name}` of job `{target_job}`. Call "
+        f"`start_workflow` with job_name `{target_job}` and workflow_name `{ref.workflow_name}`, "
+        "work through it to the end, then call `finished_step` for this step.\n"
+    )
 
 
 def resolve_inputs(session: Session, steps: Sequence[Step]) -> list[ResolvedInput]:
@@ -147,7 +166,7 @@ def build_brief(
         step_ids=tuple(step_ids),
         job_dir=job.job_dir,
         instructions=instructions,
-        common_job_info=definition.common_job_info_provided_to_all_steps_at_runtime,
+        common_job_info=definition.common_info(session.workflow_name),
         expected_outputs=[
             ExpectedOutput(step.id, name, spec.type, spec.description, spec.required)
             for step in steps
@@ -168,11 +187,12 @@ def _concurrent_note(job: LoadedJob, steps: Sequence[Step]) -> str:
         "",
     ]
     for position, step in enumerate(steps):
-        where = (
-            "the instructions above"
-            if position == 0
-            else f"instructions in `{job.job_dir / step.instructions_file}`"
-        )
+        if position == 0:
+            where = "the instructions above"
+        elif step.instructions_file is not None:
+            where = f"instructions in `{job.job_dir / step.instructions_file}`"
+        else:
+            where = "instructions inline in the job's job.yml"
         outputs = ", ".join(step.outputs) or "none"
         lines.append(f"- `{step.id}` ({step.name}): {where}; outputs: {outputs}")
     return "\n".join(lines) + "\n"

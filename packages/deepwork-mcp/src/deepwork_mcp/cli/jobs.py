@@ -49,7 +49,8 @@ def list_jobs(project: Path) -> None:
     for listed in scan.jobs:
         job = catalog.get(listed.name)
         definition = job.definition
-        click.echo(f"{job.name} {definition.version}  [{job.source.kind.value}] {job.job_dir}")
+        version = definition.version or "(0.10+ format)"
+        click.echo(f"{job.name} {version}  [{job.source.kind.value}] {job.job_dir}")
         click.echo(f"  {definition.summary}")
         if not definition.workflows:
             click.echo("  (no workflows: its steps cannot be started through MCP)")
