@@ -19,7 +19,11 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
     "serve": ("deepwork_mcp.cli.serve", "serve", "Run the DeepWork MCP server for a project."),
     "review": ("deepwork_mcp.cli.review", "review", "Print review tasks for the changed files."),
     "hook": ("deepwork_mcp.cli.hook", "hook", "Run a DeepWork hook on one event read from stdin."),
-    "jobs": ("deepwork_mcp.cli.jobs", "jobs", "List, validate and scaffold DeepWork jobs."),
+    "jobs": (
+        "deepwork_mcp.cli.jobs",
+        "jobs",
+        "List, validate, scaffold and convert DeepWork jobs.",
+    ),
 }
 
 

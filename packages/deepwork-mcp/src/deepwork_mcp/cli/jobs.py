@@ -15,6 +15,7 @@ from deepwork_core.discovery import JobCatalog, JobFolder, parse_folder_list
 from deepwork_core.errors import Problem, Severity
 from deepwork_core.parser import JOB_FILE, ParsedJob, check_job_files, parse_job_dir
 
+from deepwork_mcp.cli.jobs_convert import convert
 from deepwork_mcp.cli.jobs_new import new
 
 ADDITIONAL_FOLDERS_ENV = "DEEPWORK_ADDITIONAL_JOBS_FOLDERS"
@@ -31,7 +32,7 @@ _project_option = click.option(
 
 @click.group()
 def jobs() -> None:
-    """List, validate and scaffold DeepWork jobs."""
+    """List, validate, scaffold and convert DeepWork jobs."""
 
 
 @jobs.command("list")
@@ -109,6 +110,7 @@ def validate(job_paths: tuple[Path, ...], project: Path) -> None:
 
 
 jobs.add_command(new)
+jobs.add_command(convert)
 
 
 def _validate_folder(folder: Path) -> list[Problem]:
