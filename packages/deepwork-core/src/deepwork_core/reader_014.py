@@ -322,12 +322,16 @@ def _check_translated(
     report: JobReport, definition: JobDefinition, origins: dict[str, KeyPath], job_dir: Path
 ) -> None:
     """The checks both formats share, each finding pointed at the step in the file."""
-    inner = JobReport(report.job_file, YamlDocument(None, {}))
+    inner = JobReport(
+        report.job_file, YamlDocument(None, {}), step_ids=[step.id for step in definition.steps]
+    )
     data = {"steps": [{"id": step.id} for step in definition.steps]}
     steps = list(enumerate(definition.steps))
     workflows = list(enumerate(definition.workflows))
     check_semantics(inner, steps, workflows, data, job_dir)
     for problem in inner.problems:
         origin = origins.get(problem.step or "", ())
+        if origin and (problem.key or "").endswith(".instructions_file"):
+            origin = (*origin, "instructions_file")  # the one key both formats share
         message = problem.message.split(": ", 1)[-1]
         report.add(problem.code, message, origin, severity=problem.severity)
