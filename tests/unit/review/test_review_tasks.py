@@ -79,14 +79,22 @@ def test_nested_deepreview_files_are_scoped_to_their_folder(tmp_path: Path) -> N
     # the root rule sees everything
     assert by_title["py review of top.py"] == ("top.py",)
     assert by_title["py review of pkgx/d.py"] == ("pkgx/d.py",)
-    # pkg's rules see only pkg/, matched relative to pkg/ (`*.py` does not reach pkg/deep/)
+    # pkg's rules match only inside pkg/, relative to pkg/ (`*.py` does not reach pkg/deep/)
     assert by_title["pkg/py review of 2 files"] == ("pkg/a.py", "pkg/b.py")
-    assert by_title["pkg/everything review of 3 files"] == (
-        "pkg/a.py",
-        "pkg/b.py",
-        "pkg/deep/c.py",
-    )
+    # ... but all_changed_files, once triggered there, reviews the whole change set
+    assert by_title["pkg/everything review of 5 files"] == tuple(sorted(changed))
     assert len(tasks) == 7
+
+
+def test_all_changed_files_in_a_nested_rule_sees_changes_outside_its_folder(
+    tmp_path: Path,
+) -> None:
+    root = _project(
+        tmp_path, {"api/.deepreview": _rule_text("compat", "schema.json", "all_changed_files")}
+    )
+    assert _tasks(root, ["api/.deepreview"], ["client/call.py", "README.md"]) == []
+    tasks = _tasks(root, ["api/.deepreview"], ["api/schema.json", "client/call.py"])
+    assert [task.files for task in tasks] == [("api/schema.json", "client/call.py")]
 
 
 def test_context_all_changed_filenames(tmp_path: Path) -> None:
