@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 import yaml
 from deepwork_core.errors import Severity
-from deepwork_core.models import OutputType, ReviewStrategy, StepInput
+from deepwork_core.models import InputType, OutputType, ReviewStrategy, StepInput
 from deepwork_core.parser import ParsedJob, format_problems, parse_job_dir, parse_job_source
 from deepwork_core.schema_export import JOB_SCHEMA_PATH
 
@@ -53,7 +53,9 @@ def test_the_shipped_schema_accepts_every_fixture_job(job_dir: Path) -> None:
 def test_inputs_from_earlier_steps_become_file_inputs_and_dependencies() -> None:
     job = parse_job_dir(FIXTURES / "release_digest").require()
     collect, write = job.step("collect"), job.step("write")
-    assert collect.inputs == [StepInput(name="version", description=_description(job, "version"))]
+    assert collect.inputs == [
+        StepInput(name="version", description=_description(job, "version"), type=InputType.STRING)
+    ]
     assert write.dependencies == ["collect"]
     assert StepInput(file="changes.json", from_step="collect") in write.inputs
     assert write.outputs["headline"].type is OutputType.STRING

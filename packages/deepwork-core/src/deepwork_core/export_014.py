@@ -93,8 +93,9 @@ def _step(
             name = item.file
         else:
             name = item.name or ""
+            kind = item.type.value if item.type is not None else "string"
             arguments.setdefault(
-                name, {"name": name, "description": item.description, "type": "string"}
+                name, {"name": name, "description": item.description, "type": kind}
             )
         inputs[name] = {} if item.required else {"required": False}
     if inputs:

@@ -17,6 +17,7 @@ from typing import Any
 from deepwork_core.briefing import sub_workflow_instructions
 from deepwork_core.export_014 import CRITERIA_HEADER, Notes
 from deepwork_core.models import (
+    InputType,
     JobDefinition,
     OutputSpec,
     OutputType,
@@ -96,6 +97,8 @@ def _step(
     for item in step.inputs:
         if not item.required:
             notes.add(f"{where}: optional inputs become required ones")
+        if item.type is InputType.FILE_PATH:
+            notes.add(f"{where}: input {item.name!r} (a file path) becomes a text parameter")
         if item.from_step is not None:
             inputs.append({"file": item.file, "from_step": item.from_step})
         else:

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from deepwork_core.models import (
     HookAction,
+    InputType,
     JobDefinition,
     OutputSpec,
     OutputType,
@@ -34,7 +35,7 @@ NEWER_ONLY: dict[type[BaseModel], frozenset[str]] = {
         {"agent", "common_job_info_provided_to_all_steps_at_runtime", "post_workflow_instructions"}
     ),
     OutputSpec: frozenset({"json_schema"}),
-    StepInput: frozenset({"required"}),
+    StepInput: frozenset({"required", "type"}),
     Review: frozenset({"strategy", "agent", "additional_context"}),
 }
 #: Model -> keys the model leaves optional (for the 0.10+ format) that a 0.9-style file needs.
@@ -150,3 +151,4 @@ def schema_09(definitions: dict[str, Any]) -> None:
     if "type" in output:
         output["type"] = {"enum": list(OUTPUT_TYPES_09), "type": "string"}
     definitions.pop(OutputType.__name__, None)
+    definitions.pop(InputType.__name__, None)

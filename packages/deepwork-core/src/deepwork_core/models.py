@@ -85,6 +85,13 @@ class OutputSpec(_Strict):
     )
 
 
+class InputType(StrEnum):
+    """What a start parameter's value is (0.10+ format; 0.9-style parameters are text)."""
+
+    STRING = "string"
+    FILE_PATH = "file_path"
+
+
 class StepInput(_Strict):
     """A user parameter `{name, description}` or a file from an earlier step `{file, from_step}`."""
 
@@ -109,6 +116,9 @@ class StepInput(_Strict):
     from_step: Name | None = None
     required: StrictBool = Field(
         default=True, description="False when the step can start without this input."
+    )
+    type: InputType | None = Field(
+        default=None, description="Of a start parameter: inline text, or a project file path."
     )
 
     @model_validator(mode="after")

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ValidationError
 from deepwork_core.checks import check_semantics
 from deepwork_core.errors import Severity
 from deepwork_core.models import (
+    InputType,
     JobDefinition,
     OutputSpec,
     OutputType,
@@ -263,8 +264,13 @@ def _build_step(job: JobFile014, raw: WorkflowStep, step_id: str, produced: dict
     for name, ref in raw.inputs.items():
         source = produced.get(name)
         if source is None:
-            description = arguments[name].description
-            inputs.append(StepInput(name=name, description=description, required=ref.required))
+            argument = arguments[name]
+            kind = InputType(argument.type.value)
+            inputs.append(
+                StepInput(
+                    name=name, description=argument.description, required=ref.required, type=kind
+                )
+            )
             continue
         inputs.append(StepInput(file=name, from_step=source, required=ref.required))
         if source not in dependencies:
