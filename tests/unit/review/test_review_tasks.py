@@ -184,3 +184,27 @@ def test_rule_without_match_gives_no_task(tmp_path: Path) -> None:
     root = _project(tmp_path, {".deepreview": _rule_text("py", "*.py", "individual")})
     assert _tasks(root, [".deepreview"], ["a.md"]) == []
     assert parse_deepreview(root, ".deepreview").rules[0].scope.folder == ""
+
+
+def test_gate_rule_reviews_take_a_steps_outputs_as_the_change_set(tmp_path: Path) -> None:
+    from deepwork_review.gate import gate_rule_reviews
+
+    root = _project(
+        tmp_path,
+        {
+            ".deepreview": _rule_text("docs", "**/*.md", "individual")
+            + _rule_text("whole", "*.json", "all_changed_files"),
+            "out/a.md": "a",
+            "out/b.md": "b",
+            "data.json": "{}",
+        },
+    )
+    assert gate_rule_reviews(root, []) == []
+    reviews = gate_rule_reviews(root, ["out/a.md", "./out/b.md"])
+    assert [(r.rule, r.files) for r in reviews] == [
+        ("docs", ("out/a.md",)),
+        ("docs", ("out/b.md",)),
+    ]
+    assert reviews[0].instructions == "Review docs."
+    reviews = gate_rule_reviews(root, ["out/a.md", "data.json"])
+    assert ("whole", ("data.json", "out/a.md")) in [(r.rule, r.files) for r in reviews]
