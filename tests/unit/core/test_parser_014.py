@@ -12,7 +12,13 @@ import pytest
 import yaml
 from deepwork_core.errors import Severity
 from deepwork_core.models import InputType, OutputType, ReviewStrategy, StepInput
-from deepwork_core.parser import ParsedJob, format_problems, parse_job_dir, parse_job_source
+from deepwork_core.parser import (
+    ParsedJob,
+    check_job_files,
+    format_problems,
+    parse_job_dir,
+    parse_job_source,
+)
 from deepwork_core.schema_export import JOB_SCHEMA_PATH
 
 from tests.unit.core.jobdata import changed, valid_job, write_job
@@ -332,3 +338,12 @@ def test_the_format_is_told_by_shape() -> None:
     text = yaml.safe_dump(_fixture("meeting_digest"))
     assert parse_job_source(text, job_dir=Path("/nowhere")).format == "0.14"
     assert parse_job_source(yaml.safe_dump(valid_job()), job_dir=Path("/nowhere")).format == "0.9"
+
+
+def test_a_missing_instructions_file_names_the_workflow_step(tmp_path: Path) -> None:
+    job_dir = write_job(tmp_path, _fixture("launch_plan"))
+    parsed = parse_job_dir(job_dir)
+    [problem] = check_job_files(parsed)
+    assert (problem.code, problem.step) == ("job.file_missing", "plan/outline")
+    assert problem.key == "workflows.plan.steps[0].instructions_file"
+    assert problem.line is not None

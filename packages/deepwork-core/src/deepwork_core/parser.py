@@ -192,21 +192,22 @@ def check_job_files(parsed: ParsedJob) -> list[Problem]:
     ]
     if not missing:
         return []
-    lines = parsed.lines or _lines_of(parsed.job_file)
-    report = JobReport(
-        parsed.job_file, YamlDocument(None, lines), step_ids=[s.id for s in definition.steps]
-    )
+    if parsed.format == "0.14":  # steps are named from the file's data: read it again
+        document = _document_of(parsed.job_file)
+    else:
+        document = YamlDocument(None, parsed.lines or _document_of(parsed.job_file).lines)
+    report = JobReport(parsed.job_file, document, step_ids=[s.id for s in definition.steps])
     for value, path in missing:
         report.add("job.file_missing", f"file {value!r} does not exist in {parsed.job_dir}", path)
     return report.problems
 
 
-def _lines_of(job_file: Path) -> Mapping[KeyPath, int]:
-    """The line map of `job_file` read again (empty if it no longer parses)."""
+def _document_of(job_file: Path) -> YamlDocument:
+    """`job_file` read again (empty if it no longer parses)."""
     try:
-        return parse_yaml(read_limited(job_file)).lines
+        return parse_yaml(read_limited(job_file))
     except YamlError:
-        return {}
+        return YamlDocument(None, {})
 
 
 def format_problems(problems: Iterable[Problem]) -> str:
