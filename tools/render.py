@@ -25,16 +25,14 @@ import jinja2
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _hook_tables() -> Any:
-    """`deepwork_mcp.hooks.platforms`, loaded from the source tree.
+def _load_source(name: str, *parts: str) -> Any:
+    """A standard-library-only module of the workspace, loaded from the source tree.
 
-    Hook events and tool names come from the tables `deepwork hook` normalises with (RUNTIME.md
-    §6), so a manifest subscribes to exactly the events and tools the hooks understand. The
-    module needs only the standard library, so the render session need not install the
-    workspace.
+    The render session need not install the workspace: the modules loaded this way
+    (`deepwork_mcp.hooks.platforms`, `deepwork_core.layout`) import only the standard library.
     """
-    path = ROOT / "packages" / "deepwork-mcp" / "src" / "deepwork_mcp" / "hooks" / "platforms.py"
-    spec = importlib.util.spec_from_file_location("_deepwork_hook_platforms", path)
+    path = ROOT.joinpath("packages", *parts)
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -42,7 +40,13 @@ def _hook_tables() -> Any:
     return module
 
 
-HOOK_TABLES = _hook_tables()
+#: Hook events and tool names come from the tables `deepwork hook` normalises with, so a manifest
+#: subscribes to exactly the events and tools the hooks understand.
+HOOK_TABLES = _load_source(
+    "_deepwork_hook_platforms", "deepwork-mcp", "src", "deepwork_mcp", "hooks", "platforms.py"
+)
+#: The runtime layout the session store writes (the stack file the hook guard tests).
+LAYOUT = _load_source("_deepwork_layout", "deepwork-core", "src", "deepwork_core", "layout.py")
 
 # Folders whose every file is rendered: `check` reports any other file in them as extra.
 GENERATED_DIRS = (Path(".claude-plugin"), Path("plugins/claude"), Path("plugins/gemini"))
@@ -76,8 +80,8 @@ class Platform:
         call, so a hook declares in `platform/plugin.toml` when it can have anything to do and a
         POSIX shell guard skips the start otherwise (reading the event, so the client's write to
         stdin never fails):
-        - `when = "workflow_active"`: only while `.deepwork/tmp/stack.json` exists (the session
-          store keeps that file exactly while a workflow is active);
+        - `when = "workflow_active"`: only while the stack file (`deepwork_core.layout`) exists
+          (the session store keeps that file exactly while a workflow is active);
         - `when = "input_contains:<word>"`: only when the event's JSON contains `<word>`.
         """
         command = f"uvx deepwork=={version} hook {hook['name']}"
@@ -85,7 +89,7 @@ class Platform:
             command = f"DEEPWORK_HOOK_PLATFORM=claude {command}"
         when = hook.get("when")
         if when == "workflow_active":
-            stack = f"{self.project_dir}/.deepwork/tmp/stack.json"
+            stack = f"{self.project_dir}/{LAYOUT.STACK_PATH}"
             command = f"[ -f {stack} ] || {{ cat >/dev/null; exit 0; }}; {command}"
         elif isinstance(when, str) and when.startswith("input_contains:"):
             word = when.removeprefix("input_contains:")

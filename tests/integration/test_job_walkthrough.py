@@ -25,6 +25,8 @@ from deepwork_mcp.cli.jobs_new import new
 from deepwork_mcp.server import create_server
 from fastmcp import Client
 
+from tests.fixtures.configs import config
+
 REPO = Path(__file__).resolve().parents[2]
 LIBRARY_DIR = REPO / "library" / "jobs"
 STANDARD_JOBS = sorted(p.parent for p in STANDARD_JOBS_DIR.glob("*/job.yml"))
@@ -47,7 +49,7 @@ def project(tmp_path: Path) -> Path:
 
 
 def _server(project: Path) -> Any:
-    return create_server(project, enable_quality_gate=False, create_branch=False)
+    return create_server(project, config(enabled=False))
 
 
 async def _call(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:

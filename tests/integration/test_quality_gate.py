@@ -19,6 +19,7 @@ import pytest
 from deepwork_mcp.server import create_server
 from fastmcp import Client
 
+from tests.fixtures.configs import config
 from tests.fixtures.tool_calls import call_error, call_ok
 from tests.fixtures.workflow_project import make_project, write_files
 
@@ -65,9 +66,7 @@ def state(root: Path, session_id: str) -> dict[str, Any]:
 
 @pytest.fixture
 async def external(root: Path, claude_log: Path) -> AsyncIterator[Client[Any]]:
-    server = create_server(
-        root, external_runner="claude", quality_gate_max_attempts=3, create_branch=False
-    )
+    server = create_server(root, config(external_runner="claude", max_attempts=3))
     async with Client(server) as client:
         yield client
 
@@ -87,7 +86,7 @@ async def start_reviewed(client: Client[Any], root: Path) -> str:
 @pytest.mark.req("JOBS-REQ-001.4.8")
 @pytest.mark.req("JOBS-REQ-001.4.10")
 async def test_self_review_writes_the_review_file_and_needs_work(root: Path) -> None:
-    server = create_server(root, create_branch=False)
+    server = create_server(root, config())
     async with Client(server) as client:
         session_id = await start_reviewed(client, root)
         result = await call_ok(
@@ -122,7 +121,7 @@ async def test_self_review_writes_the_review_file_and_needs_work(root: Path) -> 
 
 
 async def test_self_review_lists_inputs_from_earlier_steps(root: Path) -> None:
-    server = create_server(root, create_branch=False)
+    server = create_server(root, config())
     async with Client(server) as client:
         session_id = await start_reviewed(client, root)
         await call_ok(
@@ -314,7 +313,7 @@ async def test_missing_reviewer_binary(
     empty = tmp_path / "empty-bin"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
-    server = create_server(root, external_runner="claude", create_branch=False)
+    server = create_server(root, config(external_runner="claude"))
     async with Client(server) as client:
         await start_reviewed(client, root)
         text = await call_error(
@@ -336,9 +335,7 @@ async def test_reviewer_timeout_kills_the_whole_process_group(
     root: Path, claude_log: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FAKE_CLAUDE_MODE", "sleep")
-    server = create_server(
-        root, external_runner="claude", quality_gate_timeout=2, create_branch=False
-    )
+    server = create_server(root, config(external_runner="claude", timeout_seconds=2))
     async with Client(server) as client:
         session_id = await start_reviewed(client, root)
         await call_error(

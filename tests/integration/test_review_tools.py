@@ -6,6 +6,7 @@ import asyncio
 import re
 
 import pytest
+from deepwork_mcp.tool_errors import ToolErrors
 from deepwork_mcp.tools.reviews import register_review_tools
 from fastmcp import Client, FastMCP
 from fastmcp.client.client import CallToolResult
@@ -22,7 +23,7 @@ def _text(result: CallToolResult) -> str:
 
 
 def _server(root, platform: str = "claude") -> FastMCP:
-    mcp = FastMCP("test")
+    mcp = FastMCP("test", mask_error_details=True, middleware=[ToolErrors()])
     register_review_tools(mcp, project_root=root, platform=platform)
     return mcp
 

@@ -11,6 +11,7 @@ import pytest
 from deepwork_mcp.server import create_server
 from fastmcp import Client
 
+from tests.fixtures.configs import config
 from tests.fixtures.tool_calls import call_error, call_ok
 from tests.fixtures.workflow_project import make_project, write_files
 
@@ -27,7 +28,7 @@ def root(tmp_path: Path) -> Path:
 
 @pytest.fixture
 async def client(root: Path) -> AsyncIterator[Client[Any]]:
-    async with Client(create_server(root, create_branch=False)) as connected:
+    async with Client(create_server(root, config())) as connected:
         yield connected
 
 

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from deepwork_core.config import DeepWorkConfig, load_config
 from deepwork_core.errors import ConfigError
 from deepwork_mcp.cli import cli
-from deepwork_mcp.cli.serve import resolve_options
+from deepwork_mcp.cli.serve import apply_flags
 from fastmcp import Client
 
 from tests.fixtures.workflow_project import make_project
@@ -56,11 +56,21 @@ def test_version_does_not_import_fastmcp() -> None:
     assert result.stdout.startswith("deepwork, version ")
 
 
+def summary(config: DeepWorkConfig) -> dict[str, object]:
+    """The settings `create_server` acts on."""
+    return {
+        **config.quality_gate.model_dump(),
+        "platform": config.platform,
+        "create_branch": config.git.create_branch,
+    }
+
+
 def test_defaults_without_config(tmp_path: Path) -> None:
-    assert resolve_options(load_config(tmp_path)) == {
-        "enable_quality_gate": True,
-        "quality_gate_timeout": 240,
-        "quality_gate_max_attempts": 3,
+    assert apply_flags(load_config(tmp_path)) == DeepWorkConfig()
+    assert summary(apply_flags(load_config(tmp_path))) == {
+        "enabled": True,
+        "timeout_seconds": 240,
+        "max_attempts": 3,
         "external_runner": None,
         "platform": "claude",
         "create_branch": True,
@@ -83,10 +93,10 @@ git:
 def test_config_gives_the_defaults(tmp_path: Path) -> None:
     (tmp_path / ".deepwork").mkdir()
     (tmp_path / ".deepwork/config.yml").write_text(CONFIG)
-    assert resolve_options(load_config(tmp_path)) == {
-        "enable_quality_gate": False,
-        "quality_gate_timeout": 60,
-        "quality_gate_max_attempts": 5,
+    assert summary(apply_flags(load_config(tmp_path))) == {
+        "enabled": False,
+        "timeout_seconds": 60,
+        "max_attempts": 5,
         "external_runner": "claude",
         "platform": "gemini",
         "create_branch": False,
@@ -97,7 +107,7 @@ def test_flags_win_over_the_config() -> None:
     config = DeepWorkConfig.model_validate(
         {"quality_gate": {"external_runner": "claude", "max_attempts": 5, "timeout_seconds": 60}}
     )
-    options = resolve_options(
+    options = apply_flags(
         config,
         no_quality_gate=True,
         external_runner="none",
@@ -106,10 +116,10 @@ def test_flags_win_over_the_config() -> None:
         quality_gate_timeout=10,
         no_branch=True,
     )
-    assert options == {
-        "enable_quality_gate": False,
-        "quality_gate_timeout": 10,
-        "quality_gate_max_attempts": 2,
+    assert summary(options) == {
+        "enabled": False,
+        "timeout_seconds": 10,
+        "max_attempts": 2,
         "external_runner": None,
         "platform": "gemini",
         "create_branch": False,

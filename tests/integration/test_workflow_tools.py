@@ -10,12 +10,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from deepwork_core.config import DeepWorkConfig, QualityGateConfig
+from deepwork_core.engine import FinishStatus
 from deepwork_mcp.gating import ExternalGate, SelfReviewGate
-from deepwork_mcp.responses import FinishedStepResponse, StepStatus
+from deepwork_mcp.responses import FinishedStepResponse
 from deepwork_mcp.server import build_gate, create_server
 from fastmcp import Client, FastMCP
 from fastmcp.tools import FunctionTool
 
+from tests.fixtures.configs import config
 from tests.fixtures.tool_calls import call_error, call_ok
 from tests.fixtures.workflow_project import make_project, write_files, write_job
 
@@ -29,7 +32,7 @@ def root(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def server(root: Path) -> FastMCP:
-    return create_server(root, create_branch=False)
+    return create_server(root, config())
 
 
 @pytest.fixture
@@ -66,7 +69,7 @@ async def test_project_root_is_resolved_to_an_absolute_path(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(root.parent)
-    server = create_server("project", create_branch=False)
+    server = create_server("project", config())
     async with Client(server) as client:
         started = await call_ok(
             client, "start_workflow", goal="g", job_name="multi", workflow_name="alpha"
@@ -80,40 +83,37 @@ async def test_project_root_is_resolved_to_an_absolute_path(
 @pytest.mark.req("JOBS-REQ-001.1.5")
 @pytest.mark.req("JOBS-REQ-001.1.6")
 def test_create_server_parameters_and_defaults() -> None:
-    parameters = inspect.signature(create_server).parameters
-    assert parameters["enable_quality_gate"].default is True
-    assert parameters["quality_gate_timeout"].default == 120
-    assert parameters["quality_gate_max_attempts"].default == 3
-    assert parameters["external_runner"].default is None
+    assert inspect.signature(create_server).parameters["config"].default is None
+    defaults = DeepWorkConfig().quality_gate
+    assert defaults.enabled is True
+    assert defaults.timeout_seconds == 240
+    assert defaults.max_attempts == 3
+    assert defaults.external_runner is None
 
 
 @pytest.mark.req("JOBS-REQ-001.1.6")
 @pytest.mark.req("JOBS-REQ-001.1.7")
 def test_external_runner_claude_uses_the_claude_cli_with_five_inline_files() -> None:
-    gate = build_gate(enable_quality_gate=True, external_runner="claude", quality_gate_timeout=77)
+    gate = build_gate(QualityGateConfig(external_runner="claude", timeout_seconds=77))
     assert isinstance(gate, ExternalGate)
     assert gate.external
     assert gate.reviewer.executable == "claude"
     assert gate.reviewer.base_timeout == 77
-    assert gate.max_inline_files == 5
+    assert gate.reviewer.max_inline_files == 5
 
 
 @pytest.mark.req("JOBS-REQ-001.1.6")
 @pytest.mark.req("JOBS-REQ-001.1.8")
 def test_no_external_runner_means_self_review_without_inlined_files() -> None:
-    gate = build_gate(enable_quality_gate=True, external_runner=None, quality_gate_timeout=120)
+    gate = build_gate(QualityGateConfig())
     assert isinstance(gate, SelfReviewGate)
     assert not gate.external
-    assert gate.max_inline_files == 0
 
 
 @pytest.mark.req("JOBS-REQ-001.1.9")
 async def test_disabled_quality_gate_creates_no_gate(root: Path) -> None:
-    assert (
-        build_gate(enable_quality_gate=False, external_runner="claude", quality_gate_timeout=1)
-        is None
-    )
-    server = create_server(root, enable_quality_gate=False, create_branch=False)
+    assert build_gate(QualityGateConfig(enabled=False, external_runner="claude")) is None
+    server = create_server(root, config(enabled=False))
     async with Client(server) as client:
         await call_ok(client, "start_workflow", goal="g", job_name="reviewed", workflow_name="main")
         write_files(root, "report.md")
@@ -123,8 +123,10 @@ async def test_disabled_quality_gate_creates_no_gate(root: Path) -> None:
 
 
 def test_unknown_external_runner_is_a_config_error(root: Path) -> None:
+    settings = QualityGateConfig().model_copy(update={"external_runner": "gpt"})
+    unchecked = config().model_copy(update={"quality_gate": settings})  # skips validation
     with pytest.raises(Exception, match="unknown external runner") as caught:
-        create_server(root, external_runner="gpt")
+        create_server(root, unchecked)
     assert getattr(caught.value, "code", None) == "config.invalid"
 
 
@@ -243,9 +245,7 @@ async def test_get_workflows_loads_every_configured_folder(root: Path, tmp_path:
     extra_root = tmp_path / "elsewhere"
     text = (root / ".deepwork/jobs/multi/job.yml").read_text().replace("name: multi", "name: extra")
     write_job(extra_root, "extra", text)
-    server = create_server(
-        root, create_branch=False, additional_jobs_folders=[extra_root / ".deepwork/jobs"]
-    )
+    server = create_server(root, config(), additional_jobs_folders=[extra_root / ".deepwork/jobs"])
     async with Client(server) as client:
         result = await call_ok(client, "get_workflows")
         names = {job["name"] for job in result["jobs"]}
@@ -638,7 +638,7 @@ async def test_responses_are_plain_dicts_matching_the_models(
 
 @pytest.mark.req("JOBS-REQ-001.7.2")
 def test_step_status_values() -> None:
-    assert [status.value for status in StepStatus] == [
+    assert [status.value for status in FinishStatus] == [
         "needs_work",
         "next_step",
         "workflow_complete",

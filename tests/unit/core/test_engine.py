@@ -7,14 +7,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from deepwork_core.discovery import JobCatalog
-from deepwork_core.engine import (
+from deepwork_core.checkpoint import (
     Checkpoint,
-    FinishStatus,
+    GateNeedsWork,
+    GatePassed,
+    GateSelfReviewRequested,
     GateVerdict,
     ProgressReporter,
-    WorkflowEngine,
 )
+from deepwork_core.discovery import JobCatalog
+from deepwork_core.engine import FinishStatus, WorkflowEngine
 from deepwork_core.errors import DeepWorkError, QualityGateError
 from deepwork_core.sessions import SessionStatus, SessionStore
 from deepwork_core.verdicts import ReviewVerdict
@@ -328,14 +330,13 @@ class ScriptedGate:
         return answer
 
 
-FAIL = GateVerdict(
-    passed=False,
+FAIL = GateNeedsWork(
     feedback="too short",
     reviews=(
         ReviewVerdict(step_id="write", review_run_each="step", passed=False, feedback="too short"),
     ),
 )
-PASS = GateVerdict(passed=True, feedback="fine")
+PASS = GatePassed(feedback="fine")
 
 
 def start_reviewed(root: Path, gate: ScriptedGate, **kwargs: object) -> tuple[WorkflowEngine, str]:
@@ -416,7 +417,7 @@ def test_empty_override_reason_is_rejected(root: Path) -> None:
 
 
 def test_self_review_is_needs_work_without_counting_attempts(root: Path) -> None:
-    verdict = GateVerdict(passed=False, feedback="review it", review_file=".deepwork/tmp/q.md")
+    verdict = GateSelfReviewRequested(feedback="review it", review_file=".deepwork/tmp/q.md")
     gate = ScriptedGate(external=False, answers=[verdict] * 5)
     engine, session_id = start_reviewed(root, gate, max_quality_attempts=1)
     for _ in range(3):

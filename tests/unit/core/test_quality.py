@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from deepwork_core.briefing import ResolvedInput
+from deepwork_core.checkpoint import Checkpoint
 from deepwork_core.errors import DeepWorkError, DocSpecError, QualityGateError
 from deepwork_core.parser import load_job
 from deepwork_core.quality import (
@@ -14,9 +16,7 @@ from deepwork_core.quality import (
     INPUTS_END,
     OUTPUTS_BEGIN,
     OUTPUTS_END,
-    GateRequest,
-    InputFile,
-    ReviewTask,
+    QualityReviewTask,
     build_review_payload,
     build_system_prompt,
     combined_feedback,
@@ -134,22 +134,20 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
-def make_request(project: Path, **changes: Any) -> GateRequest:
+def make_request(project: Path, **changes: Any) -> Checkpoint:
     job_dir = project / ".deepwork" / "jobs" / "demo"
     fields: dict[str, Any] = {
         "project_root": project,
         "session_id": "sess_123456",
         "job": load_job(job_dir),
-        "job_dir": job_dir,
-        "step_ids": ["write"],
+        "step_ids": ("write",),
         "outputs": {"report": "out/report.md", "pages": ["out/p1.md", "out/p2.md"]},
-        "input_files": [
-            InputFile(step_id="write", name="notes", from_step="gather", paths=["out/notes.md"])
-        ],
+        "input_files": [ResolvedInput("write", "notes", None, "gather", ["out/notes.md"])],
         "notes": "I wrote it carefully.",
     }
     fields.update(changes)
-    return GateRequest(**fields)
+    fields["step_ids"] = tuple(fields["step_ids"])
+    return Checkpoint(**fields)
 
 
 # --- planning ---------------------------------------------------------------------------------
@@ -302,7 +300,7 @@ def test_missing_file_and_empty_outputs(project: Path) -> None:
     payload = build_review_payload(request, plan_review_tasks(request)[0])
     assert f"[File not found: {project / 'out' / 'p1.md'}]" in payload
     empty = make_request(project, step_ids=["write"], outputs={"report": "out/report.md"})
-    task = ReviewTask(step_id="write", run_each="step", files=[], criteria={"A": "b"})
+    task = QualityReviewTask(step_id="write", run_each="step", files=[], criteria={"A": "b"})
     assert "[No files provided]" in build_review_payload(empty, task)
 
 
@@ -320,7 +318,7 @@ def test_fifo_and_huge_files_are_not_inlined(project: Path) -> None:
     os.mkfifo(project / "out" / "p1.md.fifo")
     (project / "out" / "p2.md").write_text("y" * (MAX_INLINE_BYTES + 1))
     request = make_request(project, outputs={"report": "out/report.md", "pages": []})
-    task = ReviewTask(
+    task = QualityReviewTask(
         step_id="write", run_each="step", files=["out/p1.md.fifo", "out/p2.md"], criteria={"A": "b"}
     )
     payload = build_review_payload(request, task)  # must not block on the FIFO
@@ -351,7 +349,7 @@ def test_outside_files_never_reach_payload_or_self_review(project: Path, evil: s
     request = make_request(
         project,
         outputs={"report": path, "pages": [path]},
-        input_files=[InputFile(step_id="write", name="notes", from_step="gather", paths=[path])],
+        input_files=[ResolvedInput("write", "notes", None, "gather", [path])],
     )
     tasks = plan_review_tasks(request)
     for task in tasks:
@@ -393,7 +391,7 @@ def _reply(passed: bool, results: list[tuple[str, bool]]) -> dict[str, Any]:
     }
 
 
-TASK = ReviewTask(
+TASK = QualityReviewTask(
     step_id="write",
     run_each="pages",
     target_file="out/p1.md",

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import jsonschema
-from deepwork_mcp.listing import tidy_schema
+from deepwork_mcp.listing import output_schema, tidy_schema
 from deepwork_mcp.responses import (
     AbortWorkflowResponse,
     FinishedStepResponse,
     GetWorkflowsResponse,
     StackEntry,
     StartWorkflowResponse,
-    output_schema,
 )
 from pydantic import BaseModel
 

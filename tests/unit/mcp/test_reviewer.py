@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import sys
@@ -12,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from deepwork_core.briefing import ResolvedInput
+from deepwork_core.checkpoint import Checkpoint
 from deepwork_core.errors import QualityGateError
 from deepwork_core.parser import load_job
 from deepwork_core.quality import (
-    GateRequest,
-    InputFile,
     build_review_payload,
     build_system_prompt,
     plan_review_tasks,
@@ -154,21 +155,18 @@ class Env:
     def calls(self) -> list[dict[str, Any]]:
         return [json.loads(path.read_text()) for path in sorted(self.record.glob("call-*.json"))]
 
-    def request(self, pages: list[str] | None = None) -> GateRequest:
+    def request(self, pages: list[str] | None = None) -> Checkpoint:
         job_dir = self.root / ".deepwork" / "jobs" / "demo"
         outputs: dict[str, str | list[str]] = {"report": "out/report.md"}
         if pages is not None:
             outputs["pages"] = pages
-        return GateRequest(
+        return Checkpoint(
             project_root=self.root,
             session_id="sess_abcdef",
             job=load_job(job_dir),
-            job_dir=job_dir,
-            step_ids=["write"],
+            step_ids=("write",),
             outputs=outputs,
-            input_files=[
-                InputFile(step_id="write", name="notes", from_step="gather", paths=["notes.md"])
-            ],
+            input_files=[ResolvedInput("write", "notes", None, "gather", ["notes.md"])],
             notes="author notes here",
         )
 
@@ -198,7 +196,7 @@ def set_mode(env: Env, mode: str) -> None:
     env.vars["FAKE_MODE"] = mode
 
 
-async def run(env: Env, reviewer: ClaudeReviewer, request: GateRequest) -> list[Any]:
+async def run(env: Env, reviewer: ClaudeReviewer, request: Checkpoint) -> list[Any]:
     return await reviewer.review(request, plan_review_tasks(request))
 
 
@@ -410,14 +408,8 @@ async def test_symlink_to_outside_file_never_reaches_the_reviewer(env: Env, tmp_
     (env.root / "out" / "link.md").symlink_to(secret)
     (env.root / "notes-link.md").symlink_to(secret)
     request = env.request(pages=["out/link.md"])
-    request = request.model_copy(
-        update={
-            "input_files": [
-                InputFile(
-                    step_id="write", name="notes", from_step="gather", paths=["notes-link.md"]
-                )
-            ]
-        }
+    request = dataclasses.replace(
+        request, input_files=[ResolvedInput("write", "notes", None, "gather", ["notes-link.md"])]
     )
     await env.reviewer().review(request, plan_review_tasks(request))
     calls = env.calls()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from deepwork_review.config import parse_deepreview
-from deepwork_review.discovery import RuleCache
+from deepwork_review.deepreview import parse_deepreview
+from deepwork_review.rule_discovery import RuleCache
 from deepwork_review.tasks import ContentHasher, build_tasks, is_review_id
 
 

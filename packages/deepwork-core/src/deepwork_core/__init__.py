@@ -1,4 +1,264 @@
-"""DeepWork core: the job model, parser, discovery, doc specs, config, sessions and errors.
+"""DeepWork core: the job model, parser, discovery, doc specs, config, sessions, engine and errors.
 
-Pure Python with pydantic and PyYAML; it never imports mcp, fastmcp, click or jinja2.
+Pure Python with pydantic and PyYAML; it never imports mcp, fastmcp, click or jinja2. The names in
+`__all__` are the public API the other DeepWork packages import; each is loaded on first use, so
+importing this package (or the standard-library-only `deepwork_core.layout`) stays cheap.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from deepwork_core.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from deepwork_core.branching import ensure_workflow_branch
+    from deepwork_core.checkpoint import (
+        Checkpoint,
+        Gate,
+        GateNeedsWork,
+        GatePassed,
+        GateSelfReviewRequested,
+        GateVerdict,
+        ProgressReporter,
+    )
+    from deepwork_core.config import (
+        DEFAULT_REVIEW_TIMEOUT,
+        DEFAULT_SECONDS_PER_EXTRA_FILE,
+        EXTERNAL_RUNNERS,
+        TIMEOUT_FREE_FILES,
+        DeepWorkConfig,
+        QualityGateConfig,
+        load_config,
+    )
+    from deepwork_core.conversion import convert_job, write_conversion
+    from deepwork_core.discovery import JobCatalog, JobFolder, LoadedJob, parse_folder_list
+    from deepwork_core.engine import BranchMaker, WorkflowEngine
+    from deepwork_core.errors import (
+        ConfigError,
+        DeepWorkError,
+        GitError,
+        HookError,
+        PathOutsideProjectError,
+        Problem,
+        ProcessTimeoutError,
+        QualityGateError,
+        ReviewError,
+        Severity,
+        YamlError,
+    )
+    from deepwork_core.fsutil import LockTimeout, atomic_write_text, file_lock
+    from deepwork_core.git import run_git
+    from deepwork_core.identifiers import NAME_PATTERN, resolve_inside
+    from deepwork_core.layout import JOB_FILE, TMP_DIR
+    from deepwork_core.models import HookAction, Step
+    from deepwork_core.parser import JobFormat, ParsedJob, check_job_files, parse_job_dir
+    from deepwork_core.process import run_bounded
+    from deepwork_core.quality import (
+        DEFAULT_MAX_INLINE_FILES,
+        QualityReviewTask,
+        build_review_payload,
+        build_system_prompt,
+        combined_feedback,
+        plan_review_tasks,
+        reply_schema_json,
+        self_review_feedback,
+        task_file_count,
+        verdict_from_reply,
+        write_self_review_file,
+    )
+    from deepwork_core.results import (
+        AbortResult,
+        FinishResult,
+        FinishStatus,
+        StackItem,
+        StartResult,
+    )
+    from deepwork_core.runtime_dir import ensure_tmp_dir
+    from deepwork_core.scaffold import scaffold_job
+    from deepwork_core.sessions import OutputValue, Session, SessionStore
+    from deepwork_core.verdicts import ReviewVerdict
+    from deepwork_core.yamlio import YamlDocument, read_yaml_file
+
+#: Module → the public names it defines; each is imported on first use (`deepwork_core.lazy`).
+_HOMES = {
+    "deepwork_core.branching": ("ensure_workflow_branch",),
+    "deepwork_core.conversion": ("convert_job", "write_conversion"),
+    "deepwork_core.checkpoint": (
+        "Checkpoint",
+        "Gate",
+        "GateNeedsWork",
+        "GatePassed",
+        "GateSelfReviewRequested",
+        "GateVerdict",
+        "ProgressReporter",
+    ),
+    "deepwork_core.config": (
+        "DEFAULT_REVIEW_TIMEOUT",
+        "DEFAULT_SECONDS_PER_EXTRA_FILE",
+        "DeepWorkConfig",
+        "EXTERNAL_RUNNERS",
+        "QualityGateConfig",
+        "TIMEOUT_FREE_FILES",
+        "load_config",
+    ),
+    "deepwork_core.discovery": (
+        "JobCatalog",
+        "JobFolder",
+        "LoadedJob",
+        "parse_folder_list",
+    ),
+    "deepwork_core.engine": (
+        "BranchMaker",
+        "WorkflowEngine",
+    ),
+    "deepwork_core.errors": (
+        "ConfigError",
+        "DeepWorkError",
+        "GitError",
+        "HookError",
+        "PathOutsideProjectError",
+        "Problem",
+        "ProcessTimeoutError",
+        "QualityGateError",
+        "ReviewError",
+        "Severity",
+        "YamlError",
+    ),
+    "deepwork_core.fsutil": (
+        "LockTimeout",
+        "atomic_write_text",
+        "file_lock",
+    ),
+    "deepwork_core.git": ("run_git",),
+    "deepwork_core.identifiers": (
+        "NAME_PATTERN",
+        "resolve_inside",
+    ),
+    "deepwork_core.layout": (
+        "JOB_FILE",
+        "TMP_DIR",
+    ),
+    "deepwork_core.models": (
+        "HookAction",
+        "Step",
+    ),
+    "deepwork_core.parser": (
+        "JobFormat",
+        "ParsedJob",
+        "check_job_files",
+        "parse_job_dir",
+    ),
+    "deepwork_core.process": ("run_bounded",),
+    "deepwork_core.quality": (
+        "DEFAULT_MAX_INLINE_FILES",
+        "QualityReviewTask",
+        "build_review_payload",
+        "build_system_prompt",
+        "combined_feedback",
+        "plan_review_tasks",
+        "reply_schema_json",
+        "self_review_feedback",
+        "task_file_count",
+        "verdict_from_reply",
+        "write_self_review_file",
+    ),
+    "deepwork_core.results": (
+        "AbortResult",
+        "FinishResult",
+        "FinishStatus",
+        "StackItem",
+        "StartResult",
+    ),
+    "deepwork_core.runtime_dir": ("ensure_tmp_dir",),
+    "deepwork_core.scaffold": ("scaffold_job",),
+    "deepwork_core.sessions": (
+        "OutputValue",
+        "Session",
+        "SessionStore",
+    ),
+    "deepwork_core.verdicts": ("ReviewVerdict",),
+    "deepwork_core.yamlio": (
+        "YamlDocument",
+        "read_yaml_file",
+    ),
+}
+
+__all__ = [
+    "DEFAULT_MAX_INLINE_FILES",
+    "DEFAULT_REVIEW_TIMEOUT",
+    "DEFAULT_SECONDS_PER_EXTRA_FILE",
+    "EXTERNAL_RUNNERS",
+    "JOB_FILE",
+    "NAME_PATTERN",
+    "TIMEOUT_FREE_FILES",
+    "TMP_DIR",
+    "AbortResult",
+    "BranchMaker",
+    "Checkpoint",
+    "ConfigError",
+    "DeepWorkConfig",
+    "DeepWorkError",
+    "FinishResult",
+    "FinishStatus",
+    "Gate",
+    "GateNeedsWork",
+    "GatePassed",
+    "GateSelfReviewRequested",
+    "GateVerdict",
+    "GitError",
+    "HookAction",
+    "HookError",
+    "JobCatalog",
+    "JobFolder",
+    "JobFormat",
+    "LoadedJob",
+    "LockTimeout",
+    "OutputValue",
+    "ParsedJob",
+    "PathOutsideProjectError",
+    "Problem",
+    "ProcessTimeoutError",
+    "ProgressReporter",
+    "QualityGateConfig",
+    "QualityGateError",
+    "QualityReviewTask",
+    "ReviewError",
+    "ReviewVerdict",
+    "Session",
+    "SessionStore",
+    "Severity",
+    "StackItem",
+    "StartResult",
+    "Step",
+    "WorkflowEngine",
+    "YamlDocument",
+    "YamlError",
+    "atomic_write_text",
+    "build_review_payload",
+    "build_system_prompt",
+    "check_job_files",
+    "combined_feedback",
+    "convert_job",
+    "ensure_tmp_dir",
+    "ensure_workflow_branch",
+    "file_lock",
+    "lazy_exports",
+    "load_config",
+    "parse_folder_list",
+    "parse_job_dir",
+    "plan_review_tasks",
+    "read_yaml_file",
+    "reply_schema_json",
+    "resolve_inside",
+    "run_bounded",
+    "run_git",
+    "scaffold_job",
+    "self_review_feedback",
+    "task_file_count",
+    "verdict_from_reply",
+    "write_conversion",
+    "write_self_review_file",
+]
+
+__getattr__ = lazy_exports(__name__, _HOMES)

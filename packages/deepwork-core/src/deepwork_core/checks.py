@@ -140,6 +140,21 @@ def _check_step(
                 path,
             )
 
+    _check_inputs(report, step, base, by_id, known_ids)
+    for position, review in enumerate(step.reviews):
+        if review.run_each != "step" and review.run_each not in step.outputs:
+            report.add(
+                "job.invalid_run_each",
+                f"run_each is {review.run_each!r}; use 'step' or one of this step's outputs "
+                f"({', '.join(step.outputs) or 'none declared'})",
+                (*base, "reviews", position, "run_each"),
+            )
+
+
+def _check_inputs(
+    report: JobReport, step: Step, base: KeyPath, by_id: dict[str, Step], known_ids: set[str]
+) -> None:
+    """Each file input names a step of the job, listed as a dependency, that declares it."""
     for position, item in enumerate(step.inputs):
         if item.from_step is None:
             continue
@@ -161,15 +176,6 @@ def _check_step(
                 f"step {source_id!r} declares no output named {item.file!r} "
                 f"(it declares: {', '.join(source.outputs) or 'none'})",
                 (*base, "inputs", position, "file"),
-            )
-
-    for position, review in enumerate(step.reviews):
-        if review.run_each != "step" and review.run_each not in step.outputs:
-            report.add(
-                "job.invalid_run_each",
-                f"run_each is {review.run_each!r}; use 'step' or one of this step's outputs "
-                f"({', '.join(step.outputs) or 'none declared'})",
-                (*base, "reviews", position, "run_each"),
             )
 
 
@@ -227,44 +233,7 @@ def _check_workflows(
             )
             continue
         seen_names.add(workflow.name)
-
-        position_of: dict[str, int] = {}
-        for entry_position, entry in enumerate(workflow.entries):
-            path: KeyPath = (*base, "steps", entry_position)
-            outputs_in_group: dict[str, str] = {}
-            for member, step_id in enumerate(entry):
-                member_path = (
-                    (*path, member) if isinstance(workflow.steps[entry_position], list) else path
-                )
-                if step_id not in known_ids:
-                    report.add(
-                        "job.unknown_workflow_step",
-                        f"workflow {workflow.name!r} names step {step_id!r}, which does not exist",
-                        member_path,
-                    )
-                    continue
-                if step_id in position_of:
-                    report.add(
-                        "job.duplicate_workflow_step",
-                        f"step {step_id!r} appears more than once in workflow {workflow.name!r}",
-                        member_path,
-                    )
-                    continue
-                position_of[step_id] = entry_position
-                step = by_id.get(step_id)
-                if step is None or len(entry) < 2:
-                    continue
-                for output_name in step.outputs:
-                    other = outputs_in_group.setdefault(output_name, step_id)
-                    if other != step_id:
-                        report.add(
-                            "job.duplicate_group_output",
-                            f"steps {other!r} and {step_id!r} run concurrently in workflow "
-                            f"{workflow.name!r} and both declare output {output_name!r}; "
-                            "output names must be unique in a concurrent group",
-                            member_path,
-                        )
-
+        position_of = _check_entries(report, workflow, base, by_id, known_ids)
         for step_id, entry_position in position_of.items():
             step = by_id.get(step_id)
             if step is None:
@@ -279,3 +248,53 @@ def _check_workflows(
                         f"{dependency!r}, which it depends on",
                         (*base, "steps", entry_position),
                     )
+
+
+def _check_entries(
+    report: JobReport,
+    workflow: Workflow,
+    base: KeyPath,
+    by_id: dict[str, Step],
+    known_ids: set[str],
+) -> dict[str, int]:
+    """Check each entry's steps exist, appear once, and (in a group) declare distinct outputs.
+
+    Returns the entry position of each step the workflow lists.
+    """
+    position_of: dict[str, int] = {}
+    for entry_position, entry in enumerate(workflow.entries):
+        path: KeyPath = (*base, "steps", entry_position)
+        outputs_in_group: dict[str, str] = {}
+        for member, step_id in enumerate(entry):
+            member_path = (
+                (*path, member) if isinstance(workflow.steps[entry_position], list) else path
+            )
+            if step_id not in known_ids:
+                report.add(
+                    "job.unknown_workflow_step",
+                    f"workflow {workflow.name!r} names step {step_id!r}, which does not exist",
+                    member_path,
+                )
+                continue
+            if step_id in position_of:
+                report.add(
+                    "job.duplicate_workflow_step",
+                    f"step {step_id!r} appears more than once in workflow {workflow.name!r}",
+                    member_path,
+                )
+                continue
+            position_of[step_id] = entry_position
+            step = by_id.get(step_id)
+            if step is None or len(entry) < 2:
+                continue
+            for output_name in step.outputs:
+                other = outputs_in_group.setdefault(output_name, step_id)
+                if other != step_id:
+                    report.add(
+                        "job.duplicate_group_output",
+                        f"steps {other!r} and {step_id!r} run concurrently in workflow "
+                        f"{workflow.name!r} and both declare output {output_name!r}; "
+                        "output names must be unique in a concurrent group",
+                        member_path,
+                    )
+    return position_of

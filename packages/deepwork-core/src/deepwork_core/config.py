@@ -1,23 +1,33 @@
-"""`.deepwork/config.yml`: the project's defaults for the server (FORMATS.md §3).
+"""The server's settings: `DeepWorkConfig`, the one source of every default (`docs/config.md`).
 
-A missing file means every default. Unknown keys and wrong types are a `ConfigError` naming the
-key path and line. Command-line flags win over this file; that merge happens in the CLI.
+`.deepwork/config.yml` is read into it (a missing file means every default). Unknown keys and
+wrong types are a `ConfigError` naming the key path and line. Command-line flags win over the
+file: the CLI applies them with `model_copy(update=...)`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from deepwork_core.errors import ConfigError, YamlError
+from deepwork_core.layout import CONFIG_FILE
 from deepwork_core.yamlio import read_yaml_file
 
-CONFIG_FILE = ".deepwork/config.yml"
-
-#: Per-review-task timeout of the external reviewer when neither config nor flag sets one.
-DEFAULT_REVIEW_TIMEOUT = 240
+#: The external reviewers `quality_gate.external_runner` may name (None: self-review).
+ExternalRunner = Literal["claude"]
+EXTERNAL_RUNNERS: Final[tuple[ExternalRunner, ...]] = ("claude",)
+#: Per-review-task timeout of the external reviewer, in seconds ...
+DEFAULT_REVIEW_TIMEOUT: Final = 240
+#: ... plus this many seconds for each reviewed file beyond `TIMEOUT_FREE_FILES`.
+DEFAULT_SECONDS_PER_EXTRA_FILE: Final = 30
+TIMEOUT_FREE_FILES: Final = 5
+#: Failed external reviews allowed per checkpoint before `finished_step` errors.
+DEFAULT_MAX_QUALITY_ATTEMPTS: Final = 3
+#: The platform the review tools format for when the config names none.
+DEFAULT_PLATFORM: Final = "claude"
 
 
 class _Section(BaseModel):
@@ -27,8 +37,8 @@ class _Section(BaseModel):
 class QualityGateConfig(_Section):
     enabled: bool = True
     #: None = self-review by the agent; "claude" = run the Claude CLI as the reviewer.
-    external_runner: Literal["claude"] | None = None
-    max_attempts: int = Field(default=3, ge=1, le=100)
+    external_runner: ExternalRunner | None = None
+    max_attempts: int = Field(default=DEFAULT_MAX_QUALITY_ATTEMPTS, ge=1, le=100)
     timeout_seconds: int = Field(default=DEFAULT_REVIEW_TIMEOUT, ge=1, le=24 * 3600)
 
 
@@ -38,9 +48,14 @@ class GitConfig(_Section):
 
 class DeepWorkConfig(_Section):
     version: str = "1.0"
-    platforms: list[str] = Field(default_factory=lambda: ["claude"])
+    platforms: list[str] = Field(default_factory=lambda: [DEFAULT_PLATFORM])
     quality_gate: QualityGateConfig = Field(default_factory=QualityGateConfig)
     git: GitConfig = Field(default_factory=GitConfig)
+
+    @property
+    def platform(self) -> str:
+        """The platform the review tools format for: the first of `platforms`."""
+        return self.platforms[0] if self.platforms else DEFAULT_PLATFORM
 
 
 def load_config(project_root: Path) -> DeepWorkConfig:

@@ -19,7 +19,8 @@ from deepwork_core.errors import DeepWorkError
 from deepwork_core.export_014 import to_014
 from deepwork_core.export_09 import to_09
 from deepwork_core.fsutil import atomic_write_text
-from deepwork_core.parser import JOB_FILE, JobFormat, ParsedJob, parse_job_source, summarize
+from deepwork_core.layout import JOB_FILE
+from deepwork_core.parser import JobFormat, ParsedJob, parse_job_source, summarize
 
 SCHEMA_COMMENT = "# yaml-language-server: $schema=.deepwork/schemas/job.schema.json\n"
 

@@ -33,11 +33,12 @@ from pathlib import Path
 
 from deepwork_core.errors import JobInvalidError, JobNotFoundError, Problem, YamlError
 from deepwork_core.identifiers import check_name, shown
+from deepwork_core.layout import JOB_FILE, PROJECT_JOBS_DIR, STANDARD_JOBS_PACKAGE_DIR
 from deepwork_core.models import JobDefinition
-from deepwork_core.parser import JOB_FILE, ParsedJob, parse_job_source, summarize
+from deepwork_core.parser import ParsedJob, parse_job_source, summarize
 from deepwork_core.yamlio import read_limited
 
-STANDARD_JOBS_DIR = Path(__file__).resolve().parent / "standard_jobs"
+STANDARD_JOBS_DIR = Path(__file__).resolve().parent / STANDARD_JOBS_PACKAGE_DIR
 #: How recent an mtime may be before a stat match alone is not trusted (see the module doc).
 RACY_WINDOW_NS = 2_000_000_000
 
@@ -127,7 +128,7 @@ class Catalog:
 def job_folders(project_root: Path, additional: Sequence[Path] = ()) -> list[JobFolder]:
     """The search path for `project_root` (FORMATS.md §2)."""
     folders = [
-        JobFolder(project_root / ".deepwork" / "jobs", SourceKind.PROJECT),
+        JobFolder(project_root / PROJECT_JOBS_DIR, SourceKind.PROJECT),
         JobFolder(STANDARD_JOBS_DIR, SourceKind.STANDARD),
     ]
     folders.extend(JobFolder(Path(p), SourceKind.ADDITIONAL) for p in additional if str(p))

@@ -1,4 +1,4 @@
-"""Workflow transitions: start, finish a checkpoint, abort (seed 000, JOBS-REQ-001, RUNTIME.md).
+"""Workflow transitions: start, finish a checkpoint, abort (`docs/quality-gate.md`).
 
 The engine is synchronous and knows nothing of MCP. Every transition is one transaction of the
 `SessionStore` (one atomic write of the session, plus one of the stack when it changes). The
@@ -10,20 +10,27 @@ session that changed meanwhile.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
 from pathlib import Path
-from typing import Protocol
 
 from deepwork_core.briefing import (
     InstructionReader,
     ResolvedInput,
-    StepBrief,
     build_brief,
     resolve_inputs,
 )
+from deepwork_core.checkpoint import (
+    Checkpoint,
+    Gate,
+    GateNeedsWork,
+    GatePassed,
+    GateSelfReviewRequested,
+    GateVerdict,
+    ProgressReporter,
+)
+from deepwork_core.config import DEFAULT_MAX_QUALITY_ATTEMPTS
 from deepwork_core.discovery import Catalog, JobCatalog, LoadedJob
 from deepwork_core.errors import (
     OutputsError,
@@ -34,8 +41,14 @@ from deepwork_core.errors import (
 from deepwork_core.identifiers import check_session_id, check_text
 from deepwork_core.models import Step, Workflow
 from deepwork_core.outputs import ValidatedOutputs, validate_outputs
+from deepwork_core.results import (
+    AbortResult,
+    FinishResult,
+    FinishStatus,
+    StackItem,
+    StartResult,
+)
 from deepwork_core.sessions import (
-    OutputValue,
     QualityEvent,
     QualityEventKind,
     Session,
@@ -48,91 +61,18 @@ from deepwork_core.sessions import (
 )
 from deepwork_core.verdicts import ReviewVerdict
 
-#: `async (done, total, message)`: reports reviewer progress to the client. The engine only
-#: passes it through to the gate, which runs it on the event loop.
-ProgressReporter = Callable[[int, int, str], Awaitable[None]]
-
 #: `(job_name, label) -> (branch_name | None, note | None)`: switches to the workflow's branch.
 BranchMaker = Callable[[str, str], tuple[str | None, str | None]]
 
 
 @dataclass(frozen=True, slots=True)
-class Checkpoint:
-    """What the quality gate reviews: one workflow entry with its validated outputs."""
+class _Pending:
+    """A checkpoint handed to the gate, and what is needed to record its verdict."""
 
-    project_root: Path
-    session_id: str
+    checkpoint: Checkpoint
     job: LoadedJob
-    step_ids: tuple[str, ...]
-    outputs: dict[str, OutputValue]
-    input_files: list[ResolvedInput]
-    notes: str | None
-    attempt: int
-
-
-@dataclass(frozen=True, slots=True)
-class GateVerdict:
-    """The gate's answer. `review_file` is set in self-review mode (the agent must review)."""
-
-    passed: bool
-    feedback: str
-    reviews: tuple[ReviewVerdict, ...] = ()
-    review_file: str | None = None
-
-
-class Gate(Protocol):
-    """The quality gate as the engine sees it."""
-
-    @property
-    def external(self) -> bool:
-        """True when a separate reviewer decides (attempts are counted and capped)."""
-        ...
-
-    def evaluate(self, checkpoint: Checkpoint, progress: ProgressReporter | None) -> GateVerdict:
-        """Review `checkpoint`. Raises `QualityGateError` when no verdict could be had."""
-        ...
-
-
-@dataclass(frozen=True, slots=True)
-class StackItem:
-    session_id: str
-    workflow: str
-    step: str
-
-
-class FinishStatus(StrEnum):
-    NEEDS_WORK = "needs_work"
-    NEXT_STEP = "next_step"
-    WORKFLOW_COMPLETE = "workflow_complete"
-
-
-@dataclass(frozen=True, slots=True)
-class StartResult:
-    brief: StepBrief
-    stack: list[StackItem]
-    branch_name: str | None
-    branch_note: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class FinishResult:
-    status: FinishStatus
-    stack: list[StackItem]
-    brief: StepBrief | None = None
-    feedback: str | None = None
-    failed_reviews: list[ReviewVerdict] = field(default_factory=list)
-    summary: str | None = None
-    all_outputs: dict[str, OutputValue] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class AbortResult:
-    aborted_workflow: str
-    aborted_step: str
-    explanation: str
-    stack: list[StackItem]
-    resumed_workflow: str | None
-    resumed_step: str | None
+    validated: ValidatedOutputs
+    entry_index: int
 
 
 class WorkflowEngine:
@@ -145,7 +85,7 @@ class WorkflowEngine:
         store: SessionStore,
         *,
         gate: Gate | None = None,
-        max_quality_attempts: int = 3,
+        max_quality_attempts: int = DEFAULT_MAX_QUALITY_ATTEMPTS,
         branch_maker: BranchMaker | None = None,
         clock: Callable[[], datetime] = utc_now,
     ) -> None:
@@ -226,38 +166,44 @@ class WorkflowEngine:
         session_id: str | None = None,
         progress: ProgressReporter | None = None,
     ) -> FinishResult:
-        """Check the current checkpoint's outputs, run the quality gate, then advance."""
-        if not isinstance(outputs, Mapping):
-            raise OutputsError(
-                "outputs must be an object mapping output names to paths", code="outputs.wrong_type"
-            )
-        if override_reason is not None and not override_reason.strip():
-            raise QualityGateError(
-                "quality_review_override_reason is empty; explain why the review is not needed "
-                "or leave it out",
-                code="quality_gate.override_reason_empty",
-            )
-        if session_id is not None:
-            check_session_id(session_id)
-        check_text(notes, what="notes")
-        check_text(override_reason, what="quality_review_override_reason")
+        """Check the current checkpoint's outputs, run the quality gate, then advance.
 
+        Three phases: validate and either advance at once or hand out a checkpoint (under the
+        lock); run the gate (lock released); record its verdict and advance or answer
+        `needs_work` (under the lock, if the session has not moved on meanwhile).
+        """
+        _check_finish_arguments(outputs, notes, override_reason, session_id)
+        prepared = self._prepare_checkpoint(outputs, notes, override_reason, session_id)
+        if isinstance(prepared, FinishResult):
+            return prepared
+        verdict = self._evaluate(prepared, progress)
+        return self._record_verdict(prepared, verdict, notes)
+
+    def _prepare_checkpoint(
+        self,
+        outputs: Mapping[str, object],
+        notes: str | None,
+        override_reason: str | None,
+        session_id: str | None,
+    ) -> FinishResult | _Pending:
+        """Validate the outputs; advance when no review is due, else count the attempt."""
         gate = self.gate
         with self.store.transaction() as tx:
             session = _target(tx, session_id)
             job, steps = self._checkpoint(session)
             validated = validate_outputs(self.project_root, steps, outputs)
             has_reviews = any(step.reviews for step in steps)
-            if gate is None or not has_reviews or override_reason is not None:
-                if gate is not None and has_reviews and override_reason is not None:
-                    session.quality_log.append(
-                        QualityEvent(
-                            at=self.clock(),
-                            kind=QualityEventKind.OVERRIDE,
-                            step_ids=list(session.current_step_ids),
-                            override_reason=override_reason,
-                        )
+            if gate is None or not has_reviews:
+                return self._advance(tx, session, job, validated, notes)
+            if override_reason is not None:
+                session.quality_log.append(
+                    QualityEvent(
+                        at=self.clock(),
+                        kind=QualityEventKind.OVERRIDE,
+                        step_ids=list(session.current_step_ids),
+                        override_reason=override_reason,
                     )
+                )
                 return self._advance(tx, session, job, validated, notes)
             attempt = 0
             if gate.external:
@@ -266,26 +212,30 @@ class WorkflowEngine:
             checkpoint = Checkpoint(
                 project_root=self.project_root,
                 session_id=session.session_id,
-                job=job,
+                job=job.definition,
                 step_ids=tuple(session.current_step_ids),
                 outputs=validated.merged,
                 input_files=_file_inputs(session, steps),
                 notes=notes,
                 attempt=attempt,
             )
-            entry_index = session.current_entry_index
+            return _Pending(checkpoint, job, validated, session.current_entry_index)
 
+    def _evaluate(self, pending: _Pending, progress: ProgressReporter | None) -> GateVerdict:
+        """Run the gate; a gate error is logged on the session, then raised."""
+        assert self.gate is not None
+        checkpoint = pending.checkpoint
         try:
-            verdict = gate.evaluate(checkpoint, progress)
+            return self.gate.evaluate(checkpoint, progress)
         except QualityGateError as exc:
             with self.store.transaction() as tx:
-                session = self._same_checkpoint(tx, checkpoint.session_id, entry_index)
+                session = self._same_checkpoint(tx, checkpoint.session_id, pending.entry_index)
                 session.quality_log.append(
                     QualityEvent(
                         at=self.clock(),
                         kind=QualityEventKind.ERROR,
                         step_ids=list(checkpoint.step_ids),
-                        attempt=attempt or None,
+                        attempt=checkpoint.attempt or None,
                         error_code=exc.code,
                         feedback=exc.message,
                     )
@@ -293,35 +243,28 @@ class WorkflowEngine:
                 tx.save(session)
             raise
 
+    def _record_verdict(
+        self, pending: _Pending, verdict: GateVerdict, notes: str | None
+    ) -> FinishResult:
+        """Log the verdict; advance on a pass, else answer `needs_work` (or hit the cap)."""
+        checkpoint = pending.checkpoint
         with self.store.transaction() as tx:
-            session = self._same_checkpoint(tx, checkpoint.session_id, entry_index)
-            session.quality_log.append(
-                QualityEvent(
-                    at=self.clock(),
-                    kind=(
-                        QualityEventKind.SELF_REVIEW
-                        if verdict.review_file is not None
-                        else QualityEventKind.REVIEW
-                    ),
-                    step_ids=list(checkpoint.step_ids),
-                    attempt=attempt or None,
-                    passed=None if verdict.review_file is not None else verdict.passed,
-                    feedback=verdict.feedback,
-                    review_file=verdict.review_file,
-                    reviews=list(verdict.reviews),
-                )
-            )
-            if verdict.passed and verdict.review_file is None:
-                return self._advance(tx, session, job, validated, notes)
+            session = self._same_checkpoint(tx, checkpoint.session_id, pending.entry_index)
+            session.quality_log.append(_quality_event(verdict, checkpoint, self.clock()))
+            if isinstance(verdict, GatePassed):
+                return self._advance(tx, session, pending.job, pending.validated, notes)
             tx.save(session)
-            failed = [review for review in verdict.reviews if not review.passed]
-            if verdict.review_file is None and attempt >= self.max_quality_attempts:
-                raise QualityGateError(
-                    f"Quality gate failed after {attempt} attempts. Feedback: {verdict.feedback}. "
-                    "Fix the outputs and call finished_step again, or pass "
-                    "quality_review_override_reason explaining why the review should not block.",
-                    code="quality_gate.max_attempts",
-                )
+            failed: list[ReviewVerdict] = []
+            if isinstance(verdict, GateNeedsWork):
+                failed = [review for review in verdict.reviews if not review.passed]
+                if checkpoint.attempt >= self.max_quality_attempts:
+                    raise QualityGateError(
+                        f"Quality gate failed after {checkpoint.attempt} attempts. Feedback: "
+                        f"{verdict.feedback}. Fix the outputs and call finished_step again, or "
+                        "pass quality_review_override_reason explaining why the review should "
+                        "not block.",
+                        code="quality_gate.max_attempts",
+                    )
             return FinishResult(
                 FinishStatus.NEEDS_WORK,
                 _stack_items(tx),
@@ -483,7 +426,52 @@ def _target(tx: StateTransaction, session_id: str | None) -> Session:
     )
 
 
+def _check_finish_arguments(
+    outputs: Mapping[str, object],
+    notes: str | None,
+    override_reason: str | None,
+    session_id: str | None,
+) -> None:
+    if not isinstance(outputs, Mapping):
+        raise OutputsError(
+            "outputs must be an object mapping output names to paths", code="outputs.wrong_type"
+        )
+    if override_reason is not None and not override_reason.strip():
+        raise QualityGateError(
+            "quality_review_override_reason is empty; explain why the review is not needed "
+            "or leave it out",
+            code="quality_gate.override_reason_empty",
+        )
+    if session_id is not None:
+        check_session_id(session_id)
+    check_text(notes, what="notes")
+    check_text(override_reason, what="quality_review_override_reason")
+
+
+def _quality_event(verdict: GateVerdict, checkpoint: Checkpoint, at: datetime) -> QualityEvent:
+    """The session log entry of one gate verdict."""
+    if isinstance(verdict, GateSelfReviewRequested):
+        return QualityEvent(
+            at=at,
+            kind=QualityEventKind.SELF_REVIEW,
+            step_ids=list(checkpoint.step_ids),
+            attempt=checkpoint.attempt or None,
+            feedback=verdict.feedback,
+            review_file=verdict.review_file,
+        )
+    return QualityEvent(
+        at=at,
+        kind=QualityEventKind.REVIEW,
+        step_ids=list(checkpoint.step_ids),
+        attempt=checkpoint.attempt or None,
+        passed=isinstance(verdict, GatePassed),
+        feedback=verdict.feedback,
+        reviews=list(verdict.reviews),
+    )
+
+
 def _file_inputs(session: Session, steps: list[Step]) -> list[ResolvedInput]:
+    """The inputs the reviewers see: files submitted by earlier steps (parameters left out)."""
     return [item for item in resolve_inputs(session, steps) if item.from_step is not None]
 
 

@@ -3,7 +3,7 @@
 Every error carries a stable, dotted `code` (`job.not_found`, `outputs.path_outside_project`,
 `session.state_corrupt`, …) and says whether the agent that caused it can fix it by calling again
 with other arguments. Tests assert codes, never message wording. The MCP layer maps any
-`DeepWorkError` to a tool error whose text starts with the code (see `deepwork_mcp.errors`).
+`DeepWorkError` to a tool error whose text starts with the code (see `deepwork_mcp.tool_errors`).
 
 A `needs_work` verdict of the quality gate is a normal result, not an error.
 """

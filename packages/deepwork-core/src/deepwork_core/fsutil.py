@@ -10,7 +10,14 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from deepwork_core.errors import SessionError
+
+class LockTimeout(TimeoutError):
+    """`file_lock` could not take the lock in time; callers map it to their own domain error."""
+
+    def __init__(self, path: Path, timeout: float) -> None:
+        super().__init__(f"could not lock {path} within {timeout:g} s")
+        self.path = path
+        self.timeout = timeout
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -43,7 +50,7 @@ def file_lock(path: Path, *, timeout: float = 30.0, shared: bool = False) -> Ite
     for the `with` block.
 
     Works across processes on one machine; the lock is released when the block ends or the
-    process dies. Raises `SessionError` (`session.lock_timeout`) after `timeout` seconds; with
+    process dies. Raises `LockTimeout` after `timeout` seconds; with
     a timeout of 0 the lock is tried once.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -57,9 +64,7 @@ def file_lock(path: Path, *, timeout: float = 30.0, shared: bool = False) -> Ite
                 break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
-                    raise SessionError(
-                        f"could not lock {path} within {timeout:g} s", code="session.lock_timeout"
-                    ) from None
+                    raise LockTimeout(path, timeout) from None
                 time.sleep(delay)
                 delay = min(delay * 2, 0.05)
         try:

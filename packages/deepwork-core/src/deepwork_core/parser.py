@@ -25,13 +25,13 @@ from pydantic import ValidationError
 from deepwork_core import format_09
 from deepwork_core.checks import check_semantics, salvage, step_file_refs
 from deepwork_core.errors import JobInvalidError, Problem, Severity, YamlError
+from deepwork_core.layout import JOB_FILE
 from deepwork_core.models import JobDefinition, Step, Workflow
 from deepwork_core.models_014 import is_014_shape
 from deepwork_core.reader_014 import read_014
 from deepwork_core.report import JobReport
 from deepwork_core.yamlio import KeyPath, YamlDocument, parse_yaml, read_limited
 
-JOB_FILE = "job.yml"
 JobFormat = Literal["0.9", "0.14"]
 
 

@@ -1,4 +1,4 @@
-"""The quality gate's pure half (RUNTIME.md §4): review tasks, payloads, prompts and verdicts.
+"""The quality gate's pure half: review tasks, payloads, prompts, verdicts (`docs/quality-gate.md`).
 
 Nothing here runs a reviewer. `deepwork_mcp.reviewer` feeds the payloads built here to an
 external reviewer process; self-review mode writes the file built here for the agent instead.
@@ -17,14 +17,16 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
+from deepwork_core.checkpoint import Checkpoint
 from deepwork_core.docspec import DocSpec, load_doc_spec
 from deepwork_core.errors import DeepWorkError, QualityGateError
 from deepwork_core.fsutil import atomic_write_text
 from deepwork_core.identifiers import check_name, check_session_id, resolve_inside
-from deepwork_core.models import JobDefinition, OutputType, Review, Step
-from deepwork_core.runtime_dir import TMP_DIR, ensure_tmp_dir
+from deepwork_core.layout import TMP_DIR, review_file_name
+from deepwork_core.models import OutputType, Review, Step
+from deepwork_core.runtime_dir import ensure_tmp_dir
 from deepwork_core.verdicts import CriterionVerdict, ReviewVerdict
 
 #: Above this many files in a section, the payload lists paths instead of inlining contents.
@@ -44,7 +46,7 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class ReviewTask(_Model):
+class QualityReviewTask(_Model):
     """One reviewer run: a review of a step applied to some of its output files."""
 
     step_id: str
@@ -65,54 +67,24 @@ class ReviewTask(_Model):
         return f"{self.step_id}: {scope}{where}"
 
 
-class InputFile(_Model):
-    """Files a step reads from an earlier step: the `from_step` output `name` as submitted."""
-
-    step_id: str
-    name: str
-    from_step: str
-    paths: list[str]
-
-
-class GateRequest(_Model):
-    """Everything the gate needs about one `finished_step` call (outputs already validated)."""
-
-    project_root: Path
-    session_id: str
-    job: JobDefinition
-    job_dir: Path
-    #: The step, or every step of a concurrent group (the first one names the self-review file).
-    step_ids: list[str] = Field(min_length=1)
-    #: Output name → project-relative path (`file`) or paths (`files`), for all `step_ids`.
-    outputs: dict[str, str | list[str]]
-    input_files: list[InputFile] = Field(default_factory=list)
-    notes: str | None = None
-
-    @field_validator("project_root")
-    @classmethod
-    def _absolute_root(cls, value: Path) -> Path:
-        # Containment checks compare resolved paths, so the root must be resolved too.
-        return value.resolve()
-
-
 # --- planning ---------------------------------------------------------------------------------
 
 
-def plan_review_tasks(request: GateRequest) -> list[ReviewTask]:
-    """Expand every review of every step in `request.step_ids` into reviewer tasks.
+def plan_review_tasks(checkpoint: Checkpoint) -> list[QualityReviewTask]:
+    """Expand every review of every step in `checkpoint.step_ids` into reviewer tasks.
 
     `run_each: step` → one task with all of the step's submitted outputs; `run_each: <file
     output>` → one task; `run_each: <files output>` → one task per submitted file (none when the
     optional output was omitted). Doc-spec criteria are added to each task covering an output
     that names a doc spec. Raises `DocSpecError` when such a doc spec cannot be loaded.
     """
-    root = request.project_root
+    root = checkpoint.project_root
     specs: dict[str, DocSpec] = {}
-    tasks: list[ReviewTask] = []
-    for step_id in request.step_ids:
-        step = request.job.step(step_id)
+    tasks: list[QualityReviewTask] = []
+    for step_id in checkpoint.step_ids:
+        step = checkpoint.job.step(step_id)
         for review in step.reviews:
-            tasks.extend(_expand(step, review, request.outputs, root, specs))
+            tasks.extend(_expand(step, review, checkpoint.outputs, root, specs))
     return tasks
 
 
@@ -122,8 +94,8 @@ def _expand(
     outputs: dict[str, str | list[str]],
     root: Path,
     specs: dict[str, DocSpec],
-) -> list[ReviewTask]:
-    def make(covered: Iterable[str], files: list[str], target: str | None) -> ReviewTask:
+) -> list[QualityReviewTask]:
+    def make(covered: Iterable[str], files: list[str], target: str | None) -> QualityReviewTask:
         criteria = dict(review.quality_criteria)
         for output_name in covered:
             spec_path = step.outputs[output_name].doc_spec
@@ -136,7 +108,7 @@ def _expand(
                 )
             for criterion in spec.quality_criteria:
                 criteria.setdefault(f"{spec.name}: {criterion.name}", criterion.description)
-        return ReviewTask(
+        return QualityReviewTask(
             step_id=step.id,
             run_each=review.run_each,
             target_file=target,
@@ -161,28 +133,33 @@ def _as_list(value: str | list[str]) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
 
 
-def task_input_paths(request: GateRequest, task: ReviewTask) -> list[str]:
+def task_input_paths(checkpoint: Checkpoint, task: QualityReviewTask) -> list[str]:
     """The prior-step files the task's step reads (its `inputs` of kind file)."""
     return [
-        path for item in request.input_files if item.step_id == task.step_id for path in item.paths
+        path
+        for item in checkpoint.input_files
+        if item.step_id == task.step_id
+        for path in item.paths
     ]
 
 
-def task_file_count(request: GateRequest, task: ReviewTask) -> int:
+def task_file_count(checkpoint: Checkpoint, task: QualityReviewTask) -> int:
     """How many files a reviewer of `task` looks at (inputs and outputs); drives the timeout."""
-    return len(task.files) + len(task_input_paths(request, task))
+    return len(task.files) + len(task_input_paths(checkpoint, task))
 
 
 # --- payload ----------------------------------------------------------------------------------
 
 
 def build_review_payload(
-    request: GateRequest, task: ReviewTask, max_inline_files: int = DEFAULT_MAX_INLINE_FILES
+    checkpoint: Checkpoint,
+    task: QualityReviewTask,
+    max_inline_files: int = DEFAULT_MAX_INLINE_FILES,
 ) -> str:
-    """The text a reviewer receives on stdin: inputs (if any) and outputs, per RUNTIME §4."""
-    root = request.project_root
+    """The text a reviewer receives on stdin: inputs (if any) and outputs, marked by section."""
+    root = checkpoint.project_root
     sections: list[str] = []
-    inputs = task_input_paths(request, task)
+    inputs = task_input_paths(checkpoint, task)
     if inputs:
         sections.append(_section(INPUTS_BEGIN, INPUTS_END, root, inputs, max_inline_files))
     sections.append(_section(OUTPUTS_BEGIN, OUTPUTS_END, root, task.files, max_inline_files))
@@ -254,11 +231,11 @@ def read_for_review(root: Path, path: str) -> str:
 # --- prompt, reply schema, verdict -----------------------------------------------------------
 
 
-def build_system_prompt(request: GateRequest, task: ReviewTask) -> str:
+def build_system_prompt(checkpoint: Checkpoint, task: QualityReviewTask) -> str:
     """The reviewer's instructions: role, criteria, guidance, author notes, how to answer."""
     parts = [
         "You are a strict but fair reviewer of work produced by an AI agent in a DeepWork "
-        f"workflow (job '{request.job.name}', step '{task.step_id}').",
+        f"workflow (job '{checkpoint.job.name}', step '{task.step_id}').",
         "The files under review are in the message, between the BEGIN/END OUTPUTS markers; "
         "files from earlier steps, if any, are between the BEGIN/END INPUTS markers and are "
         "context only. Where a file is listed by path instead of inlined, read it yourself.",
@@ -268,9 +245,9 @@ def build_system_prompt(request: GateRequest, task: ReviewTask) -> str:
     ]
     if task.guidance and task.guidance.strip():
         parts += ["", "Additional guidance:", task.guidance.strip()]
-    if request.notes and request.notes.strip():
+    if checkpoint.notes and checkpoint.notes.strip():
         parts += ["", "Author notes (the agent's own account; verify, do not trust):"]
-        parts.append(_clip(request.notes.strip(), MAX_NOTES_CHARS))
+        parts.append(_clip(checkpoint.notes.strip(), MAX_NOTES_CHARS))
     parts += [
         "",
         "How to answer: give one entry in criteria_results for every criterion above, using the "
@@ -286,7 +263,7 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + "\n[… notes cut here]"
 
 
-def review_reply_schema(task: ReviewTask) -> dict[str, Any]:
+def review_reply_schema(task: QualityReviewTask) -> dict[str, Any]:
     """The JSON Schema of the reviewer's structured reply (passed as `--json-schema`)."""
     names = list(task.criteria)
     return {
@@ -314,7 +291,7 @@ def review_reply_schema(task: ReviewTask) -> dict[str, Any]:
     }
 
 
-def verdict_from_reply(task: ReviewTask, reply: object) -> ReviewVerdict:
+def verdict_from_reply(task: QualityReviewTask, reply: object) -> ReviewVerdict:
     """Validate the reviewer's structured reply and compute the verdict from its criteria.
 
     The review passes only if every criterion of the task has a passing result; the reply's own
@@ -380,30 +357,30 @@ def combined_feedback(verdicts: Iterable[ReviewVerdict]) -> str:
 # --- self-review mode -------------------------------------------------------------------------
 
 
-def self_review_path(request: GateRequest) -> Path:
+def self_review_path(checkpoint: Checkpoint) -> Path:
     """`.deepwork/tmp/quality_review_<session>_<step>.md` (step = the first of `step_ids`)."""
-    session = check_session_id(request.session_id)
-    step = check_name(request.step_ids[0], kind="step_id")
-    return request.project_root / TMP_DIR / f"quality_review_{session}_{step}.md"
+    session = check_session_id(checkpoint.session_id)
+    step = check_name(checkpoint.step_ids[0], kind="step_id")
+    return checkpoint.project_root / TMP_DIR / review_file_name(session, step)
 
 
-def write_self_review_file(request: GateRequest, tasks: Sequence[ReviewTask]) -> Path:
+def write_self_review_file(checkpoint: Checkpoint, tasks: Sequence[QualityReviewTask]) -> Path:
     """Write the review instructions a sub-agent follows in self-review mode; return the path.
 
     The file lists paths only (the reviewer reads them); a path that resolves outside the project
     is marked as not reviewed, and no file content is copied into it.
     """
-    path = self_review_path(request)
-    ensure_tmp_dir(request.project_root)
-    atomic_write_text(path, _self_review_text(request, tasks))
+    path = self_review_path(checkpoint)
+    ensure_tmp_dir(checkpoint.project_root)
+    atomic_write_text(path, _self_review_text(checkpoint, tasks))
     return path
 
 
-def _self_review_text(request: GateRequest, tasks: Sequence[ReviewTask]) -> str:
-    root = request.project_root
-    steps = ", ".join(f"`{step_id}`" for step_id in request.step_ids)
+def _self_review_text(checkpoint: Checkpoint, tasks: Sequence[QualityReviewTask]) -> str:
+    root = checkpoint.project_root
+    steps = ", ".join(f"`{step_id}`" for step_id in checkpoint.step_ids)
     out = [
-        f"# Quality review: job `{request.job.name}`, step {steps}",
+        f"# Quality review: job `{checkpoint.job.name}`, step {steps}",
         "",
         "## Your role",
         "",
@@ -426,15 +403,15 @@ def _self_review_text(request: GateRequest, tasks: Sequence[ReviewTask]) -> str:
         out += [f"- `{path}`{_listing_note(root, path)}" for path in task.files] or [
             "- (no files were submitted; judge the step's work as described)"
         ]
-        inputs = task_input_paths(request, task)
+        inputs = task_input_paths(checkpoint, task)
         if inputs:
             out += ["", "### Inputs from earlier steps (context only)", ""]
             out += [f"- `{path}`{_listing_note(root, path)}" for path in inputs]
         if task.guidance and task.guidance.strip():
             out += ["", "### Additional guidance", "", task.guidance.strip()]
-    if request.notes and request.notes.strip():
+    if checkpoint.notes and checkpoint.notes.strip():
         out += ["", "## Author notes (the agent's own account; verify, do not trust)", ""]
-        out.append(_clip(request.notes.strip(), MAX_NOTES_CHARS))
+        out.append(_clip(checkpoint.notes.strip(), MAX_NOTES_CHARS))
     out += [
         "",
         "## How to answer",
@@ -465,6 +442,6 @@ def self_review_feedback(path: Path) -> str:
     )
 
 
-def reply_schema_json(task: ReviewTask) -> str:
+def reply_schema_json(task: QualityReviewTask) -> str:
     """`review_reply_schema(task)` as compact JSON, the form `--json-schema` takes."""
     return json.dumps(review_reply_schema(task), separators=(",", ":"))

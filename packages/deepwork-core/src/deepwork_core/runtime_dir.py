@@ -1,13 +1,11 @@
-"""The project's runtime folder `.deepwork/tmp/` (RUNTIME.md §1)."""
+"""The project's runtime folder `.deepwork/tmp/` (`docs/runtime-layout.md`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from deepwork_core.fsutil import atomic_write_text
-
-#: Where runtime files live, relative to the project root (POSIX form, as git prints paths).
-TMP_DIR = ".deepwork/tmp"
+from deepwork_core.layout import TMP_DIR
 
 _GITIGNORE = "*\n"
 

@@ -14,7 +14,8 @@ from pathlib import Path
 from deepwork_core.discovery import STANDARD_JOBS_DIR
 from deepwork_core.errors import DeepWorkError, JobInvalidError
 from deepwork_core.identifiers import check_name
-from deepwork_core.parser import JOB_FILE, parse_job_document, summarize
+from deepwork_core.layout import JOB_FILE
+from deepwork_core.parser import parse_job_document, summarize
 from deepwork_core.yamlio import parse_yaml
 
 TEMPLATES_DIR = STANDARD_JOBS_DIR / "deepwork_jobs" / "templates"

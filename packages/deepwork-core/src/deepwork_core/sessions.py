@@ -1,4 +1,4 @@
-"""Workflow sessions and the workflow stack, persisted under `.deepwork/tmp/` (RUNTIME.md §1).
+"""Workflow sessions and the stack, persisted under `.deepwork/tmp/` (`docs/runtime-layout.md`).
 
 Files (all JSON, all carrying `schema_version`):
 - `session_<id>.json`: one workflow run (`Session`). Completed and aborted runs stay on disk for
@@ -31,15 +31,21 @@ from typing import Annotated, Any, Final, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from deepwork_core.errors import SessionError
-from deepwork_core.fsutil import atomic_write_text, file_lock
+from deepwork_core.fsutil import LockTimeout, atomic_write_text, file_lock
 from deepwork_core.identifiers import SESSION_ID_PATTERN, check_session_id
-from deepwork_core.runtime_dir import TMP_DIR, ensure_tmp_dir
+from deepwork_core.layout import (
+    LOCK_FILE,
+    SESSION_PREFIX,
+    SESSION_SUFFIX,
+    STACK_FILE,
+    TMP_DIR,
+    review_file_glob,
+    session_file_name,
+)
+from deepwork_core.runtime_dir import ensure_tmp_dir
 from deepwork_core.verdicts import ReviewVerdict
 
 SCHEMA_VERSION: Literal[1] = 1
-STACK_FILE = "stack.json"
-LOCK_FILE = "state.lock"
-SESSION_PREFIX = "session_"
 
 #: Finished sessions older than this are pruned ...
 DEFAULT_MAX_AGE = timedelta(days=14)
@@ -182,7 +188,7 @@ class SessionStore:
 
     def session_path(self, session_id: str) -> Path:
         """The file of `session_id`; the id is checked before any path is built."""
-        return self.state_dir / f"{SESSION_PREFIX}{check_session_id(session_id)}.json"
+        return self.state_dir / session_file_name(check_session_id(session_id))
 
     @property
     def stack_path(self) -> Path:
@@ -192,11 +198,17 @@ class SessionStore:
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[StateTransaction]:
-        """Hold the locks for one read-modify-write of the state."""
-        with self._thread_lock:
+        """Hold the locks for one read-modify-write of the state.
+
+        Raises `session.lock_timeout` when another process holds the state for too long.
+        """
+        with self._thread_lock, contextlib.ExitStack() as held:
             ensure_tmp_dir(self.project_root)
-            with file_lock(self.state_dir / LOCK_FILE):
-                yield StateTransaction(self)
+            try:
+                held.enter_context(file_lock(self.state_dir / LOCK_FILE))
+            except LockTimeout as exc:
+                raise SessionError(str(exc), code="session.lock_timeout") from None
+            yield StateTransaction(self)
 
     # --- convenience reads (each its own transaction) ----------------------------------------
 
@@ -232,9 +244,9 @@ class SessionStore:
             finished: list[tuple[float, str, Path]] = []
             for entry in os.scandir(self.state_dir):
                 name = entry.name
-                if not (name.startswith(SESSION_PREFIX) and name.endswith(".json")):
+                if not (name.startswith(SESSION_PREFIX) and name.endswith(SESSION_SUFFIX)):
                     continue
-                session_id = name[len(SESSION_PREFIX) : -len(".json")]
+                session_id = name[len(SESSION_PREFIX) : -len(SESSION_SUFFIX)]
                 if session_id in active:
                     continue
                 finished.append((entry.stat().st_mtime, session_id, Path(entry.path)))
@@ -243,7 +255,7 @@ class SessionStore:
             for position, (mtime, session_id, path) in enumerate(finished):
                 if position >= self.keep_finished or mtime < cutoff:
                     path.unlink(missing_ok=True)
-                    for review_file in self.state_dir.glob(f"quality_review_{session_id}_*.md"):
+                    for review_file in self.state_dir.glob(review_file_glob(session_id)):
                         review_file.unlink(missing_ok=True)
                     removed.append(session_id)
         return removed

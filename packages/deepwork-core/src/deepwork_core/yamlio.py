@@ -121,6 +121,12 @@ def _too_complex(message: str, mark: Any) -> YamlError:
     return YamlError(f"{message}{where}", code="yaml.too_complex", line=line)
 
 
+#: An open collection: (node, anchor, children, summed weight of the children).
+_Open = tuple[Any, str | None, list[yaml.Node], list[int]]
+#: A finished node: (node, weight, anchor).
+_Finished = tuple[yaml.Node, int, str | None]
+
+
 def _compose(loader: Any) -> yaml.Node | None:
     """Build the node tree of the single document in `loader`, iteratively and within budget.
 
@@ -134,76 +140,12 @@ def _compose(loader: Any) -> yaml.Node | None:
         return None
     loader.get_event()  # document start
     anchors: dict[str, tuple[yaml.Node, int]] = {}
-    # Open collections: (node, anchor, children, summed weight of the children).
-    stack: list[tuple[Any, str | None, list[yaml.Node], list[int]]] = []
+    stack: list[_Open] = []
     root: yaml.Node | None = None
     while root is None:
-        event: Any = loader.get_event()
-        # Typed Any: libyaml's marks are a different class than the stubs' `yaml.Mark`.
-        start_mark: Any = event.start_mark
-        end_mark: Any = event.end_mark
-        finished: tuple[yaml.Node, int, str | None] | None = None
-        if isinstance(event, yaml.AliasEvent):
-            target = anchors.get(event.anchor or "")
-            if target is None:
-                raise yaml.composer.ComposerError(
-                    None, None, f"found undefined alias {event.anchor!r}", start_mark
-                )
-            finished = (target[0], target[1], None)
-        elif isinstance(event, yaml.ScalarEvent):
-            tag = event.tag
-            if tag is None or tag == "!":
-                tag = loader.resolve(yaml.ScalarNode, event.value, event.implicit)
-            # Interned: keys, step ids and output names repeat across a thousand jobs, and the
-            # models keep the very string objects the YAML gave them.
-            value = sys.intern(event.value)
-            scalar = yaml.ScalarNode(tag, value, start_mark, end_mark, style=event.style)
-            finished = (scalar, 1, event.anchor)
-        elif isinstance(event, yaml.SequenceStartEvent | yaml.MappingStartEvent):
-            if len(stack) >= MAX_DEPTH:
-                raise _too_complex(f"YAML nesting is deeper than {MAX_DEPTH}", start_mark)
-            kind = (
-                yaml.SequenceNode
-                if isinstance(event, yaml.SequenceStartEvent)
-                else yaml.MappingNode
-            )
-            tag = event.tag
-            if tag is None or tag == "!":
-                tag = loader.resolve(kind, None, event.implicit)
-            collection = kind(tag, [], start_mark, None, flow_style=event.flow_style)
-            stack.append((collection, event.anchor, [], [0]))
-        elif isinstance(event, yaml.SequenceEndEvent | yaml.MappingEndEvent):
-            collection, anchor, children, weight = stack.pop()
-            collection.end_mark = end_mark
-            if isinstance(collection, yaml.MappingNode):
-                collection.value = list(zip(children[0::2], children[1::2], strict=True))
-            else:
-                collection.value = children
-            finished = (collection, weight[0] + 1, anchor)
-        else:  # pragma: no cover - libyaml emits nothing else inside a document
-            raise yaml.composer.ComposerError(
-                None, None, f"unexpected {type(event).__name__}", start_mark
-            )
-        if finished is None:
-            continue
-        done, node_weight, anchor = finished
-        if node_weight > MAX_NODES:
-            raise _too_complex(
-                f"YAML expands to more than {MAX_NODES} nodes (an alias bomb?)", done.start_mark
-            )
-        if anchor is not None:
-            anchors[anchor] = (done, node_weight)
-        if stack:
-            _, _, children, weight = stack[-1]
-            children.append(done)
-            weight[0] += node_weight
-            if weight[0] > MAX_NODES:
-                raise _too_complex(
-                    f"YAML expands to more than {MAX_NODES} nodes (an alias bomb?)",
-                    done.start_mark,
-                )
-        else:
-            root = done
+        finished = _on_event(loader, loader.get_event(), anchors, stack)
+        if finished is not None:
+            root = _attach(finished, anchors, stack)
     loader.get_event()  # document end
     if not loader.check_event(yaml.StreamEndEvent):
         event = loader.get_event()
@@ -214,6 +156,74 @@ def _compose(loader: Any) -> yaml.Node | None:
             event.start_mark,
         )
     return root
+
+
+def _on_event(
+    loader: Any, event: Any, anchors: dict[str, tuple[yaml.Node, int]], stack: list[_Open]
+) -> _Finished | None:
+    """Open a collection for a start event; return the node an event finishes, if any."""
+    # Typed Any: libyaml's marks are a different class than the stubs' `yaml.Mark`.
+    start_mark: Any = event.start_mark
+    end_mark: Any = event.end_mark
+    if isinstance(event, yaml.AliasEvent):
+        target = anchors.get(event.anchor or "")
+        if target is None:
+            raise yaml.composer.ComposerError(
+                None, None, f"found undefined alias {event.anchor!r}", start_mark
+            )
+        return (target[0], target[1], None)
+    if isinstance(event, yaml.ScalarEvent):
+        tag = event.tag
+        if tag is None or tag == "!":
+            tag = loader.resolve(yaml.ScalarNode, event.value, event.implicit)
+        # Interned: keys, step ids and output names repeat across a thousand jobs, and the
+        # models keep the very string objects the YAML gave them.
+        value = sys.intern(event.value)
+        scalar = yaml.ScalarNode(tag, value, start_mark, end_mark, style=event.style)
+        return (scalar, 1, event.anchor)
+    if isinstance(event, yaml.SequenceStartEvent | yaml.MappingStartEvent):
+        if len(stack) >= MAX_DEPTH:
+            raise _too_complex(f"YAML nesting is deeper than {MAX_DEPTH}", start_mark)
+        kind = yaml.SequenceNode if isinstance(event, yaml.SequenceStartEvent) else yaml.MappingNode
+        tag = event.tag
+        if tag is None or tag == "!":
+            tag = loader.resolve(kind, None, event.implicit)
+        collection = kind(tag, [], start_mark, None, flow_style=event.flow_style)
+        stack.append((collection, event.anchor, [], [0]))
+        return None
+    if isinstance(event, yaml.SequenceEndEvent | yaml.MappingEndEvent):
+        collection, anchor, children, weight = stack.pop()
+        collection.end_mark = end_mark
+        if isinstance(collection, yaml.MappingNode):
+            collection.value = list(zip(children[0::2], children[1::2], strict=True))
+        else:
+            collection.value = children
+        return (collection, weight[0] + 1, anchor)
+    # libyaml emits nothing else inside a document
+    raise yaml.composer.ComposerError(None, None, f"unexpected {type(event).__name__}", start_mark)
+
+
+def _attach(
+    finished: _Finished, anchors: dict[str, tuple[yaml.Node, int]], stack: list[_Open]
+) -> yaml.Node | None:
+    """Record a finished node's anchor and add it to its parent; the root when there is none."""
+    done, node_weight, anchor = finished
+    if node_weight > MAX_NODES:
+        raise _too_complex(
+            f"YAML expands to more than {MAX_NODES} nodes (an alias bomb?)", done.start_mark
+        )
+    if anchor is not None:
+        anchors[anchor] = (done, node_weight)
+    if not stack:
+        return done
+    _, _, children, weight = stack[-1]
+    children.append(done)
+    weight[0] += node_weight
+    if weight[0] > MAX_NODES:
+        raise _too_complex(
+            f"YAML expands to more than {MAX_NODES} nodes (an alias bomb?)", done.start_mark
+        )
+    return None
 
 
 def _index(node: yaml.Node, path: KeyPath, lines: dict[KeyPath, int]) -> None:

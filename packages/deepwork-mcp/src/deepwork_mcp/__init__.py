@@ -5,19 +5,27 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from deepwork_core import DeepWorkConfig
     from fastmcp import FastMCP
 
 __all__ = ["create_server"]
 
 
-def create_server(*args: Any, **kwargs: Any) -> FastMCP:
-    """Build the DeepWork FastMCP server (see `deepwork_mcp.server.create_server`)."""
-    # Imported by name so this package type-checks before and after `server` exists, and so
-    # that importing `deepwork_mcp` (the CLI, hooks) never pays for FastMCP.
-    server_module = importlib.import_module("deepwork_mcp.server")
-    server: FastMCP = server_module.create_server(*args, **kwargs)
-    return server
+def create_server(
+    project_root: Path | str,
+    config: DeepWorkConfig | None = None,
+    *,
+    additional_jobs_folders: Sequence[Path] = (),
+) -> FastMCP:
+    """Build the DeepWork FastMCP server of `project_root` (see `deepwork_mcp.server`).
+
+    FastMCP is imported on the first call, so the CLI and the hooks never pay for it.
+    """
+    from deepwork_mcp.server import create_server as build
+
+    return build(project_root, config, additional_jobs_folders=additional_jobs_folders)

@@ -1,11 +1,12 @@
-"""A tidier `tools/list`: the same schemas in fewer bytes.
+"""Compact JSON schemas for `tools/list`: the one schema compactor of the server.
 
 Every tool description and schema is sent to the model on each `tools/list`, so its size is a
-cost paid in every conversation. This middleware rewrites the listed schemas into equivalent,
-shorter JSON Schema: `anyOf: [X, {type: null}]` becomes `type: [X, "null"]`, `default: null`
-goes (the `required` list already says which arguments may be left out), and descriptions inside
-output schemas go (the tool description carries the meaning). Argument validation is unaffected:
-it uses the tool's own signature, not the listed schema.
+cost paid in every conversation. `output_schema` describes a response model down to a chosen
+depth; `tidy_schema` (applied to every listed schema by `CompactToolListing`) rewrites a schema
+into equivalent, shorter JSON Schema: `anyOf: [X, {type: null}]` becomes `type: [X, "null"]`,
+`default: null` goes (the `required` list already says which arguments may be left out), and
+descriptions inside output schemas go (the tool description carries the meaning). Argument
+validation is unaffected: it uses the tool's own signature, not the listed schema.
 """
 
 from __future__ import annotations
@@ -16,6 +17,44 @@ from typing import Any
 import mcp.types as mt
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools.base import Tool
+from pydantic import BaseModel
+
+#: The JSON Schema keys an output schema keeps; titles, defaults and descriptions go.
+_OUTPUT_KEYS = ("type", "enum", "anyOf", "properties", "additionalProperties", "items")
+
+
+def output_schema(model: type[BaseModel], *, detail_depth: int = 1) -> dict[str, Any]:
+    """A compact `outputSchema` for `model`: fields down to `detail_depth` levels are spelled
+    out; deeper objects are just `object`. References are inlined, and the result is tidied
+    (`X | None` becomes `type: [X, "null"]`).
+    """
+    schema = model.model_json_schema(mode="serialization")
+    trimmed = _trim(schema, schema.get("$defs", {}), 0, detail_depth)
+    tidied: dict[str, Any] = tidy_schema(trimmed, keep_descriptions=False)
+    return tidied
+
+
+def _trim(node: dict[str, Any], defs: dict[str, Any], depth: int, limit: int) -> dict[str, Any]:
+    """`node` with references inlined, only `_OUTPUT_KEYS`, and no detail below `limit`."""
+    if "$ref" in node:
+        node = defs[node["$ref"].rsplit("/", 1)[-1]]
+    out: dict[str, Any] = {}
+    for key in _OUTPUT_KEYS:
+        if key not in node:
+            continue
+        value = node[key]
+        if key == "anyOf":
+            out[key] = [_trim(option, defs, depth, limit) for option in value]
+        elif key == "properties" and depth < limit:
+            out[key] = {name: _trim(item, defs, depth + 1, limit) for name, item in value.items()}
+        elif key == "additionalProperties" and isinstance(value, dict) and depth < limit:
+            if "properties" not in node:
+                out[key] = _trim(value, defs, depth + 1, limit)
+        elif key == "items" and depth < limit:
+            out[key] = _trim(value, defs, depth, limit)
+        elif key in ("type", "enum"):
+            out[key] = value
+    return out
 
 
 class CompactToolListing(Middleware):

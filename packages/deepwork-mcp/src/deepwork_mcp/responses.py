@@ -1,68 +1,32 @@
-"""Tool responses (seed 000, JOBS-REQ-001, RUNTIME.md additions) as pydantic models.
+"""Tool responses (seed 000, JOBS-REQ-001) as pydantic models, validated from core results.
 
 Returning these models gives clients an `outputSchema` and `structuredContent`. Field names are the
-wire contract: fields may be added, never renamed or removed. Each model is built from the core
-result with a `from_…` constructor so tool adapters stay one line.
+wire contract: fields may be added, never renamed or removed. Each response is validated straight
+from the engine's result object (`from_attributes`): `FinishedStepResponse.model_validate(result)`.
+Where a wire name differs from the core attribute, the field's `validation_alias` names the
+attribute; serialisation always uses the wire name.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from pathlib import Path
+from typing import Annotated, Literal
 
-from deepwork_core.briefing import StepBrief
-from deepwork_core.discovery import Catalog
-from deepwork_core.engine import AbortResult, FinishResult, FinishStatus, StackItem, StartResult
-from deepwork_core.sessions import OutputValue
-from deepwork_core.verdicts import ReviewVerdict
-from pydantic import BaseModel
+from deepwork_core import FinishStatus, OutputValue
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 
 class _Model(BaseModel):
-    pass
+    model_config = ConfigDict(from_attributes=True, populate_by_name=True)
 
 
-def output_schema(model: type[BaseModel], *, detail_depth: int = 1) -> dict[str, Any]:
-    """A compact `outputSchema` for `model`: fields down to `detail_depth` levels are spelled
-    out; deeper objects are just `object`.
-
-    The full pydantic schema of these responses is several kilobytes per tool and is sent to the
-    model with every `tools/list`; this keeps the whole tool list small while still describing
-    every field an agent reads. Descriptions and defaults are left out (the tool description and
-    the field names carry the meaning); `X | None` becomes `type: [X, "null"]`.
-    """
-    schema = model.model_json_schema()
-    return _compact(schema, schema.get("$defs", {}), 0, detail_depth)
+def _text(value: object) -> object:
+    """Paths and string enums as the plain strings the wire carries."""
+    return str(value) if isinstance(value, (Path, str)) else value
 
 
-def _compact(node: dict[str, Any], defs: dict[str, Any], depth: int, limit: int) -> dict[str, Any]:
-    if "$ref" in node:
-        node = defs[node["$ref"].rsplit("/", 1)[-1]]
-    if "anyOf" in node:
-        options = [o for o in node["anyOf"] if o != {"type": "null"}]
-        nullable = len(options) < len(node["anyOf"])
-        if len(options) == 1:
-            inner = _compact(options[0], defs, depth, limit)
-            if nullable and isinstance(inner.get("type"), str):
-                inner["type"] = [inner["type"], "null"]
-            return inner
-        branches = [_compact(o, defs, depth, limit) for o in options]
-        return {"anyOf": branches + ([{"type": "null"}] if nullable else [])}
-    out: dict[str, Any] = {"type": node["type"]} if "type" in node else {}
-    if "enum" in node:
-        out["enum"] = node["enum"]
-    if node.get("type") == "object" and depth < limit:
-        if "properties" in node:
-            out["properties"] = {
-                key: _compact(value, defs, depth + 1, limit)
-                for key, value in node["properties"].items()
-            }
-        elif isinstance(node.get("additionalProperties"), dict):
-            out["additionalProperties"] = _compact(
-                node["additionalProperties"], defs, depth + 1, limit
-            )
-    elif node.get("type") == "array" and "items" in node and depth < limit:
-        out["items"] = _compact(node["items"], defs, depth, limit)
-    return out
+#: A path or string enum member, sent as a plain string.
+_Text = Annotated[str, BeforeValidator(_text)]
 
 
 class WorkflowInfo(_Model):
@@ -79,7 +43,7 @@ class JobInfo(_Model):
 
 class JobLoadErrorInfo(_Model):
     job_name: str
-    job_dir: str
+    job_dir: _Text
     error: str
 
 
@@ -87,28 +51,10 @@ class GetWorkflowsResponse(_Model):
     jobs: list[JobInfo]
     errors: list[JobLoadErrorInfo]
 
-    @classmethod
-    def from_catalog(cls, catalog: Catalog) -> GetWorkflowsResponse:
-        return cls(
-            jobs=[
-                JobInfo(
-                    name=job.name,
-                    summary=job.summary,
-                    description=job.description,
-                    workflows=[WorkflowInfo(name=w.name, summary=w.summary) for w in job.workflows],
-                )
-                for job in catalog.jobs
-            ],
-            errors=[
-                JobLoadErrorInfo(job_name=e.job_name, job_dir=str(e.job_dir), error=e.error)
-                for e in catalog.errors
-            ],
-        )
-
 
 class ExpectedOutput(_Model):
     name: str
-    type: Literal["file", "files"]
+    type: Annotated[Literal["file", "files"], BeforeValidator(_text)]
     description: str
     required: bool
     syntax_for_finished_step_tool: str
@@ -120,7 +66,14 @@ class ReviewInfo(_Model):
     additional_review_guidance: str | None = None
 
 
-class StepInput(_Model):
+def _reviews(value: object) -> object:
+    """A brief's step reviews as the reviews they wrap."""
+    if isinstance(value, (list, tuple)):
+        return [getattr(item, "review", item) for item in value]
+    return value
+
+
+class StepInputInfo(_Model):
     """A user parameter (no paths) or files an earlier step submitted."""
 
     step_id: str
@@ -133,50 +86,14 @@ class StepInput(_Model):
 class ActiveStepInfo(_Model):
     session_id: str
     step_id: str
-    job_dir: str
-    step_expected_outputs: list[ExpectedOutput]
-    step_reviews: list[ReviewInfo]
-    step_instructions: str
+    job_dir: _Text
+    step_expected_outputs: list[ExpectedOutput] = Field(validation_alias="expected_outputs")
+    step_reviews: Annotated[list[ReviewInfo], BeforeValidator(_reviews)] = Field(
+        validation_alias="reviews"
+    )
+    step_instructions: str = Field(validation_alias="instructions")
     common_job_info: str
-    step_inputs: list[StepInput]
-
-    @classmethod
-    def from_brief(cls, brief: StepBrief) -> ActiveStepInfo:
-        return cls(
-            session_id=brief.session_id,
-            step_id=brief.step_id,
-            job_dir=str(brief.job_dir),
-            step_expected_outputs=[
-                ExpectedOutput(
-                    name=o.name,
-                    type=o.type.value,
-                    description=o.description,
-                    required=o.required,
-                    syntax_for_finished_step_tool=o.syntax_for_finished_step_tool,
-                )
-                for o in brief.expected_outputs
-            ],
-            step_reviews=[
-                ReviewInfo(
-                    run_each=r.review.run_each,
-                    quality_criteria=dict(r.review.quality_criteria),
-                    additional_review_guidance=r.review.additional_review_guidance,
-                )
-                for r in brief.reviews
-            ],
-            step_instructions=brief.instructions,
-            common_job_info=brief.common_job_info,
-            step_inputs=[
-                StepInput(
-                    step_id=i.step_id,
-                    name=i.name,
-                    description=i.description,
-                    from_step=i.from_step,
-                    paths=list(i.paths),
-                )
-                for i in brief.inputs
-            ],
-        )
+    step_inputs: list[StepInputInfo] = Field(validation_alias="inputs")
 
 
 class StackEntry(_Model):
@@ -185,24 +102,11 @@ class StackEntry(_Model):
     session_id: str
 
 
-def _stack(items: list[StackItem]) -> list[StackEntry]:
-    return [StackEntry(workflow=i.workflow, step=i.step, session_id=i.session_id) for i in items]
-
-
 class StartWorkflowResponse(_Model):
-    begin_step: ActiveStepInfo
+    begin_step: ActiveStepInfo = Field(validation_alias="brief")
     stack: list[StackEntry]
     branch_name: str | None
     branch_note: str | None = None
-
-    @classmethod
-    def from_result(cls, result: StartResult) -> StartWorkflowResponse:
-        return cls(
-            begin_step=ActiveStepInfo.from_brief(result.brief),
-            stack=_stack(result.stack),
-            branch_name=result.branch_name,
-            branch_note=result.branch_note,
-        )
 
 
 class QualityCriteriaResult(_Model):
@@ -218,48 +122,16 @@ class ReviewResult(_Model):
     feedback: str
     criteria_results: list[QualityCriteriaResult]
 
-    @classmethod
-    def from_verdict(cls, verdict: ReviewVerdict) -> ReviewResult:
-        return cls(
-            review_run_each=verdict.review_run_each,
-            target_file=verdict.target_file,
-            passed=verdict.passed,
-            feedback=verdict.feedback,
-            criteria_results=[
-                QualityCriteriaResult(criterion=c.criterion, passed=c.passed, feedback=c.feedback)
-                for c in verdict.criteria_results
-            ],
-        )
-
-
-#: The `finished_step` status values (JOBS-REQ-001.7.2); one enum, shared with the engine.
-StepStatus = FinishStatus
-
 
 class FinishedStepResponse(_Model):
-    status: StepStatus
+    status: FinishStatus
     feedback: str | None = None
+    #: Set with `needs_work` only.
     failed_reviews: list[ReviewResult] | None = None
-    begin_step: ActiveStepInfo | None = None
+    begin_step: ActiveStepInfo | None = Field(default=None, validation_alias="brief")
     summary: str | None = None
     all_outputs: dict[str, OutputValue] | None = None
     stack: list[StackEntry]
-
-    @classmethod
-    def from_result(cls, result: FinishResult) -> FinishedStepResponse:
-        return cls(
-            status=result.status,
-            feedback=result.feedback,
-            failed_reviews=(
-                [ReviewResult.from_verdict(v) for v in result.failed_reviews]
-                if result.status is FinishStatus.NEEDS_WORK
-                else None
-            ),
-            begin_step=ActiveStepInfo.from_brief(result.brief) if result.brief else None,
-            summary=result.summary,
-            all_outputs=result.all_outputs,
-            stack=_stack(result.stack),
-        )
 
 
 class AbortWorkflowResponse(_Model):
@@ -269,14 +141,3 @@ class AbortWorkflowResponse(_Model):
     stack: list[StackEntry]
     resumed_workflow: str | None
     resumed_step: str | None
-
-    @classmethod
-    def from_result(cls, result: AbortResult) -> AbortWorkflowResponse:
-        return cls(
-            aborted_workflow=result.aborted_workflow,
-            aborted_step=result.aborted_step,
-            explanation=result.explanation,
-            stack=_stack(result.stack),
-            resumed_workflow=result.resumed_workflow,
-            resumed_step=result.resumed_step,
-        )

@@ -1,6 +1,6 @@
 """The external quality-gate reviewer: the Claude CLI in print mode with structured output.
 
-One `claude` process per review task (RUNTIME.md §4):
+One `claude` process per review task (`docs/quality-gate.md`):
 `claude --print --output-format json --system-prompt <criteria> --json-schema <schema> -p --`
 with the payload on stdin and the project root as working directory. Each process starts in a
 new session, so on timeout or cancellation its whole process group (grandchildren included) is
@@ -17,23 +17,24 @@ import os
 import shutil
 import signal
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
-from deepwork_core.errors import QualityGateError
-from deepwork_core.quality import (
+from deepwork_core import (
     DEFAULT_MAX_INLINE_FILES,
-    GateRequest,
-    ReviewTask,
+    DEFAULT_REVIEW_TIMEOUT,
+    DEFAULT_SECONDS_PER_EXTRA_FILE,
+    TIMEOUT_FREE_FILES,
+    Checkpoint,
+    ProgressReporter,
+    QualityGateError,
+    QualityReviewTask,
+    ReviewVerdict,
     build_review_payload,
     build_system_prompt,
     reply_schema_json,
     task_file_count,
     verdict_from_reply,
 )
-from deepwork_core.verdicts import ReviewVerdict
-
-#: `async (done, total, message) -> None`, called as tasks finish and while waiting.
-ProgressCallback = Callable[[int, int, str], Awaitable[None]]
 
 #: How long to wait for pipes to close after the process group was killed.
 _REAP_TIMEOUT = 5.0
@@ -46,8 +47,8 @@ class ClaudeReviewer:
     def __init__(
         self,
         executable: str = "claude",
-        base_timeout: float = 240,
-        per_extra_file: float = 30,
+        base_timeout: float = DEFAULT_REVIEW_TIMEOUT,
+        per_extra_file: float = DEFAULT_SECONDS_PER_EXTRA_FILE,
         max_parallel: int = 4,
         *,
         progress_interval: float = 5.0,
@@ -70,13 +71,13 @@ class ClaudeReviewer:
 
     def timeout_for(self, file_count: int) -> float:
         """Per-task deadline: the base plus `per_extra_file` for each file beyond five."""
-        return self.base_timeout + self.per_extra_file * max(0, file_count - 5)
+        return self.base_timeout + self.per_extra_file * max(0, file_count - TIMEOUT_FREE_FILES)
 
     async def review(
         self,
-        request: GateRequest,
-        tasks: Sequence[ReviewTask],
-        progress: ProgressCallback | None = None,
+        checkpoint: Checkpoint,
+        tasks: Sequence[QualityReviewTask],
+        progress: ProgressReporter | None = None,
     ) -> list[ReviewVerdict]:
         """Run every task (at most `max_parallel` at once); verdicts come back in task order.
 
@@ -89,7 +90,7 @@ class ClaudeReviewer:
         executable = self._resolve_executable()
         semaphore = asyncio.Semaphore(self.max_parallel)
         running = [
-            asyncio.create_task(self._run_task(executable, request, task, semaphore))
+            asyncio.create_task(self._run_task(executable, checkpoint, task, semaphore))
             for task in tasks
         ]
         pending: set[asyncio.Task[ReviewVerdict]] = set(running)
@@ -145,8 +146,8 @@ class ClaudeReviewer:
     async def _run_task(
         self,
         executable: str,
-        request: GateRequest,
-        task: ReviewTask,
+        checkpoint: Checkpoint,
+        task: QualityReviewTask,
         semaphore: asyncio.Semaphore,
     ) -> ReviewVerdict:
         argv = [
@@ -155,21 +156,21 @@ class ClaudeReviewer:
             "--output-format",
             "json",
             "--system-prompt",
-            build_system_prompt(request, task),
+            build_system_prompt(checkpoint, task),
             "--json-schema",
             reply_schema_json(task),
             "-p",
             "--",
         ]
-        timeout = self.timeout_for(task_file_count(request, task))
+        timeout = self.timeout_for(task_file_count(checkpoint, task))
         async with semaphore:
             # Built under the semaphore so at most `max_parallel` payloads sit in memory; reading
             # files is blocking work, so it runs off the event loop.
             payload = await asyncio.to_thread(
-                build_review_payload, request, task, self.max_inline_files
+                build_review_payload, checkpoint, task, self.max_inline_files
             )
             returncode, stdout, stderr = await self._run_process(
-                argv, payload, request, task, timeout
+                argv, payload, checkpoint, task, timeout
             )
         return _interpret(task, returncode, stdout, stderr)
 
@@ -177,8 +178,8 @@ class ClaudeReviewer:
         self,
         argv: list[str],
         payload: str,
-        request: GateRequest,
-        task: ReviewTask,
+        checkpoint: Checkpoint,
+        task: QualityReviewTask,
         timeout: float,
     ) -> tuple[int, str, str]:
         try:
@@ -187,7 +188,7 @@ class ClaudeReviewer:
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
-                cwd=request.project_root,
+                cwd=checkpoint.project_root,
                 env=self.env,
                 start_new_session=True,
             )
@@ -229,7 +230,7 @@ async def _kill_and_reap(process: asyncio.subprocess.Process) -> None:
     await process.wait()
 
 
-def _interpret(task: ReviewTask, returncode: int, stdout: str, stderr: str) -> ReviewVerdict:
+def _interpret(task: QualityReviewTask, returncode: int, stdout: str, stderr: str) -> ReviewVerdict:
     """Turn the CLI's exit status and JSON wrapper into a verdict or a distinct error."""
     try:
         wrapper = json.loads(stdout)

@@ -1,4 +1,4 @@
-"""`create_server()`: the DeepWork MCP server of one project (JOBS-REQ-001.1).
+"""`create_server()`: the DeepWork MCP server of one project (see `docs/config.md`).
 
 It wires the core services (job catalog, session store, workflow engine, quality gate, branch
 maker) to FastMCP and registers the workflow tools and the review tools. Every tool call is logged
@@ -14,27 +14,34 @@ from importlib.metadata import version
 from pathlib import Path
 
 from anyio import to_thread
-from deepwork_core.branching import ensure_workflow_branch
-from deepwork_core.discovery import JobCatalog
-from deepwork_core.engine import BranchMaker, Gate, WorkflowEngine
-from deepwork_core.errors import ConfigError, DeepWorkError
-from deepwork_core.sessions import SessionStore
+from deepwork_core import (
+    EXTERNAL_RUNNERS,
+    BranchMaker,
+    ConfigError,
+    DeepWorkConfig,
+    DeepWorkError,
+    Gate,
+    JobCatalog,
+    QualityGateConfig,
+    SessionStore,
+    WorkflowEngine,
+    ensure_workflow_branch,
+)
 from fastmcp import FastMCP
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools.base import ToolResult
 from mcp.types import CallToolRequestParams
 
-from deepwork_mcp.errors import ArgumentErrors
 from deepwork_mcp.gating import ExternalGate, SelfReviewGate
 from deepwork_mcp.listing import CompactToolListing
 from deepwork_mcp.reviewer import ClaudeReviewer
+from deepwork_mcp.tool_errors import ToolErrors
 from deepwork_mcp.tools.reviews import register_review_tools
 from deepwork_mcp.tools.workflows import register_workflow_tools
 
 logger = logging.getLogger("deepwork.mcp")
 
 SERVER_NAME = "deepwork"
-EXTERNAL_RUNNERS = ("claude",)
 
 INSTRUCTIONS = """\
 DeepWork runs multi-step workflows with quality gates.
@@ -48,24 +55,23 @@ DeepWork runs multi-step workflows with quality gates.
 Each stack entry's session_id can target a session below the top."""
 
 
-def build_gate(
-    *, enable_quality_gate: bool, external_runner: str | None, quality_gate_timeout: float
-) -> Gate | None:
+def build_gate(settings: QualityGateConfig) -> Gate | None:
     """The quality gate for these settings: None (off), self-review, or the Claude CLI runner."""
-    if not enable_quality_gate:
+    if not settings.enabled:
         return None
-    if external_runner is None:
+    runner = settings.external_runner
+    if runner is None:
         return SelfReviewGate()
-    if external_runner not in EXTERNAL_RUNNERS:
+    if runner not in EXTERNAL_RUNNERS:  # a config built with model_copy skips validation
         raise ConfigError(
-            f"unknown external runner {external_runner!r}; use one of: "
+            f"unknown external runner {runner!r}; use one of: "
             f"{', '.join(EXTERNAL_RUNNERS)} (or none for self-review)"
         )
-    return ExternalGate(ClaudeReviewer(external_runner, base_timeout=quality_gate_timeout))
+    return ExternalGate(ClaudeReviewer(runner, base_timeout=settings.timeout_seconds))
 
 
 def branch_maker(project_root: Path) -> BranchMaker:
-    """Switch `project_root`'s repository to the workflow branch of today (RUNTIME.md §2)."""
+    """Switch `project_root`'s repository to the workflow branch of today."""
 
     def make(job_name: str, label: str) -> tuple[str | None, str | None]:
         outcome = ensure_workflow_branch(
@@ -78,45 +84,39 @@ def branch_maker(project_root: Path) -> BranchMaker:
 
 def create_server(
     project_root: Path | str,
+    config: DeepWorkConfig | None = None,
     *,
-    enable_quality_gate: bool = True,
-    quality_gate_timeout: int = 120,
-    quality_gate_max_attempts: int = 3,
-    external_runner: str | None = None,
-    platform: str = "claude",
-    create_branch: bool = True,
     additional_jobs_folders: Sequence[Path] = (),
 ) -> FastMCP:
     """Build the server for `project_root` (resolved to an absolute path).
 
-    `quality_gate_timeout` is the external reviewer's per-task timeout in seconds, to which 30 s
-    are added per reviewed file beyond five. `deepwork serve` passes the configured value
-    (240 s unless `.deepwork/config.yml` or a flag says otherwise).
+    `config` defaults to `DeepWorkConfig()`, the same defaults `deepwork serve` starts from: the
+    self-review quality gate, three external attempts, a 240 s external review timeout per task
+    (plus 30 s per reviewed file beyond five), a workflow branch per top-level workflow.
+    `additional_jobs_folders` are searched for jobs after the project's and the standard ones.
     """
+    config = DeepWorkConfig() if config is None else config
     root = Path(project_root).resolve()
-    if quality_gate_max_attempts < 1:
-        raise ConfigError("quality_gate_max_attempts must be at least 1")
+    gate_settings = config.quality_gate
+    if gate_settings.max_attempts < 1:
+        raise ConfigError("quality_gate.max_attempts must be at least 1")
     engine = WorkflowEngine(
         root,
         JobCatalog.for_project(root, additional_jobs_folders),
         SessionStore(root),
-        gate=build_gate(
-            enable_quality_gate=enable_quality_gate,
-            external_runner=external_runner,
-            quality_gate_timeout=quality_gate_timeout,
-        ),
-        max_quality_attempts=quality_gate_max_attempts,
-        branch_maker=branch_maker(root) if create_branch else None,
+        gate=build_gate(gate_settings),
+        max_quality_attempts=gate_settings.max_attempts,
+        branch_maker=branch_maker(root) if config.git.create_branch else None,
     )
     mcp = FastMCP(
         SERVER_NAME,
         instructions=INSTRUCTIONS,
         version=version("deepwork-mcp"),
         mask_error_details=True,
-        middleware=[CallLog(engine), ArgumentErrors(), CompactToolListing()],
+        middleware=[CallLog(engine), ToolErrors(), CompactToolListing()],
     )
     register_workflow_tools(mcp, engine)
-    register_review_tools(mcp, project_root=root, platform=platform)
+    register_review_tools(mcp, project_root=root, platform=config.platform)
     return mcp
 
 

@@ -1,1 +1,48 @@
-"""DeepWork Reviews: `.deepreview` rules turned into review tasks for changed files."""
+"""DeepWork Reviews: `.deepreview` rules turned into review tasks for changed files.
+
+The names in `__all__` are the public API the MCP package imports, each loaded on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from deepwork_core import lazy_exports
+
+if TYPE_CHECKING:
+    from deepwork_review.formatters import (
+        PLATFORMS as PLATFORMS,
+    )
+    from deepwork_review.pipeline import (
+        ConfiguredRule as ConfiguredRule,
+    )
+    from deepwork_review.pipeline import (
+        configured_rules as configured_rules,
+    )
+    from deepwork_review.pipeline import (
+        mark_review_passed as mark_review_passed,
+    )
+    from deepwork_review.pipeline import (
+        run_review as run_review,
+    )
+
+#: Module → the public names it defines; imported on first use (see `deepwork_core.lazy`).
+_HOMES = {
+    "deepwork_review.formatters": ("PLATFORMS",),
+    "deepwork_review.pipeline": (
+        "ConfiguredRule",
+        "configured_rules",
+        "mark_review_passed",
+        "run_review",
+    ),
+}
+
+__all__ = [
+    "PLATFORMS",
+    "ConfiguredRule",
+    "configured_rules",
+    "mark_review_passed",
+    "run_review",
+]
+
+__getattr__ = lazy_exports(__name__, _HOMES)

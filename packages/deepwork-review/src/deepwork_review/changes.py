@@ -12,10 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from deepwork_core.errors import ReviewError
-from deepwork_core.git import run_git
+from deepwork_core import ReviewError, run_git
 
-from deepwork_review.discovery import ProjectFiles, is_runtime_file, list_project_files
+from deepwork_review.rule_discovery import ProjectFiles, is_runtime_file, list_project_files
 
 _NOT_A_REPOSITORY = "not a git repository"
 #: Candidates for the default branch, in order, after the remotes' HEAD branches.

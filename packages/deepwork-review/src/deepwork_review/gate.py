@@ -12,14 +12,14 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from deepwork_review.config import FILE_NAME
-from deepwork_review.discovery import (
+from deepwork_review.deepreview import FILE_NAME
+from deepwork_review.pipeline import normalise_paths
+from deepwork_review.rule_discovery import (
     DEFAULT_CACHE,
     RuleCache,
     deepreview_sources,
     list_project_files,
 )
-from deepwork_review.pipeline import normalise_paths
 from deepwork_review.tasks import build_tasks
 
 

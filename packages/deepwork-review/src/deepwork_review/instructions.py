@@ -25,10 +25,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from deepwork_core.errors import SessionError
-from deepwork_core.fsutil import file_lock
-from deepwork_core.runtime_dir import TMP_DIR, ensure_tmp_dir
+from deepwork_core import TMP_DIR, LockTimeout, ensure_tmp_dir, file_lock
 
+from deepwork_review.locks import review_lock
 from deepwork_review.tasks import ReviewTask
 
 FOLDER = "review_instructions"
@@ -55,7 +54,7 @@ def write_instruction_files(
     folder.mkdir(exist_ok=True)
     now = time.time() if now is None else now
     store = _Store(folder, f"{TMP_DIR}/{FOLDER}", now)
-    with file_lock(folder / LOCK_FILE, shared=True):
+    with review_lock(folder / LOCK_FILE, shared=True):
         lists = _ListCache(store)
         written = tuple(
             store.ensure(task.review_id, render_instructions(task, project_root, lists))
@@ -117,10 +116,8 @@ def _prune_if_due(folder: Path, now: float) -> None:
             marker.touch()
             os.utime(marker, (now, now))
             _prune(folder, now)
-    except SessionError as exc:
-        if exc.code != "session.lock_timeout":
-            raise
-        # Runs are writing: prune on a later run.
+    except LockTimeout:
+        pass  # runs are writing: prune on a later run
 
 
 def _prune(folder: Path, now: float) -> None:

@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from deepwork_core.errors import ReviewError
-from deepwork_core.fsutil import atomic_write_text, file_lock
-from deepwork_core.runtime_dir import ensure_tmp_dir
+from deepwork_core import TMP_DIR, ReviewError, atomic_write_text, ensure_tmp_dir
 
+from deepwork_review.locks import review_lock
 from deepwork_review.tasks import is_review_id
 
 FOLDER = "review_passes"
@@ -30,7 +29,7 @@ class ReviewPasses:
 
     @property
     def _folder(self) -> Path:
-        return self._root / ".deepwork" / "tmp" / FOLDER
+        return self._root / TMP_DIR / FOLDER
 
     def passed_ids(self) -> frozenset[str]:
         return frozenset(_read(self._folder / "passed.txt"))
@@ -55,7 +54,7 @@ class ReviewPasses:
         ensure_tmp_dir(self._root)
         self._folder.mkdir(exist_ok=True)
         path = self._folder / name
-        with file_lock(self._folder / f"{name}.lock"):
+        with review_lock(self._folder / f"{name}.lock"):
             with path.open("a", encoding="utf-8") as handle:
                 handle.write("".join(f"{review_id}\n" for review_id in review_ids))
             if path.stat().st_size > MAX_BYTES:

@@ -13,12 +13,15 @@ from concurrent.futures import ThreadPoolExecutor
 from enum import StrEnum
 from pathlib import Path
 
-from deepwork_core.errors import PathOutsideProjectError, Problem, ReviewError
+from deepwork_core import PathOutsideProjectError, Problem, ReviewError
 from pydantic import BaseModel, ConfigDict
 
 from deepwork_review.changes import TrackedChanges, combine_changes, find_tracked_changes
-from deepwork_review.config import FILE_NAME
-from deepwork_review.discovery import (
+from deepwork_review.deepreview import FILE_NAME
+from deepwork_review.formatters import check_platform, format_tasks
+from deepwork_review.instructions import write_instruction_files
+from deepwork_review.passes import ReviewPasses
+from deepwork_review.rule_discovery import (
     DEFAULT_CACHE,
     RuleCache,
     RuleSet,
@@ -26,9 +29,6 @@ from deepwork_review.discovery import (
     is_runtime_file,
     list_project_files,
 )
-from deepwork_review.formatters import check_platform, format_tasks
-from deepwork_review.instructions import write_instruction_files
-from deepwork_review.passes import ReviewPasses
 from deepwork_review.tasks import DEFAULT_HASHER, ContentHasher, ReviewTask, build_tasks
 
 NO_RULES = "No .deepreview configuration files found."

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from deepwork_review.config import ReviewRule, Strategy
+from deepwork_review.deepreview import ReviewRule, Strategy
 
 REVIEW_ID_PATTERN = r"^[A-Za-z0-9_-]{1,48}--[0-9a-f]{20}$"
 _REVIEW_ID_RE = re.compile(REVIEW_ID_PATTERN)

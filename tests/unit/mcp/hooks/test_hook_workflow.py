@@ -12,16 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deepwork_core import runtime_dir, sessions
+from deepwork_core import layout
 from deepwork_core.discovery import JobCatalog
 from deepwork_core.engine import FinishStatus, WorkflowEngine
 from deepwork_core.sessions import SessionStore
-from deepwork_mcp.hooks.active import (
-    SESSION_PREFIX,
-    STACK_PATH,
-    may_have_job_hooks,
-    stack_is_empty,
-)
+from deepwork_mcp.hooks.active import STACK_PATH, may_have_job_hooks, stack_is_empty
 
 _SCRIPT = Path(sys.executable).with_name("deepwork")
 DEEPWORK = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "deepwork_mcp"]
@@ -322,15 +317,15 @@ def test_session_start_briefs_on_the_running_workflow(
 
 
 def test_the_light_stack_probe_matches_the_store(project: Path) -> None:
-    assert Path(runtime_dir.TMP_DIR) / sessions.STACK_FILE == STACK_PATH
-    assert sessions.SESSION_PREFIX == SESSION_PREFIX
     assert stack_is_empty(project)
     engine = engine_for(project)
     started = engine.start("Write it", "demo", "report")
     assert not stack_is_empty(project)
     stack_file = json.loads((project / STACK_PATH).read_text())
     assert stack_file["session_ids"] == [started.brief.session_id]
-    session_file = project / STACK_PATH.parent / f"{SESSION_PREFIX}{started.brief.session_id}.json"
+    assert SessionStore(project).stack_path == project / STACK_PATH
+    session_file = project / layout.TMP_DIR / layout.session_file_name(started.brief.session_id)
+    assert SessionStore(project).session_path(started.brief.session_id) == session_file
     assert json.loads(session_file.read_text())["job_name"] == "demo"
     engine.abort("not needed")
     assert stack_is_empty(project)

@@ -11,9 +11,17 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import click
-from deepwork_core.discovery import JobCatalog, JobFolder, parse_folder_list
-from deepwork_core.errors import Problem, Severity
-from deepwork_core.parser import JOB_FILE, ParsedJob, check_job_files, parse_job_dir
+from deepwork_core import (
+    JOB_FILE,
+    JobCatalog,
+    JobFolder,
+    ParsedJob,
+    Problem,
+    Severity,
+    check_job_files,
+    parse_folder_list,
+    parse_job_dir,
+)
 
 from deepwork_mcp.cli.jobs_convert import convert
 from deepwork_mcp.cli.jobs_new import new

@@ -5,9 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from deepwork_core.conversion import convert_job, write_conversion
-from deepwork_core.errors import DeepWorkError
-from deepwork_core.parser import JOB_FILE, JobFormat, parse_job_dir
+from deepwork_core import (
+    JOB_FILE,
+    DeepWorkError,
+    JobFormat,
+    convert_job,
+    parse_job_dir,
+    write_conversion,
+)
 
 
 @click.command("convert")

@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from deepwork_core.errors import DeepWorkError
-from deepwork_core.scaffold import scaffold_job
+from deepwork_core import DeepWorkError, scaffold_job
 
 
 @click.command("new")

@@ -11,10 +11,8 @@ from pathlib import Path
 from typing import IO
 
 import click
-from deepwork_core.errors import DeepWorkError, YamlError
-from deepwork_core.yamlio import read_yaml_file
-from deepwork_review.formatters import PLATFORMS
-from deepwork_review.pipeline import run_review
+from deepwork_core import DeepWorkError, YamlError, read_yaml_file
+from deepwork_review import PLATFORMS, run_review
 
 #: How long to wait for the first byte of a file list on stdin before ignoring stdin.
 STDIN_FIRST_BYTE_SECONDS = 1.0

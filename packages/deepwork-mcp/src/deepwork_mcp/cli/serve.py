@@ -1,7 +1,8 @@
 """`deepwork serve`: run the MCP server for a project.
 
-Settings come from `.deepwork/config.yml` (FORMATS.md §3); every flag given on the command line
-wins over the file. stdout is the protocol channel on stdio, so logs go to stderr only.
+Settings come from `.deepwork/config.yml` (`docs/config.md`); every flag given on the command line
+wins over the file. Help texts quote the defaults of `DeepWorkConfig`, their one source. stdout
+is the protocol channel on stdio, so logs go to stderr only.
 """
 
 from __future__ import annotations
@@ -11,14 +12,14 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, TypedDict
+from typing import Any
 
 import click
-
-if TYPE_CHECKING:
-    from deepwork_core.config import DeepWorkConfig
+from deepwork_core import EXTERNAL_RUNNERS, DeepWorkConfig
 
 ADDITIONAL_JOBS_ENV = "DEEPWORK_ADDITIONAL_JOBS_FOLDERS"
+_DEFAULTS = DeepWorkConfig()
+_GATE = _DEFAULTS.quality_gate
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -34,7 +35,8 @@ ADDITIONAL_JOBS_ENV = "DEEPWORK_ADDITIONAL_JOBS_FOLDERS"
     "--no-quality-gate",
     is_flag=True,
     default=False,
-    help="Disable the quality gate (default: config quality_gate.enabled, else on).",
+    help="Disable the quality gate (default: config quality_gate.enabled, else "
+    f"{'on' if _GATE.enabled else 'off'}).",
 )
 @click.option(
     "--transport",
@@ -49,7 +51,7 @@ ADDITIONAL_JOBS_ENV = "DEEPWORK_ADDITIONAL_JOBS_FOLDERS"
 @click.option("--port", type=int, default=8000, show_default=True, help="Port for http and sse.")
 @click.option(
     "--external-runner",
-    type=click.Choice(["claude", "none"]),
+    type=click.Choice([*EXTERNAL_RUNNERS, "none"]),
     default=None,
     help="Quality-gate reviewer: 'claude' runs the Claude CLI, 'none' means self-review "
     "(default: config quality_gate.external_runner, else self-review).",
@@ -58,20 +60,21 @@ ADDITIONAL_JOBS_ENV = "DEEPWORK_ADDITIONAL_JOBS_FOLDERS"
     "--platform",
     default=None,
     help="Platform the review tools format for, e.g. claude or gemini "
-    "(default: the first of config platforms, else claude).",
+    f"(default: the first of config platforms, else {_DEFAULTS.platform}).",
 )
 @click.option(
     "--max-quality-attempts",
     type=click.IntRange(min=1),
     default=None,
-    help="Failed external reviews allowed before finished_step errors (default: config, else 3).",
+    help="Failed external reviews allowed before finished_step errors "
+    f"(default: config quality_gate.max_attempts, else {_GATE.max_attempts}).",
 )
 @click.option(
     "--quality-gate-timeout",
     type=click.IntRange(min=1),
     default=None,
     help="Seconds per external review task, plus 30 per file beyond five "
-    "(default: config quality_gate.timeout_seconds, else 240).",
+    f"(default: config quality_gate.timeout_seconds, else {_GATE.timeout_seconds}).",
 )
 @click.option(
     "--no-branch",
@@ -96,9 +99,7 @@ def serve(
     # rescanning them while they are still being created cost about 100 ms of cold start
     # (benchmarks/). Collect once after start-up and freeze the survivors out of later scans.
     gc.disable()
-    from deepwork_core.config import load_config
-    from deepwork_core.discovery import parse_folder_list
-    from deepwork_core.errors import DeepWorkError
+    from deepwork_core import DeepWorkError, load_config, parse_folder_list
 
     _configure_logging()
     root = project_path.resolve()
@@ -109,7 +110,7 @@ def serve(
 
     fastmcp.settings.check_for_updates = "off"
     try:
-        options = resolve_options(
+        config = apply_flags(
             load_config(root),
             no_quality_gate=no_quality_gate,
             external_runner=external_runner,
@@ -120,7 +121,7 @@ def serve(
         )
         server = create_server(
             root,
-            **options,
+            config,
             additional_jobs_folders=parse_folder_list(os.environ.get(ADDITIONAL_JOBS_ENV)),
         )
     except DeepWorkError as exc:
@@ -135,16 +136,7 @@ def serve(
         server.run(transport=transport, host=host, port=port, show_banner=False)  # type: ignore[arg-type]
 
 
-class ServerOptions(TypedDict):
-    enable_quality_gate: bool
-    quality_gate_timeout: int
-    quality_gate_max_attempts: int
-    external_runner: str | None
-    platform: str
-    create_branch: bool
-
-
-def resolve_options(
+def apply_flags(
     config: DeepWorkConfig,
     *,
     no_quality_gate: bool = False,
@@ -153,18 +145,23 @@ def resolve_options(
     max_quality_attempts: int | None = None,
     quality_gate_timeout: int | None = None,
     no_branch: bool = False,
-) -> ServerOptions:
-    """`create_server` settings: each flag that was given wins over `.deepwork/config.yml`."""
-    gate = config.quality_gate
-    runner = gate.external_runner if external_runner is None else external_runner
-    return ServerOptions(
-        enable_quality_gate=gate.enabled and not no_quality_gate,
-        quality_gate_timeout=quality_gate_timeout or gate.timeout_seconds,
-        quality_gate_max_attempts=max_quality_attempts or gate.max_attempts,
-        external_runner=None if runner == "none" else runner,
-        platform=platform or (config.platforms[0] if config.platforms else "claude"),
-        create_branch=config.git.create_branch and not no_branch,
-    )
+) -> DeepWorkConfig:
+    """`config` with every flag that was given applied over it (`.deepwork/config.yml` loses)."""
+    gate: dict[str, Any] = {}
+    if no_quality_gate:
+        gate["enabled"] = False
+    if external_runner is not None:
+        gate["external_runner"] = None if external_runner == "none" else external_runner
+    if max_quality_attempts is not None:
+        gate["max_attempts"] = max_quality_attempts
+    if quality_gate_timeout is not None:
+        gate["timeout_seconds"] = quality_gate_timeout
+    update: dict[str, Any] = {"quality_gate": config.quality_gate.model_copy(update=gate)}
+    if platform:
+        update["platforms"] = [platform, *(p for p in config.platforms if p != platform)]
+    if no_branch:
+        update["git"] = config.git.model_copy(update={"create_branch": False})
+    return config.model_copy(update=update)
 
 
 def _configure_logging() -> None:

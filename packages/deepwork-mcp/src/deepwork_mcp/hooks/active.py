@@ -4,11 +4,8 @@ The session store (`deepwork_core.sessions`) and job discovery are the readers o
 state and of jobs; they import pydantic and YAML, which cost several times the whole no-op hook.
 So hooks first probe with plain `json` and text reads, and open the store only when a workflow
 may be running (`stack_is_empty`) and its job may have hooks for the event (`may_have_job_hooks`).
-The probes are conservative — when in doubt they say "maybe" and the store decides — and depend
-on these facts of the store's format, which a test checks against `deepwork_core.sessions`: the
-stack is `<project>/.deepwork/tmp/stack.json` listing active ids, top last, under `session_ids`
-(absent when no workflow is active);
-a session is `<same folder>/session_<id>.json` naming its job under `job_name`.
+The probes are conservative — when in doubt they say "maybe" and the store decides — and read
+the store's file names from `deepwork_core.layout`, which imports only the standard library.
 """
 
 from __future__ import annotations
@@ -20,15 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from deepwork_core.discovery import LoadedJob
-    from deepwork_core.models import Step
-    from deepwork_core.sessions import Session
+from deepwork_core import layout
 
-#: `deepwork_core.runtime_dir.TMP_DIR / deepwork_core.sessions.STACK_FILE`.
-STACK_PATH = Path(".deepwork/tmp/stack.json")
-#: `deepwork_core.sessions.SESSION_PREFIX`.
-SESSION_PREFIX = "session_"
+if TYPE_CHECKING:
+    from deepwork_core import LoadedJob, Session, Step
+
+#: The stack file: it exists exactly while a workflow is active.
+STACK_PATH = Path(layout.STACK_PATH)
 
 # The job.yml keys that declare actions for each event (FORMATS.md §1 `hooks`, `stop_hooks`).
 _EVENT_KEYS = {
@@ -67,23 +62,25 @@ def may_have_job_hooks(project_root: Path, event: str, additional_jobs_folders: 
     try:
         stack = json.loads((project_root / STACK_PATH).read_text(encoding="utf-8"))
         top = stack["session_ids"][-1]
-        session_file = project_root / STACK_PATH.parent / f"{SESSION_PREFIX}{top}.json"
+        session_file = project_root / layout.TMP_DIR / layout.session_file_name(top)
         job_name = json.loads(session_file.read_text(encoding="utf-8"))["job_name"]
     except (OSError, ValueError, LookupError, TypeError):
         return True
     import deepwork_core
-    from deepwork_core.identifiers import NAME_PATTERN
+    from deepwork_core import NAME_PATTERN
 
     if not isinstance(job_name, str) or not re.match(NAME_PATTERN, job_name):
         return True
     folders = [
-        project_root / ".deepwork" / "jobs",
-        Path(deepwork_core.__file__).parent / "standard_jobs",
+        project_root / layout.PROJECT_JOBS_DIR,
+        Path(deepwork_core.__file__).parent / layout.STANDARD_JOBS_PACKAGE_DIR,
         *(Path(p.strip()) for p in (additional_jobs_folders or "").split(os.pathsep) if p.strip()),
     ]
     for folder in folders:
         try:
-            text = (folder / job_name / "job.yml").read_text(encoding="utf-8", errors="replace")
+            text = (folder / job_name / layout.JOB_FILE).read_text(
+                encoding="utf-8", errors="replace"
+            )
         except FileNotFoundError:
             continue
         except OSError:
@@ -110,7 +107,7 @@ def load_stack(project_root: Path) -> list[Session]:
     """The active sessions (bottom to top); [] without importing pydantic when there are none."""
     if stack_is_empty(project_root):
         return []
-    from deepwork_core.sessions import SessionStore
+    from deepwork_core import SessionStore
 
     return SessionStore(project_root).stack()
 
@@ -125,7 +122,7 @@ def load_active_workflow(
     stack = load_stack(project_root)
     if not stack:
         return None
-    from deepwork_core.discovery import JobCatalog, parse_folder_list
+    from deepwork_core import JobCatalog, parse_folder_list
 
     catalog = JobCatalog.for_project(project_root, parse_folder_list(additional_jobs_folders))
     job = catalog.get(stack[-1].job_name)

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from deepwork_core.errors import DeepWorkError, HookError
+from deepwork_core import DeepWorkError, HookError
 
 from deepwork_mcp.hooks.runner import (
     DEFAULT_SCRIPT_TIMEOUT,

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from deepwork_core.errors import DeepWorkError, HookError
+from deepwork_core import DeepWorkError, HookError
 
 from deepwork_mcp.hooks.event import HookEvent, parse_event
 from deepwork_mcp.hooks.output import dumps, render
@@ -18,7 +18,7 @@ from deepwork_mcp.hooks.result import HookResult
 HOOKS: dict[str, tuple[str, str]] = {
     "post_commit_reminder": ("deepwork_mcp.hooks.post_commit_reminder", "post_commit_reminder"),
     "workflow": ("deepwork_mcp.hooks.workflow", "workflow"),
-    "session_start": ("deepwork_mcp.hooks.briefing", "session_start"),
+    "session_start": ("deepwork_mcp.hooks.session_start", "session_start"),
 }
 
 DEFAULT_SCRIPT_TIMEOUT = 30.0

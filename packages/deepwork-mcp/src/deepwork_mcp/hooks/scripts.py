@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from deepwork_core.errors import HookError, ProcessTimeoutError
-from deepwork_core.process import run_bounded
+from deepwork_core import HookError, ProcessTimeoutError, run_bounded
 
 _TAIL = 2000
 

@@ -7,7 +7,7 @@ import os
 import select
 import time
 
-from deepwork_core.errors import HookError
+from deepwork_core import HookError
 
 MAX_EVENT_BYTES = 32 * 1024 * 1024
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from deepwork_core.errors import DeepWorkError
+from deepwork_core import DeepWorkError
 
 from deepwork_mcp.hooks.active import load_active_workflow, may_have_job_hooks, stack_is_empty
 from deepwork_mcp.hooks.platforms import AFTER_AGENT, BEFORE_PROMPT, BEFORE_TOOL
@@ -23,7 +23,7 @@ from deepwork_mcp.hooks.result import NO_OP, HookResult, combine, join_texts
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from deepwork_core.models import HookAction, Step
+    from deepwork_core import HookAction, Step
 
     from deepwork_mcp.hooks.active import ActiveWorkflow
     from deepwork_mcp.hooks.event import HookEvent
@@ -64,7 +64,7 @@ def _run_action(
     texts: list[str],
     decisions: list[HookResult],
 ) -> None:
-    from deepwork_core.identifiers import resolve_inside
+    from deepwork_core import resolve_inside
 
     job_dir = active.job.job_dir.resolve()
     if action.prompt is not None:

@@ -1,1 +1,4 @@
-"""MCP tool adapters: parse arguments, call core in a worker thread, build the response."""
+"""MCP tool adapters: call core in a worker thread, validate the response model.
+
+Errors are mapped by the `deepwork_mcp.tool_errors.ToolErrors` middleware, never here.
+"""

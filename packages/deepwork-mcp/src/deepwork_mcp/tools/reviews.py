@@ -1,30 +1,20 @@
 """The review tools: `get_review_instructions`, `get_configured_reviews`, `mark_review_as_passed`.
 
-Each tool parses its arguments, runs the review pipeline in a worker thread (it calls git and
-reads files) and builds its response.
+Each adapter runs the review pipeline in a worker thread (it calls git and reads files) and
+builds its response. Errors are mapped by the `deepwork_mcp.tool_errors.ToolErrors` middleware.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated
 
-import anyio.to_thread
 import fastmcp
-from deepwork_review.pipeline import (
-    ConfiguredRule,
-    configured_rules,
-    mark_review_passed,
-    run_review,
-)
+from anyio import to_thread
+from deepwork_review import ConfiguredRule, configured_rules, mark_review_passed, run_review
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
-
-from deepwork_mcp.errors import tool_errors
-
-_T = TypeVar("_T")
 
 _READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 _RECORDS = ToolAnnotations(
@@ -36,12 +26,6 @@ class ReviewPassRecorded(BaseModel):
     review_id: str
     passed: bool = True
     message: str
-
-
-async def _call(tool: str, function: Callable[[], _T]) -> _T:
-    """Run `function` in a worker thread (it calls git and reads files); map its errors."""
-    with tool_errors(tool):
-        return await anyio.to_thread.run_sync(function)
 
 
 def register_review_tools(mcp: fastmcp.FastMCP, *, project_root: Path, platform: str) -> None:
@@ -59,9 +43,8 @@ def register_review_tools(mcp: fastmcp.FastMCP, *, project_root: Path, platform:
         ] = None,
     ) -> str:
         """Review tasks to run in parallel for the changed files, per `.deepreview` rules."""
-        run = await _call(
-            "get_review_instructions",
-            partial(run_review, project_root, platform=platform, files=files),
+        run = await to_thread.run_sync(
+            partial(run_review, project_root, platform=platform, files=files)
         )
         return run.text
 
@@ -73,13 +56,10 @@ def register_review_tools(mcp: fastmcp.FastMCP, *, project_root: Path, platform:
         ] = None,
     ) -> list[ConfiguredRule]:
         """List `.deepreview` rules (files with problems appear as `PARSE_ERROR`)."""
-        listing = await _call(
-            "get_configured_reviews",
+        listing = await to_thread.run_sync(
             partial(
-                configured_rules,
-                project_root,
-                only_rules_matching_files=only_rules_matching_files,
-            ),
+                configured_rules, project_root, only_rules_matching_files=only_rules_matching_files
+            )
         )
         return [*listing.rules, *listing.parse_errors]
 
@@ -89,7 +69,7 @@ def register_review_tools(mcp: fastmcp.FastMCP, *, project_root: Path, platform:
     ) -> ReviewPassRecorded:
         """Record that a review found no issues, so it is skipped until its rule or files
         change."""
-        await _call("mark_review_as_passed", partial(mark_review_passed, project_root, review_id))
+        await to_thread.run_sync(partial(mark_review_passed, project_root, review_id))
         return ReviewPassRecorded(
             review_id=review_id,
             message="Recorded as passed; this review will not be handed out again until its "

@@ -1,8 +1,8 @@
 """The four workflow tools (seed 000, JOBS-REQ-001.2–001.6).
 
-Each adapter parses its arguments, calls the `WorkflowEngine` in a worker thread (the engine does
-file I/O and may wait on a lock; the event loop must not) and builds the response model. Errors
-are mapped by `deepwork_mcp.errors.tool_errors`.
+Each adapter calls the `WorkflowEngine` in a worker thread (the engine does file I/O and may wait
+on a lock; the event loop must not) and validates the response model from its result. Errors are
+mapped in one place, the `deepwork_mcp.tool_errors.ToolErrors` middleware.
 """
 
 from __future__ import annotations
@@ -13,19 +13,18 @@ from functools import partial
 from typing import Annotated
 
 from anyio import to_thread
-from deepwork_core.engine import WorkflowEngine
+from deepwork_core import WorkflowEngine
 from fastmcp import Context, FastMCP
 from fastmcp.tools.base import ToolResult
 from mcp.types import TextContent, ToolAnnotations
 from pydantic import Field
 
-from deepwork_mcp.errors import tool_errors
+from deepwork_mcp.listing import output_schema
 from deepwork_mcp.responses import (
     AbortWorkflowResponse,
     FinishedStepResponse,
     GetWorkflowsResponse,
     StartWorkflowResponse,
-    output_schema,
 )
 
 _READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
@@ -54,7 +53,7 @@ class _ListingCache:
         if cached is None or cached[0] != catalog.fingerprint:
             # The text is the same compact JSON as `model_dump_json`, written from the dict so
             # the response model is gone before the text exists (a lower first-call peak).
-            structured = GetWorkflowsResponse.from_catalog(catalog).model_dump(mode="json")
+            structured = GetWorkflowsResponse.model_validate(catalog).model_dump(mode="json")
             text = json.dumps(structured, ensure_ascii=False, separators=(",", ":"))
             result = ToolResult(
                 content=[TextContent(type="text", text=text)], structured_content=structured
@@ -72,8 +71,7 @@ def register_workflow_tools(mcp: FastMCP, engine: WorkflowEngine) -> None:
     @mcp.tool(annotations=_READ_ONLY, output_schema=output_schema(GetWorkflowsResponse))
     def get_workflows() -> ToolResult:
         """List the jobs and workflows you can start. Call this first."""
-        with tool_errors("get_workflows"):
-            return listing.get()
+        return listing.get()
 
     @mcp.tool(annotations=_CHANGES_STATE, output_schema=output_schema(StartWorkflowResponse))
     async def start_workflow(
@@ -83,11 +81,10 @@ def register_workflow_tools(mcp: FastMCP, engine: WorkflowEngine) -> None:
         instance_id: Annotated[str | None, Field(description="Run name, e.g. 'acme'.")] = None,
     ) -> StartWorkflowResponse:
         """Start a workflow (nested if one is running); returns its first step."""
-        with tool_errors("start_workflow"):
-            result = await to_thread.run_sync(
-                partial(engine.start, goal, job_name, workflow_name, instance_id)
-            )
-            return StartWorkflowResponse.from_result(result)
+        result = await to_thread.run_sync(
+            partial(engine.start, goal, job_name, workflow_name, instance_id)
+        )
+        return StartWorkflowResponse.model_validate(result)
 
     @mcp.tool(annotations=_CHANGES_STATE, output_schema=output_schema(FinishedStepResponse))
     async def finished_step(
@@ -104,18 +101,17 @@ def register_workflow_tools(mcp: FastMCP, engine: WorkflowEngine) -> None:
     ) -> FinishedStepResponse:
         """Submit the current step's outputs. Returns needs_work, next_step or
         workflow_complete."""
-        with tool_errors("finished_step"):
-            result = await to_thread.run_sync(
-                partial(
-                    engine.finish,
-                    outputs,
-                    notes=notes,
-                    override_reason=quality_review_override_reason,
-                    session_id=session_id,
-                    progress=ctx.report_progress,
-                )
+        result = await to_thread.run_sync(
+            partial(
+                engine.finish,
+                outputs,
+                notes=notes,
+                override_reason=quality_review_override_reason,
+                session_id=session_id,
+                progress=ctx.report_progress,
             )
-            return FinishedStepResponse.from_result(result)
+        )
+        return FinishedStepResponse.model_validate(result)
 
     @mcp.tool(annotations=_CHANGES_STATE, output_schema=output_schema(AbortWorkflowResponse))
     async def abort_workflow(
@@ -123,6 +119,5 @@ def register_workflow_tools(mcp: FastMCP, engine: WorkflowEngine) -> None:
         session_id: SessionIdArg = None,
     ) -> AbortWorkflowResponse:
         """Abort a workflow; its parent resumes."""
-        with tool_errors("abort_workflow"):
-            result = await to_thread.run_sync(partial(engine.abort, explanation, session_id))
-            return AbortWorkflowResponse.from_result(result)
+        result = await to_thread.run_sync(partial(engine.abort, explanation, session_id))
+        return AbortWorkflowResponse.model_validate(result)

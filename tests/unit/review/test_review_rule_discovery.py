@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from deepwork_review.discovery import RuleCache, deepreview_sources, list_project_files
+from deepwork_review.rule_discovery import RuleCache, deepreview_sources, list_project_files
 
 from tests.conftest import PY_RULE
 

@@ -15,11 +15,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from deepwork_core.errors import GitError, Problem
-from deepwork_core.git import run_git
-from deepwork_core.runtime_dir import TMP_DIR
+from deepwork_core import TMP_DIR, GitError, Problem, run_git
 
-from deepwork_review.config import FILE_NAME, ParsedFile, ReviewRule, parse_deepreview
+from deepwork_review.deepreview import FILE_NAME, ParsedFile, ReviewRule, parse_deepreview
 
 _RUNTIME_PREFIX = TMP_DIR + "/"
 _NOT_A_REPOSITORY = "not a git repository"

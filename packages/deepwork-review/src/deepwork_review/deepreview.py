@@ -17,9 +17,14 @@ from functools import cached_property
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from deepwork_core.errors import PathOutsideProjectError, Problem, YamlError
-from deepwork_core.identifiers import resolve_inside
-from deepwork_core.yamlio import YamlDocument, read_yaml_file
+from deepwork_core import (
+    PathOutsideProjectError,
+    Problem,
+    YamlDocument,
+    YamlError,
+    read_yaml_file,
+    resolve_inside,
+)
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from deepwork_review.matcher import Scope

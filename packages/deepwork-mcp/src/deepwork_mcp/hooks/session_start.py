@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from deepwork_core.errors import DeepWorkError
+from deepwork_core import DeepWorkError
 
 from deepwork_mcp.hooks.active import load_stack, stack_is_empty
 from deepwork_mcp.hooks.platforms import SESSION_START
@@ -18,7 +18,7 @@ from deepwork_mcp.hooks.result import NO_OP, HookResult
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from deepwork_core.sessions import Session
+    from deepwork_core import Session
 
     from deepwork_mcp.hooks.event import HookEvent
     from deepwork_mcp.hooks.runner import HookContext
@@ -60,7 +60,7 @@ def briefing(root: Path, stack: list[Session], additional_jobs_folders: str | No
 
 
 def _step_lines(root: Path, session: Session, additional_jobs_folders: str | None) -> list[str]:
-    from deepwork_core.discovery import JobCatalog, parse_folder_list
+    from deepwork_core import JobCatalog, parse_folder_list
 
     ids = session.current_step_ids
     try:

@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from deepwork_review.config import Strategy, parse_deepreview
+from deepwork_review.deepreview import Strategy, parse_deepreview
 
 CORPUS_FILES = {
     "root": 10,

@@ -1,0 +1,53 @@
+"""What the engine's transitions return: the core side of the workflow tools' responses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from deepwork_core.briefing import StepBrief
+from deepwork_core.sessions import OutputValue
+from deepwork_core.verdicts import ReviewVerdict
+
+
+@dataclass(frozen=True, slots=True)
+class StackItem:
+    session_id: str
+    workflow: str
+    step: str
+
+
+class FinishStatus(StrEnum):
+    NEEDS_WORK = "needs_work"
+    NEXT_STEP = "next_step"
+    WORKFLOW_COMPLETE = "workflow_complete"
+
+
+@dataclass(frozen=True, slots=True)
+class StartResult:
+    brief: StepBrief
+    stack: list[StackItem]
+    branch_name: str | None
+    branch_note: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class FinishResult:
+    status: FinishStatus
+    stack: list[StackItem]
+    brief: StepBrief | None = None
+    feedback: str | None = None
+    #: The reviews that failed; set with `NEEDS_WORK` only.
+    failed_reviews: list[ReviewVerdict] | None = None
+    summary: str | None = None
+    all_outputs: dict[str, OutputValue] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AbortResult:
+    aborted_workflow: str
+    aborted_step: str
+    explanation: str
+    stack: list[StackItem]
+    resumed_workflow: str | None
+    resumed_step: str | None
