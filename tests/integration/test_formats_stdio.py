@@ -95,13 +95,7 @@ def _sub_workflow_of(step: dict[str, Any], job: str) -> tuple[str, str] | None:
     return target_job, workflow
 
 
-#: The tool responses learn the newer output types with the runtime work on the engine.
-_NEWER_TYPES_PENDING = pytest.mark.xfail(
-    strict=True, reason="responses do not carry string/file_path outputs yet"
-)
-
-
-@pytest.mark.parametrize("fmt", [pytest.param("0.14", marks=_NEWER_TYPES_PENDING), "0.9"])
+@pytest.mark.parametrize("fmt", ["0.14", "0.9"])
 async def test_every_fixture_workflow_walks_to_completion(tmp_path: Path, fmt: str) -> None:
     root = _project(tmp_path, fmt)
     async with serve(root, "server", "--no-quality-gate") as server:
@@ -114,7 +108,6 @@ async def test_every_fixture_workflow_walks_to_completion(tmp_path: Path, fmt: s
                 await _walk(server, root, name, workflow.name)
 
 
-@_NEWER_TYPES_PENDING
 async def test_json_schema_mismatch_is_reported_at_the_checkpoint(tmp_path: Path) -> None:
     root = _project(tmp_path, "0.14")
     (root / "changes.json").write_text(json.dumps({"version": "1.0"}), encoding="utf-8")
@@ -128,7 +121,6 @@ async def test_json_schema_mismatch_is_reported_at_the_checkpoint(tmp_path: Path
         assert "entries" in text
 
 
-@_NEWER_TYPES_PENDING
 async def test_string_outputs_reach_later_steps(tmp_path: Path) -> None:
     root = _project(tmp_path, "0.14")
     async with serve(root, "server", "--no-quality-gate") as server:
@@ -138,9 +130,80 @@ async def test_string_outputs_reach_later_steps(tmp_path: Path) -> None:
         assert started["begin_step"]["step_id"] == "extract"
         kinds = {o["name"]: o["type"] for o in started["begin_step"]["step_expected_outputs"]}
         assert kinds == {"decisions": "string", "actions": "string"}
-        await server.error("finished_step", "outputs.wrong_type", outputs={"decisions": ["x"]})
+        await server.error(
+            "finished_step", "outputs.wrong_type", outputs={"decisions": ["x"], "actions": "y"}
+        )
         publish = await server.ok(
             "finished_step", outputs={"decisions": "Ship on Friday", "actions": "Ann: tag it"}
         )
         inputs = {i["name"]: i for i in publish["begin_step"]["step_inputs"]}
-        assert inputs["decisions"]["paths"] == ["Ship on Friday"]
+        assert inputs["decisions"]["value"] == "Ship on Friday"
+        assert inputs["decisions"]["paths"] == []
+
+
+async def test_start_inputs_reach_the_steps_that_declare_them(tmp_path: Path) -> None:
+    root = _project(tmp_path, "0.14")
+    async with serve(root, "server", "--no-quality-gate") as server:
+        await server.error(
+            "start_workflow",
+            "inputs.unknown",
+            goal="g",
+            job_name="release_digest",
+            workflow_name="draft",
+            inputs={"colour": "red"},
+        )
+        started = await server.ok(
+            "start_workflow",
+            goal="g",
+            job_name="release_digest",
+            workflow_name="draft",
+            inputs={"version": "2.0.0"},
+        )
+        [version] = started["begin_step"]["step_inputs"]
+        assert (version["name"], version["value"]) == ("version", "2.0.0")
+        (root / "changes.json").write_text(json.dumps(JSON_CONTENT["changes.json"]))
+        write = await server.ok("finished_step", outputs={"changes.json": "changes.json"})
+        given = {i["name"]: i for i in write["begin_step"]["step_inputs"]}
+        assert given["version"]["value"] == "2.0.0"
+        assert given["changes.json"]["paths"] == ["changes.json"]
+        (root / "notes.md").write_text("# Notes\n")
+        done = await server.ok("finished_step", outputs={"notes.md": "notes.md"})
+        assert done["status"] == "workflow_complete"
+        assert "pull request" in done["post_workflow_instructions"]
+
+
+async def test_a_sub_workflow_step_runs_its_workflow_nested_and_completes_with_it(
+    tmp_path: Path,
+) -> None:
+    root = _project(tmp_path, "0.14")
+    (root / "plan.md").write_text("# Plan\n")
+    (root / "changes.json").write_text(json.dumps(JSON_CONTENT["changes.json"]))
+    (root / "notes.md").write_text("# Notes\n")
+    async with serve(root, "server", "--no-quality-gate") as server:
+        await server.ok("start_workflow", goal="g", job_name="launch_plan", workflow_name="plan")
+        nested = await server.ok("finished_step", outputs={"plan.md": "plan.md"})
+        assert nested["begin_step"]["step_id"] == "collect"
+        assert [e["workflow"] for e in nested["stack"]] == [
+            "launch_plan/plan",
+            "release_digest/draft",
+        ]
+        await server.ok("finished_step", outputs={"changes.json": "changes.json"})
+        resumed = await server.ok("finished_step", outputs={"notes.md": "notes.md"})
+        assert resumed["status"] == "next_step"
+        assert resumed["begin_step"]["step_id"] == "checklist"
+        assert [e["workflow"] for e in resumed["stack"]] == ["launch_plan/plan"]
+        assert "release_notes" in resumed["summary"]
+        assert "pull request" in resumed["summary"]
+
+
+async def test_the_workflow_agent_is_listed_and_briefed(tmp_path: Path) -> None:
+    root = _project(tmp_path, "0.14")
+    async with serve(root, "server", "--no-quality-gate") as server:
+        listing = await server.ok("get_workflows")
+        audit = next(job for job in listing["jobs"] if job["name"] == "code_audit")
+        agents = {w["name"]: w.get("agent") for w in audit["workflows"]}
+        assert agents == {"full_audit": "general-purpose", "audit_module": None}
+        started = await server.ok(
+            "start_workflow", goal="g", job_name="code_audit", workflow_name="full_audit"
+        )
+        assert started["begin_step"]["agent"] == "general-purpose"

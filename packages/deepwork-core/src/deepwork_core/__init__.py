@@ -21,6 +21,7 @@ if TYPE_CHECKING:
         GateSelfReviewRequested,
         GateVerdict,
         ProgressReporter,
+        has_own_reviews,
     )
     from deepwork_core.config import (
         DEFAULT_REVIEW_TIMEOUT,
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
     from deepwork_core.models import HookAction, Step
     from deepwork_core.parser import JobFormat, ParsedJob, check_job_files, parse_job_dir
     from deepwork_core.process import run_bounded
+    from deepwork_core.process_review import RULE_PREFIX
     from deepwork_core.quality import (
         DEFAULT_MAX_INLINE_FILES,
         QualityReviewTask,
@@ -92,6 +94,7 @@ _HOMES = {
         "GateSelfReviewRequested",
         "GateVerdict",
         "ProgressReporter",
+        "has_own_reviews",
     ),
     "deepwork_core.config": (
         "DEFAULT_REVIEW_TIMEOUT",
@@ -150,6 +153,7 @@ _HOMES = {
         "parse_job_dir",
     ),
     "deepwork_core.process": ("run_bounded",),
+    "deepwork_core.process_review": ("RULE_PREFIX",),
     "deepwork_core.quality": (
         "DEFAULT_MAX_INLINE_FILES",
         "QualityReviewTask",
@@ -191,6 +195,7 @@ __all__ = [
     "EXTERNAL_RUNNERS",
     "JOB_FILE",
     "NAME_PATTERN",
+    "RULE_PREFIX",
     "TIMEOUT_FREE_FILES",
     "TMP_DIR",
     "AbortResult",
@@ -243,6 +248,7 @@ __all__ = [
     "ensure_tmp_dir",
     "ensure_workflow_branch",
     "file_lock",
+    "has_own_reviews",
     "lazy_exports",
     "load_config",
     "parse_folder_list",

@@ -16,7 +16,7 @@ from deepwork_core.discovery import LoadedJob
 from deepwork_core.docspec import load_doc_spec, render_doc_spec_for_instructions
 from deepwork_core.errors import JobInvalidError, PathOutsideProjectError
 from deepwork_core.identifiers import resolve_inside
-from deepwork_core.models import OutputType, Review, Step
+from deepwork_core.models import InputType, JobDefinition, OutputType, Review, Step
 from deepwork_core.outputs import SYNTAX_HINTS
 from deepwork_core.sessions import Session
 
@@ -42,13 +42,18 @@ class StepReview:
 
 @dataclass(frozen=True, slots=True)
 class ResolvedInput:
-    """A step input: a user parameter (no paths) or a file submitted by an earlier step."""
+    """A step input: a user parameter or what an earlier step submitted.
+
+    `paths` are files; `value` is text (a `string` output of an earlier step, or a value given
+    at `start_workflow`; a file path given at start is in `paths`).
+    """
 
     step_id: str
     name: str
     description: str | None
     from_step: str | None
     paths: list[str] = field(default_factory=list)
+    value: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +66,8 @@ class StepBrief:
     expected_outputs: list[ExpectedOutput]
     reviews: list[StepReview]
     inputs: list[ResolvedInput]
+    #: The agent type the workflow is handed to (0.10+ workflows), if any.
+    agent: str | None = None
 
     @property
     def step_id(self) -> str:
@@ -131,19 +138,49 @@ def sub_workflow_instructions(job_name: str, step: Step) -> str:
     )
 
 
-def resolve_inputs(session: Session, steps: Sequence[Step]) -> list[ResolvedInput]:
-    """The inputs of `steps`, file inputs resolved against what `session` recorded."""
+def resolve_inputs(
+    session: Session, steps: Sequence[Step], definition: JobDefinition | None = None
+) -> list[ResolvedInput]:
+    """The inputs of `steps`, resolved against what `session` recorded and was given at start.
+
+    With `definition`, an input from an earlier step's `string` output carries its text.
+    """
     resolved: list[ResolvedInput] = []
     for step in steps:
         for item in step.inputs:
             if item.file is not None and item.from_step is not None:
                 record = session.step_progress.get(item.from_step)
                 value = record.outputs.get(item.file) if record is not None else None
+                if isinstance(value, str) and _is_text(definition, item.from_step, item.file):
+                    resolved.append(
+                        ResolvedInput(step.id, item.file, None, item.from_step, value=value)
+                    )
+                    continue
                 paths = [value] if isinstance(value, str) else list(value or [])
                 resolved.append(ResolvedInput(step.id, item.file, None, item.from_step, paths))
             elif item.name is not None:
-                resolved.append(ResolvedInput(step.id, item.name, item.description, None))
+                given = session.inputs.get(item.name)
+                text = (
+                    given
+                    if isinstance(given, str) and item.type is not InputType.FILE_PATH
+                    else None
+                )
+                paths = [] if given is None or text is not None else _as_paths(given)
+                resolved.append(
+                    ResolvedInput(step.id, item.name, item.description, None, paths, text)
+                )
     return resolved
+
+
+def _is_text(definition: JobDefinition | None, step_id: str, output: str) -> bool:
+    if definition is None or step_id not in definition.steps_by_id:
+        return False
+    spec = definition.step(step_id).outputs.get(output)
+    return spec is not None and spec.type is OutputType.STRING
+
+
+def _as_paths(value: str | list[str]) -> list[str]:
+    return [value] if isinstance(value, str) else list(value)
 
 
 def build_brief(
@@ -173,8 +210,14 @@ def build_brief(
             for name, spec in step.outputs.items()
         ],
         reviews=[StepReview(step.id, review) for step in steps for review in step.reviews],
-        inputs=resolve_inputs(session, steps),
+        inputs=resolve_inputs(session, steps, definition),
+        agent=_workflow_agent(definition, session.workflow_name),
     )
+
+
+def _workflow_agent(definition: JobDefinition, workflow_name: str) -> str | None:
+    workflow = definition.workflows_by_name.get(workflow_name)
+    return workflow.agent if workflow is not None else None
 
 
 def _concurrent_note(job: LoadedJob, steps: Sequence[Step]) -> str:

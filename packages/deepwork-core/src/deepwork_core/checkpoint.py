@@ -8,14 +8,17 @@ unchanged; the gate answers with one of three verdicts, told apart by type:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
 from deepwork_core.briefing import ResolvedInput
-from deepwork_core.models import JobDefinition
-from deepwork_core.sessions import OutputValue
+from deepwork_core.errors import OutputsError, QualityGateError
+from deepwork_core.identifiers import check_session_id, check_text
+from deepwork_core.models import JobDefinition, Step
+from deepwork_core.sessions import OutputValue, QualityEvent, QualityEventKind
 from deepwork_core.verdicts import ReviewVerdict
 
 #: `async (done, total, message)`: reports reviewer progress to the client. The engine only
@@ -40,6 +43,8 @@ class Checkpoint:
     notes: str | None = None
     #: The external gate's attempt number; 0 when attempts are not counted.
     attempt: int = 0
+    #: What the agent says it did, checked against the steps' `process_requirements`.
+    work_summary: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "project_root", self.project_root.resolve())
@@ -75,6 +80,10 @@ GateVerdict = GatePassed | GateNeedsWork | GateSelfReviewRequested
 class Gate(Protocol):
     """The quality gate as the engine sees it."""
 
+    def consulted_for(self, steps: Sequence[Step]) -> bool:
+        """True when a checkpoint of `steps` goes to the gate (else it advances at once)."""
+        ...
+
     @property
     def external(self) -> bool:
         """True when a separate reviewer decides (attempts are counted and capped)."""
@@ -83,3 +92,55 @@ class Gate(Protocol):
     def evaluate(self, checkpoint: Checkpoint, progress: ProgressReporter | None) -> GateVerdict:
         """Review `checkpoint`. Raises `QualityGateError` when no verdict could be had."""
         ...
+
+
+def has_own_reviews(steps: Sequence[Step]) -> bool:
+    """True when a step declares reviews or process requirements."""
+    return any(step.reviews or step.process_requirements for step in steps)
+
+
+def quality_event(verdict: GateVerdict, checkpoint: Checkpoint, at: datetime) -> QualityEvent:
+    """The session log entry of one gate verdict."""
+    if isinstance(verdict, GateSelfReviewRequested):
+        return QualityEvent(
+            at=at,
+            kind=QualityEventKind.SELF_REVIEW,
+            step_ids=list(checkpoint.step_ids),
+            attempt=checkpoint.attempt or None,
+            feedback=verdict.feedback,
+            review_file=verdict.review_file,
+        )
+    return QualityEvent(
+        at=at,
+        kind=QualityEventKind.REVIEW,
+        step_ids=list(checkpoint.step_ids),
+        attempt=checkpoint.attempt or None,
+        passed=isinstance(verdict, GatePassed),
+        feedback=verdict.feedback,
+        reviews=list(verdict.reviews),
+    )
+
+
+def check_finish_arguments(
+    outputs: Mapping[str, object],
+    notes: str | None,
+    override_reason: str | None,
+    session_id: str | None,
+    work_summary: str | None = None,
+) -> None:
+    """Reject malformed `finished_step` arguments before any state is touched."""
+    if not isinstance(outputs, Mapping):
+        raise OutputsError(
+            "outputs must be an object mapping output names to paths", code="outputs.wrong_type"
+        )
+    if override_reason is not None and not override_reason.strip():
+        raise QualityGateError(
+            "quality_review_override_reason is empty; explain why the review is not needed "
+            "or leave it out",
+            code="quality_gate.override_reason_empty",
+        )
+    if session_id is not None:
+        check_session_id(session_id)
+    check_text(notes, what="notes")
+    check_text(override_reason, what="quality_review_override_reason")
+    check_text(work_summary, what="work_summary")

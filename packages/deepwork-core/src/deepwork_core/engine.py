@@ -11,14 +11,13 @@ session that changed meanwhile.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
 from deepwork_core.briefing import (
     InstructionReader,
     ResolvedInput,
-    build_brief,
     resolve_inputs,
 )
 from deepwork_core.checkpoint import (
@@ -26,20 +25,21 @@ from deepwork_core.checkpoint import (
     Gate,
     GateNeedsWork,
     GatePassed,
-    GateSelfReviewRequested,
     GateVerdict,
     ProgressReporter,
+    check_finish_arguments,
+    quality_event,
 )
 from deepwork_core.config import DEFAULT_MAX_QUALITY_ATTEMPTS
 from deepwork_core.discovery import Catalog, JobCatalog, LoadedJob
 from deepwork_core.errors import (
-    OutputsError,
     QualityGateError,
     SessionError,
     WorkflowNotFoundError,
 )
 from deepwork_core.identifiers import check_session_id, check_text
-from deepwork_core.models import Step, Workflow
+from deepwork_core.models import JobDefinition, Step, Workflow
+from deepwork_core.nesting import begin_checkpoint, handed_up_outputs, waiting_parent
 from deepwork_core.outputs import ValidatedOutputs, validate_outputs
 from deepwork_core.results import (
     AbortResult,
@@ -59,6 +59,7 @@ from deepwork_core.sessions import (
     new_session_id,
     utc_now,
 )
+from deepwork_core.start_inputs import check_start_inputs
 from deepwork_core.verdicts import ReviewVerdict
 
 #: `(job_name, label) -> (branch_name | None, note | None)`: switches to the workflow's branch.
@@ -109,13 +110,22 @@ class WorkflowEngine:
     # --- start -------------------------------------------------------------------------------
 
     def start(
-        self, goal: str, job_name: str, workflow_name: str, instance_id: str | None = None
+        self,
+        goal: str,
+        job_name: str,
+        workflow_name: str,
+        instance_id: str | None = None,
+        inputs: Mapping[str, object] | None = None,
     ) -> StartResult:
-        """Start a workflow on top of the stack and begin its first checkpoint."""
+        """Start a workflow on top of the stack and begin its first checkpoint.
+
+        `inputs` gives the workflow's start parameters (see `deepwork_core.start_inputs`).
+        """
         check_text(goal, what="goal")
         check_text(instance_id, what="instance_id")
         job = self.catalog.get(job_name)
         workflow = select_workflow(job, workflow_name)
+        given = check_start_inputs(self.project_root, job.definition, workflow, inputs)
         entries = workflow.entries
         if not entries:
             raise WorkflowNotFoundError(
@@ -145,11 +155,13 @@ class WorkflowEngine:
                     step_id: StepRecord(step_id=step_id, started_at=now) for step_id in entries[0]
                 },
                 parent_session_id=parent.session_id if parent is not None else None,
+                inputs=given,
                 branch_name=branch_name,
                 started_at=now,
             )
-            brief = build_brief(job, session, entries[0], self._instructions)
-            tx.push(session)
+            brief = begin_checkpoint(
+                self.catalog, self._instructions, tx, job, session, entries[0], push=True
+            )
             stack = _stack_items(tx)
         if parent is None:
             self.store.prune()
@@ -165,6 +177,7 @@ class WorkflowEngine:
         override_reason: str | None = None,
         session_id: str | None = None,
         progress: ProgressReporter | None = None,
+        work_summary: str | None = None,
     ) -> FinishResult:
         """Check the current checkpoint's outputs, run the quality gate, then advance.
 
@@ -172,8 +185,10 @@ class WorkflowEngine:
         lock); run the gate (lock released); record its verdict and advance or answer
         `needs_work` (under the lock, if the session has not moved on meanwhile).
         """
-        _check_finish_arguments(outputs, notes, override_reason, session_id)
-        prepared = self._prepare_checkpoint(outputs, notes, override_reason, session_id)
+        check_finish_arguments(outputs, notes, override_reason, session_id, work_summary)
+        prepared = self._prepare_checkpoint(
+            outputs, notes, override_reason, session_id, work_summary
+        )
         if isinstance(prepared, FinishResult):
             return prepared
         verdict = self._evaluate(prepared, progress)
@@ -185,6 +200,7 @@ class WorkflowEngine:
         notes: str | None,
         override_reason: str | None,
         session_id: str | None,
+        work_summary: str | None = None,
     ) -> FinishResult | _Pending:
         """Validate the outputs; advance when no review is due, else count the attempt."""
         gate = self.gate
@@ -192,7 +208,7 @@ class WorkflowEngine:
             session = _target(tx, session_id)
             job, steps = self._checkpoint(session)
             validated = validate_outputs(self.project_root, steps, outputs)
-            has_reviews = any(step.reviews for step in steps)
+            has_reviews = gate is not None and gate.consulted_for(steps)
             if gate is None or not has_reviews:
                 return self._advance(tx, session, job, validated, notes)
             if override_reason is not None:
@@ -215,9 +231,10 @@ class WorkflowEngine:
                 job=job.definition,
                 step_ids=tuple(session.current_step_ids),
                 outputs=validated.merged,
-                input_files=_file_inputs(session, steps),
+                input_files=_file_inputs(session, steps, job.definition),
                 notes=notes,
                 attempt=attempt,
+                work_summary=work_summary,
             )
             return _Pending(checkpoint, job, validated, session.current_entry_index)
 
@@ -250,7 +267,7 @@ class WorkflowEngine:
         checkpoint = pending.checkpoint
         with self.store.transaction() as tx:
             session = self._same_checkpoint(tx, checkpoint.session_id, pending.entry_index)
-            session.quality_log.append(_quality_event(verdict, checkpoint, self.clock()))
+            session.quality_log.append(quality_event(verdict, checkpoint, self.clock()))
             if isinstance(verdict, GatePassed):
                 return self._advance(tx, session, pending.job, pending.validated, notes)
             tx.save(session)
@@ -364,14 +381,19 @@ class WorkflowEngine:
             session.current_step_ids = list(entries[next_index])
             for step_id in entries[next_index]:
                 session.step_progress[step_id] = StepRecord(step_id=step_id, started_at=now)
-            brief = build_brief(job, session, entries[next_index], self._instructions)
             tx.save(session)
+            brief = begin_checkpoint(
+                self.catalog, self._instructions, tx, job, session, entries[next_index]
+            )
             return FinishResult(FinishStatus.NEXT_STEP, _stack_items(tx), brief=brief)
 
         session.status = SessionStatus.COMPLETED
         session.completed_at = now
         tx.save(session)
         tx.remove_from_stack(session.session_id)
+        parent = waiting_parent(tx, session)
+        if parent is not None:
+            return self._resume_parent(tx, session, parent, workflow.post_workflow_instructions)
         stack = _stack_items(tx)
         summary = f"Workflow '{session.workflow_label}' completed successfully!"
         if stack:
@@ -383,7 +405,24 @@ class WorkflowEngine:
             stack,
             summary=summary,
             all_outputs=session.all_outputs(),
+            post_workflow_instructions=workflow.post_workflow_instructions,
         )
+
+    def _resume_parent(
+        self, tx: StateTransaction, finished: Session, parent: Session, after: str | None
+    ) -> FinishResult:
+        """Complete the parent's `sub_workflow` step with the workflow `finished` ran."""
+        job = self.catalog.get(parent.job_name)
+        step = job.definition.step(parent.current_step_id)
+        outputs = ValidatedOutputs({step.id: handed_up_outputs(step, finished)})
+        result = self._advance(tx, parent, job, outputs, None)
+        note = (
+            f"Workflow '{finished.workflow_label}' completed; step '{step.id}' of "
+            f"'{parent.workflow_label}' completed with it."
+        )
+        if after:
+            note += f" Afterwards: {after}"
+        return replace(result, summary=f"{note} {result.summary or ''}".rstrip())
 
 
 def select_workflow(job: LoadedJob, workflow_name: str) -> Workflow:
@@ -426,53 +465,12 @@ def _target(tx: StateTransaction, session_id: str | None) -> Session:
     )
 
 
-def _check_finish_arguments(
-    outputs: Mapping[str, object],
-    notes: str | None,
-    override_reason: str | None,
-    session_id: str | None,
-) -> None:
-    if not isinstance(outputs, Mapping):
-        raise OutputsError(
-            "outputs must be an object mapping output names to paths", code="outputs.wrong_type"
-        )
-    if override_reason is not None and not override_reason.strip():
-        raise QualityGateError(
-            "quality_review_override_reason is empty; explain why the review is not needed "
-            "or leave it out",
-            code="quality_gate.override_reason_empty",
-        )
-    if session_id is not None:
-        check_session_id(session_id)
-    check_text(notes, what="notes")
-    check_text(override_reason, what="quality_review_override_reason")
-
-
-def _quality_event(verdict: GateVerdict, checkpoint: Checkpoint, at: datetime) -> QualityEvent:
-    """The session log entry of one gate verdict."""
-    if isinstance(verdict, GateSelfReviewRequested):
-        return QualityEvent(
-            at=at,
-            kind=QualityEventKind.SELF_REVIEW,
-            step_ids=list(checkpoint.step_ids),
-            attempt=checkpoint.attempt or None,
-            feedback=verdict.feedback,
-            review_file=verdict.review_file,
-        )
-    return QualityEvent(
-        at=at,
-        kind=QualityEventKind.REVIEW,
-        step_ids=list(checkpoint.step_ids),
-        attempt=checkpoint.attempt or None,
-        passed=isinstance(verdict, GatePassed),
-        feedback=verdict.feedback,
-        reviews=list(verdict.reviews),
-    )
-
-
-def _file_inputs(session: Session, steps: list[Step]) -> list[ResolvedInput]:
+def _file_inputs(
+    session: Session, steps: list[Step], definition: JobDefinition
+) -> list[ResolvedInput]:
     """The inputs the reviewers see: files submitted by earlier steps (parameters left out)."""
-    return [item for item in resolve_inputs(session, steps) if item.from_step is not None]
+    resolved = resolve_inputs(session, steps, definition)
+    return [item for item in resolved if item.from_step is not None and item.paths]
 
 
 def _stack_item(session: Session) -> StackItem:

@@ -25,7 +25,16 @@ from deepwork_core.errors import DeepWorkError, QualityGateError
 from deepwork_core.fsutil import atomic_write_text
 from deepwork_core.identifiers import check_name, check_session_id, resolve_inside
 from deepwork_core.layout import TMP_DIR, review_file_name
-from deepwork_core.models import OutputType, Review, Step
+from deepwork_core.models import Review, Step
+from deepwork_core.process_review import (
+    is_special_scope,
+    process_requirement_parts,
+    review_criteria,
+    reviews_each_file,
+    task_scope,
+    text_outputs,
+    with_text_outputs,
+)
 from deepwork_core.runtime_dir import ensure_tmp_dir
 from deepwork_core.verdicts import CriterionVerdict, ReviewVerdict
 
@@ -62,7 +71,7 @@ class QualityReviewTask(_Model):
     @property
     def label(self) -> str:
         """A short human description, e.g. `draft: output 'report' (out/b.md)`."""
-        scope = "all outputs" if self.run_each == "step" else f"output '{self.run_each}'"
+        scope = task_scope(self.run_each)
         where = f" ({self.target_file})" if self.target_file else ""
         return f"{self.step_id}: {scope}{where}"
 
@@ -85,6 +94,8 @@ def plan_review_tasks(checkpoint: Checkpoint) -> list[QualityReviewTask]:
         step = checkpoint.job.step(step_id)
         for review in step.reviews:
             tasks.extend(_expand(step, review, checkpoint.outputs, root, specs))
+        parts = process_requirement_parts(checkpoint, step)
+        tasks.extend(QualityReviewTask(**fields) for fields in parts)
     return tasks
 
 
@@ -96,7 +107,8 @@ def _expand(
     specs: dict[str, DocSpec],
 ) -> list[QualityReviewTask]:
     def make(covered: Iterable[str], files: list[str], target: str | None) -> QualityReviewTask:
-        criteria = dict(review.quality_criteria)
+        criteria, guidance = review_criteria(review)
+        covered = list(covered)
         for output_name in covered:
             spec_path = step.outputs[output_name].doc_spec
             if spec_path is None:
@@ -112,19 +124,22 @@ def _expand(
             step_id=step.id,
             run_each=review.run_each,
             target_file=target,
-            files=files,
+            files=[path for path in files if path not in texts],
             criteria=criteria,
-            guidance=review.additional_review_guidance,
+            guidance=with_text_outputs(guidance, {n: texts[n] for n in covered if n in texts}),
         )
 
+    texts = text_outputs(step, outputs)
     if review.run_each == "step":
         covered = [name for name in step.outputs if name in outputs]
-        files = [path for name in covered for path in _as_list(outputs[name])]
+        files = [path for name in covered if name not in texts for path in _as_list(outputs[name])]
         return [make(covered, files, None)]
     if review.run_each not in outputs:
         return []  # an optional output that was not submitted: nothing to review
+    if review.run_each in texts:
+        return [make([review.run_each], [], None)]
     paths = _as_list(outputs[review.run_each])
-    if step.outputs[review.run_each].type is OutputType.FILES:
+    if reviews_each_file(step.outputs[review.run_each].type, review.strategy):
         return [make([review.run_each], [path], path) for path in paths]
     return [make([review.run_each], paths, None)]
 
@@ -342,7 +357,8 @@ def combined_feedback(verdicts: Iterable[ReviewVerdict]) -> str:
     for verdict in verdicts:
         if verdict.passed:
             continue
-        scope = "all outputs" if verdict.review_run_each == "step" else verdict.review_run_each
+        run_each = verdict.review_run_each
+        scope = task_scope(run_each) if is_special_scope(run_each) else run_each
         target = f" ({verdict.target_file})" if verdict.target_file else ""
         lines = [f"Review of {verdict.step_id}: {scope}{target} failed: {verdict.feedback}"]
         lines += [
@@ -393,7 +409,7 @@ def _self_review_text(checkpoint: Checkpoint, tasks: Sequence[QualityReviewTask]
         scope = (
             "all outputs of the step together"
             if task.run_each == "step"
-            else f"output `{task.run_each}`"
+            else task_scope(task.run_each)
             + (f", file `{task.target_file}`" if task.target_file else "")
         )
         out += ["", f"## Review {number} of {len(tasks)}: step `{task.step_id}`, {scope}", ""]

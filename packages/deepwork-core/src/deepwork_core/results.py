@@ -41,6 +41,8 @@ class FinishResult:
     failed_reviews: list[ReviewVerdict] | None = None
     summary: str | None = None
     all_outputs: dict[str, OutputValue] | None = None
+    #: With `WORKFLOW_COMPLETE`: what the completed workflow asks the agent to do next.
+    post_workflow_instructions: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

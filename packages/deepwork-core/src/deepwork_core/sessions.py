@@ -123,6 +123,10 @@ class Session(_State):
     current_step_ids: list[str]
     step_progress: dict[str, StepRecord] = Field(default_factory=dict)
     parent_session_id: str | None = None
+    #: Set on a workflow a `sub_workflow` step started: that step of the parent session.
+    started_for_step: str | None = None
+    #: Values given at `start_workflow` (argument name -> text or project-relative path(s)).
+    inputs: dict[str, OutputValue] = Field(default_factory=dict)
     branch_name: str | None = None
     started_at: datetime
     completed_at: datetime | None = None

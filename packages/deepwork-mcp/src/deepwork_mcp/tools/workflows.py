@@ -32,6 +32,17 @@ _READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 _CHANGES_STATE = ToolAnnotations(destructive_hint=False, open_world_hint=False)
 
 SessionIdArg = Annotated[str | None, Field(description="Default: the top of the stack.")]
+InputsArg = Annotated[
+    dict[str, str | list[str]] | None,
+    Field(description="Start parameters: name -> text or file path(s)."),
+]
+OutputsArg = Annotated[
+    dict[str, str | list[str]],
+    Field(description="Output name -> path, list of paths, or text (type string)."),
+]
+WorkSummaryArg = Annotated[
+    str | None, Field(description="What you did; checked against process requirements.")
+]
 
 
 class _ListingCache:
@@ -79,21 +90,20 @@ def register_workflow_tools(mcp: FastMCP, engine: WorkflowEngine) -> None:
         job_name: str,
         workflow_name: Annotated[str, Field(description="Any name if the job has only one.")],
         instance_id: Annotated[str | None, Field(description="Run name, e.g. 'acme'.")] = None,
+        inputs: InputsArg = None,
     ) -> StartWorkflowResponse:
         """Start a workflow (nested if one is running); returns its first step."""
         result = await to_thread.run_sync(
-            partial(engine.start, goal, job_name, workflow_name, instance_id)
+            partial(engine.start, goal, job_name, workflow_name, instance_id, inputs)
         )
         return StartWorkflowResponse.model_validate(result)
 
     @mcp.tool(annotations=_CHANGES_STATE, output_schema=output_schema(FinishedStepResponse))
     async def finished_step(
-        outputs: Annotated[
-            dict[str, str | list[str]],
-            Field(description="Output name -> path (type file) or list of paths (type files)."),
-        ],
+        outputs: OutputsArg,
         ctx: Context,
         notes: str | None = None,
+        work_summary: WorkSummaryArg = None,
         quality_review_override_reason: Annotated[
             str | None, Field(description="Skips the quality review; say why.")
         ] = None,
@@ -109,6 +119,7 @@ def register_workflow_tools(mcp: FastMCP, engine: WorkflowEngine) -> None:
                 override_reason=quality_review_override_reason,
                 session_id=session_id,
                 progress=ctx.report_progress,
+                work_summary=work_summary,
             )
         )
         return FinishedStepResponse.model_validate(result)
