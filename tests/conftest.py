@@ -1,4 +1,4 @@
-"""Fixtures shared by every test suite: the shared corpus and real git repositories."""
+"""Fixtures shared by every test suite: real git repositories."""
 
 from __future__ import annotations
 
@@ -7,18 +7,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture(scope="session")
-def corpus_dir() -> Path:
-    """Real DeepWork 0.9.1 user files (`<repo>/../shared/corpus/deepwork-0.9.1`), read in place."""
-    path = REPO_ROOT.parent / "shared" / "corpus" / "deepwork-0.9.1"
-    if not (path / "INDEX.md").is_file():
-        pytest.fail(f"the shared corpus is missing: expected {path}/INDEX.md")
-    return path
-
 
 PY_RULE = """\
 python:

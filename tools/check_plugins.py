@@ -27,6 +27,7 @@ from typing import Any
 
 from deepwork_core.errors import ProcessTimeoutError
 from deepwork_core.process import Completed, run_bounded
+from release_check import SERVER_TOOLS  # a sibling script: tools/ is sys.path[0]
 
 ROOT = Path(__file__).resolve().parent.parent
 CLAUDE_CODE = "@anthropic-ai/claude-code@2.1.197"
@@ -35,16 +36,14 @@ GEMINI_CLI = "@google/gemini-cli@0.61.0"
 VERSION: str = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]["version"]
 CLAUDE_SKILLS = ("deepwork", "review", "configure_reviews")
 GEMINI_SKILLS = ("deepwork", "review", "configure-reviews")
-# Every tool the skills teach; the server must offer all of them.
-TOOLS = (
-    "get_workflows",
-    "start_workflow",
-    "finished_step",
-    "abort_workflow",
-    "get_review_instructions",
-    "get_configured_reviews",
-    "mark_review_as_passed",
-)
+# Claude Code's sub-agent tool is `Agent` (alias `Task`, its former name). The model sees
+# `Agent`, but the `init` event of `--output-format stream-json` reports it under the old name
+# for SDK compatibility, so the check looks for `Task` there.
+SUBAGENT_TOOL = "Agent"
+SUBAGENT_TOOL_IN_INIT = "Task"
+# The plugin's read-only reviewer agent, as Claude Code names plugin agents.
+REVIEWER_AGENT = "deepwork:reviewer"
+TOOLS = SERVER_TOOLS
 # Only these variables reach the clients: no API key or login can make them call a model.
 PASSED_ENV = (
     "PATH",
@@ -253,9 +252,21 @@ def check_claude_session(project: Path, env: Mapping[str, str], *extra: str) -> 
     missing_tools = [t for t in TOOLS if prefix + t not in init.get("tools", [])]
     if status == "connected" and missing_tools:
         problems.append(f"tools missing: {missing_tools}")
+    # The skills name Claude Code's sub-agent tool; it must exist under that name.
+    if SUBAGENT_TOOL_IN_INIT not in init.get("tools", []):
+        problems.append(
+            f"no {SUBAGENT_TOOL} tool (listed as {SUBAGENT_TOOL_IN_INIT!r}), which the skills "
+            f"name; tools: {init.get('tools')}"
+        )
+    agents = init.get("agents")
+    if not isinstance(agents, list) or REVIEWER_AGENT not in agents:
+        problems.append(f"agent {REVIEWER_AGENT} not loaded; agents: {agents}; keys: {list(init)}")
     if problems:
         raise CheckFailed("\n".join(problems))
-    return f"{len(CLAUDE_SKILLS)} skills, server connected, {len(TOOLS)} tools"
+    return (
+        f"{len(CLAUDE_SKILLS)} skills, server connected, {len(TOOLS)} tools, "
+        f"{SUBAGENT_TOOL} tool, agent {REVIEWER_AGENT}"
+    )
 
 
 def _hook_responses(stdout: str, event: str) -> list[dict[str, Any]]:

@@ -70,6 +70,9 @@ class Platform:
     timeout_scale: int  # hook timeouts: seconds -> the client's unit
     skill_name: Callable[[str], str]
     skill_ref: Callable[[str], str]
+    reviewer_name: str  # the read-only reviewer agent's file stem and frontmatter name
+    reviewer_ref: str  # how a skill names that agent when starting a sub-agent
+    reviewer_tools: tuple[str, ...]  # read and search only, plus recording a pass
 
     project_dir: str  # the project folder as a hook command's shell sees it
 
@@ -107,12 +110,15 @@ CLAUDE = Platform(
     key="claude",
     out=Path("plugins/claude"),
     tool_prefix="mcp__plugin_deepwork_deepwork__",
-    subagents="the `Task` tool, one call per task, all in the same message",
+    subagents="the `Agent` tool (formerly `Task`), one call per task, all in the same message",
     ask_user="with the `AskUserQuestion` tool",
     skill_dir="${CLAUDE_SKILL_DIR}",
     timeout_scale=1,
     skill_name=lambda name: name,
     skill_ref=lambda name: f"`deepwork:{name}` skill",
+    reviewer_name="reviewer",
+    reviewer_ref="`subagent_type: deepwork:reviewer`",
+    reviewer_tools=("Read", "Grep", "Glob", "mcp__plugin_deepwork_deepwork__mark_review_as_passed"),
     project_dir='"${CLAUDE_PROJECT_DIR:-.}"',
 )
 
@@ -129,6 +135,16 @@ GEMINI = Platform(
     timeout_scale=1000,
     skill_name=lambda name: name.replace("_", "-"),
     skill_ref=lambda name: f"`{name.replace('_', '-')}` skill (load it with `activate_skill`)",
+    reviewer_name="deepwork-reviewer",
+    reviewer_ref="`agent_name: deepwork-reviewer`",
+    reviewer_tools=(
+        "read_file",
+        "read_many_files",
+        "grep_search",
+        "glob",
+        "list_directory",
+        "mcp_deepwork_mark_review_as_passed",
+    ),
     # Gemini runs hook commands in the project folder (and rewrites `$GEMINI_PROJECT_DIR` in the
     # command text itself, which would break a `${…:-…}` expansion).
     project_dir=".",
@@ -234,6 +250,7 @@ def render(root: Path = ROOT) -> dict[Path, str]:
                         **ctx,
                         example=f"example_reviews/{example}",
                     )
+        emit("templates/agent.md.j2", p.out / "agents" / f"{p.reviewer_name}.md", **ctx)
         emit(f"templates/{p.key}/hooks.json.j2", p.out / "hooks" / "hooks.json", True, **ctx)
         if p.key == "claude":
             emit(

@@ -128,3 +128,46 @@ async def test_a_scaffolded_job_can_be_started_and_completed(project: Path) -> N
 
     async with Client(_server(project)) as client:
         await _walk(client, project, job, "demo")
+
+
+@pytest.mark.parametrize("job_dir", LIBRARY_JOBS, ids=[p.name for p in LIBRARY_JOBS])
+async def test_library_workflows_pass_the_self_review_gate(project: Path, job_dir: Path) -> None:
+    """With the gate on, every step hands its criteria to a self-review, then moves on."""
+    shutil.copytree(job_dir, project / ".deepwork" / "jobs" / job_dir.name)
+    job = parse_job_dir(job_dir).require()
+    (workflow,) = job.workflows
+
+    server = create_server(project, config())
+    async with Client(server) as client:
+        step = (
+            await _call(
+                client,
+                "start_workflow",
+                {"goal": "walkthrough", "job_name": job.name, "workflow_name": workflow.name},
+            )
+        )["begin_step"]
+        for position, entry in enumerate(workflow.entries, 1):
+            outputs = _placeholder_outputs(project, step)
+            arguments = {"outputs": outputs, "session_id": step["session_id"]}
+            gate = await _call(client, "finished_step", arguments)
+            assert gate["status"] == "needs_work", gate
+            review = (
+                project
+                / ".deepwork"
+                / "tmp"
+                / (f"quality_review_{step['session_id']}_{entry[0]}.md")
+            )
+            text = review.read_text(encoding="utf-8")
+            criteria = [c for r in job.step(entry[0]).reviews for c in r.quality_criteria]
+            assert criteria, entry
+            assert [name for name in criteria if name not in text] == [], entry
+
+            answer = await _call(
+                client,
+                "finished_step",
+                {**arguments, "quality_review_override_reason": "Scripted self-review passed."},
+            )
+            expected = "workflow_complete" if position == len(workflow.entries) else "next_step"
+            assert answer["status"] == expected, answer
+            if expected == "next_step":
+                step = answer["begin_step"]

@@ -1,4 +1,4 @@
-"""The quality gate end to end through the tools (JOBS-REQ-001.4.8–001.4.14, RUNTIME.md §4).
+"""The quality gate end to end through the tools (JOBS-REQ-001.4.8–001.4.14, docs/quality-gate.md).
 
 Self-review mode writes the review file; external mode runs a fake `claude` (a real subprocess,
 first on PATH) that records its argv and stdin, so the tests see exactly what a reviewer got.

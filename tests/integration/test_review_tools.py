@@ -8,6 +8,7 @@ import re
 import pytest
 from deepwork_mcp.tool_errors import ToolErrors
 from deepwork_mcp.tools.reviews import register_review_tools
+from deepwork_review.passes import ReviewPasses
 from fastmcp import Client, FastMCP
 from fastmcp.client.client import CallToolResult
 from fastmcp.exceptions import ToolError
@@ -53,8 +54,15 @@ async def test_get_review_instructions_and_pass_memory(repo) -> None:
         content = (repo.root / prompt).read_text()
         review_id = re.search(r'review_id: "([^"]+)"', content).group(1)
 
-        marked = await client.call_tool("mark_review_as_passed", {"review_id": review_id})
+        marked = await client.call_tool(
+            "mark_review_as_passed",
+            {"review_id": review_id, "reason": "The user keeps the\nlong name on purpose."},
+        )
         assert marked.structured_content["passed"] is True
+        assert marked.structured_content["reason"] == "The user keeps the long name on purpose."
+        assert ReviewPasses(repo.root).pass_reasons() == {
+            review_id: "The user keeps the long name on purpose."
+        }
 
         again = await client.call_tool("get_review_instructions", {})
         assert "already passed" in _text(again)

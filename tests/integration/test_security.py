@@ -1,4 +1,4 @@
-"""Everything an agent sends that points outside the project is rejected (FORMATS.md §5)."""
+"""Everything an agent sends that points outside the project is rejected (docs/job-format.md)."""
 
 from __future__ import annotations
 

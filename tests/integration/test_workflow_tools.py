@@ -1,4 +1,4 @@
-"""The workflow tools through an in-memory FastMCP client (JOBS-REQ-001, RUNTIME.md §1–3)."""
+"""The workflow tools through an in-memory FastMCP client (JOBS-REQ-001, docs/runtime.md)."""
 
 from __future__ import annotations
 

@@ -103,7 +103,7 @@ _BASE = valid_job()
 _LONG = "x" * 201
 
 #: (case id, job data, expected code, expected key, expected step or None)
-#: Every one of these violates the shape of FORMATS.md §1 (the JSON Schema must reject it too).
+#: Every one of these violates the shape of docs/job-format.md (the JSON Schema must reject it too).
 SHAPE_CASES: list[tuple[str, dict[str, Any], str, str, str | None]] = [
     ("missing_job_key", without(_BASE, ("summary",)), "job.missing_key", "summary", None),
     (

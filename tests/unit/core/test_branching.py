@@ -1,4 +1,4 @@
-"""Workflow branches (RUNTIME.md §2) against real git repositories in tmp_path."""
+"""Workflow branches (docs/runtime.md) against real git repositories in tmp_path."""
 
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ from deepwork_core.discovery import (
 from deepwork_core.errors import InvalidIdentifierError, JobInvalidError, JobNotFoundError
 from deepwork_core.parser import check_job_files
 
+from tests.fixtures.corpus import SOURCES, corpus_root
 from tests.unit.core.jobdata import changed, valid_job, write_job
 
 
@@ -91,25 +92,39 @@ def test_name_must_equal_folder(folders: dict[SourceKind, Path]) -> None:
     assert [p.code for p in error.parsed.errors] == ["job.name_mismatch"]
 
 
-CORPUS_NAME_MISMATCHES = {"complex_job", "concurrent_steps_job", "exposed_step_job"}
+# Per source: (folders whose YAML name differs, invalid folders, jobs that load).
+CORPUS_DISCOVERY = {
+    "compat": (
+        {"release_notes_job", "parallel_flow_job", "exposed_folder"},
+        {"broken_job", "legacy_criteria"},
+        {"one_report", "recipes", "rule_keeper", "toolkit"},
+    ),
+    "shared": (
+        {"complex_job", "concurrent_steps_job", "exposed_step_job"},
+        {"invalid_job", "spec_driven_development"},
+        {
+            "deepwork_jobs",
+            "deepwork_reviews",
+            "fruits",
+            "job_with_doc_spec",
+            "simple_job",
+            "test_job_flow",
+            "update_job_schema",
+        },
+    ),
+}
 
 
-def test_corpus_jobs_whose_name_differs_from_the_folder_are_load_errors(corpus_dir: Path) -> None:
-    catalog = JobCatalog([JobFolder(corpus_dir / "jobs", SourceKind.ADDITIONAL)])
+@pytest.mark.parametrize("source", SOURCES)
+def test_corpus_jobs_whose_name_differs_from_the_folder_are_load_errors(source: str) -> None:
+    mismatches, invalid, loaded = CORPUS_DISCOVERY[source]
+    catalog = JobCatalog([JobFolder(corpus_root(source) / "jobs", SourceKind.ADDITIONAL)])
     scan = catalog.scan()
     by_folder = {error.job_name: error for error in scan.errors}
-    for folder in CORPUS_NAME_MISMATCHES:
+    for folder in mismatches:
         assert [p.code for p in by_folder[folder].parsed.errors] == ["job.name_mismatch"]
-    assert set(by_folder) == CORPUS_NAME_MISMATCHES | {"invalid_job", "spec_driven_development"}
-    assert {job.name for job in scan.jobs} == {
-        "deepwork_jobs",
-        "deepwork_reviews",
-        "fruits",
-        "job_with_doc_spec",
-        "simple_job",
-        "test_job_flow",
-        "update_job_schema",
-    }
+    assert set(by_folder) == mismatches | invalid
+    assert {job.name for job in scan.jobs} == loaded
 
 
 def test_folders_without_job_yml_and_missing_folders_are_skipped(tmp_path: Path) -> None:

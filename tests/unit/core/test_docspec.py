@@ -1,4 +1,4 @@
-"""Doc spec files (FORMATS.md §1, "Doc specs")."""
+"""Doc spec files (docs/job-format.md, "Doc specs")."""
 
 from __future__ import annotations
 

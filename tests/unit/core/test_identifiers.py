@@ -1,4 +1,4 @@
-"""Identifiers and paths from outside are checked before any file is touched (FORMATS.md §5)."""
+"""Names and paths from outside are checked before any file is touched (docs/job-format.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""deepwork_core never imports mcp, fastmcp, click or jinja2 (DESIGN.md)."""
+"""deepwork_core never imports mcp, fastmcp, click or jinja2 (the layering rule)."""
 
 from __future__ import annotations
 

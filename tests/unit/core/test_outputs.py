@@ -1,4 +1,4 @@
-"""Output validation (JOBS-REQ-001.5, RUNTIME.md §3, FORMATS.md §5)."""
+"""Output validation (JOBS-REQ-001.5, docs/runtime.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""deepwork_core.parser: every check of FORMATS.md §1, reported with file, line, step and key."""
+"""deepwork_core.parser: every check of docs/job-format.md, reported with file, line, step, key."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from deepwork_core.parser import (
     parse_job_source,
 )
 
+from tests.fixtures.corpus import SOURCES, corpus_root
 from tests.unit.core.jobdata import (
     SEMANTIC_CASES,
     SHAPE_CASES,
@@ -25,24 +26,52 @@ from tests.unit.core.jobdata import (
     write_job,
 )
 
-# Verdicts of ../shared/corpus/deepwork-0.9.1/INDEX.md: folder -> (YAML name, steps, workflows)
-# for valid files, or (YAML name, code, key) of the named reason for invalid ones.
-CORPUS_VALID = {
-    "complex_job": ("competitive_research", 4, 0),
-    "concurrent_steps_job": ("concurrent_workflow", 6, 1),
-    "deepwork_jobs": ("deepwork_jobs", 8, 3),
-    "deepwork_reviews": ("deepwork_reviews", 6, 2),
-    "exposed_step_job": ("exposed_job", 2, 0),
-    "fruits": ("fruits", 2, 1),
-    "job_with_doc_spec": ("job_with_doc_spec", 1, 0),
-    "simple_job": ("simple_job", 1, 0),
-    "test_job_flow": ("test_job_flow", 3, 1),
-    "update_job_schema": ("update_job_schema", 8, 1),
+# Expected verdicts, per source: folder -> (YAML name, steps, workflows) for valid files, or
+# (YAML name's code, key) of the named reason for invalid ones. `compat` is the project's own set
+# (tests/fixtures/compat/INDEX.md); `shared` the optional DeepWork 0.9.1 originals.
+VALID: dict[str, dict[str, tuple[str, int, int]]] = {
+    "compat": {
+        "exposed_folder": ("exposed_demo", 2, 0),
+        "one_report": ("one_report", 1, 0),
+        "parallel_flow_job": ("parallel_flow", 5, 1),
+        "recipes": ("recipes", 3, 1),
+        "release_notes_job": ("release_notes", 4, 0),
+        "rule_keeper": ("rule_keeper", 4, 2),
+        "toolkit": ("toolkit", 6, 3),
+    },
+    "shared": {
+        "complex_job": ("competitive_research", 4, 0),
+        "concurrent_steps_job": ("concurrent_workflow", 6, 1),
+        "deepwork_jobs": ("deepwork_jobs", 8, 3),
+        "deepwork_reviews": ("deepwork_reviews", 6, 2),
+        "exposed_step_job": ("exposed_job", 2, 0),
+        "fruits": ("fruits", 2, 1),
+        "job_with_doc_spec": ("job_with_doc_spec", 1, 0),
+        "simple_job": ("simple_job", 1, 0),
+        "test_job_flow": ("test_job_flow", 3, 1),
+        "update_job_schema": ("update_job_schema", 8, 1),
+    },
 }
-CORPUS_INVALID = {
-    "invalid_job": ("job.missing_key", "summary"),
-    "spec_driven_development": ("job.missing_key", "steps[5].reviews"),
+INVALID: dict[str, dict[str, tuple[str, str]]] = {
+    "compat": {
+        "broken_job": ("job.missing_key", "summary"),
+        "legacy_criteria": ("job.missing_key", "steps[1].reviews"),
+    },
+    "shared": {
+        "invalid_job": ("job.missing_key", "summary"),
+        "spec_driven_development": ("job.missing_key", "steps[5].reviews"),
+    },
 }
+VALID_CASES = [
+    pytest.param(source, folder, id=f"{source}-{folder}")
+    for source in SOURCES
+    for folder in sorted(VALID[source])
+]
+INVALID_CASES = [
+    pytest.param(source, folder, id=f"{source}-{folder}")
+    for source in SOURCES
+    for folder in sorted(INVALID[source])
+]
 
 
 def _parse(tmp_path: Path, data: dict[str, Any] | str | bytes) -> ParsedJob:
@@ -58,15 +87,16 @@ def _find(parsed: ParsedJob, code: str, key: str) -> Problem:
 # --- the corpus ------------------------------------------------------------------------------
 
 
-def test_corpus_index_lists_every_job_folder(corpus_dir: Path) -> None:
-    folders = {p.parent.name for p in (corpus_dir / "jobs").glob("*/job.yml")}
-    assert folders == set(CORPUS_VALID) | set(CORPUS_INVALID)
+@pytest.mark.parametrize("source", SOURCES)
+def test_corpus_index_lists_every_job_folder(source: str) -> None:
+    folders = {p.parent.name for p in (corpus_root(source) / "jobs").glob("*/job.yml")}
+    assert folders == set(VALID[source]) | set(INVALID[source])
 
 
-@pytest.mark.parametrize("folder", sorted(CORPUS_VALID))
-def test_corpus_valid_jobs_load(corpus_dir: Path, folder: str) -> None:
-    yaml_name, steps, workflows = CORPUS_VALID[folder]
-    job_dir = corpus_dir / "jobs" / folder
+@pytest.mark.parametrize(("source", "folder"), VALID_CASES)
+def test_corpus_valid_jobs_load(source: str, folder: str) -> None:
+    yaml_name, steps, workflows = VALID[source][folder]
+    job_dir = corpus_root(source) / "jobs" / folder
     # The file content is judged on its own: the folder-name rule is tested with discovery.
     parsed = parse_job_dir(job_dir, expected_name=yaml_name)
     assert parsed.errors == [], format_problems(parsed.errors)
@@ -78,12 +108,10 @@ def test_corpus_valid_jobs_load(corpus_dir: Path, folder: str) -> None:
     assert unreachable == {step.id for step in definition.steps} - reachable
 
 
-@pytest.mark.parametrize("folder", sorted(CORPUS_INVALID))
-def test_corpus_invalid_jobs_are_rejected_for_the_listed_reason(
-    corpus_dir: Path, folder: str
-) -> None:
-    code, key = CORPUS_INVALID[folder]
-    job_dir = corpus_dir / "jobs" / folder
+@pytest.mark.parametrize(("source", "folder"), INVALID_CASES)
+def test_corpus_invalid_jobs_are_rejected_for_the_listed_reason(source: str, folder: str) -> None:
+    code, key = INVALID[source][folder]
+    job_dir = corpus_root(source) / "jobs" / folder
     raw = (job_dir / "job.yml").read_bytes()
     yaml_name = yaml.safe_load(raw)["name"]
     parsed = parse_job_source(raw, job_dir=job_dir, expected_name=yaml_name)
@@ -93,13 +121,42 @@ def test_corpus_invalid_jobs_are_rejected_for_the_listed_reason(
     assert problem.line is not None
 
 
-def test_concurrent_groups_of_the_corpus_keep_their_shape(corpus_dir: Path) -> None:
-    definition = load_job(
-        corpus_dir / "jobs" / "concurrent_steps_job", expected_name="concurrent_workflow"
-    )
+@pytest.mark.parametrize(
+    ("source", "folder", "name", "first", "group"),
+    [
+        pytest.param(
+            "compat",
+            "parallel_flow_job",
+            "parallel_flow",
+            "prepare",
+            ("measure_cpu", "measure_disk", "measure_network"),
+            id="compat",
+        ),
+        pytest.param(
+            "shared",
+            "concurrent_steps_job",
+            "concurrent_workflow",
+            "setup",
+            ("research_web", "research_docs", "research_interviews"),
+            id="shared",
+        ),
+    ],
+)
+def test_concurrent_groups_of_the_corpus_keep_their_shape(
+    source: str, folder: str, name: str, first: str, group: tuple[str, ...]
+) -> None:
+    definition = load_job(corpus_root(source) / "jobs" / folder, expected_name=name)
     entries = definition.workflows[0].entries
-    assert ("research_web", "research_docs", "research_interviews") in entries
-    assert entries[0] == ("setup",)
+    assert entries[0] == (first,)
+    assert group in entries
+
+
+def test_the_older_layout_reports_step_level_criteria_as_unknown() -> None:
+    job_dir = corpus_root("compat") / "jobs" / "legacy_criteria"
+    parsed = parse_job_dir(job_dir)
+    keys = {(p.code, p.key) for p in parsed.errors}
+    assert ("job.unknown_key", "steps[0].quality_criteria") in keys
+    assert ("job.missing_key", "steps[0].reviews") in keys
 
 
 # --- one failing input per check -------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""`.deepwork/tmp/` is created with a `.gitignore` that hides it from git (RUNTIME.md §1)."""
+"""`.deepwork/tmp/` is created with a `.gitignore` that hides it from git (docs/runtime.md)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -17,8 +16,9 @@ from deepwork_core.schema_export import (
     render_job_schema,
 )
 
+from tests.fixtures.corpus import corpus_root
 from tests.unit.core.jobdata import SEMANTIC_CASES, SHAPE_CASES, valid_job
-from tests.unit.core.test_parser import CORPUS_INVALID, CORPUS_VALID
+from tests.unit.core.test_parser import INVALID, INVALID_CASES, VALID_CASES
 
 
 @pytest.fixture(scope="module")
@@ -49,21 +49,26 @@ def test_schema_declares_draft_2020_12_and_a_stable_id() -> None:
     assert [branch["additionalProperties"] for branch in branches] == [False, False]
 
 
-@pytest.mark.parametrize("folder", sorted(CORPUS_VALID))
+@pytest.mark.parametrize(("source", "folder"), VALID_CASES)
 def test_schema_accepts_valid_corpus_jobs(
-    corpus_dir: Path, validator: jsonschema.Draft202012Validator, folder: str
+    validator: jsonschema.Draft202012Validator, source: str, folder: str
 ) -> None:
-    data = yaml.safe_load((corpus_dir / "jobs" / folder / "job.yml").read_text(encoding="utf-8"))
+    data = yaml.safe_load(_job_text(source, folder))
     errors = [error.message for error in validator.iter_errors(data)]
     assert errors == []
 
 
-@pytest.mark.parametrize("folder", sorted(CORPUS_INVALID))
+@pytest.mark.parametrize(("source", "folder"), INVALID_CASES)
 def test_schema_rejects_invalid_corpus_jobs(
-    corpus_dir: Path, validator: jsonschema.Draft202012Validator, folder: str
+    validator: jsonschema.Draft202012Validator, source: str, folder: str
 ) -> None:
-    data = yaml.safe_load((corpus_dir / "jobs" / folder / "job.yml").read_text(encoding="utf-8"))
+    assert folder in INVALID[source]
+    data = yaml.safe_load(_job_text(source, folder))
     assert not validator.is_valid(data)
+
+
+def _job_text(source: str, folder: str) -> str:
+    return (corpus_root(source) / "jobs" / folder / "job.yml").read_text(encoding="utf-8")
 
 
 def test_schema_accepts_the_base_job(validator: jsonschema.Draft202012Validator) -> None:

@@ -1,4 +1,4 @@
-"""SessionStore: durable sessions and stack (RUNTIME.md §1)."""
+"""SessionStore: durable sessions and stack (docs/runtime.md)."""
 
 from __future__ import annotations
 

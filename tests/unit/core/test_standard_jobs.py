@@ -44,10 +44,15 @@ def _text_files(job_dir: Path) -> list[Path]:
 
 def test_the_expected_jobs_are_shipped() -> None:
     assert [p.name for p in STANDARD_JOBS] == ["deepwork_jobs", "deepwork_reviews"]
-    assert len(LIBRARY_JOBS) >= 3
-    assert {"research_report", "spec_driven_development", "release_notes"} <= {
-        p.name for p in LIBRARY_JOBS
-    }
+    assert len(LIBRARY_JOBS) >= 6
+    assert {
+        "research_report",
+        "spec_driven_development",
+        "release_notes",
+        "issue_to_pull_request",
+        "repo_health_check",
+        "incident_postmortem",
+    } <= {p.name for p in LIBRARY_JOBS}
 
 
 @pytest.mark.parametrize("job_dir", ALL_JOBS, ids=JOB_IDS)
@@ -192,3 +197,30 @@ def test_scaffold_rejects_an_invalid_summary_and_writes_nothing(tmp_path: Path) 
 def test_template_placeholders_are_all_filled() -> None:
     placeholders = set(re.findall(r"\{\{(\w+)\}\}", JOB_TEMPLATE.read_text()))
     assert placeholders == {"job_name", "summary", "step_id", "step_name"}
+
+
+@pytest.mark.parametrize("job_dir", ALL_JOBS, ids=JOB_IDS)
+def test_every_step_file_names_its_outputs(job_dir: Path) -> None:
+    """A step's instructions tell the agent each output by the name `finished_step` expects."""
+    definition = parse_job_dir(job_dir).require()
+    missing = []
+    for step in definition.steps:
+        text = (job_dir / step.instructions_file).read_text(encoding="utf-8")
+        missing += [
+            f"{step.id}: {name}"
+            for name in step.outputs
+            if not re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text)
+        ]
+    assert missing == []
+
+
+@pytest.mark.parametrize("job_dir", ALL_JOBS, ids=JOB_IDS)
+def test_every_step_file_ends_with_a_quality_checklist(job_dir: Path) -> None:
+    """The agent checks its own work against the step's reviews before it checks in."""
+    definition = parse_job_dir(job_dir).require()
+    missing = [
+        step.id
+        for step in definition.steps
+        if "## Before you finish" not in (job_dir / step.instructions_file).read_text("utf-8")
+    ]
+    assert missing == []

@@ -9,6 +9,7 @@ from types import ModuleType
 
 import jinja2
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -73,7 +74,7 @@ def test_every_rendered_file_is_valid_and_carries_the_generated_note(
         if path.suffix == ".json":
             data = json.loads(text)
             assert (data.get("$comment") == note) is (path not in no_note), path
-        elif path.name == "SKILL.md":
+        elif path.name == "SKILL.md" or path.parent.name == "agents":
             assert text.splitlines()[:2] == ["---", f"# {note}"], path
         else:
             assert text.splitlines()[0] == f"<!-- {note} -->", path
@@ -137,3 +138,48 @@ def test_adding_a_hook_is_one_line_of_data_for_both_platforms(
     assert "matcher" not in claude["Stop"]
     assert claude["Stop"]["hooks"][0]["timeout"] == 60  # type: ignore[index]
     assert gemini["BeforeTool"]["hooks"][0]["timeout"] == 60_000  # type: ignore[index]
+
+
+def _frontmatter(path: Path) -> dict[str, object]:
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith("---\n"), path
+    data: dict[str, object] = yaml.safe_load(text.split("---\n")[1])
+    return data
+
+
+@pytest.mark.parametrize(
+    ("path", "name", "read_tools", "pass_tool"),
+    [
+        (
+            "plugins/claude/agents/reviewer.md",
+            "reviewer",
+            {"Read", "Grep", "Glob"},
+            "mcp__plugin_deepwork_deepwork__mark_review_as_passed",
+        ),
+        (
+            "plugins/gemini/agents/deepwork-reviewer.md",
+            "deepwork-reviewer",
+            {"read_file", "grep_search", "glob"},
+            "mcp_deepwork_mark_review_as_passed",
+        ),
+    ],
+)
+def test_the_reviewer_agent_can_read_and_record_but_not_edit(
+    path: str, name: str, read_tools: set[str], pass_tool: str
+) -> None:
+    front = _frontmatter(REPO / path)
+    assert front["name"] == name
+    tools = front["tools"]
+    assert isinstance(tools, list)
+    assert read_tools | {pass_tool} <= set(tools)
+    editing = {"Edit", "Write", "MultiEdit", "NotebookEdit", "Bash", "write_file", "replace"}
+    editing |= {"run_shell_command", "*", "mcp_*"}
+    assert not editing & set(tools)
+    assert "mark_review_as_passed" in (REPO / path).read_text(encoding="utf-8")
+
+
+def test_the_claude_skills_name_the_sub_agent_tool_as_claude_code_does() -> None:
+    for skill in ("deepwork", "review"):
+        text = (REPO / f"plugins/claude/skills/{skill}/SKILL.md").read_text(encoding="utf-8")
+        assert "the `Agent` tool" in text, skill
+        assert "the `Task` tool" not in text, skill

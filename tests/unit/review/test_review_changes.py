@@ -1,4 +1,4 @@
-"""Changed-file detection (FORMATS.md §4) on real git repositories."""
+"""Changed-file detection (docs/reviews.md) on real git repositories."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`.deepreview` parsing: the real corpus files, and every problem reported with its line."""
+"""`.deepreview` parsing: files in the layout users have, and every problem with its line."""
 
 from __future__ import annotations
 
@@ -8,11 +8,27 @@ from pathlib import Path
 import pytest
 from deepwork_review.deepreview import Strategy, parse_deepreview
 
+from tests.fixtures.corpus import corpus_root
+
+# Per source: rule file origin -> number of rules.
 CORPUS_FILES = {
-    "root": 10,
-    "src__deepwork__standard_jobs__deepwork_jobs": 1,
-    "src__deepwork__standard_jobs__deepwork_reviews": 1,
+    "compat": {"project": 7, "rule_keeper": 1, "toolkit": 1},
+    "shared": {
+        "root": 10,
+        "src__deepwork__standard_jobs__deepwork_jobs": 1,
+        "src__deepwork__standard_jobs__deepwork_reviews": 1,
+    },
 }
+# Instruction files the root files name, which live next to them in their projects.
+INSTRUCTION_FILES = {
+    "compat": ("prompt_style", "missing_rules"),
+    "shared": ("prompt_best_practices", "suggest_new_reviews"),
+}
+CORPUS_CASES = [
+    pytest.param(source, origin, count, id=f"{source}-{origin}")
+    for source, files in CORPUS_FILES.items()
+    for origin, count in sorted(files.items())
+]
 
 
 def _write(root: Path, relative: str, text: str) -> None:
@@ -21,14 +37,19 @@ def _write(root: Path, relative: str, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-@pytest.mark.parametrize(("origin", "rule_count"), sorted(CORPUS_FILES.items()))
+def _copy_rule_file(source: str, origin: str, project: Path) -> None:
+    shutil.copyfile(
+        corpus_root(source) / "deepreview" / origin / ".deepreview", project / ".deepreview"
+    )
+    for name in INSTRUCTION_FILES[source]:
+        _write(project, f".deepwork/review/{name}.md", f"Instructions of {name}.\n")
+
+
+@pytest.mark.parametrize(("source", "origin", "rule_count"), CORPUS_CASES)
 def test_corpus_deepreview_files_parse(
-    corpus_dir: Path, tmp_path: Path, origin: str, rule_count: int
+    tmp_path: Path, source: str, origin: str, rule_count: int
 ) -> None:
-    shutil.copyfile(corpus_dir / "deepreview" / origin / ".deepreview", tmp_path / ".deepreview")
-    # The root file names two instruction files that live next to it upstream.
-    _write(tmp_path, ".deepwork/review/prompt_best_practices.md", "Check the prompt.\n")
-    _write(tmp_path, ".deepwork/review/suggest_new_reviews.md", "Suggest rules.\n")
+    _copy_rule_file(source, origin, tmp_path)
 
     parsed = parse_deepreview(tmp_path.resolve(), ".deepreview")
 
@@ -40,22 +61,39 @@ def test_corpus_deepreview_files_parse(
         assert rule.defining_file == f".deepreview:{rule.line}"
 
 
-def test_corpus_root_file_details(corpus_dir: Path, tmp_path: Path) -> None:
-    shutil.copyfile(corpus_dir / "deepreview" / "root" / ".deepreview", tmp_path / ".deepreview")
-    _write(tmp_path, ".deepwork/review/prompt_best_practices.md", "Check the prompt.\n")
-    _write(tmp_path, ".deepwork/review/suggest_new_reviews.md", "Suggest rules.\n")
+def test_compat_project_file_details(tmp_path: Path) -> None:
+    _copy_rule_file("compat", "project", tmp_path)
+
+    rules = {rule.name: rule for rule in parse_deepreview(tmp_path, ".deepreview").rules}
+
+    assert rules["prompt_style"].line == 3  # after the two comment lines
+    assert rules["prompt_style"].instructions == "Instructions of prompt_style.\n"
+    assert rules["prompt_style"].instructions_file == ".deepwork/review/prompt_style.md"
+    assert rules["missing_rules"].strategy is Strategy.MATCHES_TOGETHER
+    coverage = rules["spec_coverage"]
+    assert coverage.strategy is Strategy.ALL_CHANGED_FILES
+    assert coverage.agent_for("claude") == "spec-checker"
+    assert coverage.agent_for("gemini") is None
+    guide = rules["user_guide_current"]
+    assert guide.additional_context.unchanged_matching_files is True
+    assert guide.additional_context.all_changed_filenames is False
+    assert guide.exclude == ("**/__pycache__/**",)
+    assert rules["changelog_entry"].additional_context.all_changed_filenames is True
+    assert rules["python_conventions"].exclude == ("**/migrations/**", "build/**")
+
+
+def test_shared_root_file_details(tmp_path: Path) -> None:
+    _copy_rule_file("shared", "root", tmp_path)
 
     rules = {rule.name: rule for rule in parse_deepreview(tmp_path, ".deepreview").rules}
 
     assert rules["prompt_best_practices"].line == 1
-    assert rules["prompt_best_practices"].instructions == "Check the prompt.\n"
     assert rules["prompt_best_practices"].instructions_file == (
         ".deepwork/review/prompt_best_practices.md"
     )
     traceability = rules["requirements_traceability"]
     assert traceability.strategy is Strategy.ALL_CHANGED_FILES
     assert traceability.agent_for("claude") == "requirements-reviewer"
-    assert traceability.agent_for("gemini") is None
     docs = rules["update_documents_relating_to_src_deepwork"]
     assert docs.additional_context.unchanged_matching_files is True
     assert docs.exclude == ("**/__pycache__/**",)

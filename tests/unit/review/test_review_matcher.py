@@ -1,4 +1,4 @@
-"""Glob semantics of `.deepreview` rules (FORMATS.md §4) and scoping to a rule's folder."""
+"""Glob semantics of `.deepreview` rules (docs/reviews.md) and scoping to a rule's folder."""
 
 from __future__ import annotations
 

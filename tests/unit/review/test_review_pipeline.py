@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 from deepwork_core.errors import PathOutsideProjectError, ReviewError
-from deepwork_review import pipeline
+from deepwork_review import passes, pipeline
 from deepwork_review.formatters import CLAUDE_HEADER
 from deepwork_review.instructions import FOLDER, MAX_AGE_SECONDS
+from deepwork_review.passes import ReviewPasses
 from deepwork_review.pipeline import (
     ReviewStatus,
     configured_rules,
@@ -189,6 +190,28 @@ def test_old_run_folders_of_the_older_layout_are_pruned(repo) -> None:
 
     assert not old.exists()
     assert recent.exists()
+
+
+def test_a_declined_review_passes_with_its_reason(repo) -> None:
+    repo.write("a.py", "a\n")
+    (task,) = run_review(repo.root).tasks
+
+    mark_review_passed(repo.root, task.review_id, "  The user wants\tthe long\nname.  ")
+    mark_review_passed(repo.root, task.review_id)  # a later plain pass keeps the reason
+
+    assert ReviewPasses(repo.root).pass_reasons() == {
+        task.review_id: "The user wants the long name."
+    }
+    assert run_review(repo.root).status is ReviewStatus.ALL_PASSED
+
+
+def test_a_long_reason_is_clipped(repo) -> None:
+    repo.write("a.py", "a\n")
+    (task,) = run_review(repo.root).tasks
+    mark_review_passed(repo.root, task.review_id, "x" * 2000)
+    reason = ReviewPasses(repo.root).pass_reasons()[task.review_id]
+    assert len(reason) == passes.MAX_REASON
+    assert reason.endswith("…")
 
 
 def test_pass_memory(repo) -> None:

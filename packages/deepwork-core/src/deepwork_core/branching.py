@@ -1,4 +1,4 @@
-"""A git branch per top-level workflow (RUNTIME.md §2).
+"""A git branch per top-level workflow (docs/runtime.md).
 
 `ensure_workflow_branch` puts HEAD on `deepwork/<job>-<instance or workflow>-<YYYY-MM-DD>`.
 Uncommitted work is never at risk: only plain `git switch` / `git switch -c` are used, which

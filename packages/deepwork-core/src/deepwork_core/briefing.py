@@ -1,4 +1,4 @@
-"""What the agent is told when a checkpoint begins (`begin_step`, RUNTIME.md §3).
+"""What the agent is told when a checkpoint begins (`begin_step`, docs/runtime.md).
 
 A checkpoint is one workflow entry: a single step or a concurrent group. The brief carries the
 first step's instructions (with the concurrent-execution note naming every other step of a group),
@@ -83,7 +83,7 @@ class InstructionReader:
         self._specs: dict[Path, tuple[int, int, str]] = {}
 
     def doc_spec_section(self, spec_path: str, output_name: str) -> str:
-        """The rendered doc spec of an output (FORMATS.md §1), for the step's instructions."""
+        """The rendered doc spec of an output (docs/job-format.md), for the step's instructions."""
         path = resolve_inside(self.project_root, spec_path, what=f"doc_spec of {output_name!r}")
         try:
             stat = path.stat()

@@ -1,4 +1,4 @@
-"""Converting a job between the 0.9-style and the 0.10+ format (docs/job-format-0.14.md).
+"""Converting a job between the 0.9-style and the 0.10+ format (docs/job-format.md).
 
 `convert_job()` builds the other format's `job.yml` text (and, for 0.9-style, the instruction
 files inline instructions move into) and checks that the result parses to a valid job.

@@ -1,4 +1,4 @@
-"""Finding jobs (FORMATS.md §2) and caching what was parsed.
+"""Finding jobs (docs/job-format.md) and caching what was parsed.
 
 Folders are searched in order: the project's `.deepwork/jobs/`, the standard jobs shipped in this
 package, then each additional folder. A job is an immediate sub-folder holding `job.yml`; the first
@@ -128,7 +128,7 @@ class Catalog:
 
 
 def job_folders(project_root: Path, additional: Sequence[Path] = ()) -> list[JobFolder]:
-    """The search path for `project_root` (FORMATS.md §2)."""
+    """The search path for `project_root` (docs/job-format.md)."""
     folders = [
         JobFolder(project_root / PROJECT_JOBS_DIR, SourceKind.PROJECT),
         JobFolder(STANDARD_JOBS_DIR, SourceKind.STANDARD),

@@ -1,4 +1,4 @@
-"""Doc specs: what a good document of some kind looks like (FORMATS.md §1, "Doc specs").
+"""Doc specs: what a good document of some kind looks like (docs/job-format.md, "Doc specs").
 
 A doc spec is a markdown file with YAML frontmatter between `---` lines; the body is an example
 document. An output that names a doc spec gets the spec injected into its step's instructions

@@ -1,4 +1,4 @@
-"""Writing a job in the 0.10+ format (the data of its `job.yml`; docs/job-format-0.14.md).
+"""Writing a job in the 0.10+ format (the data of its `job.yml`; docs/job-format.md).
 
 Exact where the formats say the same thing. What the newer format cannot say is named in a
 warning: concurrent groups (run in order instead), hooks, doc specs, step display names and

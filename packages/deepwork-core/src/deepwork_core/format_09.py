@@ -90,7 +90,7 @@ def check_09_subset(data: dict[str, Any]) -> Iterator[tuple[str, str, KeyPath]]:
             yield (
                 "job.unknown_key",
                 f"unknown key {key!r} (allowed here: {hint}); {key!r} belongs to the 0.10+ "
-                "format (see docs/job-format-0.14.md)",
+                "format (see docs/job-format.md)",
                 (*path, key),
             )
         for key in REQUIRED_IN_09.get(model, ()):

@@ -1,4 +1,4 @@
-"""Identifiers and paths that cross a trust boundary (FORMATS.md §5).
+"""Identifiers and paths that cross a trust boundary (docs/job-format.md).
 
 `job_name`, `workflow_name`, `step_id`, `session_id` and output paths come from the agent. They
 are checked here before any file is touched.

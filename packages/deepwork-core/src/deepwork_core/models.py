@@ -1,6 +1,6 @@
-"""The job model: one definition of a job, whichever `job.yml` format it was written in.
+"""The job model: one definition of a job, whichever `job.yml` format (docs/job-format.md).
 
-Two file formats map onto these models (see docs/job-format-0.14.md): the 0.9-style format is
+Two file formats map onto these models (see docs/job-format.md): the 0.9-style format is
 these models minus the keys only the newer format can express (`deepwork_core.format_09` lists
 them and rejects them in 0.9-style files), and the 0.10+ format (`deepwork_core.models_014`) is
 read and translated by `deepwork_core.reader_014`. The engine, the gate, hooks and listings see

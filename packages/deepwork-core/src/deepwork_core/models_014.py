@@ -1,4 +1,4 @@
-"""The shape of a `job.yml` in the 0.10+ format (DeepWork 0.10 to 0.14; docs/job-format-0.14.md).
+"""The shape of a `job.yml` in the 0.10+ format (DeepWork 0.10 to 0.14; docs/job-format.md).
 
 A job declares `step_arguments` (named strings or file paths) and a mapping of workflows, each an
 ordered list of steps whose `inputs` and `outputs` name those arguments. These models only check

@@ -1,4 +1,4 @@
-"""Steps that run another workflow nested: `sub_workflow` (docs/job-format-0.14.md).
+"""Steps that run another workflow nested: `sub_workflow` (docs/job-format.md).
 
 When a checkpoint is a single step with a `sub_workflow`, the engine starts that workflow (of
 the same job, or of `workflow_job`) on top of the stack and hands out its first checkpoint

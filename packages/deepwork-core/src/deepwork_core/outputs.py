@@ -1,4 +1,4 @@
-"""Checking what an agent submits to `finished_step` (JOBS-REQ-001.5, RUNTIME.md §3).
+"""Checking what an agent submits to `finished_step` (JOBS-REQ-001.5, docs/runtime.md).
 
 Every submitted name must be declared by a step of the current checkpoint, every required output
 must be there with the declared shape (`file`: one path, `files`: a list of paths, not empty when

@@ -1,4 +1,4 @@
-"""Reading `job.yml` in either format (docs/job-format.md, docs/job-format-0.14.md).
+"""Reading `job.yml` in either format, with every check of docs/job-format.md.
 
 `parse_job_dir()` tells the format by its shape (`step_arguments`, or `workflows` as a mapping,
 mean the 0.10+ format), never stops at the first problem, and reports every shape error (from the

@@ -1,4 +1,4 @@
-"""Review tasks of the 0.10+ format's constructs (docs/job-format-0.14.md, docs/quality-gate.md).
+"""Review tasks of the 0.10+ format's constructs (docs/job-format.md, docs/quality-gate.md).
 
 - A review without criteria (from a 0.10+ job) is judged on its instructions: one criterion.
 - `strategy` decides whether a multi-file output is reviewed file by file or as one set.

@@ -1,4 +1,4 @@
-"""Reading a 0.10+ `job.yml` into the one job model (docs/job-format-0.14.md).
+"""Reading a 0.10+ `job.yml` into the one job model (docs/job-format.md).
 
 The translation, in short: each workflow step becomes a `Step` whose id is its name, or
 `<workflow>__<name>` when workflows define different steps under one name. An input that an

@@ -1,4 +1,4 @@
-"""Values given to `start_workflow` for a workflow's start parameters (docs/job-format-0.14.md).
+"""Values given to `start_workflow` for a workflow's start parameters (docs/job-format.md).
 
 A start parameter is a step input no earlier step produces (`{name, description}` in the job
 model). Each given value must name one of the workflow's parameters (`inputs.unknown`); a

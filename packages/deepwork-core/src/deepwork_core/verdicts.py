@@ -18,7 +18,7 @@ class CriterionVerdict(_Verdict):
 
 
 class ReviewVerdict(_Verdict):
-    """The outcome of one review task (the `ReviewResult` of seed 000, plus `step_id`)."""
+    """The outcome of one review task (with the step it belongs to; docs/quality-gate.md)."""
 
     step_id: str
     review_run_each: str

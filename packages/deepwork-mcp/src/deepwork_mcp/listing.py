@@ -5,7 +5,8 @@ cost paid in every conversation. `output_schema` describes a response model down
 depth; `tidy_schema` (applied to every listed schema by `CompactToolListing`) rewrites a schema
 into equivalent, shorter JSON Schema: `anyOf: [X, {type: null}]` becomes `type: [X, "null"]`,
 `default: null` goes (the `required` list already says which arguments may be left out), and
-descriptions inside output schemas go (the tool description carries the meaning). Argument
+descriptions inside output schemas go (the tool description carries the meaning), and FastMCP's
+empty `_meta` (tags: none) is left out. Argument
 validation is unaffected: it uses the tool's own signature, not the listed schema.
 """
 
@@ -64,19 +65,36 @@ class CompactToolListing(Middleware):
         call_next: CallNext[mt.ListToolsRequest, Sequence[Tool]],
     ) -> Sequence[Tool]:
         tools = await call_next(context)
-        return [
-            tool.model_copy(
-                update={
-                    "parameters": tidy_schema(tool.parameters, keep_descriptions=True),
-                    "output_schema": (
-                        tidy_schema(tool.output_schema, keep_descriptions=False)
-                        if tool.output_schema is not None
-                        else None
-                    ),
-                }
-            )
-            for tool in tools
-        ]
+        return [_without_empty_meta(_tidied(tool)) for tool in tools]
+
+
+def _tidied(tool: Tool) -> Tool:
+    return tool.model_copy(
+        update={
+            "parameters": tidy_schema(tool.parameters, keep_descriptions=True),
+            "output_schema": (
+                tidy_schema(tool.output_schema, keep_descriptions=False)
+                if tool.output_schema is not None
+                else None
+            ),
+        }
+    )
+
+
+def _without_empty_meta(tool: Tool) -> Tool:
+    """`tool` listed without FastMCP's `_meta: {fastmcp: {tags: []}}` when it says nothing.
+
+    FastMCP adds that object to every tool (30 bytes each, in every conversation); our tools have
+    no tags, version or metadata, so there is nothing for a client to read in it.
+    """
+    if tool.tags or tool.meta or tool.version is not None:
+        return tool
+    object.__setattr__(tool, "get_meta", _no_meta)  # the listing's only source of `_meta`
+    return tool
+
+
+def _no_meta() -> None:
+    return None
 
 
 def tidy_schema(node: Any, *, keep_descriptions: bool) -> Any:

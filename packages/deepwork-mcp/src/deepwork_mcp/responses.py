@@ -1,4 +1,4 @@
-"""Tool responses (seed 000, JOBS-REQ-001) as pydantic models, validated from core results.
+"""Tool responses (docs/runtime.md, JOBS-REQ-001) as pydantic models, validated from core results.
 
 Returning these models gives clients an `outputSchema` and `structuredContent`. Field names are the
 wire contract: fields may be added, never renamed or removed. Each response is validated straight

@@ -45,14 +45,16 @@ SERVER_NAME = "deepwork"
 
 INSTRUCTIONS = """\
 DeepWork runs multi-step workflows with quality gates.
-1. Discover: get_workflows.
+1. Discover: get_workflows (jobs under errors: deepwork_jobs/repair).
 2. Start: start_workflow returns begin_step.
 3. Execute: follow step_instructions; create step_expected_outputs.
-4. Checkpoint: finished_step(outputs).
-5. Iterate: needs_work -> fix per feedback, call finished_step again.
-6. Continue: next_step -> do the new begin_step.
-7. Complete: workflow_complete; a nested workflow returns to its parent.
-Each stack entry's session_id can target a session below the top."""
+4. Checkpoint: finished_step(outputs); a concurrent group is one checkpoint (a sub-agent per \
+step, one call for all).
+5. Iterate: needs_work -> fix per feedback, call again. Self-review: a fresh sub-agent checks \
+outputs against the named review file; fix, call again with quality_review_override_reason = \
+its outcome (never to skip a criterion).
+6. Continue: next_step -> do its begin_step.
+7. Complete: workflow_complete; a nested workflow returns to its parent."""
 
 
 def build_gate(settings: QualityGateConfig) -> Gate | None:

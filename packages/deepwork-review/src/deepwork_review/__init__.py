@@ -29,6 +29,9 @@ if TYPE_CHECKING:
         mark_review_passed as mark_review_passed,
     )
     from deepwork_review.pipeline import (
+        open_review_rules as open_review_rules,
+    )
+    from deepwork_review.pipeline import (
         run_review as run_review,
     )
 
@@ -40,6 +43,7 @@ _HOMES = {
         "ConfiguredRule",
         "configured_rules",
         "mark_review_passed",
+        "open_review_rules",
         "run_review",
     ),
 }
@@ -51,6 +55,7 @@ __all__ = [
     "configured_rules",
     "gate_rule_reviews",
     "mark_review_passed",
+    "open_review_rules",
     "run_review",
 ]
 

@@ -1,4 +1,4 @@
-"""Which files changed (FORMATS.md §4).
+"""Which files changed (docs/reviews.md).
 
 Files added, copied, modified, renamed (under the new name) or changed in type since the
 merge-base of HEAD with the default branch — committed, staged or only in the work tree — plus

@@ -1,6 +1,6 @@
 """`.deepreview` files: the rule model and a parser that reports every problem with its line.
 
-A `.deepreview` file is a YAML map from rule name to rule (FORMATS.md §4). Parsing never raises
+A `.deepreview` file is a YAML map from rule name to rule (docs/reviews.md). Parsing never raises
 for a bad file: it returns the valid rules and one `Problem` per finding, so one broken rule
 does not hide the others and one broken file does not stop discovery.
 """

@@ -1,4 +1,4 @@
-"""Platform formatters: the task list an agent dispatches to parallel reviewers (RUNTIME.md §5).
+"""Platform formatters: the task list an agent dispatches to parallel reviewers (docs/reviews.md).
 
 `claude` lists Task-tool calls (`name`, `description`, `subagent_type`, `prompt: "@file"`).
 `gemini` lists the same tasks as Gemini CLI sub-agent calls (`invoke_agent` with the agent's name,

@@ -1,4 +1,4 @@
-"""`.deepreview` rules applied at a workflow's quality gate (docs/quality-gate-rules.md).
+"""`.deepreview` rules applied at a workflow's quality gate (docs/quality-gate.md).
 
 At `finished_step`, the step's output files are the change set: every rule whose scope matches
 one of them becomes a review beside the step's own reviews, grouped by the rule's strategy as

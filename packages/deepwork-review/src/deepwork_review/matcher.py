@@ -1,4 +1,4 @@
-"""Glob matching for `.deepreview` rules (FORMATS.md §4).
+"""Glob matching for `.deepreview` rules (docs/reviews.md).
 
 Syntax: `**/` zero or more folders, a trailing `**` anything, `*` any characters except `/`,
 `?` one character except `/`; everything else is literal. Paths are POSIX, relative to the

@@ -3,7 +3,9 @@
 Both lists live on disk under `.deepwork/tmp/review_passes/` because the ids are issued by one
 process (`deepwork review` or the MCP server) and marked passed by another. Each list is a text
 file with one id per line, appended under a cross-process lock and cut back to its newer half
-when it grows past a size limit (so very old ids are eventually forgotten).
+when it grows past a size limit (so very old ids are eventually forgotten). A pass may carry a
+reason (why findings were declined rather than fixed): it follows the id on the same line after
+a tab, as one line of at most `MAX_REASON` characters.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from deepwork_review.tasks import is_review_id
 FOLDER = "review_passes"
 #: A list larger than this many bytes is cut back to its newer half.
 MAX_BYTES = 4_000_000
+#: A reason longer than this many characters is cut (with an ellipsis).
+MAX_REASON = 500
 
 
 class ReviewPasses:
@@ -32,21 +36,36 @@ class ReviewPasses:
         return self._root / TMP_DIR / FOLDER
 
     def passed_ids(self) -> frozenset[str]:
-        return frozenset(_read(self._folder / "passed.txt"))
+        return frozenset(self.pass_reasons())
+
+    def pass_reasons(self) -> dict[str, str]:
+        """Every passed id with the reason given for it ("" when none was given)."""
+        reasons: dict[str, str] = {}
+        for line in _read(self._folder / "passed.txt"):
+            review_id, _, reason = line.partition("\t")
+            if reason or review_id not in reasons:
+                reasons[review_id] = reason
+        return reasons
 
     def record_issued(self, review_ids: Iterable[str]) -> None:
         self._append("issued.txt", list(review_ids))
 
-    def mark_passed(self, review_id: str) -> None:
-        """Remember that `review_id` passed. Only ids this project issued are accepted."""
+    def mark_passed(self, review_id: str, reason: str | None = None) -> None:
+        """Remember that `review_id` passed. Only ids this project issued are accepted.
+
+        `reason` says why the review counts as passed although it had findings (the user
+        declined them); it is kept with the pass. Marking a passed id again only adds a reason.
+        """
         if not is_review_id(review_id) or review_id not in set(_read(self._folder / "issued.txt")):
             raise ReviewError(
                 f"review id {review_id!r} was never issued for this project; use the review id "
                 "written in the task's instruction file",
                 code="review.unknown_review_id",
             )
-        if review_id not in self.passed_ids():
-            self._append("passed.txt", [review_id])
+        note = _one_line(reason)
+        known = self.pass_reasons()
+        if review_id not in known or (note and known[review_id] != note):
+            self._append("passed.txt", [f"{review_id}\t{note}" if note else review_id])
 
     def _append(self, name: str, review_ids: list[str]) -> None:
         if not review_ids:
@@ -60,6 +79,12 @@ class ReviewPasses:
             if path.stat().st_size > MAX_BYTES:
                 lines = _read(path)
                 atomic_write_text(path, "".join(f"{line}\n" for line in lines[len(lines) // 2 :]))
+
+
+def _one_line(reason: str | None) -> str:
+    """`reason` as one clipped line without tabs ("" for none or blank)."""
+    text = " ".join((reason or "").split())
+    return text if len(text) <= MAX_REASON else text[: MAX_REASON - 1] + "…"
 
 
 def _read(path: Path) -> list[str]:

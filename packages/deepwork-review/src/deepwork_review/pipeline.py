@@ -1,4 +1,4 @@
-"""The review pipeline: the one entry point the CLI and the MCP tools call (RUNTIME.md §5).
+"""The review pipeline: the one entry point the CLI and the MCP tools call (docs/reviews.md).
 
 discover `.deepreview` files → parse (problems collected per file) → changed files (git, or the
 caller's list) → match and group by strategy → drop reviews that already passed → write one
@@ -186,9 +186,42 @@ def configured_rules(
     )
 
 
-def mark_review_passed(project_root: Path, review_id: str) -> None:
-    """Remember that the review `review_id` (issued by an earlier run) passed."""
-    ReviewPasses(_project_root(project_root)).mark_passed(review_id)
+def open_review_rules(project_root: Path, committed: Iterable[str]) -> tuple[str, ...]:
+    """The rules with a review of some `committed` file that has not passed yet, sorted.
+
+    Reviews are built the way `run_review` builds them by default (the branch's changes against
+    the default branch, plus the committed files), so their ids match the passes recorded by an
+    earlier review run. Empty when there are no rules or every matching review passed.
+    """
+    root = _project_root(project_root)
+    listing = list_project_files(root)
+    ruleset = DEFAULT_CACHE.load(root, deepreview_sources(listing.all))
+    if not ruleset.rules:
+        return ()
+    wanted = set(normalise_paths(root, committed))
+    changed = set(combine_changes(root, find_tracked_changes(root), listing).files)
+    changed.update(path for path in wanted if (root / path).is_file())
+    tasks = build_tasks(
+        ruleset.rules, sorted(changed), project_root=root, all_files=lambda: listing.all
+    )
+    passed = ReviewPasses(root).passed_ids()
+    return tuple(
+        sorted(
+            {
+                task.rule.display_name
+                for task in tasks
+                if task.review_id not in passed and wanted.intersection(task.files)
+            }
+        )
+    )
+
+
+def mark_review_passed(project_root: Path, review_id: str, reason: str | None = None) -> None:
+    """Remember that the review `review_id` (issued by an earlier run) passed.
+
+    `reason` records why findings the user declined do not block the pass.
+    """
+    ReviewPasses(_project_root(project_root)).mark_passed(review_id, reason)
 
 
 def _no_given_files_message(root: Path, paths: Sequence[str]) -> str:

@@ -10,6 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from deepwork_review.pipeline import mark_review_passed, run_review
+
+from tests.conftest import Repo
 
 _SCRIPT = Path(sys.executable).with_name("deepwork")
 DEEPWORK = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "deepwork_mcp"]
@@ -186,3 +189,51 @@ def test_a_closed_stdin_is_a_clear_non_blocking_error() -> None:
     assert done.stdout == ""
     assert "Traceback" not in done.stderr
     assert "deepwork hook: hook.bad_input:" in done.stderr
+
+
+def _commit_event(repo: Repo) -> dict[str, Any]:
+    event = _bash("git commit -m change")
+    event["cwd"] = str(repo.root)
+    return event
+
+
+def _context(done: subprocess.CompletedProcess[str]) -> str | None:
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    return answer["hookSpecificOutput"]["additionalContext"] if answer else None
+
+
+def test_post_commit_reminder_names_the_rules_with_open_reviews(repo: Repo) -> None:
+    repo.write("a.py", "a\n")
+    repo.commit()
+
+    context = _context(run_hook("post_commit_reminder", _commit_event(repo)))
+
+    assert context is not None
+    assert "still open for it (python)" in context
+
+
+def test_post_commit_reminder_is_silent_when_every_review_passed(repo: Repo) -> None:
+    repo.write("a.py", "a\n")
+    for task in run_review(repo.root).tasks:
+        mark_review_passed(repo.root, task.review_id, "declined by the user")
+    repo.commit()
+    assert _context(run_hook("post_commit_reminder", _commit_event(repo))) is None
+
+    repo.write("a.py", "a, edited after the review\n")
+    repo.commit()
+    assert "(python)" in (_context(run_hook("post_commit_reminder", _commit_event(repo))) or "")
+
+
+def test_post_commit_reminder_is_silent_when_no_rule_matches(repo: Repo) -> None:
+    repo.write("notes.txt", "n\n")
+    repo.commit()
+    assert _context(run_hook("post_commit_reminder", _commit_event(repo))) is None
+
+
+def test_post_commit_reminder_reminds_in_general_outside_git(tmp_path: Path) -> None:
+    event = _bash("git commit -m change")
+    event["cwd"] = str(tmp_path)
+    context = _context(run_hook("post_commit_reminder", event))
+    assert context is not None
+    assert "the DeepWork reviews run on" in context

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 #: The stack file: it exists exactly while a workflow is active.
 STACK_PATH = Path(layout.STACK_PATH)
 
-# The job.yml keys that declare actions for each event (FORMATS.md §1 `hooks`, `stop_hooks`).
+# The job.yml keys that declare actions for each event (docs/job-format.md: `hooks`, `stop_hooks`).
 _EVENT_KEYS = {
     "after_agent": ("after_agent", "stop_hooks"),
     "before_tool": ("before_tool",),

@@ -1,9 +1,17 @@
-"""`post_commit_reminder`: after a shell command that made a git commit, suggest a review."""
+"""`post_commit_reminder`: after a shell command that made a git commit, suggest a review.
+
+The reminder names the `.deepreview` rules whose reviews of the committed files have not passed
+yet, and stays silent when there are none (every review already passed, or no rule matches).
+When the open reviews cannot be worked out (no git, a broken rule file), it reminds in general.
+"""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from deepwork_core import DeepWorkError
 
 from deepwork_mcp.hooks.platforms import AFTER_TOOL
 from deepwork_mcp.hooks.result import NO_OP, HookResult
@@ -31,12 +39,51 @@ def post_commit_reminder(event: HookEvent, context: HookContext) -> HookResult:
     if _failed(event.tool_response):
         return NO_OP
     skill = _REVIEW_SKILL[event.platform]
+    open_rules = _open_rules(event, context)
+    if open_rules == ():
+        return NO_OP
+    which = (
+        "the DeepWork reviews"
+        if open_rules is None
+        else "the DeepWork reviews still open for it ("
+        + ", ".join(open_rules[:10])
+        + (f" and {len(open_rules) - 10} more" if len(open_rules) > 10 else "")
+        + ")"
+    )
     return HookResult(
         context=(
-            "A git commit was just made. Ask the user whether they want the DeepWork reviews "
-            f"run on the committed changes now (the `{skill}` skill) before you move on."
+            f"A git commit was just made. Ask the user whether they want {which} run on the "
+            f"committed changes now (the `{skill}` skill) before you move on."
         )
     )
+
+
+def _open_rules(event: HookEvent, context: HookContext) -> tuple[str, ...] | None:
+    """Rules with unpassed reviews of the files of HEAD; None when that cannot be known.
+
+    The project is the one holding `.deepwork/`, else the git work tree the event ran in.
+    """
+    # Imported here: the module is loaded for every commit event, the review stack only now.
+    from deepwork_core import run_git
+    from deepwork_review import open_review_rules
+
+    settings = context.settings
+    start = settings.project_dir or (Path(event.cwd) if event.cwd else settings.fallback_cwd)
+    try:
+        project_root = context.project_root
+        if project_root is None and start is not None:
+            top = run_git(["rev-parse", "--show-toplevel"], cwd=start, timeout=5, check=False)
+            project_root = Path(top.stdout.strip()) if top.returncode == 0 else None
+        if project_root is None:
+            return None
+        shown = run_git(
+            ["show", "-z", "--name-only", "--relative", "--no-renames", "--format=", "HEAD"],
+            cwd=project_root,
+            timeout=5,
+        )
+        return open_review_rules(project_root, filter(None, shown.stdout.split("\0")))
+    except (DeepWorkError, OSError):
+        return None
 
 
 def _failed(response: Any) -> bool:

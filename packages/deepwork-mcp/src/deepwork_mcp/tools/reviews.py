@@ -25,6 +25,7 @@ _RECORDS = ToolAnnotations(
 class ReviewPassRecorded(BaseModel):
     review_id: str
     passed: bool = True
+    reason: str | None = None
     message: str
 
 
@@ -66,12 +67,14 @@ def register_review_tools(mcp: fastmcp.FastMCP, *, project_root: Path, platform:
     @mcp.tool(annotations=_RECORDS)
     async def mark_review_as_passed(
         review_id: Annotated[str, Field(description="From the task's instruction file.")],
+        reason: Annotated[str | None, Field(description="Why findings were declined.")] = None,
     ) -> ReviewPassRecorded:
-        """Record that a review found no issues, so it is skipped until its rule or files
-        change."""
-        await to_thread.run_sync(partial(mark_review_passed, project_root, review_id))
+        """Record a review as passed (no issues, or declined: give `reason`) until its rule or
+        files change."""
+        await to_thread.run_sync(partial(mark_review_passed, project_root, review_id, reason))
         return ReviewPassRecorded(
             review_id=review_id,
+            reason=" ".join((reason or "").split()) or None,
             message="Recorded as passed; this review will not be handed out again until its "
             "rule or files change.",
         )

@@ -1,4 +1,4 @@
-"""The four workflow tools (seed 000, JOBS-REQ-001.2–001.6).
+"""The four workflow tools (docs/runtime.md, JOBS-REQ-001.2–001.6).
 
 Each adapter calls the `WorkflowEngine` in a worker thread (the engine does file I/O and may wait
 on a lock; the event loop must not) and validates the response model from its result. Errors are
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import threading
 from functools import partial
-from typing import Annotated
+from typing import Annotated, Any
 
 from anyio import to_thread
 from deepwork_core import WorkflowEngine
@@ -32,17 +32,14 @@ _READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 _CHANGES_STATE = ToolAnnotations(destructive_hint=False, open_world_hint=False)
 
 SessionIdArg = Annotated[str | None, Field(description="Default: the top of the stack.")]
-InputsArg = Annotated[
-    dict[str, str | list[str]] | None,
-    Field(description="Start parameters: name -> text or file path(s)."),
-]
+#: Start parameters: name -> text, or file path(s). Loosely typed here (the engine checks each
+#: value against its parameter) so that the listed schema stays small.
+InputsArg = dict[str, Any] | None
 OutputsArg = Annotated[
     dict[str, str | list[str]],
     Field(description="Output name -> path, list of paths, or text (type string)."),
 ]
-WorkSummaryArg = Annotated[
-    str | None, Field(description="What you did; checked against process requirements.")
-]
+WorkSummaryArg = str | None
 
 
 class _ListingCache:
@@ -105,7 +102,7 @@ def register_workflow_tools(mcp: FastMCP, engine: WorkflowEngine) -> None:
         notes: str | None = None,
         work_summary: WorkSummaryArg = None,
         quality_review_override_reason: Annotated[
-            str | None, Field(description="Skips the quality review; say why.")
+            str | None, Field(description="Self-review outcome, or why the user skips it.")
         ] = None,
         session_id: SessionIdArg = None,
     ) -> FinishedStepResponse:

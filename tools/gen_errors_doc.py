@@ -1,0 +1,69 @@
+"""Generate docs/errors.md, the table of every error code, from `deepwork_core.error_codes`.
+
+    python tools/gen_errors_doc.py write   # rewrite docs/errors.md
+    python tools/gen_errors_doc.py check   # exit 1 if docs/errors.md is out of date
+
+The test suite runs the same comparison, so a code added to the registry without regenerating
+the page fails `nox -s tests`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from deepwork_core.error_codes import AREAS, CODES, area_of
+
+ROOT = Path(__file__).resolve().parent.parent
+ERRORS_DOC = ROOT / "docs" / "errors.md"
+COMMAND = "uv run python tools/gen_errors_doc.py write"
+
+_INTRO = """\
+# Error codes
+
+<!-- Generated from deepwork_core/error_codes.py by `{command}`; do not edit. -->
+
+Every error DeepWork reports on purpose carries a stable code, `area.snake_case`. Codes never
+change meaning; messages may be reworded. Where a code shows up:
+
+- **Tool errors.** An MCP tool that fails answers with an error result whose text starts with
+  `<code>: `, followed by what to do next. An agent can act on the code without parsing the text.
+- **Findings about files.** `deepwork jobs validate`, `get_workflows` (`errors`) and the review
+  tools report problems in files the user wrote as `file:line: <code>: <message>`.
+- **The command line.** `deepwork` prints `Error: <code>: <message>` on stderr and exits non-zero;
+  `deepwork hook` prints `deepwork hook: <code>: <message>` and exits 1.
+
+Codes of the form `<area>.error` (and `deepwork.error`) are the generic codes of a family; the
+code raised is normally a more specific one.
+"""
+
+
+def render() -> str:
+    """The whole page, from the registry."""
+    lines = [_INTRO.format(command=COMMAND)]
+    for area in sorted(AREAS):
+        codes = sorted(code for code in CODES if area_of(code) == area)
+        lines.append(f"## `{area}`\n\n{AREAS[area]}\n\n| code | meaning |\n|---|---|")
+        lines.extend(f"| `{code}` | {CODES[code]} |" for code in codes)
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    if argv == ["write"]:
+        ERRORS_DOC.write_text(render(), encoding="utf-8")
+        print(f"wrote {ERRORS_DOC.relative_to(ROOT)}")
+        return 0
+    if argv == ["check"]:
+        current = ERRORS_DOC.read_text(encoding="utf-8") if ERRORS_DOC.is_file() else ""
+        if current != render():
+            print(f"{ERRORS_DOC.relative_to(ROOT)} is out of date; run: {COMMAND}", file=sys.stderr)
+            return 1
+        print(f"{ERRORS_DOC.relative_to(ROOT)} is up to date")
+        return 0
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
