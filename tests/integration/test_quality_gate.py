@@ -52,9 +52,10 @@ def reviewer_calls(log: Path) -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in sorted(log.glob("*.json"))]
 
 
-def system_prompt(call: dict[str, Any]) -> str:
-    argv: list[str] = call["argv"]
-    return argv[argv.index("--system-prompt") + 1]
+def review_brief(call: dict[str, Any]) -> str:
+    """The criteria, guidance and notes: the start of stdin, before the files."""
+    stdin: str = call["stdin"]
+    return stdin.split("====================", 1)[0]
 
 
 def state(root: Path, session_id: str) -> dict[str, Any]:
@@ -163,7 +164,7 @@ async def test_passing_review_advances(external: Client[Any], root: Path, claude
     assert "==================== BEGIN OUTPUTS ====================" in call["stdin"]
     assert "content\nreport.md" in call["stdin"]
     assert "BEGIN INPUTS" not in call["stdin"]  # the first step has no file inputs
-    assert "Does the report cover the topic?" in system_prompt(call)
+    assert "Does the report cover the topic?" in review_brief(call)
     assert progress
     assert progress[-1][:2] == (1, 1)
     log = state(root, session_id)["quality_log"]
@@ -244,15 +245,15 @@ async def test_inputs_from_earlier_steps_are_in_the_payload(
     calls = reviewer_calls(claude_log)[1:]
     # One review of `final` and one per appendix file.
     assert len(calls) == 3
-    final_call = next(c for c in calls if "Is the text polished?" in system_prompt(c))
+    final_call = next(c for c in calls if "Is the text polished?" in review_brief(c))
     payload = final_call["stdin"]
     inputs = payload.index("==================== BEGIN INPUTS ====================")
     outputs = payload.index("==================== BEGIN OUTPUTS ====================")
     assert inputs < payload.index("THE ORIGINAL REPORT") < outputs
     assert payload.index("THE POLISHED TEXT") > outputs
-    assert "Compare with the report from the write step." in system_prompt(final_call)
+    assert "Compare with the report from the write step." in review_brief(final_call)
     appendix_payloads = [
-        c["stdin"] for c in calls if "Is the appendix relevant?" in system_prompt(c)
+        c["stdin"] for c in calls if "Is the appendix relevant?" in review_brief(c)
     ]
     assert len(appendix_payloads) == 2
     assert any("a1.md" in p and "a2.md" not in p for p in appendix_payloads)
@@ -268,7 +269,7 @@ async def test_doc_spec_criteria_are_added_to_the_review(
     write_files(root, "report.md")
     await call_ok(external, "finished_step", outputs={"report": "report.md"})
     [call] = reviewer_calls(claude_log)
-    prompt = system_prompt(call)
+    prompt = review_brief(call)
     assert "Is the report accurate?" in prompt
     assert "Monthly report: Has summary" in prompt
     assert "one-paragraph summary" in prompt
@@ -362,3 +363,19 @@ async def test_outside_paths_never_reach_the_reviewer(
     await call_error(external, "finished_step", "path.outside_project", outputs={"report": path})
     assert reviewer_calls(claude_log) == []
     assert shutil.which("claude") is not None  # the reviewer was available, just never called
+
+
+async def test_a_huge_criterion_reaches_the_reviewer_on_stdin(root: Path, claude_log: Path) -> None:
+    job = root / ".deepwork" / "jobs" / "reviewed" / "job.yml"
+    question = "Is every point covered? " + "Consider this detail. " * 10_000  # ~220 KB
+    text = job.read_text().replace("Does the report cover the topic?", question)
+    assert question in text
+    job.write_text(text)
+    server = create_server(root, config(external_runner="claude"))
+    async with Client(server) as client:
+        await start_reviewed(client, root)
+        done = await call_ok(client, "finished_step", outputs={"report": "report.md"})
+    assert done["status"] == "next_step"
+    [call] = reviewer_calls(claude_log)
+    assert question.strip() in review_brief(call)
+    assert sum(len(arg) for arg in call["argv"]) < 10_000  # argv stays small

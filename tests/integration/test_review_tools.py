@@ -126,3 +126,10 @@ async def test_two_concurrent_calls_both_keep_their_files(repo) -> None:
     assert len(prompts) == 40
     assert len(set(prompts)) == 20  # equal tasks share their content-named files
     assert all((repo.root / prompt).is_file() for prompt in prompts)
+
+
+async def test_get_configured_reviews_without_rules_says_so(tmp_path) -> None:
+    async with Client(_server(tmp_path.resolve())) as client:
+        result = await client.call_tool("get_configured_reviews", {})
+        assert result.structured_content == {"result": []}
+        assert "No review rules are configured" in _text(result)

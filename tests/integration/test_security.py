@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -106,3 +108,63 @@ async def test_session_ids_that_are_paths_are_rejected(
         client, "abort_workflow", "identifier.invalid", explanation="x", session_id=session_id
     )
     assert outside(root) == before
+
+
+async def test_a_stack_file_that_is_a_fifo_is_a_coded_error(
+    client: Client[Any], root: Path
+) -> None:
+    await call_ok(client, "start_workflow", goal="g", job_name="three_step", workflow_name="main")
+    stack = root / ".deepwork" / "tmp" / "stack.json"
+    stack.unlink()
+    os.mkfifo(stack)
+    await call_ok(client, "get_workflows")  # answers at once, not blocked on the FIFO
+    text = await call_error(
+        client, "finished_step", "session.state_corrupt", outputs={"notes": "notes.md"}
+    )
+    assert "not a regular file" in text
+
+
+async def test_git_internals_are_never_outputs(client: Client[Any], root: Path) -> None:
+    await call_ok(client, "start_workflow", goal="g", job_name="three_step", workflow_name="main")
+    (root / ".git").mkdir(exist_ok=True)
+    (root / ".git" / "config").write_text("[core]\n\ttoken = SECRET\n")
+    (root / "git_link.md").symlink_to(root / ".git" / "config")
+    for path in (".git/config", "git_link.md"):
+        text = await call_error(
+            client, "finished_step", "path.git_internal", outputs={"notes": path}
+        )
+        assert "SECRET" not in text
+
+
+async def test_a_session_without_current_steps_is_a_coded_error(
+    client: Client[Any], root: Path
+) -> None:
+    started = await call_ok(
+        client, "start_workflow", goal="g", job_name="three_step", workflow_name="main"
+    )
+    session_id = started["begin_step"]["session_id"]
+    path = root / ".deepwork" / "tmp" / f"session_{session_id}.json"
+    data = json.loads(path.read_text())
+    data["current_step_ids"] = []
+    path.write_text(json.dumps(data))
+    await call_ok(client, "get_workflows")
+    await call_error(client, "finished_step", "session.state_corrupt", outputs={"notes": "n.md"})
+    await call_error(client, "abort_workflow", "session.state_corrupt", explanation="stop")
+
+
+async def test_the_user_is_told_about_the_workflow_branch_and_the_way_back(root: Path) -> None:
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+
+    git("init", "-q", "-b", "main")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "i")
+    async with Client(create_server(root, config(create_branch=True))) as connected:
+        started = await call_ok(
+            connected, "start_workflow", goal="g", job_name="three_step", workflow_name="main"
+        )
+        branch = started["branch_name"]
+        assert branch.startswith("deepwork/three_step-")
+        assert "`git switch main`" in started["branch_note"]
+        aborted = await call_ok(connected, "abort_workflow", explanation="stop")
+    assert f"`{branch}` still exists" in aborted["branch_note"]
+    assert "`git switch main`" in aborted["branch_note"]

@@ -231,3 +231,89 @@ async def test_network_transports_bind_loopback_and_list_tools(
     async with Client(f"http://127.0.0.1:{port}{path}") as client:
         names = {tool.name for tool in await client.list_tools()}
     assert {"get_workflows", "start_workflow", "finished_step", "abort_workflow"} <= names
+
+
+def _serve(
+    project: Path,
+    launch: list[subprocess.Popen[bytes]],
+    transport: str,
+    *extra: str,
+    env: dict[str, str] | None = None,
+) -> int:
+    port = _free_port()
+    log_path = project.parent / f"{transport}-{port}.log"
+    with log_path.open("wb") as log:
+        argv = [sys.executable, "-m", "deepwork_mcp", "serve", "--path", str(project)]
+        argv += ["--transport", transport, "--port", str(port), "--no-branch", *extra]
+        process = subprocess.Popen(
+            argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+        )
+    launch.append(process)
+    deadline = time.monotonic() + 60
+    while not _listening_addresses(port):
+        assert process.poll() is None, log_path.read_text()
+        assert time.monotonic() < deadline, "the server did not start listening"
+        time.sleep(0.05)
+    return port
+
+
+def _request(port: int, method: str, path: str, headers: dict[str, str]) -> int:
+    """The status of one raw HTTP request (no client library normalising the headers)."""
+    body = (
+        b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
+        b'"2025-06-18","capabilities":{},"clientInfo":{"name":"probe","version":"1"}}}'
+    )
+    lines = [f"{method} {path} HTTP/1.1"]
+    lines += [f"{key}: {value}" for key, value in headers.items()]
+    lines += ["Accept: application/json, text/event-stream", "Content-Type: application/json"]
+    lines += [f"Content-Length: {len(body) if method == 'POST' else 0}", "Connection: close"]
+    raw = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body if method == "POST" else b"")
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as connection:
+        connection.sendall(raw)
+        status_line = connection.recv(4096).split(b"\r\n", 1)[0]
+    return int(status_line.split()[1])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("transport", "method", "path"), [("http", "POST", "/mcp"), ("sse", "GET", "/sse")]
+)
+def test_a_foreign_host_or_origin_is_refused(
+    project: Path, launch: list[subprocess.Popen[bytes]], transport: str, method: str, path: str
+) -> None:
+    port = _serve(project, launch, transport)
+    evil = f"evil.example.com:{port}"
+    assert _request(port, method, path, {"Host": evil, "Origin": f"http://{evil}"}) == 421
+    local = f"127.0.0.1:{port}"
+    assert _request(port, method, path, {"Host": local, "Origin": f"http://{evil}"}) == 403
+    assert _request(port, method, path, {"Host": local, "Origin": "null"}) == 403
+    if transport == "http":  # a same-machine client is served
+        assert _request(port, method, path, {"Host": local}) == 200
+        assert _request(port, method, path, {"Host": local, "Origin": f"http://{local}"}) == 200
+
+
+def test_a_remote_bind_address_needs_allow_remote_and_a_token(project: Path) -> None:
+    runner = CliRunner()
+    base = ["serve", "--path", str(project), "--transport", "http", "--host", "0.0.0.0"]
+    refused = runner.invoke(cli, base, env={"DEEPWORK_HTTP_TOKEN": ""})
+    assert refused.exit_code == 2
+    assert "warning: --host 0.0.0.0" in refused.output
+    assert "--allow-remote" in refused.output
+    no_token = runner.invoke(cli, [*base, "--allow-remote"], env={"DEEPWORK_HTTP_TOKEN": ""})
+    assert no_token.exit_code == 2
+    assert "DEEPWORK_HTTP_TOKEN" in no_token.output
+
+
+@pytest.mark.slow
+def test_a_token_is_checked_on_every_request(
+    project: Path, launch: list[subprocess.Popen[bytes]]
+) -> None:
+    token = "s3cret-token-0123456789"
+    port = _serve(project, launch, "http", env={"DEEPWORK_HTTP_TOKEN": token})
+    local = {"Host": f"127.0.0.1:{port}"}
+    assert _request(port, "POST", "/mcp", local) == 401
+    assert _request(port, "POST", "/mcp", {**local, "Authorization": "Bearer wrong"}) == 401
+    assert _request(port, "POST", "/mcp", {**local, "Authorization": f"Bearer {token}"}) == 200

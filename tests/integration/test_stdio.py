@@ -236,3 +236,51 @@ async def test_two_servers_on_one_project_lose_no_update(root: Path) -> None:
         session = Session.model_validate(json.loads(path.read_text()))
         assert session.status is SessionStatus.COMPLETED
     assert {p.stem.removeprefix("session_") for p in files} == set(ids_a) | set(ids_b)
+
+
+def _gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state in {"Z", "X"}
+
+
+@pytest.mark.parametrize("mode", ["sleep", "escape"])
+async def test_a_terminated_server_takes_its_reviewers_with_it(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    fake = Path(__file__).resolve().parent.parent / "fixtures" / "fake_claude.py"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "claude").write_text(f"#!{sys.executable}\n" + fake.read_text())
+    (bin_dir / "claude").chmod(0o755)
+    log = tmp_path / "claude-log"
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.setenv("FAKE_CLAUDE_LOG", str(log))
+    monkeypatch.setenv("FAKE_CLAUDE_MODE", mode)
+    write_files(root, "report.md")
+    reviewer = grandchild = 0
+    with suppress(Exception):  # the client loses its server half-way through a call
+        async with serve(root, "server", "--external-runner", "claude") as server:
+            await server.ok("start_workflow", goal="g", job_name="reviewed", workflow_name="main")
+            call = asyncio.create_task(
+                server.session.call_tool("finished_step", {"outputs": {"report": "report.md"}})
+            )
+            for _ in range(600):
+                if (log / "grandchild.pid").exists() and (log / "grandchild.pid").read_text():
+                    break
+                await asyncio.sleep(0.05)
+            reviewer = int(next(log.glob("*.json")).stem.rsplit("-", 1)[1])
+            grandchild = int((log / "grandchild.pid").read_text())
+            os.kill(server.pid, signal.SIGTERM)
+            with suppress(BaseException):
+                await asyncio.wait_for(call, 30)
+    assert reviewer, (root.parent / "server.stderr").read_text()
+    assert grandchild
+    for _ in range(200):
+        if _gone(reviewer) and _gone(grandchild):
+            break
+        await asyncio.sleep(0.05)
+    assert _gone(reviewer)
+    assert _gone(grandchild)

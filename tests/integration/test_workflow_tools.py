@@ -268,13 +268,19 @@ async def test_get_workflows_sees_edits(client: Client[Any], root: Path) -> None
 # --- JOBS-REQ-001.3: start_workflow ------------------------------------------------------------
 
 
+async def test_no_listed_schema_uses_a_list_of_types(client: Client[Any]) -> None:
+    for tool in await client.list_tools():
+        for schema in (tool.input_schema, tool.output_schema or {}):
+            assert '"type": [' not in json.dumps(schema), tool.name
+
+
 @pytest.mark.req("JOBS-REQ-001.3.2")
 @pytest.mark.req("JOBS-REQ-001.3.3")
 async def test_start_workflow_parameters(client: Client[Any]) -> None:
     tool = next(t for t in await client.list_tools() if t.name == "start_workflow")
     schema = tool.input_schema
     assert sorted(schema["required"]) == ["goal", "job_name", "workflow_name"]
-    assert schema["properties"]["instance_id"]["type"] == ["string", "null"]
+    assert schema["properties"]["instance_id"]["type"] == "string"  # optional: left out for none
 
 
 @pytest.mark.req("JOBS-REQ-001.3.4")
@@ -421,7 +427,7 @@ async def test_finished_step_parameters(client: Client[Any]) -> None:
     assert schema["required"] == ["outputs"]
     assert schema["properties"]["outputs"]["type"] == "object"
     for optional in ("notes", "quality_review_override_reason", "session_id"):
-        assert schema["properties"][optional]["type"] == ["string", "null"]
+        assert schema["properties"][optional]["type"] == "string"
     assert "ctx" not in schema["properties"]
 
 
@@ -579,7 +585,7 @@ async def test_concurrent_group_note_and_single_checkpoint(client: Client[Any], 
 async def test_abort_workflow_parameters(client: Client[Any]) -> None:
     tool = next(t for t in await client.list_tools() if t.name == "abort_workflow")
     assert tool.input_schema["required"] == ["explanation"]
-    assert tool.input_schema["properties"]["session_id"]["type"] == ["string", "null"]
+    assert tool.input_schema["properties"]["session_id"]["type"] == "string"
 
 
 @pytest.mark.req("JOBS-REQ-001.6.4")
@@ -612,6 +618,7 @@ async def test_abort_marks_pops_and_resumes_the_parent(client: Client[Any], root
         ],
         "resumed_workflow": "three_step/main",
         "resumed_step": "gather",
+        "branch_note": None,
     }
     state = session_state(root, inner["begin_step"]["session_id"])
     assert state["status"] == "aborted"

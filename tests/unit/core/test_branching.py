@@ -46,7 +46,11 @@ def head(repo: Path) -> str:
 def test_clean_repo_creates_branch_from_head(repo: Path) -> None:
     base = git(repo, "rev-parse", "HEAD")
     outcome = ensure(repo)
-    assert outcome == BranchOutcome(branch_name=BRANCH, note=None)
+    assert (outcome.branch_name, outcome.previous_branch) == (BRANCH, "main")
+    # The user is told in words where the repository went and how to go back.
+    assert outcome.note is not None
+    assert f"from `main` to the branch `{BRANCH}`" in outcome.note
+    assert "`git switch main`" in outcome.note
     assert head(repo) == BRANCH
     assert git(repo, "rev-parse", "HEAD") == base
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from deepwork_core.branching import BranchOutcome
 from deepwork_core.checkpoint import (
     Checkpoint,
     GateNeedsWork,
@@ -288,9 +289,9 @@ def test_finished_or_unknown_sessions_cannot_be_targeted(
 def test_branch_is_made_for_top_level_workflows_only(root: Path) -> None:
     calls: list[tuple[str, str]] = []
 
-    def maker(job: str, label: str) -> tuple[str | None, str | None]:
+    def maker(job: str, label: str) -> BranchOutcome:
         calls.append((job, label))
-        return f"deepwork/{job}-{label}", None
+        return BranchOutcome(branch_name=f"deepwork/{job}-{label}", previous_branch="main")
 
     engine = make_engine(root, branch_maker=maker)
     top = engine.start("g", "three_step", "main", "acme")
@@ -299,16 +300,21 @@ def test_branch_is_made_for_top_level_workflows_only(root: Path) -> None:
     assert top.branch_name == "deepwork/three_step-acme"
     assert nested.branch_name == "deepwork/three_step-acme"  # stays on the parent's branch
     assert session_file(root, nested.brief.session_id)["branch_name"] == top.branch_name
-    engine.abort("x")
-    engine.abort("x")
+    assert engine.abort("x").branch_note is None  # the nested one made no branch
+    aborted = engine.abort("x")
+    assert aborted.branch_note is not None
+    assert "`deepwork/three_step-acme` still exists" in aborted.branch_note
+    assert "`git switch main`" in aborted.branch_note
     engine.start("g", "multi", "beta")
     assert calls[-1] == ("multi", "beta")
 
 
 def test_branch_note_is_passed_on(root: Path) -> None:
-    engine = make_engine(root, branch_maker=lambda job, label: (None, "not a git repository"))
+    engine = make_engine(
+        root, branch_maker=lambda job, label: BranchOutcome(branch_name=None, note="no git")
+    )
     result = engine.start("g", "multi", "alpha")
-    assert (result.branch_name, result.branch_note) == (None, "not a git repository")
+    assert (result.branch_name, result.branch_note) == (None, "no git")
 
 
 # --- quality gate (engine side; the real gates are tested through the server) ---------------------

@@ -168,9 +168,22 @@ def test_absolute_path_inside_the_project_is_made_relative(root: Path) -> None:
 
 def test_every_problem_is_reported_at_once(root: Path) -> None:
     error = check(root, {"bogus": "x", "final": "nope.md", "pages": []})
-    assert error.code == "outputs.unknown"
+    # The most serious problem gives the code; each problem keeps its own.
+    assert error.code == "outputs.file_not_found"
+    assert [p.code for p in error.problems] == [
+        "outputs.file_not_found",
+        "outputs.empty_list",
+        "outputs.unknown",
+    ]
     for fragment in ("bogus", "nope.md", "at least one file"):
         assert fragment in error.message
+
+
+def test_a_path_outside_the_project_outranks_a_missing_output(root: Path) -> None:
+    error = check(root, {"pages": ["../elsewhere.md"]})
+    assert error.code == "path.outside_project"
+    assert [p.code for p in error.problems] == ["path.outside_project", "outputs.missing"]
+    assert error.message.splitlines()[1].startswith("- path.outside_project: ")
 
 
 def test_outputs_of_a_concurrent_group_are_checked_against_their_own_step(root: Path) -> None:

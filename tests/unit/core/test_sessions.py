@@ -332,3 +332,21 @@ def test_all_outputs_merges_in_completion_order() -> None:
         }
     )
     assert session.all_outputs() == {"x": "late.md", "y": ["1.md", "2.md"]}
+
+
+def test_prune_removes_temporary_files_left_by_a_killed_writer(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path)
+    with store.transaction() as tx:
+        tx.push(make_session())
+    folder = tmp_path / ".deepwork/tmp"
+    stale = [folder / ".stack.json.abc123.tmp", folder / ".session_x.json.def456.tmp"]
+    fresh = folder / ".stack.json.ghi789.tmp"  # a writer may be renaming it right now
+    other = folder / ".notes.tmp"
+    for path in (*stale, fresh, other):
+        path.write_text("{")
+    for path in (*stale, other):
+        _age(path, 1)
+    store.prune(force=True)
+    assert not any(path.exists() for path in stale)
+    assert fresh.exists()
+    assert other.exists()

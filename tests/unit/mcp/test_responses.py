@@ -23,8 +23,9 @@ def test_schema_spells_out_top_level_fields_and_nullable_types() -> None:
         "stack",
         "resumed_workflow",
         "resumed_step",
+        "branch_note",
     ]
-    assert schema["properties"]["resumed_step"] == {"type": ["string", "null"]}
+    assert schema["properties"]["resumed_step"] == {"anyOf": [{"type": "string"}, {"type": "null"}]}
     assert schema["properties"]["stack"] == {"type": "array"}
     assert "$defs" not in str(schema)
     assert "title" not in str(schema)
@@ -91,10 +92,9 @@ def test_tidy_schema_is_equivalent_and_shorter() -> None:
         "x-fastmcp-wrap-result": True,
     }
     tidy = tidy_schema(original, keep_descriptions=True)
-    assert tidy["properties"]["description"] == {"type": ["string", "null"]}
+    assert tidy["properties"]["description"] == {"anyOf": [{"type": "string"}, {"type": "null"}]}
     assert tidy["properties"]["files"] == {
-        "type": ["array", "null"],
-        "items": {"type": "string"},
+        "anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}],
         "description": "Paths.",
     }
     assert tidy["properties"]["either"] == original["properties"]["either"]  # type: ignore[index]

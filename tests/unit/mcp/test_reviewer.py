@@ -18,8 +18,8 @@ from deepwork_core.checkpoint import Checkpoint
 from deepwork_core.errors import QualityGateError
 from deepwork_core.parser import load_job
 from deepwork_core.quality import (
-    build_review_payload,
-    build_system_prompt,
+    REVIEWER_SYSTEM_PROMPT,
+    build_review_message,
     plan_review_tasks,
     reply_schema_json,
 )
@@ -88,11 +88,24 @@ FAKE_CLAUDE = textwrap.dedent(
     if mode == "bad_schema":
         answer({"type": "result", "is_error": False, "structured_output": {"passed": "yes"}})
 
-    schema = json.loads(sys.argv[sys.argv.index("--json-schema") + 1])
-    names = schema["properties"]["criteria_results"]["items"]["properties"]["criterion"]["enum"]
-    results = [{"criterion": name, "passed": True, "feedback": None} for name in names]
+    if mode == "flood":
+        while True:
+            sys.stdout.write("x" * 65536)
+
+    # Like the real CLI, accept only the documented subset of JSON Schema.
+    schema_text = sys.argv[sys.argv.index("--json-schema") + 1]
+    schema = json.loads(schema_text)
+    if '"enum"' in schema_text or re.search(r'"minItems":\\s*([2-9]|\\d\\d)', schema_text):
+        sys.stderr.write("Error: unsupported schema feature\\n")
+        sys.exit(1)
+    brief = payload.split("==========", 1)[0]
+    names = re.findall(r"^- \\*\\*(.+?)\\*\\*: ", brief, re.M)
+    results = [{"criterion": name, "passed": True, "feedback": ""} for name in names]
     if mode == "fail":
         results[0] = {"criterion": names[0], "passed": False, "feedback": "needs sources"}
+    calls = len([n for n in os.listdir(record_dir) if n.startswith("call-")])
+    if mode == "partial" or (mode == "partial_once" and calls == 1):
+        results[-1] = {"criterion": "Something else", "passed": True, "feedback": ""}
     answer({"type": "result", "subtype": "success", "is_error": False, "result": "",
             "structured_output": {"passed": True, "feedback": "reviewed",
                                   "criteria_results": results}})
@@ -236,13 +249,13 @@ async def test_pass_sends_exact_argv_and_payload_on_stdin(env: Env) -> None:
         "--output-format",
         "json",
         "--system-prompt",
-        build_system_prompt(request, tasks[0]),
+        REVIEWER_SYSTEM_PROMPT,
         "--json-schema",
         reply_schema_json(tasks[0]),
         "-p",
         "--",
     ]
-    assert call["stdin"] == build_review_payload(request, tasks[0])
+    assert call["stdin"] == build_review_message(request, tasks[0])
     assert "The notes." in call["stdin"]  # input from the earlier step
     assert "The report." in call["stdin"]
     assert Path(call["cwd"]).resolve() == env.root
@@ -265,6 +278,7 @@ async def test_fail_gives_failed_verdict_with_criteria(env: Env) -> None:
         ("bad_schema", "quality_gate.bad_output"),
         ("is_error", "quality_gate.is_error"),
         ("exit", "quality_gate.exit_code"),
+        ("flood", "quality_gate.output_too_large"),
     ],
 )
 async def test_broken_replies_have_distinct_codes(env: Env, mode: str, code: str) -> None:
@@ -277,6 +291,23 @@ async def test_broken_replies_have_distinct_codes(env: Env, mode: str, code: str
     if mode == "exit":
         assert "3" in exc.value.message
         assert "something broke" in exc.value.message
+
+
+async def test_a_reply_missing_a_criterion_is_asked_again_once(env: Env) -> None:
+    set_mode(env, "partial_once")
+    [verdict] = await run(env, env.reviewer(), env.request())
+    assert verdict.passed is True
+    assert len(env.calls()) == 2
+
+
+async def test_a_criterion_left_unjudged_twice_fails_naming_it(env: Env) -> None:
+    set_mode(env, "partial")  # answers "Something else" instead of the last criterion
+    [verdict] = await run(env, env.reviewer(), env.request())
+    assert len(env.calls()) == 2
+    assert verdict.passed is False
+    [failed] = [r for r in verdict.criteria_results if not r.passed]
+    assert failed.criterion == "Clear"
+    assert "unjudged" in (failed.feedback or "")
 
 
 async def test_missing_binary(env: Env, tmp_path: Path) -> None:

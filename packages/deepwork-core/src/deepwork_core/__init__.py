@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from deepwork_core.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from deepwork_core.branching import ensure_workflow_branch
+    from deepwork_core.branching import BranchOutcome, ensure_workflow_branch
     from deepwork_core.checkpoint import (
         Checkpoint,
         Gate,
@@ -38,34 +38,50 @@ if TYPE_CHECKING:
     from deepwork_core.errors import (
         ConfigError,
         DeepWorkError,
+        FileReadError,
         GitError,
         HookError,
         PathOutsideProjectError,
         Problem,
+        ProcessOutputError,
         ProcessTimeoutError,
         QualityGateError,
         ReviewError,
         Severity,
         YamlError,
     )
-    from deepwork_core.fsutil import LockTimeout, atomic_write_text, file_lock
+    from deepwork_core.fsutil import (
+        LockTimeout,
+        atomic_write_text,
+        file_lock,
+        read_bytes_file,
+        read_text_file,
+    )
     from deepwork_core.git import run_git
-    from deepwork_core.identifiers import NAME_PATTERN, resolve_inside
+    from deepwork_core.identifiers import (
+        GIT_DIR,
+        NAME_PATTERN,
+        check_outside_git_dir,
+        resolve_inside,
+    )
     from deepwork_core.layout import JOB_FILE, TMP_DIR
     from deepwork_core.models import HookAction, Step
     from deepwork_core.parser import JobFormat, ParsedJob, check_job_files, parse_job_dir
-    from deepwork_core.process import run_bounded
+    from deepwork_core.process import Completed, kill_all_children, run_bounded
     from deepwork_core.process_review import RULE_PREFIX
     from deepwork_core.quality import (
         DEFAULT_MAX_INLINE_FILES,
+        REVIEWER_SYSTEM_PROMPT,
         QualityReviewTask,
+        build_review_brief,
+        build_review_message,
         build_review_payload,
-        build_system_prompt,
         combined_feedback,
         plan_review_tasks,
         reply_schema_json,
         self_review_feedback,
         task_file_count,
+        unjudged_criteria,
         verdict_from_reply,
         write_self_review_file,
     )
@@ -84,7 +100,7 @@ if TYPE_CHECKING:
 
 #: Module → the public names it defines; each is imported on first use (`deepwork_core.lazy`).
 _HOMES = {
-    "deepwork_core.branching": ("ensure_workflow_branch",),
+    "deepwork_core.branching": ("BranchOutcome", "ensure_workflow_branch"),
     "deepwork_core.conversion": ("convert_job", "write_conversion"),
     "deepwork_core.checkpoint": (
         "Checkpoint",
@@ -118,10 +134,12 @@ _HOMES = {
     "deepwork_core.errors": (
         "ConfigError",
         "DeepWorkError",
+        "FileReadError",
         "GitError",
         "HookError",
         "PathOutsideProjectError",
         "Problem",
+        "ProcessOutputError",
         "ProcessTimeoutError",
         "QualityGateError",
         "ReviewError",
@@ -132,10 +150,14 @@ _HOMES = {
         "LockTimeout",
         "atomic_write_text",
         "file_lock",
+        "read_bytes_file",
+        "read_text_file",
     ),
     "deepwork_core.git": ("run_git",),
     "deepwork_core.identifiers": (
+        "GIT_DIR",
         "NAME_PATTERN",
+        "check_outside_git_dir",
         "resolve_inside",
     ),
     "deepwork_core.layout": (
@@ -152,18 +174,21 @@ _HOMES = {
         "check_job_files",
         "parse_job_dir",
     ),
-    "deepwork_core.process": ("run_bounded",),
+    "deepwork_core.process": ("Completed", "kill_all_children", "run_bounded"),
     "deepwork_core.process_review": ("RULE_PREFIX",),
     "deepwork_core.quality": (
         "DEFAULT_MAX_INLINE_FILES",
         "QualityReviewTask",
+        "REVIEWER_SYSTEM_PROMPT",
+        "build_review_brief",
+        "build_review_message",
         "build_review_payload",
-        "build_system_prompt",
         "combined_feedback",
         "plan_review_tasks",
         "reply_schema_json",
         "self_review_feedback",
         "task_file_count",
+        "unjudged_criteria",
         "verdict_from_reply",
         "write_self_review_file",
     ),
@@ -193,17 +218,22 @@ __all__ = [
     "DEFAULT_REVIEW_TIMEOUT",
     "DEFAULT_SECONDS_PER_EXTRA_FILE",
     "EXTERNAL_RUNNERS",
+    "GIT_DIR",
     "JOB_FILE",
     "NAME_PATTERN",
+    "REVIEWER_SYSTEM_PROMPT",
     "RULE_PREFIX",
     "TIMEOUT_FREE_FILES",
     "TMP_DIR",
     "AbortResult",
     "BranchMaker",
+    "BranchOutcome",
     "Checkpoint",
+    "Completed",
     "ConfigError",
     "DeepWorkConfig",
     "DeepWorkError",
+    "FileReadError",
     "FinishResult",
     "FinishStatus",
     "Gate",
@@ -223,6 +253,7 @@ __all__ = [
     "ParsedJob",
     "PathOutsideProjectError",
     "Problem",
+    "ProcessOutputError",
     "ProcessTimeoutError",
     "ProgressReporter",
     "QualityGateConfig",
@@ -240,20 +271,25 @@ __all__ = [
     "YamlDocument",
     "YamlError",
     "atomic_write_text",
+    "build_review_brief",
+    "build_review_message",
     "build_review_payload",
-    "build_system_prompt",
     "check_job_files",
+    "check_outside_git_dir",
     "combined_feedback",
     "convert_job",
     "ensure_tmp_dir",
     "ensure_workflow_branch",
     "file_lock",
     "has_own_reviews",
+    "kill_all_children",
     "lazy_exports",
     "load_config",
     "parse_folder_list",
     "parse_job_dir",
     "plan_review_tasks",
+    "read_bytes_file",
+    "read_text_file",
     "read_yaml_file",
     "reply_schema_json",
     "resolve_inside",
@@ -262,6 +298,7 @@ __all__ = [
     "scaffold_job",
     "self_review_feedback",
     "task_file_count",
+    "unjudged_criteria",
     "verdict_from_reply",
     "write_conversion",
     "write_self_review_file",

@@ -23,12 +23,37 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 class BranchOutcome(BaseModel):
-    """The branch HEAD is on for the workflow, or None with the reason in `note`."""
+    """The branch HEAD is on for the workflow, or None with the reason in `note`.
+
+    `previous_branch` is the branch HEAD was on when DeepWork switched away from it (None when
+    nothing was switched, or HEAD was detached); `note` then tells the user how to go back.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     branch_name: str | None
     note: str | None = None
+    previous_branch: str | None = None
+
+
+def switched_note(branch: str, previous: str | None) -> str:
+    """What the user is told when DeepWork moved the repository to the workflow's branch."""
+    back = f"`git switch {previous}`" if previous else "`git switch -`"
+    origin = f" from `{previous}`" if previous else ""
+    return (
+        f"DeepWork switched this repository{origin} to the branch `{branch}` for this workflow "
+        f"(uncommitted changes came along). To go back: {back}."
+    )
+
+
+def abandoned_note(branch: str, previous: str | None) -> str:
+    """What the user is told when a workflow on its own branch is aborted."""
+    back = f"`git switch {previous}`" if previous else "`git switch -`"
+    return (
+        f"The workflow branch `{branch}` still exists and may still be checked out. To return "
+        f"to the branch you were on before: {back}. Delete the workflow branch with "
+        f"`git branch -D {branch}` if its work is not needed."
+    )
 
 
 def workflow_branch_name(job_name: str, label: str, today: date) -> str:
@@ -86,6 +111,7 @@ def ensure_workflow_branch(
             ).returncode
             != 0
         )
+        previous = current.stdout.strip() if current.returncode == 0 else None
         args = ["switch", name] if exists.returncode == 0 else ["switch", "-c", name]
         result = run_git(args, cwd=project_root, check=False)
     except GitError as exc:
@@ -105,5 +131,8 @@ def ensure_workflow_branch(
         return BranchOutcome(
             branch_name=name,
             note="the repository has no commits yet; the first commit starts this branch",
+            previous_branch=previous,
         )
-    return BranchOutcome(branch_name=name)
+    return BranchOutcome(
+        branch_name=name, note=switched_note(name, previous), previous_branch=previous
+    )

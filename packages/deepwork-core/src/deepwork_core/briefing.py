@@ -14,11 +14,15 @@ from pathlib import Path
 
 from deepwork_core.discovery import LoadedJob
 from deepwork_core.docspec import load_doc_spec, render_doc_spec_for_instructions
-from deepwork_core.errors import JobInvalidError, PathOutsideProjectError
+from deepwork_core.errors import FileReadError, JobInvalidError, PathOutsideProjectError
+from deepwork_core.fsutil import read_text_file
 from deepwork_core.identifiers import resolve_inside
 from deepwork_core.models import InputType, JobDefinition, OutputType, Review, Step
 from deepwork_core.outputs import SYNTAX_HINTS
 from deepwork_core.sessions import Session
+
+#: A step's instructions file larger than this is refused (`job.file_missing`).
+MAX_INSTRUCTIONS_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,8 +117,8 @@ class InstructionReader:
             cached = self._cache.get(path)
             if cached is not None and cached[:2] == (stat.st_mtime_ns, stat.st_size):
                 return cached[2]
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError, PathOutsideProjectError) as exc:
+            text = read_text_file(path, limit=MAX_INSTRUCTIONS_BYTES)
+        except (OSError, FileReadError, PathOutsideProjectError) as exc:
             raise JobInvalidError(
                 f"job {job.name!r}, step {step.id!r}: cannot read instructions_file "
                 f"{step.instructions_file!r} in {job.job_dir}: {exc}",

@@ -14,7 +14,8 @@ from typing import Annotated, Any, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
-from deepwork_core.errors import DocSpecError, Problem, YamlError
+from deepwork_core.errors import DocSpecError, FileReadError, Problem, YamlError
+from deepwork_core.fsutil import read_bytes_file
 from deepwork_core.yamlio import MAX_BYTES, YamlDocument, parse_yaml
 
 _Text = Annotated[str, StringConstraints(min_length=1)]
@@ -64,12 +65,9 @@ def load_doc_spec(path: Path) -> DocSpec:
     file and, where known, the line.
     """
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_BYTES + 1)
-    except OSError as exc:
-        _fail(path, "doc_spec.unreadable", f"cannot read doc spec: {exc.strerror}", None)
-    if len(raw) > MAX_BYTES:
-        _fail(path, "doc_spec.unreadable", f"larger than {MAX_BYTES // 1024} KiB", None)
+        raw = read_bytes_file(path, limit=MAX_BYTES)
+    except FileReadError as exc:
+        _fail(path, "doc_spec.unreadable", f"cannot read doc spec: {exc.message}", None)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
+from deepwork_core.branching import BranchOutcome, abandoned_note
 from deepwork_core.briefing import (
     InstructionReader,
     ResolvedInput,
@@ -62,8 +63,8 @@ from deepwork_core.sessions import (
 from deepwork_core.start_inputs import check_start_inputs
 from deepwork_core.verdicts import ReviewVerdict
 
-#: `(job_name, label) -> (branch_name | None, note | None)`: switches to the workflow's branch.
-BranchMaker = Callable[[str, str], tuple[str | None, str | None]]
+#: `(job_name, label) -> BranchOutcome`: switches to the workflow's branch.
+BranchMaker = Callable[[str, str], BranchOutcome]
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,11 +134,11 @@ class WorkflowEngine:
                 code="workflow.empty",
             )
 
-        branch_name: str | None = None
-        branch_note: str | None = None
+        outcome = BranchOutcome(branch_name=None)
         top_level = not self.store.stack_path.exists() or not self._stack_ids()
         if top_level and self.branch_maker is not None:
-            branch_name, branch_note = self.branch_maker(job.name, instance_id or workflow.name)
+            outcome = self.branch_maker(job.name, instance_id or workflow.name)
+        branch_name, branch_note = outcome.branch_name, outcome.note
 
         now = self.clock()
         with self.store.transaction() as tx:
@@ -157,6 +158,7 @@ class WorkflowEngine:
                 parent_session_id=parent.session_id if parent is not None else None,
                 inputs=given,
                 branch_name=branch_name,
+                previous_branch=outcome.previous_branch if parent is None else None,
                 started_at=now,
             )
             brief = begin_checkpoint(
@@ -305,6 +307,9 @@ class WorkflowEngine:
             tx.remove_from_stack(session.session_id)
             stack = _stack_items(tx)
         top = stack[-1] if stack else None
+        note = None
+        if session.parent_session_id is None and session.branch_name is not None:
+            note = abandoned_note(session.branch_name, session.previous_branch)
         return AbortResult(
             aborted_workflow=session.workflow_label,
             aborted_step=session.current_step_id,
@@ -312,6 +317,7 @@ class WorkflowEngine:
             stack=stack,
             resumed_workflow=top.workflow if top else None,
             resumed_step=top.step if top else None,
+            branch_note=note,
         )
 
     # --- internals ---------------------------------------------------------------------------

@@ -17,6 +17,8 @@ AREAS: dict[str, str] = {
     "convert": "`deepwork jobs convert`: writing a job in the other `job.yml` format.",
     "deepwork": "The root of the error hierarchy.",
     "doc_spec": "Doc spec files (Markdown with YAML frontmatter) that outputs refer to.",
+    "file": "Reading a file of the project (`docs/limits.md`); callers usually report these "
+    "under their own code.",
     "git": "Running git.",
     "hook": "`deepwork hook NAME`, the command the plugins run on lifecycle events.",
     "identifier": "Names and ids sent by an agent.",
@@ -49,16 +51,25 @@ CODES: dict[str, str] = {
     "doc_spec.unknown_key": "A doc spec frontmatter has a key the format does not define.",
     "doc_spec.unreadable": "A doc spec file cannot be read or is too large.",
     "doc_spec.yaml": "A doc spec frontmatter is not valid YAML.",
+    "file.not_found": "A project file that was to be read does not exist.",
+    "file.not_regular": "A project file is a FIFO, socket, device or folder; it is not opened "
+    "for reading, so it cannot block.",
+    "file.not_text": "A project file is not UTF-8 text.",
+    "file.too_large": "A project file is larger than the limit for its kind (`docs/limits.md`).",
+    "file.unreadable": "A project file cannot be opened or read.",
     "git.failed": "A git command exited with an error.",
     "git.not_installed": "git is not on `PATH`.",
+    "git.output_too_large": "A git command printed more than its output cap and was killed.",
     "git.timeout": "A git command ran past its time limit and was killed.",
     "hook.bad_input": "The event on a hook's stdin is not a JSON object.",
     "hook.bad_platform": "`DEEPWORK_HOOK_PLATFORM` names a platform other than `claude` or "
     "`gemini`.",
-    "hook.bad_setting": "A hook time-limit variable is not a positive number of seconds.",
+    "hook.bad_setting": "A hook time-limit variable is not a finite number of seconds above 0 "
+    "and at most one day.",
     "hook.error": "Generic hook error.",
     "hook.prompt_file": "A job hook's `prompt_file` cannot be read.",
     "hook.script_failed": "A job hook script could not start or exited with an error.",
+    "hook.script_output_too_large": "A job hook script printed more than 1 MiB and was killed.",
     "hook.script_timeout": "A job hook script ran past its time limit and was killed.",
     "hook.stdin_timeout": "No complete event arrived on a hook's stdin in time.",
     "hook.unknown": "`deepwork hook` was given a hook name it does not know.",
@@ -103,7 +114,13 @@ CODES: dict[str, str] = {
     "outputs.unknown": "An output name the step does not declare was submitted.",
     "outputs.wrong_type": "A `file` output was not one path, or a `files` output not a list of "
     "paths.",
+    "path.git_internal": "A path lies inside a `.git` folder; git's own files are never an "
+    "output or a review input.",
     "path.outside_project": "A path resolves, after symbolic links, outside the project.",
+    "process.cancelled": "A subprocess was stopped because its caller gave up (the call was "
+    "cancelled).",
+    "process.output_too_large": "A subprocess printed more than its output cap and was killed "
+    "with its group.",
     "process.timeout": "A subprocess ran past its time limit and was killed with its group.",
     "quality_gate.bad_output": "The reviewer's answer is not the expected JSON verdict.",
     "quality_gate.error": "Generic quality gate error.",
@@ -112,6 +129,7 @@ CODES: dict[str, str] = {
     "quality_gate.max_attempts": "The step failed review as many times as allowed; the feedback "
     "follows.",
     "quality_gate.not_installed": "The reviewer command (`claude`) is not on `PATH`.",
+    "quality_gate.output_too_large": "The reviewer printed more than 8 MiB and was stopped.",
     "quality_gate.override_reason_empty": "`quality_review_override_reason` was given but blank.",
     "quality_gate.timeout": "A review ran past its time limit and was killed.",
     "review.base_ref_unknown": "The base ref to compare the branch with does not exist.",
@@ -122,11 +140,16 @@ CODES: dict[str, str] = {
     "review.instructions_invalid": "A rule's `instructions` is neither text nor `{file: …}`.",
     "review.instructions_missing": "A rule's instructions file cannot be read.",
     "review.instructions_outside_project": "A rule's instructions file is outside the project.",
+    "review.instructions_too_large": "A rule's instructions (inline or from a file) are longer "
+    "than 256 KiB.",
     "review.lock_timeout": "Another run held the lock on the review files for too long.",
     "review.no_project": "The project folder does not exist.",
+    "review.state_unreadable": "A review pass list under `.deepwork/tmp/review_passes/` is not "
+    "a regular file or cannot be read or written.",
     "review.not_a_git_repository": "Changed files can only be found in a git work tree.",
     "review.stdin_timeout": "`deepwork review` began reading a file list on stdin that did not "
     "end in time.",
+    "review.too_large": "One review run would write more than 64 MiB of instruction files.",
     "review.unknown_review_id": "`mark_review_as_passed` was given an id no run handed out.",
     "review.unsupported_platform": "The review tasks were asked for a platform DeepWork does not "
     "format for.",

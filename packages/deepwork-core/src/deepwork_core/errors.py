@@ -49,6 +49,9 @@ class DeepWorkError(Exception):
     code: str = "deepwork.error"
     #: True when the agent can fix the cause itself (wrong name, missing file, bad path …).
     agent_fixable: bool = False
+    #: Every problem behind the error, each with its own code (most serious first), when there
+    #: is more than one.
+    problems: tuple[Problem, ...] = ()
 
     def __init__(self, message: str, *, code: str | None = None) -> None:
         super().__init__(message)
@@ -79,6 +82,12 @@ class PathOutsideProjectError(DeepWorkError):
 
     code = "path.outside_project"
     agent_fixable = True
+
+
+class FileReadError(DeepWorkError):
+    """A project file cannot be read as text (`file.not_regular`, `file.too_large`, …)."""
+
+    code = "file.unreadable"
 
 
 class ConfigError(DeepWorkError):
@@ -154,6 +163,12 @@ class ProcessTimeoutError(DeepWorkError):
     """A subprocess ran past its deadline and was killed with its process group."""
 
     code = "process.timeout"
+
+
+class ProcessOutputError(DeepWorkError):
+    """A subprocess printed more than its output cap and was killed with its process group."""
+
+    code = "process.output_too_large"
 
 
 class QualityGateError(DeepWorkError):

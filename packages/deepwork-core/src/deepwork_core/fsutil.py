@@ -1,14 +1,63 @@
-"""Durable file writes and a cross-process lock."""
+"""Guarded file reads, durable file writes and a cross-process lock."""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
 import os
-import tempfile
+import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
+
+from deepwork_core.errors import FileReadError
+
+
+def read_bytes_file(path: Path, *, limit: int, follow_symlinks: bool = True) -> bytes:
+    """The bytes of regular file `path`, at most `limit` of them.
+
+    The one way DeepWork reads a file a project controls: the file is opened non-blocking, so a
+    FIFO (or a device) never makes us wait for a writer, and anything but a regular file is
+    refused. Raises `FileReadError`: `file.not_found`, `file.not_regular`, `file.too_large`
+    (more than `limit` bytes) or `file.unreadable`.
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if not follow_symlinks:
+        flags |= os.O_NOFOLLOW
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise FileReadError(f"{path} does not exist", code="file.not_found") from None
+    except OSError as exc:
+        raise FileReadError(f"cannot open {path}: {exc.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise FileReadError(f"{path} is not a regular file", code="file.not_regular")
+        if info.st_size > limit:
+            raise FileReadError(
+                f"{path} has {info.st_size} bytes; at most {limit} are read",
+                code="file.too_large",
+            )
+        os.set_blocking(fd, True)
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError as exc:
+        raise FileReadError(f"cannot read {path}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+    if len(data) > limit:  # grew while we read it
+        raise FileReadError(f"{path} has more than {limit} bytes", code="file.too_large")
+    return data
+
+
+def read_text_file(path: Path, *, limit: int, follow_symlinks: bool = True) -> str:
+    """`read_bytes_file` decoded as UTF-8; `file.not_text` when it is not valid UTF-8."""
+    data = read_bytes_file(path, limit=limit, follow_symlinks=follow_symlinks)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise FileReadError(f"{path} is not UTF-8 text", code="file.not_text") from None
 
 
 class LockTimeout(TimeoutError):
@@ -25,6 +74,8 @@ def atomic_write_text(path: Path, text: str) -> None:
 
     Temporary file in the same folder, flush, fsync, rename, then fsync the folder.
     """
+    import tempfile  # only writers pay for it; hooks that merely read start faster
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:

@@ -6,10 +6,12 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from deepwork_core.errors import GitError, ProcessTimeoutError
+from deepwork_core.errors import GitError, ProcessOutputError, ProcessTimeoutError
 from deepwork_core.process import Completed, run_bounded
 
 DEFAULT_TIMEOUT = 30.0
+#: Cap on what one git command may print (file lists of very large repositories fit).
+OUTPUT_LIMIT = 128 * 1024 * 1024
 
 _ENV_OVERRIDES = {
     "GIT_TERMINAL_PROMPT": "0",  # never wait for credentials
@@ -27,16 +29,20 @@ def run_git(
 ) -> Completed:
     """Run `git <args>` in `cwd`.
 
-    Raises `GitError` with code `git.not_installed`, `git.timeout`, or (when `check` is true and
-    git exits non-zero) `git.failed` carrying git's own message.
+    Raises `GitError` with code `git.not_installed`, `git.timeout`, `git.output_too_large`, or
+    (when `check` is true and git exits non-zero) `git.failed` carrying git's own message.
     """
     env = {**os.environ, **_ENV_OVERRIDES}
     try:
-        result = run_bounded(["git", *args], cwd=cwd, timeout=timeout, env=env)
+        result = run_bounded(
+            ["git", *args], cwd=cwd, timeout=timeout, env=env, output_limit=OUTPUT_LIMIT
+        )
     except FileNotFoundError:
         raise GitError("git is not installed or not on PATH", code="git.not_installed") from None
     except ProcessTimeoutError as exc:
         raise GitError(f"git {' '.join(args)}: {exc}", code="git.timeout") from None
+    except ProcessOutputError as exc:
+        raise GitError(f"git {' '.join(args)}: {exc}", code="git.output_too_large") from None
     if check and result.returncode != 0:
         detail = result.stderr.strip() or result.stdout.strip() or f"exit {result.returncode}"
         raise GitError(f"git {' '.join(args)} failed: {detail}", code="git.failed")

@@ -78,6 +78,10 @@ def check_text(
     return value
 
 
+#: git's own folder: never an output and never reviewed.
+GIT_DIR = ".git"
+
+
 def resolve_inside(root: Path, relative: str | Path, *, what: str = "path") -> Path:
     """Resolve `relative` against `root` (after symlinks) and require it to stay inside `root`.
 
@@ -93,3 +97,17 @@ def resolve_inside(root: Path, relative: str | Path, *, what: str = "path") -> P
             f"{what} {shown(text)} resolves outside {root}; give a path inside the project"
         )
     return candidate
+
+
+def check_outside_git_dir(root: Path, path: Path, *, what: str = "path") -> None:
+    """Refuse `path` when it lies inside a `.git` folder (git's own data: config, hooks …).
+
+    Raises `PathOutsideProjectError` with code `path.git_internal`.
+    """
+    parts = path.relative_to(root).parts if path.is_relative_to(root) else path.parts
+    if GIT_DIR in parts:
+        raise PathOutsideProjectError(
+            f"{what} {shown(str(path))} is inside git's own folder {GIT_DIR}/, which is not "
+            "part of the project's work",
+            code="path.git_internal",
+        )

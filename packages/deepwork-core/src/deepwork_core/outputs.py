@@ -3,10 +3,11 @@
 Every submitted name must be declared by a step of the current checkpoint, every required output
 must be there with the declared shape (`file`: one path, `files`: a list of paths, not empty when
 required, `file_path`: either, `string`: inline text), and every path must exist, be a regular
-file (not a folder, FIFO or device) and resolve (after symlinks) inside the project. A file output
-whose declaration carries a `json_schema` must parse as JSON and satisfy it
-(`outputs.schema_mismatch`). All problems are reported at once; the error code is that of the
-first.
+file (not a folder, FIFO or device) and resolve (after symlinks) inside the project, outside
+`.git/`. A file output whose declaration carries a `json_schema` must parse as JSON and satisfy
+it (`outputs.schema_mismatch`). All problems are reported at once, most serious first: the
+error's code is that of the most serious one, and `problems` lists every problem with its own
+code.
 """
 
 from __future__ import annotations
@@ -19,8 +20,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from deepwork_core.errors import InvalidTextError, OutputsError, PathOutsideProjectError
-from deepwork_core.identifiers import MAX_TEXT_CHARS, check_text, resolve_inside
+from deepwork_core.errors import (
+    DeepWorkError,
+    InvalidTextError,
+    OutputsError,
+    PathOutsideProjectError,
+    Problem,
+)
+from deepwork_core.identifiers import (
+    MAX_TEXT_CHARS,
+    check_outside_git_dir,
+    check_text,
+    resolve_inside,
+)
 from deepwork_core.models import OutputSpec, OutputType, Step
 from deepwork_core.sessions import OutputValue
 
@@ -94,12 +106,45 @@ def validate_outputs(
             by_step[step.id][name] = checked
 
     if findings:
-        message = "; ".join(f.message for f in findings)
-        first = findings[0].code
-        if first == PathOutsideProjectError.code:
-            raise PathOutsideProjectError(message)
-        raise OutputsError(message, code=first)
+        raise _error(findings)
     return ValidatedOutputs(by_step)
+
+
+#: Most serious first: a path that leaves the project outranks a merely missing output.
+_SEVERITY = (
+    "path.git_internal",
+    "path.outside_project",
+    "text.invalid",
+    "outputs.not_a_file",
+    "outputs.file_not_found",
+    "outputs.wrong_type",
+    "outputs.schema_mismatch",
+    "text.too_long",
+    "outputs.empty_list",
+    "outputs.unknown",
+    "outputs.missing",
+)
+
+
+def _error(findings: list[_Finding]) -> DeepWorkError:
+    """One error for all `findings`: the most serious one's code, every problem listed."""
+    ranked = sorted(
+        findings,
+        key=lambda f: _SEVERITY.index(f.code) if f.code in _SEVERITY else len(_SEVERITY),
+    )
+    code = ranked[0].code
+    if len(ranked) == 1:
+        message = ranked[0].message
+    else:
+        listed = "\n".join(f"- {f.code}: {f.message}" for f in ranked)
+        message = f"{len(ranked)} problems with the outputs, most serious first:\n{listed}"
+    error: DeepWorkError
+    if code.startswith("path."):
+        error = PathOutsideProjectError(message, code=code)
+    else:
+        error = OutputsError(message, code=code)
+    error.problems = tuple(Problem(code=f.code, message=f.message) for f in ranked)
+    return error
 
 
 def _check_value(
@@ -216,6 +261,9 @@ def _check_path(root: Path, name: str, value: str, findings: list[_Finding]) -> 
     try:
         check_text(value, what=f"output {name!r} path", max_chars=None)
         resolved = resolve_inside(root, value, what=f"output {name!r} path")
+        lexical = Path(os.path.normpath(root / value))
+        for candidate in (lexical, resolved):
+            check_outside_git_dir(root, candidate, what=f"output {name!r} path")
         info = resolved.stat()
     except (PathOutsideProjectError, InvalidTextError) as exc:
         findings.append(_Finding(exc.code, exc.message))

@@ -72,9 +72,10 @@ def task_scope(run_each: str) -> str:
     return f"output '{run_each}'"
 
 
-def is_special_scope(run_each: str) -> bool:
-    """True when `run_each` names no output: the whole step, its process, or a rule."""
-    return run_each in ("step", PROCESS_REQUIREMENTS) or run_each.startswith(RULE_PREFIX)
+def feedback_scope(run_each: str) -> str:
+    """What a failed review covered, for `needs_work` feedback: an output's bare name, or words."""
+    special = run_each in ("step", PROCESS_REQUIREMENTS) or run_each.startswith(RULE_PREFIX)
+    return task_scope(run_each) if special else run_each
 
 
 def process_requirement_parts(checkpoint: Checkpoint, step: Step) -> list[dict[str, Any]]:

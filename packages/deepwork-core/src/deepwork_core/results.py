@@ -53,3 +53,5 @@ class AbortResult:
     stack: list[StackItem]
     resumed_workflow: str | None
     resumed_step: str | None
+    #: For an aborted top-level workflow on its own branch: the branch remains; how to go back.
+    branch_note: str | None = None

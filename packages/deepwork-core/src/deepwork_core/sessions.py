@@ -30,8 +30,8 @@ from typing import Annotated, Any, Final, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
-from deepwork_core.errors import SessionError
-from deepwork_core.fsutil import LockTimeout, atomic_write_text, file_lock
+from deepwork_core.errors import FileReadError, SessionError
+from deepwork_core.fsutil import LockTimeout, atomic_write_text, file_lock, read_text_file
 from deepwork_core.identifiers import SESSION_ID_PATTERN, check_session_id
 from deepwork_core.layout import (
     LOCK_FILE,
@@ -46,6 +46,10 @@ from deepwork_core.runtime_dir import ensure_tmp_dir
 from deepwork_core.verdicts import ReviewVerdict
 
 SCHEMA_VERSION: Literal[1] = 1
+#: A temporary state file older than this was left by a killed writer and is removed.
+_STRAY_TMP_AGE_S = 60.0
+#: A state file larger than this is corrupt (`session.state_corrupt`).
+MAX_STATE_BYTES = 32 * 1024 * 1024
 
 #: Finished sessions older than this are pruned ...
 DEFAULT_MAX_AGE = timedelta(days=14)
@@ -120,7 +124,7 @@ class Session(_State):
     #: Index into the workflow's entries (a concurrent group counts once).
     current_entry_index: int = 0
     #: The step ids of the current entry (several for a concurrent group).
-    current_step_ids: list[str]
+    current_step_ids: list[str] = Field(min_length=1)
     step_progress: dict[str, StepRecord] = Field(default_factory=dict)
     parent_session_id: str | None = None
     #: Set on a workflow a `sub_workflow` step started: that step of the parent session.
@@ -128,6 +132,8 @@ class Session(_State):
     #: Values given at `start_workflow` (argument name -> text or project-relative path(s)).
     inputs: dict[str, OutputValue] = Field(default_factory=dict)
     branch_name: str | None = None
+    #: The branch the repository was on before the workflow's branch was checked out.
+    previous_branch: str | None = None
     started_at: datetime
     completed_at: datetime | None = None
     abort_reason: str | None = None
@@ -248,6 +254,12 @@ class SessionStore:
             finished: list[tuple[float, str, Path]] = []
             for entry in os.scandir(self.state_dir):
                 name = entry.name
+                if _is_stray_temporary(name):
+                    # Left by a writer that was killed between writing and renaming.
+                    with contextlib.suppress(OSError):
+                        if current - entry.stat().st_mtime > _STRAY_TMP_AGE_S:
+                            os.unlink(entry.path)  # noqa: PTH108
+                    continue
                 if not (name.startswith(SESSION_PREFIX) and name.endswith(SESSION_SUFFIX)):
                     continue
                 session_id = name[len(SESSION_PREFIX) : -len(SESSION_SUFFIX)]
@@ -263,6 +275,11 @@ class SessionStore:
                         review_file.unlink(missing_ok=True)
                     removed.append(session_id)
         return removed
+
+
+def _is_stray_temporary(name: str) -> bool:
+    """`atomic_write_text`'s temporary names for the stack and session files."""
+    return name.endswith(".tmp") and name.startswith((f".{STACK_FILE}.", f".{SESSION_PREFIX}"))
 
 
 class StateTransaction:
@@ -367,10 +384,10 @@ _MISSING: Final = object()
 
 def _read_json(path: Path) -> Any:
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return _MISSING
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_text_file(path, limit=MAX_STATE_BYTES)
+    except FileReadError as exc:
+        if exc.code == "file.not_found":
+            return _MISSING
         raise SessionError(
             f"cannot read state file {path}: {exc}", code="session.state_corrupt"
         ) from None

@@ -27,7 +27,8 @@ from typing import Any
 
 import yaml
 
-from deepwork_core.errors import YamlError
+from deepwork_core.errors import FileReadError, YamlError
+from deepwork_core.fsutil import read_bytes_file
 
 MAX_BYTES = 1024 * 1024
 #: Upper bound on nodes with aliases expanded (a billion-laughs file explodes past it).
@@ -59,14 +60,12 @@ def read_yaml_file(path: Path) -> YamlDocument:
 
 
 def read_limited(path: Path) -> bytes:
-    """The bytes of `path`, reading at most `MAX_BYTES + 1` (enough to tell it is too large)."""
+    """The bytes of regular file `path` (`yaml.too_large` above `MAX_BYTES`)."""
     try:
-        with path.open("rb") as handle:
-            return handle.read(MAX_BYTES + 1)
-    except OSError as exc:
-        raise YamlError(
-            f"cannot read {path}: {exc.strerror or exc}", code="yaml.unreadable"
-        ) from None
+        return read_bytes_file(path, limit=MAX_BYTES)
+    except FileReadError as exc:
+        code = "yaml.too_large" if exc.code == "file.too_large" else "yaml.unreadable"
+        raise YamlError(exc.message, code=code) from None
 
 
 def parse_yaml(raw: bytes | str) -> YamlDocument:

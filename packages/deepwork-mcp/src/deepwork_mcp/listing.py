@@ -3,11 +3,12 @@
 Every tool description and schema is sent to the model on each `tools/list`, so its size is a
 cost paid in every conversation. `output_schema` describes a response model down to a chosen
 depth; `tidy_schema` (applied to every listed schema by `CompactToolListing`) rewrites a schema
-into equivalent, shorter JSON Schema: `anyOf: [X, {type: null}]` becomes `type: [X, "null"]`,
-`default: null` goes (the `required` list already says which arguments may be left out), and
-descriptions inside output schemas go (the tool description carries the meaning), and FastMCP's
-empty `_meta` (tags: none) is left out. Argument
-validation is unaffected: it uses the tool's own signature, not the listed schema.
+into equivalent, shorter JSON Schema: `default: null` goes (the `required` list already says
+which arguments may be left out), and descriptions inside output schemas go (the tool
+description carries the meaning). Optional values stay `anyOf: [X, {type: null}]` rather than
+`type: [X, "null"]`: strict clients warn on type lists and single-type dialects (Gemini function
+declarations) read `anyOf` with null better. FastMCP's empty `_meta` (no tags) is left out.
+Argument validation is unaffected: it uses the tool's own signature, not the listed schema.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ _OUTPUT_KEYS = ("type", "enum", "anyOf", "properties", "additionalProperties", "
 def output_schema(model: type[BaseModel], *, detail_depth: int = 1) -> dict[str, Any]:
     """A compact `outputSchema` for `model`: fields down to `detail_depth` levels are spelled
     out; deeper objects are just `object`. References are inlined, and the result is tidied
-    (`X | None` becomes `type: [X, "null"]`).
+    (`X | None` stays `anyOf: [X, {type: null}]`).
     """
     schema = model.model_json_schema(mode="serialization")
     trimmed = _trim(schema, schema.get("$defs", {}), 0, detail_depth)
@@ -71,7 +72,9 @@ class CompactToolListing(Middleware):
 def _tidied(tool: Tool) -> Tool:
     return tool.model_copy(
         update={
-            "parameters": tidy_schema(tool.parameters, keep_descriptions=True),
+            "parameters": optional_without_null(
+                tidy_schema(tool.parameters, keep_descriptions=True)
+            ),
             "output_schema": (
                 tidy_schema(tool.output_schema, keep_descriptions=False)
                 if tool.output_schema is not None
@@ -97,19 +100,35 @@ def _no_meta() -> None:
     return None
 
 
+def optional_without_null(schema: dict[str, Any]) -> dict[str, Any]:
+    """An input schema whose optional arguments drop `null` from `anyOf: [X, {type: null}]`.
+
+    Leaving an optional argument out already means "none", so the listed schema says just `X`:
+    one type per argument, which single-type dialects (Gemini function declarations) need, in
+    fewer bytes. A client that still sends null is accepted: validation uses the signature.
+    """
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return schema
+    required = set(schema.get("required", ()))
+    rewritten = dict(properties)
+    for name, node in properties.items():
+        options = node.get("anyOf") if isinstance(node, dict) else None
+        if name in required or not isinstance(options, list) or {"type": "null"} not in options:
+            continue
+        others = [option for option in options if option != {"type": "null"}]
+        if len(others) == 1 and isinstance(others[0], dict):
+            rest = {key: value for key, value in node.items() if key != "anyOf"}
+            rewritten[name] = {**others[0], **rest}
+    return {**schema, "properties": rewritten}
+
+
 def tidy_schema(node: Any, *, keep_descriptions: bool) -> Any:
     """`node` rewritten as described in the module docstring (a new object)."""
     if isinstance(node, list):
         return [tidy_schema(item, keep_descriptions=keep_descriptions) for item in node]
     if not isinstance(node, dict):
         return node
-    options = node.get("anyOf")
-    if isinstance(options, list) and {"type": "null"} in options and len(options) == 2:
-        [inner] = [option for option in options if option != {"type": "null"}]
-        if isinstance(inner, dict) and isinstance(inner.get("type"), str):
-            merged = {**inner, **{k: v for k, v in node.items() if k != "anyOf"}}
-            merged["type"] = [inner["type"], "null"]
-            return tidy_schema(merged, keep_descriptions=keep_descriptions)
     tidied: dict[str, Any] = {}
     for key, value in node.items():
         if key == "default" and value is None:

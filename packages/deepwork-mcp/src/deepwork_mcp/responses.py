@@ -158,3 +158,4 @@ class AbortWorkflowResponse(_Model):
     stack: list[StackEntry]
     resumed_workflow: str | None
     resumed_step: str | None
+    branch_note: str | None = None

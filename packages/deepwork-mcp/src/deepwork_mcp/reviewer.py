@@ -1,43 +1,52 @@
 """The external quality-gate reviewer: the Claude CLI in print mode with structured output.
 
-One `claude` process per review task (`docs/quality-gate.md`):
-`claude --print --output-format json --system-prompt <criteria> --json-schema <schema> -p --`
-with the payload on stdin and the project root as working directory. Each process starts in a
-new session, so on timeout or cancellation its whole process group (grandchildren included) is
-killed and the child is reaped. At most `max_parallel` run at once; the first failure cancels
-the rest.
+One `claude` process per review task:
+`claude --print --output-format json --system-prompt <fixed role> --json-schema <schema> -p --`
+with the review brief (criteria, guidance, notes) and the files on stdin, and the project root
+as working directory. The process runs through `deepwork_core.run_bounded` in a worker
+thread: a deadline, an output cap, and its whole process group killed when it overruns or the
+review is cancelled. At most `max_parallel` run at once; the first failure cancels the rest. A
+reply that leaves a criterion unjudged is asked for once more; if the second reply also leaves
+one out, the verdict fails naming it (`docs/quality-gate.md`, `docs/limits.md`).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import os
 import shutil
-import signal
+import threading
 import time
 from collections.abc import Mapping, Sequence
 
+import anyio
+import anyio.abc
+import anyio.to_thread
 from deepwork_core import (
     DEFAULT_MAX_INLINE_FILES,
     DEFAULT_REVIEW_TIMEOUT,
     DEFAULT_SECONDS_PER_EXTRA_FILE,
+    REVIEWER_SYSTEM_PROMPT,
     TIMEOUT_FREE_FILES,
     Checkpoint,
+    Completed,
+    ProcessOutputError,
+    ProcessTimeoutError,
     ProgressReporter,
     QualityGateError,
     QualityReviewTask,
     ReviewVerdict,
-    build_review_payload,
-    build_system_prompt,
+    build_review_message,
     reply_schema_json,
+    run_bounded,
     task_file_count,
+    unjudged_criteria,
     verdict_from_reply,
 )
 
-#: How long to wait for pipes to close after the process group was killed.
-_REAP_TIMEOUT = 5.0
+#: A reviewer printing more than this (on stdout or stderr) is stopped
+#: (`quality_gate.output_too_large`).
+OUTPUT_LIMIT = 8 * 1024 * 1024
 _DETAIL_CHARS = 500
 
 
@@ -82,55 +91,66 @@ class ClaudeReviewer:
         """Run every task (at most `max_parallel` at once); verdicts come back in task order.
 
         Raises `QualityGateError` (`quality_gate.not_installed`, `.timeout`, `.is_error`,
-        `.bad_output`, `.exit_code`) for the first task that cannot give a verdict; the other
-        tasks are then cancelled and their processes killed.
+        `.bad_output`, `.exit_code`, `.output_too_large`) for the first task that cannot give a
+        verdict; the other tasks are then cancelled and their processes killed.
         """
         if not tasks:
             return []
         executable = self._resolve_executable()
-        semaphore = asyncio.Semaphore(self.max_parallel)
-        running = [
-            asyncio.create_task(self._run_task(executable, checkpoint, task, semaphore))
-            for task in tasks
-        ]
-        pending: set[asyncio.Task[ReviewVerdict]] = set(running)
-        total = len(running)
-        done_count = 0
-        started = time.monotonic()
-        try:
-            while pending:
-                finished, pending = await asyncio.wait(
-                    pending, timeout=self.progress_interval, return_when=asyncio.FIRST_COMPLETED
+        limiter = anyio.CapacityLimiter(self.max_parallel)
+        verdicts: dict[int, ReviewVerdict] = {}
+        failures: list[BaseException] = []
+        send, receive = anyio.create_memory_object_stream[int](len(tasks))
+
+        async def one(index: int) -> None:
+            try:
+                verdicts[index] = await self._run_task(
+                    executable, checkpoint, tasks[index], limiter
                 )
-                # Look at every finished task's exception, so none is left unretrieved.
-                failures = [exc for item in finished if (exc := item.exception()) is not None]
-                if failures:
-                    raise failures[0]
-                for item in finished:
-                    verdict = item.result()
+            except Exception as exc:  # the first failure wins and stops the others
+                failures.append(exc)
+                group.cancel_scope.cancel()
+                return
+            send.send_nowait(index)
+
+        with send, receive:
+            async with anyio.create_task_group() as group:
+                for index in range(len(tasks)):
+                    group.start_soon(one, index)
+                await self._report(tasks, verdicts, receive, progress)
+        if failures:
+            raise failures[0]
+        return [verdicts[index] for index in range(len(tasks))]
+
+    async def _report(
+        self,
+        tasks: Sequence[QualityReviewTask],
+        verdicts: Mapping[int, ReviewVerdict],
+        finished: anyio.abc.ObjectReceiveStream[int],
+        progress: ProgressReporter | None,
+    ) -> None:
+        """Wait for every task, telling `progress` as each finishes and while waiting."""
+        total, done_count, started = len(tasks), 0, time.monotonic()
+        while done_count < total:
+            index = None
+            with anyio.move_on_after(self.progress_interval):
+                index = await finished.receive()
+            if progress is None:
+                if index is not None:
                     done_count += 1
-                    if progress is not None:
-                        outcome = "passed" if verdict.passed else "failed"
-                        tasks_left = total - done_count
-                        await progress(
-                            done_count,
-                            total,
-                            f"review {tasks[running.index(item)].label} {outcome}; "
-                            f"{tasks_left} left",
-                        )
-                if not finished and progress is not None:
-                    waited = time.monotonic() - started
-                    await progress(
-                        done_count,
-                        total,
-                        f"waiting for {len(pending)} review(s) ({waited:.0f} s elapsed)",
-                    )
-        finally:
-            for item in pending:
-                item.cancel()
-            if pending:
-                await asyncio.gather(*pending, return_exceptions=True)
-        return [item.result() for item in running]
+                continue
+            if index is None:
+                waited = time.monotonic() - started
+                await progress(
+                    done_count,
+                    total,
+                    f"waiting for {total - done_count} review(s) ({waited:.0f} s elapsed)",
+                )
+                continue
+            done_count += 1
+            outcome = "passed" if verdicts[index].passed else "failed"
+            left = total - done_count
+            await progress(done_count, total, f"review {tasks[index].label} {outcome}; {left} left")
 
     def _resolve_executable(self) -> str:
         search_path = (self.env if self.env is not None else os.environ).get("PATH")
@@ -148,7 +168,7 @@ class ClaudeReviewer:
         executable: str,
         checkpoint: Checkpoint,
         task: QualityReviewTask,
-        semaphore: asyncio.Semaphore,
+        limiter: anyio.CapacityLimiter,
     ) -> ReviewVerdict:
         argv = [
             executable,
@@ -156,82 +176,88 @@ class ClaudeReviewer:
             "--output-format",
             "json",
             "--system-prompt",
-            build_system_prompt(checkpoint, task),
+            REVIEWER_SYSTEM_PROMPT,
             "--json-schema",
             reply_schema_json(task),
             "-p",
             "--",
         ]
         timeout = self.timeout_for(task_file_count(checkpoint, task))
-        async with semaphore:
-            # Built under the semaphore so at most `max_parallel` payloads sit in memory; reading
+        async with limiter:
+            # Built under the limiter so at most `max_parallel` messages sit in memory; reading
             # files is blocking work, so it runs off the event loop.
-            payload = await asyncio.to_thread(
-                build_review_payload, checkpoint, task, self.max_inline_files
+            message = await anyio.to_thread.run_sync(
+                build_review_message, checkpoint, task, self.max_inline_files
             )
-            returncode, stdout, stderr = await self._run_process(
-                argv, payload, checkpoint, task, timeout
-            )
-        return _interpret(task, returncode, stdout, stderr)
+            reply = await self._ask(argv, message, checkpoint, task, timeout)
+            if unjudged_criteria(task, reply):
+                # Asked once more; a second incomplete reply fails the unjudged criteria.
+                reply = await self._ask(argv, message, checkpoint, task, timeout)
+        return verdict_from_reply(task, reply)
 
-    async def _run_process(
+    async def _ask(
         self,
         argv: list[str],
-        payload: str,
+        message: str,
         checkpoint: Checkpoint,
         task: QualityReviewTask,
         timeout: float,
-    ) -> tuple[int, str, str]:
+    ) -> object:
         try:
-            process = await asyncio.create_subprocess_exec(
-                *argv,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
+            done = await run_bounded_async(
+                argv,
                 cwd=checkpoint.project_root,
+                timeout=timeout,
+                input_text=message,
                 env=self.env,
-                start_new_session=True,
+                output_limit=OUTPUT_LIMIT,
             )
         except (FileNotFoundError, PermissionError) as exc:
             raise QualityGateError(
                 f"cannot run the reviewer {argv[0]!r}: {exc.strerror}",
                 code="quality_gate.not_installed",
             ) from None
-        try:
-            stdout, stderr = await asyncio.wait_for(
-                process.communicate(payload.encode("utf-8")), timeout
-            )
-        except TimeoutError:
-            await _kill_and_reap(process)
+        except ProcessOutputError:
+            raise QualityGateError(
+                f"the reviewer for {task.label} printed more than {OUTPUT_LIMIT} bytes; its "
+                "processes were stopped",
+                code="quality_gate.output_too_large",
+            ) from None
+        except ProcessTimeoutError:
             raise QualityGateError(
                 f"the reviewer for {task.label} did not answer within {timeout:g} s; its "
                 "processes were stopped. Try again, or raise the quality gate timeout",
                 code="quality_gate.timeout",
             ) from None
-        except BaseException:
-            await _kill_and_reap(process)
-            raise
-        assert process.returncode is not None
-        return (
-            process.returncode,
-            stdout.decode("utf-8", errors="replace"),
-            stderr.decode("utf-8", errors="replace"),
-        )
+        return _interpret(task, done)
 
 
-async def _kill_and_reap(process: asyncio.subprocess.Process) -> None:
-    """SIGKILL the child's whole process group, then collect it and drain its pipes."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
-    # Draining closes the pipe transports; a process that escaped the group and still holds a
-    # pipe must not keep us waiting forever.
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(process.communicate(), _REAP_TIMEOUT)
-    await process.wait()
+async def run_bounded_async(argv: Sequence[str], **options: object) -> Completed:
+    """`run_bounded` in a worker thread; cancelling the caller kills the child's group.
+
+    On cancellation the child is stopped and reaped before the cancellation goes on, so no
+    process outlives the call.
+    """
+    cancel, finished = threading.Event(), threading.Event()
+
+    def call() -> Completed:
+        try:
+            return run_bounded(argv, cancel=cancel, **options)  # type: ignore[arg-type]
+        finally:
+            finished.set()
+
+    try:
+        return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+    except BaseException:
+        cancel.set()
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(finished.wait)
+        raise
 
 
-def _interpret(task: QualityReviewTask, returncode: int, stdout: str, stderr: str) -> ReviewVerdict:
-    """Turn the CLI's exit status and JSON wrapper into a verdict or a distinct error."""
+def _interpret(task: QualityReviewTask, done: Completed) -> object:
+    """The `structured_output` of the CLI's JSON wrapper, or a distinct error."""
+    stdout, stderr = done.stdout, done.stderr
     try:
         wrapper = json.loads(stdout)
     except ValueError:
@@ -242,10 +268,10 @@ def _interpret(task: QualityReviewTask, returncode: int, stdout: str, stderr: st
             f"{_clip(str(wrapper.get('result') or wrapper.get('subtype') or 'no detail'))}",
             code="quality_gate.is_error",
         )
-    if returncode != 0:
+    if done.returncode != 0:
         detail = _clip(stderr.strip() or stdout.strip() or "no output")
         raise QualityGateError(
-            f"the reviewer for {task.label} exited with code {returncode}: {detail}",
+            f"the reviewer for {task.label} exited with code {done.returncode}: {detail}",
             code="quality_gate.exit_code",
         )
     if not isinstance(wrapper, dict):
@@ -260,7 +286,7 @@ def _interpret(task: QualityReviewTask, returncode: int, stdout: str, stderr: st
             f"{_clip(stdout.strip())}",
             code="quality_gate.bad_output",
         )
-    return verdict_from_reply(task, wrapper["structured_output"])
+    return wrapper["structured_output"]
 
 
 def _clip(text: str) -> str:

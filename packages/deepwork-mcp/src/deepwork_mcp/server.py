@@ -17,6 +17,7 @@ from anyio import to_thread
 from deepwork_core import (
     EXTERNAL_RUNNERS,
     BranchMaker,
+    BranchOutcome,
     ConfigError,
     DeepWorkConfig,
     DeepWorkError,
@@ -76,11 +77,10 @@ def build_gate(settings: QualityGateConfig) -> Gate | None:
 def branch_maker(project_root: Path) -> BranchMaker:
     """Switch `project_root`'s repository to the workflow branch of today."""
 
-    def make(job_name: str, label: str) -> tuple[str | None, str | None]:
-        outcome = ensure_workflow_branch(
+    def make(job_name: str, label: str) -> BranchOutcome:
+        return ensure_workflow_branch(
             project_root, job_name=job_name, label=label, today=date.today()
         )
-        return outcome.branch_name, outcome.note
 
     return make
 
@@ -149,4 +149,6 @@ class CallLog(Middleware):
             described = " > ".join(f"{i.workflow}:{i.step}" for i in stack) or "empty"
         except DeepWorkError as exc:
             described = f"unreadable ({exc.code})"
+        except Exception as exc:  # the log line must never turn an answer into an error
+            described = f"unreadable ({type(exc).__name__})"
         logger.info("tool=%s %s | stack: %s", tool, outcome, described)

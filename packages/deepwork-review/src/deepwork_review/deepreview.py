@@ -18,10 +18,12 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from deepwork_core import (
+    FileReadError,
     PathOutsideProjectError,
     Problem,
     YamlDocument,
     YamlError,
+    read_text_file,
     read_yaml_file,
     resolve_inside,
 )
@@ -31,6 +33,8 @@ from deepwork_review.matcher import Scope
 
 FILE_NAME = ".deepreview"
 RULE_NAME_PATTERN = r"^[a-zA-Z0-9_-]+$"
+#: A rule's instructions (inline or from a file) may be at most this long.
+MAX_INSTRUCTIONS_BYTES = 256 * 1024
 
 _RULE_NAME_RE = re.compile(RULE_NAME_PATTERN)
 _Report = Callable[[str, str, int | None], None]
@@ -250,6 +254,11 @@ def _instructions(
     notices when it appears.
     """
     if isinstance(value, str):
+        if len(value.encode("utf-8", errors="replace")) > MAX_INSTRUCTIONS_BYTES:
+            return _Failure(
+                "review.instructions_too_large",
+                f"inline instructions are longer than {MAX_INSTRUCTIONS_BYTES} bytes",
+            ), None
         return (value, None) if value.strip() else (None, None)
     if not (isinstance(value, dict) and set(value) == {"file"} and isinstance(value["file"], str)):
         return None, None
@@ -262,9 +271,14 @@ def _instructions(
         return _Failure("review.instructions_outside_project", str(exc)), None
     dependencies.append(target)
     try:
-        text = target.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = "not found" if isinstance(exc, FileNotFoundError) else str(exc)
+        text = read_text_file(target, limit=MAX_INSTRUCTIONS_BYTES)
+    except FileReadError as exc:
+        if exc.code == "file.too_large":
+            return _Failure(
+                "review.instructions_too_large",
+                f"instructions file {relative!r} is larger than {MAX_INSTRUCTIONS_BYTES} bytes",
+            ), None
+        reason = "not found" if exc.code == "file.not_found" else exc.message
         return _Failure(
             "review.instructions_missing", f"instructions file {relative!r}: {reason}"
         ), None

@@ -25,10 +25,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from deepwork_core import TMP_DIR, LockTimeout, ensure_tmp_dir, file_lock
+from deepwork_core import TMP_DIR, LockTimeout, ReviewError, ensure_tmp_dir, file_lock
 
 from deepwork_review.locks import review_lock
-from deepwork_review.tasks import ReviewTask
+from deepwork_review.tasks import ReviewTask, quote_path
 
 FOLDER = "review_instructions"
 #: Files (and folders of the older per-run layout) unused for this long are pruned.
@@ -39,6 +39,8 @@ TOUCH_AFTER_SECONDS = 60 * 60
 PRUNE_INTERVAL_SECONDS = 10 * 60
 #: Context lists longer than this go to a file of their own.
 INLINE_CONTEXT_LIMIT = 50
+#: One run may render at most this many bytes of instruction files (`review.too_large`).
+MAX_RUN_BYTES = 64 * 1024 * 1024
 LOCK_FILE = ".lock"
 PRUNED_MARKER = ".pruned"
 
@@ -71,10 +73,22 @@ class _Store:
         self._folder = str(folder)
         self._relative_folder = relative_folder
         self._now = now
+        self._total = 0
 
     def ensure(self, stem: str, text: str) -> str:
-        """The project-relative path of a file `<stem>-<hash>.md` holding `text`."""
-        data = text.encode("utf-8")
+        """The project-relative path of a file `<stem>-<hash>.md` holding `text`.
+
+        Raises `ReviewError` (`review.too_large`) once the run's files add up to more than
+        `MAX_RUN_BYTES`.
+        """
+        data = text.encode("utf-8", errors="surrogateescape")
+        self._total += len(data)
+        if self._total > MAX_RUN_BYTES:
+            raise ReviewError(
+                f"the review instructions of this run would exceed {MAX_RUN_BYTES} bytes; "
+                "shorten the rules' instructions or review fewer files at once",
+                code="review.too_large",
+            )
         name = f"{stem}-{hashlib.sha256(data).hexdigest()[:16]}.md"
         path = f"{self._folder}/{name}"
         try:
@@ -164,7 +178,7 @@ class _ListCache:
 
 
 def _bullets(paths: Sequence[str]) -> str:
-    return "".join(f"- {path}\n" for path in paths) if paths else "(none)\n"
+    return "".join(f"- {quote_path(path)}\n" for path in paths) if paths else "(none)\n"
 
 
 def render_instructions(

@@ -10,10 +10,19 @@ a tab, as one line of at most `MAX_REASON` characters.
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from deepwork_core import TMP_DIR, ReviewError, atomic_write_text, ensure_tmp_dir
+from deepwork_core import (
+    TMP_DIR,
+    FileReadError,
+    ReviewError,
+    atomic_write_text,
+    ensure_tmp_dir,
+    read_text_file,
+)
 
 from deepwork_review.locks import review_lock
 from deepwork_review.tasks import is_review_id
@@ -74,11 +83,25 @@ class ReviewPasses:
         self._folder.mkdir(exist_ok=True)
         path = self._folder / name
         with review_lock(self._folder / f"{name}.lock"):
-            with path.open("a", encoding="utf-8") as handle:
-                handle.write("".join(f"{review_id}\n" for review_id in review_ids))
+            _append_lines(path, review_ids)
             if path.stat().st_size > MAX_BYTES:
                 lines = _read(path)
                 atomic_write_text(path, "".join(f"{line}\n" for line in lines[len(lines) // 2 :]))
+
+
+def _append_lines(path: Path, lines: list[str]) -> None:
+    """Append to a regular file only: a FIFO or device in its place is refused, not waited on."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        raise ReviewError(
+            f"cannot write {path}: {exc.strerror}", code="review.state_unreadable"
+        ) from None
+    with os.fdopen(fd, "ab") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ReviewError(f"{path} is not a regular file", code="review.state_unreadable")
+        handle.write("".join(f"{line}\n" for line in lines).encode("utf-8"))
 
 
 def _one_line(reason: str | None) -> str:
@@ -89,7 +112,9 @@ def _one_line(reason: str | None) -> str:
 
 def _read(path: Path) -> list[str]:
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return []
+        text = read_text_file(path, limit=2 * MAX_BYTES)
+    except FileReadError as exc:
+        if exc.code == "file.not_found":
+            return []
+        raise ReviewError(exc.message, code="review.state_unreadable") from None
     return [line for line in text.splitlines() if line]

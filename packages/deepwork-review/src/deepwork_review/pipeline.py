@@ -7,13 +7,15 @@ instruction file per task → format for the platform.
 
 from __future__ import annotations
 
+import os
 import posixpath
-from collections.abc import Iterable, Sequence
+import stat
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from enum import StrEnum
 from pathlib import Path
 
-from deepwork_core import PathOutsideProjectError, Problem, ReviewError
+from deepwork_core import GIT_DIR, PathOutsideProjectError, Problem, ReviewError
 from pydantic import BaseModel, ConfigDict
 
 from deepwork_review.changes import TrackedChanges, combine_changes, find_tracked_changes
@@ -119,7 +121,7 @@ def run_review(
         changed = combine_changes(root, tracked, listing).files
     else:
         explicit = normalise_paths(root, files or ())
-        changed = tuple(path for path in explicit if (root / path).is_file())
+        changed = tuple(path for path in explicit if _is(stat.S_ISREG, root / path))
         if explicit and not changed:
             return informational(ReviewStatus.NO_CHANGES, _no_given_files_message(root, explicit))
     if not changed:
@@ -228,7 +230,7 @@ def _no_given_files_message(root: Path, paths: Sequence[str]) -> str:
     """Why none of the caller's paths can be reviewed (deleted, mistyped, or a folder)."""
     described = [
         f"{path}/ (a folder: name the files in it)"
-        if (root / path).is_dir()
+        if _is(stat.S_ISDIR, root / path)
         else f"{path} (not found)"
         for path in paths[:10]
     ]
@@ -250,16 +252,46 @@ def normalise_paths(project_root: Path, paths: Iterable[str]) -> tuple[str, ...]
         text = raw.strip()
         if not text:
             continue
+        if "\x00" in text or not _encodable(text):
+            raise ReviewError(
+                f"file {text[:200]!r} is not a valid path (NUL byte or lone surrogate)",
+                code="text.invalid",
+            )
         # Lexical normalisation: a symlinked file keeps its own name.
         joined = posixpath.normpath(text if text.startswith("/") else prefix + text)
         if joined == root:
             continue
         if not joined.startswith(prefix):
             raise PathOutsideProjectError(f"file {text!r} is outside the project {project_root}")
+        real = os.path.realpath(joined)
+        if real != root and not real.startswith(prefix):
+            raise PathOutsideProjectError(
+                f"file {text!r} is a symbolic link to {real}, outside the project {project_root}"
+            )
         path = joined[len(prefix) :]
+        if f"/{GIT_DIR}/" in f"/{path}/" or f"/{GIT_DIR}/" in f"/{real[len(prefix) :]}/":
+            raise PathOutsideProjectError(
+                f"file {text!r} is inside git's own folder {GIT_DIR}/", code="path.git_internal"
+            )
         if not is_runtime_file(path):
             result.add(path)
     return tuple(sorted(result))
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _is(kind: Callable[[int], bool], path: Path) -> bool:
+    """`kind(mode)` of `path` (not following a final symlink's absence); False if unreadable."""
+    try:
+        return kind(path.stat().st_mode)
+    except (OSError, ValueError):  # missing, name too long, …
+        return False
 
 
 def _project_root(project_root: Path) -> Path:

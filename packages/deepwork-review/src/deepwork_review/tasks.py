@@ -8,14 +8,16 @@ gives a new id; nothing else does.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import stat
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SkipValidation
 
 from deepwork_review.deepreview import ReviewRule, Strategy
 
@@ -27,6 +29,26 @@ def is_review_id(value: str) -> bool:
     return _REVIEW_ID_RE.fullmatch(value) is not None
 
 
+_PLAIN_PATH = re.compile(r"[A-Za-z0-9_./@+=,-]+")
+
+
+def quote_path(path: str) -> str:
+    """`path` as literal Markdown text: a file name can never add headings or instructions.
+
+    Ordinary names stay as they are. Any other name is JSON-escaped (no line breaks or control
+    characters survive) and put in a code span long enough not to be closed by its backticks.
+    """
+    if _PLAIN_PATH.fullmatch(path):
+        return path
+    escaped = "".join(
+        char if char.isprintable() else f"\\u{ord(char):04x}"
+        for char in json.dumps(path, ensure_ascii=False)[1:-1]
+    )
+    longest = max((len(run) for run in re.findall(r"`+", escaped)), default=0)
+    fence = "`" * (longest + 1)
+    return f"{fence} {escaped} {fence}"
+
+
 class ReviewTask(BaseModel):
     """One review to hand to one reviewer."""
 
@@ -35,13 +57,15 @@ class ReviewTask(BaseModel):
     review_id: str
     rule: ReviewRule
     files: tuple[str, ...]
-    #: Context the rule asked for (None when it did not ask).
-    unchanged_matching_files: tuple[str, ...] | None = None
-    all_changed_filenames: tuple[str, ...] | None = None
+    #: Context the rule asked for (None when it did not ask). Not validated, so that every task
+    #: of a rule shares the one tuple instead of holding its own copy (thousands of tasks times
+    #: thousands of paths).
+    unchanged_matching_files: Annotated[tuple[str, ...] | None, SkipValidation] = None
+    all_changed_filenames: Annotated[tuple[str, ...] | None, SkipValidation] = None
 
     @property
     def title(self) -> str:
-        what = self.files[0] if len(self.files) == 1 else f"{len(self.files)} files"
+        what = quote_path(self.files[0]) if len(self.files) == 1 else f"{len(self.files)} files"
         return f"{self.rule.display_name} review of {what}"
 
 
@@ -69,18 +93,28 @@ class ContentHasher:
             cached = self._entries.get(path)
         if cached is not None and cached[0] == signature:
             return cached[1]
+        if not (stat.S_ISLNK(info.st_mode) or stat.S_ISREG(info.st_mode)):
+            return f"special:{stat.S_IFMT(info.st_mode)}"  # a FIFO or device is never opened
         try:
-            if stat.S_ISLNK(info.st_mode):
-                data = b"symlink:" + os.fsencode(os.readlink(path))  # noqa: PTH115
-            else:
-                with open(path, "rb") as handle:  # noqa: PTH123
-                    data = handle.read()
+            value = _hash_file(path, info.st_mode)
         except OSError as exc:
             return f"unreadable:{exc.errno}"
-        value = hashlib.sha256(data).hexdigest()
         with self._lock:
             self._entries[path] = (signature, value)
         return value
+
+
+def _hash_file(path: str, mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return hashlib.sha256(b"symlink:" + os.fsencode(os.readlink(path))).hexdigest()  # noqa: PTH115
+    digest = hashlib.sha256()
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+    with open(os.open(path, flags), "rb") as handle:  # noqa: PTH123
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return "special:replaced"
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 DEFAULT_HASHER = ContentHasher()

@@ -114,6 +114,15 @@ def test_platform_from_environment_overrides_the_shape() -> None:
             "hook.bad_platform",
         ),
         ("post_commit_reminder", "{}", {"DEEPWORK_HOOK_STDIN_TIMEOUT": "soon"}, "hook.bad_setting"),
+        ("post_commit_reminder", "{}", {"DEEPWORK_HOOK_STDIN_TIMEOUT": "nan"}, "hook.bad_setting"),
+        ("post_commit_reminder", "{}", {"DEEPWORK_HOOK_STDIN_TIMEOUT": "inf"}, "hook.bad_setting"),
+        (
+            "post_commit_reminder",
+            "{}",
+            {"DEEPWORK_HOOK_STDIN_TIMEOUT": "1e308"},
+            "hook.bad_setting",
+        ),
+        ("workflow", "{}", {"DEEPWORK_HOOK_SCRIPT_TIMEOUT": "nan"}, "hook.bad_setting"),
     ],
 )
 def test_unusable_input_is_a_non_blocking_error(

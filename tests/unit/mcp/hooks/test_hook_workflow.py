@@ -377,3 +377,59 @@ def test_the_no_op_path_does_not_import_pydantic(tmp_path: Path) -> None:
         check=True,
     )
     assert json.loads(done.stdout) == []
+
+
+def _at_polish(project: Path, script: str) -> None:
+    (project / ".deepwork" / "jobs" / "demo" / "hooks" / "hang.sh").write_text(script)
+    engine = engine_for(project)
+    engine.start("Write it", "demo", "report")
+    (project / "report.md").write_text("# Report\n")
+    engine.finish({"report.md": "report.md"})  # now at `polish`, whose stop hook is hang.sh
+
+
+def test_a_child_that_escaped_the_process_group_does_not_hold_the_hook(project: Path) -> None:
+    # The script exits at once, but leaves a child in its own session holding stdout open.
+    _at_polish(project, 'setsid sleep 1000 &\necho "$!" > escaped.pid\nexit 0\n')
+    answer = hook("workflow", project, STOP, {"DEEPWORK_HOOK_SCRIPT_TIMEOUT": "3"})
+    assert "failed" not in json.dumps(answer)  # the script itself answered in time
+    pid = int((project / "escaped.pid").read_text())
+    # The escaped child was found through the pipe it held and killed.
+    assert not Path(f"/proc/{pid}").exists() or "Z" in _proc_state(pid)
+
+
+def _proc_state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except OSError:
+        return "Z"
+
+
+def test_a_script_printing_without_end_is_stopped_at_the_output_cap(project: Path) -> None:
+    _at_polish(project, "yes deepwork\n")
+    answer = hook("workflow", project, STOP, {"DEEPWORK_HOOK_SCRIPT_TIMEOUT": "60"})
+    assert "hook.script_output_too_large" in answer["reason"]
+
+
+def test_a_prompt_file_that_is_a_fifo_is_reported_not_waited_on(project: Path) -> None:
+    engine_for(project).start("Write it", "demo", "report")
+    note = project / ".deepwork" / "jobs" / "demo" / "hooks" / "tool_note.md"
+    note.unlink()
+    os.mkfifo(note)
+    answer = hook(
+        "workflow",
+        project,
+        {"hook_event_name": "PreToolUse", "tool_name": "Write", "tool_input": {"file_path": "x"}},
+    )
+    context = answer["hookSpecificOutput"]["additionalContext"]
+    assert "hook.prompt_file" in context
+    assert "not a regular file" in context
+
+
+def test_a_stack_file_that_is_a_fifo_does_not_hold_the_hook(project: Path) -> None:
+    engine_for(project).start("Write it", "demo", "report")
+    stack = project / ".deepwork" / "tmp" / "stack.json"
+    stack.unlink()
+    os.mkfifo(stack)
+    answer = hook("workflow", project, STOP)
+    assert "session.state_corrupt" in answer["systemMessage"]
+    assert "not a regular file" in answer["systemMessage"]

@@ -12,12 +12,18 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from deepwork_core import EXTERNAL_RUNNERS, DeepWorkConfig
 
+if TYPE_CHECKING:
+    from fastmcp import FastMCP
+
 ADDITIONAL_JOBS_ENV = "DEEPWORK_ADDITIONAL_JOBS_FOLDERS"
+HTTP_TOKEN_ENV = "DEEPWORK_HTTP_TOKEN"  # noqa: S105 - the variable's name, not a secret
+#: The shortest bearer token accepted for a remote server.
+MIN_TOKEN_LENGTH = 16
 _DEFAULTS = DeepWorkConfig()
 _GATE = _DEFAULTS.quality_gate
 
@@ -49,6 +55,13 @@ _GATE = _DEFAULTS.quality_gate
     "--host", default="127.0.0.1", show_default=True, help="Bind address for http and sse."
 )
 @click.option("--port", type=int, default=8000, show_default=True, help="Port for http and sse.")
+@click.option(
+    "--allow-remote",
+    is_flag=True,
+    default=False,
+    help="Allow --host other than loopback; requires a bearer token in "
+    f"{HTTP_TOKEN_ENV} (see docs/security.md).",
+)
 @click.option(
     "--external-runner",
     type=click.Choice([*EXTERNAL_RUNNERS, "none"]),
@@ -88,6 +101,7 @@ def serve(
     transport: str,
     host: str,
     port: int,
+    allow_remote: bool,
     external_runner: str | None,
     platform: str | None,
     max_quality_attempts: int | None,
@@ -98,6 +112,7 @@ def serve(
     # Importing FastMCP and our models creates hundreds of thousands of objects; the cyclic GC
     # rescanning them while they are still being created cost about 100 ms of cold start
     # (benchmarks/). Collect once after start-up and freeze the survivors out of later scans.
+    token = None if transport == "stdio" else _http_token(host, allow_remote)
     gc.disable()
     from deepwork_core import DeepWorkError, load_config, parse_folder_list
 
@@ -130,10 +145,71 @@ def serve(
         gc.collect()
         gc.freeze()
         gc.enable()
+    _stop_children_on_exit()
+    _run(server, transport, host, port, token)
+
+
+def _run(server: FastMCP, transport: str, host: str, port: int, token: str | None) -> None:
+    """Serve on `transport`; http and sse behind the Host/Origin/token guard."""
     if transport == "stdio":
         server.run(transport="stdio", show_banner=False)
-    else:
-        server.run(transport=transport, host=host, port=port, show_banner=False)  # type: ignore[arg-type]
+        return
+    from starlette.middleware import Middleware
+
+    from deepwork_mcp.http_guard import HostGuard
+
+    guard = Middleware(HostGuard, bind_host=host, token=token)
+    server.run(
+        transport=transport,  # type: ignore[arg-type]
+        host=host,
+        port=port,
+        show_banner=False,
+        middleware=[guard],
+    )
+
+
+def _http_token(host: str, allow_remote: bool) -> str | None:
+    """The bearer token every http/sse request must carry (None: loopback without token).
+
+    A bind address other than loopback exposes the project to the network: it needs
+    `--allow-remote` and a token in DEEPWORK_HTTP_TOKEN, and a warning says so.
+    """
+    from deepwork_mcp.http_guard import is_loopback
+
+    token = os.environ.get(HTTP_TOKEN_ENV) or None
+    if is_loopback(host):
+        return token
+    click.echo(
+        f"warning: --host {host} makes this server reachable from other machines; anyone who "
+        "can reach it and holds the token can run workflows and read review files of this "
+        "project",
+        err=True,
+    )
+    if not allow_remote:
+        raise click.UsageError(f"--host {host} is not loopback; pass --allow-remote to confirm")
+    if token is None or len(token) < MIN_TOKEN_LENGTH:
+        raise click.UsageError(
+            f"--allow-remote needs a bearer token of at least {MIN_TOKEN_LENGTH} characters "
+            f"in {HTTP_TOKEN_ENV}"
+        )
+    return token
+
+
+def _stop_children_on_exit() -> None:
+    """Kill every child process group still running when the server stops or is terminated."""
+    import atexit
+    import signal
+
+    from deepwork_core import kill_all_children
+
+    atexit.register(kill_all_children)
+
+    def on_term(signum: int, frame: object) -> None:
+        kill_all_children()
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    signal.signal(signal.SIGTERM, on_term)
 
 
 def apply_flags(

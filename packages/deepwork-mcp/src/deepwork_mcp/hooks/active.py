@@ -17,13 +17,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from deepwork_core import layout
+from deepwork_core import FileReadError, layout, read_bytes_file, read_text_file
 
 if TYPE_CHECKING:
     from deepwork_core import LoadedJob, Session, Step
 
 #: The stack file: it exists exactly while a workflow is active.
 STACK_PATH = Path(layout.STACK_PATH)
+#: `deepwork_core.sessions.MAX_STATE_BYTES`.
+_MAX_STATE_BYTES = 32 * 1024 * 1024
 
 # The job.yml keys that declare actions for each event (docs/job-format.md: `hooks`, `stop_hooks`).
 _EVENT_KEYS = {
@@ -40,10 +42,10 @@ def stack_is_empty(project_root: Path) -> bool:
     problem properly.
     """
     try:
-        data = json.loads((project_root / STACK_PATH).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return True
-    except (OSError, ValueError):
+        data = json.loads(read_text_file(project_root / STACK_PATH, limit=_MAX_STATE_BYTES))
+    except FileReadError as exc:
+        return exc.code == "file.not_found"
+    except ValueError:
         return False
     ids = data.get("session_ids") if isinstance(data, dict) else None
     return isinstance(ids, list) and not ids
@@ -60,11 +62,11 @@ def may_have_job_hooks(project_root: Path, event: str, additional_jobs_folders: 
     if keys is None:
         return False
     try:
-        stack = json.loads((project_root / STACK_PATH).read_text(encoding="utf-8"))
+        stack = json.loads(read_text_file(project_root / STACK_PATH, limit=_MAX_STATE_BYTES))
         top = stack["session_ids"][-1]
         session_file = project_root / layout.TMP_DIR / layout.session_file_name(top)
-        job_name = json.loads(session_file.read_text(encoding="utf-8"))["job_name"]
-    except (OSError, ValueError, LookupError, TypeError):
+        job_name = json.loads(read_text_file(session_file, limit=_MAX_STATE_BYTES))["job_name"]
+    except (FileReadError, ValueError, LookupError, TypeError):
         return True
     import deepwork_core
     from deepwork_core import NAME_PATTERN
@@ -78,13 +80,12 @@ def may_have_job_hooks(project_root: Path, event: str, additional_jobs_folders: 
     ]
     for folder in folders:
         try:
-            text = (folder / job_name / layout.JOB_FILE).read_text(
-                encoding="utf-8", errors="replace"
-            )
-        except FileNotFoundError:
-            continue
-        except OSError:
+            raw = read_bytes_file(folder / job_name / layout.JOB_FILE, limit=_MAX_STATE_BYTES)
+        except FileReadError as exc:
+            if exc.code == "file.not_found":
+                continue
             return True
+        text = raw.decode("utf-8", errors="replace")
         if any(key in text for key in keys):
             return True
     return False

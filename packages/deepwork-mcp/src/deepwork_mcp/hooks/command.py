@@ -6,6 +6,7 @@ the hook runs on every tool call; the click command `deepwork_mcp.cli.hook.hook`
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from collections.abc import Mapping
@@ -23,6 +24,8 @@ from deepwork_mcp.hooks.runner import (
 from deepwork_mcp.hooks.stdin import read_event_text
 
 DEFAULT_STDIN_TIMEOUT = 10.0
+#: The largest timeout a hook setting may ask for (one day).
+MAX_SETTING_SECONDS = 86_400
 
 
 def settings_from_environment(env: Mapping[str, str], cwd: Path | None) -> HookSettings:
@@ -81,8 +84,12 @@ def _seconds(env: Mapping[str, str], key: str, default: float) -> float:
         raise HookError(
             f"{key} must be a number of seconds, not {raw!r}", code="hook.bad_setting"
         ) from None
-    if value <= 0:
-        raise HookError(f"{key} must be positive, not {raw!r}", code="hook.bad_setting")
+    if not math.isfinite(value) or not 0 < value <= MAX_SETTING_SECONDS:
+        raise HookError(
+            f"{key} must be a number of seconds above 0 and at most {MAX_SETTING_SECONDS}, "
+            f"not {raw!r}",
+            code="hook.bad_setting",
+        )
     return value
 
 

@@ -19,9 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from deepwork_core import HookError, ProcessTimeoutError, run_bounded
+from deepwork_core import HookError, ProcessOutputError, ProcessTimeoutError, run_bounded
 
 _TAIL = 2000
+#: A hook script printing more than this (on stdout or stderr) is killed.
+OUTPUT_LIMIT = 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +38,18 @@ def run_script(
 ) -> ScriptOutcome:
     """Run `script` with `payload` as JSON on stdin; `HookError` (`hook.script_*`) on failure."""
     try:
-        done = run_bounded(_argv(script), cwd=cwd, timeout=timeout, input_text=json.dumps(payload))
+        done = run_bounded(
+            _argv(script),
+            cwd=cwd,
+            timeout=timeout,
+            input_text=json.dumps(payload),
+            output_limit=OUTPUT_LIMIT,
+        )
+    except ProcessOutputError:
+        raise HookError(
+            f"hook script {label} printed more than {OUTPUT_LIMIT} bytes and was killed",
+            code="hook.script_output_too_large",
+        ) from None
     except ProcessTimeoutError:
         raise HookError(
             f"hook script {label} did not finish within {timeout:g} s and was killed",

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from deepwork_mcp.hooks.runner import HookContext
 
 _JOB_EVENTS = (AFTER_AGENT, BEFORE_TOOL, BEFORE_PROMPT)
+#: A hook's prompt_file larger than this is refused (`hook.prompt_file`).
+MAX_PROMPT_FILE_BYTES = 256 * 1024
 
 
 def workflow(event: HookEvent, context: HookContext) -> HookResult:
@@ -50,7 +52,9 @@ def workflow(event: HookEvent, context: HookContext) -> HookResult:
             try:
                 _run_action(action, step, active, event, root, context, texts, decisions)
             except DeepWorkError as error:
-                texts.append(f"A DeepWork hook of step `{step.id}` failed: {error.message}")
+                texts.append(
+                    f"A DeepWork hook of step `{step.id}` failed ({error.code}): {error.message}"
+                )
     return combine([*decisions, _prompts_result(event, active, texts)])
 
 
@@ -64,7 +68,7 @@ def _run_action(
     texts: list[str],
     decisions: list[HookResult],
 ) -> None:
-    from deepwork_core import resolve_inside
+    from deepwork_core import read_text_file, resolve_inside
 
     job_dir = active.job.job_dir.resolve()
     if action.prompt is not None:
@@ -72,10 +76,11 @@ def _run_action(
     elif action.prompt_file is not None:
         path = resolve_inside(job_dir, action.prompt_file, what="prompt_file")
         try:
-            texts.append(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError) as exc:
+            texts.append(read_text_file(path, limit=MAX_PROMPT_FILE_BYTES))
+        except DeepWorkError as exc:
             raise DeepWorkError(
-                f"cannot read prompt_file {action.prompt_file}: {exc}", code="hook.prompt_file"
+                f"cannot read prompt_file {action.prompt_file}: {exc.message}",
+                code="hook.prompt_file",
             ) from None
     elif action.script is not None:
         from deepwork_mcp.hooks.scripts import run_script

@@ -6,6 +6,7 @@ builds its response. Errors are mapped by the `deepwork_mcp.tool_errors.ToolErro
 
 from __future__ import annotations
 
+import json
 from functools import partial
 from pathlib import Path
 from typing import Annotated
@@ -13,13 +14,34 @@ from typing import Annotated
 import fastmcp
 from anyio import to_thread
 from deepwork_review import ConfiguredRule, configured_rules, mark_review_passed, run_review
-from mcp.types import ToolAnnotations
+from fastmcp.tools.base import ToolResult
+from mcp.types import TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
+
+from deepwork_mcp.listing import output_schema
 
 _READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 _RECORDS = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
+
+
+NO_CONFIGURED_RULES = (
+    "No review rules are configured: no .deepreview file defines a rule"
+    " (or none matches the given files)."
+)
+
+
+class _RuleList(BaseModel):
+    result: list[ConfiguredRule]
+
+
+#: `{"result": [ConfiguredRule, ...]}`, as FastMCP wraps a list result (compact, like the rest).
+_RULE_LIST_SCHEMA = {
+    **output_schema(_RuleList),
+    "required": ["result"],
+    "x-fastmcp-wrap-result": True,
+}
 
 
 class ReviewPassRecorded(BaseModel):
@@ -49,20 +71,25 @@ def register_review_tools(mcp: fastmcp.FastMCP, *, project_root: Path, platform:
         )
         return run.text
 
-    @mcp.tool(annotations=_READ_ONLY)
+    @mcp.tool(annotations=_READ_ONLY, output_schema=_RULE_LIST_SCHEMA)
     async def get_configured_reviews(
         only_rules_matching_files: Annotated[
             list[str] | None,
             Field(description="Only rules matching one of these project-relative paths."),
         ] = None,
-    ) -> list[ConfiguredRule]:
+    ) -> ToolResult:
         """List `.deepreview` rules (files with problems appear as `PARSE_ERROR`)."""
         listing = await to_thread.run_sync(
             partial(
                 configured_rules, project_root, only_rules_matching_files=only_rules_matching_files
             )
         )
-        return [*listing.rules, *listing.parse_errors]
+        rules = [rule.model_dump(mode="json") for rule in (*listing.rules, *listing.parse_errors)]
+        # Never an empty answer: clients show the text, and "[]" alone explains nothing.
+        text = json.dumps(rules, ensure_ascii=False) if rules else NO_CONFIGURED_RULES
+        return ToolResult(
+            content=[TextContent(type="text", text=text)], structured_content={"result": rules}
+        )
 
     @mcp.tool(annotations=_RECORDS)
     async def mark_review_as_passed(
