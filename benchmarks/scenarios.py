@@ -306,6 +306,11 @@ async def workflows(bench: Bench) -> None:
     n_abort = bench.figure("nested_10.abort", f"nested: abort_workflow at depth {depth}")
     for figure in (n_start, n_finish, n_abort):
         figure.params["depth"] = depth
+    navigation = (
+        bench.figure("navigation.go_to_step", f"{steps}-step workflow: go_to_step back 4 steps"),
+        bench.figure("navigation.get_active_workflow", "get_active_workflow"),
+        bench.figure("navigation.abort_workflow", "abort_workflow of a one-deep stack"),
+    )
 
     with bench.stderr_log("workflows") as log:
         async with bench.serve(project, log) as server:
@@ -334,6 +339,8 @@ async def workflows(bench: Bench) -> None:
 
             for _ in range(sizes.nested_runs):
                 await _nested_run(server, nested_outputs[0], depth, n_start, n_finish, n_abort)
+            for _ in range(sizes.long_runs):
+                await _navigation_run(server, outputs, *navigation)
 
 
 async def _nested_run(
@@ -366,6 +373,37 @@ async def _nested_run(
         _, payload = await server.call("abort_workflow", {"explanation": "unwind"})
         if _stack_depth(payload) != level - 1:
             raise CallFailed(f"abort_workflow while unwinding: {json.dumps(payload)[:300]}")
+
+
+async def _navigation_run(
+    server: Connection, outputs: list[str], go: Figure, active: Figure, abort: Figure
+) -> None:
+    """Start the long workflow, finish five steps, jump back and forth, then abort it."""
+    _, payload = await server.call(
+        "start_workflow", {"goal": "navigation", "job_name": LONG_JOB, "workflow_name": "long"}
+    )
+    for index in range(1, 6):
+        await server.call(
+            "finished_step", {"outputs": {f"s{index:02d}_out.md": outputs[index - 1]}}
+        )
+    for _ in range(5):
+        elapsed, payload = await server.call("go_to_step", {"step_id": "s02"})
+        begin = payload.get("begin_step") if isinstance(payload, dict) else None
+        if not isinstance(begin, dict) or begin.get("step_id") != "s02":
+            raise CallFailed(f"go_to_step: {json.dumps(payload)[:300]}")
+        go.add(elapsed, server.last_client_ms)
+        elapsed, payload = await server.call("get_active_workflow", {})
+        if _stack_depth(payload) != 1:
+            raise CallFailed(f"get_active_workflow: {json.dumps(payload)[:300]}")
+        active.add(elapsed, server.last_client_ms)
+        for index in range(2, 6):
+            await server.call(
+                "finished_step", {"outputs": {f"s{index:02d}_out.md": outputs[index - 1]}}
+            )
+    elapsed, payload = await server.call("abort_workflow", {"explanation": "benchmark abort"})
+    if _stack_depth(payload) != 0:
+        raise CallFailed(f"abort_workflow: {json.dumps(payload)[:300]}")
+    abort.add(elapsed, server.last_client_ms)
 
 
 # --- 5: reviews --------------------------------------------------------------------------------

@@ -35,6 +35,8 @@ SERVER_TOOLS = (
     "start_workflow",
     "finished_step",
     "abort_workflow",
+    "go_to_step",
+    "get_active_workflow",
     "get_review_instructions",
     "get_configured_reviews",
     "mark_review_as_passed",

@@ -221,9 +221,7 @@ def render(root: Path = ROOT) -> dict[Path, str]:
             "skill": p.skill_ref,
             "server_args": [
                 f"deepwork=={version}",
-                "serve",
-                "--path",
-                ".",
+                "serve",  # no --path: the server follows the client's roots (else its cwd)
                 *(["--external-runner", "claude"] if p.key == "claude" else []),
                 "--platform",
                 p.key,

@@ -185,7 +185,7 @@ async def test_tool_list_and_instructions_stay_small(client: Client[Any], server
     listing = await client.session.list_tools()
     size = len(listing.model_dump_json(by_alias=True, exclude_none=True))
     size += len((server.instructions or "").encode())
-    assert size < 5900, size  # 6,000 bytes, less room for the JSON-RPC envelope
+    assert size < 6960, size  # 7,000 bytes, less the JSON-RPC envelope (34 bytes)
 
 
 # --- JOBS-REQ-001.2: get_workflows -------------------------------------------------------------

@@ -74,8 +74,6 @@ def test_the_servers_are_started_from_the_pinned_package() -> None:
         "args": [
             f"deepwork=={root}",
             "serve",
-            "--path",
-            ".",
             "--external-runner",
             "claude",
             "--platform",
@@ -83,7 +81,7 @@ def test_the_servers_are_started_from_the_pinned_package() -> None:
         ],
     }
     assert gemini["command"] == "uvx"
-    assert gemini["args"] == [f"deepwork=={root}", "serve", "--path", ".", "--platform", "gemini"]
+    assert gemini["args"] == [f"deepwork=={root}", "serve", "--platform", "gemini"]
 
 
 def test_the_marketplace_has_no_plugin_version_to_drift() -> None:

@@ -33,7 +33,13 @@ if TYPE_CHECKING:
         load_config,
     )
     from deepwork_core.conversion import convert_job, write_conversion
-    from deepwork_core.discovery import JobCatalog, JobFolder, LoadedJob, parse_folder_list
+    from deepwork_core.discovery import (
+        Catalog,
+        JobCatalog,
+        JobFolder,
+        LoadedJob,
+        parse_folder_list,
+    )
     from deepwork_core.engine import BranchMaker, WorkflowEngine
     from deepwork_core.errors import (
         ConfigError,
@@ -49,6 +55,10 @@ if TYPE_CHECKING:
         ReviewError,
         Severity,
         YamlError,
+    )
+    from deepwork_core.events import (
+        EventName,
+        read_events,
     )
     from deepwork_core.fsutil import (
         LockTimeout,
@@ -66,6 +76,17 @@ if TYPE_CHECKING:
     )
     from deepwork_core.layout import JOB_FILE, TMP_DIR
     from deepwork_core.models import HookAction, Step
+    from deepwork_core.navigation import (
+        ActiveWorkflow,
+        NavigationError,
+        active_workflow,
+        go_to_step,
+    )
+    from deepwork_core.overview import (
+        ActiveEntry,
+        ProjectOverview,
+        project_overview,
+    )
     from deepwork_core.parser import JobFormat, ParsedJob, check_job_files, parse_job_dir
     from deepwork_core.process import Completed, kill_all_children, run_bounded
     from deepwork_core.process_review import RULE_PREFIX
@@ -96,6 +117,12 @@ if TYPE_CHECKING:
     from deepwork_core.scaffold import scaffold_job
     from deepwork_core.sessions import OutputValue, Session, SessionStore
     from deepwork_core.verdicts import ReviewVerdict
+    from deepwork_core.workflow_graph import (
+        GraphRenderError,
+        build_graph,
+        to_dot,
+        to_mermaid,
+    )
     from deepwork_core.yamlio import YamlDocument, read_yaml_file
 
 #: Module → the public names it defines; each is imported on first use (`deepwork_core.lazy`).
@@ -122,6 +149,7 @@ _HOMES = {
         "load_config",
     ),
     "deepwork_core.discovery": (
+        "Catalog",
         "JobCatalog",
         "JobFolder",
         "LoadedJob",
@@ -211,6 +239,27 @@ _HOMES = {
         "YamlDocument",
         "read_yaml_file",
     ),
+    "deepwork_core.events": (
+        "EventName",
+        "read_events",
+    ),
+    "deepwork_core.overview": (
+        "ActiveEntry",
+        "ProjectOverview",
+        "project_overview",
+    ),
+    "deepwork_core.workflow_graph": (
+        "GraphRenderError",
+        "build_graph",
+        "to_dot",
+        "to_mermaid",
+    ),
+    "deepwork_core.navigation": (
+        "ActiveWorkflow",
+        "NavigationError",
+        "active_workflow",
+        "go_to_step",
+    ),
 }
 
 __all__ = [
@@ -226,13 +275,17 @@ __all__ = [
     "TIMEOUT_FREE_FILES",
     "TMP_DIR",
     "AbortResult",
+    "ActiveEntry",
+    "ActiveWorkflow",
     "BranchMaker",
     "BranchOutcome",
+    "Catalog",
     "Checkpoint",
     "Completed",
     "ConfigError",
     "DeepWorkConfig",
     "DeepWorkError",
+    "EventName",
     "FileReadError",
     "FinishResult",
     "FinishStatus",
@@ -242,6 +295,7 @@ __all__ = [
     "GateSelfReviewRequested",
     "GateVerdict",
     "GitError",
+    "GraphRenderError",
     "HookAction",
     "HookError",
     "JobCatalog",
@@ -249,6 +303,7 @@ __all__ = [
     "JobFormat",
     "LoadedJob",
     "LockTimeout",
+    "NavigationError",
     "OutputValue",
     "ParsedJob",
     "PathOutsideProjectError",
@@ -256,6 +311,7 @@ __all__ = [
     "ProcessOutputError",
     "ProcessTimeoutError",
     "ProgressReporter",
+    "ProjectOverview",
     "QualityGateConfig",
     "QualityGateError",
     "QualityReviewTask",
@@ -270,7 +326,9 @@ __all__ = [
     "WorkflowEngine",
     "YamlDocument",
     "YamlError",
+    "active_workflow",
     "atomic_write_text",
+    "build_graph",
     "build_review_brief",
     "build_review_message",
     "build_review_payload",
@@ -281,6 +339,7 @@ __all__ = [
     "ensure_tmp_dir",
     "ensure_workflow_branch",
     "file_lock",
+    "go_to_step",
     "has_own_reviews",
     "kill_all_children",
     "lazy_exports",
@@ -288,7 +347,9 @@ __all__ = [
     "parse_folder_list",
     "parse_job_dir",
     "plan_review_tasks",
+    "project_overview",
     "read_bytes_file",
+    "read_events",
     "read_text_file",
     "read_yaml_file",
     "reply_schema_json",
@@ -298,6 +359,8 @@ __all__ = [
     "scaffold_job",
     "self_review_feedback",
     "task_file_count",
+    "to_dot",
+    "to_mermaid",
     "unjudged_criteria",
     "verdict_from_reply",
     "write_conversion",

@@ -16,7 +16,7 @@ from typing import Protocol
 
 from deepwork_core.briefing import ResolvedInput
 from deepwork_core.errors import OutputsError, QualityGateError
-from deepwork_core.identifiers import check_session_id, check_text
+from deepwork_core.identifiers import check_text
 from deepwork_core.models import JobDefinition, Step
 from deepwork_core.sessions import OutputValue, QualityEvent, QualityEventKind
 from deepwork_core.verdicts import ReviewVerdict
@@ -94,6 +94,13 @@ class Gate(Protocol):
         ...
 
 
+def gate_consulted(gate: object, steps: Sequence[Step]) -> bool:
+    """Whether `gate` sees a checkpoint of `steps`; a gate without `consulted_for` sees those
+    with reviews of their own (as every gate did before `.deepreview` rules joined the gate)."""
+    consulted_for = getattr(gate, "consulted_for", None)
+    return bool(consulted_for(steps)) if callable(consulted_for) else has_own_reviews(steps)
+
+
 def has_own_reviews(steps: Sequence[Step]) -> bool:
     """True when a step declares reviews or process requirements."""
     return any(step.reviews or step.process_requirements for step in steps)
@@ -125,7 +132,6 @@ def check_finish_arguments(
     outputs: Mapping[str, object],
     notes: str | None,
     override_reason: str | None,
-    session_id: str | None,
     work_summary: str | None = None,
 ) -> None:
     """Reject malformed `finished_step` arguments before any state is touched."""
@@ -139,8 +145,6 @@ def check_finish_arguments(
             "or leave it out",
             code="quality_gate.override_reason_empty",
         )
-    if session_id is not None:
-        check_session_id(session_id)
     check_text(notes, what="notes")
     check_text(override_reason, what="quality_review_override_reason")
     check_text(work_summary, what="work_summary")

@@ -26,9 +26,11 @@ from deepwork_core.checkpoint import (
     Gate,
     GateNeedsWork,
     GatePassed,
+    GateSelfReviewRequested,
     GateVerdict,
     ProgressReporter,
     check_finish_arguments,
+    gate_consulted,
     quality_event,
 )
 from deepwork_core.config import DEFAULT_MAX_QUALITY_ATTEMPTS
@@ -38,9 +40,9 @@ from deepwork_core.errors import (
     SessionError,
     WorkflowNotFoundError,
 )
-from deepwork_core.identifiers import check_session_id, check_text
+from deepwork_core.identifiers import check_agent_id, check_text
 from deepwork_core.models import JobDefinition, Step, Workflow
-from deepwork_core.nesting import begin_checkpoint, handed_up_outputs, waiting_parent
+from deepwork_core.nesting import Nesting, begin_checkpoint, handed_up_outputs, waiting_parent
 from deepwork_core.outputs import ValidatedOutputs, validate_outputs
 from deepwork_core.results import (
     AbortResult,
@@ -49,6 +51,7 @@ from deepwork_core.results import (
     StackItem,
     StartResult,
 )
+from deepwork_core.session_events import SessionEvents
 from deepwork_core.sessions import (
     QualityEvent,
     QualityEventKind,
@@ -60,6 +63,7 @@ from deepwork_core.sessions import (
     new_session_id,
     utc_now,
 )
+from deepwork_core.stacks import check_target, stack_item, stack_items, target_session
 from deepwork_core.start_inputs import check_start_inputs
 from deepwork_core.verdicts import ReviewVerdict
 
@@ -98,15 +102,17 @@ class WorkflowEngine:
         self.max_quality_attempts = max_quality_attempts
         self.branch_maker = branch_maker
         self.clock = clock
-        self._instructions = InstructionReader(project_root)
+        self.instructions = InstructionReader(project_root)
+        self.events = SessionEvents(project_root)
+        self._nesting = Nesting(catalog, self.instructions, self.events.started)
 
     # --- reads -------------------------------------------------------------------------------
 
     def list_jobs(self) -> Catalog:
         return self.catalog.scan()
 
-    def stack(self) -> list[StackItem]:
-        return [_stack_item(session) for session in self.store.stack()]
+    def stack(self, agent_id: str | None = None) -> list[StackItem]:
+        return [stack_item(session) for session in self.store.stack(agent_id)]
 
     # --- start -------------------------------------------------------------------------------
 
@@ -116,14 +122,17 @@ class WorkflowEngine:
         job_name: str,
         workflow_name: str,
         instance_id: str | None = None,
+        agent_id: str | None = None,
         inputs: Mapping[str, object] | None = None,
     ) -> StartResult:
-        """Start a workflow on top of the stack and begin its first checkpoint.
+        """Start a workflow on top of the caller's stack and begin its first checkpoint.
 
-        `inputs` gives the workflow's start parameters (see `deepwork_core.start_inputs`).
+        Only a top-level workflow of the main stack switches branches: agents share the work
+        tree, so their workflows run on whatever branch is checked out.
         """
         check_text(goal, what="goal")
         check_text(instance_id, what="instance_id")
+        check_agent_id(agent_id)
         job = self.catalog.get(job_name)
         workflow = select_workflow(job, workflow_name)
         given = check_start_inputs(self.project_root, job.definition, workflow, inputs)
@@ -135,14 +144,14 @@ class WorkflowEngine:
             )
 
         outcome = BranchOutcome(branch_name=None)
-        top_level = not self.store.stack_path.exists() or not self._stack_ids()
-        if top_level and self.branch_maker is not None:
+        top_level = not self.store.stack_path.exists() or not self._stack_ids(agent_id)
+        if top_level and agent_id is None and self.branch_maker is not None:
             outcome = self.branch_maker(job.name, instance_id or workflow.name)
         branch_name, branch_note = outcome.branch_name, outcome.note
 
         now = self.clock()
         with self.store.transaction() as tx:
-            parent = tx.top()
+            parent = tx.top(agent_id)
             if parent is not None:  # nested workflows stay on their parent's branch
                 branch_name, branch_note = parent.branch_name, None
             session = Session(
@@ -156,15 +165,14 @@ class WorkflowEngine:
                     step_id: StepRecord(step_id=step_id, started_at=now) for step_id in entries[0]
                 },
                 parent_session_id=parent.session_id if parent is not None else None,
+                agent_id=agent_id,
                 inputs=given,
                 branch_name=branch_name,
                 previous_branch=outcome.previous_branch if parent is None else None,
                 started_at=now,
             )
-            brief = begin_checkpoint(
-                self.catalog, self._instructions, tx, job, session, entries[0], push=True
-            )
-            stack = _stack_items(tx)
+            brief = begin_checkpoint(self._nesting, tx, job, session, entries[0])
+            stack = stack_items(tx, agent_id)
         if parent is None:
             self.store.prune()
         return StartResult(brief, stack, branch_name, branch_note)
@@ -179,6 +187,7 @@ class WorkflowEngine:
         override_reason: str | None = None,
         session_id: str | None = None,
         progress: ProgressReporter | None = None,
+        agent_id: str | None = None,
         work_summary: str | None = None,
     ) -> FinishResult:
         """Check the current checkpoint's outputs, run the quality gate, then advance.
@@ -187,9 +196,10 @@ class WorkflowEngine:
         lock); run the gate (lock released); record its verdict and advance or answer
         `needs_work` (under the lock, if the session has not moved on meanwhile).
         """
-        check_finish_arguments(outputs, notes, override_reason, session_id, work_summary)
+        check_finish_arguments(outputs, notes, override_reason, work_summary)
+        check_target(session_id, agent_id)
         prepared = self._prepare_checkpoint(
-            outputs, notes, override_reason, session_id, work_summary
+            outputs, notes, override_reason, session_id, agent_id, work_summary
         )
         if isinstance(prepared, FinishResult):
             return prepared
@@ -202,15 +212,19 @@ class WorkflowEngine:
         notes: str | None,
         override_reason: str | None,
         session_id: str | None,
+        agent_id: str | None,
         work_summary: str | None = None,
     ) -> FinishResult | _Pending:
         """Validate the outputs; advance when no review is due, else count the attempt."""
         gate = self.gate
         with self.store.transaction() as tx:
-            session = _target(tx, session_id)
+            session = target_session(tx, session_id, agent_id)
             job, steps = self._checkpoint(session)
             validated = validate_outputs(self.project_root, steps, outputs)
-            has_reviews = gate is not None and gate.consulted_for(steps)
+            self.events.outputs_submitted(
+                session.session_id, session.current_step_ids, validated.merged, notes
+            )
+            has_reviews = gate is not None and gate_consulted(gate, steps)
             if gate is None or not has_reviews:
                 return self._advance(tx, session, job, validated, notes)
             if override_reason is not None:
@@ -222,6 +236,7 @@ class WorkflowEngine:
                         override_reason=override_reason,
                     )
                 )
+                self.events.override(session.session_id, session.current_step_ids, override_reason)
                 return self._advance(tx, session, job, validated, notes)
             attempt = 0
             if gate.external:
@@ -270,42 +285,52 @@ class WorkflowEngine:
         with self.store.transaction() as tx:
             session = self._same_checkpoint(tx, checkpoint.session_id, pending.entry_index)
             session.quality_log.append(quality_event(verdict, checkpoint, self.clock()))
+            if not isinstance(verdict, GateSelfReviewRequested):
+                self.events.verdicts(session.session_id, verdict.reviews, checkpoint.attempt)
             if isinstance(verdict, GatePassed):
                 return self._advance(tx, session, pending.job, pending.validated, notes)
             tx.save(session)
             failed: list[ReviewVerdict] = []
             if isinstance(verdict, GateNeedsWork):
                 failed = [review for review in verdict.reviews if not review.passed]
-                if checkpoint.attempt >= self.max_quality_attempts:
-                    raise QualityGateError(
-                        f"Quality gate failed after {checkpoint.attempt} attempts. Feedback: "
-                        f"{verdict.feedback}. Fix the outputs and call finished_step again, or "
-                        "pass quality_review_override_reason explaining why the review should "
-                        "not block.",
-                        code="quality_gate.max_attempts",
-                    )
+            self.events.needs_work(
+                session.session_id, checkpoint.step_ids, checkpoint.attempt, len(failed)
+            )
+            if (
+                isinstance(verdict, GateNeedsWork)
+                and checkpoint.attempt >= self.max_quality_attempts
+            ):
+                raise QualityGateError(
+                    f"Quality gate failed after {checkpoint.attempt} attempts. Feedback: "
+                    f"{verdict.feedback}. Fix the outputs and call finished_step again, or "
+                    "pass quality_review_override_reason explaining why the review should "
+                    "not block.",
+                    code="quality_gate.max_attempts",
+                )
             return FinishResult(
                 FinishStatus.NEEDS_WORK,
-                _stack_items(tx),
+                stack_items(tx, session.agent_id),
                 feedback=verdict.feedback,
                 failed_reviews=failed,
             )
 
     # --- abort -------------------------------------------------------------------------------
 
-    def abort(self, explanation: str, session_id: str | None = None) -> AbortResult:
+    def abort(
+        self, explanation: str, session_id: str | None = None, agent_id: str | None = None
+    ) -> AbortResult:
         """Abort a workflow (the top one unless `session_id` names another) and pop it."""
         check_text(explanation, what="explanation")
-        if session_id is not None:
-            check_session_id(session_id)
+        check_target(session_id, agent_id)
         with self.store.transaction() as tx:
-            session = _target(tx, session_id)
+            session = target_session(tx, session_id, agent_id)
             session.status = SessionStatus.ABORTED
             session.abort_reason = explanation
             session.completed_at = self.clock()
             tx.save(session)
             tx.remove_from_stack(session.session_id)
-            stack = _stack_items(tx)
+            self.events.aborted(session, explanation)
+            stack = stack_items(tx, session.agent_id)
         top = stack[-1] if stack else None
         note = None
         if session.parent_session_id is None and session.branch_name is not None:
@@ -322,9 +347,9 @@ class WorkflowEngine:
 
     # --- internals ---------------------------------------------------------------------------
 
-    def _stack_ids(self) -> list[str]:
+    def _stack_ids(self, agent_id: str | None) -> list[str]:
         with self.store.transaction() as tx:
-            return tx.stack_ids()
+            return tx.stack_ids(agent_id)
 
     def _checkpoint(self, session: Session) -> tuple[LoadedJob, list[Step]]:
         """The job and the steps of the session's current entry, as the job is now."""
@@ -388,19 +413,22 @@ class WorkflowEngine:
             for step_id in entries[next_index]:
                 session.step_progress[step_id] = StepRecord(step_id=step_id, started_at=now)
             tx.save(session)
-            brief = begin_checkpoint(
-                self.catalog, self._instructions, tx, job, session, entries[next_index]
+            self.events.step_begun(session)
+            ids = entries[next_index]
+            brief = begin_checkpoint(self._nesting, tx, job, session, ids, pushed=True)
+            return FinishResult(
+                FinishStatus.NEXT_STEP, stack_items(tx, session.agent_id), brief=brief
             )
-            return FinishResult(FinishStatus.NEXT_STEP, _stack_items(tx), brief=brief)
 
         session.status = SessionStatus.COMPLETED
         session.completed_at = now
         tx.save(session)
         tx.remove_from_stack(session.session_id)
+        self.events.completed(session)
         parent = waiting_parent(tx, session)
         if parent is not None:
             return self._resume_parent(tx, session, parent, workflow.post_workflow_instructions)
-        stack = _stack_items(tx)
+        stack = stack_items(tx, session.agent_id)
         summary = f"Workflow '{session.workflow_label}' completed successfully!"
         if stack:
             summary += (
@@ -451,37 +479,9 @@ def select_workflow(job: LoadedJob, workflow_name: str) -> Workflow:
     )
 
 
-def _target(tx: StateTransaction, session_id: str | None) -> Session:
-    ids = tx.stack_ids()
-    if session_id is None:
-        top = tx.top()
-        if top is None:
-            raise SessionError(
-                "no active workflow session; call start_workflow to begin a workflow",
-                code="session.none_active",
-            )
-        return top
-    if session_id in ids:
-        return tx.load(session_id)
-    session = tx.load(session_id)  # raises session.not_found
-    raise SessionError(
-        f"session {session_id!r} is {session.status.value}, not active; active sessions: "
-        f"{', '.join(ids) or 'none'}",
-        code="session.not_active",
-    )
-
-
 def _file_inputs(
     session: Session, steps: list[Step], definition: JobDefinition
 ) -> list[ResolvedInput]:
     """The inputs the reviewers see: files submitted by earlier steps (parameters left out)."""
     resolved = resolve_inputs(session, steps, definition)
     return [item for item in resolved if item.from_step is not None and item.paths]
-
-
-def _stack_item(session: Session) -> StackItem:
-    return StackItem(session.session_id, session.workflow_label, session.current_step_id)
-
-
-def _stack_items(tx: StateTransaction) -> list[StackItem]:
-    return [_stack_item(session) for session in tx.stack()]

@@ -17,14 +17,17 @@ AREAS: dict[str, str] = {
     "convert": "`deepwork jobs convert`: writing a job in the other `job.yml` format.",
     "deepwork": "The root of the error hierarchy.",
     "doc_spec": "Doc spec files (Markdown with YAML frontmatter) that outputs refer to.",
+    "events": "Session event logs under `.deepwork/tmp/events/` (`deepwork log`).",
     "file": "Reading a file of the project (`docs/limits.md`); callers usually report these "
     "under their own code.",
     "git": "Running git.",
+    "graph": "Drawing a workflow (`deepwork jobs graph`).",
     "hook": "`deepwork hook NAME`, the command the plugins run on lifecycle events.",
     "identifier": "Names and ids sent by an agent.",
     "inputs": "Start parameters given to `start_workflow` (`inputs`).",
     "internal": "Bugs.",
     "job": "Loading and checking `job.yml` files, and finding jobs.",
+    "navigation": "Moving within a workflow (`go_to_step`).",
     "outputs": "Outputs submitted to `finished_step`.",
     "path": "Paths sent by an agent.",
     "process": "Subprocesses.",
@@ -51,6 +54,10 @@ CODES: dict[str, str] = {
     "doc_spec.unknown_key": "A doc spec frontmatter has a key the format does not define.",
     "doc_spec.unreadable": "A doc spec file cannot be read or is too large.",
     "doc_spec.yaml": "A doc spec frontmatter is not valid YAML.",
+    "events.corrupt": "An event log has a line that is not an event record, or is not a regular "
+    "file; the error names the file and line.",
+    "events.error": "Generic event log error.",
+    "events.too_large": "An event log is larger than the 64 MiB a reader loads.",
     "file.not_found": "A project file that was to be read does not exist.",
     "file.not_regular": "A project file is a FIFO, socket, device or folder; it is not opened "
     "for reading, so it cannot block.",
@@ -61,6 +68,9 @@ CODES: dict[str, str] = {
     "git.not_installed": "git is not on `PATH`.",
     "git.output_too_large": "A git command printed more than its output cap and was killed.",
     "git.timeout": "A git command ran past its time limit and was killed.",
+    "graph.render_failed": "Graphviz `dot` failed or ran past its time limit while drawing SVG.",
+    "graph.renderer_missing": "SVG needs Graphviz's `dot` program, which is not on `PATH`; "
+    "install Graphviz or use `--format mermaid`.",
     "hook.bad_input": "The event on a hook's stdin is not a JSON object.",
     "hook.bad_platform": "`DEEPWORK_HOOK_PLATFORM` names a platform other than `claude` or "
     "`gemini`.",
@@ -106,6 +116,11 @@ CODES: dict[str, str] = {
     "job.unreachable_step": "Warning: a step is in no workflow, so agents cannot run it.",
     "job.workflow_order": "A workflow runs a step before, or together with, one it depends on.",
     "job.wrong_type": "A value has the wrong type (for example a list where a map belongs).",
+    "navigation.error": "Generic navigation error.",
+    "navigation.forward_jump": "`go_to_step` named a step after the current one; it only goes "
+    "back. The message lists the valid targets.",
+    "navigation.unknown_step": "`go_to_step` named a step that is not in the session's workflow. "
+    "The message lists the valid targets.",
     "outputs.empty_list": "A `files` output was submitted as an empty list.",
     "outputs.file_not_found": "A submitted output path does not exist, or is too long.",
     "outputs.invalid": "Submitted outputs do not match the step's declaration.",

@@ -13,9 +13,12 @@ from deepwork_core.errors import InvalidIdentifierError, InvalidTextError, PathO
 
 NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
 SESSION_ID_PATTERN = r"^[A-Za-z0-9_-]{6,64}$"
+#: An agent's own stack is keyed by its id (docs/navigation.md, "Agent stacks").
+AGENT_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 
 _NAME_RE = re.compile(NAME_PATTERN)
 _SESSION_RE = re.compile(SESSION_ID_PATTERN)
+_AGENT_RE = re.compile(AGENT_ID_PATTERN)
 
 #: How much of a rejected value an error message repeats (an agent may send megabytes).
 SHOWN_CHARS = 80
@@ -44,6 +47,18 @@ def check_session_id(value: object) -> str:
         raise InvalidIdentifierError(
             f"session_id {shown(value)} is not a valid session id; use the session_id returned by "
             "start_workflow or finished_step"
+        )
+    return value
+
+
+def check_agent_id(value: object) -> str | None:
+    """Return `value` (None: the main stack) if it is a valid agent id, else raise."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _AGENT_RE.fullmatch(value):
+        raise InvalidIdentifierError(
+            f"agent_id {shown(value)} is not a valid agent id: use 1 to 64 letters, digits, "
+            "'_' or '-'"
         )
     return value
 

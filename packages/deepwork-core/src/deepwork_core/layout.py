@@ -13,7 +13,11 @@ from typing import Final
 #: The runtime folder; everything in it is ignored by git (it holds a `.gitignore` of `*`).
 TMP_DIR: Final = ".deepwork/tmp"
 #: The ids of the active workflow sessions, bottom to top; present only while one is active.
+#: The main stack is under `STACK_MAIN_KEY`, each agent's own stack under
+#: `STACK_AGENTS_KEY` (agent id -> ids; the key is absent while no agent has a workflow).
 STACK_FILE: Final = "stack.json"
+STACK_MAIN_KEY: Final = "session_ids"
+STACK_AGENTS_KEY: Final = "agents"
 #: `TMP_DIR/STACK_FILE`, the file the hooks probe to learn whether a workflow is running.
 STACK_PATH: Final = f"{TMP_DIR}/{STACK_FILE}"
 #: The cross-process lock held around every read-modify-write of the session state.

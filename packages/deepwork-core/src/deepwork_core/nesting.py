@@ -9,6 +9,8 @@ declares, and the parent moves on.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 
 from deepwork_core.briefing import InstructionReader, StepBrief, build_brief
@@ -29,32 +31,43 @@ from deepwork_core.start_inputs import start_parameters
 MAX_DEPTH = 12
 
 
+@dataclass(frozen=True, slots=True)
+class Nesting:
+    """What starting nested workflows needs from the engine."""
+
+    catalog: JobCatalog
+    reader: InstructionReader
+    #: Told of every session this starts (the engine's event log).
+    started: Callable[[Session], None]
+
+
 def begin_checkpoint(
-    catalog: JobCatalog,
-    reader: InstructionReader,
+    nesting: Nesting,
     tx: StateTransaction,
     job: LoadedJob,
     session: Session,
     step_ids: tuple[str, ...],
     *,
-    push: bool = False,
+    pushed: bool = False,
 ) -> StepBrief:
     """The brief of a checkpoint of `session`; a `sub_workflow` step starts its workflow nested,
     and the brief is that workflow's first checkpoint.
 
-    With `push`, `session` is new and goes on the stack, after its brief could be built.
+    Unless `pushed`, `session` is new: it goes on its stack once its brief could be built, and
+    `nesting.started` is told (as it is of every nested workflow this starts).
     """
     ref = sub_workflow_ref(job.definition, step_ids)
     if ref is None:
-        brief = build_brief(job, session, step_ids, reader)
-        if push:
+        brief = build_brief(job, session, step_ids, nesting.reader)
+        if not pushed:
             tx.push(session)
+            nesting.started(session)
         return brief
-    if push:
+    if not pushed:
         tx.push(session)
-    child_job, child = start_child(catalog, tx, job, session, ref, utc_now())
-    first = tuple(child.current_step_ids)
-    return begin_checkpoint(catalog, reader, tx, child_job, child, first, push=True)
+        nesting.started(session)
+    child_job, child = start_child(nesting.catalog, tx, job, session, ref, utc_now())
+    return begin_checkpoint(nesting, tx, child_job, child, tuple(child.current_step_ids))
 
 
 def sub_workflow_ref(definition: JobDefinition, step_ids: tuple[str, ...]) -> SubWorkflowRef | None:
@@ -73,7 +86,7 @@ def start_child(
     now: datetime,
 ) -> tuple[LoadedJob, Session]:
     """The nested session `parent`'s current step starts (not yet pushed)."""
-    if len(tx.stack_ids()) >= MAX_DEPTH:
+    if len(tx.stack_ids(parent.agent_id)) >= MAX_DEPTH:
         raise WorkflowNotFoundError(
             f"step {parent.current_step_id!r} of {parent.workflow_label!r} would nest workflows "
             f"more than {MAX_DEPTH} deep; check the sub_workflow references for a loop",
@@ -99,6 +112,7 @@ def start_child(
         current_step_ids=list(first),
         step_progress={step_id: StepRecord(step_id=step_id, started_at=now) for step_id in first},
         parent_session_id=parent.session_id,
+        agent_id=parent.agent_id,
         started_for_step=parent.current_step_id,
         inputs={name: value for name, value in known.items() if name in parameters},
         branch_name=parent.branch_name,
@@ -111,7 +125,7 @@ def waiting_parent(tx: StateTransaction, finished: Session) -> Session | None:
     """The parent whose sub-workflow step `finished` (just removed from the stack) ran for."""
     if finished.started_for_step is None:
         return None
-    parent = tx.top()
+    parent = tx.top(finished.agent_id)
     if parent is None or parent.session_id != finished.parent_session_id:
         return None
     return parent if parent.current_step_ids == [finished.started_for_step] else None

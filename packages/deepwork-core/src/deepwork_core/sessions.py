@@ -3,10 +3,12 @@
 Files (all JSON, all carrying `schema_version`):
 - `session_<id>.json`: one workflow run (`Session`). Completed and aborted runs stay on disk for
   inspection until the retention rule prunes them.
-- `stack.json`: the ids of the active sessions, bottom to top. It is the one source of truth for
-  "which workflows are running": a new server process reads it and carries on where a killed one
-  stopped. Every session on the stack is `active`; a session leaves the stack when it completes or
-  is aborted. The file exists only while the stack is not empty (a cheap test for hooks).
+- `stack.json`: the ids of the active sessions, bottom to top: the main stack under
+  `session_ids`, each agent's own stack under `agents` (agent id -> ids; docs/navigation.md). It
+  is the one source of truth for "which workflows are running": a new server process reads it and
+  carries on where a killed one stopped. Every session on a stack is `active`; a session leaves
+  its stack when it completes or is aborted. The file exists only while some stack is not empty
+  (a cheap test for hooks).
 - `state.lock`: the cross-process lock held around every read-modify-write.
 
 Every write is atomic (`atomic_write_text`). A file that is not valid JSON, does not match the
@@ -31,8 +33,9 @@ from typing import Annotated, Any, Final, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from deepwork_core.errors import FileReadError, SessionError
+from deepwork_core.events import delete_event_log
 from deepwork_core.fsutil import LockTimeout, atomic_write_text, file_lock, read_text_file
-from deepwork_core.identifiers import SESSION_ID_PATTERN, check_session_id
+from deepwork_core.identifiers import AGENT_ID_PATTERN, SESSION_ID_PATTERN, check_session_id
 from deepwork_core.layout import (
     LOCK_FILE,
     SESSION_PREFIX,
@@ -127,6 +130,8 @@ class Session(_State):
     current_step_ids: list[str] = Field(min_length=1)
     step_progress: dict[str, StepRecord] = Field(default_factory=dict)
     parent_session_id: str | None = None
+    #: The agent whose stack the session is on (None: the main stack).
+    agent_id: str | None = None
     #: Set on a workflow a `sub_workflow` step started: that step of the parent session.
     started_for_step: str | None = None
     #: Values given at `start_workflow` (argument name -> text or project-relative path(s)).
@@ -160,12 +165,18 @@ class Session(_State):
         return merged
 
 
+_SessionId = Annotated[str, StringConstraints(pattern=SESSION_ID_PATTERN)]
+_AgentId = Annotated[str, StringConstraints(pattern=AGENT_ID_PATTERN)]
+
+#: The stacks by agent id; `None` is the main stack.
+Stacks = dict[str | None, list[str]]
+
+
 class _StackFile(_State):
     schema_version: Literal[1] = SCHEMA_VERSION
     # An id that is no session id is corruption, never a path to build.
-    session_ids: list[Annotated[str, StringConstraints(pattern=SESSION_ID_PATTERN)]] = Field(
-        default_factory=list
-    )
+    session_ids: list[_SessionId] = Field(default_factory=list)
+    agents: dict[_AgentId, list[_SessionId]] = Field(default_factory=dict)
 
 
 def new_session_id() -> str:
@@ -222,12 +233,19 @@ class SessionStore:
 
     # --- convenience reads (each its own transaction) ----------------------------------------
 
-    def stack(self) -> list[Session]:
-        """The active sessions, bottom to top."""
+    def stack(self, agent_id: str | None = None) -> list[Session]:
+        """The active sessions of one stack (default: the main one), bottom to top."""
         if not self.stack_path.exists():
             return []  # nothing ever started: no need to create the folder for a read
         with self.transaction() as tx:
-            return tx.stack()
+            return tx.stack(agent_id)
+
+    def all_stacks(self) -> dict[str | None, list[Session]]:
+        """Every non-empty stack by agent id (None: the main stack, listed first)."""
+        if not self.stack_path.exists():
+            return {}
+        with self.transaction() as tx:
+            return {agent: tx.stack(agent) for agent in tx.stacks()}
 
     def load(self, session_id: str) -> Session:
         """Any session (active or finished). Raises `session.not_found` when there is none."""
@@ -250,7 +268,7 @@ class SessionStore:
         current = (now or utc_now()).timestamp()
         removed: list[str] = []
         with self.transaction() as tx:
-            active = set(tx.stack_ids())
+            active = tx.all_stack_ids()
             finished: list[tuple[float, str, Path]] = []
             for entry in os.scandir(self.state_dir):
                 name = entry.name
@@ -273,6 +291,7 @@ class SessionStore:
                     path.unlink(missing_ok=True)
                     for review_file in self.state_dir.glob(review_file_glob(session_id)):
                         review_file.unlink(missing_ok=True)
+                    delete_event_log(self.project_root, session_id)
                     removed.append(session_id)
         return removed
 
@@ -287,28 +306,33 @@ class StateTransaction:
 
     def __init__(self, store: SessionStore) -> None:
         self._store = store
-        self._stack_ids: list[str] | None = None
+        self._stacks: Stacks | None = None
         self._sessions: dict[str, Session] = {}
 
-    def stack_ids(self) -> list[str]:
-        if self._stack_ids is None:
+    def stacks(self) -> Stacks:
+        """Every non-empty stack's ids by agent id (None: the main stack, first)."""
+        if self._stacks is None:
             data = _read_json(self._store.stack_path)
-            if data is _MISSING:
-                self._stack_ids = []
-            else:
+            self._stacks = {}
+            if data is not _MISSING:
                 stack = _validate(_StackFile, data, self._store.stack_path)
-                self._stack_ids = list(stack.session_ids)
-        return list(self._stack_ids)
+                if stack.session_ids:
+                    self._stacks[None] = list(stack.session_ids)
+                self._stacks.update({k: list(v) for k, v in stack.agents.items() if v})
+        return {agent: list(ids) for agent, ids in self._stacks.items()}
 
-    def stack(self) -> list[Session]:
-        sessions = []
-        for session_id in self.stack_ids():
-            session = self._load_listed(session_id)
-            sessions.append(session)
-        return sessions
+    def stack_ids(self, agent_id: str | None = None) -> list[str]:
+        return self.stacks().get(agent_id, [])
 
-    def top(self) -> Session | None:
-        ids = self.stack_ids()
+    def all_stack_ids(self) -> set[str]:
+        """The ids of the sessions on any stack."""
+        return {session_id for ids in self.stacks().values() for session_id in ids}
+
+    def stack(self, agent_id: str | None = None) -> list[Session]:
+        return [self._load_listed(session_id) for session_id in self.stack_ids(agent_id)]
+
+    def top(self, agent_id: str | None = None) -> Session | None:
+        ids = self.stack_ids(agent_id)
         return self._load_listed(ids[-1]) if ids else None
 
     def load(self, session_id: str) -> Session:
@@ -338,24 +362,37 @@ class StateTransaction:
         atomic_write_text(path, session.model_dump_json(indent=2) + "\n")
         self._sessions[session.session_id] = session
 
-    def set_stack(self, session_ids: list[str]) -> None:
-        """Persist the stack. An empty stack removes the file: `stack.json` exists exactly while
-        a workflow is active, which the plugins' hook commands test before starting Python."""
-        if session_ids:
-            stack = _StackFile(session_ids=session_ids)
-            atomic_write_text(self._store.stack_path, stack.model_dump_json(indent=2) + "\n")
+    def set_stack(self, session_ids: list[str], agent_id: str | None = None) -> None:
+        """Persist one stack. When every stack is empty the file is removed: `stack.json` exists
+        exactly while a workflow is active, which the plugins' hook commands test before
+        starting Python. A file with only the main stack has no `agents` key."""
+        stacks = self.stacks()
+        stacks[agent_id] = list(session_ids)
+        # The main stack first, then the agents' in the order they appeared.
+        stacks = {
+            a: ids for a, ids in sorted(stacks.items(), key=lambda i: i[0] is not None) if ids
+        }
+        if stacks:
+            stack = _StackFile(
+                session_ids=stacks.get(None, []),
+                agents={agent: ids for agent, ids in stacks.items() if agent is not None},
+            )
+            text = stack.model_dump_json(indent=2, exclude={"agents"} if not stack.agents else None)
+            atomic_write_text(self._store.stack_path, text + "\n")
         else:
             self._store.stack_path.unlink(missing_ok=True)
-        self._stack_ids = list(session_ids)
+        self._stacks = stacks
 
     def push(self, session: Session) -> None:
-        """Save a new session and put it on top of the stack."""
+        """Save a new session and put it on top of its agent's stack."""
         self.save(session)
-        self.set_stack([*self.stack_ids(), session.session_id])
+        self.set_stack([*self.stack_ids(session.agent_id), session.session_id], session.agent_id)
 
     def remove_from_stack(self, session_id: str) -> None:
-        """Take `session_id` off the stack wherever it sits (not only from the top)."""
-        self.set_stack([i for i in self.stack_ids() if i != session_id])
+        """Take `session_id` off whichever stack holds it, wherever it sits."""
+        for agent, ids in self.stacks().items():
+            if session_id in ids:
+                self.set_stack([i for i in ids if i != session_id], agent)
 
     def _load_listed(self, session_id: str) -> Session:
         try:

@@ -9,10 +9,11 @@ attribute; serialisation always uses the wire name.
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Literal
 
-from deepwork_core import FinishStatus, OutputValue
+from deepwork_core import ActiveEntry, FinishStatus, OutputValue
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 
@@ -159,3 +160,33 @@ class AbortWorkflowResponse(_Model):
     resumed_workflow: str | None
     resumed_step: str | None
     branch_note: str | None = None
+
+
+class ActiveStackEntry(_Model):
+    """One session of the caller's stack, as `get_active_workflow` lists it."""
+
+    job: str
+    workflow: str
+    step: str
+    session_id: str
+    agent_id: str | None
+    started_at: datetime
+    attempts: int
+
+    @classmethod
+    def of(cls, entry: ActiveEntry) -> ActiveStackEntry:
+        return cls(
+            job=entry.job,
+            workflow=f"{entry.job}/{entry.workflow}",
+            step=entry.steps[0],
+            session_id=entry.session_id,
+            agent_id=entry.agent_id,
+            started_at=entry.started_at,
+            attempts=entry.attempts,
+        )
+
+
+class GetActiveWorkflowResponse(_Model):
+    stack: list[ActiveStackEntry]
+    #: The target session's current step again; None when no workflow is active.
+    begin_step: ActiveStepInfo | None = Field(validation_alias="brief")

@@ -1,14 +1,16 @@
-"""`create_server()`: the DeepWork MCP server of one project (see `docs/config.md`).
+"""`create_server()`: the DeepWork MCP server (see `docs/config.md`, `docs/navigation.md`).
 
 It wires the core services (job catalog, session store, workflow engine, quality gate, branch
-maker) to FastMCP and registers the workflow tools and the review tools. Every tool call is logged
+maker) to FastMCP and registers the workflow tools and the review tools. The project is the given
+folder, or, when the server follows the client's roots, the client's first root (one set of
+services per folder, made on first use). Every tool call is logged
 to the `deepwork.mcp` logger (stderr under `deepwork serve`) with the tool name and the stack.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import date
 from importlib.metadata import version
 from pathlib import Path
@@ -36,6 +38,8 @@ from mcp.types import CallToolRequestParams
 from deepwork_mcp.gating import ExternalGate, SelfReviewGate
 from deepwork_mcp.listing import CompactToolListing
 from deepwork_mcp.reviewer import ClaudeReviewer
+from deepwork_mcp.roots import ProjectRoot, Projects, RootsMiddleware
+from deepwork_mcp.server_instructions import build_instructions
 from deepwork_mcp.tool_errors import ToolErrors
 from deepwork_mcp.tools.reviews import register_review_tools
 from deepwork_mcp.tools.workflows import register_workflow_tools
@@ -55,7 +59,8 @@ step, one call for all).
 outputs against the named review file; fix, call again with quality_review_override_reason = \
 its outcome (never to skip a criterion).
 6. Continue: next_step -> do its begin_step.
-7. Complete: workflow_complete; a nested workflow returns to its parent."""
+7. Complete: workflow_complete; a nested workflow returns to its parent.
+go_to_step goes back; get_active_workflow resumes. Sub-agents: own agent_id on every call."""
 
 
 def build_gate(settings: QualityGateConfig) -> Gate | None:
@@ -90,8 +95,13 @@ def create_server(
     config: DeepWorkConfig | None = None,
     *,
     additional_jobs_folders: Sequence[Path] = (),
+    follow_client_roots: bool = False,
 ) -> FastMCP:
     """Build the server for `project_root` (resolved to an absolute path).
+
+    With `follow_client_roots`, each tool call works on the client's first root instead, and
+    `project_root` is only the fallback for clients without roots (`deepwork_mcp.roots`). The
+    instructions describe `project_root`'s workflows.
 
     `config` defaults to `DeepWorkConfig()`, the same defaults `deepwork serve` starts from: the
     self-review quality gate, three external attempts, a 240 s external review timeout per task
@@ -103,31 +113,41 @@ def create_server(
     gate_settings = config.quality_gate
     if gate_settings.max_attempts < 1:
         raise ConfigError("quality_gate.max_attempts must be at least 1")
-    engine = WorkflowEngine(
-        root,
-        JobCatalog.for_project(root, additional_jobs_folders),
-        SessionStore(root),
-        gate=build_gate(gate_settings),
-        max_quality_attempts=gate_settings.max_attempts,
-        branch_maker=branch_maker(root) if config.git.create_branch else None,
-    )
+    gate = build_gate(gate_settings)
+
+    def make_engine(folder: Path) -> WorkflowEngine:
+        return WorkflowEngine(
+            folder,
+            JobCatalog.for_project(folder, additional_jobs_folders),
+            SessionStore(folder),
+            gate=gate,
+            max_quality_attempts=gate_settings.max_attempts,
+            branch_maker=branch_maker(folder) if config.git.create_branch else None,
+        )
+
+    where = ProjectRoot(fixed=None if follow_client_roots else root, fallback=root)
+    engines = Projects(where, make_engine)
+    outer = [RootsMiddleware(where)] if follow_client_roots else []
     mcp = FastMCP(
         SERVER_NAME,
-        instructions=INSTRUCTIONS,
+        instructions=build_instructions(INSTRUCTIONS, engines.get(root).list_jobs()),
         version=version("deepwork-mcp"),
         mask_error_details=True,
-        middleware=[CallLog(engine), ToolErrors(), CompactToolListing()],
+        middleware=[*outer, CallLog(engines.get), ToolErrors(), CompactToolListing()],
     )
-    register_workflow_tools(mcp, engine)
-    register_review_tools(mcp, project_root=root, platform=config.platform)
+    register_workflow_tools(mcp, engines.get)
+    register_review_tools(
+        mcp, project_root=lambda: engines.get().project_root, platform=config.platform
+    )
     return mcp
 
 
 class CallLog(Middleware):
-    """Logs every tool call with its outcome and the workflow stack after it."""
+    """Logs every tool call with its outcome and the caller's workflow stack after it (the
+    stack of the call's `agent_id`, else the main stack)."""
 
-    def __init__(self, engine: WorkflowEngine) -> None:
-        self._engine = engine
+    def __init__(self, engines: Callable[[], WorkflowEngine]) -> None:
+        self._engines = engines
 
     async def on_call_tool(
         self,
@@ -135,20 +155,23 @@ class CallLog(Middleware):
         call_next: CallNext[CallToolRequestParams, ToolResult],
     ) -> ToolResult:
         name = context.message.name
+        agent = (context.message.arguments or {}).get("agent_id")
+        agent_id = agent if isinstance(agent, str) else None
         try:
             result = await call_next(context)
         except Exception as exc:
-            await self._log(name, "error: " + str(exc).split("\n", 1)[0][:300])
+            await self._log(name, "error: " + str(exc).split("\n", 1)[0][:300], agent_id)
             raise
-        await self._log(name, "ok")
+        await self._log(name, "ok", agent_id)
         return result
 
-    async def _log(self, tool: str, outcome: str) -> None:
+    async def _log(self, tool: str, outcome: str, agent_id: str | None) -> None:
         try:
-            stack = await to_thread.run_sync(self._engine.stack)
+            stack = await to_thread.run_sync(self._engines().stack, agent_id)
             described = " > ".join(f"{i.workflow}:{i.step}" for i in stack) or "empty"
         except DeepWorkError as exc:
             described = f"unreadable ({exc.code})"
         except Exception as exc:  # the log line must never turn an answer into an error
             described = f"unreadable ({type(exc).__name__})"
-        logger.info("tool=%s %s | stack: %s", tool, outcome, described)
+        whose = "" if agent_id is None else f" of agent {agent_id[:64]!r}"
+        logger.info("tool=%s %s | stack%s: %s", tool, outcome, whose, described)

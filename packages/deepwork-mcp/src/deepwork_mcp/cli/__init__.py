@@ -19,6 +19,12 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
     "serve": ("deepwork_mcp.cli.serve", "serve", "Run the DeepWork MCP server for a project."),
     "review": ("deepwork_mcp.cli.review", "review", "Print review tasks for the changed files."),
     "hook": ("deepwork_mcp.cli.hook", "hook", "Run a DeepWork hook on one event read from stdin."),
+    "status": (
+        "deepwork_mcp.cli.status",
+        "status",
+        "Show the active workflow stacks and the last finished sessions.",
+    ),
+    "log": ("deepwork_mcp.cli.log", "log", "Print the event log of one workflow session."),
     "jobs": (
         "deepwork_mcp.cli.jobs",
         "jobs",

@@ -24,27 +24,20 @@ from deepwork_core import (
 )
 
 from deepwork_mcp.cli.jobs_convert import convert
+from deepwork_mcp.cli.jobs_graph import graph
 from deepwork_mcp.cli.jobs_new import new
+from deepwork_mcp.cli.options import project_option
 
 ADDITIONAL_FOLDERS_ENV = "DEEPWORK_ADDITIONAL_JOBS_FOLDERS"
-
-_project_option = click.option(
-    "--path",
-    "project",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=".",
-    show_default="current directory",
-    help="The project folder (the one holding .deepwork/).",
-)
 
 
 @click.group()
 def jobs() -> None:
-    """List, validate, scaffold and convert DeepWork jobs."""
+    """List, validate, scaffold, draw and convert DeepWork jobs."""
 
 
 @jobs.command("list")
-@_project_option
+@project_option
 def list_jobs(project: Path) -> None:
     """Every job with its workflows and the folder it came from, then load errors."""
     project = project.resolve()
@@ -86,7 +79,7 @@ def list_jobs(project: Path) -> None:
     nargs=-1,
     type=click.Path(path_type=Path),
 )
-@_project_option
+@project_option
 def validate(job_paths: tuple[Path, ...], project: Path) -> None:
     """Validate job folders (default: every job in the project's .deepwork/jobs/).
 
@@ -118,6 +111,7 @@ def validate(job_paths: tuple[Path, ...], project: Path) -> None:
 
 
 jobs.add_command(new)
+jobs.add_command(graph)
 jobs.add_command(convert)
 
 

@@ -33,9 +33,9 @@ _GATE = _DEFAULTS.quality_gate
     "--path",
     "project_path",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=".",
-    show_default=True,
-    help="Project root directory.",
+    default=None,
+    help="Project root directory (default: the client's first MCP root, else the working "
+    "directory).",
 )
 @click.option(
     "--no-quality-gate",
@@ -96,7 +96,7 @@ _GATE = _DEFAULTS.quality_gate
     help="Do not create a git branch per top-level workflow (default: config git.create_branch).",
 )
 def serve(
-    project_path: Path,
+    project_path: Path | None,
     no_quality_gate: bool,
     transport: str,
     host: str,
@@ -117,7 +117,7 @@ def serve(
     from deepwork_core import DeepWorkError, load_config, parse_folder_list
 
     _configure_logging()
-    root = project_path.resolve()
+    root = (project_path or Path.cwd()).resolve()
     # FastMCP is imported only now: `deepwork --version` and `--help` stay cheap.
     import fastmcp
 
@@ -138,6 +138,7 @@ def serve(
             root,
             config,
             additional_jobs_folders=parse_folder_list(os.environ.get(ADDITIONAL_JOBS_ENV)),
+            follow_client_roots=project_path is None,
         )
     except DeepWorkError as exc:
         raise click.ClickException(f"{exc.code}: {exc.message}") from None

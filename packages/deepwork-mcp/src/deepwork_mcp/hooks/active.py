@@ -36,7 +36,8 @@ _EVENT_KEYS = {
 
 
 def stack_is_empty(project_root: Path) -> bool:
-    """True when the project certainly has no active workflow.
+    """True when the project's main stack certainly has no active workflow. The hooks act on
+    the main stack only: agents' stacks belong to sub-agents that call the tools themselves.
 
     An unreadable or odd stack file is not "empty": the store then reads it and reports the
     problem properly.
@@ -47,7 +48,7 @@ def stack_is_empty(project_root: Path) -> bool:
         return exc.code == "file.not_found"
     except ValueError:
         return False
-    ids = data.get("session_ids") if isinstance(data, dict) else None
+    ids = data.get(layout.STACK_MAIN_KEY) if isinstance(data, dict) else None
     return isinstance(ids, list) and not ids
 
 
@@ -63,7 +64,7 @@ def may_have_job_hooks(project_root: Path, event: str, additional_jobs_folders: 
         return False
     try:
         stack = json.loads(read_text_file(project_root / STACK_PATH, limit=_MAX_STATE_BYTES))
-        top = stack["session_ids"][-1]
+        top = stack[layout.STACK_MAIN_KEY][-1]
         session_file = project_root / layout.TMP_DIR / layout.session_file_name(top)
         job_name = json.loads(read_text_file(session_file, limit=_MAX_STATE_BYTES))["job_name"]
     except (FileReadError, ValueError, LookupError, TypeError):

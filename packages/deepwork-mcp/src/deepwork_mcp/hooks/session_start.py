@@ -51,9 +51,10 @@ def briefing(root: Path, stack: list[Session], additional_jobs_folders: str | No
         parents = " > ".join(f"`{s.workflow_label}`" for s in stack[:-1])
         lines.append(f"- Nested inside: {parents}")
     lines.append(
-        "To continue: follow the current step's instructions, then submit its outputs with the "
-        f'DeepWork `finished_step` tool (session_id "{session.session_id}"). If the user no '
-        "longer wants this workflow, call `abort_workflow` with that session_id instead. "
+        "To continue: call the DeepWork `get_active_workflow` tool to get the current step's "
+        "instructions, expected outputs and inputs again, do the step, then submit its outputs "
+        f'with `finished_step` (session_id "{session.session_id}"). If the user no longer '
+        "wants this workflow, call `abort_workflow` with that session_id instead. "
         "Ask the user before resuming work they may have left long ago."
     )
     return "\n".join(lines)

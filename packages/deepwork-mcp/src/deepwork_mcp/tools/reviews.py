@@ -7,6 +7,7 @@ builds its response. Errors are mapped by the `deepwork_mcp.tool_errors.ToolErro
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Annotated
@@ -51,8 +52,19 @@ class ReviewPassRecorded(BaseModel):
     message: str
 
 
-def register_review_tools(mcp: fastmcp.FastMCP, *, project_root: Path, platform: str) -> None:
-    """Register the three review tools on `mcp` for the project at `project_root`."""
+def _folder_of_call(folder: Path | Callable[[], Path]) -> Callable[[], Path]:
+    """`folder` as a function giving the current call's project folder."""
+    if isinstance(folder, Path):
+        return lambda: folder
+    return folder
+
+
+def register_review_tools(
+    mcp: fastmcp.FastMCP, *, project_root: Path | Callable[[], Path], platform: str
+) -> None:
+    """Register the three review tools on `mcp` for `project_root` (a folder, or a function
+    giving the current call's folder)."""
+    project_root = _folder_of_call(project_root)
 
     # The answer is a long text: no output schema, so it goes out once (as text) and not a
     # second time as structured content `{"result": ...}`.
@@ -67,7 +79,7 @@ def register_review_tools(mcp: fastmcp.FastMCP, *, project_root: Path, platform:
     ) -> str:
         """Review tasks to run in parallel for the changed files, per `.deepreview` rules."""
         run = await to_thread.run_sync(
-            partial(run_review, project_root, platform=platform, files=files)
+            partial(run_review, project_root(), platform=platform, files=files)
         )
         return run.text
 
@@ -81,7 +93,9 @@ def register_review_tools(mcp: fastmcp.FastMCP, *, project_root: Path, platform:
         """List `.deepreview` rules (files with problems appear as `PARSE_ERROR`)."""
         listing = await to_thread.run_sync(
             partial(
-                configured_rules, project_root, only_rules_matching_files=only_rules_matching_files
+                configured_rules,
+                project_root(),
+                only_rules_matching_files=only_rules_matching_files,
             )
         )
         rules = [rule.model_dump(mode="json") for rule in (*listing.rules, *listing.parse_errors)]
@@ -98,7 +112,7 @@ def register_review_tools(mcp: fastmcp.FastMCP, *, project_root: Path, platform:
     ) -> ReviewPassRecorded:
         """Record a review as passed (no issues, or declined: give `reason`) until its rule or
         files change."""
-        await to_thread.run_sync(partial(mark_review_passed, project_root, review_id, reason))
+        await to_thread.run_sync(partial(mark_review_passed, project_root(), review_id, reason))
         return ReviewPassRecorded(
             review_id=review_id,
             reason=" ".join((reason or "").split()) or None,

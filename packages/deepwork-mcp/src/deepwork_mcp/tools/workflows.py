@@ -1,6 +1,8 @@
-"""The four workflow tools (docs/runtime.md, JOBS-REQ-001.2–001.6).
+"""The workflow tools (docs/runtime.md, JOBS-REQ-001.2–001.6; go_to_step and
+get_active_workflow in docs/navigation.md).
 
-Each adapter calls the `WorkflowEngine` in a worker thread (the engine does file I/O and may wait
+Each adapter takes the current call's `WorkflowEngine` (one per project folder, see
+`deepwork_mcp.roots`), calls it in a worker thread (the engine does file I/O and may wait
 on a lock; the event loop must not) and validates the response model from its result. Errors are
 mapped in one place, the `deepwork_mcp.tool_errors.ToolErrors` middleware.
 """
@@ -9,20 +11,25 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from functools import partial
 from typing import Annotated, Any
 
 from anyio import to_thread
-from deepwork_core import WorkflowEngine
+from deepwork_core import WorkflowEngine, active_workflow
+from deepwork_core import go_to_step as go_to_step_in
 from fastmcp import Context, FastMCP
 from fastmcp.tools.base import ToolResult
 from mcp.types import TextContent, ToolAnnotations
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from deepwork_mcp.listing import output_schema
 from deepwork_mcp.responses import (
     AbortWorkflowResponse,
+    ActiveStackEntry,
+    ActiveStepInfo,
     FinishedStepResponse,
+    GetActiveWorkflowResponse,
     GetWorkflowsResponse,
     StartWorkflowResponse,
 )
@@ -32,6 +39,9 @@ _READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 _CHANGES_STATE = ToolAnnotations(destructive_hint=False, open_world_hint=False)
 
 SessionIdArg = Annotated[str | None, Field(description="Default: the top of the stack.")]
+#: Explained once in the server instructions: every description is paid in every conversation.
+AgentIdArg = str | None
+Engines = Callable[[], WorkflowEngine]
 #: Start parameters: name -> text, or file path(s). Loosely typed here (the engine checks each
 #: value against its parameter) so that the listed schema stays small.
 InputsArg = dict[str, Any] | None
@@ -49,16 +59,15 @@ class _ListingCache:
     job folders, so the finished tool result (text and structured content) is what is cached.
     """
 
-    def __init__(self, engine: WorkflowEngine) -> None:
-        self._engine = engine
+    def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._cached: tuple[int, ToolResult] | None = None
+        self._cached: tuple[WorkflowEngine, int, ToolResult] | None = None
 
-    def get(self) -> ToolResult:
-        catalog = self._engine.list_jobs()
+    def get(self, engine: WorkflowEngine) -> ToolResult:
+        catalog = engine.list_jobs()
         with self._lock:
             cached = self._cached
-        if cached is None or cached[0] != catalog.fingerprint:
+        if cached is None or cached[0] is not engine or cached[1] != catalog.fingerprint:
             # The text is the same compact JSON as `model_dump_json`, written from the dict so
             # the response model is gone before the text exists (a lower first-call peak).
             structured = GetWorkflowsResponse.model_validate(catalog).model_dump(mode="json")
@@ -66,20 +75,20 @@ class _ListingCache:
             result = ToolResult(
                 content=[TextContent(type="text", text=text)], structured_content=structured
             )
-            cached = (catalog.fingerprint, result)
+            cached = (engine, catalog.fingerprint, result)
             with self._lock:
                 self._cached = cached
-        return cached[1].model_copy()
+        return cached[2].model_copy()
 
 
-def register_workflow_tools(mcp: FastMCP, engine: WorkflowEngine) -> None:
-    """Register get_workflows, start_workflow, finished_step and abort_workflow on `mcp`."""
-    listing = _ListingCache(engine)
+def register_workflow_tools(mcp: FastMCP, engines: Engines) -> None:
+    """Register the workflow tools on `mcp`; `engines()` is the current call's engine."""
+    listing = _ListingCache()
 
     @mcp.tool(annotations=_READ_ONLY, output_schema=output_schema(GetWorkflowsResponse))
     def get_workflows() -> ToolResult:
         """List the jobs and workflows you can start. Call this first."""
-        return listing.get()
+        return listing.get(engines())
 
     @mcp.tool(annotations=_CHANGES_STATE, output_schema=output_schema(StartWorkflowResponse))
     async def start_workflow(
@@ -87,11 +96,13 @@ def register_workflow_tools(mcp: FastMCP, engine: WorkflowEngine) -> None:
         job_name: str,
         workflow_name: Annotated[str, Field(description="Any name if the job has only one.")],
         instance_id: Annotated[str | None, Field(description="Run name, e.g. 'acme'.")] = None,
+        agent_id: AgentIdArg = None,
         inputs: InputsArg = None,
     ) -> StartWorkflowResponse:
         """Start a workflow (nested if one is running); returns its first step."""
+        engine = engines()
         result = await to_thread.run_sync(
-            partial(engine.start, goal, job_name, workflow_name, instance_id, inputs)
+            partial(engine.start, goal, job_name, workflow_name, instance_id, agent_id, inputs)
         )
         return StartWorkflowResponse.model_validate(result)
 
@@ -105,27 +116,70 @@ def register_workflow_tools(mcp: FastMCP, engine: WorkflowEngine) -> None:
             str | None, Field(description="Self-review outcome, or why the user skips it.")
         ] = None,
         session_id: SessionIdArg = None,
+        agent_id: AgentIdArg = None,
     ) -> FinishedStepResponse:
         """Submit the current step's outputs. Returns needs_work, next_step or
         workflow_complete."""
         result = await to_thread.run_sync(
             partial(
-                engine.finish,
+                engines().finish,
                 outputs,
                 notes=notes,
                 override_reason=quality_review_override_reason,
                 session_id=session_id,
                 progress=ctx.report_progress,
+                agent_id=agent_id,
                 work_summary=work_summary,
             )
         )
         return FinishedStepResponse.model_validate(result)
 
+    register_navigation_tools(mcp, engines)
+
+
+def _structured(model: BaseModel) -> ToolResult:
+    """`model` as text and structured content, for tools listed without an output schema (the
+    schema of `begin_step` is already in start_workflow's; listing it again costs every
+    conversation about 1.5 kB)."""
+    data = model.model_dump(mode="json")
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return ToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+
+
+def register_navigation_tools(mcp: FastMCP, engines: Engines) -> None:
+    """Register abort_workflow, go_to_step and get_active_workflow on `mcp`."""
+
     @mcp.tool(annotations=_CHANGES_STATE, output_schema=output_schema(AbortWorkflowResponse))
     async def abort_workflow(
         explanation: str,
         session_id: SessionIdArg = None,
+        agent_id: AgentIdArg = None,
     ) -> AbortWorkflowResponse:
         """Abort a workflow; its parent resumes."""
-        result = await to_thread.run_sync(partial(engine.abort, explanation, session_id))
+        engine = engines()
+        result = await to_thread.run_sync(partial(engine.abort, explanation, session_id, agent_id))
         return AbortWorkflowResponse.model_validate(result)
+
+    @mcp.tool(annotations=_CHANGES_STATE, output_schema=None)
+    async def go_to_step(
+        step_id: str, session_id: str | None = None, agent_id: AgentIdArg = None
+    ) -> ToolResult:
+        """Redo from an earlier step (files kept); returns its begin_step."""
+        engine = engines()
+        result = await to_thread.run_sync(
+            partial(go_to_step_in, engine, step_id, session_id, agent_id)
+        )
+        return _structured(StartWorkflowResponse.model_validate(result))
+
+    @mcp.tool(annotations=_READ_ONLY, output_schema=None)
+    async def get_active_workflow(
+        session_id: str | None = None, agent_id: AgentIdArg = None
+    ) -> ToolResult:
+        """Your stack and the current begin_step, to resume."""
+        engine = engines()
+        found = await to_thread.run_sync(partial(active_workflow, engine, session_id, agent_id))
+        response = GetActiveWorkflowResponse(
+            stack=[ActiveStackEntry.of(entry) for entry in found.stack],
+            begin_step=None if found.brief is None else ActiveStepInfo.model_validate(found.brief),
+        )
+        return _structured(response)

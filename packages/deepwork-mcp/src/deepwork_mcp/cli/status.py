@@ -1,0 +1,140 @@
+"""`deepwork status`: the workflows running in a project, as a tree (docs/navigation.md).
+
+Reads the state files only; never changes them. `--watch` redraws whenever the state folder
+changes (every session or stack write renames a file into it) and at least every few seconds so
+that ages stay current.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import click
+from deepwork_core import (
+    ActiveEntry,
+    DeepWorkError,
+    ProjectOverview,
+    SessionStore,
+    project_overview,
+)
+
+from deepwork_mcp.cli.options import cli_error, project_option
+
+#: Seconds between two looks at the state folder under --watch.
+POLL_SECONDS = 0.5
+#: Seconds after which --watch redraws even without a change (ages move on).
+REFRESH_SECONDS = 10.0
+_CLEAR = "\x1b[H\x1b[2J"
+
+
+def age(since: datetime, now: datetime) -> str:
+    """`42s`, `5m`, `3h12m` or `2d4h`."""
+    seconds = max(0, int((now - since).total_seconds()))
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, hours = seconds // 60, seconds // 3600
+    if hours == 0:
+        return f"{minutes}m"
+    if hours < 24:
+        return f"{hours}h{minutes % 60:02d}m"
+    return f"{hours // 24}d{hours % 24}h"
+
+
+def _entry_line(entry: ActiveEntry, now: datetime) -> str:
+    step = ",".join(entry.steps)
+    parts = [
+        f"{entry.job}/{entry.workflow}",
+        f"step {step}",
+        f"session {entry.session_id}",
+        f"age {age(entry.started_at, now)}",
+        f"attempts {entry.attempts}",
+        f"last {entry.last_verdict or '-'}",
+    ]
+    if entry.branch:
+        parts.append(f"branch {entry.branch}")
+    return "  ".join(parts)
+
+
+def render_text(overview: ProjectOverview, now: datetime) -> str:
+    """The overview as an indented tree: each stack, nested workflows under their parent."""
+    lines: list[str] = []
+    if not overview.stacks:
+        lines.append("No active workflow.")
+    for stack in overview.stacks:
+        lines.append("main stack" if stack.agent_id is None else f"agent {stack.agent_id}")
+        for depth, entry in enumerate(stack.entries):
+            lines.append("   " * depth + "└─ " + _entry_line(entry, now))
+    if overview.finished:
+        lines.append("")
+        lines.append("Recently finished:")
+        for done in overview.finished:
+            when = age(done.finished_at, now) + " ago" if done.finished_at else "-"
+            reason = f"  ({done.abort_reason})" if done.abort_reason else ""
+            lines.append(
+                f"  {done.status:<9}  {done.job}/{done.workflow}  session {done.session_id}  "
+                f"{when}{reason}"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def state_fingerprint(state_dir: Path) -> int:
+    """Changes whenever a file is created, replaced or removed in the state folder."""
+    try:
+        return state_dir.stat().st_mtime_ns
+    except FileNotFoundError:
+        return 0
+
+
+def watch(
+    draw: Callable[[], None],
+    fingerprint: Callable[[], int],
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+    rounds: int | None = None,
+) -> None:
+    """Call `draw` now and again whenever `fingerprint` changes or REFRESH_SECONDS passed.
+
+    `rounds` bounds the number of looks (None: until interrupted).
+    """
+    seen, drawn_at = fingerprint(), clock()
+    draw()
+    looked = 0
+    while rounds is None or looked < rounds:
+        sleep(POLL_SECONDS)
+        looked += 1
+        current = fingerprint()
+        if current != seen or clock() - drawn_at >= REFRESH_SECONDS:
+            seen, drawn_at = current, clock()
+            draw()
+
+
+@click.command()
+@project_option
+@click.option("--json", "as_json", is_flag=True, help="Print the overview as JSON.")
+@click.option("--watch", "watching", is_flag=True, help="Redraw whenever the state changes.")
+@click.option("--finished", default=5, show_default=True, help="Finished sessions to list.")
+def status(project: Path, as_json: bool, watching: bool, finished: int) -> None:
+    """Show the active workflow stacks and the last finished sessions."""
+    store = SessionStore(project.resolve())
+
+    def draw() -> None:
+        try:
+            overview = project_overview(store, finished_limit=finished)
+        except DeepWorkError as exc:
+            raise cli_error(exc) from None
+        if as_json:
+            text = overview.model_dump_json(indent=2) + "\n"
+        else:
+            text = render_text(overview, datetime.now(UTC))
+        click.echo((_CLEAR if watching else "") + text, nl=False)
+
+    if not watching:
+        draw()
+        return
+    with contextlib.suppress(KeyboardInterrupt):
+        watch(draw, lambda: state_fingerprint(store.state_dir))

@@ -1,0 +1,48 @@
+"""The `instructions` the server sends at initialize: the lifecycle, then what this project has
+(docs/navigation.md).
+
+The project part names the project's workflows (a short list, capped, so a project with a
+thousand jobs does not pay for them in every conversation) and, when jobs failed to load, says
+so and points at the `deepwork_jobs/repair` workflow.
+"""
+
+from __future__ import annotations
+
+from deepwork_core import Catalog
+
+#: At most this many workflows are named; get_workflows lists them all.
+MAX_NAMED_WORKFLOWS = 3
+#: At most this many broken jobs are named.
+MAX_NAMED_ERRORS = 5
+#: The standard workflow that fixes job definitions.
+REPAIR_WORKFLOW = "deepwork_jobs/repair"
+
+
+def _capped(names: list[str], limit: int) -> str:
+    shown = ", ".join(names[:limit])
+    rest = len(names) - limit
+    return shown + (f" and {rest} more" if rest > 0 else "")
+
+
+def project_lines(catalog: Catalog) -> list[str]:
+    """The lines describing the project's workflows and load errors."""
+    workflows = [f"{job.name}/{w.name}" for job in catalog.jobs for w in job.workflows]
+    lines = []
+    if workflows:
+        lines.append(f"Workflows: {_capped(workflows, MAX_NAMED_WORKFLOWS)}.")
+    else:
+        lines.append("No workflows are defined here yet.")
+    if catalog.errors:
+        broken = _capped(sorted(e.job_name for e in catalog.errors), MAX_NAMED_ERRORS)
+        lines.append(
+            f"{len(catalog.errors)} job(s) failed to load ({broken}); get_workflows shows why. "
+            f"Start the {REPAIR_WORKFLOW} workflow to fix them."
+        )
+    return lines
+
+
+def build_instructions(lifecycle: str, catalog: Catalog | None) -> str:
+    """`lifecycle` followed by the project's lines (only the lifecycle without a catalog)."""
+    if catalog is None:
+        return lifecycle
+    return "\n".join([lifecycle, *project_lines(catalog)])
