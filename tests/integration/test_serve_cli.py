@@ -153,6 +153,38 @@ def test_invalid_config_is_an_error_with_the_key_path(
     assert str(path) in caught.value.message
 
 
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--max-quality-attempts", "101"),
+        ("--quality-gate-timeout", str(24 * 3600 + 1)),
+        ("--platform", "vscode"),
+    ],
+)
+def test_flags_are_held_to_the_limits_of_the_config_file(
+    tmp_path: Path, flag: str, value: str
+) -> None:
+    result = CliRunner().invoke(cli, ["serve", "--path", str(tmp_path), flag, value])
+    assert result.exit_code == 2, result.output
+    assert flag in result.output
+
+
+def test_an_unknown_platform_in_the_config_file_is_refused_at_load(tmp_path: Path) -> None:
+    (tmp_path / ".deepwork").mkdir()
+    (tmp_path / ".deepwork/config.yml").write_text("platforms: [vscode]\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(tmp_path)
+    assert caught.value.code == "config.invalid"
+    assert "platforms" in caught.value.message
+
+
+def test_core_and_the_review_formatters_agree_on_the_platforms() -> None:
+    from deepwork_core import PLATFORMS as CORE_PLATFORMS
+    from deepwork_review import PLATFORMS as FORMATTED
+
+    assert set(CORE_PLATFORMS) == set(FORMATTED)
+
+
 def test_serve_reports_an_invalid_config_and_exits(tmp_path: Path) -> None:
     (tmp_path / ".deepwork").mkdir()
     (tmp_path / ".deepwork/config.yml").write_text("bogus: 1\n")

@@ -8,7 +8,7 @@ file: the CLI applies them with `model_copy(update=...)`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -26,8 +26,14 @@ DEFAULT_SECONDS_PER_EXTRA_FILE: Final = 30
 TIMEOUT_FREE_FILES: Final = 5
 #: Failed external reviews allowed per checkpoint before `finished_step` errors.
 DEFAULT_MAX_QUALITY_ATTEMPTS: Final = 3
+#: The platforms the review tools can format tasks for.
+Platform = Literal["claude", "gemini"]
+PLATFORMS: Final[tuple[Platform, ...]] = get_args(Platform)
 #: The platform the review tools format for when the config names none.
-DEFAULT_PLATFORM: Final = "claude"
+DEFAULT_PLATFORM: Final[Platform] = "claude"
+#: Upper bounds of the quality-gate settings (the file and the command-line flags alike).
+MAX_ATTEMPTS_LIMIT: Final = 100
+TIMEOUT_LIMIT_S: Final = 24 * 3600
 
 
 class _Section(BaseModel):
@@ -38,8 +44,8 @@ class QualityGateConfig(_Section):
     enabled: bool = True
     #: None = self-review by the agent; "claude" = run the Claude CLI as the reviewer.
     external_runner: ExternalRunner | None = None
-    max_attempts: int = Field(default=DEFAULT_MAX_QUALITY_ATTEMPTS, ge=1, le=100)
-    timeout_seconds: int = Field(default=DEFAULT_REVIEW_TIMEOUT, ge=1, le=24 * 3600)
+    max_attempts: int = Field(default=DEFAULT_MAX_QUALITY_ATTEMPTS, ge=1, le=MAX_ATTEMPTS_LIMIT)
+    timeout_seconds: int = Field(default=DEFAULT_REVIEW_TIMEOUT, ge=1, le=TIMEOUT_LIMIT_S)
     #: Run the `.deepreview` rules matching a step's output files as reviews at its checkpoint.
     deepreview_rules: bool = True
 
@@ -50,7 +56,7 @@ class GitConfig(_Section):
 
 class DeepWorkConfig(_Section):
     version: str = "1.0"
-    platforms: list[str] = Field(default_factory=lambda: [DEFAULT_PLATFORM])
+    platforms: list[Platform] = Field(default_factory=lambda: [DEFAULT_PLATFORM])
     quality_gate: QualityGateConfig = Field(default_factory=QualityGateConfig)
     git: GitConfig = Field(default_factory=GitConfig)
 

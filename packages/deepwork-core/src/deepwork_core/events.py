@@ -22,14 +22,14 @@ import contextlib
 import fcntl
 import json
 import os
-import stat
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Final
 
-from deepwork_core.errors import DeepWorkError
+from deepwork_core.errors import DeepWorkError, FileReadError
+from deepwork_core.fsutil import read_bytes_file
 from deepwork_core.identifiers import check_session_id
 from deepwork_core.layout import EVENTS_DIR
 from deepwork_core.runtime_dir import ensure_tmp_dir
@@ -153,24 +153,14 @@ def iter_events(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def _read_bounded(path: Path) -> bytes | None:
+    """The log's bytes through the guarded reader (no FIFOs, no symlinks, bounded size)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise EventLogError(
-            f"{path}: cannot open the event log: {exc}", code="events.corrupt"
-        ) from exc
-    with contextlib.closing(os.fdopen(fd, "rb")) as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise EventLogError(f"{path}: not a regular file", code="events.corrupt")
-        if info.st_size > MAX_LOG_BYTES:
-            raise EventLogError(
-                f"{path}: event log of {info.st_size} bytes is over the {MAX_LOG_BYTES} limit",
-                code="events.too_large",
-            )
-        return handle.read(MAX_LOG_BYTES + 1)[:MAX_LOG_BYTES]
+        return read_bytes_file(path, limit=MAX_LOG_BYTES, follow_symlinks=False)
+    except FileReadError as exc:
+        if exc.code == "file.not_found":
+            return None
+        code = "events.too_large" if exc.code == "file.too_large" else "events.corrupt"
+        raise EventLogError(f"event log {exc.message}", code=code) from None
 
 
 def logged_session_ids(project_root: Path) -> list[str]:

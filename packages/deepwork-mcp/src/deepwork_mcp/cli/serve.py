@@ -15,7 +15,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-from deepwork_core import EXTERNAL_RUNNERS, DeepWorkConfig
+from deepwork_core import (
+    EXTERNAL_RUNNERS,
+    MAX_ATTEMPTS_LIMIT,
+    PLATFORMS,
+    TIMEOUT_LIMIT_S,
+    DeepWorkConfig,
+)
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
@@ -71,20 +77,21 @@ _GATE = _DEFAULTS.quality_gate
 )
 @click.option(
     "--platform",
+    type=click.Choice(PLATFORMS),
     default=None,
-    help="Platform the review tools format for, e.g. claude or gemini "
+    help="Platform the review tools format for "
     f"(default: the first of config platforms, else {_DEFAULTS.platform}).",
 )
 @click.option(
     "--max-quality-attempts",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=MAX_ATTEMPTS_LIMIT),
     default=None,
     help="Failed external reviews allowed before finished_step errors "
     f"(default: config quality_gate.max_attempts, else {_GATE.max_attempts}).",
 )
 @click.option(
     "--quality-gate-timeout",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=TIMEOUT_LIMIT_S),
     default=None,
     help="Seconds per external review task, plus 30 per file beyond five "
     f"(default: config quality_gate.timeout_seconds, else {_GATE.timeout_seconds}).",
