@@ -60,6 +60,8 @@ FIGURE_KEYS: tuple[str, ...] = (
         for call in ("first", "repeat", "after_edit")
     ),
     "memory.peak_rss",
+    "mixed_catalog.first",
+    "mixed_catalog.repeat",
     "workflow_50.start_workflow",
     "workflow_50.finished_step",
     "workflow_50.total",

@@ -25,6 +25,7 @@ from workloads import (
     make_evidence_repo,
     make_jobs_project,
     make_long_workflow,
+    make_mixed_project,
     make_nested_job,
     make_review_repo,
 )
@@ -253,6 +254,27 @@ async def get_workflows(bench: Bench) -> None:
                         edited.add(elapsed, server.last_client_ms)
                     if size == "large":
                         memory.samples.append(server.peak_rss_kib() / 1024)
+
+
+async def mixed_catalog(bench: Bench) -> None:
+    """get_workflows over a catalog of both job formats, half each (the large size)."""
+    count = bench.sizes.job_counts["large"]
+    project = bench.folder(f"mixed_{count}")
+    workload = make_mixed_project(project, count)
+    first = bench.figure("mixed_catalog.first", f"get_workflows, {count} mixed jobs: first")
+    repeat = bench.figure("mixed_catalog.repeat", f"get_workflows, {count} mixed jobs: repeat")
+    for figure in (first, repeat):
+        figure.params["jobs"] = count
+    with bench.stderr_log(f"mixed_{count}") as log:
+        for _ in range(bench.sizes.get_workflows_servers):
+            async with bench.serve(project, log) as server:
+                await server.list_tools()
+                elapsed, payload = await server.call("get_workflows")
+                _check_listing(payload, workload.job_names)
+                first.add(elapsed, server.last_client_ms)
+                for _ in range(bench.sizes.repeat_calls):
+                    elapsed, _ = await server.call("get_workflows")
+                    repeat.add(elapsed, server.last_client_ms)
 
 
 # --- 3 and 4: a 50-step workflow, nesting ten deep --------------------------------------------
@@ -546,6 +568,7 @@ Scenario = Callable[[Bench], Awaitable[None]]
 SCENARIOS: dict[str, tuple[Scenario, tuple[str, ...]]] = {
     "cold_start": (cold_start, ("cold_start.", "context.")),
     "get_workflows": (get_workflows, ("get_workflows.", "memory.")),
+    "mixed_catalog": (mixed_catalog, ("mixed_catalog.",)),
     "workflows": (workflows, ("workflow_50.", "nested_10.")),
     "reviews": (reviews, ("reviews.",)),
     "hook": (hook, ("hook.",)),

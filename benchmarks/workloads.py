@@ -98,6 +98,42 @@ def write_job(
     return job_yml
 
 
+def write_job_014(jobs_dir: Path, name: str, *, steps: int, workflows: dict[str, int]) -> Path:
+    """Like `write_job`, in the 0.10+ format: arguments, inline instructions, a review.
+
+    Each step reads the previous step's output argument; the last output carries a review.
+    """
+    job_dir = jobs_dir / name
+    job_dir.mkdir(parents=True, exist_ok=True)
+    step_ids = [f"s{index:02d}" for index in range(1, steps + 1)]
+    lines = [
+        f"name: {name}\n",
+        f"summary: Benchmark job {name} (0.10+ format)\n",
+        "step_arguments:\n",
+        "  - name: topic\n    description: What the run is about\n    type: string\n",
+    ]
+    for step_id in step_ids:
+        lines.append(f"  - name: {step_id}_out.md\n")
+        lines.append(f"    description: The result of {step_id}\n    type: file_path\n")
+    lines.append("    review:\n      strategy: matches_together\n")
+    lines.append("      instructions: The result MUST answer the topic.\n")
+    lines.append("workflows:\n")
+    for workflow, length in workflows.items():
+        lines.append(f"  {workflow}:\n    summary: Run the first {length} steps of {name}\n")
+        lines.append("    common_job_info_provided_to_all_steps_at_runtime: |\n")
+        lines.append("      This job exists to measure the DeepWork server.\n    steps:\n")
+        previous = "topic"
+        for step_id in step_ids[:length]:
+            lines.append(f"      - name: {step_id}\n")
+            lines.append(f"        instructions: Write {step_id}_out.md about the topic.\n")
+            lines.append(f"        inputs:\n          {previous}: {{}}\n")
+            lines.append(f"        outputs:\n          {step_id}_out.md: {{}}\n")
+            previous = f"{step_id}_out.md"
+    job_yml = job_dir / "job.yml"
+    job_yml.write_text("".join(lines))
+    return job_yml
+
+
 @dataclass(frozen=True)
 class JobsProject:
     root: Path
@@ -113,6 +149,16 @@ def make_jobs_project(root: Path, count: int) -> JobsProject:
     names = [f"bench_job_{index:04d}" for index in range(count)]
     for name in names:
         write_job(jobs_dir, name, steps=5, workflows={"full": 5, "short": 2})
+    return JobsProject(root, names)
+
+
+def make_mixed_project(root: Path, count: int) -> JobsProject:
+    """`count` jobs like `make_jobs_project`, every second one in the 0.10+ format."""
+    jobs_dir = _jobs_dir(root)
+    names = [f"mixed_job_{index:04d}" for index in range(count)]
+    for index, name in enumerate(names):
+        writer = write_job_014 if index % 2 else write_job
+        writer(jobs_dir, name, steps=5, workflows={"full": 5, "short": 2})
     return JobsProject(root, names)
 
 

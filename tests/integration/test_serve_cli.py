@@ -72,6 +72,7 @@ def test_defaults_without_config(tmp_path: Path) -> None:
         "timeout_seconds": 240,
         "max_attempts": 3,
         "external_runner": None,
+        "deepreview_rules": True,
         "platform": "claude",
         "create_branch": True,
     }
@@ -85,6 +86,7 @@ quality_gate:
   external_runner: claude
   max_attempts: 5
   timeout_seconds: 60
+  deepreview_rules: false
 git:
   create_branch: false
 """
@@ -98,6 +100,7 @@ def test_config_gives_the_defaults(tmp_path: Path) -> None:
         "timeout_seconds": 60,
         "max_attempts": 5,
         "external_runner": "claude",
+        "deepreview_rules": False,
         "platform": "gemini",
         "create_branch": False,
     }
@@ -121,6 +124,7 @@ def test_flags_win_over_the_config() -> None:
         "timeout_seconds": 10,
         "max_attempts": 2,
         "external_runner": None,
+        "deepreview_rules": True,
         "platform": "gemini",
         "create_branch": False,
     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,10 +16,12 @@ from deepwork_core.checkpoint import (
     GateSelfReviewRequested,
     GateVerdict,
     ProgressReporter,
+    has_own_reviews,
 )
 from deepwork_core.discovery import JobCatalog
 from deepwork_core.engine import FinishStatus, WorkflowEngine
 from deepwork_core.errors import DeepWorkError, QualityGateError
+from deepwork_core.models import Step
 from deepwork_core.sessions import SessionStatus, SessionStore
 from deepwork_core.verdicts import ReviewVerdict
 
@@ -327,6 +330,9 @@ class ScriptedGate:
     answers: list[GateVerdict | QualityGateError] = field(default_factory=list)
     seen: list[Checkpoint] = field(default_factory=list)
     on_evaluate: object = None
+
+    def consulted_for(self, steps: Sequence[Step]) -> bool:
+        return has_own_reviews(steps)
 
     def evaluate(self, checkpoint: Checkpoint, progress: ProgressReporter | None) -> GateVerdict:
         self.seen.append(checkpoint)

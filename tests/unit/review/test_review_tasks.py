@@ -79,14 +79,22 @@ def test_nested_deepreview_files_are_scoped_to_their_folder(tmp_path: Path) -> N
     # the root rule sees everything
     assert by_title["py review of top.py"] == ("top.py",)
     assert by_title["py review of pkgx/d.py"] == ("pkgx/d.py",)
-    # pkg's rules see only pkg/, matched relative to pkg/ (`*.py` does not reach pkg/deep/)
+    # pkg's rules match only inside pkg/, relative to pkg/ (`*.py` does not reach pkg/deep/)
     assert by_title["pkg/py review of 2 files"] == ("pkg/a.py", "pkg/b.py")
-    assert by_title["pkg/everything review of 3 files"] == (
-        "pkg/a.py",
-        "pkg/b.py",
-        "pkg/deep/c.py",
-    )
+    # ... but all_changed_files, once triggered there, reviews the whole change set
+    assert by_title["pkg/everything review of 5 files"] == tuple(sorted(changed))
     assert len(tasks) == 7
+
+
+def test_all_changed_files_in_a_nested_rule_sees_changes_outside_its_folder(
+    tmp_path: Path,
+) -> None:
+    root = _project(
+        tmp_path, {"api/.deepreview": _rule_text("compat", "schema.json", "all_changed_files")}
+    )
+    assert _tasks(root, ["api/.deepreview"], ["client/call.py", "README.md"]) == []
+    tasks = _tasks(root, ["api/.deepreview"], ["api/schema.json", "client/call.py"])
+    assert [task.files for task in tasks] == [("api/schema.json", "client/call.py")]
 
 
 def test_context_all_changed_filenames(tmp_path: Path) -> None:
@@ -176,3 +184,27 @@ def test_rule_without_match_gives_no_task(tmp_path: Path) -> None:
     root = _project(tmp_path, {".deepreview": _rule_text("py", "*.py", "individual")})
     assert _tasks(root, [".deepreview"], ["a.md"]) == []
     assert parse_deepreview(root, ".deepreview").rules[0].scope.folder == ""
+
+
+def test_gate_rule_reviews_take_a_steps_outputs_as_the_change_set(tmp_path: Path) -> None:
+    from deepwork_review.gate import gate_rule_reviews
+
+    root = _project(
+        tmp_path,
+        {
+            ".deepreview": _rule_text("docs", "**/*.md", "individual")
+            + _rule_text("whole", "*.json", "all_changed_files"),
+            "out/a.md": "a",
+            "out/b.md": "b",
+            "data.json": "{}",
+        },
+    )
+    assert gate_rule_reviews(root, []) == []
+    reviews = gate_rule_reviews(root, ["out/a.md", "./out/b.md"])
+    assert [(r.rule, r.files) for r in reviews] == [
+        ("docs", ("out/a.md",)),
+        ("docs", ("out/b.md",)),
+    ]
+    assert reviews[0].instructions == "Review docs."
+    reviews = gate_rule_reviews(root, ["out/a.md", "data.json"])
+    assert ("whole", ("data.json", "out/a.md")) in [(r.rule, r.files) for r in reviews]

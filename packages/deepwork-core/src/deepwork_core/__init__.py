@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         GateSelfReviewRequested,
         GateVerdict,
         ProgressReporter,
+        has_own_reviews,
     )
     from deepwork_core.config import (
         DEFAULT_REVIEW_TIMEOUT,
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
         QualityGateConfig,
         load_config,
     )
+    from deepwork_core.conversion import convert_job, write_conversion
     from deepwork_core.discovery import (
         Catalog,
         JobCatalog,
@@ -96,8 +98,9 @@ if TYPE_CHECKING:
         ProjectOverview,
         project_overview,
     )
-    from deepwork_core.parser import ParsedJob, check_job_files, parse_job_dir
+    from deepwork_core.parser import JobFormat, ParsedJob, check_job_files, parse_job_dir
     from deepwork_core.process import Completed, kill_all_children, run_bounded
+    from deepwork_core.process_review import RULE_PREFIX
     from deepwork_core.quality import (
         DEFAULT_MAX_INLINE_FILES,
         REVIEWER_SYSTEM_PROMPT,
@@ -154,6 +157,7 @@ _HOMES = {
         "collect_stats",
     ),
     "deepwork_core.branching": ("BranchOutcome", "ensure_workflow_branch"),
+    "deepwork_core.conversion": ("convert_job", "write_conversion"),
     "deepwork_core.checkpoint": (
         "Checkpoint",
         "Gate",
@@ -162,6 +166,7 @@ _HOMES = {
         "GateSelfReviewRequested",
         "GateVerdict",
         "ProgressReporter",
+        "has_own_reviews",
     ),
     "deepwork_core.config": (
         "DEFAULT_REVIEW_TIMEOUT",
@@ -224,11 +229,13 @@ _HOMES = {
         "Step",
     ),
     "deepwork_core.parser": (
+        "JobFormat",
         "ParsedJob",
         "check_job_files",
         "parse_job_dir",
     ),
     "deepwork_core.process": ("Completed", "kill_all_children", "run_bounded"),
+    "deepwork_core.process_review": ("RULE_PREFIX",),
     "deepwork_core.quality": (
         "DEFAULT_MAX_INLINE_FILES",
         "QualityReviewTask",
@@ -299,6 +306,7 @@ __all__ = [
     "NAME_PATTERN",
     "PLATFORMS",
     "REVIEWER_SYSTEM_PROMPT",
+    "RULE_PREFIX",
     "TIMEOUT_FREE_FILES",
     "TIMEOUT_LIMIT_S",
     "TMP_DIR",
@@ -333,6 +341,7 @@ __all__ = [
     "HookError",
     "JobCatalog",
     "JobFolder",
+    "JobFormat",
     "LoadedJob",
     "LockTimeout",
     "NavigationError",
@@ -370,11 +379,13 @@ __all__ = [
     "check_outside_git_dir",
     "collect_stats",
     "combined_feedback",
+    "convert_job",
     "ensure_tmp_dir",
     "ensure_workflow_branch",
     "file_lock",
     "glob_to_regex",
     "go_to_step",
+    "has_own_reviews",
     "kill_all_children",
     "lazy_exports",
     "load_config",
@@ -399,6 +410,7 @@ __all__ = [
     "to_mermaid",
     "unjudged_criteria",
     "verdict_from_reply",
+    "write_conversion",
     "write_self_review_file",
 ]
 

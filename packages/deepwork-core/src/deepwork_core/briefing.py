@@ -17,7 +17,7 @@ from deepwork_core.docspec import load_doc_spec, render_doc_spec_for_instruction
 from deepwork_core.errors import FileReadError, JobInvalidError, PathOutsideProjectError
 from deepwork_core.fsutil import read_text_file
 from deepwork_core.identifiers import resolve_inside
-from deepwork_core.models import OutputType, Review, Step
+from deepwork_core.models import InputType, JobDefinition, OutputType, Review, Step
 from deepwork_core.outputs import SYNTAX_HINTS
 from deepwork_core.sessions import Session
 
@@ -46,13 +46,18 @@ class StepReview:
 
 @dataclass(frozen=True, slots=True)
 class ResolvedInput:
-    """A step input: a user parameter (no paths) or a file submitted by an earlier step."""
+    """A step input: a user parameter or what an earlier step submitted.
+
+    `paths` are files; `value` is text (a `string` output of an earlier step, or a value given
+    at `start_workflow`; a file path given at start is in `paths`).
+    """
 
     step_id: str
     name: str
     description: str | None
     from_step: str | None
     paths: list[str] = field(default_factory=list)
+    value: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +70,8 @@ class StepBrief:
     expected_outputs: list[ExpectedOutput]
     reviews: list[StepReview]
     inputs: list[ResolvedInput]
+    #: The agent type the workflow is handed to (0.10+ workflows), if any.
+    agent: str | None = None
 
     @property
     def step_id(self) -> str:
@@ -99,6 +106,11 @@ class InstructionReader:
         return text
 
     def read(self, job: LoadedJob, step: Step) -> str:
+        """The step's instructions: inline, generated for a sub-workflow, or from its file."""
+        if step.instructions is not None:
+            return step.instructions
+        if step.instructions_file is None:
+            return sub_workflow_instructions(job.name, step)
         try:
             path = resolve_inside(job.job_dir.resolve(), step.instructions_file, what="file")
             stat = path.stat()
@@ -116,19 +128,63 @@ class InstructionReader:
         return text
 
 
-def resolve_inputs(session: Session, steps: Sequence[Step]) -> list[ResolvedInput]:
-    """The inputs of `steps`, file inputs resolved against what `session` recorded."""
+def sub_workflow_instructions(job_name: str, step: Step) -> str:
+    """What a step that delegates to another workflow tells the agent."""
+    ref = step.sub_workflow
+    if ref is None:
+        return f"# {step.name}\n\n{step.description}\n"
+    target_job = ref.workflow_job or job_name
+    return (
+        f"# {step.name}\n\n"
+        f"This step runs the workflow `{ref.workflow_name}` of job `{target_job}`. Call "
+        f"`start_workflow` with job_name `{target_job}` and workflow_name `{ref.workflow_name}`, "
+        "work through it to the end, then call `finished_step` for this step.\n"
+    )
+
+
+def resolve_inputs(
+    session: Session, steps: Sequence[Step], definition: JobDefinition | None = None
+) -> list[ResolvedInput]:
+    """The inputs of `steps`, resolved against what `session` recorded and was given at start.
+
+    With `definition`, an input from an earlier step's `string` output carries its text.
+    """
     resolved: list[ResolvedInput] = []
     for step in steps:
         for item in step.inputs:
             if item.file is not None and item.from_step is not None:
                 record = session.step_progress.get(item.from_step)
                 value = record.outputs.get(item.file) if record is not None else None
+                if isinstance(value, str) and _is_text(definition, item.from_step, item.file):
+                    resolved.append(
+                        ResolvedInput(step.id, item.file, None, item.from_step, value=value)
+                    )
+                    continue
                 paths = [value] if isinstance(value, str) else list(value or [])
                 resolved.append(ResolvedInput(step.id, item.file, None, item.from_step, paths))
             elif item.name is not None:
-                resolved.append(ResolvedInput(step.id, item.name, item.description, None))
+                given = session.inputs.get(item.name)
+                text = (
+                    given
+                    if isinstance(given, str) and item.type is not InputType.FILE_PATH
+                    else None
+                )
+                paths = [] if given is None or text is not None else _as_paths(given)
+                resolved.append(
+                    ResolvedInput(step.id, item.name, item.description, None, paths, text)
+                )
     return resolved
+
+
+def _is_text(definition: JobDefinition | None, step_id: str, output: str) -> bool:
+    if definition is None or step_id not in definition.steps_by_id:
+        return False
+    spec = definition.step(step_id).outputs.get(output)
+    return spec is not None and spec.type is OutputType.STRING
+
+
+def _as_paths(value: str | list[str]) -> list[str]:
+    return [value] if isinstance(value, str) else list(value)
 
 
 def build_brief(
@@ -151,15 +207,21 @@ def build_brief(
         step_ids=tuple(step_ids),
         job_dir=job.job_dir,
         instructions=instructions,
-        common_job_info=definition.common_job_info_provided_to_all_steps_at_runtime,
+        common_job_info=definition.common_info(session.workflow_name),
         expected_outputs=[
             ExpectedOutput(step.id, name, spec.type, spec.description, spec.required)
             for step in steps
             for name, spec in step.outputs.items()
         ],
         reviews=[StepReview(step.id, review) for step in steps for review in step.reviews],
-        inputs=resolve_inputs(session, steps),
+        inputs=resolve_inputs(session, steps, definition),
+        agent=_workflow_agent(definition, session.workflow_name),
     )
+
+
+def _workflow_agent(definition: JobDefinition, workflow_name: str) -> str | None:
+    workflow = definition.workflows_by_name.get(workflow_name)
+    return workflow.agent if workflow is not None else None
 
 
 def _concurrent_note(job: LoadedJob, steps: Sequence[Step]) -> str:
@@ -172,11 +234,12 @@ def _concurrent_note(job: LoadedJob, steps: Sequence[Step]) -> str:
         "",
     ]
     for position, step in enumerate(steps):
-        where = (
-            "the instructions above"
-            if position == 0
-            else f"instructions in `{job.job_dir / step.instructions_file}`"
-        )
+        if position == 0:
+            where = "the instructions above"
+        elif step.instructions_file is not None:
+            where = f"instructions in `{job.job_dir / step.instructions_file}`"
+        else:
+            where = "instructions inline in the job's job.yml"
         outputs = ", ".join(step.outputs) or "none"
         lines.append(f"- `{step.id}` ({step.name}): {where}; outputs: {outputs}")
     return "\n".join(lines) + "\n"

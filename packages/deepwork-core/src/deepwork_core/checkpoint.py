@@ -8,16 +8,27 @@ unchanged; the gate answers with one of three verdicts, told apart by type:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
 from deepwork_core.briefing import ResolvedInput
-from deepwork_core.models import JobDefinition
+from deepwork_core.errors import OutputsError, QualityGateError
+from deepwork_core.identifiers import check_text
+from deepwork_core.models import JobDefinition, Step
 from deepwork_core.sessions import OutputValue, QualityEvent, QualityEventKind
 from deepwork_core.verdicts import ReviewVerdict
+
+UNDECLARED_BEGIN = "==================== BEGIN UNDECLARED CHANGES ===================="
+UNDECLARED_END = "==================== END UNDECLARED CHANGES ===================="
+#: What the reviewer is told about the scope guard's findings (docs/evidence.md).
+UNDECLARED_NOTE = (
+    "Files changed during this step that it declares neither as outputs nor under its "
+    "may_change globs. Judge whether each change belongs to the step's work; read them from "
+    "the project. A change that breaks a criterion fails it."
+)
 
 #: `async (done, total, message)`: reports reviewer progress to the client. The engine only
 #: passes it through to the gate, which runs it on the event loop.
@@ -41,8 +52,24 @@ class Checkpoint:
     notes: str | None = None
     #: The external gate's attempt number; 0 when attempts are not counted.
     attempt: int = 0
+    #: What the agent says it did, checked against the steps' `process_requirements`.
+    work_summary: str | None = None
     #: Files the steps changed without declaring them (the scope guard, docs/evidence.md).
     undeclared_changes: tuple[str, ...] = ()
+
+    def undeclared_section(self) -> list[str]:
+        """The reviewer payload's section on undeclared changes; none when there are none."""
+        if not self.undeclared_changes:
+            return []
+        listed = [f"- {path}" for path in self.undeclared_changes]
+        return ["\n".join([UNDECLARED_BEGIN, UNDECLARED_NOTE, *listed, UNDECLARED_END])]
+
+    def undeclared_lines(self) -> list[str]:
+        """The same for the self-review file (Markdown)."""
+        if not self.undeclared_changes:
+            return []
+        listed = [f"- `{path}`" for path in self.undeclared_changes]
+        return ["", "## Undeclared changes", "", UNDECLARED_NOTE, "", *listed]
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "project_root", self.project_root.resolve())
@@ -78,6 +105,10 @@ GateVerdict = GatePassed | GateNeedsWork | GateSelfReviewRequested
 class Gate(Protocol):
     """The quality gate as the engine sees it."""
 
+    def consulted_for(self, steps: Sequence[Step]) -> bool:
+        """True when a checkpoint of `steps` goes to the gate (else it advances at once)."""
+        ...
+
     @property
     def external(self) -> bool:
         """True when a separate reviewer decides (attempts are counted and capped)."""
@@ -86,6 +117,18 @@ class Gate(Protocol):
     def evaluate(self, checkpoint: Checkpoint, progress: ProgressReporter | None) -> GateVerdict:
         """Review `checkpoint`. Raises `QualityGateError` when no verdict could be had."""
         ...
+
+
+def gate_consulted(gate: object, steps: Sequence[Step]) -> bool:
+    """Whether `gate` sees a checkpoint of `steps`; a gate without `consulted_for` sees those
+    with reviews of their own (as every gate did before `.deepreview` rules joined the gate)."""
+    consulted_for = getattr(gate, "consulted_for", None)
+    return bool(consulted_for(steps)) if callable(consulted_for) else has_own_reviews(steps)
+
+
+def has_own_reviews(steps: Sequence[Step]) -> bool:
+    """True when a step declares reviews or process requirements."""
+    return any(step.reviews or step.process_requirements for step in steps)
 
 
 def quality_event(verdict: GateVerdict, checkpoint: Checkpoint, at: datetime) -> QualityEvent:
@@ -108,3 +151,25 @@ def quality_event(verdict: GateVerdict, checkpoint: Checkpoint, at: datetime) ->
         feedback=verdict.feedback,
         reviews=list(verdict.reviews),
     )
+
+
+def check_finish_arguments(
+    outputs: Mapping[str, object],
+    notes: str | None,
+    override_reason: str | None,
+    work_summary: str | None = None,
+) -> None:
+    """Reject malformed `finished_step` arguments before any state is touched."""
+    if not isinstance(outputs, Mapping):
+        raise OutputsError(
+            "outputs must be an object mapping output names to paths", code="outputs.wrong_type"
+        )
+    if override_reason is not None and not override_reason.strip():
+        raise QualityGateError(
+            "quality_review_override_reason is empty; explain why the review is not needed "
+            "or leave it out",
+            code="quality_gate.override_reason_empty",
+        )
+    check_text(notes, what="notes")
+    check_text(override_reason, what="quality_review_override_reason")
+    check_text(work_summary, what="work_summary")

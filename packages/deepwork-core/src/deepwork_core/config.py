@@ -46,6 +46,8 @@ class QualityGateConfig(_Section):
     external_runner: ExternalRunner | None = None
     max_attempts: int = Field(default=DEFAULT_MAX_QUALITY_ATTEMPTS, ge=1, le=MAX_ATTEMPTS_LIMIT)
     timeout_seconds: int = Field(default=DEFAULT_REVIEW_TIMEOUT, ge=1, le=TIMEOUT_LIMIT_S)
+    #: Run the `.deepreview` rules matching a step's output files as reviews at its checkpoint.
+    deepreview_rules: bool = True
 
 
 class GitConfig(_Section):

@@ -75,6 +75,8 @@ class LoadedJob:
 class WorkflowListing:
     name: str
     summary: str
+    #: The agent type the workflow is handed to (0.10+ jobs), if any.
+    agent: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +101,7 @@ class JobListing:
             definition.name,
             definition.summary,
             definition.description,
-            tuple(WorkflowListing(w.name, w.summary) for w in definition.workflows),
+            tuple(WorkflowListing(w.name, w.summary, w.agent) for w in definition.workflows),
             source,
             path,
         )

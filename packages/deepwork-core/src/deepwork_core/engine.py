@@ -11,7 +11,7 @@ session that changed meanwhile.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -19,7 +19,6 @@ from deepwork_core.branching import BranchOutcome, abandoned_note
 from deepwork_core.briefing import (
     InstructionReader,
     ResolvedInput,
-    build_brief,
     resolve_inputs,
 )
 from deepwork_core.checkpoint import (
@@ -30,16 +29,23 @@ from deepwork_core.checkpoint import (
     GateSelfReviewRequested,
     GateVerdict,
     ProgressReporter,
+    check_finish_arguments,
+    gate_consulted,
     quality_event,
 )
 from deepwork_core.config import DEFAULT_MAX_QUALITY_ATTEMPTS
 from deepwork_core.discovery import Catalog, JobCatalog, LoadedJob
-from deepwork_core.errors import QualityGateError, SessionError, WorkflowNotFoundError
+from deepwork_core.errors import (
+    QualityGateError,
+    SessionError,
+    WorkflowNotFoundError,
+)
 from deepwork_core.evidence import VerdictKind
 from deepwork_core.evidence_steps import EvidenceSteps
 from deepwork_core.identifiers import check_agent_id, check_text
-from deepwork_core.lookup import check_finish_arguments, select_workflow
-from deepwork_core.models import Step
+from deepwork_core.lookup import select_workflow
+from deepwork_core.models import JobDefinition, Step
+from deepwork_core.nesting import Nesting, begin_checkpoint, handed_up_outputs, waiting_parent
 from deepwork_core.outputs import ValidatedOutputs, validate_outputs
 from deepwork_core.results import (
     AbortResult,
@@ -70,6 +76,7 @@ from deepwork_core.sessions import (
     utc_now,
 )
 from deepwork_core.stacks import check_target, stack_item, stack_items, target_session
+from deepwork_core.start_inputs import check_start_inputs
 from deepwork_core.verdicts import ReviewVerdict
 
 #: `(job_name, label) -> BranchOutcome`: switches to the workflow's branch.
@@ -111,6 +118,7 @@ class WorkflowEngine(EvidenceSteps):
         self.instructions = InstructionReader(project_root)
         self.events = SessionEvents(project_root)
         self.guards = Safeguards(project_root, clock)
+        self._nesting = Nesting(catalog, self.instructions, self.events.started)
 
     # --- reads -------------------------------------------------------------------------------
 
@@ -129,6 +137,7 @@ class WorkflowEngine(EvidenceSteps):
         workflow_name: str,
         instance_id: str | None = None,
         agent_id: str | None = None,
+        inputs: Mapping[str, object] | None = None,
     ) -> StartResult:
         """Start a workflow on top of the caller's stack and begin its first checkpoint. Only a
         top-level workflow of the main stack switches branches (agents share the work tree)."""
@@ -137,6 +146,7 @@ class WorkflowEngine(EvidenceSteps):
         check_agent_id(agent_id)
         job = self.catalog.get(job_name)
         workflow = select_workflow(job, workflow_name)
+        given = check_start_inputs(self.project_root, job.definition, workflow, inputs)
         entries = workflow.entries
         if not entries:
             raise WorkflowNotFoundError(
@@ -150,8 +160,7 @@ class WorkflowEngine(EvidenceSteps):
             outcome = self.branch_maker(job.name, instance_id or workflow.name)
         branch_name, branch_note = outcome.branch_name, outcome.note
 
-        now = self.clock()
-        snapshot = self.guards.prefetch(job.definition)
+        now, snapshot = self.clock(), self.guards.prefetch(job.definition)
         with self.store.transaction() as tx:
             parent = tx.top(agent_id)
             if parent is not None:  # nested workflows stay on their parent's branch
@@ -168,14 +177,13 @@ class WorkflowEngine(EvidenceSteps):
                 },
                 parent_session_id=parent.session_id if parent is not None else None,
                 agent_id=agent_id,
+                inputs=given,
                 branch_name=branch_name,
                 previous_branch=outcome.previous_branch if parent is None else None,
                 started_at=now,
             )
             guard_note = self.guards.begin(session, job.definition, entries[0], snapshot)
-            brief = build_brief(job, session, entries[0], self.instructions)
-            tx.push(session)
-            self.events.started(session)
+            brief = begin_checkpoint(self._nesting, tx, job, session, entries[0])
             stack = stack_items(tx, agent_id)
         if parent is None:
             self.store.prune()
@@ -192,6 +200,7 @@ class WorkflowEngine(EvidenceSteps):
         session_id: str | None = None,
         progress: ProgressReporter | None = None,
         agent_id: str | None = None,
+        work_summary: str | None = None,
     ) -> FinishResult:
         """Check the current checkpoint's outputs, run the quality gate, then advance.
 
@@ -199,9 +208,11 @@ class WorkflowEngine(EvidenceSteps):
         lock); run the gate (lock released); record its verdict and advance or answer
         `needs_work` (under the lock, if the session has not moved on meanwhile).
         """
-        check_finish_arguments(outputs, notes, override_reason)
+        check_finish_arguments(outputs, notes, override_reason, work_summary)
         check_target(session_id, agent_id)
-        prepared = self._prepare_checkpoint(outputs, notes, override_reason, session_id, agent_id)
+        prepared = self._prepare_checkpoint(
+            outputs, notes, override_reason, session_id, agent_id, work_summary
+        )
         if isinstance(prepared, FinishResult):
             return prepared
         verdict = self._evaluate(prepared, progress)
@@ -214,6 +225,7 @@ class WorkflowEngine(EvidenceSteps):
         override_reason: str | None,
         session_id: str | None,
         agent_id: str | None,
+        work_summary: str | None = None,
     ) -> FinishResult | _Pending:
         """Validate the outputs; advance when no review is due, else count the attempt."""
         gate = self.gate
@@ -224,19 +236,13 @@ class WorkflowEngine(EvidenceSteps):
             self.events.outputs_submitted(
                 session.session_id, session.current_step_ids, validated.merged, notes
             )
-            entries = job.definition.workflows_by_name[session.workflow_name].entries
-            findings = self.guards.inspect(
-                session, job.definition, steps, validated, override_reason,
-                final=session.current_entry_index + 1 >= len(entries), reviewable=gate is not None,
-            )  # fmt: skip
-            if session.pending_approval is not None:
-                answered = self._approval_answer(tx, session, job, validated, notes, findings)
-                if answered is not None:
-                    return answered
-            if findings.blocked is not None:
-                tx.save(session)
-                return needs_work(stack_items(tx, session.agent_id), findings, findings.blocked)
-            if gate is None or not (any(step.reviews for step in steps) or findings.rereview):
+            answered, findings = self._audit_first(
+                tx, session, job, steps, validated, notes, override_reason
+            )
+            if answered is not None:
+                return answered
+            reviewed = gate is not None and (gate_consulted(gate, steps) or bool(findings.rereview))
+            if gate is None or not reviewed:
                 return self._accept(tx, session, job, validated, notes, findings, override_reason)
             if override_reason is not None:
                 session.quality_log.append(
@@ -261,9 +267,10 @@ class WorkflowEngine(EvidenceSteps):
                 job=job.definition,
                 step_ids=(*session.current_step_ids, *findings.rereview),
                 outputs=outputs_with(session, findings.rereview, validated.merged),
-                input_files=_file_inputs(session, [*steps, *again]),
+                input_files=_file_inputs(session, [*steps, *again], job.definition),
                 notes=notes,
                 attempt=attempt,
+                work_summary=work_summary,
                 undeclared_changes=tuple(findings.undeclared),
             )
             return _Pending(checkpoint, job, validated, session.current_entry_index, findings)
@@ -427,9 +434,10 @@ class WorkflowEngine(EvidenceSteps):
             for step_id in entries[next_index]:
                 session.step_progress[step_id] = StepRecord(step_id=step_id, started_at=now)
             self.guards.begin(session, job.definition, entries[next_index], snapshot, probe=probe)
-            brief = build_brief(job, session, entries[next_index], self.instructions)
             tx.save(session)
             self.events.step_begun(session)
+            ids = entries[next_index]
+            brief = begin_checkpoint(self._nesting, tx, job, session, ids, pushed=True)
             return FinishResult(
                 FinishStatus.NEXT_STEP, stack_items(tx, session.agent_id), brief=brief
             )
@@ -439,6 +447,9 @@ class WorkflowEngine(EvidenceSteps):
         tx.save(session)
         tx.remove_from_stack(session.session_id)
         self.events.completed(session)
+        parent = waiting_parent(tx, session)
+        if parent is not None:
+            return self._resume_parent(tx, session, parent, workflow.post_workflow_instructions)
         stack = stack_items(tx, session.agent_id)
         summary = f"Workflow '{session.workflow_label}' completed successfully!"
         if stack:
@@ -450,9 +461,29 @@ class WorkflowEngine(EvidenceSteps):
             stack,
             summary=summary,
             all_outputs=session.all_outputs(),
+            post_workflow_instructions=workflow.post_workflow_instructions,
         )
 
+    def _resume_parent(
+        self, tx: StateTransaction, finished: Session, parent: Session, after: str | None
+    ) -> FinishResult:
+        """Complete the parent's `sub_workflow` step with the workflow `finished` ran."""
+        job = self.catalog.get(parent.job_name)
+        step = job.definition.step(parent.current_step_id)
+        outputs = ValidatedOutputs({step.id: handed_up_outputs(step, finished)})
+        result = self._advance(tx, parent, job, outputs, None)
+        note = (
+            f"Workflow '{finished.workflow_label}' completed; step '{step.id}' of "
+            f"'{parent.workflow_label}' completed with it."
+        )
+        if after:
+            note += f" Afterwards: {after}"
+        return replace(result, summary=f"{note} {result.summary or ''}".rstrip())
 
-def _file_inputs(session: Session, steps: list[Step]) -> list[ResolvedInput]:
+
+def _file_inputs(
+    session: Session, steps: list[Step], definition: JobDefinition
+) -> list[ResolvedInput]:
     """The inputs the reviewers see: files submitted by earlier steps (parameters left out)."""
-    return [item for item in resolve_inputs(session, steps) if item.from_step is not None]
+    resolved = resolve_inputs(session, steps, definition)
+    return [item for item in resolved if item.from_step is not None and item.paths]

@@ -15,6 +15,7 @@ AREAS: dict[str, str] = {
     "approval": "Human approvals of a step (`deepwork approve`, the client's form).",
     "arguments": "Tool arguments that do not match the tool's input schema.",
     "config": "`.deepwork/config.yml` and other settings.",
+    "convert": "`deepwork jobs convert`: writing a job in the other `job.yml` format.",
     "deepwork": "The root of the error hierarchy.",
     "doc_spec": "Doc spec files (Markdown with YAML frontmatter) that outputs refer to.",
     "events": "Session event logs under `.deepwork/tmp/events/` (`deepwork log`).",
@@ -24,6 +25,7 @@ AREAS: dict[str, str] = {
     "graph": "Drawing a workflow (`deepwork jobs graph`).",
     "hook": "`deepwork hook NAME`, the command the plugins run on lifecycle events.",
     "identifier": "Names and ids sent by an agent.",
+    "inputs": "Start parameters given to `start_workflow` (`inputs`).",
     "internal": "Bugs.",
     "job": "Loading and checking `job.yml` files, and finding jobs.",
     "navigation": "Moving within a workflow (`go_to_step`).",
@@ -204,6 +206,36 @@ CODES: dict[str, str] = {
     "yaml.too_complex": "The document nests too deeply or uses too many aliases.",
     "yaml.too_large": "The file is larger than allowed.",
     "yaml.unreadable": "The file cannot be read.",
+    "convert.file_exists": "The converted job would overwrite a file (the converted `job.yml`, its "
+    "backup, or an instruction file); move it away first.",
+    "convert.invalid_result": "The converted job would not be valid; a bug in the converter, "
+    "please report it.",
+    "convert.invalid_source": "The job to convert is not valid; fix it first (`deepwork jobs "
+    "validate`).",
+    "convert.same_format": "The job is already written in the format asked for.",
+    "inputs.file_not_found": "A start parameter of type `file_path` names a file that does not "
+    "exist.",
+    "inputs.invalid": "The values given to `start_workflow` are not valid.",
+    "inputs.unknown": "`inputs` names a parameter no step of the workflow declares; the error "
+    "lists the accepted ones.",
+    "inputs.wrong_type": "A start parameter has the wrong type: text for `string`, a path or a "
+    "list of paths for `file_path`.",
+    "job.duplicate_argument": "Warning (0.10+ format): a step argument is declared twice; the "
+    "first declaration is used.",
+    "job.invalid_json_schema": "A `json_schema` of a step argument is not a valid JSON Schema.",
+    "job.invalid_step_body": "A step has none, or more than one, of `instructions`, "
+    "`instructions_file` and `sub_workflow`.",
+    "job.json_schema_ignored": "Warning (0.10+ format): `json_schema` on a `string` argument has "
+    "no effect.",
+    "job.sub_workflow_cycle": "A workflow starts itself through `sub_workflow` steps, directly or "
+    "through others of the job.",
+    "job.unknown_argument": "A step input or output (0.10+ format) names no declared step "
+    "argument.",
+    "job.unknown_workflow": "A `sub_workflow` names a workflow the job does not define.",
+    "outputs.schema_mismatch": "A submitted file does not parse as JSON or does not satisfy the "
+    "output’s `json_schema`; the error names each violation.",
+    "workflow.sub_workflow_depth": "Sub-workflow steps would nest workflows too deep; look for a "
+    "loop of `sub_workflow` references across jobs.",
 }
 
 

@@ -140,6 +140,13 @@ class OutputsError(DeepWorkError):
     agent_fixable = True
 
 
+class InputsError(DeepWorkError):
+    """Values given to `start_workflow` do not match the workflow's start parameters."""
+
+    code = "inputs.invalid"
+    agent_fixable = True
+
+
 class SessionError(DeepWorkError):
     """Workflow session state problems (`session.*` codes)."""
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from deepwork_core.checkpoint import Gate
 from deepwork_core.discovery import LoadedJob
 from deepwork_core.evidence import VerdictKind
+from deepwork_core.models import Step
 from deepwork_core.outputs import ValidatedOutputs
 from deepwork_core.results import FinishResult
 from deepwork_core.safeguards import (
@@ -31,6 +33,7 @@ class EvidenceSteps:
     """Mixin of `WorkflowEngine`: the checkpoint outcomes shaped by evidence and approvals."""
 
     guards: Safeguards
+    gate: Gate | None
 
     if TYPE_CHECKING:
 
@@ -44,6 +47,33 @@ class EvidenceSteps:
             snapshot: RepoSnapshot | None = None,
             probe: bool = False,
         ) -> FinishResult: ...
+
+    def _audit_first(
+        self,
+        tx: StateTransaction,
+        session: Session,
+        job: LoadedJob,
+        steps: Sequence[Step],
+        validated: ValidatedOutputs,
+        notes: str | None,
+        override_reason: str | None,
+    ) -> tuple[FinishResult | None, Findings]:
+        """Audit the checkpoint; the answer when an open approval or the findings decide it."""
+        entries = job.definition.workflows_by_name[session.workflow_name].entries
+        findings = self.guards.inspect(
+            session, job.definition, steps, validated, override_reason,
+            final=session.current_entry_index + 1 >= len(entries), reviewable=self.gate is not None,
+        )  # fmt: skip
+        if session.pending_approval is not None:
+            answered = self._approval_answer(tx, session, job, validated, notes, findings)
+            if answered is not None:
+                return answered, findings
+        if findings.blocked is not None:
+            tx.save(session)
+            return needs_work(
+                stack_items(tx, session.agent_id), findings, findings.blocked
+            ), findings
+        return None, findings
 
     def _accept(
         self,

@@ -1,9 +1,13 @@
-"""The job model: the one definition of `job.yml` (docs/job-format.md).
+"""The job model: one definition of a job, whichever `job.yml` format (docs/job-format.md).
 
-These pydantic models are the source of truth. The JSON Schema shipped in
-`deepwork_core/schemas/job.schema.json` is generated from them (`job_json_schema()`), and a test
-fails when the shipped file drifts. Every object level rejects unknown keys. Cross-reference
-checks (dependencies, workflow order, inputs …) live in `deepwork_core.parser`.
+Two file formats map onto these models (see docs/job-format.md): the 0.9-style format is
+these models minus the keys only the newer format can express (`deepwork_core.format_09` lists
+them and rejects them in 0.9-style files), and the 0.10+ format (`deepwork_core.models_014`) is
+read and translated by `deepwork_core.reader_014`. The engine, the gate, hooks and listings see
+only these models. The JSON Schema shipped in `deepwork_core/schemas/job.schema.json` is
+generated from both (`deepwork_core.schema_export`), and a test fails when the shipped file
+drifts. Every object level rejects unknown keys. Cross-reference checks live in
+`deepwork_core.checks`.
 """
 
 from __future__ import annotations
@@ -55,6 +59,14 @@ class _Strict(BaseModel):
 class OutputType(StrEnum):
     FILE = "file"
     FILES = "files"
+    #: 0.10+ format: one path or a list of paths.
+    FILE_PATH = "file_path"
+    #: 0.10+ format: inline text, not a file.
+    STRING = "string"
+
+    @property
+    def is_file(self) -> bool:
+        return self is not OutputType.STRING
 
 
 class OutputSpec(_Strict):
@@ -67,6 +79,17 @@ class OutputSpec(_Strict):
         default=None,
         description="Project-relative path of a doc spec whose criteria apply to this output.",
     )
+    json_schema: dict[str, Any] | None = Field(
+        default=None,
+        description="A JSON Schema each submitted file must satisfy (parsed as JSON).",
+    )
+
+
+class InputType(StrEnum):
+    """What a start parameter's value is (0.10+ format; 0.9-style parameters are text)."""
+
+    STRING = "string"
+    FILE_PATH = "file_path"
 
 
 class StepInput(_Strict):
@@ -91,6 +114,12 @@ class StepInput(_Strict):
     description: NonEmptyText | None = None
     file: NonEmptyText | None = None
     from_step: Name | None = None
+    required: StrictBool = Field(
+        default=True, description="False when the step can start without this input."
+    )
+    type: InputType | None = Field(
+        default=None, description="Of a start parameter: inline text, or a project file path."
+    )
 
     @model_validator(mode="after")
     def _one_shape(self) -> Self:
@@ -152,14 +181,45 @@ class StepHooks(_Strict):
     before_prompt: list[HookAction] = Field(default_factory=list)
 
 
+class ReviewStrategy(StrEnum):
+    """How a review of one output groups its files (0.10+ format)."""
+
+    INDIVIDUAL = "individual"
+    MATCHES_TOGETHER = "matches_together"
+
+
+class ReviewContext(_Strict):
+    """Extra context a 0.10+ review asks for."""
+
+    all_changed_filenames: StrictBool = False
+    unchanged_matching_files: StrictBool = False
+
+
 class Review(_Strict):
-    """A quality review of a step's outputs."""
+    """A quality review of a step's outputs.
+
+    A review from a 0.10+ job has no criteria: its free-text instructions are the
+    `additional_review_guidance`, and `strategy` says whether the files of a multi-file output are
+    reviewed one by one or together.
+    """
 
     run_each: NonEmptyText = Field(
         description="'step' to review all outputs together, or the name of one of the outputs."
     )
-    quality_criteria: dict[NonEmptyText, NonEmptyText] = Field(min_length=1)
+    quality_criteria: dict[NonEmptyText, NonEmptyText] = Field(default_factory=dict, min_length=1)
     additional_review_guidance: str | None = None
+    strategy: ReviewStrategy | None = None
+    agent: dict[NonEmptyText, NonEmptyText] | None = Field(
+        default=None, description="Platform name -> reviewer agent persona."
+    )
+    additional_context: ReviewContext | None = None
+
+
+class SubWorkflowRef(_Strict):
+    """A step that runs another workflow (of this job, or of `workflow_job`) nested."""
+
+    workflow_name: Name
+    workflow_job: Name | None = None
 
 
 class Approval(_Strict):
@@ -182,10 +242,20 @@ class ScopeGuard(StrEnum):
 
 
 class Step(_Strict):
+    """One step. Its work is given by exactly one of `instructions_file` (a job-relative file),
+    `instructions` (inline) or `sub_workflow`; 0.9-style files always use `instructions_file`."""
+
     id: Name
     name: NonEmptyText
     description: NonEmptyText
-    instructions_file: NonEmptyText
+    instructions_file: NonEmptyText | None = None
+    instructions: NonEmptyText | None = None
+    sub_workflow: SubWorkflowRef | None = None
+    process_requirements: dict[NonEmptyText, NonEmptyText] | None = Field(
+        default=None,
+        min_length=1,
+        description="Requirement name -> statement, checked against the agent's work summary.",
+    )
     inputs: list[StepInput] = Field(default_factory=list)
     outputs: dict[NonEmptyText, OutputSpec]
     dependencies: list[Name] = Field(default_factory=list)
@@ -225,6 +295,22 @@ class Step(_Strict):
             )
         return self
 
+    @model_validator(mode="after")
+    def _one_body(self) -> Self:
+        given = [
+            key
+            for key in ("instructions_file", "instructions", "sub_workflow")
+            if getattr(self, key) is not None
+        ]
+        if len(given) > 1:
+            raise PydanticCustomError(
+                "step_body_shape",
+                "a step has exactly one of 'instructions_file', 'instructions' or "
+                "'sub_workflow' (got {got})",
+                {"got": ", ".join(given)},
+            )
+        return self
+
     def hook_actions(self, event: str) -> list[HookAction]:
         """The actions for `after_agent`, `before_tool` or `before_prompt` (stop_hooks included)."""
         actions = list(getattr(self.hooks, event, None) or [])
@@ -244,6 +330,15 @@ class Workflow(_Strict):
     name: Name
     summary: Summary
     steps: list[WorkflowEntry] = Field(min_length=1)
+    agent: NonEmptyText | None = Field(
+        default=None, description="The agent type the whole workflow is handed to."
+    )
+    common_job_info_provided_to_all_steps_at_runtime: NonEmptyText | None = Field(
+        default=None, description="Replaces the job's common info for this workflow's steps."
+    )
+    post_workflow_instructions: NonEmptyText | None = Field(
+        default=None, description="Told to the agent when the workflow completes."
+    )
 
     @property
     def entries(self) -> list[tuple[str, ...]]:
@@ -259,10 +354,10 @@ class JobDefinition(_Strict):
     """The content of one `job.yml`."""
 
     name: Name
-    version: SemVer
+    version: SemVer | None = None
     summary: Summary
     description: str | None = None
-    common_job_info_provided_to_all_steps_at_runtime: NonEmptyText
+    common_job_info_provided_to_all_steps_at_runtime: NonEmptyText | None = None
     workflows: list[Workflow] = Field(default_factory=list)
     steps: list[Step] = Field(min_length=1)
     scope_guard: ScopeGuard = Field(
@@ -282,11 +377,9 @@ class JobDefinition(_Strict):
     def step(self, step_id: str) -> Step:
         return self.steps_by_id[step_id]
 
-
-def job_json_schema() -> dict[str, Any]:
-    """The JSON Schema of `job.yml`, generated from the models above."""
-    schema = JobDefinition.model_json_schema()
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["$id"] = "https://deepwork.dev/schemas/job.schema.json"
-    schema["title"] = "DeepWork job definition (job.yml)"
-    return schema
+    def common_info(self, workflow_name: str | None) -> str:
+        """The common info the steps of `workflow_name` receive (the workflow's own, if set)."""
+        workflow = self.workflows_by_name.get(workflow_name or "")
+        if workflow is not None and workflow.common_job_info_provided_to_all_steps_at_runtime:
+            return workflow.common_job_info_provided_to_all_steps_at_runtime
+        return self.common_job_info_provided_to_all_steps_at_runtime or ""

@@ -2,10 +2,12 @@
 
 Every submitted name must be declared by a step of the current checkpoint, every required output
 must be there with the declared shape (`file`: one path, `files`: a list of paths, not empty when
-required), and every path must exist, be a regular file (not a folder, FIFO or device) and resolve
-(after symlinks) inside the project, outside `.git/`. All problems are reported at once, most
-serious first: the error's code is that of the most serious one, and `problems` lists every
-problem with its own code.
+required, `file_path`: either, `string`: inline text), and every path must exist, be a regular
+file (not a folder, FIFO or device) and resolve (after symlinks) inside the project, outside
+`.git/`. A file output whose declaration carries a `json_schema` must parse as JSON and satisfy
+it (`outputs.schema_mismatch`). All problems are reported at once, most serious first: the
+error's code is that of the most serious one, and `problems` lists every problem with its own
+code.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from deepwork_core.errors import (
     DeepWorkError,
@@ -24,13 +27,20 @@ from deepwork_core.errors import (
     PathOutsideProjectError,
     Problem,
 )
-from deepwork_core.identifiers import check_outside_git_dir, check_text, resolve_inside
+from deepwork_core.identifiers import (
+    MAX_TEXT_CHARS,
+    check_outside_git_dir,
+    check_text,
+    resolve_inside,
+)
 from deepwork_core.models import OutputSpec, OutputType, Step
 from deepwork_core.sessions import OutputValue
 
 SYNTAX_HINTS = {
     OutputType.FILE: "filepath",
     OutputType.FILES: "array of filepaths for all individual files",
+    OutputType.FILE_PATH: "filepath, or array of filepaths",
+    OutputType.STRING: "the text itself (a string)",
 }
 
 
@@ -108,6 +118,8 @@ _SEVERITY = (
     "outputs.not_a_file",
     "outputs.file_not_found",
     "outputs.wrong_type",
+    "outputs.schema_mismatch",
+    "text.too_long",
     "outputs.empty_list",
     "outputs.unknown",
     "outputs.missing",
@@ -138,12 +150,73 @@ def _error(findings: list[_Finding]) -> DeepWorkError:
 def _check_value(
     root: Path, name: str, spec: OutputSpec, value: object, findings: list[_Finding]
 ) -> OutputValue | None:
-    if spec.type is OutputType.FILE:
+    if spec.type is OutputType.STRING:
+        return _check_string(name, value, findings)
+    checked = _check_files(root, name, spec, value, findings)
+    if checked is None or spec.json_schema is None:
+        return checked
+    mismatches = [
+        _Finding("outputs.schema_mismatch", f"output {name!r}: {path}: {problem}")
+        for path in ([checked] if isinstance(checked, str) else checked)
+        if (problem := _schema_problem(root / path, spec.json_schema)) is not None
+    ]
+    findings.extend(mismatches)
+    return None if mismatches else checked
+
+
+def _check_string(name: str, value: object, findings: list[_Finding]) -> str | None:
+    if not isinstance(value, str):
+        findings.append(
+            _Finding(
+                "outputs.wrong_type",
+                f"output {name!r} is declared as type 'string' and must be the text itself, "
+                f"got {_describe(value)}",
+            )
+        )
+        return None
+    try:
+        return check_text(value, what=f"output {name!r}", max_chars=MAX_TEXT_CHARS)
+    except InvalidTextError as exc:
+        findings.append(_Finding(exc.code, exc.message))
+        return None
+
+
+def _schema_problem(path: Path, schema: dict[str, Any]) -> str | None:
+    """Why the JSON file at `path` does not satisfy `schema`, or None."""
+    import json
+
+    import jsonschema  # large; only jobs that declare a json_schema pay for it
+
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        return f"is not valid JSON ({exc})"
+    errors = sorted(
+        jsonschema.validators.validator_for(schema)(schema).iter_errors(document),
+        key=lambda error: [str(part) for part in error.absolute_path],
+    )
+    if not errors:
+        return None
+    shown = "; ".join(
+        f"at {'/'.join(str(p) for p in error.absolute_path) or '(root)'}: {error.message}"
+        for error in errors[:5]
+    )
+    more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
+    return f"does not match the output's json_schema: {shown}{more}"
+
+
+def _check_files(
+    root: Path, name: str, spec: OutputSpec, value: object, findings: list[_Finding]
+) -> OutputValue | None:
+    if spec.type is OutputType.FILE or (
+        spec.type is OutputType.FILE_PATH and isinstance(value, str)
+    ):
         if not isinstance(value, str) or not value.strip():
             findings.append(
                 _Finding(
                     "outputs.wrong_type",
-                    f"output {name!r} is declared as type 'file' and must be a single non-empty "
+                    f"output {name!r} is declared as type {spec.type.value!r} and must be a "
+                    "single non-empty "
                     f"path string, got {_describe(value)}",
                 )
             )
@@ -154,8 +227,8 @@ def _check_value(
         findings.append(
             _Finding(
                 "outputs.wrong_type",
-                f"output {name!r} is declared as type 'files' and must be a list of path "
-                f"strings, got {_describe(value)}",
+                f"output {name!r} is declared as type {spec.type.value!r} and must be a list "
+                f"of path strings, got {_describe(value)}",
             )
         )
         return None

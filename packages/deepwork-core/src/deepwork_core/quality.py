@@ -25,7 +25,16 @@ from deepwork_core.errors import DeepWorkError, QualityGateError
 from deepwork_core.fsutil import atomic_write_text
 from deepwork_core.identifiers import check_name, check_session_id, resolve_inside
 from deepwork_core.layout import TMP_DIR, review_file_name
-from deepwork_core.models import OutputType, Review, Step
+from deepwork_core.models import Review, Step
+from deepwork_core.process_review import (
+    feedback_scope,
+    process_requirement_parts,
+    review_criteria,
+    reviews_each_file,
+    task_scope,
+    text_outputs,
+    with_text_outputs,
+)
 from deepwork_core.runtime_dir import ensure_tmp_dir
 from deepwork_core.verdicts import CriterionVerdict, ReviewVerdict
 
@@ -50,14 +59,6 @@ INPUTS_BEGIN = "==================== BEGIN INPUTS ===================="
 INPUTS_END = "==================== END INPUTS ===================="
 OUTPUTS_BEGIN = "==================== BEGIN OUTPUTS ===================="
 OUTPUTS_END = "==================== END OUTPUTS ===================="
-UNDECLARED_BEGIN = "==================== BEGIN UNDECLARED CHANGES ===================="
-UNDECLARED_END = "==================== END UNDECLARED CHANGES ===================="
-#: What the reviewer is told about the scope guard's findings (docs/evidence.md).
-UNDECLARED_NOTE = (
-    "Files changed during this step that it declares neither as outputs nor under its "
-    "may_change globs. Judge whether each change belongs to the step's work; read them from "
-    "the project. A change that breaks a criterion fails it."
-)
 
 
 class _Model(BaseModel):
@@ -80,7 +81,7 @@ class QualityReviewTask(_Model):
     @property
     def label(self) -> str:
         """A short human description, e.g. `draft: output 'report' (out/b.md)`."""
-        scope = "all outputs" if self.run_each == "step" else f"output '{self.run_each}'"
+        scope = task_scope(self.run_each)
         where = f" ({self.target_file})" if self.target_file else ""
         return f"{self.step_id}: {scope}{where}"
 
@@ -103,6 +104,7 @@ def plan_review_tasks(checkpoint: Checkpoint) -> list[QualityReviewTask]:
         step = checkpoint.job.step(step_id)
         for review in step.reviews:
             tasks.extend(_expand(step, review, checkpoint.outputs, root, specs))
+        tasks.extend(QualityReviewTask(**f) for f in process_requirement_parts(checkpoint, step))
     return tasks
 
 
@@ -114,7 +116,8 @@ def _expand(
     specs: dict[str, DocSpec],
 ) -> list[QualityReviewTask]:
     def make(covered: Iterable[str], files: list[str], target: str | None) -> QualityReviewTask:
-        criteria = dict(review.quality_criteria)
+        criteria, guidance = review_criteria(review)
+        covered = list(covered)
         for output_name in covered:
             spec_path = step.outputs[output_name].doc_spec
             if spec_path is None:
@@ -132,17 +135,20 @@ def _expand(
             target_file=target,
             files=files,
             criteria=criteria,
-            guidance=review.additional_review_guidance,
+            guidance=with_text_outputs(guidance, {n: texts[n] for n in covered if n in texts}),
         )
 
+    texts = text_outputs(step, outputs)
     if review.run_each == "step":
         covered = [name for name in step.outputs if name in outputs]
-        files = [path for name in covered for path in _as_list(outputs[name])]
+        files = [path for name in covered if name not in texts for path in _as_list(outputs[name])]
         return [make(covered, files, None)]
     if review.run_each not in outputs:
         return []  # an optional output that was not submitted: nothing to review
+    if review.run_each in texts:
+        return [make([review.run_each], [], None)]
     paths = _as_list(outputs[review.run_each])
-    if step.outputs[review.run_each].type is OutputType.FILES:
+    if reviews_each_file(step.outputs[review.run_each].type, review.strategy):
         return [make([review.run_each], [path], path) for path in paths]
     return [make([review.run_each], paths, None)]
 
@@ -181,10 +187,7 @@ def build_review_payload(
     if inputs:
         sections.append(_section(INPUTS_BEGIN, INPUTS_END, root, inputs, max_inline_files))
     sections.append(_section(OUTPUTS_BEGIN, OUTPUTS_END, root, task.files, max_inline_files))
-    if checkpoint.undeclared_changes:
-        listed = [f"- {path}" for path in checkpoint.undeclared_changes]
-        sections.append("\n".join([UNDECLARED_BEGIN, UNDECLARED_NOTE, *listed, UNDECLARED_END]))
-    return "\n\n".join(sections) + "\n"
+    return "\n\n".join([*sections, *checkpoint.undeclared_section()]) + "\n"
 
 
 def _section(begin: str, end: str, root: Path, paths: Sequence[str], max_inline: int) -> str:
@@ -391,7 +394,7 @@ def combined_feedback(verdicts: Iterable[ReviewVerdict]) -> str:
     for verdict in verdicts:
         if verdict.passed:
             continue
-        scope = "all outputs" if verdict.review_run_each == "step" else verdict.review_run_each
+        scope = feedback_scope(verdict.review_run_each)
         target = f" ({verdict.target_file})" if verdict.target_file else ""
         lines = [f"Review of {verdict.step_id}: {scope}{target} failed: {verdict.feedback}"]
         lines += [
@@ -442,7 +445,7 @@ def _self_review_text(checkpoint: Checkpoint, tasks: Sequence[QualityReviewTask]
         scope = (
             "all outputs of the step together"
             if task.run_each == "step"
-            else f"output `{task.run_each}`"
+            else task_scope(task.run_each)
             + (f", file `{task.target_file}`" if task.target_file else "")
         )
         out += ["", f"## Review {number} of {len(tasks)}: step `{task.step_id}`, {scope}", ""]
@@ -458,13 +461,11 @@ def _self_review_text(checkpoint: Checkpoint, tasks: Sequence[QualityReviewTask]
             out += [f"- `{path}`{_listing_note(root, path)}" for path in inputs]
         if task.guidance and task.guidance.strip():
             out += ["", "### Additional guidance", "", task.guidance.strip()]
-    if checkpoint.undeclared_changes:
-        out += ["", "## Undeclared changes", "", UNDECLARED_NOTE, ""]
-        out += [f"- `{path}`" for path in checkpoint.undeclared_changes]
     if checkpoint.notes and checkpoint.notes.strip():
         out += ["", "## Author notes (the agent's own account; verify, do not trust)", ""]
         out.append(_clip(checkpoint.notes.strip(), MAX_NOTES_CHARS))
     out += [
+        *checkpoint.undeclared_lines(),
         "",
         "## How to answer",
         "",

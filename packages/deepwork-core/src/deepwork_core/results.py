@@ -74,6 +74,8 @@ class FinishResult:
     summary: str | None = None
     all_outputs: dict[str, OutputValue] | None = None
     evidence: EvidenceReport | None = None
+    #: With `WORKFLOW_COMPLETE`: what the completed workflow asks the agent to do next.
+    post_workflow_instructions: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

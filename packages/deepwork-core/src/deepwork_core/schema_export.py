@@ -1,6 +1,9 @@
 """The shipped JSON Schema of `job.yml`, generated from the pydantic models.
 
-Regenerate after changing `deepwork_core.models`:
+The schema accepts either format (`oneOf`): the 0.9-style job (`deepwork_core.models` narrowed by
+`deepwork_core.format_09`) or the 0.10+ job (`deepwork_core.models_014`). The two are told apart
+by shape: only the newer format has `step_arguments` and a mapping of workflows.
+Regenerate after changing any of those modules:
 
     uv run python -m deepwork_core.schema_export          # rewrite the shipped file
     uv run python -m deepwork_core.schema_export --check  # exit 1 when it is out of date
@@ -11,11 +14,36 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
-from deepwork_core.models import job_json_schema
+from pydantic.json_schema import models_json_schema
+
+from deepwork_core.format_09 import schema_09
+from deepwork_core.models import JobDefinition
+from deepwork_core.models_014 import JobFile014
 
 JOB_SCHEMA_PATH = Path(__file__).resolve().parent / "schemas" / "job.schema.json"
 REGENERATE_COMMAND = "uv run python -m deepwork_core.schema_export"
+
+
+def job_json_schema() -> dict[str, Any]:
+    """The JSON Schema of `job.yml` (both formats), generated from the models."""
+    _, combined = models_json_schema(
+        [(JobDefinition, "validation"), (JobFile014, "validation")],
+        ref_template="#/$defs/{model}",
+    )
+    definitions: dict[str, Any] = combined["$defs"]
+    schema_09(definitions)
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://deepwork.dev/schemas/job.schema.json",
+        "title": "DeepWork job definition (job.yml), 0.9-style or 0.10+ format",
+        "oneOf": [
+            {"$ref": f"#/$defs/{JobDefinition.__name__}"},
+            {"$ref": f"#/$defs/{JobFile014.__name__}"},
+        ],
+        "$defs": definitions,
+    }
 
 
 def render_job_schema() -> str:

@@ -153,6 +153,10 @@ class Session(_State):
     parent_session_id: str | None = None
     #: The agent whose stack the session is on (None: the main stack).
     agent_id: str | None = None
+    #: Set on a workflow a `sub_workflow` step started: that step of the parent session.
+    started_for_step: str | None = None
+    #: Values given at `start_workflow` (argument name -> text or project-relative path(s)).
+    inputs: dict[str, OutputValue] = Field(default_factory=dict)
     branch_name: str | None = None
     #: The branch the repository was on before the workflow's branch was checked out.
     previous_branch: str | None = None

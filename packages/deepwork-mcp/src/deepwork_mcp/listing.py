@@ -7,8 +7,8 @@ into equivalent, shorter JSON Schema: `default: null` goes (the `required` list 
 which arguments may be left out), and descriptions inside output schemas go (the tool
 description carries the meaning). Optional values stay `anyOf: [X, {type: null}]` rather than
 `type: [X, "null"]`: strict clients warn on type lists and single-type dialects (Gemini function
-declarations) read `anyOf` with null better. Argument validation is unaffected: it uses the
-tool's own signature, not the listed schema.
+declarations) read `anyOf` with null better. FastMCP's empty `_meta` (no tags) is left out.
+Argument validation is unaffected: it uses the tool's own signature, not the listed schema.
 """
 
 from __future__ import annotations
@@ -66,21 +66,38 @@ class CompactToolListing(Middleware):
         call_next: CallNext[mt.ListToolsRequest, Sequence[Tool]],
     ) -> Sequence[Tool]:
         tools = await call_next(context)
-        return [
-            tool.model_copy(
-                update={
-                    "parameters": optional_without_null(
-                        tidy_schema(tool.parameters, keep_descriptions=True)
-                    ),
-                    "output_schema": (
-                        tidy_schema(tool.output_schema, keep_descriptions=False)
-                        if tool.output_schema is not None
-                        else None
-                    ),
-                }
-            )
-            for tool in tools
-        ]
+        return [_without_empty_meta(_tidied(tool)) for tool in tools]
+
+
+def _tidied(tool: Tool) -> Tool:
+    return tool.model_copy(
+        update={
+            "parameters": optional_without_null(
+                tidy_schema(tool.parameters, keep_descriptions=True)
+            ),
+            "output_schema": (
+                tidy_schema(tool.output_schema, keep_descriptions=False)
+                if tool.output_schema is not None
+                else None
+            ),
+        }
+    )
+
+
+def _without_empty_meta(tool: Tool) -> Tool:
+    """`tool` listed without FastMCP's `_meta: {fastmcp: {tags: []}}` when it says nothing.
+
+    FastMCP adds that object to every tool (30 bytes each, in every conversation); our tools have
+    no tags, version or metadata, so there is nothing for a client to read in it.
+    """
+    if tool.tags or tool.meta or tool.version is not None:
+        return tool
+    object.__setattr__(tool, "get_meta", _no_meta)  # the listing's only source of `_meta`
+    return tool
+
+
+def _no_meta() -> None:
+    return None
 
 
 def optional_without_null(schema: dict[str, Any]) -> dict[str, Any]:

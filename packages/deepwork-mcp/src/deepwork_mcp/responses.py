@@ -21,6 +21,15 @@ class _Model(BaseModel):
     model_config = ConfigDict(from_attributes=True, populate_by_name=True)
 
 
+def _is_none(value: object) -> bool:
+    return value is None
+
+
+#: A field added for 0.10+ jobs, left out of the wire form when None: it is rarely set, and
+#: every byte of a listing or brief is paid for in every conversation.
+_Sparse = Field(default=None, exclude_if=_is_none)
+
+
 def _text(value: object) -> object:
     """Paths and string enums as the plain strings the wire carries."""
     return str(value) if isinstance(value, (Path, str)) else value
@@ -33,6 +42,8 @@ _Text = Annotated[str, BeforeValidator(_text)]
 class WorkflowInfo(_Model):
     name: str
     summary: str
+    #: Hand the whole workflow to this agent type (0.10+ jobs); left out when not set.
+    agent: str | None = _Sparse
 
 
 class JobInfo(_Model):
@@ -55,7 +66,7 @@ class GetWorkflowsResponse(_Model):
 
 class ExpectedOutput(_Model):
     name: str
-    type: Annotated[Literal["file", "files"], BeforeValidator(_text)]
+    type: Annotated[Literal["file", "files", "file_path", "string"], BeforeValidator(_text)]
     description: str
     required: bool
     syntax_for_finished_step_tool: str
@@ -82,6 +93,8 @@ class StepInputInfo(_Model):
     description: str | None = None
     from_step: str | None = None
     paths: list[str]
+    #: Text: a `string` output of an earlier step, or a value given at start.
+    value: str | None = _Sparse
 
 
 class ActiveStepInfo(_Model):
@@ -95,6 +108,8 @@ class ActiveStepInfo(_Model):
     step_instructions: str = Field(validation_alias="instructions")
     common_job_info: str
     step_inputs: list[StepInputInfo] = Field(validation_alias="inputs")
+    #: The agent type the workflow is handed to (0.10+ jobs), if set.
+    agent: str | None = _Sparse
 
 
 class StackEntry(_Model):
@@ -204,6 +219,8 @@ class FinishedStepResponse(_Model):
     begin_step: ActiveStepInfo | None = Field(default=None, validation_alias="brief")
     summary: str | None = None
     all_outputs: dict[str, OutputValue] | None = None
+    #: With `workflow_complete`: what to do now that the workflow is done.
+    post_workflow_instructions: str | None = _Sparse
     stack: list[StackEntry]
     #: Always present: the audit's findings (docs/evidence.md).
     evidence: EvidenceInfo = Field(default_factory=EvidenceInfo)

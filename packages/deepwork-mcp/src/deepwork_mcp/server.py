@@ -69,13 +69,14 @@ def build_gate(settings: QualityGateConfig) -> Gate | None:
         return None
     runner = settings.external_runner
     if runner is None:
-        return SelfReviewGate()
+        return SelfReviewGate(deepreview_rules=settings.deepreview_rules)
     if runner not in EXTERNAL_RUNNERS:  # a config built with model_copy skips validation
         raise ConfigError(
             f"unknown external runner {runner!r}; use one of: "
             f"{', '.join(EXTERNAL_RUNNERS)} (or none for self-review)"
         )
-    return ExternalGate(ClaudeReviewer(runner, base_timeout=settings.timeout_seconds))
+    reviewer = ClaudeReviewer(runner, base_timeout=settings.timeout_seconds)
+    return ExternalGate(reviewer, deepreview_rules=settings.deepreview_rules)
 
 
 def branch_maker(project_root: Path) -> BranchMaker:

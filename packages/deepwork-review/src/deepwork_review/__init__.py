@@ -13,6 +13,12 @@ if TYPE_CHECKING:
     from deepwork_review.formatters import (
         PLATFORMS as PLATFORMS,
     )
+    from deepwork_review.gate import (
+        GateRuleReview as GateRuleReview,
+    )
+    from deepwork_review.gate import (
+        gate_rule_reviews as gate_rule_reviews,
+    )
     from deepwork_review.pipeline import (
         ConfiguredRule as ConfiguredRule,
     )
@@ -32,6 +38,7 @@ if TYPE_CHECKING:
 #: Module → the public names it defines; imported on first use (see `deepwork_core.lazy`).
 _HOMES = {
     "deepwork_review.formatters": ("PLATFORMS",),
+    "deepwork_review.gate": ("GateRuleReview", "gate_rule_reviews"),
     "deepwork_review.pipeline": (
         "ConfiguredRule",
         "configured_rules",
@@ -44,7 +51,9 @@ _HOMES = {
 __all__ = [
     "PLATFORMS",
     "ConfiguredRule",
+    "GateRuleReview",
     "configured_rules",
+    "gate_rule_reviews",
     "mark_review_passed",
     "open_review_rules",
     "run_review",

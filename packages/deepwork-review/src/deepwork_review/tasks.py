@@ -182,8 +182,8 @@ def build_tasks(
             groups = [(path,) for path in matched]
         elif rule.strategy is Strategy.MATCHES_TOGETHER:
             groups = [tuple(matched)]
-        else:  # ALL_CHANGED_FILES: every changed file the rule can see
-            groups = [tuple(rule.scope.window(changed))]
+        else:  # ALL_CHANGED_FILES: the whole change set, wherever the rule's file lives
+            groups = [tuple(changed)]
         for files in groups:
             tasks.append(
                 ReviewTask(

@@ -25,7 +25,11 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
         "Show the active workflow stacks and the last finished sessions.",
     ),
     "log": ("deepwork_mcp.cli.log", "log", "Print the event log of one workflow session."),
-    "jobs": ("deepwork_mcp.cli.jobs", "jobs", "List, validate, scaffold and draw DeepWork jobs."),
+    "jobs": (
+        "deepwork_mcp.cli.jobs",
+        "jobs",
+        "List, validate, scaffold and convert DeepWork jobs.",
+    ),
     "approve": (
         "deepwork_mcp.cli.approve",
         "approve",

@@ -23,6 +23,7 @@ from deepwork_core import (
     parse_job_dir,
 )
 
+from deepwork_mcp.cli.jobs_convert import convert
 from deepwork_mcp.cli.jobs_graph import graph
 from deepwork_mcp.cli.jobs_new import new
 from deepwork_mcp.cli.options import project_option
@@ -32,7 +33,7 @@ ADDITIONAL_FOLDERS_ENV = "DEEPWORK_ADDITIONAL_JOBS_FOLDERS"
 
 @click.group()
 def jobs() -> None:
-    """List, validate, scaffold and draw DeepWork jobs."""
+    """List, validate, scaffold, draw and convert DeepWork jobs."""
 
 
 @jobs.command("list")
@@ -50,7 +51,8 @@ def list_jobs(project: Path) -> None:
     for listed in scan.jobs:
         job = catalog.get(listed.name)
         definition = job.definition
-        click.echo(f"{job.name} {definition.version}  [{job.source.kind.value}] {job.job_dir}")
+        version = definition.version or "(0.10+ format)"
+        click.echo(f"{job.name} {version}  [{job.source.kind.value}] {job.job_dir}")
         click.echo(f"  {definition.summary}")
         if not definition.workflows:
             click.echo("  (no workflows: its steps cannot be started through MCP)")
@@ -110,6 +112,7 @@ def validate(job_paths: tuple[Path, ...], project: Path) -> None:
 
 jobs.add_command(new)
 jobs.add_command(graph)
+jobs.add_command(convert)
 
 
 def _validate_folder(folder: Path) -> list[Problem]:

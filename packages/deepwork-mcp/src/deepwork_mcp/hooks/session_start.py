@@ -80,10 +80,13 @@ def _step_lines(root: Path, session: Session, additional_jobs_folders: str | Non
         position = f" — checkpoint {session.current_entry_index + 1} of {len(workflow.entries)}"
     lines = [f"- Current step{position}:"]
     for step in steps:
-        instructions = _relative(job.job_dir / step.instructions_file, root)
+        if step.instructions_file is not None:
+            where = f"`{_relative(job.job_dir / step.instructions_file, root)}`"
+        else:
+            where = "given by `begin_step` (inline in job.yml)"
         outputs = ", ".join(f"`{name}`" for name in step.outputs) or "none"
         lines.append(
-            f"  - `{step.id}` ({step.name}): {step.description} Instructions: `{instructions}`. "
+            f"  - `{step.id}` ({step.name}): {step.description} Instructions: {where}. "
             f"Outputs: {outputs}."
         )
     return lines

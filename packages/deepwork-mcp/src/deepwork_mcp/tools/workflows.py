@@ -13,7 +13,7 @@ import json
 import threading
 from collections.abc import Callable
 from functools import partial
-from typing import Annotated
+from typing import Annotated, Any
 
 from anyio import to_thread
 from deepwork_core import WorkflowEngine, active_workflow
@@ -43,6 +43,14 @@ SessionIdArg = Annotated[str | None, Field(description="Default: the top of the 
 #: Explained once in the server instructions: every description is paid in every conversation.
 AgentIdArg = str | None
 Engines = Callable[[], WorkflowEngine]
+#: Start parameters: name -> text, or file path(s). Loosely typed here (the engine checks each
+#: value against its parameter) so that the listed schema stays small.
+InputsArg = dict[str, Any] | None
+OutputsArg = Annotated[
+    dict[str, str | list[str]],
+    Field(description="Output name -> path, list of paths, or text (type string)."),
+]
+WorkSummaryArg = str | None
 
 
 class _ListingCache:
@@ -90,22 +98,21 @@ def register_workflow_tools(mcp: FastMCP, engines: Engines) -> None:
         workflow_name: Annotated[str, Field(description="Any name if the job has only one.")],
         instance_id: Annotated[str | None, Field(description="Run name, e.g. 'acme'.")] = None,
         agent_id: AgentIdArg = None,
+        inputs: InputsArg = None,
     ) -> StartWorkflowResponse:
         """Start a workflow (nested if one is running); returns its first step."""
         engine = engines()
         result = await to_thread.run_sync(
-            partial(engine.start, goal, job_name, workflow_name, instance_id, agent_id)
+            partial(engine.start, goal, job_name, workflow_name, instance_id, agent_id, inputs)
         )
         return StartWorkflowResponse.model_validate(result)
 
     @mcp.tool(annotations=_CHANGES_STATE, output_schema=output_schema(FinishedStepResponse))
     async def finished_step(
-        outputs: Annotated[
-            dict[str, str | list[str]],
-            Field(description="Output name -> path (type file) or list of paths (type files)."),
-        ],
+        outputs: OutputsArg,
         ctx: Context,
         notes: str | None = None,
+        work_summary: WorkSummaryArg = None,
         quality_review_override_reason: Annotated[
             str | None, Field(description="Self-review outcome, or why the user skips it.")
         ] = None,
@@ -122,6 +129,7 @@ def register_workflow_tools(mcp: FastMCP, engines: Engines) -> None:
             session_id=session_id,
             progress=ctx.report_progress,
             agent_id=agent_id,
+            work_summary=work_summary,
         )
         result = await to_thread.run_sync(call)
         ask = result.evidence.approval if result.evidence is not None else None

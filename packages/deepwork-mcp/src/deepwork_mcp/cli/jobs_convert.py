@@ -1,0 +1,71 @@
+"""`deepwork jobs convert JOB --to 0.9|0.14`: write a job in the other `job.yml` format."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from deepwork_core import (
+    JOB_FILE,
+    DeepWorkError,
+    JobFormat,
+    convert_job,
+    parse_job_dir,
+    write_conversion,
+)
+
+
+@click.command("convert")
+@click.argument("job")
+@click.option(
+    "--to",
+    "target",
+    type=click.Choice(["0.9", "0.14"]),
+    required=True,
+    help="The format to write: 0.9-style, or the 0.10+ format of DeepWork 0.10 to 0.14.",
+)
+@click.option(
+    "--in-place",
+    is_flag=True,
+    help="Replace job.yml (the original is kept as job.yml.<format>.bak).",
+)
+@click.option(
+    "--path",
+    "project",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=".",
+    show_default="current directory",
+    help="The project folder, where a JOB given by name is looked up in .deepwork/jobs/.",
+)
+def convert(job: str, target: str, in_place: bool, project: Path) -> None:
+    """Convert JOB (a job folder, its job.yml, or a job name) to the other format.
+
+    Without --in-place the result is written next to the job as job.converted-<format>.yml.
+    Each construct the target format cannot express is named in a warning.
+    """
+    job_dir = _job_dir(job, project)
+    fmt: JobFormat = "0.14" if target == "0.14" else "0.9"
+    try:
+        conversion = convert_job(parse_job_dir(job_dir), fmt)
+        written = write_conversion(job_dir, conversion, in_place=in_place)
+    except DeepWorkError as exc:
+        raise click.ClickException(f"{exc.code}: {exc.message}") from exc
+    for warning in conversion.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    for path in written:
+        click.echo(f"wrote {path}")
+    click.echo(
+        f"{len(conversion.warnings)} construct(s) could not be carried over exactly.", err=True
+    )
+
+
+def _job_dir(job: str, project: Path) -> Path:
+    candidate = Path(job)
+    if candidate.name == JOB_FILE and candidate.is_file():
+        return candidate.parent.resolve()
+    if (candidate / JOB_FILE).is_file():
+        return candidate.resolve()
+    named = project.resolve() / ".deepwork" / "jobs" / job
+    if (named / JOB_FILE).is_file():
+        return named
+    raise click.ClickException(f"job.not_found: no {JOB_FILE} at {candidate} or {named}")
