@@ -23,19 +23,14 @@ from deepwork_core import (
     record_decision,
 )
 
+from deepwork_mcp.cli.options import project_option
+
 
 @click.command()
 @click.argument("session_id")
 @click.option("--reject", is_flag=True, help="Request changes instead of approving.")
 @click.option("--comment", default=None, help="What the agent should know (required to reject).")
-@click.option(
-    "--path",
-    "project",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=".",
-    show_default="current directory",
-    help="The project folder (the one holding .deepwork/).",
-)
+@project_option
 def approve(session_id: str, reject: bool, comment: str | None, project: Path) -> None:
     """Approve (or with --reject, send back) the step SESSION_ID is waiting on."""
     if reject and not (comment and comment.strip()):

@@ -7,6 +7,8 @@ from pathlib import Path
 import click
 from deepwork_core import DeepWorkError, scaffold_job
 
+from deepwork_mcp.cli.options import cli_error
+
 
 @click.command("new")
 @click.argument("name")
@@ -26,7 +28,7 @@ def new(name: str, project_root: Path, summary: str | None) -> None:
     try:
         job_dir = scaffold_job(project_root / ".deepwork" / "jobs", name, summary=summary)
     except DeepWorkError as exc:
-        raise click.ClickException(f"{exc.code}: {exc.message}") from exc
+        raise cli_error(exc) from None
     click.echo(f"Created {job_dir}")
     click.echo(
         "Edit job.yml and steps/first_step.md, then check with `deepwork jobs validate`. "

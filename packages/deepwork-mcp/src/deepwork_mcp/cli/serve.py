@@ -23,6 +23,8 @@ from deepwork_core import (
     DeepWorkConfig,
 )
 
+from deepwork_mcp.cli.options import cli_error
+
 if TYPE_CHECKING:
     from fastmcp import FastMCP
 
@@ -148,7 +150,7 @@ def serve(
             follow_client_roots=project_path is None,
         )
     except DeepWorkError as exc:
-        raise click.ClickException(f"{exc.code}: {exc.message}") from None
+        raise cli_error(exc) from None
     finally:
         gc.collect()
         gc.freeze()

@@ -7,18 +7,13 @@ from pathlib import Path
 import click
 from deepwork_core import Stats, StepStats, collect_stats
 
+from deepwork_mcp.cli.options import project_option
+
 
 @click.command()
 @click.option("--job", default=None, help="Only this job.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-@click.option(
-    "--path",
-    "project",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=".",
-    show_default="current directory",
-    help="The project folder (the one holding .deepwork/).",
-)
+@project_option
 def stats(job: str | None, as_json: bool, project: Path) -> None:
     """Runs, first-try pass rate, mean attempts, overrides, criterion failures, median time.
 
