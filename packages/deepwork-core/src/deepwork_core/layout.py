@@ -25,6 +25,8 @@ LOCK_FILE: Final = "state.lock"
 #: A session is stored as `<SESSION_PREFIX><id><SESSION_SUFFIX>` in `TMP_DIR`.
 SESSION_PREFIX: Final = "session_"
 SESSION_SUFFIX: Final = ".json"
+#: A state file (the stack, a session) larger than this is corrupt (`session.state_corrupt`).
+MAX_STATE_BYTES: Final = 32 * 1024 * 1024
 #: Self-review instructions: `quality_review_<session>_<step>.md` in `TMP_DIR`.
 REVIEW_FILE_PREFIX: Final = "quality_review_"
 REVIEW_FILE_SUFFIX: Final = ".md"

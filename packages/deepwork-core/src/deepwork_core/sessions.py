@@ -41,6 +41,7 @@ from deepwork_core.identifiers import AGENT_ID_PATTERN, SESSION_ID_PATTERN, chec
 from deepwork_core.layout import (
     APPROVALS_DIR,
     LOCK_FILE,
+    MAX_STATE_BYTES,
     SESSION_PREFIX,
     SESSION_SUFFIX,
     STACK_FILE,
@@ -55,8 +56,6 @@ from deepwork_core.verdicts import ReviewVerdict
 SCHEMA_VERSION: Literal[1] = 1
 #: A temporary state file older than this was left by a killed writer and is removed.
 _STRAY_TMP_AGE_S = 60.0
-#: A state file larger than this is corrupt (`session.state_corrupt`).
-MAX_STATE_BYTES = 32 * 1024 * 1024
 
 #: Finished sessions older than this are pruned ...
 DEFAULT_MAX_AGE = timedelta(days=14)

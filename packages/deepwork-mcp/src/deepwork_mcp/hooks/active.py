@@ -24,8 +24,6 @@ if TYPE_CHECKING:
 
 #: The stack file: it exists exactly while a workflow is active.
 STACK_PATH = Path(layout.STACK_PATH)
-#: `deepwork_core.sessions.MAX_STATE_BYTES`.
-_MAX_STATE_BYTES = 32 * 1024 * 1024
 
 # The job.yml keys that declare actions for each event (docs/job-format.md: `hooks`, `stop_hooks`).
 _EVENT_KEYS = {
@@ -43,7 +41,7 @@ def stack_is_empty(project_root: Path) -> bool:
     problem properly.
     """
     try:
-        data = json.loads(read_text_file(project_root / STACK_PATH, limit=_MAX_STATE_BYTES))
+        data = json.loads(read_text_file(project_root / STACK_PATH, limit=layout.MAX_STATE_BYTES))
     except FileReadError as exc:
         return exc.code == "file.not_found"
     except ValueError:
@@ -63,10 +61,12 @@ def may_have_job_hooks(project_root: Path, event: str, additional_jobs_folders: 
     if keys is None:
         return False
     try:
-        stack = json.loads(read_text_file(project_root / STACK_PATH, limit=_MAX_STATE_BYTES))
+        stack = json.loads(read_text_file(project_root / STACK_PATH, limit=layout.MAX_STATE_BYTES))
         top = stack[layout.STACK_MAIN_KEY][-1]
         session_file = project_root / layout.TMP_DIR / layout.session_file_name(top)
-        job_name = json.loads(read_text_file(session_file, limit=_MAX_STATE_BYTES))["job_name"]
+        job_name = json.loads(read_text_file(session_file, limit=layout.MAX_STATE_BYTES))[
+            "job_name"
+        ]
     except (FileReadError, ValueError, LookupError, TypeError):
         return True
     import deepwork_core
@@ -81,7 +81,7 @@ def may_have_job_hooks(project_root: Path, event: str, additional_jobs_folders: 
     ]
     for folder in folders:
         try:
-            raw = read_bytes_file(folder / job_name / layout.JOB_FILE, limit=_MAX_STATE_BYTES)
+            raw = read_bytes_file(folder / job_name / layout.JOB_FILE, limit=layout.MAX_STATE_BYTES)
         except FileReadError as exc:
             if exc.code == "file.not_found":
                 continue
