@@ -155,8 +155,7 @@ class WorkflowEngine(EvidenceSteps):
             )
 
         outcome = BranchOutcome(branch_name=None)
-        top_level = not self.store.stack_path.exists() or not self._stack_ids(agent_id)
-        if top_level and agent_id is None and self.branch_maker is not None:
+        if agent_id is None and self.branch_maker is not None and self._main_stack_empty():
             outcome = self.branch_maker(job.name, instance_id or workflow.name)
         branch_name, branch_note = outcome.branch_name, outcome.note
 
@@ -366,9 +365,12 @@ class WorkflowEngine(EvidenceSteps):
 
     # --- internals ---------------------------------------------------------------------------
 
-    def _stack_ids(self, agent_id: str | None) -> list[str]:
+    def _main_stack_empty(self) -> bool:
+        """No workflow on the main stack (the lock is taken only when the stack file exists)."""
+        if not self.store.stack_path.exists():
+            return True
         with self.store.transaction() as tx:
-            return tx.stack_ids(agent_id)
+            return not tx.stack_ids(None)
 
     def _checkpoint(self, session: Session) -> tuple[LoadedJob, list[Step]]:
         """The job and the steps of the session's current entry, as the job is now."""
