@@ -72,11 +72,7 @@ class _ListingCache:
             # The text is the same compact JSON as `model_dump_json`, written from the dict so
             # the response model is gone before the text exists (a lower first-call peak).
             structured = GetWorkflowsResponse.model_validate(catalog).model_dump(mode="json")
-            text = json.dumps(structured, ensure_ascii=False, separators=(",", ":"))
-            result = ToolResult(
-                content=[TextContent(type="text", text=text)], structured_content=structured
-            )
-            cached = (engine, catalog.fingerprint, result)
+            cached = (engine, catalog.fingerprint, _tool_result(structured))
             with self._lock:
                 self._cached = cached
         return cached[2].model_copy()
@@ -144,7 +140,11 @@ def _structured(model: BaseModel) -> ToolResult:
     """`model` as text and structured content, for tools listed without an output schema (the
     schema of `begin_step` is already in start_workflow's; listing it again costs every
     conversation about 1.5 kB)."""
-    data = model.model_dump(mode="json")
+    return _tool_result(model.model_dump(mode="json"))
+
+
+def _tool_result(data: dict[str, Any]) -> ToolResult:
+    """`data` as compact JSON text (what `model_dump_json` writes) and as structured content."""
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
     return ToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
