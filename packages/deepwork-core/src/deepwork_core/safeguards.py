@@ -70,13 +70,19 @@ class Findings:
     """What the audit of one checkpoint found, and what follows from it."""
 
     audit: Audit
-    stale: list[StaleEvidence]
-    undeclared: list[str]
     note: str | None
     #: Steps with stale outputs whose reviews run again with this checkpoint.
     rereview: tuple[str, ...] = ()
     #: Feedback of a `needs_work` answer the findings alone cause; None: carry on.
     blocked: str | None = None
+
+    @property
+    def stale(self) -> list[StaleEvidence]:
+        return self.audit.stale
+
+    @property
+    def undeclared(self) -> list[str]:
+        return self.audit.undeclared
 
 
 class Safeguards:
@@ -179,7 +185,7 @@ class Safeguards:
             )
         elif final and audit.stale and override_reason is None:
             blocked, rereview = self._stale_at_the_end(session, job, audit.stale, reviewable)
-        return Findings(audit, audit.stale, audit.undeclared, note, rereview, blocked)
+        return Findings(audit, note, rereview, blocked)
 
     def _stale_at_the_end(
         self,
