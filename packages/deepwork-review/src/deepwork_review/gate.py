@@ -53,7 +53,7 @@ def gate_rule_reviews(
         return []
     tasks = build_tasks(
         ruleset.rules,
-        sorted(set(paths)),
+        paths,
         project_root=root,
         all_files=lambda: list_project_files(root).all,
     )
