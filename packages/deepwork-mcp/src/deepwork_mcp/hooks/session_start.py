@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from deepwork_core import DeepWorkError
 
-from deepwork_mcp.hooks.active import load_stack, stack_is_empty
+from deepwork_mcp.hooks.active import load_stack
 from deepwork_mcp.hooks.platforms import SESSION_START
 from deepwork_mcp.hooks.result import NO_OP, HookResult
 
@@ -27,9 +27,9 @@ if TYPE_CHECKING:
 def session_start(event: HookEvent, context: HookContext) -> HookResult:
     """The briefing as context for the agent (a no-op when no workflow is active)."""
     root = context.project_root
-    if event.event != SESSION_START or root is None or stack_is_empty(root):
+    if event.event != SESSION_START or root is None:
         return NO_OP
-    stack = load_stack(root)
+    stack = load_stack(root)  # probes the stack file first: [] without pydantic when empty
     if not stack:
         return NO_OP
     return HookResult(context=briefing(root, stack, context.settings.additional_jobs_folders))
