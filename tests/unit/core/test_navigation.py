@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -149,6 +149,17 @@ def test_every_transition_is_an_event(engine: WorkflowEngine) -> None:
     other = engine.start("g", "multi", "alpha").brief.session_id
     engine.abort("stop")
     assert read_events(engine.project_root, other)[-1]["reason"] == "stop"
+
+
+def test_events_carry_the_engine_clock(root: Path) -> None:
+    fixed = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
+    engine = WorkflowEngine(
+        root, JobCatalog.for_project(root), SessionStore(root), clock=lambda: fixed
+    )
+    session_id = engine.start("g", "three_step", "main").brief.session_id
+    engine.finish({"notes": "notes.md"}, notes="n")
+    stamps = {e["ts"] for e in read_events(root, session_id)}
+    assert stamps == {fixed.isoformat()}  # the engine's and the safeguards' events alike
 
 
 def test_pruning_a_session_deletes_its_event_log(engine: WorkflowEngine) -> None:

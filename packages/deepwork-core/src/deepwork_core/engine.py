@@ -116,7 +116,7 @@ class WorkflowEngine(EvidenceSteps):
         self.branch_maker = branch_maker
         self.clock = clock
         self.instructions = InstructionReader(project_root)
-        self.events = SessionEvents(project_root)
+        self.events = SessionEvents(project_root, clock)
         self.guards = Safeguards(project_root, clock)
         self._nesting = Nesting(catalog, self.instructions, self.events.started)
 

@@ -4,7 +4,8 @@ log"). The engine calls these at each transition; `deepwork_core.events` writes 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -14,13 +15,14 @@ from deepwork_core.verdicts import ReviewVerdict
 
 
 class SessionEvents:
-    """Writes the events of the sessions of one project."""
+    """Writes the events of the sessions of one project, stamped by the engine's clock."""
 
-    def __init__(self, project_root: Path) -> None:
+    def __init__(self, project_root: Path, clock: Callable[[], datetime]) -> None:
         self.project_root = project_root
+        self.clock = clock
 
     def _write(self, session_id: str, name: EventName, fields: Mapping[str, Any]) -> None:
-        append_event(self.project_root, session_id, name, fields)
+        append_event(self.project_root, session_id, name, fields, now=self.clock())
 
     def started(self, session: Session) -> None:
         self._write(
