@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -506,3 +508,18 @@ def test_jobs_from_additional_folders_can_be_started(tmp_path: Path, root: Path)
 def _rename(root: Path, job: str, new: str) -> str:
     text = (root / ".deepwork/jobs" / job / "job.yml").read_text()
     return text.replace(f"name: {job}", f"name: {new}", 1)
+
+
+def test_a_nested_session_starts_at_the_engine_clock(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    fixtures = Path(__file__).resolve().parents[2] / "fixtures" / "jobs_014"
+    shutil.copytree(fixtures, root / ".deepwork" / "jobs")
+    (root / "plan.md").write_text("# Plan\n")
+    fixed = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
+    engine = make_engine(root, clock=lambda: fixed)
+    engine.start("g", "launch_plan", "plan", inputs={"product": "p"})
+    nested = engine.finish({"plan.md": "plan.md"})
+    assert nested.brief is not None
+    child = session_file(root, nested.brief.session_id)
+    assert child["started_for_step"] == "release_notes"
+    assert datetime.fromisoformat(str(child["started_at"])) == fixed

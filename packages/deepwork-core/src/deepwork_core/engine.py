@@ -118,7 +118,7 @@ class WorkflowEngine(EvidenceSteps):
         self.instructions = InstructionReader(project_root)
         self.events = SessionEvents(project_root, clock)
         self.guards = Safeguards(project_root, clock)
-        self._nesting = Nesting(catalog, self.instructions, self.events.started)
+        self._nesting = Nesting(catalog, self.instructions, self.events.started, clock)
 
     # --- reads -------------------------------------------------------------------------------
 

@@ -23,7 +23,6 @@ from deepwork_core.sessions import (
     StateTransaction,
     StepRecord,
     new_session_id,
-    utc_now,
 )
 from deepwork_core.start_inputs import start_parameters
 
@@ -39,6 +38,8 @@ class Nesting:
     reader: InstructionReader
     #: Told of every session this starts (the engine's event log).
     started: Callable[[Session], None]
+    #: The engine's clock: when a nested session starts.
+    clock: Callable[[], datetime]
 
 
 def begin_checkpoint(
@@ -66,7 +67,7 @@ def begin_checkpoint(
     if not pushed:
         tx.push(session)
         nesting.started(session)
-    child_job, child = start_child(nesting.catalog, tx, job, session, ref, utc_now())
+    child_job, child = start_child(nesting.catalog, tx, job, session, ref, nesting.clock())
     return begin_checkpoint(nesting, tx, child_job, child, tuple(child.current_step_ids))
 
 
