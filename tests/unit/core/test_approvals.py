@@ -78,6 +78,7 @@ def test_a_decision_is_recorded_with_who_when_how_and_the_hashes(store: Approval
     [event] = read_events(store.project_root, SID)
     assert event["event"] == "approval"
     assert (event["approved"], event["comment"], event["channel"]) == (False, "Split step 3", "cli")
+    assert event["ts"] == WHEN.isoformat()  # the event is stamped when the decision was taken
 
 
 def test_an_edit_after_the_approval_voids_it(store: ApprovalStore) -> None:

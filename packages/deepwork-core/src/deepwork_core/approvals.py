@@ -183,7 +183,10 @@ class ApprovalStore:
                 )
             record = record.model_copy(update={"decision": decision})
             atomic_write_text(self.path(session_id), record.model_dump_json(indent=2))
-        append_event(self.project_root, session_id, EventName.APPROVAL, approval_event(record))
+        fields = approval_event(record)
+        append_event(
+            self.project_root, session_id, EventName.APPROVAL, fields, now=decision.decided_at
+        )
         return record
 
     def clear(self, session_id: str) -> None:
