@@ -12,13 +12,12 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from deepwork_review.deepreview import FILE_NAME
 from deepwork_review.pipeline import normalise_paths
 from deepwork_review.rule_discovery import (
     DEFAULT_CACHE,
     RuleCache,
-    deepreview_sources,
     list_project_files,
+    project_rules,
 )
 from deepwork_review.tasks import build_tasks
 
@@ -46,9 +45,7 @@ def gate_rule_reviews(
     paths = normalise_paths(root, output_files)
     if not paths:
         return []
-    ruleset = cache.load(
-        root, deepreview_sources(list_project_files(root, only_name=FILE_NAME).all)
-    )
+    ruleset = project_rules(root, cache)
     if not ruleset.rules:
         return []
     tasks = build_tasks(

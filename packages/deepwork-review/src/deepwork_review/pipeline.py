@@ -19,7 +19,6 @@ from deepwork_core import GIT_DIR, PathOutsideProjectError, Problem, ReviewError
 from pydantic import BaseModel, ConfigDict
 
 from deepwork_review.changes import TrackedChanges, combine_changes, find_tracked_changes
-from deepwork_review.deepreview import FILE_NAME
 from deepwork_review.formatters import check_platform, format_tasks
 from deepwork_review.instructions import write_instruction_files
 from deepwork_review.passes import ReviewPasses
@@ -27,9 +26,9 @@ from deepwork_review.rule_discovery import (
     DEFAULT_CACHE,
     RuleCache,
     RuleSet,
-    deepreview_sources,
     is_runtime_file,
     list_project_files,
+    project_rules,
 )
 from deepwork_review.tasks import DEFAULT_HASHER, ContentHasher, ReviewTask, build_tasks
 
@@ -97,7 +96,7 @@ def run_review(
             pool.submit(find_tracked_changes, root, base_ref=base_ref) if files is None else None
         )
         listing = list_project_files(root)
-        ruleset = cache.load(root, deepreview_sources(listing.all))
+        ruleset = project_rules(root, cache, listing.all)
         if git_changes is not None and ruleset.rules:
             tracked: TrackedChanges | None = git_changes.result()
         else:
@@ -164,8 +163,7 @@ def configured_rules(
 ) -> RuleListing:
     """Every valid rule (optionally only those matching one of the given files)."""
     root = _project_root(project_root)
-    listing = list_project_files(root, only_name=FILE_NAME)
-    ruleset = cache.load(root, deepreview_sources(listing.all))
+    ruleset = project_rules(root, cache)
     rules = ruleset.rules
     if only_rules_matching_files is not None:
         paths = normalise_paths(root, only_rules_matching_files)
@@ -197,7 +195,7 @@ def open_review_rules(project_root: Path, committed: Iterable[str]) -> tuple[str
     """
     root = _project_root(project_root)
     listing = list_project_files(root)
-    ruleset = DEFAULT_CACHE.load(root, deepreview_sources(listing.all))
+    ruleset = project_rules(root, DEFAULT_CACHE, listing.all)
     if not ruleset.rules:
         return ()
     wanted = set(normalise_paths(root, committed))

@@ -161,3 +161,16 @@ class RuleCache:
 
 #: The process-wide cache used by the pipeline (the MCP server lives long; the CLI runs once).
 DEFAULT_CACHE = RuleCache()
+
+
+def project_rules(
+    project_root: Path, cache: RuleCache = DEFAULT_CACHE, files: Iterable[str] | None = None
+) -> RuleSet:
+    """The rules of the project's `.deepreview` files, read through `cache`.
+
+    `files` is the project's file listing when the caller has one already; without it, only the
+    `.deepreview` files are listed.
+    """
+    if files is None:
+        files = list_project_files(project_root, only_name=FILE_NAME).all
+    return cache.load(project_root, deepreview_sources(files))
