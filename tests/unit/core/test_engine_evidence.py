@@ -4,16 +4,24 @@ from the terminal, and edits after an approval."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from deepwork_core.approvals import ApprovalChannel, ApprovalStore, record_decision
-from deepwork_core.checkpoint import Checkpoint, GatePassed, GateVerdict, ProgressReporter
+from deepwork_core.checkpoint import (
+    Checkpoint,
+    GatePassed,
+    GateVerdict,
+    ProgressReporter,
+    has_own_reviews,
+)
 from deepwork_core.discovery import JobCatalog
 from deepwork_core.engine import WorkflowEngine
 from deepwork_core.events import read_events
 from deepwork_core.evidence import VerdictKind
+from deepwork_core.models import Step
 from deepwork_core.results import FinishStatus
 from deepwork_core.sessions import SessionStore
 from deepwork_core.stats import collect_stats
@@ -27,6 +35,9 @@ class PassingGate:
 
     def __init__(self) -> None:
         self.seen: list[tuple[str, ...]] = []
+
+    def consulted_for(self, steps: Sequence[Step]) -> bool:
+        return has_own_reviews(steps)
 
     def evaluate(self, checkpoint: Checkpoint, progress: ProgressReporter | None) -> GateVerdict:
         self.seen.append(checkpoint.step_ids)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -14,11 +15,13 @@ from deepwork_core.checkpoint import (
     GatePassed,
     GateVerdict,
     ProgressReporter,
+    has_own_reviews,
 )
 from deepwork_core.discovery import JobCatalog
 from deepwork_core.engine import WorkflowEngine
 from deepwork_core.errors import DeepWorkError
 from deepwork_core.events import read_events
+from deepwork_core.models import Step
 from deepwork_core.navigation import active_workflow, go_to_step
 from deepwork_core.sessions import QualityEvent, QualityEventKind, SessionStore, utc_now
 from deepwork_core.verdicts import CriterionVerdict, ReviewVerdict
@@ -188,6 +191,9 @@ class _Gate:
             GateNeedsWork(feedback="too vague", reviews=(failed,)),
             GatePassed(feedback="ok", reviews=(failed.model_copy(update={"passed": True}),)),
         ]
+
+    def consulted_for(self, steps: Sequence[Step]) -> bool:
+        return has_own_reviews(steps)
 
     def evaluate(self, checkpoint: Checkpoint, progress: ProgressReporter | None) -> GateVerdict:
         return self.answers.pop(0)

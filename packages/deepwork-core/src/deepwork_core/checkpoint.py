@@ -119,13 +119,6 @@ class Gate(Protocol):
         ...
 
 
-def gate_consulted(gate: object, steps: Sequence[Step]) -> bool:
-    """Whether `gate` sees a checkpoint of `steps`; a gate without `consulted_for` sees those
-    with reviews of their own (as every gate did before `.deepreview` rules joined the gate)."""
-    consulted_for = getattr(gate, "consulted_for", None)
-    return bool(consulted_for(steps)) if callable(consulted_for) else has_own_reviews(steps)
-
-
 def has_own_reviews(steps: Sequence[Step]) -> bool:
     """True when a step declares reviews or process requirements."""
     return any(step.reviews or step.process_requirements for step in steps)

@@ -30,7 +30,6 @@ from deepwork_core.checkpoint import (
     GateVerdict,
     ProgressReporter,
     check_finish_arguments,
-    gate_consulted,
     quality_event,
 )
 from deepwork_core.config import DEFAULT_MAX_QUALITY_ATTEMPTS
@@ -240,7 +239,7 @@ class WorkflowEngine(EvidenceSteps):
             )
             if answered is not None:
                 return answered
-            reviewed = gate is not None and (gate_consulted(gate, steps) or bool(findings.rereview))
+            reviewed = gate is not None and (gate.consulted_for(steps) or bool(findings.rereview))
             if gate is None or not reviewed:
                 return self._accept(tx, session, job, validated, notes, findings, override_reason)
             if override_reason is not None:
