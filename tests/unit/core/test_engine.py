@@ -523,3 +523,31 @@ def test_a_nested_session_starts_at_the_engine_clock(tmp_path: Path) -> None:
     child = session_file(root, nested.brief.session_id)
     assert child["started_for_step"] == "release_notes"
     assert datetime.fromisoformat(str(child["started_at"])) == fixed
+
+
+
+def _nesting_job(root: Path, name: str, other: str) -> None:
+    job_dir = root / ".deepwork" / "jobs" / name
+    job_dir.mkdir(parents=True)
+    (job_dir / "job.yml").write_text(
+        f"name: {name}\n"
+        f'summary: "Runs a workflow of {other}"\n'
+        "step_arguments: []\n"
+        "workflows:\n"
+        "  main:\n"
+        '    summary: "Nests"\n'
+        "    steps:\n"
+        "      - name: nest\n"
+        "        sub_workflow:\n"
+        f"          workflow_job: {other}\n"
+        "          workflow_name: main\n"
+    )
+
+
+def test_a_sub_workflow_loop_across_jobs_stops_at_the_depth_limit(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    _nesting_job(root, "ping", "pong")
+    _nesting_job(root, "pong", "ping")
+    engine = make_engine(root)
+    raises("workflow.sub_workflow_depth", engine.start, "g", "ping", "main")
+    assert engine.stack() == []  # the failed start left nothing on the stack

@@ -54,21 +54,31 @@ def begin_checkpoint(
     """The brief of a checkpoint of `session`; a `sub_workflow` step starts its workflow nested,
     and the brief is that workflow's first checkpoint.
 
-    Unless `pushed`, `session` is new: it goes on its stack once its brief could be built, and
-    `nesting.started` is told (as it is of every nested workflow this starts).
+    Unless `pushed`, `session` is new. The new sessions (it and every nested one) go on the
+    stack only once the brief could be built, so a failed start leaves the stack as it was;
+    `nesting.started` is told of each.
     """
+    new: list[Session] = [] if pushed else [session]
+    depth = len(tx.stack_ids(session.agent_id)) + len(new)
     ref = sub_workflow_ref(job.definition, step_ids)
-    if ref is None:
-        brief = build_brief(job, session, step_ids, nesting.reader)
-        if not pushed:
-            tx.push(session)
-            nesting.started(session)
-        return brief
-    if not pushed:
-        tx.push(session)
-        nesting.started(session)
-    child_job, child = start_child(nesting.catalog, tx, job, session, ref, nesting.clock())
-    return begin_checkpoint(nesting, tx, child_job, child, tuple(child.current_step_ids))
+    while ref is not None:
+        if depth >= MAX_DEPTH:
+            raise WorkflowNotFoundError(
+                f"step {session.current_step_id!r} of {session.workflow_label!r} would nest "
+                f"workflows more than {MAX_DEPTH} deep; check the sub_workflow references for a "
+                "loop",
+                code="workflow.sub_workflow_depth",
+            )
+        job, session = start_child(nesting.catalog, job, session, ref, nesting.clock())
+        new.append(session)
+        depth += 1
+        step_ids = tuple(session.current_step_ids)
+        ref = sub_workflow_ref(job.definition, step_ids)
+    brief = build_brief(job, session, step_ids, nesting.reader)
+    for fresh in new:
+        tx.push(fresh)
+        nesting.started(fresh)
+    return brief
 
 
 def sub_workflow_ref(definition: JobDefinition, step_ids: tuple[str, ...]) -> SubWorkflowRef | None:
@@ -80,19 +90,12 @@ def sub_workflow_ref(definition: JobDefinition, step_ids: tuple[str, ...]) -> Su
 
 def start_child(
     catalog: JobCatalog,
-    tx: StateTransaction,
     job: LoadedJob,
     parent: Session,
     ref: SubWorkflowRef,
     now: datetime,
 ) -> tuple[LoadedJob, Session]:
     """The nested session `parent`'s current step starts (not yet pushed)."""
-    if len(tx.stack_ids(parent.agent_id)) >= MAX_DEPTH:
-        raise WorkflowNotFoundError(
-            f"step {parent.current_step_id!r} of {parent.workflow_label!r} would nest workflows "
-            f"more than {MAX_DEPTH} deep; check the sub_workflow references for a loop",
-            code="workflow.sub_workflow_depth",
-        )
     child_job = catalog.get(ref.workflow_job or job.name)
     workflow = child_job.definition.workflows_by_name.get(ref.workflow_name)
     if workflow is None:
