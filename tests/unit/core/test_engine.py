@@ -525,7 +525,6 @@ def test_a_nested_session_starts_at_the_engine_clock(tmp_path: Path) -> None:
     assert datetime.fromisoformat(str(child["started_at"])) == fixed
 
 
-
 def _nesting_job(root: Path, name: str, other: str) -> None:
     job_dir = root / ".deepwork" / "jobs" / name
     job_dir.mkdir(parents=True)
