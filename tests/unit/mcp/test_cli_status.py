@@ -80,6 +80,12 @@ def test_status_of_an_idle_project(root: Path) -> None:
     assert _run("status", "--path", str(root)) == (0, "No active workflow.\n")
 
 
+def test_a_negative_finished_count_is_refused(root: Path) -> None:
+    code, output = _run("status", "--path", str(root), "--finished", "-1")
+    assert code == 2
+    assert "--finished" in output
+
+
 def test_ages_read_well() -> None:
     start = datetime(2026, 1, 1, tzinfo=UTC)
     assert [

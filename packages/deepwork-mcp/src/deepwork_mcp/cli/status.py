@@ -121,7 +121,13 @@ def watch(
 @project_option
 @click.option("--json", "as_json", is_flag=True, help="Print the overview as JSON.")
 @click.option("--watch", "watching", is_flag=True, help="Redraw whenever the state changes.")
-@click.option("--finished", default=5, show_default=True, help="Finished sessions to list.")
+@click.option(
+    "--finished",
+    type=click.IntRange(min=0),
+    default=5,
+    show_default=True,
+    help="Finished sessions to list.",
+)
 def status(project: Path, as_json: bool, watching: bool, finished: int) -> None:
     """Show the active workflow stacks and the last finished sessions."""
     store = SessionStore(project.resolve())
