@@ -15,6 +15,8 @@ from deepwork_core.parser import ParsedJob, parse_job_dir, parse_job_source
 
 REPO = Path(__file__).resolve().parents[3]
 LIBRARY_JOBS = sorted(p.parent for p in (REPO / "library" / "jobs").glob("*/job.yml"))
+LIBRARY_09 = [p for p in LIBRARY_JOBS if parse_job_dir(p).format == "0.9"]
+LIBRARY_014 = [p for p in LIBRARY_JOBS if parse_job_dir(p).format == "0.14"]
 STANDARD_JOBS = sorted(p.parent for p in STANDARD_JOBS_DIR.glob("*/job.yml"))
 FIXTURES = sorted(p.parent for p in (REPO / "tests" / "fixtures" / "jobs_014").glob("*/job.yml"))
 
@@ -46,7 +48,7 @@ def _round_trip(job_dir: Path, first: str, second: str) -> tuple[ParsedJob, list
     return final, one.warnings + two.warnings
 
 
-@pytest.mark.parametrize("job_dir", LIBRARY_JOBS + STANDARD_JOBS, ids=lambda p: p.name)
+@pytest.mark.parametrize("job_dir", LIBRARY_09 + STANDARD_JOBS, ids=lambda p: p.name)
 def test_09_to_014_to_09_keeps_steps_outputs_reviews_and_instructions(
     tmp_path: Path, job_dir: Path
 ) -> None:
@@ -78,7 +80,7 @@ def test_09_to_014_to_09_keeps_steps_outputs_reviews_and_instructions(
     assert [w.name for w in final.workflows] == [w.name for w in original.workflows]
 
 
-@pytest.mark.parametrize("job_dir", FIXTURES, ids=lambda p: p.name)
+@pytest.mark.parametrize("job_dir", FIXTURES + LIBRARY_014, ids=lambda p: p.name)
 def test_014_to_09_to_014_keeps_steps_outputs_and_review_instructions(
     tmp_path: Path, job_dir: Path
 ) -> None:
@@ -101,6 +103,11 @@ def test_014_to_09_to_014_keeps_steps_outputs_and_review_instructions(
             assert f"step {step.id!r}: process_requirements" in lost
         if step.sub_workflow is not None:
             assert f"step {step.id!r}: its sub_workflow" in lost
+
+
+def test_the_library_has_jobs_in_both_formats() -> None:
+    assert len(LIBRARY_09) >= 2
+    assert len(LIBRARY_014) >= 2
 
 
 def test_criteria_survive_the_text_of_a_newer_review() -> None:
@@ -134,7 +141,7 @@ def test_same_format_and_invalid_jobs_are_refused(tmp_path: Path) -> None:
 
 
 def test_writing_never_overwrites(tmp_path: Path) -> None:
-    job_dir = _copy(LIBRARY_JOBS[0], tmp_path)
+    job_dir = _copy(LIBRARY_09[0], tmp_path)
     conversion = convert_job(parse_job_dir(job_dir), "0.14")
     [written] = write_conversion(job_dir, conversion, in_place=False)
     assert written.name == "job.converted-0.14.yml"
