@@ -40,6 +40,7 @@ BUDGETS: dict[str, Budget] = {
     "hook.no_op": Budget(80, "≤ 80 ms", size_dependent=False),
     "memory.peak_rss": Budget(110, "≤ 110 MiB"),
     "context.tools_and_instructions": Budget(7000, "≤ 7,000 bytes", size_dependent=False),
+    "evidence.checkpoint": Budget(5, "≤ 5 ms", size_dependent=False),
 }
 
 # Every figure the runner produces, in report order (the smoke test checks all are present).
@@ -75,6 +76,9 @@ FIGURE_KEYS: tuple[str, ...] = (
     "reviews.get_configured_reviews",
     "hook.no_op",
     "hook.python_floor",
+    "evidence.checkpoint",
+    "evidence.hashing",
+    "evidence.scope_guard",
 )
 
 

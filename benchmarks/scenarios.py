@@ -22,6 +22,7 @@ from workloads import (
     LONG_JOB,
     NESTED_JOB,
     edit_job_summary,
+    make_evidence_repo,
     make_jobs_project,
     make_long_workflow,
     make_mixed_project,
@@ -51,6 +52,7 @@ class Sizes:
     review_deepreviews: int
     review_calls: int
     hook_runs: int
+    evidence_checkpoints: int
 
 
 FULL = Sizes(
@@ -68,6 +70,7 @@ FULL = Sizes(
     review_deepreviews=20,
     review_calls=10,
     hook_runs=20,
+    evidence_checkpoints=30,
 )
 
 QUICK = Sizes(
@@ -85,6 +88,7 @@ QUICK = Sizes(
     review_deepreviews=4,
     review_calls=3,
     hook_runs=5,
+    evidence_checkpoints=10,
 )
 
 
@@ -508,6 +512,47 @@ async def hook(bench: Bench) -> None:
         no_op.params["answer"] = result.stdout.strip()[:200]
 
 
+# --- evidence: hashes and the scope guard at a checkpoint ---------------------------------------
+
+
+async def evidence(bench: Bench) -> None:
+    """The evidence work of one checkpoint, in process: hash the step's outputs, re-check the
+    earlier evidence, snapshot the repository and list undeclared changes."""
+    from datetime import UTC, datetime
+
+    from deepwork_core.audit import audit_checkpoint
+    from deepwork_core.evidence import VerdictKind, bind, hash_outputs
+    from deepwork_core.scope import take_snapshot
+
+    repo = make_evidence_repo(
+        bench.scratch / "evidence_repo", files=2000, outputs=10, output_bytes=100 * 1024
+    )
+    root = repo.root.resolve()
+    params = {"tracked_files": repo.tracked, "outputs": len(repo.outputs), "output_kb": 100}
+    total = bench.figure("evidence.checkpoint", "evidence + scope guard per checkpoint", **params)
+    hashing = bench.figure("evidence.hashing", "hash 10 outputs, re-check earlier", **params)
+    guard = bench.figure("evidence.scope_guard", "scope guard alone: snapshot, compare", **params)
+    before = take_snapshot(root)
+    if before is None:
+        raise CallFailed("the evidence repository is not a git work tree")
+    earlier = bind(
+        hash_outputs(root, {"earlier": repo.outputs}), VerdictKind.REVIEWER, datetime.now(UTC)
+    )
+    for _ in range(bench.sizes.evidence_checkpoints):
+        began = time.perf_counter()
+        audit = audit_checkpoint(root, {"step": repo.outputs}, earlier, before)
+        ended = time.perf_counter()
+        if audit.stale or audit.undeclared or len(audit.hashes) != len(repo.outputs):
+            raise CallFailed(f"unexpected audit: stale={audit.stale} extra={audit.undeclared}")
+        total.samples.append(_ms(ended - began))
+        began = time.perf_counter()
+        audit_checkpoint(root, {"step": repo.outputs}, earlier, None)
+        hashing.samples.append(_ms(time.perf_counter() - began))
+        began = time.perf_counter()
+        audit_checkpoint(root, {}, [], before)
+        guard.samples.append(_ms(time.perf_counter() - began))
+
+
 def _last_line(text: str) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[-1] if lines else "(no output)"
@@ -527,5 +572,6 @@ SCENARIOS: dict[str, tuple[Scenario, tuple[str, ...]]] = {
     "workflows": (workflows, ("workflow_50.", "nested_10.")),
     "reviews": (reviews, ("reviews.",)),
     "hook": (hook, ("hook.",)),
+    "evidence": (evidence, ("evidence.",)),
 }
 ALIASES = {"context": "cold_start", "memory": "get_workflows", "nested": "workflows"}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import random
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -291,3 +292,37 @@ def make_review_repo(root: Path, *, files: int, changed: int, deepreview_files: 
         (root / path).write_text(f"# {path}\nvalue = 2\n")
     _git(root, "commit", "--quiet", "--no-gpg-sign", "-a", "-m", "change")
     return ReviewRepo(root, files, changed_paths, deepreview_files, 3 * deepreview_files)
+
+
+@dataclass(frozen=True)
+class EvidenceRepo:
+    root: Path
+    tracked: int
+    outputs: dict[str, str]  # output name -> project-relative path
+
+
+def make_evidence_repo(root: Path, *, files: int, outputs: int, output_bytes: int) -> EvidenceRepo:
+    """A git repository of `files` committed files, with `outputs` new (untracked) output files
+    of `output_bytes` each: one checkpoint's worth of evidence to hash and guard.
+    """
+    root.mkdir(parents=True, exist_ok=True)
+    for index in range(files):
+        path = root / f"pkg{index % 20:02d}" / "src" / f"file_{index:05d}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"value = {index}\n")
+    _git(root, "init", "--quiet", "--initial-branch=main")
+    _git(root, "add", "-A")
+    _git(root, "commit", "--quiet", "--no-gpg-sign", "-m", "base")
+    # Files written in the same second as the index are "racily clean" and re-read by every
+    # `git status`; a repository that has been in use has none. Age the index past that.
+    time.sleep(1.1)
+    _git(root, "update-index", "--really-refresh")
+    rng = random.Random(9)
+    paths: dict[str, str] = {}
+    (root / "out").mkdir()
+    for index in range(outputs):
+        relative = f"out/output_{index:02d}.md"
+        line = "".join(rng.choice("abcdefghij ") for _ in range(99)) + "\n"
+        (root / relative).write_text(line * (output_bytes // len(line)))
+        paths[f"output_{index:02d}"] = relative
+    return EvidenceRepo(root, files, paths)

@@ -649,6 +649,7 @@ def test_step_status_values() -> None:
         "needs_work",
         "next_step",
         "workflow_complete",
+        "awaiting_approval",  # a step waits for a human (docs/evidence.md)
     ]
 
 

@@ -137,10 +137,13 @@ def test_every_transition_is_an_event(engine: WorkflowEngine) -> None:
         "started",
         "step_begun",
         "outputs_submitted",
+        "step_finished",  # the accepted outputs' hashes (docs/evidence.md)
         "step_begun",
         "outputs_submitted",
+        "step_finished",
         "step_begun",
         "outputs_submitted",
+        "step_finished",
         "completed",
     ]
     other = engine.start("g", "multi", "alpha").brief.session_id

@@ -12,6 +12,13 @@ from typing import TYPE_CHECKING
 from deepwork_core.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from deepwork_core.approvals import (
+        ApprovalChannel,
+        ApprovalRecord,
+        ApprovalRequest,
+        ApprovalStore,
+        record_decision,
+    )
     from deepwork_core.branching import BranchOutcome, ensure_workflow_branch
     from deepwork_core.checkpoint import (
         Checkpoint,
@@ -71,6 +78,7 @@ if TYPE_CHECKING:
         read_text_file,
     )
     from deepwork_core.git import run_git
+    from deepwork_core.globs import glob_to_regex, normalise_glob
     from deepwork_core.identifiers import (
         GIT_DIR,
         NAME_PATTERN,
@@ -111,6 +119,7 @@ if TYPE_CHECKING:
     )
     from deepwork_core.results import (
         AbortResult,
+        ApprovalPrompt,
         FinishResult,
         FinishStatus,
         StackItem,
@@ -119,6 +128,7 @@ if TYPE_CHECKING:
     from deepwork_core.runtime_dir import ensure_tmp_dir
     from deepwork_core.scaffold import scaffold_job
     from deepwork_core.sessions import OutputValue, Session, SessionStore
+    from deepwork_core.stats import Stats, StepStats, collect_stats
     from deepwork_core.verdicts import ReviewVerdict
     from deepwork_core.workflow_graph import (
         GraphRenderError,
@@ -130,6 +140,22 @@ if TYPE_CHECKING:
 
 #: Module → the public names it defines; each is imported on first use (`deepwork_core.lazy`).
 _HOMES = {
+    "deepwork_core.approvals": (
+        "ApprovalChannel",
+        "ApprovalRecord",
+        "ApprovalRequest",
+        "ApprovalStore",
+        "record_decision",
+    ),
+    "deepwork_core.globs": (
+        "glob_to_regex",
+        "normalise_glob",
+    ),
+    "deepwork_core.stats": (
+        "Stats",
+        "StepStats",
+        "collect_stats",
+    ),
     "deepwork_core.branching": ("BranchOutcome", "ensure_workflow_branch"),
     "deepwork_core.conversion": ("convert_job", "write_conversion"),
     "deepwork_core.checkpoint": (
@@ -228,6 +254,7 @@ _HOMES = {
     ),
     "deepwork_core.results": (
         "AbortResult",
+        "ApprovalPrompt",
         "FinishResult",
         "FinishStatus",
         "StackItem",
@@ -286,6 +313,11 @@ __all__ = [
     "AbortResult",
     "ActiveEntry",
     "ActiveWorkflow",
+    "ApprovalChannel",
+    "ApprovalPrompt",
+    "ApprovalRecord",
+    "ApprovalRequest",
+    "ApprovalStore",
     "BranchMaker",
     "BranchOutcome",
     "Catalog",
@@ -331,7 +363,9 @@ __all__ = [
     "Severity",
     "StackItem",
     "StartResult",
+    "Stats",
     "Step",
+    "StepStats",
     "WorkflowEngine",
     "YamlDocument",
     "YamlError",
@@ -343,16 +377,19 @@ __all__ = [
     "build_review_payload",
     "check_job_files",
     "check_outside_git_dir",
+    "collect_stats",
     "combined_feedback",
     "convert_job",
     "ensure_tmp_dir",
     "ensure_workflow_branch",
     "file_lock",
+    "glob_to_regex",
     "go_to_step",
     "has_own_reviews",
     "kill_all_children",
     "lazy_exports",
     "load_config",
+    "normalise_glob",
     "parse_folder_list",
     "parse_job_dir",
     "plan_review_tasks",
@@ -361,6 +398,7 @@ __all__ = [
     "read_events",
     "read_text_file",
     "read_yaml_file",
+    "record_decision",
     "reply_schema_json",
     "resolve_inside",
     "run_bounded",

@@ -21,6 +21,15 @@ from deepwork_core.models import JobDefinition, Step
 from deepwork_core.sessions import OutputValue, QualityEvent, QualityEventKind
 from deepwork_core.verdicts import ReviewVerdict
 
+UNDECLARED_BEGIN = "==================== BEGIN UNDECLARED CHANGES ===================="
+UNDECLARED_END = "==================== END UNDECLARED CHANGES ===================="
+#: What the reviewer is told about the scope guard's findings (docs/evidence.md).
+UNDECLARED_NOTE = (
+    "Files changed during this step that it declares neither as outputs nor under its "
+    "may_change globs. Judge whether each change belongs to the step's work; read them from "
+    "the project. A change that breaks a criterion fails it."
+)
+
 #: `async (done, total, message)`: reports reviewer progress to the client. The engine only
 #: passes it through to the gate, which runs it on the event loop.
 ProgressReporter = Callable[[int, int, str], Awaitable[None]]
@@ -45,6 +54,22 @@ class Checkpoint:
     attempt: int = 0
     #: What the agent says it did, checked against the steps' `process_requirements`.
     work_summary: str | None = None
+    #: Files the steps changed without declaring them (the scope guard, docs/evidence.md).
+    undeclared_changes: tuple[str, ...] = ()
+
+    def undeclared_section(self) -> list[str]:
+        """The reviewer payload's section on undeclared changes; none when there are none."""
+        if not self.undeclared_changes:
+            return []
+        listed = [f"- {path}" for path in self.undeclared_changes]
+        return ["\n".join([UNDECLARED_BEGIN, UNDECLARED_NOTE, *listed, UNDECLARED_END])]
+
+    def undeclared_lines(self) -> list[str]:
+        """The same for the self-review file (Markdown)."""
+        if not self.undeclared_changes:
+            return []
+        listed = [f"- `{path}`" for path in self.undeclared_changes]
+        return ["", "## Undeclared changes", "", UNDECLARED_NOTE, "", *listed]
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "project_root", self.project_root.resolve())

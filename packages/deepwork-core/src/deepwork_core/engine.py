@@ -40,8 +40,11 @@ from deepwork_core.errors import (
     SessionError,
     WorkflowNotFoundError,
 )
+from deepwork_core.evidence import VerdictKind
+from deepwork_core.evidence_steps import EvidenceSteps
 from deepwork_core.identifiers import check_agent_id, check_text
-from deepwork_core.models import JobDefinition, Step, Workflow
+from deepwork_core.lookup import select_workflow
+from deepwork_core.models import JobDefinition, Step
 from deepwork_core.nesting import Nesting, begin_checkpoint, handed_up_outputs, waiting_parent
 from deepwork_core.outputs import ValidatedOutputs, validate_outputs
 from deepwork_core.results import (
@@ -51,6 +54,15 @@ from deepwork_core.results import (
     StackItem,
     StartResult,
 )
+from deepwork_core.safeguards import (
+    Findings,
+    Safeguards,
+    join_notes,
+    needs_work,
+    outputs_with,
+    override_kind,
+)
+from deepwork_core.scope import RepoSnapshot
 from deepwork_core.session_events import SessionEvents
 from deepwork_core.sessions import (
     QualityEvent,
@@ -79,9 +91,10 @@ class _Pending:
     job: LoadedJob
     validated: ValidatedOutputs
     entry_index: int
+    findings: Findings
 
 
-class WorkflowEngine:
+class WorkflowEngine(EvidenceSteps):
     """Runs workflows of one project over a `JobCatalog` and a `SessionStore`. Thread-safe."""
 
     def __init__(
@@ -104,6 +117,7 @@ class WorkflowEngine:
         self.clock = clock
         self.instructions = InstructionReader(project_root)
         self.events = SessionEvents(project_root)
+        self.guards = Safeguards(project_root, clock)
         self._nesting = Nesting(catalog, self.instructions, self.events.started)
 
     # --- reads -------------------------------------------------------------------------------
@@ -125,11 +139,8 @@ class WorkflowEngine:
         agent_id: str | None = None,
         inputs: Mapping[str, object] | None = None,
     ) -> StartResult:
-        """Start a workflow on top of the caller's stack and begin its first checkpoint.
-
-        Only a top-level workflow of the main stack switches branches: agents share the work
-        tree, so their workflows run on whatever branch is checked out.
-        """
+        """Start a workflow on top of the caller's stack and begin its first checkpoint. Only a
+        top-level workflow of the main stack switches branches (agents share the work tree)."""
         check_text(goal, what="goal")
         check_text(instance_id, what="instance_id")
         check_agent_id(agent_id)
@@ -149,7 +160,7 @@ class WorkflowEngine:
             outcome = self.branch_maker(job.name, instance_id or workflow.name)
         branch_name, branch_note = outcome.branch_name, outcome.note
 
-        now = self.clock()
+        now, snapshot = self.clock(), self.guards.prefetch(job.definition)
         with self.store.transaction() as tx:
             parent = tx.top(agent_id)
             if parent is not None:  # nested workflows stay on their parent's branch
@@ -171,11 +182,12 @@ class WorkflowEngine:
                 previous_branch=outcome.previous_branch if parent is None else None,
                 started_at=now,
             )
+            guard_note = self.guards.begin(session, job.definition, entries[0], snapshot)
             brief = begin_checkpoint(self._nesting, tx, job, session, entries[0])
             stack = stack_items(tx, agent_id)
         if parent is None:
             self.store.prune()
-        return StartResult(brief, stack, branch_name, branch_note)
+        return StartResult(brief, stack, branch_name, join_notes(branch_note, guard_note))
 
     # --- finish ------------------------------------------------------------------------------
 
@@ -224,9 +236,14 @@ class WorkflowEngine:
             self.events.outputs_submitted(
                 session.session_id, session.current_step_ids, validated.merged, notes
             )
-            has_reviews = gate is not None and gate_consulted(gate, steps)
-            if gate is None or not has_reviews:
-                return self._advance(tx, session, job, validated, notes)
+            answered, findings = self._audit_first(
+                tx, session, job, steps, validated, notes, override_reason
+            )
+            if answered is not None:
+                return answered
+            reviewed = gate is not None and (gate_consulted(gate, steps) or bool(findings.rereview))
+            if gate is None or not reviewed:
+                return self._accept(tx, session, job, validated, notes, findings, override_reason)
             if override_reason is not None:
                 session.quality_log.append(
                     QualityEvent(
@@ -237,23 +254,26 @@ class WorkflowEngine:
                     )
                 )
                 self.events.override(session.session_id, session.current_step_ids, override_reason)
-                return self._advance(tx, session, job, validated, notes)
+                kind, why = override_kind(session), override_reason
+                return self._accept(tx, session, job, validated, notes, findings, why, kind)
             attempt = 0
             if gate.external:
                 attempt = self._count_attempt(session)
                 tx.save(session)
+            again = [job.definition.step(step_id) for step_id in findings.rereview]
             checkpoint = Checkpoint(
                 project_root=self.project_root,
                 session_id=session.session_id,
                 job=job.definition,
-                step_ids=tuple(session.current_step_ids),
-                outputs=validated.merged,
-                input_files=_file_inputs(session, steps, job.definition),
+                step_ids=(*session.current_step_ids, *findings.rereview),
+                outputs=outputs_with(session, findings.rereview, validated.merged),
+                input_files=_file_inputs(session, [*steps, *again], job.definition),
                 notes=notes,
                 attempt=attempt,
                 work_summary=work_summary,
+                undeclared_changes=tuple(findings.undeclared),
             )
-            return _Pending(checkpoint, job, validated, session.current_entry_index)
+            return _Pending(checkpoint, job, validated, session.current_entry_index, findings)
 
     def _evaluate(self, pending: _Pending, progress: ProgressReporter | None) -> GateVerdict:
         """Run the gate; a gate error is logged on the session, then raised."""
@@ -288,7 +308,10 @@ class WorkflowEngine:
             if not isinstance(verdict, GateSelfReviewRequested):
                 self.events.verdicts(session.session_id, verdict.reviews, checkpoint.attempt)
             if isinstance(verdict, GatePassed):
-                return self._advance(tx, session, pending.job, pending.validated, notes)
+                return self._accept(
+                    tx, session, pending.job, pending.validated, notes, pending.findings,
+                    verdict=VerdictKind.REVIEWER, rereviewed=pending.findings.rereview,
+                )  # fmt: skip
             tx.save(session)
             failed: list[ReviewVerdict] = []
             if isinstance(verdict, GateNeedsWork):
@@ -307,12 +330,8 @@ class WorkflowEngine:
                     "not block.",
                     code="quality_gate.max_attempts",
                 )
-            return FinishResult(
-                FinishStatus.NEEDS_WORK,
-                stack_items(tx, session.agent_id),
-                feedback=verdict.feedback,
-                failed_reviews=failed,
-            )
+            stack = stack_items(tx, session.agent_id)
+            return needs_work(stack, pending.findings, verdict.feedback, failed)
 
     # --- abort -------------------------------------------------------------------------------
 
@@ -394,6 +413,8 @@ class WorkflowEngine:
         job: LoadedJob,
         validated: ValidatedOutputs,
         notes: str | None,
+        snapshot: RepoSnapshot | None = None,
+        probe: bool = False,
     ) -> FinishResult:
         now = self.clock()
         for step_id in session.current_step_ids:
@@ -412,6 +433,7 @@ class WorkflowEngine:
             session.current_step_ids = list(entries[next_index])
             for step_id in entries[next_index]:
                 session.step_progress[step_id] = StepRecord(step_id=step_id, started_at=now)
+            self.guards.begin(session, job.definition, entries[next_index], snapshot, probe=probe)
             tx.save(session)
             self.events.step_begun(session)
             ids = entries[next_index]
@@ -457,26 +479,6 @@ class WorkflowEngine:
         if after:
             note += f" Afterwards: {after}"
         return replace(result, summary=f"{note} {result.summary or ''}".rstrip())
-
-
-def select_workflow(job: LoadedJob, workflow_name: str) -> Workflow:
-    """The named workflow; a job with exactly one workflow gets it whatever the name."""
-    workflows = job.definition.workflows
-    if len(workflows) == 1:
-        return workflows[0]
-    found = job.definition.workflows_by_name.get(workflow_name)
-    if found is not None:
-        return found
-    available = ", ".join(w.name for w in workflows)
-    if not available:
-        raise WorkflowNotFoundError(
-            f"job {job.name!r} defines no workflows, so it cannot be started; "
-            "call get_workflows to see startable workflows"
-        )
-    raise WorkflowNotFoundError(
-        f"workflow {workflow_name!r} not found in job {job.name!r}. "
-        f"Available workflows: {available}"
-    )
 
 
 def _file_inputs(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 #: Area (the part before the dot) -> what the codes of that area are about.
 AREAS: dict[str, str] = {
+    "approval": "Human approvals of a step (`deepwork approve`, the client's form).",
     "arguments": "Tool arguments that do not match the tool's input schema.",
     "config": "`.deepwork/config.yml` and other settings.",
     "convert": "`deepwork jobs convert`: writing a job in the other `job.yml` format.",
@@ -42,6 +43,16 @@ AREAS: dict[str, str] = {
 
 #: Code -> what it means and what to do about it.
 CODES: dict[str, str] = {
+    "approval.already_decided": "The approval request was already approved or rejected; a "
+    "request is decided once (the next `finished_step` opens a new one if needed).",
+    "approval.corrupt": "An approval file under `.deepwork/tmp/approvals/` cannot be read; "
+    "delete it and have the agent call `finished_step` again.",
+    "approval.error": "Generic approval error.",
+    "approval.none_pending": "The session has no step waiting for approval.",
+    "approval.outputs_changed": "A file shown for approval changed after the request was "
+    "opened; the agent must call `finished_step` again so the new content is reviewed first.",
+    "approval.request_changed": "The approval request was replaced by a newer one while the "
+    "human looked at it; look at the new one.",
     "arguments.invalid": "A tool was called with arguments its input schema rejects; the error "
     "names each bad argument. Call again with arguments that match the schema.",
     "config.invalid": "`.deepwork/config.yml` is not valid (unknown key, wrong type, bad value).",
@@ -95,10 +106,14 @@ CODES: dict[str, str] = {
     "exist.",
     "job.input_not_dependency": "A file input comes from a step that is not in `dependencies`.",
     "job.invalid": "A job failed to load; the findings follow.",
+    "job.invalid_approval": "A step's `approval.show` names something that is not one of its "
+    "outputs.",
     "job.invalid_hook_action": "A hook action is not exactly one of `prompt`, `prompt_file`, "
     "`script`.",
     "job.invalid_input": "A step input is neither a parameter (`name`, `description`) nor a "
     "file (`file`, `from_step`).",
+    "job.invalid_may_change": "A `may_change` glob starts with `/` or contains `..`; globs are "
+    "relative to the project.",
     "job.invalid_run_each": "A review's `run_each` is neither `step` nor an output of the step.",
     "job.invalid_value": "A value is not allowed here.",
     "job.missing_key": "A required key is missing.",

@@ -57,6 +57,7 @@ class EventName(StrEnum):
     OVERRIDE = "override"
     NEEDS_WORK = "needs_work"
     GO_TO_STEP = "go_to_step"
+    STEP_FINISHED = "step_finished"
     STALE_EVIDENCE = "stale_evidence"
     UNDECLARED_CHANGES = "undeclared_changes"
     APPROVAL_REQUESTED = "approval_requested"

@@ -95,6 +95,23 @@ def atomic_write_text(path: Path, text: str) -> None:
         os.close(dir_fd)
 
 
+def stat_signature(info: os.stat_result) -> str:
+    """Size, modification and change times and inode: any write or replacement changes it.
+
+    The change time cannot be set from user space, so an unchanged signature means unchanged
+    bytes (the same test git uses to skip re-reading files).
+    """
+    return f"{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}:{info.st_ino}"
+
+
+def path_signature(path: Path) -> str | None:
+    """`stat_signature` of `path` (not following a final symlink); None when it does not exist."""
+    try:
+        return stat_signature(os.lstat(path))
+    except OSError:
+        return None
+
+
 @contextlib.contextmanager
 def file_lock(path: Path, *, timeout: float = 30.0, shared: bool = False) -> Iterator[None]:
     """Hold an exclusive (or, with `shared`, a shared) `flock` on `path` (created if missing)

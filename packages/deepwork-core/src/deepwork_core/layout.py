@@ -30,6 +30,8 @@ REVIEW_FILE_PREFIX: Final = "quality_review_"
 REVIEW_FILE_SUFFIX: Final = ".md"
 #: The folder of the per-session event logs (`<session_id>.jsonl`).
 EVENTS_DIR: Final = f"{TMP_DIR}/events"
+#: Human approval requests and decisions, `<session_id>.json`, with `approvals.lock`.
+APPROVALS_DIR: Final = f"{TMP_DIR}/approvals"
 #: The project's own jobs; the first folder of the job search path.
 PROJECT_JOBS_DIR: Final = ".deepwork/jobs"
 #: The standard jobs' folder name inside the `deepwork_core` package (the second folder).

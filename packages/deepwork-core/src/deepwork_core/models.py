@@ -222,6 +222,25 @@ class SubWorkflowRef(_Strict):
     workflow_job: Name | None = None
 
 
+class Approval(_Strict):
+    """A human sign-off a step needs after its reviews pass (see docs/evidence.md)."""
+
+    prompt: NonEmptyText = Field(description="The question put to the human.")
+    show: list[NonEmptyText] = Field(
+        default_factory=list,
+        description="Names of the step's outputs shown to the human; the approval is bound to "
+        "their SHA-256 hashes.",
+    )
+
+
+class ScopeGuard(StrEnum):
+    """What the scope guard does with files a step changed without declaring them."""
+
+    NOTE = "note"  # listed in the answer and the review payload
+    STRICT = "strict"  # the checkpoint answers needs_work
+    OFF = "off"  # not checked
+
+
 class Step(_Strict):
     """One step. Its work is given by exactly one of `instructions_file` (a job-relative file),
     `instructions` (inline) or `sub_workflow`; 0.9-style files always use `instructions_file`."""
@@ -248,6 +267,33 @@ class Step(_Strict):
     exposed: StrictBool = False
     hidden: StrictBool = False
     agent: NonEmptyText | None = None
+    may_change: list[NonEmptyText] = Field(
+        default_factory=list,
+        description="Project-relative globs of files the step may change besides its outputs.",
+    )
+    approval: Approval | None = None
+
+    @model_validator(mode="after")
+    def _evidence_fields(self) -> Self:
+        for pattern in self.may_change:
+            if pattern.startswith("/") or ".." in pattern.split("/"):
+                raise PydanticCustomError(
+                    "may_change_glob",
+                    "may_change glob {pattern!r} must be relative to the project, without '..'",
+                    {"pattern": pattern},
+                )
+        unknown = [
+            name
+            for name in (self.approval.show if self.approval else [])
+            if name not in self.outputs
+        ]
+        if unknown:
+            raise PydanticCustomError(
+                "approval_show",
+                "approval.show names {names}, which are not outputs of the step",
+                {"names": ", ".join(unknown)},
+            )
+        return self
 
     @model_validator(mode="after")
     def _one_body(self) -> Self:
@@ -314,6 +360,11 @@ class JobDefinition(_Strict):
     common_job_info_provided_to_all_steps_at_runtime: NonEmptyText | None = None
     workflows: list[Workflow] = Field(default_factory=list)
     steps: list[Step] = Field(min_length=1)
+    scope_guard: ScopeGuard = Field(
+        default=ScopeGuard.NOTE,
+        description="Files a step changes that are neither outputs nor under its may_change: "
+        "'note' lists them, 'strict' makes the checkpoint needs_work, 'off' skips the check.",
+    )
 
     @cached_property
     def steps_by_id(self) -> dict[str, Step]:

@@ -92,6 +92,7 @@ def go_to_step(
         index = _target_entry(entries, session.current_entry_index, step_id)
         from_steps = list(session.current_step_ids)
         cleared = _rewind(session, entries, index, engine.clock())
+        engine.guards.rewound(session, job.definition, entries[index], index)
         brief = build_brief(job, session, entries[index], engine.instructions)
         tx.save(session)
         engine.events.went_to_step(session, from_steps, cleared)

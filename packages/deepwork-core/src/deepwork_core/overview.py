@@ -47,6 +47,10 @@ class ActiveEntry(_View):
     last_verdict: str | None
     branch: str | None
     goal: str
+    #: True while the current step waits for a human (`deepwork approve`, docs/evidence.md).
+    awaiting_approval: bool = False
+    #: Decisions humans gave in this session so far (approved or not).
+    approvals: int = 0
 
 
 class StackView(_View):
@@ -99,6 +103,8 @@ def active_entry(session: Session, agent_id: str | None) -> ActiveEntry:
         last_verdict=last_verdict(session),
         branch=session.branch_name,
         goal=session.goal,
+        awaiting_approval=session.pending_approval is not None,
+        approvals=len(session.approvals),
     )
 
 

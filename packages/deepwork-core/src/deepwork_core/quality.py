@@ -187,7 +187,7 @@ def build_review_payload(
     if inputs:
         sections.append(_section(INPUTS_BEGIN, INPUTS_END, root, inputs, max_inline_files))
     sections.append(_section(OUTPUTS_BEGIN, OUTPUTS_END, root, task.files, max_inline_files))
-    return "\n\n".join(sections) + "\n"
+    return "\n\n".join([*sections, *checkpoint.undeclared_section()]) + "\n"
 
 
 def _section(begin: str, end: str, root: Path, paths: Sequence[str], max_inline: int) -> str:
@@ -465,6 +465,7 @@ def _self_review_text(checkpoint: Checkpoint, tasks: Sequence[QualityReviewTask]
         out += ["", "## Author notes (the agent's own account; verify, do not trust)", ""]
         out.append(_clip(checkpoint.notes.strip(), MAX_NOTES_CHARS))
     out += [
+        *checkpoint.undeclared_lines(),
         "",
         "## How to answer",
         "",

@@ -30,6 +30,8 @@ _SHAPE_CODES = {
     "input_shape": "job.invalid_input",
     "hook_action_shape": "job.invalid_hook_action",
     "step_body_shape": "job.invalid_step_body",
+    "may_change_glob": "job.invalid_may_change",
+    "approval_show": "job.invalid_approval",
 }
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from deepwork_core.approvals import ApprovalRecord, ShownOutput
 from deepwork_core.briefing import StepBrief
+from deepwork_core.evidence import OutputEvidence, StaleEvidence
 from deepwork_core.sessions import OutputValue
 from deepwork_core.verdicts import ReviewVerdict
 
@@ -21,6 +23,7 @@ class FinishStatus(StrEnum):
     NEEDS_WORK = "needs_work"
     NEXT_STEP = "next_step"
     WORKFLOW_COMPLETE = "workflow_complete"
+    AWAITING_APPROVAL = "awaiting_approval"
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +32,35 @@ class StartResult:
     stack: list[StackItem]
     branch_name: str | None
     branch_note: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalPrompt:
+    """A step waiting for a human: what to ask, and the command that answers from a terminal."""
+
+    session_id: str
+    request_id: str
+    step_ids: list[str]
+    prompt: str
+    command: str
+    shown: list[ShownOutput]
+    job_name: str
+    workflow_name: str
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceReport:
+    """What a checkpoint's audit found (docs/evidence.md); `outputs` and `approvals`, the
+    evidence summary, are set when the workflow completes."""
+
+    stale_evidence: list[StaleEvidence]
+    undeclared_changes: list[str]
+    #: Why the scope guard is off, said once per session.
+    scope_guard_note: str | None = None
+    #: Set with `AWAITING_APPROVAL`: what the human is asked, and how they answer.
+    approval: ApprovalPrompt | None = None
+    outputs: list[OutputEvidence] | None = None
+    approvals: list[ApprovalRecord] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +73,7 @@ class FinishResult:
     failed_reviews: list[ReviewVerdict] | None = None
     summary: str | None = None
     all_outputs: dict[str, OutputValue] | None = None
+    evidence: EvidenceReport | None = None
     #: With `WORKFLOW_COMPLETE`: what the completed workflow asks the agent to do next.
     post_workflow_instructions: str | None = None
 

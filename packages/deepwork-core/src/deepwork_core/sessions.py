@@ -32,11 +32,14 @@ from typing import Annotated, Any, Final, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
+from deepwork_core.approvals import ApprovalRecord
 from deepwork_core.errors import FileReadError, SessionError
 from deepwork_core.events import delete_event_log
+from deepwork_core.evidence import OutputEvidence, OutputHash, VerdictKind
 from deepwork_core.fsutil import LockTimeout, atomic_write_text, file_lock, read_text_file
 from deepwork_core.identifiers import AGENT_ID_PATTERN, SESSION_ID_PATTERN, check_session_id
 from deepwork_core.layout import (
+    APPROVALS_DIR,
     LOCK_FILE,
     SESSION_PREFIX,
     SESSION_SUFFIX,
@@ -46,6 +49,7 @@ from deepwork_core.layout import (
     session_file_name,
 )
 from deepwork_core.runtime_dir import ensure_tmp_dir
+from deepwork_core.scope import RepoSnapshot
 from deepwork_core.verdicts import ReviewVerdict
 
 SCHEMA_VERSION: Literal[1] = 1
@@ -90,6 +94,8 @@ class StepRecord(_State):
     notes: str | None = None
     #: Quality-gate evaluations of the checkpoint this step belongs to (external reviewer).
     quality_attempts: int = 0
+    #: The repository when the step began (the scope guard's baseline); None outside git.
+    began: RepoSnapshot | None = None
 
 
 class QualityEventKind(StrEnum):
@@ -112,6 +118,21 @@ class QualityEvent(_State):
     error_code: str | None = None
     review_file: str | None = None
     reviews: list[ReviewVerdict] = Field(default_factory=list)
+
+
+class PendingApproval(_State):
+    """A checkpoint that passed its reviews and waits for a human (docs/evidence.md)."""
+
+    request_id: str
+    entry_index: int
+    step_ids: list[str]
+    #: The verdict the evidence is bound to once the human approves.
+    verdict: VerdictKind
+    override_reason: str | None = None
+    #: The checkpoint's files as reviewed; a change voids the request.
+    hashes: list[OutputHash] = Field(default_factory=list)
+    #: Steps whose stale outputs were reviewed again with this checkpoint.
+    rereviewed: list[str] = Field(default_factory=list)
 
 
 class Session(_State):
@@ -143,6 +164,14 @@ class Session(_State):
     completed_at: datetime | None = None
     abort_reason: str | None = None
     quality_log: list[QualityEvent] = Field(default_factory=list)
+    #: The hash of every accepted output file with the verdict that covers it.
+    evidence: list[OutputEvidence] = Field(default_factory=list)
+    #: Stale files already reported at the last checkpoint (the next call reviews them again).
+    stale_reported: list[str] = Field(default_factory=list)
+    pending_approval: PendingApproval | None = None
+    approvals: list[ApprovalRecord] = Field(default_factory=list)
+    #: True once the answer said the scope guard is off (it says so once per session).
+    scope_guard_noted: bool = False
 
     @property
     def workflow_label(self) -> str:
@@ -291,6 +320,8 @@ class SessionStore:
                     path.unlink(missing_ok=True)
                     for review_file in self.state_dir.glob(review_file_glob(session_id)):
                         review_file.unlink(missing_ok=True)
+                    approval = self.project_root / APPROVALS_DIR / f"{session_id}.json"
+                    approval.unlink(missing_ok=True)
                     delete_event_log(self.project_root, session_id)
                     removed.append(session_id)
         return removed

@@ -139,6 +139,78 @@ class ReviewResult(_Model):
     criteria_results: list[QualityCriteriaResult]
 
 
+class StaleEvidenceInfo(_Model):
+    """An output file that changed since its step was accepted (docs/evidence.md)."""
+
+    output: str
+    step: str = Field(validation_alias="step_id")
+    path: str
+    old_sha256: str | None
+    new_sha256: str | None
+
+
+class ShownFile(_Model):
+    output: str
+    path: str
+    sha256: str | None
+
+
+class ApprovalInfo(_Model):
+    """A step waiting for a human; `command` is what the user runs to answer."""
+
+    session_id: str
+    prompt: str
+    command: str
+    shown: list[ShownFile]
+
+
+class OutputEvidenceInfo(_Model):
+    output: str
+    step: str = Field(validation_alias="step_id")
+    path: str
+    sha256: str | None
+    verdict: _Text
+    recorded_at: datetime
+    override_reason: str | None = None
+
+
+class ApprovalGiven(_Model):
+    step_ids: list[str]
+    approved: bool
+    comment: str | None
+    channel: _Text
+    actor: str
+    terminal: str | None
+    decided_at: datetime
+    shown: list[ShownFile]
+
+
+def _approvals(value: object) -> object:
+    """Approval records (request + decision) as one flat entry each."""
+    if not isinstance(value, (list, tuple)):
+        return value
+    flat: list[object] = []
+    for record in value:
+        decision = getattr(record, "decision", None)
+        request = getattr(record, "request", None)
+        if decision is None or request is None:
+            flat.append(record)
+            continue
+        flat.append({"step_ids": request.step_ids, **decision.model_dump()})
+    return flat
+
+
+class EvidenceInfo(_Model):
+    """What the checkpoint's audit found; at `workflow_complete` also the evidence summary."""
+
+    stale_evidence: list[StaleEvidenceInfo] = Field(default_factory=list)
+    undeclared_changes: list[str] = Field(default_factory=list)
+    scope_guard_note: str | None = None
+    approval: ApprovalInfo | None = None
+    outputs: list[OutputEvidenceInfo] | None = None
+    approvals: Annotated[list[ApprovalGiven] | None, BeforeValidator(_approvals)] = None
+
+
 class FinishedStepResponse(_Model):
     status: FinishStatus
     feedback: str | None = None
@@ -150,6 +222,8 @@ class FinishedStepResponse(_Model):
     #: With `workflow_complete`: what to do now that the workflow is done.
     post_workflow_instructions: str | None = _Sparse
     stack: list[StackEntry]
+    #: Always present: the audit's findings (docs/evidence.md).
+    evidence: EvidenceInfo = Field(default_factory=EvidenceInfo)
 
 
 class AbortWorkflowResponse(_Model):

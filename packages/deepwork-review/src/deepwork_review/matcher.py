@@ -1,8 +1,7 @@
 """Glob matching for `.deepreview` rules (docs/reviews.md).
 
-Syntax: `**/` zero or more folders, a trailing `**` anything, `*` any characters except `/`,
-`?` one character except `/`; everything else is literal. Paths are POSIX, relative to the
-folder of the `.deepreview` file.
+The glob syntax is that of `deepwork_core.globs`. Paths are POSIX, relative to the folder of the
+`.deepreview` file.
 """
 
 from __future__ import annotations
@@ -12,39 +11,7 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from functools import lru_cache
 
-
-def glob_to_regex(pattern: str) -> str:
-    """The regular expression (without anchors) that matches what `pattern` matches."""
-    out: list[str] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        char = pattern[i]
-        if pattern.startswith("**", i):
-            if pattern.startswith("**/", i):
-                out.append("(?:[^/]*/)*")
-                i += 3
-                continue
-            if i + 2 == n:
-                out.append(".*")
-                i += 2
-                continue
-            out.append("[^/]*")  # `**` inside a name behaves like `*`
-            i += 2
-            continue
-        if char == "*":
-            out.append("[^/]*")
-        elif char == "?":
-            out.append("[^/]")
-        else:
-            out.append(re.escape(char))
-        i += 1
-    return "".join(out)
-
-
-def _normalise(pattern: str) -> str:
-    while pattern.startswith("./"):
-        pattern = pattern[2:]
-    return pattern
+from deepwork_core import glob_to_regex, normalise_glob
 
 
 @lru_cache(maxsize=4096)
@@ -55,7 +22,7 @@ def _compile(prefix: str, patterns: tuple[str, ...]) -> re.Pattern[str] | None:
     """
     if not patterns:
         return None
-    alternatives = "|".join(glob_to_regex(_normalise(pattern)) for pattern in patterns)
+    alternatives = "|".join(glob_to_regex(normalise_glob(pattern)) for pattern in patterns)
     return re.compile(f"{re.escape(prefix)}(?:{alternatives})")
 
 

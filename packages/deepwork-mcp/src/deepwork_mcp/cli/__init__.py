@@ -30,6 +30,12 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
         "jobs",
         "List, validate, scaffold and convert DeepWork jobs.",
     ),
+    "approve": (
+        "deepwork_mcp.cli.approve",
+        "approve",
+        "Approve or reject a step waiting for a human.",
+    ),
+    "stats": ("deepwork_mcp.cli.stats", "stats", "Quality-gate figures per job, step, criterion."),
 }
 
 

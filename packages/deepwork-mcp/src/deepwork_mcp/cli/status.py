@@ -56,6 +56,10 @@ def _entry_line(entry: ActiveEntry, now: datetime) -> str:
     ]
     if entry.branch:
         parts.append(f"branch {entry.branch}")
+    if entry.approvals:
+        parts.append(f"approvals {entry.approvals}")
+    if entry.awaiting_approval:
+        parts.append(f"AWAITING APPROVAL: deepwork approve {entry.session_id}")
     return "  ".join(parts)
 
 

@@ -23,6 +23,7 @@ from fastmcp.tools.base import ToolResult
 from mcp.types import TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
+from deepwork_mcp.approval import ask_and_record
 from deepwork_mcp.listing import output_schema
 from deepwork_mcp.responses import (
     AbortWorkflowResponse,
@@ -118,20 +119,22 @@ def register_workflow_tools(mcp: FastMCP, engines: Engines) -> None:
         session_id: SessionIdArg = None,
         agent_id: AgentIdArg = None,
     ) -> FinishedStepResponse:
-        """Submit the current step's outputs. Returns needs_work, next_step or
-        workflow_complete."""
-        result = await to_thread.run_sync(
-            partial(
-                engines().finish,
-                outputs,
-                notes=notes,
-                override_reason=quality_review_override_reason,
-                session_id=session_id,
-                progress=ctx.report_progress,
-                agent_id=agent_id,
-                work_summary=work_summary,
-            )
+        """Submit this step's outputs; act on `status`."""
+        engine = engines()
+        call = partial(
+            engine.finish,
+            outputs,
+            notes=notes,
+            override_reason=quality_review_override_reason,
+            session_id=session_id,
+            progress=ctx.report_progress,
+            agent_id=agent_id,
+            work_summary=work_summary,
         )
+        result = await to_thread.run_sync(call)
+        ask = result.evidence.approval if result.evidence is not None else None
+        if ask is not None and await ask_and_record(engine, ctx, ask):
+            result = await to_thread.run_sync(call)
         return FinishedStepResponse.model_validate(result)
 
     register_navigation_tools(mcp, engines)

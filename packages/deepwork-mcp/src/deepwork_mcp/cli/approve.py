@@ -1,0 +1,89 @@
+"""`deepwork approve SESSION`: a human approves or rejects a step waiting for approval.
+
+Run in a terminal by the person the step asks; the MCP server never runs it and no MCP tool can
+write what it writes. The decision records the OS user and host, the terminal it was typed in
+(none when input was not a terminal) and the hashes of the shown outputs (docs/evidence.md).
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import socket
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import click
+from deepwork_core import (
+    ApprovalChannel,
+    ApprovalRecord,
+    ApprovalStore,
+    DeepWorkError,
+    record_decision,
+)
+
+
+@click.command()
+@click.argument("session_id")
+@click.option("--reject", is_flag=True, help="Request changes instead of approving.")
+@click.option("--comment", default=None, help="What the agent should know (required to reject).")
+@click.option(
+    "--path",
+    "project",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=".",
+    show_default="current directory",
+    help="The project folder (the one holding .deepwork/).",
+)
+def approve(session_id: str, reject: bool, comment: str | None, project: Path) -> None:
+    """Approve (or with --reject, send back) the step SESSION_ID is waiting on."""
+    if reject and not (comment and comment.strip()):
+        raise click.UsageError("--reject needs --comment saying what to change")
+    store = ApprovalStore(project.resolve())
+    try:
+        pending = store.load(session_id)
+        if pending is not None:
+            _describe(pending)
+        record = record_decision(
+            store,
+            session_id,
+            approved=not reject,
+            comment=comment,
+            channel=ApprovalChannel.CLI,
+            actor=_actor(),
+            terminal=_terminal(),
+            now=datetime.now(UTC),
+        )
+    except DeepWorkError as exc:
+        click.echo(f"{exc.code}: {exc.message}", err=True)
+        raise click.exceptions.Exit(1) from None
+    verdict = "Approved" if not reject else "Changes requested"
+    steps = ", ".join(record.request.step_ids)
+    click.echo(
+        f"{verdict} for step {steps} of session {session_id}. "
+        "The agent's next finished_step call picks it up."
+    )
+
+
+def _describe(record: ApprovalRecord) -> None:
+    request = record.request
+    click.echo(f"{request.job_name}/{request.workflow_name}, step {', '.join(request.step_ids)}")
+    click.echo(f"  {request.prompt}")
+    for shown in request.shown:
+        click.echo(f"  {shown.output}: {shown.path}  sha256 {shown.sha256 or '(missing)'}")
+
+
+def _actor() -> str:
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = str(os.getuid())
+    return f"{user}@{socket.gethostname()}"
+
+
+def _terminal() -> str | None:
+    try:
+        return os.ttyname(sys.stdin.fileno()) if sys.stdin.isatty() else None
+    except (OSError, ValueError, AttributeError):
+        return None

@@ -1,0 +1,64 @@
+"""`deepwork stats`: quality-gate figures per job, step and criterion, from the event logs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from deepwork_core import Stats, StepStats, collect_stats
+
+
+@click.command()
+@click.option("--job", default=None, help="Only this job.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.option(
+    "--path",
+    "project",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=".",
+    show_default="current directory",
+    help="The project folder (the one holding .deepwork/).",
+)
+def stats(job: str | None, as_json: bool, project: Path) -> None:
+    """Runs, first-try pass rate, mean attempts, overrides, criterion failures, median time.
+
+    Use them to find criteria that are too strict (often failed, often overridden) or too loose
+    (never failed). See docs/evidence.md for how each figure is counted.
+    """
+    figures = collect_stats(project.resolve(), job=job)
+    if as_json:
+        click.echo(figures.model_dump_json(indent=2))
+        return
+    _print_table(figures)
+
+
+def _print_table(figures: Stats) -> None:
+    if not figures.jobs:
+        click.echo("No workflow runs recorded yet (.deepwork/tmp/events/ is empty).")
+    for job in figures.jobs:
+        click.echo(
+            f"{job.job}: {job.sessions} session(s), {job.completed} completed, "
+            f"{job.aborted} aborted"
+        )
+        for step in job.steps:
+            click.echo(f"  {step.step}: {_step_line(step)}")
+            for criterion in step.criteria:
+                click.echo(
+                    f"    {criterion.criterion}: failed {criterion.failures} of "
+                    f"{criterion.evaluations} ({_percent(criterion.failure_rate)})"
+                )
+    for skipped in figures.skipped:
+        click.echo(f"skipped {skipped.session_id}: {skipped.error}", err=True)
+
+
+def _step_line(step: StepStats) -> str:
+    median = "-" if step.median_seconds is None else f"{step.median_seconds:.1f} s"
+    attempts = "-" if step.mean_attempts is None else f"{step.mean_attempts:.2f}"
+    return (
+        f"{step.runs} run(s), first-try pass {_percent(step.first_try_pass_rate)}, "
+        f"mean attempts {attempts}, {step.overrides} override(s), median {median}"
+    )
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{value * 100:.0f}%"

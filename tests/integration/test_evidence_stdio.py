@@ -1,0 +1,160 @@
+"""Evidence over real stdio: `deepwork serve` as a subprocess, the official `mcp` client, a fake
+`claude` reviewer on PATH, and `deepwork approve` run as a separate process (docs/evidence.md)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.types import TextContent
+
+from tests.fixtures.evidence_project import make_evidence_project
+
+pytestmark = pytest.mark.slow
+
+FAKE_CLAUDE = Path(__file__).resolve().parent.parent / "fixtures" / "fake_claude.py"
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return make_evidence_project(tmp_path / "project")
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    script = bin_dir / "claude"
+    script.write_text(f"#!{sys.executable}\n" + FAKE_CLAUDE.read_text())
+    script.chmod(0o755)
+    return {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        "FAKE_CLAUDE_LOG": str(tmp_path / "claude-log"),
+        "FAKE_CLAUDE_MODE": "pass",
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+class Agent:
+    def __init__(self, session: ClientSession) -> None:
+        self.session = session
+
+    async def ok(self, tool: str, **arguments: Any) -> dict[str, Any]:
+        result = await self.session.call_tool(tool, arguments)
+        text = "".join(p.text for p in result.content if isinstance(p, TextContent))
+        assert not result.is_error, text
+        assert isinstance(result.structured_content, dict)
+        return result.structured_content
+
+
+@asynccontextmanager
+async def serve(root: Path, env: dict[str, str], *extra: str) -> AsyncIterator[Agent]:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "deepwork_mcp", "serve", "--path", str(root), "--no-branch", *extra],
+        env=env,
+    )
+    with (root.parent / "server.stderr").open("a") as errlog:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            yield Agent(session)
+
+
+async def test_an_output_edited_after_its_review_is_reviewed_again(
+    root: Path, env: dict[str, str], tmp_path: Path
+) -> None:
+    plan, result = root / "plan.md", root / "result.md"
+    async with serve(root, env, "--external-runner", "claude") as agent:
+        await agent.ok("start_workflow", goal="g", job_name="evidenced", workflow_name="main")
+        plan.write_text("the plan\n")
+        reviewed_hash = sha(plan)
+        step2 = await agent.ok("finished_step", outputs={"plan": "plan.md"})
+        assert step2["status"] == "next_step"
+
+        plan.write_text("the plan, quietly changed after its review\n")
+        result.write_text("the result\n")
+        blocked = await agent.ok("finished_step", outputs={"result": "result.md"})
+        assert blocked["status"] == "needs_work"
+        [stale] = blocked["evidence"]["stale_evidence"]
+        assert (stale["output"], stale["step"], stale["path"]) == ("plan", "plan", "plan.md")
+        assert (stale["old_sha256"], stale["new_sha256"]) == (reviewed_hash, sha(plan))
+        assert blocked["evidence"]["undeclared_changes"] == [
+            "plan.md"
+        ]  # changed during step `build`
+
+        done = await agent.ok("finished_step", outputs={"result": "result.md"})
+        assert done["status"] == "workflow_complete"
+        summary = {item["path"]: item for item in done["evidence"]["outputs"]}
+        assert set(summary) == {"plan.md", "result.md"}
+        assert summary["plan.md"]["sha256"] == sha(plan)
+        assert summary["result.md"]["sha256"] == sha(result)
+        assert {item["verdict"] for item in summary.values()} == {"reviewer"}
+
+    reviewed = [
+        json.loads(p.read_text())["stdin"] for p in sorted((tmp_path / "claude-log").glob("*.json"))
+    ]
+    # The last round of reviews saw the changed plan, and was told `build` changed it.
+    assert any("quietly changed" in payload for payload in reviewed[-2:])
+    assert any(
+        "BEGIN UNDECLARED CHANGES" in payload and "- plan.md" in payload
+        for payload in reviewed[-2:]
+    )
+
+
+async def test_deepwork_approve_from_another_process_unblocks_the_step(
+    root: Path, env: dict[str, str]
+) -> None:
+    async with serve(root, env) as agent:
+        started = await agent.ok(
+            "start_workflow", goal="g", job_name="approved", workflow_name="main"
+        )
+        session_id = started["begin_step"]["session_id"]
+        (root / "plan.md").write_text("the plan\n")
+        waiting = await agent.ok("finished_step", outputs={"plan": "plan.md"})
+        assert waiting["status"] == "awaiting_approval"
+        command = waiting["evidence"]["approval"]["command"]
+        assert command == f"deepwork approve {session_id}"
+
+        # The agent's own tool calls cannot get past the human.
+        again = await agent.ok(
+            "finished_step",
+            outputs={"plan": "plan.md"},
+            quality_review_override_reason="I approve this myself",
+        )
+        assert again["status"] == "awaiting_approval"
+
+        done = subprocess.run(
+            [sys.executable, "-m", "deepwork_mcp", "approve", session_id, "--path", str(root)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        moved = await agent.ok("finished_step", outputs={"plan": "plan.md"})
+        assert moved["status"] == "next_step"
+        (root / "result.md").write_text("the result\n")
+        complete = await agent.ok("finished_step", outputs={"result": "result.md"})
+        [approval] = complete["evidence"]["approvals"]
+        assert (approval["approved"], approval["channel"]) == (True, "cli")
+        assert approval["terminal"] is None
+        assert approval["shown"][0]["sha256"] == sha(root / "plan.md")
