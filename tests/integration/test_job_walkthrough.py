@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -115,6 +117,26 @@ def _common_info(job: JobDefinition, workflow: Workflow) -> str | None:
     return own or job.common_job_info_provided_to_all_steps_at_runtime
 
 
+class HumanAtTheClient:
+    """An elicitation handler that approves every request and remembers what it was asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    async def __call__(self, message: str, response_type: Any, params: Any, context: Any) -> Any:
+        self.asked.append(message)
+        return {"decision": "approve", "comment": "Approved in the walkthrough."}
+
+
+def _approval_prompts(job: JobDefinition, checkpoints: list[Checkpoint]) -> list[str]:
+    return [
+        approval.prompt
+        for checkpoint in checkpoints
+        for step_id in checkpoint.step_ids
+        if (approval := job.step(step_id).approval) is not None
+    ]
+
+
 async def _walk(client: Client, project: Path, job: JobDefinition, workflow_name: str) -> None:
     workflow = job.workflows_by_name[workflow_name]
     started = await _call(
@@ -154,12 +176,17 @@ async def _walk(client: Client, project: Path, job: JobDefinition, workflow_name
 async def test_every_workflow_walks_to_completion(
     project: Path, job_dir: Path, workflow_name: str
 ) -> None:
+    """A human at an elicitation-capable client approves each approval step when it asks."""
     if job_dir.parent == LIBRARY_DIR:
         shutil.copytree(job_dir, project / ".deepwork" / "jobs" / job_dir.name)
     job = parse_job_dir(job_dir).require()
+    human = HumanAtTheClient()
 
-    async with Client(_server(project)) as client:
+    async with Client(_server(project), mode="legacy", elicitation_handler=human) as client:
         await _walk(client, project, job, workflow_name)
+    prompts = _approval_prompts(job, _checkpoints(job, job.workflows_by_name[workflow_name]))
+    assert len(human.asked) == len(prompts)
+    assert all(prompt in asked for prompt, asked in zip(prompts, human.asked, strict=True))
 
 
 async def test_every_job_is_listed_without_errors(project: Path) -> None:
@@ -190,6 +217,19 @@ def _review_names(job: JobDefinition, step_id: str) -> list[str]:
         if not review.quality_criteria:
             names += re.findall(r"^- \*\*(.+?)\*\*:", review.additional_review_guidance or "", re.M)
     return names + list(step.process_requirements or {})
+
+
+def _approve_in_a_terminal(project: Path, session_id: str) -> None:
+    """The human runs `deepwork approve` themselves, as a process of its own."""
+    done = subprocess.run(
+        [sys.executable, "-m", "deepwork_mcp", "approve", session_id, "--path", str(project)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
 
 
 def _library_workflow_cases() -> list[Any]:
@@ -236,7 +276,14 @@ async def test_library_workflows_pass_the_self_review_gate(
                 "finished_step",
                 {**arguments, "quality_review_override_reason": "Scripted self-review passed."},
             )
+            if job.step(checkpoint.step_ids[0]).approval is not None:
+                assert answer["status"] == "awaiting_approval", answer
+                _approve_in_a_terminal(project, step["session_id"])
+                answer = await _call(client, "finished_step", arguments)
             expected = "workflow_complete" if position == len(checkpoints) else "next_step"
             assert answer["status"] == expected, answer
             if expected == "next_step":
                 step = answer["begin_step"]
+    approvals = answer["evidence"]["approvals"]
+    assert len(approvals) == len(_approval_prompts(job, checkpoints))
+    assert all((a["approved"], a["channel"]) == (True, "cli") for a in approvals), approvals
