@@ -2,8 +2,8 @@
 
 The requirement ids and a one-sentence paraphrase of each are listed in `docs/requirements.md`
 (`- <id>: <sentence>`, one line per id). Tests carry `@pytest.mark.req("<id>")`; waivers live in
-`tests/requirements_waivers.yml`. When the original requirement text sits beside the clone
-(`../shared/seeds/003_*.txt`), an extra test checks that the list names exactly its ids.
+`tests/requirements_waivers.yml`. An extra test checks that the list names exactly the ids of the
+original requirement text; it skips unless `../shared/seeds/003_*.txt` sits beside the clone.
 """
 
 from __future__ import annotations
