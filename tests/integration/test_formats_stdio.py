@@ -2,14 +2,17 @@
 
 Each workflow of each job in `tests/fixtures/jobs_014/` runs end to end over stdio with the
 official `mcp` client: outputs of every declared type are submitted, `json_schema` outputs are
-checked, and `sub_workflow` steps run their workflow nested (across jobs too). The same walk runs
-on a project whose jobs were converted to the 0.9-style format by `deepwork jobs convert`.
+checked, `sub_workflow` steps run their workflow nested (across jobs too), and approvals are
+answered with `deepwork approve`. The same walk runs on a project whose jobs were converted to the
+0.9-style format by `deepwork jobs convert`.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +21,7 @@ from click.testing import CliRunner
 from deepwork_core.parser import parse_job_dir
 from deepwork_mcp.cli.jobs import jobs
 
+from tests.fixtures.evidence_project import git
 from tests.integration.test_stdio import Server, serve
 
 pytestmark = pytest.mark.slow
@@ -74,14 +78,31 @@ async def _walk(server: Server, root: Path, job: str, workflow: str, depth: int 
         target = _sub_workflow_of(step, job)
         if target is not None:
             await _walk(server, root, *target, depth=depth + 1)
-        answer = await server.ok(
-            "finished_step", outputs=_outputs(root, step), session_id=step["session_id"]
-        )
+        outputs = _outputs(root, step)
+        answer = await server.ok("finished_step", outputs=outputs, session_id=step["session_id"])
+        if answer["status"] == "awaiting_approval":
+            _approve(root, step["session_id"])
+            answer = await server.ok(
+                "finished_step", outputs=outputs, session_id=step["session_id"]
+            )
         if answer["status"] == "workflow_complete":
             assert len(answer["stack"]) == depth
             return
         assert answer["status"] == "next_step", answer
         step = answer["begin_step"]
+
+
+def _approve(root: Path, session_id: str) -> None:
+    """Answer a pending approval the way a human does: `deepwork approve` in another process."""
+    done = subprocess.run(
+        [sys.executable, "-m", "deepwork_mcp", "approve", session_id, "--path", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
 
 
 def _sub_workflow_of(step: dict[str, Any], job: str) -> tuple[str, str] | None:
@@ -207,3 +228,42 @@ async def test_the_workflow_agent_is_listed_and_briefed(tmp_path: Path) -> None:
             "start_workflow", goal="g", job_name="code_audit", workflow_name="full_audit"
         )
         assert started["begin_step"]["agent"] == "general-purpose"
+
+
+@pytest.mark.parametrize("fmt", ["0.14", "0.9"])
+async def test_the_evidence_fields_of_a_newer_job_guard_scope_and_ask_for_approval(
+    tmp_path: Path, fmt: str
+) -> None:
+    root = _project(tmp_path, fmt)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "-c", "user.email=t@example.com", "-c", "user.name=T", "add", ".")
+    git(root, "-c", "user.email=t@example.com", "-c", "user.name=T", "commit", "-qm", "jobs")
+    async with serve(root, "server", "--no-quality-gate") as server:
+        started = await server.ok(
+            "start_workflow", goal="g", job_name="signed_change", workflow_name="change"
+        )
+        session_id = started["begin_step"]["session_id"]
+        (root / "plan.md").write_text("# Plan\n")
+        (root / "notes").mkdir()
+        (root / "notes" / "idea.md").write_text("allowed by may_change\n")
+        (root / "stray.txt").write_text("not declared\n")
+        blocked = await server.ok("finished_step", outputs={"plan.md": "plan.md"})
+        assert blocked["status"] == "needs_work"  # scope_guard: strict
+        assert blocked["evidence"]["undeclared_changes"] == ["stray.txt"]
+
+        (root / "stray.txt").unlink()
+        waiting = await server.ok("finished_step", outputs={"plan.md": "plan.md"})
+        assert waiting["status"] == "awaiting_approval"
+        assert waiting["evidence"]["undeclared_changes"] == []
+        assert waiting["evidence"]["approval"]["command"] == f"deepwork approve {session_id}"
+        _approve(root, session_id)
+        applied = await server.ok("finished_step", outputs={"plan.md": "plan.md"})
+        assert applied["status"] == "next_step"
+        assert applied["begin_step"]["step_id"] == "apply"
+
+        (root / "applied.md").write_text("# Applied\n")
+        done = await server.ok("finished_step", outputs={"applied.md": "applied.md"})
+        assert done["status"] == "workflow_complete"
+        [approval] = done["evidence"]["approvals"]
+        assert (approval["approved"], approval["channel"]) == (True, "cli")
+        assert [item["path"] for item in approval["shown"]] == ["plan.md"]

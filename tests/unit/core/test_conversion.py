@@ -10,8 +10,10 @@ from deepwork_core.conversion import ConversionError, convert_job, write_convers
 from deepwork_core.discovery import STANDARD_JOBS_DIR
 from deepwork_core.export_014 import review_text
 from deepwork_core.export_09 import criteria_from_text
-from deepwork_core.models import JobDefinition, Review
+from deepwork_core.models import Approval, JobDefinition, Review, ScopeGuard
 from deepwork_core.parser import ParsedJob, parse_job_dir, parse_job_source
+
+from tests.unit.core.jobdata import changed, valid_job, write_job
 
 REPO = Path(__file__).resolve().parents[3]
 LIBRARY_JOBS = sorted(p.parent for p in (REPO / "library" / "jobs").glob("*/job.yml"))
@@ -60,6 +62,7 @@ def test_09_to_014_to_09_keeps_steps_outputs_reviews_and_instructions(
     for step in final.steps:
         before = original.step(step.id)
         assert list(step.outputs) == list(before.outputs)
+        assert (step.may_change, step.approval) == (before.may_change, before.approval)
         assert [i.file or i.name for i in step.inputs] == [i.file or i.name for i in before.inputs]
         assert _instructions(final_parsed.job_dir, final, step.id) == _instructions(
             job_dir, original, step.id
@@ -78,6 +81,7 @@ def test_09_to_014_to_09_keeps_steps_outputs_reviews_and_instructions(
                     (run_each, tuple((k, v.strip()) for k, v in items)) for run_each, items in kept
                 }
     assert [w.name for w in final.workflows] == [w.name for w in original.workflows]
+    assert final.scope_guard is original.scope_guard
 
 
 @pytest.mark.parametrize("job_dir", FIXTURES + LIBRARY_014, ids=lambda p: p.name)
@@ -91,9 +95,11 @@ def test_014_to_09_to_014_keeps_steps_outputs_and_review_instructions(
     back = convert_job(parse_job_dir(copy), "0.14")
     final = parse_job_source(back.job_yml, job_dir=copy).require()
     assert [s.id for s in final.steps] == [s.id for s in original.steps]
+    assert final.scope_guard is original.scope_guard
     for step in final.steps:
         before = original.step(step.id)
         assert list(step.outputs) == list(before.outputs)
+        assert (step.may_change, step.approval) == (before.may_change, before.approval)
         if before.sub_workflow is None:  # a sub-workflow step gets generated instructions
             assert _instructions(copy, final, step.id) == _instructions(job_dir, original, step.id)
     # Each loss is named: process requirements, string outputs, sub-workflows ...
@@ -108,6 +114,27 @@ def test_014_to_09_to_014_keeps_steps_outputs_and_review_instructions(
 def test_the_library_has_jobs_in_both_formats() -> None:
     assert len(LIBRARY_09) >= 2
     assert len(LIBRARY_014) >= 2
+
+
+def test_the_evidence_fields_are_carried_both_ways(tmp_path: Path) -> None:
+    data = changed(valid_job(), ("steps", 1, "may_change"), ["docs/**"])
+    data = changed(data, ("steps", 1, "approval"), {"prompt": "Ship it?", "show": ["report.md"]})
+    data["scope_guard"] = "off"
+    job_dir = write_job(tmp_path / "older", data)
+    newer = convert_job(parse_job_dir(job_dir), "0.14")
+    assert newer.job_yml.count("may_change") == 1
+    job = parse_job_source(newer.job_yml, job_dir=job_dir).require()
+    assert job.scope_guard is ScopeGuard.OFF
+    second = job.step("second")
+    assert second.may_change == ["docs/**"]
+    assert second.approval == Approval(prompt="Ship it?", show=["report.md"])
+    signed = parse_job_dir(REPO / "tests" / "fixtures" / "jobs_014" / "signed_change")
+    older = convert_job(signed, "0.9")
+    assert not any("may_change" in w or "approval" in w for w in older.warnings)
+    back = parse_job_source(older.job_yml, job_dir=signed.job_dir).require()
+    assert back.scope_guard is ScopeGuard.STRICT
+    assert back.step("plan").approval == signed.require().step("plan").approval
+    assert back.step("plan").may_change == ["notes/**"]
 
 
 def test_criteria_survive_the_text_of_a_newer_review() -> None:

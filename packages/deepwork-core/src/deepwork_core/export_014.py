@@ -17,6 +17,7 @@ from deepwork_core.models import (
     OutputType,
     Review,
     ReviewStrategy,
+    ScopeGuard,
     Step,
 )
 
@@ -69,6 +70,8 @@ def to_014(definition: JobDefinition) -> tuple[dict[str, Any], list[str]]:
         "step_arguments": list(arguments.values()),
         "workflows": workflows,
     }
+    if definition.scope_guard is not ScopeGuard.NOTE:
+        data["scope_guard"] = definition.scope_guard.value
     return data, notes.items
 
 
@@ -111,6 +114,17 @@ def _step(
         data["outputs"] = outputs
     if step.process_requirements:
         data["process_requirements"] = dict(step.process_requirements)
+    data.update(evidence_fields(step))
+    return data
+
+
+def evidence_fields(step: Step) -> dict[str, Any]:
+    """A step's `may_change` and `approval` as both formats write them (when set)."""
+    data: dict[str, Any] = {}
+    if step.may_change:
+        data["may_change"] = list(step.may_change)
+    if step.approval is not None:
+        data["approval"] = step.approval.model_dump(mode="json")
     return data
 
 

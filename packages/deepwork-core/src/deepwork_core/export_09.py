@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from deepwork_core.briefing import sub_workflow_instructions
-from deepwork_core.export_014 import CRITERIA_HEADER, Notes
+from deepwork_core.export_014 import CRITERIA_HEADER, Notes, evidence_fields
 from deepwork_core.models import (
     InputType,
     JobDefinition,
@@ -23,6 +23,7 @@ from deepwork_core.models import (
     OutputType,
     Review,
     ReviewStrategy,
+    ScopeGuard,
     Step,
 )
 
@@ -52,6 +53,8 @@ def to_09(
     ]
     taken = set(existing_files)
     data["steps"] = [_step(definition, step, files, taken, notes) for step in definition.steps]
+    if definition.scope_guard is not ScopeGuard.NOTE:
+        data["scope_guard"] = definition.scope_guard.value
     return data, files, notes.items
 
 
@@ -119,6 +122,7 @@ def _step(
     for key in ("hooks", "stop_hooks", "exposed", "hidden", "agent"):
         if key in step.model_fields_set:
             data[key] = step.model_dump(mode="json", exclude_none=True)[key]
+    data.update(evidence_fields(step))
     return data
 
 

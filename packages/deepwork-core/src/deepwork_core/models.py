@@ -12,6 +12,7 @@ drifts. Every object level rejects unknown keys. Cross-reference checks live in
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from enum import StrEnum
 from functools import cached_property
 from typing import Annotated, Any, Self
@@ -233,6 +234,30 @@ class Approval(_Strict):
     )
 
 
+def check_evidence_fields(
+    may_change: list[str], approval: Approval | None, outputs: Collection[str]
+) -> None:
+    """Raise the validation error of a bad `may_change` glob or `approval.show` name.
+
+    Both job formats call it on a step, so both report `job.invalid_may_change` and
+    `job.invalid_approval` the same way (docs/evidence.md).
+    """
+    for pattern in may_change:
+        if pattern.startswith("/") or ".." in pattern.split("/"):
+            raise PydanticCustomError(
+                "may_change_glob",
+                "may_change glob {pattern!r} must be relative to the project, without '..'",
+                {"pattern": pattern},
+            )
+    unknown = [name for name in (approval.show if approval else []) if name not in outputs]
+    if unknown:
+        raise PydanticCustomError(
+            "approval_show",
+            "approval.show names {names}, which are not outputs of the step",
+            {"names": ", ".join(unknown)},
+        )
+
+
 class ScopeGuard(StrEnum):
     """What the scope guard does with files a step changed without declaring them."""
 
@@ -275,24 +300,7 @@ class Step(_Strict):
 
     @model_validator(mode="after")
     def _evidence_fields(self) -> Self:
-        for pattern in self.may_change:
-            if pattern.startswith("/") or ".." in pattern.split("/"):
-                raise PydanticCustomError(
-                    "may_change_glob",
-                    "may_change glob {pattern!r} must be relative to the project, without '..'",
-                    {"pattern": pattern},
-                )
-        unknown = [
-            name
-            for name in (self.approval.show if self.approval else [])
-            if name not in self.outputs
-        ]
-        if unknown:
-            raise PydanticCustomError(
-                "approval_show",
-                "approval.show names {names}, which are not outputs of the step",
-                {"names": ", ".join(unknown)},
-            )
+        check_evidence_fields(self.may_change, self.approval, self.outputs)
         return self
 
     @model_validator(mode="after")

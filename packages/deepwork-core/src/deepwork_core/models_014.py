@@ -15,13 +15,16 @@ from pydantic import Field, StrictBool, StringConstraints, model_validator
 from pydantic_core import PydanticCustomError
 
 from deepwork_core.models import (
+    Approval,
     Name,
     NonEmptyText,
     ReviewContext,
     ReviewStrategy,
+    ScopeGuard,
     SubWorkflowRef,
     Summary,
     _Strict,
+    check_evidence_fields,
 )
 
 ARGUMENT_PATTERN = r"^[a-zA-Z][a-zA-Z0-9_./-]*$"
@@ -85,6 +88,16 @@ class WorkflowStep(_Strict):
     process_requirements: dict[NonEmptyText, NonEmptyText] | None = Field(
         default=None, min_length=1
     )
+    may_change: list[NonEmptyText] = Field(
+        default_factory=list,
+        description="Project-relative globs of files the step may change besides its outputs.",
+    )
+    approval: Approval | None = None
+
+    @model_validator(mode="after")
+    def _evidence_fields(self) -> Self:
+        check_evidence_fields(self.may_change, self.approval, self.outputs)
+        return self
 
     @model_validator(mode="after")
     def _exactly_one_body(self) -> Self:
@@ -118,6 +131,11 @@ class JobFile014(_Strict):
     summary: Summary
     step_arguments: list[StepArgument]
     workflows: dict[Name, WorkflowSpec] = Field(min_length=1)
+    scope_guard: ScopeGuard = Field(
+        default=ScopeGuard.NOTE,
+        description="Files a step changes that are neither outputs nor under its may_change: "
+        "'note' lists them, 'strict' makes the checkpoint needs_work, 'off' skips the check.",
+    )
 
     @property
     def arguments(self) -> dict[str, StepArgument]:

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ValidationError
 from deepwork_core.checks import check_semantics
 from deepwork_core.errors import Severity
 from deepwork_core.models import (
+    Approval,
     InputType,
     JobDefinition,
     OutputSpec,
@@ -87,6 +88,8 @@ def allowed_keys(path: KeyPath) -> Sequence[str] | None:
             model = OutputRef
         case ("workflows", str(), "steps", int(), "sub_workflow"):
             model = SubWorkflowRef
+        case ("workflows", str(), "steps", int(), "approval"):
+            model = Approval
         case (*_, "review"):
             model = ReviewBlock
         case (*_, "review", "additional_context"):
@@ -237,7 +240,11 @@ def translate(job: JobFile014) -> tuple[JobDefinition, dict[str, KeyPath]]:
         for name, spec in job.workflows.items()
     ]
     definition = JobDefinition(
-        name=job.name, summary=job.summary, steps=list(steps.values()), workflows=workflows
+        name=job.name,
+        summary=job.summary,
+        steps=list(steps.values()),
+        workflows=workflows,
+        scope_guard=job.scope_guard,
     )
     return definition, origins
 
@@ -299,6 +306,8 @@ def _build_step(job: JobFile014, raw: WorkflowStep, step_id: str, produced: dict
         outputs=outputs,
         dependencies=dependencies,
         reviews=reviews,
+        may_change=list(raw.may_change),
+        approval=raw.approval,
     )
 
 
