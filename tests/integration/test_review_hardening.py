@@ -131,3 +131,24 @@ def test_symlinks_and_git_internals_are_not_review_inputs(repo, tmp_path: Path) 
         with pytest.raises(DeepWorkError) as git_exc:
             normalise_paths(repo.root, [path])
         assert git_exc.value.code == "path.git_internal"
+
+
+def test_paths_resolve_as_realpath_does_with_each_folder_resolved_once(
+    repo, tmp_path: Path
+) -> None:
+    outside = tmp_path / "elsewhere"
+    (outside / "deep").mkdir(parents=True)
+    (outside / "deep" / "secret.py").write_text("secret\n")
+    (repo.root / "src" / "pkg").mkdir(parents=True)
+    (repo.root / "src" / "pkg" / "mod.py").write_text("x = 1\n")
+    (repo.root / "alias").symlink_to(repo.root / "src")  # a folder link that stays inside
+    (repo.root / "src" / "out").symlink_to(outside)  # a folder link that leaves
+    (repo.root / "src" / "pkg" / "chain.py").symlink_to(repo.root / "alias" / "pkg" / "mod.py")
+    inside = ["src/pkg/mod.py", "alias/pkg/mod.py", "src/pkg/chain.py", "alias/pkg/missing.py"]
+    leaving = ["src/out/deep/secret.py", "alias/out/deep/secret.py", "alias/out/new.py"]
+
+    # Many paths in one call share folders, so later paths reuse what earlier ones resolved.
+    assert normalise_paths(repo.root, inside) == tuple(sorted(inside))
+    for path in leaving:
+        with pytest.raises(PathOutsideProjectError):
+            normalise_paths(repo.root, [*inside, path])

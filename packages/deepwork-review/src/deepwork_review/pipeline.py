@@ -248,6 +248,7 @@ def normalise_paths(project_root: Path, paths: Iterable[str]) -> tuple[str, ...]
     root = str(project_root).rstrip("/")
     prefix = root + "/"
     result: set[str] = set()
+    folders: dict[str, str] = {}
     for raw in paths:
         text = raw.strip()
         if not text:
@@ -263,7 +264,7 @@ def normalise_paths(project_root: Path, paths: Iterable[str]) -> tuple[str, ...]
             continue
         if not joined.startswith(prefix):
             raise PathOutsideProjectError(f"file {text!r} is outside the project {project_root}")
-        real = os.path.realpath(joined)
+        real = _resolved(joined, folders)
         if real != root and not real.startswith(prefix):
             raise PathOutsideProjectError(
                 f"file {text!r} is a symbolic link to {real}, outside the project {project_root}"
@@ -276,6 +277,24 @@ def normalise_paths(project_root: Path, paths: Iterable[str]) -> tuple[str, ...]
         if not is_runtime_file(path):
             result.add(path)
     return tuple(sorted(result))
+
+
+def _resolved(joined: str, folders: dict[str, str]) -> str:
+    """`os.path.realpath(joined)`, resolving each parent folder once per call.
+
+    The paths of one call share a few folders; resolving every path from the root cost an
+    `lstat` per path component (about 66,000 for 2,000 changed files).
+    """
+    parent, _, name = joined.rpartition("/")
+    real_parent = folders.get(parent)
+    if real_parent is None:
+        real_parent = folders[parent] = os.path.realpath(parent or "/")
+    candidate = f"{real_parent.rstrip('/')}/{name}"
+    try:
+        linked = stat.S_ISLNK(os.lstat(candidate).st_mode)
+    except (OSError, ValueError):  # missing or unreadable: nothing to follow
+        return candidate
+    return os.path.realpath(candidate) if linked else candidate
 
 
 def _encodable(text: str) -> bool:
