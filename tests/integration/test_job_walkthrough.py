@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from click.testing import CliRunner
 from deepwork_core.discovery import STANDARD_JOBS_DIR
-from deepwork_core.models import JobDefinition
+from deepwork_core.models import InputType, JobDefinition, Workflow
 from deepwork_core.parser import parse_job_dir
+from deepwork_core.start_inputs import start_parameters
 
 pytest.importorskip("deepwork_mcp.server", reason="the MCP server (branch server) is not merged")
 
@@ -59,15 +62,79 @@ async def _call(client: Client, tool: str, arguments: dict[str, Any]) -> dict[st
 
 
 def _placeholder_outputs(project: Path, step: dict[str, Any]) -> dict[str, str | list[str]]:
-    """Write one placeholder file per expected output; `files` outputs get a list of one."""
+    """One placeholder per expected output: a file (a list of one for `files`), or text."""
     outputs: dict[str, str | list[str]] = {}
     for expected in step["step_expected_outputs"]:
+        if expected["type"] == "string":
+            outputs[expected["name"]] = f"placeholder for {expected['name']}"
+            continue
         slug = re.sub(r"[^A-Za-z0-9_.-]", "_", expected["name"])
         relative = f"walkthrough/{step['step_id']}/{slug}.md"
         (project / relative).parent.mkdir(parents=True, exist_ok=True)
         (project / relative).write_text(f"placeholder for {expected['name']}\n")
-        outputs[expected["name"]] = relative if expected["type"] == "file" else [relative]
+        outputs[expected["name"]] = [relative] if expected["type"] == "files" else relative
     return outputs
+
+
+def _start_inputs(project: Path, job: JobDefinition, workflow: Workflow) -> dict[str, Any]:
+    """What a user gives `start_workflow` for the workflow's start parameters (0.10+ jobs)."""
+    inputs: dict[str, Any] = {}
+    for name, parameter in start_parameters(job, workflow).items():
+        if parameter.type is InputType.FILE_PATH:
+            relative = f"walkthrough/start/{name}.md"
+            (project / relative).parent.mkdir(parents=True, exist_ok=True)
+            (project / relative).write_text(f"placeholder for {name}\n")
+            inputs[name] = relative
+        elif parameter.type is InputType.STRING:
+            inputs[name] = f"walkthrough {name}"
+    return inputs
+
+
+class Checkpoint(NamedTuple):
+    """One checkpoint the agent is handed, and how deep the workflow stack is then."""
+
+    step_ids: tuple[str, ...]
+    workflow: Workflow
+    depth: int
+
+
+def _checkpoints(job: JobDefinition, workflow: Workflow, depth: int = 1) -> list[Checkpoint]:
+    """The checkpoints in the order the server hands them out; a `sub_workflow` step of the same
+    job is replaced by the checkpoints of the workflow it runs nested."""
+    found: list[Checkpoint] = []
+    for entry in workflow.entries:
+        ref = job.step(entry[0]).sub_workflow if len(entry) == 1 else None
+        if ref is None:
+            found.append(Checkpoint(entry, workflow, depth))
+            continue
+        assert ref.workflow_job is None, "library sub-workflows stay inside their job"
+        found += _checkpoints(job, job.workflows_by_name[ref.workflow_name], depth + 1)
+    return found
+
+
+def _common_info(job: JobDefinition, workflow: Workflow) -> str | None:
+    own = workflow.common_job_info_provided_to_all_steps_at_runtime
+    return own or job.common_job_info_provided_to_all_steps_at_runtime
+
+
+class HumanAtTheClient:
+    """An elicitation handler that approves every request and remembers what it was asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    async def __call__(self, message: str, response_type: Any, params: Any, context: Any) -> Any:
+        self.asked.append(message)
+        return {"decision": "approve", "comment": "Approved in the walkthrough."}
+
+
+def _approval_prompts(job: JobDefinition, checkpoints: list[Checkpoint]) -> list[str]:
+    return [
+        approval.prompt
+        for checkpoint in checkpoints
+        for step_id in checkpoint.step_ids
+        if (approval := job.step(step_id).approval) is not None
+    ]
 
 
 async def _walk(client: Client, project: Path, job: JobDefinition, workflow_name: str) -> None:
@@ -75,15 +142,20 @@ async def _walk(client: Client, project: Path, job: JobDefinition, workflow_name
     started = await _call(
         client,
         "start_workflow",
-        {"goal": "walkthrough", "job_name": job.name, "workflow_name": workflow_name},
+        {
+            "goal": "walkthrough",
+            "job_name": job.name,
+            "workflow_name": workflow_name,
+            "inputs": _start_inputs(project, job, workflow),
+        },
     )
     step = started["begin_step"]
-    entries = workflow.entries
-    for position, entry in enumerate(entries, 1):
-        assert step["step_id"] == entry[0]
+    checkpoints = _checkpoints(job, workflow)
+    for position, checkpoint in enumerate(checkpoints, 1):
+        assert step["step_id"] == checkpoint.step_ids[0]
         assert step["step_instructions"].strip()
-        assert step["common_job_info"] == job.common_job_info_provided_to_all_steps_at_runtime
-        declared = {name for step_id in entry for name in job.step(step_id).outputs}
+        assert step["common_job_info"] == _common_info(job, checkpoint.workflow)
+        declared = {name for step_id in checkpoint.step_ids for name in job.step(step_id).outputs}
         assert {o["name"] for o in step["step_expected_outputs"]} == declared
 
         answer = await _call(
@@ -91,11 +163,12 @@ async def _walk(client: Client, project: Path, job: JobDefinition, workflow_name
             "finished_step",
             {"outputs": _placeholder_outputs(project, step), "session_id": step["session_id"]},
         )
-        if position == len(entries):
+        if position == len(checkpoints):
             assert answer["status"] == "workflow_complete", answer
         else:
             assert answer["status"] == "next_step", answer
             step = answer["begin_step"]
+            assert len(answer["stack"]) == checkpoints[position].depth, answer["stack"]
     assert answer["stack"] == []
 
 
@@ -103,12 +176,17 @@ async def _walk(client: Client, project: Path, job: JobDefinition, workflow_name
 async def test_every_workflow_walks_to_completion(
     project: Path, job_dir: Path, workflow_name: str
 ) -> None:
+    """A human at an elicitation-capable client approves each approval step when it asks."""
     if job_dir.parent == LIBRARY_DIR:
         shutil.copytree(job_dir, project / ".deepwork" / "jobs" / job_dir.name)
     job = parse_job_dir(job_dir).require()
+    human = HumanAtTheClient()
 
-    async with Client(_server(project)) as client:
+    async with Client(_server(project), mode="legacy", elicitation_handler=human) as client:
         await _walk(client, project, job, workflow_name)
+    prompts = _approval_prompts(job, _checkpoints(job, job.workflows_by_name[workflow_name]))
+    assert len(human.asked) == len(prompts)
+    assert all(prompt in asked for prompt, asked in zip(prompts, human.asked, strict=True))
 
 
 async def test_every_job_is_listed_without_errors(project: Path) -> None:
@@ -130,23 +208,55 @@ async def test_a_scaffolded_job_can_be_started_and_completed(project: Path) -> N
         await _walk(client, project, job, "demo")
 
 
-@pytest.mark.parametrize("job_dir", LIBRARY_JOBS, ids=[p.name for p in LIBRARY_JOBS])
-async def test_library_workflows_pass_the_self_review_gate(project: Path, job_dir: Path) -> None:
+def _review_names(job: JobDefinition, step_id: str) -> list[str]:
+    """What the self-review file must name: each criterion, or each requirement (0.10+ jobs,
+    whose review criteria are written as `- **name**: question` lines of the instructions)."""
+    step = job.step(step_id)
+    names = [c for r in step.reviews for c in r.quality_criteria]
+    for review in step.reviews:
+        if not review.quality_criteria:
+            names += re.findall(r"^- \*\*(.+?)\*\*:", review.additional_review_guidance or "", re.M)
+    return names + list(step.process_requirements or {})
+
+
+def _approve_in_a_terminal(project: Path, session_id: str) -> None:
+    """The human runs `deepwork approve` themselves, as a process of its own."""
+    done = subprocess.run(
+        # `--`: a session id may begin with "-", which click would read as an option.
+        [sys.executable, "-m", "deepwork_mcp", "approve", "--path", str(project), "--", session_id],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def _library_workflow_cases() -> list[Any]:
+    return [
+        pytest.param(job_dir, workflow.name, id=f"{job_dir.name}/{workflow.name}")
+        for job_dir in LIBRARY_JOBS
+        for workflow in parse_job_dir(job_dir).require().workflows
+    ]
+
+
+@pytest.mark.parametrize(("job_dir", "workflow_name"), _library_workflow_cases())
+async def test_library_workflows_pass_the_self_review_gate(
+    project: Path, job_dir: Path, workflow_name: str
+) -> None:
     """With the gate on, every step hands its criteria to a self-review, then moves on."""
     shutil.copytree(job_dir, project / ".deepwork" / "jobs" / job_dir.name)
     job = parse_job_dir(job_dir).require()
-    (workflow,) = job.workflows
+    workflow = job.workflows_by_name[workflow_name]
+    checkpoints = _checkpoints(job, workflow)
 
     server = create_server(project, config())
     async with Client(server) as client:
-        step = (
-            await _call(
-                client,
-                "start_workflow",
-                {"goal": "walkthrough", "job_name": job.name, "workflow_name": workflow.name},
-            )
-        )["begin_step"]
-        for position, entry in enumerate(workflow.entries, 1):
+        start = {"goal": "walkthrough", "job_name": job.name, "workflow_name": workflow.name}
+        start["inputs"] = _start_inputs(project, job, workflow)
+        step = (await _call(client, "start_workflow", start))["begin_step"]
+        for position, checkpoint in enumerate(checkpoints, 1):
             outputs = _placeholder_outputs(project, step)
             arguments = {"outputs": outputs, "session_id": step["session_id"]}
             gate = await _call(client, "finished_step", arguments)
@@ -155,19 +265,26 @@ async def test_library_workflows_pass_the_self_review_gate(project: Path, job_di
                 project
                 / ".deepwork"
                 / "tmp"
-                / (f"quality_review_{step['session_id']}_{entry[0]}.md")
+                / (f"quality_review_{step['session_id']}_{checkpoint.step_ids[0]}.md")
             )
             text = review.read_text(encoding="utf-8")
-            criteria = [c for r in job.step(entry[0]).reviews for c in r.quality_criteria]
-            assert criteria, entry
-            assert [name for name in criteria if name not in text] == [], entry
+            names = _review_names(job, checkpoint.step_ids[0])
+            assert names, checkpoint
+            assert [name for name in names if name not in text] == [], checkpoint
 
             answer = await _call(
                 client,
                 "finished_step",
                 {**arguments, "quality_review_override_reason": "Scripted self-review passed."},
             )
-            expected = "workflow_complete" if position == len(workflow.entries) else "next_step"
+            if job.step(checkpoint.step_ids[0]).approval is not None:
+                assert answer["status"] == "awaiting_approval", answer
+                _approve_in_a_terminal(project, step["session_id"])
+                answer = await _call(client, "finished_step", arguments)
+            expected = "workflow_complete" if position == len(checkpoints) else "next_step"
             assert answer["status"] == expected, answer
             if expected == "next_step":
                 step = answer["begin_step"]
+    approvals = answer["evidence"]["approvals"]
+    assert len(approvals) == len(_approval_prompts(job, checkpoints))
+    assert all((a["approved"], a["channel"]) == (True, "cli") for a in approvals), approvals

@@ -17,6 +17,8 @@ from tests.unit.core.jobdata import changed, valid_job, write_job
 
 REPO = Path(__file__).resolve().parents[3]
 LIBRARY_JOBS = sorted(p.parent for p in (REPO / "library" / "jobs").glob("*/job.yml"))
+LIBRARY_09 = [p for p in LIBRARY_JOBS if parse_job_dir(p).format == "0.9"]
+LIBRARY_014 = [p for p in LIBRARY_JOBS if parse_job_dir(p).format == "0.14"]
 STANDARD_JOBS = sorted(p.parent for p in STANDARD_JOBS_DIR.glob("*/job.yml"))
 FIXTURES = sorted(p.parent for p in (REPO / "tests" / "fixtures" / "jobs_014").glob("*/job.yml"))
 
@@ -48,7 +50,7 @@ def _round_trip(job_dir: Path, first: str, second: str) -> tuple[ParsedJob, list
     return final, one.warnings + two.warnings
 
 
-@pytest.mark.parametrize("job_dir", LIBRARY_JOBS + STANDARD_JOBS, ids=lambda p: p.name)
+@pytest.mark.parametrize("job_dir", LIBRARY_09 + STANDARD_JOBS, ids=lambda p: p.name)
 def test_09_to_014_to_09_keeps_steps_outputs_reviews_and_instructions(
     tmp_path: Path, job_dir: Path
 ) -> None:
@@ -82,7 +84,7 @@ def test_09_to_014_to_09_keeps_steps_outputs_reviews_and_instructions(
     assert final.scope_guard is original.scope_guard
 
 
-@pytest.mark.parametrize("job_dir", FIXTURES, ids=lambda p: p.name)
+@pytest.mark.parametrize("job_dir", FIXTURES + LIBRARY_014, ids=lambda p: p.name)
 def test_014_to_09_to_014_keeps_steps_outputs_and_review_instructions(
     tmp_path: Path, job_dir: Path
 ) -> None:
@@ -107,6 +109,11 @@ def test_014_to_09_to_014_keeps_steps_outputs_and_review_instructions(
             assert f"step {step.id!r}: process_requirements" in lost
         if step.sub_workflow is not None:
             assert f"step {step.id!r}: its sub_workflow" in lost
+
+
+def test_the_library_has_jobs_in_both_formats() -> None:
+    assert len(LIBRARY_09) >= 2
+    assert len(LIBRARY_014) >= 2
 
 
 def test_the_evidence_fields_are_carried_both_ways(tmp_path: Path) -> None:
@@ -161,7 +168,7 @@ def test_same_format_and_invalid_jobs_are_refused(tmp_path: Path) -> None:
 
 
 def test_writing_never_overwrites(tmp_path: Path) -> None:
-    job_dir = _copy(LIBRARY_JOBS[0], tmp_path)
+    job_dir = _copy(LIBRARY_09[0], tmp_path)
     conversion = convert_job(parse_job_dir(job_dir), "0.14")
     [written] = write_conversion(job_dir, conversion, in_place=False)
     assert written.name == "job.converted-0.14.yml"

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from deepwork_core.discovery import STANDARD_JOBS_DIR
 from deepwork_core.errors import DeepWorkError
+from deepwork_core.models import JobDefinition, OutputSpec
 from deepwork_core.parser import check_job_files, parse_job_dir, parse_job_document
 from deepwork_core.scaffold import JOB_TEMPLATE, TEMPLATES_DIR, scaffold_job
 from deepwork_core.yamlio import parse_yaml
@@ -36,6 +38,19 @@ FORBIDDEN = {
     "TodoWrite/WebSearch/WebFetch": re.compile(r"\b(TodoWrite|WebSearch|WebFetch)\b"),
     "$ARGUMENTS": re.compile(r"\$ARGUMENTS"),
 }
+
+
+class _FileStep(NamedTuple):
+    id: str
+    instructions_file: str
+    outputs: dict[str, OutputSpec]
+
+
+def _steps_with_files(definition: JobDefinition) -> list[_FileStep]:
+    """Steps whose instructions are a file; a `sub_workflow` step's are generated."""
+    steps = [s for s in definition.steps if s.sub_workflow is None]
+    assert all(s.instructions_file for s in steps), "library steps keep their instructions in files"
+    return [_FileStep(s.id, s.instructions_file or "", s.outputs) for s in steps]
 
 
 def _text_files(job_dir: Path) -> list[Path]:
@@ -69,8 +84,13 @@ def test_every_step_is_reachable_and_reviewed(job_dir: Path) -> None:
     for step in definition.steps:
         assert step.id in reachable, f"{step.id} is in no workflow"
         assert step.outputs, f"{step.id} declares no output"
-        assert step.reviews, f"{step.id} has no review"
+        if step.sub_workflow is not None:  # its work is reviewed in the workflow it runs
+            assert step.sub_workflow.workflow_name in definition.workflows_by_name
+            continue
+        assert step.reviews or step.process_requirements, f"{step.id} has no review"
         for review in step.reviews:
+            # A 0.10+ review is judged on its instructions: criteria written as questions there.
+            assert review.quality_criteria or review.additional_review_guidance, step.id
             for name, question in review.quality_criteria.items():
                 assert "?" in question, f"{step.id}/{name} is not a question"
 
@@ -204,7 +224,7 @@ def test_every_step_file_names_its_outputs(job_dir: Path) -> None:
     """A step's instructions tell the agent each output by the name `finished_step` expects."""
     definition = parse_job_dir(job_dir).require()
     missing = []
-    for step in definition.steps:
+    for step in _steps_with_files(definition):
         text = (job_dir / step.instructions_file).read_text(encoding="utf-8")
         missing += [
             f"{step.id}: {name}"
@@ -220,7 +240,7 @@ def test_every_step_file_ends_with_a_quality_checklist(job_dir: Path) -> None:
     definition = parse_job_dir(job_dir).require()
     missing = [
         step.id
-        for step in definition.steps
+        for step in _steps_with_files(definition)
         if "## Before you finish" not in (job_dir / step.instructions_file).read_text("utf-8")
     ]
     assert missing == []

@@ -22,6 +22,7 @@ import contextlib
 import json
 import os
 import secrets
+import string
 import threading
 import time
 from collections.abc import Iterator
@@ -207,9 +208,16 @@ class _StackFile(_State):
     agents: dict[_AgentId, list[_SessionId]] = Field(default_factory=dict)
 
 
+_ID_LEADS = string.ascii_letters + string.digits
+
+
 def new_session_id() -> str:
-    """A fresh URL-safe id (16 characters) matching `SESSION_ID_PATTERN`."""
-    return secrets.token_urlsafe(12)
+    """A fresh URL-safe id (16 characters) matching `SESSION_ID_PATTERN`.
+
+    It starts with a letter or digit: an id starting with `-` would read as an option in the
+    commands users are told to run (`deepwork approve <id>`, `deepwork log <id>`).
+    """
+    return secrets.choice(_ID_LEADS) + secrets.token_urlsafe(12)[:15]
 
 
 class SessionStore:
