@@ -152,3 +152,17 @@ def test_paths_resolve_as_realpath_does_with_each_folder_resolved_once(
     for path in leaving:
         with pytest.raises(PathOutsideProjectError):
             normalise_paths(repo.root, [*inside, path])
+
+
+def test_matching_rules_by_name_reads_nothing_through_links(repo, tmp_path: Path) -> None:
+    # get_configured_reviews only matches names against globs, so a link out of the project
+    # is listed by its name (nothing is read through it) while review inputs refuse it.
+    (tmp_path / "outside.py").write_text("secret\n")
+    (repo.root / "link.py").symlink_to(tmp_path / "outside.py")
+    listing = configured_rules(repo.root, only_rules_matching_files=["link.py"])
+    assert [rule.name for rule in listing.rules] == ["python"]
+    with pytest.raises(PathOutsideProjectError):
+        run_review(repo.root, files=["link.py"])
+    with pytest.raises(DeepWorkError) as git_exc:
+        configured_rules(repo.root, only_rules_matching_files=[".git/config"])
+    assert git_exc.value.code == "path.git_internal"

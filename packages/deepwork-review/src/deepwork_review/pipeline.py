@@ -166,7 +166,8 @@ def configured_rules(
     ruleset = project_rules(root, cache)
     rules = ruleset.rules
     if only_rules_matching_files is not None:
-        paths = normalise_paths(root, only_rules_matching_files)
+        # Only names are matched here, nothing is read: no need to follow links.
+        paths = normalise_paths(root, only_rules_matching_files, resolve_links=False)
         rules = tuple(rule for rule in rules if rule.scope.any_match(paths))
     return RuleListing(
         rules=tuple(
@@ -236,11 +237,15 @@ def _no_given_files_message(root: Path, paths: Sequence[str]) -> str:
     return f"None of the given paths is a file of the project: {', '.join(described)}{more}."
 
 
-def normalise_paths(project_root: Path, paths: Iterable[str]) -> tuple[str, ...]:
+def normalise_paths(
+    project_root: Path, paths: Iterable[str], *, resolve_links: bool = True
+) -> tuple[str, ...]:
     """Project-relative POSIX paths, sorted and unique, without runtime files.
 
     Relative inputs are taken from the project root; absolute ones must lie inside it. A path
-    that leaves the project raises `path.outside_project`.
+    that leaves the project raises `path.outside_project`, and with `resolve_links` (for paths
+    whose files are read) so does one whose symbolic links lead out of it. Paths that are only
+    matched by name may skip that file-system walk.
     """
     # Plain string work: this runs on thousands of paths per call and pathlib is slow at it.
     root = str(project_root).rstrip("/")
@@ -262,7 +267,7 @@ def normalise_paths(project_root: Path, paths: Iterable[str]) -> tuple[str, ...]
             continue
         if not joined.startswith(prefix):
             raise PathOutsideProjectError(f"file {text!r} is outside the project {project_root}")
-        real = _resolved(joined, folders)
+        real = _resolved(joined, folders) if resolve_links else joined
         if real != root and not real.startswith(prefix):
             raise PathOutsideProjectError(
                 f"file {text!r} is a symbolic link to {real}, outside the project {project_root}"
