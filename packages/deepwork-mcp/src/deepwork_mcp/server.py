@@ -162,16 +162,34 @@ class CallLog(Middleware):
         except Exception as exc:
             await self._log(name, "error: " + str(exc).split("\n", 1)[0][:300], agent_id)
             raise
-        await self._log(name, "ok", agent_id)
+        await self._log(name, "ok", agent_id, _answered_stack(result))
         return result
 
-    async def _log(self, tool: str, outcome: str, agent_id: str | None) -> None:
+    async def _log(
+        self, tool: str, outcome: str, agent_id: str | None, answered: str | None = None
+    ) -> None:
         try:
-            stack = await to_thread.run_sync(self._engines().stack, agent_id)
-            described = " > ".join(f"{i.workflow}:{i.step}" for i in stack) or "empty"
+            if answered is not None:
+                described = answered
+            else:
+                stack = await to_thread.run_sync(self._engines().stack, agent_id)
+                described = " > ".join(f"{i.workflow}:{i.step}" for i in stack) or "empty"
         except DeepWorkError as exc:
             described = f"unreadable ({exc.code})"
         except Exception as exc:  # the log line must never turn an answer into an error
             described = f"unreadable ({type(exc).__name__})"
         whose = "" if agent_id is None else f" of agent {agent_id[:64]!r}"
         logger.info("tool=%s %s | stack%s: %s", tool, outcome, whose, described)
+
+
+def _answered_stack(result: ToolResult) -> str | None:
+    """The caller's stack as the answer already states it (workflow tools carry it), so the log
+    line costs no second read of the state files; None when the answer has no stack."""
+    content = result.structured_content
+    stack = content.get("stack") if isinstance(content, dict) else None
+    if not isinstance(stack, list):
+        return None
+    try:
+        return " > ".join(f"{entry['workflow']}:{entry['step']}" for entry in stack) or "empty"
+    except (TypeError, KeyError):
+        return None
