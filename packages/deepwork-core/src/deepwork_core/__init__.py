@@ -85,7 +85,7 @@ if TYPE_CHECKING:
         check_outside_git_dir,
         resolve_inside,
     )
-    from deepwork_core.layout import JOB_FILE, TMP_DIR
+    from deepwork_core.layout import JOB_FILE, PROJECT_JOBS_DIR, TMP_DIR
     from deepwork_core.models import HookAction, Step
     from deepwork_core.navigation import (
         ActiveWorkflow,
@@ -222,6 +222,7 @@ _HOMES = {
     ),
     "deepwork_core.layout": (
         "JOB_FILE",
+        "PROJECT_JOBS_DIR",
         "TMP_DIR",
     ),
     "deepwork_core.models": (
@@ -305,6 +306,7 @@ __all__ = [
     "MAX_ATTEMPTS_LIMIT",
     "NAME_PATTERN",
     "PLATFORMS",
+    "PROJECT_JOBS_DIR",
     "REVIEWER_SYSTEM_PROMPT",
     "RULE_PREFIX",
     "TIMEOUT_FREE_FILES",

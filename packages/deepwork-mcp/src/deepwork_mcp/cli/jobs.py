@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 from deepwork_core import (
     JOB_FILE,
+    PROJECT_JOBS_DIR,
     JobCatalog,
     JobFolder,
     ParsedJob,
@@ -89,7 +90,7 @@ def validate(job_paths: tuple[Path, ...], project: Path) -> None:
     if job_paths:
         folders = [path.parent if path.name == JOB_FILE else path for path in job_paths]
     else:
-        jobs_dir = project.resolve() / ".deepwork" / "jobs"
+        jobs_dir = project.resolve() / PROJECT_JOBS_DIR
         folders = sorted(p.parent for p in jobs_dir.glob(f"*/{JOB_FILE}") if p.is_file())
         if not folders:
             click.echo(f"No jobs in {jobs_dir}.")

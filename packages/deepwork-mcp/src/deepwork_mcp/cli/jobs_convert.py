@@ -7,12 +7,15 @@ from pathlib import Path
 import click
 from deepwork_core import (
     JOB_FILE,
+    PROJECT_JOBS_DIR,
     DeepWorkError,
     JobFormat,
     convert_job,
     parse_job_dir,
     write_conversion,
 )
+
+from deepwork_mcp.cli.options import cli_error, project_option
 
 
 @click.command("convert")
@@ -29,14 +32,7 @@ from deepwork_core import (
     is_flag=True,
     help="Replace job.yml (the original is kept as job.yml.<format>.bak).",
 )
-@click.option(
-    "--path",
-    "project",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=".",
-    show_default="current directory",
-    help="The project folder, where a JOB given by name is looked up in .deepwork/jobs/.",
-)
+@project_option
 def convert(job: str, target: str, in_place: bool, project: Path) -> None:
     """Convert JOB (a job folder, its job.yml, or a job name) to the other format.
 
@@ -49,7 +45,7 @@ def convert(job: str, target: str, in_place: bool, project: Path) -> None:
         conversion = convert_job(parse_job_dir(job_dir), fmt)
         written = write_conversion(job_dir, conversion, in_place=in_place)
     except DeepWorkError as exc:
-        raise click.ClickException(f"{exc.code}: {exc.message}") from exc
+        raise cli_error(exc) from exc
     for warning in conversion.warnings:
         click.echo(f"warning: {warning}", err=True)
     for path in written:
@@ -65,7 +61,7 @@ def _job_dir(job: str, project: Path) -> Path:
         return candidate.parent.resolve()
     if (candidate / JOB_FILE).is_file():
         return candidate.resolve()
-    named = project.resolve() / ".deepwork" / "jobs" / job
+    named = project.resolve() / PROJECT_JOBS_DIR / job
     if (named / JOB_FILE).is_file():
         return named
     raise click.ClickException(f"job.not_found: no {JOB_FILE} at {candidate} or {named}")

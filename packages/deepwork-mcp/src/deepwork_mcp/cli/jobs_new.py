@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from deepwork_core import DeepWorkError, scaffold_job
+from deepwork_core import PROJECT_JOBS_DIR, DeepWorkError, scaffold_job
 
 from deepwork_mcp.cli.options import cli_error
 
@@ -26,7 +26,7 @@ from deepwork_mcp.cli.options import cli_error
 def new(name: str, project_root: Path, summary: str | None) -> None:
     """Create a new job NAME with one step, its instructions and a workflow."""
     try:
-        job_dir = scaffold_job(project_root / ".deepwork" / "jobs", name, summary=summary)
+        job_dir = scaffold_job(project_root / PROJECT_JOBS_DIR, name, summary=summary)
     except DeepWorkError as exc:
         raise cli_error(exc) from None
     click.echo(f"Created {job_dir}")
