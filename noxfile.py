@@ -198,9 +198,9 @@ _WHEEL_DATA_CHECK = """
 import json, pathlib, deepwork_core
 root = pathlib.Path(deepwork_core.__file__).parent
 assert "site-packages" in str(root), root
-json.loads((root / "schemas" / "job.schema.json").read_text())
+json.loads((root / "jobs" / "schemas" / "job.schema.json").read_text())
 assert (root / "py.typed").is_file()
-assert (root / "standard_jobs").is_dir()
+assert (root / "jobs" / "standard_jobs").is_dir()
 print("deepwork_core wheel data ok:", root)
 """
 

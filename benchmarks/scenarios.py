@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from deepwork_core.process import run_bounded
+from deepwork_core.base.process import run_bounded
 from harness import CallFailed, Connection, ServerUnavailable, connect
 from report import Figure
 from workloads import (
@@ -520,9 +520,9 @@ async def evidence(bench: Bench) -> None:
     earlier evidence, snapshot the repository and list undeclared changes."""
     from datetime import UTC, datetime
 
-    from deepwork_core.audit import audit_checkpoint
-    from deepwork_core.evidence import VerdictKind, bind, hash_outputs
-    from deepwork_core.scope import take_snapshot
+    from deepwork_core.evidence.audit import audit_checkpoint
+    from deepwork_core.evidence.hashes import VerdictKind, bind, hash_outputs
+    from deepwork_core.evidence.scope import take_snapshot
 
     repo = make_evidence_repo(
         bench.scratch / "evidence_repo", files=2000, outputs=10, output_bytes=100 * 1024

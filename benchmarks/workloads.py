@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from deepwork_core.process import run_bounded
+from deepwork_core.base.process import run_bounded
 
 GIT_TIMEOUT = 120.0
 _GIT_IDENTITY = {

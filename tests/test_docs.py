@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from deepwork_core.error_codes import AREAS, CODES, area_of
+from deepwork_core.base.error_codes import AREAS, CODES, area_of
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -58,14 +58,14 @@ def test_every_code_the_packages_use_is_registered() -> None:
     for code in CODES:
         unregistered.pop(code, None)
     assert unregistered == {}, (
-        "add these codes to deepwork_core/error_codes.py, then run "
+        "add these codes to deepwork_core/base/error_codes.py, then run "
         f"{gen_errors_doc.COMMAND}: {unregistered}"
     )
 
 
 def test_every_registered_code_is_used() -> None:
     unused = sorted(set(CODES) - set(_codes_in_sources()))
-    assert unused == [], f"registered in deepwork_core/error_codes.py but never used: {unused}"
+    assert unused == [], f"registered in deepwork_core/base/error_codes.py but never used: {unused}"
 
 
 def test_every_code_belongs_to_a_described_area() -> None:

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deepwork_core.errors import ProcessTimeoutError
-from deepwork_core.process import Completed, run_bounded
+from deepwork_core.base.errors import ProcessTimeoutError
+from deepwork_core.base.process import Completed, run_bounded
 from release_check import SERVER_TOOLS  # a sibling script: tools/ is sys.path[0]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -287,9 +287,9 @@ def check_claude_hooks(project: Path, env: Mapping[str, str]) -> str:
     With no workflow active, the guard in the hook command answers with nothing and never starts
     `uvx`; with one active, `session_start` (through `uvx deepwork==<version>`) briefs the agent.
     """
-    from deepwork_core.discovery import JobCatalog
-    from deepwork_core.engine import WorkflowEngine
-    from deepwork_core.sessions import SessionStore
+    from deepwork_core.engine.workflow import WorkflowEngine
+    from deepwork_core.jobs.discovery import JobCatalog
+    from deepwork_core.state.sessions import SessionStore
 
     argv = [
         "claude", "-p", "x", "--plugin-dir", str(ROOT / "plugins" / "claude"),

@@ -1,4 +1,4 @@
-"""Generate docs/errors.md, the table of every error code, from `deepwork_core.error_codes`.
+"""Generate docs/errors.md, the table of every error code, from `deepwork_core.base.error_codes`.
 
     python tools/gen_errors_doc.py write   # rewrite docs/errors.md
     python tools/gen_errors_doc.py check   # exit 1 if docs/errors.md is out of date
@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from deepwork_core.error_codes import AREAS, CODES, area_of
+from deepwork_core.base.error_codes import AREAS, CODES, area_of
 
 ROOT = Path(__file__).resolve().parent.parent
 ERRORS_DOC = ROOT / "docs" / "errors.md"
@@ -21,7 +21,7 @@ COMMAND = "uv run python tools/gen_errors_doc.py write"
 _INTRO = """\
 # Error codes
 
-<!-- Generated from deepwork_core/error_codes.py by `{command}`; do not edit. -->
+<!-- Generated from deepwork_core/base/error_codes.py by `{command}`; do not edit. -->
 
 Every error DeepWork reports on purpose carries a stable code, `area.snake_case`. Codes never
 change meaning; messages may be reworded. Where a code shows up:

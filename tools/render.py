@@ -29,7 +29,7 @@ def _load_source(name: str, *parts: str) -> Any:
     """A standard-library-only module of the workspace, loaded from the source tree.
 
     The render session need not install the workspace: the modules loaded this way
-    (`deepwork_mcp.hooks.platforms`, `deepwork_core.layout`) import only the standard library.
+    (`deepwork_mcp.hooks.platforms`, `deepwork_core.base.layout`) import only the standard library.
     """
     path = ROOT.joinpath("packages", *parts)
     spec = importlib.util.spec_from_file_location(name, path)
@@ -46,7 +46,9 @@ HOOK_TABLES = _load_source(
     "_deepwork_hook_platforms", "deepwork-mcp", "src", "deepwork_mcp", "hooks", "platforms.py"
 )
 #: The runtime layout the session store writes (the stack file the hook guard tests).
-LAYOUT = _load_source("_deepwork_layout", "deepwork-core", "src", "deepwork_core", "layout.py")
+LAYOUT = _load_source(
+    "_deepwork_layout", "deepwork-core", "src", "deepwork_core", "base", "layout.py"
+)
 
 # Folders whose every file is rendered: `check` reports any other file in them as extra.
 GENERATED_DIRS = (Path(".claude-plugin"), Path("plugins/claude"), Path("plugins/gemini"))
@@ -83,7 +85,7 @@ class Platform:
         call, so a hook declares in `platform/plugin.toml` when it can have anything to do and a
         POSIX shell guard skips the start otherwise (reading the event, so the client's write to
         stdin never fails):
-        - `when = "workflow_active"`: only while the stack file (`deepwork_core.layout`) exists
+        - `when = "workflow_active"`: only while the stack file (`deepwork_core.base.layout`) exists
           (the session store keeps that file exactly while a workflow is active);
         - `when = "input_contains:<word>"`: only when the event's JSON contains `<word>`.
         """

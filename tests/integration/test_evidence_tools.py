@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deepwork_core.events import read_events
+from deepwork_core.state.events import read_events
 from deepwork_mcp.server import create_server
 from fastmcp import Client
 

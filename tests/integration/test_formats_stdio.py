@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from deepwork_core.parser import parse_job_dir
+from deepwork_core.jobs.parser import parse_job_dir
 from deepwork_mcp.cli.jobs import jobs
 
 from tests.fixtures.evidence_project import git

@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 import yaml
-from deepwork_core import DeepWorkError, JobCatalog, SessionStore, WorkflowEngine
+from deepwork_core import DeepWorkError, JobCatalog, WorkflowEngine
+from deepwork_core.state.sessions import SessionStore
 from deepwork_mcp.server import create_server
 from deepwork_review import configured_rules, run_review
 from fastmcp import Client

@@ -17,10 +17,10 @@ from typing import Any, NamedTuple
 
 import pytest
 from click.testing import CliRunner
-from deepwork_core.discovery import STANDARD_JOBS_DIR
-from deepwork_core.models import InputType, JobDefinition, Workflow
-from deepwork_core.parser import parse_job_dir
-from deepwork_core.start_inputs import start_parameters
+from deepwork_core.engine.start_inputs import start_parameters
+from deepwork_core.jobs.discovery import STANDARD_JOBS_DIR
+from deepwork_core.jobs.model import InputType, JobDefinition, Workflow
+from deepwork_core.jobs.parser import parse_job_dir
 
 pytest.importorskip("deepwork_mcp.server", reason="the MCP server (branch server) is not merged")
 

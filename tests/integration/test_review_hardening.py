@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from deepwork_core.errors import DeepWorkError, PathOutsideProjectError, ReviewError
+from deepwork_core.base.errors import DeepWorkError, PathOutsideProjectError, ReviewError
 from deepwork_review.deepreview import MAX_INSTRUCTIONS_BYTES
 from deepwork_review.instructions import MAX_RUN_BYTES
 from deepwork_review.pipeline import configured_rules, normalise_paths, run_review

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from deepwork_core.config import DeepWorkConfig, load_config
-from deepwork_core.errors import ConfigError
+from deepwork_core.base.config import DeepWorkConfig, load_config
+from deepwork_core.base.errors import ConfigError
 from deepwork_mcp.cli import cli
 from deepwork_mcp.cli.serve import apply_flags
 from fastmcp import Client
@@ -179,7 +179,7 @@ def test_an_unknown_platform_in_the_config_file_is_refused_at_load(tmp_path: Pat
 
 
 def test_core_and_the_review_formatters_agree_on_the_platforms() -> None:
-    from deepwork_core import PLATFORMS as CORE_PLATFORMS
+    from deepwork_core.base.config import PLATFORMS as CORE_PLATFORMS
     from deepwork_review import PLATFORMS as FORMATTED
 
     assert set(CORE_PLATFORMS) == set(FORMATTED)

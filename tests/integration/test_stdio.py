@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deepwork_core.sessions import Session, SessionStatus, SessionStore
+from deepwork_core.state.sessions import Session, SessionStatus, SessionStore
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.types import TextContent
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deepwork_core.config import DeepWorkConfig, QualityGateConfig
-from deepwork_core.engine import FinishStatus
+from deepwork_core.base.config import DeepWorkConfig, QualityGateConfig
+from deepwork_core.engine.workflow import FinishStatus
 from deepwork_mcp.gating import ExternalGate, SelfReviewGate
 from deepwork_mcp.responses import FinishedStepResponse
 from deepwork_mcp.server import build_gate, create_server
@@ -672,7 +672,7 @@ async def test_corrupt_state_is_a_tool_error_naming_the_file(
 async def test_unexpected_errors_become_a_generic_tool_error(
     client: Client[Any], root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from deepwork_core.engine import WorkflowEngine
+    from deepwork_core.engine.workflow import WorkflowEngine
 
     def explode(*args: object, **kwargs: object) -> None:
         raise RuntimeError("secret internals at /home/x")

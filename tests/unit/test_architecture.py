@@ -1,8 +1,11 @@
-"""The shape of the code: layers, public APIs, no import cycles, bounded module and function size.
+"""The shape of the code: layers, public APIs, no import cycles, bounded folders, modules and
+functions.
 
-Layers run one way: `deepwork_core` <- `deepwork_review` <- `deepwork_mcp`. A package imports a
-lower one through its public API (`from deepwork_core import X`, the names in its `__all__`), never
-through its submodules, except `deepwork_core.layout`, which the hooks' fast path reads directly.
+Layers run one way between packages, `deepwork_core` <- `deepwork_review` <- `deepwork_mcp`, and
+inside core between its subpackages, `base` < `jobs` < `evidence` < `state` < `gate` < `engine`
+(docs/architecture.md). Another package imports core's names from their modules
+(`from deepwork_core.state.sessions import Session`) or from the small top-level API, never a
+private name; it imports `deepwork_review` through that package's `__all__`.
 """
 
 from __future__ import annotations
@@ -23,14 +26,17 @@ SOURCES = {
     "deepwork_mcp": PACKAGES / "deepwork-mcp" / "src" / "deepwork_mcp",
 }
 LAYER = {"deepwork_core": 0, "deepwork_review": 1, "deepwork_mcp": 2}
-#: Lower-layer submodules another package may import directly (standard library only).
-DIRECT_SUBMODULES = {"deepwork_core.layout"}
+#: Packages whose modules other packages import directly (their names, not their `__all__`).
+MODULE_API = {"deepwork_core"}
+#: Core's subpackages, lowest first: each may import only itself and those before it.
+CORE_LAYERS = ("base", "jobs", "evidence", "state", "gate", "engine")
+MAX_FOLDER_MODULES = 15
 
 MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 60
-#: Modules allowed over the limits (none: parser.py and models.py were split by noun).
+#: Modules allowed over the limits (none).
 SIZE_ALLOWED: set[str] = set()
-SIZE_CHECKED = ("deepwork_core", "deepwork_mcp")
+SIZE_CHECKED = ("deepwork_core", "deepwork_review", "deepwork_mcp")
 
 
 def _modules() -> Iterator[tuple[str, str, Path]]:
@@ -74,17 +80,93 @@ def test_imports_follow_the_layers_and_the_public_apis() -> None:
                 continue
             if LAYER[top] > LAYER[package]:
                 problems.append(f"{name} imports {module} (upward)")
-            elif module != top and module not in DIRECT_SUBMODULES:
+            elif top in MODULE_API:
+                private = [n for n in names if n.startswith("_")]
+                problems += [f"{name} imports the private {module}.{n}" for n in private]
+                if module == top:
+                    public = set(importlib.import_module(top).__all__)
+                    problems += [
+                        f"{name} imports {top}.{n}, which is not in {top}.__all__"
+                        for n in names
+                        if n not in public
+                    ]
+            elif module != top:
                 problems.append(f"{name} imports {module}; use `from {top} import ...`")
-            elif module == top:
+            else:
                 public = set(importlib.import_module(top).__all__)
-                submodules = {m.removeprefix(top + ".") for m in DIRECT_SUBMODULES}
                 problems += [
                     f"{name} imports {top}.{n}, which is not in {top}.__all__"
                     for n in names
-                    if n not in public and n not in submodules
+                    if n not in public
                 ]
     assert not problems, "\n".join(problems)
+
+
+def _core_layer(module: str) -> int | None:
+    """The rank of the core subpackage `module` belongs to (None: not in a subpackage)."""
+    parts = module.split(".")
+    if parts[0] != "deepwork_core" or len(parts) < 2 or parts[1] not in CORE_LAYERS:
+        return None
+    return CORE_LAYERS.index(parts[1])
+
+
+def _core_layer_problems(imports: Iterator[tuple[str, str]]) -> list[str]:
+    """`importer imports imported (upward)` for every import that climbs core's layers."""
+    problems = []
+    for importer, module in imports:
+        own, other = _core_layer(importer), _core_layer(module)
+        if own is not None and other is not None and other > own:
+            problems.append(f"{importer} imports {module} (upward)")
+    return problems
+
+
+def test_core_subpackages_import_only_downward() -> None:
+    """Every import counts here, lazy and type-only ones too: the order is one of meaning."""
+    pairs = (
+        (name, module)
+        for package, name, path in _modules()
+        if package == "deepwork_core"
+        for module, _, _ in _imports(path)
+    )
+    problems = _core_layer_problems(pairs)
+    assert not problems, "\n".join(problems)
+
+
+def test_the_core_layer_check_catches_an_upward_import() -> None:
+    upward = [("deepwork_core.base.errors", "deepwork_core.engine.workflow")]
+    downward = [("deepwork_core.engine.workflow", "deepwork_core.base.errors")]
+    assert _core_layer_problems(iter(upward)) == [
+        "deepwork_core.base.errors imports deepwork_core.engine.workflow (upward)"
+    ]
+    assert _core_layer_problems(iter(downward)) == []
+
+
+def test_core_is_all_in_its_subpackages() -> None:
+    root = SOURCES["deepwork_core"]
+    loose = sorted(p.name for p in root.glob("*.py") if p.name != "__init__.py")
+    folders = sorted(p.name for p in root.iterdir() if (p / "__init__.py").is_file())
+    assert loose == []
+    assert folders == sorted(CORE_LAYERS)
+
+
+def test_no_source_folder_holds_too_many_modules() -> None:
+    problems = []
+    for root in SOURCES.values():
+        for folder in [root, *(p for p in root.rglob("*") if p.is_dir())]:
+            modules = [p for p in folder.glob("*.py") if p.name != "__init__.py"]
+            if len(modules) > MAX_FOLDER_MODULES:
+                problems.append(f"{folder.relative_to(PACKAGES)}: {len(modules)} modules")
+    assert not problems, "\n".join(problems)
+
+
+def test_every_public_class_name_is_defined_once() -> None:
+    homes: dict[str, list[str]] = {}
+    for _, name, path in _modules():
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                homes.setdefault(node.name, []).append(name)
+    twice = {cls: where for cls, where in homes.items() if len(where) > 1}
+    assert not twice, twice
 
 
 def test_every_public_name_resolves() -> None:
@@ -158,7 +240,7 @@ def test_the_size_allow_list_names_real_files() -> None:
 
 
 @pytest.mark.parametrize(
-    "module", ["deepwork_core", "deepwork_core.layout", "deepwork_mcp.hooks.active"]
+    "module", ["deepwork_core", "deepwork_core.base.layout", "deepwork_mcp.hooks.active"]
 )
 def test_the_hooks_light_path_imports_no_framework(module: str) -> None:
     code = (

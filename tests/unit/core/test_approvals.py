@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from deepwork_core.approvals import (
+from deepwork_core.state.approvals import (
     ApprovalChannel,
     ApprovalError,
     ApprovalRequest,
@@ -16,7 +16,7 @@ from deepwork_core.approvals import (
     record_decision,
     rehash,
 )
-from deepwork_core.events import read_events
+from deepwork_core.state.events import read_events
 
 SID = "sess_approve1"
 WHEN = datetime(2026, 11, 23, 22, 0, tzinfo=UTC)

@@ -6,9 +6,9 @@ import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 
-from deepwork_core.audit import audit_checkpoint
-from deepwork_core.evidence import VerdictKind, bind, hash_outputs
-from deepwork_core.scope import take_snapshot
+from deepwork_core.evidence.audit import audit_checkpoint
+from deepwork_core.evidence.hashes import VerdictKind, bind, hash_outputs
+from deepwork_core.evidence.scope import take_snapshot
 
 
 def git(repo: Path, *args: str) -> None:

@@ -7,7 +7,11 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-from deepwork_core.branching import BranchOutcome, ensure_workflow_branch, workflow_branch_name
+from deepwork_core.engine.branching import (
+    BranchOutcome,
+    ensure_workflow_branch,
+    workflow_branch_name,
+)
 
 TODAY = date(2026, 3, 14)
 BRANCH = "deepwork/demo-acme-2026-03-14"

@@ -6,12 +6,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from deepwork_core.conversion import ConversionError, convert_job, write_conversion
-from deepwork_core.discovery import STANDARD_JOBS_DIR
-from deepwork_core.export_014 import review_text
-from deepwork_core.export_09 import criteria_from_text
-from deepwork_core.models import Approval, JobDefinition, Review, ScopeGuard
-from deepwork_core.parser import ParsedJob, parse_job_dir, parse_job_source
+from deepwork_core.jobs.discovery import STANDARD_JOBS_DIR
+from deepwork_core.jobs.formats.convert import ConversionError, convert_job, write_conversion
+from deepwork_core.jobs.formats.to_v010 import review_text
+from deepwork_core.jobs.formats.to_v09 import criteria_from_text
+from deepwork_core.jobs.model import Approval, JobDefinition, Review, ScopeGuard
+from deepwork_core.jobs.parser import ParsedJob, parse_job_dir, parse_job_source
 
 from tests.unit.core.jobdata import changed, valid_job, write_job
 

@@ -1,4 +1,4 @@
-"""deepwork_core.discovery: search order, shadowing, load errors and the parse cache."""
+"""deepwork_core.jobs.discovery: search order, shadowing, load errors and the parse cache."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import os
 from pathlib import Path
 
 import pytest
-from deepwork_core.discovery import (
+from deepwork_core.base.errors import InvalidIdentifierError, JobInvalidError, JobNotFoundError
+from deepwork_core.jobs.discovery import (
     STANDARD_JOBS_DIR,
     JobCatalog,
     JobFolder,
@@ -14,8 +15,7 @@ from deepwork_core.discovery import (
     job_folders,
     parse_folder_list,
 )
-from deepwork_core.errors import InvalidIdentifierError, JobInvalidError, JobNotFoundError
-from deepwork_core.parser import check_job_files
+from deepwork_core.jobs.parser import check_job_files
 
 from tests.fixtures.corpus import SOURCES, corpus_root
 from tests.unit.core.jobdata import changed, valid_job, write_job
@@ -47,7 +47,7 @@ def test_for_project_searches_project_then_standard_then_additional(tmp_path: Pa
 
 def test_standard_jobs_folder_ships_inside_the_package() -> None:
     assert STANDARD_JOBS_DIR.is_dir()
-    assert STANDARD_JOBS_DIR.parent.name == "deepwork_core"
+    assert STANDARD_JOBS_DIR.parent.parent.name == "deepwork_core"
 
 
 def test_first_folder_wins_and_the_source_is_recorded(folders: dict[SourceKind, Path]) -> None:

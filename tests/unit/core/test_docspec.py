@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from deepwork_core.docspec import (
+from deepwork_core.base.errors import DocSpecError
+from deepwork_core.jobs.docspec import (
     DocSpecInvalidError,
     load_doc_spec,
     render_doc_spec_for_instructions,
 )
-from deepwork_core.errors import DocSpecError
 
 GOOD = """\
 ---

@@ -10,8 +10,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from deepwork_core.branching import BranchOutcome
-from deepwork_core.checkpoint import (
+from deepwork_core.base.errors import DeepWorkError, QualityGateError
+from deepwork_core.engine.branching import BranchOutcome
+from deepwork_core.engine.workflow import FinishStatus, WorkflowEngine
+from deepwork_core.evidence.verdicts import ReviewVerdict
+from deepwork_core.gate.checkpoint import (
     Checkpoint,
     GateNeedsWork,
     GatePassed,
@@ -20,12 +23,9 @@ from deepwork_core.checkpoint import (
     ProgressReporter,
     has_own_reviews,
 )
-from deepwork_core.discovery import JobCatalog
-from deepwork_core.engine import FinishStatus, WorkflowEngine
-from deepwork_core.errors import DeepWorkError, QualityGateError
-from deepwork_core.models import Step
-from deepwork_core.sessions import SessionStatus, SessionStore
-from deepwork_core.verdicts import ReviewVerdict
+from deepwork_core.jobs.discovery import JobCatalog
+from deepwork_core.jobs.model import Step
+from deepwork_core.state.sessions import SessionStatus, SessionStore
 
 from tests.fixtures.workflow_project import make_project, write_files, write_job
 

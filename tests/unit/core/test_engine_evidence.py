@@ -9,23 +9,23 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from deepwork_core.approvals import ApprovalChannel, ApprovalStore, record_decision
-from deepwork_core.checkpoint import (
+from deepwork_core.engine.results import FinishStatus
+from deepwork_core.engine.workflow import WorkflowEngine
+from deepwork_core.evidence.hashes import VerdictKind
+from deepwork_core.evidence.verdicts import CriterionVerdict, ReviewVerdict
+from deepwork_core.gate.checkpoint import (
     Checkpoint,
     GatePassed,
     GateVerdict,
     ProgressReporter,
     has_own_reviews,
 )
-from deepwork_core.discovery import JobCatalog
-from deepwork_core.engine import WorkflowEngine
-from deepwork_core.events import read_events
-from deepwork_core.evidence import VerdictKind
-from deepwork_core.models import Step
-from deepwork_core.results import FinishStatus
-from deepwork_core.sessions import SessionStore
-from deepwork_core.stats import collect_stats
-from deepwork_core.verdicts import CriterionVerdict, ReviewVerdict
+from deepwork_core.jobs.discovery import JobCatalog
+from deepwork_core.jobs.model import Step
+from deepwork_core.state.approvals import ApprovalChannel, ApprovalStore, record_decision
+from deepwork_core.state.events import read_events
+from deepwork_core.state.sessions import SessionStore
+from deepwork_core.state.stats import collect_stats
 
 from tests.fixtures.evidence_project import make_evidence_project
 

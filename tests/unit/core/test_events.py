@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from deepwork_core import events
-from deepwork_core.errors import InvalidIdentifierError
-from deepwork_core.events import (
+from deepwork_core.base.errors import InvalidIdentifierError
+from deepwork_core.state import events
+from deepwork_core.state.events import (
     EventLogError,
     EventName,
     append_event,

@@ -7,7 +7,7 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
-from deepwork_core.evidence import (
+from deepwork_core.evidence.hashes import (
     OutputEvidence,
     VerdictKind,
     bind,

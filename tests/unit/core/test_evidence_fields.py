@@ -9,9 +9,9 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from deepwork_core.models import ScopeGuard
-from deepwork_core.parser import parse_job_dir
-from deepwork_core.schema_export import JOB_SCHEMA_PATH
+from deepwork_core.jobs.model import ScopeGuard
+from deepwork_core.jobs.parser import parse_job_dir
+from deepwork_core.jobs.schema import JOB_SCHEMA_PATH
 
 from tests.unit.core.jobdata import changed, valid_job, write_job
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from deepwork_core.fsutil import LockTimeout, file_lock
+from deepwork_core.base.fsutil import LockTimeout, file_lock
 
 
 def test_shared_locks_coexist_and_exclude_an_exclusive_one(tmp_path: Path) -> None:

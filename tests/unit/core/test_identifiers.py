@@ -5,14 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from deepwork_core.discovery import JobCatalog
-from deepwork_core.errors import (
+from deepwork_core.base.errors import (
     InvalidIdentifierError,
     InvalidTextError,
     JobNotFoundError,
     PathOutsideProjectError,
 )
-from deepwork_core.identifiers import (
+from deepwork_core.base.identifiers import (
     MAX_TEXT_CHARS,
     SHOWN_CHARS,
     check_name,
@@ -21,6 +20,7 @@ from deepwork_core.identifiers import (
     resolve_inside,
     shown,
 )
+from deepwork_core.jobs.discovery import JobCatalog
 
 
 @pytest.mark.parametrize("name", ["a", "job_1", "x9_y"])

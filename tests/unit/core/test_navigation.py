@@ -8,8 +8,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from deepwork_core import layout
-from deepwork_core.checkpoint import (
+from deepwork_core.base import layout
+from deepwork_core.base.errors import DeepWorkError
+from deepwork_core.engine.navigation import active_workflow, go_to_step
+from deepwork_core.engine.workflow import WorkflowEngine
+from deepwork_core.evidence.verdicts import CriterionVerdict, ReviewVerdict
+from deepwork_core.gate.checkpoint import (
     Checkpoint,
     GateNeedsWork,
     GatePassed,
@@ -17,14 +21,10 @@ from deepwork_core.checkpoint import (
     ProgressReporter,
     has_own_reviews,
 )
-from deepwork_core.discovery import JobCatalog
-from deepwork_core.engine import WorkflowEngine
-from deepwork_core.errors import DeepWorkError
-from deepwork_core.events import read_events
-from deepwork_core.models import Step
-from deepwork_core.navigation import active_workflow, go_to_step
-from deepwork_core.sessions import QualityEvent, QualityEventKind, SessionStore, utc_now
-from deepwork_core.verdicts import CriterionVerdict, ReviewVerdict
+from deepwork_core.jobs.discovery import JobCatalog
+from deepwork_core.jobs.model import Step
+from deepwork_core.state.events import read_events
+from deepwork_core.state.sessions import QualityEvent, QualityEventKind, SessionStore, utc_now
 
 from tests.fixtures.workflow_project import make_project, write_files
 

@@ -6,9 +6,9 @@ import os
 from pathlib import Path
 
 import pytest
-from deepwork_core.errors import DeepWorkError
-from deepwork_core.models import Step
-from deepwork_core.outputs import validate_outputs
+from deepwork_core.base.errors import DeepWorkError
+from deepwork_core.engine.outputs import validate_outputs
+from deepwork_core.jobs.model import Step
 
 STEP = Step.model_validate(
     {

@@ -1,4 +1,5 @@
-"""deepwork_core.parser: every check of docs/job-format.md, reported with file, line, step, key."""
+"""deepwork_core.jobs.parser: every check of docs/job-format.md, reported with file, line, step,
+key."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ from typing import Any
 
 import pytest
 import yaml
-from deepwork_core.errors import JobInvalidError, Problem, Severity
-from deepwork_core.parser import (
+from deepwork_core.base.errors import JobInvalidError, Problem, Severity
+from deepwork_core.jobs.parser import (
     ParsedJob,
     check_job_files,
     format_problems,

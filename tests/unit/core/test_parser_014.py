@@ -10,16 +10,16 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from deepwork_core.errors import Severity
-from deepwork_core.models import InputType, OutputType, ReviewStrategy, StepInput
-from deepwork_core.parser import (
+from deepwork_core.base.errors import Severity
+from deepwork_core.jobs.model import InputType, OutputType, ReviewStrategy, StepInput
+from deepwork_core.jobs.parser import (
     ParsedJob,
     check_job_files,
     format_problems,
     parse_job_dir,
     parse_job_source,
 )
-from deepwork_core.schema_export import JOB_SCHEMA_PATH
+from deepwork_core.jobs.schema import JOB_SCHEMA_PATH
 
 from tests.unit.core.jobdata import changed, valid_job, write_job
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from deepwork_core.checkpoint import Checkpoint
-from deepwork_core.parser import load_job
-from deepwork_core.process_review import PROCESS_REQUIREMENTS, RULE_PREFIX, task_scope
-from deepwork_core.quality import combined_feedback, plan_review_tasks, write_self_review_file
-from deepwork_core.verdicts import CriterionVerdict, ReviewVerdict
+from deepwork_core.evidence.verdicts import CriterionVerdict, ReviewVerdict
+from deepwork_core.gate.checkpoint import Checkpoint
+from deepwork_core.gate.process_review import PROCESS_REQUIREMENTS, RULE_PREFIX, task_scope
+from deepwork_core.gate.quality import combined_feedback, plan_review_tasks, write_self_review_file
+from deepwork_core.jobs.parser import load_job
 
 JOB_YML = """\
 name: newer

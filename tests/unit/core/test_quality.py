@@ -7,11 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deepwork_core.briefing import ResolvedInput
-from deepwork_core.checkpoint import Checkpoint
-from deepwork_core.errors import DeepWorkError, DocSpecError, QualityGateError
-from deepwork_core.parser import load_job
-from deepwork_core.quality import (
+from deepwork_core.base.errors import DeepWorkError, DocSpecError, QualityGateError
+from deepwork_core.evidence.verdicts import ReviewVerdict
+from deepwork_core.gate.checkpoint import Checkpoint, ResolvedInput
+from deepwork_core.gate.quality import (
     INPUTS_BEGIN,
     INPUTS_END,
     OUTPUTS_BEGIN,
@@ -28,7 +27,7 @@ from deepwork_core.quality import (
     verdict_from_reply,
     write_self_review_file,
 )
-from deepwork_core.verdicts import ReviewVerdict
+from deepwork_core.jobs.parser import load_job
 
 JOB_YML = """\
 name: demo
@@ -314,7 +313,7 @@ def test_directory_is_not_read(project: Path) -> None:
 def test_fifo_and_huge_files_are_not_inlined(project: Path) -> None:
     import os
 
-    from deepwork_core.quality import MAX_INLINE_BYTES
+    from deepwork_core.gate.quality import MAX_INLINE_BYTES
 
     os.mkfifo(project / "out" / "p1.md.fifo")
     (project / "out" / "p2.md").write_text("y" * (MAX_INLINE_BYTES + 1))

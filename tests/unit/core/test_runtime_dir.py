@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from deepwork_core.runtime_dir import ensure_tmp_dir
+from deepwork_core.base.runtime_dir import ensure_tmp_dir
 
 
 def test_creates_the_folder_with_a_gitignore_and_keeps_an_existing_one(tmp_path: Path) -> None:

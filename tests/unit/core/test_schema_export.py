@@ -8,7 +8,7 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from deepwork_core.schema_export import (
+from deepwork_core.jobs.schema import (
     JOB_SCHEMA_PATH,
     REGENERATE_COMMAND,
     job_json_schema,
@@ -30,7 +30,7 @@ def validator() -> jsonschema.Draft202012Validator:
 
 def test_shipped_schema_matches_the_models() -> None:
     assert JOB_SCHEMA_PATH.read_text(encoding="utf-8") == render_job_schema(), (
-        f"{JOB_SCHEMA_PATH} drifted from deepwork_core.models; regenerate it: {REGENERATE_COMMAND}"
+        f"{JOB_SCHEMA_PATH} drifted from the job model; regenerate it: {REGENERATE_COMMAND}"
     )
     assert json.loads(render_job_schema()) == job_json_schema()
 

@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from deepwork_core.scope import RepoSnapshot, changed_between, take_snapshot, undeclared
+from deepwork_core.evidence.scope import RepoSnapshot, changed_between, take_snapshot, undeclared
 
 
 def git(repo: Path, *args: str) -> str:

@@ -13,9 +13,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from deepwork_core.errors import InvalidIdentifierError, SessionError
-from deepwork_core.identifiers import SESSION_ID_PATTERN
-from deepwork_core.sessions import (
+from deepwork_core.base.errors import InvalidIdentifierError, SessionError
+from deepwork_core.base.identifiers import SESSION_ID_PATTERN
+from deepwork_core.state.sessions import (
     SCHEMA_VERSION,
     Session,
     SessionStatus,
@@ -246,7 +246,7 @@ def test_transactions_serialise_read_modify_write_across_threads(store: SessionS
 _BUMP_SCRIPT = """
 import sys
 from pathlib import Path
-from deepwork_core.sessions import SessionStore
+from deepwork_core.state.sessions import SessionStore
 store = SessionStore(Path(sys.argv[1]))
 for _ in range(int(sys.argv[3])):
     with store.transaction() as tx:

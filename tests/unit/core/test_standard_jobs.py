@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
-from deepwork_core.discovery import STANDARD_JOBS_DIR
-from deepwork_core.errors import DeepWorkError
-from deepwork_core.models import JobDefinition, OutputSpec
-from deepwork_core.parser import check_job_files, parse_job_dir, parse_job_document
-from deepwork_core.scaffold import JOB_TEMPLATE, TEMPLATES_DIR, scaffold_job
-from deepwork_core.yamlio import parse_yaml
+from deepwork_core.base.errors import DeepWorkError
+from deepwork_core.base.yamlio import parse_yaml
+from deepwork_core.jobs.discovery import STANDARD_JOBS_DIR
+from deepwork_core.jobs.model import JobDefinition, OutputSpec
+from deepwork_core.jobs.parser import check_job_files, parse_job_dir, parse_job_document
+from deepwork_core.jobs.scaffold import JOB_TEMPLATE, TEMPLATES_DIR, scaffold_job
 
 REPO = Path(__file__).resolve().parents[3]
 LIBRARY_DIR = REPO / "library" / "jobs"

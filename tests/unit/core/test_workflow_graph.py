@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from deepwork_core.discovery import JobCatalog
-from deepwork_core.errors import WorkflowNotFoundError
-from deepwork_core.models import JobDefinition
-from deepwork_core.workflow_graph import GraphEdge, build_graph, to_dot, to_mermaid
+from deepwork_core.base.errors import WorkflowNotFoundError
+from deepwork_core.jobs.discovery import JobCatalog
+from deepwork_core.jobs.graph import GraphEdge, build_graph, to_dot, to_mermaid
+from deepwork_core.jobs.model import JobDefinition
 
 from tests.fixtures.workflow_project import make_project
 

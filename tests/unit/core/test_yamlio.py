@@ -1,4 +1,5 @@
-"""deepwork_core.yamlio: safe, bounded YAML with line numbers; hostile input is a clear error."""
+"""deepwork_core.base.yamlio: safe, bounded YAML with line numbers; hostile input is a clear
+error."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from deepwork_core import yamlio
-from deepwork_core.errors import YamlError
-from deepwork_core.parser import parse_job_dir
-from deepwork_core.yamlio import MAX_BYTES, MAX_DEPTH, MAX_NODES, parse_yaml, read_yaml_file
+from deepwork_core.base import yamlio
+from deepwork_core.base.errors import YamlError
+from deepwork_core.base.yamlio import MAX_BYTES, MAX_DEPTH, MAX_NODES, parse_yaml, read_yaml_file
+from deepwork_core.jobs.parser import parse_job_dir
 
 
 def _billion_laughs(levels: int = 10, width: int = 10) -> bytes:
@@ -143,7 +144,7 @@ def test_deep_nesting_never_crashes_the_process(tmp_path: Path) -> None:
     script = textwrap.dedent(
         f"""
         from pathlib import Path
-        from deepwork_core.parser import parse_job_dir
+        from deepwork_core.jobs.parser import parse_job_dir
         parsed = parse_job_dir(Path({str(job_dir)!r}))
         print(parsed.problems[0].code)
         """

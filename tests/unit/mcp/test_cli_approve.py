@@ -8,11 +8,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from click.testing import CliRunner
-from deepwork_core.approvals import ApprovalRequest, ApprovalStore, ShownOutput
-from deepwork_core.discovery import JobCatalog
-from deepwork_core.engine import WorkflowEngine
-from deepwork_core.evidence import sha256_file
-from deepwork_core.sessions import SessionStore
+from deepwork_core.engine.workflow import WorkflowEngine
+from deepwork_core.evidence.hashes import sha256_file
+from deepwork_core.jobs.discovery import JobCatalog
+from deepwork_core.state.approvals import ApprovalRequest, ApprovalStore, ShownOutput
+from deepwork_core.state.sessions import SessionStore
 from deepwork_mcp.cli import cli
 
 from tests.fixtures.evidence_project import make_evidence_project

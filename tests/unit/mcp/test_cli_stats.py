@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from deepwork_core.events import events_dir
+from deepwork_core.state.events import events_dir
 from deepwork_mcp.cli import cli
 
 LOGS = Path(__file__).parents[2] / "fixtures" / "event_logs"

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from deepwork_core.discovery import JobCatalog
-from deepwork_core.engine import WorkflowEngine
-from deepwork_core.events import EventName, append_event
-from deepwork_core.sessions import SessionStore
+from deepwork_core.engine.workflow import WorkflowEngine
+from deepwork_core.jobs.discovery import JobCatalog
+from deepwork_core.state.events import EventName, append_event
+from deepwork_core.state.sessions import SessionStore
 from deepwork_mcp.cli import cli
 from deepwork_mcp.cli.status import age, watch
 

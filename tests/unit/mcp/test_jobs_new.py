@@ -1,11 +1,11 @@
-"""`deepwork jobs new`: the click command over `deepwork_core.scaffold`."""
+"""`deepwork jobs new`: the click command over `deepwork_core.jobs.scaffold`."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from click.testing import CliRunner
-from deepwork_core.parser import parse_job_dir
+from deepwork_core.jobs.parser import parse_job_dir
 from deepwork_mcp.cli.jobs_new import new
 
 

@@ -13,16 +13,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deepwork_core.briefing import ResolvedInput
-from deepwork_core.checkpoint import Checkpoint
-from deepwork_core.errors import QualityGateError
-from deepwork_core.parser import load_job
-from deepwork_core.quality import (
+from deepwork_core.base.errors import QualityGateError
+from deepwork_core.gate.checkpoint import Checkpoint, ResolvedInput
+from deepwork_core.gate.quality import (
     REVIEWER_SYSTEM_PROMPT,
     build_review_message,
     plan_review_tasks,
     reply_schema_json,
 )
+from deepwork_core.jobs.parser import load_job
 from deepwork_mcp.reviewer import ClaudeReviewer
 
 # The fake answers like `claude --print --output-format json --json-schema …`. Its behaviour comes

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from deepwork_core.discovery import Catalog, JobCatalog
+from deepwork_core.jobs.discovery import Catalog, JobCatalog
 from deepwork_mcp.server_instructions import (
     MAX_NAMED_WORKFLOWS,
     REPAIR_WORKFLOW,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from deepwork_core.errors import ReviewError
+from deepwork_core.base.errors import ReviewError
 from deepwork_review.changes import detect_changes
 
 

@@ -7,7 +7,7 @@ import threading
 import time
 from pathlib import Path
 
-from deepwork_core.fsutil import file_lock
+from deepwork_core.base.fsutil import file_lock
 from deepwork_review.instructions import (
     FOLDER,
     LOCK_FILE,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from deepwork_core.globs import glob_to_regex
+from deepwork_core.base.globs import glob_to_regex
 from deepwork_review.matcher import Scope
 
 PATHS = [

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from deepwork_core.errors import PathOutsideProjectError, ReviewError
+from deepwork_core.base.errors import PathOutsideProjectError, ReviewError
 from deepwork_review import passes, pipeline
 from deepwork_review.formatters import CLAUDE_HEADER
 from deepwork_review.instructions import FOLDER, MAX_AGE_SECONDS

@@ -12,7 +12,8 @@ from functools import partial
 from typing import Literal
 
 from anyio import to_thread
-from deepwork_core import ApprovalPrompt, DeepWorkError, WorkflowEngine
+from deepwork_core import DeepWorkError, WorkflowEngine
+from deepwork_core.engine.results import ApprovalPrompt
 from fastmcp import Context
 from fastmcp.exceptions import ToolError
 from fastmcp.server.elicitation import AcceptedElicitation

@@ -7,7 +7,10 @@ rule's instructions), so its verdict lands in the same audit trail.
 
 from __future__ import annotations
 
-from deepwork_core import RULE_PREFIX, Checkpoint, GitError, QualityReviewTask, ReviewError
+from deepwork_core.base.errors import GitError, ReviewError
+from deepwork_core.gate.checkpoint import Checkpoint
+from deepwork_core.gate.process_review import RULE_PREFIX
+from deepwork_core.gate.quality import QualityReviewTask
 from deepwork_review import GateRuleReview, gate_rule_reviews
 
 

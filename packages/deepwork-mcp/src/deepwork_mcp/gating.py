@@ -1,7 +1,7 @@
 """The two quality gates the engine can run (see `docs/quality-gate.md`).
 
 `SelfReviewGate` writes review instructions for the agent and asks for a self-review;
-`ExternalGate` runs the Claude CLI reviewer. Both plan their tasks with `deepwork_core.quality`
+`ExternalGate` runs the Claude CLI reviewer. Both plan their tasks with `deepwork_core.gate.quality`
 from the engine's `Checkpoint`, plus the `.deepreview` rules matching the step's output files
 (`deepwork_mcp.gate_rules`) unless `quality_gate.deepreview_rules` is off. `evaluate` is
 called by the engine in a worker thread; the external reviewer is async, so it is run on the
@@ -13,21 +13,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from anyio import from_thread
-from deepwork_core import (
+from deepwork_core.gate.checkpoint import (
     Checkpoint,
     GateNeedsWork,
     GatePassed,
     GateSelfReviewRequested,
     GateVerdict,
     ProgressReporter,
-    QualityReviewTask,
-    Step,
-    combined_feedback,
     has_own_reviews,
+)
+from deepwork_core.gate.quality import (
+    QualityReviewTask,
+    combined_feedback,
     plan_review_tasks,
     self_review_feedback,
     write_self_review_file,
 )
+from deepwork_core.jobs.model import Step
 
 from deepwork_mcp.gate_rules import rule_review_tasks
 from deepwork_mcp.reviewer import ClaudeReviewer

@@ -13,7 +13,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Literal
 
-from deepwork_core import ActiveEntry, FinishStatus, OutputValue
+from deepwork_core.engine.results import FinishStatus
+from deepwork_core.state.overview import ActiveEntry
+from deepwork_core.state.sessions import OutputValue
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 
@@ -64,7 +66,7 @@ class GetWorkflowsResponse(_Model):
     errors: list[JobLoadErrorInfo]
 
 
-class ExpectedOutput(_Model):
+class ExpectedOutputInfo(_Model):
     name: str
     type: Annotated[Literal["file", "files", "file_path", "string"], BeforeValidator(_text)]
     description: str
@@ -101,7 +103,7 @@ class ActiveStepInfo(_Model):
     session_id: str
     step_id: str
     job_dir: _Text
-    step_expected_outputs: list[ExpectedOutput] = Field(validation_alias="expected_outputs")
+    step_expected_outputs: list[ExpectedOutputInfo] = Field(validation_alias="expected_outputs")
     step_reviews: Annotated[list[ReviewInfo], BeforeValidator(_reviews)] = Field(
         validation_alias="reviews"
     )

@@ -22,23 +22,21 @@ from collections.abc import Mapping, Sequence
 import anyio
 import anyio.abc
 import anyio.to_thread
-from deepwork_core import (
-    DEFAULT_MAX_INLINE_FILES,
+from deepwork_core.base.config import (
     DEFAULT_REVIEW_TIMEOUT,
     DEFAULT_SECONDS_PER_EXTRA_FILE,
-    REVIEWER_SYSTEM_PROMPT,
     TIMEOUT_FREE_FILES,
-    Checkpoint,
-    Completed,
-    ProcessOutputError,
-    ProcessTimeoutError,
-    ProgressReporter,
-    QualityGateError,
+)
+from deepwork_core.base.errors import ProcessOutputError, ProcessTimeoutError, QualityGateError
+from deepwork_core.base.process import Completed, run_bounded
+from deepwork_core.evidence.verdicts import ReviewVerdict
+from deepwork_core.gate.checkpoint import Checkpoint, ProgressReporter
+from deepwork_core.gate.quality import (
+    DEFAULT_MAX_INLINE_FILES,
+    REVIEWER_SYSTEM_PROMPT,
     QualityReviewTask,
-    ReviewVerdict,
     build_review_message,
     reply_schema_json,
-    run_bounded,
     task_file_count,
     unjudged_criteria,
     verdict_from_reply,

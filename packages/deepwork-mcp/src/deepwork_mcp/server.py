@@ -16,20 +16,13 @@ from importlib.metadata import version
 from pathlib import Path
 
 from anyio import to_thread
-from deepwork_core import (
-    EXTERNAL_RUNNERS,
-    BranchMaker,
-    BranchOutcome,
-    ConfigError,
-    DeepWorkConfig,
-    DeepWorkError,
-    Gate,
-    JobCatalog,
-    QualityGateConfig,
-    SessionStore,
-    WorkflowEngine,
-    ensure_workflow_branch,
-)
+from deepwork_core import DeepWorkConfig, DeepWorkError, JobCatalog, WorkflowEngine
+from deepwork_core.base.config import EXTERNAL_RUNNERS, QualityGateConfig
+from deepwork_core.base.errors import ConfigError
+from deepwork_core.engine.branching import BranchOutcome, ensure_workflow_branch
+from deepwork_core.engine.workflow import BranchMaker
+from deepwork_core.gate.checkpoint import Gate
+from deepwork_core.state.sessions import SessionStore
 from fastmcp import FastMCP
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools.base import ToolResult

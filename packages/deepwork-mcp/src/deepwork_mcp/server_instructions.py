@@ -8,7 +8,7 @@ so and points at the `deepwork_jobs/repair` workflow.
 
 from __future__ import annotations
 
-from deepwork_core import Catalog
+from deepwork_core.jobs.discovery import Catalog
 
 #: At most this many workflows are named; get_workflows lists them all.
 MAX_NAMED_WORKFLOWS = 3

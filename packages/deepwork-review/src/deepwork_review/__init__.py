@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from deepwork_core import lazy_exports
+from deepwork_core.base.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from deepwork_review.formatters import (
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
         run_review as run_review,
     )
 
-#: Module → the public names it defines; imported on first use (see `deepwork_core.lazy`).
+#: Module → the public names it defines; imported on first use (see `deepwork_core.base.lazy`).
 _HOMES = {
     "deepwork_review.formatters": ("PLATFORMS",),
     "deepwork_review.gate": ("GateRuleReview", "gate_rule_reviews"),

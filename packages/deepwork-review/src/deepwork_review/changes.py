@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from deepwork_core import ReviewError, run_git
+from deepwork_core.base.errors import ReviewError
+from deepwork_core.base.git import run_git
 
 from deepwork_review.rule_discovery import ProjectFiles, is_runtime_file, list_project_files
 

@@ -17,16 +17,10 @@ from functools import cached_property
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from deepwork_core import (
-    FileReadError,
-    PathOutsideProjectError,
-    Problem,
-    YamlDocument,
-    YamlError,
-    read_text_file,
-    read_yaml_file,
-    resolve_inside,
-)
+from deepwork_core.base.errors import FileReadError, PathOutsideProjectError, Problem, YamlError
+from deepwork_core.base.fsutil import read_text_file
+from deepwork_core.base.identifiers import resolve_inside
+from deepwork_core.base.yamlio import YamlDocument, read_yaml_file
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from deepwork_review.matcher import Scope

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 
-from deepwork_core import ReviewError
+from deepwork_core.base.errors import ReviewError
 
 from deepwork_review.tasks import ReviewTask
 

@@ -25,7 +25,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from deepwork_core import TMP_DIR, LockTimeout, ReviewError, ensure_tmp_dir, file_lock
+from deepwork_core.base.errors import ReviewError
+from deepwork_core.base.fsutil import LockTimeout, file_lock
+from deepwork_core.base.layout import TMP_DIR
+from deepwork_core.base.runtime_dir import ensure_tmp_dir
 
 from deepwork_review.locks import review_lock
 from deepwork_review.tasks import ReviewTask, quote_path

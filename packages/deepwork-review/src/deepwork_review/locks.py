@@ -6,7 +6,8 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from deepwork_core import LockTimeout, ReviewError, file_lock
+from deepwork_core.base.errors import ReviewError
+from deepwork_core.base.fsutil import LockTimeout, file_lock
 
 
 @contextlib.contextmanager

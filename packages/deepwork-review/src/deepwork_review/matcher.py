@@ -1,6 +1,7 @@
 """Glob matching for `.deepreview` rules (docs/reviews.md).
 
-The glob syntax is that of `deepwork_core.globs`. Paths are POSIX, relative to the folder of the
+The glob syntax is that of `deepwork_core.base.globs`. Paths are POSIX, relative to the folder of
+the
 `.deepreview` file.
 """
 
@@ -11,7 +12,7 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from functools import lru_cache
 
-from deepwork_core import glob_to_regex, normalise_glob
+from deepwork_core.base.globs import glob_to_regex, normalise_glob
 
 
 @lru_cache(maxsize=4096)

@@ -15,14 +15,10 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from deepwork_core import (
-    TMP_DIR,
-    FileReadError,
-    ReviewError,
-    atomic_write_text,
-    ensure_tmp_dir,
-    read_text_file,
-)
+from deepwork_core.base.errors import FileReadError, ReviewError
+from deepwork_core.base.fsutil import atomic_write_text, read_text_file
+from deepwork_core.base.layout import TMP_DIR
+from deepwork_core.base.runtime_dir import ensure_tmp_dir
 
 from deepwork_review.locks import review_lock
 from deepwork_review.tasks import is_review_id

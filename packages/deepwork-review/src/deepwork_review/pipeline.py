@@ -15,7 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 from enum import StrEnum
 from pathlib import Path
 
-from deepwork_core import GIT_DIR, PathOutsideProjectError, Problem, ReviewError
+from deepwork_core.base.errors import PathOutsideProjectError, Problem, ReviewError
+from deepwork_core.base.identifiers import GIT_DIR
 from pydantic import BaseModel, ConfigDict
 
 from deepwork_review.changes import TrackedChanges, combine_changes, find_tracked_changes

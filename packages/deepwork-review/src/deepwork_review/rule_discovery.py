@@ -15,7 +15,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from deepwork_core import TMP_DIR, GitError, Problem, run_git
+from deepwork_core.base.errors import GitError, Problem
+from deepwork_core.base.git import run_git
+from deepwork_core.base.layout import TMP_DIR
 
 from deepwork_review.deepreview import FILE_NAME, ParsedFile, ReviewRule, parse_deepreview
 

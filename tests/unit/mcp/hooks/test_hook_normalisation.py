@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import pytest
-from deepwork_core.errors import HookError
+from deepwork_core.base.errors import HookError
 from deepwork_mcp.hooks.event import parse_event
 from deepwork_mcp.hooks.platforms import (
     EVENTS,

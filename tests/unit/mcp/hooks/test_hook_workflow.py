@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deepwork_core import layout
-from deepwork_core.discovery import JobCatalog
-from deepwork_core.engine import FinishStatus, WorkflowEngine
-from deepwork_core.sessions import SessionStore
+from deepwork_core.base import layout
+from deepwork_core.engine.workflow import FinishStatus, WorkflowEngine
+from deepwork_core.jobs.discovery import JobCatalog
+from deepwork_core.state.sessions import SessionStore
 from deepwork_mcp.hooks.active import STACK_PATH, may_have_job_hooks, stack_is_empty
 
 _SCRIPT = Path(sys.executable).with_name("deepwork")

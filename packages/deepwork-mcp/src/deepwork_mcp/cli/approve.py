@@ -15,11 +15,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import click
-from deepwork_core import (
+from deepwork_core import DeepWorkError
+from deepwork_core.state.approvals import (
     ApprovalChannel,
     ApprovalRecord,
     ApprovalStore,
-    DeepWorkError,
     record_decision,
 )
 

@@ -11,18 +11,11 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import click
-from deepwork_core import (
-    JOB_FILE,
-    PROJECT_JOBS_DIR,
-    JobCatalog,
-    JobFolder,
-    ParsedJob,
-    Problem,
-    Severity,
-    check_job_files,
-    parse_folder_list,
-    parse_job_dir,
-)
+from deepwork_core import JobCatalog, parse_job_dir
+from deepwork_core.base.errors import Problem, Severity
+from deepwork_core.base.layout import JOB_FILE, PROJECT_JOBS_DIR
+from deepwork_core.jobs.discovery import JobFolder, parse_folder_list
+from deepwork_core.jobs.parser import ParsedJob, check_job_files
 
 from deepwork_mcp.cli.jobs_convert import convert
 from deepwork_mcp.cli.jobs_graph import graph

@@ -5,15 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from deepwork_core import (
-    JOB_FILE,
-    PROJECT_JOBS_DIR,
-    DeepWorkError,
-    JobFormat,
-    convert_job,
-    parse_job_dir,
-    write_conversion,
-)
+from deepwork_core import DeepWorkError, parse_job_dir
+from deepwork_core.base.layout import JOB_FILE, PROJECT_JOBS_DIR
+from deepwork_core.jobs.formats.convert import convert_job, write_conversion
+from deepwork_core.jobs.parser import JobFormat
 
 from deepwork_mcp.cli.options import cli_error, project_option
 

@@ -11,17 +11,11 @@ import shutil
 from pathlib import Path
 
 import click
-from deepwork_core import (
-    DeepWorkError,
-    GraphRenderError,
-    JobCatalog,
-    ProcessTimeoutError,
-    build_graph,
-    parse_folder_list,
-    run_bounded,
-    to_dot,
-    to_mermaid,
-)
+from deepwork_core import DeepWorkError, JobCatalog
+from deepwork_core.base.errors import ProcessTimeoutError
+from deepwork_core.base.process import run_bounded
+from deepwork_core.jobs.discovery import parse_folder_list
+from deepwork_core.jobs.graph import GraphRenderError, build_graph, to_dot, to_mermaid
 
 from deepwork_mcp.cli.options import cli_error, project_option
 

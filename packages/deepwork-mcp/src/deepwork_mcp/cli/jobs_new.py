@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from deepwork_core import PROJECT_JOBS_DIR, DeepWorkError, scaffold_job
+from deepwork_core import DeepWorkError
+from deepwork_core.base.layout import PROJECT_JOBS_DIR
+from deepwork_core.jobs.scaffold import scaffold_job
 
 from deepwork_mcp.cli.options import cli_error
 

@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import click
-from deepwork_core import DeepWorkError, SessionStore, read_events
+from deepwork_core import DeepWorkError
+from deepwork_core.state.events import read_events
+from deepwork_core.state.sessions import SessionStore
 
 from deepwork_mcp.cli.options import cli_error, project_option
 

@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import IO
 
 import click
-from deepwork_core import DeepWorkError, YamlError, read_yaml_file
+from deepwork_core import DeepWorkError
+from deepwork_core.base.errors import YamlError
+from deepwork_core.base.yamlio import read_yaml_file
 from deepwork_review import PLATFORMS, run_review
 
 #: How long to wait for the first byte of a file list on stdin before ignoring stdin.

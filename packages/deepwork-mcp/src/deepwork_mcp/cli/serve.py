@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-from deepwork_core import (
+from deepwork_core import DeepWorkConfig
+from deepwork_core.base.config import (
     EXTERNAL_RUNNERS,
     MAX_ATTEMPTS_LIMIT,
     PLATFORMS,
     TIMEOUT_LIMIT_S,
-    DeepWorkConfig,
 )
 
 from deepwork_mcp.cli.options import cli_error
@@ -123,7 +123,8 @@ def serve(
     # (benchmarks/). Collect once after start-up and freeze the survivors out of later scans.
     token = None if transport == "stdio" else _http_token(host, allow_remote)
     gc.disable()
-    from deepwork_core import DeepWorkError, load_config, parse_folder_list
+    from deepwork_core import DeepWorkError, load_config
+    from deepwork_core.jobs.discovery import parse_folder_list
 
     _configure_logging()
     root = (project_path or Path.cwd()).resolve()
@@ -210,7 +211,7 @@ def _stop_children_on_exit() -> None:
     import atexit
     import signal
 
-    from deepwork_core import kill_all_children
+    from deepwork_core.base.process import kill_all_children
 
     atexit.register(kill_all_children)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from deepwork_core import Stats, StepStats, collect_stats
+from deepwork_core.state.stats import Stats, StepStats, collect_stats
 
 from deepwork_mcp.cli.options import project_option
 

@@ -14,13 +14,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import click
-from deepwork_core import (
-    ActiveEntry,
-    DeepWorkError,
-    ProjectOverview,
-    SessionStore,
-    project_overview,
-)
+from deepwork_core import DeepWorkError
+from deepwork_core.state.overview import ActiveEntry, ProjectOverview, project_overview
+from deepwork_core.state.sessions import SessionStore
 
 from deepwork_mcp.cli.options import cli_error, project_option
 

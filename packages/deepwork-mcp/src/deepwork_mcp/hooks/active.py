@@ -1,11 +1,11 @@
 """The workflow step active in a project, as the hooks need it.
 
-The session store (`deepwork_core.sessions`) and job discovery are the readers of the workflow
+The session store (`deepwork_core.state.sessions`) and job discovery are the readers of the workflow
 state and of jobs; they import pydantic and YAML, which cost several times the whole no-op hook.
 So hooks first probe with plain `json` and text reads, and open the store only when a workflow
 may be running (`stack_is_empty`) and its job may have hooks for the event (`may_have_job_hooks`).
 The probes are conservative — when in doubt they say "maybe" and the store decides — and read
-the store's file names from `deepwork_core.layout`, which imports only the standard library.
+the store's file names from `deepwork_core.base.layout`, which imports only the standard library.
 """
 
 from __future__ import annotations
@@ -17,10 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from deepwork_core import FileReadError, layout, read_bytes_file, read_text_file
+from deepwork_core.base import layout
+from deepwork_core.base.errors import FileReadError
+from deepwork_core.base.fsutil import read_bytes_file, read_text_file
 
 if TYPE_CHECKING:
-    from deepwork_core import LoadedJob, Session, Step
+    from deepwork_core.jobs.discovery import LoadedJob
+    from deepwork_core.jobs.model import Step
+    from deepwork_core.state.sessions import Session
 
 #: The stack file: it exists exactly while a workflow is active.
 STACK_PATH = Path(layout.STACK_PATH)
@@ -70,7 +74,7 @@ def may_have_job_hooks(project_root: Path, event: str, additional_jobs_folders: 
     except (FileReadError, ValueError, LookupError, TypeError):
         return True
     import deepwork_core
-    from deepwork_core import NAME_PATTERN
+    from deepwork_core.base.identifiers import NAME_PATTERN
 
     if not isinstance(job_name, str) or not re.match(NAME_PATTERN, job_name):
         return True
@@ -93,7 +97,7 @@ def may_have_job_hooks(project_root: Path, event: str, additional_jobs_folders: 
 
 
 @dataclass(frozen=True, slots=True)
-class ActiveWorkflow:
+class HookedWorkflow:
     """The top of the project's workflow stack and everything it runs on."""
 
     stack: list[Session]
@@ -109,14 +113,14 @@ def load_stack(project_root: Path) -> list[Session]:
     """The active sessions (bottom to top); [] without importing pydantic when there are none."""
     if stack_is_empty(project_root):
         return []
-    from deepwork_core import SessionStore
+    from deepwork_core.state.sessions import SessionStore
 
     return SessionStore(project_root).stack()
 
 
 def load_active_workflow(
     project_root: Path, additional_jobs_folders: str | None
-) -> ActiveWorkflow | None:
+) -> HookedWorkflow | None:
     """The workflow on top of the stack with its job and current steps, or None.
 
     Raises the store's and discovery's errors (`session.state_corrupt`, `job.invalid`, …).
@@ -124,9 +128,10 @@ def load_active_workflow(
     stack = load_stack(project_root)
     if not stack:
         return None
-    from deepwork_core import JobCatalog, parse_folder_list
+    from deepwork_core import JobCatalog
+    from deepwork_core.jobs.discovery import parse_folder_list
 
     catalog = JobCatalog.for_project(project_root, parse_folder_list(additional_jobs_folders))
     job = catalog.get(stack[-1].job_name)
     steps = [job.definition.step(step_id) for step_id in stack[-1].current_step_ids]
-    return ActiveWorkflow(stack, job, steps)
+    return HookedWorkflow(stack, job, steps)

@@ -12,7 +12,8 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from deepwork_core import DeepWorkError, HookError
+from deepwork_core import DeepWorkError
+from deepwork_core.base.errors import HookError
 
 from deepwork_mcp.hooks.runner import (
     DEFAULT_SCRIPT_TIMEOUT,

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from deepwork_core import HookError
+from deepwork_core.base.errors import HookError
 
 from deepwork_mcp.hooks.platforms import (
     EVENT_TABLES,

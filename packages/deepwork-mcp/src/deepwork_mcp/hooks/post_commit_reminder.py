@@ -64,7 +64,7 @@ def _open_rules(event: HookEvent, context: HookContext) -> tuple[str, ...] | Non
     The project is the one holding `.deepwork/`, else the git work tree the event ran in.
     """
     # Imported here: the module is loaded for every commit event, the review stack only now.
-    from deepwork_core import run_git
+    from deepwork_core.base.git import run_git
     from deepwork_review import open_review_rules
 
     settings = context.settings

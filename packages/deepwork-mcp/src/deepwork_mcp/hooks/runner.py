@@ -7,7 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from deepwork_core import DeepWorkError, HookError
+from deepwork_core import DeepWorkError
+from deepwork_core.base.errors import HookError
 
 from deepwork_mcp.hooks.event import HookEvent, parse_event
 from deepwork_mcp.hooks.output import dumps, render

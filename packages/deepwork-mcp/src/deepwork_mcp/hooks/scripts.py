@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from deepwork_core import HookError, ProcessOutputError, ProcessTimeoutError, run_bounded
+from deepwork_core.base.errors import HookError, ProcessOutputError, ProcessTimeoutError
+from deepwork_core.base.process import run_bounded
 
 _TAIL = 2000
 #: A hook script printing more than this (on stdout or stderr) is killed.

@@ -18,7 +18,7 @@ from deepwork_mcp.hooks.result import NO_OP, HookResult
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from deepwork_core import Session
+    from deepwork_core.state.sessions import Session
 
     from deepwork_mcp.hooks.event import HookEvent
     from deepwork_mcp.hooks.runner import HookContext
@@ -61,7 +61,8 @@ def briefing(root: Path, stack: list[Session], additional_jobs_folders: str | No
 
 
 def _step_lines(root: Path, session: Session, additional_jobs_folders: str | None) -> list[str]:
-    from deepwork_core import JobCatalog, parse_folder_list
+    from deepwork_core import JobCatalog
+    from deepwork_core.jobs.discovery import parse_folder_list
 
     ids = session.current_step_ids
     try:

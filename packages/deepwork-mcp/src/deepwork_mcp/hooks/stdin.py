@@ -7,7 +7,7 @@ import os
 import select
 import time
 
-from deepwork_core import HookError
+from deepwork_core.base.errors import HookError
 
 MAX_EVENT_BYTES = 32 * 1024 * 1024
 

@@ -23,9 +23,9 @@ from deepwork_mcp.hooks.result import NO_OP, HookResult, combine, join_texts
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from deepwork_core import HookAction, Step
+    from deepwork_core.jobs.model import HookAction, Step
 
-    from deepwork_mcp.hooks.active import ActiveWorkflow
+    from deepwork_mcp.hooks.active import HookedWorkflow
     from deepwork_mcp.hooks.event import HookEvent
     from deepwork_mcp.hooks.runner import HookContext
 
@@ -61,14 +61,15 @@ def workflow(event: HookEvent, context: HookContext) -> HookResult:
 def _run_action(
     action: HookAction,
     step: Step,
-    active: ActiveWorkflow,
+    active: HookedWorkflow,
     event: HookEvent,
     root: Path,
     context: HookContext,
     texts: list[str],
     decisions: list[HookResult],
 ) -> None:
-    from deepwork_core import read_text_file, resolve_inside
+    from deepwork_core.base.fsutil import read_text_file
+    from deepwork_core.base.identifiers import resolve_inside
 
     job_dir = active.job.job_dir.resolve()
     if action.prompt is not None:
@@ -99,7 +100,7 @@ def _run_action(
 
 
 def _script_payload(
-    event: HookEvent, active: ActiveWorkflow, step: Step, root: Path
+    event: HookEvent, active: HookedWorkflow, step: Step, root: Path
 ) -> dict[str, Any]:
     session = active.session
     return {
@@ -115,7 +116,7 @@ def _script_payload(
     }
 
 
-def _prompts_result(event: HookEvent, active: ActiveWorkflow, texts: list[str]) -> HookResult:
+def _prompts_result(event: HookEvent, active: HookedWorkflow, texts: list[str]) -> HookResult:
     body = join_texts(texts)
     if body is None:
         return NO_OP

@@ -16,8 +16,9 @@ from functools import partial
 from typing import Annotated, Any
 
 from anyio import to_thread
-from deepwork_core import WorkflowEngine, active_workflow
-from deepwork_core import go_to_step as go_to_step_in
+from deepwork_core import WorkflowEngine
+from deepwork_core.engine.navigation import active_workflow
+from deepwork_core.engine.navigation import go_to_step as go_to_step_in
 from fastmcp import Context, FastMCP
 from fastmcp.tools.base import ToolResult
 from mcp.types import TextContent, ToolAnnotations

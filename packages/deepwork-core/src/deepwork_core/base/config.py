@@ -1,0 +1,94 @@
+"""The server's settings: `DeepWorkConfig`, the one source of every default (`docs/config.md`).
+
+`.deepwork/config.yml` is read into it (a missing file means every default). Unknown keys and
+wrong types are a `ConfigError` naming the key path and line. Command-line flags win over the
+file: the CLI applies them with `model_copy(update=...)`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Final, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from deepwork_core.base.errors import ConfigError, YamlError
+from deepwork_core.base.layout import CONFIG_FILE
+from deepwork_core.base.yamlio import read_yaml_file
+
+#: The external reviewers `quality_gate.external_runner` may name (None: self-review).
+ExternalRunner = Literal["claude"]
+EXTERNAL_RUNNERS: Final[tuple[ExternalRunner, ...]] = ("claude",)
+#: Per-review-task timeout of the external reviewer, in seconds ...
+DEFAULT_REVIEW_TIMEOUT: Final = 240
+#: ... plus this many seconds for each reviewed file beyond `TIMEOUT_FREE_FILES`.
+DEFAULT_SECONDS_PER_EXTRA_FILE: Final = 30
+TIMEOUT_FREE_FILES: Final = 5
+#: Failed external reviews allowed per checkpoint before `finished_step` errors.
+DEFAULT_MAX_QUALITY_ATTEMPTS: Final = 3
+#: The platforms the review tools can format tasks for.
+Platform = Literal["claude", "gemini"]
+PLATFORMS: Final[tuple[Platform, ...]] = get_args(Platform)
+#: The platform the review tools format for when the config names none.
+DEFAULT_PLATFORM: Final[Platform] = "claude"
+#: Upper bounds of the quality-gate settings (the file and the command-line flags alike).
+MAX_ATTEMPTS_LIMIT: Final = 100
+TIMEOUT_LIMIT_S: Final = 24 * 3600
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class QualityGateConfig(_Section):
+    enabled: bool = True
+    #: None = self-review by the agent; "claude" = run the Claude CLI as the reviewer.
+    external_runner: ExternalRunner | None = None
+    max_attempts: int = Field(default=DEFAULT_MAX_QUALITY_ATTEMPTS, ge=1, le=MAX_ATTEMPTS_LIMIT)
+    timeout_seconds: int = Field(default=DEFAULT_REVIEW_TIMEOUT, ge=1, le=TIMEOUT_LIMIT_S)
+    #: Run the `.deepreview` rules matching a step's output files as reviews at its checkpoint.
+    deepreview_rules: bool = True
+
+
+class GitConfig(_Section):
+    create_branch: bool = True
+
+
+class DeepWorkConfig(_Section):
+    version: str = "1.0"
+    platforms: list[Platform] = Field(default_factory=lambda: [DEFAULT_PLATFORM])
+    quality_gate: QualityGateConfig = Field(default_factory=QualityGateConfig)
+    git: GitConfig = Field(default_factory=GitConfig)
+
+    @property
+    def platform(self) -> str:
+        """The platform the review tools format for: the first of `platforms`."""
+        return self.platforms[0] if self.platforms else DEFAULT_PLATFORM
+
+
+def load_config(project_root: Path) -> DeepWorkConfig:
+    """Read `<project_root>/.deepwork/config.yml`; defaults when the file does not exist."""
+    path = project_root / CONFIG_FILE
+    if not path.is_file():
+        return DeepWorkConfig()
+    try:
+        document = read_yaml_file(path)
+    except YamlError as exc:
+        raise ConfigError(f"{path}: {exc.message}") from None
+    data = document.data
+    if data is None:
+        return DeepWorkConfig()
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping, not {type(data).__name__}")
+    try:
+        return DeepWorkConfig.model_validate(data)
+    except ValidationError as exc:
+        findings = []
+        for error in exc.errors():
+            key_path = tuple(error["loc"])
+            dotted = ".".join(str(part) for part in key_path) or "<top>"
+            line = document.line_of(key_path)
+            where = f"{path}:{line}" if line is not None else str(path)
+            what = "unknown key" if error["type"] == "extra_forbidden" else error["msg"]
+            findings.append(f"{where}: {dotted}: {what}")
+        raise ConfigError("invalid config: " + "; ".join(findings)) from None

@@ -1,0 +1,143 @@
+"""Guarded file reads, durable file writes and a cross-process lock."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import stat
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from deepwork_core.base.errors import FileReadError
+
+
+def read_bytes_file(path: Path, *, limit: int, follow_symlinks: bool = True) -> bytes:
+    """The bytes of regular file `path`, at most `limit` of them.
+
+    The one way DeepWork reads a file a project controls: the file is opened non-blocking, so a
+    FIFO (or a device) never makes us wait for a writer, and anything but a regular file is
+    refused. Raises `FileReadError`: `file.not_found`, `file.not_regular`, `file.too_large`
+    (more than `limit` bytes) or `file.unreadable`.
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if not follow_symlinks:
+        flags |= os.O_NOFOLLOW
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise FileReadError(f"{path} does not exist", code="file.not_found") from None
+    except OSError as exc:
+        raise FileReadError(f"cannot open {path}: {exc.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise FileReadError(f"{path} is not a regular file", code="file.not_regular")
+        if info.st_size > limit:
+            raise FileReadError(
+                f"{path} has {info.st_size} bytes; at most {limit} are read",
+                code="file.too_large",
+            )
+        os.set_blocking(fd, True)
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError as exc:
+        raise FileReadError(f"cannot read {path}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+    if len(data) > limit:  # grew while we read it
+        raise FileReadError(f"{path} has more than {limit} bytes", code="file.too_large")
+    return data
+
+
+def read_text_file(path: Path, *, limit: int, follow_symlinks: bool = True) -> str:
+    """`read_bytes_file` decoded as UTF-8; `file.not_text` when it is not valid UTF-8."""
+    data = read_bytes_file(path, limit=limit, follow_symlinks=follow_symlinks)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise FileReadError(f"{path} is not UTF-8 text", code="file.not_text") from None
+
+
+class LockTimeout(TimeoutError):
+    """`file_lock` could not take the lock in time; callers map it to their own domain error."""
+
+    def __init__(self, path: Path, timeout: float) -> None:
+        super().__init__(f"could not lock {path} within {timeout:g} s")
+        self.path = path
+        self.timeout = timeout
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write `text` to `path` so that readers see the old or the new content, never a mix.
+
+    Temporary file in the same folder, flush, fsync, rename, then fsync the folder.
+    """
+    import tempfile  # only writers pay for it; hooks that merely read start faster
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        Path(tmp_name).replace(path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            Path(tmp_name).unlink()
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def stat_signature(info: os.stat_result) -> str:
+    """Size, modification and change times and inode: any write or replacement changes it.
+
+    The change time cannot be set from user space, so an unchanged signature means unchanged
+    bytes (the same test git uses to skip re-reading files).
+    """
+    return f"{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}:{info.st_ino}"
+
+
+def path_signature(path: Path) -> str | None:
+    """`stat_signature` of `path` (not following a final symlink); None when it does not exist."""
+    try:
+        return stat_signature(os.lstat(path))
+    except OSError:
+        return None
+
+
+@contextlib.contextmanager
+def file_lock(path: Path, *, timeout: float = 30.0, shared: bool = False) -> Iterator[None]:
+    """Hold an exclusive (or, with `shared`, a shared) `flock` on `path` (created if missing)
+    for the `with` block.
+
+    Works across processes on one machine; the lock is released when the block ends or the
+    process dies. Raises `LockTimeout` after `timeout` seconds; with
+    a timeout of 0 the lock is tried once.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + timeout
+        delay = 0.001
+        while True:
+            try:
+                fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise LockTimeout(path, timeout) from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.05)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)

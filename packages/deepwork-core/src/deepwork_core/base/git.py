@@ -1,0 +1,57 @@
+"""The one way DeepWork runs git: bounded in time, never prompting, errors with stable codes."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from deepwork_core.base.errors import GitError, ProcessOutputError, ProcessTimeoutError
+from deepwork_core.base.process import Completed, run_bounded
+
+DEFAULT_TIMEOUT = 30.0
+#: Cap on what one git command may print (file lists of very large repositories fit).
+OUTPUT_LIMIT = 128 * 1024 * 1024
+
+_ENV_OVERRIDES = {
+    "GIT_TERMINAL_PROMPT": "0",  # never wait for credentials
+    "GIT_OPTIONAL_LOCKS": "0",  # read-only commands must not take the index lock
+    "LC_ALL": "C",
+}
+
+
+def run_git(
+    args: Sequence[str],
+    *,
+    cwd: Path,
+    timeout: float = DEFAULT_TIMEOUT,
+    check: bool = True,
+) -> Completed:
+    """Run `git <args>` in `cwd`.
+
+    Raises `GitError` with code `git.not_installed`, `git.timeout`, `git.output_too_large`, or
+    (when `check` is true and git exits non-zero) `git.failed` carrying git's own message.
+    """
+    env = {**os.environ, **_ENV_OVERRIDES}
+    try:
+        result = run_bounded(
+            ["git", *args], cwd=cwd, timeout=timeout, env=env, output_limit=OUTPUT_LIMIT
+        )
+    except FileNotFoundError:
+        raise GitError("git is not installed or not on PATH", code="git.not_installed") from None
+    except ProcessTimeoutError as exc:
+        raise GitError(f"git {' '.join(args)}: {exc}", code="git.timeout") from None
+    except ProcessOutputError as exc:
+        raise GitError(f"git {' '.join(args)}: {exc}", code="git.output_too_large") from None
+    if check and result.returncode != 0:
+        detail = result.stderr.strip() or result.stdout.strip() or f"exit {result.returncode}"
+        raise GitError(f"git {' '.join(args)} failed: {detail}", code="git.failed")
+    return result
+
+
+def repository_root(path: Path, *, timeout: float = DEFAULT_TIMEOUT) -> Path | None:
+    """The top-level folder of the work tree containing `path`, or None outside git."""
+    result = run_git(["rev-parse", "--show-toplevel"], cwd=path, timeout=timeout, check=False)
+    if result.returncode != 0:
+        return None
+    return Path(result.stdout.strip())

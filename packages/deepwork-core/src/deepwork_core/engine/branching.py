@@ -1,0 +1,138 @@
+"""A git branch per top-level workflow (docs/runtime.md).
+
+`ensure_workflow_branch` puts HEAD on `deepwork/<job>-<instance or workflow>-<YYYY-MM-DD>`.
+Uncommitted work is never at risk: only plain `git switch` / `git switch -c` are used, which
+carry staged, unstaged and untracked changes along or refuse to run. Nothing is stashed, reset
+or discarded. Any refusal or git problem becomes a note; the workflow starts anyway.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from deepwork_core.base.errors import GitError
+from deepwork_core.base.git import repository_root, run_git
+
+BRANCH_PREFIX = "deepwork/"
+_MAX_LABEL = 60
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+class BranchOutcome(BaseModel):
+    """The branch HEAD is on for the workflow, or None with the reason in `note`.
+
+    `previous_branch` is the branch HEAD was on when DeepWork switched away from it (None when
+    nothing was switched, or HEAD was detached); `note` then tells the user how to go back.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    branch_name: str | None
+    note: str | None = None
+    previous_branch: str | None = None
+
+
+def switched_note(branch: str, previous: str | None) -> str:
+    """What the user is told when DeepWork moved the repository to the workflow's branch."""
+    back = f"`git switch {previous}`" if previous else "`git switch -`"
+    origin = f" from `{previous}`" if previous else ""
+    return (
+        f"DeepWork switched this repository{origin} to the branch `{branch}` for this workflow "
+        f"(uncommitted changes came along). To go back: {back}."
+    )
+
+
+def abandoned_note(branch: str, previous: str | None) -> str:
+    """What the user is told when a workflow on its own branch is aborted."""
+    back = f"`git switch {previous}`" if previous else "`git switch -`"
+    return (
+        f"The workflow branch `{branch}` still exists and may still be checked out. To return "
+        f"to the branch you were on before: {back}. Delete the workflow branch with "
+        f"`git branch -D {branch}` if its work is not needed."
+    )
+
+
+def workflow_branch_name(job_name: str, label: str, today: date) -> str:
+    """`deepwork/<job>-<label>-<YYYY-MM-DD>` with everything git dislikes replaced by `-`.
+
+    `label` is free text (an instance id from the agent): runs of other characters become one
+    `-`, dots cannot start, end or repeat, and the label is cut to 60 characters. An empty label
+    is left out.
+    """
+    parts = [_clean(job_name), _clean(label)[:_MAX_LABEL].strip("-."), today.isoformat()]
+    return BRANCH_PREFIX + "-".join(part for part in parts if part)
+
+
+def _clean(text: str) -> str:
+    cleaned = _UNSAFE.sub("-", text)
+    cleaned = re.sub(r"\.{2,}", ".", cleaned)
+    cleaned = re.sub(r"-{2,}", "-", cleaned)
+    cleaned = cleaned.strip("-.")
+    if cleaned.endswith(".lock"):
+        cleaned = cleaned[: -len(".lock")] + "-lock"
+    return cleaned
+
+
+def ensure_workflow_branch(
+    project_root: Path, *, job_name: str, label: str, today: date
+) -> BranchOutcome:
+    """Put HEAD on the workflow's branch: stay, switch to it, or create it from HEAD.
+
+    Never raises for git trouble: outside a repository, without git, or when git refuses (for
+    example because switching would overwrite uncommitted changes) the outcome has no branch and
+    a note saying why, and the working tree is exactly as it was.
+    """
+    name = workflow_branch_name(job_name, label, today)
+    try:
+        if repository_root(project_root) is None:
+            return BranchOutcome(
+                branch_name=None, note="not a git repository, so no workflow branch was created"
+            )
+        valid = run_git(["check-ref-format", "--branch", name], cwd=project_root, check=False)
+        if valid.returncode != 0:
+            return BranchOutcome(
+                branch_name=None, note=f"{name!r} is not a valid git branch name; stayed on HEAD"
+            )
+        current = run_git(
+            ["symbolic-ref", "--quiet", "--short", "HEAD"], cwd=project_root, check=False
+        )
+        if current.returncode == 0 and current.stdout.strip() == name:
+            return BranchOutcome(branch_name=name)
+        exists = run_git(
+            ["show-ref", "--verify", "--quiet", f"refs/heads/{name}"], cwd=project_root, check=False
+        )
+        unborn = (
+            run_git(
+                ["rev-parse", "--verify", "--quiet", "HEAD"], cwd=project_root, check=False
+            ).returncode
+            != 0
+        )
+        previous = current.stdout.strip() if current.returncode == 0 else None
+        args = ["switch", name] if exists.returncode == 0 else ["switch", "-c", name]
+        result = run_git(args, cwd=project_root, check=False)
+    except GitError as exc:
+        return BranchOutcome(branch_name=None, note=f"no workflow branch: {exc.message}")
+    if result.returncode != 0:
+        reason = " ".join((result.stderr.strip() or result.stdout.strip()).split()) or (
+            f"git exited with code {result.returncode}"
+        )
+        return BranchOutcome(
+            branch_name=None,
+            note=(
+                f"git refused to switch to {name!r}, so the workflow runs on the current branch; "
+                f"your changes are untouched. git said: {reason}"
+            ),
+        )
+    if unborn and exists.returncode != 0:
+        return BranchOutcome(
+            branch_name=name,
+            note="the repository has no commits yet; the first commit starts this branch",
+            previous_branch=previous,
+        )
+    return BranchOutcome(
+        branch_name=name, note=switched_note(name, previous), previous_branch=previous
+    )

@@ -1,0 +1,130 @@
+"""The engine's transitions that evidence adds (see `docs/evidence.md`): accepting a checkpoint
+(bind its hashes, or first ask a human) and answering while an approval is open.
+
+`WorkflowEngine` inherits these; they run inside its state transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from deepwork_core.engine.outputs import ValidatedOutputs
+from deepwork_core.engine.results import FinishResult
+from deepwork_core.engine.safeguards import (
+    ApprovalOutcome,
+    Findings,
+    Safeguards,
+    awaiting,
+    needs_work,
+    prompt_of,
+    with_findings,
+)
+from deepwork_core.evidence.hashes import VerdictKind
+from deepwork_core.evidence.scope import RepoSnapshot
+from deepwork_core.gate.checkpoint import Gate
+from deepwork_core.jobs.discovery import LoadedJob
+from deepwork_core.jobs.model import Step
+from deepwork_core.state.sessions import Session, StateTransaction
+from deepwork_core.state.stacks import stack_items
+
+
+class EvidenceSteps:
+    """Mixin of `WorkflowEngine`: the checkpoint outcomes shaped by evidence and approvals."""
+
+    guards: Safeguards
+    gate: Gate | None
+
+    if TYPE_CHECKING:
+
+        def _advance(
+            self,
+            tx: StateTransaction,
+            session: Session,
+            job: LoadedJob,
+            validated: ValidatedOutputs,
+            notes: str | None,
+            snapshot: RepoSnapshot | None = None,
+            probe: bool = False,
+        ) -> FinishResult: ...
+
+    def _audit_first(
+        self,
+        tx: StateTransaction,
+        session: Session,
+        job: LoadedJob,
+        steps: Sequence[Step],
+        validated: ValidatedOutputs,
+        notes: str | None,
+        override_reason: str | None,
+    ) -> tuple[FinishResult | None, Findings]:
+        """Audit the checkpoint; the answer when an open approval or the findings decide it."""
+        entries = job.definition.workflows_by_name[session.workflow_name].entries
+        findings = self.guards.inspect(
+            session, job.definition, steps, validated, override_reason,
+            final=session.current_entry_index + 1 >= len(entries), reviewable=self.gate is not None,
+        )  # fmt: skip
+        if session.pending_approval is not None:
+            answered = self._approval_answer(tx, session, job, validated, notes, findings)
+            if answered is not None:
+                return answered, findings
+        if findings.blocked is not None:
+            tx.save(session)
+            return needs_work(
+                stack_items(tx, session.agent_id), findings, findings.blocked
+            ), findings
+        return None, findings
+
+    def _accept(
+        self,
+        tx: StateTransaction,
+        session: Session,
+        job: LoadedJob,
+        validated: ValidatedOutputs,
+        notes: str | None,
+        findings: Findings,
+        reason: str | None = None,
+        verdict: VerdictKind = VerdictKind.UNREVIEWED,
+        rereviewed: Sequence[str] = (),
+        approved: bool = False,
+    ) -> FinishResult:
+        """Bind the evidence and advance, or first ask the human when a step needs approval."""
+        steps = [job.definition.step(step_id) for step_id in session.current_step_ids]
+        if not approved and self.guards.needs_approval(steps):
+            ask = self.guards.open_approval(session, steps, findings, verdict, reason, rereviewed)
+            tx.save(session)
+            return awaiting(stack_items(tx, session.agent_id), ask, findings)
+        began = session.step_progress[session.current_step_ids[0]].began
+        self.guards.accept(session, findings, verdict, reason, rereviewed)
+        snapshot = findings.audit.snapshot
+        probe = snapshot is None and began is not None  # git failed at the checkpoint: retry
+        result = self._advance(tx, session, job, validated, notes, snapshot, probe)
+        return with_findings(result, findings, session)
+
+    def _approval_answer(
+        self,
+        tx: StateTransaction,
+        session: Session,
+        job: LoadedJob,
+        validated: ValidatedOutputs,
+        notes: str | None,
+        findings: Findings,
+    ) -> FinishResult | None:
+        """The answer while a human approval is open; None when the request is void."""
+        pending = session.pending_approval
+        assert pending is not None
+        outcome, record = self.guards.approval_outcome(session, findings)
+        stack = stack_items(tx, session.agent_id)
+        if outcome is ApprovalOutcome.WAIT and record is not None:
+            return awaiting(stack, prompt_of(record.request), findings)
+        self.guards.close_approval(session, record)
+        if outcome is ApprovalOutcome.APPROVED:
+            return self._accept(
+                tx, session, job, validated, notes, findings, pending.override_reason,
+                pending.verdict, pending.rereviewed, approved=True,
+            )  # fmt: skip
+        tx.save(session)
+        if outcome is ApprovalOutcome.REJECTED and record is not None and record.decision:
+            comment = record.decision.comment or "(no comment)"
+            return needs_work(stack, findings, f"The human requested changes: {comment}")
+        return None

@@ -1,0 +1,118 @@
+"""Moving back in a workflow and getting back into one (docs/navigation.md).
+
+`go_to_step` moves a session back to an earlier entry of its workflow and clears the progress
+from there on; `active_workflow` answers where the caller stands and repeats the current step's
+brief. Both work on a `WorkflowEngine`'s store, catalog and instruction reader.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from deepwork_core.base.errors import DeepWorkError
+from deepwork_core.base.identifiers import check_text
+from deepwork_core.engine.briefing import StepBrief, build_brief
+from deepwork_core.engine.results import StartResult
+from deepwork_core.engine.workflow import WorkflowEngine
+from deepwork_core.state.overview import ActiveEntry, active_entry
+from deepwork_core.state.sessions import Session, StepRecord
+from deepwork_core.state.stacks import check_target, stack_items, target_session
+
+
+class NavigationError(DeepWorkError):
+    """A `go_to_step` target that is not allowed (`navigation.*` codes)."""
+
+    code = "navigation.error"
+    agent_fixable = True
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveWorkflow:
+    """The caller's stack, bottom first, and the target session's current brief (if any)."""
+
+    stack: list[ActiveEntry]
+    brief: StepBrief | None
+
+
+def _target_entry(entries: list[tuple[str, ...]], current: int, step_id: str) -> int:
+    """The index of the entry holding `step_id`, which must not be after `current`."""
+    valid = [s for entry in entries[: current + 1] for s in entry]
+    listed = ", ".join(valid)
+    for index, entry in enumerate(entries):
+        if step_id in entry:
+            if index > current:
+                raise NavigationError(
+                    f"step {step_id!r} comes after the current step; go_to_step only goes back. "
+                    f"Valid targets: {listed}",
+                    code="navigation.forward_jump",
+                )
+            return index
+    raise NavigationError(
+        f"step {step_id!r} is not in this workflow. Valid targets: {listed}",
+        code="navigation.unknown_step",
+    )
+
+
+def _rewind(
+    session: Session, entries: list[tuple[str, ...]], index: int, now: datetime
+) -> list[str]:
+    """Clear the progress of entries `index`..current and begin entry `index`; return the
+    cleared step ids."""
+    cleared = [s for entry in entries[index : session.current_entry_index + 1] for s in entry]
+    gone = set(cleared)
+    for step_id in cleared:
+        session.step_progress.pop(step_id, None)
+    session.quality_log = [e for e in session.quality_log if not gone.intersection(e.step_ids)]
+    session.current_entry_index = index
+    session.current_step_ids = list(entries[index])
+    for step_id in entries[index]:
+        session.step_progress[step_id] = StepRecord(step_id=step_id, started_at=now)
+    return cleared
+
+
+def go_to_step(
+    engine: WorkflowEngine,
+    step_id: str,
+    session_id: str | None = None,
+    agent_id: str | None = None,
+) -> StartResult:
+    """Move the session back to the entry holding `step_id` and begin it again.
+
+    The outputs, attempts and verdicts of that entry and every later one are cleared from the
+    session; files on disk are left alone and the event log keeps the history.
+    """
+    check_text(step_id, what="step_id")
+    check_target(session_id, agent_id)
+    with engine.store.transaction() as tx:
+        session = target_session(tx, session_id, agent_id)
+        job = engine.catalog.get(session.job_name)
+        workflow = job.definition.workflows_by_name.get(session.workflow_name)
+        entries = workflow.entries if workflow is not None else []
+        index = _target_entry(entries, session.current_entry_index, step_id)
+        from_steps = list(session.current_step_ids)
+        cleared = _rewind(session, entries, index, engine.clock())
+        engine.guards.rewound(session, job.definition, entries[index], index)
+        brief = build_brief(job, session, entries[index], engine.instructions)
+        tx.save(session)
+        engine.events.went_to_step(session, from_steps, cleared)
+        stack = stack_items(tx, session.agent_id)
+    return StartResult(brief, stack, session.branch_name, None)
+
+
+def active_workflow(
+    engine: WorkflowEngine, session_id: str | None = None, agent_id: str | None = None
+) -> ActiveWorkflow:
+    """The caller's stack and the current brief of `session_id` (default: the stack's top)."""
+    check_target(session_id, agent_id)
+    with engine.store.transaction() as tx:
+        stack = tx.stack(agent_id)
+        if session_id is None and not stack:
+            return ActiveWorkflow([], None)
+        session = target_session(tx, session_id, agent_id)
+        if session_id is not None:
+            stack = tx.stack(session.agent_id)
+        entries = [active_entry(s, s.agent_id) for s in stack]
+    job = engine.catalog.get(session.job_name)
+    brief = build_brief(job, session, session.current_step_ids, engine.instructions)
+    return ActiveWorkflow(entries, brief)

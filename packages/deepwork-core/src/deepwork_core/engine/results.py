@@ -1,0 +1,84 @@
+"""What the engine's transitions return: the core side of the workflow tools' responses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from deepwork_core.engine.briefing import StepBrief
+from deepwork_core.evidence.hashes import OutputEvidence, StaleEvidence
+from deepwork_core.evidence.verdicts import ReviewVerdict
+from deepwork_core.state.approvals import ApprovalRecord, ShownOutput
+from deepwork_core.state.sessions import OutputValue
+from deepwork_core.state.stacks import StackItem
+
+
+class FinishStatus(StrEnum):
+    NEEDS_WORK = "needs_work"
+    NEXT_STEP = "next_step"
+    WORKFLOW_COMPLETE = "workflow_complete"
+    AWAITING_APPROVAL = "awaiting_approval"
+
+
+@dataclass(frozen=True, slots=True)
+class StartResult:
+    brief: StepBrief
+    stack: list[StackItem]
+    branch_name: str | None
+    branch_note: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalPrompt:
+    """A step waiting for a human: what to ask, and the command that answers from a terminal."""
+
+    session_id: str
+    request_id: str
+    step_ids: list[str]
+    prompt: str
+    command: str
+    shown: list[ShownOutput]
+    job_name: str
+    workflow_name: str
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceReport:
+    """What a checkpoint's audit found (docs/evidence.md); `outputs` and `approvals`, the
+    evidence summary, are set when the workflow completes."""
+
+    stale_evidence: list[StaleEvidence]
+    undeclared_changes: list[str]
+    #: Why the scope guard is off, said once per session.
+    scope_guard_note: str | None = None
+    #: Set with `AWAITING_APPROVAL`: what the human is asked, and how they answer.
+    approval: ApprovalPrompt | None = None
+    outputs: list[OutputEvidence] | None = None
+    approvals: list[ApprovalRecord] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FinishResult:
+    status: FinishStatus
+    stack: list[StackItem]
+    brief: StepBrief | None = None
+    feedback: str | None = None
+    #: The reviews that failed; set with `NEEDS_WORK` only.
+    failed_reviews: list[ReviewVerdict] | None = None
+    summary: str | None = None
+    all_outputs: dict[str, OutputValue] | None = None
+    evidence: EvidenceReport | None = None
+    #: With `WORKFLOW_COMPLETE`: what the completed workflow asks the agent to do next.
+    post_workflow_instructions: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AbortResult:
+    aborted_workflow: str
+    aborted_step: str
+    explanation: str
+    stack: list[StackItem]
+    resumed_workflow: str | None
+    resumed_step: str | None
+    #: For an aborted top-level workflow on its own branch: the branch remains; how to go back.
+    branch_note: str | None = None

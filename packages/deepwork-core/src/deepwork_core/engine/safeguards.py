@@ -1,0 +1,457 @@
+"""The engine's evidence checks at each transition (see `docs/evidence.md`).
+
+`Safeguards` is the engine's helper for everything `docs/evidence.md` describes: it notes the
+repository when steps begin, audits each checkpoint (output hashes, stale evidence of earlier
+steps, undeclared changes), decides when those findings send the agent back, opens and reads
+human approvals, and binds the accepted outputs' hashes to their verdict. It changes the session
+object it is given; the engine saves it in its transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, replace
+from datetime import datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from deepwork_core.base.errors import GitError
+from deepwork_core.base.identifiers import check_session_id
+from deepwork_core.engine.outputs import ValidatedOutputs
+from deepwork_core.engine.results import (
+    ApprovalPrompt,
+    EvidenceReport,
+    FinishResult,
+    FinishStatus,
+)
+from deepwork_core.evidence.audit import SNAPSHOT_POOL, Audit, audit_checkpoint
+from deepwork_core.evidence.hashes import (
+    OutputEvidence,
+    StaleEvidence,
+    VerdictKind,
+    bind,
+    hash_outputs,
+    merge,
+)
+from deepwork_core.evidence.scope import RepoSnapshot, take_snapshot
+from deepwork_core.evidence.verdicts import ReviewVerdict
+from deepwork_core.jobs.model import JobDefinition, ScopeGuard, Step
+from deepwork_core.state.approvals import (
+    ApprovalChannel,
+    ApprovalRecord,
+    ApprovalRequest,
+    ApprovalStore,
+    new_request_id,
+    record_decision,
+    rehash,
+    shown_outputs,
+)
+from deepwork_core.state.events import EventName, append_event
+from deepwork_core.state.sessions import OutputValue, PendingApproval, QualityEventKind, Session
+from deepwork_core.state.stacks import StackItem
+
+OFF_OUTSIDE_GIT = (
+    "Scope guard off: the project is not in a git work tree, so files changed outside the "
+    "declared outputs are not checked."
+)
+
+
+class ApprovalOutcome(StrEnum):
+    WAIT = "wait"  # no decision yet
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    VOID = "void"  # the outputs changed since the request: review and ask again
+
+
+@dataclass(frozen=True, slots=True)
+class Findings:
+    """What the audit of one checkpoint found, and what follows from it."""
+
+    audit: Audit
+    note: str | None
+    #: Steps with stale outputs whose reviews run again with this checkpoint.
+    rereview: tuple[str, ...] = ()
+    #: Feedback of a `needs_work` answer the findings alone cause; None: carry on.
+    blocked: str | None = None
+
+    @property
+    def stale(self) -> list[StaleEvidence]:
+        return self.audit.stale
+
+    @property
+    def undeclared(self) -> list[str]:
+        return self.audit.undeclared
+
+
+class Safeguards:
+    """Evidence, scope guard and approvals for the sessions of one project."""
+
+    def __init__(self, project_root: Path, clock: Callable[[], datetime]) -> None:
+        self.project_root = project_root
+        self.clock = clock
+        self.approvals = ApprovalStore(project_root)
+
+    # --- steps begin ---------------------------------------------------------------------------
+
+    def prefetch(self, job: JobDefinition) -> Future[RepoSnapshot | None] | None:
+        """Start the snapshot of a workflow's first step early, so git runs while the engine
+        prepares the step (pass the result to `begin`)."""
+        if job.scope_guard is ScopeGuard.OFF:
+            return None
+        return SNAPSHOT_POOL.submit(take_snapshot, self.project_root)
+
+    def begin(
+        self,
+        session: Session,
+        job: JobDefinition,
+        step_ids: Sequence[str],
+        snapshot: RepoSnapshot | Future[RepoSnapshot | None] | None = None,
+        *,
+        probe: bool = True,
+    ) -> str | None:
+        """Note the repository for the steps beginning now; return the note to show, once."""
+        if job.scope_guard is ScopeGuard.OFF:
+            return None
+        note: str | None = None
+        taken: RepoSnapshot | None = snapshot if isinstance(snapshot, RepoSnapshot) else None
+        if isinstance(snapshot, Future) or (snapshot is None and probe):
+            try:
+                taken = (
+                    snapshot.result()
+                    if isinstance(snapshot, Future)
+                    else take_snapshot(self.project_root)
+                )
+            except GitError as exc:
+                note = f"Scope guard off for this step: {exc.code}: {exc.message}"
+            else:
+                note = OFF_OUTSIDE_GIT if taken is None else None
+        for step_id in step_ids:
+            record = session.step_progress.get(step_id)
+            if record is not None:
+                record.began = taken
+        if note is None or session.scope_guard_noted:
+            return None
+        session.scope_guard_noted = True
+        return note
+
+    def rewound(
+        self, session: Session, job: JobDefinition, step_ids: Sequence[str], entry_index: int
+    ) -> None:
+        """`go_to_step` began entry `entry_index` again: note the repository for it, and drop
+        an approval request of an entry that is no longer done."""
+        pending = session.pending_approval
+        if pending is not None and pending.entry_index >= entry_index:
+            self.close_approval(session, None)
+        session.stale_reported = []
+        self.begin(session, job, step_ids)
+
+    # --- a checkpoint --------------------------------------------------------------------------
+
+    def inspect(
+        self,
+        session: Session,
+        job: JobDefinition,
+        steps: Sequence[Step],
+        validated: ValidatedOutputs,
+        override_reason: str | None,
+        *,
+        final: bool,
+        reviewable: bool,
+    ) -> Findings:
+        """Audit the checkpoint and decide whether its findings alone send the agent back."""
+        step_ids = [step.id for step in steps]
+        began = session.step_progress[step_ids[0]].began
+        guard = job.scope_guard is not ScopeGuard.OFF and began is not None
+        earlier = [item for item in session.evidence if item.step_id not in step_ids]
+        may_change = [glob for step in steps for glob in step.may_change]
+        audit = audit_checkpoint(
+            self.project_root, validated.by_step, earlier, began, may_change=may_change, guard=guard
+        )
+        note = None
+        if guard and audit.guard_note is not None and not session.scope_guard_noted:
+            session.scope_guard_noted = True
+            note = f"Scope guard off for this checkpoint: {audit.guard_note}"
+        strict = job.scope_guard is ScopeGuard.STRICT
+        self._log_findings(session.session_id, step_ids, audit, strict)
+        blocked: str | None = None
+        rereview: tuple[str, ...] = ()
+        if audit.undeclared and strict and override_reason is None:
+            blocked = (
+                f"Files changed during this step that it does not declare: "
+                f"{', '.join(audit.undeclared)}. Undo those changes, or pass "
+                "quality_review_override_reason explaining why they belong to this step."
+            )
+        elif final and audit.stale and override_reason is None:
+            blocked, rereview = self._stale_at_the_end(session, job, audit.stale, reviewable)
+        return Findings(audit, note, rereview, blocked)
+
+    def _stale_at_the_end(
+        self,
+        session: Session,
+        job: JobDefinition,
+        stale: list[StaleEvidence],
+        reviewable: bool,
+    ) -> tuple[str | None, tuple[str, ...]]:
+        steps = sorted({item.step_id for item in stale})
+        paths = sorted(item.path for item in stale)
+        changed = (
+            f"Output files changed after their step was accepted: {', '.join(paths)} "
+            f"(step {', '.join(steps)})."
+        )
+        unreviewed = [s for s in steps if not reviewable or not _has_reviews(job, s)]
+        if unreviewed:
+            return (
+                f"{changed} Step {', '.join(unreviewed)} has no review to run again: pass "
+                "quality_review_override_reason saying why the change is fine, or undo it.",
+                (),
+            )
+        if paths != session.stale_reported:
+            session.stale_reported = paths
+            return (
+                f"{changed} Call finished_step again with this step's outputs: the reviews of "
+                f"step {', '.join(steps)} then run on the new content together with this "
+                "step's. Or pass quality_review_override_reason to accept the change unreviewed.",
+                (),
+            )
+        return None, tuple(steps)
+
+    def _log_findings(
+        self, session_id: str, step_ids: list[str], audit: Audit, strict: bool
+    ) -> None:
+        if audit.undeclared:
+            self._event(
+                session_id,
+                EventName.UNDECLARED_CHANGES,
+                {"step_ids": step_ids, "files": audit.undeclared, "strict": strict},
+            )
+        if audit.stale:
+            stale = [item.model_dump(mode="json") for item in audit.stale]
+            self._event(
+                session_id, EventName.STALE_EVIDENCE, {"step_ids": step_ids, "stale": stale}
+            )
+
+    # --- accepting a checkpoint ----------------------------------------------------------------
+
+    def accept(
+        self,
+        session: Session,
+        findings: Findings,
+        verdict: VerdictKind,
+        override_reason: str | None = None,
+        rereviewed: Sequence[str] = (),
+    ) -> None:
+        """Bind the checkpoint's files (and the re-reviewed or acknowledged ones) to `verdict`."""
+        step_ids = list(session.current_step_ids)
+        now = self.clock()
+        new = bind(findings.audit.hashes, verdict, now, override_reason)
+        if rereviewed:
+            outputs = {step: session.step_progress[step].outputs for step in rereviewed}
+            new += bind(hash_outputs(self.project_root, outputs), verdict, now, override_reason)
+        elif override_reason is not None:  # the agent acknowledged the stale files it was shown
+            new += [_acknowledged(item, now, override_reason) for item in findings.stale]
+        session.evidence = merge(session.evidence, new, steps=[*step_ids, *rereviewed])
+        session.stale_reported = []
+        evidence = [item.model_dump(mode="json") for item in new]
+        self._event(
+            session.session_id,
+            EventName.STEP_FINISHED,
+            {"step_ids": step_ids, "verdict": verdict.value, "evidence": evidence},
+        )
+
+    # --- approvals -----------------------------------------------------------------------------
+
+    def needs_approval(self, steps: Sequence[Step]) -> bool:
+        return any(step.approval is not None for step in steps)
+
+    def open_approval(
+        self,
+        session: Session,
+        steps: Sequence[Step],
+        findings: Findings,
+        verdict: VerdictKind,
+        override_reason: str | None,
+        rereviewed: Sequence[str],
+    ) -> ApprovalPrompt:
+        """Open a request for the human; the session waits for it (`pending_approval`)."""
+        asks = [step.approval for step in steps if step.approval is not None]
+        names = [name for ask in asks for name in ask.show]
+        request = ApprovalRequest(
+            request_id=new_request_id(),
+            session_id=session.session_id,
+            job_name=session.job_name,
+            workflow_name=session.workflow_name,
+            step_ids=list(session.current_step_ids),
+            prompt="\n\n".join(ask.prompt for ask in asks),
+            shown=shown_outputs(findings.audit.hashes, names),
+            requested_at=self.clock(),
+        )
+        self.approvals.open_request(request)
+        session.pending_approval = PendingApproval(
+            request_id=request.request_id,
+            entry_index=session.current_entry_index,
+            step_ids=list(session.current_step_ids),
+            verdict=verdict,
+            override_reason=override_reason,
+            hashes=list(findings.audit.hashes),
+            rereviewed=list(rereviewed),
+        )
+        fields = {
+            "step_ids": request.step_ids,
+            "request_id": request.request_id,
+            "prompt": request.prompt,
+            "shown": [item.model_dump(mode="json") for item in request.shown],
+        }
+        self._event(session.session_id, EventName.APPROVAL_REQUESTED, fields)
+        return prompt_of(request)
+
+    def approval_outcome(
+        self, session: Session, findings: Findings
+    ) -> tuple[ApprovalOutcome, ApprovalRecord | None]:
+        """What became of the session's open request, judged against the outputs now."""
+        pending = session.pending_approval
+        assert pending is not None
+        if _keys(findings.audit.hashes) != _keys(pending.hashes):
+            return ApprovalOutcome.VOID, None
+        record = self.approvals.load(session.session_id)
+        if record is None or record.request.request_id != pending.request_id:
+            return ApprovalOutcome.VOID, None
+        if record.decision is None:
+            return ApprovalOutcome.WAIT, record
+        if not record.decision_holds(rehash(self.project_root, record.request.shown)):
+            return ApprovalOutcome.VOID, record
+        if record.decision.approved:
+            return ApprovalOutcome.APPROVED, record
+        return ApprovalOutcome.REJECTED, record
+
+    def close_approval(self, session: Session, record: ApprovalRecord | None) -> None:
+        """Forget the open request; keep a decided record in the session's approvals."""
+        if record is not None and record.decision is not None:
+            session.approvals.append(record)
+        session.pending_approval = None
+        self.approvals.clear(session.session_id)
+
+    def record_elicited(
+        self, session_id: str, request_id: str, approved: bool, comment: str | None, client: str
+    ) -> None:
+        """Record the answer a human gave in the client's form (never from a tool argument)."""
+        check_session_id(session_id)
+        record_decision(
+            self.approvals,
+            session_id,
+            approved=approved,
+            comment=comment,
+            channel=ApprovalChannel.ELICITATION,
+            actor=client,
+            terminal=None,
+            now=self.clock(),
+            request_id=request_id,
+        )
+
+    def _event(self, session_id: str, name: EventName, fields: dict[str, Any]) -> None:
+        append_event(self.project_root, session_id, name, fields, now=self.clock())
+
+
+def prompt_of(request: ApprovalRequest) -> ApprovalPrompt:
+    return ApprovalPrompt(
+        session_id=request.session_id,
+        request_id=request.request_id,
+        step_ids=list(request.step_ids),
+        prompt=request.prompt,
+        command=f"deepwork approve {request.session_id}",
+        shown=list(request.shown),
+        job_name=request.job_name,
+        workflow_name=request.workflow_name,
+    )
+
+
+def _has_reviews(job: JobDefinition, step_id: str) -> bool:
+    step = job.steps_by_id.get(step_id)
+    return step is not None and bool(step.reviews)
+
+
+def _keys(hashes: Sequence[Any]) -> set[tuple[str, str, str, str | None]]:
+    return {(h.step_id, h.output, h.path, h.sha256) for h in hashes}
+
+
+def _acknowledged(item: StaleEvidence, at: datetime, reason: str) -> OutputEvidence:
+    return OutputEvidence(
+        output=item.output,
+        step_id=item.step_id,
+        path=item.path,
+        sha256=item.new_sha256,
+        verdict=VerdictKind.OVERRIDE,
+        recorded_at=at,
+        override_reason=reason,
+    )
+
+
+def awaiting(stack: list[StackItem], prompt: ApprovalPrompt, findings: Findings) -> FinishResult:
+    """The `awaiting_approval` answer: the agent shows the user the command and waits."""
+    feedback = (
+        f"This step needs a human's approval: {prompt.prompt} Show the user this command to run "
+        f"in a terminal: `{prompt.command}` (to send it back: `{prompt.command} --reject "
+        '--comment "..."`). When they have answered, call finished_step again with the same '
+        "outputs. You cannot approve it yourself."
+    )
+    result = FinishResult(FinishStatus.AWAITING_APPROVAL, stack, feedback=feedback)
+    return with_findings(result, findings, approval=prompt)
+
+
+def needs_work(
+    stack: list[StackItem],
+    findings: Findings,
+    feedback: str,
+    failed: list[ReviewVerdict] | None = None,
+) -> FinishResult:
+    result = FinishResult(
+        FinishStatus.NEEDS_WORK, stack, feedback=feedback, failed_reviews=failed or []
+    )
+    return with_findings(result, findings)
+
+
+def with_findings(
+    result: FinishResult,
+    findings: Findings,
+    completed: Session | None = None,
+    approval: ApprovalPrompt | None = None,
+) -> FinishResult:
+    """`result` carrying what the audit found, and the evidence summary once `completed`."""
+    done = completed is not None and result.status is FinishStatus.WORKFLOW_COMPLETE
+    report = EvidenceReport(
+        stale_evidence=list(findings.stale),
+        undeclared_changes=list(findings.undeclared),
+        scope_guard_note=findings.note,
+        approval=approval,
+        outputs=list(completed.evidence) if done and completed else None,
+        approvals=list(completed.approvals) if done and completed else None,
+    )
+    return replace(result, evidence=report)
+
+
+def override_kind(session: Session) -> VerdictKind:
+    """`self_review` when the agent was given a self-review file for this checkpoint."""
+    record = session.step_progress[session.current_step_id]
+    reviewed = any(
+        event.kind is QualityEventKind.SELF_REVIEW
+        and event.step_ids == session.current_step_ids
+        and event.at >= record.started_at
+        for event in session.quality_log
+    )
+    return VerdictKind.SELF_REVIEW if reviewed else VerdictKind.OVERRIDE
+
+
+def outputs_with(
+    session: Session, step_ids: Sequence[str], outputs: dict[str, OutputValue]
+) -> dict[str, OutputValue]:
+    """`outputs` plus the recorded outputs of `step_ids` (stale steps reviewed again)."""
+    merged = dict(outputs)
+    for step_id in step_ids:
+        merged.update(session.step_progress[step_id].outputs)
+    return merged
+
+
+def join_notes(*notes: str | None) -> str | None:
+    """The notes that are set, as one text (the branch note and the scope guard's)."""
+    return " ".join(note for note in notes if note) or None

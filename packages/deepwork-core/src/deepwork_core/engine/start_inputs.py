@@ -1,0 +1,78 @@
+"""Values given to `start_workflow` for a workflow's start parameters (docs/job-format.md).
+
+A start parameter is a step input no earlier step produces (`{name, description}` in the job
+model). Each given value must name one of the workflow's parameters (`inputs.unknown`); a
+`file_path` parameter takes a project file or a list of them (`inputs.file_not_found`,
+`path.outside_project`), any other a string (`inputs.wrong_type`). The values reach every step
+that declares the parameter, in `begin_step`'s `step_inputs`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from deepwork_core.base.errors import InputsError
+from deepwork_core.base.identifiers import check_text, resolve_inside
+from deepwork_core.jobs.model import InputType, JobDefinition, StepInput, Workflow
+from deepwork_core.state.sessions import OutputValue
+
+
+def start_parameters(definition: JobDefinition, workflow: Workflow) -> dict[str, StepInput]:
+    """The workflow's start parameters by name (the first declaration of each)."""
+    parameters: dict[str, StepInput] = {}
+    for step_id in workflow.step_ids:
+        for item in definition.step(step_id).inputs:
+            if item.name is not None:
+                parameters.setdefault(item.name, item)
+    return parameters
+
+
+def check_start_inputs(
+    project_root: Path,
+    definition: JobDefinition,
+    workflow: Workflow,
+    inputs: Mapping[str, object] | None,
+) -> dict[str, OutputValue]:
+    """The checked values of `inputs`; raises `InputsError` naming every problem."""
+    if not inputs:
+        return {}
+    if not isinstance(inputs, Mapping):
+        raise InputsError(
+            "inputs must be an object: argument name -> value", code="inputs.wrong_type"
+        )
+    parameters = start_parameters(definition, workflow)
+    unknown = sorted(str(name) for name in inputs if name not in parameters)
+    if unknown:
+        accepted = ", ".join(sorted(parameters)) or "none"
+        raise InputsError(
+            f"unknown input(s) {', '.join(unknown)} for workflow {workflow.name!r}; it accepts: "
+            f"{accepted}",
+            code="inputs.unknown",
+        )
+    checked: dict[str, OutputValue] = {}
+    for name, value in inputs.items():
+        if parameters[name].type is InputType.FILE_PATH:
+            checked[name] = _paths(project_root, name, value)
+        elif isinstance(value, str):
+            checked[name] = check_text(value, what=f"input {name!r}") or ""
+        else:
+            raise InputsError(f"input {name!r} must be a string", code="inputs.wrong_type")
+    return checked
+
+
+def _paths(root: Path, name: str, value: object) -> OutputValue:
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+        raise InputsError(
+            f"input {name!r} is a file path: give a path or a list of paths",
+            code="inputs.wrong_type",
+        )
+    for item in items:
+        resolved = resolve_inside(root, item, what=f"input {name!r}")  # path.outside_project
+        if not resolved.is_file():
+            raise InputsError(
+                f"input {name!r}: no file at {item!r} (paths are relative to {root})",
+                code="inputs.file_not_found",
+            )
+    return value if isinstance(value, str) else list(items)

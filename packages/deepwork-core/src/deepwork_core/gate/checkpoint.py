@@ -1,0 +1,183 @@
+"""What the engine hands the quality gate, and what the gate answers (see `docs/quality-gate.md`).
+
+One `Checkpoint` travels from the engine to the gate's planner, payload and prompt builders
+unchanged; the gate answers with one of three verdicts, told apart by type:
+`GatePassed` (advance), `GateNeedsWork` (a reviewer failed the outputs) and
+`GateSelfReviewRequested` (self-review mode: the agent must have the outputs reviewed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Protocol
+
+from deepwork_core.base.errors import OutputsError, QualityGateError
+from deepwork_core.base.identifiers import check_text
+from deepwork_core.evidence.verdicts import ReviewVerdict
+from deepwork_core.jobs.model import JobDefinition, Step
+from deepwork_core.state.sessions import OutputValue, QualityEvent, QualityEventKind
+
+UNDECLARED_BEGIN = "==================== BEGIN UNDECLARED CHANGES ===================="
+UNDECLARED_END = "==================== END UNDECLARED CHANGES ===================="
+#: What the reviewer is told about the scope guard's findings (docs/evidence.md).
+UNDECLARED_NOTE = (
+    "Files changed during this step that it declares neither as outputs nor under its "
+    "may_change globs. Judge whether each change belongs to the step's work; read them from "
+    "the project. A change that breaks a criterion fails it."
+)
+
+#: `async (done, total, message)`: reports reviewer progress to the client. The engine only
+#: passes it through to the gate, which runs it on the event loop.
+ProgressReporter = Callable[[int, int, str], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedInput:
+    """A step input: a user parameter or what an earlier step submitted.
+
+    `paths` are files; `value` is text (a `string` output of an earlier step, or a value given
+    at `start_workflow`; a file path given at start is in `paths`).
+    """
+
+    step_id: str
+    name: str
+    description: str | None
+    from_step: str | None
+    paths: list[str] = field(default_factory=list)
+    value: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """One `finished_step` call under review: its steps with their validated outputs."""
+
+    #: Absolute and resolved: containment checks compare resolved paths.
+    project_root: Path
+    session_id: str
+    job: JobDefinition
+    #: The step, or every step of a concurrent group (the first one names the self-review file).
+    step_ids: tuple[str, ...]
+    #: Output name → project-relative path (`file`) or paths (`files`), for all `step_ids`.
+    outputs: dict[str, OutputValue]
+    #: The file inputs of `step_ids` (each with its `from_step`), as earlier steps submitted them.
+    input_files: list[ResolvedInput]
+    notes: str | None = None
+    #: The external gate's attempt number; 0 when attempts are not counted.
+    attempt: int = 0
+    #: What the agent says it did, checked against the steps' `process_requirements`.
+    work_summary: str | None = None
+    #: Files the steps changed without declaring them (the scope guard, docs/evidence.md).
+    undeclared_changes: tuple[str, ...] = ()
+
+    def undeclared_section(self) -> list[str]:
+        """The reviewer payload's section on undeclared changes; none when there are none."""
+        if not self.undeclared_changes:
+            return []
+        listed = [f"- {path}" for path in self.undeclared_changes]
+        return ["\n".join([UNDECLARED_BEGIN, UNDECLARED_NOTE, *listed, UNDECLARED_END])]
+
+    def undeclared_lines(self) -> list[str]:
+        """The same for the self-review file (Markdown)."""
+        if not self.undeclared_changes:
+            return []
+        listed = [f"- `{path}`" for path in self.undeclared_changes]
+        return ["", "## Undeclared changes", "", UNDECLARED_NOTE, "", *listed]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "project_root", self.project_root.resolve())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GatePassed:
+    """Every review passed, or no review applies: the workflow advances."""
+
+    feedback: str
+    reviews: tuple[ReviewVerdict, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GateNeedsWork:
+    """A reviewer failed the outputs; `feedback` says what to fix."""
+
+    feedback: str
+    reviews: tuple[ReviewVerdict, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GateSelfReviewRequested:
+    """Self-review mode: the agent has the outputs reviewed per `review_file` (project-relative)."""
+
+    feedback: str
+    review_file: str
+
+
+GateVerdict = GatePassed | GateNeedsWork | GateSelfReviewRequested
+
+
+class Gate(Protocol):
+    """The quality gate as the engine sees it."""
+
+    def consulted_for(self, steps: Sequence[Step]) -> bool:
+        """True when a checkpoint of `steps` goes to the gate (else it advances at once)."""
+        ...
+
+    @property
+    def external(self) -> bool:
+        """True when a separate reviewer decides (attempts are counted and capped)."""
+        ...
+
+    def evaluate(self, checkpoint: Checkpoint, progress: ProgressReporter | None) -> GateVerdict:
+        """Review `checkpoint`. Raises `QualityGateError` when no verdict could be had."""
+        ...
+
+
+def has_own_reviews(steps: Sequence[Step]) -> bool:
+    """True when a step declares reviews or process requirements."""
+    return any(step.reviews or step.process_requirements for step in steps)
+
+
+def quality_event(verdict: GateVerdict, checkpoint: Checkpoint, at: datetime) -> QualityEvent:
+    """The session log entry of one gate verdict."""
+    if isinstance(verdict, GateSelfReviewRequested):
+        return QualityEvent(
+            at=at,
+            kind=QualityEventKind.SELF_REVIEW,
+            step_ids=list(checkpoint.step_ids),
+            attempt=checkpoint.attempt or None,
+            feedback=verdict.feedback,
+            review_file=verdict.review_file,
+        )
+    return QualityEvent(
+        at=at,
+        kind=QualityEventKind.REVIEW,
+        step_ids=list(checkpoint.step_ids),
+        attempt=checkpoint.attempt or None,
+        passed=isinstance(verdict, GatePassed),
+        feedback=verdict.feedback,
+        reviews=list(verdict.reviews),
+    )
+
+
+def check_finish_arguments(
+    outputs: Mapping[str, object],
+    notes: str | None,
+    override_reason: str | None,
+    work_summary: str | None = None,
+) -> None:
+    """Reject malformed `finished_step` arguments before any state is touched."""
+    if not isinstance(outputs, Mapping):
+        raise OutputsError(
+            "outputs must be an object mapping output names to paths", code="outputs.wrong_type"
+        )
+    if override_reason is not None and not override_reason.strip():
+        raise QualityGateError(
+            "quality_review_override_reason is empty; explain why the review is not needed "
+            "or leave it out",
+            code="quality_gate.override_reason_empty",
+        )
+    check_text(notes, what="notes")
+    check_text(override_reason, what="quality_review_override_reason")
+    check_text(work_summary, what="work_summary")

@@ -1,0 +1,300 @@
+"""Cross-reference checks of a job, on the one job model (both file formats).
+
+Codes: `job.duplicate_step_id`, `job.unknown_dependency`, `job.dependency_cycle` (a
+self-dependency included), `job.unknown_from_step`, `job.input_not_dependency`,
+`job.unknown_input_file`, `job.invalid_run_each`, `job.path_outside_job`,
+`job.unknown_workflow_step`, `job.duplicate_workflow_step`, `job.duplicate_workflow`,
+`job.workflow_order`, `job.duplicate_group_output`; warning `job.unreachable_step`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from deepwork_core.base.errors import PathOutsideProjectError, Severity
+from deepwork_core.base.identifiers import resolve_inside
+from deepwork_core.base.yamlio import KeyPath
+from deepwork_core.jobs.model import HookAction, Step, Workflow
+from deepwork_core.jobs.report import JobReport, dotted
+
+HOOK_EVENTS = ("after_agent", "before_tool", "before_prompt")
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def salvage(data: dict[str, Any], key: str, model: type[_M]) -> list[tuple[int, _M]]:
+    """The items of `data[key]` that are valid on their own, so semantic checks still run."""
+    items = data.get(key)
+    valid: list[tuple[int, _M]] = []
+    for index, raw in enumerate(items if isinstance(items, list) else []):
+        try:
+            valid.append((index, model.model_validate(raw)))
+        except ValidationError:
+            continue
+    return valid
+
+
+def _raw_step_ids(data: dict[str, Any]) -> set[str]:
+    """Every step id written in the file, also of steps whose shape is invalid."""
+    steps = data.get("steps")
+    if not isinstance(steps, list):
+        return set()
+    return {s["id"] for s in steps if isinstance(s, dict) and isinstance(s.get("id"), str)}
+
+
+def step_file_refs(step: Step, base: KeyPath) -> list[tuple[str, KeyPath]]:
+    """Every job-relative file a step names, with its key path."""
+    refs: list[tuple[str, KeyPath]] = []
+    if step.instructions_file is not None:
+        refs.append((step.instructions_file, (*base, "instructions_file")))
+    actions: list[tuple[HookAction, KeyPath]] = [
+        (action, (*base, "hooks", event, position))
+        for event in HOOK_EVENTS
+        for position, action in enumerate(getattr(step.hooks, event, None) or [])
+    ]
+    actions.extend(
+        (action, (*base, "stop_hooks", position)) for position, action in enumerate(step.stop_hooks)
+    )
+    for action, path in actions:
+        if action.prompt_file is not None:
+            refs.append((action.prompt_file, (*path, "prompt_file")))
+        if action.script is not None:
+            refs.append((action.script, (*path, "script")))
+    return refs
+
+
+def check_semantics(
+    report: JobReport,
+    steps: list[tuple[int, Step]],
+    workflows: list[tuple[int, Workflow]],
+    data: dict[str, Any],
+    job_dir: Path,
+) -> None:
+    known_ids = _raw_step_ids(data)
+    raw_steps = data.get("steps")
+    seen_ids: set[str] = set()
+    for position, raw in enumerate(raw_steps if isinstance(raw_steps, list) else []):
+        if isinstance(raw, dict) and isinstance(raw.get("id"), str):
+            if raw["id"] in seen_ids:
+                report.add(
+                    "job.duplicate_step_id",
+                    f"step id {raw['id']!r} is used by more than one step",
+                    ("steps", position, "id"),
+                )
+            seen_ids.add(raw["id"])
+
+    by_id: dict[str, Step] = {}
+    step_index: dict[str, int] = {}
+    for index, step in steps:
+        if step.id not in by_id:
+            by_id[step.id] = step
+            step_index[step.id] = index
+
+    for step_id, step in by_id.items():
+        _check_step(report, step, step_index[step_id], by_id, known_ids, job_dir)
+    _check_cycles(report, by_id, step_index)
+    _check_workflows(report, workflows, by_id, known_ids)
+
+    listed = {step_id for _, workflow in workflows for step_id in workflow.step_ids}
+    for step_id, index in step_index.items():
+        if step_id not in listed:
+            report.add(
+                "job.unreachable_step",
+                "the step is in no workflow, so agents cannot run it through MCP",
+                ("steps", index, "id"),
+                severity=Severity.WARNING,
+            )
+
+
+def _check_step(
+    report: JobReport,
+    step: Step,
+    index: int,
+    by_id: dict[str, Step],
+    known_ids: set[str],
+    job_dir: Path,
+) -> None:
+    base: KeyPath = ("steps", index)
+    resolved_job_dir = job_dir.resolve()
+    for value, path in step_file_refs(step, base):
+        try:
+            resolve_inside(resolved_job_dir, value, what=dotted(path))
+        except PathOutsideProjectError:
+            report.add(
+                "job.path_outside_job",
+                f"{value!r} points outside the job folder; paths are relative to the job folder",
+                path,
+            )
+
+    for position, dependency in enumerate(step.dependencies):
+        path = (*base, "dependencies", position)
+        if dependency == step.id:
+            report.add("job.dependency_cycle", "a step cannot depend on itself", path)
+        elif dependency not in known_ids:
+            report.add(
+                "job.unknown_dependency",
+                f"depends on {dependency!r}, which is not a step of this job",
+                path,
+            )
+
+    _check_inputs(report, step, base, by_id, known_ids)
+    for position, review in enumerate(step.reviews):
+        if review.run_each != "step" and review.run_each not in step.outputs:
+            report.add(
+                "job.invalid_run_each",
+                f"run_each is {review.run_each!r}; use 'step' or one of this step's outputs "
+                f"({', '.join(step.outputs) or 'none declared'})",
+                (*base, "reviews", position, "run_each"),
+            )
+
+
+def _check_inputs(
+    report: JobReport, step: Step, base: KeyPath, by_id: dict[str, Step], known_ids: set[str]
+) -> None:
+    """Each file input names a step of the job, listed as a dependency, that declares it."""
+    for position, item in enumerate(step.inputs):
+        if item.from_step is None:
+            continue
+        path = (*base, "inputs", position, "from_step")
+        source_id = item.from_step
+        if source_id not in known_ids:
+            report.add("job.unknown_from_step", f"{source_id!r} is not a step of this job", path)
+            continue
+        if source_id not in step.dependencies:
+            report.add(
+                "job.input_not_dependency",
+                f"input comes from {source_id!r}, which must also be listed in 'dependencies'",
+                path,
+            )
+        source = by_id.get(source_id)
+        if source is not None and item.file not in source.outputs:
+            report.add(
+                "job.unknown_input_file",
+                f"step {source_id!r} declares no output named {item.file!r} "
+                f"(it declares: {', '.join(source.outputs) or 'none'})",
+                (*base, "inputs", position, "file"),
+            )
+
+
+def _check_cycles(report: JobReport, by_id: dict[str, Step], step_index: dict[str, int]) -> None:
+    """Report each dependency cycle once (self-dependencies are reported by `_check_step`)."""
+    done: set[str] = set()
+    reported: set[frozenset[str]] = set()
+    for start in by_id:
+        if start in done:
+            continue
+        # Iterative depth-first search: a job may have many steps, recursion depth stays flat.
+        trail: list[str] = [start]
+        on_trail: set[str] = {start}
+        pending: list[list[str]] = [list(by_id[start].dependencies)]
+        while trail:
+            if not pending[-1]:
+                finished = trail.pop()
+                on_trail.discard(finished)
+                done.add(finished)
+                pending.pop()
+                continue
+            dependency = pending[-1].pop(0)
+            current = trail[-1]
+            if dependency == current or dependency not in by_id or dependency in done:
+                continue
+            if dependency in on_trail:
+                cycle = [*trail[trail.index(dependency) :], dependency]
+                if frozenset(cycle) not in reported:
+                    reported.add(frozenset(cycle))
+                    report.add(
+                        "job.dependency_cycle",
+                        f"circular dependency: {' -> '.join(cycle)}",
+                        ("steps", step_index[current], "dependencies"),
+                    )
+                continue
+            trail.append(dependency)
+            on_trail.add(dependency)
+            pending.append(list(by_id[dependency].dependencies))
+
+
+def _check_workflows(
+    report: JobReport,
+    workflows: list[tuple[int, Workflow]],
+    by_id: dict[str, Step],
+    known_ids: set[str],
+) -> None:
+    seen_names: set[str] = set()
+    for index, workflow in workflows:
+        base: KeyPath = ("workflows", index)
+        if workflow.name in seen_names:
+            report.add(
+                "job.duplicate_workflow",
+                f"workflow name {workflow.name!r} is used by more than one workflow",
+                (*base, "name"),
+            )
+            continue
+        seen_names.add(workflow.name)
+        position_of = _check_entries(report, workflow, base, by_id, known_ids)
+        for step_id, entry_position in position_of.items():
+            step = by_id.get(step_id)
+            if step is None:
+                continue
+            for dependency in step.dependencies:
+                dep_position = position_of.get(dependency)
+                if dep_position is not None and dep_position >= entry_position:
+                    order = "together with" if dep_position == entry_position else "before"
+                    report.add(
+                        "job.workflow_order",
+                        f"workflow {workflow.name!r} runs {step_id!r} {order} "
+                        f"{dependency!r}, which it depends on",
+                        (*base, "steps", entry_position),
+                    )
+
+
+def _check_entries(
+    report: JobReport,
+    workflow: Workflow,
+    base: KeyPath,
+    by_id: dict[str, Step],
+    known_ids: set[str],
+) -> dict[str, int]:
+    """Check each entry's steps exist, appear once, and (in a group) declare distinct outputs.
+
+    Returns the entry position of each step the workflow lists.
+    """
+    position_of: dict[str, int] = {}
+    for entry_position, entry in enumerate(workflow.entries):
+        path: KeyPath = (*base, "steps", entry_position)
+        outputs_in_group: dict[str, str] = {}
+        for member, step_id in enumerate(entry):
+            member_path = (
+                (*path, member) if isinstance(workflow.steps[entry_position], list) else path
+            )
+            if step_id not in known_ids:
+                report.add(
+                    "job.unknown_workflow_step",
+                    f"workflow {workflow.name!r} names step {step_id!r}, which does not exist",
+                    member_path,
+                )
+                continue
+            if step_id in position_of:
+                report.add(
+                    "job.duplicate_workflow_step",
+                    f"step {step_id!r} appears more than once in workflow {workflow.name!r}",
+                    member_path,
+                )
+                continue
+            position_of[step_id] = entry_position
+            step = by_id.get(step_id)
+            if step is None or len(entry) < 2:
+                continue
+            for output_name in step.outputs:
+                other = outputs_in_group.setdefault(output_name, step_id)
+                if other != step_id:
+                    report.add(
+                        "job.duplicate_group_output",
+                        f"steps {other!r} and {step_id!r} run concurrently in workflow "
+                        f"{workflow.name!r} and both declare output {output_name!r}; "
+                        "output names must be unique in a concurrent group",
+                        member_path,
+                    )
+    return position_of

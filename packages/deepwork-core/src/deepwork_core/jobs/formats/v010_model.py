@@ -1,0 +1,153 @@
+"""The shape of a `job.yml` in the 0.10+ format (DeepWork 0.10 to 0.14; docs/job-format.md).
+
+A job declares `step_arguments` (named strings or file paths) and a mapping of workflows, each an
+ordered list of steps whose `inputs` and `outputs` name those arguments. These models only check the
+file's shape; `deepwork_core.jobs.formats.v010` checks cross-references and translates a valid file
+into the one job model of `deepwork_core.jobs.model`.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any, Self
+
+from pydantic import Field, StrictBool, StringConstraints, model_validator
+from pydantic_core import PydanticCustomError
+
+from deepwork_core.jobs.model import (
+    Approval,
+    Name,
+    NonEmptyText,
+    ReviewContext,
+    ReviewStrategy,
+    ScopeGuard,
+    SubWorkflowRef,
+    Summary,
+    _Strict,
+    check_evidence_fields,
+)
+
+ARGUMENT_PATTERN = r"^[a-zA-Z][a-zA-Z0-9_./-]*$"
+ArgumentName = Annotated[str, StringConstraints(pattern=ARGUMENT_PATTERN)]
+
+
+class ArgumentType(StrEnum):
+    STRING = "string"
+    FILE_PATH = "file_path"
+
+
+class ReviewBlock(_Strict):
+    """A review of an argument wherever a step produces it, or of one step's output."""
+
+    strategy: ReviewStrategy
+    instructions: NonEmptyText
+    agent: dict[NonEmptyText, NonEmptyText] | None = None
+    additional_context: ReviewContext | None = None
+
+
+class StepArgument(_Strict):
+    """A named piece of data steps read (`inputs`) and produce (`outputs`)."""
+
+    name: ArgumentName
+    description: NonEmptyText
+    type: ArgumentType
+    review: ReviewBlock | None = None
+    json_schema: dict[str, Any] | None = None
+
+
+class InputRef(_Strict):
+    required: StrictBool = True
+
+
+class OutputRef(_Strict):
+    required: StrictBool = True
+    review: ReviewBlock | None = None
+
+
+class WorkflowStep(_Strict):
+    """One step of a workflow: inline `instructions`, an `instructions_file` or a `sub_workflow`."""
+
+    model_config = _Strict.model_config | {
+        "json_schema_extra": {
+            "oneOf": [
+                {"required": ["instructions"]},
+                {"required": ["instructions_file"]},
+                {"required": ["sub_workflow"]},
+            ]
+        }
+    }
+
+    name: Name
+    instructions: NonEmptyText | None = None
+    instructions_file: NonEmptyText | None = Field(
+        default=None, description="A job-relative Markdown file, instead of inline instructions."
+    )
+    sub_workflow: SubWorkflowRef | None = None
+    inputs: dict[ArgumentName, InputRef] = Field(default_factory=dict)
+    outputs: dict[ArgumentName, OutputRef] = Field(default_factory=dict)
+    process_requirements: dict[NonEmptyText, NonEmptyText] | None = Field(
+        default=None, min_length=1
+    )
+    may_change: list[NonEmptyText] = Field(
+        default_factory=list,
+        description="Project-relative globs of files the step may change besides its outputs.",
+    )
+    approval: Approval | None = None
+
+    @model_validator(mode="after")
+    def _evidence_fields(self) -> Self:
+        check_evidence_fields(self.may_change, self.approval, self.outputs)
+        return self
+
+    @model_validator(mode="after")
+    def _exactly_one_body(self) -> Self:
+        given = [
+            key
+            for key in ("instructions", "instructions_file", "sub_workflow")
+            if getattr(self, key) is not None
+        ]
+        if len(given) != 1:
+            raise PydanticCustomError(
+                "step_body_shape",
+                "a step needs exactly one of 'instructions', 'instructions_file' or "
+                "'sub_workflow' (got {got})",
+                {"got": ", ".join(given) or "none"},
+            )
+        return self
+
+
+class WorkflowSpec(_Strict):
+    summary: Summary
+    agent: NonEmptyText | None = None
+    common_job_info_provided_to_all_steps_at_runtime: NonEmptyText | None = None
+    steps: list[WorkflowStep] = Field(min_length=1)
+    post_workflow_instructions: str | None = None
+
+
+class JobFile014(_Strict):
+    """The content of one `job.yml` in the 0.10+ format."""
+
+    name: Name
+    summary: Summary
+    step_arguments: list[StepArgument]
+    workflows: dict[Name, WorkflowSpec] = Field(min_length=1)
+    scope_guard: ScopeGuard = Field(
+        default=ScopeGuard.NOTE,
+        description="Files a step changes that are neither outputs nor under its may_change: "
+        "'note' lists them, 'strict' makes the checkpoint needs_work, 'off' skips the check.",
+    )
+
+    @property
+    def arguments(self) -> dict[str, StepArgument]:
+        """Arguments by name; the first declaration of a repeated name wins."""
+        by_name: dict[str, StepArgument] = {}
+        for argument in self.step_arguments:
+            by_name.setdefault(argument.name, argument)
+        return by_name
+
+
+def is_014_shape(data: object) -> bool:
+    """True when `data` (a parsed job.yml) is written in the 0.10+ format."""
+    if not isinstance(data, dict):
+        return False
+    return "step_arguments" in data or isinstance(data.get("workflows"), dict)

@@ -1,0 +1,408 @@
+"""The job model: one definition of a job, whichever `job.yml` format (docs/job-format.md).
+
+Two file formats map onto these models (see docs/job-format.md): the 0.9-style format is these
+models minus the keys only the newer format can express (`deepwork_core.jobs.formats.v09` lists them
+and rejects them in 0.9-style files), and the 0.10+ format (`deepwork_core.jobs.formats.v010_model`)
+is read and translated by `deepwork_core.jobs.formats.v010`. The engine, the gate, hooks and
+listings see only these models. The JSON Schema shipped in
+`deepwork_core/jobs/schemas/job.schema.json` is generated from both (`deepwork_core.jobs.schema`),
+and a test fails when the shipped file drifts. Every object level rejects unknown keys.
+Cross-reference checks live in
+`deepwork_core.jobs.checks`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from enum import StrEnum
+from functools import cached_property
+from typing import Annotated, Any, Self
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StringConstraints,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+from deepwork_core.base.identifiers import NAME_PATTERN
+
+Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
+NonEmptyText = Annotated[str, StringConstraints(min_length=1)]
+Summary = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+SemVer = Annotated[str, StringConstraints(pattern=r"^\d+\.\d+\.\d+$")]
+
+
+#: One shared `__pydantic_fields_set__` per distinct set of given fields (see `_Strict`).
+_FIELDS_SETS: dict[frozenset[str], set[str]] = {}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @model_validator(mode="after")
+    def _share_fields_set(self) -> Self:
+        """Share the set of given field names between instances that gave the same fields.
+
+        Pydantic gives each instance a set of its own: with a thousand jobs that was 18,000 sets
+        and a third of the models' memory, for about ten distinct values. Frozen models never
+        change their set, and pydantic copies it before `model_copy(update=...)` changes it.
+        """
+        given = self.__pydantic_fields_set__
+        object.__setattr__(
+            self, "__pydantic_fields_set__", _FIELDS_SETS.setdefault(frozenset(given), given)
+        )
+        return self
+
+
+class OutputType(StrEnum):
+    FILE = "file"
+    FILES = "files"
+    #: 0.10+ format: one path or a list of paths.
+    FILE_PATH = "file_path"
+    #: 0.10+ format: inline text, not a file.
+    STRING = "string"
+
+    @property
+    def is_file(self) -> bool:
+        return self is not OutputType.STRING
+
+
+class OutputSpec(_Strict):
+    """One declared output of a step."""
+
+    type: OutputType
+    description: NonEmptyText
+    required: StrictBool
+    doc_spec: NonEmptyText | None = Field(
+        default=None,
+        description="Project-relative path of a doc spec whose criteria apply to this output.",
+    )
+    json_schema: dict[str, Any] | None = Field(
+        default=None,
+        description="A JSON Schema each submitted file must satisfy (parsed as JSON).",
+    )
+
+
+class InputType(StrEnum):
+    """What a start parameter's value is (0.10+ format; 0.9-style parameters are text)."""
+
+    STRING = "string"
+    FILE_PATH = "file_path"
+
+
+class StepInput(_Strict):
+    """A user parameter `{name, description}` or a file from an earlier step `{file, from_step}`."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [
+                {
+                    "required": ["name", "description"],
+                    "not": {"anyOf": [{"required": ["file"]}, {"required": ["from_step"]}]},
+                },
+                {
+                    "required": ["file", "from_step"],
+                    "not": {"anyOf": [{"required": ["name"]}, {"required": ["description"]}]},
+                },
+            ]
+        }
+    )
+
+    name: NonEmptyText | None = None
+    description: NonEmptyText | None = None
+    file: NonEmptyText | None = None
+    from_step: Name | None = None
+    required: StrictBool = Field(
+        default=True, description="False when the step can start without this input."
+    )
+    type: InputType | None = Field(
+        default=None, description="Of a start parameter: inline text, or a project file path."
+    )
+
+    @model_validator(mode="after")
+    def _one_shape(self) -> Self:
+        user = self.name is not None or self.description is not None
+        from_file = self.file is not None or self.from_step is not None
+        if user == from_file:
+            raise PydanticCustomError(
+                "input_shape",
+                "an input is either {name, description} or {file, from_step}, not both or neither",
+            )
+        if user and (self.name is None or self.description is None):
+            raise PydanticCustomError(
+                "input_shape", "a user-parameter input needs both 'name' and 'description'"
+            )
+        if from_file and (self.file is None or self.from_step is None):
+            raise PydanticCustomError(
+                "input_shape", "a file input needs both 'file' and 'from_step'"
+            )
+        return self
+
+    @property
+    def is_file(self) -> bool:
+        return self.file is not None
+
+
+class HookAction(_Strict):
+    """Exactly one of `prompt` (inline text), `prompt_file` or `script` (job-relative paths)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [
+                {"required": ["prompt"]},
+                {"required": ["prompt_file"]},
+                {"required": ["script"]},
+            ]
+        }
+    )
+
+    prompt: NonEmptyText | None = None
+    prompt_file: NonEmptyText | None = None
+    script: NonEmptyText | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Self:
+        given = [k for k in ("prompt", "prompt_file", "script") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise PydanticCustomError(
+                "hook_action_shape",
+                "a hook action needs exactly one of 'prompt', 'prompt_file' or 'script' "
+                "(got {got})",
+                {"got": ", ".join(given) or "none"},
+            )
+        return self
+
+
+class StepHooks(_Strict):
+    after_agent: list[HookAction] = Field(default_factory=list)
+    before_tool: list[HookAction] = Field(default_factory=list)
+    before_prompt: list[HookAction] = Field(default_factory=list)
+
+
+class ReviewStrategy(StrEnum):
+    """How a review of one output groups its files (0.10+ format)."""
+
+    INDIVIDUAL = "individual"
+    MATCHES_TOGETHER = "matches_together"
+
+
+class ReviewContext(_Strict):
+    """Extra context a 0.10+ review asks for."""
+
+    all_changed_filenames: StrictBool = False
+    unchanged_matching_files: StrictBool = False
+
+
+class Review(_Strict):
+    """A quality review of a step's outputs.
+
+    A review from a 0.10+ job has no criteria: its free-text instructions are the
+    `additional_review_guidance`, and `strategy` says whether the files of a multi-file output are
+    reviewed one by one or together.
+    """
+
+    run_each: NonEmptyText = Field(
+        description="'step' to review all outputs together, or the name of one of the outputs."
+    )
+    quality_criteria: dict[NonEmptyText, NonEmptyText] = Field(default_factory=dict, min_length=1)
+    additional_review_guidance: str | None = None
+    strategy: ReviewStrategy | None = None
+    agent: dict[NonEmptyText, NonEmptyText] | None = Field(
+        default=None, description="Platform name -> reviewer agent persona."
+    )
+    additional_context: ReviewContext | None = None
+
+
+class SubWorkflowRef(_Strict):
+    """A step that runs another workflow (of this job, or of `workflow_job`) nested."""
+
+    workflow_name: Name
+    workflow_job: Name | None = None
+
+
+class Approval(_Strict):
+    """A human sign-off a step needs after its reviews pass (see docs/evidence.md)."""
+
+    prompt: NonEmptyText = Field(description="The question put to the human.")
+    show: list[NonEmptyText] = Field(
+        default_factory=list,
+        description="Names of the step's outputs shown to the human; the approval is bound to "
+        "their SHA-256 hashes.",
+    )
+
+
+def check_evidence_fields(
+    may_change: list[str], approval: Approval | None, outputs: Collection[str]
+) -> None:
+    """Raise the validation error of a bad `may_change` glob or `approval.show` name.
+
+    Both job formats call it on a step, so both report `job.invalid_may_change` and
+    `job.invalid_approval` the same way (docs/evidence.md).
+    """
+    for pattern in may_change:
+        if pattern.startswith("/") or ".." in pattern.split("/"):
+            raise PydanticCustomError(
+                "may_change_glob",
+                "may_change glob {pattern!r} must be relative to the project, without '..'",
+                {"pattern": pattern},
+            )
+    unknown = [name for name in (approval.show if approval else []) if name not in outputs]
+    if unknown:
+        raise PydanticCustomError(
+            "approval_show",
+            "approval.show names {names}, which are not outputs of the step",
+            {"names": ", ".join(unknown)},
+        )
+
+
+class ScopeGuard(StrEnum):
+    """What the scope guard does with files a step changed without declaring them."""
+
+    NOTE = "note"  # listed in the answer and the review payload
+    STRICT = "strict"  # the checkpoint answers needs_work
+    OFF = "off"  # not checked
+
+
+class Step(_Strict):
+    """One step. Its work is given by exactly one of `instructions_file` (a job-relative file),
+    `instructions` (inline) or `sub_workflow`; 0.9-style files always use `instructions_file`."""
+
+    id: Name
+    name: NonEmptyText
+    description: NonEmptyText
+    instructions_file: NonEmptyText | None = None
+    instructions: NonEmptyText | None = None
+    sub_workflow: SubWorkflowRef | None = None
+    process_requirements: dict[NonEmptyText, NonEmptyText] | None = Field(
+        default=None,
+        min_length=1,
+        description="Requirement name -> statement, checked against the agent's work summary.",
+    )
+    inputs: list[StepInput] = Field(default_factory=list)
+    outputs: dict[NonEmptyText, OutputSpec]
+    dependencies: list[Name] = Field(default_factory=list)
+    reviews: list[Review]
+    hooks: StepHooks | None = None
+    stop_hooks: list[HookAction] = Field(
+        default_factory=list, description="Deprecated: read as hooks.after_agent."
+    )
+    exposed: StrictBool = False
+    hidden: StrictBool = False
+    agent: NonEmptyText | None = None
+    may_change: list[NonEmptyText] = Field(
+        default_factory=list,
+        description="Project-relative globs of files the step may change besides its outputs.",
+    )
+    approval: Approval | None = None
+
+    @model_validator(mode="after")
+    def _evidence_fields(self) -> Self:
+        check_evidence_fields(self.may_change, self.approval, self.outputs)
+        return self
+
+    @model_validator(mode="after")
+    def _one_body(self) -> Self:
+        given = [
+            key
+            for key in ("instructions_file", "instructions", "sub_workflow")
+            if getattr(self, key) is not None
+        ]
+        if len(given) > 1:
+            raise PydanticCustomError(
+                "step_body_shape",
+                "a step has exactly one of 'instructions_file', 'instructions' or "
+                "'sub_workflow' (got {got})",
+                {"got": ", ".join(given)},
+            )
+        return self
+
+    def hook_actions(self, event: str) -> list[HookAction]:
+        """The actions for `after_agent`, `before_tool` or `before_prompt` (stop_hooks included)."""
+        actions = list(getattr(self.hooks, event, None) or [])
+        if event == "after_agent":
+            actions.extend(self.stop_hooks)
+        return actions
+
+    @property
+    def file_inputs(self) -> list[StepInput]:
+        return [item for item in self.inputs if item.is_file]
+
+
+WorkflowEntry = Name | Annotated[list[Name], Field(min_length=1)]
+
+
+class Workflow(_Strict):
+    name: Name
+    summary: Summary
+    steps: list[WorkflowEntry] = Field(min_length=1)
+    agent: NonEmptyText | None = Field(
+        default=None, description="The agent type the whole workflow is handed to."
+    )
+    common_job_info_provided_to_all_steps_at_runtime: NonEmptyText | None = Field(
+        default=None, description="Replaces the job's common info for this workflow's steps."
+    )
+    post_workflow_instructions: NonEmptyText | None = Field(
+        default=None, description="Told to the agent when the workflow completes."
+    )
+
+    @property
+    def entries(self) -> list[tuple[str, ...]]:
+        """Each entry as a tuple of step ids (a concurrent group has several)."""
+        return [(entry,) if isinstance(entry, str) else tuple(entry) for entry in self.steps]
+
+    @property
+    def step_ids(self) -> list[str]:
+        return [step_id for entry in self.entries for step_id in entry]
+
+
+class JobDefinition(_Strict):
+    """The content of one `job.yml`."""
+
+    name: Name
+    version: SemVer | None = None
+    summary: Summary
+    description: str | None = None
+    common_job_info_provided_to_all_steps_at_runtime: NonEmptyText | None = None
+    workflows: list[Workflow] = Field(default_factory=list)
+    steps: list[Step] = Field(min_length=1)
+    scope_guard: ScopeGuard = Field(
+        default=ScopeGuard.NOTE,
+        description="Files a step changes that are neither outputs nor under its may_change: "
+        "'note' lists them, 'strict' makes the checkpoint needs_work, 'off' skips the check.",
+    )
+
+    @cached_property
+    def steps_by_id(self) -> dict[str, Step]:
+        return {step.id: step for step in self.steps}
+
+    @cached_property
+    def workflows_by_name(self) -> dict[str, Workflow]:
+        return {workflow.name: workflow for workflow in self.workflows}
+
+    def step(self, step_id: str) -> Step:
+        return self.steps_by_id[step_id]
+
+    def common_info(self, workflow_name: str | None) -> str:
+        """The common info the steps of `workflow_name` receive (the workflow's own, if set)."""
+        workflow = self.workflows_by_name.get(workflow_name or "")
+        if workflow is not None and workflow.common_job_info_provided_to_all_steps_at_runtime:
+            return workflow.common_job_info_provided_to_all_steps_at_runtime
+        return self.common_job_info_provided_to_all_steps_at_runtime or ""
+
+
+def sub_workflow_instructions(job_name: str, step: Step) -> str:
+    """What a step that delegates to another workflow tells the agent."""
+    ref = step.sub_workflow
+    if ref is None:
+        return f"# {step.name}\n\n{step.description}\n"
+    target_job = ref.workflow_job or job_name
+    return (
+        f"# {step.name}\n\n"
+        f"This step runs the workflow `{ref.workflow_name}` of job `{target_job}`. Call "
+        f"`start_workflow` with job_name `{target_job}` and workflow_name `{ref.workflow_name}`, "
+        "work through it to the end, then call `finished_step` for this step.\n"
+    )

@@ -1,0 +1,264 @@
+"""Human approvals of a step: the request the server opens and the decision a human records.
+
+`.deepwork/tmp/approvals/<session_id>.json` holds the open request of a session (which step, the
+prompt, the shown outputs with their SHA-256) and, once a human answered, the decision: approved
+or not, the comment, when, through which channel (`cli`: `deepwork approve`; `elicitation`: a form
+the MCP client showed), who (the OS user and host, or the client's name and version) and the
+hashes of the shown outputs at that moment. A decision counts only while those hashes are the
+outputs' current ones: an edit after the approval voids it.
+
+No MCP tool writes these files; see docs/evidence.md for what that does and does not protect.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from deepwork_core.base.errors import DeepWorkError, FileReadError
+from deepwork_core.base.fsutil import atomic_write_text, file_lock, read_text_file
+from deepwork_core.base.identifiers import check_session_id
+from deepwork_core.base.layout import APPROVALS_DIR
+from deepwork_core.base.runtime_dir import ensure_tmp_dir
+from deepwork_core.evidence.hashes import OutputHash, sha256_file
+from deepwork_core.state.events import EventName, append_event
+
+_LOCK: Final = "approvals.lock"
+#: An approval file larger than this is refused (`approval.corrupt`); real ones are a few KB.
+MAX_APPROVAL_BYTES: Final = 1024 * 1024
+
+
+class ApprovalError(DeepWorkError):
+    """An approval could not be recorded (`approval.*` codes)."""
+
+    code = "approval.error"
+
+
+class ApprovalChannel(StrEnum):
+    CLI = "cli"
+    ELICITATION = "elicitation"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ShownOutput(_Model):
+    """One file shown to the human, with its hash."""
+
+    output: str
+    path: str
+    sha256: str | None
+
+
+class ApprovalRequest(_Model):
+    request_id: str
+    session_id: str
+    job_name: str
+    workflow_name: str
+    step_ids: list[str]
+    prompt: str
+    shown: list[ShownOutput] = Field(default_factory=list)
+    requested_at: datetime
+
+
+class ApprovalDecision(_Model):
+    request_id: str
+    approved: bool
+    comment: str | None = None
+    decided_at: datetime
+    channel: ApprovalChannel
+    #: `user@host` for the CLI, the client's `name version` for elicitation.
+    actor: str
+    #: The terminal the CLI read from; None when its input was not a terminal.
+    terminal: str | None = None
+    #: The shown outputs' hashes when the human decided.
+    shown: list[ShownOutput] = Field(default_factory=list)
+
+
+class ApprovalRecord(_Model):
+    schema_version: Literal[1] = 1
+    request: ApprovalRequest
+    decision: ApprovalDecision | None = None
+
+    def decision_holds(self, current: Iterable[ShownOutput]) -> bool:
+        """True when a decision exists and covers exactly the requested and `current` hashes."""
+        if self.decision is None:
+            return False
+        key = sorted((s.output, s.path, s.sha256 or "") for s in self.request.shown)
+        now = sorted((s.output, s.path, s.sha256 or "") for s in current)
+        seen = sorted((s.output, s.path, s.sha256 or "") for s in self.decision.shown)
+        return key == now == seen
+
+
+def new_request_id() -> str:
+    return secrets.token_urlsafe(12)
+
+
+def shown_outputs(hashes: Iterable[OutputHash], names: Iterable[str]) -> list[ShownOutput]:
+    """The hashed files of the outputs `names` (an approval's `show` list)."""
+    wanted = set(names)
+    return [
+        ShownOutput(output=h.output, path=h.path, sha256=h.sha256)
+        for h in hashes
+        if h.output in wanted
+    ]
+
+
+def rehash(project_root: Path, shown: Iterable[ShownOutput]) -> list[ShownOutput]:
+    return [s.model_copy(update={"sha256": sha256_file(project_root, s.path)}) for s in shown]
+
+
+class ApprovalStore:
+    """The approval files of one project. Safe across processes (one lock for all)."""
+
+    def __init__(self, project_root: Path) -> None:
+        self.project_root = project_root
+        self.folder = project_root / APPROVALS_DIR
+
+    def path(self, session_id: str) -> Path:
+        return self.folder / f"{check_session_id(session_id)}.json"
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        ensure_tmp_dir(self.project_root)
+        with file_lock(self.folder / _LOCK):
+            yield
+
+    def open_request(self, request: ApprovalRequest) -> ApprovalRecord:
+        """Open `request`, replacing any earlier request of the session and its decision."""
+        record = ApprovalRecord(request=request)
+        with self._locked():
+            atomic_write_text(self.path(request.session_id), record.model_dump_json(indent=2))
+        return record
+
+    def load(self, session_id: str) -> ApprovalRecord | None:
+        path = self.path(session_id)
+        try:
+            text = read_text_file(path, limit=MAX_APPROVAL_BYTES, follow_symlinks=False)
+        except FileReadError as exc:
+            if exc.code == "file.not_found":
+                return None
+            raise ApprovalError(f"{exc.code}: {exc.message}", code="approval.corrupt") from None
+        try:
+            return ApprovalRecord.model_validate(json.loads(text))
+        except (ValueError, ValidationError) as exc:
+            raise ApprovalError(
+                f"{path} is not an approval record ({exc.__class__.__name__}); delete it and "
+                "call finished_step again",
+                code="approval.corrupt",
+            ) from None
+
+    def decide(self, session_id: str, decision: ApprovalDecision) -> ApprovalRecord:
+        """Record the human's decision on the open request (once; a request is decided once).
+
+        Raises `approval.none_pending`, `approval.already_decided` or `approval.request_changed`
+        (the request was replaced since the human saw it).
+        """
+        with self._locked():
+            record = self.load(session_id)
+            if record is None:
+                raise ApprovalError(
+                    f"session {session_id!r} has no approval waiting",
+                    code="approval.none_pending",
+                )
+            if record.request.request_id != decision.request_id:
+                raise ApprovalError(
+                    "the approval request was replaced by a newer one; look at it again",
+                    code="approval.request_changed",
+                )
+            if record.decision is not None:
+                raise ApprovalError(
+                    f"this request was already {_verb(record.decision)} "
+                    f"at {record.decision.decided_at.isoformat()}",
+                    code="approval.already_decided",
+                )
+            record = record.model_copy(update={"decision": decision})
+            atomic_write_text(self.path(session_id), record.model_dump_json(indent=2))
+        fields = approval_event(record)
+        append_event(
+            self.project_root, session_id, EventName.APPROVAL, fields, now=decision.decided_at
+        )
+        return record
+
+    def clear(self, session_id: str) -> None:
+        with self._locked(), contextlib.suppress(FileNotFoundError):
+            self.path(session_id).unlink()
+
+
+def record_decision(
+    store: ApprovalStore,
+    session_id: str,
+    *,
+    approved: bool,
+    comment: str | None,
+    channel: ApprovalChannel,
+    actor: str,
+    terminal: str | None,
+    now: datetime,
+    request_id: str | None = None,
+) -> ApprovalRecord:
+    """Decide the open request of `session_id`, bound to the shown outputs' current hashes.
+
+    `request_id` pins the request the human looked at (None: the open one). Raises
+    `approval.outputs_changed` when a shown output changed since the request was opened: the
+    human would approve bytes the reviewers never saw.
+    """
+    record = store.load(session_id)
+    if record is None:
+        raise ApprovalError(
+            f"session {session_id!r} has no approval waiting", code="approval.none_pending"
+        )
+    current = rehash(store.project_root, record.request.shown)
+    if current != record.request.shown:
+        changed = ", ".join(
+            s.path for s, c in zip(record.request.shown, current, strict=True) if s != c
+        )
+        raise ApprovalError(
+            f"shown output(s) changed since the approval was requested: {changed}; the agent "
+            "must call finished_step again so the new content is reviewed first",
+            code="approval.outputs_changed",
+        )
+    decision = ApprovalDecision(
+        request_id=request_id or record.request.request_id,
+        approved=approved,
+        comment=comment,
+        decided_at=now,
+        channel=channel,
+        actor=actor,
+        terminal=terminal,
+        shown=current,
+    )
+    return store.decide(session_id, decision)
+
+
+def approval_event(record: ApprovalRecord) -> dict[str, object]:
+    """The fields of an `approval` event (also used by `deepwork status` and the summary)."""
+    decision = record.decision
+    fields: dict[str, object] = {
+        "step_ids": list(record.request.step_ids),
+        "request_id": record.request.request_id,
+    }
+    if decision is not None:
+        fields.update(
+            approved=decision.approved,
+            comment=decision.comment,
+            channel=decision.channel.value,
+            actor=decision.actor,
+            terminal=decision.terminal,
+            decided_at=decision.decided_at.isoformat(),
+            shown=[s.model_dump() for s in decision.shown],
+        )
+    return fields
+
+
+def _verb(decision: ApprovalDecision) -> str:
+    return "approved" if decision.approved else "rejected"

@@ -1,0 +1,184 @@
+"""The event log: one append-only JSON Lines file per workflow session.
+
+`.deepwork/tmp/events/<session_id>.jsonl` records what happened in a session, in order: started,
+step begun, outputs submitted, each review verdict, overrides, needs_work, jumps, approvals, abort
+and completion. The session file holds the current state; the event log holds the history, and is
+never rewritten (a `go_to_step` clears state, not history). See `docs/` for the event names and
+their fields.
+
+Every line is one JSON object:
+
+    {"v": 1, "ts": "2026-11-23T21:50:00.123456+00:00", "session_id": "…", "event": "started", …}
+
+Each append takes an exclusive `flock` on the log file and writes the whole line with one
+`write` on an `O_APPEND` descriptor, so lines from two servers never interleave. A reader skips a
+last line that has no newline yet (a writer killed mid-line) and rejects any other line that is not
+a JSON object as `events.corrupt`, naming the file and line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Final
+
+from deepwork_core.base.errors import DeepWorkError, FileReadError
+from deepwork_core.base.fsutil import read_bytes_file
+from deepwork_core.base.identifiers import check_session_id
+from deepwork_core.base.layout import EVENTS_DIR
+from deepwork_core.base.runtime_dir import ensure_tmp_dir
+
+#: Version of the line format; readers accept lines of this version and skip none silently.
+EVENT_SCHEMA_VERSION: Final = 1
+EVENTS_SUFFIX: Final = ".jsonl"
+#: A log larger than this is refused on read rather than loaded whole into memory.
+MAX_LOG_BYTES: Final = 64 * 1024 * 1024
+
+
+class EventLogError(DeepWorkError):
+    """An event log could not be read (`events.*` codes)."""
+
+    code = "events.error"
+
+
+class EventName(StrEnum):
+    """The kinds of event a session records. New kinds may be added; readers ignore none."""
+
+    STARTED = "started"
+    STEP_BEGUN = "step_begun"
+    OUTPUTS_SUBMITTED = "outputs_submitted"
+    REVIEW_VERDICT = "review_verdict"
+    OVERRIDE = "override"
+    NEEDS_WORK = "needs_work"
+    GO_TO_STEP = "go_to_step"
+    STEP_FINISHED = "step_finished"
+    STALE_EVIDENCE = "stale_evidence"
+    UNDECLARED_CHANGES = "undeclared_changes"
+    APPROVAL_REQUESTED = "approval_requested"
+    APPROVAL = "approval"
+    ABORTED = "aborted"
+    COMPLETED = "completed"
+
+
+_RESERVED: Final = frozenset({"v", "ts", "session_id", "event"})
+
+
+def events_dir(project_root: Path) -> Path:
+    return project_root / EVENTS_DIR
+
+
+def events_path(project_root: Path, session_id: str) -> Path:
+    """The log file of `session_id` (checked against the session id pattern)."""
+    check_session_id(session_id)
+    return events_dir(project_root) / f"{session_id}{EVENTS_SUFFIX}"
+
+
+def append_event(
+    project_root: Path,
+    session_id: str,
+    event: EventName | str,
+    fields: Mapping[str, Any] | None = None,
+    *,
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """Append one event to the session's log and return the record as written.
+
+    `fields` must be JSON-serialisable and must not use the reserved keys `v`, `ts`,
+    `session_id` and `event`.
+    """
+    extra = dict(fields or {})
+    clash = _RESERVED.intersection(extra)
+    if clash:
+        raise ValueError(f"event fields may not use the reserved keys {sorted(clash)}")
+    record: dict[str, Any] = {
+        "v": EVENT_SCHEMA_VERSION,
+        "ts": (now or datetime.now(UTC)).isoformat(),
+        "session_id": session_id,
+        "event": str(event),
+        **extra,
+    }
+    line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+    path = events_path(project_root, session_id)
+    ensure_tmp_dir(project_root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            _write_all(fd, line)
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+    return record
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def read_events(project_root: Path, session_id: str) -> list[dict[str, Any]]:
+    """Every event of the session, oldest first; `[]` when the session has no log."""
+    return list(iter_events(events_path(project_root, session_id)))
+
+
+def iter_events(path: Path) -> Iterator[dict[str, Any]]:
+    """The events of one log file. Only regular files are read, and at most MAX_LOG_BYTES."""
+    data = _read_bounded(path)
+    if data is None:
+        return
+    lines = data.split(b"\n")
+    complete = lines[:-1]  # the part after the last newline is a line still being written
+    for number, raw in enumerate(complete, start=1):
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            record = None
+        if not isinstance(record, dict) or not isinstance(record.get("event"), str):
+            raise EventLogError(
+                f"{path}:{number}: not an event record (a JSON object with an 'event')",
+                code="events.corrupt",
+            )
+        yield record
+
+
+def _read_bounded(path: Path) -> bytes | None:
+    """The log's bytes through the guarded reader (no FIFOs, no symlinks, bounded size)."""
+    try:
+        return read_bytes_file(path, limit=MAX_LOG_BYTES, follow_symlinks=False)
+    except FileReadError as exc:
+        if exc.code == "file.not_found":
+            return None
+        code = "events.too_large" if exc.code == "file.too_large" else "events.corrupt"
+        raise EventLogError(f"event log {exc.message}", code=code) from None
+
+
+def logged_session_ids(project_root: Path) -> list[str]:
+    """Ids of the sessions that have an event log, oldest modification first."""
+    folder = events_dir(project_root)
+    try:
+        entries = [p for p in folder.iterdir() if p.name.endswith(EVENTS_SUFFIX)]
+    except FileNotFoundError:
+        return []
+    dated: list[tuple[float, str]] = []
+    for entry in entries:
+        with contextlib.suppress(FileNotFoundError):
+            dated.append((entry.stat().st_mtime, entry.name[: -len(EVENTS_SUFFIX)]))
+    return [name for _, name in sorted(dated)]
+
+
+def delete_event_log(project_root: Path, session_id: str) -> None:
+    """Remove a session's log (used when the session file itself is pruned)."""
+    with contextlib.suppress(FileNotFoundError):
+        events_path(project_root, session_id).unlink()

@@ -1,0 +1,60 @@
+"""Which session a call means, and the stack it answers with (docs/navigation.md, "Agent
+stacks").
+
+Every agent id has its own stack; no agent id means the main stack. A call without a session id
+works on the top of the caller's stack; an explicit session id names an active session on any
+stack. Answers carry the stack the session is on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from deepwork_core.base.errors import SessionError
+from deepwork_core.base.identifiers import check_agent_id, check_session_id
+from deepwork_core.state.sessions import Session, StateTransaction
+
+
+@dataclass(frozen=True, slots=True)
+class StackItem:
+    session_id: str
+    workflow: str
+    step: str
+
+
+def check_target(session_id: str | None, agent_id: str | None) -> None:
+    """Reject malformed ids before any file is touched."""
+    if session_id is not None:
+        check_session_id(session_id)
+    check_agent_id(agent_id)
+
+
+def target_session(tx: StateTransaction, session_id: str | None, agent_id: str | None) -> Session:
+    """The active session a call works on (see the module docstring)."""
+    if session_id is None:
+        top = tx.top(agent_id)
+        if top is None:
+            whose = "" if agent_id is None else f" for agent {agent_id!r}"
+            raise SessionError(
+                f"no active workflow session{whose}; call start_workflow to begin a workflow",
+                code="session.none_active",
+            )
+        return top
+    active = tx.all_stack_ids()
+    if session_id in active:
+        return tx.load(session_id)
+    session = tx.load(session_id)  # raises session.not_found
+    raise SessionError(
+        f"session {session_id!r} is {session.status.value}, not active; active sessions: "
+        f"{', '.join(sorted(active)) or 'none'}",
+        code="session.not_active",
+    )
+
+
+def stack_item(session: Session) -> StackItem:
+    return StackItem(session.session_id, session.workflow_label, session.current_step_id)
+
+
+def stack_items(tx: StateTransaction, agent_id: str | None) -> list[StackItem]:
+    """The stack of `agent_id` (None: the main stack), bottom first."""
+    return [stack_item(session) for session in tx.stack(agent_id)]

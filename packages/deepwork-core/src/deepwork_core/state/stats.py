@@ -1,0 +1,223 @@
+"""Calibration figures from the event logs: how the quality gate treats each step and criterion.
+
+`deepwork stats` reads every session's event log and counts, per job, step and criterion (the
+definitions are in docs/evidence.md):
+
+- a *run* of a step starts at each `step_begun` naming it (a `go_to_step` back starts another);
+- an *attempt* is one round of reviewer verdicts (`review_verdict` events of one `attempt`
+  number); it passed the step when every verdict of the step in it passed;
+- *reviewed runs* are runs with at least one attempt; *first-try pass rate* is the share of them
+  whose first attempt passed; *mean attempts* is the mean number of attempts per reviewed run;
+- *overrides* counts `override` events naming the step;
+- *median seconds* is the median time from `step_begun` to `step_finished` of finished runs;
+- per criterion, *evaluations* and *failures* count the reviewer's answers on it.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from deepwork_core.base.errors import DeepWorkError
+from deepwork_core.state.events import EventName, logged_session_ids, read_events
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CriterionStats(_Model):
+    criterion: str
+    evaluations: int
+    failures: int
+    failure_rate: float | None
+
+
+class StepStats(_Model):
+    step: str
+    runs: int
+    finished: int
+    reviewed_runs: int
+    first_try_pass_rate: float | None
+    mean_attempts: float | None
+    overrides: int
+    median_seconds: float | None
+    criteria: list[CriterionStats] = Field(default_factory=list)
+
+
+class JobStats(_Model):
+    job: str
+    sessions: int
+    completed: int
+    aborted: int
+    steps: list[StepStats] = Field(default_factory=list)
+
+
+class SkippedLog(_Model):
+    session_id: str
+    error: str
+
+
+class Stats(_Model):
+    jobs: list[JobStats] = Field(default_factory=list)
+    skipped: list[SkippedLog] = Field(default_factory=list)
+
+
+@dataclass
+class _Run:
+    begun: datetime
+    #: attempt number -> whether every verdict of the step in that attempt passed.
+    attempts: dict[int, bool] = field(default_factory=dict)
+    finished: datetime | None = None
+
+    @property
+    def verdicts(self) -> list[bool]:
+        return [self.attempts[number] for number in sorted(self.attempts)]
+
+
+@dataclass
+class _StepTally:
+    runs: list[_Run] = field(default_factory=list)
+    overrides: int = 0
+    criteria: dict[str, list[bool]] = field(default_factory=dict)
+
+
+@dataclass
+class _JobTally:
+    sessions: int = 0
+    completed: int = 0
+    aborted: int = 0
+    steps: dict[str, _StepTally] = field(default_factory=dict)
+
+
+def collect_stats(project_root: Path, *, job: str | None = None) -> Stats:
+    """The figures over every event log of the project (only `job`'s when given)."""
+    tallies: dict[str, _JobTally] = {}
+    skipped: list[SkippedLog] = []
+    for session_id in logged_session_ids(project_root):
+        try:
+            events = read_events(project_root, session_id)
+        except DeepWorkError as exc:
+            skipped.append(SkippedLog(session_id=session_id, error=f"{exc.code}: {exc.message}"))
+            continue
+        name = _job_of(events)
+        if name is None or (job is not None and name != job):
+            continue
+        _tally_session(tallies.setdefault(name, _JobTally()), events)
+    return Stats(
+        jobs=[_job_stats(name, tallies[name]) for name in sorted(tallies)], skipped=skipped
+    )
+
+
+def _job_of(events: Iterable[Mapping[str, Any]]) -> str | None:
+    for event in events:
+        if event.get("event") == EventName.STARTED and isinstance(event.get("job"), str):
+            return str(event["job"])
+    return None
+
+
+def _steps_of(event: Mapping[str, Any]) -> list[str]:
+    steps = event.get("step_ids")
+    if isinstance(steps, list):
+        return [s for s in steps if isinstance(s, str)]
+    step = event.get("step_id")
+    return [step] if isinstance(step, str) else []
+
+
+def _tally_session(tally: _JobTally, events: Iterable[Mapping[str, Any]]) -> None:
+    tally.sessions += 1
+    current: dict[str, _Run] = {}
+    for event in events:
+        kind = event.get("event")
+        when = _time(event.get("ts"))
+        steps = _steps_of(event)
+        if kind == EventName.STEP_BEGUN and when is not None:
+            for step in steps:
+                run = _Run(begun=when)
+                current[step] = run
+                tally.steps.setdefault(step, _StepTally()).runs.append(run)
+        elif kind == EventName.REVIEW_VERDICT:
+            _tally_verdict(tally, current, steps, event)
+        elif kind == EventName.OVERRIDE:
+            for step in steps:
+                tally.steps.setdefault(step, _StepTally()).overrides += 1
+        elif kind == EventName.STEP_FINISHED:
+            for step in steps:
+                if step in current and current[step].finished is None:
+                    current[step].finished = when
+        elif kind == EventName.COMPLETED:
+            tally.completed += 1
+        elif kind == EventName.ABORTED:
+            tally.aborted += 1
+
+
+def _tally_verdict(
+    tally: _JobTally, current: dict[str, _Run], steps: list[str], event: Mapping[str, Any]
+) -> None:
+    """One reviewer verdict (one review of one step) of attempt `attempt`."""
+    passed = event.get("passed") is True
+    attempt = event.get("attempt")
+    for step in steps:
+        run = current.get(step)
+        if run is not None:
+            number = attempt if isinstance(attempt, int) and attempt > 0 else len(run.attempts) + 1
+            run.attempts[number] = run.attempts.get(number, True) and passed
+        criteria = tally.steps.setdefault(step, _StepTally()).criteria
+        for result in event.get("criteria") or []:
+            if isinstance(result, Mapping) and isinstance(result.get("criterion"), str):
+                criteria.setdefault(result["criterion"], []).append(result.get("passed") is True)
+
+
+def _job_stats(name: str, tally: _JobTally) -> JobStats:
+    return JobStats(
+        job=name,
+        sessions=tally.sessions,
+        completed=tally.completed,
+        aborted=tally.aborted,
+        steps=[_step_stats(step, tally.steps[step]) for step in sorted(tally.steps)],
+    )
+
+
+def _step_stats(step: str, tally: _StepTally) -> StepStats:
+    reviewed = [run for run in tally.runs if run.verdicts]
+    durations = [
+        (run.finished - run.begun).total_seconds() for run in tally.runs if run.finished is not None
+    ]
+    return StepStats(
+        step=step,
+        runs=len(tally.runs),
+        finished=len(durations),
+        reviewed_runs=len(reviewed),
+        first_try_pass_rate=_ratio(sum(run.verdicts[0] for run in reviewed), len(reviewed)),
+        mean_attempts=_ratio(sum(len(run.verdicts) for run in reviewed), len(reviewed)),
+        overrides=tally.overrides,
+        median_seconds=statistics.median(durations) if durations else None,
+        criteria=[
+            CriterionStats(
+                criterion=criterion,
+                evaluations=len(outcomes),
+                failures=outcomes.count(False),
+                failure_rate=_ratio(outcomes.count(False), len(outcomes)),
+            )
+            for criterion, outcomes in sorted(tally.criteria.items())
+        ],
+    )
+
+
+def _ratio(part: float, whole: int) -> float | None:
+    return round(part / whole, 4) if whole else None
+
+
+def _time(value: object) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return None
