@@ -7,12 +7,10 @@ are asked; for the others the step waits for `deepwork approve`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import partial
 from typing import Literal
 
-from anyio import to_thread
-from deepwork_core import DeepWorkError, WorkflowEngine
+from anyio import from_thread
+from deepwork_core.engine.approver import HumanAnswer
 from deepwork_core.engine.results import ApprovalPrompt
 from fastmcp import Context
 from fastmcp.exceptions import ToolError
@@ -30,14 +28,6 @@ class ApprovalForm(BaseModel):
     comment: str = Field(
         default="", title="Comment", description="What should change (or a note for the record)."
     )
-
-
-@dataclass(frozen=True, slots=True)
-class HumanAnswer:
-    approved: bool
-    comment: str | None
-    #: The client that showed the form: `name version` from its `initialize` request.
-    client: str
 
 
 def client_can_elicit(ctx: Context) -> bool:
@@ -91,21 +81,14 @@ async def ask_human(ctx: Context, request: ApprovalPrompt) -> HumanAnswer | None
     return HumanAnswer(result.data.decision == "approve", comment, client_identity(ctx))
 
 
-async def ask_and_record(engine: WorkflowEngine, ctx: Context, prompt: ApprovalPrompt) -> bool:
-    """Ask the human through the client and record the answer; False when nobody answered."""
-    answer = await ask_human(ctx, prompt)
-    if answer is None:
-        return False
-    record = partial(
-        engine.guards.record_elicited,
-        prompt.session_id,
-        prompt.request_id,
-        answer.approved,
-        answer.comment,
-        answer.client,
-    )
-    try:
-        await to_thread.run_sync(record)
-    except DeepWorkError:
-        return False  # the outputs changed meanwhile: the next finished_step reviews again
-    return True
+class ElicitingApprover:
+    """The engine's `Approver` for one `finished_step` call: asks through this call's client.
+
+    The engine runs in a worker thread; the form is shown from the event loop it came from.
+    """
+
+    def __init__(self, ctx: Context) -> None:
+        self._ctx = ctx
+
+    def __call__(self, prompt: ApprovalPrompt) -> HumanAnswer | None:
+        return from_thread.run(ask_human, self._ctx, prompt)

@@ -221,3 +221,11 @@ def _concurrent_note(job: LoadedJob, steps: Sequence[Step]) -> str:
         outputs = ", ".join(step.outputs) or "none"
         lines.append(f"- `{step.id}` ({step.name}): {where}; outputs: {outputs}")
     return "\n".join(lines) + "\n"
+
+
+def reviewer_inputs(
+    session: Session, steps: Sequence[Step], definition: JobDefinition
+) -> list[ResolvedInput]:
+    """The inputs the reviewers see: files submitted by earlier steps (parameters left out)."""
+    resolved = resolve_inputs(session, steps, definition)
+    return [item for item in resolved if item.from_step is not None and item.paths]

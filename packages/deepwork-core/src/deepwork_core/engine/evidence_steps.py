@@ -6,27 +6,28 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from deepwork_core.base.errors import DeepWorkError
+from deepwork_core.engine.approver import Approver
 from deepwork_core.engine.outputs import ValidatedOutputs
-from deepwork_core.engine.results import FinishResult
-from deepwork_core.engine.safeguards import (
-    ApprovalOutcome,
-    Findings,
-    Safeguards,
-    awaiting,
-    needs_work,
-    prompt_of,
-    with_findings,
+from deepwork_core.engine.results import (
+    ApprovalPrompt,
+    EvidenceReport,
+    FinishResult,
+    FinishStatus,
 )
+from deepwork_core.engine.safeguards import ApprovalOutcome, Findings, Safeguards, prompt_of
 from deepwork_core.evidence.hashes import VerdictKind
 from deepwork_core.evidence.scope import RepoSnapshot
+from deepwork_core.evidence.verdicts import ReviewVerdict
 from deepwork_core.gate.checkpoint import Gate
 from deepwork_core.jobs.discovery import LoadedJob
 from deepwork_core.jobs.model import Step
 from deepwork_core.state.sessions import Session, StateTransaction
-from deepwork_core.state.stacks import stack_items
+from deepwork_core.state.stacks import StackItem, stack_items
 
 
 class EvidenceSteps:
@@ -101,6 +102,31 @@ class EvidenceSteps:
         result = self._advance(tx, session, job, validated, notes, snapshot, probe)
         return with_findings(result, findings, session)
 
+    def _answered_by_human(
+        self,
+        result: FinishResult,
+        approver: Approver | None,
+        again: Callable[[], FinishResult],
+    ) -> FinishResult:
+        """`result`, or, when it awaits an approval that `approver` obtains, the answer after it.
+
+        The human's answer is recorded like one from `deepwork approve` (its own channel); the
+        checkpoint then runs again, and the engine's approval path decides (docs/evidence.md).
+        """
+        prompt = result.evidence.approval if result.evidence is not None else None
+        if prompt is None or approver is None:
+            return result
+        answer = approver(prompt)
+        if answer is None:
+            return result
+        try:
+            self.guards.record_elicited(
+                prompt.session_id, prompt.request_id, answer.approved, answer.comment, answer.client
+            )
+        except DeepWorkError:
+            return result  # the outputs changed meanwhile: the next finished_step reviews again
+        return again()
+
     def _approval_answer(
         self,
         tx: StateTransaction,
@@ -128,3 +154,46 @@ class EvidenceSteps:
             comment = record.decision.comment or "(no comment)"
             return needs_work(stack, findings, f"The human requested changes: {comment}")
         return None
+
+
+def awaiting(stack: list[StackItem], prompt: ApprovalPrompt, findings: Findings) -> FinishResult:
+    """The `awaiting_approval` answer: the agent shows the user the command and waits."""
+    feedback = (
+        f"This step needs a human's approval: {prompt.prompt} Show the user this command to run "
+        f"in a terminal: `{prompt.command}` (to send it back: `{prompt.command} --reject "
+        '--comment "..."`). When they have answered, call finished_step again with the same '
+        "outputs. You cannot approve it yourself."
+    )
+    result = FinishResult(FinishStatus.AWAITING_APPROVAL, stack, feedback=feedback)
+    return with_findings(result, findings, approval=prompt)
+
+
+def needs_work(
+    stack: list[StackItem],
+    findings: Findings,
+    feedback: str,
+    failed: list[ReviewVerdict] | None = None,
+) -> FinishResult:
+    result = FinishResult(
+        FinishStatus.NEEDS_WORK, stack, feedback=feedback, failed_reviews=failed or []
+    )
+    return with_findings(result, findings)
+
+
+def with_findings(
+    result: FinishResult,
+    findings: Findings,
+    completed: Session | None = None,
+    approval: ApprovalPrompt | None = None,
+) -> FinishResult:
+    """`result` carrying what the audit found, and the evidence summary once `completed`."""
+    done = completed is not None and result.status is FinishStatus.WORKFLOW_COMPLETE
+    report = EvidenceReport(
+        stale_evidence=list(findings.stale),
+        undeclared_changes=list(findings.undeclared),
+        scope_guard_note=findings.note,
+        approval=approval,
+        outputs=list(completed.evidence) if done and completed else None,
+        approvals=list(completed.approvals) if done and completed else None,
+    )
+    return replace(result, evidence=report)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
@@ -22,9 +22,6 @@ from deepwork_core.base.identifiers import check_session_id
 from deepwork_core.engine.outputs import ValidatedOutputs
 from deepwork_core.engine.results import (
     ApprovalPrompt,
-    EvidenceReport,
-    FinishResult,
-    FinishStatus,
 )
 from deepwork_core.evidence.audit import SNAPSHOT_POOL, Audit, audit_checkpoint
 from deepwork_core.evidence.hashes import (
@@ -36,7 +33,6 @@ from deepwork_core.evidence.hashes import (
     merge,
 )
 from deepwork_core.evidence.scope import RepoSnapshot, take_snapshot
-from deepwork_core.evidence.verdicts import ReviewVerdict
 from deepwork_core.jobs.model import JobDefinition, ScopeGuard, Step
 from deepwork_core.state.approvals import (
     ApprovalChannel,
@@ -50,7 +46,6 @@ from deepwork_core.state.approvals import (
 )
 from deepwork_core.state.events import EventName, append_event
 from deepwork_core.state.sessions import OutputValue, PendingApproval, QualityEventKind, Session
-from deepwork_core.state.stacks import StackItem
 
 OFF_OUTSIDE_GIT = (
     "Scope guard off: the project is not in a git work tree, so files changed outside the "
@@ -385,49 +380,6 @@ def _acknowledged(item: StaleEvidence, at: datetime, reason: str) -> OutputEvide
         recorded_at=at,
         override_reason=reason,
     )
-
-
-def awaiting(stack: list[StackItem], prompt: ApprovalPrompt, findings: Findings) -> FinishResult:
-    """The `awaiting_approval` answer: the agent shows the user the command and waits."""
-    feedback = (
-        f"This step needs a human's approval: {prompt.prompt} Show the user this command to run "
-        f"in a terminal: `{prompt.command}` (to send it back: `{prompt.command} --reject "
-        '--comment "..."`). When they have answered, call finished_step again with the same '
-        "outputs. You cannot approve it yourself."
-    )
-    result = FinishResult(FinishStatus.AWAITING_APPROVAL, stack, feedback=feedback)
-    return with_findings(result, findings, approval=prompt)
-
-
-def needs_work(
-    stack: list[StackItem],
-    findings: Findings,
-    feedback: str,
-    failed: list[ReviewVerdict] | None = None,
-) -> FinishResult:
-    result = FinishResult(
-        FinishStatus.NEEDS_WORK, stack, feedback=feedback, failed_reviews=failed or []
-    )
-    return with_findings(result, findings)
-
-
-def with_findings(
-    result: FinishResult,
-    findings: Findings,
-    completed: Session | None = None,
-    approval: ApprovalPrompt | None = None,
-) -> FinishResult:
-    """`result` carrying what the audit found, and the evidence summary once `completed`."""
-    done = completed is not None and result.status is FinishStatus.WORKFLOW_COMPLETE
-    report = EvidenceReport(
-        stale_evidence=list(findings.stale),
-        undeclared_changes=list(findings.undeclared),
-        scope_guard_note=findings.note,
-        approval=approval,
-        outputs=list(completed.evidence) if done and completed else None,
-        approvals=list(completed.approvals) if done and completed else None,
-    )
-    return replace(result, evidence=report)
 
 
 def override_kind(session: Session) -> VerdictKind:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 
 from deepwork_core.base.config import DEFAULT_MAX_QUALITY_ATTEMPTS
@@ -22,12 +23,10 @@ from deepwork_core.base.errors import (
     WorkflowNotFoundError,
 )
 from deepwork_core.base.identifiers import check_agent_id, check_text
+from deepwork_core.engine.approver import Approver
 from deepwork_core.engine.branching import BranchOutcome, abandoned_note
-from deepwork_core.engine.briefing import (
-    InstructionReader,
-    resolve_inputs,
-)
-from deepwork_core.engine.evidence_steps import EvidenceSteps
+from deepwork_core.engine.briefing import InstructionReader, reviewer_inputs
+from deepwork_core.engine.evidence_steps import EvidenceSteps, needs_work
 from deepwork_core.engine.nesting import (
     Nesting,
     begin_checkpoint,
@@ -45,7 +44,6 @@ from deepwork_core.engine.safeguards import (
     Findings,
     Safeguards,
     join_notes,
-    needs_work,
     outputs_with,
     override_kind,
 )
@@ -61,13 +59,12 @@ from deepwork_core.gate.checkpoint import (
     GateSelfReviewRequested,
     GateVerdict,
     ProgressReporter,
-    ResolvedInput,
     check_finish_arguments,
     quality_event,
 )
 from deepwork_core.jobs.discovery import Catalog, JobCatalog, LoadedJob
 from deepwork_core.jobs.lookup import select_workflow
-from deepwork_core.jobs.model import JobDefinition, Step
+from deepwork_core.jobs.model import Step
 from deepwork_core.state.session_events import SessionEvents
 from deepwork_core.state.sessions import (
     QualityEvent,
@@ -83,6 +80,7 @@ from deepwork_core.state.sessions import (
 from deepwork_core.state.stacks import (
     StackItem,
     check_target,
+    same_checkpoint,
     stack_item,
     stack_items,
     target_session,
@@ -209,15 +207,32 @@ class WorkflowEngine(EvidenceSteps):
         progress: ProgressReporter | None = None,
         agent_id: str | None = None,
         work_summary: str | None = None,
+        approver: Approver | None = None,
     ) -> FinishResult:
         """Check the current checkpoint's outputs, run the quality gate, then advance.
 
         Three phases: validate and either advance at once or hand out a checkpoint (under the
         lock); run the gate (lock released); record its verdict and advance or answer
-        `needs_work` (under the lock, if the session has not moved on meanwhile).
+        `needs_work` (under the lock, if the session has not moved on meanwhile). A step that
+        needs approval asks `approver` (lock released) and, once answered, goes on at once.
         """
         check_finish_arguments(outputs, notes, override_reason, work_summary)
         check_target(session_id, agent_id)
+        once = partial(
+            self._finish_once, outputs, notes, override_reason, session_id, agent_id, work_summary
+        )
+        return self._answered_by_human(once(progress), approver, lambda: once(progress))
+
+    def _finish_once(
+        self,
+        outputs: Mapping[str, object],
+        notes: str | None,
+        override_reason: str | None,
+        session_id: str | None,
+        agent_id: str | None,
+        work_summary: str | None,
+        progress: ProgressReporter | None,
+    ) -> FinishResult:
         prepared = self._prepare_checkpoint(
             outputs, notes, override_reason, session_id, agent_id, work_summary
         )
@@ -275,7 +290,7 @@ class WorkflowEngine(EvidenceSteps):
                 job=job.definition,
                 step_ids=(*session.current_step_ids, *findings.rereview),
                 outputs=outputs_with(session, findings.rereview, validated.merged),
-                input_files=_file_inputs(session, [*steps, *again], job.definition),
+                input_files=reviewer_inputs(session, [*steps, *again], job.definition),
                 notes=notes,
                 attempt=attempt,
                 work_summary=work_summary,
@@ -291,7 +306,7 @@ class WorkflowEngine(EvidenceSteps):
             return self.gate.evaluate(checkpoint, progress)
         except QualityGateError as exc:
             with self.store.transaction() as tx:
-                session = self._same_checkpoint(tx, checkpoint.session_id, pending.entry_index)
+                session = same_checkpoint(tx, checkpoint.session_id, pending.entry_index)
                 session.quality_log.append(
                     QualityEvent(
                         at=self.clock(),
@@ -311,7 +326,7 @@ class WorkflowEngine(EvidenceSteps):
         """Log the verdict; advance on a pass, else answer `needs_work` (or hit the cap)."""
         checkpoint = pending.checkpoint
         with self.store.transaction() as tx:
-            session = self._same_checkpoint(tx, checkpoint.session_id, pending.entry_index)
+            session = same_checkpoint(tx, checkpoint.session_id, pending.entry_index)
             session.quality_log.append(quality_event(verdict, checkpoint, self.clock()))
             if not isinstance(verdict, GateSelfReviewRequested):
                 self.events.verdicts(session.session_id, verdict.reviews, checkpoint.attempt)
@@ -406,17 +421,6 @@ class WorkflowEngine(EvidenceSteps):
             attempt = max(attempt, record.quality_attempts)
         return attempt
 
-    def _same_checkpoint(self, tx: StateTransaction, session_id: str, entry_index: int) -> Session:
-        session = tx.load(session_id)
-        if session.status is not SessionStatus.ACTIVE or session.current_entry_index != entry_index:
-            raise SessionError(
-                f"session {session_id!r} moved on while its review ran "
-                f"(now {session.status.value}, step {session.current_step_id!r}); "
-                "the review result was discarded",
-                code="session.changed",
-            )
-        return session
-
     def _advance(
         self,
         tx: StateTransaction,
@@ -490,11 +494,3 @@ class WorkflowEngine(EvidenceSteps):
         if after:
             note += f" Afterwards: {after}"
         return replace(result, summary=f"{note} {result.summary or ''}".rstrip())
-
-
-def _file_inputs(
-    session: Session, steps: list[Step], definition: JobDefinition
-) -> list[ResolvedInput]:
-    """The inputs the reviewers see: files submitted by earlier steps (parameters left out)."""
-    resolved = resolve_inputs(session, steps, definition)
-    return [item for item in resolved if item.from_step is not None and item.paths]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from deepwork_core.base.errors import SessionError
 from deepwork_core.base.identifiers import check_agent_id, check_session_id
-from deepwork_core.state.sessions import Session, StateTransaction
+from deepwork_core.state.sessions import Session, SessionStatus, StateTransaction
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,3 +58,16 @@ def stack_item(session: Session) -> StackItem:
 def stack_items(tx: StateTransaction, agent_id: str | None) -> list[StackItem]:
     """The stack of `agent_id` (None: the main stack), bottom first."""
     return [stack_item(session) for session in tx.stack(agent_id)]
+
+
+def same_checkpoint(tx: StateTransaction, session_id: str, entry_index: int) -> Session:
+    """The session, still active at `entry_index`, after its checkpoint ran unlocked."""
+    session = tx.load(session_id)
+    if session.status is not SessionStatus.ACTIVE or session.current_entry_index != entry_index:
+        raise SessionError(
+            f"session {session_id!r} moved on while its review ran "
+            f"(now {session.status.value}, step {session.current_step_id!r}); "
+            "the review result was discarded",
+            code="session.changed",
+        )
+    return session

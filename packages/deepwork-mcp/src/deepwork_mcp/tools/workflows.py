@@ -24,7 +24,7 @@ from fastmcp.tools.base import ToolResult
 from mcp.types import TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
-from deepwork_mcp.approval import ask_and_record
+from deepwork_mcp.approval import ElicitingApprover
 from deepwork_mcp.listing import output_schema
 from deepwork_mcp.responses import (
     AbortWorkflowResponse,
@@ -127,11 +127,9 @@ def register_workflow_tools(mcp: FastMCP, engines: Engines) -> None:
             progress=ctx.report_progress,
             agent_id=agent_id,
             work_summary=work_summary,
+            approver=ElicitingApprover(ctx),
         )
         result = await to_thread.run_sync(call)
-        ask = result.evidence.approval if result.evidence is not None else None
-        if ask is not None and await ask_and_record(engine, ctx, ask):
-            result = await to_thread.run_sync(call)
         return FinishedStepResponse.model_validate(result)
 
     register_navigation_tools(mcp, engines)
