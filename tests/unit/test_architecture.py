@@ -141,6 +141,14 @@ def test_the_core_layer_check_catches_an_upward_import() -> None:
     assert _core_layer_problems(iter(downward)) == []
 
 
+def test_the_architecture_page_describes_each_subpackage_in_order() -> None:
+    page = (PACKAGES.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    headings = [line[4:].strip() for line in page.splitlines() if line.startswith("### ")]
+    assert headings == list(CORE_LAYERS)
+    order = " < ".join(f"`{name}`" for name in CORE_LAYERS)
+    assert order in page
+
+
 def test_core_is_all_in_its_subpackages() -> None:
     root = SOURCES["deepwork_core"]
     loose = sorted(p.name for p in root.glob("*.py") if p.name != "__init__.py")
