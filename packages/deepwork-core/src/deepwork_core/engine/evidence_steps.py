@@ -143,6 +143,13 @@ class EvidenceSteps:
         stack = stack_items(tx, session.agent_id)
         if outcome is ApprovalOutcome.WAIT and record is not None:
             return awaiting(stack, prompt_of(record.request), findings)
+        if outcome is ApprovalOutcome.APPROVED and findings.blocked is not None:
+            # An approval covers the files shown, never stale or undeclared ones: the request
+            # stays open, so once the agent mends them the same decision still holds.
+            tx.save(session)
+            return needs_work(stack, findings, findings.blocked)
+        if outcome is ApprovalOutcome.APPROVED and findings.rereview:
+            outcome = ApprovalOutcome.VOID  # stale steps are reviewed again, then asked anew
         self.guards.close_approval(session, record)
         if outcome is ApprovalOutcome.APPROVED:
             return self._accept(
