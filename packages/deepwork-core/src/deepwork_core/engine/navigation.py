@@ -91,8 +91,10 @@ def go_to_step(
         entries = workflow.entries if workflow is not None else []
         index = _target_entry(entries, session.current_entry_index, step_id)
         from_steps = list(session.current_step_ids)
+        left = session.step_progress.get(from_steps[0])
+        baseline = left.began if left is not None else None
         cleared = _rewind(session, entries, index, engine.clock())
-        engine.guards.rewound(session, job.definition, entries[index], index)
+        engine.guards.rewound(session, job.definition, entries[index], index, baseline)
         brief = build_brief(job, session, entries[index], engine.instructions)
         tx.save(session)
         engine.events.went_to_step(session, from_steps, cleared)

@@ -132,15 +132,21 @@ class Safeguards:
         return note
 
     def rewound(
-        self, session: Session, job: JobDefinition, step_ids: Sequence[str], entry_index: int
+        self,
+        session: Session,
+        job: JobDefinition,
+        step_ids: Sequence[str],
+        entry_index: int,
+        baseline: RepoSnapshot | None,
     ) -> None:
-        """`go_to_step` began entry `entry_index` again: note the repository for it, and drop
-        an approval request of an entry that is no longer done."""
+        """`go_to_step` began entry `entry_index` again: drop an approval request of an entry that
+        is no longer done, and keep `baseline`, the repository as the step left began, so what
+        changed since is still unacknowledged (a new snapshot only when there was none)."""
         pending = session.pending_approval
         if pending is not None and pending.entry_index >= entry_index:
             self.close_approval(session, None)
         session.stale_reported = []
-        self.begin(session, job, step_ids)
+        self.begin(session, job, step_ids, baseline)
 
     # --- a checkpoint --------------------------------------------------------------------------
 
