@@ -13,6 +13,7 @@ from datetime import datetime
 from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.base.identifiers import check_text
 from deepwork_core.engine.briefing import StepBrief, build_brief
+from deepwork_core.engine.nesting import begin_checkpoint
 from deepwork_core.engine.results import StartResult
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.state.overview import ActiveEntry, active_entry
@@ -95,7 +96,8 @@ def go_to_step(
         baseline = left.began if left is not None else None
         cleared = _rewind(session, entries, index, engine.clock())
         engine.guards.rewound(session, job.definition, entries[index], index, baseline)
-        brief = build_brief(job, session, entries[index], engine.instructions)
+        # A `sub_workflow` step starts its workflow again, nested (the brief is its first step).
+        brief = begin_checkpoint(engine.nesting, tx, job, session, entries[index], pushed=True)
         tx.save(session)
         engine.events.went_to_step(session, from_steps, cleared)
         stack = stack_items(tx, session.agent_id)

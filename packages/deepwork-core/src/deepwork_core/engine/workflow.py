@@ -125,7 +125,7 @@ class WorkflowEngine(EvidenceSteps):
         self.instructions = InstructionReader(project_root)
         self.events = SessionEvents(project_root, clock)
         self.guards = Safeguards(project_root, clock)
-        self._nesting = Nesting(catalog, self.instructions, self.events.started, clock)
+        self.nesting = Nesting(catalog, self.instructions, self.events.started, clock)
 
     # --- reads -------------------------------------------------------------------------------
 
@@ -189,7 +189,7 @@ class WorkflowEngine(EvidenceSteps):
                 started_at=now,
             )
             guard_note = self.guards.begin(session, job.definition, entries[0], snapshot)
-            brief = begin_checkpoint(self._nesting, tx, job, session, entries[0])
+            brief = begin_checkpoint(self.nesting, tx, job, session, entries[0])
             stack = stack_items(tx, agent_id)
         if parent is None:
             self.store.prune()
@@ -452,7 +452,7 @@ class WorkflowEngine(EvidenceSteps):
             tx.save(session)
             self.events.step_begun(session)
             ids = entries[next_index]
-            brief = begin_checkpoint(self._nesting, tx, job, session, ids, pushed=True)
+            brief = begin_checkpoint(self.nesting, tx, job, session, ids, pushed=True)
             return FinishResult(
                 FinishStatus.NEXT_STEP, stack_items(tx, session.agent_id), brief=brief
             )
