@@ -20,8 +20,8 @@ from deepwork_core.engine.safeguards import (
     prompt_of,
     with_findings,
 )
-from deepwork_core.evidence.hashes import VerdictKind
 from deepwork_core.evidence.scope import RepoSnapshot
+from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.gate.checkpoint import Gate
 from deepwork_core.jobs.discovery import LoadedJob
 from deepwork_core.jobs.model import Step
