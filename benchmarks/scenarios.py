@@ -521,8 +521,9 @@ async def evidence(bench: Bench) -> None:
     from datetime import UTC, datetime
 
     from deepwork_core.evidence.audit import audit_checkpoint
-    from deepwork_core.evidence.hashes import VerdictKind, bind, hash_outputs
+    from deepwork_core.evidence.hashes import bind, hash_outputs
     from deepwork_core.evidence.scope import take_snapshot
+    from deepwork_core.evidence.verdicts import VerdictKind
 
     repo = make_evidence_repo(
         bench.scratch / "evidence_repo", files=2000, outputs=10, output_bytes=100 * 1024

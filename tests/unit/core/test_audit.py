@@ -7,8 +7,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from deepwork_core.evidence.audit import audit_checkpoint
-from deepwork_core.evidence.hashes import VerdictKind, bind, hash_outputs
+from deepwork_core.evidence.hashes import bind, hash_outputs
 from deepwork_core.evidence.scope import take_snapshot
+from deepwork_core.evidence.verdicts import VerdictKind
 
 
 def git(repo: Path, *args: str) -> None:

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 from deepwork_core.engine.results import FinishStatus
 from deepwork_core.engine.workflow import WorkflowEngine
-from deepwork_core.evidence.hashes import VerdictKind
-from deepwork_core.evidence.verdicts import CriterionVerdict, ReviewVerdict
+from deepwork_core.evidence.verdicts import CriterionVerdict, ReviewVerdict, VerdictKind
 from deepwork_core.gate.checkpoint import (
     Checkpoint,
     GatePassed,

@@ -9,13 +9,13 @@ from pathlib import Path
 
 from deepwork_core.evidence.hashes import (
     OutputEvidence,
-    VerdictKind,
     bind,
     find_stale,
     hash_outputs,
     merge,
     sha256_file,
 )
+from deepwork_core.evidence.verdicts import VerdictKind
 
 WHEN = datetime(2026, 11, 23, 22, 0, tzinfo=UTC)
 

@@ -12,7 +12,7 @@ from deepwork_core.base import layout
 from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.engine.navigation import active_workflow, go_to_step
 from deepwork_core.engine.workflow import WorkflowEngine
-from deepwork_core.evidence.verdicts import CriterionVerdict, ReviewVerdict
+from deepwork_core.evidence.verdicts import CriterionVerdict, ReviewVerdict, VerdictKind
 from deepwork_core.gate.checkpoint import (
     Checkpoint,
     GateNeedsWork,
@@ -24,7 +24,7 @@ from deepwork_core.gate.checkpoint import (
 from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.jobs.model import Step
 from deepwork_core.state.events import read_events
-from deepwork_core.state.sessions import QualityEvent, QualityEventKind, SessionStore, utc_now
+from deepwork_core.state.sessions import QualityEvent, SessionStore, utc_now
 
 from tests.fixtures.workflow_project import make_project, write_files
 
@@ -54,7 +54,7 @@ def test_going_back_clears_progress_from_the_target_on(engine: WorkflowEngine) -
     with engine.store.transaction() as tx:  # a verdict on the draft step, to be cleared
         session = tx.load(session_id)
         session.quality_log.append(
-            QualityEvent(at=utc_now(), kind=QualityEventKind.OVERRIDE, step_ids=["draft"])
+            QualityEvent(at=utc_now(), kind=VerdictKind.OVERRIDE, step_ids=["draft"])
         )
         tx.save(session)
     result = go_to_step(engine, "draft")

@@ -186,8 +186,9 @@ def test_rule_without_match_gives_no_task(tmp_path: Path) -> None:
     assert parse_deepreview(root, ".deepreview").rules[0].scope.folder == ""
 
 
-def test_gate_rule_reviews_take_a_steps_outputs_as_the_change_set(tmp_path: Path) -> None:
-    from deepwork_review.gate import gate_rule_reviews
+def test_gate_rule_tasks_take_a_steps_outputs_as_the_change_set(tmp_path: Path) -> None:
+    from deepwork_core.gate.quality import QualityReviewTask
+    from deepwork_review.gate import gate_rule_tasks
 
     root = _project(
         tmp_path,
@@ -199,12 +200,41 @@ def test_gate_rule_reviews_take_a_steps_outputs_as_the_change_set(tmp_path: Path
             "data.json": "{}",
         },
     )
-    assert gate_rule_reviews(root, []) == []
-    reviews = gate_rule_reviews(root, ["out/a.md", "./out/b.md"])
-    assert [(r.rule, r.files) for r in reviews] == [
-        ("docs", ("out/a.md",)),
-        ("docs", ("out/b.md",)),
+    assert gate_rule_tasks(root, [], "write") == []
+    tasks = gate_rule_tasks(root, ["out/a.md", "./out/b.md"], "write")
+    assert all(isinstance(task, QualityReviewTask) for task in tasks)
+    assert [(t.step_id, t.run_each, t.files) for t in tasks] == [
+        ("write", ".deepreview:docs", ["out/a.md"]),
+        ("write", ".deepreview:docs", ["out/b.md"]),
     ]
-    assert reviews[0].instructions == "Review docs."
-    reviews = gate_rule_reviews(root, ["out/a.md", "data.json"])
-    assert ("whole", ("data.json", "out/a.md")) in [(r.rule, r.files) for r in reviews]
+    assert list(tasks[0].criteria) == ["docs"]
+    assert tasks[0].criteria == {"docs": "docs\n\nReview docs."}
+    assert tasks[0].guidance is None
+    tasks = gate_rule_tasks(root, ["out/a.md", "data.json"], "write")
+    assert (".deepreview:whole", ["data.json", "out/a.md"]) in [
+        (t.run_each, t.files) for t in tasks
+    ]
+
+
+def test_gate_rule_tasks_carry_the_context_a_rule_asks_for_as_guidance(tmp_path: Path) -> None:
+    from deepwork_review.gate import gate_rule_tasks
+
+    extra = (
+        "    additional_context:\n      all_changed_filenames: true\n"
+        "      unchanged_matching_files: true\n"
+    )
+    root = _project(
+        tmp_path,
+        {
+            ".deepreview": _rule_text("docs", "**/*.md", "matches_together", extra),
+            "out/a.md": "a",
+            "old.md": "old",
+            "data.json": "{}",
+        },
+    )
+    [task] = gate_rule_tasks(root, ["out/a.md", "data.json"], "write")
+    assert task.files == ["out/a.md"]
+    assert task.guidance == (
+        "All outputs of the step: data.json, out/a.md\n"
+        "Unchanged files the rule matches (read for context): old.md"
+    )

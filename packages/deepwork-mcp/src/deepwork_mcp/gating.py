@@ -3,7 +3,7 @@
 `SelfReviewGate` writes review instructions for the agent and asks for a self-review;
 `ExternalGate` runs the Claude CLI reviewer. Both plan their tasks with `deepwork_core.gate.quality`
 from the engine's `Checkpoint`, plus the `.deepreview` rules matching the step's output files
-(`deepwork_mcp.gate_rules`) unless `quality_gate.deepreview_rules` is off. `evaluate` is
+(`deepwork_review.rule_review_tasks`) unless `quality_gate.deepreview_rules` is off. `evaluate` is
 called by the engine in a worker thread; the external reviewer is async, so it is run on the
 server's event loop through `anyio.from_thread`.
 """
@@ -30,8 +30,8 @@ from deepwork_core.gate.quality import (
     write_self_review_file,
 )
 from deepwork_core.jobs.model import Step
+from deepwork_review import rule_review_tasks
 
-from deepwork_mcp.gate_rules import rule_review_tasks
 from deepwork_mcp.reviewer import ClaudeReviewer
 
 _NOTHING_TO_REVIEW = "No review applies to the submitted outputs."

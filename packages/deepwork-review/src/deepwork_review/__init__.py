@@ -14,10 +14,7 @@ if TYPE_CHECKING:
         PLATFORMS as PLATFORMS,
     )
     from deepwork_review.gate import (
-        GateRuleReview as GateRuleReview,
-    )
-    from deepwork_review.gate import (
-        gate_rule_reviews as gate_rule_reviews,
+        rule_review_tasks as rule_review_tasks,
     )
     from deepwork_review.pipeline import (
         ConfiguredRule as ConfiguredRule,
@@ -38,7 +35,7 @@ if TYPE_CHECKING:
 #: Module → the public names it defines; imported on first use (see `deepwork_core.base.lazy`).
 _HOMES = {
     "deepwork_review.formatters": ("PLATFORMS",),
-    "deepwork_review.gate": ("GateRuleReview", "gate_rule_reviews"),
+    "deepwork_review.gate": ("rule_review_tasks",),
     "deepwork_review.pipeline": (
         "ConfiguredRule",
         "configured_rules",
@@ -51,11 +48,10 @@ _HOMES = {
 __all__ = [
     "PLATFORMS",
     "ConfiguredRule",
-    "GateRuleReview",
     "configured_rules",
-    "gate_rule_reviews",
     "mark_review_passed",
     "open_review_rules",
+    "rule_review_tasks",
     "run_review",
 ]
 

@@ -1,8 +1,10 @@
-"""`.deepreview` rules applied at a workflow's quality gate (docs/quality-gate.md).
+"""`.deepreview` rules as review tasks of the quality gate (docs/quality-gate.md).
 
-At `finished_step`, the step's output files are the change set: every rule whose scope matches
-one of them becomes a review beside the step's own reviews, grouped by the rule's strategy as
-`run_review` groups changed files. Rules are read through the same cache as `run_review`.
+At a checkpoint, the step's output files stand in for the change set: every rule whose scope
+matches one of them becomes a `QualityReviewTask` beside the step's own reviews, grouped by the
+rule's strategy as `run_review` groups changed files, with one criterion (the rule's
+instructions), so its verdict lands in the same audit trail. Rules are read through the same
+cache as `run_review`.
 """
 
 from __future__ import annotations
@@ -10,7 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from deepwork_core.base.errors import GitError, ReviewError
+from deepwork_core.gate.checkpoint import Checkpoint
+from deepwork_core.gate.process_review import RULE_PREFIX
+from deepwork_core.gate.quality import QualityReviewTask
 
 from deepwork_review.pipeline import normalise_paths
 from deepwork_review.rule_discovery import (
@@ -19,28 +24,34 @@ from deepwork_review.rule_discovery import (
     list_project_files,
     project_rules,
 )
-from deepwork_review.tasks import build_tasks
+from deepwork_review.tasks import ReviewTask, build_tasks
 
 
-class GateRuleReview(BaseModel):
-    """One rule's review of some of a step's output files."""
+def rule_review_tasks(checkpoint: Checkpoint) -> list[QualityReviewTask]:
+    """The rule reviews of the checkpoint's output files (its `string` outputs left out)."""
+    files: list[str] = []
+    for step_id in checkpoint.step_ids:
+        declared = checkpoint.job.step(step_id).outputs
+        for name, value in checkpoint.outputs.items():
+            if name in declared and declared[name].type.is_file:
+                files.extend([value] if isinstance(value, str) else value)
+    if not files:
+        return []
+    try:
+        return gate_rule_tasks(checkpoint.project_root, files, checkpoint.step_ids[0])
+    except (GitError, ReviewError):
+        return []  # no git, or not a repository: rules cannot be found, the step's own apply
 
-    model_config = ConfigDict(frozen=True)
 
-    rule: str
-    defining_file: str
-    description: str
-    instructions: str
-    files: tuple[str, ...]
-    #: Context the rule asked for: the step's other outputs, unchanged files it matches.
-    all_changed_filenames: tuple[str, ...] | None = None
-    unchanged_matching_files: tuple[str, ...] | None = None
-
-
-def gate_rule_reviews(
-    project_root: Path, output_files: Sequence[str], *, cache: RuleCache = DEFAULT_CACHE
-) -> list[GateRuleReview]:
-    """The rule reviews for a step's `output_files` (project-relative); [] when none applies."""
+def gate_rule_tasks(
+    project_root: Path,
+    output_files: Sequence[str],
+    step_id: str,
+    *,
+    cache: RuleCache = DEFAULT_CACHE,
+) -> list[QualityReviewTask]:
+    """The rule reviews of step `step_id`'s `output_files` (project-relative); [] when none
+    applies."""
     root = project_root.resolve()
     paths = normalise_paths(root, output_files)
     if not paths:
@@ -54,15 +65,22 @@ def gate_rule_reviews(
         project_root=root,
         all_files=lambda: list_project_files(root).all,
     )
-    return [
-        GateRuleReview(
-            rule=task.rule.display_name,
-            defining_file=task.rule.defining_file,
-            description=task.rule.description,
-            instructions=task.rule.instructions,
-            files=task.files,
-            all_changed_filenames=task.all_changed_filenames,
-            unchanged_matching_files=task.unchanged_matching_files,
-        )
-        for task in tasks
-    ]
+    return [_gate_task(step_id, task) for task in tasks]
+
+
+def _gate_task(step_id: str, task: ReviewTask) -> QualityReviewTask:
+    """`task` as the gate runs it: the rule's instructions are its one criterion."""
+    rule = task.rule
+    context = []
+    if task.all_changed_filenames is not None:
+        context.append("All outputs of the step: " + ", ".join(task.all_changed_filenames))
+    if task.unchanged_matching_files is not None:
+        listed = ", ".join(task.unchanged_matching_files) or "none"
+        context.append(f"Unchanged files the rule matches (read for context): {listed}")
+    return QualityReviewTask(
+        step_id=step_id,
+        run_each=f"{RULE_PREFIX}{rule.display_name}",
+        files=list(task.files),
+        criteria={rule.display_name: f"{rule.description}\n\n{rule.instructions.strip()}"},
+        guidance="\n".join(context) or None,
+    )

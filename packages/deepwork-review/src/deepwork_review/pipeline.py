@@ -25,6 +25,7 @@ from deepwork_review.instructions import write_instruction_files
 from deepwork_review.passes import ReviewPasses
 from deepwork_review.rule_discovery import (
     DEFAULT_CACHE,
+    ProjectFiles,
     RuleCache,
     RuleSet,
     is_runtime_file,
@@ -90,8 +91,28 @@ def run_review(
     """Review the changed files (or `files`) of the project at `project_root`."""
     check_platform(platform)
     root = _project_root(project_root)
-    # git's view of tracked changes is gathered in a worker thread while this one lists the
-    # project's files and parses the rules: the two git calls are the slowest steps.
+    listing, ruleset, tracked = _gather(root, files, base_ref, cache)
+    if not ruleset.rules:
+        return _informational(ruleset, ReviewStatus.NO_RULES, _no_rules_message(ruleset))
+    changed, why_none = _changed_files(root, tracked, listing, files)
+    if not changed:
+        return _informational(ruleset, ReviewStatus.NO_CHANGES, why_none)
+    tasks = build_tasks(
+        ruleset.rules, changed, project_root=root, all_files=lambda: listing.all, hasher=hasher
+    )
+    if not tasks:
+        return _informational(ruleset, ReviewStatus.NO_MATCHES, NO_MATCHES, changed_files=changed)
+    return _issue(root, platform, ruleset, tasks, changed)
+
+
+def _gather(
+    root: Path, files: Sequence[str] | None, base_ref: str | None, cache: RuleCache
+) -> tuple[ProjectFiles, RuleSet, TrackedChanges | None]:
+    """The project's files, its rules and (unless `files` is given) git's tracked changes.
+
+    git's view of tracked changes is gathered in a worker thread while this one lists the
+    project's files and parses the rules: the two git calls are the slowest steps.
+    """
     with ThreadPoolExecutor(max_workers=1) as pool:
         git_changes = (
             pool.submit(find_tracked_changes, root, base_ref=base_ref) if files is None else None
@@ -102,46 +123,42 @@ def run_review(
             tracked: TrackedChanges | None = git_changes.result()
         else:
             tracked = None
-    problems = tuple(str(problem) for problem in ruleset.problems)
+    return listing, ruleset, tracked
 
-    def informational(status: ReviewStatus, message: str, **fields: object) -> ReviewRun:
-        return ReviewRun.model_validate(
-            {
-                "status": status,
-                "text": _with_problems(message, ruleset.problems),
-                "problems": problems,
-                **fields,
-            }
-        )
 
-    if not ruleset.rules:
-        return informational(ReviewStatus.NO_RULES, _no_rules_message(ruleset))
-
+def _changed_files(
+    root: Path, tracked: TrackedChanges | None, listing: ProjectFiles, files: Sequence[str] | None
+) -> tuple[tuple[str, ...], str]:
+    """The files to review, and the message to give when there are none."""
     if tracked is not None:
-        changed = combine_changes(root, tracked, listing).files
-    else:
-        explicit = normalise_paths(root, files or ())
-        changed = tuple(path for path in explicit if _is(stat.S_ISREG, root / path))
-        if explicit and not changed:
-            return informational(ReviewStatus.NO_CHANGES, _no_given_files_message(root, explicit))
-    if not changed:
-        return informational(ReviewStatus.NO_CHANGES, NO_CHANGES)
+        return combine_changes(root, tracked, listing).files, NO_CHANGES
+    explicit = normalise_paths(root, files or ())
+    changed = tuple(path for path in explicit if _is(stat.S_ISREG, root / path))
+    if explicit and not changed:
+        return changed, _no_given_files_message(root, explicit)
+    return changed, NO_CHANGES
 
-    tasks = build_tasks(
-        ruleset.rules, changed, project_root=root, all_files=lambda: listing.all, hasher=hasher
-    )
-    if not tasks:
-        return informational(ReviewStatus.NO_MATCHES, NO_MATCHES, changed_files=changed)
 
+def _issue(
+    root: Path,
+    platform: str,
+    ruleset: RuleSet,
+    tasks: Sequence[ReviewTask],
+    changed: tuple[str, ...],
+) -> ReviewRun:
+    """Drop the reviews that already passed; write and format the others."""
     passes = ReviewPasses(root)
     passed = passes.passed_ids()
     pending = [task for task in tasks if task.review_id not in passed]
     skipped = tuple(task.review_id for task in tasks if task.review_id in passed)
     if not pending:
-        return informational(
-            ReviewStatus.ALL_PASSED, ALL_PASSED, changed_files=changed, already_passed=skipped
+        return _informational(
+            ruleset,
+            ReviewStatus.ALL_PASSED,
+            ALL_PASSED,
+            changed_files=changed,
+            already_passed=skipped,
         )
-
     written = write_instruction_files(root, pending)
     passes.record_issued(task.review_id for task in pending)
     text = format_tasks(platform, pending, written, already_passed=len(skipped))
@@ -152,7 +169,21 @@ def run_review(
         instruction_files=written,
         already_passed=skipped,
         changed_files=changed,
-        problems=problems,
+        problems=tuple(str(problem) for problem in ruleset.problems),
+    )
+
+
+def _informational(
+    ruleset: RuleSet, status: ReviewStatus, message: str, **fields: object
+) -> ReviewRun:
+    """A run without tasks: `message`, after the rule files' problems."""
+    return ReviewRun.model_validate(
+        {
+            "status": status,
+            "text": _with_problems(message, ruleset.problems),
+            "problems": tuple(str(problem) for problem in ruleset.problems),
+            **fields,
+        }
     )
 
 

@@ -166,31 +166,51 @@ def build_tasks(
         matched = rule.scope.select(changed)
         if not matched:
             continue
-        context: dict[str, tuple[str, ...]] = {}
-        if rule.additional_context.all_changed_filenames:
-            context["all_changed_filenames"] = tuple(changed)
-        if rule.additional_context.unchanged_matching_files:
-            context["unchanged_matching_files"] = tuple(
-                sorted(
-                    path
-                    for path in rule.scope.select(every_file())
-                    if path not in changed_set and os.path.exists(prefix + path)  # noqa: PTH110
-                )
-            )
-        groups: list[tuple[str, ...]]
-        if rule.strategy is Strategy.INDIVIDUAL:
-            groups = [(path,) for path in matched]
-        elif rule.strategy is Strategy.MATCHES_TOGETHER:
-            groups = [tuple(matched)]
-        else:  # ALL_CHANGED_FILES: the whole change set, wherever the rule's file lives
-            groups = [tuple(changed)]
-        for files in groups:
+        context = _context(rule, changed, every_file, changed_set, prefix)
+        for files in _groups(rule, matched, changed):
             tasks.append(
                 ReviewTask(
-                    review_id=review_id(rule, files, contents),
-                    rule=rule,
-                    files=files,
-                    **context,
+                    review_id=review_id(rule, files, contents), rule=rule, files=files, **context
                 )
             )
     return tasks
+
+
+def _context(
+    rule: ReviewRule,
+    changed: Sequence[str],
+    every_file: Callable[[], Sequence[str]],
+    changed_set: frozenset[str],
+    prefix: str,
+) -> dict[str, tuple[str, ...]]:
+    """The additional context `rule` asks for, by `ReviewTask` field name."""
+    context: dict[str, tuple[str, ...]] = {}
+    if rule.additional_context.all_changed_filenames:
+        context["all_changed_filenames"] = tuple(changed)
+    if rule.additional_context.unchanged_matching_files:
+        context["unchanged_matching_files"] = _unchanged(rule, every_file(), changed_set, prefix)
+    return context
+
+
+def _unchanged(
+    rule: ReviewRule, every_file: Sequence[str], changed: frozenset[str], prefix: str
+) -> tuple[str, ...]:
+    """The existing project files `rule` matches that are not changed, sorted."""
+    return tuple(
+        sorted(
+            path
+            for path in rule.scope.select(every_file)
+            if path not in changed and os.path.exists(prefix + path)  # noqa: PTH110
+        )
+    )
+
+
+def _groups(
+    rule: ReviewRule, matched: Sequence[str], changed: Sequence[str]
+) -> list[tuple[str, ...]]:
+    """The file groups of `rule`'s tasks, by its strategy."""
+    if rule.strategy is Strategy.INDIVIDUAL:
+        return [(path,) for path in matched]
+    if rule.strategy is Strategy.MATCHES_TOGETHER:
+        return [tuple(matched)]
+    return [tuple(changed)]  # ALL_CHANGED_FILES: the whole change set, wherever the rule lives

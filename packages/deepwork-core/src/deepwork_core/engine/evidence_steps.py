@@ -20,9 +20,8 @@ from deepwork_core.engine.results import (
     FinishStatus,
 )
 from deepwork_core.engine.safeguards import ApprovalOutcome, Findings, Safeguards, prompt_of
-from deepwork_core.evidence.hashes import VerdictKind
 from deepwork_core.evidence.scope import RepoSnapshot
-from deepwork_core.evidence.verdicts import ReviewVerdict
+from deepwork_core.evidence.verdicts import ReviewVerdict, VerdictKind
 from deepwork_core.gate.checkpoint import Gate
 from deepwork_core.jobs.discovery import LoadedJob
 from deepwork_core.jobs.model import Step

@@ -27,12 +27,12 @@ from deepwork_core.evidence.audit import SNAPSHOT_POOL, Audit, audit_checkpoint
 from deepwork_core.evidence.hashes import (
     OutputEvidence,
     StaleEvidence,
-    VerdictKind,
     bind,
     hash_outputs,
     merge,
 )
 from deepwork_core.evidence.scope import RepoSnapshot, take_snapshot
+from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.jobs.model import JobDefinition, ScopeGuard, Step
 from deepwork_core.state.approvals import (
     ApprovalChannel,
@@ -45,7 +45,7 @@ from deepwork_core.state.approvals import (
     shown_outputs,
 )
 from deepwork_core.state.events import EventName, append_event
-from deepwork_core.state.sessions import OutputValue, PendingApproval, QualityEventKind, Session
+from deepwork_core.state.sessions import OutputValue, PendingApproval, Session
 
 OFF_OUTSIDE_GIT = (
     "Scope guard off: the project is not in a git work tree, so files changed outside the "
@@ -392,7 +392,7 @@ def override_kind(session: Session) -> VerdictKind:
     """`self_review` when the agent was given a self-review file for this checkpoint."""
     record = session.step_progress[session.current_step_id]
     reviewed = any(
-        event.kind is QualityEventKind.SELF_REVIEW
+        event.kind is VerdictKind.SELF_REVIEW
         and event.step_ids == session.current_step_ids
         and event.at >= record.started_at
         for event in session.quality_log

@@ -48,9 +48,8 @@ from deepwork_core.engine.safeguards import (
     override_kind,
 )
 from deepwork_core.engine.start_inputs import check_start_inputs
-from deepwork_core.evidence.hashes import VerdictKind
 from deepwork_core.evidence.scope import RepoSnapshot
-from deepwork_core.evidence.verdicts import ReviewVerdict
+from deepwork_core.evidence.verdicts import ReviewVerdict, VerdictKind
 from deepwork_core.gate.checkpoint import (
     Checkpoint,
     Gate,
@@ -68,7 +67,6 @@ from deepwork_core.jobs.model import Step
 from deepwork_core.state.session_events import SessionEvents
 from deepwork_core.state.sessions import (
     QualityEvent,
-    QualityEventKind,
     Session,
     SessionStatus,
     SessionStore,
@@ -271,7 +269,7 @@ class WorkflowEngine(EvidenceSteps):
                 session.quality_log.append(
                     QualityEvent(
                         at=self.clock(),
-                        kind=QualityEventKind.OVERRIDE,
+                        kind=VerdictKind.OVERRIDE,
                         step_ids=list(session.current_step_ids),
                         override_reason=override_reason,
                     )
@@ -310,7 +308,7 @@ class WorkflowEngine(EvidenceSteps):
                 session.quality_log.append(
                     QualityEvent(
                         at=self.clock(),
-                        kind=QualityEventKind.ERROR,
+                        kind=VerdictKind.ERROR,
                         step_ids=list(checkpoint.step_ids),
                         attempt=checkpoint.attempt or None,
                         error_code=exc.code,

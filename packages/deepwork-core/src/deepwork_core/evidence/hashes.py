@@ -19,7 +19,6 @@ import os
 import stat
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from enum import StrEnum
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -27,17 +26,9 @@ from pydantic import BaseModel, ConfigDict
 from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.base.fsutil import path_signature, stat_signature
 from deepwork_core.base.identifiers import resolve_inside
+from deepwork_core.evidence.verdicts import VerdictKind
 
 _CHUNK = 1024 * 1024
-
-
-class VerdictKind(StrEnum):
-    """Who vouched for an output's content."""
-
-    REVIEWER = "reviewer"  # the external reviewer passed it
-    SELF_REVIEW = "self_review"  # the agent was told to review it itself
-    OVERRIDE = "override"  # the agent skipped or acknowledged with a reason
-    UNREVIEWED = "unreviewed"  # the step declares no reviews (or no gate is configured)
 
 
 class _Model(BaseModel):

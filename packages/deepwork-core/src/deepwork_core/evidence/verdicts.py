@@ -1,8 +1,48 @@
-"""A reviewer's verdict on one review task: produced by the quality gate, recorded in sessions."""
+"""Verdicts: who vouched for a checkpoint, and a reviewer's verdict on one review task.
+
+`VerdictKind` is the one name for the kind of a verdict, wherever it is recorded: on each output's
+evidence (docs/evidence.md) and on each entry of a session's quality-gate log
+(docs/quality-gate.md).
+"""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from enum import StrEnum
+from typing import Annotated, Final
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
+
+
+class VerdictKind(StrEnum):
+    """Who vouched for a checkpoint's outputs, or what became of its review.
+
+    Evidence records use the first four; the quality-gate log uses `REVIEWER` (which it spells
+    `review`, for either outcome), `SELF_REVIEW`, `OVERRIDE` and `ERROR`.
+    """
+
+    REVIEWER = "reviewer"  # the external reviewer gave a verdict (evidence: it passed)
+    SELF_REVIEW = "self_review"  # review instructions were written for the agent
+    OVERRIDE = "override"  # the agent skipped the gate, or acknowledged a change, with a reason
+    UNREVIEWED = "unreviewed"  # the step declares no reviews (or no gate is configured)
+    ERROR = "error"  # the reviewer could not give a verdict
+
+
+#: The quality log's spelling of `VerdictKind.REVIEWER`, as every state file has it.
+_LOGGED_REVIEW: Final = "review"
+
+
+def _kind_from_log(value: object) -> object:
+    return VerdictKind.REVIEWER if value == _LOGGED_REVIEW else value
+
+
+def _kind_to_log(kind: VerdictKind) -> str:
+    return _LOGGED_REVIEW if kind is VerdictKind.REVIEWER else kind.value
+
+
+#: A `VerdictKind` as the quality-gate log stores it: `reviewer` is written `review`.
+LoggedVerdictKind = Annotated[
+    VerdictKind, BeforeValidator(_kind_from_log), PlainSerializer(_kind_to_log)
+]
 
 
 class _Verdict(BaseModel):

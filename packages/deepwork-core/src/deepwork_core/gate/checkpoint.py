@@ -16,9 +16,9 @@ from typing import Protocol
 
 from deepwork_core.base.errors import OutputsError, QualityGateError
 from deepwork_core.base.identifiers import check_text
-from deepwork_core.evidence.verdicts import ReviewVerdict
+from deepwork_core.evidence.verdicts import ReviewVerdict, VerdictKind
 from deepwork_core.jobs.model import JobDefinition, Step
-from deepwork_core.state.sessions import OutputValue, QualityEvent, QualityEventKind
+from deepwork_core.state.sessions import OutputValue, QualityEvent
 
 UNDECLARED_BEGIN = "==================== BEGIN UNDECLARED CHANGES ===================="
 UNDECLARED_END = "==================== END UNDECLARED CHANGES ===================="
@@ -144,7 +144,7 @@ def quality_event(verdict: GateVerdict, checkpoint: Checkpoint, at: datetime) ->
     if isinstance(verdict, GateSelfReviewRequested):
         return QualityEvent(
             at=at,
-            kind=QualityEventKind.SELF_REVIEW,
+            kind=VerdictKind.SELF_REVIEW,
             step_ids=list(checkpoint.step_ids),
             attempt=checkpoint.attempt or None,
             feedback=verdict.feedback,
@@ -152,7 +152,7 @@ def quality_event(verdict: GateVerdict, checkpoint: Checkpoint, at: datetime) ->
         )
     return QualityEvent(
         at=at,
-        kind=QualityEventKind.REVIEW,
+        kind=VerdictKind.REVIEWER,
         step_ids=list(checkpoint.step_ids),
         attempt=checkpoint.attempt or None,
         passed=isinstance(verdict, GatePassed),

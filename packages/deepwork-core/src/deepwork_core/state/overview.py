@@ -15,8 +15,8 @@ from pydantic import BaseModel, ConfigDict
 
 from deepwork_core.base.errors import SessionError
 from deepwork_core.base.layout import SESSION_PREFIX, SESSION_SUFFIX
+from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.state.sessions import (
-    QualityEventKind,
     Session,
     SessionStatus,
     SessionStore,
@@ -80,7 +80,7 @@ def last_verdict(session: Session) -> str | None:
     if not session.quality_log:
         return None
     event = session.quality_log[-1]
-    if event.kind is QualityEventKind.REVIEW:
+    if event.kind is VerdictKind.REVIEWER:
         return "passed" if event.passed else "needs_work"
     return event.kind.value
 

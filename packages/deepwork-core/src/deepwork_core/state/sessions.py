@@ -48,9 +48,9 @@ from deepwork_core.base.layout import (
     session_file_name,
 )
 from deepwork_core.base.runtime_dir import ensure_tmp_dir
-from deepwork_core.evidence.hashes import OutputEvidence, OutputHash, VerdictKind
+from deepwork_core.evidence.hashes import OutputEvidence, OutputHash
 from deepwork_core.evidence.scope import RepoSnapshot
-from deepwork_core.evidence.verdicts import ReviewVerdict
+from deepwork_core.evidence.verdicts import LoggedVerdictKind, ReviewVerdict, VerdictKind
 from deepwork_core.state.approvals import ApprovalRecord
 from deepwork_core.state.events import delete_event_log
 
@@ -98,18 +98,11 @@ class StepRecord(_State):
     began: RepoSnapshot | None = None
 
 
-class QualityEventKind(StrEnum):
-    REVIEW = "review"  # the external reviewer gave a verdict
-    SELF_REVIEW = "self_review"  # review instructions were written for the agent
-    OVERRIDE = "override"  # the agent skipped the gate with a reason
-    ERROR = "error"  # the reviewer could not give a verdict
-
-
 class QualityEvent(_State):
     """One entry of a session's quality-gate audit trail."""
 
     at: datetime
-    kind: QualityEventKind
+    kind: LoggedVerdictKind
     step_ids: list[str]
     attempt: int | None = None
     passed: bool | None = None
