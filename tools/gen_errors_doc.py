@@ -1,9 +1,11 @@
 """Generate docs/errors.md, the table of every error code, from `deepwork_core.base.error_codes`.
 
+Each `ErrorCode` member gives a row: its value (the code) and the string under it (the meaning).
+
     python tools/gen_errors_doc.py write   # rewrite docs/errors.md
     python tools/gen_errors_doc.py check   # exit 1 if docs/errors.md is out of date
 
-The test suite runs the same comparison, so a code added to the registry without regenerating
+The test suite runs the same comparison, so a member added to `ErrorCode` without regenerating
 the page fails `nox -s tests`.
 """
 
@@ -12,7 +14,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from deepwork_core.base.error_codes import AREAS, CODES, area_of
+from deepwork_core.base.error_codes import AREAS, ErrorCode, area_of
 
 ROOT = Path(__file__).resolve().parent.parent
 ERRORS_DOC = ROOT / "docs" / "errors.md"
@@ -39,12 +41,12 @@ code raised is normally a more specific one.
 
 
 def render() -> str:
-    """The whole page, from the registry."""
+    """The whole page, from `ErrorCode` and `AREAS`."""
     lines = [_INTRO.format(command=COMMAND)]
     for area in sorted(AREAS):
-        codes = sorted(code for code in CODES if area_of(code) == area)
+        codes = sorted(code for code in ErrorCode if area_of(code) == area)
         lines.append(f"## `{area}`\n\n{AREAS[area]}\n\n| code | meaning |\n|---|---|")
-        lines.extend(f"| `{code}` | {CODES[code]} |" for code in codes)
+        lines.extend(f"| `{code}` | {code.meaning} |" for code in codes)
         lines.append("")
     return "\n".join(lines)
 
