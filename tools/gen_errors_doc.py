@@ -37,6 +37,10 @@ change meaning; messages may be reworded. Where a code shows up:
 
 Codes of the form `<area>.error` (and `deepwork.error`) are the generic codes of a family; the
 code raised is normally a more specific one.
+
+In Python each code is a member of `deepwork_core.base.error_codes.ErrorCode`, named after its
+text (`ErrorCode.SESSION_NONE_ACTIVE` is `session.none_active`). A member is a `str` equal to
+its text, so `exc.code == "session.none_active"` holds and printing it gives the plain code.
 """
 
 

@@ -416,8 +416,8 @@ def area_of(code: str) -> str:
 def _meanings() -> dict[str, str]:
     """Member name -> meaning, read from the string under each member of `ErrorCode`.
 
-    Read from this module's source when first asked for (by the docs generator and the tests),
-    so importing the codes costs nothing extra.
+    Parsed from this module's source when first asked for (by the docs generator and the
+    tests), so the server, which never needs a meaning, never pays for it.
     """
     import ast
     from itertools import pairwise
