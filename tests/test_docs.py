@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import sys
 from pathlib import Path
 
 import pytest
-from deepwork_core.base.error_codes import AREAS, CODES, area_of
+from deepwork_core.base.error_codes import AREAS, ErrorCode, area_of
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -17,18 +18,51 @@ sys.path.insert(0, str(ROOT / "tools"))
 import gen_errors_doc  # noqa: E402
 
 _LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
-# A quoted string that starts with `<area>.<name>` and ends there or at a colon: a code.
-_FILE_SUFFIXES = {"yml", "json", "txt", "toml", "md", "lock", "py", "mcp", "server"}
+#: The one module where code text is written; everywhere else uses `ErrorCode` members.
+CODES_MODULE = ROOT / "packages/deepwork-core/src/deepwork_core/base/error_codes.py"
 
 
-def _codes_in_sources() -> dict[str, Path]:
-    pattern = re.compile(rf"""["']((?:{"|".join(AREAS)})\.[a-z_]+)["':]""")
-    found: dict[str, Path] = {}
-    for path in PACKAGE_SOURCES:
-        for code in pattern.findall(path.read_text(encoding="utf-8")):
-            if code.rsplit(".", 1)[1] not in _FILE_SUFFIXES:
-                found.setdefault(code, path)
-    return found
+def _code_literals(source: str) -> list[str]:
+    """Error codes written as text in `source` instead of as `ErrorCode` members.
+
+    A string (or the start of an f-string) that is a code or starts with `<code>:`, and any text
+    given as `code=` or assigned to `code`.
+    """
+    known = {code.value for code in ErrorCode}
+    found: dict[tuple[int, int], str] = {}
+    for node in ast.walk(ast.parse(source)):
+        given = _given_as_code(node)
+        if given is None and isinstance(node, ast.Constant):
+            given = node if str(node.value).split(":", 1)[0] in known else None
+        if isinstance(given, ast.JoinedStr) or (
+            isinstance(given, ast.Constant) and isinstance(given.value, str)
+        ):
+            found[given.lineno, given.col_offset] = f"line {given.lineno}: {ast.unparse(given)}"
+    return sorted(found.values())
+
+
+def _given_as_code(node: ast.AST) -> ast.expr | None:
+    """The value of `code=…`, `code = …` or `x.code = …`; None for any other node."""
+    if isinstance(node, ast.keyword):
+        return node.value if node.arg == "code" else None
+    targets = [node.target] if isinstance(node, ast.AnnAssign) else getattr(node, "targets", [])
+    named = any(
+        (isinstance(t, ast.Name) and t.id == "code")
+        or (isinstance(t, ast.Attribute) and t.attr == "code")
+        for t in targets
+    )
+    return getattr(node, "value", None) if named else None
+
+
+def _members_used(source: str) -> set[str]:
+    """Names of the `ErrorCode` members `source` refers to (`ErrorCode.GIT_FAILED`)."""
+    return {
+        node.attr
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "ErrorCode"
+    }
 
 
 def test_every_docs_page_is_listed_in_the_index() -> None:
@@ -53,24 +87,45 @@ def test_errors_page_is_generated_from_the_registry() -> None:
     )
 
 
-def test_every_code_the_packages_use_is_registered() -> None:
-    unregistered = {code: str(path) for code, path in _codes_in_sources().items()}
-    for code in CODES:
-        unregistered.pop(code, None)
-    assert unregistered == {}, (
-        "add these codes to deepwork_core/base/error_codes.py, then run "
-        f"{gen_errors_doc.COMMAND}: {unregistered}"
+def test_no_error_code_is_written_as_text_in_the_packages() -> None:
+    literals = {
+        str(path.relative_to(ROOT)): found
+        for path in PACKAGE_SOURCES
+        if path != CODES_MODULE and (found := _code_literals(path.read_text(encoding="utf-8")))
+    }
+    assert literals == {}, (
+        "use an ErrorCode member (add it to deepwork_core/base/error_codes.py with its meaning, "
+        f"then run {gen_errors_doc.COMMAND}): {literals}"
     )
 
 
-def test_every_registered_code_is_used() -> None:
-    unused = sorted(set(CODES) - set(_codes_in_sources()))
-    assert unused == [], f"registered in deepwork_core/base/error_codes.py but never used: {unused}"
+def test_the_literal_check_catches_codes_written_as_text() -> None:
+    source = (
+        'raise GitError("git failed", code="git.failed")\n'
+        'raise GitError("new", code="git.brand_new")\n'
+        'raise GitError("new", code=f"git.{kind}")\n'
+        'message = f"job.not_found: no job {name}"\n'
+        'if exc.code == "file.not_found": pass\n'
+        'class E:\n    code = "session.error"\n'
+        'raise GitError("fine", code=ErrorCode.GIT_FAILED)\n'
+        'path = "job.yml"\n'
+    )
+    assert len(_code_literals(source)) == 6
+
+
+def test_every_error_code_is_used() -> None:
+    used: set[str] = set()
+    for path in PACKAGE_SOURCES:
+        if path != CODES_MODULE:
+            used |= _members_used(path.read_text(encoding="utf-8"))
+    unused = sorted(code.value for code in ErrorCode if code.name not in used)
+    assert unused == [], f"defined in deepwork_core/base/error_codes.py but never used: {unused}"
+    assert used <= {code.name for code in ErrorCode}
 
 
 def test_every_code_belongs_to_a_described_area() -> None:
-    assert {area_of(code) for code in CODES} == set(AREAS)
-    assert all(re.fullmatch(r"[a-z]+(_[a-z]+)*\.[a-z]+(_[a-z]+)*", code) for code in CODES)
+    assert {area_of(code) for code in ErrorCode} == set(AREAS)
+    assert all(re.fullmatch(r"[a-z]+(_[a-z]+)*\.[a-z]+(_[a-z]+)*", code) for code in ErrorCode)
 
 
 def test_the_check_command_reports_drift(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,9 +1,11 @@
 """Generate docs/errors.md, the table of every error code, from `deepwork_core.base.error_codes`.
 
+Each `ErrorCode` member gives a row: its value (the code) and the string under it (the meaning).
+
     python tools/gen_errors_doc.py write   # rewrite docs/errors.md
     python tools/gen_errors_doc.py check   # exit 1 if docs/errors.md is out of date
 
-The test suite runs the same comparison, so a code added to the registry without regenerating
+The test suite runs the same comparison, so a member added to `ErrorCode` without regenerating
 the page fails `nox -s tests`.
 """
 
@@ -12,7 +14,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from deepwork_core.base.error_codes import AREAS, CODES, area_of
+from deepwork_core.base.error_codes import AREAS, ErrorCode, area_of
 
 ROOT = Path(__file__).resolve().parent.parent
 ERRORS_DOC = ROOT / "docs" / "errors.md"
@@ -35,16 +37,20 @@ change meaning; messages may be reworded. Where a code shows up:
 
 Codes of the form `<area>.error` (and `deepwork.error`) are the generic codes of a family; the
 code raised is normally a more specific one.
+
+In Python each code is a member of `deepwork_core.base.error_codes.ErrorCode`, named after its
+text (`ErrorCode.SESSION_NONE_ACTIVE` is `session.none_active`). A member is a `str` equal to
+its text, so `exc.code == "session.none_active"` holds and printing it gives the plain code.
 """
 
 
 def render() -> str:
-    """The whole page, from the registry."""
+    """The whole page, from `ErrorCode` and `AREAS`."""
     lines = [_INTRO.format(command=COMMAND)]
     for area in sorted(AREAS):
-        codes = sorted(code for code in CODES if area_of(code) == area)
+        codes = sorted(code for code in ErrorCode if area_of(code) == area)
         lines.append(f"## `{area}`\n\n{AREAS[area]}\n\n| code | meaning |\n|---|---|")
-        lines.extend(f"| `{code}` | {CODES[code]} |" for code in codes)
+        lines.extend(f"| `{code}` | {code.meaning} |" for code in codes)
         lines.append("")
     return "\n".join(lines)
 

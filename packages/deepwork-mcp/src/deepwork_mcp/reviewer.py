@@ -27,6 +27,7 @@ from deepwork_core.base.config import (
     DEFAULT_SECONDS_PER_EXTRA_FILE,
     TIMEOUT_FREE_FILES,
 )
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import ProcessOutputError, ProcessTimeoutError, QualityGateError
 from deepwork_core.base.process import Completed, run_bounded
 from deepwork_core.evidence.verdicts import ReviewVerdict
@@ -157,7 +158,7 @@ class ClaudeReviewer:
             raise QualityGateError(
                 f"the reviewer command {self.executable!r} was not found on PATH; install the "
                 "Claude CLI (or put it on PATH), or run the quality gate in self-review mode",
-                code="quality_gate.not_installed",
+                code=ErrorCode.QUALITY_GATE_NOT_INSTALLED,
             )
         return found
 
@@ -213,19 +214,19 @@ class ClaudeReviewer:
         except (FileNotFoundError, PermissionError) as exc:
             raise QualityGateError(
                 f"cannot run the reviewer {argv[0]!r}: {exc.strerror}",
-                code="quality_gate.not_installed",
+                code=ErrorCode.QUALITY_GATE_NOT_INSTALLED,
             ) from None
         except ProcessOutputError:
             raise QualityGateError(
                 f"the reviewer for {task.label} printed more than {OUTPUT_LIMIT} bytes; its "
                 "processes were stopped",
-                code="quality_gate.output_too_large",
+                code=ErrorCode.QUALITY_GATE_OUTPUT_TOO_LARGE,
             ) from None
         except ProcessTimeoutError:
             raise QualityGateError(
                 f"the reviewer for {task.label} did not answer within {timeout:g} s; its "
                 "processes were stopped. Try again, or raise the quality gate timeout",
-                code="quality_gate.timeout",
+                code=ErrorCode.QUALITY_GATE_TIMEOUT,
             ) from None
         return _interpret(task, done)
 
@@ -264,25 +265,25 @@ def _interpret(task: QualityReviewTask, done: Completed) -> object:
         raise QualityGateError(
             f"the reviewer reported an error for {task.label}: "
             f"{_clip(str(wrapper.get('result') or wrapper.get('subtype') or 'no detail'))}",
-            code="quality_gate.is_error",
+            code=ErrorCode.QUALITY_GATE_IS_ERROR,
         )
     if done.returncode != 0:
         detail = _clip(stderr.strip() or stdout.strip() or "no output")
         raise QualityGateError(
             f"the reviewer for {task.label} exited with code {done.returncode}: {detail}",
-            code="quality_gate.exit_code",
+            code=ErrorCode.QUALITY_GATE_EXIT_CODE,
         )
     if not isinstance(wrapper, dict):
         raise QualityGateError(
             f"the reviewer's answer for {task.label} is not a JSON object: "
             f"{_clip(stdout.strip()) or '(empty)'}",
-            code="quality_gate.bad_output",
+            code=ErrorCode.QUALITY_GATE_BAD_OUTPUT,
         )
     if "structured_output" not in wrapper:
         raise QualityGateError(
             f"the reviewer's answer for {task.label} has no structured_output: "
             f"{_clip(stdout.strip())}",
-            code="quality_gate.bad_output",
+            code=ErrorCode.QUALITY_GATE_BAD_OUTPUT,
         )
     return wrapper["structured_output"]
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 
 from deepwork_core import DeepWorkError
+from deepwork_core.base.error_codes import ErrorCode
 from fastmcp.exceptions import ToolError, ValidationError
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools.base import ToolResult
@@ -44,8 +45,8 @@ def argument_error(tool: str, exc: ValidationError) -> ToolError:
     if len(problems) > _MAX_ARGUMENT_PROBLEMS:
         listed += f"; and {len(problems) - _MAX_ARGUMENT_PROBLEMS} more"
     return ToolError(
-        f"arguments.invalid: {tool}: {listed}. Call it again with arguments that match its "
-        "input schema."
+        f"{ErrorCode.ARGUMENTS_INVALID}: {tool}: {listed}. Call it again with arguments that "
+        "match its input schema."
     )
 
 
@@ -57,7 +58,7 @@ def map_tool_exception(tool: str, exc: BaseException) -> ToolError:
         return tool_error(exc)
     logger.error("tool %s failed unexpectedly", tool, exc_info=exc)
     return ToolError(
-        f"internal.error: {tool} failed unexpectedly (details are in the server log). "
+        f"{ErrorCode.INTERNAL_ERROR}: {tool} failed unexpectedly (details are in the server log). "
         "Retry once; if it fails again, report it."
     )
 

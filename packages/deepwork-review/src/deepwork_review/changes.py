@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import ReviewError
 from deepwork_core.base.git import run_git
 
@@ -40,7 +41,7 @@ def not_a_repository(project_root: Path) -> ReviewError:
     return ReviewError(
         f"{project_root} is not inside a git repository, so changed files cannot be detected; "
         "name the files to review explicitly",
-        code="review.not_a_git_repository",
+        code=ErrorCode.REVIEW_NOT_A_GIT_REPOSITORY,
     )
 
 
@@ -140,7 +141,9 @@ def _merge_base(project_root: Path, ref: str, *, explicit: bool) -> str:
     if ref == "HEAD":
         return "HEAD"
     if not ref or ref.startswith("-"):  # never let a ref be read as an option
-        raise ReviewError(f"base ref {ref!r} is not a valid ref", code="review.base_ref_unknown")
+        raise ReviewError(
+            f"base ref {ref!r} is not a valid ref", code=ErrorCode.REVIEW_BASE_REF_UNKNOWN
+        )
     result = run_git(["merge-base", "HEAD", ref], cwd=project_root, check=False)
     if result.returncode == 0:
         return result.stdout.strip()
@@ -148,6 +151,6 @@ def _merge_base(project_root: Path, ref: str, *, explicit: bool) -> str:
         detail = result.stderr.strip() or "no common ancestor with HEAD"
         raise ReviewError(
             f"base ref {ref!r} cannot be compared with HEAD: {detail}",
-            code="review.base_ref_unknown",
+            code=ErrorCode.REVIEW_BASE_REF_UNKNOWN,
         )
     return "HEAD"  # unrelated histories: fall back to the changes since HEAD

@@ -17,6 +17,7 @@ from functools import cached_property
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import FileReadError, PathOutsideProjectError, Problem, YamlError
 from deepwork_core.base.fsutil import read_text_file
 from deepwork_core.base.identifiers import resolve_inside
@@ -31,7 +32,7 @@ RULE_NAME_PATTERN = r"^[a-zA-Z0-9_-]+$"
 MAX_INSTRUCTIONS_BYTES = 256 * 1024
 
 _RULE_NAME_RE = re.compile(RULE_NAME_PATTERN)
-_Report = Callable[[str, str, int | None], None]
+_Report = Callable[[ErrorCode, str, int | None], None]
 
 
 class Strategy(StrEnum):
@@ -140,7 +141,7 @@ def parse_deepreview(project_root: Path, source: str) -> ParsedFile:
     path = project_root / source
     problems: list[Problem] = []
 
-    def problem(code: str, message: str, line: int | None) -> None:
+    def problem(code: ErrorCode, message: str, line: int | None) -> None:
         problems.append(Problem(code=code, message=message, file=Path(source), line=line))
 
     try:
@@ -154,7 +155,7 @@ def parse_deepreview(project_root: Path, source: str) -> ParsedFile:
     if data is None:
         return ParsedFile(source, (), ())  # an empty file holds no rules
     if not isinstance(data, dict):
-        problem("review.config_invalid", "the file must be a map from rule name to rule", 1)
+        problem(ErrorCode.REVIEW_CONFIG_INVALID, "the file must be a map from rule name to rule", 1)
         return ParsedFile(source, (), tuple(problems))
 
     folder = PurePosixPath(source).parent.as_posix()
@@ -166,7 +167,7 @@ def parse_deepreview(project_root: Path, source: str) -> ParsedFile:
         line = document.line_of((str(name),))
         if not isinstance(name, str) or not _RULE_NAME_RE.fullmatch(name):
             problem(
-                "review.config_invalid",
+                ErrorCode.REVIEW_CONFIG_INVALID,
                 f"rule name {name!r} must match {RULE_NAME_PATTERN}",
                 line,
             )
@@ -197,7 +198,7 @@ def _build_rule(
             loc = tuple(error["loc"])
             where = ".".join(str(part) for part in loc) or "rule"
             problem(
-                "review.config_invalid",
+                ErrorCode.REVIEW_CONFIG_INVALID,
                 f"rule {name!r}: {where}: {error['msg']}",
                 document.line_of((name, *loc)),
             )
@@ -209,7 +210,7 @@ def _build_rule(
     )
     if instructions is None:
         problem(
-            "review.instructions_invalid",
+            ErrorCode.REVIEW_INSTRUCTIONS_INVALID,
             f"rule {name!r}: review.instructions must be text or {{file: <path>}}",
             instructions_line,
         )
@@ -235,7 +236,7 @@ def _build_rule(
 
 @dataclass(frozen=True, slots=True)
 class _Failure:
-    code: str
+    code: ErrorCode
     message: str
 
 
@@ -250,7 +251,7 @@ def _instructions(
     if isinstance(value, str):
         if len(value.encode("utf-8", errors="replace")) > MAX_INSTRUCTIONS_BYTES:
             return _Failure(
-                "review.instructions_too_large",
+                ErrorCode.REVIEW_INSTRUCTIONS_TOO_LARGE,
                 f"inline instructions are longer than {MAX_INSTRUCTIONS_BYTES} bytes",
             ), None
         return (value, None) if value.strip() else (None, None)
@@ -262,19 +263,19 @@ def _instructions(
             project_root, project_root / folder / relative, what="instructions file"
         )
     except PathOutsideProjectError as exc:
-        return _Failure("review.instructions_outside_project", str(exc)), None
+        return _Failure(ErrorCode.REVIEW_INSTRUCTIONS_OUTSIDE_PROJECT, str(exc)), None
     dependencies.append(target)
     try:
         text = read_text_file(target, limit=MAX_INSTRUCTIONS_BYTES)
     except FileReadError as exc:
-        if exc.code == "file.too_large":
+        if exc.code == ErrorCode.FILE_TOO_LARGE:
             return _Failure(
-                "review.instructions_too_large",
+                ErrorCode.REVIEW_INSTRUCTIONS_TOO_LARGE,
                 f"instructions file {relative!r} is larger than {MAX_INSTRUCTIONS_BYTES} bytes",
             ), None
-        reason = "not found" if exc.code == "file.not_found" else exc.message
+        reason = "not found" if exc.code == ErrorCode.FILE_NOT_FOUND else exc.message
         return _Failure(
-            "review.instructions_missing", f"instructions file {relative!r}: {reason}"
+            ErrorCode.REVIEW_INSTRUCTIONS_MISSING, f"instructions file {relative!r}: {reason}"
         ), None
     return text, target.relative_to(project_root).as_posix()
 

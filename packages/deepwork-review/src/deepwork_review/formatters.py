@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import ReviewError
 
 from deepwork_review.tasks import ReviewTask
@@ -75,7 +76,7 @@ def check_platform(platform: str) -> str:
     if platform not in FORMATTERS:
         raise ReviewError(
             f"no review formatter for platform {platform!r}; use one of {', '.join(PLATFORMS)}",
-            code="review.unsupported_platform",
+            code=ErrorCode.REVIEW_UNSUPPORTED_PLATFORM,
         )
     return platform
 

@@ -25,6 +25,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import ReviewError
 from deepwork_core.base.fsutil import LockTimeout, file_lock
 from deepwork_core.base.layout import TMP_DIR
@@ -90,7 +91,7 @@ class _Store:
             raise ReviewError(
                 f"the review instructions of this run would exceed {MAX_RUN_BYTES} bytes; "
                 "shorten the rules' instructions or review fewer files at once",
-                code="review.too_large",
+                code=ErrorCode.REVIEW_TOO_LARGE,
             )
         name = f"{stem}-{hashlib.sha256(data).hexdigest()[:16]}.md"
         path = f"{self._folder}/{name}"

@@ -6,6 +6,7 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import ReviewError
 from deepwork_core.base.fsutil import LockTimeout, file_lock
 
@@ -17,5 +18,5 @@ def review_lock(path: Path, *, shared: bool = False) -> Iterator[None]:
         try:
             held.enter_context(file_lock(path, shared=shared))
         except LockTimeout as exc:
-            raise ReviewError(str(exc), code="review.lock_timeout") from None
+            raise ReviewError(str(exc), code=ErrorCode.REVIEW_LOCK_TIMEOUT) from None
         yield

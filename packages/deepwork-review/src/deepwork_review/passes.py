@@ -15,6 +15,7 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import FileReadError, ReviewError
 from deepwork_core.base.fsutil import atomic_write_text, read_text_file
 from deepwork_core.base.layout import TMP_DIR
@@ -65,7 +66,7 @@ class ReviewPasses:
             raise ReviewError(
                 f"review id {review_id!r} was never issued for this project; use the review id "
                 "written in the task's instruction file",
-                code="review.unknown_review_id",
+                code=ErrorCode.REVIEW_UNKNOWN_REVIEW_ID,
             )
         note = _one_line(reason)
         known = self.pass_reasons()
@@ -92,11 +93,13 @@ def _append_lines(path: Path, lines: list[str]) -> None:
         fd = os.open(path, flags, 0o644)
     except OSError as exc:
         raise ReviewError(
-            f"cannot write {path}: {exc.strerror}", code="review.state_unreadable"
+            f"cannot write {path}: {exc.strerror}", code=ErrorCode.REVIEW_STATE_UNREADABLE
         ) from None
     with os.fdopen(fd, "ab") as handle:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ReviewError(f"{path} is not a regular file", code="review.state_unreadable")
+            raise ReviewError(
+                f"{path} is not a regular file", code=ErrorCode.REVIEW_STATE_UNREADABLE
+            )
         handle.write("".join(f"{line}\n" for line in lines).encode("utf-8"))
 
 
@@ -110,7 +113,7 @@ def _read(path: Path) -> list[str]:
     try:
         text = read_text_file(path, limit=2 * MAX_BYTES)
     except FileReadError as exc:
-        if exc.code == "file.not_found":
+        if exc.code == ErrorCode.FILE_NOT_FOUND:
             return []
-        raise ReviewError(exc.message, code="review.state_unreadable") from None
+        raise ReviewError(exc.message, code=ErrorCode.REVIEW_STATE_UNREADABLE) from None
     return [line for line in text.splitlines() if line]

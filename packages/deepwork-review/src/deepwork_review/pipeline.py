@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from enum import StrEnum
 from pathlib import Path
 
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import PathOutsideProjectError, Problem, ReviewError
 from deepwork_core.base.identifiers import GIT_DIR
 from pydantic import BaseModel, ConfigDict
@@ -291,7 +292,7 @@ def normalise_paths(
         if "\x00" in text or not _encodable(text):
             raise ReviewError(
                 f"file {text[:200]!r} is not a valid path (NUL byte or lone surrogate)",
-                code="text.invalid",
+                code=ErrorCode.TEXT_INVALID,
             )
         # Lexical normalisation: a symlinked file keeps its own name.
         joined = posixpath.normpath(text if text.startswith("/") else prefix + text)
@@ -307,7 +308,8 @@ def normalise_paths(
         path = joined[len(prefix) :]
         if f"/{GIT_DIR}/" in f"/{path}/" or f"/{GIT_DIR}/" in f"/{real[len(prefix) :]}/":
             raise PathOutsideProjectError(
-                f"file {text!r} is inside git's own folder {GIT_DIR}/", code="path.git_internal"
+                f"file {text!r} is inside git's own folder {GIT_DIR}/",
+                code=ErrorCode.PATH_GIT_INTERNAL,
             )
         if not is_runtime_file(path):
             result.add(path)
@@ -351,7 +353,9 @@ def _is(kind: Callable[[int], bool], path: Path) -> bool:
 def _project_root(project_root: Path) -> Path:
     root = project_root.resolve()
     if not root.is_dir():
-        raise ReviewError(f"project folder {project_root} does not exist", code="review.no_project")
+        raise ReviewError(
+            f"project folder {project_root} does not exist", code=ErrorCode.REVIEW_NO_PROJECT
+        )
     return root
 
 

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import GitError, Problem
 from deepwork_core.base.git import run_git
 from deepwork_core.base.layout import TMP_DIR
@@ -57,7 +58,9 @@ def list_project_files(project_root: Path, *, only_name: str | None = None) -> P
         return ProjectFiles((), files, in_git=False)
     if result.returncode != 0:
         detail = result.stderr.strip() or f"exit {result.returncode}"
-        raise GitError(f"git ls-files failed in {project_root}: {detail}", code="git.failed")
+        raise GitError(
+            f"git ls-files failed in {project_root}: {detail}", code=ErrorCode.GIT_FAILED
+        )
     tracked: list[str] = []
     untracked: list[str] = []
     seen: set[str] = set()
@@ -148,7 +151,7 @@ class RuleCache:
             if path.is_symlink() and not path.resolve().is_relative_to(project_root):
                 problems.append(
                     Problem(
-                        code="review.config_outside_project",
+                        code=ErrorCode.REVIEW_CONFIG_OUTSIDE_PROJECT,
                         message="symbolic link to a file outside the project; ignored",
                         file=Path(source),
                     )

@@ -1,14 +1,21 @@
-"""The registry of every stable error code DeepWork reports, with what each one means.
+"""Every stable error code DeepWork reports, each defined once with what it means.
 
 Codes are `area.snake_case`. A code reaches a user in one of three ways: as the start of an MCP
 tool error (`<code>: <message>`), as a `file:line: <code>: <message>` finding about a file the
 user wrote (`job.yml`, a doc spec, a `.deepreview`), or on the `deepwork` command line's stderr.
+The full list, with the same meanings, is docs/errors.md.
 
-`docs/errors.md` is generated from this table (`python tools/gen_errors_doc.py write`), and a
-test checks that every code the packages use is listed here and every listed code is used.
+Code raises and compares `ErrorCode` members, never the code text: `code=ErrorCode.GIT_FAILED`.
+An `ErrorCode` is a `str` whose value is the code, so `str()`, f-strings and JSON give the plain
+`git.failed` that users see. The string under each member is its meaning; `docs/errors.md` is
+generated from them (`python tools/gen_errors_doc.py write`), and tests check that the page is
+current, that no code is written as a literal in the packages, and that every member is used.
 """
 
 from __future__ import annotations
+
+from enum import StrEnum
+from functools import cache
 
 #: Area (the part before the dot) -> what the codes of that area are about.
 AREAS: dict[str, str] = {
@@ -41,204 +48,391 @@ AREAS: dict[str, str] = {
     "yaml": "Reading any YAML file safely.",
 }
 
-#: Code -> what it means and what to do about it.
-CODES: dict[str, str] = {
-    "approval.already_decided": "The approval request was already approved or rejected; a "
-    "request is decided once (the next `finished_step` opens a new one if needed).",
-    "approval.corrupt": "An approval file under `.deepwork/tmp/approvals/` cannot be read; "
-    "delete it and have the agent call `finished_step` again.",
-    "approval.error": "Generic approval error.",
-    "approval.none_pending": "The session has no step waiting for approval.",
-    "approval.outputs_changed": "A file shown for approval changed after the request was "
-    "opened; the agent must call `finished_step` again so the new content is reviewed first.",
-    "approval.request_changed": "The approval request was replaced by a newer one while the "
-    "human looked at it; look at the new one.",
-    "arguments.invalid": "A tool was called with arguments its input schema rejects; the error "
-    "names each bad argument. Call again with arguments that match the schema.",
-    "config.invalid": "`.deepwork/config.yml` is not valid (unknown key, wrong type, bad value).",
-    "deepwork.error": "Generic DeepWork error; every specific error has its own code.",
-    "doc_spec.invalid": "A doc spec file is invalid; the findings follow.",
-    "doc_spec.invalid_value": "A doc spec frontmatter key has a value of the wrong kind.",
-    "doc_spec.missing_key": "A doc spec frontmatter lacks a required key.",
-    "doc_spec.no_frontmatter": "A doc spec does not start with a `---` frontmatter block, or "
-    "the block is not closed.",
-    "doc_spec.unknown_key": "A doc spec frontmatter has a key the format does not define.",
-    "doc_spec.unreadable": "A doc spec file cannot be read or is too large.",
-    "doc_spec.yaml": "A doc spec frontmatter is not valid YAML.",
-    "events.corrupt": "An event log has a line that is not an event record, or is not a regular "
-    "file; the error names the file and line.",
-    "events.error": "Generic event log error.",
-    "events.too_large": "An event log is larger than the 64 MiB a reader loads.",
-    "file.not_found": "A project file that was to be read does not exist.",
-    "file.not_regular": "A project file is a FIFO, socket, device or folder; it is not opened "
-    "for reading, so it cannot block.",
-    "file.not_text": "A project file is not UTF-8 text.",
-    "file.too_large": "A project file is larger than the limit for its kind (`docs/limits.md`).",
-    "file.unreadable": "A project file cannot be opened or read.",
-    "git.failed": "A git command exited with an error.",
-    "git.not_installed": "git is not on `PATH`.",
-    "git.output_too_large": "A git command printed more than its output cap and was killed.",
-    "git.timeout": "A git command ran past its time limit and was killed.",
-    "graph.render_failed": "Graphviz `dot` failed or ran past its time limit while drawing SVG.",
-    "graph.renderer_missing": "SVG needs Graphviz's `dot` program, which is not on `PATH`; "
-    "install Graphviz or use `--format mermaid`.",
-    "hook.bad_input": "The event on a hook's stdin is not a JSON object.",
-    "hook.bad_platform": "`DEEPWORK_HOOK_PLATFORM` names a platform other than `claude` or "
-    "`gemini`.",
-    "hook.bad_setting": "A hook time-limit variable is not a finite number of seconds above 0 "
-    "and at most one day.",
-    "hook.error": "Generic hook error.",
-    "hook.prompt_file": "A job hook's `prompt_file` cannot be read.",
-    "hook.script_failed": "A job hook script could not start or exited with an error.",
-    "hook.script_output_too_large": "A job hook script printed more than 1 MiB and was killed.",
-    "hook.script_timeout": "A job hook script ran past its time limit and was killed.",
-    "hook.stdin_timeout": "No complete event arrived on a hook's stdin in time.",
-    "hook.unknown": "`deepwork hook` was given a hook name it does not know.",
-    "identifier.invalid": "A job, workflow, step or session name does not match its pattern.",
-    "internal.error": "A tool failed on a bug; the traceback is in the server log.",
-    "job.already_exists": "`deepwork jobs new` was asked for a job folder that exists.",
-    "job.dependency_cycle": "Step dependencies form a cycle, or a step depends on itself.",
-    "job.duplicate_group_output": "Two steps of one concurrent group declare the same output.",
-    "job.duplicate_step_id": "Two steps have the same `id`.",
-    "job.duplicate_workflow": "Two workflows have the same `name`.",
-    "job.duplicate_workflow_step": "A workflow lists the same step twice.",
-    "job.file_missing": "A file the job refers to (instructions, doc spec, hook file) does not "
-    "exist.",
-    "job.input_not_dependency": "A file input comes from a step that is not in `dependencies`.",
-    "job.invalid": "A job failed to load; the findings follow.",
-    "job.invalid_approval": "A step's `approval.show` names something that is not one of its "
-    "outputs.",
-    "job.invalid_hook_action": "A hook action is not exactly one of `prompt`, `prompt_file`, "
-    "`script`.",
-    "job.invalid_input": "A step input is neither a parameter (`name`, `description`) nor a "
-    "file (`file`, `from_step`).",
-    "job.invalid_may_change": "A `may_change` glob starts with `/` or contains `..`; globs are "
-    "relative to the project.",
-    "job.invalid_run_each": "A review's `run_each` is neither `step` nor an output of the step.",
-    "job.invalid_value": "A value is not allowed here.",
-    "job.missing_key": "A required key is missing.",
-    "job.name_mismatch": "The job's `name` differs from the name of its folder.",
-    "job.not_found": "No job of that name was found in any job folder.",
-    "job.path_outside_job": "A path in `job.yml` points outside the job folder.",
-    "job.pattern_mismatch": "A name or version does not match its pattern.",
-    "job.too_long": "A value or list is longer than allowed.",
-    "job.too_short": "A value or list is shorter than allowed (for example empty).",
-    "job.unknown_dependency": "`dependencies` names a step the job does not have.",
-    "job.unknown_from_step": "An input's `from_step` names a step the job does not have.",
-    "job.unknown_input_file": "An input names a file the source step does not declare.",
-    "job.unknown_key": "A key the format does not define (often a typo).",
-    "job.unknown_workflow_step": "A workflow lists a step the job does not have.",
-    "job.unreachable_step": "Warning: a step is in no workflow, so agents cannot run it.",
-    "job.workflow_order": "A workflow runs a step before, or together with, one it depends on.",
-    "job.wrong_type": "A value has the wrong type (for example a list where a map belongs).",
-    "navigation.error": "Generic navigation error.",
-    "navigation.forward_jump": "`go_to_step` named a step after the current one; it only goes "
-    "back. The message lists the valid targets.",
-    "navigation.unknown_step": "`go_to_step` named a step that is not in the session's workflow. "
-    "The message lists the valid targets.",
-    "outputs.empty_list": "A `files` output was submitted as an empty list.",
-    "outputs.file_not_found": "A submitted output path does not exist, or is too long.",
-    "outputs.invalid": "Submitted outputs do not match the step's declaration.",
-    "outputs.missing": "A required output was not submitted.",
-    "outputs.not_a_file": "A submitted output path is a folder or other non-file.",
-    "outputs.unknown": "An output name the step does not declare was submitted.",
-    "outputs.wrong_type": "A `file` output was not one path, or a `files` output not a list of "
-    "paths.",
-    "path.git_internal": "A path lies inside a `.git` folder; git's own files are never an "
-    "output or a review input.",
-    "path.outside_project": "A path resolves, after symbolic links, outside the project.",
-    "process.cancelled": "A subprocess was stopped because its caller gave up (the call was "
-    "cancelled).",
-    "process.output_too_large": "A subprocess printed more than its output cap and was killed "
-    "with its group.",
-    "process.timeout": "A subprocess ran past its time limit and was killed with its group.",
-    "quality_gate.bad_output": "The reviewer's answer is not the expected JSON verdict.",
-    "quality_gate.error": "Generic quality gate error.",
-    "quality_gate.exit_code": "The reviewer process exited with an error.",
-    "quality_gate.is_error": "The reviewer reported an error instead of a verdict.",
-    "quality_gate.max_attempts": "The step failed review as many times as allowed; the feedback "
-    "follows.",
-    "quality_gate.not_installed": "The reviewer command (`claude`) is not on `PATH`.",
-    "quality_gate.output_too_large": "The reviewer printed more than 8 MiB and was stopped.",
-    "quality_gate.override_reason_empty": "`quality_review_override_reason` was given but blank.",
-    "quality_gate.timeout": "A review ran past its time limit and was killed.",
-    "review.base_ref_unknown": "The base ref to compare the branch with does not exist.",
-    "review.config_invalid": "A `.deepreview` file or one of its rules is invalid.",
-    "review.config_outside_project": "A `.deepreview` file is a symbolic link out of the project; "
-    "it is ignored.",
-    "review.error": "Generic review error.",
-    "review.instructions_invalid": "A rule's `instructions` is neither text nor `{file: …}`.",
-    "review.instructions_missing": "A rule's instructions file cannot be read.",
-    "review.instructions_outside_project": "A rule's instructions file is outside the project.",
-    "review.instructions_too_large": "A rule's instructions (inline or from a file) are longer "
-    "than 256 KiB.",
-    "review.lock_timeout": "Another run held the lock on the review files for too long.",
-    "review.no_project": "The project folder does not exist.",
-    "review.state_unreadable": "A review pass list under `.deepwork/tmp/review_passes/` is not "
-    "a regular file or cannot be read or written.",
-    "review.not_a_git_repository": "Changed files can only be found in a git work tree.",
-    "review.stdin_timeout": "`deepwork review` began reading a file list on stdin that did not "
-    "end in time.",
-    "review.too_large": "One review run would write more than 64 MiB of instruction files.",
-    "review.unknown_review_id": "`mark_review_as_passed` was given an id no run handed out.",
-    "review.unsupported_platform": "The review tasks were asked for a platform DeepWork does not "
-    "format for.",
-    "scaffold.template": "A job template has a placeholder the scaffold does not fill (a bug).",
-    "session.changed": "The session moved on while its review ran; the result was discarded.",
-    "session.error": "Generic session error.",
-    "session.job_changed": "The job was edited while its workflow ran and the current step no "
-    "longer matches; abort and start again.",
-    "session.lock_timeout": "Another process held the state lock for too long.",
-    "session.none_active": "No workflow is active (and no `session_id` was given).",
-    "session.not_active": "The given session exists but is completed or aborted.",
-    "session.not_found": "No session has the given id.",
-    "session.state_corrupt": "A state file under `.deepwork/tmp/` cannot be read; it is named.",
-    "text.invalid": "Text is not valid Unicode (a lone surrogate).",
-    "text.too_long": "Text is longer than the limit for that argument.",
-    "workflow.empty": "The workflow has no steps.",
-    "workflow.not_found": "The job has no workflow of that name; the error lists its workflows.",
-    "yaml.duplicate_key": "A mapping has the same key twice.",
-    "yaml.empty": "The file is empty.",
-    "yaml.invalid": "Generic YAML error.",
-    "yaml.not_mapping": "The top level is not a mapping.",
-    "yaml.not_text": "The file is binary or not UTF-8.",
-    "yaml.syntax": "The file is not valid YAML.",
-    "yaml.too_complex": "The document nests too deeply or uses too many aliases.",
-    "yaml.too_large": "The file is larger than allowed.",
-    "yaml.unreadable": "The file cannot be read.",
-    "convert.file_exists": "The converted job would overwrite a file (the converted `job.yml`, its "
-    "backup, or an instruction file); move it away first.",
-    "convert.invalid_result": "The converted job would not be valid; a bug in the converter, "
-    "please report it.",
-    "convert.invalid_source": "The job to convert is not valid; fix it first (`deepwork jobs "
-    "validate`).",
-    "convert.same_format": "The job is already written in the format asked for.",
-    "inputs.file_not_found": "A start parameter of type `file_path` names a file that does not "
-    "exist.",
-    "inputs.invalid": "The values given to `start_workflow` are not valid.",
-    "inputs.unknown": "`inputs` names a parameter no step of the workflow declares; the error "
-    "lists the accepted ones.",
-    "inputs.wrong_type": "A start parameter has the wrong type: text for `string`, a path or a "
-    "list of paths for `file_path`.",
-    "job.duplicate_argument": "Warning (0.10+ format): a step argument is declared twice; the "
-    "first declaration is used.",
-    "job.invalid_json_schema": "A `json_schema` of a step argument is not a valid JSON Schema.",
-    "job.invalid_step_body": "A step has none, or more than one, of `instructions`, "
-    "`instructions_file` and `sub_workflow`.",
-    "job.json_schema_ignored": "Warning (0.10+ format): `json_schema` on a `string` argument has "
-    "no effect.",
-    "job.sub_workflow_cycle": "A workflow starts itself through `sub_workflow` steps, directly or "
-    "through others of the job.",
-    "job.unknown_argument": "A step input or output (0.10+ format) names no declared step "
-    "argument.",
-    "job.unknown_workflow": "A `sub_workflow` names a workflow the job does not define.",
-    "outputs.schema_mismatch": "A submitted file does not parse as JSON or does not satisfy the "
-    "output’s `json_schema`; the error names each violation.",
-    "workflow.sub_workflow_depth": "Sub-workflow steps would nest workflows too deep; look for a "
-    "loop of `sub_workflow` references across jobs.",
-}
+
+class ErrorCode(StrEnum):
+    """A stable error code; the string literal under each member says what it means."""
+
+    APPROVAL_ALREADY_DECIDED = "approval.already_decided"
+    """The approval request was already approved or rejected; a request is decided once (the
+    next `finished_step` opens a new one if needed)."""
+    APPROVAL_CORRUPT = "approval.corrupt"
+    """An approval file under `.deepwork/tmp/approvals/` cannot be read; delete it and have the
+    agent call `finished_step` again."""
+    APPROVAL_ERROR = "approval.error"
+    """Generic approval error."""
+    APPROVAL_NONE_PENDING = "approval.none_pending"
+    """The session has no step waiting for approval."""
+    APPROVAL_OUTPUTS_CHANGED = "approval.outputs_changed"
+    """A file shown for approval changed after the request was opened; the agent must call
+    `finished_step` again so the new content is reviewed first."""
+    APPROVAL_REQUEST_CHANGED = "approval.request_changed"
+    """The approval request was replaced by a newer one while the human looked at it; look at
+    the new one."""
+
+    ARGUMENTS_INVALID = "arguments.invalid"
+    """A tool was called with arguments its input schema rejects; the error names each bad
+    argument. Call again with arguments that match the schema."""
+
+    CONFIG_INVALID = "config.invalid"
+    """`.deepwork/config.yml` is not valid (unknown key, wrong type, bad value)."""
+
+    CONVERT_FILE_EXISTS = "convert.file_exists"
+    """The converted job would overwrite a file (the converted `job.yml`, its backup, or an
+    instruction file); move it away first."""
+    CONVERT_INVALID_RESULT = "convert.invalid_result"
+    """The converted job would not be valid; a bug in the converter, please report it."""
+    CONVERT_INVALID_SOURCE = "convert.invalid_source"
+    """The job to convert is not valid; fix it first (`deepwork jobs validate`)."""
+    CONVERT_SAME_FORMAT = "convert.same_format"
+    """The job is already written in the format asked for."""
+
+    DEEPWORK_ERROR = "deepwork.error"
+    """Generic DeepWork error; every specific error has its own code."""
+
+    DOC_SPEC_INVALID = "doc_spec.invalid"
+    """A doc spec file is invalid; the findings follow."""
+    DOC_SPEC_INVALID_VALUE = "doc_spec.invalid_value"
+    """A doc spec frontmatter key has a value of the wrong kind."""
+    DOC_SPEC_MISSING_KEY = "doc_spec.missing_key"
+    """A doc spec frontmatter lacks a required key."""
+    DOC_SPEC_NO_FRONTMATTER = "doc_spec.no_frontmatter"
+    """A doc spec does not start with a `---` frontmatter block, or the block is not closed."""
+    DOC_SPEC_UNKNOWN_KEY = "doc_spec.unknown_key"
+    """A doc spec frontmatter has a key the format does not define."""
+    DOC_SPEC_UNREADABLE = "doc_spec.unreadable"
+    """A doc spec file cannot be read or is too large."""
+    DOC_SPEC_YAML = "doc_spec.yaml"
+    """A doc spec frontmatter is not valid YAML."""
+
+    EVENTS_CORRUPT = "events.corrupt"
+    """An event log has a line that is not an event record, or is not a regular file; the error
+    names the file and line."""
+    EVENTS_ERROR = "events.error"
+    """Generic event log error."""
+    EVENTS_TOO_LARGE = "events.too_large"
+    """An event log is larger than the 64 MiB a reader loads."""
+
+    FILE_NOT_FOUND = "file.not_found"
+    """A project file that was to be read does not exist."""
+    FILE_NOT_REGULAR = "file.not_regular"
+    """A project file is a FIFO, socket, device or folder; it is not opened for reading, so it
+    cannot block."""
+    FILE_NOT_TEXT = "file.not_text"
+    """A project file is not UTF-8 text."""
+    FILE_TOO_LARGE = "file.too_large"
+    """A project file is larger than the limit for its kind (`docs/limits.md`)."""
+    FILE_UNREADABLE = "file.unreadable"
+    """A project file cannot be opened or read."""
+
+    GIT_FAILED = "git.failed"
+    """A git command exited with an error."""
+    GIT_NOT_INSTALLED = "git.not_installed"
+    """git is not on `PATH`."""
+    GIT_OUTPUT_TOO_LARGE = "git.output_too_large"
+    """A git command printed more than its output cap and was killed."""
+    GIT_TIMEOUT = "git.timeout"
+    """A git command ran past its time limit and was killed."""
+
+    GRAPH_RENDER_FAILED = "graph.render_failed"
+    """Graphviz `dot` failed or ran past its time limit while drawing SVG."""
+    GRAPH_RENDERER_MISSING = "graph.renderer_missing"
+    """SVG needs Graphviz's `dot` program, which is not on `PATH`; install Graphviz or use
+    `--format mermaid`."""
+
+    HOOK_BAD_INPUT = "hook.bad_input"
+    """The event on a hook's stdin is not a JSON object."""
+    HOOK_BAD_PLATFORM = "hook.bad_platform"
+    """`DEEPWORK_HOOK_PLATFORM` names a platform other than `claude` or `gemini`."""
+    HOOK_BAD_SETTING = "hook.bad_setting"
+    """A hook time-limit variable is not a finite number of seconds above 0 and at most one day."""
+    HOOK_ERROR = "hook.error"
+    """Generic hook error."""
+    HOOK_PROMPT_FILE = "hook.prompt_file"
+    """A job hook's `prompt_file` cannot be read."""
+    HOOK_SCRIPT_FAILED = "hook.script_failed"
+    """A job hook script could not start or exited with an error."""
+    HOOK_SCRIPT_OUTPUT_TOO_LARGE = "hook.script_output_too_large"
+    """A job hook script printed more than 1 MiB and was killed."""
+    HOOK_SCRIPT_TIMEOUT = "hook.script_timeout"
+    """A job hook script ran past its time limit and was killed."""
+    HOOK_STDIN_TIMEOUT = "hook.stdin_timeout"
+    """No complete event arrived on a hook's stdin in time."""
+    HOOK_UNKNOWN = "hook.unknown"
+    """`deepwork hook` was given a hook name it does not know."""
+
+    IDENTIFIER_INVALID = "identifier.invalid"
+    """A job, workflow, step or session name does not match its pattern."""
+
+    INPUTS_FILE_NOT_FOUND = "inputs.file_not_found"
+    """A start parameter of type `file_path` names a file that does not exist."""
+    INPUTS_INVALID = "inputs.invalid"
+    """The values given to `start_workflow` are not valid."""
+    INPUTS_UNKNOWN = "inputs.unknown"
+    """`inputs` names a parameter no step of the workflow declares; the error lists the accepted
+    ones."""
+    INPUTS_WRONG_TYPE = "inputs.wrong_type"
+    """A start parameter has the wrong type: text for `string`, a path or a list of paths for
+    `file_path`."""
+
+    INTERNAL_ERROR = "internal.error"
+    """A tool failed on a bug; the traceback is in the server log."""
+
+    JOB_ALREADY_EXISTS = "job.already_exists"
+    """`deepwork jobs new` was asked for a job folder that exists."""
+    JOB_DEPENDENCY_CYCLE = "job.dependency_cycle"
+    """Step dependencies form a cycle, or a step depends on itself."""
+    JOB_DUPLICATE_ARGUMENT = "job.duplicate_argument"
+    """Warning (0.10+ format): a step argument is declared twice; the first declaration is used."""
+    JOB_DUPLICATE_GROUP_OUTPUT = "job.duplicate_group_output"
+    """Two steps of one concurrent group declare the same output."""
+    JOB_DUPLICATE_STEP_ID = "job.duplicate_step_id"
+    """Two steps have the same `id`."""
+    JOB_DUPLICATE_WORKFLOW = "job.duplicate_workflow"
+    """Two workflows have the same `name`."""
+    JOB_DUPLICATE_WORKFLOW_STEP = "job.duplicate_workflow_step"
+    """A workflow lists the same step twice."""
+    JOB_FILE_MISSING = "job.file_missing"
+    """A file the job refers to (instructions, doc spec, hook file) does not exist."""
+    JOB_INPUT_NOT_DEPENDENCY = "job.input_not_dependency"
+    """A file input comes from a step that is not in `dependencies`."""
+    JOB_INVALID = "job.invalid"
+    """A job failed to load; the findings follow."""
+    JOB_INVALID_APPROVAL = "job.invalid_approval"
+    """A step's `approval.show` names something that is not one of its outputs."""
+    JOB_INVALID_HOOK_ACTION = "job.invalid_hook_action"
+    """A hook action is not exactly one of `prompt`, `prompt_file`, `script`."""
+    JOB_INVALID_INPUT = "job.invalid_input"
+    """A step input is neither a parameter (`name`, `description`) nor a file (`file`,
+    `from_step`)."""
+    JOB_INVALID_JSON_SCHEMA = "job.invalid_json_schema"
+    """A `json_schema` of a step argument is not a valid JSON Schema."""
+    JOB_INVALID_MAY_CHANGE = "job.invalid_may_change"
+    """A `may_change` glob starts with `/` or contains `..`; globs are relative to the project."""
+    JOB_INVALID_RUN_EACH = "job.invalid_run_each"
+    """A review's `run_each` is neither `step` nor an output of the step."""
+    JOB_INVALID_STEP_BODY = "job.invalid_step_body"
+    """A step has none, or more than one, of `instructions`, `instructions_file` and
+    `sub_workflow`."""
+    JOB_INVALID_VALUE = "job.invalid_value"
+    """A value is not allowed here."""
+    JOB_JSON_SCHEMA_IGNORED = "job.json_schema_ignored"
+    """Warning (0.10+ format): `json_schema` on a `string` argument has no effect."""
+    JOB_MISSING_KEY = "job.missing_key"
+    """A required key is missing."""
+    JOB_NAME_MISMATCH = "job.name_mismatch"
+    """The job's `name` differs from the name of its folder."""
+    JOB_NOT_FOUND = "job.not_found"
+    """No job of that name was found in any job folder."""
+    JOB_PATH_OUTSIDE_JOB = "job.path_outside_job"
+    """A path in `job.yml` points outside the job folder."""
+    JOB_PATTERN_MISMATCH = "job.pattern_mismatch"
+    """A name or version does not match its pattern."""
+    JOB_SUB_WORKFLOW_CYCLE = "job.sub_workflow_cycle"
+    """A workflow starts itself through `sub_workflow` steps, directly or through others of the
+    job."""
+    JOB_TOO_LONG = "job.too_long"
+    """A value or list is longer than allowed."""
+    JOB_TOO_SHORT = "job.too_short"
+    """A value or list is shorter than allowed (for example empty)."""
+    JOB_UNKNOWN_ARGUMENT = "job.unknown_argument"
+    """A step input or output (0.10+ format) names no declared step argument."""
+    JOB_UNKNOWN_DEPENDENCY = "job.unknown_dependency"
+    """`dependencies` names a step the job does not have."""
+    JOB_UNKNOWN_FROM_STEP = "job.unknown_from_step"
+    """An input's `from_step` names a step the job does not have."""
+    JOB_UNKNOWN_INPUT_FILE = "job.unknown_input_file"
+    """An input names a file the source step does not declare."""
+    JOB_UNKNOWN_KEY = "job.unknown_key"
+    """A key the format does not define (often a typo)."""
+    JOB_UNKNOWN_WORKFLOW = "job.unknown_workflow"
+    """A `sub_workflow` names a workflow the job does not define."""
+    JOB_UNKNOWN_WORKFLOW_STEP = "job.unknown_workflow_step"
+    """A workflow lists a step the job does not have."""
+    JOB_UNREACHABLE_STEP = "job.unreachable_step"
+    """Warning: a step is in no workflow, so agents cannot run it."""
+    JOB_WORKFLOW_ORDER = "job.workflow_order"
+    """A workflow runs a step before, or together with, one it depends on."""
+    JOB_WRONG_TYPE = "job.wrong_type"
+    """A value has the wrong type (for example a list where a map belongs)."""
+
+    NAVIGATION_ERROR = "navigation.error"
+    """Generic navigation error."""
+    NAVIGATION_FORWARD_JUMP = "navigation.forward_jump"
+    """`go_to_step` named a step after the current one; it only goes back. The message lists the
+    valid targets."""
+    NAVIGATION_UNKNOWN_STEP = "navigation.unknown_step"
+    """`go_to_step` named a step that is not in the session's workflow. The message lists the
+    valid targets."""
+
+    OUTPUTS_EMPTY_LIST = "outputs.empty_list"
+    """A `files` output was submitted as an empty list."""
+    OUTPUTS_FILE_NOT_FOUND = "outputs.file_not_found"
+    """A submitted output path does not exist, or is too long."""
+    OUTPUTS_INVALID = "outputs.invalid"
+    """Submitted outputs do not match the step's declaration."""
+    OUTPUTS_MISSING = "outputs.missing"
+    """A required output was not submitted."""
+    OUTPUTS_NOT_A_FILE = "outputs.not_a_file"
+    """A submitted output path is a folder or other non-file."""
+    OUTPUTS_SCHEMA_MISMATCH = "outputs.schema_mismatch"
+    """A submitted file does not parse as JSON or does not satisfy the output’s `json_schema`;
+    the error names each violation."""
+    OUTPUTS_UNKNOWN = "outputs.unknown"
+    """An output name the step does not declare was submitted."""
+    OUTPUTS_WRONG_TYPE = "outputs.wrong_type"
+    """A `file` output was not one path, or a `files` output not a list of paths."""
+
+    PATH_GIT_INTERNAL = "path.git_internal"
+    """A path lies inside a `.git` folder; git's own files are never an output or a review
+    input."""
+    PATH_OUTSIDE_PROJECT = "path.outside_project"
+    """A path resolves, after symbolic links, outside the project."""
+
+    PROCESS_CANCELLED = "process.cancelled"
+    """A subprocess was stopped because its caller gave up (the call was cancelled)."""
+    PROCESS_OUTPUT_TOO_LARGE = "process.output_too_large"
+    """A subprocess printed more than its output cap and was killed with its group."""
+    PROCESS_TIMEOUT = "process.timeout"
+    """A subprocess ran past its time limit and was killed with its group."""
+
+    QUALITY_GATE_BAD_OUTPUT = "quality_gate.bad_output"
+    """The reviewer's answer is not the expected JSON verdict."""
+    QUALITY_GATE_ERROR = "quality_gate.error"
+    """Generic quality gate error."""
+    QUALITY_GATE_EXIT_CODE = "quality_gate.exit_code"
+    """The reviewer process exited with an error."""
+    QUALITY_GATE_IS_ERROR = "quality_gate.is_error"
+    """The reviewer reported an error instead of a verdict."""
+    QUALITY_GATE_MAX_ATTEMPTS = "quality_gate.max_attempts"
+    """The step failed review as many times as allowed; the feedback follows."""
+    QUALITY_GATE_NOT_INSTALLED = "quality_gate.not_installed"
+    """The reviewer command (`claude`) is not on `PATH`."""
+    QUALITY_GATE_OUTPUT_TOO_LARGE = "quality_gate.output_too_large"
+    """The reviewer printed more than 8 MiB and was stopped."""
+    QUALITY_GATE_OVERRIDE_REASON_EMPTY = "quality_gate.override_reason_empty"
+    """`quality_review_override_reason` was given but blank."""
+    QUALITY_GATE_TIMEOUT = "quality_gate.timeout"
+    """A review ran past its time limit and was killed."""
+
+    REVIEW_BASE_REF_UNKNOWN = "review.base_ref_unknown"
+    """The base ref to compare the branch with does not exist."""
+    REVIEW_CONFIG_INVALID = "review.config_invalid"
+    """A `.deepreview` file or one of its rules is invalid."""
+    REVIEW_CONFIG_OUTSIDE_PROJECT = "review.config_outside_project"
+    """A `.deepreview` file is a symbolic link out of the project; it is ignored."""
+    REVIEW_ERROR = "review.error"
+    """Generic review error."""
+    REVIEW_INSTRUCTIONS_INVALID = "review.instructions_invalid"
+    """A rule's `instructions` is neither text nor `{file: …}`."""
+    REVIEW_INSTRUCTIONS_MISSING = "review.instructions_missing"
+    """A rule's instructions file cannot be read."""
+    REVIEW_INSTRUCTIONS_OUTSIDE_PROJECT = "review.instructions_outside_project"
+    """A rule's instructions file is outside the project."""
+    REVIEW_INSTRUCTIONS_TOO_LARGE = "review.instructions_too_large"
+    """A rule's instructions (inline or from a file) are longer than 256 KiB."""
+    REVIEW_LOCK_TIMEOUT = "review.lock_timeout"
+    """Another run held the lock on the review files for too long."""
+    REVIEW_NO_PROJECT = "review.no_project"
+    """The project folder does not exist."""
+    REVIEW_NOT_A_GIT_REPOSITORY = "review.not_a_git_repository"
+    """Changed files can only be found in a git work tree."""
+    REVIEW_STATE_UNREADABLE = "review.state_unreadable"
+    """A review pass list under `.deepwork/tmp/review_passes/` is not a regular file or cannot
+    be read or written."""
+    REVIEW_STDIN_TIMEOUT = "review.stdin_timeout"
+    """`deepwork review` began reading a file list on stdin that did not end in time."""
+    REVIEW_TOO_LARGE = "review.too_large"
+    """One review run would write more than 64 MiB of instruction files."""
+    REVIEW_UNKNOWN_REVIEW_ID = "review.unknown_review_id"
+    """`mark_review_as_passed` was given an id no run handed out."""
+    REVIEW_UNSUPPORTED_PLATFORM = "review.unsupported_platform"
+    """The review tasks were asked for a platform DeepWork does not format for."""
+
+    SCAFFOLD_TEMPLATE = "scaffold.template"
+    """A job template has a placeholder the scaffold does not fill (a bug)."""
+
+    SESSION_CHANGED = "session.changed"
+    """The session moved on while its review ran; the result was discarded."""
+    SESSION_ERROR = "session.error"
+    """Generic session error."""
+    SESSION_JOB_CHANGED = "session.job_changed"
+    """The job was edited while its workflow ran and the current step no longer matches; abort
+    and start again."""
+    SESSION_LOCK_TIMEOUT = "session.lock_timeout"
+    """Another process held the state lock for too long."""
+    SESSION_NONE_ACTIVE = "session.none_active"
+    """No workflow is active (and no `session_id` was given)."""
+    SESSION_NOT_ACTIVE = "session.not_active"
+    """The given session exists but is completed or aborted."""
+    SESSION_NOT_FOUND = "session.not_found"
+    """No session has the given id."""
+    SESSION_STATE_CORRUPT = "session.state_corrupt"
+    """A state file under `.deepwork/tmp/` cannot be read; it is named."""
+
+    TEXT_INVALID = "text.invalid"
+    """Text is not valid Unicode (a lone surrogate)."""
+    TEXT_TOO_LONG = "text.too_long"
+    """Text is longer than the limit for that argument."""
+
+    WORKFLOW_EMPTY = "workflow.empty"
+    """The workflow has no steps."""
+    WORKFLOW_NOT_FOUND = "workflow.not_found"
+    """The job has no workflow of that name; the error lists its workflows."""
+    WORKFLOW_SUB_WORKFLOW_DEPTH = "workflow.sub_workflow_depth"
+    """Sub-workflow steps would nest workflows too deep; look for a loop of `sub_workflow`
+    references across jobs."""
+
+    YAML_DUPLICATE_KEY = "yaml.duplicate_key"
+    """A mapping has the same key twice."""
+    YAML_EMPTY = "yaml.empty"
+    """The file is empty."""
+    YAML_INVALID = "yaml.invalid"
+    """Generic YAML error."""
+    YAML_NOT_MAPPING = "yaml.not_mapping"
+    """The top level is not a mapping."""
+    YAML_NOT_TEXT = "yaml.not_text"
+    """The file is binary or not UTF-8."""
+    YAML_SYNTAX = "yaml.syntax"
+    """The file is not valid YAML."""
+    YAML_TOO_COMPLEX = "yaml.too_complex"
+    """The document nests too deeply or uses too many aliases."""
+    YAML_TOO_LARGE = "yaml.too_large"
+    """The file is larger than allowed."""
+    YAML_UNREADABLE = "yaml.unreadable"
+    """The file cannot be read."""
+
+    @property
+    def meaning(self) -> str:
+        """What the code means and what to do about it (the string under the member)."""
+        return _meanings()[self.name]
 
 
 def area_of(code: str) -> str:
     """The area of `code`: the part before the first dot."""
     return code.split(".", 1)[0]
+
+
+@cache
+def _meanings() -> dict[str, str]:
+    """Member name -> meaning, read from the string under each member of `ErrorCode`.
+
+    Parsed from this module's source when first asked for (by the docs generator and the
+    tests), so the server, which never needs a meaning, never pays for it.
+    """
+    import ast
+    from itertools import pairwise
+    from pathlib import Path
+
+    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
+    body = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ErrorCode").body
+    meanings: dict[str, str] = {}
+    for member, doc in pairwise(body):
+        if (
+            isinstance(member, ast.Assign)
+            and isinstance(member.targets[0], ast.Name)
+            and isinstance(doc, ast.Expr)
+            and isinstance(doc.value, ast.Constant)
+            and isinstance(doc.value.value, str)
+        ):
+            meanings[member.targets[0].id] = " ".join(doc.value.value.split())
+    return meanings

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from deepwork_core.base.error_codes import ErrorCode
+
 
 class Severity(StrEnum):
     ERROR = "error"
@@ -25,7 +27,7 @@ class Severity(StrEnum):
 class Problem:
     """One finding about a user-written file: where it is, what is wrong, how bad it is."""
 
-    code: str
+    code: ErrorCode
     message: str
     file: Path | None = None
     line: int | None = None
@@ -46,14 +48,14 @@ class Problem:
 class DeepWorkError(Exception):
     """Root of every error DeepWork raises on purpose."""
 
-    code: str = "deepwork.error"
+    code: ErrorCode = ErrorCode.DEEPWORK_ERROR
     #: True when the agent can fix the cause itself (wrong name, missing file, bad path …).
     agent_fixable: bool = False
     #: Every problem behind the error, each with its own code (most serious first), when there
     #: is more than one.
     problems: tuple[Problem, ...] = ()
 
-    def __init__(self, message: str, *, code: str | None = None) -> None:
+    def __init__(self, message: str, *, code: ErrorCode | None = None) -> None:
         super().__init__(message)
         self.message = message
         if code is not None:
@@ -66,34 +68,34 @@ class DeepWorkError(Exception):
 class InvalidIdentifierError(DeepWorkError):
     """A name or id from outside (job, workflow, step, session) does not match its pattern."""
 
-    code = "identifier.invalid"
+    code = ErrorCode.IDENTIFIER_INVALID
     agent_fixable = True
 
 
 class InvalidTextError(DeepWorkError):
     """Text from outside that cannot be stored as UTF-8 (a lone surrogate, which JSON allows)."""
 
-    code = "text.invalid"
+    code = ErrorCode.TEXT_INVALID
     agent_fixable = True
 
 
 class PathOutsideProjectError(DeepWorkError):
     """A path resolves (after symlinks) outside the folder it must stay in."""
 
-    code = "path.outside_project"
+    code = ErrorCode.PATH_OUTSIDE_PROJECT
     agent_fixable = True
 
 
 class FileReadError(DeepWorkError):
     """A project file cannot be read as text (`file.not_regular`, `file.too_large`, …)."""
 
-    code = "file.unreadable"
+    code = ErrorCode.FILE_UNREADABLE
 
 
 class ConfigError(DeepWorkError):
     """`.deepwork/config.yml` (or another settings file) is invalid."""
 
-    code = "config.invalid"
+    code = ErrorCode.CONFIG_INVALID
 
 
 class YamlError(DeepWorkError):
@@ -102,88 +104,90 @@ class YamlError(DeepWorkError):
     `line` is the 1-based line of the problem when the YAML parser knows it.
     """
 
-    code = "yaml.invalid"
+    code = ErrorCode.YAML_INVALID
 
-    def __init__(self, message: str, *, code: str | None = None, line: int | None = None):
+    def __init__(self, message: str, *, code: ErrorCode | None = None, line: int | None = None):
         super().__init__(message, code=code)
         self.line = line
 
 
 class JobNotFoundError(DeepWorkError):
-    code = "job.not_found"
+    code = ErrorCode.JOB_NOT_FOUND
     agent_fixable = True
 
 
 class WorkflowNotFoundError(DeepWorkError):
-    code = "workflow.not_found"
+    code = ErrorCode.WORKFLOW_NOT_FOUND
     agent_fixable = True
 
 
 class JobInvalidError(DeepWorkError):
     """A job failed to load; `problems` lists every finding."""
 
-    code = "job.invalid"
+    code = ErrorCode.JOB_INVALID
 
-    def __init__(self, message: str, problems: Sequence[Problem] = (), *, code: str | None = None):
+    def __init__(
+        self, message: str, problems: Sequence[Problem] = (), *, code: ErrorCode | None = None
+    ):
         super().__init__(message, code=code)
         self.problems = tuple(problems)
 
 
 class DocSpecError(DeepWorkError):
-    code = "doc_spec.invalid"
+    code = ErrorCode.DOC_SPEC_INVALID
 
 
 class OutputsError(DeepWorkError):
     """Submitted step outputs do not match the step's declaration (`outputs.*` codes)."""
 
-    code = "outputs.invalid"
+    code = ErrorCode.OUTPUTS_INVALID
     agent_fixable = True
 
 
 class InputsError(DeepWorkError):
     """Values given to `start_workflow` do not match the workflow's start parameters."""
 
-    code = "inputs.invalid"
+    code = ErrorCode.INPUTS_INVALID
     agent_fixable = True
 
 
 class SessionError(DeepWorkError):
     """Workflow session state problems (`session.*` codes)."""
 
-    code = "session.error"
+    code = ErrorCode.SESSION_ERROR
 
 
 class GitError(DeepWorkError):
     """A git command failed or timed out (`git.*` codes)."""
 
-    code = "git.failed"
+    code = ErrorCode.GIT_FAILED
 
 
 class ProcessTimeoutError(DeepWorkError):
     """A subprocess ran past its deadline and was killed with its process group."""
 
-    code = "process.timeout"
+    code = ErrorCode.PROCESS_TIMEOUT
 
 
 class ProcessOutputError(DeepWorkError):
     """A subprocess printed more than its output cap and was killed with its process group."""
 
-    code = "process.output_too_large"
+    code = ErrorCode.PROCESS_OUTPUT_TOO_LARGE
 
 
 class QualityGateError(DeepWorkError):
     """The reviewer could not give a verdict (`quality_gate.*` codes)."""
 
-    code = "quality_gate.error"
+    code = ErrorCode.QUALITY_GATE_ERROR
 
 
 class ReviewError(DeepWorkError):
     """DeepWork Reviews problems (`review.*` codes)."""
 
-    code = "review.error"
+    code = ErrorCode.REVIEW_ERROR
 
 
 class HookError(DeepWorkError):
     """A hook could not run (`hook.*` codes)."""
 
-    code = "hook.error"
+    code = ErrorCode.HOOK_ERROR

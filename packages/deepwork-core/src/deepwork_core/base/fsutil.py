@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import FileReadError
 
 
@@ -27,17 +28,17 @@ def read_bytes_file(path: Path, *, limit: int, follow_symlinks: bool = True) -> 
     try:
         fd = os.open(path, flags)
     except FileNotFoundError:
-        raise FileReadError(f"{path} does not exist", code="file.not_found") from None
+        raise FileReadError(f"{path} does not exist", code=ErrorCode.FILE_NOT_FOUND) from None
     except OSError as exc:
         raise FileReadError(f"cannot open {path}: {exc.strerror}") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise FileReadError(f"{path} is not a regular file", code="file.not_regular")
+            raise FileReadError(f"{path} is not a regular file", code=ErrorCode.FILE_NOT_REGULAR)
         if info.st_size > limit:
             raise FileReadError(
                 f"{path} has {info.st_size} bytes; at most {limit} are read",
-                code="file.too_large",
+                code=ErrorCode.FILE_TOO_LARGE,
             )
         os.set_blocking(fd, True)
         with os.fdopen(os.dup(fd), "rb") as handle:
@@ -47,7 +48,7 @@ def read_bytes_file(path: Path, *, limit: int, follow_symlinks: bool = True) -> 
     finally:
         os.close(fd)
     if len(data) > limit:  # grew while we read it
-        raise FileReadError(f"{path} has more than {limit} bytes", code="file.too_large")
+        raise FileReadError(f"{path} has more than {limit} bytes", code=ErrorCode.FILE_TOO_LARGE)
     return data
 
 
@@ -57,7 +58,7 @@ def read_text_file(path: Path, *, limit: int, follow_symlinks: bool = True) -> s
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
-        raise FileReadError(f"{path} is not UTF-8 text", code="file.not_text") from None
+        raise FileReadError(f"{path} is not UTF-8 text", code=ErrorCode.FILE_NOT_TEXT) from None
 
 
 class LockTimeout(TimeoutError):

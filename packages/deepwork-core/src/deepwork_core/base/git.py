@@ -6,6 +6,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import GitError, ProcessOutputError, ProcessTimeoutError
 from deepwork_core.base.process import Completed, run_bounded
 
@@ -38,14 +39,18 @@ def run_git(
             ["git", *args], cwd=cwd, timeout=timeout, env=env, output_limit=OUTPUT_LIMIT
         )
     except FileNotFoundError:
-        raise GitError("git is not installed or not on PATH", code="git.not_installed") from None
+        raise GitError(
+            "git is not installed or not on PATH", code=ErrorCode.GIT_NOT_INSTALLED
+        ) from None
     except ProcessTimeoutError as exc:
-        raise GitError(f"git {' '.join(args)}: {exc}", code="git.timeout") from None
+        raise GitError(f"git {' '.join(args)}: {exc}", code=ErrorCode.GIT_TIMEOUT) from None
     except ProcessOutputError as exc:
-        raise GitError(f"git {' '.join(args)}: {exc}", code="git.output_too_large") from None
+        raise GitError(
+            f"git {' '.join(args)}: {exc}", code=ErrorCode.GIT_OUTPUT_TOO_LARGE
+        ) from None
     if check and result.returncode != 0:
         detail = result.stderr.strip() or result.stdout.strip() or f"exit {result.returncode}"
-        raise GitError(f"git {' '.join(args)} failed: {detail}", code="git.failed")
+        raise GitError(f"git {' '.join(args)} failed: {detail}", code=ErrorCode.GIT_FAILED)
     return result
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import (
     InvalidIdentifierError,
     InvalidTextError,
@@ -85,7 +86,7 @@ def check_text(
             raise InvalidTextError(
                 f"{what} is {len(value)} characters long; the limit is {max_chars}. "
                 "Put long content in a file and refer to it",
-                code="text.too_long",
+                code=ErrorCode.TEXT_TOO_LONG,
             )
         try:
             value.encode("utf-8")
@@ -128,5 +129,5 @@ def check_outside_git_dir(root: Path, path: Path, *, what: str = "path") -> None
         raise PathOutsideProjectError(
             f"{what} {shown(str(path))} is inside git's own folder {GIT_DIR}/, which is not "
             "part of the project's work",
-            code="path.git_internal",
+            code=ErrorCode.PATH_GIT_INTERNAL,
         )

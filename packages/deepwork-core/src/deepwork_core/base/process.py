@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import ProcessOutputError, ProcessTimeoutError
 
 if TYPE_CHECKING:
@@ -111,7 +112,7 @@ def run_bounded(
     if failure == "timeout":
         raise ProcessTimeoutError(f"{argv[0]} did not finish within {timeout:g} s and was killed")
     if failure == "cancelled":
-        raise ProcessTimeoutError(f"{argv[0]} was stopped", code="process.cancelled")
+        raise ProcessTimeoutError(f"{argv[0]} was stopped", code=ErrorCode.PROCESS_CANCELLED)
     if failure == "output":
         raise ProcessOutputError(f"{argv[0]} printed more than {output_limit} bytes and was killed")
     assert process.returncode is not None

@@ -27,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import FileReadError, YamlError
 from deepwork_core.base.fsutil import read_bytes_file
 
@@ -64,7 +65,11 @@ def read_limited(path: Path) -> bytes:
     try:
         return read_bytes_file(path, limit=MAX_BYTES)
     except FileReadError as exc:
-        code = "yaml.too_large" if exc.code == "file.too_large" else "yaml.unreadable"
+        code = (
+            ErrorCode.YAML_TOO_LARGE
+            if exc.code == ErrorCode.FILE_TOO_LARGE
+            else ErrorCode.YAML_UNREADABLE
+        )
         raise YamlError(exc.message, code=code) from None
 
 
@@ -75,15 +80,18 @@ def parse_yaml(raw: bytes | str) -> YamlDocument:
     if len(raw) > MAX_BYTES:
         raise YamlError(
             f"file is larger than {MAX_BYTES // 1024} KiB; a DeepWork file is never that big",
-            code="yaml.too_large",
+            code=ErrorCode.YAML_TOO_LARGE,
         )
     if b"\x00" in raw:
-        raise YamlError("file contains NUL bytes; it is binary, not YAML", code="yaml.not_text")
+        raise YamlError(
+            "file contains NUL bytes; it is binary, not YAML", code=ErrorCode.YAML_NOT_TEXT
+        )
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise YamlError(
-            f"file is not UTF-8 text (invalid byte at offset {exc.start})", code="yaml.not_text"
+            f"file is not UTF-8 text (invalid byte at offset {exc.start})",
+            code=ErrorCode.YAML_NOT_TEXT,
         ) from None
 
     loader: yaml.SafeLoader | None = None
@@ -96,18 +104,18 @@ def parse_yaml(raw: bytes | str) -> YamlDocument:
         _index(node, (), lines)
         data = loader.construct_document(node)
     except yaml.reader.ReaderError as exc:
-        raise YamlError(f"file is not YAML text: {exc}", code="yaml.not_text") from None
+        raise YamlError(f"file is not YAML text: {exc}", code=ErrorCode.YAML_NOT_TEXT) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
         where = f" at line {line}, column {mark.column + 1}" if mark else ""
         raise YamlError(
             f"invalid YAML{where}: {exc.problem or exc.context or exc}",
-            code="yaml.syntax",
+            code=ErrorCode.YAML_SYNTAX,
             line=line,
         ) from None
     except yaml.YAMLError as exc:
-        raise YamlError(f"invalid YAML: {exc}", code="yaml.syntax") from None
+        raise YamlError(f"invalid YAML: {exc}", code=ErrorCode.YAML_SYNTAX) from None
     finally:
         if loader is not None:
             loader.dispose()
@@ -117,7 +125,7 @@ def parse_yaml(raw: bytes | str) -> YamlDocument:
 def _too_complex(message: str, mark: Any) -> YamlError:
     line = mark.line + 1 if mark is not None else None
     where = f" (line {line})" if line is not None else ""
-    return YamlError(f"{message}{where}", code="yaml.too_complex", line=line)
+    return YamlError(f"{message}{where}", code=ErrorCode.YAML_TOO_COMPLEX, line=line)
 
 
 #: An open collection: (node, anchor, children, summed weight of the children).
@@ -240,7 +248,7 @@ def _index(node: yaml.Node, path: KeyPath, lines: dict[KeyPath, int]) -> None:
                 line = key_node.start_mark.line + 1
                 raise YamlError(
                     f"duplicate key {key!r} at line {line}",
-                    code="yaml.duplicate_key",
+                    code=ErrorCode.YAML_DUPLICATE_KEY,
                     line=line,
                 )
             seen.add(key)

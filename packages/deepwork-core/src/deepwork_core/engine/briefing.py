@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import FileReadError, JobInvalidError, PathOutsideProjectError
 from deepwork_core.base.fsutil import read_text_file
 from deepwork_core.base.identifiers import resolve_inside
@@ -114,7 +115,7 @@ class InstructionReader:
             raise JobInvalidError(
                 f"job {job.name!r}, step {step.id!r}: cannot read instructions_file "
                 f"{step.instructions_file!r} in {job.job_dir}: {exc}",
-                code="job.file_missing",
+                code=ErrorCode.JOB_FILE_MISSING,
             ) from None
         self._cache[path] = (stat.st_mtime_ns, stat.st_size, text)
         return text

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.base.identifiers import check_text
 from deepwork_core.engine.briefing import StepBrief, build_brief
@@ -24,7 +25,7 @@ from deepwork_core.state.stacks import check_target, stack_items, target_session
 class NavigationError(DeepWorkError):
     """A `go_to_step` target that is not allowed (`navigation.*` codes)."""
 
-    code = "navigation.error"
+    code = ErrorCode.NAVIGATION_ERROR
     agent_fixable = True
 
 
@@ -46,12 +47,12 @@ def _target_entry(entries: list[tuple[str, ...]], current: int, step_id: str) ->
                 raise NavigationError(
                     f"step {step_id!r} comes after the current step; go_to_step only goes back. "
                     f"Valid targets: {listed}",
-                    code="navigation.forward_jump",
+                    code=ErrorCode.NAVIGATION_FORWARD_JUMP,
                 )
             return index
     raise NavigationError(
         f"step {step_id!r} is not in this workflow. Valid targets: {listed}",
-        code="navigation.unknown_step",
+        code=ErrorCode.NAVIGATION_UNKNOWN_STEP,
     )
 
 

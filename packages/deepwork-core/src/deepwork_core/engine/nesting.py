@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import WorkflowNotFoundError
 from deepwork_core.engine.briefing import InstructionReader, StepBrief, build_brief
 from deepwork_core.engine.start_inputs import start_parameters
@@ -67,7 +68,7 @@ def begin_checkpoint(
                 f"step {session.current_step_id!r} of {session.workflow_label!r} would nest "
                 f"workflows more than {MAX_DEPTH} deep; check the sub_workflow references for a "
                 "loop",
-                code="workflow.sub_workflow_depth",
+                code=ErrorCode.WORKFLOW_SUB_WORKFLOW_DEPTH,
             )
         job, session = start_child(nesting.catalog, job, session, ref, nesting.clock())
         new.append(session)
@@ -102,7 +103,7 @@ def start_child(
         raise WorkflowNotFoundError(
             f"step {parent.current_step_id!r} of {parent.workflow_label!r} runs workflow "
             f"{ref.workflow_name!r} of job {child_job.name!r}, which does not exist",
-            code="workflow.not_found",
+            code=ErrorCode.WORKFLOW_NOT_FOUND,
         )
     known = {**parent.inputs, **parent.all_outputs()}
     parameters = start_parameters(child_job.definition, workflow)

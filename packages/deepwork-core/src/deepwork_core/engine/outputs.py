@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import (
     DeepWorkError,
     InvalidTextError,
@@ -57,7 +58,7 @@ class ValidatedOutputs:
 
 @dataclass(frozen=True, slots=True)
 class _Finding:
-    code: str
+    code: ErrorCode
     message: str
 
 
@@ -82,7 +83,7 @@ def validate_outputs(
     if unknown:
         findings.append(
             _Finding(
-                "outputs.unknown",
+                ErrorCode.OUTPUTS_UNKNOWN,
                 f"unknown output name(s): {', '.join(unknown)}. Declared outputs: {valid_names}",
             )
         )
@@ -90,7 +91,7 @@ def validate_outputs(
     if missing:
         findings.append(
             _Finding(
-                "outputs.missing",
+                ErrorCode.OUTPUTS_MISSING,
                 f"missing required output(s): {', '.join(missing)}; create them and include "
                 "them in outputs",
             )
@@ -112,17 +113,17 @@ def validate_outputs(
 
 #: Most serious first: a path that leaves the project outranks a merely missing output.
 _SEVERITY = (
-    "path.git_internal",
-    "path.outside_project",
-    "text.invalid",
-    "outputs.not_a_file",
-    "outputs.file_not_found",
-    "outputs.wrong_type",
-    "outputs.schema_mismatch",
-    "text.too_long",
-    "outputs.empty_list",
-    "outputs.unknown",
-    "outputs.missing",
+    ErrorCode.PATH_GIT_INTERNAL,
+    ErrorCode.PATH_OUTSIDE_PROJECT,
+    ErrorCode.TEXT_INVALID,
+    ErrorCode.OUTPUTS_NOT_A_FILE,
+    ErrorCode.OUTPUTS_FILE_NOT_FOUND,
+    ErrorCode.OUTPUTS_WRONG_TYPE,
+    ErrorCode.OUTPUTS_SCHEMA_MISMATCH,
+    ErrorCode.TEXT_TOO_LONG,
+    ErrorCode.OUTPUTS_EMPTY_LIST,
+    ErrorCode.OUTPUTS_UNKNOWN,
+    ErrorCode.OUTPUTS_MISSING,
 )
 
 
@@ -156,7 +157,7 @@ def _check_value(
     if checked is None or spec.json_schema is None:
         return checked
     mismatches = [
-        _Finding("outputs.schema_mismatch", f"output {name!r}: {path}: {problem}")
+        _Finding(ErrorCode.OUTPUTS_SCHEMA_MISMATCH, f"output {name!r}: {path}: {problem}")
         for path in ([checked] if isinstance(checked, str) else checked)
         if (problem := _schema_problem(root / path, spec.json_schema)) is not None
     ]
@@ -168,7 +169,7 @@ def _check_string(name: str, value: object, findings: list[_Finding]) -> str | N
     if not isinstance(value, str):
         findings.append(
             _Finding(
-                "outputs.wrong_type",
+                ErrorCode.OUTPUTS_WRONG_TYPE,
                 f"output {name!r} is declared as type 'string' and must be the text itself, "
                 f"got {_describe(value)}",
             )
@@ -214,7 +215,7 @@ def _check_files(
         if not isinstance(value, str) or not value.strip():
             findings.append(
                 _Finding(
-                    "outputs.wrong_type",
+                    ErrorCode.OUTPUTS_WRONG_TYPE,
                     f"output {name!r} is declared as type {spec.type.value!r} and must be a "
                     "single non-empty "
                     f"path string, got {_describe(value)}",
@@ -226,7 +227,7 @@ def _check_files(
     if not isinstance(value, list):
         findings.append(
             _Finding(
-                "outputs.wrong_type",
+                ErrorCode.OUTPUTS_WRONG_TYPE,
                 f"output {name!r} is declared as type {spec.type.value!r} and must be a list "
                 f"of path strings, got {_describe(value)}",
             )
@@ -235,7 +236,7 @@ def _check_files(
     if not value and spec.required:
         findings.append(
             _Finding(
-                "outputs.empty_list",
+                ErrorCode.OUTPUTS_EMPTY_LIST,
                 f"output {name!r} is required and must list at least one file",
             )
         )
@@ -245,7 +246,7 @@ def _check_files(
         if not isinstance(item, str) or not item.strip():
             findings.append(
                 _Finding(
-                    "outputs.wrong_type",
+                    ErrorCode.OUTPUTS_WRONG_TYPE,
                     f"output {name!r}: every element must be a non-empty path string, "
                     f"got {_describe(item)}",
                 )
@@ -272,7 +273,7 @@ def _check_path(root: Path, name: str, value: str, findings: list[_Finding]) -> 
         reason = "" if isinstance(exc, FileNotFoundError) else f" ({exc.strerror})"
         findings.append(
             _Finding(
-                "outputs.file_not_found",
+                ErrorCode.OUTPUTS_FILE_NOT_FOUND,
                 f"output {name!r}: file not found at {_clip(value)}{reason} (paths are relative "
                 f"to the project root {root}); create it or fix the path",
             )
@@ -282,7 +283,7 @@ def _check_path(root: Path, name: str, value: str, findings: list[_Finding]) -> 
         # A folder or a FIFO is no deliverable, and reviewers must never open a FIFO.
         findings.append(
             _Finding(
-                "outputs.not_a_file",
+                ErrorCode.OUTPUTS_NOT_A_FILE,
                 f"output {name!r}: {_clip(value)} is not a regular file (a folder, FIFO or "
                 "device); submit the path of a file",
             )

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import InputsError
 from deepwork_core.base.identifiers import check_text, resolve_inside
 from deepwork_core.jobs.model import InputType, JobDefinition, StepInput, Workflow
@@ -39,7 +40,7 @@ def check_start_inputs(
         return {}
     if not isinstance(inputs, Mapping):
         raise InputsError(
-            "inputs must be an object: argument name -> value", code="inputs.wrong_type"
+            "inputs must be an object: argument name -> value", code=ErrorCode.INPUTS_WRONG_TYPE
         )
     parameters = start_parameters(definition, workflow)
     unknown = sorted(str(name) for name in inputs if name not in parameters)
@@ -48,7 +49,7 @@ def check_start_inputs(
         raise InputsError(
             f"unknown input(s) {', '.join(unknown)} for workflow {workflow.name!r}; it accepts: "
             f"{accepted}",
-            code="inputs.unknown",
+            code=ErrorCode.INPUTS_UNKNOWN,
         )
     checked: dict[str, OutputValue] = {}
     for name, value in inputs.items():
@@ -57,7 +58,7 @@ def check_start_inputs(
         elif isinstance(value, str):
             checked[name] = check_text(value, what=f"input {name!r}") or ""
         else:
-            raise InputsError(f"input {name!r} must be a string", code="inputs.wrong_type")
+            raise InputsError(f"input {name!r} must be a string", code=ErrorCode.INPUTS_WRONG_TYPE)
     return checked
 
 
@@ -66,13 +67,13 @@ def _paths(root: Path, name: str, value: object) -> OutputValue:
     if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
         raise InputsError(
             f"input {name!r} is a file path: give a path or a list of paths",
-            code="inputs.wrong_type",
+            code=ErrorCode.INPUTS_WRONG_TYPE,
         )
     for item in items:
         resolved = resolve_inside(root, item, what=f"input {name!r}")  # path.outside_project
         if not resolved.is_file():
             raise InputsError(
                 f"input {name!r}: no file at {item!r} (paths are relative to {root})",
-                code="inputs.file_not_found",
+                code=ErrorCode.INPUTS_FILE_NOT_FOUND,
             )
     return value if isinstance(value, str) else list(items)

@@ -17,11 +17,8 @@ from functools import partial
 from pathlib import Path
 
 from deepwork_core.base.config import DEFAULT_MAX_QUALITY_ATTEMPTS
-from deepwork_core.base.errors import (
-    QualityGateError,
-    SessionError,
-    WorkflowNotFoundError,
-)
+from deepwork_core.base.error_codes import ErrorCode
+from deepwork_core.base.errors import QualityGateError, SessionError, WorkflowNotFoundError
 from deepwork_core.base.identifiers import check_agent_id, check_text
 from deepwork_core.engine.approver import Approver
 from deepwork_core.engine.branching import BranchOutcome, abandoned_note
@@ -156,7 +153,7 @@ class WorkflowEngine(EvidenceSteps):
         if not entries:
             raise WorkflowNotFoundError(
                 f"workflow {workflow.name!r} of job {job.name!r} has no steps",
-                code="workflow.empty",
+                code=ErrorCode.WORKFLOW_EMPTY,
             )
 
         outcome = BranchOutcome(branch_name=None)
@@ -349,7 +346,7 @@ class WorkflowEngine(EvidenceSteps):
                     f"{verdict.feedback}. Fix the outputs and call finished_step again, or "
                     "pass quality_review_override_reason explaining why the review should "
                     "not block.",
-                    code="quality_gate.max_attempts",
+                    code=ErrorCode.QUALITY_GATE_MAX_ATTEMPTS,
                 )
             stack = stack_items(tx, session.agent_id)
             return needs_work(stack, pending.findings, verdict.feedback, failed)
@@ -405,7 +402,7 @@ class WorkflowEngine(EvidenceSteps):
                 f"job {session.job_name!r} changed while workflow {session.workflow_label!r} "
                 f"was running: its entry {index} is no longer {session.current_step_ids}. "
                 "Call abort_workflow and start the workflow again.",
-                code="session.job_changed",
+                code=ErrorCode.SESSION_JOB_CHANGED,
             )
         return job, [job.definition.step(step_id) for step_id in session.current_step_ids]
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import GitError
 from deepwork_core.base.fsutil import path_signature
 from deepwork_core.base.git import run_git
@@ -61,13 +62,13 @@ def take_snapshot(
     try:
         result = run_git([*args, "--", "."], cwd=project_root, timeout=timeout, check=False)
     except GitError as exc:
-        if exc.code == "git.not_installed":
+        if exc.code == ErrorCode.GIT_NOT_INSTALLED:
             return None
         raise
     if result.returncode != 0:
         if "not a git repository" in result.stderr:
             return None
-        raise GitError(f"git status failed: {result.stderr.strip()}", code="git.failed")
+        raise GitError(f"git status failed: {result.stderr.strip()}", code=ErrorCode.GIT_FAILED)
     if prefix is None:
         shown = run_git(["rev-parse", "--show-prefix"], cwd=project_root, timeout=timeout)
         prefix = shown.stdout.strip()

@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import OutputsError, QualityGateError
 from deepwork_core.base.identifiers import check_text
 from deepwork_core.evidence.verdicts import ReviewVerdict, VerdictKind
@@ -170,13 +171,14 @@ def check_finish_arguments(
     """Reject malformed `finished_step` arguments before any state is touched."""
     if not isinstance(outputs, Mapping):
         raise OutputsError(
-            "outputs must be an object mapping output names to paths", code="outputs.wrong_type"
+            "outputs must be an object mapping output names to paths",
+            code=ErrorCode.OUTPUTS_WRONG_TYPE,
         )
     if override_reason is not None and not override_reason.strip():
         raise QualityGateError(
             "quality_review_override_reason is empty; explain why the review is not needed "
             "or leave it out",
-            code="quality_gate.override_reason_empty",
+            code=ErrorCode.QUALITY_GATE_OVERRIDE_REASON_EMPTY,
         )
     check_text(notes, what="notes")
     check_text(override_reason, what="quality_review_override_reason")

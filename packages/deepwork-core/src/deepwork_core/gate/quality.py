@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError, QualityGateError
 from deepwork_core.base.fsutil import atomic_write_text
 from deepwork_core.base.identifiers import check_name, check_session_id, resolve_inside
@@ -344,9 +345,8 @@ def unjudged_criteria(task: QualityReviewTask, reply: object) -> list[str]:
 def verdict_from_reply(task: QualityReviewTask, reply: object) -> ReviewVerdict:
     """Validate the reviewer's structured reply and compute the verdict from its criteria.
 
-    The review passes only if every criterion of the task has a passing result; the reply's own
-    overall `passed` flag is not trusted. Raises `quality_gate.bad_output` when the reply does
-    not match `review_reply_schema(task)`.
+    The review passes only if every criterion has a passing result (the reply's own `passed` is
+    not trusted); a reply off `review_reply_schema(task)` raises `quality_gate.bad_output`.
     """
     # Imported here: jsonschema (with referencing, rpds and attrs) adds 3 MiB to a server that
     # may never run an external review (benchmarks/, peak memory).
@@ -359,7 +359,7 @@ def verdict_from_reply(task: QualityReviewTask, reply: object) -> ReviewVerdict:
         raise QualityGateError(
             f"the reviewer's reply for {task.label} does not match the schema at {where}: "
             f"{exc.message}",
-            code="quality_gate.bad_output",
+            code=ErrorCode.QUALITY_GATE_BAD_OUTPUT,
         ) from None
     assert isinstance(reply, dict)
     given: dict[str, CriterionVerdict] = {}

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import PathOutsideProjectError, Severity
 from deepwork_core.base.identifiers import resolve_inside
 from deepwork_core.base.yamlio import KeyPath
@@ -80,7 +81,7 @@ def check_semantics(
         if isinstance(raw, dict) and isinstance(raw.get("id"), str):
             if raw["id"] in seen_ids:
                 report.add(
-                    "job.duplicate_step_id",
+                    ErrorCode.JOB_DUPLICATE_STEP_ID,
                     f"step id {raw['id']!r} is used by more than one step",
                     ("steps", position, "id"),
                 )
@@ -102,7 +103,7 @@ def check_semantics(
     for step_id, index in step_index.items():
         if step_id not in listed:
             report.add(
-                "job.unreachable_step",
+                ErrorCode.JOB_UNREACHABLE_STEP,
                 "the step is in no workflow, so agents cannot run it through MCP",
                 ("steps", index, "id"),
                 severity=Severity.WARNING,
@@ -124,7 +125,7 @@ def _check_step(
             resolve_inside(resolved_job_dir, value, what=dotted(path))
         except PathOutsideProjectError:
             report.add(
-                "job.path_outside_job",
+                ErrorCode.JOB_PATH_OUTSIDE_JOB,
                 f"{value!r} points outside the job folder; paths are relative to the job folder",
                 path,
             )
@@ -132,10 +133,10 @@ def _check_step(
     for position, dependency in enumerate(step.dependencies):
         path = (*base, "dependencies", position)
         if dependency == step.id:
-            report.add("job.dependency_cycle", "a step cannot depend on itself", path)
+            report.add(ErrorCode.JOB_DEPENDENCY_CYCLE, "a step cannot depend on itself", path)
         elif dependency not in known_ids:
             report.add(
-                "job.unknown_dependency",
+                ErrorCode.JOB_UNKNOWN_DEPENDENCY,
                 f"depends on {dependency!r}, which is not a step of this job",
                 path,
             )
@@ -144,7 +145,7 @@ def _check_step(
     for position, review in enumerate(step.reviews):
         if review.run_each != "step" and review.run_each not in step.outputs:
             report.add(
-                "job.invalid_run_each",
+                ErrorCode.JOB_INVALID_RUN_EACH,
                 f"run_each is {review.run_each!r}; use 'step' or one of this step's outputs "
                 f"({', '.join(step.outputs) or 'none declared'})",
                 (*base, "reviews", position, "run_each"),
@@ -161,18 +162,20 @@ def _check_inputs(
         path = (*base, "inputs", position, "from_step")
         source_id = item.from_step
         if source_id not in known_ids:
-            report.add("job.unknown_from_step", f"{source_id!r} is not a step of this job", path)
+            report.add(
+                ErrorCode.JOB_UNKNOWN_FROM_STEP, f"{source_id!r} is not a step of this job", path
+            )
             continue
         if source_id not in step.dependencies:
             report.add(
-                "job.input_not_dependency",
+                ErrorCode.JOB_INPUT_NOT_DEPENDENCY,
                 f"input comes from {source_id!r}, which must also be listed in 'dependencies'",
                 path,
             )
         source = by_id.get(source_id)
         if source is not None and item.file not in source.outputs:
             report.add(
-                "job.unknown_input_file",
+                ErrorCode.JOB_UNKNOWN_INPUT_FILE,
                 f"step {source_id!r} declares no output named {item.file!r} "
                 f"(it declares: {', '.join(source.outputs) or 'none'})",
                 (*base, "inputs", position, "file"),
@@ -206,7 +209,7 @@ def _check_cycles(report: JobReport, by_id: dict[str, Step], step_index: dict[st
                 if frozenset(cycle) not in reported:
                     reported.add(frozenset(cycle))
                     report.add(
-                        "job.dependency_cycle",
+                        ErrorCode.JOB_DEPENDENCY_CYCLE,
                         f"circular dependency: {' -> '.join(cycle)}",
                         ("steps", step_index[current], "dependencies"),
                     )
@@ -227,7 +230,7 @@ def _check_workflows(
         base: KeyPath = ("workflows", index)
         if workflow.name in seen_names:
             report.add(
-                "job.duplicate_workflow",
+                ErrorCode.JOB_DUPLICATE_WORKFLOW,
                 f"workflow name {workflow.name!r} is used by more than one workflow",
                 (*base, "name"),
             )
@@ -243,7 +246,7 @@ def _check_workflows(
                 if dep_position is not None and dep_position >= entry_position:
                     order = "together with" if dep_position == entry_position else "before"
                     report.add(
-                        "job.workflow_order",
+                        ErrorCode.JOB_WORKFLOW_ORDER,
                         f"workflow {workflow.name!r} runs {step_id!r} {order} "
                         f"{dependency!r}, which it depends on",
                         (*base, "steps", entry_position),
@@ -271,14 +274,14 @@ def _check_entries(
             )
             if step_id not in known_ids:
                 report.add(
-                    "job.unknown_workflow_step",
+                    ErrorCode.JOB_UNKNOWN_WORKFLOW_STEP,
                     f"workflow {workflow.name!r} names step {step_id!r}, which does not exist",
                     member_path,
                 )
                 continue
             if step_id in position_of:
                 report.add(
-                    "job.duplicate_workflow_step",
+                    ErrorCode.JOB_DUPLICATE_WORKFLOW_STEP,
                     f"step {step_id!r} appears more than once in workflow {workflow.name!r}",
                     member_path,
                 )
@@ -291,7 +294,7 @@ def _check_entries(
                 other = outputs_in_group.setdefault(output_name, step_id)
                 if other != step_id:
                     report.add(
-                        "job.duplicate_group_output",
+                        ErrorCode.JOB_DUPLICATE_GROUP_OUTPUT,
                         f"steps {other!r} and {step_id!r} run concurrently in workflow "
                         f"{workflow.name!r} and both declare output {output_name!r}; "
                         "output names must be unique in a concurrent group",

@@ -14,6 +14,7 @@ from typing import Annotated, Any, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DocSpecError, FileReadError, Problem, YamlError
 from deepwork_core.base.fsutil import read_bytes_file
 from deepwork_core.base.yamlio import MAX_BYTES, YamlDocument, parse_yaml
@@ -25,7 +26,7 @@ _DELIMITER = "---"
 class DocSpecInvalidError(DocSpecError):
     """A doc spec file cannot be used; `problems` names file and line of every finding."""
 
-    def __init__(self, message: str, problems: Sequence[Problem], *, code: str) -> None:
+    def __init__(self, message: str, problems: Sequence[Problem], *, code: ErrorCode) -> None:
         super().__init__(message, code=code)
         self.problems = tuple(problems)
 
@@ -67,11 +68,11 @@ def load_doc_spec(path: Path) -> DocSpec:
     try:
         raw = read_bytes_file(path, limit=MAX_BYTES)
     except FileReadError as exc:
-        _fail(path, "doc_spec.unreadable", f"cannot read doc spec: {exc.message}", None)
+        _fail(path, ErrorCode.DOC_SPEC_UNREADABLE, f"cannot read doc spec: {exc.message}", None)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        _fail(path, "doc_spec.unreadable", f"not UTF-8 text (byte {exc.start})", None)
+        _fail(path, ErrorCode.DOC_SPEC_UNREADABLE, f"not UTF-8 text (byte {exc.start})", None)
     return parse_doc_spec(text, source=path)
 
 
@@ -81,27 +82,34 @@ def parse_doc_spec(text: str, *, source: Path) -> DocSpec:
     if not lines or lines[0].strip() != _DELIMITER:
         _fail(
             source,
-            "doc_spec.no_frontmatter",
+            ErrorCode.DOC_SPEC_NO_FRONTMATTER,
             "a doc spec starts with a '---' line, then YAML frontmatter, then another '---' line",
             1,
         )
     end = next((i for i in range(1, len(lines)) if lines[i].strip() == _DELIMITER), None)
     if end is None:
-        _fail(source, "doc_spec.no_frontmatter", "the frontmatter has no closing '---' line", 1)
+        _fail(
+            source,
+            ErrorCode.DOC_SPEC_NO_FRONTMATTER,
+            "the frontmatter has no closing '---' line",
+            1,
+        )
     # One blank line stands in for the opening '---', so YAML line numbers are file line numbers.
     frontmatter = "\n" + "".join(lines[1:end])
     try:
         document = parse_yaml(frontmatter)
     except YamlError as exc:
-        _fail(source, "doc_spec.yaml", f"frontmatter: {exc.message}", None)
+        _fail(source, ErrorCode.DOC_SPEC_YAML, f"frontmatter: {exc.message}", None)
     if not isinstance(document.data, dict):
-        _fail(source, "doc_spec.invalid", "the frontmatter must be a YAML mapping", 2)
+        _fail(source, ErrorCode.DOC_SPEC_INVALID, "the frontmatter must be a YAML mapping", 2)
     try:
         header = DocSpecFrontmatter.model_validate(document.data)
     except ValidationError as exc:
         problems = [_problem(source, document, error) for error in exc.errors()]
         raise DocSpecInvalidError(
-            "\n".join(str(problem) for problem in problems), problems, code="doc_spec.invalid"
+            "\n".join(str(problem) for problem in problems),
+            problems,
+            code=ErrorCode.DOC_SPEC_INVALID,
         ) from None
     body = "".join(lines[end + 1 :]).strip("\n")
     return DocSpec.model_validate(
@@ -150,7 +158,7 @@ def _problem(source: Path, document: YamlDocument, error: Any) -> Problem:
     if kind == "extra_forbidden":
         allowed = ", ".join(DocSpecFrontmatter.model_fields)
         return Problem(
-            "doc_spec.unknown_key",
+            ErrorCode.DOC_SPEC_UNKNOWN_KEY,
             f"unknown frontmatter key {dotted!r} (allowed: {allowed})",
             source,
             document.line_of(location),
@@ -158,14 +166,14 @@ def _problem(source: Path, document: YamlDocument, error: Any) -> Problem:
         )
     if kind == "missing":
         return Problem(
-            "doc_spec.missing_key",
+            ErrorCode.DOC_SPEC_MISSING_KEY,
             f"required key {dotted!r} is missing",
             source,
             document.line_of(location[:-1]) if len(location) > 1 else 2,
             key=dotted,
         )
     return Problem(
-        "doc_spec.invalid_value",
+        ErrorCode.DOC_SPEC_INVALID_VALUE,
         f"{dotted}: {error['msg']}",
         source,
         document.line_of(location),
@@ -173,7 +181,7 @@ def _problem(source: Path, document: YamlDocument, error: Any) -> Problem:
     )
 
 
-def _fail(source: Path, code: str, message: str, line: int | None) -> NoReturn:
+def _fail(source: Path, code: ErrorCode, message: str, line: int | None) -> NoReturn:
     problem = Problem(code, message, source, line)
     raise DocSpecInvalidError(str(problem), [problem], code=code)
 

@@ -12,6 +12,7 @@ import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError, WorkflowNotFoundError
 from deepwork_core.jobs.model import JobDefinition, Workflow
 
@@ -20,7 +21,7 @@ class GraphRenderError(DeepWorkError):
     """A picture could not be drawn: `graph.renderer_missing` (no renderer installed) or
     `graph.render_failed` (the renderer failed or ran out of time)."""
 
-    code = "graph.render_failed"
+    code = ErrorCode.GRAPH_RENDER_FAILED
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import JobInvalidError, Problem, Severity, YamlError
 from deepwork_core.base.layout import JOB_FILE
 from deepwork_core.base.yamlio import KeyPath, YamlDocument, parse_yaml, read_limited
@@ -128,10 +129,12 @@ def parse_job_document(
     if data is None or not isinstance(data, dict):
         report = JobReport(job_file, document)
         if data is None:
-            report.add("yaml.empty", "job.yml is empty", ())
+            report.add(ErrorCode.YAML_EMPTY, "job.yml is empty", ())
         else:
             kind = type(data).__name__
-            report.add("yaml.not_mapping", f"the top level must be a mapping, not {kind}", ())
+            report.add(
+                ErrorCode.YAML_NOT_MAPPING, f"the top level must be a mapping, not {kind}", ()
+            )
         return ParsedJob(job_dir, None, tuple(report.problems), document.lines)
 
     job_format: JobFormat = "0.14" if is_014_shape(data) else "0.9"
@@ -144,7 +147,7 @@ def parse_job_document(
     name = data.get("name")
     if expected_name is not None and isinstance(name, str) and name != expected_name:
         report.add(
-            "job.name_mismatch",
+            ErrorCode.JOB_NAME_MISMATCH,
             f"{name!r} differs from the folder name {expected_name!r}; they must be equal",
             ("name",),
         )
@@ -198,7 +201,9 @@ def check_job_files(parsed: ParsedJob) -> list[Problem]:
         document = YamlDocument(None, parsed.lines or _document_of(parsed.job_file).lines)
     report = JobReport(parsed.job_file, document, step_ids=[s.id for s in definition.steps])
     for value, path in missing:
-        report.add("job.file_missing", f"file {value!r} does not exist in {parsed.job_dir}", path)
+        report.add(
+            ErrorCode.JOB_FILE_MISSING, f"file {value!r} does not exist in {parsed.job_dir}", path
+        )
     return report.problems
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic_core import ErrorDetails
 
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import Problem, Severity
 from deepwork_core.base.yamlio import KeyPath, YamlDocument
 
@@ -20,18 +21,18 @@ from deepwork_core.base.yamlio import KeyPath, YamlDocument
 AllowedKeys = Callable[[KeyPath], Sequence[str] | None]
 
 _SHAPE_CODES = {
-    "missing": "job.missing_key",
-    "extra_forbidden": "job.unknown_key",
-    "string_pattern_mismatch": "job.pattern_mismatch",
-    "string_too_short": "job.too_short",
-    "too_short": "job.too_short",
-    "string_too_long": "job.too_long",
-    "too_long": "job.too_long",
-    "input_shape": "job.invalid_input",
-    "hook_action_shape": "job.invalid_hook_action",
-    "step_body_shape": "job.invalid_step_body",
-    "may_change_glob": "job.invalid_may_change",
-    "approval_show": "job.invalid_approval",
+    "missing": ErrorCode.JOB_MISSING_KEY,
+    "extra_forbidden": ErrorCode.JOB_UNKNOWN_KEY,
+    "string_pattern_mismatch": ErrorCode.JOB_PATTERN_MISMATCH,
+    "string_too_short": ErrorCode.JOB_TOO_SHORT,
+    "too_short": ErrorCode.JOB_TOO_SHORT,
+    "string_too_long": ErrorCode.JOB_TOO_LONG,
+    "too_long": ErrorCode.JOB_TOO_LONG,
+    "input_shape": ErrorCode.JOB_INVALID_INPUT,
+    "hook_action_shape": ErrorCode.JOB_INVALID_HOOK_ACTION,
+    "step_body_shape": ErrorCode.JOB_INVALID_STEP_BODY,
+    "may_change_glob": ErrorCode.JOB_INVALID_MAY_CHANGE,
+    "approval_show": ErrorCode.JOB_INVALID_APPROVAL,
 }
 
 
@@ -59,7 +60,7 @@ class JobReport:
         return any(p.severity is Severity.ERROR for p in self.problems)
 
     def add(
-        self, code: str, message: str, path: KeyPath, *, severity: Severity = Severity.ERROR
+        self, code: ErrorCode, message: str, path: KeyPath, *, severity: Severity = Severity.ERROR
     ) -> None:
         key = dotted(path) or None
         step = self._step_at(path)
@@ -109,7 +110,7 @@ class JobReport:
                 if len(site) == 4 and site[0] == "workflows" and site[2] == "steps":
                     expected = "a step id or a list of step ids (run concurrently)"
                 got = type(alternatives[0][1]["input"]).__name__
-                self.add("job.wrong_type", f"should be {expected} (got {got})", site)
+                self.add(ErrorCode.JOB_WRONG_TYPE, f"should be {expected} (got {got})", site)
 
     def _add_shape(self, path: KeyPath, error: ErrorDetails) -> None:
         kind = error["type"]
@@ -130,9 +131,9 @@ class JobReport:
         elif kind == "string_too_long" and isinstance(value, str):
             message = f"is {len(value)} characters long; at most {ctx.get('max_length')} allowed"
         elif code is None and (kind.endswith(("_type", "_parsing")) or kind == "model_attributes"):
-            code = "job.wrong_type"
+            code = ErrorCode.JOB_WRONG_TYPE
             message = f"{message} (got {type(value).__name__})"
-        self.add(code or "job.invalid_value", message, path)
+        self.add(code or ErrorCode.JOB_INVALID_VALUE, message, path)
 
     def allowed_keys_hint(self, path: KeyPath) -> str:
         allowed = self._allowed_keys(path[:-1]) if self._allowed_keys is not None else None

@@ -11,6 +11,7 @@ import json
 import shutil
 from pathlib import Path
 
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError, JobInvalidError
 from deepwork_core.base.identifiers import check_name
 from deepwork_core.base.layout import JOB_FILE
@@ -26,7 +27,7 @@ STEP_TEMPLATE = TEMPLATES_DIR / "step_instruction.md.template"
 class JobExistsError(DeepWorkError):
     """The folder for a new job is already there; scaffolding never overwrites."""
 
-    code = "job.already_exists"
+    code = ErrorCode.JOB_ALREADY_EXISTS
     agent_fixable = True
 
 
@@ -90,5 +91,7 @@ def _fill(template: Path, values: dict[str, str]) -> str:
     for key, value in values.items():
         text = text.replace("{{" + key + "}}", value)
     if "{{" in text:  # a template gained a placeholder this module does not know
-        raise DeepWorkError(f"{template} has an unknown placeholder", code="scaffold.template")
+        raise DeepWorkError(
+            f"{template} has an unknown placeholder", code=ErrorCode.SCAFFOLD_TEMPLATE
+        )
     return text

@@ -23,6 +23,7 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError, FileReadError
 from deepwork_core.base.fsutil import atomic_write_text, file_lock, read_text_file
 from deepwork_core.base.identifiers import check_session_id
@@ -39,7 +40,7 @@ MAX_APPROVAL_BYTES: Final = 1024 * 1024
 class ApprovalError(DeepWorkError):
     """An approval could not be recorded (`approval.*` codes)."""
 
-    code = "approval.error"
+    code = ErrorCode.APPROVAL_ERROR
 
 
 class ApprovalChannel(StrEnum):
@@ -145,16 +146,18 @@ class ApprovalStore:
         try:
             text = read_text_file(path, limit=MAX_APPROVAL_BYTES, follow_symlinks=False)
         except FileReadError as exc:
-            if exc.code == "file.not_found":
+            if exc.code == ErrorCode.FILE_NOT_FOUND:
                 return None
-            raise ApprovalError(f"{exc.code}: {exc.message}", code="approval.corrupt") from None
+            raise ApprovalError(
+                f"{exc.code}: {exc.message}", code=ErrorCode.APPROVAL_CORRUPT
+            ) from None
         try:
             return ApprovalRecord.model_validate(json.loads(text))
         except (ValueError, ValidationError) as exc:
             raise ApprovalError(
                 f"{path} is not an approval record ({exc.__class__.__name__}); delete it and "
                 "call finished_step again",
-                code="approval.corrupt",
+                code=ErrorCode.APPROVAL_CORRUPT,
             ) from None
 
     def decide(self, session_id: str, decision: ApprovalDecision) -> ApprovalRecord:
@@ -168,18 +171,18 @@ class ApprovalStore:
             if record is None:
                 raise ApprovalError(
                     f"session {session_id!r} has no approval waiting",
-                    code="approval.none_pending",
+                    code=ErrorCode.APPROVAL_NONE_PENDING,
                 )
             if record.request.request_id != decision.request_id:
                 raise ApprovalError(
                     "the approval request was replaced by a newer one; look at it again",
-                    code="approval.request_changed",
+                    code=ErrorCode.APPROVAL_REQUEST_CHANGED,
                 )
             if record.decision is not None:
                 raise ApprovalError(
                     f"this request was already {_verb(record.decision)} "
                     f"at {record.decision.decided_at.isoformat()}",
-                    code="approval.already_decided",
+                    code=ErrorCode.APPROVAL_ALREADY_DECIDED,
                 )
             record = record.model_copy(update={"decision": decision})
             atomic_write_text(self.path(session_id), record.model_dump_json(indent=2))
@@ -215,7 +218,7 @@ def record_decision(
     record = store.load(session_id)
     if record is None:
         raise ApprovalError(
-            f"session {session_id!r} has no approval waiting", code="approval.none_pending"
+            f"session {session_id!r} has no approval waiting", code=ErrorCode.APPROVAL_NONE_PENDING
         )
     current = rehash(store.project_root, record.request.shown)
     if current != record.request.shown:
@@ -225,7 +228,7 @@ def record_decision(
         raise ApprovalError(
             f"shown output(s) changed since the approval was requested: {changed}; the agent "
             "must call finished_step again so the new content is reviewed first",
-            code="approval.outputs_changed",
+            code=ErrorCode.APPROVAL_OUTPUTS_CHANGED,
         )
     decision = ApprovalDecision(
         request_id=request_id or record.request.request_id,

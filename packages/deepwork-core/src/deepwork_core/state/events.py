@@ -28,6 +28,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Final
 
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError, FileReadError
 from deepwork_core.base.fsutil import read_bytes_file
 from deepwork_core.base.identifiers import check_session_id
@@ -44,7 +45,7 @@ MAX_LOG_BYTES: Final = 64 * 1024 * 1024
 class EventLogError(DeepWorkError):
     """An event log could not be read (`events.*` codes)."""
 
-    code = "events.error"
+    code = ErrorCode.EVENTS_ERROR
 
 
 class EventName(StrEnum):
@@ -148,7 +149,7 @@ def iter_events(path: Path) -> Iterator[dict[str, Any]]:
         if not isinstance(record, dict) or not isinstance(record.get("event"), str):
             raise EventLogError(
                 f"{path}:{number}: not an event record (a JSON object with an 'event')",
-                code="events.corrupt",
+                code=ErrorCode.EVENTS_CORRUPT,
             )
         yield record
 
@@ -158,9 +159,13 @@ def _read_bounded(path: Path) -> bytes | None:
     try:
         return read_bytes_file(path, limit=MAX_LOG_BYTES, follow_symlinks=False)
     except FileReadError as exc:
-        if exc.code == "file.not_found":
+        if exc.code == ErrorCode.FILE_NOT_FOUND:
             return None
-        code = "events.too_large" if exc.code == "file.too_large" else "events.corrupt"
+        code = (
+            ErrorCode.EVENTS_TOO_LARGE
+            if exc.code == ErrorCode.FILE_TOO_LARGE
+            else ErrorCode.EVENTS_CORRUPT
+        )
         raise EventLogError(f"event log {exc.message}", code=code) from None
 
 

@@ -33,6 +33,7 @@ from typing import Annotated, Any, Final, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import FileReadError, SessionError
 from deepwork_core.base.fsutil import LockTimeout, atomic_write_text, file_lock, read_text_file
 from deepwork_core.base.identifiers import AGENT_ID_PATTERN, SESSION_ID_PATTERN, check_session_id
@@ -257,7 +258,7 @@ class SessionStore:
             try:
                 held.enter_context(file_lock(self.state_dir / LOCK_FILE))
             except LockTimeout as exc:
-                raise SessionError(str(exc), code="session.lock_timeout") from None
+                raise SessionError(str(exc), code=ErrorCode.SESSION_LOCK_TIMEOUT) from None
             yield StateTransaction(self)
 
     # --- convenience reads (each its own transaction) ----------------------------------------
@@ -377,13 +378,13 @@ class StateTransaction:
             raise SessionError(
                 f"there is no session {session_id!r}; use a session_id returned by "
                 "start_workflow or finished_step (the stack lists the active ones)",
-                code="session.not_found",
+                code=ErrorCode.SESSION_NOT_FOUND,
             )
         session = _validate(Session, data, path)
         if session.session_id != session_id:
             raise SessionError(
                 f"{path} holds session {session.session_id!r}, not {session_id!r}",
-                code="session.state_corrupt",
+                code=ErrorCode.SESSION_STATE_CORRUPT,
             )
         self._sessions[session_id] = session
         return session
@@ -429,18 +430,18 @@ class StateTransaction:
         try:
             session = self.load(session_id)
         except SessionError as exc:
-            if exc.code != "session.not_found":
+            if exc.code != ErrorCode.SESSION_NOT_FOUND:
                 raise
             raise SessionError(
                 f"{self._store.stack_path} lists session {session_id!r} but its file "
                 f"{self._store.session_path(session_id)} is missing",
-                code="session.state_corrupt",
+                code=ErrorCode.SESSION_STATE_CORRUPT,
             ) from None
         if session.status is not SessionStatus.ACTIVE:
             raise SessionError(
                 f"{self._store.stack_path} lists session {session_id!r}, which is "
                 f"{session.status.value}",
-                code="session.state_corrupt",
+                code=ErrorCode.SESSION_STATE_CORRUPT,
             )
         return session
 
@@ -454,17 +455,17 @@ def _read_json(path: Path) -> Any:
     try:
         text = read_text_file(path, limit=MAX_STATE_BYTES)
     except FileReadError as exc:
-        if exc.code == "file.not_found":
+        if exc.code == ErrorCode.FILE_NOT_FOUND:
             return _MISSING
         raise SessionError(
-            f"cannot read state file {path}: {exc}", code="session.state_corrupt"
+            f"cannot read state file {path}: {exc}", code=ErrorCode.SESSION_STATE_CORRUPT
         ) from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise SessionError(
             f"state file {path} is not valid JSON ({exc}); fix or delete it",
-            code="session.state_corrupt",
+            code=ErrorCode.SESSION_STATE_CORRUPT,
         ) from None
 
 
@@ -474,7 +475,7 @@ def _validate(model: type[_M], data: Any, path: Path) -> _M:
         raise SessionError(
             f"state file {path} has schema_version {version!r}; this DeepWork reads version "
             f"{SCHEMA_VERSION} (written by another DeepWork version? fix or delete it)",
-            code="session.state_corrupt",
+            code=ErrorCode.SESSION_STATE_CORRUPT,
         )
     try:
         return model.model_validate(data)
@@ -483,5 +484,5 @@ def _validate(model: type[_M], data: Any, path: Path) -> _M:
         where = ".".join(str(p) for p in first["loc"]) or "<top>"
         raise SessionError(
             f"state file {path} is invalid at {where}: {first['msg']}; fix or delete it",
-            code="session.state_corrupt",
+            code=ErrorCode.SESSION_STATE_CORRUPT,
         ) from None

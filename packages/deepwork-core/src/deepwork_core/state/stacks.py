@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import SessionError
 from deepwork_core.base.identifiers import check_agent_id, check_session_id
 from deepwork_core.state.sessions import Session, SessionStatus, StateTransaction
@@ -37,7 +38,7 @@ def target_session(tx: StateTransaction, session_id: str | None, agent_id: str |
             whose = "" if agent_id is None else f" for agent {agent_id!r}"
             raise SessionError(
                 f"no active workflow session{whose}; call start_workflow to begin a workflow",
-                code="session.none_active",
+                code=ErrorCode.SESSION_NONE_ACTIVE,
             )
         return top
     active = tx.all_stack_ids()
@@ -47,7 +48,7 @@ def target_session(tx: StateTransaction, session_id: str | None, agent_id: str |
     raise SessionError(
         f"session {session_id!r} is {session.status.value}, not active; active sessions: "
         f"{', '.join(sorted(active)) or 'none'}",
-        code="session.not_active",
+        code=ErrorCode.SESSION_NOT_ACTIVE,
     )
 
 
@@ -68,6 +69,6 @@ def same_checkpoint(tx: StateTransaction, session_id: str, entry_index: int) -> 
             f"session {session_id!r} moved on while its review ran "
             f"(now {session.status.value}, step {session.current_step_id!r}); "
             "the review result was discarded",
-            code="session.changed",
+            code=ErrorCode.SESSION_CHANGED,
         )
     return session

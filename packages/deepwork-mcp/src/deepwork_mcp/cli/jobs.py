@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 from deepwork_core import JobCatalog, parse_job_dir
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import Problem, Severity
 from deepwork_core.base.layout import JOB_FILE, PROJECT_JOBS_DIR
 from deepwork_core.jobs.discovery import JobFolder, parse_folder_list
@@ -113,7 +114,7 @@ def _validate_folder(folder: Path) -> list[Problem]:
     if not (folder / JOB_FILE).is_file():
         return [
             Problem(
-                "job.not_found",
+                ErrorCode.JOB_NOT_FOUND,
                 f"no {JOB_FILE} in {folder}; give a job folder",
                 folder / JOB_FILE,
             )

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 from deepwork_core import DeepWorkError, JobCatalog
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import ProcessTimeoutError
 from deepwork_core.base.process import run_bounded
 from deepwork_core.jobs.discovery import parse_folder_list
@@ -32,16 +33,16 @@ def render_svg(dot_text: str, *, cwd: Path, timeout: float = DOT_TIMEOUT) -> str
             "SVG needs Graphviz's `dot` program, which is not on PATH (install the `graphviz` "
             "package of your system, e.g. `apt-get install graphviz` or `brew install graphviz`), "
             "or use --format mermaid",
-            code="graph.renderer_missing",
+            code=ErrorCode.GRAPH_RENDERER_MISSING,
         )
     try:
         done = run_bounded([dot, "-Tsvg"], cwd=cwd, timeout=timeout, input_text=dot_text)
     except ProcessTimeoutError as exc:
-        raise GraphRenderError(str(exc), code="graph.render_failed") from None
+        raise GraphRenderError(str(exc), code=ErrorCode.GRAPH_RENDER_FAILED) from None
     if done.returncode != 0:
         raise GraphRenderError(
             f"dot exited with status {done.returncode}: {done.stderr.strip()[:500]}",
-            code="graph.render_failed",
+            code=ErrorCode.GRAPH_RENDER_FAILED,
         )
     return done.stdout
 

@@ -12,6 +12,7 @@ from typing import IO
 
 import click
 from deepwork_core import DeepWorkError
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import YamlError
 from deepwork_core.base.yamlio import read_yaml_file
 from deepwork_review import PLATFORMS, run_review
@@ -62,7 +63,7 @@ def read_stdin_paths(stream: IO[str]) -> list[str] | None:
                 if not chunks:
                     return None
                 raise click.ClickException(
-                    f"review.stdin_timeout: the file list on stdin did not end within "
+                    f"{ErrorCode.REVIEW_STDIN_TIMEOUT}: the file list on stdin did not end within "
                     f"{STDIN_TOTAL_SECONDS:g} s"
                 )
             chunk = os.read(fd, 65536)

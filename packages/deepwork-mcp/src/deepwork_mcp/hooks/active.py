@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from deepwork_core.base import layout
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import FileReadError
 from deepwork_core.base.fsutil import read_bytes_file, read_text_file
 
@@ -47,7 +48,7 @@ def stack_is_empty(project_root: Path) -> bool:
     try:
         data = json.loads(read_text_file(project_root / STACK_PATH, limit=layout.MAX_STATE_BYTES))
     except FileReadError as exc:
-        return exc.code == "file.not_found"
+        return exc.code == ErrorCode.FILE_NOT_FOUND
     except ValueError:
         return False
     ids = data.get(layout.STACK_MAIN_KEY) if isinstance(data, dict) else None
@@ -87,7 +88,7 @@ def may_have_job_hooks(project_root: Path, event: str, additional_jobs_folders: 
         try:
             raw = read_bytes_file(folder / job_name / layout.JOB_FILE, limit=layout.MAX_STATE_BYTES)
         except FileReadError as exc:
-            if exc.code == "file.not_found":
+            if exc.code == ErrorCode.FILE_NOT_FOUND:
                 continue
             return True
         text = raw.decode("utf-8", errors="replace")

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from deepwork_core import DeepWorkError
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import HookError
 
 from deepwork_mcp.hooks.runner import (
@@ -71,7 +72,7 @@ def _stdin_fd() -> int:
         return sys.stdin.fileno()
     except (AttributeError, OSError, ValueError):
         raise HookError(
-            "the hook has no standard input to read the event from", code="hook.bad_input"
+            "the hook has no standard input to read the event from", code=ErrorCode.HOOK_BAD_INPUT
         ) from None
 
 
@@ -83,13 +84,13 @@ def _seconds(env: Mapping[str, str], key: str, default: float) -> float:
         value = float(raw)
     except ValueError:
         raise HookError(
-            f"{key} must be a number of seconds, not {raw!r}", code="hook.bad_setting"
+            f"{key} must be a number of seconds, not {raw!r}", code=ErrorCode.HOOK_BAD_SETTING
         ) from None
     if not math.isfinite(value) or not 0 < value <= MAX_SETTING_SECONDS:
         raise HookError(
             f"{key} must be a number of seconds above 0 and at most {MAX_SETTING_SECONDS}, "
             f"not {raw!r}",
-            code="hook.bad_setting",
+            code=ErrorCode.HOOK_BAD_SETTING,
         )
     return value
 

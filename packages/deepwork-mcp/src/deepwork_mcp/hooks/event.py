@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import HookError
 
 from deepwork_mcp.hooks.platforms import (
@@ -100,13 +101,13 @@ def parse_event(text: str, *, platform_hint: str | None, gemini_env: bool = Fals
     except json.JSONDecodeError as exc:
         raise HookError(
             f"the hook input is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})",
-            code="hook.bad_input",
+            code=ErrorCode.HOOK_BAD_INPUT,
         ) from None
     if not isinstance(payload, dict):
-        raise HookError("the hook input must be a JSON object", code="hook.bad_input")
+        raise HookError("the hook input must be a JSON object", code=ErrorCode.HOOK_BAD_INPUT)
     platform_event = payload.get("hook_event_name")
     if not isinstance(platform_event, str) or not platform_event:
-        raise HookError("the hook input has no 'hook_event_name'", code="hook.bad_input")
+        raise HookError("the hook input has no 'hook_event_name'", code=ErrorCode.HOOK_BAD_INPUT)
     platform = _platform(platform_hint) or detect_platform(payload, gemini_env=gemini_env)
     tool = payload.get("tool_name")
     tool_input = payload.get("tool_input")
@@ -137,7 +138,7 @@ def _platform(hint: str | None) -> Platform | None:
             return platform
     raise HookError(
         f"DEEPWORK_HOOK_PLATFORM is {hint!r}; expected one of {', '.join(PLATFORMS)}",
-        code="hook.bad_platform",
+        code=ErrorCode.HOOK_BAD_PLATFORM,
     )
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from deepwork_core import DeepWorkError
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import HookError
 
 from deepwork_mcp.hooks.event import HookEvent, parse_event
@@ -62,7 +63,7 @@ def check_hook_name(name: str) -> None:
     if name not in HOOKS:
         raise HookError(
             f"unknown hook {name!r}; the hooks are: {', '.join(sorted(HOOKS))}",
-            code="hook.unknown",
+            code=ErrorCode.HOOK_UNKNOWN,
         )
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import HookError, ProcessOutputError, ProcessTimeoutError
 from deepwork_core.base.process import run_bounded
 
@@ -49,17 +50,17 @@ def run_script(
     except ProcessOutputError:
         raise HookError(
             f"hook script {label} printed more than {OUTPUT_LIMIT} bytes and was killed",
-            code="hook.script_output_too_large",
+            code=ErrorCode.HOOK_SCRIPT_OUTPUT_TOO_LARGE,
         ) from None
     except ProcessTimeoutError:
         raise HookError(
             f"hook script {label} did not finish within {timeout:g} s and was killed",
-            code="hook.script_timeout",
+            code=ErrorCode.HOOK_SCRIPT_TIMEOUT,
         ) from None
     except OSError as exc:
         raise HookError(
             f"hook script {label} could not be started: {exc.strerror or exc}",
-            code="hook.script_failed",
+            code=ErrorCode.HOOK_SCRIPT_FAILED,
         ) from None
     stdout, stderr = done.stdout.strip(), done.stderr.strip()
     if done.returncode == 2:
@@ -68,7 +69,7 @@ def run_script(
         detail = f": {_tail(stderr or stdout)}" if stderr or stdout else ""
         raise HookError(
             f"hook script {label} exited with code {done.returncode}{detail}",
-            code="hook.script_failed",
+            code=ErrorCode.HOOK_SCRIPT_FAILED,
         )
     return _parse_answer(stdout, label)
 
@@ -94,7 +95,7 @@ def _parse_answer(stdout: str, label: str) -> ScriptOutcome:
     if decision not in ("", "allow", "approve", "block", "deny"):
         raise HookError(
             f"hook script {label} answered decision {decision!r}; use 'block' or 'allow'",
-            code="hook.script_failed",
+            code=ErrorCode.HOOK_SCRIPT_FAILED,
         )
     reason, context = answer.get("reason"), answer.get("context")
     return ScriptOutcome(

@@ -7,6 +7,7 @@ import os
 import select
 import time
 
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import HookError
 
 MAX_EVENT_BYTES = 32 * 1024 * 1024
@@ -28,7 +29,7 @@ def read_event_text(fd: int, *, timeout: float, limit: int = MAX_EVENT_BYTES) ->
         if remaining <= 0:
             raise HookError(
                 f"no complete hook event arrived on stdin within {timeout:g} s",
-                code="hook.stdin_timeout",
+                code=ErrorCode.HOOK_STDIN_TIMEOUT,
             )
         ready, _, _ = select.select([fd], [], [], remaining)
         if not ready:
@@ -39,7 +40,9 @@ def read_event_text(fd: int, *, timeout: float, limit: int = MAX_EVENT_BYTES) ->
         chunks.append(chunk)
         size += len(chunk)
         if size > limit:
-            raise HookError(f"the hook input is larger than {limit} bytes", code="hook.bad_input")
+            raise HookError(
+                f"the hook input is larger than {limit} bytes", code=ErrorCode.HOOK_BAD_INPUT
+            )
         if chunk.rstrip().endswith(b"}") and _is_complete(b"".join(chunks)):
             break
     return b"".join(chunks).decode("utf-8", errors="replace")

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from deepwork_core import DeepWorkError
+from deepwork_core.base.error_codes import ErrorCode
 
 from deepwork_mcp.hooks.active import load_active_workflow, may_have_job_hooks, stack_is_empty
 from deepwork_mcp.hooks.platforms import AFTER_AGENT, BEFORE_PROMPT, BEFORE_TOOL
@@ -81,7 +82,7 @@ def _run_action(
         except DeepWorkError as exc:
             raise DeepWorkError(
                 f"cannot read prompt_file {action.prompt_file}: {exc.message}",
-                code="hook.prompt_file",
+                code=ErrorCode.HOOK_PROMPT_FILE,
             ) from None
     elif action.script is not None:
         from deepwork_mcp.hooks.scripts import run_script

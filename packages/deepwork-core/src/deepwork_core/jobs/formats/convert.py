@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.base.fsutil import atomic_write_text
 from deepwork_core.base.layout import JOB_FILE
@@ -28,7 +29,7 @@ SCHEMA_COMMENT = "# yaml-language-server: $schema=.deepwork/schemas/job.schema.j
 class ConversionError(DeepWorkError):
     """A job cannot be converted (or the converted job would not be valid)."""
 
-    code = "convert.invalid_source"
+    code = ErrorCode.CONVERT_INVALID_SOURCE
 
 
 @dataclass(frozen=True)
@@ -46,11 +47,12 @@ def convert_job(parsed: ParsedJob, target: JobFormat) -> Conversion:
     if parsed.definition is None:
         raise ConversionError(
             f"{parsed.job_file} is not a valid job: {summarize(parsed.errors)}",
-            code="convert.invalid_source",
+            code=ErrorCode.CONVERT_INVALID_SOURCE,
         )
     if parsed.format == target:
         raise ConversionError(
-            f"{parsed.job_file} is already in the {target} format", code="convert.same_format"
+            f"{parsed.job_file} is already in the {target} format",
+            code=ErrorCode.CONVERT_SAME_FORMAT,
         )
     files: dict[str, str] = {}
     if target == "0.14":
@@ -67,7 +69,7 @@ def convert_job(parsed: ParsedJob, target: JobFormat) -> Conversion:
     if result.definition is None:
         raise ConversionError(
             f"the converted job would not be valid: {summarize(result.errors)}",
-            code="convert.invalid_result",
+            code=ErrorCode.CONVERT_INVALID_RESULT,
         )
     return Conversion(target, text, files, warnings)
 
@@ -83,7 +85,7 @@ def write_conversion(job_dir: Path, conversion: Conversion, *, in_place: bool) -
     if taken:
         raise ConversionError(
             f"{', '.join(str(p) for p in taken)} already exist(s); move it away first",
-            code="convert.file_exists",
+            code=ErrorCode.CONVERT_FILE_EXISTS,
         )
     written: list[Path] = []
     for relative, text in conversion.files.items():

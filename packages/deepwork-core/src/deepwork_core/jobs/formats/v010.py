@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import Severity
 from deepwork_core.base.yamlio import KeyPath, YamlDocument
 from deepwork_core.jobs.checks import check_semantics
@@ -109,7 +110,7 @@ def check_references(report: JobReport, job: JobFile014) -> None:
             base: KeyPath = ("workflows", workflow_name, "steps", position)
             if step.name in seen:
                 report.add(
-                    "job.duplicate_workflow_step",
+                    ErrorCode.JOB_DUPLICATE_WORKFLOW_STEP,
                     f"workflow {workflow_name!r} has more than one step named {step.name!r}",
                     (*base, "name"),
                 )
@@ -118,14 +119,14 @@ def check_references(report: JobReport, job: JobFile014) -> None:
                 for argument in refs:
                     if argument not in job.arguments:
                         report.add(
-                            "job.unknown_argument",
+                            ErrorCode.JOB_UNKNOWN_ARGUMENT,
                             f"{argument!r} is not one of the job's step_arguments",
                             (*base, key, argument),
                         )
             target = _same_job_target(job, step)
             if target is not None and target not in job.workflows:
                 report.add(
-                    "job.unknown_workflow",
+                    ErrorCode.JOB_UNKNOWN_WORKFLOW,
                     f"sub_workflow names workflow {target!r}, which this job does not define",
                     (*base, "sub_workflow", "workflow_name"),
                 )
@@ -138,7 +139,7 @@ def _check_arguments(report: JobReport, job: JobFile014) -> None:
         path: KeyPath = ("step_arguments", index)
         if argument.name in seen:
             report.add(
-                "job.duplicate_argument",
+                ErrorCode.JOB_DUPLICATE_ARGUMENT,
                 f"argument {argument.name!r} is declared again; the first declaration is used",
                 (*path, "name"),
                 severity=Severity.WARNING,
@@ -148,7 +149,7 @@ def _check_arguments(report: JobReport, job: JobFile014) -> None:
             continue
         if argument.type is not ArgumentType.FILE_PATH:
             report.add(
-                "job.json_schema_ignored",
+                ErrorCode.JOB_JSON_SCHEMA_IGNORED,
                 "json_schema applies to file_path arguments only; it is ignored here",
                 (*path, "json_schema"),
                 severity=Severity.WARNING,
@@ -156,7 +157,7 @@ def _check_arguments(report: JobReport, job: JobFile014) -> None:
             continue
         problem = json_schema_problem(argument.json_schema)
         if problem is not None:
-            report.add("job.invalid_json_schema", problem, (*path, "json_schema"))
+            report.add(ErrorCode.JOB_INVALID_JSON_SCHEMA, problem, (*path, "json_schema"))
 
 
 def json_schema_problem(schema: dict[str, Any]) -> str | None:
@@ -193,7 +194,7 @@ def _check_sub_workflow_cycles(report: JobReport, job: JobFile014) -> None:
             target = pending[-1].pop()
             if target == start:
                 report.add(
-                    "job.sub_workflow_cycle",
+                    ErrorCode.JOB_SUB_WORKFLOW_CYCLE,
                     f"workflow {start!r} starts itself: {' -> '.join([*trail, start])}",
                     ("workflows", start),
                 )

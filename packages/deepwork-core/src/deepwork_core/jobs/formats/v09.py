@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.yamlio import KeyPath
 from deepwork_core.jobs.model import (
     HookAction,
@@ -79,7 +80,7 @@ def allowed_keys(path: KeyPath) -> Sequence[str] | None:
     return [key for key in model.model_fields if key not in excluded]
 
 
-def check_09_subset(data: dict[str, Any]) -> Iterator[tuple[str, str, KeyPath]]:
+def check_09_subset(data: dict[str, Any]) -> Iterator[tuple[ErrorCode, str, KeyPath]]:
     """(code, message, key path) for each use of a newer-format key or a missing 0.9 key."""
     for path, node in _objects(data):
         model = model_at(path)
@@ -88,17 +89,17 @@ def check_09_subset(data: dict[str, Any]) -> Iterator[tuple[str, str, KeyPath]]:
         for key in sorted(NEWER_ONLY.get(model, frozenset()) & node.keys()):
             hint = ", ".join(allowed_keys(path) or [])
             yield (
-                "job.unknown_key",
+                ErrorCode.JOB_UNKNOWN_KEY,
                 f"unknown key {key!r} (allowed here: {hint}); {key!r} belongs to the 0.10+ "
                 "format (see docs/job-format.md)",
                 (*path, key),
             )
         for key in REQUIRED_IN_09.get(model, ()):
             if key not in node:
-                yield "job.missing_key", "required key is missing", (*path, key)
+                yield ErrorCode.JOB_MISSING_KEY, "required key is missing", (*path, key)
         if model is OutputSpec and node.get("type") in NEWER_OUTPUT_TYPES:
             yield (
-                "job.invalid_value",
+                ErrorCode.JOB_INVALID_VALUE,
                 f"output type {node['type']!r} belongs to the 0.10+ format; a 0.9-style "
                 "job declares 'file' or 'files'",
                 (*path, "type"),

@@ -1,0 +1,54 @@
+"""`ErrorCode` members are the codes users see: plain text on the wire, each with its meaning."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from deepwork_core.base.error_codes import ErrorCode
+from deepwork_core.base.errors import DeepWorkError, GitError, Problem
+
+
+def test_a_code_reads_as_its_plain_text_everywhere_it_is_shown() -> None:
+    code = ErrorCode.SESSION_NONE_ACTIVE
+    assert str(code) == "session.none_active"
+    assert f"{code}: no workflow" == "session.none_active: no workflow"
+    assert f"{code:>20}" == " session.none_active"
+    assert "%s" % code == "session.none_active"  # noqa: UP031 (logging formats this way)
+    assert json.dumps({"code": code}) == '{"code": "session.none_active"}'
+    assert code == "session.none_active"
+    assert {"session.none_active": 1}[code] == 1
+
+
+def test_errors_and_findings_show_the_plain_code() -> None:
+    error = GitError("git failed", code=ErrorCode.GIT_TIMEOUT)
+    assert error.code == "git.timeout"
+    assert f"{error.code}: {error}" == "git.timeout: git failed"
+    assert DeepWorkError("x").code == "deepwork.error"
+    problem = Problem(ErrorCode.JOB_NOT_FOUND, "no job", Path("job.yml"), 3)
+    assert str(problem) == "job.yml:3: job.not_found: no job"
+
+
+def test_a_code_text_finds_its_member() -> None:
+    assert ErrorCode("yaml.syntax") is ErrorCode.YAML_SYNTAX
+    with pytest.raises(ValueError, match=r"yaml\.nonsense"):
+        ErrorCode("yaml.nonsense")
+
+
+@pytest.mark.parametrize("code", list(ErrorCode), ids=str)
+def test_every_code_is_named_after_its_text_and_has_a_meaning(code: ErrorCode) -> None:
+    assert code.name == code.value.upper().replace(".", "_")
+    assert code.meaning
+    assert code.meaning == " ".join(code.meaning.split()), "wrapped lines join with one space"
+    assert code.meaning.endswith("."), code.meaning
+
+
+def test_meanings_are_read_from_the_string_under_each_member() -> None:
+    assert ErrorCode.SESSION_NONE_ACTIVE.meaning == (
+        "No workflow is active (and no `session_id` was given)."
+    )
+    assert ErrorCode.APPROVAL_CORRUPT.meaning == (
+        "An approval file under `.deepwork/tmp/approvals/` cannot be read; delete it and have the "
+        "agent call `finished_step` again."
+    )
