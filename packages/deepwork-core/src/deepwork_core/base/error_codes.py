@@ -220,17 +220,16 @@ CODES: dict[str, str] = {
     "lists the accepted ones.",
     "inputs.wrong_type": "A start parameter has the wrong type: text for `string`, a path or a "
     "list of paths for `file_path`.",
-    "job.duplicate_argument": "Warning (0.10+ format): a step argument is declared twice; the "
+    "job.duplicate_argument": "Warning (0.10 format): a step argument is declared twice; the "
     "first declaration is used.",
     "job.invalid_json_schema": "A `json_schema` of a step argument is not a valid JSON Schema.",
     "job.invalid_step_body": "A step has none, or more than one, of `instructions`, "
     "`instructions_file` and `sub_workflow`.",
-    "job.json_schema_ignored": "Warning (0.10+ format): `json_schema` on a `string` argument has "
+    "job.json_schema_ignored": "Warning (0.10 format): `json_schema` on a `string` argument has "
     "no effect.",
     "job.sub_workflow_cycle": "A workflow starts itself through `sub_workflow` steps, directly or "
     "through others of the job.",
-    "job.unknown_argument": "A step input or output (0.10+ format) names no declared step "
-    "argument.",
+    "job.unknown_argument": "A step input or output (0.10 format) names no declared step argument.",
     "job.unknown_workflow": "A `sub_workflow` names a workflow the job does not define.",
     "outputs.schema_mismatch": "A submitted file does not parse as JSON or does not satisfy the "
     "output’s `json_schema`; the error names each violation.",

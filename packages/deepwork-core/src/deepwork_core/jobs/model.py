@@ -1,8 +1,8 @@
 """The job model: one definition of a job, whichever `job.yml` format (docs/job-format.md).
 
-Two file formats map onto these models (see docs/job-format.md): the 0.9-style format is these
-models minus the keys only the newer format can express (`deepwork_core.jobs.formats.v09` lists them
-and rejects them in 0.9-style files), and the 0.10+ format (`deepwork_core.jobs.formats.v010_model`)
+Two file formats map onto these models (see docs/job-format.md): the 0.9 format is these
+models minus the keys only the 0.10 format can express (`deepwork_core.jobs.formats.v09` lists them
+and rejects them in 0.9-format files), and the 0.10 format (`deepwork_core.jobs.formats.v010_model`)
 is read and translated by `deepwork_core.jobs.formats.v010`. The engine, the gate, hooks and
 listings see only these models. The JSON Schema shipped in
 `deepwork_core/jobs/schemas/job.schema.json` is generated from both (`deepwork_core.jobs.schema`),
@@ -61,9 +61,9 @@ class _Strict(BaseModel):
 class OutputType(StrEnum):
     FILE = "file"
     FILES = "files"
-    #: 0.10+ format: one path or a list of paths.
+    #: 0.10 format: one path or a list of paths.
     FILE_PATH = "file_path"
-    #: 0.10+ format: inline text, not a file.
+    #: 0.10 format: inline text, not a file.
     STRING = "string"
 
     @property
@@ -88,7 +88,7 @@ class OutputSpec(_Strict):
 
 
 class InputType(StrEnum):
-    """What a start parameter's value is (0.10+ format; 0.9-style parameters are text)."""
+    """What a start parameter's value is (0.10 format; 0.9-format parameters are text)."""
 
     STRING = "string"
     FILE_PATH = "file_path"
@@ -184,14 +184,14 @@ class StepHooks(_Strict):
 
 
 class ReviewStrategy(StrEnum):
-    """How a review of one output groups its files (0.10+ format)."""
+    """How a review of one output groups its files (0.10 format)."""
 
     INDIVIDUAL = "individual"
     MATCHES_TOGETHER = "matches_together"
 
 
 class ReviewContext(_Strict):
-    """Extra context a 0.10+ review asks for."""
+    """Extra context a 0.10-format review asks for."""
 
     all_changed_filenames: StrictBool = False
     unchanged_matching_files: StrictBool = False
@@ -200,7 +200,7 @@ class ReviewContext(_Strict):
 class Review(_Strict):
     """A quality review of a step's outputs.
 
-    A review from a 0.10+ job has no criteria: its free-text instructions are the
+    A review from a 0.10-format job has no criteria: its free-text instructions are the
     `additional_review_guidance`, and `strategy` says whether the files of a multi-file output are
     reviewed one by one or together.
     """
@@ -269,7 +269,7 @@ class ScopeGuard(StrEnum):
 
 class Step(_Strict):
     """One step. Its work is given by exactly one of `instructions_file` (a job-relative file),
-    `instructions` (inline) or `sub_workflow`; 0.9-style files always use `instructions_file`."""
+    `instructions` (inline) or `sub_workflow`; 0.9-format files always use `instructions_file`."""
 
     id: Name
     name: NonEmptyText

@@ -1,7 +1,7 @@
 """Reading `job.yml` in either format, with every check of docs/job-format.md.
 
 `parse_job_dir()` tells the format by its shape (`step_arguments`, or `workflows` as a mapping,
-mean the 0.10+ format), never stops at the first problem, and reports every shape error (from the
+mean the 0.10 format), never stops at the first problem, and reports every shape error (from the
 pydantic models) and every semantic error it can still check, each with file, line, step and key.
 Both formats end in the same `JobDefinition`. Codes are stable (tests and tools match on them):
 
@@ -9,8 +9,8 @@ shape — `job.missing_key`, `job.unknown_key`, `job.wrong_type`, `job.pattern_m
 `job.too_short`, `job.too_long`, `job.invalid_value`, `job.invalid_input`,
 `job.invalid_hook_action`, `job.invalid_step_body`;
 semantics — see `deepwork_core.jobs.checks` (both formats) and `deepwork_core.jobs.formats.v010`
-(0.10+), and `job.name_mismatch`; files (`check_job_files`) — `job.file_missing`; reading — `yaml.*`
-(see `deepwork_core.base.yamlio`), `yaml.empty`, `yaml.not_mapping`.
+(the 0.10 format), and `job.name_mismatch`; files (`check_job_files`) — `job.file_missing`;
+reading — `yaml.*` (see `deepwork_core.base.yamlio`), `yaml.empty`, `yaml.not_mapping`.
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ from deepwork_core.base.layout import JOB_FILE
 from deepwork_core.base.yamlio import KeyPath, YamlDocument, parse_yaml, read_limited
 from deepwork_core.jobs.checks import check_semantics, salvage, step_file_refs
 from deepwork_core.jobs.formats import v09
-from deepwork_core.jobs.formats.v010 import read_014
-from deepwork_core.jobs.formats.v010_model import is_014_shape
+from deepwork_core.jobs.formats.v010 import read_v010
+from deepwork_core.jobs.formats.v010_model import is_v010_shape
 from deepwork_core.jobs.model import JobDefinition, Step, Workflow
 from deepwork_core.jobs.report import JobReport
 
-JobFormat = Literal["0.9", "0.14"]
+JobFormat = Literal["0.9", "0.10"]
 
 
 @dataclass(frozen=True)
@@ -134,12 +134,12 @@ def parse_job_document(
             report.add("yaml.not_mapping", f"the top level must be a mapping, not {kind}", ())
         return ParsedJob(job_dir, None, tuple(report.problems), document.lines)
 
-    job_format: JobFormat = "0.14" if is_014_shape(data) else "0.9"
+    job_format: JobFormat = "0.10" if is_v010_shape(data) else "0.9"
     origins: Mapping[str, KeyPath] = {}
-    if job_format == "0.14":
-        report, definition, origins = read_014(document, job_file)
+    if job_format == "0.10":
+        report, definition, origins = read_v010(document, job_file)
     else:
-        report, definition = _read_09(document, data, job_dir)
+        report, definition = _read_v09(document, data, job_dir)
 
     name = data.get("name")
     if expected_name is not None and isinstance(name, str) and name != expected_name:
@@ -158,11 +158,11 @@ def parse_job_document(
     )
 
 
-def _read_09(
+def _read_v09(
     document: YamlDocument, data: dict[str, Any], job_dir: Path
 ) -> tuple[JobReport, JobDefinition | None]:
     report = JobReport(job_dir / JOB_FILE, document, allowed_keys=v09.allowed_keys)
-    for code, message, path in v09.check_09_subset(data):
+    for code, message, path in v09.check_v09_subset(data):
         report.add(code, message, path)
     definition: JobDefinition | None = None
     try:
@@ -192,7 +192,7 @@ def check_job_files(parsed: ParsedJob) -> list[Problem]:
     ]
     if not missing:
         return []
-    if parsed.format == "0.14":  # steps are named from the file's data: read it again
+    if parsed.format == "0.10":  # steps are named from the file's data: read it again
         document = _document_of(parsed.job_file)
     else:
         document = YamlDocument(None, parsed.lines or _document_of(parsed.job_file).lines)

@@ -1,4 +1,4 @@
-"""The shape of a `job.yml` in the 0.10+ format (DeepWork 0.10 to 0.14; docs/job-format.md).
+"""The shape of a `job.yml` in the 0.10 format (DeepWork 0.10 to 0.14; docs/job-format.md).
 
 A job declares `step_arguments` (named strings or file paths) and a mapping of workflows, each an
 ordered list of steps whose `inputs` and `outputs` name those arguments. These models only check the
@@ -124,8 +124,8 @@ class WorkflowSpec(_Strict):
     post_workflow_instructions: str | None = None
 
 
-class JobFile014(_Strict):
-    """The content of one `job.yml` in the 0.10+ format."""
+class JobFileV010(_Strict):
+    """The content of one `job.yml` in the 0.10 format."""
 
     name: Name
     summary: Summary
@@ -146,8 +146,8 @@ class JobFile014(_Strict):
         return by_name
 
 
-def is_014_shape(data: object) -> bool:
-    """True when `data` (a parsed job.yml) is written in the 0.10+ format."""
+def is_v010_shape(data: object) -> bool:
+    """True when `data` (a parsed job.yml) is written in the 0.10 format."""
     if not isinstance(data, dict):
         return False
     return "step_arguments" in data or isinstance(data.get("workflows"), dict)

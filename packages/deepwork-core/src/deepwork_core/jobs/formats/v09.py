@@ -1,9 +1,9 @@
-"""The 0.9-style `job.yml` format: the job model minus what only the 0.10+ format can say.
+"""The 0.9 `job.yml` format: the job model minus what only the 0.10 format can say.
 
-The job model (`deepwork_core.jobs.model`) carries both formats. A 0.9-style file may not use the
-keys listed in `NEWER_ONLY`, must give the keys listed in `REQUIRED_IN_09`, and declares outputs
-of type `file` or `files` only. `check_09_subset()` reports each violation with its key path;
-`schema_09()` is the model's JSON Schema narrowed the same way (for the shipped schema).
+The job model (`deepwork_core.jobs.model`) carries both formats. A 0.9-format file may not use the
+keys listed in `V010_ONLY`, must give the keys listed in `REQUIRED_IN_V09`, and declares outputs
+of type `file` or `files` only. `check_v09_subset()` reports each violation with its key path;
+`schema_v09()` is the model's JSON Schema narrowed the same way (for the shipped schema).
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from deepwork_core.jobs.model import (
     Workflow,
 )
 
-#: Model -> keys a 0.9-style file may not use (only the 0.10+ format can express them).
-NEWER_ONLY: dict[type[BaseModel], frozenset[str]] = {
+#: Model -> keys a 0.9-format file may not use (only the 0.10 format can express them).
+V010_ONLY: dict[type[BaseModel], frozenset[str]] = {
     JobDefinition: frozenset(),
     Step: frozenset({"instructions", "sub_workflow", "process_requirements"}),
     Workflow: frozenset(
@@ -38,18 +38,18 @@ NEWER_ONLY: dict[type[BaseModel], frozenset[str]] = {
     StepInput: frozenset({"required", "type"}),
     Review: frozenset({"strategy", "agent", "additional_context"}),
 }
-#: Model -> keys the model leaves optional (for the 0.10+ format) that a 0.9-style file needs.
-REQUIRED_IN_09: dict[type[BaseModel], tuple[str, ...]] = {
+#: Model -> keys the model leaves optional (for the 0.10 format) that a 0.9-format file needs.
+REQUIRED_IN_V09: dict[type[BaseModel], tuple[str, ...]] = {
     JobDefinition: ("version", "common_job_info_provided_to_all_steps_at_runtime"),
     Step: ("instructions_file",),
     Review: ("quality_criteria",),
 }
-OUTPUT_TYPES_09 = (OutputType.FILE.value, OutputType.FILES.value)
-NEWER_OUTPUT_TYPES = (OutputType.FILE_PATH.value, OutputType.STRING.value)
+OUTPUT_TYPES_V09 = (OutputType.FILE.value, OutputType.FILES.value)
+V010_OUTPUT_TYPES = (OutputType.FILE_PATH.value, OutputType.STRING.value)
 
 
 def model_at(path: KeyPath) -> type[BaseModel] | None:
-    """The model that validates the object at `path` of a 0.9-style file."""
+    """The model that validates the object at `path` of a 0.9-format file."""
     match path:
         case ():
             return JobDefinition
@@ -71,42 +71,42 @@ def model_at(path: KeyPath) -> type[BaseModel] | None:
 
 
 def allowed_keys(path: KeyPath) -> Sequence[str] | None:
-    """The keys a 0.9-style file may write at `path`."""
+    """The keys a 0.9-format file may write at `path`."""
     model = model_at(path)
     if model is None:
         return None
-    excluded = NEWER_ONLY.get(model, frozenset())
+    excluded = V010_ONLY.get(model, frozenset())
     return [key for key in model.model_fields if key not in excluded]
 
 
-def check_09_subset(data: dict[str, Any]) -> Iterator[tuple[str, str, KeyPath]]:
-    """(code, message, key path) for each use of a newer-format key or a missing 0.9 key."""
+def check_v09_subset(data: dict[str, Any]) -> Iterator[tuple[str, str, KeyPath]]:
+    """(code, message, key path) for each use of a 0.10-format key or a missing 0.9 key."""
     for path, node in _objects(data):
         model = model_at(path)
         if model is None:
             continue
-        for key in sorted(NEWER_ONLY.get(model, frozenset()) & node.keys()):
+        for key in sorted(V010_ONLY.get(model, frozenset()) & node.keys()):
             hint = ", ".join(allowed_keys(path) or [])
             yield (
                 "job.unknown_key",
-                f"unknown key {key!r} (allowed here: {hint}); {key!r} belongs to the 0.10+ "
-                "format (see docs/job-format.md)",
+                f"unknown key {key!r} (allowed here: {hint}); {key!r} belongs to the 0.10 format "
+                "(see docs/job-format.md)",
                 (*path, key),
             )
-        for key in REQUIRED_IN_09.get(model, ()):
+        for key in REQUIRED_IN_V09.get(model, ()):
             if key not in node:
                 yield "job.missing_key", "required key is missing", (*path, key)
-        if model is OutputSpec and node.get("type") in NEWER_OUTPUT_TYPES:
+        if model is OutputSpec and node.get("type") in V010_OUTPUT_TYPES:
             yield (
                 "job.invalid_value",
-                f"output type {node['type']!r} belongs to the 0.10+ format; a 0.9-style "
-                "job declares 'file' or 'files'",
+                f"output type {node['type']!r} belongs to the 0.10 format; a job in the "
+                "0.9 format declares 'file' or 'files'",
                 (*path, "type"),
             )
 
 
 def _objects(data: dict[str, Any]) -> Iterator[tuple[KeyPath, dict[str, Any]]]:
-    """Every mapping of a 0.9-style file that NEWER_ONLY or REQUIRED_IN_09 concerns."""
+    """Every mapping of a 0.9-format file that V010_ONLY or REQUIRED_IN_V09 concerns."""
     yield (), data
     for index, step in _items(data.get("steps")):
         yield ("steps", index), step
@@ -127,28 +127,28 @@ def _items(value: object) -> Iterator[tuple[int, dict[str, Any]]]:
             yield index, item
 
 
-_DEF_NAMES = {model.__name__: model for model in NEWER_ONLY}
+_DEF_NAMES = {model.__name__: model for model in V010_ONLY}
 
 
-def schema_09(definitions: dict[str, Any]) -> None:
-    """Narrow the model's schema definitions (in place) to what a 0.9-style file may say."""
+def schema_v09(definitions: dict[str, Any]) -> None:
+    """Narrow the model's schema definitions (in place) to what a 0.9-format file may say."""
     for name, model in _DEF_NAMES.items():
         node = definitions.get(name)
         if node is None:
             continue
         properties = node.get("properties", {})
-        for key in NEWER_ONLY[model]:
+        for key in V010_ONLY[model]:
             properties.pop(key, None)
-        for key in REQUIRED_IN_09.get(model, ()):
+        for key in REQUIRED_IN_V09.get(model, ()):
             options = properties.get(key, {}).pop("anyOf", None)
             if options is not None:  # optional in the model: `X or null` becomes `X`
                 properties[key].update(next(o for o in options if o != {"type": "null"}))
                 properties[key].pop("default", None)
-        required = [*node.get("required", []), *REQUIRED_IN_09.get(model, ())]
+        required = [*node.get("required", []), *REQUIRED_IN_V09.get(model, ())]
         if required:
             node["required"] = sorted(set(required), key=required.index)
     output = definitions.get(OutputSpec.__name__, {}).get("properties", {})
     if "type" in output:
-        output["type"] = {"enum": list(OUTPUT_TYPES_09), "type": "string"}
+        output["type"] = {"enum": list(OUTPUT_TYPES_V09), "type": "string"}
     definitions.pop(OutputType.__name__, None)
     definitions.pop(InputType.__name__, None)
