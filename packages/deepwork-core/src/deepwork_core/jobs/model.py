@@ -13,10 +13,10 @@ Cross-reference checks live in
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from enum import StrEnum
 from functools import cached_property
-from typing import Annotated, Any, Self
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Self
 
 from pydantic import (
     BaseModel,
@@ -240,8 +240,8 @@ def check_evidence_fields(
 ) -> None:
     """Raise the validation error of a bad `may_change` glob or `approval.show` name.
 
-    Both job formats call it on a step, so both report `job.invalid_may_change` and
-    `job.invalid_approval` the same way (docs/evidence.md).
+    `StepRules` calls it for the step of either format, so both report `job.invalid_may_change`
+    and `job.invalid_approval` the same way (docs/evidence.md).
     """
     for pattern in may_change:
         if pattern.startswith("/") or ".." in pattern.split("/"):
@@ -259,6 +259,62 @@ def check_evidence_fields(
         )
 
 
+# The keys a step has in both formats, declared once: the domain `Step` and the 0.10 format's
+# `WorkflowStep` (`deepwork_core.jobs.formats.v010_model`) both use these and `StepRules`.
+InstructionsFile = Annotated[
+    NonEmptyText | None,
+    Field(description="A job-relative Markdown file with the step's instructions."),
+]
+ProcessRequirements = Annotated[
+    Annotated[dict[NonEmptyText, NonEmptyText], Field(min_length=1)] | None,
+    Field(description="Requirement name -> statement, checked against the agent's work summary."),
+]
+MayChange = Annotated[
+    list[NonEmptyText],
+    Field(
+        default_factory=list,
+        description="Project-relative globs of files the step may change besides its outputs.",
+    ),
+]
+STEP_BODY_KEYS = ("instructions_file", "instructions", "sub_workflow")
+
+
+class StepRules(_Strict):
+    """The checks a step gets in both formats (docs/job-format.md, docs/evidence.md).
+
+    Its subclasses declare the fields (with the types above); a step gives at most one body
+    (exactly one where `BODY_REQUIRED`), and its `may_change` and `approval` are checked against
+    its outputs.
+    """
+
+    BODY_REQUIRED: ClassVar[bool] = False
+
+    if TYPE_CHECKING:
+        instructions_file: str | None
+        instructions: str | None
+        sub_workflow: SubWorkflowRef | None
+        outputs: Mapping[str, object]
+        may_change: list[str]
+        approval: Approval | None
+
+    @model_validator(mode="after")
+    def _evidence_fields(self) -> Self:
+        check_evidence_fields(self.may_change, self.approval, self.outputs)
+        return self
+
+    @model_validator(mode="after")
+    def _one_body(self) -> Self:
+        given = [key for key in STEP_BODY_KEYS if getattr(self, key) is not None]
+        if len(given) > 1 or (self.BODY_REQUIRED and not given):
+            raise PydanticCustomError(
+                "step_body_shape",
+                "a step has exactly one of 'instructions_file', 'instructions' or "
+                "'sub_workflow' (got {got})",
+                {"got": ", ".join(given) or "none"},
+            )
+        return self
+
+
 class ScopeGuard(StrEnum):
     """What the scope guard does with files a step changed without declaring them."""
 
@@ -267,21 +323,17 @@ class ScopeGuard(StrEnum):
     OFF = "off"  # not checked
 
 
-class Step(_Strict):
+class Step(StepRules):
     """One step. Its work is given by exactly one of `instructions_file` (a job-relative file),
     `instructions` (inline) or `sub_workflow`; 0.9-format files always use `instructions_file`."""
 
     id: Name
     name: NonEmptyText
     description: NonEmptyText
-    instructions_file: NonEmptyText | None = None
+    instructions_file: InstructionsFile = None
     instructions: NonEmptyText | None = None
     sub_workflow: SubWorkflowRef | None = None
-    process_requirements: dict[NonEmptyText, NonEmptyText] | None = Field(
-        default=None,
-        min_length=1,
-        description="Requirement name -> statement, checked against the agent's work summary.",
-    )
+    process_requirements: ProcessRequirements = None
     inputs: list[StepInput] = Field(default_factory=list)
     outputs: dict[NonEmptyText, OutputSpec]
     dependencies: list[Name] = Field(default_factory=list)
@@ -293,32 +345,8 @@ class Step(_Strict):
     exposed: StrictBool = False
     hidden: StrictBool = False
     agent: NonEmptyText | None = None
-    may_change: list[NonEmptyText] = Field(
-        default_factory=list,
-        description="Project-relative globs of files the step may change besides its outputs.",
-    )
+    may_change: MayChange
     approval: Approval | None = None
-
-    @model_validator(mode="after")
-    def _evidence_fields(self) -> Self:
-        check_evidence_fields(self.may_change, self.approval, self.outputs)
-        return self
-
-    @model_validator(mode="after")
-    def _one_body(self) -> Self:
-        given = [
-            key
-            for key in ("instructions_file", "instructions", "sub_workflow")
-            if getattr(self, key) is not None
-        ]
-        if len(given) > 1:
-            raise PydanticCustomError(
-                "step_body_shape",
-                "a step has exactly one of 'instructions_file', 'instructions' or "
-                "'sub_workflow' (got {got})",
-                {"got": ", ".join(given)},
-            )
-        return self
 
     def hook_actions(self, event: str) -> list[HookAction]:
         """The actions for `after_agent`, `before_tool` or `before_prompt` (stop_hooks included)."""
