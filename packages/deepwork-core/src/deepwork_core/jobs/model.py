@@ -1,22 +1,21 @@
 """The job model: one definition of a job, whichever `job.yml` format (docs/job-format.md).
 
-Two file formats map onto these models (see docs/job-format.md): the 0.9 format is these
-models minus the keys only the 0.10 format can express (`deepwork_core.jobs.formats.v09` lists them
-and rejects them in 0.9-format files), and the 0.10 format (`deepwork_core.jobs.formats.v010_model`)
-is read and translated by `deepwork_core.jobs.formats.v010`. The engine, the gate, hooks and
-listings see only these models. The JSON Schema shipped in
-`deepwork_core/jobs/schemas/job.schema.json` is generated from both (`deepwork_core.jobs.schema`),
-and a test fails when the shipped file drifts. Every object level rejects unknown keys.
-Cross-reference checks live in
-`deepwork_core.jobs.checks`.
+Each format is a reader that translates a file into these models: the 0.9 format
+(`deepwork_core.jobs.formats.v09`: its file shape is these models with the keys only the 0.10
+format has taken out and the 0.9.x compatibility keys `stop_hooks`, `exposed`, `hidden` added)
+and the 0.10 format (`deepwork_core.jobs.formats.v010_model`, read by
+`deepwork_core.jobs.formats.v010`). The engine, the gate, hooks and listings see only these
+models. Keys a step has in both formats are declared once here (`InstructionsFile`,
+`ProcessRequirements`, `MayChange`) and checked once (`StepRules`). Every object level rejects
+unknown keys; cross-reference checks live in `deepwork_core.jobs.checks`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from enum import StrEnum
 from functools import cached_property
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Self
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Self, cast
 
 from pydantic import (
     BaseModel,
@@ -30,6 +29,9 @@ from pydantic_core import PydanticCustomError
 
 from deepwork_core.base.identifiers import NAME_PATTERN
 
+if TYPE_CHECKING:
+    from deepwork_core.base.yamlio import KeyPath
+
 Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
 NonEmptyText = Annotated[str, StringConstraints(min_length=1)]
 Summary = Annotated[str, StringConstraints(min_length=1, max_length=200)]
@@ -42,6 +44,17 @@ _FIELDS_SETS: dict[frozenset[str], set[str]] = {}
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @classmethod
+    def from_checked(cls, values: dict[str, Any], given: Iterable[str]) -> Self:
+        """An instance of values that models have already validated; nothing is checked again.
+
+        `given` names the fields the file gave (`model_fields_set`). Readers use it to build the
+        one job model out of a format's own models (docs/job-format.md).
+        """
+        key = frozenset(given)
+        fields_set = _FIELDS_SETS.setdefault(key, set(key))
+        return cast("Self", cls.model_construct(_fields_set=fields_set, **values))
 
     @model_validator(mode="after")
     def _share_fields_set(self) -> Self:
@@ -175,6 +188,9 @@ class HookAction(_Strict):
                 {"got": ", ".join(given) or "none"},
             )
         return self
+
+
+HOOK_EVENTS = ("after_agent", "before_tool", "before_prompt")
 
 
 class StepHooks(_Strict):
@@ -339,21 +355,21 @@ class Step(StepRules):
     dependencies: list[Name] = Field(default_factory=list)
     reviews: list[Review]
     hooks: StepHooks | None = None
-    stop_hooks: list[HookAction] = Field(
-        default_factory=list, description="Deprecated: read as hooks.after_agent."
-    )
-    exposed: StrictBool = False
-    hidden: StrictBool = False
     agent: NonEmptyText | None = None
     may_change: MayChange
     approval: Approval | None = None
 
     def hook_actions(self, event: str) -> list[HookAction]:
-        """The actions for `after_agent`, `before_tool` or `before_prompt` (stop_hooks included)."""
-        actions = list(getattr(self.hooks, event, None) or [])
-        if event == "after_agent":
-            actions.extend(self.stop_hooks)
-        return actions
+        """The actions for `after_agent`, `before_tool` or `before_prompt`."""
+        return list(getattr(self.hooks, event, None) or [])
+
+    def hook_action_keys(self) -> list[tuple[HookAction, KeyPath]]:
+        """Every hook action with its key path inside the step (for file checks and reports)."""
+        return [
+            (action, ("hooks", event, position))
+            for event in HOOK_EVENTS
+            for position, action in enumerate(self.hook_actions(event))
+        ]
 
     @property
     def file_inputs(self) -> list[StepInput]:

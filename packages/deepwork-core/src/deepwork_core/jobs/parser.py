@@ -164,19 +164,20 @@ def _read_v09(
     report = JobReport(job_dir / JOB_FILE, document, allowed_keys=v09.allowed_keys)
     for code, message, path in v09.check_v09_subset(data):
         report.add(code, message, path)
-    definition: JobDefinition | None = None
+    job: v09.JobFileV09 | None = None
     try:
-        definition = JobDefinition.model_validate(data)
+        job = v09.JobFileV09.model_validate(data)
     except ValidationError as exc:
         report.add_validation_errors(exc.errors(include_url=False))
-    if definition is not None:
-        steps = list(enumerate(definition.steps))
-        workflows = list(enumerate(definition.workflows))
+    steps: list[tuple[int, Step]]
+    if job is not None:
+        steps = list(enumerate(job.steps))
+        workflows = list(enumerate(job.workflows))
     else:
-        steps = salvage(data, "steps", Step)
+        steps = list(salvage(data, "steps", v09.StepV09))
         workflows = salvage(data, "workflows", Workflow)
     check_semantics(report, steps, workflows, data, job_dir)
-    return report, definition
+    return report, None if job is None else v09.to_definition(job)
 
 
 def check_job_files(parsed: ParsedJob) -> list[Problem]:
@@ -184,22 +185,31 @@ def check_job_files(parsed: ParsedJob) -> list[Problem]:
     definition = parsed.definition
     if definition is None:
         return []
-    missing = [
-        (value, path)
-        for index, step in enumerate(definition.steps)
-        for value, path in step_file_refs(step, parsed.origins.get(step.id, ("steps", index)))
-        if not (parsed.job_dir / value).is_file()
-    ]
+    missing = _missing_files(parsed, definition.steps)
     if not missing:
         return []
     if parsed.format == "0.10":  # steps are named from the file's data: read it again
         document = _document_of(parsed.job_file)
+    elif any("hooks" in path for _, path in missing):
+        # A 0.9 step's `stop_hooks` are among its hooks in the model: name them as the file does.
+        document = _document_of(parsed.job_file)
+        missing = _missing_files(parsed, v09.file_steps(document.data) or definition.steps)
     else:
         document = YamlDocument(None, parsed.lines or _document_of(parsed.job_file).lines)
     report = JobReport(parsed.job_file, document, step_ids=[s.id for s in definition.steps])
     for value, path in missing:
         report.add("job.file_missing", f"file {value!r} does not exist in {parsed.job_dir}", path)
     return report.problems
+
+
+def _missing_files(parsed: ParsedJob, steps: Sequence[Step]) -> list[tuple[str, KeyPath]]:
+    """Each job-relative file the steps name that does not exist, with its key path."""
+    return [
+        (value, path)
+        for index, step in enumerate(steps)
+        for value, path in step_file_refs(step, parsed.origins.get(step.id, ("steps", index)))
+        if not (parsed.job_dir / value).is_file()
+    ]
 
 
 def _document_of(job_file: Path) -> YamlDocument:

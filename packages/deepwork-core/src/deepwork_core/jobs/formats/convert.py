@@ -18,6 +18,8 @@ import yaml
 from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.base.fsutil import atomic_write_text
 from deepwork_core.base.layout import JOB_FILE
+from deepwork_core.base.yamlio import parse_yaml, read_limited
+from deepwork_core.jobs.formats import v09
 from deepwork_core.jobs.formats.to_v010 import to_v010
 from deepwork_core.jobs.formats.to_v09 import to_v09
 from deepwork_core.jobs.parser import JobFormat, ParsedJob, parse_job_source, summarize
@@ -55,6 +57,7 @@ def convert_job(parsed: ParsedJob, target: JobFormat) -> Conversion:
     files: dict[str, str] = {}
     if target == "0.10":
         data, warnings = to_v010(parsed.definition)
+        warnings.extend(v09.legacy_notes(_source_data(parsed.job_file)))
     else:
         existing = {
             path.relative_to(parsed.job_dir).as_posix()
@@ -70,6 +73,14 @@ def convert_job(parsed: ParsedJob, target: JobFormat) -> Conversion:
             code="convert.invalid_result",
         )
     return Conversion(target, text, files, warnings)
+
+
+def _source_data(job_file: Path) -> Any:
+    """The parsed content of the job.yml being converted (None if it no longer reads)."""
+    try:
+        return parse_yaml(read_limited(job_file)).data
+    except DeepWorkError:
+        return None
 
 
 def write_conversion(job_dir: Path, conversion: Conversion, *, in_place: bool) -> list[Path]:

@@ -2,9 +2,9 @@
 
 Exact where the formats say the same thing. What the 0.10 format cannot say is named in a
 warning: concurrent groups (run in order instead), hooks, doc specs, step display names and
-descriptions, `exposed`/`hidden`/per-step `agent`, the job's version and description, steps no
-workflow lists, a second review of one output (merged into one), and a `run_each: step` review
-(attached to the step's first output).
+descriptions, per-step `agent`, the job's version and description, steps no workflow lists, a
+second review of one output (merged into one), and a `run_each: step` review (attached to the
+step's first output). `exposed`/`hidden` of a 0.9 file are named by `v09.legacy_notes`.
 """
 
 from __future__ import annotations
@@ -130,14 +130,11 @@ def evidence_fields(step: Step) -> dict[str, Any]:
 
 def _note_dropped(step: Step, notes: Notes) -> None:
     where = f"step {step.id!r}"
-    if step.hooks is not None or step.stop_hooks:
+    if step.hooks is not None:
         notes.add(f"{where}: hooks have no place in the 0.10 format and are left out")
     for name, spec in step.outputs.items():
         if spec.doc_spec is not None:
             notes.add(f"{where}: output {name!r} loses its doc spec ({spec.doc_spec})")
-    for key in ("exposed", "hidden"):
-        if getattr(step, key):
-            notes.add(f"{where}: {key!r} has no place in the 0.10 format")
     if step.agent is not None:
         notes.add(f"{where}: the step's agent ({step.agent}) has no place in the 0.10 format")
     if step.name != step.id or not step.description.startswith("Step "):

@@ -121,7 +121,7 @@ def _step(
         data["reviews"].append(
             {"run_each": "step", "quality_criteria": dict(step.process_requirements)}
         )
-    for key in ("hooks", "stop_hooks", "exposed", "hidden", "agent"):
+    for key in ("hooks", "agent"):
         if key in step.model_fields_set:
             data[key] = step.model_dump(mode="json", exclude_none=True)[key]
     data.update(evidence_fields(step))

@@ -1,9 +1,12 @@
-"""The 0.9 `job.yml` format: the job model minus what only the 0.10 format can say.
+"""The 0.9 `job.yml` format: its file shape, its rules, and its translation into the job model.
 
-The job model (`deepwork_core.jobs.model`) carries both formats. A 0.9-format file may not use the
-keys listed in `V010_ONLY`, must give the keys listed in `REQUIRED_IN_V09`, and declares outputs
-of type `file` or `files` only. `check_v09_subset()` reports each violation with its key path;
-`schema_v09()` is the model's JSON Schema narrowed the same way (for the shipped schema).
+A 0.9 file is the job model (`deepwork_core.jobs.model`) as written, with two differences, both
+kept here: a step may still give the 0.9.x keys `stop_hooks` (read as `hooks.after_agent`),
+`exposed` and `hidden` (no effect) — `StepV09` and `JobFileV09` accept them and `to_definition()`
+folds them away — and it may not use the keys listed in `V010_ONLY`, must give the keys listed in
+`REQUIRED_IN_V09`, and declares outputs of type `file` or `files` only. `check_v09_subset()`
+reports each violation with its key path; `schema_v09()` narrows the JSON Schema the same way
+(for the shipped schema). See docs/job-format.md.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, StrictBool, ValidationError
 
 from deepwork_core.base.yamlio import KeyPath
 from deepwork_core.jobs.model import (
@@ -27,10 +30,72 @@ from deepwork_core.jobs.model import (
     Workflow,
 )
 
+#: The step keys 0.9.x files may still give; the job model has none of them.
+LEGACY_STEP_KEYS = ("stop_hooks", "exposed", "hidden")
+
+
+class StepV09(Step):
+    """A step as a 0.9 file writes it: a `Step` plus the keys kept for 0.9.x files."""
+
+    stop_hooks: list[HookAction] = Field(
+        default_factory=list, description="Deprecated: read as hooks.after_agent."
+    )
+    exposed: StrictBool = False
+    hidden: StrictBool = False
+
+    def hook_action_keys(self) -> list[tuple[HookAction, KeyPath]]:
+        """The actions of `hooks`, then those of `stop_hooks`, each with its key in the file."""
+        keys = super().hook_action_keys()
+        keys.extend((action, ("stop_hooks", i)) for i, action in enumerate(self.stop_hooks))
+        return keys
+
+
+class JobFileV09(JobDefinition):
+    """The content of one `job.yml` in the 0.9 format."""
+
+    steps: list[StepV09] = Field(min_length=1)  # type: ignore[assignment]
+
+
+def to_definition(job: JobFileV09) -> JobDefinition:
+    """The job model of a valid 0.9 file: `stop_hooks` joins `hooks.after_agent`, the rest stays."""
+    values = {name: getattr(job, name) for name in JobDefinition.model_fields}
+    values["steps"] = [to_step(step) for step in job.steps]
+    return JobDefinition.from_checked(values, job.model_fields_set)
+
+
+def to_step(step: StepV09) -> Step:
+    values = {name: getattr(step, name) for name in Step.model_fields}
+    given = step.model_fields_set - set(LEGACY_STEP_KEYS)
+    if step.stop_hooks:
+        hooks = step.hooks or StepHooks()
+        after_agent = [*hooks.after_agent, *step.stop_hooks]
+        values["hooks"] = hooks.model_copy(update={"after_agent": after_agent})
+        given |= {"hooks"}
+    return Step.from_checked(values, given)
+
+
+def file_steps(data: object) -> list[StepV09] | None:
+    """The steps of a 0.9 file as the file writes them (None when it is no longer valid)."""
+    try:
+        return JobFileV09.model_validate(data).steps
+    except ValidationError:
+        return None
+
+
+def legacy_notes(data: object) -> list[str]:
+    """The conversion warnings for `exposed`/`hidden` set in a 0.9 file (the model has neither)."""
+    return [
+        f"step {step.id!r}: {key!r} has no place in the 0.10 format"
+        for step in file_steps(data) or []
+        for key in ("exposed", "hidden")
+        if getattr(step, key)
+    ]
+
+
 #: Model -> keys a 0.9-format file may not use (only the 0.10 format can express them).
 V010_ONLY: dict[type[BaseModel], frozenset[str]] = {
-    JobDefinition: frozenset(),
-    Step: frozenset({"instructions", "sub_workflow", "process_requirements"}),
+    JobFileV09: frozenset(),
+    StepV09: frozenset({"instructions", "sub_workflow", "process_requirements"}),
     Workflow: frozenset(
         {"agent", "common_job_info_provided_to_all_steps_at_runtime", "post_workflow_instructions"}
     ),
@@ -40,8 +105,8 @@ V010_ONLY: dict[type[BaseModel], frozenset[str]] = {
 }
 #: Model -> keys the model leaves optional (for the 0.10 format) that a 0.9-format file needs.
 REQUIRED_IN_V09: dict[type[BaseModel], tuple[str, ...]] = {
-    JobDefinition: ("version", "common_job_info_provided_to_all_steps_at_runtime"),
-    Step: ("instructions_file",),
+    JobFileV09: ("version", "common_job_info_provided_to_all_steps_at_runtime"),
+    StepV09: ("instructions_file",),
     Review: ("quality_criteria",),
 }
 OUTPUT_TYPES_V09 = (OutputType.FILE.value, OutputType.FILES.value)
@@ -52,9 +117,9 @@ def model_at(path: KeyPath) -> type[BaseModel] | None:
     """The model that validates the object at `path` of a 0.9-format file."""
     match path:
         case ():
-            return JobDefinition
+            return JobFileV09
         case ("steps", int()):
-            return Step
+            return StepV09
         case ("workflows", int()):
             return Workflow
         case ("steps", int(), "outputs", str()):
@@ -76,7 +141,12 @@ def allowed_keys(path: KeyPath) -> Sequence[str] | None:
     if model is None:
         return None
     excluded = V010_ONLY.get(model, frozenset())
-    return [key for key in model.model_fields if key not in excluded]
+    keys = [key for key in model.model_fields if key not in excluded]
+    if model is StepV09:  # the 0.9.x keys, where 0.9.x listed them: after `hooks`
+        keys = [key for key in keys if key not in LEGACY_STEP_KEYS]
+        after = keys.index("hooks") + 1
+        keys[after:after] = LEGACY_STEP_KEYS
+    return keys
 
 
 def check_v09_subset(data: dict[str, Any]) -> Iterator[tuple[str, str, KeyPath]]:
