@@ -1,10 +1,10 @@
-"""The 0.10+ fixture jobs, and their converted 0.9-style twins, walked through `deepwork serve`.
+"""The 0.10 fixture jobs, and their converted 0.9 twins, walked through `deepwork serve`.
 
-Each workflow of each job in `tests/fixtures/jobs_014/` runs end to end over stdio with the
+Each workflow of each job in `tests/fixtures/jobs_v010/` runs end to end over stdio with the
 official `mcp` client: outputs of every declared type are submitted, `json_schema` outputs are
 checked, `sub_workflow` steps run their workflow nested (across jobs too), and approvals are
 answered with `deepwork approve`. The same walk runs on a project whose jobs were converted to the
-0.9-style format by `deepwork jobs convert`.
+0.9 format by `deepwork jobs convert`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from tests.integration.test_stdio import Server, serve
 
 pytestmark = pytest.mark.slow
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "jobs_014"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "jobs_v010"
 JOB_NAMES = sorted(p.parent.name for p in FIXTURES.glob("*/job.yml"))
 
 #: Output contents that satisfy the fixtures' json_schema declarations.
@@ -116,7 +116,7 @@ def _sub_workflow_of(step: dict[str, Any], job: str) -> tuple[str, str] | None:
     return target_job, workflow
 
 
-@pytest.mark.parametrize("fmt", ["0.14", "0.9"])
+@pytest.mark.parametrize("fmt", ["0.10", "0.9"])
 async def test_every_fixture_workflow_walks_to_completion(tmp_path: Path, fmt: str) -> None:
     root = _project(tmp_path, fmt)
     async with serve(root, "server", "--no-quality-gate") as server:
@@ -130,7 +130,7 @@ async def test_every_fixture_workflow_walks_to_completion(tmp_path: Path, fmt: s
 
 
 async def test_json_schema_mismatch_is_reported_at_the_checkpoint(tmp_path: Path) -> None:
-    root = _project(tmp_path, "0.14")
+    root = _project(tmp_path, "0.10")
     (root / "changes.json").write_text(json.dumps({"version": "1.0"}), encoding="utf-8")
     async with serve(root, "server", "--no-quality-gate") as server:
         await server.ok(
@@ -143,7 +143,7 @@ async def test_json_schema_mismatch_is_reported_at_the_checkpoint(tmp_path: Path
 
 
 async def test_string_outputs_reach_later_steps(tmp_path: Path) -> None:
-    root = _project(tmp_path, "0.14")
+    root = _project(tmp_path, "0.10")
     async with serve(root, "server", "--no-quality-gate") as server:
         started = await server.ok(
             "start_workflow", goal="g", job_name="meeting_digest", workflow_name="digest"
@@ -163,7 +163,7 @@ async def test_string_outputs_reach_later_steps(tmp_path: Path) -> None:
 
 
 async def test_start_inputs_reach_the_steps_that_declare_them(tmp_path: Path) -> None:
-    root = _project(tmp_path, "0.14")
+    root = _project(tmp_path, "0.10")
     async with serve(root, "server", "--no-quality-gate") as server:
         await server.error(
             "start_workflow",
@@ -196,7 +196,7 @@ async def test_start_inputs_reach_the_steps_that_declare_them(tmp_path: Path) ->
 async def test_a_sub_workflow_step_runs_its_workflow_nested_and_completes_with_it(
     tmp_path: Path,
 ) -> None:
-    root = _project(tmp_path, "0.14")
+    root = _project(tmp_path, "0.10")
     (root / "plan.md").write_text("# Plan\n")
     (root / "changes.json").write_text(json.dumps(JSON_CONTENT["changes.json"]))
     (root / "notes.md").write_text("# Notes\n")
@@ -218,7 +218,7 @@ async def test_a_sub_workflow_step_runs_its_workflow_nested_and_completes_with_i
 
 
 async def test_the_workflow_agent_is_listed_and_briefed(tmp_path: Path) -> None:
-    root = _project(tmp_path, "0.14")
+    root = _project(tmp_path, "0.10")
     async with serve(root, "server", "--no-quality-gate") as server:
         listing = await server.ok("get_workflows")
         audit = next(job for job in listing["jobs"] if job["name"] == "code_audit")
@@ -230,7 +230,7 @@ async def test_the_workflow_agent_is_listed_and_briefed(tmp_path: Path) -> None:
         assert started["begin_step"]["agent"] == "general-purpose"
 
 
-@pytest.mark.parametrize("fmt", ["0.14", "0.9"])
+@pytest.mark.parametrize("fmt", ["0.10", "0.9"])
 async def test_the_evidence_fields_of_a_newer_job_guard_scope_and_ask_for_approval(
     tmp_path: Path, fmt: str
 ) -> None:

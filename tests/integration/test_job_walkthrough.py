@@ -77,7 +77,7 @@ def _placeholder_outputs(project: Path, step: dict[str, Any]) -> dict[str, str |
 
 
 def _start_inputs(project: Path, job: JobDefinition, workflow: Workflow) -> dict[str, Any]:
-    """What a user gives `start_workflow` for the workflow's start parameters (0.10+ jobs)."""
+    """What a user gives `start_workflow` for the workflow's start parameters (0.10-format jobs)."""
     inputs: dict[str, Any] = {}
     for name, parameter in start_parameters(job, workflow).items():
         if parameter.type is InputType.FILE_PATH:
@@ -209,7 +209,7 @@ async def test_a_scaffolded_job_can_be_started_and_completed(project: Path) -> N
 
 
 def _review_names(job: JobDefinition, step_id: str) -> list[str]:
-    """What the self-review file must name: each criterion, or each requirement (0.10+ jobs,
+    """What the self-review file must name: each criterion, or each requirement (0.10-format jobs,
     whose review criteria are written as `- **name**: question` lines of the instructions)."""
     step = job.step(step_id)
     names = [c for r in step.reviews for c in r.quality_criteria]

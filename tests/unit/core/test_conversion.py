@@ -1,4 +1,4 @@
-"""Converting jobs between the 0.9-style and the 0.10+ format, and back."""
+"""Converting jobs between the 0.9 and the 0.10 format, and back."""
 
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ from tests.unit.core.jobdata import changed, valid_job, write_job
 
 REPO = Path(__file__).resolve().parents[3]
 LIBRARY_JOBS = sorted(p.parent for p in (REPO / "library" / "jobs").glob("*/job.yml"))
-LIBRARY_09 = [p for p in LIBRARY_JOBS if parse_job_dir(p).format == "0.9"]
-LIBRARY_014 = [p for p in LIBRARY_JOBS if parse_job_dir(p).format == "0.14"]
+LIBRARY_V09 = [p for p in LIBRARY_JOBS if parse_job_dir(p).format == "0.9"]
+LIBRARY_V010 = [p for p in LIBRARY_JOBS if parse_job_dir(p).format == "0.10"]
 STANDARD_JOBS = sorted(p.parent for p in STANDARD_JOBS_DIR.glob("*/job.yml"))
-FIXTURES = sorted(p.parent for p in (REPO / "tests" / "fixtures" / "jobs_014").glob("*/job.yml"))
+FIXTURES = sorted(p.parent for p in (REPO / "tests" / "fixtures" / "jobs_v010").glob("*/job.yml"))
 
 
 def _copy(job_dir: Path, tmp_path: Path) -> Path:
@@ -50,12 +50,12 @@ def _round_trip(job_dir: Path, first: str, second: str) -> tuple[ParsedJob, list
     return final, one.warnings + two.warnings
 
 
-@pytest.mark.parametrize("job_dir", LIBRARY_09 + STANDARD_JOBS, ids=lambda p: p.name)
-def test_09_to_014_to_09_keeps_steps_outputs_reviews_and_instructions(
+@pytest.mark.parametrize("job_dir", LIBRARY_V09 + STANDARD_JOBS, ids=lambda p: p.name)
+def test_v09_to_v010_to_v09_keeps_steps_outputs_reviews_and_instructions(
     tmp_path: Path, job_dir: Path
 ) -> None:
     original = parse_job_dir(job_dir).require()
-    final_parsed, warnings = _round_trip(_copy(job_dir, tmp_path), "0.14", "0.9")
+    final_parsed, warnings = _round_trip(_copy(job_dir, tmp_path), "0.10", "0.9")
     final = final_parsed.require()
     listed = {s for w in original.workflows for s in w.step_ids}
     assert [s.id for s in final.steps] == [s.id for s in original.steps if s.id in listed]
@@ -84,15 +84,15 @@ def test_09_to_014_to_09_keeps_steps_outputs_reviews_and_instructions(
     assert final.scope_guard is original.scope_guard
 
 
-@pytest.mark.parametrize("job_dir", FIXTURES + LIBRARY_014, ids=lambda p: p.name)
-def test_014_to_09_to_014_keeps_steps_outputs_and_review_instructions(
+@pytest.mark.parametrize("job_dir", FIXTURES + LIBRARY_V010, ids=lambda p: p.name)
+def test_v010_to_v09_to_v010_keeps_steps_outputs_and_review_instructions(
     tmp_path: Path, job_dir: Path
 ) -> None:
     original = parse_job_dir(job_dir).require()
     copy = _copy(job_dir, tmp_path)
-    to_09 = convert_job(parse_job_dir(copy), "0.9")
-    write_conversion(copy, to_09, in_place=True)
-    back = convert_job(parse_job_dir(copy), "0.14")
+    to_v09 = convert_job(parse_job_dir(copy), "0.9")
+    write_conversion(copy, to_v09, in_place=True)
+    back = convert_job(parse_job_dir(copy), "0.10")
     final = parse_job_source(back.job_yml, job_dir=copy).require()
     assert [s.id for s in final.steps] == [s.id for s in original.steps]
     assert final.scope_guard is original.scope_guard
@@ -103,7 +103,7 @@ def test_014_to_09_to_014_keeps_steps_outputs_and_review_instructions(
         if before.sub_workflow is None:  # a sub-workflow step gets generated instructions
             assert _instructions(copy, final, step.id) == _instructions(job_dir, original, step.id)
     # Each loss is named: process requirements, string outputs, sub-workflows ...
-    lost = " ".join(to_09.warnings)
+    lost = " ".join(to_v09.warnings)
     for step in original.steps:
         if step.process_requirements:
             assert f"step {step.id!r}: process_requirements" in lost
@@ -112,8 +112,8 @@ def test_014_to_09_to_014_keeps_steps_outputs_and_review_instructions(
 
 
 def test_the_library_has_jobs_in_both_formats() -> None:
-    assert len(LIBRARY_09) >= 2
-    assert len(LIBRARY_014) >= 2
+    assert len(LIBRARY_V09) >= 2
+    assert len(LIBRARY_V010) >= 2
 
 
 def test_the_evidence_fields_are_carried_both_ways(tmp_path: Path) -> None:
@@ -121,14 +121,14 @@ def test_the_evidence_fields_are_carried_both_ways(tmp_path: Path) -> None:
     data = changed(data, ("steps", 1, "approval"), {"prompt": "Ship it?", "show": ["report.md"]})
     data["scope_guard"] = "off"
     job_dir = write_job(tmp_path / "older", data)
-    newer = convert_job(parse_job_dir(job_dir), "0.14")
+    newer = convert_job(parse_job_dir(job_dir), "0.10")
     assert newer.job_yml.count("may_change") == 1
     job = parse_job_source(newer.job_yml, job_dir=job_dir).require()
     assert job.scope_guard is ScopeGuard.OFF
     second = job.step("second")
     assert second.may_change == ["docs/**"]
     assert second.approval == Approval(prompt="Ship it?", show=["report.md"])
-    signed = parse_job_dir(REPO / "tests" / "fixtures" / "jobs_014" / "signed_change")
+    signed = parse_job_dir(REPO / "tests" / "fixtures" / "jobs_v010" / "signed_change")
     older = convert_job(signed, "0.9")
     assert not any("may_change" in w or "approval" in w for w in older.warnings)
     back = parse_job_source(older.job_yml, job_dir=signed.job_dir).require()
@@ -152,30 +152,30 @@ def test_criteria_survive_the_text_of_a_newer_review() -> None:
 
 def test_converting_warns_about_each_construct_the_newer_format_lacks() -> None:
     parsed = parse_job_dir(STANDARD_JOBS_DIR / "deepwork_jobs")
-    warnings = convert_job(parsed, "0.14").warnings
+    warnings = convert_job(parsed, "0.10").warnings
     assert any("concurrent groups" in w for w in warnings)
     assert any("version" in w for w in warnings)
 
 
 def test_same_format_and_invalid_jobs_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ConversionError) as same:
-        convert_job(parse_job_dir(FIXTURES[0]), "0.14")
+        convert_job(parse_job_dir(FIXTURES[0]), "0.10")
     assert same.value.code == "convert.same_format"
     (tmp_path / "job.yml").write_text("name: x\n", encoding="utf-8")
     with pytest.raises(ConversionError) as invalid:
-        convert_job(parse_job_dir(tmp_path), "0.14")
+        convert_job(parse_job_dir(tmp_path), "0.10")
     assert invalid.value.code == "convert.invalid_source"
 
 
 def test_writing_never_overwrites(tmp_path: Path) -> None:
-    job_dir = _copy(LIBRARY_09[0], tmp_path)
-    conversion = convert_job(parse_job_dir(job_dir), "0.14")
+    job_dir = _copy(LIBRARY_V09[0], tmp_path)
+    conversion = convert_job(parse_job_dir(job_dir), "0.10")
     [written] = write_conversion(job_dir, conversion, in_place=False)
-    assert written.name == "job.converted-0.14.yml"
+    assert written.name == "job.converted-0.10.yml"
     with pytest.raises(ConversionError) as exists:
         write_conversion(job_dir, conversion, in_place=False)
     assert exists.value.code == "convert.file_exists"
     original = (job_dir / "job.yml").read_text(encoding="utf-8")
     write_conversion(job_dir, conversion, in_place=True)
     assert (job_dir / "job.yml.0.9.bak").read_text(encoding="utf-8") == original
-    assert parse_job_dir(job_dir).format == "0.14"
+    assert parse_job_dir(job_dir).format == "0.10"

@@ -512,7 +512,7 @@ def _rename(root: Path, job: str, new: str) -> str:
 
 def test_a_nested_session_starts_at_the_engine_clock(tmp_path: Path) -> None:
     root = tmp_path / "project"
-    fixtures = Path(__file__).resolve().parents[2] / "fixtures" / "jobs_014"
+    fixtures = Path(__file__).resolve().parents[2] / "fixtures" / "jobs_v010"
     shutil.copytree(fixtures, root / ".deepwork" / "jobs")
     (root / "plan.md").write_text("# Plan\n")
     fixed = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)

@@ -60,9 +60,9 @@ def test_an_unknown_scope_guard_is_a_problem(tmp_path: Path) -> None:
     assert parsed.problems[0].key == "scope_guard"
 
 
-# --- the 0.10+ format ----------------------------------------------------------------------------
+# --- the 0.10 format ----------------------------------------------------------------------------
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "jobs_014"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "jobs_v010"
 PLAN_STEP = ("workflows", "change", "steps", 0)
 
 
@@ -75,7 +75,7 @@ def _signed_change() -> dict[str, Any]:
 
 def test_a_newer_job_declares_the_fields_on_its_workflow_steps() -> None:
     parsed = parse_job_dir(FIXTURES / "signed_change")
-    assert parsed.format == "0.14"
+    assert parsed.format == "0.10"
     job = parsed.require()
     assert job.scope_guard is ScopeGuard.STRICT
     plan, apply = job.step("plan"), job.step("apply")
@@ -131,7 +131,7 @@ def test_a_newer_job_without_the_fields_gets_the_defaults(tmp_path: Path) -> Non
         ),
     ],
 )
-def test_a_newer_job_reports_bad_fields_like_a_09_style_job(
+def test_a_v010_job_reports_bad_fields_like_a_v09_job(
     tmp_path: Path, path: tuple[str | int, ...], value: Any, code: str, key: str
 ) -> None:
     parsed = parse_job_dir(write_job(tmp_path, changed(_signed_change(), path, value)))
@@ -149,7 +149,7 @@ def test_an_unknown_approval_key_hints_at_prompt_and_show(tmp_path: Path) -> Non
     assert "show" in problem.message
 
 
-@pytest.mark.parametrize("newer", [False, True], ids=["0.9", "0.14"])
+@pytest.mark.parametrize("newer", [False, True], ids=["0.9", "0.10"])
 def test_the_shipped_schema_covers_the_fields_in_both_formats(newer: bool) -> None:
     validator = jsonschema.Draft202012Validator(
         json.loads(JOB_SCHEMA_PATH.read_text(encoding="utf-8"))

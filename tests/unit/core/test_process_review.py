@@ -1,4 +1,4 @@
-"""Review tasks of 0.10+ jobs: instructions as criteria, strategies, text outputs, processes."""
+"""Review tasks of 0.10 jobs: instructions as criteria, strategies, text outputs, processes."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from deepwork_core.jobs.parser import load_job
 
 JOB_YML = """\
 name: newer
-summary: A 0.10+ job
+summary: A 0.10-format job
 step_arguments:
   - name: topic
     description: The topic

@@ -89,7 +89,7 @@ def test_every_step_is_reachable_and_reviewed(job_dir: Path) -> None:
             continue
         assert step.reviews or step.process_requirements, f"{step.id} has no review"
         for review in step.reviews:
-            # A 0.10+ review is judged on its instructions: criteria written as questions there.
+            # A 0.10 review is judged on its instructions: criteria written as questions there.
             assert review.quality_criteria or review.additional_review_guidance, step.id
             for name, question in review.quality_criteria.items():
                 assert "?" in question, f"{step.id}/{name} is not a question"

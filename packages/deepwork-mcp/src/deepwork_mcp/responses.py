@@ -27,7 +27,7 @@ def _is_none(value: object) -> bool:
     return value is None
 
 
-#: A field added for 0.10+ jobs, left out of the wire form when None: it is rarely set, and
+#: A field added for 0.10-format jobs, left out of the wire form when None: it is rarely set, and
 #: every byte of a listing or brief is paid for in every conversation.
 _Sparse = Field(default=None, exclude_if=_is_none)
 
@@ -44,7 +44,7 @@ _Text = Annotated[str, BeforeValidator(_text)]
 class WorkflowInfo(_Model):
     name: str
     summary: str
-    #: Hand the whole workflow to this agent type (0.10+ jobs); left out when not set.
+    #: Hand the whole workflow to this agent type (0.10-format jobs); left out when not set.
     agent: str | None = _Sparse
 
 
@@ -110,7 +110,7 @@ class ActiveStepInfo(_Model):
     step_instructions: str = Field(validation_alias="instructions")
     common_job_info: str
     step_inputs: list[StepInputInfo] = Field(validation_alias="inputs")
-    #: The agent type the workflow is handed to (0.10+ jobs), if set.
+    #: The agent type the workflow is handed to (0.10-format jobs), if set.
     agent: str | None = _Sparse
 
 

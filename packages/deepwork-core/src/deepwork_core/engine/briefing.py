@@ -63,7 +63,7 @@ class StepBrief:
     expected_outputs: list[ExpectedOutput]
     reviews: list[StepReview]
     inputs: list[ResolvedInput]
-    #: The agent type the workflow is handed to (0.10+ workflows), if any.
+    #: The agent type the workflow is handed to (0.10-format workflows), if any.
     agent: str | None = None
 
     @property

@@ -1,6 +1,6 @@
-"""Review tasks of the 0.10+ format's constructs (docs/job-format.md, docs/quality-gate.md).
+"""Review tasks of the 0.10 format's constructs (docs/job-format.md, docs/quality-gate.md).
 
-- A review without criteria (from a 0.10+ job) is judged on its instructions: one criterion.
+- A review without criteria (from a 0.10-format job) is judged on its instructions: one criterion.
 - `strategy` decides whether a multi-file output is reviewed file by file or as one set.
 - `string` outputs are text, not files: the reviewer reads them in the task's guidance.
 - `process_requirements` are judged against the agent's `work_summary`, one task per step.

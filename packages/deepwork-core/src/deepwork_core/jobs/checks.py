@@ -18,10 +18,8 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import PathOutsideProjectError, Severity
 from deepwork_core.base.identifiers import resolve_inside
 from deepwork_core.base.yamlio import KeyPath
-from deepwork_core.jobs.model import HookAction, Step, Workflow
+from deepwork_core.jobs.model import Step, Workflow
 from deepwork_core.jobs.report import JobReport, dotted
-
-HOOK_EVENTS = ("after_agent", "before_tool", "before_prompt")
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -51,15 +49,8 @@ def step_file_refs(step: Step, base: KeyPath) -> list[tuple[str, KeyPath]]:
     refs: list[tuple[str, KeyPath]] = []
     if step.instructions_file is not None:
         refs.append((step.instructions_file, (*base, "instructions_file")))
-    actions: list[tuple[HookAction, KeyPath]] = [
-        (action, (*base, "hooks", event, position))
-        for event in HOOK_EVENTS
-        for position, action in enumerate(getattr(step.hooks, event, None) or [])
-    ]
-    actions.extend(
-        (action, (*base, "stop_hooks", position)) for position, action in enumerate(step.stop_hooks)
-    )
-    for action, path in actions:
+    for action, key in step.hook_action_keys():
+        path = (*base, *key)
         if action.prompt_file is not None:
             refs.append((action.prompt_file, (*path, "prompt_file")))
         if action.script is not None:

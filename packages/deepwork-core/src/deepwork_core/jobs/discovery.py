@@ -75,7 +75,7 @@ class LoadedJob:
 class WorkflowListing:
     name: str
     summary: str
-    #: The agent type the workflow is handed to (0.10+ jobs), if any.
+    #: The agent type the workflow is handed to (0.10-format jobs), if any.
     agent: str | None = None
 
 

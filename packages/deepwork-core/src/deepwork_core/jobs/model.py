@@ -1,22 +1,21 @@
 """The job model: one definition of a job, whichever `job.yml` format (docs/job-format.md).
 
-Two file formats map onto these models (see docs/job-format.md): the 0.9-style format is these
-models minus the keys only the newer format can express (`deepwork_core.jobs.formats.v09` lists them
-and rejects them in 0.9-style files), and the 0.10+ format (`deepwork_core.jobs.formats.v010_model`)
-is read and translated by `deepwork_core.jobs.formats.v010`. The engine, the gate, hooks and
-listings see only these models. The JSON Schema shipped in
-`deepwork_core/jobs/schemas/job.schema.json` is generated from both (`deepwork_core.jobs.schema`),
-and a test fails when the shipped file drifts. Every object level rejects unknown keys.
-Cross-reference checks live in
-`deepwork_core.jobs.checks`.
+Each format is a reader that translates a file into these models: the 0.9 format
+(`deepwork_core.jobs.formats.v09`: its file shape is these models with the keys only the 0.10
+format has taken out and the 0.9.x compatibility keys `stop_hooks`, `exposed`, `hidden` added)
+and the 0.10 format (`deepwork_core.jobs.formats.v010_model`, read by
+`deepwork_core.jobs.formats.v010`). The engine, the gate, hooks and listings see only these
+models. Keys a step has in both formats are declared once here (`InstructionsFile`,
+`ProcessRequirements`, `MayChange`) and checked once (`StepRules`). Every object level rejects
+unknown keys; cross-reference checks live in `deepwork_core.jobs.checks`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable, Mapping
 from enum import StrEnum
 from functools import cached_property
-from typing import Annotated, Any, Self
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Self, cast
 
 from pydantic import (
     BaseModel,
@@ -30,6 +29,9 @@ from pydantic_core import PydanticCustomError
 
 from deepwork_core.base.identifiers import NAME_PATTERN
 
+if TYPE_CHECKING:
+    from deepwork_core.base.yamlio import KeyPath
+
 Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
 NonEmptyText = Annotated[str, StringConstraints(min_length=1)]
 Summary = Annotated[str, StringConstraints(min_length=1, max_length=200)]
@@ -42,6 +44,17 @@ _FIELDS_SETS: dict[frozenset[str], set[str]] = {}
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @classmethod
+    def from_checked(cls, values: dict[str, Any], given: Iterable[str]) -> Self:
+        """An instance of values that models have already validated; nothing is checked again.
+
+        `given` names the fields the file gave (`model_fields_set`). Readers use it to build the
+        one job model out of a format's own models (docs/job-format.md).
+        """
+        key = frozenset(given)
+        fields_set = _FIELDS_SETS.setdefault(key, set(key))
+        return cast("Self", cls.model_construct(_fields_set=fields_set, **values))
 
     @model_validator(mode="after")
     def _share_fields_set(self) -> Self:
@@ -61,9 +74,9 @@ class _Strict(BaseModel):
 class OutputType(StrEnum):
     FILE = "file"
     FILES = "files"
-    #: 0.10+ format: one path or a list of paths.
+    #: 0.10 format: one path or a list of paths.
     FILE_PATH = "file_path"
-    #: 0.10+ format: inline text, not a file.
+    #: 0.10 format: inline text, not a file.
     STRING = "string"
 
     @property
@@ -88,7 +101,7 @@ class OutputSpec(_Strict):
 
 
 class InputType(StrEnum):
-    """What a start parameter's value is (0.10+ format; 0.9-style parameters are text)."""
+    """What a start parameter's value is (0.10 format; 0.9-format parameters are text)."""
 
     STRING = "string"
     FILE_PATH = "file_path"
@@ -177,6 +190,9 @@ class HookAction(_Strict):
         return self
 
 
+HOOK_EVENTS = ("after_agent", "before_tool", "before_prompt")
+
+
 class StepHooks(_Strict):
     after_agent: list[HookAction] = Field(default_factory=list)
     before_tool: list[HookAction] = Field(default_factory=list)
@@ -184,14 +200,14 @@ class StepHooks(_Strict):
 
 
 class ReviewStrategy(StrEnum):
-    """How a review of one output groups its files (0.10+ format)."""
+    """How a review of one output groups its files (0.10 format)."""
 
     INDIVIDUAL = "individual"
     MATCHES_TOGETHER = "matches_together"
 
 
 class ReviewContext(_Strict):
-    """Extra context a 0.10+ review asks for."""
+    """Extra context a 0.10-format review asks for."""
 
     all_changed_filenames: StrictBool = False
     unchanged_matching_files: StrictBool = False
@@ -200,7 +216,7 @@ class ReviewContext(_Strict):
 class Review(_Strict):
     """A quality review of a step's outputs.
 
-    A review from a 0.10+ job has no criteria: its free-text instructions are the
+    A review from a 0.10-format job has no criteria: its free-text instructions are the
     `additional_review_guidance`, and `strategy` says whether the files of a multi-file output are
     reviewed one by one or together.
     """
@@ -240,8 +256,8 @@ def check_evidence_fields(
 ) -> None:
     """Raise the validation error of a bad `may_change` glob or `approval.show` name.
 
-    Both job formats call it on a step, so both report `job.invalid_may_change` and
-    `job.invalid_approval` the same way (docs/evidence.md).
+    `StepRules` calls it for the step of either format, so both report `job.invalid_may_change`
+    and `job.invalid_approval` the same way (docs/evidence.md).
     """
     for pattern in may_change:
         if pattern.startswith("/") or ".." in pattern.split("/"):
@@ -259,45 +275,43 @@ def check_evidence_fields(
         )
 
 
-class ScopeGuard(StrEnum):
-    """What the scope guard does with files a step changed without declaring them."""
-
-    NOTE = "note"  # listed in the answer and the review payload
-    STRICT = "strict"  # the checkpoint answers needs_work
-    OFF = "off"  # not checked
-
-
-class Step(_Strict):
-    """One step. Its work is given by exactly one of `instructions_file` (a job-relative file),
-    `instructions` (inline) or `sub_workflow`; 0.9-style files always use `instructions_file`."""
-
-    id: Name
-    name: NonEmptyText
-    description: NonEmptyText
-    instructions_file: NonEmptyText | None = None
-    instructions: NonEmptyText | None = None
-    sub_workflow: SubWorkflowRef | None = None
-    process_requirements: dict[NonEmptyText, NonEmptyText] | None = Field(
-        default=None,
-        min_length=1,
-        description="Requirement name -> statement, checked against the agent's work summary.",
-    )
-    inputs: list[StepInput] = Field(default_factory=list)
-    outputs: dict[NonEmptyText, OutputSpec]
-    dependencies: list[Name] = Field(default_factory=list)
-    reviews: list[Review]
-    hooks: StepHooks | None = None
-    stop_hooks: list[HookAction] = Field(
-        default_factory=list, description="Deprecated: read as hooks.after_agent."
-    )
-    exposed: StrictBool = False
-    hidden: StrictBool = False
-    agent: NonEmptyText | None = None
-    may_change: list[NonEmptyText] = Field(
+# The keys a step has in both formats, declared once: the domain `Step` and the 0.10 format's
+# `WorkflowStep` (`deepwork_core.jobs.formats.v010_model`) both use these and `StepRules`.
+InstructionsFile = Annotated[
+    NonEmptyText | None,
+    Field(description="A job-relative Markdown file with the step's instructions."),
+]
+ProcessRequirements = Annotated[
+    Annotated[dict[NonEmptyText, NonEmptyText], Field(min_length=1)] | None,
+    Field(description="Requirement name -> statement, checked against the agent's work summary."),
+]
+MayChange = Annotated[
+    list[NonEmptyText],
+    Field(
         default_factory=list,
         description="Project-relative globs of files the step may change besides its outputs.",
-    )
-    approval: Approval | None = None
+    ),
+]
+STEP_BODY_KEYS = ("instructions_file", "instructions", "sub_workflow")
+
+
+class StepRules(_Strict):
+    """The checks a step gets in both formats (docs/job-format.md, docs/evidence.md).
+
+    Its subclasses declare the fields (with the types above); a step gives at most one body
+    (exactly one where `BODY_REQUIRED`), and its `may_change` and `approval` are checked against
+    its outputs.
+    """
+
+    BODY_REQUIRED: ClassVar[bool] = False
+
+    if TYPE_CHECKING:
+        instructions_file: str | None
+        instructions: str | None
+        sub_workflow: SubWorkflowRef | None
+        outputs: Mapping[str, object]
+        may_change: list[str]
+        approval: Approval | None
 
     @model_validator(mode="after")
     def _evidence_fields(self) -> Self:
@@ -306,26 +320,56 @@ class Step(_Strict):
 
     @model_validator(mode="after")
     def _one_body(self) -> Self:
-        given = [
-            key
-            for key in ("instructions_file", "instructions", "sub_workflow")
-            if getattr(self, key) is not None
-        ]
-        if len(given) > 1:
+        given = [key for key in STEP_BODY_KEYS if getattr(self, key) is not None]
+        if len(given) > 1 or (self.BODY_REQUIRED and not given):
             raise PydanticCustomError(
                 "step_body_shape",
                 "a step has exactly one of 'instructions_file', 'instructions' or "
                 "'sub_workflow' (got {got})",
-                {"got": ", ".join(given)},
+                {"got": ", ".join(given) or "none"},
             )
         return self
 
+
+class ScopeGuard(StrEnum):
+    """What the scope guard does with files a step changed without declaring them."""
+
+    NOTE = "note"  # listed in the answer and the review payload
+    STRICT = "strict"  # the checkpoint answers needs_work
+    OFF = "off"  # not checked
+
+
+class Step(StepRules):
+    """One step. Its work is given by exactly one of `instructions_file` (a job-relative file),
+    `instructions` (inline) or `sub_workflow`; 0.9-format files always use `instructions_file`."""
+
+    id: Name
+    name: NonEmptyText
+    description: NonEmptyText
+    instructions_file: InstructionsFile = None
+    instructions: NonEmptyText | None = None
+    sub_workflow: SubWorkflowRef | None = None
+    process_requirements: ProcessRequirements = None
+    inputs: list[StepInput] = Field(default_factory=list)
+    outputs: dict[NonEmptyText, OutputSpec]
+    dependencies: list[Name] = Field(default_factory=list)
+    reviews: list[Review]
+    hooks: StepHooks | None = None
+    agent: NonEmptyText | None = None
+    may_change: MayChange
+    approval: Approval | None = None
+
     def hook_actions(self, event: str) -> list[HookAction]:
-        """The actions for `after_agent`, `before_tool` or `before_prompt` (stop_hooks included)."""
-        actions = list(getattr(self.hooks, event, None) or [])
-        if event == "after_agent":
-            actions.extend(self.stop_hooks)
-        return actions
+        """The actions for `after_agent`, `before_tool` or `before_prompt`."""
+        return list(getattr(self.hooks, event, None) or [])
+
+    def hook_action_keys(self) -> list[tuple[HookAction, KeyPath]]:
+        """Every hook action with its key path inside the step (for file checks and reports)."""
+        return [
+            (action, ("hooks", event, position))
+            for event in HOOK_EVENTS
+            for position, action in enumerate(self.hook_actions(event))
+        ]
 
     @property
     def file_inputs(self) -> list[StepInput]:

@@ -1,7 +1,7 @@
 """Reading `job.yml` in either format, with every check of docs/job-format.md.
 
 `parse_job_dir()` tells the format by its shape (`step_arguments`, or `workflows` as a mapping,
-mean the 0.10+ format), never stops at the first problem, and reports every shape error (from the
+mean the 0.10 format), never stops at the first problem, and reports every shape error (from the
 pydantic models) and every semantic error it can still check, each with file, line, step and key.
 Both formats end in the same `JobDefinition`. Codes are stable (tests and tools match on them):
 
@@ -9,8 +9,8 @@ shape — `job.missing_key`, `job.unknown_key`, `job.wrong_type`, `job.pattern_m
 `job.too_short`, `job.too_long`, `job.invalid_value`, `job.invalid_input`,
 `job.invalid_hook_action`, `job.invalid_step_body`;
 semantics — see `deepwork_core.jobs.checks` (both formats) and `deepwork_core.jobs.formats.v010`
-(0.10+), and `job.name_mismatch`; files (`check_job_files`) — `job.file_missing`; reading — `yaml.*`
-(see `deepwork_core.base.yamlio`), `yaml.empty`, `yaml.not_mapping`.
+(the 0.10 format), and `job.name_mismatch`; files (`check_job_files`) — `job.file_missing`;
+reading — `yaml.*` (see `deepwork_core.base.yamlio`), `yaml.empty`, `yaml.not_mapping`.
 """
 
 from __future__ import annotations
@@ -28,12 +28,12 @@ from deepwork_core.base.layout import JOB_FILE
 from deepwork_core.base.yamlio import KeyPath, YamlDocument, parse_yaml, read_limited
 from deepwork_core.jobs.checks import check_semantics, salvage, step_file_refs
 from deepwork_core.jobs.formats import v09
-from deepwork_core.jobs.formats.v010 import read_014
-from deepwork_core.jobs.formats.v010_model import is_014_shape
+from deepwork_core.jobs.formats.v010 import read_v010
+from deepwork_core.jobs.formats.v010_model import is_v010_shape
 from deepwork_core.jobs.model import JobDefinition, Step, Workflow
 from deepwork_core.jobs.report import JobReport
 
-JobFormat = Literal["0.9", "0.14"]
+JobFormat = Literal["0.9", "0.10"]
 
 
 @dataclass(frozen=True)
@@ -137,12 +137,12 @@ def parse_job_document(
             )
         return ParsedJob(job_dir, None, tuple(report.problems), document.lines)
 
-    job_format: JobFormat = "0.14" if is_014_shape(data) else "0.9"
+    job_format: JobFormat = "0.10" if is_v010_shape(data) else "0.9"
     origins: Mapping[str, KeyPath] = {}
-    if job_format == "0.14":
-        report, definition, origins = read_014(document, job_file)
+    if job_format == "0.10":
+        report, definition, origins = read_v010(document, job_file)
     else:
-        report, definition = _read_09(document, data, job_dir)
+        report, definition = _read_v09(document, data, job_dir)
 
     name = data.get("name")
     if expected_name is not None and isinstance(name, str) and name != expected_name:
@@ -161,25 +161,26 @@ def parse_job_document(
     )
 
 
-def _read_09(
+def _read_v09(
     document: YamlDocument, data: dict[str, Any], job_dir: Path
 ) -> tuple[JobReport, JobDefinition | None]:
     report = JobReport(job_dir / JOB_FILE, document, allowed_keys=v09.allowed_keys)
-    for code, message, path in v09.check_09_subset(data):
+    for code, message, path in v09.check_v09_subset(data):
         report.add(code, message, path)
-    definition: JobDefinition | None = None
+    job: v09.JobFileV09 | None = None
     try:
-        definition = JobDefinition.model_validate(data)
+        job = v09.JobFileV09.model_validate(data)
     except ValidationError as exc:
         report.add_validation_errors(exc.errors(include_url=False))
-    if definition is not None:
-        steps = list(enumerate(definition.steps))
-        workflows = list(enumerate(definition.workflows))
+    steps: list[tuple[int, Step]]
+    if job is not None:
+        steps = list(enumerate(job.steps))
+        workflows = list(enumerate(job.workflows))
     else:
-        steps = salvage(data, "steps", Step)
+        steps = list(salvage(data, "steps", v09.StepV09))
         workflows = salvage(data, "workflows", Workflow)
     check_semantics(report, steps, workflows, data, job_dir)
-    return report, definition
+    return report, None if job is None else v09.to_definition(job)
 
 
 def check_job_files(parsed: ParsedJob) -> list[Problem]:
@@ -187,16 +188,15 @@ def check_job_files(parsed: ParsedJob) -> list[Problem]:
     definition = parsed.definition
     if definition is None:
         return []
-    missing = [
-        (value, path)
-        for index, step in enumerate(definition.steps)
-        for value, path in step_file_refs(step, parsed.origins.get(step.id, ("steps", index)))
-        if not (parsed.job_dir / value).is_file()
-    ]
+    missing = _missing_files(parsed, definition.steps)
     if not missing:
         return []
-    if parsed.format == "0.14":  # steps are named from the file's data: read it again
+    if parsed.format == "0.10":  # steps are named from the file's data: read it again
         document = _document_of(parsed.job_file)
+    elif any("hooks" in path for _, path in missing):
+        # A 0.9 step's `stop_hooks` are among its hooks in the model: name them as the file does.
+        document = _document_of(parsed.job_file)
+        missing = _missing_files(parsed, v09.file_steps(document.data) or definition.steps)
     else:
         document = YamlDocument(None, parsed.lines or _document_of(parsed.job_file).lines)
     report = JobReport(parsed.job_file, document, step_ids=[s.id for s in definition.steps])
@@ -205,6 +205,16 @@ def check_job_files(parsed: ParsedJob) -> list[Problem]:
             ErrorCode.JOB_FILE_MISSING, f"file {value!r} does not exist in {parsed.job_dir}", path
         )
     return report.problems
+
+
+def _missing_files(parsed: ParsedJob, steps: Sequence[Step]) -> list[tuple[str, KeyPath]]:
+    """Each job-relative file the steps name that does not exist, with its key path."""
+    return [
+        (value, path)
+        for index, step in enumerate(steps)
+        for value, path in step_file_refs(step, parsed.origins.get(step.id, ("steps", index)))
+        if not (parsed.job_dir / value).is_file()
+    ]
 
 
 def _document_of(job_file: Path) -> YamlDocument:

@@ -164,7 +164,7 @@ def _raw_step_ids(data: Any) -> list[str | None]:
 
 
 def _workflow_step_name(data: Any, path: KeyPath) -> str | None:
-    """`workflow/step` for a key path inside a step of a 0.10+ workflow mapping."""
+    """`workflow/step` for a key path inside a step of a 0.10-format workflow mapping."""
     workflow, position = path[1], path[3]
     if not isinstance(workflow, str) or not isinstance(position, int):
         return None

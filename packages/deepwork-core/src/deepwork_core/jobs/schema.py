@@ -1,8 +1,9 @@
 """The shipped JSON Schema of `job.yml`, generated from the pydantic models.
 
-The schema accepts either format (`oneOf`): the 0.9-style job (`deepwork_core.jobs.model` narrowed
-by `deepwork_core.jobs.formats.v09`) or the 0.10+ job (`deepwork_core.jobs.formats.v010_model`). The
-two are told apart by shape: only the newer format has `step_arguments` and a mapping of workflows.
+The schema accepts either format (`oneOf`): a job in the 0.9 format (`JobFileV09`, narrowed
+by `deepwork_core.jobs.formats.v09`) or in the 0.10 format
+(`deepwork_core.jobs.formats.v010_model`). The two are told apart by shape: only the 0.10 format
+has `step_arguments` and a mapping of workflows.
 Regenerate after changing any of those modules:
 
     uv run python -m deepwork_core.jobs.schema          # rewrite the shipped file
@@ -18,9 +19,8 @@ from typing import Any
 
 from pydantic.json_schema import models_json_schema
 
-from deepwork_core.jobs.formats.v010_model import JobFile014
-from deepwork_core.jobs.formats.v09 import schema_09
-from deepwork_core.jobs.model import JobDefinition
+from deepwork_core.jobs.formats.v010_model import JobFileV010
+from deepwork_core.jobs.formats.v09 import JobFileV09, schema_v09
 
 JOB_SCHEMA_PATH = Path(__file__).resolve().parent / "schemas" / "job.schema.json"
 REGENERATE_COMMAND = "uv run python -m deepwork_core.jobs.schema"
@@ -29,18 +29,18 @@ REGENERATE_COMMAND = "uv run python -m deepwork_core.jobs.schema"
 def job_json_schema() -> dict[str, Any]:
     """The JSON Schema of `job.yml` (both formats), generated from the models."""
     _, combined = models_json_schema(
-        [(JobDefinition, "validation"), (JobFile014, "validation")],
+        [(JobFileV09, "validation"), (JobFileV010, "validation")],
         ref_template="#/$defs/{model}",
     )
     definitions: dict[str, Any] = combined["$defs"]
-    schema_09(definitions)
+    schema_v09(definitions)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "https://deepwork.dev/schemas/job.schema.json",
-        "title": "DeepWork job definition (job.yml), 0.9-style or 0.10+ format",
+        "title": "DeepWork job definition (job.yml), in the 0.9 or the 0.10 format",
         "oneOf": [
-            {"$ref": f"#/$defs/{JobDefinition.__name__}"},
-            {"$ref": f"#/$defs/{JobFile014.__name__}"},
+            {"$ref": f"#/$defs/{JobFileV09.__name__}"},
+            {"$ref": f"#/$defs/{JobFileV010.__name__}"},
         ],
         "$defs": definitions,
     }

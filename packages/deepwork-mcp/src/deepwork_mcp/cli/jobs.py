@@ -46,7 +46,7 @@ def list_jobs(project: Path) -> None:
     for listed in scan.jobs:
         job = catalog.get(listed.name)
         definition = job.definition
-        version = definition.version or "(0.10+ format)"
+        version = definition.version or "(0.10 format)"
         click.echo(f"{job.name} {version}  [{job.source.kind.value}] {job.job_dir}")
         click.echo(f"  {definition.summary}")
         if not definition.workflows:

@@ -1,8 +1,12 @@
-"""`deepwork jobs convert JOB --to 0.9|0.14`: write a job in the other `job.yml` format."""
+"""`deepwork jobs convert JOB --to 0.9|0.10`: write a job in the other `job.yml` format.
+
+`--to 0.14` is still accepted, unlisted, as the older spelling of `--to 0.10`.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 from deepwork_core import DeepWorkError, parse_job_dir
@@ -13,15 +17,28 @@ from deepwork_core.jobs.parser import JobFormat
 
 from deepwork_mcp.cli.options import cli_error, project_option
 
+#: Older spellings of a format, accepted by `--to` but not listed in `--help`.
+FORMAT_ALIASES = {"0.14": "0.10"}
+
+
+class _FormatChoice(click.Choice[str]):
+    """`0.9` or `0.10`; an alias of FORMAT_ALIASES is read as the format it names."""
+
+    def __init__(self) -> None:
+        super().__init__(["0.9", "0.10"])
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        return str(super().convert(FORMAT_ALIASES.get(value, value), param, ctx))
+
 
 @click.command("convert")
 @click.argument("job")
 @click.option(
     "--to",
     "target",
-    type=click.Choice(["0.9", "0.14"]),
+    type=_FormatChoice(),
     required=True,
-    help="The format to write: 0.9-style, or the 0.10+ format of DeepWork 0.10 to 0.14.",
+    help="The format to write: the 0.9 format, or the 0.10 format (DeepWork 0.10 to 0.14).",
 )
 @click.option(
     "--in-place",
@@ -36,7 +53,7 @@ def convert(job: str, target: str, in_place: bool, project: Path) -> None:
     Each construct the target format cannot express is named in a warning.
     """
     job_dir = _job_dir(job, project)
-    fmt: JobFormat = "0.14" if target == "0.14" else "0.9"
+    fmt: JobFormat = "0.10" if target == "0.10" else "0.9"
     try:
         conversion = convert_job(parse_job_dir(job_dir), fmt)
         written = write_conversion(job_dir, conversion, in_place=in_place)

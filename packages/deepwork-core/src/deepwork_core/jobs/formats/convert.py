@@ -1,6 +1,6 @@
-"""Converting a job between the 0.9-style and the 0.10+ format (docs/job-format.md).
+"""Converting a job between the 0.9 and the 0.10 format (docs/job-format.md).
 
-`convert_job()` builds the other format's `job.yml` text (and, for 0.9-style, the instruction
+`convert_job()` builds the other format's `job.yml` text (and, for the 0.9 format, the instruction
 files inline instructions move into) and checks that the result parses to a valid job.
 `write_conversion()` writes it next to the job (`job.converted-<format>.yml`) or in place, after
 keeping the original as `job.yml.<format>.bak`. Codes: `convert.same_format`,
@@ -19,8 +19,10 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.base.fsutil import atomic_write_text
 from deepwork_core.base.layout import JOB_FILE
-from deepwork_core.jobs.formats.to_v010 import to_014
-from deepwork_core.jobs.formats.to_v09 import to_09
+from deepwork_core.base.yamlio import parse_yaml, read_limited
+from deepwork_core.jobs.formats import v09
+from deepwork_core.jobs.formats.to_v010 import to_v010
+from deepwork_core.jobs.formats.to_v09 import to_v09
 from deepwork_core.jobs.parser import JobFormat, ParsedJob, parse_job_source, summarize
 
 SCHEMA_COMMENT = "# yaml-language-server: $schema=.deepwork/schemas/job.schema.json\n"
@@ -55,15 +57,16 @@ def convert_job(parsed: ParsedJob, target: JobFormat) -> Conversion:
             code=ErrorCode.CONVERT_SAME_FORMAT,
         )
     files: dict[str, str] = {}
-    if target == "0.14":
-        data, warnings = to_014(parsed.definition)
+    if target == "0.10":
+        data, warnings = to_v010(parsed.definition)
+        warnings.extend(v09.legacy_notes(_source_data(parsed.job_file)))
     else:
         existing = {
             path.relative_to(parsed.job_dir).as_posix()
             for path in parsed.job_dir.rglob("*")
             if path.is_file()
         }
-        data, files, warnings = to_09(parsed.definition, existing)
+        data, files, warnings = to_v09(parsed.definition, existing)
     text = SCHEMA_COMMENT + render_yaml(data)
     result = parse_job_source(text, job_dir=parsed.job_dir)
     if result.definition is None:
@@ -74,11 +77,19 @@ def convert_job(parsed: ParsedJob, target: JobFormat) -> Conversion:
     return Conversion(target, text, files, warnings)
 
 
+def _source_data(job_file: Path) -> Any:
+    """The parsed content of the job.yml being converted (None if it no longer reads)."""
+    try:
+        return parse_yaml(read_limited(job_file)).data
+    except DeepWorkError:
+        return None
+
+
 def write_conversion(job_dir: Path, conversion: Conversion, *, in_place: bool) -> list[Path]:
     """Write the converted job; returns every path written. Never overwrites a file."""
     suffix = conversion.target
     target = job_dir / (JOB_FILE if in_place else f"job.converted-{suffix}.yml")
-    backup = job_dir / f"{JOB_FILE}.{'0.9' if suffix == '0.14' else '0.14'}.bak"
+    backup = job_dir / f"{JOB_FILE}.{'0.9' if suffix == '0.10' else '0.10'}.bak"
     planned = [job_dir / relative for relative in conversion.files]
     planned.append(backup if in_place else target)
     taken = [path for path in planned if path.exists()]

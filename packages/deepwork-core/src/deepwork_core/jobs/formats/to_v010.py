@@ -1,10 +1,10 @@
-"""Writing a job in the 0.10+ format (the data of its `job.yml`; docs/job-format.md).
+"""Writing a job in the 0.10 format (the data of its `job.yml`; docs/job-format.md).
 
-Exact where the formats say the same thing. What the newer format cannot say is named in a
+Exact where the formats say the same thing. What the 0.10 format cannot say is named in a
 warning: concurrent groups (run in order instead), hooks, doc specs, step display names and
-descriptions, `exposed`/`hidden`/per-step `agent`, the job's version and description, steps no
-workflow lists, a second review of one output (merged into one), and a `run_each: step` review
-(attached to the step's first output).
+descriptions, per-step `agent`, the job's version and description, steps no workflow lists, a
+second review of one output (merged into one), and a `run_each: step` review (attached to the
+step's first output). `exposed`/`hidden` of a 0.9 file are named by `v09.legacy_notes`.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ class Notes:
             self.items.append(text)
 
 
-def to_014(definition: JobDefinition) -> tuple[dict[str, Any], list[str]]:
-    """The 0.10+ `job.yml` data of `definition`, and what could not be carried over."""
+def to_v010(definition: JobDefinition) -> tuple[dict[str, Any], list[str]]:
+    """The 0.10-format `job.yml` data of `definition`, and what could not be carried over."""
     notes = Notes()
     arguments: dict[str, dict[str, Any]] = {}
     workflows: dict[str, dict[str, Any]] = {}
@@ -61,9 +61,9 @@ def to_014(definition: JobDefinition) -> tuple[dict[str, Any], list[str]]:
         if step.id not in listed:
             notes.add(f"step {step.id!r} is in no workflow and is left out")
     if definition.version is not None:
-        notes.add(f"the job's version ({definition.version}) has no place in the 0.10+ format")
+        notes.add(f"the job's version ({definition.version}) has no place in the 0.10 format")
     if definition.description:
-        notes.add("the job's description has no place in the 0.10+ format")
+        notes.add("the job's description has no place in the 0.10 format")
     data = {
         "name": definition.name,
         "summary": definition.summary,
@@ -130,18 +130,15 @@ def evidence_fields(step: Step) -> dict[str, Any]:
 
 def _note_dropped(step: Step, notes: Notes) -> None:
     where = f"step {step.id!r}"
-    if step.hooks is not None or step.stop_hooks:
-        notes.add(f"{where}: hooks have no place in the 0.10+ format and are left out")
+    if step.hooks is not None:
+        notes.add(f"{where}: hooks have no place in the 0.10 format and are left out")
     for name, spec in step.outputs.items():
         if spec.doc_spec is not None:
             notes.add(f"{where}: output {name!r} loses its doc spec ({spec.doc_spec})")
-    for key in ("exposed", "hidden"):
-        if getattr(step, key):
-            notes.add(f"{where}: {key!r} has no place in the 0.10+ format")
     if step.agent is not None:
-        notes.add(f"{where}: the step's agent ({step.agent}) has no place in the 0.10+ format")
+        notes.add(f"{where}: the step's agent ({step.agent}) has no place in the 0.10 format")
     if step.name != step.id or not step.description.startswith("Step "):
-        notes.add("step display names and descriptions have no place in the 0.10+ format")
+        notes.add("step display names and descriptions have no place in the 0.10 format")
     if not step.outputs and any(review.run_each == "step" for review in step.reviews):
         notes.add(f"{where}: a 'run_each: step' review of a step with no outputs is left out")
 
@@ -164,7 +161,7 @@ def _declare(
 
 
 def _merged_review(step: Step, name: str, spec: OutputSpec, notes: Notes) -> dict[str, Any] | None:
-    """The one review block of output `name` (the newer format has one per output)."""
+    """The one review block of output `name` (the 0.10 format has one per output)."""
     reviews = [review for review in step.reviews if review.run_each == name]
     if name == next(iter(step.outputs)):
         step_wide = [review for review in step.reviews if review.run_each == "step"]
@@ -190,7 +187,7 @@ def _merged_review(step: Step, name: str, spec: OutputSpec, notes: Notes) -> dic
 
 
 def review_text(review: Review) -> str:
-    """A review's criteria and guidance as the free text a 0.10+ review carries.
+    """A review's criteria and guidance as the free text a 0.10-format review carries.
 
     Criteria are written as `- **name**: description` lines under `CRITERIA_HEADER`, which
     `deepwork_core.jobs.formats.to_v09` reads back into criteria.

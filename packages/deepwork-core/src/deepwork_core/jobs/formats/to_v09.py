@@ -1,7 +1,7 @@
-"""Writing a job in the 0.9-style format (its `job.yml` data and instruction files).
+"""Writing a job in the 0.9 format (its `job.yml` data and instruction files).
 
 Exact where the formats say the same thing; inline instructions become `steps/<id>.md` files.
-What the 0.9-style format cannot say is named in a warning: workflow `agent` and
+What the 0.9 format cannot say is named in a warning: workflow `agent` and
 `post_workflow_instructions`, per-workflow common info (merged into the job's), optional inputs,
 `string` outputs (become files), `file_path` outputs (become `file`, or `files` when reviewed one
 file at a time), `json_schema`, review `agent`/`additional_context`, a `matches_together` review
@@ -31,10 +31,10 @@ DEFAULT_VERSION = "1.0.0"
 _CRITERION = re.compile(r"^- \*\*(?P<name>[^*]+)\*\*: (?P<text>.*)$")
 
 
-def to_09(
+def to_v09(
     definition: JobDefinition, existing_files: set[str]
 ) -> tuple[dict[str, Any], dict[str, str], list[str]]:
-    """The 0.9-style `job.yml` data, new instruction files (job-relative path -> text), notes.
+    """The 0.9-format `job.yml` data, new instruction files (job-relative path -> text), notes.
 
     `existing_files` are job-relative paths already taken in the job folder.
     """
@@ -75,9 +75,11 @@ def _common_info(definition: JobDefinition, notes: Notes) -> str:
 def _workflow(definition: JobDefinition, name: str, notes: Notes) -> dict[str, Any]:
     workflow = definition.workflows_by_name[name]
     if workflow.agent:
-        notes.add(f"workflow {name!r}: its agent ({workflow.agent}) has no place in 0.9-style jobs")
+        notes.add(
+            f"workflow {name!r}: its agent ({workflow.agent}) has no place in 0.9-format jobs"
+        )
     if workflow.post_workflow_instructions:
-        notes.add(f"workflow {name!r}: post_workflow_instructions have no place in 0.9-style jobs")
+        notes.add(f"workflow {name!r}: post_workflow_instructions have no place in 0.9-format jobs")
     steps = [entry[0] if len(entry) == 1 else list(entry) for entry in workflow.entries]
     return {"name": name, "summary": workflow.summary, "steps": steps}
 
@@ -119,7 +121,7 @@ def _step(
         data["reviews"].append(
             {"run_each": "step", "quality_criteria": dict(step.process_requirements)}
         )
-    for key in ("hooks", "stop_hooks", "exposed", "hidden", "agent"):
+    for key in ("hooks", "agent"):
         if key in step.model_fields_set:
             data[key] = step.model_dump(mode="json", exclude_none=True)[key]
     data.update(evidence_fields(step))
@@ -147,7 +149,7 @@ def _output(step: Step, name: str, spec: OutputSpec, notes: Notes) -> dict[str, 
         kind = OutputType.FILES if per_file else OutputType.FILE
         notes.add(f"{where} (file_path: one path or a list) becomes {kind.value!r}")
     if spec.json_schema is not None:
-        notes.add(f"{where}: its json_schema has no place in 0.9-style jobs")
+        notes.add(f"{where}: its json_schema has no place in 0.9-format jobs")
     data: dict[str, Any] = {
         "type": kind.value,
         "description": spec.description,
@@ -165,7 +167,7 @@ def _review(step: Step, review: Review, notes: Notes) -> dict[str, Any]:
     spec = step.outputs.get(review.run_each)
     together = review.strategy is ReviewStrategy.MATCHES_TOGETHER
     if together and spec is not None and spec.type is OutputType.FILES:
-        notes.add(f"{where} reviewed the files together; 0.9-style jobs review them one by one")
+        notes.add(f"{where} reviewed the files together; 0.9-format jobs review them one by one")
     criteria, guidance = dict(review.quality_criteria), review.additional_review_guidance
     if not criteria:
         criteria, guidance = criteria_from_text(guidance or "")
@@ -176,7 +178,7 @@ def _review(step: Step, review: Review, notes: Notes) -> dict[str, Any]:
 
 
 def criteria_from_text(text: str) -> tuple[dict[str, str], str | None]:
-    """Criteria and guidance from a 0.10+ review's instructions (see `export_014.review_text`).
+    """Criteria and guidance from a 0.10-format review's instructions (see `to_v010.review_text`).
 
     Instructions not written as a criteria list become one criterion, "Review instructions".
     """

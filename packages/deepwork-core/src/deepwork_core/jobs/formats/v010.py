@@ -1,4 +1,4 @@
-"""Reading a 0.10+ `job.yml` into the one job model (docs/job-format.md).
+"""Reading a 0.10-format `job.yml` into the one job model (docs/job-format.md).
 
 The translation, in short: each workflow step becomes a `Step` whose id is its name, or
 `<workflow>__<name>` when workflows define different steps under one name. An input that an
@@ -28,7 +28,7 @@ from deepwork_core.jobs.checks import check_semantics
 from deepwork_core.jobs.formats.v010_model import (
     ArgumentType,
     InputRef,
-    JobFile014,
+    JobFileV010,
     OutputRef,
     ReviewBlock,
     StepArgument,
@@ -53,13 +53,13 @@ from deepwork_core.jobs.report import JobReport
 QUALIFIER = "__"
 
 
-def read_014(
+def read_v010(
     document: YamlDocument, job_file: Path
 ) -> tuple[JobReport, JobDefinition | None, dict[str, KeyPath]]:
-    """Check a 0.10+ document; the translated definition when it has no error, step origins."""
+    """Check a 0.10 document; the translated definition when it has no error, step origins."""
     report = JobReport(job_file, document, allowed_keys=allowed_keys)
     try:
-        job = JobFile014.model_validate(document.data)
+        job = JobFileV010.model_validate(document.data)
     except ValidationError as exc:
         report.add_validation_errors(exc.errors(include_url=False))
         return report, None, {}
@@ -72,11 +72,11 @@ def read_014(
 
 
 def allowed_keys(path: KeyPath) -> Sequence[str] | None:
-    """The keys a 0.10+ file may write at `path` (for "did you mean")."""
+    """The keys a 0.10-format file may write at `path` (for "did you mean")."""
     model: type[BaseModel] | None = None
     match path:
         case ():
-            model = JobFile014
+            model = JobFileV010
         case ("step_arguments", int()):
             model = StepArgument
         case ("workflows", str()):
@@ -101,7 +101,7 @@ def allowed_keys(path: KeyPath) -> Sequence[str] | None:
 # --- reference checks --------------------------------------------------------------------------
 
 
-def check_references(report: JobReport, job: JobFile014) -> None:
+def check_references(report: JobReport, job: JobFileV010) -> None:
     """Every argument, workflow and sub-workflow a step names must exist."""
     _check_arguments(report, job)
     for workflow_name, workflow in job.workflows.items():
@@ -133,7 +133,7 @@ def check_references(report: JobReport, job: JobFile014) -> None:
     _check_sub_workflow_cycles(report, job)
 
 
-def _check_arguments(report: JobReport, job: JobFile014) -> None:
+def _check_arguments(report: JobReport, job: JobFileV010) -> None:
     seen: set[str] = set()
     for index, argument in enumerate(job.step_arguments):
         path: KeyPath = ("step_arguments", index)
@@ -171,14 +171,14 @@ def json_schema_problem(schema: dict[str, Any]) -> str | None:
     return None
 
 
-def _same_job_target(job: JobFile014, step: WorkflowStep) -> str | None:
+def _same_job_target(job: JobFileV010, step: WorkflowStep) -> str | None:
     ref = step.sub_workflow
     if ref is None or ref.workflow_job not in (None, job.name):
         return None
     return ref.workflow_name
 
 
-def _check_sub_workflow_cycles(report: JobReport, job: JobFile014) -> None:
+def _check_sub_workflow_cycles(report: JobReport, job: JobFileV010) -> None:
     """A workflow may not start itself, directly or through other workflows of this job."""
     calls = {
         name: [t for step in spec.steps if (t := _same_job_target(job, step)) in job.workflows]
@@ -207,8 +207,8 @@ def _check_sub_workflow_cycles(report: JobReport, job: JobFile014) -> None:
 # --- translation -------------------------------------------------------------------------------
 
 
-def translate(job: JobFile014) -> tuple[JobDefinition, dict[str, KeyPath]]:
-    """The job model of a checked 0.10+ job, and the key path of each step in the file."""
+def translate(job: JobFileV010) -> tuple[JobDefinition, dict[str, KeyPath]]:
+    """The job model of a checked 0.10-format job, and the key path of each step in the file."""
     qualified: set[str] = set()
     while True:  # qualify names until every id stands for one definition (at most once each)
         built = _build_all(job, qualified)
@@ -254,7 +254,7 @@ def _step_id(workflow_name: str, step_name: str, qualified: set[str]) -> str:
     return f"{workflow_name}{QUALIFIER}{step_name}" if step_name in qualified else step_name
 
 
-def _build_all(job: JobFile014, qualified: set[str]) -> list[tuple[str, int, Step]]:
+def _build_all(job: JobFileV010, qualified: set[str]) -> list[tuple[str, int, Step]]:
     built: list[tuple[str, int, Step]] = []
     for workflow_name, spec in job.workflows.items():
         produced: dict[str, str] = {}
@@ -265,7 +265,9 @@ def _build_all(job: JobFile014, qualified: set[str]) -> list[tuple[str, int, Ste
     return built
 
 
-def _build_step(job: JobFile014, raw: WorkflowStep, step_id: str, produced: dict[str, str]) -> Step:
+def _build_step(
+    job: JobFileV010, raw: WorkflowStep, step_id: str, produced: dict[str, str]
+) -> Step:
     arguments = job.arguments
     inputs: list[StepInput] = []
     dependencies: list[str] = []
@@ -323,7 +325,7 @@ def _review(output_name: str, block: ReviewBlock) -> Review:
 
 
 def _description(raw: WorkflowStep) -> str:
-    """A one-line description (the 0.10+ format has none): the instructions' first heading."""
+    """A one-line description (the 0.10 format has none): the instructions' first heading."""
     if raw.sub_workflow is not None:
         job = f"{raw.sub_workflow.workflow_job}/" if raw.sub_workflow.workflow_job else ""
         return f"Runs the workflow {job}{raw.sub_workflow.workflow_name}"

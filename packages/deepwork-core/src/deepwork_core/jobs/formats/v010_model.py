@@ -1,4 +1,4 @@
-"""The shape of a `job.yml` in the 0.10+ format (DeepWork 0.10 to 0.14; docs/job-format.md).
+"""The shape of a `job.yml` in the 0.10 format (DeepWork 0.10 to 0.14; docs/job-format.md).
 
 A job declares `step_arguments` (named strings or file paths) and a mapping of workflows, each an
 ordered list of steps whose `inputs` and `outputs` name those arguments. These models only check the
@@ -9,22 +9,24 @@ into the one job model of `deepwork_core.jobs.model`.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Any, Self
+from typing import Annotated, Any
 
-from pydantic import Field, StrictBool, StringConstraints, model_validator
-from pydantic_core import PydanticCustomError
+from pydantic import Field, StrictBool, StringConstraints
 
 from deepwork_core.jobs.model import (
     Approval,
+    InstructionsFile,
+    MayChange,
     Name,
     NonEmptyText,
+    ProcessRequirements,
     ReviewContext,
     ReviewStrategy,
     ScopeGuard,
+    StepRules,
     SubWorkflowRef,
     Summary,
     _Strict,
-    check_evidence_fields,
 )
 
 ARGUMENT_PATTERN = r"^[a-zA-Z][a-zA-Z0-9_./-]*$"
@@ -64,7 +66,7 @@ class OutputRef(_Strict):
     review: ReviewBlock | None = None
 
 
-class WorkflowStep(_Strict):
+class WorkflowStep(StepRules):
     """One step of a workflow: inline `instructions`, an `instructions_file` or a `sub_workflow`."""
 
     model_config = _Strict.model_config | {
@@ -76,44 +78,17 @@ class WorkflowStep(_Strict):
             ]
         }
     }
+    BODY_REQUIRED = True
 
     name: Name
     instructions: NonEmptyText | None = None
-    instructions_file: NonEmptyText | None = Field(
-        default=None, description="A job-relative Markdown file, instead of inline instructions."
-    )
+    instructions_file: InstructionsFile = None
     sub_workflow: SubWorkflowRef | None = None
     inputs: dict[ArgumentName, InputRef] = Field(default_factory=dict)
     outputs: dict[ArgumentName, OutputRef] = Field(default_factory=dict)
-    process_requirements: dict[NonEmptyText, NonEmptyText] | None = Field(
-        default=None, min_length=1
-    )
-    may_change: list[NonEmptyText] = Field(
-        default_factory=list,
-        description="Project-relative globs of files the step may change besides its outputs.",
-    )
+    process_requirements: ProcessRequirements = None
+    may_change: MayChange
     approval: Approval | None = None
-
-    @model_validator(mode="after")
-    def _evidence_fields(self) -> Self:
-        check_evidence_fields(self.may_change, self.approval, self.outputs)
-        return self
-
-    @model_validator(mode="after")
-    def _exactly_one_body(self) -> Self:
-        given = [
-            key
-            for key in ("instructions", "instructions_file", "sub_workflow")
-            if getattr(self, key) is not None
-        ]
-        if len(given) != 1:
-            raise PydanticCustomError(
-                "step_body_shape",
-                "a step needs exactly one of 'instructions', 'instructions_file' or "
-                "'sub_workflow' (got {got})",
-                {"got": ", ".join(given) or "none"},
-            )
-        return self
 
 
 class WorkflowSpec(_Strict):
@@ -124,8 +99,8 @@ class WorkflowSpec(_Strict):
     post_workflow_instructions: str | None = None
 
 
-class JobFile014(_Strict):
-    """The content of one `job.yml` in the 0.10+ format."""
+class JobFileV010(_Strict):
+    """The content of one `job.yml` in the 0.10 format."""
 
     name: Name
     summary: Summary
@@ -146,8 +121,8 @@ class JobFile014(_Strict):
         return by_name
 
 
-def is_014_shape(data: object) -> bool:
-    """True when `data` (a parsed job.yml) is written in the 0.10+ format."""
+def is_v010_shape(data: object) -> bool:
+    """True when `data` (a parsed job.yml) is written in the 0.10 format."""
     if not isinstance(data, dict):
         return False
     return "step_arguments" in data or isinstance(data.get("workflows"), dict)

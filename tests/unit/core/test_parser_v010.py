@@ -1,4 +1,4 @@
-"""Reading 0.10+ `job.yml` files onto the one job model, and the 0.9-style subset kept strict."""
+"""Reading `job.yml` files in the 0.10 format onto the one job model; the 0.9 format kept strict."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from deepwork_core.jobs.schema import JOB_SCHEMA_PATH
 
 from tests.unit.core.jobdata import changed, valid_job, write_job
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "jobs_014"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "jobs_v010"
 FIXTURE_DIRS = sorted(p.parent for p in FIXTURES.glob("*/job.yml"))
 
 
@@ -45,7 +45,7 @@ def _codes(parsed: ParsedJob) -> list[tuple[str, str | None, int | None]]:
 def test_every_fixture_job_loads_without_problems(job_dir: Path) -> None:
     parsed = parse_job_dir(job_dir, expected_name=job_dir.name)
     assert parsed.problems == (), format_problems(parsed.problems)
-    assert parsed.format == "0.14"
+    assert parsed.format == "0.10"
     assert parsed.definition is not None
 
 
@@ -286,7 +286,7 @@ def test_name_mismatch_applies_to_the_newer_format_too(tmp_path: Path) -> None:
     assert [p.code for p in parsed.errors] == ["job.name_mismatch"]
 
 
-# --- the 0.9-style format stays as strict as it was -------------------------------------------
+# --- the 0.9 format stays as strict as it was -------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -307,17 +307,17 @@ def test_name_mismatch_applies_to_the_newer_format_too(tmp_path: Path) -> None:
         (("steps", 1, "reviews", 0, "strategy"), "individual", "steps[1].reviews[0].strategy"),
     ],
 )
-def test_newer_keys_are_unknown_in_a_09_style_job(
+def test_v010_keys_are_unknown_in_a_v09_job(
     tmp_path: Path, path: tuple[str | int, ...], value: Any, key: str
 ) -> None:
     parsed = _parse(tmp_path, changed(valid_job(), path, value))
     problems = [p for p in parsed.errors if p.key == key]
     assert [p.code for p in problems] == ["job.unknown_key"], format_problems(parsed.problems)
-    assert "0.10+" in problems[0].message
+    assert "the 0.10 format" in problems[0].message
     assert parsed.format == "0.9"
 
 
-def test_newer_output_types_are_invalid_in_a_09_style_job(tmp_path: Path) -> None:
+def test_v010_output_types_are_invalid_in_a_v09_job(tmp_path: Path) -> None:
     parsed = _parse(
         tmp_path, changed(valid_job(), ("steps", 0, "outputs", "notes.md", "type"), "string")
     )
@@ -327,7 +327,7 @@ def test_newer_output_types_are_invalid_in_a_09_style_job(tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize("key", ["version", "common_job_info_provided_to_all_steps_at_runtime"])
-def test_09_style_jobs_still_need_version_and_common_info(tmp_path: Path, key: str) -> None:
+def test_v09_jobs_still_need_version_and_common_info(tmp_path: Path, key: str) -> None:
     data = valid_job()
     del data[key]
     parsed = _parse(tmp_path, data)
@@ -336,7 +336,7 @@ def test_09_style_jobs_still_need_version_and_common_info(tmp_path: Path, key: s
 
 def test_the_format_is_told_by_shape() -> None:
     text = yaml.safe_dump(_fixture("meeting_digest"))
-    assert parse_job_source(text, job_dir=Path("/nowhere")).format == "0.14"
+    assert parse_job_source(text, job_dir=Path("/nowhere")).format == "0.10"
     assert parse_job_source(yaml.safe_dump(valid_job()), job_dir=Path("/nowhere")).format == "0.9"
 
 
