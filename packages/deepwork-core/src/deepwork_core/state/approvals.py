@@ -28,7 +28,7 @@ from deepwork_core.base.fsutil import atomic_write_text, file_lock, read_text_fi
 from deepwork_core.base.identifiers import check_session_id
 from deepwork_core.base.layout import APPROVALS_DIR
 from deepwork_core.base.runtime_dir import ensure_tmp_dir
-from deepwork_core.evidence.hashes import OutputHash, sha256_file
+from deepwork_core.evidence.hashes import OutputHash, ShownOutput, sha256_file
 from deepwork_core.state.events import EventName, append_event
 
 _LOCK: Final = "approvals.lock"
@@ -49,14 +49,6 @@ class ApprovalChannel(StrEnum):
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ShownOutput(_Model):
-    """One file shown to the human, with its hash."""
-
-    output: str
-    path: str
-    sha256: str | None
 
 
 class ApprovalRequest(_Model):
