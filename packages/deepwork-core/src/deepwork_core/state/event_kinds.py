@@ -3,7 +3,7 @@
 Each line of `.deepwork/tmp/events/<session_id>.jsonl` is one of these models as JSON. The
 `event` key names the kind and picks the model (`EventRecord` is the discriminated union); `v` is
 the version of the line format. The kinds, their fields and the compatibility rule are in
-docs/runtime-layout.md, "The event log":
+docs/navigation.md, "The event log":
 
 - a line without `v` is version 1, today's format;
 - a line of an unknown kind (a newer DeepWork's, say) reads as `OtherEvent`, with all its keys;

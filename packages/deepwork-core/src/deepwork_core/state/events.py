@@ -4,7 +4,7 @@
 step begun, outputs submitted, each review verdict, overrides, needs_work, jumps, approvals, abort
 and completion. The session file holds the current state; the event log holds the history, and is
 never rewritten (a `go_to_step` clears state, not history). Each kind of event is a model in
-`deepwork_core.state.event_kinds`; docs/runtime-layout.md ("The event log") lists them with their
+`deepwork_core.state.event_kinds`; docs/navigation.md ("The event log") lists them with their
 fields and the rule by which older and newer lines still read.
 
 Every line is one JSON object, the event model as JSON:

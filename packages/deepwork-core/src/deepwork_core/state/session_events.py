@@ -1,7 +1,7 @@
 """The engine's recorder: which event each session transition writes, stamped by its clock.
 
 The events and their fields are the models of `deepwork_core.state.event_kinds`
-(docs/runtime-layout.md, "The event log"); this class builds them from the session at each
+(docs/navigation.md, "The event log"); this class builds them from the session at each
 transition and `deepwork_core.state.events` appends the lines.
 """
 
