@@ -42,7 +42,7 @@ EVENT_SCHEMA_VERSION: Final = 1
 #: Keys every line has before its kind's fields.
 HEADER_KEYS: Final = ("v", "ts", "session_id", "event")
 #: Validation context under which a record is being read from a log line (see `_Record`).
-_READING: Final = "deepwork.reading_event_line"
+_READING: Final = "reading an event line"
 
 
 class EventName(StrEnum):
