@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from deepwork_core.state.event_kinds import ApprovalEvent, UndeclaredChangesEvent
 from deepwork_core.state.events import read_events
 from deepwork_mcp.server import create_server
 from fastmcp import Client
@@ -45,8 +46,8 @@ async def test_an_undeclared_edit_is_named(client: Client[Any], root: Path) -> N
     done = await call_ok(client, "finished_step", outputs={"out": "out.md"})
     assert done["status"] == "workflow_complete"
     assert done["evidence"]["undeclared_changes"] == ["src/app.py"]
-    events = [e for e in read_events(root, session_id) if e["event"] == "undeclared_changes"]
-    assert events[0]["files"] == ["src/app.py"]
+    events = [e for e in read_events(root, session_id) if isinstance(e, UndeclaredChangesEvent)]
+    assert events[0].files == ["src/app.py"]
 
 
 async def test_may_change_silences_the_guard(client: Client[Any], root: Path) -> None:
@@ -117,13 +118,13 @@ async def test_a_client_with_elicitation_asks_the_human(root: Path) -> None:
         assert moved["status"] == "next_step"
         assert "Is this plan good to go?" in handler.asked[0]
         assert "plan.md" in handler.asked[0]
-    [event] = [e for e in read_events(root, session_id) if e["event"] == "approval"]
-    assert (event["approved"], event["channel"], event["comment"]) == (
+    [event] = [e for e in read_events(root, session_id) if isinstance(e, ApprovalEvent)]
+    assert (event.approved, event.channel, event.comment) == (
         True,
         "elicitation",
         "Looks right",
     )
-    assert event["actor"]  # the client's name and version
+    assert event.actor  # the client's name and version
 
 
 async def test_a_human_who_requests_changes_sends_the_step_back(root: Path) -> None:

@@ -16,6 +16,7 @@ from deepwork_core.state.approvals import (
     record_decision,
     rehash,
 )
+from deepwork_core.state.event_kinds import ApprovalEvent
 from deepwork_core.state.events import read_events
 
 SID = "sess_approve1"
@@ -76,9 +77,10 @@ def test_a_decision_is_recorded_with_who_when_how_and_the_hashes(store: Approval
     assert decision.shown == record.request.shown
     assert record.decision_holds(rehash(store.project_root, record.request.shown))
     [event] = read_events(store.project_root, SID)
-    assert event["event"] == "approval"
-    assert (event["approved"], event["comment"], event["channel"]) == (False, "Split step 3", "cli")
-    assert event["ts"] == WHEN.isoformat()  # the event is stamped when the decision was taken
+    assert isinstance(event, ApprovalEvent)
+    assert (event.approved, event.comment, event.channel) == (False, "Split step 3", "cli")
+    assert event.ts == WHEN  # the event is stamped when the decision was taken
+    assert event.as_written()["ts"] == WHEN.isoformat()
 
 
 def test_an_edit_after_the_approval_voids_it(store: ApprovalStore) -> None:

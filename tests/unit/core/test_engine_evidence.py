@@ -142,7 +142,7 @@ def test_a_rejection_from_the_terminal_sends_the_step_back(root: Path) -> None:
     assert "Add a rollback section" in (back.feedback or "")
     # The next call asks again.
     assert engine.finish({"plan": "plan.md"}).status is FinishStatus.AWAITING_APPROVAL
-    kinds = [e["event"] for e in read_events(root, session_id)]
+    kinds = [e.event for e in read_events(root, session_id)]
     assert kinds.count("approval_requested") == 2
     assert "approval" in kinds
 

@@ -23,6 +23,14 @@ from deepwork_core.gate.checkpoint import (
 )
 from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.jobs.model import Step
+from deepwork_core.state.event_kinds import (
+    AbortedEvent,
+    GoToStepEvent,
+    NeedsWorkEvent,
+    OverrideEvent,
+    ReviewVerdictEvent,
+    StepBegunEvent,
+)
 from deepwork_core.state.events import read_events
 from deepwork_core.state.sessions import QualityEvent, SessionStore, utc_now
 
@@ -67,11 +75,11 @@ def test_going_back_clears_progress_from_the_target_on(engine: WorkflowEngine) -
     assert "publish" not in session.step_progress
     assert session.quality_log == []
     events = read_events(engine.project_root, session_id)
-    [jump] = [e for e in events if e["event"] == "go_to_step"]
-    assert jump["from_step_ids"] == ["publish"]
-    assert jump["cleared_step_ids"] == ["draft", "publish"]
-    assert events[-1]["event"] == "step_begun"
-    assert events[-1]["step_ids"] == ["draft"]
+    [jump] = [e for e in events if isinstance(e, GoToStepEvent)]
+    assert jump.from_step_ids == ["publish"]
+    assert jump.cleared_step_ids == ["draft", "publish"]
+    assert isinstance(events[-1], StepBegunEvent)
+    assert events[-1].step_ids == ["draft"]
 
 
 def test_only_earlier_or_current_steps_are_targets(engine: WorkflowEngine) -> None:
@@ -135,7 +143,7 @@ def test_every_transition_is_an_event(engine: WorkflowEngine) -> None:
     engine.finish({"notes": "notes.md"}, notes="n")
     engine.finish({"drafts": ["d/1.md"]})
     engine.finish({"final": "final.md"})
-    names = [e["event"] for e in read_events(engine.project_root, session_id)]
+    names = [e.event for e in read_events(engine.project_root, session_id)]
     assert names == [
         "started",
         "step_begun",
@@ -151,7 +159,9 @@ def test_every_transition_is_an_event(engine: WorkflowEngine) -> None:
     ]
     other = engine.start("g", "multi", "alpha").brief.session_id
     engine.abort("stop")
-    assert read_events(engine.project_root, other)[-1]["reason"] == "stop"
+    last = read_events(engine.project_root, other)[-1]
+    assert isinstance(last, AbortedEvent)
+    assert last.reason == "stop"
 
 
 def test_events_carry_the_engine_clock(root: Path) -> None:
@@ -161,7 +171,7 @@ def test_events_carry_the_engine_clock(root: Path) -> None:
     )
     session_id = engine.start("g", "three_step", "main").brief.session_id
     engine.finish({"notes": "notes.md"}, notes="n")
-    stamps = {e["ts"] for e in read_events(root, session_id)}
+    stamps = {e.as_written()["ts"] for e in read_events(root, session_id)}
     assert stamps == {fixed.isoformat()}  # the engine's and the safeguards' events alike
 
 
@@ -207,11 +217,13 @@ def test_verdicts_needs_work_and_overrides_are_events(root: Path) -> None:
     assert engine.finish({"report": "report.md"}).status == "next_step"
     engine.finish({"final": "final.md"}, override_reason="reviewed by hand")
     events = read_events(root, session_id)
-    verdicts = [e for e in events if e["event"] == "review_verdict"]
-    assert [(v["passed"], v["attempt"]) for v in verdicts] == [(False, 1), (True, 2)]
-    assert verdicts[0]["criteria"] == [{"criterion": "Clear", "passed": False, "feedback": "vague"}]
-    [needs_work] = [e for e in events if e["event"] == "needs_work"]
-    assert needs_work["failed_reviews"] == 1
-    [override] = [e for e in events if e["event"] == "override"]
-    assert override["reason"] == "reviewed by hand"
-    assert events[-1]["event"] == "completed"
+    verdicts = [e for e in events if isinstance(e, ReviewVerdictEvent)]
+    assert [(v.passed, v.attempt) for v in verdicts] == [(False, 1), (True, 2)]
+    assert verdicts[0].as_written()["criteria"] == [
+        {"criterion": "Clear", "passed": False, "feedback": "vague"}
+    ]
+    [needs_work] = [e for e in events if isinstance(e, NeedsWorkEvent)]
+    assert needs_work.failed_reviews == 1
+    [override] = [e for e in events if isinstance(e, OverrideEvent)]
+    assert override.reason == "reviewed by hand"
+    assert events[-1].event == "completed"

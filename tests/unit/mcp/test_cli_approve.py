@@ -9,9 +9,9 @@ from pathlib import Path
 
 from click.testing import CliRunner
 from deepwork_core.engine.workflow import WorkflowEngine
-from deepwork_core.evidence.hashes import sha256_file
+from deepwork_core.evidence.hashes import ShownOutput, sha256_file
 from deepwork_core.jobs.discovery import JobCatalog
-from deepwork_core.state.approvals import ApprovalRequest, ApprovalStore, ShownOutput
+from deepwork_core.state.approvals import ApprovalRequest, ApprovalStore
 from deepwork_core.state.sessions import SessionStore
 from deepwork_mcp.cli import cli
 

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
-from deepwork_core.state.events import EventName, append_event
+from deepwork_core.state.events import events_path
 from deepwork_core.state.sessions import SessionStore
 from deepwork_mcp.cli import cli
 from deepwork_mcp.cli.status import age, watch
@@ -115,16 +115,18 @@ def test_watch_redraws_on_change_only() -> None:
 def test_log_prints_events_readably_and_as_json(root: Path) -> None:
     engine = _engine(root)
     session_id = engine.start("goal", "three_step", "main").brief.session_id
-    append_event(
-        root,
-        session_id,
-        EventName.REVIEW_VERDICT,
-        {
-            "step_id": "gather",
-            "passed": False,
-            "criteria": [{"criterion": "Clear", "passed": False}],
-        },
-    )
+    # A line as an older writer left it (no review name, a criterion without feedback).
+    line = {
+        "v": 1,
+        "ts": "2026-11-20T10:00:00+00:00",
+        "session_id": session_id,
+        "event": "review_verdict",
+        "step_id": "gather",
+        "passed": False,
+        "criteria": [{"criterion": "Clear", "passed": False}],
+    }
+    with events_path(root, session_id).open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(line) + "\n")
     status, out = _run("log", session_id, "--path", str(root))
     assert status == 0, out
     lines = out.splitlines()

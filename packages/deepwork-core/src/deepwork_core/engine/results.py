@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from deepwork_core.engine.briefing import StepBrief
-from deepwork_core.evidence.hashes import OutputEvidence, StaleEvidence
+from deepwork_core.evidence.hashes import OutputEvidence, ShownOutput, StaleEvidence
 from deepwork_core.evidence.verdicts import ReviewVerdict
-from deepwork_core.state.approvals import ApprovalRecord, ShownOutput
+from deepwork_core.state.approvals import ApprovalRecord
 from deepwork_core.state.sessions import OutputValue
 from deepwork_core.state.stacks import StackItem
 

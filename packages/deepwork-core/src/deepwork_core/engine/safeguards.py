@@ -44,7 +44,14 @@ from deepwork_core.state.approvals import (
     rehash,
     shown_outputs,
 )
-from deepwork_core.state.events import EventName, append_event
+from deepwork_core.state.event_kinds import (
+    ApprovalRequestedEvent,
+    KnownEvent,
+    StaleEvidenceEvent,
+    StepFinishedEvent,
+    UndeclaredChangesEvent,
+)
+from deepwork_core.state.events import append_event
 from deepwork_core.state.sessions import OutputValue, PendingApproval, Session
 
 OFF_OUTSIDE_GIT = (
@@ -222,15 +229,23 @@ class Safeguards:
         self, session_id: str, step_ids: list[str], audit: Audit, strict: bool
     ) -> None:
         if audit.undeclared:
-            self._event(
-                session_id,
-                EventName.UNDECLARED_CHANGES,
-                {"step_ids": step_ids, "files": audit.undeclared, "strict": strict},
+            self._write(
+                UndeclaredChangesEvent(
+                    ts=self.clock(),
+                    session_id=session_id,
+                    step_ids=step_ids,
+                    files=list(audit.undeclared),
+                    strict=strict,
+                )
             )
         if audit.stale:
-            stale = [item.model_dump(mode="json") for item in audit.stale]
-            self._event(
-                session_id, EventName.STALE_EVIDENCE, {"step_ids": step_ids, "stale": stale}
+            self._write(
+                StaleEvidenceEvent(
+                    ts=self.clock(),
+                    session_id=session_id,
+                    step_ids=step_ids,
+                    stale=list(audit.stale),
+                )
             )
 
     # --- accepting a checkpoint ----------------------------------------------------------------
@@ -254,11 +269,14 @@ class Safeguards:
             new += [_acknowledged(item, now, override_reason) for item in findings.stale]
         session.evidence = merge(session.evidence, new, steps=[*step_ids, *rereviewed])
         session.stale_reported = []
-        evidence = [item.model_dump(mode="json") for item in new]
-        self._event(
-            session.session_id,
-            EventName.STEP_FINISHED,
-            {"step_ids": step_ids, "verdict": verdict.value, "evidence": evidence},
+        self._write(
+            StepFinishedEvent(
+                ts=self.clock(),
+                session_id=session.session_id,
+                step_ids=step_ids,
+                verdict=verdict,
+                evidence=new,
+            )
         )
 
     # --- approvals -----------------------------------------------------------------------------
@@ -298,13 +316,16 @@ class Safeguards:
             hashes=list(findings.audit.hashes),
             rereviewed=list(rereviewed),
         )
-        fields = {
-            "step_ids": request.step_ids,
-            "request_id": request.request_id,
-            "prompt": request.prompt,
-            "shown": [item.model_dump(mode="json") for item in request.shown],
-        }
-        self._event(session.session_id, EventName.APPROVAL_REQUESTED, fields)
+        self._write(
+            ApprovalRequestedEvent(
+                ts=self.clock(),
+                session_id=session.session_id,
+                step_ids=list(request.step_ids),
+                request_id=request.request_id,
+                prompt=request.prompt,
+                shown=list(request.shown),
+            )
+        )
         return prompt_of(request)
 
     def approval_outcome(
@@ -350,8 +371,8 @@ class Safeguards:
             request_id=request_id,
         )
 
-    def _event(self, session_id: str, name: EventName, fields: dict[str, Any]) -> None:
-        append_event(self.project_root, session_id, name, fields, now=self.clock())
+    def _write(self, event: KnownEvent) -> None:
+        append_event(self.project_root, event)
 
 
 def prompt_of(request: ApprovalRequest) -> ApprovalPrompt:

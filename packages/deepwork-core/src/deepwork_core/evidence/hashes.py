@@ -73,6 +73,14 @@ class StaleEvidence(_Model):
     new_sha256: str | None
 
 
+class ShownOutput(_Model):
+    """One file shown to a human for approval, with its hash (docs/evidence.md)."""
+
+    output: str
+    path: str
+    sha256: str | None
+
+
 def sha256_file(project_root: Path, relative: str) -> str | None:
     """The hex SHA-256 of the regular file `relative` inside `project_root`, else None."""
     return _hash(project_root, relative)[0]

@@ -29,8 +29,9 @@ from deepwork_core.base.fsutil import atomic_write_text, file_lock, read_text_fi
 from deepwork_core.base.identifiers import check_session_id
 from deepwork_core.base.layout import APPROVALS_DIR
 from deepwork_core.base.runtime_dir import ensure_tmp_dir
-from deepwork_core.evidence.hashes import OutputHash, sha256_file
-from deepwork_core.state.events import EventName, append_event
+from deepwork_core.evidence.hashes import OutputHash, ShownOutput, sha256_file
+from deepwork_core.state.event_kinds import ApprovalEvent
+from deepwork_core.state.events import append_event
 
 _LOCK: Final = "approvals.lock"
 #: An approval file larger than this is refused (`approval.corrupt`); real ones are a few KB.
@@ -50,14 +51,6 @@ class ApprovalChannel(StrEnum):
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ShownOutput(_Model):
-    """One file shown to the human, with its hash."""
-
-    output: str
-    path: str
-    sha256: str | None
 
 
 class ApprovalRequest(_Model):
@@ -186,10 +179,7 @@ class ApprovalStore:
                 )
             record = record.model_copy(update={"decision": decision})
             atomic_write_text(self.path(session_id), record.model_dump_json(indent=2))
-        fields = approval_event(record)
-        append_event(
-            self.project_root, session_id, EventName.APPROVAL, fields, now=decision.decided_at
-        )
+        append_event(self.project_root, approval_event(session_id, record.request, decision))
         return record
 
     def clear(self, session_id: str) -> None:
@@ -243,24 +233,23 @@ def record_decision(
     return store.decide(session_id, decision)
 
 
-def approval_event(record: ApprovalRecord) -> dict[str, object]:
-    """The fields of an `approval` event (also used by `deepwork status` and the summary)."""
-    decision = record.decision
-    fields: dict[str, object] = {
-        "step_ids": list(record.request.step_ids),
-        "request_id": record.request.request_id,
-    }
-    if decision is not None:
-        fields.update(
-            approved=decision.approved,
-            comment=decision.comment,
-            channel=decision.channel.value,
-            actor=decision.actor,
-            terminal=decision.terminal,
-            decided_at=decision.decided_at.isoformat(),
-            shown=[s.model_dump() for s in decision.shown],
-        )
-    return fields
+def approval_event(
+    session_id: str, request: ApprovalRequest, decision: ApprovalDecision
+) -> ApprovalEvent:
+    """The `approval` event of `decision` on `request`, stamped when the human decided."""
+    return ApprovalEvent(
+        ts=decision.decided_at,
+        session_id=session_id,
+        step_ids=list(request.step_ids),
+        request_id=request.request_id,
+        approved=decision.approved,
+        comment=decision.comment,
+        channel=decision.channel.value,
+        actor=decision.actor,
+        terminal=decision.terminal,
+        decided_at=decision.decided_at,
+        shown=list(decision.shown),
+    )
 
 
 def _verb(decision: ApprovalDecision) -> str:

@@ -3,17 +3,19 @@
 `.deepwork/tmp/events/<session_id>.jsonl` records what happened in a session, in order: started,
 step begun, outputs submitted, each review verdict, overrides, needs_work, jumps, approvals, abort
 and completion. The session file holds the current state; the event log holds the history, and is
-never rewritten (a `go_to_step` clears state, not history). See `docs/` for the event names and
-their fields.
+never rewritten (a `go_to_step` clears state, not history). Each kind of event is a model in
+`deepwork_core.state.event_kinds`; docs/navigation.md ("The event log") lists them with their
+fields and the rule by which older and newer lines still read.
 
-Every line is one JSON object:
+Every line is one JSON object, the event model as JSON:
 
     {"v": 1, "ts": "2026-11-23T21:50:00.123456+00:00", "session_id": "…", "event": "started", …}
 
 Each append takes an exclusive `flock` on the log file and writes the whole line with one
 `write` on an `O_APPEND` descriptor, so lines from two servers never interleave. A reader skips a
 last line that has no newline yet (a writer killed mid-line) and rejects any other line that is not
-a JSON object as `events.corrupt`, naming the file and line.
+a JSON object with an `event` name and a readable header as `events.corrupt`, naming the file and
+line. A line of an unknown kind reads as `OtherEvent`.
 """
 
 from __future__ import annotations
@@ -22,11 +24,9 @@ import contextlib
 import fcntl
 import json
 import os
-from collections.abc import Iterator, Mapping
-from datetime import UTC, datetime
-from enum import StrEnum
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError, FileReadError
@@ -34,9 +34,10 @@ from deepwork_core.base.fsutil import read_bytes_file
 from deepwork_core.base.identifiers import check_session_id
 from deepwork_core.base.layout import EVENTS_DIR
 from deepwork_core.base.runtime_dir import ensure_tmp_dir
+from deepwork_core.state.event_kinds import EVENT_SCHEMA_VERSION as EVENT_SCHEMA_VERSION
+from deepwork_core.state.event_kinds import EventName as EventName
+from deepwork_core.state.event_kinds import EventRecord, KnownEvent, parse_event
 
-#: Version of the line format; readers accept lines of this version and skip none silently.
-EVENT_SCHEMA_VERSION: Final = 1
 EVENTS_SUFFIX: Final = ".jsonl"
 #: A log larger than this is refused on read rather than loaded whole into memory.
 MAX_LOG_BYTES: Final = 64 * 1024 * 1024
@@ -46,28 +47,6 @@ class EventLogError(DeepWorkError):
     """An event log could not be read (`events.*` codes)."""
 
     code = ErrorCode.EVENTS_ERROR
-
-
-class EventName(StrEnum):
-    """The kinds of event a session records. New kinds may be added; readers ignore none."""
-
-    STARTED = "started"
-    STEP_BEGUN = "step_begun"
-    OUTPUTS_SUBMITTED = "outputs_submitted"
-    REVIEW_VERDICT = "review_verdict"
-    OVERRIDE = "override"
-    NEEDS_WORK = "needs_work"
-    GO_TO_STEP = "go_to_step"
-    STEP_FINISHED = "step_finished"
-    STALE_EVIDENCE = "stale_evidence"
-    UNDECLARED_CHANGES = "undeclared_changes"
-    APPROVAL_REQUESTED = "approval_requested"
-    APPROVAL = "approval"
-    ABORTED = "aborted"
-    COMPLETED = "completed"
-
-
-_RESERVED: Final = frozenset({"v", "ts", "session_id", "event"})
 
 
 def events_dir(project_root: Path) -> Path:
@@ -80,32 +59,11 @@ def events_path(project_root: Path, session_id: str) -> Path:
     return events_dir(project_root) / f"{session_id}{EVENTS_SUFFIX}"
 
 
-def append_event(
-    project_root: Path,
-    session_id: str,
-    event: EventName | str,
-    fields: Mapping[str, Any] | None = None,
-    *,
-    now: datetime | None = None,
-) -> dict[str, Any]:
-    """Append one event to the session's log and return the record as written.
-
-    `fields` must be JSON-serialisable and must not use the reserved keys `v`, `ts`,
-    `session_id` and `event`.
-    """
-    extra = dict(fields or {})
-    clash = _RESERVED.intersection(extra)
-    if clash:
-        raise ValueError(f"event fields may not use the reserved keys {sorted(clash)}")
-    record: dict[str, Any] = {
-        "v": EVENT_SCHEMA_VERSION,
-        "ts": (now or datetime.now(UTC)).isoformat(),
-        "session_id": session_id,
-        "event": str(event),
-        **extra,
-    }
+def append_event(project_root: Path, event: KnownEvent) -> None:
+    """Append `event` to its session's log as one line (every field, `v` first)."""
+    record = event.model_dump(mode="json")
     line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-    path = events_path(project_root, session_id)
+    path = events_path(project_root, event.session_id)
     ensure_tmp_dir(project_root)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
@@ -117,7 +75,6 @@ def append_event(
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
-    return record
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -127,12 +84,12 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def read_events(project_root: Path, session_id: str) -> list[dict[str, Any]]:
+def read_events(project_root: Path, session_id: str) -> list[EventRecord]:
     """Every event of the session, oldest first; `[]` when the session has no log."""
     return list(iter_events(events_path(project_root, session_id)))
 
 
-def iter_events(path: Path) -> Iterator[dict[str, Any]]:
+def iter_events(path: Path) -> Iterator[EventRecord]:
     """The events of one log file. Only regular files are read, and at most MAX_LOG_BYTES."""
     data = _read_bounded(path)
     if data is None:
@@ -146,12 +103,16 @@ def iter_events(path: Path) -> Iterator[dict[str, Any]]:
             record = json.loads(raw)
         except (ValueError, UnicodeDecodeError):
             record = None
-        if not isinstance(record, dict) or not isinstance(record.get("event"), str):
+        event = None
+        if isinstance(record, dict) and isinstance(record.get("event"), str):
+            with contextlib.suppress(ValueError):
+                event = parse_event(record)
+        if event is None:
             raise EventLogError(
                 f"{path}:{number}: not an event record (a JSON object with an 'event')",
                 code=ErrorCode.EVENTS_CORRUPT,
             )
-        yield record
+        yield event
 
 
 def _read_bounded(path: Path) -> bytes | None:

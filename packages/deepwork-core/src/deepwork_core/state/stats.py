@@ -16,16 +16,25 @@ definitions are in docs/evidence.md):
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from deepwork_core.base.errors import DeepWorkError
-from deepwork_core.state.events import EventName, logged_session_ids, read_events
+from deepwork_core.state.event_kinds import (
+    AbortedEvent,
+    CompletedEvent,
+    EventRecord,
+    OverrideEvent,
+    ReviewVerdictEvent,
+    StartedEvent,
+    StepBegunEvent,
+    StepFinishedEvent,
+)
+from deepwork_core.state.events import logged_session_ids, read_events
 
 
 class _Model(BaseModel):
@@ -115,63 +124,48 @@ def collect_stats(project_root: Path, *, job: str | None = None) -> Stats:
     )
 
 
-def _job_of(events: Iterable[Mapping[str, Any]]) -> str | None:
+def _job_of(events: Iterable[EventRecord]) -> str | None:
     for event in events:
-        if event.get("event") == EventName.STARTED and isinstance(event.get("job"), str):
-            return str(event["job"])
+        if isinstance(event, StartedEvent):
+            return event.job
     return None
 
 
-def _steps_of(event: Mapping[str, Any]) -> list[str]:
-    steps = event.get("step_ids")
-    if isinstance(steps, list):
-        return [s for s in steps if isinstance(s, str)]
-    step = event.get("step_id")
-    return [step] if isinstance(step, str) else []
-
-
-def _tally_session(tally: _JobTally, events: Iterable[Mapping[str, Any]]) -> None:
+def _tally_session(tally: _JobTally, events: Iterable[EventRecord]) -> None:
     tally.sessions += 1
     current: dict[str, _Run] = {}
     for event in events:
-        kind = event.get("event")
-        when = _time(event.get("ts"))
-        steps = _steps_of(event)
-        if kind == EventName.STEP_BEGUN and when is not None:
-            for step in steps:
-                run = _Run(begun=when)
+        if isinstance(event, StepBegunEvent):
+            for step in event.step_ids:
+                run = _Run(begun=event.ts)
                 current[step] = run
                 tally.steps.setdefault(step, _StepTally()).runs.append(run)
-        elif kind == EventName.REVIEW_VERDICT:
-            _tally_verdict(tally, current, steps, event)
-        elif kind == EventName.OVERRIDE:
-            for step in steps:
+        elif isinstance(event, ReviewVerdictEvent):
+            _tally_verdict(tally, current, event)
+        elif isinstance(event, OverrideEvent):
+            for step in event.step_ids:
                 tally.steps.setdefault(step, _StepTally()).overrides += 1
-        elif kind == EventName.STEP_FINISHED:
-            for step in steps:
+        elif isinstance(event, StepFinishedEvent):
+            for step in event.step_ids:
                 if step in current and current[step].finished is None:
-                    current[step].finished = when
-        elif kind == EventName.COMPLETED:
+                    current[step].finished = event.ts
+        elif isinstance(event, CompletedEvent):
             tally.completed += 1
-        elif kind == EventName.ABORTED:
+        elif isinstance(event, AbortedEvent):
             tally.aborted += 1
 
 
-def _tally_verdict(
-    tally: _JobTally, current: dict[str, _Run], steps: list[str], event: Mapping[str, Any]
-) -> None:
-    """One reviewer verdict (one review of one step) of attempt `attempt`."""
-    passed = event.get("passed") is True
-    attempt = event.get("attempt")
-    for step in steps:
-        run = current.get(step)
-        if run is not None:
-            number = attempt if isinstance(attempt, int) and attempt > 0 else len(run.attempts) + 1
-            run.attempts[number] = run.attempts.get(number, True) and passed
-        criteria = tally.steps.setdefault(step, _StepTally()).criteria
-        for result in event.get("criteria") or []:
-            if isinstance(result, Mapping) and isinstance(result.get("criterion"), str):
-                criteria.setdefault(result["criterion"], []).append(result.get("passed") is True)
+def _tally_verdict(tally: _JobTally, current: dict[str, _Run], event: ReviewVerdictEvent) -> None:
+    """One reviewer verdict (one review of one step) of attempt `event.attempt`."""
+    step = event.step_id
+    run = current.get(step)
+    if run is not None:
+        attempt = event.attempt
+        number = attempt if attempt is not None and attempt > 0 else len(run.attempts) + 1
+        run.attempts[number] = run.attempts.get(number, True) and event.passed
+    criteria = tally.steps.setdefault(step, _StepTally()).criteria
+    for result in event.criteria:
+        criteria.setdefault(result.criterion, []).append(result.passed)
 
 
 def _job_stats(name: str, tally: _JobTally) -> JobStats:
@@ -212,12 +206,3 @@ def _step_stats(step: str, tally: _StepTally) -> StepStats:
 
 def _ratio(part: float, whole: int) -> float | None:
     return round(part / whole, 4) if whole else None
-
-
-def _time(value: object) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return datetime.fromisoformat(value)
-    except ValueError:
-        return None

@@ -4,38 +4,37 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import click
 from deepwork_core import DeepWorkError
+from deepwork_core.state.event_kinds import EventRecord
 from deepwork_core.state.events import read_events
 from deepwork_core.state.sessions import SessionStore
+from pydantic import JsonValue
 
 from deepwork_mcp.cli.options import cli_error, project_option
 
-_HEADER_KEYS = ("v", "ts", "session_id", "event")
 #: Longest value printed on an event's line; --json prints everything.
 _MAX_VALUE = 160
 
 
-def _short(value: Any) -> str:
+def _short(value: object) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     text = " ".join(text.split())
     return text if len(text) <= _MAX_VALUE else text[: _MAX_VALUE - 1] + "…"
 
 
-def render_event(record: dict[str, Any]) -> list[str]:
+def render_event(event: EventRecord) -> list[str]:
     """One event as a headline (`time  event  key=value …`) and indented lines for the fields
-    that hold lists of objects (e.g. a verdict's criteria)."""
-    stamp = str(record.get("ts", ""))[:19].replace("T", " ")
-    fields = {k: v for k, v in record.items() if k not in _HEADER_KEYS}
-    nested = {
-        key: value
-        for key, value in fields.items()
-        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value)
-    }
+    that hold lists of objects (e.g. a verdict's criteria), keys in the order of its line."""
+    stamp = event.ts.isoformat()[:19].replace("T", " ") if event.ts is not None else ""
+    fields = event.details()
+    nested: dict[str, list[dict[str, JsonValue]]] = {}
+    for key, value in fields.items():
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            nested[key] = [item for item in value if isinstance(item, dict)]
     inline = "  ".join(f"{k}={_short(v)}" for k, v in fields.items() if k not in nested)
-    lines = [f"{stamp}  {record['event']:<18} {inline}".rstrip()]
+    lines = [f"{stamp}  {event.event:<18} {inline}".rstrip()]
     for key, items in nested.items():
         for item in items:
             described = "  ".join(f"{k}={_short(v)}" for k, v in item.items())
@@ -57,10 +56,10 @@ def log(session_id: str, project: Path, as_json: bool) -> None:
     except DeepWorkError as exc:
         raise cli_error(exc) from None
     if as_json:
-        click.echo(json.dumps(events, ensure_ascii=False, indent=2))
+        click.echo(json.dumps([e.as_written() for e in events], ensure_ascii=False, indent=2))
         return
     if not events:
         click.echo(f"Session {session_id} has no recorded events.")
         return
-    for record in events:
-        click.echo("\n".join(render_event(record)))
+    for event in events:
+        click.echo("\n".join(render_event(event)))
