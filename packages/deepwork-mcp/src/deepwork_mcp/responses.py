@@ -237,6 +237,8 @@ class FinishedStepResponse(_Model):
     stack: list[StackEntry]
     #: Always present: the audit's findings (docs/evidence.md).
     evidence: EvidenceInfo = Field(default_factory=EvidenceInfo)
+    #: The quality gate's warnings, `<code>: <message>`; left out when there are none.
+    warnings: list[str] | None = _Sparse
 
 
 class AbortWorkflowResponse(_Model):

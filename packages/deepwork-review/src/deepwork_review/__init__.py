@@ -34,6 +34,9 @@ if TYPE_CHECKING:
     from deepwork_review.pipeline import (
         run_review as run_review,
     )
+    from deepwork_review.rule_discovery import (
+        rule_file_problems as rule_file_problems,
+    )
 
 #: Module → the public names it defines; imported on first use (see `deepwork_core.base.lazy`).
 _HOMES = {
@@ -46,6 +49,7 @@ _HOMES = {
         "open_review_rules",
         "run_review",
     ),
+    "deepwork_review.rule_discovery": ("rule_file_problems",),
 }
 
 __all__ = [
@@ -56,6 +60,7 @@ __all__ = [
     "gate_rule_reviews",
     "mark_review_passed",
     "open_review_rules",
+    "rule_file_problems",
     "run_review",
 ]
 

@@ -153,6 +153,8 @@ CODES: dict[str, str] = {
     "with its group.",
     "process.timeout": "A subprocess ran past its time limit and was killed with its group.",
     "quality_gate.bad_output": "The reviewer's answer is not the expected JSON verdict.",
+    "quality_gate.deepreview_invalid": "A warning in `finished_step`'s `warnings`: a `.deepreview` "
+    "file or rule could not be loaded, so the rules it concerns were not applied at the gate.",
     "quality_gate.error": "Generic quality gate error.",
     "quality_gate.exit_code": "The reviewer process exited with an error.",
     "quality_gate.is_error": "The reviewer reported an error instead of a verdict.",

@@ -3,7 +3,8 @@
 One `Checkpoint` travels from the engine to the gate's planner, payload and prompt builders
 unchanged; the gate answers with one of three verdicts, told apart by type:
 `GatePassed` (advance), `GateNeedsWork` (a reviewer failed the outputs) and
-`GateSelfReviewRequested` (self-review mode: the agent must have the outputs reviewed).
+`GateSelfReviewRequested` (self-review mode: the agent must have the outputs reviewed). Each
+carries `warnings` (`<code>: <message>`), which the engine passes on in its answer.
 """
 
 from __future__ import annotations
@@ -96,6 +97,7 @@ class GatePassed:
 
     feedback: str
     reviews: tuple[ReviewVerdict, ...] = ()
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -104,6 +106,7 @@ class GateNeedsWork:
 
     feedback: str
     reviews: tuple[ReviewVerdict, ...] = ()
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -112,6 +115,7 @@ class GateSelfReviewRequested:
 
     feedback: str
     review_file: str
+    warnings: tuple[str, ...] = ()
 
 
 GateVerdict = GatePassed | GateNeedsWork | GateSelfReviewRequested
