@@ -3,7 +3,9 @@
 `SelfReviewGate` writes review instructions for the agent and asks for a self-review;
 `ExternalGate` runs the Claude CLI reviewer. Both plan their tasks with `deepwork_core.gate.quality`
 from the engine's `Checkpoint`, plus the `.deepreview` rules matching the step's output files
-(`deepwork_review.rule_review_tasks`) unless `quality_gate.deepreview_rules` is off. `evaluate` is
+(`deepwork_review.rule_review_tasks`) unless `quality_gate.deepreview_rules` is off. A `.deepreview`
+file (or rule) that fails to load is not skipped silently: every verdict then carries a
+`quality_gate.deepreview_invalid` warning naming the file and the reason. `evaluate` is
 called by the engine in a worker thread; the external reviewer is async, so it is run on the
 server's event loop through `anyio.from_thread`.
 """
@@ -13,6 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from anyio import from_thread
+from deepwork_core.base.error_codes import ErrorCode
+from deepwork_core.base.errors import GitError, Problem, ReviewError
+from deepwork_core.base.escaping import printable, quote_name
 from deepwork_core.gate.checkpoint import (
     Checkpoint,
     GateNeedsWork,
@@ -30,11 +35,13 @@ from deepwork_core.gate.quality import (
     write_self_review_file,
 )
 from deepwork_core.jobs.model import Step
-from deepwork_review import rule_review_tasks
+from deepwork_review import rule_file_problems, rule_review_tasks
 
 from deepwork_mcp.reviewer import ClaudeReviewer
 
 _NOTHING_TO_REVIEW = "No review applies to the submitted outputs."
+#: The warning code of a `.deepreview` file or rule the gate could not load.
+RULES_UNLOADED = ErrorCode.QUALITY_GATE_DEEPREVIEW_INVALID
 
 
 class _Planner:
@@ -44,16 +51,41 @@ class _Planner:
         self.deepreview_rules = deepreview_rules
 
     def consulted_for(self, steps: Sequence[Step]) -> bool:
-        return has_own_reviews(steps) or (
-            self.deepreview_rules
-            and any(spec.type.is_file for step in steps for spec in step.outputs.values())
-        )
+        return has_own_reviews(steps) or (self.deepreview_rules and _has_file_outputs(steps))
 
     def tasks(self, checkpoint: Checkpoint) -> list[QualityReviewTask]:
         tasks = plan_review_tasks(checkpoint)
         if self.deepreview_rules:
             tasks += rule_review_tasks(checkpoint)
         return tasks
+
+    def warnings(self, checkpoint: Checkpoint) -> tuple[str, ...]:
+        """One warning per `.deepreview` problem, when the rules are consulted for the
+        checkpoint (they are on and the steps have file outputs)."""
+        steps = [checkpoint.job.step(step_id) for step_id in checkpoint.step_ids]
+        if not (self.deepreview_rules and _has_file_outputs(steps)):
+            return ()
+        try:
+            problems = rule_file_problems(checkpoint.project_root)
+        except (GitError, ReviewError):
+            return ()  # no rules can be found at all: the step's own reviews apply
+        return tuple(
+            printable(
+                f"{RULES_UNLOADED}: {_where(problem)}: {problem.code}: "
+                f"{problem.message} (the rules this concerns were not applied; fix the file)"
+            )
+            for problem in problems
+        )
+
+
+def _has_file_outputs(steps: Sequence[Step]) -> bool:
+    return any(spec.type.is_file for step in steps for spec in step.outputs.values())
+
+
+def _where(problem: Problem) -> str:
+    """`file:line` of a problem, the file's name quoted when it is not plain."""
+    where = "<unknown>" if problem.file is None else quote_name(problem.file.as_posix())
+    return where if problem.line is None else f"{where}:{problem.line}"
 
 
 class SelfReviewGate(_Planner):
@@ -62,12 +94,13 @@ class SelfReviewGate(_Planner):
     external = False
 
     def evaluate(self, checkpoint: Checkpoint, progress: ProgressReporter | None) -> GateVerdict:
-        tasks = self.tasks(checkpoint)
+        tasks, warnings = self.tasks(checkpoint), self.warnings(checkpoint)
         if not tasks:
-            return GatePassed(feedback=_NOTHING_TO_REVIEW)
+            return GatePassed(feedback=_NOTHING_TO_REVIEW, warnings=warnings)
         path = write_self_review_file(checkpoint, tasks)
         relative = path.relative_to(checkpoint.project_root).as_posix()
-        return GateSelfReviewRequested(feedback=self_review_feedback(path), review_file=relative)
+        feedback = self_review_feedback(path)
+        return GateSelfReviewRequested(feedback=feedback, review_file=relative, warnings=warnings)
 
 
 class ExternalGate(_Planner):
@@ -80,10 +113,11 @@ class ExternalGate(_Planner):
         self.reviewer = reviewer
 
     def evaluate(self, checkpoint: Checkpoint, progress: ProgressReporter | None) -> GateVerdict:
-        tasks = self.tasks(checkpoint)
+        tasks, warnings = self.tasks(checkpoint), self.warnings(checkpoint)
         if not tasks:
-            return GatePassed(feedback=_NOTHING_TO_REVIEW)
+            return GatePassed(feedback=_NOTHING_TO_REVIEW, warnings=warnings)
         verdicts = tuple(from_thread.run(self.reviewer.review, checkpoint, tasks, progress))
         if all(verdict.passed for verdict in verdicts):
-            return GatePassed(feedback="All reviews passed.", reviews=verdicts)
-        return GateNeedsWork(feedback=combined_feedback(verdicts), reviews=verdicts)
+            return GatePassed(feedback="All reviews passed.", reviews=verdicts, warnings=warnings)
+        feedback = combined_feedback(verdicts)
+        return GateNeedsWork(feedback=feedback, reviews=verdicts, warnings=warnings)

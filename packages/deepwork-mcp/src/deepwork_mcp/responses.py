@@ -13,6 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Literal
 
+from deepwork_core.base.escaping import printable
 from deepwork_core.engine.results import FinishStatus
 from deepwork_core.state.overview import ActiveEntry
 from deepwork_core.state.sessions import OutputValue
@@ -55,10 +56,20 @@ class JobInfo(_Model):
     workflows: list[WorkflowInfo]
 
 
+def _escaped(value: object) -> object:
+    """Text from the file system (a folder's name, a parse error quoting it) escaped: no line
+    break or control character reaches the model raw (docs/security.md)."""
+    return printable(str(value)) if isinstance(value, (Path, str)) else value
+
+
+#: A name, path or message read from the file system, sent escaped.
+_Escaped = Annotated[str, BeforeValidator(_escaped)]
+
+
 class JobLoadErrorInfo(_Model):
-    job_name: str
-    job_dir: _Text
-    error: str
+    job_name: _Escaped
+    job_dir: _Escaped
+    error: _Escaped
 
 
 class GetWorkflowsResponse(_Model):
@@ -226,6 +237,8 @@ class FinishedStepResponse(_Model):
     stack: list[StackEntry]
     #: Always present: the audit's findings (docs/evidence.md).
     evidence: EvidenceInfo = Field(default_factory=EvidenceInfo)
+    #: The quality gate's warnings, `<code>: <message>`; left out when there are none.
+    warnings: list[str] | None = _Sparse
 
 
 class AbortWorkflowResponse(_Model):

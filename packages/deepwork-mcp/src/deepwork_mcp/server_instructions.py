@@ -3,11 +3,14 @@
 
 The project part names the project's workflows (a short list, capped, so a project with a
 thousand jobs does not pay for them in every conversation) and, when jobs failed to load, says
-so and points at the `deepwork_jobs/repair` workflow.
+so and points at the `deepwork_jobs/repair` workflow. A broken job's name is its folder's name,
+so every name is shown through `quote_name` (docs/security.md): a name with a line break or a
+control character is quoted and escaped, never able to add lines of its own.
 """
 
 from __future__ import annotations
 
+from deepwork_core.base.escaping import quote_name
 from deepwork_core.jobs.discovery import Catalog
 
 #: At most this many workflows are named; get_workflows lists them all.
@@ -26,14 +29,15 @@ def _capped(names: list[str], limit: int) -> str:
 
 def project_lines(catalog: Catalog) -> list[str]:
     """The lines describing the project's workflows and load errors."""
-    workflows = [f"{job.name}/{w.name}" for job in catalog.jobs for w in job.workflows]
+    workflows = [quote_name(f"{job.name}/{w.name}") for job in catalog.jobs for w in job.workflows]
     lines = []
     if workflows:
         lines.append(f"Workflows: {_capped(workflows, MAX_NAMED_WORKFLOWS)}.")
     else:
         lines.append("No workflows are defined here yet.")
     if catalog.errors:
-        broken = _capped(sorted(e.job_name for e in catalog.errors), MAX_NAMED_ERRORS)
+        names = sorted(quote_name(e.job_name) for e in catalog.errors)
+        broken = _capped(names, MAX_NAMED_ERRORS)
         lines.append(
             f"{len(catalog.errors)} job(s) failed to load ({broken}); get_workflows shows why. "
             f"Start the {REPAIR_WORKFLOW} workflow to fix them."

@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     from deepwork_review.pipeline import (
         run_review as run_review,
     )
+    from deepwork_review.rule_discovery import (
+        rule_file_problems as rule_file_problems,
+    )
 
 #: Module → the public names it defines; imported on first use (see `deepwork_core.base.lazy`).
 _HOMES = {
@@ -43,6 +46,7 @@ _HOMES = {
         "open_review_rules",
         "run_review",
     ),
+    "deepwork_review.rule_discovery": ("rule_file_problems",),
 }
 
 __all__ = [
@@ -51,6 +55,7 @@ __all__ = [
     "configured_rules",
     "mark_review_passed",
     "open_review_rules",
+    "rule_file_problems",
     "rule_review_tasks",
     "run_review",
 ]

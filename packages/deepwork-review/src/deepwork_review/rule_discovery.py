@@ -179,3 +179,9 @@ def project_rules(
     if files is None:
         files = list_project_files(project_root, only_name=FILE_NAME).all
     return cache.load(project_root, deepreview_sources(files))
+
+
+def rule_file_problems(project_root: Path, cache: RuleCache = DEFAULT_CACHE) -> tuple[Problem, ...]:
+    """What kept a `.deepreview` file, or a rule in it, from loading: the quality gate warns of
+    each (docs/quality-gate.md), since the rules it holds cannot apply."""
+    return project_rules(project_root.resolve(), cache).problems

@@ -8,7 +8,6 @@ gives a new id; nothing else does.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import stat
@@ -17,6 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated
 
+from deepwork_core.base.escaping import quoted
 from pydantic import BaseModel, ConfigDict, SkipValidation
 
 from deepwork_review.deepreview import ReviewRule, Strategy
@@ -35,15 +35,13 @@ _PLAIN_PATH = re.compile(r"[A-Za-z0-9_./@+=,-]+")
 def quote_path(path: str) -> str:
     """`path` as literal Markdown text: a file name can never add headings or instructions.
 
-    Ordinary names stay as they are. Any other name is JSON-escaped (no line breaks or control
-    characters survive) and put in a code span long enough not to be closed by its backticks.
+    Ordinary names stay as they are. Any other name is JSON-escaped by DeepWork's one escaping
+    rule (`deepwork_core.base.escaping`, docs/security.md: no line break or control character
+    survives) and put in a code span long enough not to be closed by its backticks.
     """
     if _PLAIN_PATH.fullmatch(path):
         return path
-    escaped = "".join(
-        char if char.isprintable() else f"\\u{ord(char):04x}"
-        for char in json.dumps(path, ensure_ascii=False)[1:-1]
-    )
+    escaped = quoted(path)[1:-1]
     longest = max((len(run) for run in re.findall(r"`+", escaped)), default=0)
     fence = "`" * (longest + 1)
     return f"{fence} {escaped} {fence}"

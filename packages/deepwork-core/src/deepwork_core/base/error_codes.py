@@ -297,6 +297,9 @@ class ErrorCode(StrEnum):
 
     QUALITY_GATE_BAD_OUTPUT = "quality_gate.bad_output"
     """The reviewer's answer is not the expected JSON verdict."""
+    QUALITY_GATE_DEEPREVIEW_INVALID = "quality_gate.deepreview_invalid"
+    """A warning in `finished_step`'s `warnings`: a `.deepreview` file or rule could not be
+    loaded, so the rules it concerns were not applied at the gate."""
     QUALITY_GATE_ERROR = "quality_gate.error"
     """Generic quality gate error."""
     QUALITY_GATE_EXIT_CODE = "quality_gate.exit_code"

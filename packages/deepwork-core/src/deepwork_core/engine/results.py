@@ -70,6 +70,8 @@ class FinishResult:
     evidence: EvidenceReport | None = None
     #: With `WORKFLOW_COMPLETE`: what the completed workflow asks the agent to do next.
     post_workflow_instructions: str | None = None
+    #: The quality gate's warnings (`<code>: <message>`), e.g. a `.deepreview` that failed to load.
+    warnings: list[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -234,7 +234,8 @@ class WorkflowEngine(EvidenceSteps):
         if isinstance(prepared, FinishResult):
             return prepared
         verdict = self._evaluate(prepared, progress)
-        return self._record_verdict(prepared, verdict, notes)
+        result = self._record_verdict(prepared, verdict, notes)
+        return replace(result, warnings=list(verdict.warnings)) if verdict.warnings else result
 
     def _prepare_checkpoint(
         self,

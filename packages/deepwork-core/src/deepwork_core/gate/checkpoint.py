@@ -3,7 +3,8 @@
 One `Checkpoint` travels from the engine to the gate's planner, payload and prompt builders
 unchanged; the gate answers with one of three verdicts, told apart by type:
 `GatePassed` (advance), `GateNeedsWork` (a reviewer failed the outputs) and
-`GateSelfReviewRequested` (self-review mode: the agent must have the outputs reviewed).
+`GateSelfReviewRequested` (self-review mode: the agent must have the outputs reviewed). Each
+carries `warnings` (`<code>: <message>`), which the engine passes on in its answer.
 """
 
 from __future__ import annotations
@@ -97,6 +98,7 @@ class GatePassed:
 
     feedback: str
     reviews: tuple[ReviewVerdict, ...] = ()
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -105,6 +107,7 @@ class GateNeedsWork:
 
     feedback: str
     reviews: tuple[ReviewVerdict, ...] = ()
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -113,6 +116,7 @@ class GateSelfReviewRequested:
 
     feedback: str
     review_file: str
+    warnings: tuple[str, ...] = ()
 
 
 GateVerdict = GatePassed | GateNeedsWork | GateSelfReviewRequested

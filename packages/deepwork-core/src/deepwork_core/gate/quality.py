@@ -36,6 +36,7 @@ from deepwork_core.gate.process_review import (
     text_outputs,
     with_text_outputs,
 )
+from deepwork_core.gate.reply_schema import reviewer_reply_schema
 from deepwork_core.jobs.docspec import DocSpec, load_doc_spec
 from deepwork_core.jobs.model import Review, Step
 
@@ -307,32 +308,11 @@ def review_reply_schema(task: QualityReviewTask) -> dict[str, Any]:
     """The JSON Schema of the reviewer's structured reply (passed as `--json-schema`).
 
     It stays within the subset structured outputs document (no `minItems` above 1, no criterion
-    enum, one type per value), so it does not grow with the task; whether every criterion was
-    judged is checked by `unjudged_criteria`.
+    enum), so it does not grow with the task; whether every criterion was judged is checked by
+    `unjudged_criteria`. A criterion's `feedback` may be null, or left out when it passed.
     """
     del task  # the same schema for every task
-    return {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["passed", "feedback", "criteria_results"],
-        "properties": {
-            "passed": {"type": "boolean"},
-            "feedback": {"type": "string"},
-            "criteria_results": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "additionalProperties": False,
-                    "required": ["criterion", "passed", "feedback"],
-                    "properties": {
-                        "criterion": {"type": "string"},
-                        "passed": {"type": "boolean"},
-                        "feedback": {"type": "string"},
-                    },
-                },
-            },
-        },
-    }
+    return reviewer_reply_schema()
 
 
 def unjudged_criteria(task: QualityReviewTask, reply: object) -> list[str]:
@@ -345,8 +325,10 @@ def unjudged_criteria(task: QualityReviewTask, reply: object) -> list[str]:
 def verdict_from_reply(task: QualityReviewTask, reply: object) -> ReviewVerdict:
     """Validate the reviewer's structured reply and compute the verdict from its criteria.
 
-    The review passes only if every criterion has a passing result (the reply's own `passed` is
-    not trusted); a reply off `review_reply_schema(task)` raises `quality_gate.bad_output`.
+    The review passes only if every criterion of the task has a passing result; the reply's own
+    overall `passed` flag is not trusted. Raises `quality_gate.bad_output` when the reply does
+    not match `review_reply_schema(task)` or a failed criterion leaves out its feedback; a null
+    or left-out feedback is empty.
     """
     # Imported here: jsonschema (with referencing, rpds and attrs) adds 3 MiB to a server that
     # may never run an external review (benchmarks/, peak memory).
@@ -356,15 +338,14 @@ def verdict_from_reply(task: QualityReviewTask, reply: object) -> ReviewVerdict:
         jsonschema.validate(reply, review_reply_schema(task))
     except jsonschema.ValidationError as exc:
         where = "/".join(str(part) for part in exc.absolute_path) or "reply"
-        raise QualityGateError(
-            f"the reviewer's reply for {task.label} does not match the schema at {where}: "
-            f"{exc.message}",
-            code=ErrorCode.QUALITY_GATE_BAD_OUTPUT,
-        ) from None
+        raise _bad_reply(task, where, exc.message) from None
     assert isinstance(reply, dict)
     given: dict[str, CriterionVerdict] = {}
-    for item in reply["criteria_results"]:
-        verdict = CriterionVerdict.model_validate(item)
+    for index, item in enumerate(reply["criteria_results"]):
+        if not item["passed"] and "feedback" not in item:
+            where = f"criteria_results/{index}"
+            raise _bad_reply(task, where, "a failed criterion needs its 'feedback'")
+        verdict = CriterionVerdict.model_validate({**item, "feedback": item.get("feedback") or ""})
         previous = given.get(verdict.criterion)
         # A criterion answered twice counts as passed only if every answer passed.
         if previous is None or previous.passed:
@@ -386,6 +367,11 @@ def verdict_from_reply(task: QualityReviewTask, reply: object) -> ReviewVerdict:
         feedback=str(reply["feedback"]),
         criteria_results=results,
     )
+
+
+def _bad_reply(task: QualityReviewTask, where: str, why: str) -> QualityGateError:
+    message = f"the reviewer's reply for {task.label} does not match the schema at {where}: {why}"
+    return QualityGateError(message, code=ErrorCode.QUALITY_GATE_BAD_OUTPUT)
 
 
 def combined_feedback(verdicts: Iterable[ReviewVerdict]) -> str:

@@ -3,6 +3,7 @@
 Run in a terminal by the person the step asks; the MCP server never runs it and no MCP tool can
 write what it writes. The decision records the OS user and host, the terminal it was typed in
 (none when input was not a terminal) and the hashes of the shown outputs (docs/evidence.md).
+What it shows from the request is escaped (docs/security.md): an agent can write the request.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import click
 from deepwork_core import DeepWorkError
+from deepwork_core.base.escaping import indented, printable
 from deepwork_core.state.approvals import (
     ApprovalChannel,
     ApprovalRecord,
@@ -51,22 +53,24 @@ def approve(session_id: str, reject: bool, comment: str | None, project: Path) -
             now=datetime.now(UTC),
         )
     except DeepWorkError as exc:
-        click.echo(f"{exc.code}: {exc.message}", err=True)
+        click.echo(printable(f"{exc.code}: {exc.message}"), err=True)
         raise click.exceptions.Exit(1) from None
     verdict = "Approved" if not reject else "Changes requested"
     steps = ", ".join(record.request.step_ids)
     click.echo(
-        f"{verdict} for step {steps} of session {session_id}. "
-        "The agent's next finished_step call picks it up."
+        printable(f"{verdict} for step {steps} of session {session_id}. ")
+        + "The agent's next finished_step call picks it up."
     )
 
 
 def _describe(record: ApprovalRecord) -> None:
     request = record.request
-    click.echo(f"{request.job_name}/{request.workflow_name}, step {', '.join(request.step_ids)}")
-    click.echo(f"  {request.prompt}")
+    steps = ", ".join(request.step_ids)
+    click.echo(printable(f"{request.job_name}/{request.workflow_name}, step {steps}"))
+    click.echo(indented(request.prompt, "  "))
     for shown in request.shown:
-        click.echo(f"  {shown.output}: {shown.path}  sha256 {shown.sha256 or '(missing)'}")
+        sha = shown.sha256 or "(missing)"
+        click.echo("  " + printable(f"{shown.output}: {shown.path}  sha256 {sha}"))
 
 
 def _actor() -> str:

@@ -1,7 +1,8 @@
 """`deepwork jobs …`: list and validate the jobs of a project.
 
 The only layer that reads flags, `DEEPWORK_ADDITIONAL_JOBS_FOLDERS` and the working directory;
-everything it calls in `deepwork_core` takes explicit arguments.
+everything it calls in `deepwork_core` takes explicit arguments. Names, paths, summaries and
+messages read from job folders are shown escaped (docs/security.md).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import click
 from deepwork_core import JobCatalog, parse_job_dir
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import Problem, Severity
+from deepwork_core.base.escaping import indented, printable
 from deepwork_core.base.layout import JOB_FILE, PROJECT_JOBS_DIR
 from deepwork_core.jobs.discovery import JobFolder, parse_folder_list
 from deepwork_core.jobs.parser import ParsedJob, check_job_files
@@ -47,8 +49,8 @@ def list_jobs(project: Path) -> None:
         job = catalog.get(listed.name)
         definition = job.definition
         version = definition.version or "(0.10 format)"
-        click.echo(f"{job.name} {version}  [{job.source.kind.value}] {job.job_dir}")
-        click.echo(f"  {definition.summary}")
+        click.echo(printable(f"{job.name} {version}  [{job.source.kind.value}] {job.job_dir}"))
+        click.echo(indented(definition.summary, "  "))
         if not definition.workflows:
             click.echo("  (no workflows: its steps cannot be started through MCP)")
         for workflow in definition.workflows:
@@ -56,15 +58,15 @@ def list_jobs(project: Path) -> None:
                 entry[0] if len(entry) == 1 else "[" + ", ".join(entry) + "]"
                 for entry in workflow.entries
             )
-            click.echo(f"  workflow {workflow.name}: {workflow.summary}")
-            click.echo(f"    steps: {order}")
+            click.echo(printable(f"  workflow {workflow.name}: {workflow.summary}"))
+            click.echo(printable(f"    steps: {order}"))
     if scan.errors:
         click.echo("")
         click.echo(f"Load errors ({len(scan.errors)}):")
         for error in scan.errors:
             kind = _kind_of(error.job_dir, catalog.folders)
-            click.echo(f"  {error.job_name}  [{kind}] {error.job_dir}")
-            click.echo(f"    {error.error}")
+            click.echo(printable(f"  {error.job_name}  [{kind}] {error.job_dir}"))
+            click.echo(indented(error.error, "    "))
 
 
 @jobs.command("validate")
@@ -129,7 +131,7 @@ def _format(problem: Problem) -> str:
     if problem.line is not None:
         location = f"{location}:{problem.line}"
     marker = "warning: " if problem.severity is Severity.WARNING else ""
-    return f"{location}: {marker}{problem.code}: {problem.message}"
+    return printable(f"{location}: {marker}{problem.code}: {problem.message}")
 
 
 def _display_path(path: Path) -> str:

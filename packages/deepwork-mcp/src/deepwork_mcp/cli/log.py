@@ -1,4 +1,8 @@
-"""`deepwork log SESSION`: one session's event log, readably (docs/navigation.md)."""
+"""`deepwork log SESSION`: one session's event log, readably (docs/navigation.md).
+
+Every key and value comes from a file an agent can write, so all of it is shown escaped
+(docs/security.md).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from pathlib import Path
 
 import click
 from deepwork_core import DeepWorkError
+from deepwork_core.base.escaping import printable
 from deepwork_core.state.event_kinds import EventRecord
 from deepwork_core.state.events import read_events
 from deepwork_core.state.sessions import SessionStore
@@ -20,7 +25,7 @@ _MAX_VALUE = 160
 
 def _short(value: object) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    text = " ".join(text.split())
+    text = printable(" ".join(text.split()))
     return text if len(text) <= _MAX_VALUE else text[: _MAX_VALUE - 1] + "…"
 
 
@@ -34,11 +39,11 @@ def render_event(event: EventRecord) -> list[str]:
         if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
             nested[key] = [item for item in value if isinstance(item, dict)]
     inline = "  ".join(f"{k}={_short(v)}" for k, v in fields.items() if k not in nested)
-    lines = [f"{stamp}  {event.event:<18} {inline}".rstrip()]
+    lines = [printable(f"{stamp}  {event.event:<18} {inline}".rstrip())]
     for key, items in nested.items():
         for item in items:
             described = "  ".join(f"{k}={_short(v)}" for k, v in item.items())
-            lines.append(f"{'':21}  {key}: {described}")
+            lines.append(printable(f"{'':21}  {key}: {described}"))
     return lines
 
 
@@ -56,7 +61,8 @@ def log(session_id: str, project: Path, as_json: bool) -> None:
     except DeepWorkError as exc:
         raise cli_error(exc) from None
     if as_json:
-        click.echo(json.dumps([e.as_written() for e in events], ensure_ascii=False, indent=2))
+        written = [e.as_written() for e in events]
+        click.echo(printable(json.dumps(written, ensure_ascii=False, indent=2), keep="\n"))
         return
     if not events:
         click.echo(f"Session {session_id} has no recorded events.")

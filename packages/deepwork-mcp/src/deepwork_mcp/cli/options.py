@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 from deepwork_core import DeepWorkError
+from deepwork_core.base.escaping import printable
 
 #: `--path DIR`: the project folder, passed to the command as `project`.
 project_option = click.option(
@@ -19,5 +20,8 @@ project_option = click.option(
 
 
 def cli_error(exc: DeepWorkError) -> click.ClickException:
-    """The command-line failure for a DeepWork error: `<code>: <message>`, exit status 1."""
-    return click.ClickException(f"{exc.code}: {exc.message}")
+    """The command-line failure for a DeepWork error: `<code>: <message>`, exit status 1.
+
+    The message is escaped (docs/security.md): it often quotes what an agent or a file gave.
+    """
+    return click.ClickException(printable(f"{exc.code}: {exc.message}"))

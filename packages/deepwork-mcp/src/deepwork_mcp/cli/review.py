@@ -1,4 +1,7 @@
-"""`deepwork review`: print the review tasks for the changed files of a project."""
+"""`deepwork review`: print the review tasks for the changed files of a project.
+
+The tasks quote file names and rule files; what they print is escaped (docs/security.md).
+"""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import click
 from deepwork_core import DeepWorkError
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import YamlError
+from deepwork_core.base.escaping import printable
 from deepwork_core.base.yamlio import read_yaml_file
 from deepwork_review import PLATFORMS, run_review
 
@@ -119,6 +123,6 @@ def review(
             base_ref=base_ref,
         )
     except DeepWorkError as exc:
-        click.echo(f"Error: {exc.code}: {exc}", err=True)
+        click.echo(printable(f"Error: {exc.code}: {exc}"), err=True)
         sys.exit(1)
-    click.echo(run.text.rstrip("\n"))
+    click.echo(printable(run.text.rstrip("\n"), keep="\n\t"))

@@ -1,10 +1,14 @@
-"""`deepwork stats`: quality-gate figures per job, step and criterion, from the event logs."""
+"""`deepwork stats`: quality-gate figures per job, step and criterion, from the event logs.
+
+Names and errors from the logs are shown escaped (docs/security.md).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import click
+from deepwork_core.base.escaping import printable
 from deepwork_core.state.stats import Stats, StepStats, collect_stats
 
 from deepwork_mcp.cli.options import project_option
@@ -22,7 +26,7 @@ def stats(job: str | None, as_json: bool, project: Path) -> None:
     """
     figures = collect_stats(project.resolve(), job=job)
     if as_json:
-        click.echo(figures.model_dump_json(indent=2))
+        click.echo(printable(figures.model_dump_json(indent=2), keep="\n"))
         return
     _print_table(figures)
 
@@ -32,18 +36,18 @@ def _print_table(figures: Stats) -> None:
         click.echo("No workflow runs recorded yet (.deepwork/tmp/events/ is empty).")
     for job in figures.jobs:
         click.echo(
-            f"{job.job}: {job.sessions} session(s), {job.completed} completed, "
+            f"{printable(job.job)}: {job.sessions} session(s), {job.completed} completed, "
             f"{job.aborted} aborted"
         )
         for step in job.steps:
-            click.echo(f"  {step.step}: {_step_line(step)}")
+            click.echo(f"  {printable(step.step)}: {_step_line(step)}")
             for criterion in step.criteria:
                 click.echo(
-                    f"    {criterion.criterion}: failed {criterion.failures} of "
+                    f"    {printable(criterion.criterion)}: failed {criterion.failures} of "
                     f"{criterion.evaluations} ({_percent(criterion.failure_rate)})"
                 )
     for skipped in figures.skipped:
-        click.echo(f"skipped {skipped.session_id}: {skipped.error}", err=True)
+        click.echo(printable(f"skipped {skipped.session_id}: {skipped.error}"), err=True)
 
 
 def _step_line(step: StepStats) -> str:

@@ -2,7 +2,8 @@
 
 Reads the state files only; never changes them. `--watch` redraws whenever the state folder
 changes (every session or stack write renames a file into it) and at least every few seconds so
-that ages stay current.
+that ages stay current. Every name and text from the state files is shown escaped
+(`deepwork_core.base.escaping`, docs/security.md): an agent can write those files.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import click
 from deepwork_core import DeepWorkError
+from deepwork_core.base.escaping import printable
 from deepwork_core.state.overview import ActiveEntry, ProjectOverview, project_overview
 from deepwork_core.state.sessions import SessionStore
 
@@ -56,7 +58,7 @@ def _entry_line(entry: ActiveEntry, now: datetime) -> str:
         parts.append(f"approvals {entry.approvals}")
     if entry.awaiting_approval:
         parts.append(f"AWAITING APPROVAL: deepwork approve {entry.session_id}")
-    return "  ".join(parts)
+    return printable("  ".join(parts))
 
 
 def render_text(overview: ProjectOverview, now: datetime) -> str:
@@ -65,7 +67,9 @@ def render_text(overview: ProjectOverview, now: datetime) -> str:
     if not overview.stacks:
         lines.append("No active workflow.")
     for stack in overview.stacks:
-        lines.append("main stack" if stack.agent_id is None else f"agent {stack.agent_id}")
+        lines.append(
+            "main stack" if stack.agent_id is None else f"agent {printable(stack.agent_id)}"
+        )
         for depth, entry in enumerate(stack.entries):
             lines.append("   " * depth + "└─ " + _entry_line(entry, now))
     if overview.finished:
@@ -74,10 +78,8 @@ def render_text(overview: ProjectOverview, now: datetime) -> str:
         for done in overview.finished:
             when = age(done.finished_at, now) + " ago" if done.finished_at else "-"
             reason = f"  ({done.abort_reason})" if done.abort_reason else ""
-            lines.append(
-                f"  {done.status:<9}  {done.job}/{done.workflow}  session {done.session_id}  "
-                f"{when}{reason}"
-            )
+            line = f"{done.status:<9}  {done.job}/{done.workflow}  session {done.session_id}  "
+            lines.append("  " + printable(line + when + reason))
     return "\n".join(lines) + "\n"
 
 
@@ -134,7 +136,7 @@ def status(project: Path, as_json: bool, watching: bool, finished: int) -> None:
         except DeepWorkError as exc:
             raise cli_error(exc) from None
         if as_json:
-            text = overview.model_dump_json(indent=2) + "\n"
+            text = printable(overview.model_dump_json(indent=2), keep="\n") + "\n"
         else:
             text = render_text(overview, datetime.now(UTC))
         click.echo((_CLEAR if watching else "") + text, nl=False)
