@@ -223,6 +223,13 @@ CODES: dict[str, str] = {
     "job.duplicate_argument": "Warning (0.10+ format): a step argument is declared twice; the "
     "first declaration is used.",
     "job.invalid_json_schema": "A `json_schema` of a step argument is not a valid JSON Schema.",
+    "job.json_schema_external_ref": "A `$ref` in a `json_schema` points outside the schema (a "
+    "URL or a file); DeepWork fetches nothing, so it is refused when the job loads.",
+    "job.json_schema_ref_cycle": "References in a `json_schema` lead back to where they started "
+    "without descending into the document (`$ref: '#'`): an endless loop.",
+    "job.json_schema_unsupported_pattern": "A `pattern` or `patternProperties` key of a "
+    "`json_schema` is not a regular expression RE2 runs in linear time (backreferences, "
+    "lookaround).",
     "job.invalid_step_body": "A step has none, or more than one, of `instructions`, "
     "`instructions_file` and `sub_workflow`.",
     "job.json_schema_ignored": "Warning (0.10+ format): `json_schema` on a `string` argument has "
@@ -232,6 +239,14 @@ CODES: dict[str, str] = {
     "job.unknown_argument": "A step input or output (0.10+ format) names no declared step "
     "argument.",
     "job.unknown_workflow": "A `sub_workflow` names a workflow the job does not define.",
+    "outputs.json_too_large": "A file checked against a `json_schema` is larger than "
+    "`outputs.json_max_bytes` (default 16 MiB); the error names both sizes.",
+    "outputs.json_too_deep": "A file checked against a `json_schema` nests arrays and objects "
+    "more than 100 levels deep.",
+    "outputs.schema_check_timeout": "Checking a file against its `json_schema` took longer than "
+    "`outputs.json_check_seconds` (default 10 s).",
+    "outputs.schema_unusable": "An output's `json_schema` cannot be run safely (a reference "
+    "outside it, an endless loop, a pattern RE2 cannot run); `deepwork jobs validate` names it.",
     "outputs.schema_mismatch": "A submitted file does not parse as JSON or does not satisfy the "
     "output’s `json_schema`; the error names each violation.",
     "workflow.sub_workflow_depth": "Sub-workflow steps would nest workflows too deep; look for a "

@@ -1,4 +1,4 @@
-"""Checking a `json_schema` before any output is held to it (docs/job-format.md#json-schema).
+"""Checking a `json_schema` before outputs are held to it (docs/job-format.md#json-schema-outputs).
 
 A `json_schema` comes from a job file, and a job file can be hostile. So, besides being a valid
 JSON Schema, it must be safe to run: every `$ref` (`$dynamicRef`, `$recursiveRef`) must point
