@@ -1,4 +1,4 @@
-"""A hostile `json_schema` against the real `deepwork serve` and `deepwork jobs validate` (issue 22).
+"""A hostile `json_schema` against the real `deepwork serve` and `jobs validate` (issue 22).
 
 A catastrophically backtracking pattern used to hold the server's event loop for minutes; a
 remote `$ref` made it open a connection. Now the server keeps answering other calls while it
@@ -46,7 +46,9 @@ async def test_the_server_answers_other_calls_while_a_hostile_pattern_is_checked
     hostile = {"version": "a" * 40 + "!", "entries": entries}
     (root / "changes.json").write_text(json.dumps(hostile), encoding="utf-8")
     async with serve(root, "server", "--no-quality-gate") as server:
-        await server.ok("start_workflow", goal="g", job_name="release_digest", workflow_name="draft")
+        await server.ok(
+            "start_workflow", goal="g", job_name="release_digest", workflow_name="draft"
+        )
 
         async def submit() -> str:
             return await server.error(
@@ -68,8 +70,9 @@ async def test_get_workflows_reports_a_remote_ref_with_file_and_line(tmp_path: P
         listing = await server.ok("get_workflows")
         assert "release_digest" not in {job["name"] for job in listing["jobs"]}
         (error,) = [e for e in listing["errors"] if e["job_name"] == "release_digest"]
-        assert f"line {line}: step_arguments[1].json_schema.properties.version.$ref" in (
-            error["error"]
+        assert (
+            f"line {line}: step_arguments[1].json_schema.properties.version.$ref"
+            in (error["error"])
         )
         assert "refers outside the schema" in error["error"]
         assert error["job_dir"] == str(job_file.parent)
