@@ -116,6 +116,7 @@ def create_server(
             gate=gate,
             max_quality_attempts=gate_settings.max_attempts,
             branch_maker=branch_maker(folder) if config.git.create_branch else None,
+            output_limits=config.outputs,
         )
 
     where = ProjectRoot(fixed=None if follow_client_roots else root, fallback=root)

@@ -34,6 +34,12 @@ DEFAULT_PLATFORM: Final[Platform] = "claude"
 #: Upper bounds of the quality-gate settings (the file and the command-line flags alike).
 MAX_ATTEMPTS_LIMIT: Final = 100
 TIMEOUT_LIMIT_S: Final = 24 * 3600
+#: The largest file a `json_schema` output may be, in bytes (docs/limits.md) ...
+DEFAULT_JSON_MAX_BYTES: Final = 16 * 1024 * 1024
+JSON_MAX_BYTES_LIMIT: Final = 1024 * 1024 * 1024
+#: ... and the time one output's `json_schema` check may take, in seconds.
+DEFAULT_JSON_CHECK_SECONDS: Final = 10.0
+JSON_CHECK_SECONDS_LIMIT: Final = 600.0
 
 
 class _Section(BaseModel):
@@ -54,11 +60,21 @@ class GitConfig(_Section):
     create_branch: bool = True
 
 
+class OutputsConfig(_Section):
+    """Bounds of the `json_schema` check of submitted outputs (docs/limits.md)."""
+
+    json_max_bytes: int = Field(default=DEFAULT_JSON_MAX_BYTES, ge=1, le=JSON_MAX_BYTES_LIMIT)
+    json_check_seconds: float = Field(
+        default=DEFAULT_JSON_CHECK_SECONDS, gt=0, le=JSON_CHECK_SECONDS_LIMIT
+    )
+
+
 class DeepWorkConfig(_Section):
     version: str = "1.0"
     platforms: list[Platform] = Field(default_factory=lambda: [DEFAULT_PLATFORM])
     quality_gate: QualityGateConfig = Field(default_factory=QualityGateConfig)
     git: GitConfig = Field(default_factory=GitConfig)
+    outputs: OutputsConfig = Field(default_factory=OutputsConfig)
 
     @property
     def platform(self) -> str:

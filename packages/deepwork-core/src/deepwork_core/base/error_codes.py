@@ -215,8 +215,17 @@ class ErrorCode(StrEnum):
     `sub_workflow`."""
     JOB_INVALID_VALUE = "job.invalid_value"
     """A value is not allowed here."""
+    JOB_JSON_SCHEMA_EXTERNAL_REF = "job.json_schema_external_ref"
+    """A `$ref` in a `json_schema` points outside the schema (a URL or a file); DeepWork fetches
+    nothing, so it is refused when the job loads."""
     JOB_JSON_SCHEMA_IGNORED = "job.json_schema_ignored"
     """Warning (0.10 format): `json_schema` on a `string` argument has no effect."""
+    JOB_JSON_SCHEMA_REF_CYCLE = "job.json_schema_ref_cycle"
+    """References in a `json_schema` lead back to where they started without descending into
+    the document (`$ref: '#'`): an endless loop."""
+    JOB_JSON_SCHEMA_UNSUPPORTED_PATTERN = "job.json_schema_unsupported_pattern"
+    """A `pattern` or `patternProperties` key of a `json_schema` is not a regular expression RE2
+    runs in linear time (backreferences, lookaround)."""
     JOB_MISSING_KEY = "job.missing_key"
     """A required key is missing."""
     JOB_NAME_MISMATCH = "job.name_mismatch"
@@ -270,13 +279,25 @@ class ErrorCode(StrEnum):
     """A submitted output path does not exist, or is too long."""
     OUTPUTS_INVALID = "outputs.invalid"
     """Submitted outputs do not match the step's declaration."""
+    OUTPUTS_JSON_TOO_DEEP = "outputs.json_too_deep"
+    """A file checked against a `json_schema` nests arrays and objects more than 100 levels
+    deep."""
+    OUTPUTS_JSON_TOO_LARGE = "outputs.json_too_large"
+    """A file checked against a `json_schema` is larger than `outputs.json_max_bytes` (default
+    16 MiB); the error names both sizes."""
     OUTPUTS_MISSING = "outputs.missing"
     """A required output was not submitted."""
     OUTPUTS_NOT_A_FILE = "outputs.not_a_file"
     """A submitted output path is a folder or other non-file."""
+    OUTPUTS_SCHEMA_CHECK_TIMEOUT = "outputs.schema_check_timeout"
+    """Checking a file against its `json_schema` took longer than `outputs.json_check_seconds`
+    (default 10 s)."""
     OUTPUTS_SCHEMA_MISMATCH = "outputs.schema_mismatch"
     """A submitted file does not parse as JSON or does not satisfy the output’s `json_schema`;
     the error names each violation."""
+    OUTPUTS_SCHEMA_UNUSABLE = "outputs.schema_unusable"
+    """An output's `json_schema` cannot be run safely (a reference outside it, an endless loop, a
+    pattern RE2 cannot run); `deepwork jobs validate` names it."""
     OUTPUTS_UNKNOWN = "outputs.unknown"
     """An output name the step does not declare was submitted."""
     OUTPUTS_WRONG_TYPE = "outputs.wrong_type"

@@ -5,9 +5,9 @@ must be there with the declared shape (`file`: one path, `files`: a list of path
 required, `file_path`: either, `string`: inline text), and every path must exist, be a regular
 file (not a folder, FIFO or device) and resolve (after symlinks) inside the project, outside
 `.git/`. A file output whose declaration carries a `json_schema` must parse as JSON and satisfy
-it (`outputs.schema_mismatch`). All problems are reported at once, most serious first: the
-error's code is that of the most serious one, and `problems` lists every problem with its own
-code.
+it (`outputs.schema_mismatch`), within the bounds of `deepwork_core.engine.json_outputs`. All
+problems are reported at once, most serious first: the error's code is that of the most serious
+one, and `problems` lists every problem with its own code.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from deepwork_core.base.config import OutputsConfig
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import (
     DeepWorkError,
@@ -34,6 +34,7 @@ from deepwork_core.base.identifiers import (
     check_text,
     resolve_inside,
 )
+from deepwork_core.engine.json_outputs import json_output_problem
 from deepwork_core.jobs.model import OutputSpec, OutputType, Step
 from deepwork_core.state.sessions import OutputValue
 
@@ -63,15 +64,20 @@ class _Finding:
 
 
 def validate_outputs(
-    project_root: Path, steps: Sequence[Step], submitted: Mapping[str, object]
+    project_root: Path,
+    steps: Sequence[Step],
+    submitted: Mapping[str, object],
+    limits: OutputsConfig | None = None,
 ) -> ValidatedOutputs:
     """Check `submitted` against the outputs the `steps` of one checkpoint declare.
 
-    `project_root` must be absolute and resolved. Raises `OutputsError` (`outputs.unknown`,
+    `project_root` must be absolute and resolved; `limits` bound the `json_schema` checks
+    (`deepwork_core.engine.json_outputs`). Raises `OutputsError` (`outputs.unknown`,
     `outputs.missing`, `outputs.wrong_type`, `outputs.empty_list`, `outputs.file_not_found`,
-    `outputs.not_a_file`) or
+    `outputs.not_a_file`, the `json_schema` codes) or
     `PathOutsideProjectError` (`path.outside_project`) for the first problem, naming all of them.
     """
+    limits = OutputsConfig() if limits is None else limits
     declared: dict[str, tuple[Step, OutputSpec]] = {}
     for step in steps:
         for name, spec in step.outputs.items():
@@ -102,7 +108,7 @@ def validate_outputs(
         if name not in declared:
             continue
         step, spec = declared[name]
-        checked = _check_value(project_root, name, spec, value, findings)
+        checked = _check_value(project_root, name, spec, value, findings, limits)
         if checked is not None:
             by_step[step.id][name] = checked
 
@@ -119,6 +125,10 @@ _SEVERITY = (
     ErrorCode.OUTPUTS_NOT_A_FILE,
     ErrorCode.OUTPUTS_FILE_NOT_FOUND,
     ErrorCode.OUTPUTS_WRONG_TYPE,
+    ErrorCode.OUTPUTS_JSON_TOO_LARGE,
+    ErrorCode.OUTPUTS_JSON_TOO_DEEP,
+    ErrorCode.OUTPUTS_SCHEMA_UNUSABLE,
+    ErrorCode.OUTPUTS_SCHEMA_CHECK_TIMEOUT,
     ErrorCode.OUTPUTS_SCHEMA_MISMATCH,
     ErrorCode.TEXT_TOO_LONG,
     ErrorCode.OUTPUTS_EMPTY_LIST,
@@ -149,7 +159,12 @@ def _error(findings: list[_Finding]) -> DeepWorkError:
 
 
 def _check_value(
-    root: Path, name: str, spec: OutputSpec, value: object, findings: list[_Finding]
+    root: Path,
+    name: str,
+    spec: OutputSpec,
+    value: object,
+    findings: list[_Finding],
+    limits: OutputsConfig,
 ) -> OutputValue | None:
     if spec.type is OutputType.STRING:
         return _check_string(name, value, findings)
@@ -157,9 +172,9 @@ def _check_value(
     if checked is None or spec.json_schema is None:
         return checked
     mismatches = [
-        _Finding(ErrorCode.OUTPUTS_SCHEMA_MISMATCH, f"output {name!r}: {path}: {problem}")
+        _Finding(problem[0], f"output {name!r}: {path}: {problem[1]}")
         for path in ([checked] if isinstance(checked, str) else checked)
-        if (problem := _schema_problem(root / path, spec.json_schema)) is not None
+        if (problem := json_output_problem(root / path, spec.json_schema, limits)) is not None
     ]
     findings.extend(mismatches)
     return None if mismatches else checked
@@ -180,30 +195,6 @@ def _check_string(name: str, value: object, findings: list[_Finding]) -> str | N
     except InvalidTextError as exc:
         findings.append(_Finding(exc.code, exc.message))
         return None
-
-
-def _schema_problem(path: Path, schema: dict[str, Any]) -> str | None:
-    """Why the JSON file at `path` does not satisfy `schema`, or None."""
-    import json
-
-    import jsonschema  # large; only jobs that declare a json_schema pay for it
-
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        return f"is not valid JSON ({exc})"
-    errors = sorted(
-        jsonschema.validators.validator_for(schema)(schema).iter_errors(document),
-        key=lambda error: [str(part) for part in error.absolute_path],
-    )
-    if not errors:
-        return None
-    shown = "; ".join(
-        f"at {'/'.join(str(p) for p in error.absolute_path) or '(root)'}: {error.message}"
-        for error in errors[:5]
-    )
-    more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
-    return f"does not match the output's json_schema: {shown}{more}"
 
 
 def _check_files(

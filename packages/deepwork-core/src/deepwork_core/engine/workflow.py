@@ -16,7 +16,7 @@ from datetime import datetime
 from functools import partial
 from pathlib import Path
 
-from deepwork_core.base.config import DEFAULT_MAX_QUALITY_ATTEMPTS
+from deepwork_core.base.config import DEFAULT_MAX_QUALITY_ATTEMPTS, OutputsConfig
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import QualityGateError, SessionError, WorkflowNotFoundError
 from deepwork_core.base.identifiers import check_agent_id, check_text
@@ -109,6 +109,7 @@ class WorkflowEngine(EvidenceSteps):
         max_quality_attempts: int = DEFAULT_MAX_QUALITY_ATTEMPTS,
         branch_maker: BranchMaker | None = None,
         clock: Callable[[], datetime] = utc_now,
+        output_limits: OutputsConfig | None = None,
     ) -> None:
         self.project_root = project_root
         self.catalog = catalog
@@ -117,6 +118,7 @@ class WorkflowEngine(EvidenceSteps):
         self.max_quality_attempts = max_quality_attempts
         self.branch_maker = branch_maker
         self.clock = clock
+        self.output_limits = OutputsConfig() if output_limits is None else output_limits
         self.instructions = InstructionReader(project_root)
         self.events = SessionEvents(project_root, clock)
         self.guards = Safeguards(project_root, clock)
@@ -251,7 +253,7 @@ class WorkflowEngine(EvidenceSteps):
         with self.store.transaction() as tx:
             session = target_session(tx, session_id, agent_id)
             job, steps = self._checkpoint(session)
-            validated = validate_outputs(self.project_root, steps, outputs)
+            validated = validate_outputs(self.project_root, steps, outputs, self.output_limits)
             self.events.outputs_submitted(
                 session.session_id, session.current_step_ids, validated.merged, notes
             )

@@ -9,7 +9,8 @@ and the step's own review of that output both become reviews of the output.
 
 Codes (besides the shape codes of `deepwork_core.jobs.report` and the checks of
 `deepwork_core.jobs.checks`): `job.unknown_argument`, `job.duplicate_workflow_step`,
-`job.unknown_workflow`, `job.sub_workflow_cycle`, `job.invalid_json_schema`; warnings
+`job.unknown_workflow`, `job.sub_workflow_cycle`, the `json_schema` codes of
+`deepwork_core.jobs.json_schemas`; warnings
 `job.duplicate_argument`, `job.json_schema_ignored`.
 """
 
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -35,6 +35,7 @@ from deepwork_core.jobs.formats.v010_model import (
     WorkflowSpec,
     WorkflowStep,
 )
+from deepwork_core.jobs.json_schemas import json_schema_findings
 from deepwork_core.jobs.model import (
     Approval,
     InputType,
@@ -155,20 +156,8 @@ def _check_arguments(report: JobReport, job: JobFileV010) -> None:
                 severity=Severity.WARNING,
             )
             continue
-        problem = json_schema_problem(argument.json_schema)
-        if problem is not None:
-            report.add(ErrorCode.JOB_INVALID_JSON_SCHEMA, problem, (*path, "json_schema"))
-
-
-def json_schema_problem(schema: dict[str, Any]) -> str | None:
-    """Why `schema` is not a valid JSON Schema, or None."""
-    import jsonschema  # loaded only for jobs that use json_schema (it is large)
-
-    try:
-        jsonschema.validators.validator_for(schema).check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        return f"not a valid JSON Schema: {exc.message}"
-    return None
+        for finding in json_schema_findings(argument.json_schema):
+            report.add(finding.code, finding.message, (*path, "json_schema", *finding.where))
 
 
 def _same_job_target(job: JobFileV010, step: WorkflowStep) -> str | None:
