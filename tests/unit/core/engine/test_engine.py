@@ -27,6 +27,7 @@ from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.jobs.model import Step
 from deepwork_core.state.sessions import SessionStatus, SessionStore
 
+from tests.fixtures.paths import FIXTURES
 from tests.fixtures.workflow_project import make_project, write_files, write_job
 
 
@@ -512,7 +513,7 @@ def _rename(root: Path, job: str, new: str) -> str:
 
 def test_a_nested_session_starts_at_the_engine_clock(tmp_path: Path) -> None:
     root = tmp_path / "project"
-    fixtures = Path(__file__).resolve().parents[2] / "fixtures" / "jobs_014"
+    fixtures = FIXTURES / "jobs_014"
     shutil.copytree(fixtures, root / ".deepwork" / "jobs")
     (root / "plan.md").write_text("# Plan\n")
     fixed = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)

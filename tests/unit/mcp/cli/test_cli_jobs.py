@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 from deepwork_mcp.cli import cli
 
-from tests.unit.core.jobdata import changed, valid_job, write_job
+from tests.fixtures.jobdata import changed, valid_job, write_job
 
 ENV = "DEEPWORK_ADDITIONAL_JOBS_FOLDERS"
 PROBLEM_LINE = re.compile(
