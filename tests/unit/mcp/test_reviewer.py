@@ -240,6 +240,7 @@ async def test_no_tasks_runs_nothing(env: Env) -> None:
 # --- bounds -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_timeout_kills_the_whole_process_group(env: Env) -> None:
     set_mode(env, "sleep")
     messages: list[tuple[int, int, str]] = []
@@ -258,6 +259,7 @@ async def test_timeout_kills_the_whole_process_group(env: Env) -> None:
     assert all(total == 1 for _, total, _ in messages)
 
 
+@pytest.mark.slow
 async def test_cancellation_kills_the_process_group(env: Env) -> None:
     set_mode(env, "sleep")
     reviewer = env.reviewer(base_timeout=120)
@@ -273,6 +275,7 @@ async def test_cancellation_kills_the_process_group(env: Env) -> None:
     assert_all_gone(pids)
 
 
+@pytest.mark.slow
 async def test_first_failure_cancels_the_other_reviewers(env: Env) -> None:
     for name, body in [("slow1.md", "SLOW PAGE"), ("slow2.md", "SLOW PAGE")]:
         (env.root / "out" / name).write_text(body)
@@ -293,6 +296,7 @@ async def test_first_failure_cancels_the_other_reviewers(env: Env) -> None:
     assert_all_gone(pids)
 
 
+@pytest.mark.slow
 async def test_parallel_cap_is_respected(env: Env) -> None:
     pages = []
     for number in range(6):

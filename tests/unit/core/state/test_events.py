@@ -126,6 +126,7 @@ def _append_many(root: str, writer: int, count: int) -> None:
         )
 
 
+@pytest.mark.slow
 def test_two_processes_appending_at_once_never_interleave_lines(tmp_path: Path) -> None:
     context = multiprocessing.get_context("spawn")
     workers = [
