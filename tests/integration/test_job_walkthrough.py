@@ -30,6 +30,8 @@ from fastmcp import Client
 
 from tests.fixtures.configs import config
 
+pytestmark = pytest.mark.slow  # every library workflow walked end to end
+
 REPO = Path(__file__).resolve().parents[2]
 LIBRARY_DIR = REPO / "library" / "jobs"
 STANDARD_JOBS = sorted(p.parent for p in STANDARD_JOBS_DIR.glob("*/job.yml"))

@@ -13,7 +13,8 @@ from deepwork_core.jobs.model import ScopeGuard
 from deepwork_core.jobs.parser import parse_job_dir
 from deepwork_core.jobs.schema import JOB_SCHEMA_PATH
 
-from tests.unit.core.jobdata import changed, valid_job, write_job
+from tests.fixtures.jobdata import changed, valid_job, write_job
+from tests.fixtures.paths import FIXTURES as ALL_FIXTURES
 
 
 def test_the_fields_are_optional_and_default_to_a_noting_guard(tmp_path: Path) -> None:
@@ -62,7 +63,7 @@ def test_an_unknown_scope_guard_is_a_problem(tmp_path: Path) -> None:
 
 # --- the 0.10 format ----------------------------------------------------------------------------
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "jobs_v010"
+FIXTURES = ALL_FIXTURES / "jobs_v010"
 PLAN_STEP = ("workflows", "change", "steps", 0)
 
 

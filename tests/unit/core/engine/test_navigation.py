@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -14,15 +13,10 @@ from deepwork_core.engine.navigation import active_workflow, go_to_step
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.evidence.verdicts import CriterionVerdict, ReviewVerdict, VerdictKind
 from deepwork_core.gate.checkpoint import (
-    Checkpoint,
     GateNeedsWork,
     GatePassed,
-    GateVerdict,
-    ProgressReporter,
-    has_own_reviews,
 )
 from deepwork_core.jobs.discovery import JobCatalog
-from deepwork_core.jobs.model import Step
 from deepwork_core.state.event_kinds import (
     AbortedEvent,
     GoToStepEvent,
@@ -34,6 +28,7 @@ from deepwork_core.state.event_kinds import (
 from deepwork_core.state.events import read_events
 from deepwork_core.state.sessions import QualityEvent, SessionStore, utc_now
 
+from tests.fixtures.reviewer import ScriptedGate
 from tests.fixtures.workflow_project import make_project, write_files
 
 
@@ -183,34 +178,28 @@ def test_pruning_a_session_deletes_its_event_log(engine: WorkflowEngine) -> None
     assert read_events(engine.project_root, session_id) == []
 
 
-class _Gate:
+def _fails_once_then_passes() -> ScriptedGate:
     """Fails the first review with one criterion, passes the second."""
-
-    external = True
-
-    def __init__(self) -> None:
-        criterion = CriterionVerdict(criterion="Clear", passed=False, feedback="vague")
-        failed = ReviewVerdict(
-            step_id="write",
-            review_run_each="step",
-            passed=False,
-            feedback="too vague",
-            criteria_results=[criterion],
-        )
-        self.answers: list[GateVerdict] = [
+    criterion = CriterionVerdict(criterion="Clear", passed=False, feedback="vague")
+    failed = ReviewVerdict(
+        step_id="write",
+        review_run_each="step",
+        passed=False,
+        feedback="too vague",
+        criteria_results=[criterion],
+    )
+    return ScriptedGate(
+        answers=[
             GateNeedsWork(feedback="too vague", reviews=(failed,)),
             GatePassed(feedback="ok", reviews=(failed.model_copy(update={"passed": True}),)),
         ]
-
-    def consulted_for(self, steps: Sequence[Step]) -> bool:
-        return has_own_reviews(steps)
-
-    def evaluate(self, checkpoint: Checkpoint, progress: ProgressReporter | None) -> GateVerdict:
-        return self.answers.pop(0)
+    )
 
 
 def test_verdicts_needs_work_and_overrides_are_events(root: Path) -> None:
-    engine = WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(root), gate=_Gate())
+    engine = WorkflowEngine(
+        root, JobCatalog.for_project(root), SessionStore(root), gate=_fails_once_then_passes()
+    )
     write_files(root, "report.md", "final.md")
     session_id = engine.start("g", "reviewed", "main").brief.session_id
     assert engine.finish({"report": "report.md"}).status == "needs_work"

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -15,18 +13,15 @@ from deepwork_core.engine.branching import BranchOutcome
 from deepwork_core.engine.workflow import FinishStatus, WorkflowEngine
 from deepwork_core.evidence.verdicts import ReviewVerdict
 from deepwork_core.gate.checkpoint import (
-    Checkpoint,
     GateNeedsWork,
     GatePassed,
     GateSelfReviewRequested,
-    GateVerdict,
-    ProgressReporter,
-    has_own_reviews,
 )
 from deepwork_core.jobs.discovery import JobCatalog
-from deepwork_core.jobs.model import Step
 from deepwork_core.state.sessions import SessionStatus, SessionStore
 
+from tests.fixtures.paths import FIXTURES
+from tests.fixtures.reviewer import ScriptedGate
 from tests.fixtures.workflow_project import make_project, write_files, write_job
 
 
@@ -324,28 +319,6 @@ def test_branch_note_is_passed_on(root: Path) -> None:
 # --- quality gate (engine side; the real gates are tested through the server) ---------------------
 
 
-@dataclass
-class ScriptedGate:
-    """A Gate that answers from a list and records what it was asked."""
-
-    external: bool = True
-    answers: list[GateVerdict | QualityGateError] = field(default_factory=list)
-    seen: list[Checkpoint] = field(default_factory=list)
-    on_evaluate: object = None
-
-    def consulted_for(self, steps: Sequence[Step]) -> bool:
-        return has_own_reviews(steps)
-
-    def evaluate(self, checkpoint: Checkpoint, progress: ProgressReporter | None) -> GateVerdict:
-        self.seen.append(checkpoint)
-        if callable(self.on_evaluate):
-            self.on_evaluate()
-        answer = self.answers.pop(0)
-        if isinstance(answer, QualityGateError):
-            raise answer
-        return answer
-
-
 FAIL = GateNeedsWork(
     feedback="too short",
     reviews=(
@@ -512,7 +485,7 @@ def _rename(root: Path, job: str, new: str) -> str:
 
 def test_a_nested_session_starts_at_the_engine_clock(tmp_path: Path) -> None:
     root = tmp_path / "project"
-    fixtures = Path(__file__).resolve().parents[2] / "fixtures" / "jobs_v010"
+    fixtures = FIXTURES / "jobs_v010"
     shutil.copytree(fixtures, root / ".deepwork" / "jobs")
     (root / "plan.md").write_text("# Plan\n")
     fixed = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)

@@ -18,7 +18,9 @@ from deepwork_core.jobs.model import JobDefinition, OutputSpec
 from deepwork_core.jobs.parser import check_job_files, parse_job_dir, parse_job_document
 from deepwork_core.jobs.scaffold import JOB_TEMPLATE, TEMPLATES_DIR, scaffold_job
 
-REPO = Path(__file__).resolve().parents[3]
+from tests.fixtures.paths import REPO_ROOT
+
+REPO = REPO_ROOT
 LIBRARY_DIR = REPO / "library" / "jobs"
 
 STANDARD_JOBS = sorted(p.parent for p in STANDARD_JOBS_DIR.glob("*/job.yml"))

@@ -8,7 +8,9 @@ from pathlib import Path
 from click.testing import CliRunner
 from deepwork_mcp.cli.jobs import jobs
 
-FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "jobs_v010" / "meeting_digest"
+from tests.fixtures.paths import FIXTURES
+
+FIXTURE = FIXTURES / "jobs_v010" / "meeting_digest"
 
 
 def test_cli_converts_a_job_by_name_and_prints_the_warnings(tmp_path: Path) -> None:

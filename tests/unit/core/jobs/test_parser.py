@@ -19,7 +19,7 @@ from deepwork_core.jobs.parser import (
 )
 
 from tests.fixtures.corpus import SOURCES, corpus_root
-from tests.unit.core.jobdata import (
+from tests.fixtures.jobdata import (
     SEMANTIC_CASES,
     SHAPE_CASES,
     changed,

@@ -18,7 +18,7 @@ from deepwork_core.jobs.discovery import (
 from deepwork_core.jobs.parser import check_job_files
 
 from tests.fixtures.corpus import SOURCES, corpus_root
-from tests.unit.core.jobdata import changed, valid_job, write_job
+from tests.fixtures.jobdata import changed, valid_job, write_job
 
 
 @pytest.fixture

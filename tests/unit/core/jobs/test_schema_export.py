@@ -17,8 +17,8 @@ from deepwork_core.jobs.schema import (
 )
 
 from tests.fixtures.corpus import corpus_root
-from tests.unit.core.jobdata import SEMANTIC_CASES, SHAPE_CASES, valid_job
-from tests.unit.core.test_parser import INVALID, INVALID_CASES, VALID_CASES
+from tests.fixtures.jobdata import SEMANTIC_CASES, SHAPE_CASES, valid_job
+from tests.unit.core.jobs.test_parser import INVALID, INVALID_CASES, VALID_CASES
 
 
 @pytest.fixture(scope="module")

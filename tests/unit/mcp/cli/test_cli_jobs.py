@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 from deepwork_mcp.cli import cli
 
-from tests.unit.core.jobdata import changed, valid_job, write_job
+from tests.fixtures.jobdata import changed, valid_job, write_job
 
 ENV = "DEEPWORK_ADDITIONAL_JOBS_FOLDERS"
 PROBLEM_LINE = re.compile(
@@ -136,6 +136,7 @@ def test_validate_yaml_errors_keep_their_line(project: Path) -> None:
     assert match["code"] == "yaml.syntax"
 
 
+@pytest.mark.slow
 def test_validate_in_a_real_subprocess(project: Path) -> None:
     """`deepwork jobs validate` as users run it, in a fresh project (cwd = the project)."""
     write_job(_jobs_dir(project), changed(valid_job("demo"), ("summary",), ""), "demo")

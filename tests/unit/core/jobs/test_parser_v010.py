@@ -21,9 +21,10 @@ from deepwork_core.jobs.parser import (
 )
 from deepwork_core.jobs.schema import JOB_SCHEMA_PATH
 
-from tests.unit.core.jobdata import changed, valid_job, write_job
+from tests.fixtures.jobdata import changed, valid_job, write_job
+from tests.fixtures.paths import FIXTURES as ALL_FIXTURES
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "jobs_v010"
+FIXTURES = ALL_FIXTURES / "jobs_v010"
 FIXTURE_DIRS = sorted(p.parent for p in FIXTURES.glob("*/job.yml"))
 
 

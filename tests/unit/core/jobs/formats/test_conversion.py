@@ -13,9 +13,10 @@ from deepwork_core.jobs.formats.to_v09 import criteria_from_text
 from deepwork_core.jobs.model import Approval, JobDefinition, Review, ScopeGuard
 from deepwork_core.jobs.parser import ParsedJob, parse_job_dir, parse_job_source
 
-from tests.unit.core.jobdata import changed, valid_job, write_job
+from tests.fixtures.jobdata import changed, valid_job, write_job
+from tests.fixtures.paths import REPO_ROOT
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = REPO_ROOT
 LIBRARY_JOBS = sorted(p.parent for p in (REPO / "library" / "jobs").glob("*/job.yml"))
 LIBRARY_V09 = [p for p in LIBRARY_JOBS if parse_job_dir(p).format == "0.9"]
 LIBRARY_V010 = [p for p in LIBRARY_JOBS if parse_job_dir(p).format == "0.10"]

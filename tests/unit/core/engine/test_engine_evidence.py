@@ -4,53 +4,21 @@ from the terminal, and edits after an approval."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from deepwork_core.engine.results import FinishStatus
 from deepwork_core.engine.workflow import WorkflowEngine
-from deepwork_core.evidence.verdicts import CriterionVerdict, ReviewVerdict, VerdictKind
-from deepwork_core.gate.checkpoint import (
-    Checkpoint,
-    GatePassed,
-    GateVerdict,
-    ProgressReporter,
-    has_own_reviews,
-)
+from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.jobs.discovery import JobCatalog
-from deepwork_core.jobs.model import Step
 from deepwork_core.state.approvals import ApprovalChannel, ApprovalStore, record_decision
 from deepwork_core.state.events import read_events
 from deepwork_core.state.sessions import SessionStore
 from deepwork_core.state.stats import collect_stats
 
 from tests.fixtures.evidence_project import make_evidence_project
-
-
-class PassingGate:
-    external = True
-
-    def __init__(self) -> None:
-        self.seen: list[tuple[str, ...]] = []
-
-    def consulted_for(self, steps: Sequence[Step]) -> bool:
-        return has_own_reviews(steps)
-
-    def evaluate(self, checkpoint: Checkpoint, progress: ProgressReporter | None) -> GateVerdict:
-        self.seen.append(checkpoint.step_ids)
-        reviews = tuple(
-            ReviewVerdict(
-                step_id=step_id,
-                review_run_each="step",
-                passed=True,
-                feedback="ok",
-                criteria_results=[CriterionVerdict(criterion="Clear", passed=True)],
-            )
-            for step_id in checkpoint.step_ids
-        )
-        return GatePassed(feedback="ok", reviews=reviews)
+from tests.fixtures.reviewer import ScriptedGate, passes_every_step
 
 
 @pytest.fixture
@@ -58,7 +26,7 @@ def root(tmp_path: Path) -> Path:
     return make_evidence_project(tmp_path / "project")
 
 
-def engine_for(root: Path, gate: PassingGate | None = None) -> WorkflowEngine:
+def engine_for(root: Path, gate: ScriptedGate | None = None) -> WorkflowEngine:
     return WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(root), gate=gate)
 
 
@@ -111,7 +79,7 @@ def test_a_stale_unreviewed_output_needs_an_override(root: Path) -> None:
 
 
 def test_the_stale_step_is_reviewed_again_with_the_last_one(root: Path) -> None:
-    gate = PassingGate()
+    gate = ScriptedGate(otherwise=passes_every_step)
     engine = engine_for(root, gate)
     engine.start("g", "evidenced", "main")
     (root / "plan.md").write_text("plan\n")
@@ -121,7 +89,7 @@ def test_the_stale_step_is_reviewed_again_with_the_last_one(root: Path) -> None:
     assert engine.finish({"result": "result.md"}).status is FinishStatus.NEEDS_WORK
     done = engine.finish({"result": "result.md"})
     assert done.status is FinishStatus.WORKFLOW_COMPLETE
-    assert gate.seen == [("plan",), ("build", "plan")]
+    assert [c.step_ids for c in gate.seen] == [("plan",), ("build", "plan")]
     assert done.evidence is not None
     assert done.evidence.outputs is not None
     assert {(e.path, e.verdict) for e in done.evidence.outputs} == {
@@ -176,7 +144,7 @@ def test_an_override_does_not_skip_the_human(root: Path) -> None:
 
 
 def test_stats_count_what_the_engine_logged(root: Path) -> None:
-    engine = engine_for(root, PassingGate())
+    engine = engine_for(root, ScriptedGate(otherwise=passes_every_step))
     engine.start("g", "evidenced", "main")
     (root / "plan.md").write_text("plan\n")
     (root / "result.md").write_text("result\n")

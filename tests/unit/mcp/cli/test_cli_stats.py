@@ -12,7 +12,9 @@ from click.testing import CliRunner
 from deepwork_core.state.events import events_dir
 from deepwork_mcp.cli import cli
 
-LOGS = Path(__file__).parents[2] / "fixtures" / "event_logs"
+from tests.fixtures.paths import FIXTURES
+
+LOGS = FIXTURES / "event_logs"
 
 
 @pytest.fixture
