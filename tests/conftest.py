@@ -81,3 +81,12 @@ def repo(make_repo: Callable[..., Repo]) -> Repo:
     repo.commit("base")
     repo.git("checkout", "-q", "-b", "feature")
     return repo
+
+
+@pytest.fixture(autouse=True)
+def _approval_keys_in_tmp(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Approval keys of every test (and of the servers and `deepwork approve` processes it
+    starts) go to a temporary state folder, never the real `~/.local/state/deepwork`."""
+    monkeypatch.setenv("DEEPWORK_STATE_DIR", str(tmp_path_factory.mktemp("deepwork-state")))

@@ -15,7 +15,7 @@ from deepwork_core.state.approvals import ApprovalRequest, ApprovalStore
 from deepwork_core.state.sessions import SessionStore
 from deepwork_mcp.cli import cli
 
-from tests.fixtures.evidence_project import make_evidence_project
+from tests.fixtures.evidence_project import key_of, make_evidence_project
 
 SID = "sess_approve1"
 
@@ -83,7 +83,8 @@ def test_without_a_waiting_step_it_fails_with_the_code(tmp_path: Path) -> None:
 
 def test_status_shows_a_step_waiting_for_a_human(tmp_path: Path) -> None:
     root = make_evidence_project(tmp_path / "project", with_git=False)
-    engine = WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(root))
+    catalog, store = JobCatalog.for_project(root), SessionStore(root)
+    engine = WorkflowEngine(root, catalog, store, approval_key=key_of(root))
     session_id = engine.start("g", "approved", "main").brief.session_id
     (root / "plan.md").write_text("the plan\n")
     engine.finish({"plan": "plan.md"})

@@ -13,7 +13,7 @@ from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.state.approvals import ApprovalChannel
 from deepwork_core.state.sessions import SessionStore
 
-from tests.fixtures.evidence_project import make_evidence_project
+from tests.fixtures.evidence_project import key_of, make_evidence_project
 
 
 class ScriptedApprover:
@@ -32,7 +32,8 @@ class ScriptedApprover:
 def engine(tmp_path: Path) -> WorkflowEngine:
     root = make_evidence_project(tmp_path / "project")
     (root / "plan.md").write_text("plan\n")
-    engine = WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(root))
+    catalog, store = JobCatalog.for_project(root), SessionStore(root)
+    engine = WorkflowEngine(root, catalog, store, approval_key=key_of(root))
     engine.start("g", "approved", "main")
     return engine
 
