@@ -10,6 +10,7 @@ from deepwork_core.engine.approver import HumanAnswer
 from deepwork_core.engine.results import ApprovalPrompt, FinishStatus
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
+from deepwork_core.state.approval_seal import ApprovalKeyError
 from deepwork_core.state.approvals import ApprovalChannel
 from deepwork_core.state.sessions import SessionStore
 
@@ -86,3 +87,23 @@ def test_an_edit_while_the_human_looks_is_not_approved(engine: WorkflowEngine) -
 def _write(engine: WorkflowEngine, name: str) -> str:
     (engine.project_root / name).write_text(f"{name}\n")
     return name
+
+
+def test_an_answer_that_cannot_be_sealed_is_reported_not_dropped(engine: WorkflowEngine) -> None:
+    key = key_of(engine.project_root)
+    key.secret()
+    key.path.chmod(0o644)
+    unsafe = WorkflowEngine(
+        engine.project_root,
+        engine.catalog,
+        engine.store,
+        approval_key=key_of(engine.project_root),  # a fresh handle reads the file again
+    )
+    approver = ScriptedApprover(HumanAnswer(approved=True, comment=None, client="ide"))
+    with pytest.raises(ApprovalKeyError) as caught:
+        unsafe.finish({"plan": "plan.md"}, approver=approver)
+    assert caught.value.code == "approval.key_unsafe"
+    assert unsafe.stack()[0].step == "plan"  # nothing was recorded; the step still waits
+    key.path.chmod(0o600)
+    again = ScriptedApprover(HumanAnswer(approved=True, comment=None, client="ide"))
+    assert engine.finish({"plan": "plan.md"}, approver=again).status is FinishStatus.NEXT_STEP
