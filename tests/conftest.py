@@ -98,3 +98,12 @@ def reviewer_on_path(
     """The scripted reviewer, first on PATH of this process (for servers run in-process)."""
     scripted_reviewer.install(monkeypatch)
     return scripted_reviewer
+
+
+@pytest.fixture(autouse=True)
+def _approval_keys_in_tmp(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Approval keys of every test (and of the servers and `deepwork approve` processes it
+    starts) go to a temporary state folder, never the real `~/.local/state/deepwork`."""
+    monkeypatch.setenv("DEEPWORK_STATE_DIR", str(tmp_path_factory.mktemp("deepwork-state")))

@@ -209,7 +209,7 @@ def _approvals(value: object) -> object:
         if decision is None or request is None:
             flat.append(record)
             continue
-        flat.append({"step_ids": request.step_ids, **decision.model_dump()})
+        flat.append({"step_ids": request.step_ids, **decision.model_dump(exclude={"mac"})})
     return flat
 
 

@@ -10,6 +10,7 @@ to the `deepwork.mcp` logger (stderr under `deepwork serve`) with the tool name 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Sequence
 from datetime import date
 from importlib.metadata import version
@@ -28,6 +29,8 @@ from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools.base import ToolResult
 from mcp.types import CallToolRequestParams
 
+from deepwork_mcp.approval_keys import approval_key
+from deepwork_mcp.approval_keys import state_dir as default_state_dir
 from deepwork_mcp.gating import ExternalGate, SelfReviewGate
 from deepwork_mcp.listing import CompactToolListing
 from deepwork_mcp.reviewer import ClaudeReviewer
@@ -89,6 +92,7 @@ def create_server(
     *,
     additional_jobs_folders: Sequence[Path] = (),
     follow_client_roots: bool = False,
+    state_dir: Path | None = None,
 ) -> FastMCP:
     """Build the server for `project_root` (resolved to an absolute path).
 
@@ -100,6 +104,8 @@ def create_server(
     self-review quality gate, three external attempts, a 240 s external review timeout per task
     (plus 30 s per reviewed file beyond five), a workflow branch per top-level workflow.
     `additional_jobs_folders` are searched for jobs after the project's and the standard ones.
+    `state_dir` holds the projects' approval keys (docs/security.md); by default the one
+    `deepwork approve` uses, from `DEEPWORK_STATE_DIR`, `XDG_STATE_HOME` or the home folder.
     """
     config = DeepWorkConfig() if config is None else config
     root = Path(project_root).resolve()
@@ -107,6 +113,7 @@ def create_server(
     if gate_settings.max_attempts < 1:
         raise ConfigError("quality_gate.max_attempts must be at least 1")
     gate = build_gate(gate_settings)
+    keys = default_state_dir(os.environ) if state_dir is None else state_dir
 
     def make_engine(folder: Path) -> WorkflowEngine:
         return WorkflowEngine(
@@ -117,6 +124,7 @@ def create_server(
             max_quality_attempts=gate_settings.max_attempts,
             branch_maker=branch_maker(folder) if config.git.create_branch else None,
             output_limits=config.outputs,
+            approval_key=approval_key(keys, folder),
         )
 
     where = ProjectRoot(fixed=None if follow_client_roots else root, fallback=root)

@@ -17,7 +17,7 @@ from deepwork_core.state.events import read_events
 from deepwork_core.state.sessions import SessionStore
 from deepwork_core.state.stats import collect_stats
 
-from tests.fixtures.evidence_project import make_evidence_project
+from tests.fixtures.evidence_project import key_of, make_evidence_project
 from tests.fixtures.reviewer import ScriptedGate, passes_every_step
 
 
@@ -27,7 +27,8 @@ def root(tmp_path: Path) -> Path:
 
 
 def engine_for(root: Path, gate: ScriptedGate | None = None) -> WorkflowEngine:
-    return WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(root), gate=gate)
+    catalog, store = JobCatalog.for_project(root), SessionStore(root)
+    return WorkflowEngine(root, catalog, store, gate=gate, approval_key=key_of(root))
 
 
 def sha(path: Path) -> str:
@@ -36,7 +37,7 @@ def sha(path: Path) -> str:
 
 def decide(root: Path, session_id: str, *, approved: bool, comment: str | None = None) -> None:
     record_decision(
-        ApprovalStore(root),
+        ApprovalStore(root, key_of(root)),
         session_id,
         approved=approved,
         comment=comment,

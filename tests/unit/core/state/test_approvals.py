@@ -19,6 +19,8 @@ from deepwork_core.state.approvals import (
 from deepwork_core.state.event_kinds import ApprovalEvent
 from deepwork_core.state.events import read_events
 
+from tests.fixtures.evidence_project import key_of
+
 SID = "sess_approve1"
 WHEN = datetime(2026, 11, 23, 22, 0, tzinfo=UTC)
 
@@ -30,7 +32,7 @@ def digest(text: str) -> str:
 @pytest.fixture
 def store(tmp_path: Path) -> ApprovalStore:
     (tmp_path / "plan.md").write_text("the plan\n")
-    return ApprovalStore(tmp_path)
+    return ApprovalStore(tmp_path, key_of(tmp_path))
 
 
 def open_request(store: ApprovalStore, request_id: str = "req-1") -> ApprovalRequest:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
+import stat
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -13,9 +16,10 @@ from deepwork_core.evidence.hashes import ShownOutput, sha256_file
 from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.state.approvals import ApprovalRequest, ApprovalStore
 from deepwork_core.state.sessions import SessionStore
+from deepwork_mcp.approval_keys import state_dir
 from deepwork_mcp.cli import cli
 
-from tests.fixtures.evidence_project import make_evidence_project
+from tests.fixtures.evidence_project import key_of, make_evidence_project
 
 SID = "sess_approve1"
 
@@ -83,7 +87,8 @@ def test_without_a_waiting_step_it_fails_with_the_code(tmp_path: Path) -> None:
 
 def test_status_shows_a_step_waiting_for_a_human(tmp_path: Path) -> None:
     root = make_evidence_project(tmp_path / "project", with_git=False)
-    engine = WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(root))
+    catalog, store = JobCatalog.for_project(root), SessionStore(root)
+    engine = WorkflowEngine(root, catalog, store, approval_key=key_of(root))
     session_id = engine.start("g", "approved", "main").brief.session_id
     (root / "plan.md").write_text("the plan\n")
     engine.finish({"plan": "plan.md"})
@@ -95,3 +100,34 @@ def test_status_shows_a_step_waiting_for_a_human(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["status", "--path", str(root)])
     assert "approvals 1" in result.output
     assert "AWAITING APPROVAL" not in result.output
+
+
+def test_the_key_is_made_0600_in_the_state_folder_outside_the_project(tmp_path: Path) -> None:
+    open_request(tmp_path)
+    assert approve(tmp_path).returncode == 0
+    key = key_of(tmp_path).path
+    assert key.parent == Path(os.environ["DEEPWORK_STATE_DIR"]) / "keys"
+    assert key.name == hashlib.sha256(os.fsencode(tmp_path.resolve())).hexdigest() + ".key"
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600
+    assert not (tmp_path / ".deepwork").joinpath("keys").exists()
+
+
+def test_a_key_others_may_read_is_refused_with_its_code(tmp_path: Path) -> None:
+    store = open_request(tmp_path)
+    key = key_of(tmp_path)
+    key.secret()
+    key.path.chmod(0o644)
+    done = approve(tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.startswith("approval.key_unsafe: ")
+    assert str(key.path) in done.stderr
+    record = store.load(SID)
+    assert record is not None
+    assert record.decision is None  # nothing was recorded with a key others could read
+
+
+def test_the_state_folder_follows_xdg_then_home() -> None:
+    assert state_dir({"DEEPWORK_STATE_DIR": "/srv/dw", "XDG_STATE_HOME": "/x"}) == Path("/srv/dw")
+    assert state_dir({"XDG_STATE_HOME": "/x", "HOME": "/h"}) == Path("/x/deepwork")
+    assert state_dir({"XDG_STATE_HOME": "rel", "HOME": "/h"}) == Path("/h/.local/state/deepwork")
+    assert state_dir({"HOME": "/h"}) == Path("/h/.local/state/deepwork")

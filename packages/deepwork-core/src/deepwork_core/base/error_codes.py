@@ -60,6 +60,13 @@ class ErrorCode(StrEnum):
     agent call `finished_step` again."""
     APPROVAL_ERROR = "approval.error"
     """Generic approval error."""
+    APPROVAL_KEY_UNAVAILABLE = "approval.key_unavailable"
+    """The project's approval key could not be read or created (or none was given to the
+    engine), so no decision can be recorded or verified; the message names the file and why."""
+    APPROVAL_KEY_UNSAFE = "approval.key_unsafe"
+    """The approval key file is refused: a symbolic link, not a regular file, readable or writable
+    by group or others, owned by another user, or not a 32-byte key. Fix its mode (`chmod 600`) or
+    delete it (a new key is made; decisions sealed with the old one stop counting)."""
     APPROVAL_NONE_PENDING = "approval.none_pending"
     """The session has no step waiting for approval."""
     APPROVAL_OUTPUTS_CHANGED = "approval.outputs_changed"
@@ -68,6 +75,11 @@ class ErrorCode(StrEnum):
     APPROVAL_REQUEST_CHANGED = "approval.request_changed"
     """The approval request was replaced by a newer one while the human looked at it; look at
     the new one."""
+    APPROVAL_UNVERIFIED = "approval.unverified"
+    """An approval decision was refused: its MAC does not verify with the project's approval key,
+    or the session's event log has no matching `approval` event. It was not written by `deepwork
+    approve` or the client's form, or was edited since; the step keeps waiting until the human
+    runs `deepwork approve SESSION` (docs/security.md)."""
 
     ARGUMENTS_INVALID = "arguments.invalid"
     """A tool was called with arguments its input schema rejects; the error names each bad

@@ -34,6 +34,7 @@ from deepwork_core.evidence.hashes import (
 from deepwork_core.evidence.scope import RepoSnapshot, take_snapshot
 from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.jobs.model import JobDefinition, ScopeGuard, Step
+from deepwork_core.state.approval_seal import ApprovalKey
 from deepwork_core.state.approvals import (
     ApprovalChannel,
     ApprovalRecord,
@@ -90,10 +91,15 @@ class Findings:
 class Safeguards:
     """Evidence, scope guard and approvals for the sessions of one project."""
 
-    def __init__(self, project_root: Path, clock: Callable[[], datetime]) -> None:
+    def __init__(
+        self,
+        project_root: Path,
+        clock: Callable[[], datetime],
+        approval_key: ApprovalKey | None = None,
+    ) -> None:
         self.project_root = project_root
         self.clock = clock
-        self.approvals = ApprovalStore(project_root)
+        self.approvals = ApprovalStore(project_root, approval_key)
 
     # --- steps begin ---------------------------------------------------------------------------
 
@@ -331,12 +337,16 @@ class Safeguards:
     def approval_outcome(
         self, session: Session, findings: Findings
     ) -> tuple[ApprovalOutcome, ApprovalRecord | None]:
-        """What became of the session's open request, judged against the outputs now."""
+        """What became of the session's open request, judged against the outputs now.
+
+        Raises `approval.unverified` for a decision that is not sealed with the project's key or
+        has no `approval` event in the log: the session stays as it is, waiting.
+        """
         pending = session.pending_approval
         assert pending is not None
         if _keys(findings.audit.hashes) != _keys(pending.hashes):
             return ApprovalOutcome.VOID, None
-        record = self.approvals.load(session.session_id)
+        record = self.approvals.load_verified(session.session_id)
         if record is None or record.request.request_id != pending.request_id:
             return ApprovalOutcome.VOID, None
         if record.decision is None:

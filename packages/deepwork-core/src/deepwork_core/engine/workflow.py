@@ -61,6 +61,7 @@ from deepwork_core.gate.checkpoint import (
 from deepwork_core.jobs.discovery import Catalog, JobCatalog, LoadedJob
 from deepwork_core.jobs.lookup import select_workflow
 from deepwork_core.jobs.model import Step
+from deepwork_core.state.approval_seal import ApprovalKey
 from deepwork_core.state.session_events import SessionEvents
 from deepwork_core.state.sessions import (
     QualityEvent,
@@ -97,7 +98,11 @@ class _Pending:
 
 
 class WorkflowEngine(EvidenceSteps):
-    """Runs workflows of one project over a `JobCatalog` and a `SessionStore`. Thread-safe."""
+    """Runs workflows of one project over a `JobCatalog` and a `SessionStore`. Thread-safe.
+
+    `approval_key` seals and verifies human approvals (docs/security.md); the command line and
+    the server pass the project's key. Without it a step that needs approval waits for good.
+    """
 
     def __init__(
         self,
@@ -110,6 +115,7 @@ class WorkflowEngine(EvidenceSteps):
         branch_maker: BranchMaker | None = None,
         clock: Callable[[], datetime] = utc_now,
         output_limits: OutputsConfig | None = None,
+        approval_key: ApprovalKey | None = None,
     ) -> None:
         self.project_root = project_root
         self.catalog = catalog
@@ -121,7 +127,7 @@ class WorkflowEngine(EvidenceSteps):
         self.output_limits = OutputsConfig() if output_limits is None else output_limits
         self.instructions = InstructionReader(project_root)
         self.events = SessionEvents(project_root, clock)
-        self.guards = Safeguards(project_root, clock)
+        self.guards = Safeguards(project_root, clock, approval_key)
         self.nesting = Nesting(catalog, self.instructions, self.events.started, clock)
 
     # --- reads -------------------------------------------------------------------------------

@@ -131,6 +131,7 @@ def serve(
     # FastMCP is imported only now: `deepwork --version` and `--help` stay cheap.
     import fastmcp
 
+    from deepwork_mcp.approval_keys import state_dir
     from deepwork_mcp.server import create_server
 
     fastmcp.settings.check_for_updates = "off"
@@ -149,6 +150,7 @@ def serve(
             config,
             additional_jobs_folders=parse_folder_list(os.environ.get(ADDITIONAL_JOBS_ENV)),
             follow_client_roots=project_path is None,
+            state_dir=state_dir(os.environ),
         )
     except DeepWorkError as exc:
         raise cli_error(exc) from None
