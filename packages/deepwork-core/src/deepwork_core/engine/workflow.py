@@ -328,7 +328,7 @@ class WorkflowEngine(EvidenceSteps):
             if isinstance(verdict, GatePassed):
                 return self._accept(
                     tx, session, pending.job, pending.validated, notes, pending.findings,
-                    verdict=VerdictKind.REVIEWER, rereviewed=pending.findings.rereview,
+                    verdict=verdict.kind, rereviewed=pending.findings.rereview,
                 )  # fmt: skip
             tx.save(session)
             failed: list[ReviewVerdict] = []
