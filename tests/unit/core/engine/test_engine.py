@@ -325,7 +325,10 @@ FAIL = GateNeedsWork(
         ReviewVerdict(step_id="write", review_run_each="step", passed=False, feedback="too short"),
     ),
 )
-PASS = GatePassed(feedback="fine")
+PASS = GatePassed(
+    feedback="fine",
+    reviews=(ReviewVerdict(step_id="write", review_run_each="step", passed=True, feedback="ok"),),
+)
 
 
 def start_reviewed(root: Path, gate: ScriptedGate, **kwargs: object) -> tuple[WorkflowEngine, str]:

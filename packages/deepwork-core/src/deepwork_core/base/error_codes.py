@@ -179,6 +179,9 @@ class ErrorCode(StrEnum):
     """A start parameter of type `file_path` names a file that does not exist."""
     INPUTS_INVALID = "inputs.invalid"
     """The values given to `start_workflow` are not valid."""
+    INPUTS_MISSING = "inputs.missing"
+    """`start_workflow` lacks a required start parameter of a 0.10-format workflow (or gives it
+    blank); the error names each with its description, for the agent to ask the user."""
     INPUTS_UNKNOWN = "inputs.unknown"
     """`inputs` names a parameter no step of the workflow declares; the error lists the accepted
     ones."""

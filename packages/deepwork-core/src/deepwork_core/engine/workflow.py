@@ -156,7 +156,10 @@ class WorkflowEngine(EvidenceSteps):
         check_agent_id(agent_id)
         job = self.catalog.get(job_name)
         workflow = select_workflow(job, workflow_name)
-        given = check_start_inputs(self.project_root, job.definition, workflow, inputs)
+        given = check_start_inputs(
+            self.project_root, job.definition, workflow, inputs,
+            enforce_required=job.parsed.format == "0.10",
+        )  # fmt: skip
         entries = workflow.entries
         if not entries:
             raise WorkflowNotFoundError(
@@ -337,7 +340,7 @@ class WorkflowEngine(EvidenceSteps):
             if isinstance(verdict, GatePassed):
                 return self._accept(
                     tx, session, pending.job, pending.validated, notes, pending.findings,
-                    verdict=VerdictKind.REVIEWER, rereviewed=pending.findings.rereview,
+                    verdict=verdict.kind, rereviewed=pending.findings.rereview,
                 )  # fmt: skip
             tx.save(session)
             failed: list[ReviewVerdict] = []
