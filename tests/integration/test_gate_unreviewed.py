@@ -21,10 +21,10 @@ from deepwork_mcp.server import create_server
 from fastmcp import Client
 
 from tests.fixtures.configs import config
+from tests.fixtures.reviewer import ScriptedReviewer
 from tests.fixtures.tool_calls import call_ok
 from tests.fixtures.workflow_project import make_project, write_files
-from tests.integration.test_quality_gate import claude_log as claude_log
-from tests.integration.test_quality_gate import reviewer_calls, state
+from tests.integration.test_quality_gate import state
 
 
 @pytest.fixture
@@ -65,10 +65,10 @@ async def finish_first_step(root: Path, settings: DeepWorkConfig, job: str) -> s
     ids=["external", "self_review"],
 )
 async def test_a_pass_with_no_review_is_recorded_unreviewed(
-    root: Path, claude_log: Path, settings: DeepWorkConfig
+    root: Path, reviewer_on_path: ScriptedReviewer, settings: DeepWorkConfig
 ) -> None:
     session_id = await finish_first_step(root, settings, "three_step")
-    assert reviewer_calls(claude_log) == []  # the gate was consulted; nothing applied
+    assert reviewer_on_path.calls() == []  # the gate was consulted; nothing applied
     data = state(root, session_id)
     assert [(e["kind"], e["passed"]) for e in data["quality_log"]] == [("unreviewed", True)]
     assert [item["verdict"] for item in data["evidence"]] == ["unreviewed"]
@@ -83,10 +83,10 @@ async def test_a_pass_with_no_review_is_recorded_unreviewed(
 
 
 async def test_a_reviewers_pass_is_still_recorded_as_the_reviewers(
-    root: Path, claude_log: Path
+    root: Path, reviewer_on_path: ScriptedReviewer
 ) -> None:
     session_id = await finish_first_step(root, config(external_runner="claude"), "reviewed")
-    assert len(reviewer_calls(claude_log)) == 1
+    assert len(reviewer_on_path.calls()) == 1
     data = state(root, session_id)
     assert [(e["kind"], e["passed"]) for e in data["quality_log"]] == [("review", True)]
     assert [item["verdict"] for item in data["evidence"]] == ["reviewer"]
