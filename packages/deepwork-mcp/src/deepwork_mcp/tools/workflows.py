@@ -96,13 +96,13 @@ def register_workflow_tools(mcp: FastMCP, engines: Engines) -> None:
         instance_id: Annotated[str | None, Field(description="Run name, e.g. 'acme'.")] = None,
         agent_id: AgentIdArg = None,
         inputs: InputsArg = None,
-    ) -> StartWorkflowResponse:
+    ) -> ToolResult:
         """Start a workflow (nested if one is running); returns its first step."""
         engine = engines()
         result = await to_thread.run_sync(
             partial(engine.start, goal, job_name, workflow_name, instance_id, agent_id, inputs)
         )
-        return StartWorkflowResponse.model_validate(result)
+        return _structured(StartWorkflowResponse.model_validate(result))
 
     @mcp.tool(annotations=_CHANGES_STATE, output_schema=output_schema(FinishedStepResponse))
     async def finished_step(
@@ -115,7 +115,7 @@ def register_workflow_tools(mcp: FastMCP, engines: Engines) -> None:
         ] = None,
         session_id: SessionIdArg = None,
         agent_id: AgentIdArg = None,
-    ) -> FinishedStepResponse:
+    ) -> ToolResult:
         """Submit this step's outputs; act on `status`."""
         engine = engines()
         call = partial(
@@ -132,15 +132,19 @@ def register_workflow_tools(mcp: FastMCP, engines: Engines) -> None:
         ask = result.evidence.approval if result.evidence is not None else None
         if ask is not None and await ask_and_record(engine, ctx, ask):
             result = await to_thread.run_sync(call)
-        return FinishedStepResponse.model_validate(result)
+        return _structured(FinishedStepResponse.model_validate(result))
 
     register_navigation_tools(mcp, engines)
 
 
 def _structured(model: BaseModel) -> ToolResult:
-    """`model` as text and structured content, for tools listed without an output schema (the
-    schema of `begin_step` is already in start_workflow's; listing it again costs every
-    conversation about 1.5 kB)."""
+    """`model` as text and structured content.
+
+    The tools return this rather than the model: FastMCP would otherwise build a second, unused
+    output schema from the return annotation at start-up and serialise every answer twice. Some
+    tools are listed without an output schema (the schema of `begin_step` is already in
+    start_workflow's; listing it again costs every conversation about 1.5 kB).
+    """
     return _tool_result(model.model_dump(mode="json"))
 
 
@@ -158,11 +162,11 @@ def register_navigation_tools(mcp: FastMCP, engines: Engines) -> None:
         explanation: str,
         session_id: SessionIdArg = None,
         agent_id: AgentIdArg = None,
-    ) -> AbortWorkflowResponse:
+    ) -> ToolResult:
         """Abort a workflow; its parent resumes."""
         engine = engines()
         result = await to_thread.run_sync(partial(engine.abort, explanation, session_id, agent_id))
-        return AbortWorkflowResponse.model_validate(result)
+        return _structured(AbortWorkflowResponse.model_validate(result))
 
     @mcp.tool(annotations=_CHANGES_STATE, output_schema=None)
     async def go_to_step(
