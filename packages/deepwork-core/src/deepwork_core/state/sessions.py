@@ -11,9 +11,10 @@ Files (all JSON, all carrying `schema_version`):
   (a cheap test for hooks).
 - `state.lock`: the cross-process lock held around every read-modify-write.
 
-Every write is atomic (`atomic_write_text`). A file that is not valid JSON, does not match the
-model, or carries an unknown `schema_version` raises `session.state_corrupt` naming the file; it is
-never silently reset.
+Every write is atomic (`atomic_write_text`), and the folder is synced once per transaction,
+after its last rename and before the lock is released. A file that is not valid JSON, does not
+match the model, or carries an unknown `schema_version` raises `session.state_corrupt` naming the
+file; it is never silently reset.
 """
 
 from __future__ import annotations
@@ -34,7 +35,13 @@ from typing import Annotated, Any, Final, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from deepwork_core.base.errors import FileReadError, SessionError
-from deepwork_core.base.fsutil import LockTimeout, atomic_write_text, file_lock, read_text_file
+from deepwork_core.base.fsutil import (
+    LockTimeout,
+    atomic_write_text,
+    file_lock,
+    fsync_folder,
+    read_text_file,
+)
 from deepwork_core.base.identifiers import AGENT_ID_PATTERN, SESSION_ID_PATTERN, check_session_id
 from deepwork_core.base.layout import (
     APPROVALS_DIR,
@@ -265,7 +272,14 @@ class SessionStore:
                 held.enter_context(file_lock(self.state_dir / LOCK_FILE))
             except LockTimeout as exc:
                 raise SessionError(str(exc), code="session.lock_timeout") from None
-            yield StateTransaction(self)
+            tx = StateTransaction(self)
+            try:
+                yield tx
+            finally:
+                # The transaction's writes were renamed into place without syncing the folder;
+                # one fsync of it makes them all durable before the lock is released.
+                if tx.renamed:
+                    fsync_folder(self.state_dir)
 
     # --- convenience reads (each its own transaction) ----------------------------------------
 
@@ -346,6 +360,8 @@ class StateTransaction:
         self._store = store
         self._stacks: Stacks | None = None
         self._sessions: dict[str, Session] = {}
+        #: True once a file was renamed into the state folder (synced when the transaction ends).
+        self.renamed = False
 
     def stacks(self) -> Stacks:
         """Every non-empty stack's ids by agent id (None: the main stack, first)."""
@@ -397,7 +413,8 @@ class StateTransaction:
 
     def save(self, session: Session) -> None:
         path = self._store.session_path(session.session_id)
-        atomic_write_text(path, session.model_dump_json(indent=2) + "\n")
+        atomic_write_text(path, session.model_dump_json(indent=2) + "\n", sync_folder=False)
+        self.renamed = True
         self._sessions[session.session_id] = session
 
     def set_stack(self, session_ids: list[str], agent_id: str | None = None) -> None:
@@ -416,7 +433,8 @@ class StateTransaction:
                 agents={agent: ids for agent, ids in stacks.items() if agent is not None},
             )
             text = stack.model_dump_json(indent=2, exclude={"agents"} if not stack.agents else None)
-            atomic_write_text(self._store.stack_path, text + "\n")
+            atomic_write_text(self._store.stack_path, text + "\n", sync_folder=False)
+            self.renamed = True
         else:
             self._store.stack_path.unlink(missing_ok=True)
         self._stacks = stacks
