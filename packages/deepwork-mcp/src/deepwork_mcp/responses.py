@@ -11,13 +11,22 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from deepwork_core.base.escaping import printable
-from deepwork_core.engine.results import FinishStatus
-from deepwork_core.state.overview import ActiveEntry
-from deepwork_core.state.sessions import OutputValue
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from deepwork_core.state.overview import ActiveEntry
+
+# The two names below restate core types instead of importing them: this module is loaded for the
+# first `get_workflows`, and the core modules defining them load the engine's state and gate
+# modules (about 40 ms of a cold start). tests/unit/mcp/test_responses.py keeps them equal.
+
+#: The values of `deepwork_core.engine.results.FinishStatus`, in its order.
+FinishStatusValue = Literal["needs_work", "next_step", "workflow_complete", "awaiting_approval"]
+#: `deepwork_core.state.sessions.OutputValue`: a path or text, or a list of paths.
+OutputValue = str | list[str]
 
 
 class _Model(BaseModel):
@@ -225,7 +234,7 @@ class EvidenceInfo(_Model):
 
 
 class FinishedStepResponse(_Model):
-    status: FinishStatus
+    status: FinishStatusValue
     feedback: str | None = None
     #: Set with `needs_work` only.
     failed_reviews: list[ReviewResult] | None = None

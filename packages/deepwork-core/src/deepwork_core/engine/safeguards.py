@@ -31,7 +31,7 @@ from deepwork_core.evidence.hashes import (
     hash_outputs,
     merge,
 )
-from deepwork_core.evidence.scope import RepoSnapshot, take_snapshot
+from deepwork_core.evidence.scope import RepoSnapshot, take_snapshot, under_git
 from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.jobs.model import JobDefinition, ScopeGuard, Step
 from deepwork_core.state.approval_seal import ApprovalKey
@@ -106,8 +106,8 @@ class Safeguards:
     def prefetch(self, job: JobDefinition) -> Future[RepoSnapshot | None] | None:
         """Start the snapshot of a workflow's first step early, so git runs while the engine
         prepares the step (pass the result to `begin`)."""
-        if job.scope_guard is ScopeGuard.OFF:
-            return None
+        if job.scope_guard is ScopeGuard.OFF or not under_git(self.project_root):
+            return None  # outside git the snapshot is None at once: `begin` needs no thread
         return SNAPSHOT_POOL.submit(take_snapshot, self.project_root)
 
     def begin(
