@@ -174,6 +174,13 @@ class ErrorCode(StrEnum):
     """A start parameter has the wrong type: text for `string`, a path or a list of paths for
     `file_path`."""
 
+    INSTALL_CONFIG_INVALID = "install.config_invalid"
+    """`deepwork install` cannot merge into a client's configuration file: it is not plain JSON
+    (comments included) or its entries have the wrong shape; nothing was written."""
+    INSTALL_FILE_CONFLICT = "install.file_conflict"
+    """`deepwork install` would overwrite a file that DeepWork did not write; nothing was written
+    (`--force` overwrites it)."""
+
     INTERNAL_ERROR = "internal.error"
     """A tool failed on a bug; the traceback is in the server log."""
 
