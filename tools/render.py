@@ -1,4 +1,6 @@
-"""Render the Claude Code plugin, the Gemini CLI extension and the marketplace from `platform/`.
+"""Render every client's plugin files and the marketplace files from `platform/`.
+
+Claude Code, Gemini CLI, Codex CLI, Copilot CLI, Cursor and OpenCode (docs/platforms.md).
 
     python tools/render.py write    # (re)write every rendered file, delete stray ones
     python tools/render.py check    # exit 1 listing every stale, missing or extra file

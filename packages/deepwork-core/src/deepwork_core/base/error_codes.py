@@ -33,6 +33,8 @@ AREAS: dict[str, str] = {
     "hook": "`deepwork hook NAME`, the command the plugins run on lifecycle events.",
     "identifier": "Names and ids sent by an agent.",
     "inputs": "Start parameters given to `start_workflow` (`inputs`).",
+    "install": "`deepwork install`: writing DeepWork into a client's project files "
+    "(docs/platforms.md).",
     "internal": "Bugs.",
     "job": "Loading and checking `job.yml` files, and finding jobs.",
     "navigation": "Moving within a workflow (`go_to_step`).",
