@@ -272,13 +272,14 @@ def copilot_steps(bins: Path, base: Path, env: Mapping[str, str]) -> list[Step]:
         }
         argv = ["copilot", "-p", "x", "--allow-all-tools", "--output-format", "json"]
         out = _run(argv, offline, cwd=project, timeout=150).stdout
+        seen = []  # the server's statuses in order: pending, then connected or failed
         for line in out.splitlines():
             if '"session.mcp_server_status_changed"' in line and '"deepwork"' in line:
                 data = json.loads(line).get("data", {})
                 if data.get("status") == "connected":
                     return "deepwork connected in an offline session"
-                raise CheckFailed(f"deepwork server {data.get('status')}: {data.get('error')}")
-        raise CheckFailed(f"no status event for the deepwork server:\n{out[-2000:]}")
+                seen.append(f"{data.get('status')}: {data.get('error')}")
+        raise CheckFailed(f"the deepwork server never connected: {seen}\n{out[-2000:]}")
 
     return [
         ("copilot plugin install plugins/copilot + mcp list + skill list", install),
