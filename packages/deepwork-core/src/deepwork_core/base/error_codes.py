@@ -33,6 +33,8 @@ AREAS: dict[str, str] = {
     "hook": "`deepwork hook NAME`, the command the plugins run on lifecycle events.",
     "identifier": "Names and ids sent by an agent.",
     "inputs": "Start parameters given to `start_workflow` (`inputs`).",
+    "install": "`deepwork install`: writing DeepWork into a client's project files "
+    "(docs/platforms.md).",
     "internal": "Bugs.",
     "job": "Loading and checking `job.yml` files, and finding jobs.",
     "navigation": "Moving within a workflow (`go_to_step`).",
@@ -188,6 +190,13 @@ class ErrorCode(StrEnum):
     INPUTS_WRONG_TYPE = "inputs.wrong_type"
     """A start parameter has the wrong type: text for `string`, a path or a list of paths for
     `file_path`."""
+
+    INSTALL_CONFIG_INVALID = "install.config_invalid"
+    """`deepwork install` cannot merge into a client's configuration file: it is not plain JSON
+    (comments included) or its entries have the wrong shape; nothing was written."""
+    INSTALL_FILE_CONFLICT = "install.file_conflict"
+    """`deepwork install` would overwrite a file that DeepWork did not write; nothing was written
+    (`--force` overwrites it)."""
 
     INTERNAL_ERROR = "internal.error"
     """A tool failed on a bug; the traceback is in the server log."""
