@@ -144,6 +144,17 @@ class Safeguards:
         session.scope_guard_noted = True
         return note
 
+    def begin_nested(
+        self,
+        child: Session,
+        job: JobDefinition,
+        step_ids: tuple[str, ...],
+        baseline: RepoSnapshot | None,
+    ) -> None:
+        """A nested workflow begins at the same moment as the step that starts it: its first
+        steps share that step's baseline (a snapshot of their own only when it has none)."""
+        self.begin(child, job, step_ids, baseline)
+
     def rewound(
         self,
         session: Session,

@@ -128,7 +128,9 @@ class WorkflowEngine(EvidenceSteps):
         self.instructions = InstructionReader(project_root)
         self.events = SessionEvents(project_root, clock)
         self.guards = Safeguards(project_root, clock, approval_key)
-        self.nesting = Nesting(catalog, self.instructions, self.events.started, clock)
+        self.nesting = Nesting(
+            catalog, self.instructions, self.events.started, clock, self.guards.begin_nested
+        )
 
     # --- reads -------------------------------------------------------------------------------
 
