@@ -3,8 +3,8 @@
 `.deepwork/tmp/approvals/<session_id>.json` holds the open request of a session (which step, the
 prompt, the shown outputs with their SHA-256) and, once a human answered, the decision: approved
 or not, the comment, when, through which channel (`cli`: `deepwork approve`; `elicitation`: a form
-the MCP client showed), who (the OS user and host, or the client's name and version) and the
-hashes of the shown outputs at that moment. A decision counts only while those hashes are the
+the MCP client showed; `dashboard`: the buttons of `deepwork dashboard`), who (the OS user and
+host, or the client's name and version) and the hashes of the shown outputs at that moment. A decision counts only while those hashes are the
 outputs' current ones: an edit after the approval voids it.
 
 No MCP tool writes these files; see docs/evidence.md for what that does and does not protect.
@@ -47,6 +47,8 @@ class ApprovalError(DeepWorkError):
 class ApprovalChannel(StrEnum):
     CLI = "cli"
     ELICITATION = "elicitation"
+    #: The Approve and Reject buttons of `deepwork dashboard` (docs/dashboard.md).
+    DASHBOARD = "dashboard"
 
 
 class _Model(BaseModel):
@@ -70,7 +72,7 @@ class ApprovalDecision(_Model):
     comment: str | None = None
     decided_at: datetime
     channel: ApprovalChannel
-    #: `user@host` for the CLI, the client's `name version` for elicitation.
+    #: `user@host` for the CLI and the dashboard, the client's `name version` for elicitation.
     actor: str
     #: The terminal the CLI read from; None when its input was not a terminal.
     terminal: str | None = None
