@@ -4,8 +4,9 @@
 prompt, the shown outputs with their SHA-256) and, once a human answered, the decision: approved
 or not, the comment, when, through which channel (`cli`: `deepwork approve`; `elicitation`: a form
 the MCP client showed; `dashboard`: the buttons of `deepwork dashboard`), who (the OS user and
-host, or the client's name and version) and the hashes of the shown outputs at that moment. A decision counts only while those hashes are the
-outputs' current ones: an edit after the approval voids it.
+host, or the client's name and version) and the hashes of the shown outputs at that moment. A
+decision counts only while those hashes are the outputs' current ones: an edit after the approval
+voids it.
 
 No MCP tool writes these files; see docs/evidence.md for what that does and does not protect.
 """

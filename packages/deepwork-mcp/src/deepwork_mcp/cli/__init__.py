@@ -36,6 +36,12 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
         "Approve or reject a step waiting for a human.",
     ),
     "stats": ("deepwork_mcp.cli.stats", "stats", "Quality-gate figures per job, step, criterion."),
+    "dashboard": (
+        "deepwork_mcp.cli.dashboard",
+        "dashboard",
+        "Serve the runs, approvals and stats of a project in the browser.",
+    ),
+    "report": ("deepwork_mcp.cli.report", "report", "Write one run as a self-contained HTML page."),
 }
 
 
