@@ -38,11 +38,11 @@ def test_a_foreign_host_or_origin_is_403_even_with_the_token(waiting: Waiting) -
     assert client.get("/", headers={"Origin": f"http://127.0.0.1:{PORT}"}).status_code == 200
 
 
-def test_every_answer_forbids_inline_script_framing_and_referrers(waiting: Waiting) -> None:
+def test_every_answer_forbids_inline_script_framing_and_foreign_referrers(waiting: Waiting) -> None:
     client = client_for(waiting.root)
     for response in (client.get("/"), client_for(waiting.root, signed_in=False).get("/")):
         policy = response.headers["content-security-policy"]
         assert "script-src 'self'" in policy
         assert "unsafe-inline" not in policy
         assert response.headers["x-frame-options"] == "DENY"
-        assert response.headers["referrer-policy"] == "no-referrer"
+        assert response.headers["referrer-policy"] == "same-origin"

@@ -24,7 +24,7 @@ from deepwork_mcp.dashboard.pages import message_page
 
 #: The query parameter and form field carrying the token.
 TOKEN_FIELD: Final = "token"  # noqa: S105 - a field name, not a secret
-#: Sent with every response: no inline script, no framing, no referrer, no caching.
+#: Sent with every response: no inline script, no framing, no referrer to other sites, no caching.
 SECURITY_HEADERS: Final = {
     "Content-Security-Policy": (
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -32,7 +32,8 @@ SECURITY_HEADERS: Final = {
     ),
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
-    "Referrer-Policy": "no-referrer",
+    # Not `no-referrer`: under it Chromium sends `Origin: null` with the page's own forms.
+    "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
 
