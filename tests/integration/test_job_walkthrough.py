@@ -24,7 +24,7 @@ from deepwork_core.jobs.parser import parse_job_dir
 
 pytest.importorskip("deepwork_mcp.server", reason="the MCP server (branch server) is not merged")
 
-from deepwork_mcp.cli.jobs_new import new
+from deepwork_mcp.cli.jobs.new import new
 from deepwork_mcp.server import create_server
 from fastmcp import Client
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 from deepwork_core.jobs.parser import parse_job_dir
-from deepwork_mcp.cli.jobs_new import new
+from deepwork_mcp.cli.jobs.new import new
 
 
 def test_jobs_new_command_creates_and_refuses_twice(tmp_path: Path) -> None:

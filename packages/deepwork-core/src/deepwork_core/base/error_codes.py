@@ -23,6 +23,7 @@ AREAS: dict[str, str] = {
     "arguments": "Tool arguments that do not match the tool's input schema.",
     "config": "`.deepwork/config.yml` and other settings.",
     "convert": "`deepwork jobs convert`: writing a job in the other `job.yml` format.",
+    "dashboard": "`deepwork dashboard` and `deepwork report`: the pages of runs in a browser.",
     "deepwork": "The root of the error hierarchy.",
     "doc_spec": "Doc spec files (Markdown with YAML frontmatter) that outputs refer to.",
     "events": "Session event logs under `.deepwork/tmp/events/` (`deepwork log`).",
@@ -99,6 +100,10 @@ class ErrorCode(StrEnum):
     """The job to convert is not valid; fix it first (`deepwork jobs validate`)."""
     CONVERT_SAME_FORMAT = "convert.same_format"
     """The job is already written in the format asked for."""
+
+    DASHBOARD_BIND_FAILED = "dashboard.bind_failed"
+    """`deepwork dashboard` could not listen on the asked port of 127.0.0.1 (in use, or not
+    allowed); pick another with `--port`, or `--port 0` for any free one."""
 
     DEEPWORK_ERROR = "deepwork.error"
     """Generic DeepWork error; every specific error has its own code."""

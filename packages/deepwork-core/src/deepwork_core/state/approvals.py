@@ -3,9 +3,10 @@
 `.deepwork/tmp/approvals/<session_id>.json` holds the open request of a session (which step, the
 prompt, the shown outputs with their SHA-256) and, once a human answered, the decision: approved
 or not, the comment, when, through which channel (`cli`: `deepwork approve`; `elicitation`: a form
-the MCP client showed), who (the OS user and host, or the client's name and version) and the
-hashes of the shown outputs at that moment. A decision counts only while those hashes are the
-outputs' current ones: an edit after the approval voids it.
+the MCP client showed; `dashboard`: the buttons of `deepwork dashboard`), who (the OS user and
+host, or the client's name and version) and the hashes of the shown outputs at that moment. A
+decision counts only while those hashes are the outputs' current ones: an edit after the approval
+voids it.
 
 Each decision is sealed with a MAC under the project's approval key
 (`deepwork_core.state.approval_seal`) and written together with its `approval` event. A decision
@@ -54,6 +55,8 @@ class ApprovalError(DeepWorkError):
 class ApprovalChannel(StrEnum):
     CLI = "cli"
     ELICITATION = "elicitation"
+    #: The Approve and Reject buttons of `deepwork dashboard` (docs/dashboard.md).
+    DASHBOARD = "dashboard"
 
 
 class _Model(BaseModel):
@@ -77,7 +80,7 @@ class ApprovalDecision(_Model):
     comment: str | None = None
     decided_at: datetime
     channel: ApprovalChannel
-    #: `user@host` for the CLI, the client's `name version` for elicitation.
+    #: `user@host` for the CLI and the dashboard, the client's `name version` for elicitation.
     actor: str
     #: The terminal the CLI read from; None when its input was not a terminal.
     terminal: str | None = None

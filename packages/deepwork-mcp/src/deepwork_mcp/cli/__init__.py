@@ -41,6 +41,12 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
         "install",
         "Add DeepWork to an agent's project configuration (OpenCode).",
     ),
+    "dashboard": (
+        "deepwork_mcp.cli.dashboard",
+        "dashboard",
+        "Serve the runs, approvals and stats of a project in the browser.",
+    ),
+    "report": ("deepwork_mcp.cli.report", "report", "Write one run as a self-contained HTML page."),
 }
 
 

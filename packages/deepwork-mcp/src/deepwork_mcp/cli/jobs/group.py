@@ -20,9 +20,9 @@ from deepwork_core.base.layout import JOB_FILE, PROJECT_JOBS_DIR
 from deepwork_core.jobs.discovery import JobFolder, parse_folder_list
 from deepwork_core.jobs.parser import ParsedJob, check_job_files
 
-from deepwork_mcp.cli.jobs_convert import convert
-from deepwork_mcp.cli.jobs_graph import graph
-from deepwork_mcp.cli.jobs_new import new
+from deepwork_mcp.cli.jobs.convert import convert
+from deepwork_mcp.cli.jobs.graph import graph
+from deepwork_mcp.cli.jobs.new import new
 from deepwork_mcp.cli.options import project_option
 
 ADDITIONAL_FOLDERS_ENV = "DEEPWORK_ADDITIONAL_JOBS_FOLDERS"
