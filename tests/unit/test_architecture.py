@@ -149,6 +149,19 @@ def test_the_architecture_page_describes_each_subpackage_in_order() -> None:
     assert order in page
 
 
+def test_the_architecture_page_names_every_core_module_in_its_section() -> None:
+    page = (PACKAGES.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    sections = page.split("\n### ")[1:]
+    text_of = {section.split("\n", 1)[0].strip(): section for section in sections}
+    missing = []
+    for layer in CORE_LAYERS:
+        folder = SOURCES["deepwork_core"] / layer
+        for path in sorted(folder.rglob("*.py")):
+            if path.name != "__init__.py" and f"`{path.stem}`" not in text_of[layer]:
+                missing.append(f"{layer}: {path.stem}")
+    assert not missing, "docs/architecture.md does not name: " + ", ".join(missing)
+
+
 def test_core_is_all_in_its_subpackages() -> None:
     root = SOURCES["deepwork_core"]
     loose = sorted(p.name for p in root.glob("*.py") if p.name != "__init__.py")
