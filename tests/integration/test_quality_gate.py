@@ -157,7 +157,7 @@ async def test_passing_review_advances(external: Client[Any], root: Path, claude
     assert result.structured_content["status"] == "next_step"
     [call] = reviewer_calls(claude_log)
     argv = call["argv"]
-    assert argv[:3] == ["--print", "--output-format", "json"]
+    assert argv[:4] == ["--print", "--output-format", "stream-json", "--verbose"]
     assert argv[-2:] == ["-p", "--"]
     assert "--json-schema" in argv
     assert call["cwd"] == str(root)

@@ -246,7 +246,8 @@ async def test_pass_sends_exact_argv_and_payload_on_stdin(env: Env) -> None:
     assert call["argv"] == [
         "--print",
         "--output-format",
-        "json",
+        "stream-json",
+        "--verbose",
         "--system-prompt",
         REVIEWER_SYSTEM_PROMPT,
         "--json-schema",

@@ -16,8 +16,10 @@ from typing import Annotated, Literal
 from deepwork_core.base.escaping import printable
 from deepwork_core.engine.results import FinishStatus
 from deepwork_core.state.overview import ActiveEntry
+from deepwork_core.state.review_usage import ReviewUsage
 from deepwork_core.state.sessions import OutputValue
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 
 
 class _Model(BaseModel):
@@ -224,6 +226,16 @@ class EvidenceInfo(_Model):
     approvals: Annotated[list[ApprovalGiven] | None, BeforeValidator(_approvals)] = None
 
 
+class PlannedReviewInfo(_Model):
+    """A review task a dry run found (docs/quality-gate.md, "Dry run")."""
+
+    name: str
+    run_each: str
+    criteria: list[str]
+    depth: str
+    files: list[str]
+
+
 class FinishedStepResponse(_Model):
     status: FinishStatus
     feedback: str | None = None
@@ -239,6 +251,9 @@ class FinishedStepResponse(_Model):
     evidence: EvidenceInfo = Field(default_factory=EvidenceInfo)
     #: The quality gate's warnings, `<code>: <message>`; left out when there are none.
     warnings: list[str] | None = _Sparse
+    #: With `dry_run` only: the review tasks a real call would run. Kept out of the listed
+    #: output schema (every byte of tools/list is paid in every conversation).
+    review_tasks: SkipJsonSchema[list[PlannedReviewInfo] | None] = _Sparse
 
 
 class AbortWorkflowResponse(_Model):
@@ -277,5 +292,7 @@ class ActiveStackEntry(_Model):
 
 class GetActiveWorkflowResponse(_Model):
     stack: list[ActiveStackEntry]
+    #: What the reviews of the target session's run cost so far (docs/quality-gate.md).
+    review_usage: ReviewUsage | None = None
     #: The target session's current step again; None when no workflow is active.
     begin_step: ActiveStepInfo | None = Field(validation_alias="brief")

@@ -62,14 +62,26 @@ def build_gate(settings: QualityGateConfig) -> Gate | None:
         return None
     runner = settings.external_runner
     if runner is None:
-        return SelfReviewGate(deepreview_rules=settings.deepreview_rules)
+        return SelfReviewGate(
+            deepreview_rules=settings.deepreview_rules, review_depth=settings.review_depth
+        )
     if runner not in EXTERNAL_RUNNERS:  # a config built with model_copy skips validation
         raise ConfigError(
             f"unknown external runner {runner!r}; use one of: "
             f"{', '.join(EXTERNAL_RUNNERS)} (or none for self-review)"
         )
-    reviewer = ClaudeReviewer(runner, base_timeout=settings.timeout_seconds)
-    return ExternalGate(reviewer, deepreview_rules=settings.deepreview_rules)
+    reviewer = ClaudeReviewer(
+        runner,
+        base_timeout=settings.timeout_seconds,
+        max_parallel=settings.max_parallel,
+        stall_timeout=settings.stall_timeout,
+        stall_retries=settings.stall_retries,
+        models=settings.models,
+        budget=settings.budget,
+    )
+    return ExternalGate(
+        reviewer, deepreview_rules=settings.deepreview_rules, review_depth=settings.review_depth
+    )
 
 
 def branch_maker(project_root: Path) -> BranchMaker:

@@ -23,6 +23,7 @@ from deepwork_core.base.identifiers import check_agent_id, check_text
 from deepwork_core.engine.approver import Approver
 from deepwork_core.engine.branching import BranchOutcome, abandoned_note
 from deepwork_core.engine.briefing import InstructionReader, reviewer_inputs
+from deepwork_core.engine.dry_run import give_back_attempt, run_of
 from deepwork_core.engine.evidence_steps import EvidenceSteps, needs_work
 from deepwork_core.engine.nesting import (
     Nesting,
@@ -252,7 +253,7 @@ class WorkflowEngine(EvidenceSteps):
         gate = self.gate
         with self.store.transaction() as tx:
             session = target_session(tx, session_id, agent_id)
-            job, steps = self._checkpoint(session)
+            job, steps = self.checkpoint_steps(session)
             validated = validate_outputs(self.project_root, steps, outputs, self.output_limits)
             self.events.outputs_submitted(
                 session.session_id, session.current_step_ids, validated.merged, notes
@@ -293,6 +294,7 @@ class WorkflowEngine(EvidenceSteps):
                 attempt=attempt,
                 work_summary=work_summary,
                 undeclared_changes=tuple(findings.undeclared),
+                run_id=run_of(tx, session),
             )
             return _Pending(checkpoint, job, validated, session.current_entry_index, findings)
 
@@ -305,6 +307,7 @@ class WorkflowEngine(EvidenceSteps):
         except QualityGateError as exc:
             with self.store.transaction() as tx:
                 session = same_checkpoint(tx, checkpoint.session_id, pending.entry_index)
+                give_back_attempt(session, exc.code)  # stalled or out of budget: not an attempt
                 session.quality_log.append(
                     QualityEvent(
                         at=self.clock(),
@@ -394,7 +397,7 @@ class WorkflowEngine(EvidenceSteps):
         with self.store.transaction() as tx:
             return not tx.stack_ids(None)
 
-    def _checkpoint(self, session: Session) -> tuple[LoadedJob, list[Step]]:
+    def checkpoint_steps(self, session: Session) -> tuple[LoadedJob, list[Step]]:
         """The job and the steps of the session's current entry, as the job is now."""
         job = self.catalog.get(session.job_name)
         workflow = job.definition.workflows_by_name.get(session.workflow_name)

@@ -17,6 +17,7 @@ from typing import Annotated, Any
 
 from anyio import to_thread
 from deepwork_core import WorkflowEngine
+from deepwork_core.engine.dry_run import dry_run_finish
 from deepwork_core.engine.navigation import active_workflow
 from deepwork_core.engine.navigation import go_to_step as go_to_step_in
 from fastmcp import Context, FastMCP
@@ -115,9 +116,21 @@ def register_workflow_tools(mcp: FastMCP, engines: Engines) -> None:
         ] = None,
         session_id: SessionIdArg = None,
         agent_id: AgentIdArg = None,
+        dry_run: bool = False,
     ) -> FinishedStepResponse:
         """Submit this step's outputs; act on `status`."""
         engine = engines()
+        if dry_run:  # check and list reviews only (docs/quality-gate.md, "Dry run")
+            check = partial(
+                dry_run_finish,
+                engine,
+                outputs,
+                notes=notes,
+                session_id=session_id,
+                agent_id=agent_id,
+                work_summary=work_summary,
+            )
+            return FinishedStepResponse.model_validate(await to_thread.run_sync(check))
         call = partial(
             engine.finish,
             outputs,
@@ -183,5 +196,6 @@ def register_navigation_tools(mcp: FastMCP, engines: Engines) -> None:
         response = GetActiveWorkflowResponse(
             stack=[ActiveStackEntry.of(entry) for entry in found.stack],
             begin_step=None if found.brief is None else ActiveStepInfo.model_validate(found.brief),
+            review_usage=found.review_usage,
         )
         return _structured(response)
