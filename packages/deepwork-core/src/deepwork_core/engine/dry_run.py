@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING
 
 from deepwork_core.base.config import DEFAULT_REVIEW_DEPTH
 from deepwork_core.base.error_codes import ErrorCode
-from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.engine.briefing import reviewer_inputs
 from deepwork_core.engine.outputs import validate_outputs
 from deepwork_core.engine.results import FinishResult, FinishStatus, PlannedReview
 from deepwork_core.gate.budget import NOT_AN_ATTEMPT
 from deepwork_core.gate.checkpoint import Checkpoint, check_finish_arguments
 from deepwork_core.gate.quality import QualityReviewTask
+from deepwork_core.state.review_usage import run_id_of
 from deepwork_core.state.sessions import Session, StateTransaction
 from deepwork_core.state.stacks import check_target, stack_items, target_session
 
@@ -83,14 +83,7 @@ def _planned(task: QualityReviewTask) -> PlannedReview:
 
 def run_of(tx: StateTransaction, session: Session) -> str:
     """The run's top-level session id: where its review usage and budget are counted."""
-    current, seen = session, {session.session_id}
-    while current.parent_session_id is not None and current.parent_session_id not in seen:
-        try:
-            current = tx.load(current.parent_session_id)
-        except DeepWorkError:
-            break  # a pruned parent: the oldest session still known is the run
-        seen.add(current.session_id)
-    return current.session_id
+    return run_id_of(session, tx.load)
 
 
 def give_back_attempt(session: Session, code: ErrorCode) -> None:
