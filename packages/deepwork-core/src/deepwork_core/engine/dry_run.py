@@ -16,7 +16,12 @@ from deepwork_core.base.config import DEFAULT_REVIEW_DEPTH
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.engine.briefing import reviewer_inputs
 from deepwork_core.engine.outputs import validate_outputs
-from deepwork_core.engine.results import FinishResult, FinishStatus, PlannedReview
+from deepwork_core.engine.results import (
+    EvidenceReport,
+    FinishResult,
+    FinishStatus,
+    PlannedReview,
+)
 from deepwork_core.gate.budget import NOT_AN_ATTEMPT
 from deepwork_core.gate.checkpoint import Checkpoint, check_finish_arguments
 from deepwork_core.gate.quality import QualityReviewTask
@@ -66,7 +71,10 @@ def dry_run_finish(
         if tasks
         else "Dry run: the outputs pass every check; no review applies. Nothing was recorded."
     )
-    return FinishResult(FinishStatus.DRY_RUN, stack, feedback=feedback, review_tasks=tasks)
+    evidence = EvidenceReport(stale_evidence=[], undeclared_changes=[])  # the audit is not run
+    return FinishResult(
+        FinishStatus.DRY_RUN, stack, feedback=feedback, evidence=evidence, review_tasks=tasks
+    )
 
 
 def _planned(task: QualityReviewTask) -> PlannedReview:
