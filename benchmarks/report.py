@@ -79,6 +79,8 @@ FIGURE_KEYS: tuple[str, ...] = (
     "evidence.checkpoint",
     "evidence.hashing",
     "evidence.scope_guard",
+    "review_brief.light",
+    "review_brief.standard",
 )
 
 
