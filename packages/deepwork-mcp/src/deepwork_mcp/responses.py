@@ -293,6 +293,6 @@ class ActiveStackEntry(_Model):
 class GetActiveWorkflowResponse(_Model):
     stack: list[ActiveStackEntry]
     #: What the reviews of the target session's run cost so far (docs/quality-gate.md).
-    review_usage: ReviewUsage | None = None
+    review_usage: ReviewUsage | None = _Sparse
     #: The target session's current step again; None when no workflow is active.
     begin_step: ActiveStepInfo | None = Field(validation_alias="brief")

@@ -85,7 +85,8 @@ def render_text(overview: ProjectOverview, now: datetime) -> str:
         )
         for depth, entry in enumerate(stack.entries):
             lines.append("   " * depth + "└─ " + _entry_line(entry, now))
-        lines.append("   " + usage_line(stack.review_usage))
+        if stack.review_usage.calls or stack.review_usage.self_reviews:
+            lines.append("   " + usage_line(stack.review_usage))
     if overview.finished:
         lines.append("")
         lines.append("Recently finished:")

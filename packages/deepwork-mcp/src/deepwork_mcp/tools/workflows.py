@@ -121,16 +121,7 @@ def register_workflow_tools(mcp: FastMCP, engines: Engines) -> None:
         """Submit this step's outputs; act on `status`."""
         engine = engines()
         if dry_run:  # check and list reviews only (docs/quality-gate.md, "Dry run")
-            check = partial(
-                dry_run_finish,
-                engine,
-                outputs,
-                notes=notes,
-                session_id=session_id,
-                agent_id=agent_id,
-                work_summary=work_summary,
-            )
-            return FinishedStepResponse.model_validate(await to_thread.run_sync(check))
+            return await _dry_run(engine, outputs, notes, work_summary, session_id, agent_id)
         call = partial(
             engine.finish,
             outputs,
@@ -146,6 +137,26 @@ def register_workflow_tools(mcp: FastMCP, engines: Engines) -> None:
         return FinishedStepResponse.model_validate(result)
 
     register_navigation_tools(mcp, engines)
+
+
+async def _dry_run(
+    engine: WorkflowEngine,
+    outputs: dict[str, str | list[str]],
+    notes: str | None,
+    work_summary: str | None,
+    session_id: str | None,
+    agent_id: str | None,
+) -> FinishedStepResponse:
+    check = partial(
+        dry_run_finish,
+        engine,
+        outputs,
+        notes=notes,
+        work_summary=work_summary,
+        session_id=session_id,
+        agent_id=agent_id,
+    )
+    return FinishedStepResponse.model_validate(await to_thread.run_sync(check))
 
 
 def _structured(model: BaseModel) -> ToolResult:
