@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.reviewer import ScriptedReviewer
+
 PY_RULE = """\
 python:
   description: Python files
@@ -81,3 +83,27 @@ def repo(make_repo: Callable[..., Repo]) -> Repo:
     repo.commit("base")
     repo.git("checkout", "-q", "-b", "feature")
     return repo
+
+
+@pytest.fixture
+def scripted_reviewer(tmp_path: Path) -> ScriptedReviewer:
+    """A fake `claude` reviewer answering `pass` (tests/fixtures/reviewer.py); not yet on PATH."""
+    return ScriptedReviewer(tmp_path / "reviewer")
+
+
+@pytest.fixture
+def reviewer_on_path(
+    scripted_reviewer: ScriptedReviewer, monkeypatch: pytest.MonkeyPatch
+) -> ScriptedReviewer:
+    """The scripted reviewer, first on PATH of this process (for servers run in-process)."""
+    scripted_reviewer.install(monkeypatch)
+    return scripted_reviewer
+
+
+@pytest.fixture(autouse=True)
+def _approval_keys_in_tmp(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Approval keys of every test (and of the servers and `deepwork approve` processes it
+    starts) go to a temporary state folder, never the real `~/.local/state/deepwork`."""
+    monkeypatch.setenv("DEEPWORK_STATE_DIR", str(tmp_path_factory.mktemp("deepwork-state")))

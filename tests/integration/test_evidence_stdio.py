@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -18,10 +16,9 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.types import TextContent
 
 from tests.fixtures.evidence_project import make_evidence_project
+from tests.fixtures.reviewer import ScriptedReviewer
 
 pytestmark = pytest.mark.slow
-
-FAKE_CLAUDE = Path(__file__).resolve().parent.parent / "fixtures" / "fake_claude.py"
 
 
 def sha(path: Path) -> str:
@@ -34,19 +31,8 @@ def root(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    script = bin_dir / "claude"
-    script.write_text(f"#!{sys.executable}\n" + FAKE_CLAUDE.read_text())
-    script.chmod(0o755)
-    return {
-        **os.environ,
-        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
-        "FAKE_CLAUDE_LOG": str(tmp_path / "claude-log"),
-        "FAKE_CLAUDE_MODE": "pass",
-        "PYTHONUNBUFFERED": "1",
-    }
+def env(scripted_reviewer: ScriptedReviewer) -> dict[str, str]:
+    return {**scripted_reviewer.env, "PYTHONUNBUFFERED": "1"}
 
 
 class Agent:
@@ -78,7 +64,7 @@ async def serve(root: Path, env: dict[str, str], *extra: str) -> AsyncIterator[A
 
 
 async def test_an_output_edited_after_its_review_is_reviewed_again(
-    root: Path, env: dict[str, str], tmp_path: Path
+    root: Path, env: dict[str, str], scripted_reviewer: ScriptedReviewer
 ) -> None:
     plan, result = root / "plan.md", root / "result.md"
     async with serve(root, env, "--external-runner", "claude") as agent:
@@ -107,9 +93,7 @@ async def test_an_output_edited_after_its_review_is_reviewed_again(
         assert summary["result.md"]["sha256"] == sha(result)
         assert {item["verdict"] for item in summary.values()} == {"reviewer"}
 
-    reviewed = [
-        json.loads(p.read_text())["stdin"] for p in sorted((tmp_path / "claude-log").glob("*.json"))
-    ]
+    reviewed = [call["stdin"] for call in scripted_reviewer.calls()]
     # The last round of reviews saw the changed plan, and was told `build` changed it.
     assert any("quietly changed" in payload for payload in reviewed[-2:])
     assert any(

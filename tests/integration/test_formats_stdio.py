@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from deepwork_core.engine.start_inputs import start_parameters
+from deepwork_core.jobs.model import InputType
 from deepwork_core.jobs.parser import parse_job_dir
 from deepwork_mcp.cli.jobs import jobs
 
@@ -70,9 +72,29 @@ def _outputs(root: Path, step: dict[str, Any]) -> dict[str, Any]:
     return outputs
 
 
+def _start_inputs(root: Path, job: str, workflow: str) -> dict[str, Any]:
+    """A value for every start parameter of `job/workflow` (a project file for a `file_path`)."""
+    definition = parse_job_dir(root / ".deepwork" / "jobs" / job).require()
+    parameters = start_parameters(definition, definition.workflows_by_name[workflow])
+    values: dict[str, Any] = {}
+    for name, item in parameters.items():
+        values[name] = f"the {name}"
+        if item.type is InputType.FILE_PATH:
+            values[name] = f"in/{name}"
+            (root / "in").mkdir(exist_ok=True)
+            (root / "in" / name).write_text(f"# {name}\n", encoding="utf-8")
+    return values
+
+
 async def _walk(server: Server, root: Path, job: str, workflow: str, depth: int = 0) -> None:
     """Run `job/workflow` to completion; a sub-workflow step runs its workflow nested first."""
-    answer = await server.ok("start_workflow", goal="walk", job_name=job, workflow_name=workflow)
+    answer = await server.ok(
+        "start_workflow",
+        goal="walk",
+        job_name=job,
+        workflow_name=workflow,
+        inputs=_start_inputs(root, job, workflow),
+    )
     step = answer["begin_step"]
     while True:
         target = _sub_workflow_of(step, job)
@@ -134,7 +156,11 @@ async def test_json_schema_mismatch_is_reported_at_the_checkpoint(tmp_path: Path
     (root / "changes.json").write_text(json.dumps({"version": "1.0"}), encoding="utf-8")
     async with serve(root, "server", "--no-quality-gate") as server:
         await server.ok(
-            "start_workflow", goal="g", job_name="release_digest", workflow_name="draft"
+            "start_workflow",
+            goal="g",
+            job_name="release_digest",
+            workflow_name="draft",
+            inputs={"version": "1.0"},
         )
         text = await server.error(
             "finished_step", "outputs.schema_mismatch", outputs={"changes.json": "changes.json"}
@@ -146,7 +172,11 @@ async def test_string_outputs_reach_later_steps(tmp_path: Path) -> None:
     root = _project(tmp_path, "0.10")
     async with serve(root, "server", "--no-quality-gate") as server:
         started = await server.ok(
-            "start_workflow", goal="g", job_name="meeting_digest", workflow_name="digest"
+            "start_workflow",
+            goal="g",
+            job_name="meeting_digest",
+            workflow_name="digest",
+            inputs={"transcript": "Ann: we ship on Friday."},
         )
         assert started["begin_step"]["step_id"] == "extract"
         kinds = {o["name"]: o["type"] for o in started["begin_step"]["step_expected_outputs"]}
@@ -160,6 +190,32 @@ async def test_string_outputs_reach_later_steps(tmp_path: Path) -> None:
         inputs = {i["name"]: i for i in publish["begin_step"]["step_inputs"]}
         assert inputs["decisions"]["value"] == "Ship on Friday"
         assert inputs["decisions"]["paths"] == []
+
+
+async def test_a_missing_required_start_input_is_refused_naming_it(tmp_path: Path) -> None:
+    root = _project(tmp_path, "0.10")
+    async with serve(root, "server", "--no-quality-gate") as server:
+        for given in ({}, {"version": " "}):
+            text = await server.error(
+                "start_workflow",
+                "inputs.missing",
+                goal="g",
+                job_name="release_digest",
+                workflow_name="draft",
+                inputs=given,
+            )
+            assert "version (The version being released, e.g. 2.3.0)" in text
+            assert "Ask the user" in text
+        assert (await server.ok("get_active_workflow"))["stack"] == []
+        # An optional parameter may be left out: `severity` of bug_triage/quick.
+        started = await server.ok(
+            "start_workflow",
+            goal="g",
+            job_name="bug_triage",
+            workflow_name="quick",
+            inputs={"report": "It crashes on start."},
+        )
+        assert started["begin_step"]["step_id"] == "quick__reproduce"
 
 
 async def test_start_inputs_reach_the_steps_that_declare_them(tmp_path: Path) -> None:
@@ -201,7 +257,13 @@ async def test_a_sub_workflow_step_runs_its_workflow_nested_and_completes_with_i
     (root / "changes.json").write_text(json.dumps(JSON_CONTENT["changes.json"]))
     (root / "notes.md").write_text("# Notes\n")
     async with serve(root, "server", "--no-quality-gate") as server:
-        await server.ok("start_workflow", goal="g", job_name="launch_plan", workflow_name="plan")
+        await server.ok(
+            "start_workflow",
+            goal="g",
+            job_name="launch_plan",
+            workflow_name="plan",
+            inputs={"product": "Widget"},
+        )
         nested = await server.ok("finished_step", outputs={"plan.md": "plan.md"})
         assert nested["begin_step"]["step_id"] == "collect"
         assert [e["workflow"] for e in nested["stack"]] == [
@@ -225,7 +287,11 @@ async def test_the_workflow_agent_is_listed_and_briefed(tmp_path: Path) -> None:
         agents = {w["name"]: w.get("agent") for w in audit["workflows"]}
         assert agents == {"full_audit": "general-purpose", "audit_module": None}
         started = await server.ok(
-            "start_workflow", goal="g", job_name="code_audit", workflow_name="full_audit"
+            "start_workflow",
+            goal="g",
+            job_name="code_audit",
+            workflow_name="full_audit",
+            inputs={"target_dir": "src"},
         )
         assert started["begin_step"]["agent"] == "general-purpose"
 

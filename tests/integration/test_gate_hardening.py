@@ -11,9 +11,9 @@ from deepwork_mcp.server import create_server
 from fastmcp import Client
 
 from tests.fixtures.configs import config
+from tests.fixtures.reviewer import ScriptedReviewer
 from tests.fixtures.tool_calls import call_ok
 from tests.fixtures.workflow_project import make_project, write_files
-from tests.integration.test_quality_gate import claude_log as claude_log
 
 GOOD_RULE = """\
 markdown_style:
@@ -76,7 +76,9 @@ async def test_without_problems_the_answer_has_no_warnings(root: Path) -> None:
     assert "warnings" not in answer
 
 
-async def test_an_external_review_names_the_broken_file_too(root: Path, claude_log: Path) -> None:
+async def test_an_external_review_names_the_broken_file_too(
+    root: Path, reviewer_on_path: ScriptedReviewer
+) -> None:
     (root / ".deepreview").write_text(GOOD_RULE + BROKEN_RULE, encoding="utf-8")
     answer = await _finish_gather(root, external=True)
     assert answer["status"] == "next_step"
@@ -84,10 +86,10 @@ async def test_an_external_review_names_the_broken_file_too(root: Path, claude_l
 
 
 async def test_a_reviewer_answering_null_feedback_passes(
-    root: Path, claude_log: Path, monkeypatch: pytest.MonkeyPatch
+    root: Path, reviewer_on_path: ScriptedReviewer
 ) -> None:
-    monkeypatch.setenv("FAKE_CLAUDE_MODE", "pass_null")
+    reviewer_on_path.answer("pass_null")
     (root / ".deepreview").write_text(GOOD_RULE, encoding="utf-8")
     answer = await _finish_gather(root, external=True)
     assert answer["status"] == "next_step"
-    assert claude_log.exists()  # the reviewer did run
+    assert reviewer_on_path.calls()  # the reviewer did run

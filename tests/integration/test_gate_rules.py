@@ -12,10 +12,9 @@ from deepwork_mcp.server import create_server
 from fastmcp import Client
 
 from tests.fixtures.configs import config
+from tests.fixtures.reviewer import ScriptedReviewer
 from tests.fixtures.tool_calls import call_ok
 from tests.fixtures.workflow_project import make_project, write_files
-from tests.integration.test_quality_gate import claude_log as claude_log
-from tests.integration.test_quality_gate import reviewer_calls
 
 RULES = """\
 markdown_style:
@@ -63,7 +62,7 @@ async def test_the_config_switch_turns_rules_off(root: Path) -> None:
 
 
 async def test_external_verdicts_of_rules_land_in_the_audit_trail(
-    root: Path, claude_log: Path
+    root: Path, reviewer_on_path: ScriptedReviewer
 ) -> None:
     server = create_server(root, config(external_runner="claude"))
     async with Client(server) as client:
@@ -74,7 +73,7 @@ async def test_external_verdicts_of_rules_land_in_the_audit_trail(
         write_files(root, "report.md")
         answer = await call_ok(client, "finished_step", outputs={"report": "report.md"})
         assert answer["status"] == "next_step"
-    prompts = [call["argv"] for call in reviewer_calls(claude_log)]
+    prompts = [call["argv"] for call in reviewer_on_path.calls()]
     assert len(prompts) == 2  # the step's own review and the rule
     data: dict[str, Any] = json.loads(
         (root / ".deepwork/tmp" / f"session_{session_id}.json").read_text()

@@ -24,11 +24,13 @@ from deepwork_core.jobs.parser import parse_job_dir
 
 pytest.importorskip("deepwork_mcp.server", reason="the MCP server (branch server) is not merged")
 
-from deepwork_mcp.cli.jobs_new import new
+from deepwork_mcp.cli.jobs.new import new
 from deepwork_mcp.server import create_server
 from fastmcp import Client
 
 from tests.fixtures.configs import config
+
+pytestmark = pytest.mark.slow  # every library workflow walked end to end
 
 REPO = Path(__file__).resolve().parents[2]
 LIBRARY_DIR = REPO / "library" / "jobs"

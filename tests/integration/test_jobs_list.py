@@ -12,7 +12,7 @@ import pytest
 
 @pytest.mark.skipif(
     find_spec("deepwork_mcp.cli.jobs") is None,
-    reason="`deepwork jobs list` arrives with branch core (deepwork_mcp/cli/jobs.py)",
+    reason="`deepwork jobs list` arrives with branch core (deepwork_mcp/cli/jobs/)",
 )
 def test_jobs_list_in_an_empty_project_shows_the_standard_workflows(tmp_path: Path) -> None:
     listed = subprocess.run(

@@ -7,9 +7,7 @@ first on PATH) that records its argv and stdin, so the tests see exactly what a 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -20,36 +18,14 @@ from deepwork_mcp.server import create_server
 from fastmcp import Client
 
 from tests.fixtures.configs import config
+from tests.fixtures.reviewer import ScriptedReviewer
 from tests.fixtures.tool_calls import call_error, call_ok
 from tests.fixtures.workflow_project import make_project, write_files
-
-FAKE_CLAUDE = Path(__file__).resolve().parent.parent / "fixtures" / "fake_claude.py"
 
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     return make_project(tmp_path / "project")
-
-
-@pytest.fixture
-def claude_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Put a fake `claude` first on PATH; return the folder where it logs its calls."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    script = bin_dir / "claude"
-    script.write_text(f"#!{sys.executable}\n" + FAKE_CLAUDE.read_text())
-    script.chmod(0o755)
-    log = tmp_path / "claude-log"
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
-    monkeypatch.setenv("FAKE_CLAUDE_LOG", str(log))
-    monkeypatch.setenv("FAKE_CLAUDE_MODE", "pass")
-    return log
-
-
-def reviewer_calls(log: Path) -> list[dict[str, Any]]:
-    if not log.exists():
-        return []
-    return [json.loads(p.read_text()) for p in sorted(log.glob("*.json"))]
 
 
 def review_brief(call: dict[str, Any]) -> str:
@@ -66,7 +42,7 @@ def state(root: Path, session_id: str) -> dict[str, Any]:
 
 
 @pytest.fixture
-async def external(root: Path, claude_log: Path) -> AsyncIterator[Client[Any]]:
+async def external(root: Path, reviewer_on_path: ScriptedReviewer) -> AsyncIterator[Client[Any]]:
     server = create_server(root, config(external_runner="claude", max_attempts=3))
     async with Client(server) as client:
         yield client
@@ -143,7 +119,9 @@ async def test_self_review_lists_inputs_from_earlier_steps(root: Path) -> None:
 
 @pytest.mark.req("JOBS-REQ-001.4.8")
 @pytest.mark.req("JOBS-REQ-001.4.14")
-async def test_passing_review_advances(external: Client[Any], root: Path, claude_log: Path) -> None:
+async def test_passing_review_advances(
+    external: Client[Any], root: Path, reviewer_on_path: ScriptedReviewer
+) -> None:
     session_id = await start_reviewed(external, root)
     progress: list[tuple[float, float | None, str | None]] = []
 
@@ -155,7 +133,7 @@ async def test_passing_review_advances(external: Client[Any], root: Path, claude
     )
     assert result.structured_content is not None
     assert result.structured_content["status"] == "next_step"
-    [call] = reviewer_calls(claude_log)
+    [call] = reviewer_on_path.calls()
     argv = call["argv"]
     assert argv[:4] == ["--print", "--output-format", "stream-json", "--verbose"]
     assert argv[-2:] == ["-p", "--"]
@@ -176,9 +154,11 @@ async def test_passing_review_advances(external: Client[Any], root: Path, claude
 @pytest.mark.req("JOBS-REQ-001.4.12")
 @pytest.mark.req("JOBS-REQ-001.4.13")
 async def test_failing_reviews_count_attempts_then_error_at_the_limit(
-    external: Client[Any], root: Path, claude_log: Path, monkeypatch: pytest.MonkeyPatch
+    external: Client[Any],
+    root: Path,
+    reviewer_on_path: ScriptedReviewer,
 ) -> None:
-    monkeypatch.setenv("FAKE_CLAUDE_MODE", "fail")
+    reviewer_on_path.answer("fail")
     session_id = await start_reviewed(external, root)
     for attempt in (1, 2):
         result = await call_ok(external, "finished_step", outputs={"report": "report.md"})
@@ -198,9 +178,9 @@ async def test_failing_reviews_count_attempts_then_error_at_the_limit(
     )
     assert "3 attempts" in text
     assert "The report is too short." in text
-    assert len(reviewer_calls(claude_log)) == 3
+    assert len(reviewer_on_path.calls()) == 3
 
-    monkeypatch.setenv("FAKE_CLAUDE_MODE", "pass")
+    reviewer_on_path.answer("pass")
     passed = await call_ok(external, "finished_step", outputs={"report": "report.md"})
     assert passed["status"] == "next_step"
     log = state(root, session_id)["quality_log"]
@@ -214,7 +194,7 @@ async def test_failing_reviews_count_attempts_then_error_at_the_limit(
 
 @pytest.mark.req("JOBS-REQ-001.4.9")
 async def test_override_skips_the_reviewer_and_is_recorded(
-    external: Client[Any], root: Path, claude_log: Path
+    external: Client[Any], root: Path, reviewer_on_path: ScriptedReviewer
 ) -> None:
     session_id = await start_reviewed(external, root)
     result = await call_ok(
@@ -224,13 +204,13 @@ async def test_override_skips_the_reviewer_and_is_recorded(
         quality_review_override_reason="trivial change",
     )
     assert result["status"] == "next_step"
-    assert reviewer_calls(claude_log) == []
+    assert reviewer_on_path.calls() == []
     [entry] = state(root, session_id)["quality_log"]
     assert (entry["kind"], entry["override_reason"]) == ("override", "trivial change")
 
 
 async def test_inputs_from_earlier_steps_are_in_the_payload(
-    external: Client[Any], root: Path, claude_log: Path
+    external: Client[Any], root: Path, reviewer_on_path: ScriptedReviewer
 ) -> None:
     await start_reviewed(external, root)
     (root / "report.md").write_text("THE ORIGINAL REPORT\n")
@@ -242,7 +222,7 @@ async def test_inputs_from_earlier_steps_are_in_the_payload(
         outputs={"final": "final.md", "appendix": ["a1.md", "a2.md"]},
     )
     assert result["status"] == "workflow_complete"
-    calls = reviewer_calls(claude_log)[1:]
+    calls = reviewer_on_path.calls()[1:]
     # One review of `final` and one per appendix file.
     assert len(calls) == 3
     final_call = next(c for c in calls if "Is the text polished?" in review_brief(c))
@@ -260,7 +240,7 @@ async def test_inputs_from_earlier_steps_are_in_the_payload(
 
 
 async def test_doc_spec_criteria_are_added_to_the_review(
-    external: Client[Any], root: Path, claude_log: Path
+    external: Client[Any], root: Path, reviewer_on_path: ScriptedReviewer
 ) -> None:
     started = await call_ok(
         external, "start_workflow", goal="g", job_name="speced", workflow_name="main"
@@ -268,7 +248,7 @@ async def test_doc_spec_criteria_are_added_to_the_review(
     assert "Monthly report" in started["begin_step"]["step_instructions"]
     write_files(root, "report.md")
     await call_ok(external, "finished_step", outputs={"report": "report.md"})
-    [call] = reviewer_calls(claude_log)
+    [call] = reviewer_on_path.calls()
     prompt = review_brief(call)
     assert "Is the report accurate?" in prompt
     assert "Monthly report: Has summary" in prompt
@@ -289,12 +269,11 @@ async def test_doc_spec_criteria_are_added_to_the_review(
 async def test_reviewer_failures_are_distinct_tool_errors(
     external: Client[Any],
     root: Path,
-    claude_log: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    reviewer_on_path: ScriptedReviewer,
     mode: str,
     code: str,
 ) -> None:
-    monkeypatch.setenv("FAKE_CLAUDE_MODE", mode)
+    reviewer_on_path.answer(mode)
     session_id = await start_reviewed(external, root)
     text = await call_error(external, "finished_step", code, outputs={"report": "report.md"})
     if mode == "is_error":
@@ -333,16 +312,16 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.slow
 async def test_reviewer_timeout_kills_the_whole_process_group(
-    root: Path, claude_log: Path, monkeypatch: pytest.MonkeyPatch
+    root: Path, reviewer_on_path: ScriptedReviewer
 ) -> None:
-    monkeypatch.setenv("FAKE_CLAUDE_MODE", "sleep")
+    reviewer_on_path.answer("sleep")
     server = create_server(root, config(external_runner="claude", timeout_seconds=2))
     async with Client(server) as client:
         session_id = await start_reviewed(client, root)
         await call_error(
             client, "finished_step", "quality_gate.timeout", outputs={"report": "report.md"}
         )
-    grandchild = int((claude_log / "grandchild.pid").read_text())
+    [(_, grandchild)] = reviewer_on_path.processes()
     deadline = time.monotonic() + 10
     while _alive(grandchild) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -355,17 +334,19 @@ async def test_reviewer_timeout_kills_the_whole_process_group(
 
 @pytest.mark.parametrize("path", ["../secret.md", "/etc/passwd", "sub/../../secret.md", "link.md"])
 async def test_outside_paths_never_reach_the_reviewer(
-    external: Client[Any], root: Path, claude_log: Path, path: str
+    external: Client[Any], root: Path, reviewer_on_path: ScriptedReviewer, path: str
 ) -> None:
     (root.parent / "secret.md").write_text("TOP SECRET\n")
     (root / "link.md").symlink_to(root.parent / "secret.md")
     await start_reviewed(external, root)
     await call_error(external, "finished_step", "path.outside_project", outputs={"report": path})
-    assert reviewer_calls(claude_log) == []
+    assert reviewer_on_path.calls() == []
     assert shutil.which("claude") is not None  # the reviewer was available, just never called
 
 
-async def test_a_huge_criterion_reaches_the_reviewer_on_stdin(root: Path, claude_log: Path) -> None:
+async def test_a_huge_criterion_reaches_the_reviewer_on_stdin(
+    root: Path, reviewer_on_path: ScriptedReviewer
+) -> None:
     job = root / ".deepwork" / "jobs" / "reviewed" / "job.yml"
     question = "Is every point covered? " + "Consider this detail. " * 10_000  # ~220 KB
     text = job.read_text().replace("Does the report cover the topic?", question)
@@ -376,6 +357,6 @@ async def test_a_huge_criterion_reaches_the_reviewer_on_stdin(root: Path, claude
         await start_reviewed(client, root)
         done = await call_ok(client, "finished_step", outputs={"report": "report.md"})
     assert done["status"] == "next_step"
-    [call] = reviewer_calls(claude_log)
+    [call] = reviewer_on_path.calls()
     assert question.strip() in review_brief(call)
     assert sum(len(arg) for arg in call["argv"]) < 10_000  # argv stays small

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # `deepwork review` as a subprocess
+
 
 def _deepwork(
     *args: str, cwd: Path, stdin: int | None = subprocess.DEVNULL, input_text: str | None = None

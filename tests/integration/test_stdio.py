@@ -17,6 +17,7 @@ from deepwork_core.state.sessions import Session, SessionStatus, SessionStore
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.types import TextContent
 
+from tests.fixtures.reviewer import ScriptedReviewer
 from tests.fixtures.workflow_project import make_project, write_files
 
 pytestmark = pytest.mark.slow
@@ -248,17 +249,9 @@ def _gone(pid: int) -> bool:
 
 @pytest.mark.parametrize("mode", ["sleep", "escape"])
 async def test_a_terminated_server_takes_its_reviewers_with_it(
-    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+    root: Path, reviewer_on_path: ScriptedReviewer, mode: str
 ) -> None:
-    fake = Path(__file__).resolve().parent.parent / "fixtures" / "fake_claude.py"
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "claude").write_text(f"#!{sys.executable}\n" + fake.read_text())
-    (bin_dir / "claude").chmod(0o755)
-    log = tmp_path / "claude-log"
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
-    monkeypatch.setenv("FAKE_CLAUDE_LOG", str(log))
-    monkeypatch.setenv("FAKE_CLAUDE_MODE", mode)
+    reviewer_on_path.answer(mode)
     write_files(root, "report.md")
     reviewer = grandchild = 0
     with suppress(Exception):  # the client loses its server half-way through a call
@@ -268,11 +261,10 @@ async def test_a_terminated_server_takes_its_reviewers_with_it(
                 server.session.call_tool("finished_step", {"outputs": {"report": "report.md"}})
             )
             for _ in range(600):
-                if (log / "grandchild.pid").exists() and (log / "grandchild.pid").read_text():
+                if reviewer_on_path.processes():
                     break
                 await asyncio.sleep(0.05)
-            reviewer = int(next(log.glob("*.json")).stem.rsplit("-", 1)[1])
-            grandchild = int((log / "grandchild.pid").read_text())
+            [(reviewer, grandchild)] = reviewer_on_path.processes()
             os.kill(server.pid, signal.SIGTERM)
             with suppress(BaseException):
                 await asyncio.wait_for(call, 30)

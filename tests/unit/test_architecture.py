@@ -261,3 +261,33 @@ def test_the_hooks_light_path_imports_no_framework(module: str) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
     )
     assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("module", ["deepwork_mcp.server", "deepwork_mcp.cli.group"])
+def test_the_dashboard_stays_behind_its_own_command(module: str) -> None:
+    """Nothing the MCP server (or the CLI's entry) imports pulls in the dashboard
+    (docs/dashboard.md): it adds nothing to the server's import time."""
+    code = (
+        f"import sys, {module}\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith('deepwork_mcp.dashboard')\n"
+        "    or m in ('deepwork_mcp.cli.dashboard', 'deepwork_mcp.cli.report'))\n"
+        "assert not loaded, loaded\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_only_the_dashboard_commands_import_the_dashboard() -> None:
+    allowed = {"deepwork_mcp.cli.dashboard", "deepwork_mcp.cli.report"}
+    problems = [
+        f"{name} imports {imported}"
+        for package, name, path in _modules()
+        if package == "deepwork_mcp"
+        and not name.startswith("deepwork_mcp.dashboard")
+        and name not in allowed
+        for imported, _, _ in _imports(path)
+        if imported.startswith("deepwork_mcp.dashboard")
+    ]
+    assert not problems, "\n".join(problems)

@@ -5,9 +5,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import os
-import sys
-import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -24,92 +21,7 @@ from deepwork_core.gate.quality import (
 from deepwork_core.jobs.parser import load_job
 from deepwork_mcp.reviewer import ClaudeReviewer
 
-# The fake answers like `claude --print --output-format json --json-schema …`. Its behaviour comes
-# from a `FAKE_MODE=<mode>` marker in the payload (so one run can mix modes), else the FAKE_MODE
-# environment variable. It records argv, cwd and stdin per call in $FAKE_DIR.
-FAKE_CLAUDE = textwrap.dedent(
-    """\
-    import json, os, re, subprocess, sys, time
-
-    record_dir = os.environ["FAKE_DIR"]
-    payload = sys.stdin.read()
-    match = re.search(r"FAKE_MODE=(\\w+)", payload)
-    mode = match.group(1) if match else os.environ.get("FAKE_MODE", "pass")
-    me = str(os.getpid())
-    with open(os.path.join(record_dir, "call-" + me + ".json"), "w") as handle:
-        json.dump({"argv": sys.argv[1:], "cwd": os.getcwd(), "stdin": payload}, handle)
-
-    def answer(obj, code=0):
-        sys.stdout.write(json.dumps(obj))
-        sys.stdout.flush()
-        sys.exit(code)
-
-    if mode == "hold":
-        # Count how many reviewers run at once: wait until `FAKE_CAP` are running (or 3 s).
-        running = os.path.join(record_dir, "running")
-        os.makedirs(running, exist_ok=True)
-        mine = os.path.join(running, me)
-        open(mine, "w").close()
-        cap, seen, deadline = int(os.environ["FAKE_CAP"]), 0, time.monotonic() + 3
-        while True:
-            seen = max(seen, len(os.listdir(running)))
-            if seen >= cap or time.monotonic() > deadline:
-                break
-            time.sleep(0.01)
-        seen = max(seen, len(os.listdir(running)))
-        os.unlink(mine)
-        with open(os.path.join(record_dir, "seen-" + me), "w") as handle:
-            handle.write(str(seen))
-        mode = "pass"
-
-    if mode == "sleep":
-        child = subprocess.Popen(["sleep", "300"])
-        with open(os.path.join(record_dir, "pids-" + me), "w") as handle:
-            handle.write(me + " " + str(child.pid))
-        time.sleep(300)
-    if mode == "garbage":
-        # Optionally answer only once FAKE_WAIT_FOR sleepers are up (bounded).
-        wanted, deadline = int(os.environ.get("FAKE_WAIT_FOR", "0")), time.monotonic() + 10
-        while time.monotonic() < deadline and wanted > len(
-            [n for n in os.listdir(record_dir) if n.startswith("pids-")]
-        ):
-            time.sleep(0.01)
-        sys.stdout.write("Sure! Here is my review: looks great")
-        sys.exit(0)
-    if mode == "is_error":
-        answer({"type": "result", "subtype": "success", "is_error": True,
-                "result": "Invalid API key - please run /login"}, 1)
-    if mode == "exit":
-        sys.stderr.write("fatal: something broke\\n")
-        sys.exit(3)
-    if mode == "no_structured":
-        answer({"type": "result", "subtype": "success", "is_error": False, "result": "ok"})
-    if mode == "bad_schema":
-        answer({"type": "result", "is_error": False, "structured_output": {"passed": "yes"}})
-
-    if mode == "flood":
-        while True:
-            sys.stdout.write("x" * 65536)
-
-    # Like the real CLI, accept only the documented subset of JSON Schema.
-    schema_text = sys.argv[sys.argv.index("--json-schema") + 1]
-    schema = json.loads(schema_text)
-    if '"enum"' in schema_text or re.search(r'"minItems":\\s*([2-9]|\\d\\d)', schema_text):
-        sys.stderr.write("Error: unsupported schema feature\\n")
-        sys.exit(1)
-    brief = payload.split("==========", 1)[0]
-    names = re.findall(r"^- \\*\\*(.+?)\\*\\*: ", brief, re.M)
-    results = [{"criterion": name, "passed": True, "feedback": ""} for name in names]
-    if mode == "fail":
-        results[0] = {"criterion": names[0], "passed": False, "feedback": "needs sources"}
-    calls = len([n for n in os.listdir(record_dir) if n.startswith("call-")])
-    if mode == "partial" or (mode == "partial_once" and calls == 1):
-        results[-1] = {"criterion": "Something else", "passed": True, "feedback": ""}
-    answer({"type": "result", "subtype": "success", "is_error": False, "result": "",
-            "structured_output": {"passed": True, "feedback": "reviewed",
-                                  "criteria_results": results}})
-    """
-)
+from tests.fixtures.reviewer import ScriptedReviewer
 
 JOB_YML = """\
 name: demo
@@ -151,21 +63,16 @@ steps:
 
 
 class Env:
-    def __init__(self, root: Path, bin_dir: Path, record: Path) -> None:
+    def __init__(self, root: Path, fake: ScriptedReviewer) -> None:
         self.root = root
-        self.bin_dir = bin_dir
-        self.record = record
-        self.vars = {
-            **os.environ,
-            "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
-            "FAKE_DIR": str(record),
-        }
+        self.fake = fake
+        self.vars = fake.env
 
     def reviewer(self, **kwargs: Any) -> ClaudeReviewer:
         return ClaudeReviewer(env=self.vars, **kwargs)
 
     def calls(self) -> list[dict[str, Any]]:
-        return [json.loads(path.read_text()) for path in sorted(self.record.glob("call-*.json"))]
+        return self.fake.calls()
 
     def request(self, pages: list[str] | None = None) -> Checkpoint:
         job_dir = self.root / ".deepwork" / "jobs" / "demo"
@@ -184,7 +91,7 @@ class Env:
 
 
 @pytest.fixture
-def env(tmp_path: Path) -> Env:
+def env(tmp_path: Path, scripted_reviewer: ScriptedReviewer) -> Env:
     root = (tmp_path / "project").resolve()
     job_dir = root / ".deepwork" / "jobs" / "demo"
     (job_dir / "steps").mkdir(parents=True)
@@ -194,18 +101,11 @@ def env(tmp_path: Path) -> Env:
     (root / "out").mkdir()
     (root / "out" / "report.md").write_text("The report.\n")
     (root / "notes.md").write_text("The notes.\n")
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    fake = bin_dir / "claude"
-    fake.write_text(f"#!{sys.executable}\n{FAKE_CLAUDE}")
-    fake.chmod(0o755)
-    record = tmp_path / "record"
-    record.mkdir()
-    return Env(root, bin_dir, record)
+    return Env(root, scripted_reviewer)
 
 
 def set_mode(env: Env, mode: str) -> None:
-    env.vars["FAKE_MODE"] = mode
+    env.fake.answer(mode)
 
 
 async def run(env: Env, reviewer: ClaudeReviewer, request: Checkpoint) -> list[Any]:
@@ -229,7 +129,7 @@ def assert_all_gone(pids: list[int]) -> None:
 
 
 def recorded_pids(env: Env) -> list[int]:
-    return [int(pid) for path in env.record.glob("pids-*") for pid in path.read_text().split()]
+    return [pid for pair in env.fake.processes() for pid in pair]
 
 
 # --- outcomes ---------------------------------------------------------------------------------
@@ -262,7 +162,7 @@ async def test_pass_sends_exact_argv_and_payload_on_stdin(env: Env) -> None:
 
 
 async def test_fail_gives_failed_verdict_with_criteria(env: Env) -> None:
-    set_mode(env, "fail")
+    set_mode(env, "fail_first")
     [verdict] = await run(env, env.reviewer(), env.request())
     assert verdict.passed is False  # computed from the criteria, the reply's flag said True
     assert verdict.feedback == "reviewed"
@@ -328,8 +228,7 @@ async def test_executable_is_looked_up_on_path_at_call_time(
     env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     reviewer = ClaudeReviewer()  # inherits our environment
-    monkeypatch.setenv("PATH", f"{env.bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("FAKE_DIR", str(env.record))
+    env.fake.install(monkeypatch)
     [verdict] = await run(env, reviewer, env.request())
     assert verdict.passed is True
 
@@ -342,6 +241,7 @@ async def test_no_tasks_runs_nothing(env: Env) -> None:
 # --- bounds -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_timeout_kills_the_whole_process_group(env: Env) -> None:
     set_mode(env, "sleep")
     messages: list[tuple[int, int, str]] = []
@@ -360,12 +260,13 @@ async def test_timeout_kills_the_whole_process_group(env: Env) -> None:
     assert all(total == 1 for _, total, _ in messages)
 
 
+@pytest.mark.slow
 async def test_cancellation_kills_the_process_group(env: Env) -> None:
     set_mode(env, "sleep")
     reviewer = env.reviewer(base_timeout=120)
     task = asyncio.create_task(run(env, reviewer, env.request()))
     deadline = time.monotonic() + 20
-    while not list(env.record.glob("pids-*")) and time.monotonic() < deadline:
+    while not env.fake.processes() and time.monotonic() < deadline:
         await asyncio.sleep(0.02)  # wait until the fake has started its child
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -375,14 +276,18 @@ async def test_cancellation_kills_the_process_group(env: Env) -> None:
     assert_all_gone(pids)
 
 
+@pytest.mark.slow
 async def test_first_failure_cancels_the_other_reviewers(env: Env) -> None:
-    for name, body in [("slow1.md", "FAKE_MODE=sleep"), ("slow2.md", "FAKE_MODE=sleep")]:
+    for name, body in [("slow1.md", "SLOW PAGE"), ("slow2.md", "SLOW PAGE")]:
         (env.root / "out" / name).write_text(body)
-    (env.root / "out" / "bad.md").write_text("FAKE_MODE=garbage")
+    (env.root / "out" / "bad.md").write_text("BAD PAGE")
     request = env.request(pages=["out/slow1.md", "out/slow2.md", "out/bad.md"])
     # The step review inlines all pages, so give it a mode of its own via the report.
-    (env.root / "out" / "report.md").write_text("FAKE_MODE=sleep")
-    env.vars["FAKE_WAIT_FOR"] = "3"
+    (env.root / "out" / "report.md").write_text("SLOW REPORT")
+    env.fake.answer("sleep", when="SLOW REPORT")
+    env.fake.answer("sleep", when="SLOW PAGE")
+    env.fake.answer("garbage", when="BAD PAGE")
+    env.fake.garbage_after(3)
     reviewer = env.reviewer(base_timeout=120)
     with pytest.raises(QualityGateError) as exc:
         await reviewer.review(request, plan_review_tasks(request))
@@ -392,13 +297,13 @@ async def test_first_failure_cancels_the_other_reviewers(env: Env) -> None:
     assert_all_gone(pids)
 
 
+@pytest.mark.slow
 async def test_parallel_cap_is_respected(env: Env) -> None:
     pages = []
     for number in range(6):
         (env.root / "out" / f"p{number}.md").write_text(f"page {number}\n")
         pages.append(f"out/p{number}.md")
-    set_mode(env, "hold")
-    env.vars["FAKE_CAP"] = "2"
+    env.fake.hold_until(2)
     request = env.request(pages=pages)
     tasks = plan_review_tasks(request)
     assert len(tasks) == 7
@@ -411,7 +316,7 @@ async def test_parallel_cap_is_respected(env: Env) -> None:
 
     assert [v.target_file for v in verdicts] == [None, *pages]  # task order kept
     assert all(v.passed for v in verdicts)
-    seen = [int(path.read_text()) for path in env.record.glob("seen-*")]
+    seen = env.fake.most_running()
     assert len(seen) == 7
     assert max(seen) == 2  # never more than the cap, and the cap was actually reached
     assert progress[-1] == (7, 7)

@@ -36,10 +36,21 @@ def version_tool() -> ModuleType:
 @pytest.fixture
 def repo_copy(tmp_path: Path) -> Path:
     """The render inputs and the rendered files, copied so a test may change them."""
-    for name in ("pyproject.toml", "platform", "plugins", ".claude-plugin", "packages"):
+    for name in (
+        "pyproject.toml",
+        "platform",
+        "plugins",
+        ".claude-plugin",
+        ".agents",
+        ".cursor-plugin",
+        "packages",
+    ):
         source = REPO / name
         if source.is_dir():
             shutil.copytree(source, tmp_path / name, ignore=shutil.ignore_patterns("src"))
         else:
             shutil.copy2(source, tmp_path / name)
+    # The one rendered folder inside a package source tree (the OpenCode files of the wheel).
+    data = Path("packages/deepwork-mcp/src/deepwork_mcp/platform_files")
+    shutil.copytree(REPO / data, tmp_path / data)
     return tmp_path

@@ -25,8 +25,14 @@ def test_editing_the_skill_body_without_rendering_is_caught(
     body.write_text(body.read_text(encoding="utf-8") + "\nOne more rule.\n", encoding="utf-8")
 
     assert render_tool.check(repo_copy) == [
+        "stale:   packages/deepwork-mcp/src/deepwork_mcp/platform_files/opencode/.opencode/skills/"
+        "deepwork/SKILL.md",
         "stale:   plugins/claude/skills/deepwork/SKILL.md",
+        "stale:   plugins/codex/skills/deepwork/SKILL.md",
+        "stale:   plugins/copilot/skills/deepwork/SKILL.md",
+        "stale:   plugins/cursor/skills/deepwork/SKILL.md",
         "stale:   plugins/gemini/skills/deepwork/SKILL.md",
+        "stale:   plugins/opencode/.opencode/skills/deepwork/SKILL.md",
     ]
     render_tool.write(repo_copy)
     assert render_tool.check(repo_copy) == []
@@ -64,9 +70,19 @@ def test_every_rendered_file_is_valid_and_carries_the_generated_note(
     render_tool: ModuleType,
 ) -> None:
     note = render_tool.NOTE
+    # Manifests whose readers refuse or would keep an unknown `$comment` key.
     no_note = {
         Path(".claude-plugin/marketplace.json"),
+        Path(".agents/plugins/marketplace.json"),
+        Path(".cursor-plugin/marketplace.json"),
         Path("plugins/claude/.claude-plugin/plugin.json"),
+        Path("plugins/codex/.codex-plugin/plugin.json"),
+        Path("plugins/codex/hooks/hooks.json"),
+        Path("plugins/copilot/plugin.json"),
+        Path("plugins/cursor/.cursor-plugin/plugin.json"),
+        Path("plugins/cursor/mcp.json"),
+        Path("plugins/opencode/opencode.json"),
+        render_tool.OPENCODE_PACKAGE_DATA / "opencode.json",
     }
     for path, text in render_tool.render(REPO).items():
         assert text.endswith("\n"), path

@@ -46,6 +46,11 @@ def _uvx_pins() -> dict[str, str]:
         "plugins/gemini/gemini-extension.json",
         "plugins/claude/hooks/hooks.json",
         "plugins/gemini/hooks/hooks.json",
+        "plugins/codex/.mcp.json",
+        "plugins/codex/hooks/hooks.json",
+        "plugins/copilot/.mcp.json",
+        "plugins/cursor/mcp.json",
+        "plugins/opencode/opencode.json",
     ):
         text = (REPO / relative).read_text(encoding="utf-8")
         for number, version in enumerate(re.findall(r"deepwork==([^\s\"]+)", text)):
@@ -59,7 +64,7 @@ def test_every_version_equals_the_root_version() -> None:
     found["plugin.json"] = str(_json("plugins/claude/.claude-plugin/plugin.json")["version"])
     found["gemini-extension.json"] = str(_json("plugins/gemini/gemini-extension.json")["version"])
     pins = _uvx_pins()
-    assert len(pins) >= 4  # both servers and both post-commit hooks
+    assert len(pins) >= 12  # six servers, post-commit hooks of Claude, Gemini and Codex
     found.update(pins)
     assert {place: v for place, v in found.items() if v != root} == {}
     assert len([p for p in found if " pin deepwork-" in p]) >= 5  # root 3 + members' siblings

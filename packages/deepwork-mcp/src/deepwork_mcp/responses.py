@@ -11,19 +11,43 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from deepwork_core.base.escaping import printable
-from deepwork_core.engine.results import FinishStatus
-from deepwork_core.state.overview import ActiveEntry
-from deepwork_core.state.review_usage import ReviewUsage
-from deepwork_core.state.sessions import OutputValue
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
+
+if TYPE_CHECKING:
+    from deepwork_core.state.overview import ActiveEntry
+
+# The two names below restate core types instead of importing them: this module is loaded for the
+# first `get_workflows`, and the core modules defining them load the engine's state and gate
+# modules (about 40 ms of a cold start). tests/unit/mcp/test_responses.py keeps them equal.
+
+#: The values of `deepwork_core.engine.results.FinishStatus`, in its order.
+FinishStatusValue = Literal[
+    "needs_work", "next_step", "workflow_complete", "awaiting_approval", "dry_run"
+]
+#: `deepwork_core.state.sessions.OutputValue`: a path or text, or a list of paths.
+OutputValue = str | list[str]
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(from_attributes=True, populate_by_name=True)
+
+
+class ReviewUsageInfo(_Model):
+    """`deepwork_core.state.review_usage.ReviewUsage` as answered (restated, like the names
+    above, so that this module loads no state modules)."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_creation_tokens: int = 0
+    cost_usd: float = 0.0
+    self_reviews: int = 0
+    note: str | None = None
 
 
 def _is_none(value: object) -> bool:
@@ -211,7 +235,7 @@ def _approvals(value: object) -> object:
         if decision is None or request is None:
             flat.append(record)
             continue
-        flat.append({"step_ids": request.step_ids, **decision.model_dump()})
+        flat.append({"step_ids": request.step_ids, **decision.model_dump(exclude={"mac"})})
     return flat
 
 
@@ -237,7 +261,7 @@ class PlannedReviewInfo(_Model):
 
 
 class FinishedStepResponse(_Model):
-    status: FinishStatus
+    status: FinishStatusValue
     feedback: str | None = None
     #: Set with `needs_work` only.
     failed_reviews: list[ReviewResult] | None = None
@@ -293,6 +317,6 @@ class ActiveStackEntry(_Model):
 class GetActiveWorkflowResponse(_Model):
     stack: list[ActiveStackEntry]
     #: What the reviews of the target session's run cost so far (docs/quality-gate.md).
-    review_usage: ReviewUsage | None = _Sparse
+    review_usage: ReviewUsageInfo | None = _Sparse
     #: The target session's current step again; None when no workflow is active.
     begin_step: ActiveStepInfo | None = Field(validation_alias="brief")

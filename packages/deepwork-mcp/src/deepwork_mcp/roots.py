@@ -6,7 +6,8 @@ it, the first tool call asks the client for its roots (`roots/list`) and uses th
 is a local folder; the answer is kept until the client sends `notifications/roots/list_changed`.
 A client that declares no roots capability, offers none, or fails to answer gets the fallback
 folder (the server's working directory). `RootsMiddleware` does the asking and puts the answer in
-a context variable for the call; `Projects` keeps one set of services per folder.
+a context variable for the call; `Projects` keeps one set of services per folder
+(`ProjectServices`).
 """
 
 from __future__ import annotations
@@ -17,15 +18,21 @@ import warnings
 from collections.abc import Callable
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from urllib.parse import unquote, urlparse
 
 import anyio
 import mcp.types as mt
+from deepwork_core.base.layout import STACK_PATH
 from fastmcp import Context
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools.base import ToolResult
 from mcp.shared.exceptions import MCPDeprecationWarning
+
+if TYPE_CHECKING:
+    from deepwork_core.engine.workflow import WorkflowEngine
+    from deepwork_core.jobs.discovery import JobCatalog
+    from deepwork_core.state.stacks import StackItem
 
 logger = logging.getLogger("deepwork.mcp")
 
@@ -146,3 +153,36 @@ class Projects(Generic[_T]):
             if value is None:
                 value = self._made[chosen] = self._make(chosen)
             return value
+
+
+class ProjectServices:
+    """The services of one project folder: its job catalog, made at once, and its workflow
+    engine (with the session store and the quality gate), made on first use.
+
+    Listing jobs, the first call of a conversation, needs only the catalog; so a new server
+    answers it without importing the engine, the state store or the gate (cold start in
+    packages/deepwork-mcp/BENCHMARKS.md).
+    """
+
+    def __init__(
+        self, folder: Path, catalog: JobCatalog, make_engine: Callable[[], WorkflowEngine]
+    ) -> None:
+        self.folder = folder
+        self.catalog = catalog
+        self._make_engine = make_engine
+        self._engine: WorkflowEngine | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def engine(self) -> WorkflowEngine:
+        with self._lock:
+            if self._engine is None:
+                self._engine = self._make_engine()
+            return self._engine
+
+    def stack(self, agent_id: str | None = None) -> list[StackItem]:
+        """The engine's `stack(agent_id)`; without a stack file (no workflow is running, as
+        the session store tells it) the empty stack, and the engine is not made for it."""
+        if self._engine is None and not (self.folder / STACK_PATH).exists():
+            return []
+        return self.engine.stack(agent_id)

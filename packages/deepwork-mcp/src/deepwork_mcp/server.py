@@ -10,32 +10,36 @@ to the `deepwork.mcp` logger (stderr under `deepwork serve`) with the tool name 
 from __future__ import annotations
 
 import logging
+import os
+import threading
 from collections.abc import Callable, Sequence
 from datetime import date
 from importlib.metadata import version
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from anyio import to_thread
-from deepwork_core import DeepWorkConfig, DeepWorkError, JobCatalog, WorkflowEngine
+from deepwork_core import DeepWorkConfig, DeepWorkError, JobCatalog
 from deepwork_core.base.config import EXTERNAL_RUNNERS, QualityGateConfig
 from deepwork_core.base.errors import ConfigError
-from deepwork_core.engine.branching import BranchOutcome, ensure_workflow_branch
-from deepwork_core.engine.workflow import BranchMaker
-from deepwork_core.gate.checkpoint import Gate
-from deepwork_core.state.sessions import SessionStore
 from fastmcp import FastMCP
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools.base import ToolResult
 from mcp.types import CallToolRequestParams
 
-from deepwork_mcp.gating import ExternalGate, SelfReviewGate
+from deepwork_mcp.approval_keys import approval_key
+from deepwork_mcp.approval_keys import state_dir as default_state_dir
 from deepwork_mcp.listing import CompactToolListing
-from deepwork_mcp.reviewer import ClaudeReviewer
-from deepwork_mcp.roots import ProjectRoot, Projects, RootsMiddleware
+from deepwork_mcp.roots import ProjectRoot, Projects, ProjectServices, RootsMiddleware
 from deepwork_mcp.server_instructions import build_instructions
 from deepwork_mcp.tool_errors import ToolErrors
 from deepwork_mcp.tools.reviews import register_review_tools
 from deepwork_mcp.tools.workflows import register_workflow_tools
+
+if TYPE_CHECKING:
+    from deepwork_core.engine.branching import BranchOutcome
+    from deepwork_core.engine.workflow import BranchMaker, WorkflowEngine
+    from deepwork_core.gate.checkpoint import Gate
 
 logger = logging.getLogger("deepwork.mcp")
 
@@ -56,20 +60,31 @@ its outcome (never to skip a criterion).
 go_to_step goes back; get_active_workflow resumes. Sub-agents: own agent_id on every call."""
 
 
+def check_gate(settings: QualityGateConfig) -> None:
+    """Raise `ConfigError` for an external runner `build_gate` cannot build (at start-up)."""
+    runner = settings.external_runner
+    if settings.enabled and runner is not None and runner not in EXTERNAL_RUNNERS:
+        # A config built with model_copy skips validation.
+        raise ConfigError(
+            f"unknown external runner {runner!r}; use one of: "
+            f"{', '.join(EXTERNAL_RUNNERS)} (or none for self-review)"
+        )
+
+
 def build_gate(settings: QualityGateConfig) -> Gate | None:
     """The quality gate for these settings: None (off), self-review, or the Claude CLI runner."""
+    check_gate(settings)
     if not settings.enabled:
         return None
+    from deepwork_mcp.gating import ExternalGate, SelfReviewGate  # with the engine, on first use
+
     runner = settings.external_runner
     if runner is None:
         return SelfReviewGate(
             deepreview_rules=settings.deepreview_rules, review_depth=settings.review_depth
         )
-    if runner not in EXTERNAL_RUNNERS:  # a config built with model_copy skips validation
-        raise ConfigError(
-            f"unknown external runner {runner!r}; use one of: "
-            f"{', '.join(EXTERNAL_RUNNERS)} (or none for self-review)"
-        )
+    from deepwork_mcp.reviewer import ClaudeReviewer
+
     reviewer = ClaudeReviewer(
         runner,
         base_timeout=settings.timeout_seconds,
@@ -86,6 +101,7 @@ def build_gate(settings: QualityGateConfig) -> Gate | None:
 
 def branch_maker(project_root: Path) -> BranchMaker:
     """Switch `project_root`'s repository to the workflow branch of today."""
+    from deepwork_core.engine.branching import ensure_workflow_branch
 
     def make(job_name: str, label: str) -> BranchOutcome:
         return ensure_workflow_branch(
@@ -95,12 +111,28 @@ def branch_maker(project_root: Path) -> BranchMaker:
     return make
 
 
+class _GateOnce:
+    """The one quality gate of the server, built when the first engine needs it."""
+
+    def __init__(self, settings: QualityGateConfig) -> None:
+        self._settings = settings
+        self._lock = threading.Lock()
+        self._built: list[Gate | None] = []
+
+    def __call__(self) -> Gate | None:
+        with self._lock:
+            if not self._built:
+                self._built.append(build_gate(self._settings))
+            return self._built[0]
+
+
 def create_server(
     project_root: Path | str,
     config: DeepWorkConfig | None = None,
     *,
     additional_jobs_folders: Sequence[Path] = (),
     follow_client_roots: bool = False,
+    state_dir: Path | None = None,
 ) -> FastMCP:
     """Build the server for `project_root` (resolved to an absolute path).
 
@@ -112,48 +144,71 @@ def create_server(
     self-review quality gate, three external attempts, a 240 s external review timeout per task
     (plus 30 s per reviewed file beyond five), a workflow branch per top-level workflow.
     `additional_jobs_folders` are searched for jobs after the project's and the standard ones.
+    `state_dir` holds the projects' approval keys (docs/security.md); by default the one
+    `deepwork approve` uses, from `DEEPWORK_STATE_DIR`, `XDG_STATE_HOME` or the home folder.
     """
     config = DeepWorkConfig() if config is None else config
     root = Path(project_root).resolve()
     gate_settings = config.quality_gate
     if gate_settings.max_attempts < 1:
         raise ConfigError("quality_gate.max_attempts must be at least 1")
-    gate = build_gate(gate_settings)
-
-    def make_engine(folder: Path) -> WorkflowEngine:
-        return WorkflowEngine(
-            folder,
-            JobCatalog.for_project(folder, additional_jobs_folders),
-            SessionStore(folder),
-            gate=gate,
-            max_quality_attempts=gate_settings.max_attempts,
-            branch_maker=branch_maker(folder) if config.git.create_branch else None,
-            output_limits=config.outputs,
-        )
+    check_gate(gate_settings)
+    keys = default_state_dir(os.environ) if state_dir is None else state_dir
+    make_services = _services_factory(config, additional_jobs_folders, keys)
 
     where = ProjectRoot(fixed=None if follow_client_roots else root, fallback=root)
-    engines = Projects(where, make_engine)
+    projects = Projects(where, make_services)
     outer = [RootsMiddleware(where)] if follow_client_roots else []
     mcp = FastMCP(
         SERVER_NAME,
-        instructions=build_instructions(INSTRUCTIONS, engines.get(root).list_jobs()),
+        instructions=build_instructions(INSTRUCTIONS, projects.get(root).catalog.scan()),
         version=version("deepwork-mcp"),
         mask_error_details=True,
-        middleware=[*outer, CallLog(engines.get), ToolErrors(), CompactToolListing()],
+        middleware=[*outer, CallLog(projects.get), ToolErrors(), CompactToolListing()],
     )
-    register_workflow_tools(mcp, engines.get)
-    register_review_tools(
-        mcp, project_root=lambda: engines.get().project_root, platform=config.platform
+    register_workflow_tools(
+        mcp, engines=lambda: projects.get().engine, catalogs=lambda: projects.get().catalog
     )
+    register_review_tools(mcp, project_root=lambda: projects.get().folder, platform=config.platform)
     return mcp
+
+
+def _services_factory(
+    config: DeepWorkConfig, additional_jobs_folders: Sequence[Path], keys: Path
+) -> Callable[[Path], ProjectServices]:
+    """What each project folder gets: its job catalog now, its workflow engine on first use."""
+    gate_settings = config.quality_gate
+    gate = _GateOnce(gate_settings)
+
+    def make_services(folder: Path) -> ProjectServices:
+        catalog = JobCatalog.for_project(folder, additional_jobs_folders)
+
+        def make_engine() -> WorkflowEngine:
+            from deepwork_core.engine.workflow import WorkflowEngine
+            from deepwork_core.state.sessions import SessionStore
+
+            return WorkflowEngine(
+                folder,
+                catalog,
+                SessionStore(folder),
+                gate=gate(),
+                max_quality_attempts=gate_settings.max_attempts,
+                branch_maker=branch_maker(folder) if config.git.create_branch else None,
+                output_limits=config.outputs,
+                approval_key=approval_key(keys, folder),
+            )
+
+        return ProjectServices(folder, catalog, make_engine)
+
+    return make_services
 
 
 class CallLog(Middleware):
     """Logs every tool call with its outcome and the caller's workflow stack after it (the
     stack of the call's `agent_id`, else the main stack)."""
 
-    def __init__(self, engines: Callable[[], WorkflowEngine]) -> None:
-        self._engines = engines
+    def __init__(self, projects: Callable[[], ProjectServices]) -> None:
+        self._projects = projects
 
     async def on_call_tool(
         self,
@@ -178,7 +233,7 @@ class CallLog(Middleware):
             if answered is not None:
                 described = answered
             else:
-                stack = await to_thread.run_sync(self._engines().stack, agent_id)
+                stack = await to_thread.run_sync(self._projects().stack, agent_id)
                 described = " > ".join(f"{i.workflow}:{i.step}" for i in stack) or "empty"
         except DeepWorkError as exc:
             described = f"unreadable ({exc.code})"

@@ -23,7 +23,7 @@ from deepwork_core.jobs.model import Step
 from deepwork_core.state.approvals import ApprovalChannel, ApprovalStore, record_decision
 from deepwork_core.state.sessions import SessionStore
 
-from tests.fixtures.evidence_project import git
+from tests.fixtures.evidence_project import git, key_of
 from tests.fixtures.workflow_project import write_job
 
 _HEAD = """
@@ -113,12 +113,13 @@ class PassingGate:
 
 
 def _engine(root: Path, gate: PassingGate | None = None) -> WorkflowEngine:
-    return WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(root), gate=gate)
+    catalog, store = JobCatalog.for_project(root), SessionStore(root)
+    return WorkflowEngine(root, catalog, store, gate=gate, approval_key=key_of(root))
 
 
 def _approve(root: Path, session_id: str) -> None:
     record_decision(
-        ApprovalStore(root),
+        ApprovalStore(root, key_of(root)),
         session_id,
         approved=True,
         comment=None,

@@ -10,10 +10,11 @@ from deepwork_core.engine.approver import HumanAnswer
 from deepwork_core.engine.results import ApprovalPrompt, FinishStatus
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
+from deepwork_core.state.approval_seal import ApprovalKeyError
 from deepwork_core.state.approvals import ApprovalChannel
 from deepwork_core.state.sessions import SessionStore
 
-from tests.fixtures.evidence_project import make_evidence_project
+from tests.fixtures.evidence_project import key_of, make_evidence_project
 
 
 class ScriptedApprover:
@@ -32,7 +33,8 @@ class ScriptedApprover:
 def engine(tmp_path: Path) -> WorkflowEngine:
     root = make_evidence_project(tmp_path / "project")
     (root / "plan.md").write_text("plan\n")
-    engine = WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(root))
+    catalog, store = JobCatalog.for_project(root), SessionStore(root)
+    engine = WorkflowEngine(root, catalog, store, approval_key=key_of(root))
     engine.start("g", "approved", "main")
     return engine
 
@@ -85,3 +87,23 @@ def test_an_edit_while_the_human_looks_is_not_approved(engine: WorkflowEngine) -
 def _write(engine: WorkflowEngine, name: str) -> str:
     (engine.project_root / name).write_text(f"{name}\n")
     return name
+
+
+def test_an_answer_that_cannot_be_sealed_is_reported_not_dropped(engine: WorkflowEngine) -> None:
+    key = key_of(engine.project_root)
+    key.secret()
+    key.path.chmod(0o644)
+    unsafe = WorkflowEngine(
+        engine.project_root,
+        engine.catalog,
+        engine.store,
+        approval_key=key_of(engine.project_root),  # a fresh handle reads the file again
+    )
+    approver = ScriptedApprover(HumanAnswer(approved=True, comment=None, client="ide"))
+    with pytest.raises(ApprovalKeyError) as caught:
+        unsafe.finish({"plan": "plan.md"}, approver=approver)
+    assert caught.value.code == "approval.key_unsafe"
+    assert unsafe.stack()[0].step == "plan"  # nothing was recorded; the step still waits
+    key.path.chmod(0o600)
+    again = ScriptedApprover(HumanAnswer(approved=True, comment=None, client="ide"))
+    assert engine.finish({"plan": "plan.md"}, approver=again).status is FinishStatus.NEXT_STEP

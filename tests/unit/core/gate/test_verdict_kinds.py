@@ -99,7 +99,11 @@ def test_the_overview_names_the_newest_verdict(tmp_path: Path) -> None:
     written = _state_file(session_id)
     path = store.session_path(session_id)
     path.parent.mkdir(parents=True, exist_ok=True)
-    for kind, expected in [("override", "override"), ("error", "error")]:
+    for kind, expected in [
+        ("override", "override"),
+        ("error", "error"),
+        ("unreviewed", "unreviewed"),
+    ]:
         written["quality_log"] = [_event("review", passed=True), _event(kind)]
         path.write_text(json.dumps(written), encoding="utf-8")
         assert last_verdict(store.load(session_id)) == expected

@@ -18,7 +18,7 @@ from deepwork_core.jobs.json_schemas import (
 )
 from deepwork_core.jobs.parser import parse_job_dir
 
-from tests.unit.core.jobdata import changed, write_job
+from tests.fixtures.jobdata import changed, write_job
 
 FIXTURE = Path(__file__).resolve().parents[3] / "fixtures" / "jobs_v010" / "release_digest"
 SCHEMA_AT = ("step_arguments", 1, "json_schema")

@@ -11,7 +11,7 @@ from deepwork_core.jobs.formats.convert import convert_job
 from deepwork_core.jobs.model import Step
 from deepwork_core.jobs.parser import check_job_files, parse_job_dir, parse_job_source
 
-from tests.unit.core.jobdata import changed, valid_job, write_job
+from tests.fixtures.jobdata import changed, valid_job, write_job
 
 FIXTURE = Path(__file__).resolve().parents[3] / "fixtures" / "jobs_v010" / "meeting_digest"
 

@@ -165,6 +165,7 @@ def _attempts_of(records: list[EventRecord], writer: int) -> list[int | None]:
     ]
 
 
+@pytest.mark.slow
 def test_two_processes_appending_at_once_never_interleave_lines(tmp_path: Path) -> None:
     context = multiprocessing.get_context("spawn")
     workers = [

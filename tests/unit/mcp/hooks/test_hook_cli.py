@@ -57,6 +57,7 @@ def _bash(command: str, platform: str = "claude") -> dict[str, Any]:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "command",
     [
@@ -79,6 +80,7 @@ def test_post_commit_reminder_after_a_commit(command: str, platform: str) -> Non
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "command", ["git status", "git commit-tree HEAD^{tree}", "git log --grep commit", "ls"]
 )
@@ -88,12 +90,14 @@ def test_post_commit_reminder_stays_quiet_otherwise(command: str) -> None:
     assert json.loads(done.stdout) == {}
 
 
+@pytest.mark.slow
 def test_post_commit_reminder_ignores_a_failed_gemini_commit() -> None:
     event = _bash("git commit -m x", "gemini")
     event["tool_response"]["error"] = "nothing to commit"
     assert json.loads(run_hook("post_commit_reminder", event).stdout) == {}
 
 
+@pytest.mark.slow
 def test_platform_from_environment_overrides_the_shape() -> None:
     event = {"hook_event_name": "SessionStart", "cwd": "/", "timestamp": "now"}
     done = run_hook("session_start", event, {"DEEPWORK_HOOK_PLATFORM": "claude"})
@@ -101,6 +105,7 @@ def test_platform_from_environment_overrides_the_shape() -> None:
     assert json.loads(done.stdout) == {}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "text", "env", "code"),
     [
@@ -135,6 +140,7 @@ def test_unusable_input_is_a_non_blocking_error(
     assert f"deepwork hook: {code}:" in done.stderr
 
 
+@pytest.mark.slow
 def test_click_help_lists_the_hooks() -> None:
     done = subprocess.run(
         [*DEEPWORK, "hook", "--help"], capture_output=True, text=True, timeout=60, check=False
@@ -166,6 +172,7 @@ def _finish(process: subprocess.Popen[bytes]) -> tuple[int, str, str]:
     return code, out.decode(), err.decode()
 
 
+@pytest.mark.slow
 def test_an_event_on_a_pipe_that_stays_open_is_answered() -> None:
     process = _spawn()
     assert process.stdin is not None
@@ -176,6 +183,7 @@ def test_an_event_on_a_pipe_that_stays_open_is_answered() -> None:
     assert "review" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
 
 
+@pytest.mark.slow
 def test_a_silent_pipe_that_stays_open_times_out() -> None:
     process = _spawn({"DEEPWORK_HOOK_STDIN_TIMEOUT": "0.5"})
     code, out, err = _finish(process)
@@ -184,6 +192,7 @@ def test_a_silent_pipe_that_stays_open_times_out() -> None:
     assert "hook.stdin_timeout" in err
 
 
+@pytest.mark.slow
 def test_a_closed_stdin_is_a_clear_non_blocking_error() -> None:
     # A platform (or a user's shell, `<&-`) may start the hook with no standard input at all;
     # Python then has no `sys.stdin`. That must read as bad input, not as a traceback.
@@ -212,6 +221,7 @@ def _context(done: subprocess.CompletedProcess[str]) -> str | None:
     return answer["hookSpecificOutput"]["additionalContext"] if answer else None
 
 
+@pytest.mark.slow
 def test_post_commit_reminder_names_the_rules_with_open_reviews(repo: Repo) -> None:
     repo.write("a.py", "a\n")
     repo.commit()
@@ -222,6 +232,7 @@ def test_post_commit_reminder_names_the_rules_with_open_reviews(repo: Repo) -> N
     assert "still open for it (python)" in context
 
 
+@pytest.mark.slow
 def test_post_commit_reminder_is_silent_when_every_review_passed(repo: Repo) -> None:
     repo.write("a.py", "a\n")
     for task in run_review(repo.root).tasks:
@@ -234,12 +245,14 @@ def test_post_commit_reminder_is_silent_when_every_review_passed(repo: Repo) -> 
     assert "(python)" in (_context(run_hook("post_commit_reminder", _commit_event(repo))) or "")
 
 
+@pytest.mark.slow
 def test_post_commit_reminder_is_silent_when_no_rule_matches(repo: Repo) -> None:
     repo.write("notes.txt", "n\n")
     repo.commit()
     assert _context(run_hook("post_commit_reminder", _commit_event(repo))) is None
 
 
+@pytest.mark.slow
 def test_post_commit_reminder_reminds_in_general_outside_git(tmp_path: Path) -> None:
     event = _bash("git commit -m change")
     event["cwd"] = str(tmp_path)

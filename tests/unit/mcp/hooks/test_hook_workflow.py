@@ -154,6 +154,7 @@ def project(tmp_path: Path) -> Path:
     return make_project(tmp_path.resolve())
 
 
+@pytest.mark.slow
 def test_after_agent_keeps_the_agent_working_until_the_workflow_completes(project: Path) -> None:
     assert hook("workflow", project, STOP) == {}  # no workflow yet: the agent may stop
 
@@ -192,6 +193,7 @@ def test_after_agent_keeps_the_agent_working_until_the_workflow_completes(projec
     assert hook("workflow", project, STOP) == {}
 
 
+@pytest.mark.slow
 def test_a_second_stop_in_the_same_turn_is_let_through_with_the_reminder(project: Path) -> None:
     engine_for(project).start("Write it", "demo", "report")
     answer = hook("workflow", project, {**STOP, "stop_hook_active": True})
@@ -200,6 +202,7 @@ def test_a_second_stop_in_the_same_turn_is_let_through_with_the_reminder(project
     assert PROMPT in answer["systemMessage"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("mode", "reason"),
     [("block", "check.sh: the summary is missing"), ("exit2", "check.sh: refused by exit code")],
@@ -216,6 +219,7 @@ def test_a_script_decision_is_passed_on(project: Path, mode: str, reason: str) -
     assert reason in answer["reason"]
 
 
+@pytest.mark.slow
 def test_script_text_is_context_and_prompt_files_are_read(project: Path) -> None:
     engine_for(project).start("Write it", "demo", "report")
     (project / ".mode").write_text("context")
@@ -235,6 +239,7 @@ def test_script_text_is_context_and_prompt_files_are_read(project: Path) -> None
     assert "write_report" in specific["additionalContext"]
 
 
+@pytest.mark.slow
 def test_a_crashing_script_is_reported_without_blocking_the_prompt(project: Path) -> None:
     engine_for(project).start("Write it", "demo", "report")
     (project / ".mode").write_text("crash")
@@ -245,6 +250,7 @@ def test_a_crashing_script_is_reported_without_blocking_the_prompt(project: Path
     assert "boom" in context
 
 
+@pytest.mark.slow
 def test_a_hanging_script_is_killed_at_its_timeout_and_reported(project: Path) -> None:
     engine = engine_for(project)
     engine.start("Write it", "demo", "report")
@@ -255,6 +261,7 @@ def test_a_hanging_script_is_killed_at_its_timeout_and_reported(project: Path) -
     assert "hooks/hang.sh did not finish within 0.5 s and was killed" in answer["reason"]
 
 
+@pytest.mark.slow
 def test_a_corrupt_state_file_is_reported_not_raised(project: Path) -> None:
     engine_for(project).start("Write it", "demo", "report")
     (project / STACK_PATH).write_text("{not json")
@@ -264,6 +271,7 @@ def test_a_corrupt_state_file_is_reported_not_raised(project: Path) -> None:
     assert "session.state_corrupt" in answer["hookSpecificOutput"]["additionalContext"]
 
 
+@pytest.mark.slow
 def test_the_project_is_found_from_a_sub_folder_and_from_the_project_variable(
     project: Path,
 ) -> None:
@@ -276,6 +284,7 @@ def test_the_project_is_found_from_a_sub_folder_and_from_the_project_variable(
     assert answer["decision"] == "block"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("platform_event", "extra"),
     [
@@ -349,6 +358,7 @@ def test_the_job_hooks_probe_looks_at_the_top_workflows_job(project: Path) -> No
     assert not may_have_job_hooks(project, "before_prompt", str(extra))
 
 
+@pytest.mark.slow
 def test_the_no_op_path_does_not_import_pydantic(tmp_path: Path) -> None:
     code = textwrap.dedent(
         """
@@ -387,6 +397,7 @@ def _at_polish(project: Path, script: str) -> None:
     engine.finish({"report.md": "report.md"})  # now at `polish`, whose stop hook is hang.sh
 
 
+@pytest.mark.slow
 def test_a_child_that_escaped_the_process_group_does_not_hold_the_hook(project: Path) -> None:
     # The script exits at once, but leaves a child in its own session holding stdout open.
     _at_polish(project, 'setsid sleep 1000 &\necho "$!" > escaped.pid\nexit 0\n')
@@ -404,12 +415,14 @@ def _proc_state(pid: int) -> str:
         return "Z"
 
 
+@pytest.mark.slow
 def test_a_script_printing_without_end_is_stopped_at_the_output_cap(project: Path) -> None:
     _at_polish(project, "yes deepwork\n")
     answer = hook("workflow", project, STOP, {"DEEPWORK_HOOK_SCRIPT_TIMEOUT": "60"})
     assert "hook.script_output_too_large" in answer["reason"]
 
 
+@pytest.mark.slow
 def test_a_prompt_file_that_is_a_fifo_is_reported_not_waited_on(project: Path) -> None:
     engine_for(project).start("Write it", "demo", "report")
     note = project / ".deepwork" / "jobs" / "demo" / "hooks" / "tool_note.md"
@@ -425,6 +438,7 @@ def test_a_prompt_file_that_is_a_fifo_is_reported_not_waited_on(project: Path) -
     assert "not a regular file" in context
 
 
+@pytest.mark.slow
 def test_a_stack_file_that_is_a_fifo_does_not_hold_the_hook(project: Path) -> None:
     engine_for(project).start("Write it", "demo", "report")
     stack = project / ".deepwork" / "tmp" / "stack.json"

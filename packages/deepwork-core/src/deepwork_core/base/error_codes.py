@@ -23,6 +23,7 @@ AREAS: dict[str, str] = {
     "arguments": "Tool arguments that do not match the tool's input schema.",
     "config": "`.deepwork/config.yml` and other settings.",
     "convert": "`deepwork jobs convert`: writing a job in the other `job.yml` format.",
+    "dashboard": "`deepwork dashboard` and `deepwork report`: the pages of runs in a browser.",
     "deepwork": "The root of the error hierarchy.",
     "doc_spec": "Doc spec files (Markdown with YAML frontmatter) that outputs refer to.",
     "events": "Session event logs under `.deepwork/tmp/events/` (`deepwork log`).",
@@ -33,6 +34,8 @@ AREAS: dict[str, str] = {
     "hook": "`deepwork hook NAME`, the command the plugins run on lifecycle events.",
     "identifier": "Names and ids sent by an agent.",
     "inputs": "Start parameters given to `start_workflow` (`inputs`).",
+    "install": "`deepwork install`: writing DeepWork into a client's project files "
+    "(docs/platforms.md).",
     "internal": "Bugs.",
     "job": "Loading and checking `job.yml` files, and finding jobs.",
     "navigation": "Moving within a workflow (`go_to_step`).",
@@ -60,6 +63,13 @@ class ErrorCode(StrEnum):
     agent call `finished_step` again."""
     APPROVAL_ERROR = "approval.error"
     """Generic approval error."""
+    APPROVAL_KEY_UNAVAILABLE = "approval.key_unavailable"
+    """The project's approval key could not be read or created (or none was given to the
+    engine), so no decision can be recorded or verified; the message names the file and why."""
+    APPROVAL_KEY_UNSAFE = "approval.key_unsafe"
+    """The approval key file is refused: a symbolic link, not a regular file, readable or writable
+    by group or others, owned by another user, or not a 32-byte key. Fix its mode (`chmod 600`) or
+    delete it (a new key is made; decisions sealed with the old one stop counting)."""
     APPROVAL_NONE_PENDING = "approval.none_pending"
     """The session has no step waiting for approval."""
     APPROVAL_OUTPUTS_CHANGED = "approval.outputs_changed"
@@ -68,6 +78,11 @@ class ErrorCode(StrEnum):
     APPROVAL_REQUEST_CHANGED = "approval.request_changed"
     """The approval request was replaced by a newer one while the human looked at it; look at
     the new one."""
+    APPROVAL_UNVERIFIED = "approval.unverified"
+    """An approval decision was refused: its MAC does not verify with the project's approval key,
+    or the session's event log has no matching `approval` event. It was not written by `deepwork
+    approve` or the client's form, or was edited since; the step keeps waiting until the human
+    runs `deepwork approve SESSION` (docs/security.md)."""
 
     ARGUMENTS_INVALID = "arguments.invalid"
     """A tool was called with arguments its input schema rejects; the error names each bad
@@ -85,6 +100,10 @@ class ErrorCode(StrEnum):
     """The job to convert is not valid; fix it first (`deepwork jobs validate`)."""
     CONVERT_SAME_FORMAT = "convert.same_format"
     """The job is already written in the format asked for."""
+
+    DASHBOARD_BIND_FAILED = "dashboard.bind_failed"
+    """`deepwork dashboard` could not listen on the asked port of 127.0.0.1 (in use, or not
+    allowed); pick another with `--port`, or `--port 0` for any free one."""
 
     DEEPWORK_ERROR = "deepwork.error"
     """Generic DeepWork error; every specific error has its own code."""
@@ -167,12 +186,22 @@ class ErrorCode(StrEnum):
     """A start parameter of type `file_path` names a file that does not exist."""
     INPUTS_INVALID = "inputs.invalid"
     """The values given to `start_workflow` are not valid."""
+    INPUTS_MISSING = "inputs.missing"
+    """`start_workflow` lacks a required start parameter of a 0.10-format workflow (or gives it
+    blank); the error names each with its description, for the agent to ask the user."""
     INPUTS_UNKNOWN = "inputs.unknown"
     """`inputs` names a parameter no step of the workflow declares; the error lists the accepted
     ones."""
     INPUTS_WRONG_TYPE = "inputs.wrong_type"
     """A start parameter has the wrong type: text for `string`, a path or a list of paths for
     `file_path`."""
+
+    INSTALL_CONFIG_INVALID = "install.config_invalid"
+    """`deepwork install` cannot merge into a client's configuration file: it is not plain JSON
+    (comments included) or its entries have the wrong shape; nothing was written."""
+    INSTALL_FILE_CONFLICT = "install.file_conflict"
+    """`deepwork install` would overwrite a file that DeepWork did not write; nothing was written
+    (`--force` overwrites it)."""
 
     INTERNAL_ERROR = "internal.error"
     """A tool failed on a bug; the traceback is in the server log."""

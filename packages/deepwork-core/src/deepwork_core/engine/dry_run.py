@@ -9,6 +9,8 @@ See docs/quality-gate.md, "Dry run".
 
 from __future__ import annotations
 
+from deepwork_core.engine.checkpoints import current_checkpoint
+
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -47,7 +49,7 @@ def dry_run_finish(
     check_target(session_id, agent_id)
     with engine.store.transaction() as tx:
         session = target_session(tx, session_id, agent_id)
-        job, steps = engine.checkpoint_steps(session)
+        job, steps = current_checkpoint(engine.catalog, session)
         validated = validate_outputs(engine.project_root, steps, outputs, engine.output_limits)
         stack = stack_items(tx, session.agent_id)
         run_id = run_of(tx, session)

@@ -25,6 +25,7 @@ from deepwork_core.evidence.verdicts import ReviewVerdict, VerdictKind
 from deepwork_core.gate.checkpoint import Gate
 from deepwork_core.jobs.discovery import LoadedJob
 from deepwork_core.jobs.model import Step
+from deepwork_core.state.approval_seal import ApprovalKeyError
 from deepwork_core.state.sessions import Session, StateTransaction
 from deepwork_core.state.stacks import StackItem, stack_items
 
@@ -122,6 +123,8 @@ class EvidenceSteps:
             self.guards.record_elicited(
                 prompt.session_id, prompt.request_id, answer.approved, answer.comment, answer.client
             )
+        except ApprovalKeyError:
+            raise  # the human answered but nothing can be recorded: say so, do not drop it
         except DeepWorkError:
             return result  # the outputs changed meanwhile: the next finished_step reviews again
         return again()

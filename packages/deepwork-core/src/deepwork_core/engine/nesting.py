@@ -17,6 +17,7 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import WorkflowNotFoundError
 from deepwork_core.engine.briefing import InstructionReader, StepBrief, build_brief
 from deepwork_core.engine.start_inputs import start_parameters
+from deepwork_core.evidence.scope import RepoSnapshot
 from deepwork_core.jobs.discovery import JobCatalog, LoadedJob
 from deepwork_core.jobs.model import JobDefinition, Step, SubWorkflowRef
 from deepwork_core.state.sessions import (
@@ -41,6 +42,9 @@ class Nesting:
     started: Callable[[Session], None]
     #: The engine's clock: when a nested session starts.
     clock: Callable[[], datetime]
+    #: Notes the repository for a nested session's first steps (the scope guard's baseline),
+    #: given the baseline of the step that starts it (`Safeguards.begin_nested`).
+    begin_guard: Callable[[Session, JobDefinition, tuple[str, ...], RepoSnapshot | None], None]
 
 
 def begin_checkpoint(
@@ -70,7 +74,9 @@ def begin_checkpoint(
                 "loop",
                 code=ErrorCode.WORKFLOW_SUB_WORKFLOW_DEPTH,
             )
+        baseline = session.step_progress[session.current_step_id].began
         job, session = start_child(nesting.catalog, job, session, ref, nesting.clock())
+        nesting.begin_guard(session, job.definition, tuple(session.current_step_ids), baseline)
         new.append(session)
         depth += 1
         step_ids = tuple(session.current_step_ids)

@@ -31,9 +31,10 @@ from deepwork_core.evidence.hashes import (
     hash_outputs,
     merge,
 )
-from deepwork_core.evidence.scope import RepoSnapshot, take_snapshot
+from deepwork_core.evidence.scope import RepoSnapshot, take_snapshot, under_git
 from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.jobs.model import JobDefinition, ScopeGuard, Step
+from deepwork_core.state.approval_seal import ApprovalKey
 from deepwork_core.state.approvals import (
     ApprovalChannel,
     ApprovalRecord,
@@ -90,18 +91,23 @@ class Findings:
 class Safeguards:
     """Evidence, scope guard and approvals for the sessions of one project."""
 
-    def __init__(self, project_root: Path, clock: Callable[[], datetime]) -> None:
+    def __init__(
+        self,
+        project_root: Path,
+        clock: Callable[[], datetime],
+        approval_key: ApprovalKey | None = None,
+    ) -> None:
         self.project_root = project_root
         self.clock = clock
-        self.approvals = ApprovalStore(project_root)
+        self.approvals = ApprovalStore(project_root, approval_key)
 
     # --- steps begin ---------------------------------------------------------------------------
 
     def prefetch(self, job: JobDefinition) -> Future[RepoSnapshot | None] | None:
         """Start the snapshot of a workflow's first step early, so git runs while the engine
         prepares the step (pass the result to `begin`)."""
-        if job.scope_guard is ScopeGuard.OFF:
-            return None
+        if job.scope_guard is ScopeGuard.OFF or not under_git(self.project_root):
+            return None  # outside git the snapshot is None at once: `begin` needs no thread
         return SNAPSHOT_POOL.submit(take_snapshot, self.project_root)
 
     def begin(
@@ -137,6 +143,17 @@ class Safeguards:
             return None
         session.scope_guard_noted = True
         return note
+
+    def begin_nested(
+        self,
+        child: Session,
+        job: JobDefinition,
+        step_ids: tuple[str, ...],
+        baseline: RepoSnapshot | None,
+    ) -> None:
+        """A nested workflow begins at the same moment as the step that starts it: its first
+        steps share that step's baseline (a snapshot of their own only when it has none)."""
+        self.begin(child, job, step_ids, baseline)
 
     def rewound(
         self,
@@ -331,12 +348,16 @@ class Safeguards:
     def approval_outcome(
         self, session: Session, findings: Findings
     ) -> tuple[ApprovalOutcome, ApprovalRecord | None]:
-        """What became of the session's open request, judged against the outputs now."""
+        """What became of the session's open request, judged against the outputs now.
+
+        Raises `approval.unverified` for a decision that is not sealed with the project's key or
+        has no `approval` event in the log: the session stays as it is, waiting.
+        """
         pending = session.pending_approval
         assert pending is not None
         if _keys(findings.audit.hashes) != _keys(pending.hashes):
             return ApprovalOutcome.VOID, None
-        record = self.approvals.load(session.session_id)
+        record = self.approvals.load_verified(session.session_id)
         if record is None or record.request.request_id != pending.request_id:
             return ApprovalOutcome.VOID, None
         if record.decision is None:

@@ -5,6 +5,10 @@ model). Each given value must name one of the workflow's parameters (`inputs.unk
 `file_path` parameter takes a project file or a list of them (`inputs.file_not_found`,
 `path.outside_project`), any other a string (`inputs.wrong_type`). The values reach every step
 that declares the parameter, in `begin_step`'s `step_inputs`.
+
+With `enforce_required` (jobs in the 0.10 format, the one format that declares `required` on
+inputs), a required parameter left out, or given as blank text or no paths, is `inputs.missing`:
+the error names each with its description so the agent can ask the user and start again.
 """
 
 from __future__ import annotations
@@ -29,15 +33,27 @@ def start_parameters(definition: JobDefinition, workflow: Workflow) -> dict[str,
     return parameters
 
 
+def required_parameters(definition: JobDefinition, workflow: Workflow) -> dict[str, StepInput]:
+    """The start parameters some step of the workflow requires (each first such declaration)."""
+    required: dict[str, StepInput] = {}
+    for step_id in workflow.step_ids:
+        for item in definition.step(step_id).inputs:
+            if item.name is not None and item.required:
+                required.setdefault(item.name, item)
+    return required
+
+
 def check_start_inputs(
     project_root: Path,
     definition: JobDefinition,
     workflow: Workflow,
     inputs: Mapping[str, object] | None,
+    *,
+    enforce_required: bool = False,
 ) -> dict[str, OutputValue]:
     """The checked values of `inputs`; raises `InputsError` naming every problem."""
-    if not inputs:
-        return {}
+    if inputs is None:
+        inputs = {}
     if not isinstance(inputs, Mapping):
         raise InputsError(
             "inputs must be an object: argument name -> value", code=ErrorCode.INPUTS_WRONG_TYPE
@@ -51,6 +67,8 @@ def check_start_inputs(
             f"{accepted}",
             code=ErrorCode.INPUTS_UNKNOWN,
         )
+    if enforce_required:
+        _refuse_missing(required_parameters(definition, workflow), workflow, inputs)
     checked: dict[str, OutputValue] = {}
     for name, value in inputs.items():
         if parameters[name].type is InputType.FILE_PATH:
@@ -60,6 +78,31 @@ def check_start_inputs(
         else:
             raise InputsError(f"input {name!r} must be a string", code=ErrorCode.INPUTS_WRONG_TYPE)
     return checked
+
+
+def _refuse_missing(
+    required: Mapping[str, StepInput], workflow: Workflow, inputs: Mapping[str, object]
+) -> None:
+    """Raise `inputs.missing` naming each required parameter `inputs` lacks or leaves blank."""
+    missing = [item for name, item in required.items() if _blank(inputs.get(name))]
+    if not missing:
+        return
+    listed = "; ".join(f"{item.name} ({item.description})" for item in missing)
+    raise InputsError(
+        f"workflow {workflow.name!r} needs these start parameters, which were not given: "
+        f"{listed}. Ask the user for each, then call start_workflow again with them in "
+        "inputs (parameter name -> value).",
+        code=ErrorCode.INPUTS_MISSING,
+    )
+
+
+def _blank(value: object) -> bool:
+    """Not given: absent, blank text, or an empty list of paths."""
+    if value is None:
+        return True
+    if isinstance(value, str):
+        return not value.strip()
+    return isinstance(value, list) and not value
 
 
 def _paths(root: Path, name: str, value: object) -> OutputValue:

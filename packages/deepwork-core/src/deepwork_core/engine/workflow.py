@@ -18,11 +18,12 @@ from pathlib import Path
 
 from deepwork_core.base.config import DEFAULT_MAX_QUALITY_ATTEMPTS, OutputsConfig
 from deepwork_core.base.error_codes import ErrorCode
-from deepwork_core.base.errors import QualityGateError, SessionError, WorkflowNotFoundError
+from deepwork_core.base.errors import QualityGateError, WorkflowNotFoundError
 from deepwork_core.base.identifiers import check_agent_id, check_text
 from deepwork_core.engine.approver import Approver
 from deepwork_core.engine.branching import BranchOutcome, abandoned_note
 from deepwork_core.engine.briefing import InstructionReader, reviewer_inputs
+from deepwork_core.engine.checkpoints import count_attempt, current_checkpoint
 from deepwork_core.engine.dry_run import give_back_attempt, run_of
 from deepwork_core.engine.evidence_steps import EvidenceSteps, needs_work
 from deepwork_core.engine.nesting import (
@@ -61,7 +62,7 @@ from deepwork_core.gate.checkpoint import (
 )
 from deepwork_core.jobs.discovery import Catalog, JobCatalog, LoadedJob
 from deepwork_core.jobs.lookup import select_workflow
-from deepwork_core.jobs.model import Step
+from deepwork_core.state.approval_seal import ApprovalKey
 from deepwork_core.state.session_events import SessionEvents
 from deepwork_core.state.sessions import (
     QualityEvent,
@@ -98,7 +99,11 @@ class _Pending:
 
 
 class WorkflowEngine(EvidenceSteps):
-    """Runs workflows of one project over a `JobCatalog` and a `SessionStore`. Thread-safe."""
+    """Runs workflows of one project over a `JobCatalog` and a `SessionStore`. Thread-safe.
+
+    `approval_key` seals and verifies human approvals (docs/security.md); the command line and
+    the server pass the project's key. Without it a step that needs approval waits for good.
+    """
 
     def __init__(
         self,
@@ -111,6 +116,7 @@ class WorkflowEngine(EvidenceSteps):
         branch_maker: BranchMaker | None = None,
         clock: Callable[[], datetime] = utc_now,
         output_limits: OutputsConfig | None = None,
+        approval_key: ApprovalKey | None = None,
     ) -> None:
         self.project_root = project_root
         self.catalog = catalog
@@ -122,8 +128,10 @@ class WorkflowEngine(EvidenceSteps):
         self.output_limits = OutputsConfig() if output_limits is None else output_limits
         self.instructions = InstructionReader(project_root)
         self.events = SessionEvents(project_root, clock)
-        self.guards = Safeguards(project_root, clock)
-        self.nesting = Nesting(catalog, self.instructions, self.events.started, clock)
+        self.guards = Safeguards(project_root, clock, approval_key)
+        self.nesting = Nesting(
+            catalog, self.instructions, self.events.started, clock, self.guards.begin_nested
+        )
 
     # --- reads -------------------------------------------------------------------------------
 
@@ -151,7 +159,10 @@ class WorkflowEngine(EvidenceSteps):
         check_agent_id(agent_id)
         job = self.catalog.get(job_name)
         workflow = select_workflow(job, workflow_name)
-        given = check_start_inputs(self.project_root, job.definition, workflow, inputs)
+        given = check_start_inputs(
+            self.project_root, job.definition, workflow, inputs,
+            enforce_required=job.parsed.format == "0.10",
+        )  # fmt: skip
         entries = workflow.entries
         if not entries:
             raise WorkflowNotFoundError(
@@ -253,7 +264,7 @@ class WorkflowEngine(EvidenceSteps):
         gate = self.gate
         with self.store.transaction() as tx:
             session = target_session(tx, session_id, agent_id)
-            job, steps = self.checkpoint_steps(session)
+            job, steps = current_checkpoint(self.catalog, session)
             validated = validate_outputs(self.project_root, steps, outputs, self.output_limits)
             self.events.outputs_submitted(
                 session.session_id, session.current_step_ids, validated.merged, notes
@@ -280,7 +291,7 @@ class WorkflowEngine(EvidenceSteps):
                 return self._accept(tx, session, job, validated, notes, findings, why, kind)
             attempt = 0
             if gate.external:
-                attempt = self._count_attempt(session)
+                attempt = count_attempt(session, self.clock())
                 tx.save(session)
             again = [job.definition.step(step_id) for step_id in findings.rereview]
             checkpoint = Checkpoint(
@@ -334,7 +345,7 @@ class WorkflowEngine(EvidenceSteps):
             if isinstance(verdict, GatePassed):
                 return self._accept(
                     tx, session, pending.job, pending.validated, notes, pending.findings,
-                    verdict=VerdictKind.REVIEWER, rereviewed=pending.findings.rereview,
+                    verdict=verdict.kind, rereviewed=pending.findings.rereview,
                 )  # fmt: skip
             tx.save(session)
             failed: list[ReviewVerdict] = []
@@ -396,31 +407,6 @@ class WorkflowEngine(EvidenceSteps):
             return True
         with self.store.transaction() as tx:
             return not tx.stack_ids(None)
-
-    def checkpoint_steps(self, session: Session) -> tuple[LoadedJob, list[Step]]:
-        """The job and the steps of the session's current entry, as the job is now."""
-        job = self.catalog.get(session.job_name)
-        workflow = job.definition.workflows_by_name.get(session.workflow_name)
-        entries = workflow.entries if workflow is not None else []
-        index = session.current_entry_index
-        if index >= len(entries) or list(entries[index]) != session.current_step_ids:
-            raise SessionError(
-                f"job {session.job_name!r} changed while workflow {session.workflow_label!r} "
-                f"was running: its entry {index} is no longer {session.current_step_ids}. "
-                "Call abort_workflow and start the workflow again.",
-                code=ErrorCode.SESSION_JOB_CHANGED,
-            )
-        return job, [job.definition.step(step_id) for step_id in session.current_step_ids]
-
-    def _count_attempt(self, session: Session) -> int:
-        attempt = 0
-        for step_id in session.current_step_ids:
-            record = session.step_progress.setdefault(
-                step_id, StepRecord(step_id=step_id, started_at=self.clock())
-            )
-            record.quality_attempts += 1
-            attempt = max(attempt, record.quality_attempts)
-        return attempt
 
     def _advance(
         self,

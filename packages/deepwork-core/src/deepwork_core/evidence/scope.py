@@ -56,7 +56,7 @@ def take_snapshot(
     Pass the `prefix` of an earlier snapshot of the same project to save a git call. Raises
     `GitError` when git fails for another reason (a timeout, a broken repository).
     """
-    if not _under_git(project_root):
+    if not under_git(project_root):
         return None  # no `.git` in the folder or above: no git process needed to know
     args = ["status", "--porcelain=v2", "-z", "--branch", "--no-renames", "--untracked-files=all"]
     try:
@@ -115,7 +115,7 @@ def _runtime(path: str) -> bool:
     return path.startswith(_RUNTIME_PREFIX)
 
 
-def _under_git(folder: Path) -> bool:
+def under_git(folder: Path) -> bool:
     """True when `folder` or a parent holds `.git` (a folder, or a file in a linked work tree)."""
     return any((candidate / ".git").exists() for candidate in (folder, *folder.parents))
 

@@ -17,13 +17,16 @@ class VerdictKind(StrEnum):
     """Who vouched for a checkpoint's outputs, or what became of its review.
 
     Evidence records use the first four; the quality-gate log uses `REVIEWER` (which it spells
-    `review`, for either outcome), `SELF_REVIEW`, `OVERRIDE` and `ERROR`.
+    `review`, for either outcome), `SELF_REVIEW`, `OVERRIDE`, `UNREVIEWED` (the gate was consulted
+    but no review applied) and `ERROR`.
     """
 
     REVIEWER = "reviewer"  # the external reviewer gave a verdict (evidence: it passed)
     SELF_REVIEW = "self_review"  # review instructions were written for the agent
     OVERRIDE = "override"  # the agent skipped the gate, or acknowledged a change, with a reason
-    UNREVIEWED = "unreviewed"  # the step declares no reviews (or no gate is configured)
+    #: No review ran: the step declares none, none applied to its outputs at the gate, or no
+    #: gate is configured. Never a reviewer's pass.
+    UNREVIEWED = "unreviewed"
     ERROR = "error"  # the reviewer could not give a verdict
 
 

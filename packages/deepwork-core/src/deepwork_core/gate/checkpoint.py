@@ -107,8 +107,14 @@ class GatePassed:
     """Every review passed, or no review applies: the workflow advances."""
 
     feedback: str
+    #: One verdict per review task; empty when no review applied, so none ran.
     reviews: tuple[ReviewVerdict, ...] = ()
     warnings: tuple[str, ...] = ()
+
+    @property
+    def kind(self) -> VerdictKind:
+        """`REVIEWER` when a reviewer judged the outputs; `UNREVIEWED` when no review ran."""
+        return VerdictKind.REVIEWER if self.reviews else VerdictKind.UNREVIEWED
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -171,7 +177,7 @@ def quality_event(verdict: GateVerdict, checkpoint: Checkpoint, at: datetime) ->
         )
     return QualityEvent(
         at=at,
-        kind=VerdictKind.REVIEWER,
+        kind=verdict.kind if isinstance(verdict, GatePassed) else VerdictKind.REVIEWER,
         step_ids=list(checkpoint.step_ids),
         attempt=checkpoint.attempt or None,
         passed=isinstance(verdict, GatePassed),

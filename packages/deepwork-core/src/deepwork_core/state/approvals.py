@@ -3,11 +3,18 @@
 `.deepwork/tmp/approvals/<session_id>.json` holds the open request of a session (which step, the
 prompt, the shown outputs with their SHA-256) and, once a human answered, the decision: approved
 or not, the comment, when, through which channel (`cli`: `deepwork approve`; `elicitation`: a form
-the MCP client showed), who (the OS user and host, or the client's name and version) and the
-hashes of the shown outputs at that moment. A decision counts only while those hashes are the
-outputs' current ones: an edit after the approval voids it.
+the MCP client showed; `dashboard`: the buttons of `deepwork dashboard`), who (the OS user and
+host, or the client's name and version) and the hashes of the shown outputs at that moment. A
+decision counts only while those hashes are the outputs' current ones: an edit after the approval
+voids it.
 
-No MCP tool writes these files; see docs/evidence.md for what that does and does not protect.
+Each decision is sealed with a MAC under the project's approval key
+(`deepwork_core.state.approval_seal`) and written together with its `approval` event. A decision
+is used only when its MAC verifies and the session's event log holds that event; any other is
+refused as `approval.unverified` (a hand-written or edited file, or one from before seals).
+
+No MCP tool writes these files; see docs/evidence.md and docs/security.md for what that does and
+does not protect.
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ import contextlib
 import json
 import secrets
 from collections.abc import Iterable, Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Final, Literal
@@ -30,8 +37,9 @@ from deepwork_core.base.identifiers import check_session_id
 from deepwork_core.base.layout import APPROVALS_DIR
 from deepwork_core.base.runtime_dir import ensure_tmp_dir
 from deepwork_core.evidence.hashes import OutputHash, ShownOutput, sha256_file
+from deepwork_core.state.approval_seal import ApprovalKey, ApprovalKeyError
 from deepwork_core.state.event_kinds import ApprovalEvent
-from deepwork_core.state.events import append_event
+from deepwork_core.state.events import append_event, read_events
 
 _LOCK: Final = "approvals.lock"
 #: An approval file larger than this is refused (`approval.corrupt`); real ones are a few KB.
@@ -47,6 +55,8 @@ class ApprovalError(DeepWorkError):
 class ApprovalChannel(StrEnum):
     CLI = "cli"
     ELICITATION = "elicitation"
+    #: The Approve and Reject buttons of `deepwork dashboard` (docs/dashboard.md).
+    DASHBOARD = "dashboard"
 
 
 class _Model(BaseModel):
@@ -70,12 +80,14 @@ class ApprovalDecision(_Model):
     comment: str | None = None
     decided_at: datetime
     channel: ApprovalChannel
-    #: `user@host` for the CLI, the client's `name version` for elicitation.
+    #: `user@host` for the CLI and the dashboard, the client's `name version` for elicitation.
     actor: str
     #: The terminal the CLI read from; None when its input was not a terminal.
     terminal: str | None = None
     #: The shown outputs' hashes when the human decided.
     shown: list[ShownOutput] = Field(default_factory=list)
+    #: HMAC-SHA256 (hex) of the decision under the project's approval key; None: unsealed.
+    mac: str | None = None
 
 
 class ApprovalRecord(_Model):
@@ -112,11 +124,16 @@ def rehash(project_root: Path, shown: Iterable[ShownOutput]) -> list[ShownOutput
 
 
 class ApprovalStore:
-    """The approval files of one project. Safe across processes (one lock for all)."""
+    """The approval files of one project. Safe across processes (one lock for all).
 
-    def __init__(self, project_root: Path) -> None:
+    `key` seals the decisions recorded here and verifies the ones read for use; without it
+    requests open and load, but no decision can be recorded or used (`approval.key_unavailable`).
+    """
+
+    def __init__(self, project_root: Path, key: ApprovalKey | None = None) -> None:
         self.project_root = project_root
         self.folder = project_root / APPROVALS_DIR
+        self.key = key
 
     def path(self, session_id: str) -> Path:
         return self.folder / f"{check_session_id(session_id)}.json"
@@ -153,11 +170,54 @@ class ApprovalStore:
                 code=ErrorCode.APPROVAL_CORRUPT,
             ) from None
 
-    def decide(self, session_id: str, decision: ApprovalDecision) -> ApprovalRecord:
-        """Record the human's decision on the open request (once; a request is decided once).
+    def load_verified(self, session_id: str) -> ApprovalRecord | None:
+        """`load`, refusing a decision that is not sealed and logged (`approval.unverified`)."""
+        record = self.load(session_id)
+        if record is None:
+            return None
+        why = self.why_unverified(session_id, record)
+        if why is not None:
+            raise ApprovalError(
+                f"{self.path(session_id)}: {why}. It was not recorded by `deepwork approve` or "
+                "the client's form, or was changed since, so it does not count and the step "
+                f"keeps waiting: ask the user to run `deepwork approve {session_id}`",
+                code=ErrorCode.APPROVAL_UNVERIFIED,
+            )
+        return record
 
-        Raises `approval.none_pending`, `approval.already_decided` or `approval.request_changed`
-        (the request was replaced since the human saw it).
+    def why_unverified(self, session_id: str, record: ApprovalRecord) -> str | None:
+        """Why the decision of `record` does not count; None when it does (or there is none)."""
+        decision = record.decision
+        if decision is None:
+            return None
+        if decision.mac is None:
+            return "the decision carries no MAC"
+        fields = seal_fields(session_id, record.request, decision)
+        if not self._key().verifies(fields, decision.mac):
+            return "the decision's MAC does not verify with this project's approval key"
+        try:
+            events = read_events(self.project_root, session_id)
+        except DeepWorkError as exc:
+            return f"the session's event log cannot be read ({exc.code}: {exc.message})"
+        if not any(_logs(event, decision) for event in events):
+            return f"the event log has no approval event of request {decision.request_id!r}"
+        return None
+
+    def _key(self) -> ApprovalKey:
+        if self.key is None:
+            raise ApprovalKeyError(
+                "no approval key was given, so decisions can be neither recorded nor verified",
+                code=ErrorCode.APPROVAL_KEY_UNAVAILABLE,
+            )
+        return self.key
+
+    def decide(self, session_id: str, decision: ApprovalDecision) -> ApprovalRecord:
+        """Seal and record the human's decision on the open request, with its `approval` event.
+
+        A request is decided once; a decision already there that does not verify (a forgery,
+        or one from before seals) is replaced. Raises `approval.none_pending`,
+        `approval.already_decided` or `approval.request_changed` (the request was replaced since
+        the human saw it).
         """
         with self._locked():
             record = self.load(session_id)
@@ -171,15 +231,19 @@ class ApprovalStore:
                     "the approval request was replaced by a newer one; look at it again",
                     code=ErrorCode.APPROVAL_REQUEST_CHANGED,
                 )
-            if record.decision is not None:
+            if record.decision is not None and self.why_unverified(session_id, record) is None:
                 raise ApprovalError(
                     f"this request was already {_verb(record.decision)} "
                     f"at {record.decision.decided_at.isoformat()}",
                     code=ErrorCode.APPROVAL_ALREADY_DECIDED,
                 )
+            mac = self._key().mac(seal_fields(session_id, record.request, decision))
+            decision = decision.model_copy(update={"mac": mac})
             record = record.model_copy(update={"decision": decision})
+            # The record first: a crash between the two leaves a record without its event,
+            # which is refused (and can be decided again), never an approval nobody logged.
             atomic_write_text(self.path(session_id), record.model_dump_json(indent=2))
-        append_event(self.project_root, approval_event(session_id, record.request, decision))
+            append_event(self.project_root, approval_event(session_id, record.request, decision))
         return record
 
     def clear(self, session_id: str) -> None:
@@ -249,6 +313,39 @@ def approval_event(
         terminal=decision.terminal,
         decided_at=decision.decided_at,
         shown=list(decision.shown),
+    )
+
+
+def seal_fields(
+    session_id: str, request: ApprovalRequest, decision: ApprovalDecision
+) -> dict[str, object]:
+    """What a decision's MAC covers, as JSON values (docs/security.md)."""
+    shown = [[s.output, s.path, s.sha256] for s in decision.shown]
+    decided_at = decision.decided_at
+    if decided_at.tzinfo is None:
+        decided_at = decided_at.replace(tzinfo=UTC)
+    return {
+        "session_id": session_id,
+        "request_id": decision.request_id,
+        "step_ids": list(request.step_ids),
+        "shown": shown,
+        "approved": decision.approved,
+        "comment": decision.comment,
+        "channel": decision.channel.value,
+        "actor": decision.actor,
+        "terminal": decision.terminal,
+        "decided_at": decided_at.astimezone(UTC).isoformat(),
+    }
+
+
+def _logs(event: object, decision: ApprovalDecision) -> bool:
+    """True when `event` is the `approval` event of `decision`."""
+    return (
+        isinstance(event, ApprovalEvent)
+        and event.request_id == decision.request_id
+        and event.approved == decision.approved
+        and event.channel == decision.channel.value
+        and event.decided_at == decision.decided_at
     )
 
 

@@ -44,7 +44,7 @@ class ActiveEntry(_View):
     #: Quality-gate submissions of the current step(s) so far.
     attempts: int
     #: The outcome of the session's last gate submission: passed, needs_work, self_review,
-    #: override or error; None before the first.
+    #: override, unreviewed (no review applied) or error; None before the first.
     last_verdict: str | None
     branch: str | None
     goal: str

@@ -11,16 +11,16 @@ Files (all JSON, all carrying `schema_version`):
   (a cheap test for hooks).
 - `state.lock`: the cross-process lock held around every read-modify-write.
 
-Every write is atomic (`atomic_write_text`). A file that is not valid JSON, does not match the
-model, or carries an unknown `schema_version` raises `session.state_corrupt` naming the file; it is
-never silently reset.
+Every write is atomic (`atomic_write_text`), and the folder is synced once per transaction,
+after its last rename and before the lock is released. A file that is not valid JSON, does not
+match the model, or carries an unknown `schema_version` raises `session.state_corrupt` naming the
+file; it is never silently reset.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
 import secrets
 import string
 import threading
@@ -35,17 +35,19 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import FileReadError, SessionError
-from deepwork_core.base.fsutil import LockTimeout, atomic_write_text, file_lock, read_text_file
+from deepwork_core.base.fsutil import (
+    LockTimeout,
+    atomic_write_text,
+    file_lock,
+    fsync_folder,
+    read_text_file,
+)
 from deepwork_core.base.identifiers import AGENT_ID_PATTERN, SESSION_ID_PATTERN, check_session_id
 from deepwork_core.base.layout import (
-    APPROVALS_DIR,
     LOCK_FILE,
     MAX_STATE_BYTES,
-    SESSION_PREFIX,
-    SESSION_SUFFIX,
     STACK_FILE,
     TMP_DIR,
-    review_file_glob,
     session_file_name,
 )
 from deepwork_core.base.runtime_dir import ensure_tmp_dir
@@ -53,11 +55,9 @@ from deepwork_core.evidence.hashes import OutputEvidence, OutputHash
 from deepwork_core.evidence.scope import RepoSnapshot
 from deepwork_core.evidence.verdicts import LoggedVerdictKind, ReviewVerdict, VerdictKind
 from deepwork_core.state.approvals import ApprovalRecord
-from deepwork_core.state.events import delete_event_log
+from deepwork_core.state.retention import delete_finished
 
 SCHEMA_VERSION: Literal[1] = 1
-#: A temporary state file older than this was left by a killed writer and is removed.
-_STRAY_TMP_AGE_S = 60.0
 
 #: Finished sessions older than this are pruned ...
 DEFAULT_MAX_AGE = timedelta(days=14)
@@ -259,7 +259,14 @@ class SessionStore:
                 held.enter_context(file_lock(self.state_dir / LOCK_FILE))
             except LockTimeout as exc:
                 raise SessionError(str(exc), code=ErrorCode.SESSION_LOCK_TIMEOUT) from None
-            yield StateTransaction(self)
+            tx = StateTransaction(self)
+            try:
+                yield tx
+            finally:
+                # The transaction's writes were renamed into place without syncing the folder;
+                # one fsync of it makes them all durable before the lock is released.
+                if tx.renamed:
+                    fsync_folder(self.state_dir)
 
     # --- convenience reads (each its own transaction) ----------------------------------------
 
@@ -288,49 +295,21 @@ class SessionStore:
         """Delete finished sessions past the retention rule; return the ids deleted.
 
         A finished session is one not on the stack. It is deleted when its file was last written
-        more than `max_age` ago, or when more than `keep_finished` newer finished ones exist.
-        Their self-review files (`quality_review_<id>_*.md`) go with them.
+        more than `max_age` ago, or when more than `keep_finished` newer finished ones exist
+        (`deepwork_core.state.retention`). At most every five minutes unless `force`.
         """
         clock = time.monotonic()
         if not force and clock - self._last_prune < _PRUNE_INTERVAL_S:
             return []
         self._last_prune = clock
-        current = (now or utc_now()).timestamp()
-        removed: list[str] = []
         with self.transaction() as tx:
-            active = tx.all_stack_ids()
-            finished: list[tuple[float, str, Path]] = []
-            for entry in os.scandir(self.state_dir):
-                name = entry.name
-                if _is_stray_temporary(name):
-                    # Left by a writer that was killed between writing and renaming.
-                    with contextlib.suppress(OSError):
-                        if current - entry.stat().st_mtime > _STRAY_TMP_AGE_S:
-                            os.unlink(entry.path)  # noqa: PTH108
-                    continue
-                if not (name.startswith(SESSION_PREFIX) and name.endswith(SESSION_SUFFIX)):
-                    continue
-                session_id = name[len(SESSION_PREFIX) : -len(SESSION_SUFFIX)]
-                if session_id in active:
-                    continue
-                finished.append((entry.stat().st_mtime, session_id, Path(entry.path)))
-            finished.sort(reverse=True)
-            cutoff = current - self.max_age.total_seconds()
-            for position, (mtime, session_id, path) in enumerate(finished):
-                if position >= self.keep_finished or mtime < cutoff:
-                    path.unlink(missing_ok=True)
-                    for review_file in self.state_dir.glob(review_file_glob(session_id)):
-                        review_file.unlink(missing_ok=True)
-                    approval = self.project_root / APPROVALS_DIR / f"{session_id}.json"
-                    approval.unlink(missing_ok=True)
-                    delete_event_log(self.project_root, session_id)
-                    removed.append(session_id)
-        return removed
-
-
-def _is_stray_temporary(name: str) -> bool:
-    """`atomic_write_text`'s temporary names for the stack and session files."""
-    return name.endswith(".tmp") and name.startswith((f".{STACK_FILE}.", f".{SESSION_PREFIX}"))
+            return delete_finished(
+                self.project_root,
+                tx.all_stack_ids(),
+                now=(now or utc_now()).timestamp(),
+                max_age=self.max_age,
+                keep=self.keep_finished,
+            )
 
 
 class StateTransaction:
@@ -340,6 +319,8 @@ class StateTransaction:
         self._store = store
         self._stacks: Stacks | None = None
         self._sessions: dict[str, Session] = {}
+        #: True once a file was renamed into the state folder (synced when the transaction ends).
+        self.renamed = False
 
     def stacks(self) -> Stacks:
         """Every non-empty stack's ids by agent id (None: the main stack, first)."""
@@ -391,7 +372,8 @@ class StateTransaction:
 
     def save(self, session: Session) -> None:
         path = self._store.session_path(session.session_id)
-        atomic_write_text(path, session.model_dump_json(indent=2) + "\n")
+        atomic_write_text(path, session.model_dump_json(indent=2) + "\n", sync_folder=False)
+        self.renamed = True
         self._sessions[session.session_id] = session
 
     def set_stack(self, session_ids: list[str], agent_id: str | None = None) -> None:
@@ -410,7 +392,8 @@ class StateTransaction:
                 agents={agent: ids for agent, ids in stacks.items() if agent is not None},
             )
             text = stack.model_dump_json(indent=2, exclude={"agents"} if not stack.agents else None)
-            atomic_write_text(self._store.stack_path, text + "\n")
+            atomic_write_text(self._store.stack_path, text + "\n", sync_folder=False)
+            self.renamed = True
         else:
             self._store.stack_path.unlink(missing_ok=True)
         self._stacks = stacks

@@ -8,6 +8,8 @@ definitions are in docs/evidence.md):
   number); it passed the step when every verdict of the step in it passed;
 - *reviewed runs* are runs with at least one attempt; *first-try pass rate* is the share of them
   whose first attempt passed; *mean attempts* is the mean number of attempts per reviewed run;
+- a run accepted with no review (its `step_finished` verdict `unreviewed`) has no attempt, so
+  it counts in no pass figure;
 - *overrides* counts `override` events naming the step;
 - *median seconds* is the median time from `step_begun` to `step_finished` of finished runs;
 - per criterion, *evaluations* and *failures* count the reviewer's answers on it.

@@ -36,6 +36,17 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
         "Approve or reject a step waiting for a human.",
     ),
     "stats": ("deepwork_mcp.cli.stats", "stats", "Quality-gate figures per job, step, criterion."),
+    "install": (
+        "deepwork_mcp.cli.install",
+        "install",
+        "Add DeepWork to an agent's project configuration (OpenCode).",
+    ),
+    "dashboard": (
+        "deepwork_mcp.cli.dashboard",
+        "dashboard",
+        "Serve the runs, approvals and stats of a project in the browser.",
+    ),
+    "report": ("deepwork_mcp.cli.report", "report", "Write one run as a self-contained HTML page."),
 }
 
 

@@ -2,8 +2,10 @@
 
 Run in a terminal by the person the step asks; the MCP server never runs it and no MCP tool can
 write what it writes. The decision records the OS user and host, the terminal it was typed in
-(none when input was not a terminal) and the hashes of the shown outputs (docs/evidence.md).
-What it shows from the request is escaped (docs/security.md): an agent can write the request.
+(none when input was not a terminal) and the hashes of the shown outputs (docs/evidence.md),
+sealed with the project's approval key from the user's state directory (docs/security.md) and
+logged as an `approval` event. What it shows from the request is escaped (docs/security.md): an
+agent can write the request.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from deepwork_core.state.approvals import (
     record_decision,
 )
 
+from deepwork_mcp.approval_keys import approval_key, state_dir
 from deepwork_mcp.cli.options import project_option
 
 
@@ -37,11 +40,13 @@ def approve(session_id: str, reject: bool, comment: str | None, project: Path) -
     """Approve (or with --reject, send back) the step SESSION_ID is waiting on."""
     if reject and not (comment and comment.strip()):
         raise click.UsageError("--reject needs --comment saying what to change")
-    store = ApprovalStore(project.resolve())
+    root = project.resolve()
+    store = ApprovalStore(root, approval_key(state_dir(os.environ), root))
     try:
         pending = store.load(session_id)
         if pending is not None:
             _describe(pending)
+            _warn_unverified(store, session_id, pending)
         record = record_decision(
             store,
             session_id,
@@ -71,6 +76,17 @@ def _describe(record: ApprovalRecord) -> None:
     for shown in request.shown:
         sha = shown.sha256 or "(missing)"
         click.echo("  " + printable(f"{shown.output}: {shown.path}  sha256 {sha}"))
+
+
+def _warn_unverified(store: ApprovalStore, session_id: str, record: ApprovalRecord) -> None:
+    """Say so when the decision already in the file does not count (this one replaces it)."""
+    why = store.why_unverified(session_id, record)
+    if why is not None:
+        click.echo(
+            f"warning: the decision already in {store.path(session_id)} does not count ({why}); "
+            "yours replaces it",
+            err=True,
+        )
 
 
 def _actor() -> str:

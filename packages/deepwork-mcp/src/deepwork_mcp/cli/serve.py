@@ -120,7 +120,8 @@ def serve(
     """Run the DeepWork MCP server for a project."""
     # Importing FastMCP and our models creates hundreds of thousands of objects; the cyclic GC
     # rescanning them while they are still being created cost about 100 ms of cold start
-    # (benchmarks/). Collect once after start-up and freeze the survivors out of later scans.
+    # (benchmarks/). Freeze them out of later scans once started. A full collection first would
+    # cost another 100 ms of the first answer to free a few thousand objects (well under 1 MiB).
     token = None if transport == "stdio" else _http_token(host, allow_remote)
     gc.disable()
     from deepwork_core import DeepWorkError, load_config
@@ -131,6 +132,7 @@ def serve(
     # FastMCP is imported only now: `deepwork --version` and `--help` stay cheap.
     import fastmcp
 
+    from deepwork_mcp.approval_keys import state_dir
     from deepwork_mcp.server import create_server
 
     fastmcp.settings.check_for_updates = "off"
@@ -149,11 +151,11 @@ def serve(
             config,
             additional_jobs_folders=parse_folder_list(os.environ.get(ADDITIONAL_JOBS_ENV)),
             follow_client_roots=project_path is None,
+            state_dir=state_dir(os.environ),
         )
     except DeepWorkError as exc:
         raise cli_error(exc) from None
     finally:
-        gc.collect()
         gc.freeze()
         gc.enable()
     _stop_children_on_exit()

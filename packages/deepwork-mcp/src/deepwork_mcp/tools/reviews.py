@@ -14,12 +14,11 @@ from typing import Annotated
 
 import fastmcp
 from anyio import to_thread
-from deepwork_review import ConfiguredRule, configured_rules, mark_review_passed, run_review
 from fastmcp.tools.base import ToolResult
 from mcp.types import TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
-from deepwork_mcp.listing import output_schema
+from deepwork_mcp.tools.schemas import load_output_schemas
 
 _READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 _RECORDS = ToolAnnotations(
@@ -31,18 +30,6 @@ NO_CONFIGURED_RULES = (
     "No review rules are configured: no .deepreview file defines a rule"
     " (or none matches the given files)."
 )
-
-
-class _RuleList(BaseModel):
-    result: list[ConfiguredRule]
-
-
-#: `{"result": [ConfiguredRule, ...]}`, as FastMCP wraps a list result (compact, like the rest).
-_RULE_LIST_SCHEMA = {
-    **output_schema(_RuleList),
-    "required": ["result"],
-    "x-fastmcp-wrap-result": True,
-}
 
 
 class ReviewPassRecorded(BaseModel):
@@ -57,6 +44,19 @@ def _folder_of_call(folder: Path | Callable[[], Path]) -> Callable[[], Path]:
     if isinstance(folder, Path):
         return lambda: folder
     return folder
+
+
+def _rule_listing(project_root: Path, only_rules_matching_files: list[str] | None) -> ToolResult:
+    """The answer of `get_configured_reviews`."""
+    from deepwork_review import configured_rules  # the review package loads on first use
+
+    listing = configured_rules(project_root, only_rules_matching_files=only_rules_matching_files)
+    rules = [rule.model_dump(mode="json") for rule in (*listing.rules, *listing.parse_errors)]
+    # Never an empty answer: clients show the text, and "[]" alone explains nothing.
+    text = json.dumps(rules, ensure_ascii=False) if rules else NO_CONFIGURED_RULES
+    return ToolResult(
+        content=[TextContent(type="text", text=text)], structured_content={"result": rules}
+    )
 
 
 def register_review_tools(
@@ -78,12 +78,14 @@ def register_review_tools(
         ] = None,
     ) -> str:
         """Review tasks to run in parallel for the changed files, per `.deepreview` rules."""
+        from deepwork_review import run_review
+
         run = await to_thread.run_sync(
             partial(run_review, project_root(), platform=platform, files=files)
         )
         return run.text
 
-    @mcp.tool(annotations=_READ_ONLY, output_schema=_RULE_LIST_SCHEMA)
+    @mcp.tool(annotations=_READ_ONLY, output_schema=load_output_schemas()["get_configured_reviews"])
     async def get_configured_reviews(
         only_rules_matching_files: Annotated[
             list[str] | None,
@@ -91,19 +93,8 @@ def register_review_tools(
         ] = None,
     ) -> ToolResult:
         """List `.deepreview` rules (files with problems appear as `PARSE_ERROR`)."""
-        listing = await to_thread.run_sync(
-            partial(
-                configured_rules,
-                project_root(),
-                only_rules_matching_files=only_rules_matching_files,
-            )
-        )
-        rules = [rule.model_dump(mode="json") for rule in (*listing.rules, *listing.parse_errors)]
-        # Never an empty answer: clients show the text, and "[]" alone explains nothing.
-        text = json.dumps(rules, ensure_ascii=False) if rules else NO_CONFIGURED_RULES
-        return ToolResult(
-            content=[TextContent(type="text", text=text)], structured_content={"result": rules}
-        )
+        call = partial(_rule_listing, project_root(), only_rules_matching_files)
+        return await to_thread.run_sync(call)
 
     @mcp.tool(annotations=_RECORDS)
     async def mark_review_as_passed(
@@ -112,6 +103,8 @@ def register_review_tools(
     ) -> ReviewPassRecorded:
         """Record a review as passed (no issues, or declined: give `reason`) until its rule or
         files change."""
+        from deepwork_review import mark_review_passed
+
         await to_thread.run_sync(partial(mark_review_passed, project_root(), review_id, reason))
         return ReviewPassRecorded(
             review_id=review_id,

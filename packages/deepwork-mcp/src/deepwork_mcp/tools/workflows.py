@@ -13,20 +13,14 @@ import json
 import threading
 from collections.abc import Callable
 from functools import partial
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from anyio import to_thread
-from deepwork_core import WorkflowEngine
-from deepwork_core.engine.dry_run import dry_run_finish
-from deepwork_core.engine.navigation import active_workflow
-from deepwork_core.engine.navigation import go_to_step as go_to_step_in
 from fastmcp import Context, FastMCP
 from fastmcp.tools.base import ToolResult
 from mcp.types import TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
-from deepwork_mcp.approval import ElicitingApprover
-from deepwork_mcp.listing import output_schema
 from deepwork_mcp.responses import (
     AbortWorkflowResponse,
     ActiveStackEntry,
@@ -36,6 +30,12 @@ from deepwork_mcp.responses import (
     GetWorkflowsResponse,
     StartWorkflowResponse,
 )
+from deepwork_mcp.tools.schemas import load_output_schemas
+
+if TYPE_CHECKING:
+    from deepwork_core.engine.approver import Approver
+    from deepwork_core.engine.workflow import WorkflowEngine
+    from deepwork_core.jobs.discovery import JobCatalog
 
 _READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 # readOnlyHint and idempotentHint default to false; destructiveHint defaults to true.
@@ -44,7 +44,8 @@ _CHANGES_STATE = ToolAnnotations(destructive_hint=False, open_world_hint=False)
 SessionIdArg = Annotated[str | None, Field(description="Default: the top of the stack.")]
 #: Explained once in the server instructions: every description is paid in every conversation.
 AgentIdArg = str | None
-Engines = Callable[[], WorkflowEngine]
+Engines = Callable[[], "WorkflowEngine"]
+Catalogs = Callable[[], "JobCatalog"]
 #: Start parameters: name -> text, or file path(s). Loosely typed here (the engine checks each
 #: value against its parameter) so that the listed schema stays small.
 InputsArg = dict[str, Any] | None
@@ -64,32 +65,34 @@ class _ListingCache:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._cached: tuple[WorkflowEngine, int, ToolResult] | None = None
+        self._cached: tuple[JobCatalog, int, ToolResult] | None = None
 
-    def get(self, engine: WorkflowEngine) -> ToolResult:
-        catalog = engine.list_jobs()
+    def get(self, jobs: JobCatalog) -> ToolResult:
+        catalog = jobs.scan()
         with self._lock:
             cached = self._cached
-        if cached is None or cached[0] is not engine or cached[1] != catalog.fingerprint:
+        if cached is None or cached[0] is not jobs or cached[1] != catalog.fingerprint:
             # The text is the same compact JSON as `model_dump_json`, written from the dict so
             # the response model is gone before the text exists (a lower first-call peak).
             structured = GetWorkflowsResponse.model_validate(catalog).model_dump(mode="json")
-            cached = (engine, catalog.fingerprint, _tool_result(structured))
+            cached = (jobs, catalog.fingerprint, _tool_result(structured))
             with self._lock:
                 self._cached = cached
         return cached[2].model_copy()
 
 
-def register_workflow_tools(mcp: FastMCP, engines: Engines) -> None:
-    """Register the workflow tools on `mcp`; `engines()` is the current call's engine."""
+def register_workflow_tools(mcp: FastMCP, *, engines: Engines, catalogs: Catalogs) -> None:
+    """Register the workflow tools on `mcp`; `engines()` is the current call's engine and
+    `catalogs()` its job catalog (listing jobs needs no engine)."""
     listing = _ListingCache()
+    schemas = load_output_schemas()
 
-    @mcp.tool(annotations=_READ_ONLY, output_schema=output_schema(GetWorkflowsResponse))
+    @mcp.tool(annotations=_READ_ONLY, output_schema=schemas["get_workflows"])
     def get_workflows() -> ToolResult:
         """List the jobs and workflows you can start. Call this first."""
-        return listing.get(engines())
+        return listing.get(catalogs())
 
-    @mcp.tool(annotations=_CHANGES_STATE, output_schema=output_schema(StartWorkflowResponse))
+    @mcp.tool(annotations=_CHANGES_STATE, output_schema=schemas["start_workflow"])
     async def start_workflow(
         goal: str,
         job_name: str,
@@ -97,15 +100,15 @@ def register_workflow_tools(mcp: FastMCP, engines: Engines) -> None:
         instance_id: Annotated[str | None, Field(description="Run name, e.g. 'acme'.")] = None,
         agent_id: AgentIdArg = None,
         inputs: InputsArg = None,
-    ) -> StartWorkflowResponse:
+    ) -> ToolResult:
         """Start a workflow (nested if one is running); returns its first step."""
         engine = engines()
         result = await to_thread.run_sync(
             partial(engine.start, goal, job_name, workflow_name, instance_id, agent_id, inputs)
         )
-        return StartWorkflowResponse.model_validate(result)
+        return _structured(StartWorkflowResponse.model_validate(result))
 
-    @mcp.tool(annotations=_CHANGES_STATE, output_schema=output_schema(FinishedStepResponse))
+    @mcp.tool(annotations=_CHANGES_STATE, output_schema=schemas["finished_step"])
     async def finished_step(
         outputs: OutputsArg,
         ctx: Context,
@@ -117,11 +120,12 @@ def register_workflow_tools(mcp: FastMCP, engines: Engines) -> None:
         session_id: SessionIdArg = None,
         agent_id: AgentIdArg = None,
         dry_run: bool = False,
-    ) -> FinishedStepResponse:
+    ) -> ToolResult:
         """Submit this step's outputs; act on `status`."""
         engine = engines()
         if dry_run:  # check and list reviews only (docs/quality-gate.md, "Dry run")
-            return await _dry_run(engine, outputs, notes, work_summary, session_id, agent_id)
+            answer = await _dry_run(engine, outputs, notes, work_summary, session_id, agent_id)
+            return _structured(answer)
         call = partial(
             engine.finish,
             outputs,
@@ -131,12 +135,19 @@ def register_workflow_tools(mcp: FastMCP, engines: Engines) -> None:
             progress=ctx.report_progress,
             agent_id=agent_id,
             work_summary=work_summary,
-            approver=ElicitingApprover(ctx),
+            approver=_approver(ctx),
         )
         result = await to_thread.run_sync(call)
-        return FinishedStepResponse.model_validate(result)
+        return _structured(FinishedStepResponse.model_validate(result))
 
     register_navigation_tools(mcp, engines)
+
+
+def _approver(ctx: Context) -> Approver:
+    """The approver of one `finished_step` call, imported when a step first asks for approval."""
+    from deepwork_mcp.approval import ElicitingApprover
+
+    return ElicitingApprover(ctx)
 
 
 async def _dry_run(
@@ -147,6 +158,8 @@ async def _dry_run(
     session_id: str | None,
     agent_id: str | None,
 ) -> FinishedStepResponse:
+    from deepwork_core.engine.dry_run import dry_run_finish  # a dry run is rare
+
     check = partial(
         dry_run_finish,
         engine,
@@ -160,9 +173,13 @@ async def _dry_run(
 
 
 def _structured(model: BaseModel) -> ToolResult:
-    """`model` as text and structured content, for tools listed without an output schema (the
-    schema of `begin_step` is already in start_workflow's; listing it again costs every
-    conversation about 1.5 kB)."""
+    """`model` as text and structured content.
+
+    The tools return this rather than the model: FastMCP would otherwise build a second, unused
+    output schema from the return annotation at start-up and serialise every answer twice. Some
+    tools are listed without an output schema (the schema of `begin_step` is already in
+    start_workflow's; listing it again costs every conversation about 1.5 kB).
+    """
     return _tool_result(model.model_dump(mode="json"))
 
 
@@ -174,17 +191,18 @@ def _tool_result(data: dict[str, Any]) -> ToolResult:
 
 def register_navigation_tools(mcp: FastMCP, engines: Engines) -> None:
     """Register abort_workflow, go_to_step and get_active_workflow on `mcp`."""
+    schemas = load_output_schemas()
 
-    @mcp.tool(annotations=_CHANGES_STATE, output_schema=output_schema(AbortWorkflowResponse))
+    @mcp.tool(annotations=_CHANGES_STATE, output_schema=schemas["abort_workflow"])
     async def abort_workflow(
         explanation: str,
         session_id: SessionIdArg = None,
         agent_id: AgentIdArg = None,
-    ) -> AbortWorkflowResponse:
+    ) -> ToolResult:
         """Abort a workflow; its parent resumes."""
         engine = engines()
         result = await to_thread.run_sync(partial(engine.abort, explanation, session_id, agent_id))
-        return AbortWorkflowResponse.model_validate(result)
+        return _structured(AbortWorkflowResponse.model_validate(result))
 
     @mcp.tool(annotations=_CHANGES_STATE, output_schema=None)
     async def go_to_step(
@@ -192,6 +210,8 @@ def register_navigation_tools(mcp: FastMCP, engines: Engines) -> None:
     ) -> ToolResult:
         """Redo from an earlier step (files kept); returns its begin_step."""
         engine = engines()
+        from deepwork_core.engine.navigation import go_to_step as go_to_step_in
+
         result = await to_thread.run_sync(
             partial(go_to_step_in, engine, step_id, session_id, agent_id)
         )
@@ -203,6 +223,8 @@ def register_navigation_tools(mcp: FastMCP, engines: Engines) -> None:
     ) -> ToolResult:
         """Your stack and the current begin_step, to resume."""
         engine = engines()
+        from deepwork_core.engine.navigation import active_workflow
+
         found = await to_thread.run_sync(partial(active_workflow, engine, session_id, agent_id))
         response = GetActiveWorkflowResponse(
             stack=[ActiveStackEntry.of(entry) for entry in found.stack],

@@ -1,0 +1,167 @@
+"""The per-project approval key and the MAC that seals each approval decision.
+
+A decision written by `deepwork approve` or the client's form carries an HMAC-SHA256 over a
+canonical JSON of what was decided (session, request, steps, shown hashes, approved, comment,
+channel, actor, terminal, time), keyed with a secret of the project that lives outside the
+agent-writable `.deepwork/` tree. The command line and the server choose the key file and pass it
+down; nothing here reads the environment. What this does and does not protect against is on
+docs/security.md ("Approvals").
+
+The key file holds 32 random bytes. It is created with mode 0600, all at once (written under a
+temporary name, then hard-linked into place, so no reader ever sees half a key and two processes
+creating it at the same time end up with the same one). A key file that is a symbolic link, not a
+regular file, open to group or others, owned by someone else or of the wrong size is refused
+(`approval.key_unsafe`), never repaired silently.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import stat
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Final
+
+from deepwork_core.base.error_codes import ErrorCode
+from deepwork_core.base.errors import DeepWorkError
+
+#: Length of the secret in the key file, in bytes.
+KEY_BYTES: Final = 32
+#: Mode bits a key file must not have: any permission for group or others.
+_OPEN_TO_OTHERS: Final = 0o077
+#: Binds a MAC to its purpose and canonical form; a new form gets a new label.
+_LABEL: Final = "deepwork-approval-v1"
+
+
+class ApprovalKeyError(DeepWorkError):
+    """The approval key cannot be used (`approval.key_unsafe`, `approval.key_unavailable`)."""
+
+    code = ErrorCode.APPROVAL_KEY_UNAVAILABLE
+
+
+class ApprovalKey:
+    """The secret of one project's approvals, in the file `path` (read or created on first use)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._secret: bytes | None = None
+        self._lock = threading.Lock()
+
+    def secret(self) -> bytes:
+        """The 32-byte secret; creates the key file when there is none yet."""
+        with self._lock:
+            if self._secret is None:
+                self._secret = _load_or_create(self.path)
+            return self._secret
+
+    def mac(self, fields: Mapping[str, object]) -> str:
+        """The hex HMAC-SHA256 of `fields` (JSON values) in their canonical form."""
+        return hmac.new(self.secret(), canonical(fields), hashlib.sha256).hexdigest()
+
+    def verifies(self, fields: Mapping[str, object], mac: str) -> bool:
+        """True when `mac` is the MAC of `fields` under this key (compared in constant time)."""
+        return hmac.compare_digest(self.mac(fields), mac)
+
+
+def canonical(fields: Mapping[str, object]) -> bytes:
+    """`fields` with the label as one JSON text: sorted keys, no spaces, ASCII only."""
+    document = {"label": _LABEL, **fields}
+    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
+
+
+def _load_or_create(path: Path) -> bytes:
+    try:
+        return _read_key(path)
+    except FileNotFoundError:
+        pass
+    _create_key(path)
+    try:
+        return _read_key(path)
+    except FileNotFoundError:
+        raise ApprovalKeyError(f"approval key {path} vanished right after it was made") from None
+
+
+def _read_key(path: Path) -> bytes:
+    """The secret in `path`; FileNotFoundError when there is no key file yet."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _unsafe(path, "is a symbolic link") from None
+        raise _unavailable(path, exc) from None
+    try:
+        info = os.fstat(fd)
+        _check_file(path, info)
+        data = os.read(fd, KEY_BYTES + 1)
+    except OSError as exc:
+        raise _unavailable(path, exc) from None
+    finally:
+        os.close(fd)
+    if len(data) != KEY_BYTES:
+        raise _unsafe(path, f"holds {len(data)} bytes, not a {KEY_BYTES}-byte key")
+    return data
+
+
+def _check_file(path: Path, info: os.stat_result) -> None:
+    if not stat.S_ISREG(info.st_mode):
+        raise _unsafe(path, "is not a regular file")
+    mode = stat.S_IMODE(info.st_mode)
+    if mode & _OPEN_TO_OTHERS:
+        raise _unsafe(path, f"has mode {mode:04o}; only its owner may read it (chmod 600)")
+    if info.st_uid != os.geteuid():
+        raise _unsafe(path, f"belongs to user id {info.st_uid}, not to this user")
+
+
+def _create_key(path: Path) -> None:
+    """Make a new key file at `path`, unless another process makes one first."""
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        draft = path.with_name(f".{path.name}.{secrets.token_hex(8)}.new")
+        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except OSError as exc:
+        raise _unavailable(path, exc) from None
+    try:
+        try:
+            os.fchmod(fd, 0o600)
+            _write_all(fd, secrets.token_bytes(KEY_BYTES))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        with contextlib.suppress(FileExistsError):  # another process made it first: keep theirs
+            os.link(draft, path, follow_symlinks=False)
+    except OSError as exc:
+        raise _unavailable(path, exc) from None
+    finally:
+        with contextlib.suppress(OSError):
+            draft.unlink()
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _unsafe(path: Path, why: str) -> ApprovalKeyError:
+    return ApprovalKeyError(
+        f"approval key {path} {why}; fix it or delete it (a new key is made, and decisions "
+        "sealed with the old one stop counting)",
+        code=ErrorCode.APPROVAL_KEY_UNSAFE,
+    )
+
+
+def _unavailable(path: Path, exc: OSError) -> ApprovalKeyError:
+    return ApprovalKeyError(
+        f"approval key {path} cannot be used: {exc.strerror or exc}",
+        code=ErrorCode.APPROVAL_KEY_UNAVAILABLE,
+    )

@@ -1,0 +1,40 @@
+"""`deepwork report SESSION --html OUT.html`: one run as a self-contained HTML file.
+
+The same run page the dashboard shows (docs/dashboard.md), with the stylesheet and the workflow
+SVG inline, no script, no buttons and nothing fetched from the network: a file to attach to a
+pull request. Meant for a finished run; an active one is written as it stands.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from deepwork_core import DeepWorkError
+from deepwork_core.base.escaping import printable
+from deepwork_core.base.fsutil import atomic_write_text
+from deepwork_core.state.sessions import SessionStore
+
+from deepwork_mcp.cli.options import cli_error, project_option
+from deepwork_mcp.dashboard.pages import run_page
+from deepwork_mcp.dashboard.views import run_detail
+
+
+@click.command()
+@click.argument("session_id")
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="The HTML file to write.",
+)
+@project_option
+def report(session_id: str, html_path: Path, project: Path) -> None:
+    """Write the run SESSION_ID as one self-contained HTML page."""
+    try:
+        detail = run_detail(SessionStore(project.resolve()), session_id)
+    except DeepWorkError as exc:
+        raise cli_error(exc) from None
+    atomic_write_text(html_path, run_page(detail, token=None))
+    click.echo(printable(f"wrote {html_path}"))

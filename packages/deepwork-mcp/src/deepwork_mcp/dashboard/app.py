@@ -1,0 +1,158 @@
+"""The dashboard's routes (docs/dashboard.md).
+
+GET `/` (runs), `/fragment/runs` (the table the page refreshes), `/run/{session_id}`,
+`/approvals`, `/stats`, `/static/dashboard.css|js`; POST `/approvals/{session_id}` records the
+human's decision through the same core function `deepwork approve` calls
+(`deepwork_core.state.approvals.record_decision`), on the `dashboard` channel, pinned to the request
+the page showed: a file changed since, or a request replaced since, is refused and the page says
+why. The decision is sealed with the project's approval key, found as `deepwork approve` finds it
+(docs/security.md). Every route sits behind `DashboardGuard`.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import socket
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Final
+from urllib.parse import parse_qs
+
+from deepwork_core import DeepWorkError
+from deepwork_core.base.identifiers import check_session_id
+from deepwork_core.state.approvals import ApprovalChannel, ApprovalStore, record_decision
+from deepwork_core.state.sessions import SessionStore
+from deepwork_core.state.stats import collect_stats
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Route
+
+from deepwork_mcp.approval_keys import approval_key, state_dir
+from deepwork_mcp.dashboard import pages, views
+from deepwork_mcp.dashboard.assets import SCRIPT, STYLESHEET
+from deepwork_mcp.dashboard.guard import TOKEN_FIELD, DashboardGuard, same_token
+
+#: A decision form larger than this is refused (a reason is a sentence or two).
+MAX_FORM_BYTES: Final = 64 * 1024
+
+
+def os_actor() -> str:
+    """`user@host` of the person running the dashboard, as `deepwork approve` records it."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = str(os.getuid())
+    return f"{user}@{socket.gethostname()}"
+
+
+class DashboardRoutes:
+    """The handlers of one dashboard, bound to one project and one token.
+
+    The handlers that read or write state files are plain functions: Starlette runs them in its
+    thread pool, so a state lock held by a server never stalls the event loop.
+    """
+
+    def __init__(self, project_root: Path, token: str) -> None:
+        self.store = SessionStore(project_root)
+        self.token = token
+        self.approval_key = approval_key(state_dir(os.environ), project_root)
+
+    def runs(self, request: Request) -> Response:
+        return HTMLResponse(pages.runs_page(views.run_tree(self.store)))
+
+    def runs_fragment(self, request: Request) -> Response:
+        return HTMLResponse(pages.runs_fragment(views.run_tree(self.store)))
+
+    def run(self, request: Request) -> Response:
+        session_id = str(request.path_params["session_id"])
+        try:
+            check_session_id(session_id)
+            detail = views.run_detail(self.store, session_id)
+        except DeepWorkError as exc:
+            page = pages.message_page("Not found", f"{exc.code}: {exc.message}")
+            return HTMLResponse(page, status_code=404)
+        return HTMLResponse(pages.run_page(detail, token=self.token))
+
+    def approvals(self, request: Request) -> Response:
+        return HTMLResponse(pages.approvals_page(views.open_approvals(self.store), self.token))
+
+    async def decide(self, request: Request) -> Response:
+        session_id = str(request.path_params["session_id"])
+        body = await request.body()
+        if len(body) > MAX_FORM_BYTES:
+            return HTMLResponse(pages.message_page("Too large", "form too large"), 413)
+        form = {k: v[0] for k, v in parse_qs(body.decode("utf-8", "replace")).items()}
+        if not same_token(form.get(TOKEN_FIELD), self.token):
+            page = pages.message_page("Forbidden", "The form did not carry the dashboard token.")
+            return HTMLResponse(page, status_code=403)
+        approved = form.get("decision") == "approve"
+        comment = (form.get("comment") or "").strip() or None
+        if not approved and comment is None:
+            return self._approvals(
+                "Rejecting needs a reason: say what the agent should change.", 400
+            )
+        request_id = form.get("request_id")
+        if not request_id:
+            return self._approvals("The form did not say which request it answers.", 400)
+        return await run_in_threadpool(self._record, session_id, approved, comment, request_id)
+
+    def _record(
+        self, session_id: str, approved: bool, comment: str | None, request_id: str
+    ) -> Response:
+        try:
+            record = record_decision(
+                ApprovalStore(self.store.project_root, self.approval_key),
+                check_session_id(session_id),
+                approved=approved,
+                comment=comment,
+                channel=ApprovalChannel.DASHBOARD,
+                actor=os_actor(),
+                terminal=None,
+                now=datetime.now(UTC),
+                request_id=request_id,
+            )
+        except DeepWorkError as exc:
+            return self._approvals(f"Refused: {exc.code}: {exc.message}", 409)
+        verdict = "Approved" if approved else "Changes requested"
+        steps = ", ".join(record.request.step_ids)
+        return self._approvals(
+            f"{verdict} for step {steps} of session {session_id}. "
+            "The agent's next finished_step call picks it up.",
+            200,
+        )
+
+    def _approvals(self, notice: str, status: int) -> Response:
+        page = pages.approvals_page(
+            views.open_approvals(self.store), self.token, notice, ok=status == 200
+        )
+        return HTMLResponse(page, status_code=status)
+
+    def stats(self, request: Request) -> Response:
+        return HTMLResponse(pages.stats_page(collect_stats(self.store.project_root)))
+
+    def stylesheet(self, request: Request) -> Response:
+        return Response(STYLESHEET, media_type="text/css")
+
+    def script(self, request: Request) -> Response:
+        return Response(SCRIPT, media_type="text/javascript")
+
+
+def dashboard_app(project_root: Path, *, port: int, token: str) -> DashboardGuard:
+    """The ASGI application of a dashboard listening on 127.0.0.1:`port`."""
+    routes = DashboardRoutes(project_root, token)
+    app = Starlette(
+        routes=[
+            Route("/", routes.runs),
+            Route("/fragment/runs", routes.runs_fragment),
+            Route("/run/{session_id}", routes.run),
+            Route("/approvals", routes.approvals),
+            Route("/approvals/{session_id}", routes.decide, methods=["POST"]),
+            Route("/stats", routes.stats),
+            Route("/static/dashboard.css", routes.stylesheet),
+            Route("/static/dashboard.js", routes.script),
+        ]
+    )
+    return DashboardGuard(app, port=port, token=token)

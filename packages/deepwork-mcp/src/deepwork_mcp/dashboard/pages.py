@@ -1,0 +1,345 @@
+"""The HTML of the dashboard's pages, built with the standard library (docs/dashboard.md).
+
+Every text that came from an agent, a job or a file goes through `text()`: non-printable
+characters are made visible (`deepwork_core.base.escaping`) and then the result is HTML-escaped,
+so a goal holding `<script>` shows as those characters and nothing from a run is ever run. The
+only markup that is not built here is the workflow SVG, which `graph_svg` escapes the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from html import escape
+from typing import Final
+
+from deepwork_core.base.escaping import printable
+from deepwork_core.state.event_kinds import ReviewVerdictEvent
+from deepwork_core.state.stats import Stats
+
+from deepwork_mcp.dashboard.assets import STYLESHEET
+from deepwork_mcp.dashboard.views import (
+    ApprovalView,
+    OutputRow,
+    RunDetail,
+    RunRow,
+    TimelineRow,
+)
+
+#: Characters of a hash shown in a table cell (the whole hash is in the cell's title).
+HASH_CHARS: Final = 12
+
+
+def text(value: object) -> str:
+    """Untrusted text as HTML: control characters visible, markup characters escaped."""
+    return escape(printable(str(value), keep="\n\t"))
+
+
+def when(value: datetime | None) -> str:
+    if value is None:
+        return '<span class="muted">-</span>'
+    stamp = value.strftime("%Y-%m-%d %H:%M:%S UTC")
+    return f'<time datetime="{escape(value.isoformat())}">{stamp}</time>'
+
+
+def short_hash(value: str | None) -> str:
+    if value is None:
+        return '<span class="fail">(missing)</span>'
+    return f'<span class="hash" title="{text(value)}">{text(value[:HASH_CHARS])}</span>'
+
+
+def layout(title: str, body: str, *, standalone: bool = False) -> str:
+    """A whole page. `standalone`: the stylesheet inline, no navigation and no script (a report)."""
+    if standalone:
+        head = f"<style>{STYLESHEET}</style>"
+        bar = f"<header><strong>DeepWork</strong><span>{text(title)}</span></header>"
+        script = ""
+    else:
+        head = '<link rel="stylesheet" href="/static/dashboard.css">'
+        bar = (
+            '<header><strong>DeepWork</strong><a href="/">Runs</a>'
+            '<a href="/approvals">Approvals</a><a href="/stats">Stats</a></header>'
+        )
+        script = '<script src="/static/dashboard.js"></script>'
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{text(title)} · DeepWork</title>{head}</head>"
+        f"<body>{bar}<main>{body}</main>{script}</body></html>"
+    )
+
+
+def status_badge(status: str) -> str:
+    return f'<span class="status {escape(status.replace(" ", "-"))}">{escape(status)}</span>'
+
+
+def _run_rows(rows: Iterable[RunRow], depth: int) -> list[str]:
+    lines: list[str] = []
+    for row in rows:
+        nested = ' class="nested"' if depth else ""
+        indent = "↳ " * depth
+        agent = text(row.agent_id) if row.agent_id else '<span class="muted">main</span>'
+        lines.append(
+            f'<tr{nested} data-session="{text(row.session_id)}">'
+            f'<td>{indent}<a href="/run/{text(row.session_id)}">{text(row.job)}/'
+            f"{text(row.workflow)}</a></td>"
+            f'<td class="goal">{text(row.goal)}</td><td>{agent}</td>'
+            f"<td>{text(', '.join(row.steps))}</td><td>{status_badge(row.status.value)}</td>"
+            f"<td>{when(row.started_at)}</td><td>{when(row.last_event_at)}</td></tr>"
+        )
+        lines += _run_rows(row.children, depth + 1)
+    return lines
+
+
+def runs_fragment(rows: list[RunRow]) -> str:
+    """The table of runs (the part of the page the script refreshes)."""
+    if not rows:
+        return '<p class="muted">No workflow has run in this project yet.</p>'
+    head = (
+        "<thead><tr><th>Job/workflow</th><th>Goal</th><th>Agent</th><th>Current step</th>"
+        "<th>Status</th><th>Started</th><th>Last event</th></tr></thead>"
+    )
+    return f'<table class="runs">{head}<tbody>{"".join(_run_rows(rows, 0))}</tbody></table>'
+
+
+def runs_page(rows: list[RunRow]) -> str:
+    body = (
+        "<h1>Runs</h1>"
+        '<p class="muted">Every workflow session of the project, newest first; runs a step '
+        "started are nested under it. The list follows changes by itself.</p>"
+        f'<div id="runs">{runs_fragment(rows)}</div>'
+    )
+    return layout("Runs", body)
+
+
+def _timeline(rows: list[TimelineRow], problem: str | None) -> str:
+    if problem:
+        return f'<p class="fail">{text(problem)}</p>'
+    if not rows:
+        return '<p class="muted">No events recorded.</p>'
+    body = "".join(
+        f"<tr><td>{when(row.at)}</td><td><code>{text(row.kind)}</code></td>"
+        f"<td>{text(row.summary)}</td></tr>"
+        for row in rows
+    )
+    return (
+        '<table class="timeline"><thead><tr><th>Time</th><th>Event</th><th>Details</th></tr>'
+        f"</thead><tbody>{body}</tbody></table>"
+    )
+
+
+def _outputs(rows: list[OutputRow]) -> str:
+    if not rows:
+        return '<p class="muted">No accepted outputs yet.</p>'
+    body = "".join(
+        f"<tr><td>{text(r.step_id)}</td><td>{text(r.output)}</td><td><code>{text(r.path)}"
+        f"</code></td><td>{short_hash(r.sha256)}</td><td>{text(r.verdict)}</td><td>"
+        + ('<span class="fail">stale: changed since</span>' if r.stale else "current")
+        + "</td></tr>"
+        for r in rows
+    )
+    return (
+        '<table class="outputs"><thead><tr><th>Step</th><th>Output</th><th>File</th>'
+        f"<th>SHA-256</th><th>Verdict</th><th>Evidence</th></tr></thead><tbody>{body}</tbody>"
+        "</table>"
+    )
+
+
+def _verdict(passed: bool) -> str:
+    return '<span class="pass">passed</span>' if passed else '<span class="fail">failed</span>'
+
+
+def _reviews(reviews: list[ReviewVerdictEvent]) -> str:
+    if not reviews:
+        return '<p class="muted">No reviewer verdicts recorded.</p>'
+    cards = []
+    for review in reviews:
+        criteria = "".join(
+            f"<tr><td>{text(c.criterion)}</td><td>{_verdict(c.passed)}</td>"
+            f"<td>{text(c.feedback or '')}</td></tr>"
+            for c in review.criteria
+        )
+        table = (
+            f"<table><thead><tr><th>Criterion</th><th>Verdict</th><th>Feedback</th></tr>"
+            f"</thead><tbody>{criteria}</tbody></table>"
+            if criteria
+            else ""
+        )
+        target = f" on <code>{text(review.target_file)}</code>" if review.target_file else ""
+        cards.append(
+            f'<div class="card review"><strong>{text(review.step_id)}</strong>: '
+            f"{text(review.review or 'review')}{target}, attempt {text(review.attempt or '-')}, "
+            f'{_verdict(review.passed)} <span class="muted">{when(review.ts)}</span>'
+            f"<p>{text(review.feedback or '')}</p>{table}</div>"
+        )
+    return "".join(cards)
+
+
+def _facts(detail: RunDetail) -> str:
+    run = detail.run
+    rows = [
+        ("Job/workflow", f"{text(run.job)}/{text(run.workflow)}"),
+        ("Session", f"<code>{text(run.session_id)}</code>"),
+        ("Goal", text(run.goal)),
+        ("Agent", text(run.agent_id or "main")),
+        ("Status", status_badge(run.status.value)),
+        ("Current step", text(", ".join(run.steps))),
+        ("Started", when(run.started_at)),
+        ("Last event", when(run.last_event_at)),
+    ]
+    if run.parent_session_id:
+        parent = text(run.parent_session_id)
+        rows.append(("Started by", f'<a href="/run/{parent}"><code>{parent}</code></a>'))
+    if detail.abort_reason:
+        rows.append(("Abort reason", text(detail.abort_reason)))
+    rows += [(f"Input {text(k)}", text(v)) for k, v in detail.inputs.items()]
+    cells = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
+    return f'<table class="facts">{cells}</table>'
+
+
+def run_body(detail: RunDetail, *, token: str | None) -> str:
+    """The run page's content; `token` None: a report (no buttons)."""
+    run = detail.run
+    graph = (
+        f'<div class="graph">{detail.graph_svg}</div>'
+        if detail.graph_svg
+        else f'<p class="muted">No graph: {text(detail.graph_problem or "unknown")}</p>'
+    )
+    approval = ""
+    if detail.approval is not None:
+        approval = "<h2>Waiting for approval</h2>" + approval_card(detail.approval, token)
+    return (
+        f"<h1>{text(run.job)}/{text(run.workflow)} {status_badge(run.status.value)}</h1>"
+        f"{_facts(detail)}{approval}<h2>Workflow</h2>{graph}"
+        f"<h2>Outputs and evidence</h2>{_outputs(detail.outputs)}"
+        f"<h2>Reviews</h2>{_reviews(detail.reviews)}"
+        f"<h2>Timeline</h2>{_timeline(detail.timeline, detail.timeline_problem)}"
+    )
+
+
+def run_page(detail: RunDetail, *, token: str | None) -> str:
+    title = f"{detail.run.job}/{detail.run.workflow} {detail.run.session_id}"
+    return layout(title, run_body(detail, token=token), standalone=token is None)
+
+
+def _file(item_output: str, path: str, sha: str | None, body: str) -> str:
+    return (
+        f'<div class="file"><p><strong>{text(item_output)}</strong>: <code>{text(path)}</code> '
+        f'sha256 <code class="hash">{text(sha or "(missing)")}</code></p>{body}</div>'
+    )
+
+
+def approval_card(view: ApprovalView, token: str | None) -> str:
+    """What the human approves, and (with a token) the Approve and Reject buttons."""
+    files = "".join(
+        _file(
+            f.output,
+            f.path,
+            f.sha256,
+            (f"<pre>{text(f.text)}</pre>" if f.text is not None else "")
+            + (f'<p class="muted">{text(f.note)}</p>' if f.note else ""),
+        )
+        for f in view.files
+    )
+    buttons = ""
+    if token is not None:
+        action = f"/approvals/{text(view.session_id)}"
+        hidden = (
+            f'<input type="hidden" name="token" value="{escape(token)}">'
+            f'<input type="hidden" name="request_id" value="{text(view.request_id)}">'
+        )
+        buttons = (
+            f'<div class="actions"><form method="post" action="{action}">{hidden}'
+            '<input type="hidden" name="decision" value="approve">'
+            '<button class="approve" type="submit">Approve</button></form>'
+            f'<form method="post" action="{action}">{hidden}'
+            '<input type="hidden" name="decision" value="reject">'
+            '<input type="text" name="comment" required placeholder="Why? (needed to reject)" '
+            'aria-label="Reason for rejecting"><button class="reject" type="submit">Reject'
+            "</button></form></div>"
+        )
+    return (
+        f'<div class="card approval" data-session="{text(view.session_id)}">'
+        f'<p><a href="/run/{text(view.session_id)}">{text(view.job)}/{text(view.workflow)}</a>, '
+        f"step {text(', '.join(view.step_ids))}, asked {when(view.requested_at)}</p>"
+        f"<pre>{text(view.prompt)}</pre>{files}{buttons}</div>"
+    )
+
+
+def approvals_page(views: list[ApprovalView], token: str, notice: str = "", ok: bool = True) -> str:
+    banner = ""
+    if notice:
+        banner = (
+            f'<div class="notice {"ok" if ok else "refused"}" role="status">{text(notice)}</div>'
+        )
+    cards = "".join(approval_card(v, token) for v in views)
+    if not views:
+        cards = '<p class="muted">No step is waiting for a human.</p>'
+    body = (
+        f"<h1>Approvals</h1>{banner}"
+        '<p class="muted">An approval is bound to the files and hashes shown here: if a file '
+        "changes before you click, the approval is refused.</p>"
+        f"{cards}"
+    )
+    return layout("Approvals", body)
+
+
+def _percent(value: float | None) -> tuple[str, str]:
+    if value is None:
+        return "-1", "-"
+    return f"{value:.4f}", f"{value * 100:.0f}%"
+
+
+def stats_page(figures: Stats) -> str:
+    rows = [
+        (job.job, step.step, c) for job in figures.jobs for step in job.steps for c in step.criteria
+    ]
+    rows.sort(key=lambda r: (-r[2].failures, -(r[2].failure_rate or 0), r[0], r[1]))
+    cells = []
+    for job, step, c in rows:
+        key, shown = _percent(c.failure_rate)
+        cells.append(
+            f"<tr><td>{text(job)}</td><td>{text(step)}</td><td>{text(c.criterion)}</td>"
+            f'<td class="num">{c.failures}</td><td class="num">{c.evaluations}</td>'
+            f'<td class="num" data-sort="{key}">{shown}</td></tr>'
+        )
+    criteria = (
+        '<table class="sortable criteria"><thead><tr><th>Job</th><th>Step</th><th>Criterion</th>'
+        '<th class="num">Failed</th><th class="num">Evaluated</th><th class="num">Failure rate'
+        f"</th></tr></thead><tbody>{''.join(cells)}</tbody></table>"
+        if cells
+        else '<p class="muted">No reviewer verdicts recorded yet.</p>'
+    )
+    return layout("Stats", f"<h1>Stats</h1>{_steps_table(figures)}<h2>Criteria</h2>{criteria}")
+
+
+def _steps_table(figures: Stats) -> str:
+    cells = []
+    for job in figures.jobs:
+        for s in job.steps:
+            first_key, first = _percent(s.first_try_pass_rate)
+            attempts = "-" if s.mean_attempts is None else f"{s.mean_attempts:.2f}"
+            median = "-" if s.median_seconds is None else f"{s.median_seconds:.1f} s"
+            cells.append(
+                f"<tr><td>{text(job.job)}</td><td>{text(s.step)}</td>"
+                f'<td class="num">{s.runs}</td><td class="num" data-sort="{first_key}">{first}'
+                f'</td><td class="num">{attempts}</td><td class="num">{s.overrides}</td>'
+                f'<td class="num" data-sort="{s.median_seconds or -1}">{median}</td></tr>'
+            )
+    if not cells:
+        return '<p class="muted">No workflow runs recorded yet.</p>'
+    return (
+        '<h2>Steps</h2><table class="sortable steps"><thead><tr><th>Job</th><th>Step</th>'
+        '<th class="num">Runs</th><th class="num">First-try pass</th><th class="num">Mean '
+        'attempts</th><th class="num">Overrides</th><th class="num">Median time</th></tr>'
+        f"</thead><tbody>{''.join(cells)}</tbody></table>"
+    )
+
+
+def message_page(title: str, message: str) -> str:
+    """A plain page for refusals (401, 403, 404): no stylesheet, no navigation, no script."""
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>{text(title)} · DeepWork</title></head>"
+        f"<body><h1>{text(title)}</h1><p>{text(message)}</p></body></html>"
+    )

@@ -1,0 +1,329 @@
+"""What the dashboard pages show, read from the project's state files (docs/dashboard.md).
+
+Every function here only reads: the sessions (`SessionStore`), their event logs (`read_events`),
+the open approval requests (`ApprovalStore`) and the files shown for approval. Text in these views
+is raw; the pages escape it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Final
+
+from deepwork_core import DeepWorkError, JobCatalog
+from deepwork_core.base.errors import FileReadError, SessionError
+from deepwork_core.base.fsutil import read_bytes_file
+from deepwork_core.base.layout import SESSION_PREFIX, SESSION_SUFFIX
+from deepwork_core.evidence.hashes import sha256_file
+from deepwork_core.jobs.discovery import parse_folder_list
+from deepwork_core.jobs.graph import build_graph
+from deepwork_core.state.approvals import ApprovalStore
+from deepwork_core.state.event_kinds import EventRecord, ReviewVerdictEvent
+from deepwork_core.state.events import events_path, read_events
+from deepwork_core.state.sessions import Session, SessionStatus, SessionStore
+from pydantic import BaseModel, ConfigDict, Field
+
+from deepwork_mcp.dashboard.graph_svg import StepState, graph_svg
+
+#: The environment variable naming more job folders (as for `deepwork serve`).
+ADDITIONAL_FOLDERS_ENV: Final = "DEEPWORK_ADDITIONAL_JOBS_FOLDERS"
+#: A shown file larger than this is not previewed.
+MAX_PREVIEW_BYTES: Final = 1024 * 1024
+#: Characters of a text file the approval page shows.
+PREVIEW_CHARS: Final = 4000
+#: Characters of one timeline line.
+SUMMARY_CHARS: Final = 300
+
+
+class RunStatus(StrEnum):
+    """Where a run is, as the dashboard lists it."""
+
+    ACTIVE = "active"
+    AWAITING_APPROVAL = "awaiting approval"
+    COMPLETED = "completed"
+    ABORTED = "aborted"
+
+
+class _View(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RunRow(_View):
+    """One session in the list of runs, with the runs it started nested under it."""
+
+    session_id: str
+    job: str
+    workflow: str
+    goal: str
+    agent_id: str | None
+    steps: list[str]
+    status: RunStatus
+    started_at: datetime
+    #: When the session's event log was last written (None: no log).
+    last_event_at: datetime | None
+    parent_session_id: str | None
+    children: list[RunRow] = Field(default_factory=list)
+
+
+class TimelineRow(_View):
+    at: datetime | None
+    kind: str
+    summary: str
+
+
+class OutputRow(_View):
+    """One accepted output file with the verdict that covers it and whether it went stale."""
+
+    step_id: str
+    output: str
+    path: str
+    sha256: str | None
+    verdict: str
+    current_sha256: str | None
+    stale: bool
+
+
+class FilePreview(_View):
+    output: str
+    path: str
+    sha256: str | None
+    #: The start of the file when it is UTF-8 text; None otherwise (`note` says why).
+    text: str | None
+    note: str | None = None
+
+
+class ApprovalView(_View):
+    """An open approval request: what the human approves."""
+
+    session_id: str
+    request_id: str
+    job: str
+    workflow: str
+    step_ids: list[str]
+    prompt: str
+    requested_at: datetime
+    files: list[FilePreview]
+
+
+class RunDetail(_View):
+    run: RunRow
+    inputs: dict[str, str | list[str]]
+    abort_reason: str | None
+    #: The workflow graph as SVG, or None (`graph_problem` says why).
+    graph_svg: str | None
+    graph_problem: str | None = None
+    timeline: list[TimelineRow]
+    timeline_problem: str | None = None
+    outputs: list[OutputRow]
+    reviews: list[ReviewVerdictEvent]
+    approval: ApprovalView | None
+
+
+def run_status(session: Session) -> RunStatus:
+    if session.status is SessionStatus.ACTIVE:
+        if session.pending_approval is not None:
+            return RunStatus.AWAITING_APPROVAL
+        return RunStatus.ACTIVE
+    return RunStatus(session.status.value)
+
+
+def all_sessions(store: SessionStore) -> list[Session]:
+    """Every session of the project (active and finished), newest start first."""
+    try:
+        names = [entry.name for entry in os.scandir(store.state_dir)]
+    except FileNotFoundError:
+        return []
+    ids = [
+        name[len(SESSION_PREFIX) : -len(SESSION_SUFFIX)]
+        for name in names
+        if name.startswith(SESSION_PREFIX) and name.endswith(SESSION_SUFFIX)
+    ]
+    sessions: list[Session] = []
+    with store.transaction() as tx:
+        for session_id in ids:
+            with contextlib.suppress(SessionError):  # pruned meanwhile, or unreadable
+                sessions.append(tx.load(session_id))
+    return sorted(sessions, key=lambda s: s.started_at, reverse=True)
+
+
+def _last_event_at(project_root: Path, session_id: str) -> datetime | None:
+    try:
+        return datetime.fromtimestamp(events_path(project_root, session_id).stat().st_mtime, UTC)
+    except OSError:
+        return None
+
+
+def run_row(project_root: Path, session: Session) -> RunRow:
+    return RunRow(
+        session_id=session.session_id,
+        job=session.job_name,
+        workflow=session.workflow_name,
+        goal=session.goal,
+        agent_id=session.agent_id,
+        steps=list(session.current_step_ids),
+        status=run_status(session),
+        started_at=session.started_at,
+        last_event_at=_last_event_at(project_root, session.session_id),
+        parent_session_id=session.parent_session_id,
+    )
+
+
+def run_tree(store: SessionStore) -> list[RunRow]:
+    """The runs, newest first, each nested run under its parent (an orphan stays on top)."""
+    sessions = all_sessions(store)
+    known = {s.session_id for s in sessions}
+    children: dict[str, list[Session]] = {}
+    roots: list[Session] = []
+    for session in sessions:
+        parent = session.parent_session_id
+        if parent is not None and parent in known and parent != session.session_id:
+            children.setdefault(parent, []).append(session)
+        else:
+            roots.append(session)
+
+    def build(session: Session, depth: int) -> RunRow:
+        row = run_row(store.project_root, session)
+        kids = children.get(session.session_id, []) if depth < 32 else []
+        return row.model_copy(update={"children": [build(k, depth + 1) for k in kids]})
+
+    return [build(s, 0) for s in roots]
+
+
+def step_states(session: Session) -> dict[str, StepState]:
+    states: dict[str, StepState] = {}
+    for step_id, record in session.step_progress.items():
+        states[step_id] = StepState.DONE if record.completed_at else StepState.STARTED
+    if session.status is SessionStatus.ACTIVE:
+        for step_id in session.current_step_ids:
+            states[step_id] = StepState.CURRENT
+    return states
+
+
+def _graph(project_root: Path, session: Session) -> tuple[str | None, str | None]:
+    additional = parse_folder_list(os.environ.get(ADDITIONAL_FOLDERS_ENV))
+    try:
+        catalog = JobCatalog.for_project(
+            project_root, [p.expanduser().resolve() for p in additional]
+        )
+        graph = build_graph(catalog.get(session.job_name).definition, session.workflow_name)
+    except DeepWorkError as exc:
+        return None, f"{exc.code}: {exc.message}"
+    return graph_svg(graph, step_states(session)), None
+
+
+def _summary(event: EventRecord) -> str:
+    fields = event.as_written()
+    for key in ("v", "ts", "session_id", "event"):
+        fields.pop(key, None)
+    text = "  ".join(f"{key}={value}" for key, value in fields.items())
+    return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
+
+
+def _timeline(events: list[EventRecord]) -> list[TimelineRow]:
+    return [TimelineRow(at=e.ts, kind=str(e.event), summary=_summary(e)) for e in events]
+
+
+def _outputs(project_root: Path, session: Session) -> list[OutputRow]:
+    rows: list[OutputRow] = []
+    for item in session.evidence:
+        current = sha256_file(project_root, item.path)
+        rows.append(
+            OutputRow(
+                step_id=item.step_id,
+                output=item.output,
+                path=item.path,
+                sha256=item.sha256,
+                verdict=item.verdict.value,
+                current_sha256=current,
+                stale=current != item.sha256,
+            )
+        )
+    return rows
+
+
+def run_detail(store: SessionStore, session_id: str) -> RunDetail:
+    """Everything the run page shows. Raises `session.not_found` for an unknown session."""
+    session = store.load(session_id)
+    root = store.project_root
+    svg, graph_problem = _graph(root, session)
+    timeline_problem = None
+    try:
+        events = read_events(root, session_id)
+    except DeepWorkError as exc:
+        events, timeline_problem = [], f"{exc.code}: {exc.message}"
+    return RunDetail(
+        run=run_row(root, session),
+        inputs=dict(session.inputs),
+        abort_reason=session.abort_reason,
+        graph_svg=svg,
+        graph_problem=graph_problem,
+        timeline=_timeline(events),
+        timeline_problem=timeline_problem,
+        outputs=_outputs(root, session),
+        reviews=[e for e in events if isinstance(e, ReviewVerdictEvent)],
+        approval=pending_approval(ApprovalStore(root), session),
+    )
+
+
+def preview(project_root: Path, relative: str) -> tuple[str | None, str | None]:
+    """(the start of the file as text, None) or (None, why there is no preview)."""
+    path = project_root / relative
+    try:
+        path.resolve().relative_to(project_root.resolve())
+    except (ValueError, OSError):
+        return None, "outside the project: not shown"
+    try:
+        data = read_bytes_file(path, limit=MAX_PREVIEW_BYTES, follow_symlinks=False)
+    except FileReadError as exc:
+        return None, f"no preview ({exc.code})"
+    if b"\0" in data[:8192]:
+        return None, "binary file: no preview"
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, "not UTF-8 text: no preview"
+    if len(text) > PREVIEW_CHARS:
+        return text[:PREVIEW_CHARS], f"first {PREVIEW_CHARS} characters of {len(text)}"
+    return text, None
+
+
+def pending_approval(approvals: ApprovalStore, session: Session) -> ApprovalView | None:
+    """The open, undecided approval request of `session`, with previews of its files."""
+    if session.pending_approval is None or session.status is not SessionStatus.ACTIVE:
+        return None
+    try:
+        record = approvals.load(session.session_id)
+    except DeepWorkError:
+        return None
+    if record is None or record.decision is not None:
+        return None
+    request = record.request
+    files = []
+    for shown in request.shown:
+        text, note = preview(approvals.project_root, shown.path)
+        files.append(
+            FilePreview(
+                output=shown.output, path=shown.path, sha256=shown.sha256, text=text, note=note
+            )
+        )
+    return ApprovalView(
+        session_id=request.session_id,
+        request_id=request.request_id,
+        job=request.job_name,
+        workflow=request.workflow_name,
+        step_ids=list(request.step_ids),
+        prompt=request.prompt,
+        requested_at=request.requested_at,
+        files=files,
+    )
+
+
+def open_approvals(store: SessionStore) -> list[ApprovalView]:
+    """Every open approval request of the project, newest session first."""
+    approvals = ApprovalStore(store.project_root)
+    views = (pending_approval(approvals, s) for s in all_sessions(store))
+    return [view for view in views if view is not None]

@@ -1,0 +1,141 @@
+"""Approvals an agent's shell cannot casually forge (docs/security.md): the real server refuses a
+decision written into the approvals file by hand, or edited, or missing from the event log, and
+the step keeps waiting until the human runs the real `deepwork approve`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from deepwork_core.base.layout import APPROVALS_DIR
+from deepwork_core.state.event_kinds import ApprovalEvent
+from deepwork_core.state.events import events_path, read_events
+from deepwork_mcp.server import create_server
+from fastmcp import Client
+
+from tests.fixtures.configs import config
+from tests.fixtures.evidence_project import make_evidence_project
+from tests.fixtures.tool_calls import call_error, call_ok
+
+PLAN = {"plan": "plan.md"}
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return make_evidence_project(tmp_path / "project")
+
+
+@pytest.fixture
+async def client(root: Path) -> AsyncIterator[Client[Any]]:
+    async with Client(create_server(root, config())) as connected:
+        yield connected
+
+
+async def waiting_session(client: Client[Any], root: Path) -> str:
+    started = await call_ok(
+        client, "start_workflow", goal="g", job_name="approved", workflow_name="main"
+    )
+    (root / "plan.md").write_text("the plan\n")
+    waiting = await call_ok(client, "finished_step", outputs=PLAN)
+    assert waiting["status"] == "awaiting_approval"
+    session_id: str = started["begin_step"]["session_id"]
+    return session_id
+
+
+def approvals_file(root: Path, session_id: str) -> Path:
+    return root / APPROVALS_DIR / f"{session_id}.json"
+
+
+def deepwork_approve(root: Path, session_id: str) -> subprocess.CompletedProcess[str]:
+    """The human's `deepwork approve`, a process of its own (the environment holds the state
+    folder the autouse fixture chose, as the server's does)."""
+    return subprocess.run(
+        [sys.executable, "-m", "deepwork_mcp", "approve", session_id, "--path", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+
+
+def forge_approval(root: Path, session_id: str) -> None:
+    """What an agent with a shell can do: write a decision into the file by hand."""
+    path = approvals_file(root, session_id)
+    record = json.loads(path.read_text())
+    record["decision"] = {
+        "request_id": record["request"]["request_id"],
+        "approved": True,
+        "comment": "looks good",
+        "decided_at": "2026-11-23T22:00:00Z",
+        "channel": "cli",
+        "actor": "alice@laptop",
+        "terminal": "/dev/pts/3",
+        "shown": record["request"]["shown"],
+    }
+    path.write_text(json.dumps(record))
+
+
+async def test_a_hand_written_approval_is_refused_until_the_human_approves(
+    client: Client[Any], root: Path
+) -> None:
+    session_id = await waiting_session(client, root)
+    forge_approval(root, session_id)
+
+    text = await call_error(client, "finished_step", "approval.unverified", outputs=PLAN)
+    assert str(approvals_file(root, session_id)) in text
+    assert "no MAC" in text
+    assert f"deepwork approve {session_id}" in text
+    # Still waiting: the refusal changed nothing, and asking again is refused again.
+    await call_error(client, "finished_step", "approval.unverified", outputs=PLAN)
+
+    done = deepwork_approve(root, session_id)
+    assert done.returncode == 0, done.stderr
+    assert "does not count" in done.stderr  # the human is told the file held a forgery
+    moved = await call_ok(client, "finished_step", outputs=PLAN)
+    assert moved["status"] == "next_step"
+    events = [e for e in read_events(root, session_id) if isinstance(e, ApprovalEvent)]
+    assert [(e.channel, e.actor) for e in events] == [("cli", events[0].actor)]
+    assert events[0].actor != "alice@laptop"  # only the real decision is in the log
+
+
+async def test_a_real_approval_with_its_channel_edited_is_refused(
+    client: Client[Any], root: Path
+) -> None:
+    session_id = await waiting_session(client, root)
+    done = deepwork_approve(root, session_id)
+    assert done.returncode == 0, done.stderr
+    path = approvals_file(root, session_id)
+    record = json.loads(path.read_text())
+    record["decision"]["channel"] = "elicitation"
+    path.write_text(json.dumps(record))
+
+    text = await call_error(client, "finished_step", "approval.unverified", outputs=PLAN)
+    assert "MAC does not verify" in text
+
+
+async def test_a_real_approval_missing_from_the_log_is_refused(
+    client: Client[Any], root: Path
+) -> None:
+    session_id = await waiting_session(client, root)
+    assert deepwork_approve(root, session_id).returncode == 0
+    log = events_path(root, session_id)
+    kept = [line for line in log.read_text().splitlines() if '"event":"approval"' not in line]
+    log.write_text("".join(line + "\n" for line in kept))
+
+    text = await call_error(client, "finished_step", "approval.unverified", outputs=PLAN)
+    assert "no approval event" in text
+
+
+async def test_a_real_approval_goes_through(client: Client[Any], root: Path) -> None:
+    session_id = await waiting_session(client, root)
+    done = deepwork_approve(root, session_id)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    moved = await call_ok(client, "finished_step", outputs=PLAN)
+    assert moved["status"] == "next_step"

@@ -1,0 +1,222 @@
+"""`deepwork dashboard` end to end: the real CLI serving the page, the real MCP server running the
+workflow, and the page driven in headless Chromium by Playwright (docs/dashboard.md).
+
+Playwright drives the system's Chromium (Debian: `apt-get install chromium`, found at
+/usr/bin/chromium or on PATH); it never downloads a browser. Without one the tests skip and say
+so. A screenshot of each page is saved under the test's temporary folder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.types import TextContent
+
+from tests.fixtures.evidence_project import make_evidence_project
+
+
+def _chromium() -> str | None:
+    for candidate in (os.environ.get("DEEPWORK_CHROMIUM"), "/usr/bin/chromium"):
+        if candidate and Path(candidate).is_file():
+            return candidate
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+CHROMIUM = _chromium()
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        CHROMIUM is None,
+        reason="browser tests need Chromium (Debian: apt-get install chromium; or set "
+        "DEEPWORK_CHROMIUM to its path)",
+    ),
+]
+playwright_api = pytest.importorskip("playwright.async_api")
+
+SCRIPT_GOAL = "<script>window.pwned = 1</script> ship it"
+WAIT_MS = 15_000
+
+
+class Agent:
+    def __init__(self, session: ClientSession) -> None:
+        self.session = session
+
+    async def ok(self, tool: str, **arguments: Any) -> dict[str, Any]:
+        result = await self.session.call_tool(tool, arguments)
+        text = "".join(p.text for p in result.content if isinstance(p, TextContent))
+        assert not result.is_error, text
+        assert isinstance(result.structured_content, dict)
+        return result.structured_content
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return make_evidence_project(tmp_path / "project")
+
+
+@asynccontextmanager
+async def mcp_server(root: Path) -> AsyncIterator[Agent]:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "deepwork_mcp", "serve", "--path", str(root), "--no-branch"],
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    with (root.parent / "server.stderr").open("a") as errlog:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            yield Agent(session)
+
+
+@asynccontextmanager
+async def dashboard(root: Path) -> AsyncIterator[str]:
+    """`deepwork dashboard --no-open` as a process; yields the one line it printed."""
+    with (root.parent / "dashboard.stderr").open("a") as errlog:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "deepwork_mcp", "dashboard", "--path", str(root), "--no-open"],
+            stdout=subprocess.PIPE,
+            stderr=errlog,
+            stdin=subprocess.DEVNULL,
+            text=True,
+        )
+        try:
+            assert process.stdout is not None
+            line = await asyncio.wait_for(asyncio.to_thread(process.stdout.readline), 60)
+            assert line.startswith("http://127.0.0.1:"), line
+            assert "/?token=" in line
+            yield line.strip()
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+            if process.stdout is not None:
+                process.stdout.close()
+
+
+@asynccontextmanager
+async def browser_page(url: str) -> AsyncIterator[Any]:
+    async with playwright_api.async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM)
+        try:
+            page = await browser.new_page(viewport={"width": 1200, "height": 800})
+            response = await page.goto(url)
+            assert response is not None
+            assert response.status == 200
+            yield page
+        finally:
+            await browser.close()
+
+
+async def shot(page: Any, tmp_path: Path, name: str) -> None:
+    await page.screenshot(path=str(tmp_path / "screenshots" / f"{name}.png"), full_page=True)
+
+
+async def test_a_run_started_through_the_mcp_server_shows_up_without_a_reload(
+    root: Path, tmp_path: Path
+) -> None:
+    async with dashboard(root) as url, browser_page(url) as page:
+        assert "token=" not in page.url  # taken out of the address bar once the cookie is set
+        await page.get_by_text("No workflow has run in this project yet.").wait_for()
+        async with mcp_server(root) as agent:
+            started = await agent.ok(
+                "start_workflow", goal=SCRIPT_GOAL, job_name="approved", workflow_name="main"
+            )
+            session_id = started["begin_step"]["session_id"]
+            row = page.locator(f'#runs tr[data-session="{session_id}"]')
+            await row.wait_for(timeout=WAIT_MS)
+            # The goal holding <script> shows as text and never ran.
+            assert await row.locator("td.goal").inner_text() == SCRIPT_GOAL
+            assert await page.evaluate("typeof window.pwned") == "undefined"
+            await shot(page, tmp_path, "runs")
+            await row.locator("a").click()
+            await page.locator("svg.workflow-graph .step.current").wait_for()
+            goal = page.locator("table.facts tr", has_text="Goal").locator("td")
+            assert await goal.inner_text() == SCRIPT_GOAL
+            assert await page.evaluate("typeof window.pwned") == "undefined"
+            await shot(page, tmp_path, "run")
+            await page.goto(url.split("?")[0] + "stats")
+            await shot(page, tmp_path, "stats")
+
+
+async def test_an_approval_clicked_in_the_page_lets_the_next_finished_step_advance(
+    root: Path, tmp_path: Path
+) -> None:
+    async with dashboard(root) as url, mcp_server(root) as agent:
+        await agent.ok("start_workflow", goal="g", job_name="approved", workflow_name="main")
+        (root / "plan.md").write_text("the plan\n")
+        waiting = await agent.ok("finished_step", outputs={"plan": "plan.md"})
+        assert waiting["status"] == "awaiting_approval"
+        async with browser_page(url) as page:
+            await page.goto(url.split("?")[0] + "approvals")
+            await page.get_by_text("the plan").first.wait_for()
+            await shot(page, tmp_path, "approvals")
+            await page.get_by_role("button", name="Approve").click()
+            notice = page.locator(".notice.ok")
+            await notice.wait_for(timeout=WAIT_MS)
+            assert "Approved for step plan" in await notice.inner_text()
+            await shot(page, tmp_path, "approved")
+        moved = await agent.ok("finished_step", outputs={"plan": "plan.md"})
+        assert moved["status"] == "next_step"
+        (root / "result.md").write_text("the result\n")
+        complete = await agent.ok("finished_step", outputs={"result": "result.md"})
+        [approval] = complete["evidence"]["approvals"]
+        assert (approval["approved"], approval["channel"]) == (True, "dashboard")
+
+
+async def test_an_edit_after_the_page_loaded_makes_the_click_refuse(
+    root: Path, tmp_path: Path
+) -> None:
+    async with dashboard(root) as url, mcp_server(root) as agent:
+        await agent.ok("start_workflow", goal="g", job_name="approved", workflow_name="main")
+        (root / "plan.md").write_text("the plan\n")
+        await agent.ok("finished_step", outputs={"plan": "plan.md"})
+        async with browser_page(url) as page:
+            await page.goto(url.split("?")[0] + "approvals")
+            await page.get_by_role("button", name="Approve").wait_for()
+            (root / "plan.md").write_text("the plan, edited after the page showed it\n")
+            await page.get_by_role("button", name="Approve").click()
+            notice = page.locator(".notice.refused")
+            await notice.wait_for(timeout=WAIT_MS)
+            assert "approval.outputs_changed" in await notice.inner_text()
+            await shot(page, tmp_path, "refused")
+        still = await agent.ok("finished_step", outputs={"plan": "plan.md"})
+        assert still["status"] != "next_step"
+
+
+async def test_no_token_is_401_and_a_foreign_host_is_403(root: Path) -> None:
+    async with dashboard(root) as url:
+        address = urlsplit(url)
+        async with playwright_api.async_playwright() as playwright:
+            browser = await playwright.chromium.launch(executable_path=CHROMIUM)
+            try:
+                page = await browser.new_page()
+                response = await page.goto(f"http://{address.netloc}/")
+                assert response is not None
+                assert response.status == 401
+            finally:
+                await browser.close()
+
+        def get(host: str) -> int:
+            connection = http.client.HTTPConnection(address.hostname or "", address.port)
+            try:
+                connection.request("GET", f"/?{address.query}", headers={"Host": host})
+                return connection.getresponse().status
+            finally:
+                connection.close()
+
+        assert await asyncio.to_thread(get, "attacker.example") == 403
+        assert await asyncio.to_thread(get, f"attacker.example:{address.port}") == 403
+        assert await asyncio.to_thread(get, address.netloc) == 200

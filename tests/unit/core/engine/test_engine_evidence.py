@@ -1,0 +1,160 @@
+"""The engine's evidence paths (docs/evidence.md): stale outputs, overrides, approvals decided
+from the terminal, and edits after an approval."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from deepwork_core.engine.results import FinishStatus
+from deepwork_core.engine.workflow import WorkflowEngine
+from deepwork_core.evidence.verdicts import VerdictKind
+from deepwork_core.jobs.discovery import JobCatalog
+from deepwork_core.state.approvals import ApprovalChannel, ApprovalStore, record_decision
+from deepwork_core.state.events import read_events
+from deepwork_core.state.sessions import SessionStore
+from deepwork_core.state.stats import collect_stats
+
+from tests.fixtures.evidence_project import key_of, make_evidence_project
+from tests.fixtures.reviewer import ScriptedGate, passes_every_step
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return make_evidence_project(tmp_path / "project")
+
+
+def engine_for(root: Path, gate: ScriptedGate | None = None) -> WorkflowEngine:
+    catalog, store = JobCatalog.for_project(root), SessionStore(root)
+    return WorkflowEngine(root, catalog, store, gate=gate, approval_key=key_of(root))
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def decide(root: Path, session_id: str, *, approved: bool, comment: str | None = None) -> None:
+    record_decision(
+        ApprovalStore(root, key_of(root)),
+        session_id,
+        approved=approved,
+        comment=comment,
+        channel=ApprovalChannel.CLI,
+        actor="alice@host",
+        terminal=None,
+        now=datetime.now(UTC),
+    )
+
+
+def test_a_stale_unreviewed_output_needs_an_override(root: Path) -> None:
+    engine = engine_for(root)  # no gate: nothing can be reviewed again
+    engine.start("g", "approved", "main")
+    session_id = engine.stack()[0].session_id
+    (root / "plan.md").write_text("plan\n")
+    assert engine.finish({"plan": "plan.md"}).status is FinishStatus.AWAITING_APPROVAL
+    decide(root, session_id, approved=True)
+    assert engine.finish({"plan": "plan.md"}).status is FinishStatus.NEXT_STEP
+
+    (root / "plan.md").write_text("plan, changed\n")
+    (root / "result.md").write_text("result\n")
+    blocked = engine.finish({"result": "result.md"})
+    assert blocked.status is FinishStatus.NEEDS_WORK
+    assert blocked.evidence is not None
+    assert [s.path for s in blocked.evidence.stale_evidence] == ["plan.md"]
+    again = engine.finish({"result": "result.md"})
+    assert again.status is FinishStatus.NEEDS_WORK  # no review can run: only an override helps
+
+    done = engine.finish({"result": "result.md"}, override_reason="the plan fix is cosmetic")
+    assert done.status is FinishStatus.WORKFLOW_COMPLETE
+    assert done.evidence is not None
+    assert done.evidence.outputs is not None
+    assert done.evidence.approvals is not None
+    plan = next(e for e in done.evidence.outputs if e.path == "plan.md")
+    assert (plan.sha256, plan.verdict) == (sha(root / "plan.md"), VerdictKind.OVERRIDE)
+    assert plan.override_reason == "the plan fix is cosmetic"
+    [approval] = done.evidence.approvals
+    assert approval.decision is not None
+    assert approval.decision.actor == "alice@host"
+
+
+def test_the_stale_step_is_reviewed_again_with_the_last_one(root: Path) -> None:
+    gate = ScriptedGate(otherwise=passes_every_step)
+    engine = engine_for(root, gate)
+    engine.start("g", "evidenced", "main")
+    (root / "plan.md").write_text("plan\n")
+    engine.finish({"plan": "plan.md"})
+    (root / "plan.md").write_text("plan v2\n")
+    (root / "result.md").write_text("result\n")
+    assert engine.finish({"result": "result.md"}).status is FinishStatus.NEEDS_WORK
+    done = engine.finish({"result": "result.md"})
+    assert done.status is FinishStatus.WORKFLOW_COMPLETE
+    assert [c.step_ids for c in gate.seen] == [("plan",), ("build", "plan")]
+    assert done.evidence is not None
+    assert done.evidence.outputs is not None
+    assert {(e.path, e.verdict) for e in done.evidence.outputs} == {
+        ("plan.md", VerdictKind.REVIEWER),
+        ("result.md", VerdictKind.REVIEWER),
+    }
+
+
+def test_a_rejection_from_the_terminal_sends_the_step_back(root: Path) -> None:
+    engine = engine_for(root)
+    engine.start("g", "approved", "main")
+    session_id = engine.stack()[0].session_id
+    (root / "plan.md").write_text("plan\n")
+    engine.finish({"plan": "plan.md"})
+    decide(root, session_id, approved=False, comment="Add a rollback section")
+    back = engine.finish({"plan": "plan.md"})
+    assert back.status is FinishStatus.NEEDS_WORK
+    assert "Add a rollback section" in (back.feedback or "")
+    # The next call asks again.
+    assert engine.finish({"plan": "plan.md"}).status is FinishStatus.AWAITING_APPROVAL
+    kinds = [e.event for e in read_events(root, session_id)]
+    assert kinds.count("approval_requested") == 2
+    assert "approval" in kinds
+
+
+def test_an_edit_after_the_approval_voids_it(root: Path) -> None:
+    engine = engine_for(root)
+    engine.start("g", "approved", "main")
+    session_id = engine.stack()[0].session_id
+    (root / "plan.md").write_text("plan\n")
+    first = engine.finish({"plan": "plan.md"})
+    decide(root, session_id, approved=True)
+    (root / "plan.md").write_text("plan, swapped after the approval\n")
+    asked_again = engine.finish({"plan": "plan.md"})
+    assert asked_again.status is FinishStatus.AWAITING_APPROVAL
+    assert first.evidence is not None
+    assert asked_again.evidence is not None
+    before, after = first.evidence.approval, asked_again.evidence.approval
+    assert before is not None
+    assert after is not None
+    assert after.request_id != before.request_id
+    assert after.shown[0].sha256 == sha(root / "plan.md")
+
+
+def test_an_override_does_not_skip_the_human(root: Path) -> None:
+    engine = engine_for(root)
+    engine.start("g", "approved", "main")
+    (root / "plan.md").write_text("plan\n")
+    engine.finish({"plan": "plan.md"})
+    again = engine.finish({"plan": "plan.md"}, override_reason="approved it myself")
+    assert again.status is FinishStatus.AWAITING_APPROVAL
+
+
+def test_stats_count_what_the_engine_logged(root: Path) -> None:
+    engine = engine_for(root, ScriptedGate(otherwise=passes_every_step))
+    engine.start("g", "evidenced", "main")
+    (root / "plan.md").write_text("plan\n")
+    (root / "result.md").write_text("result\n")
+    engine.finish({"plan": "plan.md"})
+    engine.finish({"result": "result.md"}, override_reason="reviewed by hand")
+    [job] = collect_stats(root).jobs
+    assert (job.job, job.sessions, job.completed) == ("evidenced", 1, 1)
+    build, plan = job.steps
+    assert (plan.step, plan.runs, plan.finished, plan.reviewed_runs) == ("plan", 1, 1, 1)
+    assert plan.first_try_pass_rate == 1.0
+    assert [(c.criterion, c.evaluations, c.failures) for c in plan.criteria] == [("Clear", 1, 0)]
+    assert (build.step, build.overrides, build.reviewed_runs) == ("build", 1, 0)

@@ -1,0 +1,64 @@
+"""A state transaction makes its writes durable with one fsync of the state folder, however many
+files it renamed into place (docs/runtime-layout.md)."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from deepwork_core.base import fsutil
+from deepwork_core.engine.workflow import WorkflowEngine
+from deepwork_core.jobs.discovery import JobCatalog
+from deepwork_core.state.sessions import SessionStore
+
+from tests.fixtures.workflow_project import make_project
+
+
+class Syncs:
+    """Counts fsync calls on files and on folders."""
+
+    def __init__(self) -> None:
+        self.files = 0
+        self.folders = 0
+
+    def __call__(self, fd: int) -> None:
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            self.folders += 1
+        else:
+            self.files += 1
+
+
+@pytest.fixture
+def syncs(monkeypatch: pytest.MonkeyPatch) -> Syncs:
+    counter = Syncs()
+    monkeypatch.setattr(fsutil.os, "fsync", counter)
+    return counter
+
+
+def test_a_nested_start_syncs_two_files_and_the_folder_once(tmp_path: Path, syncs: Syncs) -> None:
+    root = make_project(tmp_path / "project")
+    engine = WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(root))
+    engine.start("outer", "three_step", "main")
+    syncs.files = syncs.folders = 0
+    result = engine.start("inner", "multi", "alpha")  # a new session file and the stack file
+    assert [item.workflow for item in result.stack] == ["three_step/main", "multi/alpha"]
+    assert (syncs.files, syncs.folders) == (2, 1)
+
+
+def test_a_transaction_without_writes_syncs_nothing(tmp_path: Path, syncs: Syncs) -> None:
+    root = make_project(tmp_path / "project")
+    store = SessionStore(root)
+    with store.transaction():  # the first one writes .deepwork/tmp/.gitignore
+        pass
+    syncs.files = syncs.folders = 0
+    with store.transaction() as tx:
+        assert tx.stack() == []
+    assert (syncs.files, syncs.folders) == (0, 0)
+
+
+def test_a_write_outside_a_transaction_still_syncs_its_folder(tmp_path: Path, syncs: Syncs) -> None:
+    fsutil.atomic_write_text(tmp_path / "a.json", "{}\n")
+    assert (syncs.files, syncs.folders) == (1, 1)
+    assert (tmp_path / "a.json").read_text() == "{}\n"

@@ -1,0 +1,133 @@
+"""`deepwork approve`, run as the human would from a terminal (here: a separate process)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from click.testing import CliRunner
+from deepwork_core.engine.workflow import WorkflowEngine
+from deepwork_core.evidence.hashes import ShownOutput, sha256_file
+from deepwork_core.jobs.discovery import JobCatalog
+from deepwork_core.state.approvals import ApprovalRequest, ApprovalStore
+from deepwork_core.state.sessions import SessionStore
+from deepwork_mcp.approval_keys import state_dir
+from deepwork_mcp.cli import cli
+
+from tests.fixtures.evidence_project import key_of, make_evidence_project
+
+SID = "sess_approve1"
+
+
+def open_request(root: Path) -> ApprovalStore:
+    (root / "plan.md").write_text("the plan\n")
+    store = ApprovalStore(root)
+    store.open_request(
+        ApprovalRequest(
+            request_id="req-1",
+            session_id=SID,
+            job_name="ship",
+            workflow_name="main",
+            step_ids=["plan"],
+            prompt="Is this plan good to go?",
+            shown=[ShownOutput(output="plan", path="plan.md", sha256=sha256_file(root, "plan.md"))],
+            requested_at=datetime(2026, 11, 23, tzinfo=UTC),
+        )
+    )
+    return store
+
+
+def approve(root: Path, *args: str, session_id: str = SID) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "deepwork_mcp", "approve", session_id, "--path", str(root), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+
+
+def test_approving_shows_the_request_and_records_the_decision(tmp_path: Path) -> None:
+    store = open_request(tmp_path)
+    done = approve(tmp_path, "--comment", "fine")
+    assert done.returncode == 0, done.stderr
+    assert "Is this plan good to go?" in done.stdout
+    assert "plan.md" in done.stdout
+    record = store.load(SID)
+    assert record is not None
+    assert record.decision is not None
+    assert record.decision.approved
+    assert record.decision.comment == "fine"
+    assert record.decision.channel == "cli"
+    assert record.decision.terminal is None  # input was not a terminal, and it says so
+    assert "@" in record.decision.actor
+
+
+def test_a_rejection_needs_a_comment(tmp_path: Path) -> None:
+    store = open_request(tmp_path)
+    done = approve(tmp_path, "--reject")
+    assert done.returncode == 2
+    assert "--comment" in done.stderr
+    record = store.load(SID)
+    assert record is not None
+    assert record.decision is None
+
+
+def test_without_a_waiting_step_it_fails_with_the_code(tmp_path: Path) -> None:
+    done = approve(tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.startswith("approval.none_pending: ")
+
+
+def test_status_shows_a_step_waiting_for_a_human(tmp_path: Path) -> None:
+    root = make_evidence_project(tmp_path / "project", with_git=False)
+    catalog, store = JobCatalog.for_project(root), SessionStore(root)
+    engine = WorkflowEngine(root, catalog, store, approval_key=key_of(root))
+    session_id = engine.start("g", "approved", "main").brief.session_id
+    (root / "plan.md").write_text("the plan\n")
+    engine.finish({"plan": "plan.md"})
+
+    result = CliRunner().invoke(cli, ["status", "--path", str(root)])
+    assert f"AWAITING APPROVAL: deepwork approve {session_id}" in result.output
+    assert approve(root, session_id=session_id).returncode == 0
+    engine.finish({"plan": "plan.md"})
+    result = CliRunner().invoke(cli, ["status", "--path", str(root)])
+    assert "approvals 1" in result.output
+    assert "AWAITING APPROVAL" not in result.output
+
+
+def test_the_key_is_made_0600_in_the_state_folder_outside_the_project(tmp_path: Path) -> None:
+    open_request(tmp_path)
+    assert approve(tmp_path).returncode == 0
+    key = key_of(tmp_path).path
+    assert key.parent == Path(os.environ["DEEPWORK_STATE_DIR"]) / "keys"
+    assert key.name == hashlib.sha256(os.fsencode(tmp_path.resolve())).hexdigest() + ".key"
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600
+    assert not (tmp_path / ".deepwork").joinpath("keys").exists()
+
+
+def test_a_key_others_may_read_is_refused_with_its_code(tmp_path: Path) -> None:
+    store = open_request(tmp_path)
+    key = key_of(tmp_path)
+    key.secret()
+    key.path.chmod(0o644)
+    done = approve(tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.startswith("approval.key_unsafe: ")
+    assert str(key.path) in done.stderr
+    record = store.load(SID)
+    assert record is not None
+    assert record.decision is None  # nothing was recorded with a key others could read
+
+
+def test_the_state_folder_follows_xdg_then_home() -> None:
+    assert state_dir({"DEEPWORK_STATE_DIR": "/srv/dw", "XDG_STATE_HOME": "/x"}) == Path("/srv/dw")
+    assert state_dir({"XDG_STATE_HOME": "/x", "HOME": "/h"}) == Path("/x/deepwork")
+    assert state_dir({"XDG_STATE_HOME": "rel", "HOME": "/h"}) == Path("/h/.local/state/deepwork")
+    assert state_dir({"HOME": "/h"}) == Path("/h/.local/state/deepwork")

@@ -1,0 +1,107 @@
+"""`deepwork stats` over hand-written event logs: the figures a hand count gives."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from deepwork_core.state.events import events_dir
+from deepwork_mcp.cli import cli
+
+from tests.fixtures.paths import FIXTURES
+
+LOGS = FIXTURES / "event_logs"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    folder = events_dir(tmp_path)
+    folder.mkdir(parents=True)
+    for log in LOGS.glob("*.jsonl"):
+        shutil.copy(log, folder / log.name)
+    return tmp_path
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, ["stats", *args])
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+def stats_json(project: Path, *args: str) -> dict[str, Any]:
+    code, out, _ = run("--json", "--path", str(project), *args)
+    assert code == 0
+    data = json.loads(out)
+    assert isinstance(data, dict)
+    return data
+
+
+def test_the_figures_match_a_hand_count(project: Path) -> None:
+    data = stats_json(project)
+    assert [job["job"] for job in data["jobs"]] == ["notes", "report"]
+    report = data["jobs"][1]
+    assert (report["sessions"], report["completed"], report["aborted"]) == (3, 2, 1)
+    publish, write = report["steps"]
+    # write: first attempts fail, pass (two reviews, both passed), fail; 2 + 1 + 2 attempts;
+    # one override; 120 s, 60 s and 90 s from step_begun to step_finished.
+    assert write == {
+        "step": "write",
+        "runs": 3,
+        "finished": 3,
+        "reviewed_runs": 3,
+        "first_try_pass_rate": 0.3333,
+        "mean_attempts": 1.6667,
+        "overrides": 1,
+        "median_seconds": 90.0,
+        "criteria": [
+            {"criterion": "Clear", "evaluations": 5, "failures": 1, "failure_rate": 0.2},
+            {"criterion": "Complete", "evaluations": 1, "failures": 0, "failure_rate": 0.0},
+            {"criterion": "Sourced", "evaluations": 5, "failures": 3, "failure_rate": 0.6},
+        ],
+    }
+    # publish: no reviews; finished in 30 s and 10 s; the third run was aborted.
+    assert publish == {
+        "step": "publish",
+        "runs": 3,
+        "finished": 2,
+        "reviewed_runs": 0,
+        "first_try_pass_rate": None,
+        "mean_attempts": None,
+        "overrides": 0,
+        "median_seconds": 20.0,
+        "criteria": [],
+    }
+
+
+def test_a_self_review_is_no_reviewer_verdict(project: Path) -> None:
+    [notes] = stats_json(project, "--job", "notes")["jobs"]
+    [gather] = notes["steps"]
+    assert (gather["runs"], gather["reviewed_runs"], gather["median_seconds"]) == (1, 0, 5.0)
+    assert gather["first_try_pass_rate"] is None
+
+
+def test_a_corrupt_log_is_skipped_and_named(project: Path) -> None:
+    (events_dir(project) / "sess_broken.jsonl").write_text("not json\n")
+    data = stats_json(project)
+    assert [s["session_id"] for s in data["skipped"]] == ["sess_broken"]
+    assert data["skipped"][0]["error"].startswith("events.corrupt: ")
+    assert len(data["jobs"]) == 2
+
+
+def test_the_table_names_each_step_and_criterion(project: Path) -> None:
+    code, out, _ = run("--path", str(project), "--job", "report")
+    assert code == 0
+    assert "report: 3 session(s), 2 completed, 1 aborted" in out
+    assert "write: 3 run(s), first-try pass 33%, mean attempts 1.67, 1 override(s)" in out
+    assert "Sourced: failed 3 of 5 (60%)" in out
+
+
+def test_a_project_without_logs(tmp_path: Path) -> None:
+    code, out, _ = run("--path", str(tmp_path))
+    assert code == 0
+    assert "No workflow runs recorded yet" in out

@@ -1,0 +1,56 @@
+"""A project with a step waiting for a human, and a dashboard app in front of it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from deepwork_core.engine.workflow import WorkflowEngine
+from deepwork_core.jobs.discovery import JobCatalog
+from deepwork_core.state.sessions import SessionStore
+from deepwork_mcp.dashboard.app import dashboard_app
+from starlette.testclient import TestClient
+
+from tests.fixtures.evidence_project import key_of, make_evidence_project
+
+PORT = 8765
+TOKEN = "t0ken-for-tests"
+BASE = f"http://127.0.0.1:{PORT}"
+
+
+@dataclass
+class Waiting:
+    root: Path
+    engine: WorkflowEngine
+    session_id: str
+
+
+def waiting_project(root: Path, goal: str = "ship the plan") -> Waiting:
+    """`approved/main` started, its `plan` step submitted and waiting for approval."""
+    make_evidence_project(root, with_git=False)
+    catalog, store = JobCatalog.for_project(root), SessionStore(root)
+    engine = WorkflowEngine(root, catalog, store, approval_key=key_of(root))
+    session_id = engine.start(goal, "approved", "main").brief.session_id
+    (root / "plan.md").write_text("the plan <b>bold?</b>\n")
+    engine.finish({"plan": "plan.md"})
+    return Waiting(root, engine, session_id)
+
+
+@pytest.fixture
+def waiting(tmp_path: Path) -> Waiting:
+    return waiting_project(tmp_path / "project")
+
+
+def client_for(root: Path, *, signed_in: bool = True) -> TestClient:
+    client = TestClient(dashboard_app(root, port=PORT, token=TOKEN), base_url=BASE)
+    if signed_in:
+        assert client.get(f"/?token={TOKEN}").status_code == 200
+    return client
+
+
+@pytest.fixture
+def client(waiting: Waiting) -> Iterator[TestClient]:
+    with client_for(waiting.root) as signed_in:
+        yield signed_in

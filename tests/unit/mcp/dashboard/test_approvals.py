@@ -1,0 +1,111 @@
+"""Approving from the dashboard: recorded as `deepwork approve` records it, on its own channel,
+bound to the files the page showed (docs/dashboard.md, docs/evidence.md)."""
+
+from __future__ import annotations
+
+import re
+
+from deepwork_core.state.approvals import ApprovalStore
+from starlette.testclient import TestClient
+
+from tests.unit.mcp.dashboard.conftest import TOKEN, Waiting
+
+
+def request_id_on(page: str) -> str:
+    found = re.search(r'name="request_id" value="([^"]+)"', page)
+    assert found is not None
+    return found.group(1)
+
+
+def decide(client: TestClient, waiting: Waiting, **form: str) -> tuple[int, str]:
+    page = client.get("/approvals").text
+    data = {"token": TOKEN, "request_id": request_id_on(page), **form}
+    response = client.post(f"/approvals/{waiting.session_id}", data=data)
+    return response.status_code, response.text
+
+
+def test_the_page_shows_the_files_hashes_and_escaped_previews(
+    client: TestClient, waiting: Waiting
+) -> None:
+    page = client.get("/approvals").text
+    record = ApprovalStore(waiting.root).load(waiting.session_id)
+    assert record is not None
+    [shown] = record.request.shown
+    assert shown.sha256 is not None
+    assert shown.sha256 in page
+    assert "the plan &lt;b&gt;bold?&lt;/b&gt;" in page
+    assert "<b>bold?</b>" not in page
+    assert ">Approve</button>" in page
+    assert ">Reject</button>" in page
+
+
+def test_an_approval_is_recorded_on_the_dashboard_channel_and_unblocks_the_step(
+    client: TestClient, waiting: Waiting
+) -> None:
+    status, page = decide(client, waiting, decision="approve")
+    assert status == 200
+    assert "Approved for step plan" in page
+    record = ApprovalStore(waiting.root).load(waiting.session_id)
+    assert record is not None
+    assert record.decision is not None
+    assert (record.decision.approved, record.decision.channel) == (True, "dashboard")
+    assert "@" in record.decision.actor
+    assert record.decision.terminal is None
+    moved = waiting.engine.finish({"plan": "plan.md"})
+    assert moved.status == "next_step"
+
+
+def test_a_file_changed_after_the_page_showed_it_refuses_the_approval(
+    client: TestClient, waiting: Waiting
+) -> None:
+    page = client.get("/approvals").text
+    (waiting.root / "plan.md").write_text("changed behind the human's back\n")
+    response = client.post(
+        f"/approvals/{waiting.session_id}",
+        data={"token": TOKEN, "request_id": request_id_on(page), "decision": "approve"},
+    )
+    assert response.status_code == 409
+    assert "approval.outputs_changed" in response.text
+    assert "plan.md" in response.text
+    record = ApprovalStore(waiting.root).load(waiting.session_id)
+    assert record is not None
+    assert record.decision is None
+
+
+def test_a_replaced_request_refuses_the_old_page(client: TestClient, waiting: Waiting) -> None:
+    response = client.post(
+        f"/approvals/{waiting.session_id}",
+        data={"token": TOKEN, "request_id": "an-older-request", "decision": "approve"},
+    )
+    assert response.status_code == 409
+    assert "approval.request_changed" in response.text
+
+
+def test_a_rejection_needs_a_reason_and_records_it(client: TestClient, waiting: Waiting) -> None:
+    status, page = decide(client, waiting, decision="reject")
+    assert status == 400
+    assert "needs a reason" in page
+    status, page = decide(client, waiting, decision="reject", comment="say why")
+    assert status == 200
+    record = ApprovalStore(waiting.root).load(waiting.session_id)
+    assert record is not None
+    assert record.decision is not None
+    assert (record.decision.approved, record.decision.comment) == (False, "say why")
+
+
+def test_a_post_without_the_token_in_its_form_is_refused(
+    client: TestClient, waiting: Waiting
+) -> None:
+    page = client.get("/approvals").text
+    response = client.post(
+        f"/approvals/{waiting.session_id}",
+        data={"request_id": request_id_on(page), "decision": "approve"},
+    )
+    assert response.status_code == 403
+    record = ApprovalStore(waiting.root).load(waiting.session_id)
+    assert record is not None
+    assert record.decision is None
+
+
+def test_decisions_are_posts_only(client: TestClient, waiting: Waiting) -> None:
+    assert client.get(f"/approvals/{waiting.session_id}?decision=approve").status_code == 405

@@ -1,0 +1,135 @@
+"""What the dashboard pages show, and that untrusted text shows as text (docs/dashboard.md)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from click.testing import CliRunner
+from deepwork_core.evidence.verdicts import CriterionVerdict
+from deepwork_core.jobs.graph import GraphEdge, GraphStep, WorkflowGraph
+from deepwork_core.state.event_kinds import ReviewVerdictEvent, StartedEvent
+from deepwork_core.state.events import append_event
+from deepwork_core.state.sessions import Session, SessionStore
+from deepwork_mcp.cli import cli
+from deepwork_mcp.dashboard.graph_svg import StepState, graph_svg
+from deepwork_mcp.dashboard.views import RunStatus, run_tree
+
+from tests.unit.mcp.dashboard.conftest import client_for, waiting_project
+
+SCRIPT_GOAL = "<script>window.pwned = 1</script> & more"
+T0 = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
+
+
+def test_a_goal_holding_markup_shows_as_text_everywhere(tmp_path: Path) -> None:
+    waiting = waiting_project(tmp_path / "project", goal=SCRIPT_GOAL)
+    client = client_for(waiting.root)
+    escaped = "&lt;script&gt;window.pwned = 1&lt;/script&gt; &amp; more"
+    for path in ("/", "/fragment/runs", f"/run/{waiting.session_id}"):
+        page = client.get(path).text
+        assert escaped in page, path
+        assert "<script>window" not in page, path
+
+
+def test_the_run_page_draws_the_graph_marks_the_current_step_and_shows_evidence(
+    tmp_path: Path,
+) -> None:
+    waiting = waiting_project(tmp_path / "project")
+    page = client_for(waiting.root).get(f"/run/{waiting.session_id}").text
+    assert '<svg xmlns="http://www.w3.org/2000/svg" class="workflow-graph"' in page
+    assert 'class="step current" data-step="plan"' in page
+    assert 'data-step="build"' in page
+    assert "awaiting approval" in page
+    assert "Waiting for approval" in page
+    assert "step_begun" in page  # the timeline
+
+
+def test_runs_are_newest_first_with_nested_runs_under_their_parent(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path)
+
+    def session(sid: str, minutes: int, parent: str | None = None) -> Session:
+        return Session(
+            session_id=sid,
+            job_name="j",
+            workflow_name="w",
+            goal=f"goal {sid}",
+            current_step_ids=["s"],
+            started_at=T0.replace(minute=minutes),
+            parent_session_id=parent,
+        )
+
+    with store.transaction() as tx:
+        tx.save(session("older1", 1))
+        tx.save(session("child1", 3, parent="older1"))
+        tx.save(session("newer1", 5))
+    rows = run_tree(store)
+    assert [r.session_id for r in rows] == ["newer1", "older1"]
+    assert [c.session_id for c in rows[1].children] == ["child1"]
+    assert rows[0].status is RunStatus.ACTIVE
+
+
+def test_the_graph_svg_escapes_names_and_marks_states() -> None:
+    a = GraphStep("a", "<b>A & co</b>", 0, reviewed=True)
+    b = GraphStep("b", "B", 1, reviewed=False)
+    c = GraphStep("c", "C", 1, reviewed=False)
+    graph = WorkflowGraph(
+        "job",
+        "wf",
+        ((a,), (b, c)),
+        (GraphEdge("a", "b", "order"), GraphEdge("a", "c", "input", "<plan>.md")),
+    )
+    svg = graph_svg(graph, {"a": StepState.DONE, "b": StepState.CURRENT})
+    assert "&lt;b&gt;A &amp; co&lt;/b&gt;" in svg
+    assert "&lt;plan&gt;.md" in svg
+    assert "<b>" not in svg
+    assert 'class="step reviewed done" data-step="a"' in svg
+    assert 'class="step current" data-step="b"' in svg
+    assert 'class="step" data-step="c"' in svg
+    assert svg.count("<rect") == 3
+
+
+def test_the_stats_table_lists_the_most_failed_criteria_first(tmp_path: Path) -> None:
+    append_event(tmp_path, StartedEvent(ts=T0, session_id="session0001", job="j", workflow="w"))
+    for attempt, (clear, works) in enumerate([(True, False), (True, False), (False, True)]):
+        append_event(
+            tmp_path,
+            ReviewVerdictEvent(
+                ts=T0,
+                session_id="session0001",
+                step_id="plan",
+                passed=clear and works,
+                attempt=attempt + 1,
+                criteria=[
+                    CriterionVerdict(criterion="Clear", passed=clear),
+                    CriterionVerdict(criterion="Works", passed=works),
+                ],
+            ),
+        )
+    page = client_for(tmp_path).get("/stats").text
+    assert 'class="sortable criteria"' in page
+    assert page.index("<td>Works</td>") < page.index("<td>Clear</td>")
+
+
+def test_report_writes_one_self_contained_page(tmp_path: Path) -> None:
+    waiting = waiting_project(tmp_path / "project", goal=SCRIPT_GOAL)
+    out = tmp_path / "run.html"
+    result = CliRunner().invoke(
+        cli, ["report", waiting.session_id, "--html", str(out), "--path", str(waiting.root)]
+    )
+    assert result.exit_code == 0, result.output
+    page = out.read_text()
+    assert "<style>" in page
+    assert "<svg" in page
+    assert "<script" not in page.replace("&lt;script", "")
+    assert 'src="' not in page
+    assert 'rel="stylesheet"' not in page
+    assert ">Approve</button>" not in page  # a report has no buttons
+
+
+def test_report_of_an_unknown_session_fails_with_the_code(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        cli,
+        ["report", "nosuchsession", "--html", str(tmp_path / "x.html"), "--path", str(tmp_path)],
+    )
+    assert result.exit_code == 1
+    assert "session.not_found" in result.output
