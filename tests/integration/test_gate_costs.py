@@ -18,17 +18,11 @@ from deepwork_mcp.server import create_server
 from fastmcp import Client
 
 from tests.fixtures.configs import config
+from tests.fixtures.reviewer import ScriptedReviewer
 from tests.fixtures.tool_calls import call_error, call_ok
-from tests.integration.test_quality_gate import (
-    claude_log,
-    review_brief,
-    reviewer_calls,
-    root,
-    start_reviewed,
-    state,
-)
+from tests.integration.test_quality_gate import review_brief, root, start_reviewed, state
 
-__all__ = ["claude_log", "root"]  # fixtures, imported for pytest
+__all__ = ["root"]  # a fixture, imported for pytest
 
 LIGHT_FRAME_BYTES = 1000
 EXHAUSTED = ErrorCode.QUALITY_GATE_BUDGET_EXHAUSTED
@@ -47,13 +41,13 @@ def usage_events(root: Path, session_id: str) -> list[dict[str, Any]]:
 
 
 async def test_a_light_review_brief_is_the_criteria_and_little_else(
-    root: Path, claude_log: Path
+    root: Path, reviewer_on_path: ScriptedReviewer
 ) -> None:
     server = create_server(root, config(external_runner="claude", review_depth="light"))
     async with Client(server) as client:
         await start_reviewed(client, root)
         await call_ok(client, "finished_step", outputs={"report": "report.md"}, notes="N" * 5000)
-    [call] = reviewer_calls(claude_log)
+    [call] = reviewer_on_path.calls()
     brief = review_brief(call)
     criteria = "Does the report cover the topic?"
     assert criteria in brief
@@ -63,7 +57,7 @@ async def test_a_light_review_brief_is_the_criteria_and_little_else(
 
 
 async def test_thorough_review_asks_to_read_inputs_and_uses_the_depths_model(
-    root: Path, claude_log: Path
+    root: Path, reviewer_on_path: ScriptedReviewer
 ) -> None:
     models = {"thorough": "deep-model", "light": "small-model"}
     server = create_server(
@@ -72,7 +66,7 @@ async def test_thorough_review_asks_to_read_inputs_and_uses_the_depths_model(
     async with Client(server) as client:
         await start_reviewed(client, root)
         await call_ok(client, "finished_step", outputs={"report": "report.md"})
-    [call] = reviewer_calls(claude_log)
+    [call] = reviewer_on_path.calls()
     assert "read every input from earlier steps in full" in review_brief(call)
     argv = call["argv"]
     assert argv[argv.index("--model") + 1] == "deep-model"
@@ -93,9 +87,9 @@ async def test_self_review_file_follows_the_depth(root: Path) -> None:
 
 
 async def test_a_stalled_reviewer_is_killed_retried_once_then_answers_stalled(
-    root: Path, claude_log: Path, monkeypatch: pytest.MonkeyPatch
+    root: Path, reviewer_on_path: ScriptedReviewer
 ) -> None:
-    monkeypatch.setenv("FAKE_CLAUDE_STALL", "always")
+    reviewer_on_path.answer("stall")
     stall = 1.0
     server = create_server(root, config(external_runner="claude", stall_timeout=stall))
     async with Client(server) as client:
@@ -109,7 +103,7 @@ async def test_a_stalled_reviewer_is_killed_retried_once_then_answers_stalled(
     assert "write: all outputs" in message  # names the task
     assert "2 time(s) in a row (2 s waited in all)" in message
     assert f"quality_review_{session_id}_write.md" in message  # self-review is the way on
-    assert len(reviewer_calls(claude_log)) == 2
+    assert len(reviewer_on_path.calls()) == 2
     stalls = [e for e in read_events(root, session_id) if e.event == "review_stalled"]
     assert [(e.details()["try_number"], e.details()["retrying"]) for e in stalls] == [
         (1, True),
@@ -121,32 +115,32 @@ async def test_a_stalled_reviewer_is_killed_retried_once_then_answers_stalled(
 
 
 async def test_a_reviewer_that_stalls_once_is_retried_and_answers(
-    root: Path, claude_log: Path, monkeypatch: pytest.MonkeyPatch
+    root: Path, reviewer_on_path: ScriptedReviewer
 ) -> None:
-    monkeypatch.setenv("FAKE_CLAUDE_STALL", "once")
+    reviewer_on_path.answer("stall_once")
     server = create_server(root, config(external_runner="claude", stall_timeout=1.0))
     async with Client(server) as client:
         session_id = await start_reviewed(client, root)
         result = await call_ok(client, "finished_step", outputs={"report": "report.md"})
     assert result["status"] == "next_step"
-    assert len(reviewer_calls(claude_log)) == 2
+    assert len(reviewer_on_path.calls()) == 2
     assert kinds(root, session_id).count("review_stalled") == 1
 
 
 async def test_usage_is_summed_in_active_workflow_status_and_stats(
-    root: Path, claude_log: Path, monkeypatch: pytest.MonkeyPatch
+    root: Path, reviewer_on_path: ScriptedReviewer
 ) -> None:
-    monkeypatch.setenv("FAKE_CLAUDE_COST", "0.25")
-    monkeypatch.setenv("FAKE_CLAUDE_MODE", "fail")
+    reviewer_on_path.spend(0.25)
+    reviewer_on_path.answer("fail")
     server = create_server(root, config(external_runner="claude", max_attempts=5))
     async with Client(server) as client:
         session_id = await start_reviewed(client, root)
         for _ in range(2):
             await call_ok(client, "finished_step", outputs={"report": "report.md"})
-        monkeypatch.setenv("FAKE_CLAUDE_MODE", "pass")
+        reviewer_on_path.answer("pass")
         await call_ok(client, "finished_step", outputs={"report": "report.md"})
         active = await call_ok(client, "get_active_workflow")
-    calls = reviewer_calls(claude_log)
+    calls = reviewer_on_path.calls()
     expected_input = sum(len(call["stdin"].encode()) // 4 for call in calls)
     usage = active["review_usage"]
     assert usage["calls"] == 3
@@ -180,10 +174,10 @@ async def test_usage_is_summed_in_active_workflow_status_and_stats(
 
 
 async def test_a_spent_budget_starts_no_reviewer_and_every_call_got_what_was_left(
-    root: Path, claude_log: Path, monkeypatch: pytest.MonkeyPatch
+    root: Path, reviewer_on_path: ScriptedReviewer
 ) -> None:
-    monkeypatch.setenv("FAKE_CLAUDE_COST", "0.40")
-    monkeypatch.setenv("FAKE_CLAUDE_MODE", "fail")
+    reviewer_on_path.spend(0.40)
+    reviewer_on_path.answer("fail")
     budget = {"max_cost_usd": 1.0}
     server = create_server(root, config(external_runner="claude", max_attempts=10, budget=budget))
     async with Client(server) as client:
@@ -195,7 +189,7 @@ async def test_a_spent_budget_starts_no_reviewer_and_every_call_got_what_was_lef
             await call_error(client, "finished_step", EXHAUSTED, outputs={"report": "report.md"})
             for _ in range(2)
         ]
-    calls = reviewer_calls(claude_log)
+    calls = reviewer_on_path.calls()
     assert len(calls) == 3  # no reviewer after the third call
     left = [float(call["argv"][call["argv"].index("--max-budget-usd") + 1]) for call in calls]
     assert left == pytest.approx([1.0, 0.6, 0.2])
@@ -217,7 +211,9 @@ def snapshot(folder: Path) -> dict[str, bytes]:
     }
 
 
-async def test_a_dry_run_lists_the_tasks_and_changes_nothing(root: Path, claude_log: Path) -> None:
+async def test_a_dry_run_lists_the_tasks_and_changes_nothing(
+    root: Path, reviewer_on_path: ScriptedReviewer
+) -> None:
     server = create_server(root, config(external_runner="claude"))
     async with Client(server) as client:
         session_id = await start_reviewed(client, root)
@@ -245,7 +241,7 @@ async def test_a_dry_run_lists_the_tasks_and_changes_nothing(root: Path, claude_
     }
     assert before == after
     assert events_path(root, session_id).read_bytes() == before[f"events/{session_id}.jsonl"]
-    assert reviewer_calls(claude_log) == []
+    assert reviewer_on_path.calls() == []
     assert problems.is_error
     assert real.is_error
     assert problems.content == real.content  # the same coded problems as a real call
