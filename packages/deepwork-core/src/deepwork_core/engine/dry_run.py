@@ -9,14 +9,13 @@ See docs/quality-gate.md, "Dry run".
 
 from __future__ import annotations
 
-from deepwork_core.engine.checkpoints import current_checkpoint
-
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from deepwork_core.base.config import DEFAULT_REVIEW_DEPTH
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.engine.briefing import reviewer_inputs
+from deepwork_core.engine.checkpoints import current_checkpoint
 from deepwork_core.engine.outputs import validate_outputs
 from deepwork_core.engine.results import (
     EvidenceReport,
