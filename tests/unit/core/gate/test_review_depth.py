@@ -13,7 +13,7 @@ from deepwork_core.gate.quality import plan_review_tasks
 from deepwork_core.jobs.formats.convert import convert_job
 from deepwork_core.jobs.parser import load_job, parse_job_dir
 
-from tests.unit.core.jobdata import changed, valid_job, write_job
+from tests.fixtures.jobdata import changed, valid_job, write_job
 
 FIXTURES = Path(__file__).parents[3] / "fixtures"
 
