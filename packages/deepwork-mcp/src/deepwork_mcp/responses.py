@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 
 # The two names below restate core types instead of importing them: this module is loaded for the
 # first `get_workflows`, and the core modules defining them load the engine's state and gate
-# modules (about 40 ms of a cold start). tests/unit/mcp/test_responses.py keeps them equal.
+# modules (about 40 ms of a cold start). tests/unit/mcp/tools/test_output_schemas.py keeps them
+# (and `ReviewUsageInfo` below) equal to the core's.
 
 #: The values of `deepwork_core.engine.results.FinishStatus`, in its order.
 FinishStatusValue = Literal[
