@@ -47,7 +47,11 @@ async def test_the_server_answers_other_calls_while_a_hostile_pattern_is_checked
     (root / "changes.json").write_text(json.dumps(hostile), encoding="utf-8")
     async with serve(root, "server", "--no-quality-gate") as server:
         await server.ok(
-            "start_workflow", goal="g", job_name="release_digest", workflow_name="draft"
+            "start_workflow",
+            goal="g",
+            job_name="release_digest",
+            workflow_name="draft",
+            inputs={"version": "2.3.0"},  # a required start parameter (docs/job-format.md)
         )
 
         async def submit() -> str:
