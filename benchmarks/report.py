@@ -81,6 +81,8 @@ FIGURE_KEYS: tuple[str, ...] = (
     "evidence.checkpoint",
     "evidence.hashing",
     "evidence.scope_guard",
+    "review_brief.light",
+    "review_brief.standard",
 )
 
 

@@ -563,6 +563,21 @@ def _ms(seconds: float) -> float:
     return seconds * 1000
 
 
+async def review_briefs(bench: Bench) -> None:
+    """The bytes of a `light` and a `standard` review brief for the standard jobs."""
+    from brief_sizes import brief_bytes
+
+    for depth in ("light", "standard"):
+        total, count = brief_bytes(depth, bench.folder("briefs"))
+        figure = bench.figure(
+            f"review_brief.{depth}",
+            f"review briefs of the standard jobs at depth {depth} ({count} reviews)",
+            "bytes",
+            reviews=count,
+        )
+        figure.samples.append(total)
+
+
 Scenario = Callable[[Bench], Awaitable[None]]
 
 # name -> (scenario, the figure-key prefixes it produces)
@@ -574,5 +589,6 @@ SCENARIOS: dict[str, tuple[Scenario, tuple[str, ...]]] = {
     "reviews": (reviews, ("reviews.",)),
     "hook": (hook, ("hook.",)),
     "evidence": (evidence, ("evidence.",)),
+    "review_briefs": (review_briefs, ("review_brief.",)),
 }
 ALIASES = {"context": "cold_start", "memory": "get_workflows", "nested": "workflows"}

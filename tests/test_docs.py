@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from deepwork_core.base.error_codes import AREAS, ErrorCode, area_of
+from deepwork_core.base.error_areas import AREAS
+from deepwork_core.base.error_codes import ErrorCode, area_of
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"

@@ -14,7 +14,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from deepwork_core.base.error_codes import AREAS, ErrorCode, area_of
+from deepwork_core.base.error_areas import AREAS
+from deepwork_core.base.error_codes import ErrorCode, area_of
 
 ROOT = Path(__file__).resolve().parent.parent
 ERRORS_DOC = ROOT / "docs" / "errors.md"

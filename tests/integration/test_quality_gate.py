@@ -135,7 +135,7 @@ async def test_passing_review_advances(
     assert result.structured_content["status"] == "next_step"
     [call] = reviewer_on_path.calls()
     argv = call["argv"]
-    assert argv[:3] == ["--print", "--output-format", "json"]
+    assert argv[:4] == ["--print", "--output-format", "stream-json", "--verbose"]
     assert argv[-2:] == ["-p", "--"]
     assert "--json-schema" in argv
     assert call["cwd"] == str(root)

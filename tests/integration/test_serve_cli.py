@@ -56,6 +56,17 @@ def test_version_does_not_import_fastmcp() -> None:
     assert result.stdout.startswith("deepwork, version ")
 
 
+#: The review-cost settings (issue 23), at their defaults in every test below.
+COST_DEFAULTS = {
+    "review_depth": "standard",
+    "models": {"light": None, "standard": None, "thorough": None},
+    "stall_timeout": 60.0,
+    "stall_retries": 1,
+    "budget": {"max_cost_usd": None, "max_tokens": None},
+    "max_parallel": 4,
+}
+
+
 def summary(config: DeepWorkConfig) -> dict[str, object]:
     """The settings `create_server` acts on."""
     return {
@@ -73,6 +84,7 @@ def test_defaults_without_config(tmp_path: Path) -> None:
         "max_attempts": 3,
         "external_runner": None,
         "deepreview_rules": True,
+        **COST_DEFAULTS,
         "platform": "claude",
         "create_branch": True,
     }
@@ -101,6 +113,7 @@ def test_config_gives_the_defaults(tmp_path: Path) -> None:
         "max_attempts": 5,
         "external_runner": "claude",
         "deepreview_rules": False,
+        **COST_DEFAULTS,
         "platform": "gemini",
         "create_branch": False,
     }
@@ -125,6 +138,7 @@ def test_flags_win_over_the_config() -> None:
         "max_attempts": 2,
         "external_runner": None,
         "deepreview_rules": True,
+        **COST_DEFAULTS,
         "platform": "gemini",
         "create_branch": False,
     }

@@ -650,6 +650,7 @@ def test_step_status_values() -> None:
         "next_step",
         "workflow_complete",
         "awaiting_approval",  # a step waits for a human (docs/evidence.md)
+        "dry_run",  # finished_step(dry_run=true) (docs/quality-gate.md)
     ]
 
 

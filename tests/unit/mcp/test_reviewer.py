@@ -146,7 +146,8 @@ async def test_pass_sends_exact_argv_and_payload_on_stdin(env: Env) -> None:
     assert call["argv"] == [
         "--print",
         "--output-format",
-        "json",
+        "stream-json",
+        "--verbose",
         "--system-prompt",
         REVIEWER_SYSTEM_PROMPT,
         "--json-schema",
@@ -178,6 +179,12 @@ async def test_fail_gives_failed_verdict_with_criteria(env: Env) -> None:
         ("is_error", "quality_gate.is_error"),
         ("exit", "quality_gate.exit_code"),
         ("flood", "quality_gate.output_too_large"),
+        ("truncated", "quality_gate.truncated"),
+        ("error_max_budget_usd", "quality_gate.budget_exhausted"),
+        ("error_max_turns", "quality_gate.max_turns"),
+        ("error_during_execution", "quality_gate.execution_error"),
+        ("error_max_structured_output_retries", "quality_gate.structured_output_retries"),
+        ("error_unheard_of", "quality_gate.unknown_subtype"),
     ],
 )
 async def test_broken_replies_have_distinct_codes(env: Env, mode: str, code: str) -> None:
@@ -190,6 +197,8 @@ async def test_broken_replies_have_distinct_codes(env: Env, mode: str, code: str
     if mode == "exit":
         assert "3" in exc.value.message
         assert "something broke" in exc.value.message
+    if mode.startswith("error_"):
+        assert f"subtype {mode}" in exc.value.message  # the reviewer's own words, bounded
 
 
 async def test_a_reply_missing_a_criterion_is_asked_again_once(env: Env) -> None:

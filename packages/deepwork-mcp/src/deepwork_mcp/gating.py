@@ -15,9 +15,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from anyio import from_thread
+from deepwork_core.base.config import DEFAULT_REVIEW_DEPTH, ReviewDepth
 from deepwork_core.base.error_codes import ErrorCode
-from deepwork_core.base.errors import GitError, Problem, ReviewError
+from deepwork_core.base.errors import GitError, Problem, QualityGateError, ReviewError
 from deepwork_core.base.escaping import printable, quote_name
+from deepwork_core.gate.budget import log_self_reviews, with_self_review
 from deepwork_core.gate.checkpoint import (
     Checkpoint,
     GateNeedsWork,
@@ -47,17 +49,22 @@ RULES_UNLOADED = ErrorCode.QUALITY_GATE_DEEPREVIEW_INVALID
 class _Planner:
     """What both gates share: which checkpoints they see and the tasks they plan."""
 
-    def __init__(self, *, deepreview_rules: bool = True) -> None:
+    def __init__(
+        self, *, deepreview_rules: bool = True, review_depth: ReviewDepth = DEFAULT_REVIEW_DEPTH
+    ) -> None:
         self.deepreview_rules = deepreview_rules
+        self.review_depth = review_depth
 
     def consulted_for(self, steps: Sequence[Step]) -> bool:
         return has_own_reviews(steps) or (self.deepreview_rules and _has_file_outputs(steps))
 
     def tasks(self, checkpoint: Checkpoint) -> list[QualityReviewTask]:
-        tasks = plan_review_tasks(checkpoint)
+        """The review tasks of `checkpoint`, each at its depth (`quality_gate.review_depth`
+        unless its review names one)."""
+        tasks = plan_review_tasks(checkpoint, self.review_depth)
         if self.deepreview_rules:
             tasks += rule_review_tasks(checkpoint)
-        return tasks
+        return [t if t.depth else t.model_copy(update={"depth": self.review_depth}) for t in tasks]
 
     def warnings(self, checkpoint: Checkpoint) -> tuple[str, ...]:
         """One warning per `.deepreview` problem, when the rules are consulted for the
@@ -98,6 +105,7 @@ class SelfReviewGate(_Planner):
         if not tasks:
             return GatePassed(feedback=_NOTHING_TO_REVIEW, warnings=warnings)
         path = write_self_review_file(checkpoint, tasks)
+        log_self_reviews(checkpoint, tasks)
         relative = path.relative_to(checkpoint.project_root).as_posix()
         feedback = self_review_feedback(path)
         return GateSelfReviewRequested(feedback=feedback, review_file=relative, warnings=warnings)
@@ -108,15 +116,24 @@ class ExternalGate(_Planner):
 
     external = True
 
-    def __init__(self, reviewer: ClaudeReviewer, *, deepreview_rules: bool = True) -> None:
-        super().__init__(deepreview_rules=deepreview_rules)
+    def __init__(
+        self,
+        reviewer: ClaudeReviewer,
+        *,
+        deepreview_rules: bool = True,
+        review_depth: ReviewDepth = DEFAULT_REVIEW_DEPTH,
+    ) -> None:
+        super().__init__(deepreview_rules=deepreview_rules, review_depth=review_depth)
         self.reviewer = reviewer
 
     def evaluate(self, checkpoint: Checkpoint, progress: ProgressReporter | None) -> GateVerdict:
         tasks, warnings = self.tasks(checkpoint), self.warnings(checkpoint)
         if not tasks:
             return GatePassed(feedback=_NOTHING_TO_REVIEW, warnings=warnings)
-        verdicts = tuple(from_thread.run(self.reviewer.review, checkpoint, tasks, progress))
+        try:
+            verdicts = tuple(from_thread.run(self.reviewer.review, checkpoint, tasks, progress))
+        except QualityGateError as exc:  # stalled or out of budget: self-review is the way on
+            raise with_self_review(exc, checkpoint, tasks, self.reviewer.budget) from None
         if all(verdict.passed for verdict in verdicts):
             return GatePassed(feedback="All reviews passed.", reviews=verdicts, warnings=warnings)
         feedback = combined_feedback(verdicts)

@@ -15,22 +15,40 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from deepwork_core.base.escaping import printable
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 
 if TYPE_CHECKING:
     from deepwork_core.state.overview import ActiveEntry
 
 # The two names below restate core types instead of importing them: this module is loaded for the
 # first `get_workflows`, and the core modules defining them load the engine's state and gate
-# modules (about 40 ms of a cold start). tests/unit/mcp/test_responses.py keeps them equal.
+# modules (about 40 ms of a cold start). tests/unit/mcp/tools/test_output_schemas.py keeps them
+# (and `ReviewUsageInfo` below) equal to the core's.
 
 #: The values of `deepwork_core.engine.results.FinishStatus`, in its order.
-FinishStatusValue = Literal["needs_work", "next_step", "workflow_complete", "awaiting_approval"]
+FinishStatusValue = Literal[
+    "needs_work", "next_step", "workflow_complete", "awaiting_approval", "dry_run"
+]
 #: `deepwork_core.state.sessions.OutputValue`: a path or text, or a list of paths.
 OutputValue = str | list[str]
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(from_attributes=True, populate_by_name=True)
+
+
+class ReviewUsageInfo(_Model):
+    """`deepwork_core.state.review_usage.ReviewUsage` as answered (restated, like the names
+    above, so that this module loads no state modules)."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_creation_tokens: int = 0
+    cost_usd: float = 0.0
+    self_reviews: int = 0
+    note: str | None = None
 
 
 def _is_none(value: object) -> bool:
@@ -233,6 +251,16 @@ class EvidenceInfo(_Model):
     approvals: Annotated[list[ApprovalGiven] | None, BeforeValidator(_approvals)] = None
 
 
+class PlannedReviewInfo(_Model):
+    """A review task a dry run found (docs/quality-gate.md, "Dry run")."""
+
+    name: str
+    run_each: str
+    criteria: list[str]
+    depth: str
+    files: list[str]
+
+
 class FinishedStepResponse(_Model):
     status: FinishStatusValue
     feedback: str | None = None
@@ -248,6 +276,9 @@ class FinishedStepResponse(_Model):
     evidence: EvidenceInfo = Field(default_factory=EvidenceInfo)
     #: The quality gate's warnings, `<code>: <message>`; left out when there are none.
     warnings: list[str] | None = _Sparse
+    #: With `dry_run` only: the review tasks a real call would run. Kept out of the listed
+    #: output schema (every byte of tools/list is paid in every conversation).
+    review_tasks: SkipJsonSchema[list[PlannedReviewInfo] | None] = _Sparse
 
 
 class AbortWorkflowResponse(_Model):
@@ -286,5 +317,7 @@ class ActiveStackEntry(_Model):
 
 class GetActiveWorkflowResponse(_Model):
     stack: list[ActiveStackEntry]
+    #: What the reviews of the target session's run cost so far (docs/quality-gate.md).
+    review_usage: ReviewUsageInfo | None = _Sparse
     #: The target session's current step again; None when no workflow is active.
     begin_step: ActiveStepInfo | None = Field(validation_alias="brief")

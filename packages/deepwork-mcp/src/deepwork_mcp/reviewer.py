@@ -1,36 +1,47 @@
 """The external quality-gate reviewer: the Claude CLI in print mode with structured output.
 
 One `claude` process per review task:
-`claude --print --output-format json --system-prompt <fixed role> --json-schema <schema> -p --`
-with the review brief (criteria, guidance, notes) and the files on stdin, and the project root
-as working directory. The process runs through `deepwork_core.run_bounded` in a worker
-thread: a deadline, an output cap, and its whole process group killed when it overruns or the
-review is cancelled. At most `max_parallel` run at once; the first failure cancels the rest. A
-reply that leaves a criterion unjudged is asked for once more; if the second reply also leaves
-one out, the verdict fails naming it (`docs/quality-gate.md`, `docs/limits.md`).
+`claude --print --output-format stream-json --verbose --system-prompt <fixed role>
+--json-schema <schema> [--model <depth's model>] [--max-budget-usd <left>] -p --`
+with the review brief (at the task's depth) and the files on stdin, and the project root as
+working directory. The process runs through `deepwork_core.run_bounded` in a worker thread: a
+deadline, an output cap, a stall timeout (no event for `stall_timeout` seconds: killed and
+started once more, then `quality_gate.reviewer_stalled`), and its whole process group killed
+when it overruns or the review is cancelled. At most `max_parallel` run at once; the first
+failure cancels the rest. A reply that leaves a criterion unjudged is asked for once more; if
+the second reply also leaves one out, the verdict fails naming it. Every call's tokens and cost
+go to the run's event log as a `review_usage` event, and count against the run's budget
+(`docs/quality-gate.md`, `docs/limits.md`).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import anyio
 import anyio.abc
 import anyio.to_thread
 from deepwork_core.base.config import (
+    DEFAULT_MAX_PARALLEL,
+    DEFAULT_REVIEW_DEPTH,
     DEFAULT_REVIEW_TIMEOUT,
     DEFAULT_SECONDS_PER_EXTRA_FILE,
+    DEFAULT_STALL_RETRIES,
+    DEFAULT_STALL_TIMEOUT,
     TIMEOUT_FREE_FILES,
+    ReviewBudget,
+    ReviewModels,
 )
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import ProcessOutputError, ProcessTimeoutError, QualityGateError
 from deepwork_core.base.process import Completed, run_bounded
 from deepwork_core.evidence.verdicts import ReviewVerdict
+from deepwork_core.gate.budget import check_budget, usd_left
 from deepwork_core.gate.checkpoint import Checkpoint, ProgressReporter
 from deepwork_core.gate.quality import (
     DEFAULT_MAX_INLINE_FILES,
@@ -42,11 +53,15 @@ from deepwork_core.gate.quality import (
     unjudged_criteria,
     verdict_from_reply,
 )
+from deepwork_core.state.event_kinds import ReviewStalledEvent, ReviewUsageEvent
+from deepwork_core.state.events import append_event
+from deepwork_core.state.sessions import utc_now
+
+from deepwork_mcp.review_stream import CallUsage, read_stream
 
 #: A reviewer printing more than this (on stdout or stderr) is stopped
 #: (`quality_gate.output_too_large`).
 OUTPUT_LIMIT = 8 * 1024 * 1024
-_DETAIL_CHARS = 500
 
 
 class ClaudeReviewer:
@@ -57,15 +72,22 @@ class ClaudeReviewer:
         executable: str = "claude",
         base_timeout: float = DEFAULT_REVIEW_TIMEOUT,
         per_extra_file: float = DEFAULT_SECONDS_PER_EXTRA_FILE,
-        max_parallel: int = 4,
+        max_parallel: int = DEFAULT_MAX_PARALLEL,
         *,
         progress_interval: float = 5.0,
         max_inline_files: int = DEFAULT_MAX_INLINE_FILES,
         env: Mapping[str, str] | None = None,
+        stall_timeout: float | None = DEFAULT_STALL_TIMEOUT,
+        stall_retries: int = DEFAULT_STALL_RETRIES,
+        models: ReviewModels | None = None,
+        budget: ReviewBudget | None = None,
     ) -> None:
         """`executable` is a name looked up on PATH at call time, or a path.
 
         `env` is the child's environment (None: inherit ours); its PATH is used for the lookup.
+        `stall_timeout` (None: never) and `stall_retries`: a reviewer silent that long is killed
+        and started again up to `stall_retries` times. `models`: `--model` per review depth.
+        `budget`: what a workflow run may spend on reviews.
         """
         if max_parallel < 1:
             raise ValueError("max_parallel must be at least 1")
@@ -76,6 +98,10 @@ class ClaudeReviewer:
         self.progress_interval = progress_interval
         self.max_inline_files = max_inline_files
         self.env = dict(env) if env is not None else None
+        self.stall_timeout = stall_timeout
+        self.stall_retries = stall_retries
+        self.models = models if models is not None else ReviewModels()
+        self.budget = budget if budget is not None else ReviewBudget()
 
     def timeout_for(self, file_count: int) -> float:
         """Per-task deadline: the base plus `per_extra_file` for each file beyond five."""
@@ -89,21 +115,24 @@ class ClaudeReviewer:
     ) -> list[ReviewVerdict]:
         """Run every task (at most `max_parallel` at once); verdicts come back in task order.
 
-        Raises `QualityGateError` (`quality_gate.not_installed`, `.timeout`, `.is_error`,
-        `.bad_output`, `.exit_code`, `.output_too_large`) for the first task that cannot give a
-        verdict; the other tasks are then cancelled and their processes killed.
+        Raises `QualityGateError` for the first task that cannot give a verdict (the codes are
+        in `deepwork_mcp.review_stream`, plus `quality_gate.not_installed`, `.timeout`,
+        `.output_too_large`, `.reviewer_stalled` and `.budget_exhausted`); the other tasks are
+        then cancelled and their processes killed. A run whose budget is spent starts none.
         """
         if not tasks:
             return []
         executable = self._resolve_executable()
+        self.usd_left(checkpoint)  # a spent budget starts no reviewer
         limiter = anyio.CapacityLimiter(self.max_parallel)
         verdicts: dict[int, ReviewVerdict] = {}
+        tokens: dict[int, int] = {}
         failures: list[BaseException] = []
         send, receive = anyio.create_memory_object_stream[int](len(tasks))
 
         async def one(index: int) -> None:
             try:
-                verdicts[index] = await self._run_task(
+                verdicts[index], tokens[index] = await self._run_task(
                     executable, checkpoint, tasks[index], limiter
                 )
             except Exception as exc:  # the first failure wins and stops the others
@@ -116,7 +145,7 @@ class ClaudeReviewer:
             async with anyio.create_task_group() as group:
                 for index in range(len(tasks)):
                     group.start_soon(one, index)
-                await self._report(tasks, verdicts, receive, progress)
+                await self._report(tasks, verdicts, tokens, receive, progress)
         if failures:
             raise failures[0]
         return [verdicts[index] for index in range(len(tasks))]
@@ -125,10 +154,12 @@ class ClaudeReviewer:
         self,
         tasks: Sequence[QualityReviewTask],
         verdicts: Mapping[int, ReviewVerdict],
+        tokens: Mapping[int, int],
         finished: anyio.abc.ObjectReceiveStream[int],
         progress: ProgressReporter | None,
     ) -> None:
-        """Wait for every task, telling `progress` as each finishes and while waiting."""
+        """Wait for every task, telling `progress` as each finishes (which, passed or not,
+        tokens so far) and while waiting."""
         total, done_count, started = len(tasks), 0, time.monotonic()
         while done_count < total:
             index = None
@@ -148,8 +179,12 @@ class ClaudeReviewer:
                 continue
             done_count += 1
             outcome = "passed" if verdicts[index].passed else "failed"
-            left = total - done_count
-            await progress(done_count, total, f"review {tasks[index].label} {outcome}; {left} left")
+            left, spent = total - done_count, sum(tokens.values())
+            await progress(
+                done_count,
+                total,
+                f"review {tasks[index].label} {outcome}; {left} left; {spent} tokens so far",
+            )
 
     def _resolve_executable(self) -> str:
         search_path = (self.env if self.env is not None else os.environ).get("PATH")
@@ -162,25 +197,41 @@ class ClaudeReviewer:
             )
         return found
 
+    def usd_left(self, checkpoint: Checkpoint) -> float | None:
+        """What the run may still spend (None: no cost budget); raises
+        `quality_gate.budget_exhausted` once it spent its budget."""
+        if self.budget.max_cost_usd is None and self.budget.max_tokens is None:
+            return None
+        spent = check_budget(checkpoint.project_root, checkpoint.run_session_id, self.budget)
+        return usd_left(self.budget, spent)
+
+    def argv(self, executable: str, task: QualityReviewTask, left: float | None) -> list[str]:
+        """The command line of one call: stream-json, the depth's model, what budget is left."""
+        argv = [
+            executable,
+            "--print",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--system-prompt",
+            REVIEWER_SYSTEM_PROMPT,
+            "--json-schema",
+            reply_schema_json(task),
+        ]
+        model = self.models.for_depth(task.depth or DEFAULT_REVIEW_DEPTH)
+        if model is not None:
+            argv += ["--model", model]
+        if left is not None:
+            argv += ["--max-budget-usd", f"{left:g}"]
+        return [*argv, "-p", "--"]
+
     async def _run_task(
         self,
         executable: str,
         checkpoint: Checkpoint,
         task: QualityReviewTask,
         limiter: anyio.CapacityLimiter,
-    ) -> ReviewVerdict:
-        argv = [
-            executable,
-            "--print",
-            "--output-format",
-            "json",
-            "--system-prompt",
-            REVIEWER_SYSTEM_PROMPT,
-            "--json-schema",
-            reply_schema_json(task),
-            "-p",
-            "--",
-        ]
+    ) -> tuple[ReviewVerdict, int]:
         timeout = self.timeout_for(task_file_count(checkpoint, task))
         async with limiter:
             # Built under the limiter so at most `max_parallel` messages sit in memory; reading
@@ -188,47 +239,135 @@ class ClaudeReviewer:
             message = await anyio.to_thread.run_sync(
                 build_review_message, checkpoint, task, self.max_inline_files
             )
-            reply = await self._ask(argv, message, checkpoint, task, timeout)
-            if unjudged_criteria(task, reply):
+            call = _Call(executable, checkpoint, task, message, time.monotonic() + timeout)
+            answer = await self._ask(call)
+            if unjudged_criteria(task, answer.reply):
                 # Asked once more; a second incomplete reply fails the unjudged criteria.
-                reply = await self._ask(argv, message, checkpoint, task, timeout)
-        return verdict_from_reply(task, reply)
-
-    async def _ask(
-        self,
-        argv: list[str],
-        message: str,
-        checkpoint: Checkpoint,
-        task: QualityReviewTask,
-        timeout: float,
-    ) -> object:
+                self._log_usage(call, answer, "unjudged")
+                answer = await self._ask(call)
         try:
-            done = await run_bounded_async(
-                argv,
-                cwd=checkpoint.project_root,
-                timeout=timeout,
-                input_text=message,
-                env=self.env,
-                output_limit=OUTPUT_LIMIT,
-            )
-        except (FileNotFoundError, PermissionError) as exc:
-            raise QualityGateError(
-                f"cannot run the reviewer {argv[0]!r}: {exc.strerror}",
-                code=ErrorCode.QUALITY_GATE_NOT_INSTALLED,
-            ) from None
-        except ProcessOutputError:
-            raise QualityGateError(
-                f"the reviewer for {task.label} printed more than {OUTPUT_LIMIT} bytes; its "
-                "processes were stopped",
-                code=ErrorCode.QUALITY_GATE_OUTPUT_TOO_LARGE,
-            ) from None
-        except ProcessTimeoutError:
-            raise QualityGateError(
-                f"the reviewer for {task.label} did not answer within {timeout:g} s; its "
-                "processes were stopped. Try again, or raise the quality gate timeout",
-                code=ErrorCode.QUALITY_GATE_TIMEOUT,
-            ) from None
-        return _interpret(task, done)
+            verdict = verdict_from_reply(task, answer.reply)
+        except QualityGateError as exc:
+            self._log_usage(call, answer, exc.code)
+            raise
+        self._log_usage(call, answer, "passed" if verdict.passed else "failed")
+        return verdict, call.tokens
+
+    async def _ask(self, call: _Call) -> _Answer:
+        """One reviewer call; its usage is logged (and the error raised) when it failed."""
+        left = await anyio.to_thread.run_sync(self.usd_left, call.checkpoint)
+        argv = self.argv(call.executable, call.task, left)
+        started = time.monotonic()
+        done = await self._run(argv, call)
+        outcome = read_stream(call.task.label, done)
+        answer = _Answer(outcome.reply, outcome.usage, time.monotonic() - started)
+        call.tokens += outcome.usage.tokens
+        if outcome.error is not None:
+            self._log_usage(call, answer, outcome.error.code)
+            raise outcome.error
+        return answer
+
+    async def _run(self, argv: list[str], call: _Call) -> Completed:
+        """Run one call; a stalled reviewer is killed and started again `stall_retries` times."""
+        label, total = call.task.label, self.stall_retries + 1
+        for try_number in range(1, total + 1):
+            try:
+                return await run_bounded_async(
+                    argv,
+                    cwd=call.checkpoint.project_root,
+                    timeout=max(0.0, call.deadline - time.monotonic()),
+                    input_text=call.message,
+                    env=self.env,
+                    output_limit=OUTPUT_LIMIT,
+                    idle_timeout=self.stall_timeout,
+                )
+            except (FileNotFoundError, PermissionError) as exc:
+                raise QualityGateError(
+                    f"cannot run the reviewer {argv[0]!r}: {exc.strerror}",
+                    code=ErrorCode.QUALITY_GATE_NOT_INSTALLED,
+                ) from None
+            except ProcessOutputError:
+                raise QualityGateError(
+                    f"the reviewer for {label} printed more than {OUTPUT_LIMIT} bytes; its "
+                    "processes were stopped",
+                    code=ErrorCode.QUALITY_GATE_OUTPUT_TOO_LARGE,
+                ) from None
+            except ProcessTimeoutError as exc:
+                if exc.code != ErrorCode.PROCESS_STALLED:
+                    raise QualityGateError(
+                        f"the reviewer for {label} did not answer within the time limit; its "
+                        "processes were stopped. Try again, or raise the quality gate timeout",
+                        code=ErrorCode.QUALITY_GATE_TIMEOUT,
+                    ) from None
+                self._log_stall(call, try_number, retrying=try_number < total)
+        waited = total * (self.stall_timeout or 0.0)
+        raise QualityGateError(
+            f"the reviewer for {label} sent no event for {self.stall_timeout:g} s and was "
+            f"stopped, {total} time(s) in a row ({waited:g} s waited in all). This was not "
+            "counted as an attempt.",
+            code=ErrorCode.QUALITY_GATE_REVIEWER_STALLED,
+        )
+
+    def _log_stall(self, call: _Call, try_number: int, *, retrying: bool) -> None:
+        checkpoint, task = call.checkpoint, call.task
+        event = ReviewStalledEvent(
+            ts=utc_now(),
+            session_id=checkpoint.run_session_id,
+            job=checkpoint.job.name,
+            step_id=task.step_id,
+            review=task.run_each,
+            target_file=task.target_file,
+            waited_seconds=self.stall_timeout or 0.0,
+            try_number=try_number,
+            retrying=retrying,
+        )
+        append_event(checkpoint.project_root, event)
+
+    def _log_usage(self, call: _Call, answer: _Answer, outcome: str) -> None:
+        """One `review_usage` event in the run's log (docs/quality-gate.md)."""
+        checkpoint, task, usage = call.checkpoint, call.task, answer.usage
+        depth = task.depth or DEFAULT_REVIEW_DEPTH
+        nested = checkpoint.session_id != checkpoint.run_session_id
+        event = ReviewUsageEvent(
+            ts=utc_now(),
+            session_id=checkpoint.run_session_id,
+            job=checkpoint.job.name,
+            step_id=task.step_id,
+            review=task.run_each,
+            target_file=task.target_file,
+            reviewed_session_id=checkpoint.session_id if nested else None,
+            criteria=len(task.criteria),
+            depth=depth,
+            model=usage.model or self.models.for_depth(depth),
+            seconds=round(answer.seconds, 3),
+            attempt=checkpoint.attempt or None,
+            outcome=str(outcome),
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cache_read_tokens=usage.cache_read_tokens,
+            cache_creation_tokens=usage.cache_creation_tokens,
+            cost_usd=usage.cost_usd,
+        )
+        append_event(checkpoint.project_root, event)
+
+
+@dataclass(slots=True)
+class _Call:
+    """One review task being asked: what it needs, and the tokens its calls used."""
+
+    executable: str
+    checkpoint: Checkpoint
+    task: QualityReviewTask
+    message: str
+    deadline: float
+    tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    reply: object
+    usage: CallUsage
+    seconds: float
 
 
 async def run_bounded_async(argv: Sequence[str], **options: object) -> Completed:
@@ -252,41 +391,3 @@ async def run_bounded_async(argv: Sequence[str], **options: object) -> Completed
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(finished.wait)
         raise
-
-
-def _interpret(task: QualityReviewTask, done: Completed) -> object:
-    """The `structured_output` of the CLI's JSON wrapper, or a distinct error."""
-    stdout, stderr = done.stdout, done.stderr
-    try:
-        wrapper = json.loads(stdout)
-    except ValueError:
-        wrapper = None
-    if isinstance(wrapper, dict) and wrapper.get("is_error") is True:
-        raise QualityGateError(
-            f"the reviewer reported an error for {task.label}: "
-            f"{_clip(str(wrapper.get('result') or wrapper.get('subtype') or 'no detail'))}",
-            code=ErrorCode.QUALITY_GATE_IS_ERROR,
-        )
-    if done.returncode != 0:
-        detail = _clip(stderr.strip() or stdout.strip() or "no output")
-        raise QualityGateError(
-            f"the reviewer for {task.label} exited with code {done.returncode}: {detail}",
-            code=ErrorCode.QUALITY_GATE_EXIT_CODE,
-        )
-    if not isinstance(wrapper, dict):
-        raise QualityGateError(
-            f"the reviewer's answer for {task.label} is not a JSON object: "
-            f"{_clip(stdout.strip()) or '(empty)'}",
-            code=ErrorCode.QUALITY_GATE_BAD_OUTPUT,
-        )
-    if "structured_output" not in wrapper:
-        raise QualityGateError(
-            f"the reviewer's answer for {task.label} has no structured_output: "
-            f"{_clip(stdout.strip())}",
-            code=ErrorCode.QUALITY_GATE_BAD_OUTPUT,
-        )
-    return wrapper["structured_output"]
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= _DETAIL_CHARS else text[:_DETAIL_CHARS] + "…"

@@ -80,11 +80,23 @@ def build_gate(settings: QualityGateConfig) -> Gate | None:
 
     runner = settings.external_runner
     if runner is None:
-        return SelfReviewGate(deepreview_rules=settings.deepreview_rules)
+        return SelfReviewGate(
+            deepreview_rules=settings.deepreview_rules, review_depth=settings.review_depth
+        )
     from deepwork_mcp.reviewer import ClaudeReviewer
 
-    reviewer = ClaudeReviewer(runner, base_timeout=settings.timeout_seconds)
-    return ExternalGate(reviewer, deepreview_rules=settings.deepreview_rules)
+    reviewer = ClaudeReviewer(
+        runner,
+        base_timeout=settings.timeout_seconds,
+        max_parallel=settings.max_parallel,
+        stall_timeout=settings.stall_timeout,
+        stall_retries=settings.stall_retries,
+        models=settings.models,
+        budget=settings.budget,
+    )
+    return ExternalGate(
+        reviewer, deepreview_rules=settings.deepreview_rules, review_depth=settings.review_depth
+    )
 
 
 def branch_maker(project_root: Path) -> BranchMaker:

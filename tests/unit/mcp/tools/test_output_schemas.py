@@ -6,8 +6,9 @@ from typing import get_args
 
 import pytest
 from deepwork_core.engine.results import FinishStatus
+from deepwork_core.state.review_usage import ReviewUsage
 from deepwork_core.state.sessions import OutputValue as CoreOutputValue
-from deepwork_mcp.responses import FinishStatusValue, OutputValue
+from deepwork_mcp.responses import FinishStatusValue, OutputValue, ReviewUsageInfo
 from deepwork_mcp.tools.schemas import (
     OUTPUT_SCHEMAS_PATH,
     REGENERATE_COMMAND,
@@ -16,6 +17,7 @@ from deepwork_mcp.tools.schemas import (
     output_schemas,
     render_output_schemas,
 )
+from pydantic import BaseModel
 
 
 def test_shipped_schemas_match_the_models() -> None:
@@ -41,3 +43,12 @@ def test_check_mode_of_the_export_command(capsys: pytest.CaptureFixture[str]) ->
 def test_the_restated_core_types_equal_the_core_ones() -> None:
     assert list(get_args(FinishStatusValue)) == [status.value for status in FinishStatus]
     assert OutputValue == CoreOutputValue
+
+
+def test_the_restated_review_usage_has_the_core_fields() -> None:
+    def fields(model: type[BaseModel]) -> list[tuple[str, object, object]]:
+        return [(n, f.annotation, f.default) for n, f in model.model_fields.items()]
+
+    assert fields(ReviewUsageInfo) == fields(ReviewUsage)
+    usage = ReviewUsage(calls=2, input_tokens=5, cost_usd=0.5, self_reviews=1, note="n")
+    assert ReviewUsageInfo.model_validate(usage).model_dump() == usage.model_dump()

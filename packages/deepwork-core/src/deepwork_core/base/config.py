@@ -40,10 +40,39 @@ JSON_MAX_BYTES_LIMIT: Final = 1024 * 1024 * 1024
 #: ... and the time one output's `json_schema` check may take, in seconds.
 DEFAULT_JSON_CHECK_SECONDS: Final = 10.0
 JSON_CHECK_SECONDS_LIMIT: Final = 600.0
+#: How much a review brief holds (docs/quality-gate.md, "Review depth").
+ReviewDepth = Literal["light", "standard", "thorough"]
+REVIEW_DEPTHS: Final[tuple[ReviewDepth, ...]] = get_args(ReviewDepth)
+DEFAULT_REVIEW_DEPTH: Final[ReviewDepth] = "standard"
+#: Seconds a reviewer may stay silent (no stream event) before it is killed and retried.
+DEFAULT_STALL_TIMEOUT: Final = 60.0
+DEFAULT_STALL_RETRIES: Final = 1
+#: Reviewer processes run at once.
+DEFAULT_MAX_PARALLEL: Final = 4
+MAX_PARALLEL_LIMIT: Final = 64
 
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ReviewModels(_Section):
+    """The `--model` the external reviewer is run with, per review depth (None: the CLI's own)."""
+
+    light: str | None = Field(default=None, min_length=1)
+    standard: str | None = Field(default=None, min_length=1)
+    thorough: str | None = Field(default=None, min_length=1)
+
+    def for_depth(self, depth: ReviewDepth) -> str | None:
+        model: str | None = getattr(self, depth)
+        return model
+
+
+class ReviewBudget(_Section):
+    """What the external reviews of one workflow run (nested runs included) may spend."""
+
+    max_cost_usd: float | None = Field(default=None, gt=0)
+    max_tokens: int | None = Field(default=None, gt=0)
 
 
 class QualityGateConfig(_Section):
@@ -54,6 +83,13 @@ class QualityGateConfig(_Section):
     timeout_seconds: int = Field(default=DEFAULT_REVIEW_TIMEOUT, ge=1, le=TIMEOUT_LIMIT_S)
     #: Run the `.deepreview` rules matching a step's output files as reviews at its checkpoint.
     deepreview_rules: bool = True
+    #: The default depth of every review; a review's own `depth:` in job.yml wins.
+    review_depth: ReviewDepth = DEFAULT_REVIEW_DEPTH
+    models: ReviewModels = Field(default_factory=ReviewModels)
+    stall_timeout: float = Field(default=DEFAULT_STALL_TIMEOUT, gt=0, le=TIMEOUT_LIMIT_S)
+    stall_retries: int = Field(default=DEFAULT_STALL_RETRIES, ge=0, le=MAX_ATTEMPTS_LIMIT)
+    budget: ReviewBudget = Field(default_factory=ReviewBudget)
+    max_parallel: int = Field(default=DEFAULT_MAX_PARALLEL, ge=1, le=MAX_PARALLEL_LIMIT)
 
 
 class GitConfig(_Section):

@@ -17,39 +17,7 @@ from __future__ import annotations
 from enum import StrEnum
 from functools import cache
 
-#: Area (the part before the dot) -> what the codes of that area are about.
-AREAS: dict[str, str] = {
-    "approval": "Human approvals of a step (`deepwork approve`, the client's form).",
-    "arguments": "Tool arguments that do not match the tool's input schema.",
-    "config": "`.deepwork/config.yml` and other settings.",
-    "convert": "`deepwork jobs convert`: writing a job in the other `job.yml` format.",
-    "dashboard": "`deepwork dashboard` and `deepwork report`: the pages of runs in a browser.",
-    "deepwork": "The root of the error hierarchy.",
-    "doc_spec": "Doc spec files (Markdown with YAML frontmatter) that outputs refer to.",
-    "events": "Session event logs under `.deepwork/tmp/events/` (`deepwork log`).",
-    "file": "Reading a file of the project (`docs/limits.md`); callers usually report these "
-    "under their own code.",
-    "git": "Running git.",
-    "graph": "Drawing a workflow (`deepwork jobs graph`).",
-    "hook": "`deepwork hook NAME`, the command the plugins run on lifecycle events.",
-    "identifier": "Names and ids sent by an agent.",
-    "inputs": "Start parameters given to `start_workflow` (`inputs`).",
-    "install": "`deepwork install`: writing DeepWork into a client's project files "
-    "(docs/platforms.md).",
-    "internal": "Bugs.",
-    "job": "Loading and checking `job.yml` files, and finding jobs.",
-    "navigation": "Moving within a workflow (`go_to_step`).",
-    "outputs": "Outputs submitted to `finished_step`.",
-    "path": "Paths sent by an agent.",
-    "process": "Subprocesses.",
-    "quality_gate": "The quality gate and its reviewer.",
-    "review": "DeepWork Reviews: `.deepreview` files, changed files, review tasks.",
-    "scaffold": "`deepwork jobs new`.",
-    "session": "Workflow sessions and the stack under `.deepwork/tmp/`.",
-    "text": "Free text sent by an agent.",
-    "workflow": "Workflows of a job.",
-    "yaml": "Reading any YAML file safely.",
-}
+from deepwork_core.base.error_areas import AREAS as AREAS  # its old home; still importable
 
 
 class ErrorCode(StrEnum):
@@ -342,30 +310,48 @@ class ErrorCode(StrEnum):
     """A subprocess was stopped because its caller gave up (the call was cancelled)."""
     PROCESS_OUTPUT_TOO_LARGE = "process.output_too_large"
     """A subprocess printed more than its output cap and was killed with its group."""
+    PROCESS_STALLED = "process.stalled"
+    """A subprocess printed nothing for its stall timeout and was killed with its group."""
     PROCESS_TIMEOUT = "process.timeout"
     """A subprocess ran past its time limit and was killed with its group."""
 
     QUALITY_GATE_BAD_OUTPUT = "quality_gate.bad_output"
     """The reviewer's answer is not the expected JSON verdict."""
+    QUALITY_GATE_BUDGET_EXHAUSTED = "quality_gate.budget_exhausted"
+    """The run spent its review budget: no reviewer starts; continue with self-review or raise
+    `quality_gate.budget` (not an attempt)."""
     QUALITY_GATE_DEEPREVIEW_INVALID = "quality_gate.deepreview_invalid"
     """A warning in `finished_step`'s `warnings`: a `.deepreview` file or rule could not be
     loaded, so the rules it concerns were not applied at the gate."""
     QUALITY_GATE_ERROR = "quality_gate.error"
     """Generic quality gate error."""
+    QUALITY_GATE_EXECUTION_ERROR = "quality_gate.execution_error"
+    """The reviewer ended with `subtype: error_during_execution`."""
     QUALITY_GATE_EXIT_CODE = "quality_gate.exit_code"
     """The reviewer process exited with an error."""
     QUALITY_GATE_IS_ERROR = "quality_gate.is_error"
     """The reviewer reported an error instead of a verdict."""
     QUALITY_GATE_MAX_ATTEMPTS = "quality_gate.max_attempts"
     """The step failed review as many times as allowed; the feedback follows."""
+    QUALITY_GATE_MAX_TURNS = "quality_gate.max_turns"
+    """The reviewer ended with `subtype: error_max_turns` before it answered."""
     QUALITY_GATE_NOT_INSTALLED = "quality_gate.not_installed"
     """The reviewer command (`claude`) is not on `PATH`."""
     QUALITY_GATE_OUTPUT_TOO_LARGE = "quality_gate.output_too_large"
     """The reviewer printed more than 8 MiB and was stopped."""
     QUALITY_GATE_OVERRIDE_REASON_EMPTY = "quality_gate.override_reason_empty"
     """`quality_review_override_reason` was given but blank."""
+    QUALITY_GATE_REVIEWER_STALLED = "quality_gate.reviewer_stalled"
+    """The reviewer went silent past `quality_gate.stall_timeout`, and so did its retry; use
+    the self-review file named in the answer (not an attempt)."""
+    QUALITY_GATE_STRUCTURED_OUTPUT_RETRIES = "quality_gate.structured_output_retries"
+    """The reviewer ended with `subtype: error_max_structured_output_retries`."""
     QUALITY_GATE_TIMEOUT = "quality_gate.timeout"
     """A review ran past its time limit and was killed."""
+    QUALITY_GATE_TRUNCATED = "quality_gate.truncated"
+    """The reviewer's event stream ended without a result event."""
+    QUALITY_GATE_UNKNOWN_SUBTYPE = "quality_gate.unknown_subtype"
+    """The reviewer's result has a `subtype` this version does not know."""
 
     REVIEW_BASE_REF_UNKNOWN = "review.base_ref_unknown"
     """The base ref to compare the branch with does not exist."""

@@ -77,12 +77,15 @@ def run_bounded(
     env: Mapping[str, str] | None = None,
     output_limit: int = DEFAULT_OUTPUT_LIMIT,
     cancel: threading.Event | None = None,
+    idle_timeout: float | None = None,
 ) -> Completed:
     """Run `argv` to completion within `timeout` seconds and return its exit code and output.
 
     Raises `ProcessTimeoutError` (`process.timeout`) past the deadline, `ProcessOutputError`
     (`process.output_too_large`) when stdout or stderr exceeds `output_limit` bytes, and
-    `ProcessTimeoutError` (`process.cancelled`) when `cancel` is set; in each case the child's
+    `ProcessTimeoutError` (`process.cancelled`) when `cancel` is set, and `ProcessTimeoutError`
+    (`process.stalled`) when `idle_timeout` is given and stdout stays silent that long; in each
+    case the child's
     group is killed first. `FileNotFoundError` / `PermissionError` propagate when the
     executable cannot be started.
     """
@@ -100,7 +103,7 @@ def run_bounded(
         with _live_lock:
             _live_groups[process.pid] = pump.inodes
         try:
-            failure = pump.run(time.monotonic() + timeout, cancel)
+            failure = pump.run(time.monotonic() + timeout, cancel, idle_timeout)
         except BaseException:
             pump.kill()
             raise
@@ -113,6 +116,11 @@ def run_bounded(
         raise ProcessTimeoutError(f"{argv[0]} did not finish within {timeout:g} s and was killed")
     if failure == "cancelled":
         raise ProcessTimeoutError(f"{argv[0]} was stopped", code=ErrorCode.PROCESS_CANCELLED)
+    if failure == "stalled":
+        raise ProcessTimeoutError(
+            f"{argv[0]} printed nothing for {idle_timeout:g} s and was killed",
+            code=ErrorCode.PROCESS_STALLED,
+        )
     if failure == "output":
         raise ProcessOutputError(f"{argv[0]} printed more than {output_limit} bytes and was killed")
     assert process.returncode is not None
@@ -131,6 +139,7 @@ class _Pump:
         self.selector = selectors.DefaultSelector()
         self.pending = memoryview(input_text.encode("utf-8")) if input_text is not None else None
         self.inodes: set[int] = set()
+        self.last_output = time.monotonic()
         assert process.stdout is not None
         assert process.stderr is not None
         for stream, key in ((process.stdout, 1), (process.stderr, 2)):
@@ -142,13 +151,19 @@ class _Pump:
             os.set_blocking(process.stdin.fileno(), False)
             self.selector.register(process.stdin, selectors.EVENT_WRITE, 0)
 
-    def run(self, deadline: float, cancel: threading.Event | None) -> str | None:
-        """Pump until EOF and exit; the failure (`timeout`, `cancelled`, `output`) or None."""
+    def run(
+        self, deadline: float, cancel: threading.Event | None, idle: float | None = None
+    ) -> str | None:
+        """Pump until EOF and exit; the failure (`timeout`, `cancelled`, `output`, `stalled`)
+        or None. `idle`: the longest stdout may stay silent while the child runs."""
         exited_at: float | None = None
+        self.last_output = time.monotonic()
         while self.selector.get_map():
             now = time.monotonic()
             if cancel is not None and cancel.is_set():
                 return self._abort("cancelled")
+            if idle is not None and exited_at is None and now - self.last_output >= idle:
+                return self._abort("stalled")
             if now >= deadline:
                 # The child itself finished in time: what is left are processes it left behind.
                 return self._abort(None if self.process.poll() is not None else "timeout")
@@ -192,6 +207,8 @@ class _Pump:
             return True
         buffer = self.buffers[key.data]
         buffer += chunk
+        if key.data == 1:
+            self.last_output = time.monotonic()
         return len(buffer) <= self.limit
 
     def _unregister(self, stream: int | HasFileno) -> None:

@@ -14,10 +14,12 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.base.identifiers import check_text
 from deepwork_core.engine.briefing import StepBrief, build_brief
+from deepwork_core.engine.dry_run import run_of
 from deepwork_core.engine.nesting import begin_checkpoint
 from deepwork_core.engine.results import StartResult
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.state.overview import ActiveEntry, active_entry
+from deepwork_core.state.review_usage import ReviewUsage, run_usage
 from deepwork_core.state.sessions import Session, StepRecord
 from deepwork_core.state.stacks import check_target, stack_items, target_session
 
@@ -35,6 +37,8 @@ class ActiveWorkflow:
 
     stack: list[ActiveEntry]
     brief: StepBrief | None
+    #: What the reviews of the target session's run cost so far.
+    review_usage: ReviewUsage | None = None
 
 
 def _target_entry(entries: list[tuple[str, ...]], current: int, step_id: str) -> int:
@@ -118,6 +122,7 @@ def active_workflow(
         if session_id is not None:
             stack = tx.stack(session.agent_id)
         entries = [active_entry(s, s.agent_id) for s in stack]
+        run_id = run_of(tx, session)
     job = engine.catalog.get(session.job_name)
     brief = build_brief(job, session, session.current_step_ids, engine.instructions)
-    return ActiveWorkflow(entries, brief)
+    return ActiveWorkflow(entries, brief, run_usage(engine.project_root, run_id))

@@ -18,6 +18,7 @@ class FinishStatus(StrEnum):
     NEXT_STEP = "next_step"
     WORKFLOW_COMPLETE = "workflow_complete"
     AWAITING_APPROVAL = "awaiting_approval"
+    DRY_RUN = "dry_run"
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +73,21 @@ class FinishResult:
     post_workflow_instructions: str | None = None
     #: The quality gate's warnings (`<code>: <message>`), e.g. a `.deepreview` that failed to load.
     warnings: list[str] | None = None
+    #: Set with `DRY_RUN`: the review tasks a real call would run (docs/quality-gate.md).
+    review_tasks: list[PlannedReview] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedReview:
+    """A review task a `finished_step` dry run found: what would run, without running it."""
+
+    name: str
+    step_id: str
+    run_each: str
+    target_file: str | None
+    criteria: list[str]
+    depth: str
+    files: list[str]
 
 
 @dataclass(frozen=True, slots=True)

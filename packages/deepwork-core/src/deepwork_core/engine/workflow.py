@@ -24,6 +24,7 @@ from deepwork_core.engine.approver import Approver
 from deepwork_core.engine.branching import BranchOutcome, abandoned_note
 from deepwork_core.engine.briefing import InstructionReader, reviewer_inputs
 from deepwork_core.engine.checkpoints import count_attempt, current_checkpoint
+from deepwork_core.engine.dry_run import give_back_attempt, run_of
 from deepwork_core.engine.evidence_steps import EvidenceSteps, needs_work
 from deepwork_core.engine.nesting import (
     Nesting,
@@ -304,6 +305,7 @@ class WorkflowEngine(EvidenceSteps):
                 attempt=attempt,
                 work_summary=work_summary,
                 undeclared_changes=tuple(findings.undeclared),
+                run_id=run_of(tx, session),
             )
             return _Pending(checkpoint, job, validated, session.current_entry_index, findings)
 
@@ -316,6 +318,7 @@ class WorkflowEngine(EvidenceSteps):
         except QualityGateError as exc:
             with self.store.transaction() as tx:
                 session = same_checkpoint(tx, checkpoint.session_id, pending.entry_index)
+                give_back_attempt(session, exc.code)  # stalled or out of budget: not an attempt
                 session.quality_log.append(
                     QualityEvent(
                         at=self.clock(),

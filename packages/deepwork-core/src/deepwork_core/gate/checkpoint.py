@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import OutputsError, QualityGateError
@@ -21,6 +21,9 @@ from deepwork_core.base.identifiers import check_text
 from deepwork_core.evidence.verdicts import ReviewVerdict, VerdictKind
 from deepwork_core.jobs.model import JobDefinition, Step
 from deepwork_core.state.sessions import OutputValue, QualityEvent
+
+if TYPE_CHECKING:
+    from deepwork_core.gate.quality import QualityReviewTask
 
 UNDECLARED_BEGIN = "==================== BEGIN UNDECLARED CHANGES ===================="
 UNDECLARED_END = "==================== END UNDECLARED CHANGES ===================="
@@ -73,6 +76,13 @@ class Checkpoint:
     work_summary: str | None = None
     #: Files the steps changed without declaring them (the scope guard, docs/evidence.md).
     undeclared_changes: tuple[str, ...] = ()
+    #: The run's top-level session (None: this session): its log holds the run's review usage
+    #: and its budget is counted there (docs/quality-gate.md).
+    run_id: str | None = None
+
+    @property
+    def run_session_id(self) -> str:
+        return self.run_id or self.session_id
 
     def undeclared_section(self) -> list[str]:
         """The reviewer payload's section on undeclared changes; none when there are none."""
@@ -142,6 +152,10 @@ class Gate(Protocol):
 
     def evaluate(self, checkpoint: Checkpoint, progress: ProgressReporter | None) -> GateVerdict:
         """Review `checkpoint`. Raises `QualityGateError` when no verdict could be had."""
+        ...
+
+    def tasks(self, checkpoint: Checkpoint) -> list[QualityReviewTask]:
+        """The review tasks `evaluate` would run for `checkpoint` (a dry run lists them)."""
         ...
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from deepwork_core.base.config import DEFAULT_REVIEW_DEPTH, ReviewDepth
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError, QualityGateError
 from deepwork_core.base.fsutil import atomic_write_text
@@ -26,6 +27,10 @@ from deepwork_core.base.identifiers import check_name, check_session_id, resolve
 from deepwork_core.base.layout import TMP_DIR, review_file_name
 from deepwork_core.base.runtime_dir import ensure_tmp_dir
 from deepwork_core.evidence.verdicts import CriterionVerdict, ReviewVerdict
+from deepwork_core.gate.briefs import MAX_NOTES_CHARS as MAX_NOTES_CHARS
+from deepwork_core.gate.briefs import build_review_brief as build_review_brief
+from deepwork_core.gate.briefs import listing_note, self_review_text
+from deepwork_core.gate.briefs import task_input_paths as task_input_paths
 from deepwork_core.gate.checkpoint import Checkpoint
 from deepwork_core.gate.process_review import (
     feedback_scope,
@@ -44,8 +49,6 @@ from deepwork_core.jobs.model import Review, Step
 DEFAULT_MAX_INLINE_FILES = 5
 #: A single file larger than this is listed, not inlined (keeps payloads bounded).
 MAX_INLINE_BYTES = 512 * 1024
-#: Author notes longer than this are cut in prompts.
-MAX_NOTES_CHARS = 20_000
 
 #: The reviewer's system prompt. It is fixed and short because it travels in argv (bounded by
 #: the operating system); everything that grows with the job (criteria, guidance, notes) is in
@@ -79,6 +82,9 @@ class QualityReviewTask(_Model):
     #: Criterion name → the question the reviewer answers (review criteria + doc-spec criteria).
     criteria: dict[str, str]
     guidance: str | None = None
+    #: How much the reviewer is told (docs/quality-gate.md, "Review depth"); None until the
+    #: gate fills in `quality_gate.review_depth`.
+    depth: ReviewDepth | None = None
 
     @property
     def label(self) -> str:
@@ -91,13 +97,16 @@ class QualityReviewTask(_Model):
 # --- planning ---------------------------------------------------------------------------------
 
 
-def plan_review_tasks(checkpoint: Checkpoint) -> list[QualityReviewTask]:
+def plan_review_tasks(
+    checkpoint: Checkpoint, default_depth: ReviewDepth = DEFAULT_REVIEW_DEPTH
+) -> list[QualityReviewTask]:
     """Expand every review of every step in `checkpoint.step_ids` into reviewer tasks.
 
     `run_each: step` → one task with all of the step's submitted outputs; `run_each: <file
     output>` → one task; `run_each: <files output>` → one task per submitted file (none when the
     optional output was omitted). Doc-spec criteria are added to each task covering an output
-    that names a doc spec. Raises `DocSpecError` when such a doc spec cannot be loaded.
+    that names a doc spec. Each task has its review's `depth`, else `default_depth`; a light
+    task leaves out the review's guidance. Raises `DocSpecError` when a doc spec cannot be loaded.
     """
     root = checkpoint.project_root
     specs: dict[str, DocSpec] = {}
@@ -105,8 +114,12 @@ def plan_review_tasks(checkpoint: Checkpoint) -> list[QualityReviewTask]:
     for step_id in checkpoint.step_ids:
         step = checkpoint.job.step(step_id)
         for review in step.reviews:
-            tasks.extend(_expand(step, review, checkpoint.outputs, root, specs))
-        tasks.extend(QualityReviewTask(**f) for f in process_requirement_parts(checkpoint, step))
+            depth = review.depth or default_depth
+            tasks.extend(_expand(step, review, checkpoint.outputs, root, specs, depth))
+        tasks.extend(
+            QualityReviewTask(**fields, depth=default_depth)
+            for fields in process_requirement_parts(checkpoint, step)
+        )
     return tasks
 
 
@@ -116,9 +129,12 @@ def _expand(
     outputs: dict[str, str | list[str]],
     root: Path,
     specs: dict[str, DocSpec],
+    depth: ReviewDepth,
 ) -> list[QualityReviewTask]:
     def make(covered: Iterable[str], files: list[str], target: str | None) -> QualityReviewTask:
         criteria, guidance = review_criteria(review)
+        if depth == "light":
+            guidance = None  # light: the criteria only (text outputs under review stay)
         covered = list(covered)
         for output_name in covered:
             spec_path = step.outputs[output_name].doc_spec
@@ -138,6 +154,7 @@ def _expand(
             files=files,
             criteria=criteria,
             guidance=with_text_outputs(guidance, {n: texts[n] for n in covered if n in texts}),
+            depth=depth,
         )
 
     texts = text_outputs(step, outputs)
@@ -157,16 +174,6 @@ def _expand(
 
 def _as_list(value: str | list[str]) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
-
-
-def task_input_paths(checkpoint: Checkpoint, task: QualityReviewTask) -> list[str]:
-    """The prior-step files the task's step reads (its `inputs` of kind file)."""
-    return [
-        path
-        for item in checkpoint.input_files
-        if item.step_id == task.step_id
-        for path in item.paths
-    ]
 
 
 def task_file_count(checkpoint: Checkpoint, task: QualityReviewTask) -> int:
@@ -200,7 +207,7 @@ def _section(begin: str, end: str, root: Path, paths: Sequence[str], max_inline:
         lines.append(
             f"[{len(paths)} files — too many to include inline; read each one from the project:]"
         )
-        lines.extend(f"- {path}{_listing_note(root, path)}" for path in paths)
+        lines.extend(f"- {path}{listing_note(root, path)}" for path in paths)
     else:
         for path in paths:
             lines.append(f"-------------------- {path} --------------------")
@@ -208,14 +215,6 @@ def _section(begin: str, end: str, root: Path, paths: Sequence[str], max_inline:
             lines.append(content.removesuffix("\n"))  # the next line break ends the file
     lines.append(end)
     return "\n".join(lines)
-
-
-def _listing_note(root: Path, path: str) -> str:
-    try:
-        resolve_inside(root, path)
-    except DeepWorkError:
-        return "  [outside the project — not reviewed]"
-    return ""
 
 
 def read_for_review(root: Path, path: str) -> str:
@@ -268,40 +267,6 @@ def build_review_message(
         + "\n\n"
         + build_review_payload(checkpoint, task, max_inline_files)
     )
-
-
-def build_review_brief(checkpoint: Checkpoint, task: QualityReviewTask) -> str:
-    """The reviewer's instructions: role, criteria, guidance, author notes, how to answer."""
-    parts = [
-        "# Review brief",
-        "",
-        "You review work produced by an AI agent in a DeepWork "
-        f"workflow (job '{checkpoint.job.name}', step '{task.step_id}').",
-        "The files under review are in the message, between the BEGIN/END OUTPUTS markers; "
-        "files from earlier steps, if any, are between the BEGIN/END INPUTS markers and are "
-        "context only. Where a file is listed by path instead of inlined, read it yourself.",
-        "",
-        "Judge the outputs against each of these criteria:",
-        *[f"- **{name}**: {question}" for name, question in task.criteria.items()],
-    ]
-    if task.guidance and task.guidance.strip():
-        parts += ["", "Additional guidance:", task.guidance.strip()]
-    if checkpoint.notes and checkpoint.notes.strip():
-        parts += ["", "Author notes (the agent's own account; verify, do not trust):"]
-        parts.append(_clip(checkpoint.notes.strip(), MAX_NOTES_CHARS))
-    parts += [
-        "",
-        "How to answer: give one entry in criteria_results for every criterion above, using the "
-        "criterion name exactly as written. A criterion passes only if the outputs clearly meet "
-        "it; a criterion that does not apply to these outputs passes with a short explanation. "
-        "For every failed criterion say concretely what is wrong and how to fix it. "
-        "Set passed to true only if every criterion passed, and summarise in feedback.",
-    ]
-    return "\n".join(parts)
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit] + "\n[… notes cut here]"
 
 
 def review_reply_schema(task: QualityReviewTask) -> dict[str, Any]:
@@ -410,64 +375,8 @@ def write_self_review_file(checkpoint: Checkpoint, tasks: Sequence[QualityReview
     """
     path = self_review_path(checkpoint)
     ensure_tmp_dir(checkpoint.project_root)
-    atomic_write_text(path, _self_review_text(checkpoint, tasks))
+    atomic_write_text(path, self_review_text(checkpoint, tasks))
     return path
-
-
-def _self_review_text(checkpoint: Checkpoint, tasks: Sequence[QualityReviewTask]) -> str:
-    root = checkpoint.project_root
-    steps = ", ".join(f"`{step_id}`" for step_id in checkpoint.step_ids)
-    out = [
-        f"# Quality review: job `{checkpoint.job.name}`, step {steps}",
-        "",
-        "## Your role",
-        "",
-        "You are an independent reviewer. You did not write these outputs, and you do not "
-        "change them: read every file listed below yourself, judge it against each criterion, "
-        "and report. Be strict but fair: a criterion passes only if the files clearly meet it; "
-        "a criterion that does not apply passes with a one-line explanation.",
-    ]
-    for number, task in enumerate(tasks, start=1):
-        scope = (
-            "all outputs of the step together"
-            if task.run_each == "step"
-            else task_scope(task.run_each)
-            + (f", file `{task.target_file}`" if task.target_file else "")
-        )
-        out += ["", f"## Review {number} of {len(tasks)}: step `{task.step_id}`, {scope}", ""]
-        out += ["### Criteria", ""]
-        out += [f"- **{name}**: {question}" for name, question in task.criteria.items()]
-        out += ["", "### Files to review", ""]
-        out += [f"- `{path}`{_listing_note(root, path)}" for path in task.files] or [
-            "- (no files were submitted; judge the step's work as described)"
-        ]
-        inputs = task_input_paths(checkpoint, task)
-        if inputs:
-            out += ["", "### Inputs from earlier steps (context only)", ""]
-            out += [f"- `{path}`{_listing_note(root, path)}" for path in inputs]
-        if task.guidance and task.guidance.strip():
-            out += ["", "### Additional guidance", "", task.guidance.strip()]
-    if checkpoint.notes and checkpoint.notes.strip():
-        out += ["", "## Author notes (the agent's own account; verify, do not trust)", ""]
-        out.append(_clip(checkpoint.notes.strip(), MAX_NOTES_CHARS))
-    out += [
-        *checkpoint.undeclared_lines(),
-        "",
-        "## How to answer",
-        "",
-        "For each review, list every criterion with PASS or FAIL and one or two sentences of "
-        "evidence; for each FAIL say exactly what to change. End with `Overall: PASSED` only if "
-        "every criterion of every review passed, else `Overall: FAILED`.",
-        "",
-        "## After the review (for the agent that called finished_step)",
-        "",
-        "1. Fix everything the review failed, then review again until every criterion passes.",
-        "2. Call `finished_step` again with the same outputs and `quality_review_override_reason`"
-        " describing the review's outcome: which reviews ran, that every criterion passed, and"
-        " what was fixed on the way.",
-        "",
-    ]
-    return "\n".join(out)
 
 
 def self_review_feedback(path: Path) -> str:

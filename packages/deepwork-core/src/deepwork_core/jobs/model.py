@@ -27,6 +27,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from deepwork_core.base.config import ReviewDepth
 from deepwork_core.base.identifiers import NAME_PATTERN
 
 if TYPE_CHECKING:
@@ -231,6 +232,10 @@ class Review(_Strict):
         default=None, description="Platform name -> reviewer agent persona."
     )
     additional_context: ReviewContext | None = None
+    depth: ReviewDepth | None = Field(
+        default=None,
+        description="light, standard or thorough; default: quality_gate.review_depth.",
+    )
 
 
 class SubWorkflowRef(_Strict):

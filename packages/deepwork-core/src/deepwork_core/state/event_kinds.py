@@ -62,6 +62,9 @@ class EventName(StrEnum):
     APPROVAL = "approval"
     ABORTED = "aborted"
     COMPLETED = "completed"
+    REVIEW_USAGE = "review_usage"
+    REVIEW_STALLED = "review_stalled"
+    BUDGET_EXHAUSTED = "budget_exhausted"
 
 
 def _iso(value: datetime) -> str:
@@ -268,6 +271,61 @@ class CompletedEvent(_Known):
     steps_completed: int | None = None
 
 
+class ReviewUsageEvent(_Known):
+    """What one review task cost, in the log of the run's top-level session (docs/quality-gate.md).
+
+    `mode` is `external` (one reviewer call: tokens and cost as the reviewer reported them) or
+    `self` (a self-review was requested: nothing is metered, it is only counted). `outcome` is
+    `passed`, `failed` or the error code the call ended with.
+    """
+
+    event: Literal["review_usage"] = "review_usage"
+    job: str
+    step_id: str
+    review: str
+    target_file: str | None = None
+    #: The nested session the step belongs to, when it is not the run's own session.
+    reviewed_session_id: str | None = None
+    mode: Literal["external", "self"] = "external"
+    criteria: int = 0
+    depth: str = "standard"
+    model: str | None = None
+    seconds: float = 0.0
+    attempt: int | None = None
+    outcome: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_creation_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+class ReviewStalledEvent(_Known):
+    """A reviewer went silent for `waited_seconds` and was killed; `retrying` says whether it
+    was started once more."""
+
+    event: Literal["review_stalled"] = "review_stalled"
+    job: str
+    step_id: str
+    review: str
+    target_file: str | None = None
+    waited_seconds: float
+    try_number: int
+    retrying: bool
+
+
+class BudgetExhaustedEvent(_Known):
+    """The run spent its review budget: the gate started no reviewer for these steps."""
+
+    event: Literal["budget_exhausted"] = "budget_exhausted"
+    job: str
+    step_ids: list[str]
+    spent_usd: float
+    spent_tokens: int
+    max_cost_usd: float | None = None
+    max_tokens: int | None = None
+
+
 class OtherEvent(_Record):
     """A line of a kind this version does not know, or whose fields do not fit its kind.
 
@@ -297,6 +355,9 @@ KnownEvent = (
     | ApprovalEvent
     | AbortedEvent
     | CompletedEvent
+    | ReviewUsageEvent
+    | ReviewStalledEvent
+    | BudgetExhaustedEvent
 )
 
 _OTHER: Final = "other"
@@ -325,6 +386,9 @@ EventRecord = Annotated[
     | Annotated[ApprovalEvent, Tag("approval")]
     | Annotated[AbortedEvent, Tag("aborted")]
     | Annotated[CompletedEvent, Tag("completed")]
+    | Annotated[ReviewUsageEvent, Tag("review_usage")]
+    | Annotated[ReviewStalledEvent, Tag("review_stalled")]
+    | Annotated[BudgetExhaustedEvent, Tag("budget_exhausted")]
     | Annotated[OtherEvent, Tag(_OTHER)],
     Discriminator(_kind),
 ]

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from deepwork_core.base.errors import SessionError
 from deepwork_core.base.layout import SESSION_PREFIX, SESSION_SUFFIX
 from deepwork_core.evidence.verdicts import VerdictKind
+from deepwork_core.state.review_usage import ReviewUsage, run_id_of, run_usage
 from deepwork_core.state.sessions import (
     Session,
     SessionStatus,
@@ -58,6 +59,8 @@ class StackView(_View):
 
     agent_id: str | None
     entries: list[ActiveEntry]
+    #: What the reviews of the stack's run (its bottom workflow's) cost so far.
+    review_usage: ReviewUsage = ReviewUsage()
 
 
 class FinishedEntry(_View):
@@ -113,7 +116,11 @@ def project_overview(
 ) -> ProjectOverview:
     """The stacks of `store`'s project and its `finished_limit` newest finished sessions."""
     stacks = [
-        StackView(agent_id=agent, entries=[active_entry(s, agent) for s in sessions])
+        StackView(
+            agent_id=agent,
+            entries=[active_entry(s, agent) for s in sessions],
+            review_usage=run_usage(store.project_root, run_id_of(sessions[0], store.load)),
+        )
         for agent, sessions in store.all_stacks().items()
         if sessions
     ]

@@ -37,6 +37,7 @@ from deepwork_core.state.event_kinds import (
     StepFinishedEvent,
 )
 from deepwork_core.state.events import logged_session_ids, read_events
+from deepwork_core.state.review_usage import ReviewCosts, review_costs
 
 
 class _Model(BaseModel):
@@ -78,6 +79,8 @@ class SkippedLog(_Model):
 class Stats(_Model):
     jobs: list[JobStats] = Field(default_factory=list)
     skipped: list[SkippedLog] = Field(default_factory=list)
+    #: What reviews cost per job, step and review, most expensive first (docs/quality-gate.md).
+    review_costs: ReviewCosts = Field(default_factory=ReviewCosts)
 
 
 @dataclass
@@ -111,18 +114,22 @@ def collect_stats(project_root: Path, *, job: str | None = None) -> Stats:
     """The figures over every event log of the project (only `job`'s when given)."""
     tallies: dict[str, _JobTally] = {}
     skipped: list[SkippedLog] = []
+    seen: list[EventRecord] = []
     for session_id in logged_session_ids(project_root):
         try:
             events = read_events(project_root, session_id)
         except DeepWorkError as exc:
             skipped.append(SkippedLog(session_id=session_id, error=f"{exc.code}: {exc.message}"))
             continue
+        seen.extend(events)
         name = _job_of(events)
         if name is None or (job is not None and name != job):
             continue
         _tally_session(tallies.setdefault(name, _JobTally()), events)
     return Stats(
-        jobs=[_job_stats(name, tallies[name]) for name in sorted(tallies)], skipped=skipped
+        jobs=[_job_stats(name, tallies[name]) for name in sorted(tallies)],
+        skipped=skipped,
+        review_costs=review_costs(seen, job=job),
     )
 
 

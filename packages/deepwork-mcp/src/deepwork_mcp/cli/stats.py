@@ -19,7 +19,8 @@ from deepwork_mcp.cli.options import project_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @project_option
 def stats(job: str | None, as_json: bool, project: Path) -> None:
-    """Runs, first-try pass rate, mean attempts, overrides, criterion failures, median time.
+    """Runs, first-try pass rate, mean attempts, overrides, criterion failures, median time,
+    and what reviews cost per job, step and review (most expensive first).
 
     Use them to find criteria that are too strict (often failed, often overridden) or too loose
     (never failed). See docs/evidence.md for how each figure is counted.
@@ -46,6 +47,16 @@ def _print_table(figures: Stats) -> None:
                     f"    {printable(criterion.criterion)}: failed {criterion.failures} of "
                     f"{criterion.evaluations} ({_percent(criterion.failure_rate)})"
                 )
+    if figures.review_costs.reviews:
+        click.echo("Review costs, most expensive first:")
+    for row in figures.review_costs.reviews:
+        usage, mean = row.usage, "-" if row.mean_seconds is None else f"{row.mean_seconds:.1f} s"
+        where = printable(f"{row.job}/{row.step}/{row.review}")
+        click.echo(
+            f"  {where}: {usage.cost_usd:.4f} USD, {usage.tokens} tokens, {usage.calls} call(s), "
+            f"{usage.self_reviews} self-review(s), mean {mean}, "
+            f"first-attempt pass {_percent(row.first_attempt_pass_rate)}"
+        )
     for skipped in figures.skipped:
         click.echo(printable(f"skipped {skipped.session_id}: {skipped.error}"), err=True)
 

@@ -18,6 +18,7 @@ import click
 from deepwork_core import DeepWorkError
 from deepwork_core.base.escaping import printable
 from deepwork_core.state.overview import ActiveEntry, ProjectOverview, project_overview
+from deepwork_core.state.review_usage import ReviewUsage
 from deepwork_core.state.sessions import SessionStore
 
 from deepwork_mcp.cli.options import cli_error, project_option
@@ -61,6 +62,18 @@ def _entry_line(entry: ActiveEntry, now: datetime) -> str:
     return printable("  ".join(parts))
 
 
+def usage_line(usage: ReviewUsage) -> str:
+    """`reviews: 3 call(s), 1234 tokens, 0.1200 USD` (and the count of self-reviews)."""
+    line = (
+        f"reviews: {usage.calls} call(s), {usage.tokens} tokens "
+        f"({usage.input_tokens} in, {usage.output_tokens} out, {usage.cache_read_tokens} cache "
+        f"read, {usage.cache_creation_tokens} cache write), {usage.cost_usd:.4f} USD"
+    )
+    if usage.self_reviews:
+        line += f"; {usage.self_reviews} self-review(s), not metered"
+    return line
+
+
 def render_text(overview: ProjectOverview, now: datetime) -> str:
     """The overview as an indented tree: each stack, nested workflows under their parent."""
     lines: list[str] = []
@@ -72,6 +85,8 @@ def render_text(overview: ProjectOverview, now: datetime) -> str:
         )
         for depth, entry in enumerate(stack.entries):
             lines.append("   " * depth + "└─ " + _entry_line(entry, now))
+        if stack.review_usage.calls or stack.review_usage.self_reviews:
+            lines.append("   " + usage_line(stack.review_usage))
     if overview.finished:
         lines.append("")
         lines.append("Recently finished:")

@@ -119,9 +119,13 @@ def register_workflow_tools(mcp: FastMCP, *, engines: Engines, catalogs: Catalog
         ] = None,
         session_id: SessionIdArg = None,
         agent_id: AgentIdArg = None,
+        dry_run: bool = False,
     ) -> ToolResult:
         """Submit this step's outputs; act on `status`."""
         engine = engines()
+        if dry_run:  # check and list reviews only (docs/quality-gate.md, "Dry run")
+            answer = await _dry_run(engine, outputs, notes, work_summary, session_id, agent_id)
+            return _structured(answer)
         call = partial(
             engine.finish,
             outputs,
@@ -144,6 +148,28 @@ def _approver(ctx: Context) -> Approver:
     from deepwork_mcp.approval import ElicitingApprover
 
     return ElicitingApprover(ctx)
+
+
+async def _dry_run(
+    engine: WorkflowEngine,
+    outputs: dict[str, str | list[str]],
+    notes: str | None,
+    work_summary: str | None,
+    session_id: str | None,
+    agent_id: str | None,
+) -> FinishedStepResponse:
+    from deepwork_core.engine.dry_run import dry_run_finish  # a dry run is rare
+
+    check = partial(
+        dry_run_finish,
+        engine,
+        outputs,
+        notes=notes,
+        work_summary=work_summary,
+        session_id=session_id,
+        agent_id=agent_id,
+    )
+    return FinishedStepResponse.model_validate(await to_thread.run_sync(check))
 
 
 def _structured(model: BaseModel) -> ToolResult:
@@ -203,5 +229,6 @@ def register_navigation_tools(mcp: FastMCP, engines: Engines) -> None:
         response = GetActiveWorkflowResponse(
             stack=[ActiveStackEntry.of(entry) for entry in found.stack],
             begin_step=None if found.brief is None else ActiveStepInfo.model_validate(found.brief),
+            review_usage=found.review_usage,
         )
         return _structured(response)

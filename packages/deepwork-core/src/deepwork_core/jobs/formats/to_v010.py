@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from deepwork_core.base.config import REVIEW_DEPTHS
 from deepwork_core.jobs.model import (
     JobDefinition,
     OutputSpec,
@@ -183,6 +184,9 @@ def _merged_review(step: Step, name: str, spec: OutputSpec, notes: Notes) -> dic
         block["agent"] = dict(first.agent)
     if first.additional_context is not None:
         block["additional_context"] = first.additional_context.model_dump()
+    depths = [review.depth for review in reviews if review.depth is not None]
+    if depths:  # merged reviews keep the deepest
+        block["depth"] = max(depths, key=REVIEW_DEPTHS.index)
     return block
 
 

@@ -174,6 +174,8 @@ def _review(step: Step, review: Review, notes: Notes) -> dict[str, Any]:
     data: dict[str, Any] = {"run_each": review.run_each, "quality_criteria": criteria}
     if guidance:
         data["additional_review_guidance"] = guidance
+    if review.depth is not None:
+        data["depth"] = review.depth
     return data
 
 

@@ -310,6 +310,7 @@ def _review(output_name: str, block: ReviewBlock) -> Review:
         strategy=block.strategy,
         agent=block.agent,
         additional_context=block.additional_context,
+        depth=block.depth,
     )
 
 

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, StrictBool, StringConstraints
 
+from deepwork_core.base.config import ReviewDepth
 from deepwork_core.jobs.model import (
     Approval,
     InstructionsFile,
@@ -45,6 +46,7 @@ class ReviewBlock(_Strict):
     instructions: NonEmptyText
     agent: dict[NonEmptyText, NonEmptyText] | None = None
     additional_context: ReviewContext | None = None
+    depth: ReviewDepth | None = None
 
 
 class StepArgument(_Strict):

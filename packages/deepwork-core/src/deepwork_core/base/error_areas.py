@@ -1,0 +1,41 @@
+"""The areas of the error codes: the part of a code before the dot, and what it is about.
+
+`docs/errors.md` has one section per area (`python tools/gen_errors_doc.py write`); a test
+checks that every `ErrorCode` (deepwork_core.base.error_codes) falls in one of these areas.
+"""
+
+from __future__ import annotations
+
+#: Area (the part before the dot) -> what the codes of that area are about.
+AREAS: dict[str, str] = {
+    "approval": "Human approvals of a step (`deepwork approve`, the client's form).",
+    "arguments": "Tool arguments that do not match the tool's input schema.",
+    "config": "`.deepwork/config.yml` and other settings.",
+    "convert": "`deepwork jobs convert`: writing a job in the other `job.yml` format.",
+    "dashboard": "`deepwork dashboard` and `deepwork report`: the pages of runs in a browser.",
+    "deepwork": "The root of the error hierarchy.",
+    "doc_spec": "Doc spec files (Markdown with YAML frontmatter) that outputs refer to.",
+    "events": "Session event logs under `.deepwork/tmp/events/` (`deepwork log`).",
+    "file": "Reading a file of the project (`docs/limits.md`); callers usually report these "
+    "under their own code.",
+    "git": "Running git.",
+    "graph": "Drawing a workflow (`deepwork jobs graph`).",
+    "hook": "`deepwork hook NAME`, the command the plugins run on lifecycle events.",
+    "identifier": "Names and ids sent by an agent.",
+    "inputs": "Start parameters given to `start_workflow` (`inputs`).",
+    "install": "`deepwork install`: writing DeepWork into a client's project files "
+    "(docs/platforms.md).",
+    "internal": "Bugs.",
+    "job": "Loading and checking `job.yml` files, and finding jobs.",
+    "navigation": "Moving within a workflow (`go_to_step`).",
+    "outputs": "Outputs submitted to `finished_step`.",
+    "path": "Paths sent by an agent.",
+    "process": "Subprocesses.",
+    "quality_gate": "The quality gate and its reviewer.",
+    "review": "DeepWork Reviews: `.deepreview` files, changed files, review tasks.",
+    "scaffold": "`deepwork jobs new`.",
+    "session": "Workflow sessions and the stack under `.deepwork/tmp/`.",
+    "text": "Free text sent by an agent.",
+    "workflow": "Workflows of a job.",
+    "yaml": "Reading any YAML file safely.",
+}

@@ -1,0 +1,149 @@
+"""The review budget of a workflow run: `quality_gate.budget` (docs/quality-gate.md, "Budgets").
+
+A run (a top-level workflow with every workflow nested in it) may spend at most `max_cost_usd`
+and `max_tokens` on external reviews. What it spent is the sum of its `review_usage` events.
+Before each reviewer call the gate asks `usd_left` (passed on as `--max-budget-usd`); once the
+run has spent its budget no reviewer starts and `finished_step` answers
+`quality_gate.budget_exhausted`, which is not an attempt: the run goes on with self-review.
+A reviewer that stalls twice (`quality_gate.reviewer_stalled`) is handled the same way: the
+answer names the self-review instruction file (`with_self_review`). Self-reviews are counted
+here too (`log_self_reviews`), though they cost nothing DeepWork can see.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
+
+from deepwork_core.base.config import DEFAULT_REVIEW_DEPTH, ReviewBudget
+from deepwork_core.base.error_codes import ErrorCode
+from deepwork_core.base.errors import DeepWorkError, QualityGateError
+from deepwork_core.gate.checkpoint import Checkpoint
+from deepwork_core.gate.quality import (
+    QualityReviewTask,
+    self_review_feedback,
+    write_self_review_file,
+)
+from deepwork_core.state.event_kinds import (
+    BudgetExhaustedEvent,
+    ReviewUsageEvent,
+)
+from deepwork_core.state.events import append_event, read_events
+from deepwork_core.state.review_usage import ReviewUsage, run_usage
+from deepwork_core.state.sessions import utc_now
+
+#: At most this many items are named in the "spent on" list.
+_SPENT_ON_ITEMS = 5
+
+
+def usd_left(budget: ReviewBudget, spent: ReviewUsage) -> float | None:
+    """What is left of the cost budget (never below 0); None when there is no cost budget."""
+    if budget.max_cost_usd is None:
+        return None
+    return max(0.0, round(budget.max_cost_usd - spent.cost_usd, 6))
+
+
+def is_spent(budget: ReviewBudget, spent: ReviewUsage) -> bool:
+    """True when the run reached either limit of its budget."""
+    over_cost = budget.max_cost_usd is not None and spent.cost_usd >= budget.max_cost_usd
+    over_tokens = budget.max_tokens is not None and spent.tokens >= budget.max_tokens
+    return over_cost or over_tokens
+
+
+def check_budget(project_root: Path, run_id: str, budget: ReviewBudget) -> ReviewUsage:
+    """What run `run_id` spent; raises `quality_gate.budget_exhausted` when that is the budget."""
+    spent = run_usage(project_root, run_id)
+    if is_spent(budget, spent):
+        raise budget_exhausted(project_root, run_id, budget, spent)
+    return spent
+
+
+def budget_exhausted(
+    project_root: Path, run_id: str, budget: ReviewBudget, spent: ReviewUsage
+) -> QualityGateError:
+    """The error answering a checkpoint of a run that spent its budget: what went on what."""
+    limits = []
+    if budget.max_cost_usd is not None:
+        limits.append(f"{budget.max_cost_usd:g} USD")
+    if budget.max_tokens is not None:
+        limits.append(f"{budget.max_tokens} tokens")
+    return QualityGateError(
+        f"the review budget of this workflow run ({' / '.join(limits)}) is spent: "
+        f"{spent.cost_usd:.4f} USD and {spent.tokens} tokens in {spent.calls} reviewer "
+        f"call(s){spent_on(project_root, run_id)}. No reviewer was started and this was not "
+        "counted as an attempt; your outputs and notes are recorded. The run continues with "
+        "self-review, unless a human raises quality_gate.budget in .deepwork/config.yml.",
+        code=ErrorCode.QUALITY_GATE_BUDGET_EXHAUSTED,
+    )
+
+
+def spent_on(project_root: Path, run_id: str) -> str:
+    """`, on: write/report 0.8000 USD (2 calls); …`, the most expensive reviews first."""
+    try:
+        events = read_events(project_root, run_id)
+    except DeepWorkError:
+        return ""
+    costs: dict[str, list[float]] = defaultdict(list)
+    for event in events:
+        if isinstance(event, ReviewUsageEvent) and event.mode == "external":
+            costs[f"{event.job}/{event.step_id}/{event.review}"].append(event.cost_usd)
+    ranked = sorted(costs.items(), key=lambda item: -sum(item[1]))[:_SPENT_ON_ITEMS]
+    listed = [f"{label} {sum(spent):.4f} USD ({len(spent)} call(s))" for label, spent in ranked]
+    return f", on: {'; '.join(listed)}" if listed else ""
+
+
+#: Gate errors that are not an attempt: the engine gives the attempt back, and the answer hands
+#: the agent the self-review instruction file as the way on.
+NOT_AN_ATTEMPT: Final = frozenset(
+    {ErrorCode.QUALITY_GATE_REVIEWER_STALLED, ErrorCode.QUALITY_GATE_BUDGET_EXHAUSTED}
+)
+
+
+def with_self_review(
+    exc: QualityGateError,
+    checkpoint: Checkpoint,
+    tasks: Sequence[QualityReviewTask],
+    budget: ReviewBudget | None = None,
+) -> QualityGateError:
+    """`exc`, or, when it is not an attempt, `exc` naming the self-review file it wrote."""
+    if exc.code not in NOT_AN_ATTEMPT:
+        return exc
+    root, run_id = checkpoint.project_root, checkpoint.run_session_id
+    if exc.code == ErrorCode.QUALITY_GATE_BUDGET_EXHAUSTED:
+        spent, limits = run_usage(root, run_id), budget or ReviewBudget()
+        event = BudgetExhaustedEvent(
+            ts=utc_now(),
+            session_id=run_id,
+            job=checkpoint.job.name,
+            step_ids=list(checkpoint.step_ids),
+            spent_usd=spent.cost_usd,
+            spent_tokens=spent.tokens,
+            max_cost_usd=limits.max_cost_usd,
+            max_tokens=limits.max_tokens,
+        )
+        append_event(root, event)
+    path = write_self_review_file(checkpoint, tasks)
+    return QualityGateError(f"{exc.message} {self_review_feedback(path)}", code=exc.code)
+
+
+def log_self_reviews(checkpoint: Checkpoint, tasks: Sequence[QualityReviewTask]) -> None:
+    """One `review_usage` event (mode `self`: counted, not metered) per self-review task."""
+    nested = checkpoint.session_id != checkpoint.run_session_id
+    for task in tasks:
+        event = ReviewUsageEvent(
+            ts=utc_now(),
+            session_id=checkpoint.run_session_id,
+            job=checkpoint.job.name,
+            step_id=task.step_id,
+            review=task.run_each,
+            target_file=task.target_file,
+            reviewed_session_id=checkpoint.session_id if nested else None,
+            mode="self",
+            criteria=len(task.criteria),
+            depth=task.depth or DEFAULT_REVIEW_DEPTH,
+            attempt=checkpoint.attempt or None,
+            outcome="requested",
+        )
+        append_event(checkpoint.project_root, event)
