@@ -567,7 +567,8 @@ async def test_concurrent_group_note_and_single_checkpoint(client: Client[Any], 
     begin = group["begin_step"]
     assert begin["step_id"] == "left"
     assert "**CONCURRENT STEPS**" in begin["step_instructions"]
-    assert "Task tool" in begin["step_instructions"]
+    assert "own sub-agent" in begin["step_instructions"]
+    assert "Task tool" not in begin["step_instructions"]  # platform-neutral wording
     assert "`right`" in begin["step_instructions"]
     assert [o["name"] for o in begin["step_expected_outputs"]] == ["left_out", "right_out"]
     await call_error(client, "finished_step", "outputs.missing", outputs={"left_out": "left.md"})

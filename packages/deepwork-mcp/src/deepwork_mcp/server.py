@@ -161,7 +161,9 @@ def create_server(
     outer = [RootsMiddleware(where)] if follow_client_roots else []
     mcp = FastMCP(
         SERVER_NAME,
-        instructions=build_instructions(INSTRUCTIONS, projects.get(root).catalog.scan()),
+        instructions=build_instructions(
+            INSTRUCTIONS, projects.get(root).catalog.scan(), version("deepwork-mcp")
+        ),
         version=version("deepwork-mcp"),
         mask_error_details=True,
         middleware=[*outer, CallLog(projects.get), ToolErrors(), CompactToolListing()],

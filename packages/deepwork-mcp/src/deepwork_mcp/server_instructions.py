@@ -45,8 +45,19 @@ def project_lines(catalog: Catalog) -> list[str]:
     return lines
 
 
-def build_instructions(lifecycle: str, catalog: Catalog | None) -> str:
-    """`lifecycle` followed by the project's lines (only the lifecycle without a catalog)."""
+def cli_line(version: str) -> str:
+    """How to run the `deepwork` command the guidance names, pinned to the server's release.
+
+    A plugin install runs the server through `uvx`, so `deepwork` may not be on `PATH`
+    (docs/platforms.md).
+    """
+    return f"CLI: `deepwork ...` when on PATH, else `uvx deepwork=={version} ...`."
+
+
+def build_instructions(lifecycle: str, catalog: Catalog | None, version: str | None = None) -> str:
+    """`lifecycle`, the CLI line when `version` is given, then the project's lines (not without a
+    catalog)."""
+    head = [lifecycle] if version is None else [lifecycle, cli_line(version)]
     if catalog is None:
-        return lifecycle
-    return "\n".join([lifecycle, *project_lines(catalog)])
+        return "\n".join(head)
+    return "\n".join([*head, *project_lines(catalog)])

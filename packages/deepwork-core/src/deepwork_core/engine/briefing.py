@@ -208,7 +208,7 @@ def _concurrent_note(job: LoadedJob, steps: Sequence[Step]) -> str:
         "**CONCURRENT STEPS**",
         "",
         f"This checkpoint is a group of {len(steps)} steps that run in parallel. Run each in its "
-        "own sub-agent (e.g. the Task tool) at the same time, then call `finished_step` ONCE "
+        "own sub-agent at the same time, then call `finished_step` ONCE "
         "with the outputs of all of them. Each step's outputs are checked against that step.",
         "",
     ]

@@ -360,9 +360,9 @@ class WorkflowEngine(EvidenceSteps):
             ):
                 raise QualityGateError(
                     f"Quality gate failed after {checkpoint.attempt} attempts. Feedback: "
-                    f"{verdict.feedback}. Fix the outputs and call finished_step again, or "
-                    "pass quality_review_override_reason explaining why the review should "
-                    "not block.",
+                    f"{verdict.feedback}. Stop and show this feedback to the user; pass "
+                    "quality_review_override_reason only if the user tells you to accept the "
+                    "outputs as they are.",
                     code=ErrorCode.QUALITY_GATE_MAX_ATTEMPTS,
                 )
             stack = stack_items(tx, session.agent_id)
