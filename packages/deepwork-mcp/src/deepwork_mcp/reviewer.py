@@ -41,7 +41,7 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import ProcessOutputError, ProcessTimeoutError, QualityGateError
 from deepwork_core.base.process import Completed, run_bounded
 from deepwork_core.evidence.verdicts import ReviewVerdict
-from deepwork_core.gate.budget import check_budget, usd_left
+from deepwork_core.gate.budget import check_budget, review_usage_event, usd_left
 from deepwork_core.gate.checkpoint import Checkpoint, ProgressReporter
 from deepwork_core.gate.quality import (
     DEFAULT_MAX_INLINE_FILES,
@@ -53,7 +53,7 @@ from deepwork_core.gate.quality import (
     unjudged_criteria,
     verdict_from_reply,
 )
-from deepwork_core.state.event_kinds import ReviewStalledEvent, ReviewUsageEvent
+from deepwork_core.state.event_kinds import ReviewStalledEvent
 from deepwork_core.state.events import append_event
 from deepwork_core.state.sessions import utc_now
 
@@ -327,20 +327,11 @@ class ClaudeReviewer:
         """One `review_usage` event in the run's log (docs/quality-gate.md)."""
         checkpoint, task, usage = call.checkpoint, call.task, answer.usage
         depth = task.depth or DEFAULT_REVIEW_DEPTH
-        nested = checkpoint.session_id != checkpoint.run_session_id
-        event = ReviewUsageEvent(
-            ts=utc_now(),
-            session_id=checkpoint.run_session_id,
-            job=checkpoint.job.name,
-            step_id=task.step_id,
-            review=task.run_each,
-            target_file=task.target_file,
-            reviewed_session_id=checkpoint.session_id if nested else None,
-            criteria=len(task.criteria),
-            depth=depth,
+        event = review_usage_event(
+            checkpoint,
+            task,
             model=usage.model or self.models.for_depth(depth),
             seconds=round(answer.seconds, 3),
-            attempt=checkpoint.attempt or None,
             outcome=str(outcome),
             input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens,

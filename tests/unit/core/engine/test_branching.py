@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 from datetime import date
 from pathlib import Path
 
@@ -13,25 +12,17 @@ from deepwork_core.engine.branching import (
     workflow_branch_name,
 )
 
+from tests.fixtures.git_repo import git, init_repo
+
 TODAY = date(2026, 3, 14)
 BRANCH = "deepwork/demo-acme-2026-03-14"
-
-
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", *args], cwd=repo, check=True, capture_output=True, text=True, timeout=30
-    )
-    return done.stdout.strip()
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     path = tmp_path / "repo"
     path.mkdir()
-    git(path, "init", "-q", "-b", "main")
-    git(path, "config", "user.email", "t@example.com")
-    git(path, "config", "user.name", "Tester")
-    git(path, "config", "commit.gpgsign", "false")
+    init_repo(path)
     (path / "tracked.txt").write_text("v1\n")
     (path / "other.txt").write_text("o1\n")
     git(path, "add", ".")

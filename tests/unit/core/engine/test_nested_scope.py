@@ -11,7 +11,7 @@ from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.state.sessions import SessionStore
 
-from tests.fixtures.evidence_project import git
+from tests.fixtures.git_repo import commit_all
 
 JOB = """\
 name: nested_strict
@@ -51,12 +51,7 @@ def _project(tmp_path: Path) -> Path:
     job_dir.mkdir(parents=True)
     (job_dir / "job.yml").write_text(JOB)
     (root / "src.txt").write_text("source\n")
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.email", "t@example.com")
-    git(root, "config", "user.name", "Tester")
-    git(root, "config", "commit.gpgsign", "false")
-    git(root, "add", ".")
-    git(root, "commit", "-q", "-m", "project")
+    commit_all(root)
     return root
 
 

@@ -2,28 +2,19 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 from deepwork_core.evidence.scope import RepoSnapshot, changed_between, take_snapshot, undeclared
 
-
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", *args], cwd=repo, check=True, capture_output=True, text=True, timeout=30
-    )
-    return done.stdout.strip()
+from tests.fixtures.git_repo import git, init_repo
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     path = tmp_path / "repo"
     path.mkdir()
-    git(path, "init", "-q", "-b", "main")
-    git(path, "config", "user.email", "t@example.com")
-    git(path, "config", "user.name", "Tester")
-    git(path, "config", "commit.gpgsign", "false")
+    init_repo(path)
     (path / "src").mkdir()
     (path / "src" / "a.py").write_text("a = 1\n")
     (path / "README.md").write_text("readme\n")

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from deepwork_core.base.config import DEFAULT_REVIEW_DEPTH, ReviewBudget
 from deepwork_core.base.error_codes import ErrorCode
@@ -130,20 +130,27 @@ def with_self_review(
 
 def log_self_reviews(checkpoint: Checkpoint, tasks: Sequence[QualityReviewTask]) -> None:
     """One `review_usage` event (mode `self`: counted, not metered) per self-review task."""
-    nested = checkpoint.session_id != checkpoint.run_session_id
     for task in tasks:
-        event = ReviewUsageEvent(
-            ts=utc_now(),
-            session_id=checkpoint.run_session_id,
-            job=checkpoint.job.name,
-            step_id=task.step_id,
-            review=task.run_each,
-            target_file=task.target_file,
-            reviewed_session_id=checkpoint.session_id if nested else None,
-            mode="self",
-            criteria=len(task.criteria),
-            depth=task.depth or DEFAULT_REVIEW_DEPTH,
-            attempt=checkpoint.attempt or None,
-            outcome="requested",
-        )
+        event = review_usage_event(checkpoint, task, mode="self", outcome="requested")
         append_event(checkpoint.project_root, event)
+
+
+def review_usage_event(
+    checkpoint: Checkpoint, task: QualityReviewTask, **figures: Any
+) -> ReviewUsageEvent:
+    """The `review_usage` event of `task`, for the log of the checkpoint's top-level run:
+    what identifies the review, plus the call's `figures` (mode, outcome, model, tokens...)."""
+    nested = checkpoint.session_id != checkpoint.run_session_id
+    return ReviewUsageEvent(
+        ts=utc_now(),
+        session_id=checkpoint.run_session_id,
+        job=checkpoint.job.name,
+        step_id=task.step_id,
+        review=task.run_each,
+        target_file=task.target_file,
+        reviewed_session_id=checkpoint.session_id if nested else None,
+        criteria=len(task.criteria),
+        depth=task.depth or DEFAULT_REVIEW_DEPTH,
+        attempt=checkpoint.attempt or None,
+        **figures,
+    )
