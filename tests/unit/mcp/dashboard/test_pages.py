@@ -8,7 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 from deepwork_core.evidence.verdicts import CriterionVerdict
 from deepwork_core.jobs.graph import GraphEdge, GraphStep, WorkflowGraph
-from deepwork_core.state.event_kinds import ReviewVerdictEvent, StartedEvent
+from deepwork_core.state.event_kinds import ReviewUsageEvent, ReviewVerdictEvent, StartedEvent
 from deepwork_core.state.events import append_event
 from deepwork_core.state.sessions import Session, SessionStore
 from deepwork_mcp.cli import cli
@@ -133,3 +133,32 @@ def test_report_of_an_unknown_session_fails_with_the_code(tmp_path: Path) -> Non
     )
     assert result.exit_code == 1
     assert "session.not_found" in result.output
+
+
+def test_the_run_page_shows_what_the_reviews_cost(tmp_path: Path) -> None:
+    waiting = waiting_project(tmp_path / "project")
+    page = client_for(waiting.root).get(f"/run/{waiting.session_id}").text
+    assert "No review call is recorded" in page
+    for cost, model in ((0.25, "<b>model-a</b>"), (0.5, "model-b")):
+        append_event(
+            waiting.root,
+            ReviewUsageEvent(
+                ts=T0,
+                session_id=waiting.session_id,
+                job="approved",
+                step_id="plan",
+                review="plan",
+                depth="light",
+                model=model,
+                outcome="passed",
+                input_tokens=1000,
+                output_tokens=50,
+                cache_read_tokens=200,
+                cost_usd=cost,
+            ),
+        )
+    page = client_for(waiting.root).get(f"/run/{waiting.session_id}").text
+    assert "2 reviewer call(s), 0 self-review(s): 2400 input and 100 output tokens" in page
+    assert "0.7500 USD" in page
+    assert "&lt;b&gt;model-a&lt;/b&gt;" in page
+    assert "<b>model-a</b>" not in page

@@ -175,6 +175,30 @@ def _reviews(reviews: list[ReviewVerdictEvent]) -> str:
     return "".join(cards)
 
 
+def _review_cost(detail: RunDetail) -> str:
+    """The reviewers' tokens and cost, as the gate recorded them (docs/quality-gate.md)."""
+    usage = detail.review_usage
+    if not detail.review_calls:
+        return '<p class="muted">No review call is recorded in the log of this session.</p>'
+    total = (
+        f"<p>{usage.calls} reviewer call(s), {usage.self_reviews} self-review(s): "
+        f"{usage.input_tokens + usage.cache_read_tokens + usage.cache_creation_tokens} input and "
+        f"{usage.output_tokens} output tokens, {usage.cost_usd:.4f} USD.</p>"
+    )
+    rows = "".join(
+        f"<tr><td>{text(c.step_id)}</td><td>{text(c.review)}</td><td>{text(c.mode)}</td>"
+        f"<td>{text(c.depth)}</td><td>{text(c.model or '-')}</td><td>{text(c.outcome)}</td>"
+        f"<td>{c.input_tokens + c.cache_read_tokens + c.cache_creation_tokens}</td>"
+        f"<td>{c.output_tokens}</td><td>{c.cost_usd:.4f}</td></tr>"
+        for c in detail.review_calls
+    )
+    head = (
+        "<tr><th>Step</th><th>Review</th><th>Mode</th><th>Depth</th><th>Model</th>"
+        "<th>Outcome</th><th>Input tokens</th><th>Output tokens</th><th>USD</th></tr>"
+    )
+    return f"{total}<table><thead>{head}</thead><tbody>{rows}</tbody></table>"
+
+
 def _facts(detail: RunDetail) -> str:
     run = detail.run
     rows = [
@@ -213,6 +237,7 @@ def run_body(detail: RunDetail, *, token: str | None) -> str:
         f"{_facts(detail)}{approval}<h2>Workflow</h2>{graph}"
         f"<h2>Outputs and evidence</h2>{_outputs(detail.outputs)}"
         f"<h2>Reviews</h2>{_reviews(detail.reviews)}"
+        f"<h2>Review cost</h2>{_review_cost(detail)}"
         f"<h2>Timeline</h2>{_timeline(detail.timeline, detail.timeline_problem)}"
     )
 

@@ -22,8 +22,9 @@ from deepwork_core.evidence.hashes import sha256_file
 from deepwork_core.jobs.discovery import parse_folder_list
 from deepwork_core.jobs.graph import build_graph
 from deepwork_core.state.approvals import ApprovalStore
-from deepwork_core.state.event_kinds import EventRecord, ReviewVerdictEvent
+from deepwork_core.state.event_kinds import EventRecord, ReviewUsageEvent, ReviewVerdictEvent
 from deepwork_core.state.events import events_path, read_events
+from deepwork_core.state.review_usage import ReviewUsage, sum_usage
 from deepwork_core.state.sessions import Session, SessionStatus, SessionStore
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -120,6 +121,10 @@ class RunDetail(_View):
     timeline_problem: str | None = None
     outputs: list[OutputRow]
     reviews: list[ReviewVerdictEvent]
+    #: The review calls this session's log records (a top-level run's log holds its nested
+    #: runs' calls too), and their totals.
+    review_calls: list[ReviewUsageEvent]
+    review_usage: ReviewUsage
     approval: ApprovalView | None
 
 
@@ -265,6 +270,8 @@ def run_detail(store: SessionStore, session_id: str) -> RunDetail:
         timeline_problem=timeline_problem,
         outputs=_outputs(root, session),
         reviews=[e for e in events if isinstance(e, ReviewVerdictEvent)],
+        review_calls=[e for e in events if isinstance(e, ReviewUsageEvent)],
+        review_usage=sum_usage(events),
         approval=pending_approval(ApprovalStore(root), session),
     )
 
