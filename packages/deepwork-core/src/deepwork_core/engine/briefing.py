@@ -126,12 +126,17 @@ def resolve_inputs(
 ) -> list[ResolvedInput]:
     """The inputs of `steps`, resolved against what `session` recorded and was given at start.
 
-    With `definition`, an input from an earlier step's `string` output carries its text.
+    With `definition`, an input from an earlier step's `string` output carries its text, and a
+    file input from a step the session's workflow does not run is left out: a step shared by two
+    workflows takes each file from the step that produces it in the workflow running it.
     """
+    in_workflow = _workflow_step_ids(definition, session.workflow_name)
     resolved: list[ResolvedInput] = []
     for step in steps:
         for item in step.inputs:
             if item.file is not None and item.from_step is not None:
+                if in_workflow is not None and item.from_step not in in_workflow:
+                    continue
                 record = session.step_progress.get(item.from_step)
                 value = record.outputs.get(item.file) if record is not None else None
                 if isinstance(value, str) and _is_text(definition, item.from_step, item.file):
@@ -153,6 +158,12 @@ def resolve_inputs(
                     ResolvedInput(step.id, item.name, item.description, None, paths, text)
                 )
     return resolved
+
+
+def _workflow_step_ids(definition: JobDefinition | None, workflow_name: str) -> set[str] | None:
+    """The steps of the workflow; `None` when the definition or the workflow is not known."""
+    workflow = definition.workflows_by_name.get(workflow_name) if definition else None
+    return set(workflow.step_ids) if workflow is not None else None
 
 
 def _is_text(definition: JobDefinition | None, step_id: str, output: str) -> bool:
