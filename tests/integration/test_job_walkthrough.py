@@ -159,6 +159,9 @@ async def _walk(client: Client, project: Path, job: JobDefinition, workflow_name
         assert step["common_job_info"] == _common_info(job, checkpoint.workflow)
         declared = {name for step_id in checkpoint.step_ids for name in job.step(step_id).outputs}
         assert {o["name"] for o in step["step_expected_outputs"]} == declared
+        # A step shared by workflows gets files only from steps this workflow ran.
+        from_steps = [i for i in step["step_inputs"] if i.get("from_step")]
+        assert all(i["paths"] or i.get("value") for i in from_steps), step["step_inputs"]
 
         answer = await _call(
             client,

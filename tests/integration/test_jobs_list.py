@@ -24,5 +24,12 @@ def test_jobs_list_in_an_empty_project_shows_the_standard_workflows(tmp_path: Pa
         check=False,
     )
     assert listed.returncode == 0, listed.stderr
-    for workflow in ("new_job", "repair", "learn", "discover_rules", "add_document_update_rule"):
+    for workflow in (
+        "new_job",
+        "record",
+        "repair",
+        "learn",
+        "discover_rules",
+        "add_document_update_rule",
+    ):
         assert workflow in listed.stdout

@@ -139,9 +139,27 @@ def test_standard_workflows_are_the_documented_ones() -> None:
         for job_dir in STANDARD_JOBS
     }
     assert workflows == {
-        "deepwork_jobs": ["new_job", "repair", "learn"],
+        "deepwork_jobs": ["new_job", "record", "repair", "learn"],
         "deepwork_reviews": ["discover_rules", "add_document_update_rule"],
     }
+
+
+def test_record_replaces_define_and_keeps_its_checks() -> None:
+    """`record` drafts the job like `define` and then shares the rest of `new_job`."""
+    definition = parse_job_dir(STANDARD_JOBS_DIR / "deepwork_jobs").require()
+    new_job = definition.workflows_by_name["new_job"].entries
+    record = definition.workflows_by_name["record"].entries
+    assert new_job[0] == ("define",)
+    assert record[0] == ("record",)
+    assert record[1:] == new_job[1:]
+    define, recorded = definition.step("define"), definition.step("record")
+    assert recorded.outputs.keys() == define.outputs.keys()
+    assert recorded.reviews[0] == define.reviews[0]  # define's review of the job definition
+    for step_id in {step_id for entry in new_job[1:] for step_id in entry}:
+        step = definition.step(step_id)
+        from_define = {i.file for i in step.file_inputs if i.from_step == "define"}
+        from_record = {i.file for i in step.file_inputs if i.from_step == "record"}
+        assert from_define == from_record, step_id
 
 
 def test_repair_backs_up_before_any_change() -> None:
