@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-from check_plugins import ROOT, TOOLS, VERSION, CheckFailed, _ok, _run, _tail
+from check_plugins import GEMINI_SKILLS, ROOT, TOOLS, VERSION, CheckFailed, _ok, _run, _tail
 
 CODEX = "@openai/codex@0.169.0"
 OPENCODE = "opencode-ai@1.18.33"
 COPILOT = "@github/copilot@1.0.102"
-SKILLS = ("deepwork", "review", "configure-reviews")  # the newer clients' skill names
+SKILLS = GEMINI_SKILLS  # the newer clients name skills as Gemini does (`-` for `_`)
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 Step = tuple[str, Callable[[], str | None]]
@@ -201,7 +201,8 @@ def codex_steps(bins: Path, base: Path, env: Mapping[str, str]) -> list[Step]:
             problems.append(f"hooks not loaded: events {sorted(events)}, warnings {warnings}")
         if problems:
             raise CheckFailed("\n".join(problems))
-        return f"server connected with {len(tools)} tools, 3 skills, hooks {sorted(events)}"
+        skill_count = f"{len(SKILLS)} skills"
+        return f"server connected with {len(tools)} tools, {skill_count}, hooks {sorted(events)}"
 
     return [
         ("codex plugin marketplace add + plugin add deepwork@deepwork", install),
@@ -259,7 +260,9 @@ def copilot_steps(bins: Path, base: Path, env: Mapping[str, str]) -> list[Step]:
         missing = [s for s in SKILLS if f"  {s} - " not in listed]
         if missing:
             raise CheckFailed(f"skills missing from `copilot skill list`: {missing}\n{listed}")
-        return f"installed from plugins/copilot; server uvx deepwork=={VERSION}; 3 skills"
+        return (
+            f"installed from plugins/copilot; server uvx deepwork=={VERSION}; {len(SKILLS)} skills"
+        )
 
     def session() -> str:
         # Offline mode pointed at a model address where nothing listens: the session loads the
