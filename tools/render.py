@@ -62,6 +62,7 @@ GENERATED_DIRS = (
     Path(".claude-plugin"),
     Path(".agents/plugins"),
     Path(".cursor-plugin"),
+    Path(".github/plugin"),
     Path("plugins/claude"),
     Path("plugins/gemini"),
     Path("plugins/codex"),
@@ -302,6 +303,8 @@ def render(root: Path = ROOT) -> dict[Path, str]:
     )
     emit("templates/codex/marketplace.json.j2", Path(".agents/plugins/marketplace.json"), False)
     emit("templates/cursor/marketplace.json.j2", Path(".cursor-plugin/marketplace.json"), False)
+    # Copilot reads this one before `.claude-plugin/marketplace.json` (docs/platforms.md).
+    emit("templates/copilot/marketplace.json.j2", Path(".github/plugin/marketplace.json"), False)
     for p in PLATFORMS:
         ctx: dict[str, Any] = {
             "p": p,
