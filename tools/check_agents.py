@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-from check_plugins import ROOT, TOOLS, VERSION, CheckFailed, _ok, _run, _tail
+from check_plugins import GEMINI_SKILLS, ROOT, TOOLS, VERSION, CheckFailed, _ok, _run, _tail
 
 CODEX = "@openai/codex@0.169.0"
 OPENCODE = "opencode-ai@1.18.33"
 COPILOT = "@github/copilot@1.0.102"
-SKILLS = ("deepwork", "review", "configure-reviews")  # the newer clients' skill names
+SKILLS = GEMINI_SKILLS  # the newer clients name skills as Gemini does (`-` for `_`)
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 Step = tuple[str, Callable[[], str | None]]
@@ -201,7 +201,8 @@ def codex_steps(bins: Path, base: Path, env: Mapping[str, str]) -> list[Step]:
             problems.append(f"hooks not loaded: events {sorted(events)}, warnings {warnings}")
         if problems:
             raise CheckFailed("\n".join(problems))
-        return f"server connected with {len(tools)} tools, 3 skills, hooks {sorted(events)}"
+        skill_count = f"{len(SKILLS)} skills"
+        return f"server connected with {len(tools)} tools, {skill_count}, hooks {sorted(events)}"
 
     return [
         ("codex plugin marketplace add + plugin add deepwork@deepwork", install),
@@ -245,12 +246,17 @@ def opencode_steps(bins: Path, base: Path, env: Mapping[str, str]) -> list[Step]
 
 
 def copilot_steps(bins: Path, base: Path, env: Mapping[str, str]) -> list[Step]:
-    """Install from the local path (no login), list server and skills, see the server connect."""
+    """Install from the marketplace (no login), list server and skills, see the server connect."""
     penv = {**client_home(base, "copilot", env), "PATH": f"{bins}:{env['PATH']}"}
     project = base / "project"
 
     def install() -> str:
-        _ok(["copilot", "plugin", "install", str(ROOT / "plugins" / "copilot")], penv, cwd=project)
+        # Through the marketplace, as a user would: Copilot reads `.github/plugin/marketplace.json`
+        # before `.claude-plugin/marketplace.json`, so it must install plugins/copilot.
+        _ok(["copilot", "plugin", "marketplace", "add", str(ROOT)], penv, cwd=project)
+        added = _ok(["copilot", "plugin", "install", "deepwork@deepwork"], penv, cwd=project)
+        if f"{ROOT / 'plugins' / 'copilot'}" not in added.stdout + added.stderr:
+            raise CheckFailed(f"deepwork@deepwork is not plugins/copilot:\n{_tail(added)}")
         servers = json.loads(_ok(["copilot", "mcp", "list", "--json"], penv, cwd=project).stdout)
         ours = servers.get("mcpServers", {}).get("deepwork", {})
         if ours.get("command") != "uvx" or ours.get("args") != [f"deepwork=={VERSION}", "serve"]:
@@ -259,7 +265,8 @@ def copilot_steps(bins: Path, base: Path, env: Mapping[str, str]) -> list[Step]:
         missing = [s for s in SKILLS if f"  {s} - " not in listed]
         if missing:
             raise CheckFailed(f"skills missing from `copilot skill list`: {missing}\n{listed}")
-        return f"installed from plugins/copilot; server uvx deepwork=={VERSION}; 3 skills"
+        server = f"uvx deepwork=={VERSION}"
+        return f"deepwork@deepwork = plugins/copilot; server {server}; {len(SKILLS)} skills"
 
     def session() -> str:
         # Offline mode pointed at a model address where nothing listens: the session loads the
@@ -282,7 +289,10 @@ def copilot_steps(bins: Path, base: Path, env: Mapping[str, str]) -> list[Step]:
         raise CheckFailed(f"the deepwork server never connected: {seen}\n{out[-2000:]}")
 
     return [
-        ("copilot plugin install plugins/copilot + mcp list + skill list", install),
+        (
+            "copilot plugin marketplace add + install deepwork@deepwork + mcp list + skill list",
+            install,
+        ),
         ("copilot offline session: deepwork server connected", session),
     ]
 

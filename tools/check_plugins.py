@@ -36,8 +36,18 @@ CLAUDE_CODE = "@anthropic-ai/claude-code@2.1.197"
 GEMINI_CLI = "@google/gemini-cli@0.61.0"
 
 VERSION: str = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]["version"]
-CLAUDE_SKILLS = ("deepwork", "review", "configure_reviews")
-GEMINI_SKILLS = ("deepwork", "review", "configure-reviews")
+
+
+def _skill_names() -> tuple[str, ...]:
+    """Every skill `platform/plugin.toml` declares, under its Claude name: the `[[skills]]`, then
+    one per `[[entry_points]]` line (an entry point of a standard job)."""
+    plugin = tomllib.loads((ROOT / "platform" / "plugin.toml").read_text("utf-8"))
+    return tuple(s["name"] for s in [*plugin["skills"], *plugin.get("entry_points", [])])
+
+
+CLAUDE_SKILLS = _skill_names()
+# Gemini and the four newer clients: the same skills, `_` spelled `-` (tools/render.py).
+GEMINI_SKILLS = tuple(name.replace("_", "-") for name in CLAUDE_SKILLS)
 # Claude Code's sub-agent tool is `Agent` (alias `Task`, its former name). The model sees
 # `Agent`, but the `init` event of `--output-format stream-json` reports it under the old name
 # for SDK compatibility, so the check looks for `Task` there.

@@ -62,6 +62,7 @@ GENERATED_DIRS = (
     Path(".claude-plugin"),
     Path(".agents/plugins"),
     Path(".cursor-plugin"),
+    Path(".github/plugin"),
     Path("plugins/claude"),
     Path("plugins/gemini"),
     Path("plugins/codex"),
@@ -286,6 +287,7 @@ def render(root: Path = ROOT) -> dict[Path, str]:
     env = _environment(root)
     examples = sorted(p.name for p in (root / "platform" / "example_reviews").glob("*.md"))
     common: dict[str, Any] = {"version": version, "project": project, "note": NOTE}
+    skills = all_skills(plugin)
 
     files: dict[Path, str] = {}
 
@@ -301,16 +303,18 @@ def render(root: Path = ROOT) -> dict[Path, str]:
     )
     emit("templates/codex/marketplace.json.j2", Path(".agents/plugins/marketplace.json"), False)
     emit("templates/cursor/marketplace.json.j2", Path(".cursor-plugin/marketplace.json"), False)
+    # Copilot reads this one before `.claude-plugin/marketplace.json` (docs/platforms.md).
+    emit("templates/copilot/marketplace.json.j2", Path(".github/plugin/marketplace.json"), False)
     for p in PLATFORMS:
         ctx: dict[str, Any] = {
             "p": p,
             "skill": p.skill_ref,
             "server_args": [f"deepwork=={version}", "serve", *p.serve_args],
             "hooks": _hooks(p, version, plugin["hooks"]) if p.runs_hooks else {},
-            "skills": [{**s, "name": p.skill_name(s["name"])} for s in plugin["skills"]],
+            "skills": [{**s, "name": p.skill_name(s["name"])} for s in skills],
         }
         skills_dir = p.out / ".opencode" / "skills" if p is OPENCODE else p.out / "skills"
-        _emit_skills(emit, ctx, plugin["skills"], skills_dir, examples)
+        _emit_skills(emit, ctx, skills, skills_dir, examples)
         if p.reviewer_name:
             emit("templates/agent.md.j2", p.out / "agents" / f"{p.reviewer_name}.md", **ctx)
         _MANIFESTS[p.key](emit, ctx)
@@ -318,6 +322,32 @@ def render(root: Path = ROOT) -> dict[Path, str]:
     for path in [path for path in files if path.is_relative_to(OPENCODE.out)]:
         files[OPENCODE_PACKAGE_DATA / path.relative_to(OPENCODE.out)] = files[path]
     return files
+
+
+#: The one body of every entry-point skill (`[[entry_points]]` in `platform/plugin.toml`).
+ENTRY_POINT_BODY = "skills/entry_point.md"
+
+
+def all_skills(plugin: dict[str, Any]) -> list[dict[str, Any]]:
+    """The `[[skills]]` of `plugin.toml`, then one skill per `[[entry_points]]` line.
+
+    An entry-point skill starts one workflow of a standard job and hands over to the `deepwork`
+    skill; all of them share `ENTRY_POINT_BODY`, which sees the line as `entry`.
+    """
+    entries = [
+        {
+            "name": e["name"],
+            "description": e["description"],
+            "body": ENTRY_POINT_BODY,
+            "entry": {"job": e["job"], "workflow": e["workflow"]},
+        }
+        for e in plugin.get("entry_points", [])
+    ]
+    names = [s["name"] for s in [*plugin["skills"], *entries]]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ValueError(f"platform/plugin.toml: skill names used twice: {duplicates}")
+    return [*plugin["skills"], *entries]
 
 
 def _emit_skills(
@@ -333,6 +363,7 @@ def _emit_skills(
             name=p.skill_name(skill["name"]),
             description=skill["description"],
             body=skill["body"],
+            entry=skill.get("entry"),
         )
         if skill["name"] == "configure_reviews":
             emit("templates/README_REVIEWS.md.j2", folder / "README_REVIEWS.md", **ctx)

@@ -11,7 +11,7 @@ from deepwork_mcp.cli import cli
 
 REPO = Path(__file__).resolve().parents[3]
 VERSION = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))["project"]["version"]
-SKILLS = ("deepwork", "review", "configure-reviews")
+SKILLS = ("deepwork", "review", "configure-reviews", "new-job", "repair", "learn")
 
 
 def _install(project: Path, *extra: str) -> tuple[int, str]:

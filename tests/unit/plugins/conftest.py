@@ -43,6 +43,7 @@ def repo_copy(tmp_path: Path) -> Path:
         ".claude-plugin",
         ".agents",
         ".cursor-plugin",
+        ".github",
         "packages",
     ):
         source = REPO / name

@@ -67,8 +67,12 @@ def test_codex_hooks_have_only_the_keys_codex_accepts_and_run_claude_dialect() -
 def test_each_marketplace_lists_its_clients_plugin() -> None:
     codex = _json(".agents/plugins/marketplace.json")["plugins"]
     cursor = _json(".cursor-plugin/marketplace.json")["plugins"]
+    copilot = _json(".github/plugin/marketplace.json")["plugins"]
+    claude = _json(".claude-plugin/marketplace.json")["plugins"]
     assert [p["source"] for p in codex] == [{"source": "local", "path": "./plugins/codex"}]  # type: ignore[index]
     assert [p["source"] for p in cursor] == ["plugins/cursor"]  # type: ignore[index]
+    assert [p["source"] for p in copilot] == ["./plugins/copilot"]  # type: ignore[index]
+    assert [p["source"] for p in claude] == ["./plugins/claude"]  # type: ignore[index]
     assert _json("plugins/codex/.codex-plugin/plugin.json")["version"] == VERSION
     assert _json("plugins/copilot/plugin.json")["version"] == VERSION
 

@@ -75,6 +75,7 @@ def test_every_rendered_file_is_valid_and_carries_the_generated_note(
         Path(".claude-plugin/marketplace.json"),
         Path(".agents/plugins/marketplace.json"),
         Path(".cursor-plugin/marketplace.json"),
+        Path(".github/plugin/marketplace.json"),
         Path("plugins/claude/.claude-plugin/plugin.json"),
         Path("plugins/codex/.codex-plugin/plugin.json"),
         Path("plugins/codex/hooks/hooks.json"),

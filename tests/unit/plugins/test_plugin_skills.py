@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 import yaml
@@ -27,15 +29,35 @@ def _frontmatter(skill: Path) -> dict[str, str]:
     return data
 
 
+#: The skills every plugin ships, by their Claude names: the three hand-written ones, then one
+#: per entry point of the standard jobs.
+CLAUDE_SKILLS = {
+    "deepwork",
+    "review",
+    "configure_reviews",
+    "new_job",
+    "repair",
+    "learn",
+    "discover_rules",
+    "add_document_update_rule",
+}
+HYPHENATED = {name.replace("_", "-") for name in CLAUDE_SKILLS}
+STANDARD_JOBS = REPO / "packages/deepwork-core/src/deepwork_core/jobs/standard_jobs"
+
+
 @pytest.mark.parametrize(
-    ("plugin", "names"),
+    ("skills_dir", "names"),
     [
-        ("claude", {"deepwork", "review", "configure_reviews"}),
-        ("gemini", {"deepwork", "review", "configure-reviews"}),
+        ("plugins/claude/skills", CLAUDE_SKILLS),
+        ("plugins/gemini/skills", HYPHENATED),
+        ("plugins/codex/skills", HYPHENATED),
+        ("plugins/copilot/skills", HYPHENATED),
+        ("plugins/cursor/skills", HYPHENATED),
+        ("plugins/opencode/.opencode/skills", HYPHENATED),
     ],
 )
-def test_skill_names_match_their_folders(plugin: str, names: set[str]) -> None:
-    skills = sorted((REPO / "plugins" / plugin / "skills").glob("*/SKILL.md"))
+def test_skill_names_match_their_folders(skills_dir: str, names: set[str]) -> None:
+    skills = sorted((REPO / skills_dir).glob("*/SKILL.md"))
     assert {s.parent.name for s in skills} == names
     for skill in skills:
         meta = _frontmatter(skill)
@@ -46,6 +68,54 @@ def test_skill_names_match_their_folders(plugin: str, names: set[str]) -> None:
 def test_gemini_skill_names_are_hyphenated() -> None:
     for skill in (REPO / "plugins/gemini/skills").glob("*/SKILL.md"):
         assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", _frontmatter(skill)["name"]), skill
+
+
+def _plugin_toml() -> dict[str, Any]:
+    return tomllib.loads((REPO / "platform/plugin.toml").read_text(encoding="utf-8"))
+
+
+def _standard_workflows() -> set[tuple[str, str]]:
+    found = set()
+    for job_yml in STANDARD_JOBS.glob("*/job.yml"):
+        job = yaml.safe_load(job_yml.read_text(encoding="utf-8"))
+        found |= {(job["name"], w["name"]) for w in job["workflows"]}
+    return found
+
+
+def test_every_workflow_of_the_standard_jobs_has_an_entry_point_skill() -> None:
+    entries = {(e["job"], e["workflow"]) for e in _plugin_toml()["entry_points"]}
+    workflows = _standard_workflows()
+    assert ("deepwork_jobs", "new_job") in workflows  # the job files were found
+    assert workflows - entries == set(), (
+        "add an [[entry_points]] line to platform/plugin.toml and run `nox -s render`"
+    )
+    assert entries - workflows == set(), "an entry point names a workflow that does not exist"
+
+
+@pytest.mark.parametrize("entry", _plugin_toml()["entry_points"], ids=lambda e: e["name"])
+def test_an_entry_point_skill_starts_its_workflow_and_hands_over_to_the_deepwork_skill(
+    entry: dict[str, str],
+) -> None:
+    claude = (REPO / f"plugins/claude/skills/{entry['name']}/SKILL.md").read_text("utf-8")
+    hyphenated = entry["name"].replace("_", "-")
+    cursor = (REPO / f"plugins/cursor/skills/{hyphenated}/SKILL.md").read_text("utf-8")
+    for text in (claude, cursor):
+        assert f'`job_name: "{entry["job"]}"`' in text
+        assert f'`workflow_name: "{entry["workflow"]}"`' in text
+        assert "`start_workflow`" in text
+    assert "mcp__plugin_deepwork_deepwork__<tool>" in claude
+    assert "the `deepwork:deepwork` skill" in claude
+    assert "the `deepwork` skill" in cursor
+    assert _frontmatter(REPO / f"plugins/cursor/skills/{hyphenated}/SKILL.md")["name"] == (
+        hyphenated
+    )
+
+
+def test_two_skills_with_one_name_are_refused(render_tool: ModuleType) -> None:
+    plugin = _plugin_toml()
+    twice = {**plugin, "entry_points": [*plugin["entry_points"], plugin["entry_points"][0]]}
+    with pytest.raises(ValueError, match=plugin["entry_points"][0]["name"]):
+        render_tool.all_skills(twice)
 
 
 def test_skills_name_the_tools_as_each_client_does() -> None:
@@ -103,3 +173,28 @@ def test_gemini_task_list_and_skill_name_the_same_sub_agent_mechanism(
     skill = (REPO / "plugins/gemini/skills/review/SKILL.md").read_text(encoding="utf-8")
     assert f"`{tool.group(1)}`" in skill
     assert f"`{tool.group(1)}`" in GEMINI_HEADER
+
+
+def test_one_line_in_plugin_toml_adds_the_skill_to_every_client(
+    render_tool: ModuleType, repo_copy: Path
+) -> None:
+    toml = repo_copy / "platform" / "plugin.toml"
+    toml.write_text(
+        toml.read_text(encoding="utf-8")
+        + '\n[[entry_points]]\nname = "do_it"\njob = "deepwork_jobs"\nworkflow = "do_it"\n'
+        + 'description = "Do it."\n',
+        encoding="utf-8",
+    )
+    missing = [line for line in render_tool.check(repo_copy) if "do" in line]
+    assert [line.removeprefix("missing: ") for line in missing] == [
+        "packages/deepwork-mcp/src/deepwork_mcp/platform_files/opencode/.opencode/skills/"
+        "do-it/SKILL.md",
+        "plugins/claude/skills/do_it/SKILL.md",
+        "plugins/codex/skills/do-it/SKILL.md",
+        "plugins/copilot/skills/do-it/SKILL.md",
+        "plugins/cursor/skills/do-it/SKILL.md",
+        "plugins/gemini/skills/do-it/SKILL.md",
+        "plugins/opencode/.opencode/skills/do-it/SKILL.md",
+    ]
+    text = render_tool.render(repo_copy)[Path("plugins/gemini/skills/do-it/SKILL.md")]
+    assert '`workflow_name: "do_it"`' in text
