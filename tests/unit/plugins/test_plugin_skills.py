@@ -36,6 +36,7 @@ CLAUDE_SKILLS = {
     "review",
     "configure_reviews",
     "new_job",
+    "record",
     "repair",
     "learn",
     "discover_rules",
