@@ -213,14 +213,19 @@ json.loads((root / "jobs" / "schemas" / "job.schema.json").read_text())
 assert (root / "py.typed").is_file()
 assert (root / "jobs" / "standard_jobs").is_dir()
 print("deepwork_core wheel data ok:", root)
+import deepwork_mcp
+mcp_root = pathlib.Path(deepwork_mcp.__file__).parent
+assert (mcp_root / "library_jobs" / "release_notes" / "job.yml").is_file(), mcp_root
+print("deepwork_mcp library jobs ok:", mcp_root / "library_jobs")
 """
 
 
 @nox.session(python=PYTHON)
 def render(session: nox.Session) -> None:
-    """Write plugins/*, the marketplace files and the wheel's OpenCode files from platform/."""
+    """Write plugins/*, the marketplace files and the wheel's OpenCode files and job library."""
     _sync(session)  # the renderer reads the hook tables of deepwork_mcp
     session.run("python", "tools/render.py", "write")
+    session.run("python", "tools/copy_library.py", "write")
 
 
 @nox.session(python=PYTHON)
@@ -228,6 +233,7 @@ def render_check(session: nox.Session) -> None:
     """Fail listing every rendered file that is stale, missing or extra."""
     _sync(session)
     session.run("python", "tools/render.py", "check")
+    session.run("python", "tools/copy_library.py", "check")
 
 
 @nox.session(python=PYTHON)

@@ -61,7 +61,7 @@ def _text_files(job_dir: Path) -> list[Path]:
 
 def test_the_expected_jobs_are_shipped() -> None:
     assert [p.name for p in STANDARD_JOBS] == ["deepwork_jobs", "deepwork_reviews"]
-    assert len(LIBRARY_JOBS) >= 6
+    assert len(LIBRARY_JOBS) >= 10
     assert {
         "research_report",
         "spec_driven_development",
@@ -69,6 +69,10 @@ def test_the_expected_jobs_are_shipped() -> None:
         "issue_to_pull_request",
         "repo_health_check",
         "incident_postmortem",
+        "weekly_digest",
+        "competitive_report",
+        "data_quality_audit",
+        "interview_synthesis",
     } <= {p.name for p in LIBRARY_JOBS}
 
 

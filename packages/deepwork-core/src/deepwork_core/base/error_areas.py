@@ -27,6 +27,8 @@ AREAS: dict[str, str] = {
     "(docs/platforms.md).",
     "internal": "Bugs.",
     "job": "Loading and checking `job.yml` files, and finding jobs.",
+    "library": "`deepwork jobs add`: copying a job of the job library into a project "
+    "(docs/job-library.md).",
     "navigation": "Moving within a workflow (`go_to_step`).",
     "outputs": "Outputs submitted to `finished_step`.",
     "path": "Paths sent by an agent.",

@@ -260,6 +260,12 @@ class ErrorCode(StrEnum):
     """A workflow runs a step before, or together with, one it depends on."""
     JOB_WRONG_TYPE = "job.wrong_type"
     """A value has the wrong type (for example a list where a map belongs)."""
+    LIBRARY_JOB_EXISTS = "library.job_exists"
+    """`deepwork jobs add` found the job's folder in the project already; nothing was written
+    (`--force` replaces it)."""
+    LIBRARY_UNKNOWN_JOB = "library.unknown_job"
+    """`deepwork jobs add` was given a name the job library does not have; the message lists the
+    library's jobs."""
 
     NAVIGATION_ERROR = "navigation.error"
     """Generic navigation error."""

@@ -20,6 +20,7 @@ from deepwork_core.base.layout import JOB_FILE, PROJECT_JOBS_DIR
 from deepwork_core.jobs.discovery import JobFolder, parse_folder_list
 from deepwork_core.jobs.parser import ParsedJob, check_job_files
 
+from deepwork_mcp.cli.jobs.add import add
 from deepwork_mcp.cli.jobs.convert import convert
 from deepwork_mcp.cli.jobs.graph import graph
 from deepwork_mcp.cli.jobs.new import new
@@ -30,7 +31,7 @@ ADDITIONAL_FOLDERS_ENV = "DEEPWORK_ADDITIONAL_JOBS_FOLDERS"
 
 @click.group()
 def jobs() -> None:
-    """List, validate, scaffold, draw and convert DeepWork jobs."""
+    """List, validate, scaffold, add from the library, draw and convert DeepWork jobs."""
 
 
 @jobs.command("list")
@@ -108,6 +109,7 @@ def validate(job_paths: tuple[Path, ...], project: Path) -> None:
 
 
 jobs.add_command(new)
+jobs.add_command(add)
 jobs.add_command(graph)
 jobs.add_command(convert)
 
