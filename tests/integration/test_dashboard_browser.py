@@ -21,10 +21,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from mcp import ClientSession, StdioServerParameters, stdio_client
-from mcp.types import TextContent
 
 from tests.fixtures.evidence_project import make_evidence_project
+from tests.fixtures.stdio_server import serve
 
 
 def _chromium() -> str | None:
@@ -49,37 +48,9 @@ SCRIPT_GOAL = "<script>window.pwned = 1</script> ship it"
 WAIT_MS = 15_000
 
 
-class Agent:
-    def __init__(self, session: ClientSession) -> None:
-        self.session = session
-
-    async def ok(self, tool: str, **arguments: Any) -> dict[str, Any]:
-        result = await self.session.call_tool(tool, arguments)
-        text = "".join(p.text for p in result.content if isinstance(p, TextContent))
-        assert not result.is_error, text
-        assert isinstance(result.structured_content, dict)
-        return result.structured_content
-
-
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     return make_evidence_project(tmp_path / "project")
-
-
-@asynccontextmanager
-async def mcp_server(root: Path) -> AsyncIterator[Agent]:
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "deepwork_mcp", "serve", "--path", str(root), "--no-branch"],
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    with (root.parent / "server.stderr").open("a") as errlog:
-        async with (
-            stdio_client(params, errlog=errlog) as (read, write),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
-            yield Agent(session)
 
 
 @asynccontextmanager
@@ -130,7 +101,7 @@ async def test_a_run_started_through_the_mcp_server_shows_up_without_a_reload(
     async with dashboard(root) as url, browser_page(url) as page:
         assert "token=" not in page.url  # taken out of the address bar once the cookie is set
         await page.get_by_text("No workflow has run in this project yet.").wait_for()
-        async with mcp_server(root) as agent:
+        async with serve(root) as agent:
             started = await agent.ok(
                 "start_workflow", goal=SCRIPT_GOAL, job_name="approved", workflow_name="main"
             )
@@ -154,7 +125,7 @@ async def test_a_run_started_through_the_mcp_server_shows_up_without_a_reload(
 async def test_an_approval_clicked_in_the_page_lets_the_next_finished_step_advance(
     root: Path, tmp_path: Path
 ) -> None:
-    async with dashboard(root) as url, mcp_server(root) as agent:
+    async with dashboard(root) as url, serve(root) as agent:
         await agent.ok("start_workflow", goal="g", job_name="approved", workflow_name="main")
         (root / "plan.md").write_text("the plan\n")
         waiting = await agent.ok("finished_step", outputs={"plan": "plan.md"})
@@ -179,7 +150,7 @@ async def test_an_approval_clicked_in_the_page_lets_the_next_finished_step_advan
 async def test_an_edit_after_the_page_loaded_makes_the_click_refuse(
     root: Path, tmp_path: Path
 ) -> None:
-    async with dashboard(root) as url, mcp_server(root) as agent:
+    async with dashboard(root) as url, serve(root) as agent:
         await agent.ok("start_workflow", goal="g", job_name="approved", workflow_name="main")
         (root / "plan.md").write_text("the plan\n")
         await agent.ok("finished_step", outputs={"plan": "plan.md"})

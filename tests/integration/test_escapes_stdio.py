@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.stdio_server import serve
 from tests.fixtures.workflow_project import make_project
-from tests.integration.test_stdio import serve
 
 pytestmark = pytest.mark.slow
 

@@ -6,17 +6,13 @@ from __future__ import annotations
 import hashlib
 import subprocess
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
-from mcp import ClientSession, StdioServerParameters, stdio_client
-from mcp.types import TextContent
 
 from tests.fixtures.evidence_project import make_evidence_project
 from tests.fixtures.reviewer import ScriptedReviewer
+from tests.fixtures.stdio_server import serve
 
 pytestmark = pytest.mark.slow
 
@@ -35,39 +31,11 @@ def env(scripted_reviewer: ScriptedReviewer) -> dict[str, str]:
     return {**scripted_reviewer.env, "PYTHONUNBUFFERED": "1"}
 
 
-class Agent:
-    def __init__(self, session: ClientSession) -> None:
-        self.session = session
-
-    async def ok(self, tool: str, **arguments: Any) -> dict[str, Any]:
-        result = await self.session.call_tool(tool, arguments)
-        text = "".join(p.text for p in result.content if isinstance(p, TextContent))
-        assert not result.is_error, text
-        assert isinstance(result.structured_content, dict)
-        return result.structured_content
-
-
-@asynccontextmanager
-async def serve(root: Path, env: dict[str, str], *extra: str) -> AsyncIterator[Agent]:
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "deepwork_mcp", "serve", "--path", str(root), "--no-branch", *extra],
-        env=env,
-    )
-    with (root.parent / "server.stderr").open("a") as errlog:
-        async with (
-            stdio_client(params, errlog=errlog) as (read, write),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
-            yield Agent(session)
-
-
 async def test_an_output_edited_after_its_review_is_reviewed_again(
     root: Path, env: dict[str, str], scripted_reviewer: ScriptedReviewer
 ) -> None:
     plan, result = root / "plan.md", root / "result.md"
-    async with serve(root, env, "--external-runner", "claude") as agent:
+    async with serve(root, "server", "--external-runner", "claude", env=env) as agent:
         await agent.ok("start_workflow", goal="g", job_name="evidenced", workflow_name="main")
         plan.write_text("the plan\n")
         reviewed_hash = sha(plan)
@@ -105,7 +73,7 @@ async def test_an_output_edited_after_its_review_is_reviewed_again(
 async def test_deepwork_approve_from_another_process_unblocks_the_step(
     root: Path, env: dict[str, str]
 ) -> None:
-    async with serve(root, env) as agent:
+    async with serve(root, "server", env=env) as agent:
         started = await agent.ok(
             "start_workflow", goal="g", job_name="approved", workflow_name="main"
         )

@@ -24,7 +24,7 @@ from deepwork_core.jobs.parser import parse_job_dir
 from deepwork_mcp.cli.jobs import jobs
 
 from tests.fixtures.evidence_project import git
-from tests.integration.test_stdio import Server, serve
+from tests.fixtures.stdio_server import Server, serve
 
 pytestmark = pytest.mark.slow
 

@@ -18,7 +18,7 @@ import yaml
 from click.testing import CliRunner
 from deepwork_mcp.cli import cli
 
-from tests.integration.test_stdio import serve
+from tests.fixtures.stdio_server import serve
 
 pytestmark = pytest.mark.slow
 

@@ -6,82 +6,22 @@ import asyncio
 import json
 import os
 import signal
-import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, suppress
+from contextlib import suppress
 from pathlib import Path
-from typing import Any
 
 import pytest
 from deepwork_core.state.sessions import Session, SessionStatus, SessionStore
-from mcp import ClientSession, StdioServerParameters, stdio_client
-from mcp.types import TextContent
 
 from tests.fixtures.reviewer import ScriptedReviewer
+from tests.fixtures.stdio_server import Server, serve
 from tests.fixtures.workflow_project import make_project, write_files
 
 pytestmark = pytest.mark.slow
-
-# Runs the real CLI entry point after writing the process id (so a test can kill -9 it).
-_LAUNCHER = (
-    "import os, sys; from pathlib import Path; "
-    "Path(sys.argv[1]).write_text(str(os.getpid())); "
-    "from deepwork_mcp.cli import main; main(sys.argv[2:])"
-)
 
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     return make_project(tmp_path / "project")
-
-
-class Server:
-    """One `deepwork serve` process and its client session."""
-
-    def __init__(self, session: ClientSession, pid_file: Path) -> None:
-        self.session = session
-        self.pid_file = pid_file
-
-    @property
-    def pid(self) -> int:
-        return int(self.pid_file.read_text())
-
-    async def ok(self, tool: str, **arguments: Any) -> dict[str, Any]:
-        result = await self.session.call_tool(tool, arguments)
-        assert not result.is_error, _text(result.content)
-        assert isinstance(result.structured_content, dict)
-        return result.structured_content
-
-    async def error(self, tool: str, code: str, **arguments: Any) -> str:
-        result = await self.session.call_tool(tool, arguments)
-        text = _text(result.content)
-        assert result.is_error, result.structured_content
-        assert text.startswith(f"{code}: "), text
-        return text
-
-
-def _text(content: list[Any]) -> str:
-    return "".join(part.text for part in content if isinstance(part, TextContent))
-
-
-@asynccontextmanager
-async def serve(root: Path, name: str = "server", *extra: str) -> AsyncIterator[Server]:
-    pid_file = root.parent / f"{name}.pid"
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-c", _LAUNCHER, str(pid_file), "serve", "--path", str(root), "--no-branch", *extra],
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    with (root.parent / f"{name}.stderr").open("a") as errlog:
-        async with (
-            stdio_client(params, errlog=errlog) as (read, write),
-            ClientSession(read, write) as session,
-        ):
-            init = await session.initialize()
-            assert init.server_info.name == "deepwork"
-            assert init.instructions is not None
-            assert "Checkpoint" in init.instructions
-            yield Server(session, pid_file)
 
 
 async def test_three_step_workflow_end_to_end(root: Path) -> None:
