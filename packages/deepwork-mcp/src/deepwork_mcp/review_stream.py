@@ -14,17 +14,20 @@ a line that is not JSON `quality_gate.bad_output`; a stream without a result eve
 `quality_gate.structured_output_retries`, any other non-`success` subtype
 `quality_gate.unknown_subtype`; `is_error: true` on a `success` `quality_gate.is_error` (the CLI
 reports a missing login that way); a non-zero exit `quality_gate.exit_code`; a result without
-`structured_output` `quality_gate.bad_output`.
+`structured_output` `quality_gate.bad_output`; a cost or token count that is not a finite
+non-negative number (`Infinity`, `NaN`, a string) `quality_gate.bad_output`, logged as zero.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any, Final
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import QualityGateError
+from deepwork_core.base.fsutil import loads_json
 from deepwork_core.base.process import Completed
 
 _DETAIL_CHARS: Final = 500
@@ -73,31 +76,38 @@ def clip(text: str) -> str:
 def read_stream(label: str, done: Completed) -> StreamOutcome:
     """The outcome of one call whose output is `done` (see the module docstring)."""
     events: list[dict[str, Any]] = []
+    bad_line: str | None = None
     for line in done.stdout.splitlines():
         if not line.strip():
             continue
         try:
-            event = json.loads(line)
+            event = loads_json(line)
         except ValueError:
             event = None
-        if not isinstance(event, dict):
-            if done.returncode != 0:
-                return _failed(CallUsage(), _exit_code(label, done))
-            message = f"the reviewer's answer for {label} is not a JSON event stream: {clip(line)}"
-            return _failed(CallUsage(), QualityGateError(message, code=_BAD))
-        events.append(event)
-    model = next((e.get("model") for e in events if e.get("subtype") == "init"), None)
+        if isinstance(event, dict):
+            events.append(event)
+        elif bad_line is None:
+            bad_line = line
+    model = _text(next((e.get("model") for e in events if e.get("subtype") == "init"), None))
     result = next((e for e in reversed(events) if e.get("type") == "result"), None)
+    usage = CallUsage(model=model) if result is None else _usage(result, model)
+    if isinstance(usage, str):  # never log a cost or count that is not a finite number
+        message = f"the reviewer for {label} reported unusable usage figures: {usage}"
+        return _failed(CallUsage(model=model), QualityGateError(message, code=_BAD))
+    if bad_line is not None:  # the call still cost what its result line says
+        if done.returncode != 0:
+            return _failed(usage, _exit_code(label, done))
+        message = f"the reviewer's answer for {label} is not a JSON event stream: {clip(bad_line)}"
+        return _failed(usage, QualityGateError(message, code=_BAD))
     if result is None:
         if done.returncode != 0:
-            return _failed(CallUsage(model=_text(model)), _exit_code(label, done))
+            return _failed(usage, _exit_code(label, done))
         message = (
             f"the reviewer's event stream for {label} ended without a result "
             f"({len(events)} event(s) read); it was cut short"
         )
         error = QualityGateError(message, code=ErrorCode.QUALITY_GATE_TRUNCATED)
-        return _failed(CallUsage(model=_text(model)), error)
-    usage = _usage(result, _text(model))
+        return _failed(usage, error)
     failure = _result_error(label, result, done)
     if failure is not None:
         return _failed(usage, failure)
@@ -137,22 +147,42 @@ def _failed(usage: CallUsage, error: QualityGateError) -> StreamOutcome:
     return StreamOutcome(None, usage, error)
 
 
-def _usage(result: dict[str, Any], model: str | None) -> CallUsage:
+def _usage(result: dict[str, Any], model: str | None) -> CallUsage | str:
+    """The call's usage, or what is wrong with the figures the reviewer reported."""
     raw = result.get("usage")
     usage = raw if isinstance(raw, dict) else {}
-    cost = result.get("total_cost_usd")
+    cost = result.get("total_cost_usd", 0.0)
+    if not _is_number(cost, float) or cost < 0:
+        return f"total_cost_usd {clip(json.dumps(cost))} is not a finite number ≥ 0"
+    counts: dict[str, int] = {}
+    for name in _TOKEN_FIELDS:
+        value = usage.get(name, 0)
+        if not _is_number(value, int) or value < 0:
+            return f"usage.{name} {clip(json.dumps(value))} is not a whole number ≥ 0"
+        counts[name] = value
     return CallUsage(
-        input_tokens=_count(usage.get("input_tokens")),
-        output_tokens=_count(usage.get("output_tokens")),
-        cache_read_tokens=_count(usage.get("cache_read_input_tokens")),
-        cache_creation_tokens=_count(usage.get("cache_creation_input_tokens")),
-        cost_usd=float(cost) if isinstance(cost, int | float) and cost >= 0 else 0.0,
+        input_tokens=counts["input_tokens"],
+        output_tokens=counts["output_tokens"],
+        cache_read_tokens=counts["cache_read_input_tokens"],
+        cache_creation_tokens=counts["cache_creation_input_tokens"],
+        cost_usd=float(cost),
         model=model,
     )
 
 
-def _count(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+_TOKEN_FIELDS: Final = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+)
+
+
+def _is_number(value: object, kind: type[int] | type[float]) -> bool:
+    """`value` is a finite JSON number (ints only when `kind` is int); never a bool."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return isinstance(value, int) or (kind is float and math.isfinite(value))
 
 
 def _text(value: object) -> str | None:

@@ -20,7 +20,6 @@ does not protect.
 from __future__ import annotations
 
 import contextlib
-import json
 import secrets
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
@@ -32,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError, FileReadError
-from deepwork_core.base.fsutil import atomic_write_text, file_lock, read_text_file
+from deepwork_core.base.fsutil import atomic_write_text, file_lock, loads_json, read_text_file
 from deepwork_core.base.identifiers import check_session_id
 from deepwork_core.base.layout import APPROVALS_DIR
 from deepwork_core.base.runtime_dir import ensure_tmp_dir
@@ -162,7 +161,7 @@ class ApprovalStore:
                 f"{exc.code}: {exc.message}", code=ErrorCode.APPROVAL_CORRUPT
             ) from None
         try:
-            return ApprovalRecord.model_validate(json.loads(text))
+            return ApprovalRecord.model_validate(loads_json(text))
         except (ValueError, ValidationError) as exc:
             raise ApprovalError(
                 f"{path} is not an approval record ({exc.__class__.__name__}); delete it and "

@@ -30,7 +30,7 @@ from typing import Final
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError, FileReadError
-from deepwork_core.base.fsutil import read_bytes_file
+from deepwork_core.base.fsutil import loads_json, read_bytes_file
 from deepwork_core.base.identifiers import check_session_id
 from deepwork_core.base.layout import EVENTS_DIR
 from deepwork_core.base.runtime_dir import ensure_tmp_dir
@@ -62,7 +62,14 @@ def events_path(project_root: Path, session_id: str) -> Path:
 def append_event(project_root: Path, event: KnownEvent) -> None:
     """Append `event` to its session's log as one line (every field, `v` first)."""
     record = event.model_dump(mode="json")
-    line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+    try:  # `Infinity` and `NaN` are not JSON: such an event is refused, never written
+        text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError:
+        raise EventLogError(
+            f"a {event.event} event holds a number that is not finite; it was not logged",
+            code=ErrorCode.EVENTS_ERROR,
+        ) from None
+    line = (text + "\n").encode()
     path = events_path(project_root, event.session_id)
     ensure_tmp_dir(project_root)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -100,7 +107,7 @@ def iter_events(path: Path) -> Iterator[EventRecord]:
         if not raw.strip():
             continue
         try:
-            record = json.loads(raw)
+            record = loads_json(raw)
         except (ValueError, UnicodeDecodeError):
             record = None
         event = None

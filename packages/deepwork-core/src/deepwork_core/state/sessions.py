@@ -40,6 +40,7 @@ from deepwork_core.base.fsutil import (
     atomic_write_text,
     file_lock,
     fsync_folder,
+    loads_json,
     read_text_file,
 )
 from deepwork_core.base.identifiers import AGENT_ID_PATTERN, SESSION_ID_PATTERN, check_session_id
@@ -444,7 +445,7 @@ def _read_json(path: Path) -> Any:
             f"cannot read state file {path}: {exc}", code=ErrorCode.SESSION_STATE_CORRUPT
         ) from None
     try:
-        return json.loads(text)
+        return loads_json(text)
     except json.JSONDecodeError as exc:
         raise SessionError(
             f"state file {path} is not valid JSON ({exc}); fix or delete it",

@@ -18,7 +18,7 @@ from typing import Any, Literal
 import click
 from deepwork_core import DeepWorkError
 from deepwork_core.base.error_codes import ErrorCode
-from deepwork_core.base.fsutil import atomic_write_text
+from deepwork_core.base.fsutil import atomic_write_text, loads_json
 from pydantic import BaseModel, ConfigDict
 
 from deepwork_mcp.cli.options import cli_error, project_option
@@ -61,7 +61,7 @@ def _walk(folder: Traversable, prefix: PurePosixPath) -> list[tuple[PurePosixPat
 def _json_object(path: Path) -> dict[str, Any]:
     text = path.read_text(encoding="utf-8")
     try:
-        data = json.loads(text)
+        data = loads_json(text)
     except json.JSONDecodeError as exc:
         raise InstallError(
             f"{path} is not plain JSON ({exc.msg}, line {exc.lineno} column {exc.colno}); "
