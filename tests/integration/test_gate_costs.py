@@ -171,6 +171,11 @@ async def test_usage_is_summed_in_active_workflow_status_and_stats(
     assert (review["step"], review["review"]) == ("write", "step")
     assert review["first_attempt_pass_rate"] == 0.0
     assert review["mean_seconds"] is not None
+    table = run_cli("stats", "--path", str(root))
+    assert "Review costs per job:\n  reviewed: 0.7500 USD" in table
+    assert "Review costs per step:\n  reviewed/write: 0.7500 USD" in table
+    assert "3 call(s), 0 self-review(s), mean " in table
+    assert "reviewed/write/step: 0.7500 USD" in table
 
 
 async def test_a_spent_budget_starts_no_reviewer_and_every_call_got_what_was_left(
@@ -189,6 +194,8 @@ async def test_a_spent_budget_starts_no_reviewer_and_every_call_got_what_was_lef
             await call_error(client, "finished_step", EXHAUSTED, outputs={"report": "report.md"})
             for _ in range(2)
         ]
+        active = await call_ok(client, "get_active_workflow")
+    assert active["stack"][0]["attempts"] == 2  # budget answers are not attempts here either
     calls = reviewer_on_path.calls()
     assert len(calls) == 3  # no reviewer after the third call
     left = [float(call["argv"][call["argv"].index("--max-budget-usd") + 1]) for call in calls]

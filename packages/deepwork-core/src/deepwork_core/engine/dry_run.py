@@ -2,14 +2,15 @@
 
 A dry run validates the outputs exactly as a real call does (the same coded problems, in the
 same structured list) and plans the review tasks the gate would run, with their depth and
-files. It starts no reviewer, records no attempt and no event, does not move the session and
-does not touch evidence (the evidence audit and the self-review file belong to real calls).
-See docs/quality-gate.md, "Dry run".
+files. It runs the evidence audit read-only (stale evidence, and the scope guard's undeclared
+changes, with what a strict guard would answer), but starts no reviewer, records no attempt and
+no event, does not move the session and records no evidence (the self-review file belongs to
+real calls). See docs/quality-gate.md, "Dry run".
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from deepwork_core.base.config import DEFAULT_REVIEW_DEPTH
@@ -23,11 +24,12 @@ from deepwork_core.engine.results import (
     FinishStatus,
     PlannedReview,
 )
-from deepwork_core.gate.budget import NOT_AN_ATTEMPT
+from deepwork_core.evidence.audit import audit_checkpoint
 from deepwork_core.gate.checkpoint import Checkpoint, check_finish_arguments
 from deepwork_core.gate.quality import QualityReviewTask
+from deepwork_core.jobs.model import JobDefinition, ScopeGuard, Step
 from deepwork_core.state.review_usage import run_id_of
-from deepwork_core.state.sessions import Session, StateTransaction
+from deepwork_core.state.sessions import NOT_AN_ATTEMPT, Session, StateTransaction
 from deepwork_core.state.stacks import check_target, stack_items, target_session
 
 if TYPE_CHECKING:
@@ -52,6 +54,7 @@ def dry_run_finish(
         validated = validate_outputs(engine.project_root, steps, outputs, engine.output_limits)
         stack = stack_items(tx, session.agent_id)
         run_id = run_of(tx, session)
+    evidence, blocked = _audit(engine, session, job.definition, steps, validated.by_step)
     gate, tasks = engine.gate, []
     if gate is not None and gate.consulted_for(steps):
         checkpoint = Checkpoint(
@@ -72,10 +75,45 @@ def dry_run_finish(
         if tasks
         else "Dry run: the outputs pass every check; no review applies. Nothing was recorded."
     )
-    evidence = EvidenceReport(stale_evidence=[], undeclared_changes=[])  # the audit is not run
+    if blocked is not None:
+        feedback = f"{feedback} But a real call would answer needs_work first: {blocked}"
     return FinishResult(
         FinishStatus.DRY_RUN, stack, feedback=feedback, evidence=evidence, review_tasks=tasks
     )
+
+
+def _audit(
+    engine: WorkflowEngine,
+    session: Session,
+    job: JobDefinition,
+    steps: Sequence[Step],
+    by_step: Mapping[str, Mapping[str, str | list[str]]],
+) -> tuple[EvidenceReport, str | None]:
+    """The checkpoint's evidence audit, read-only, and what a strict scope guard would say."""
+    step_ids = {step.id for step in steps}
+    record = session.step_progress.get(steps[0].id)
+    began = record.began if record is not None else None
+    guard = job.scope_guard is not ScopeGuard.OFF and began is not None
+    audit = audit_checkpoint(
+        engine.project_root,
+        by_step,
+        [item for item in session.evidence if item.step_id not in step_ids],
+        began,
+        may_change=[glob for step in steps for glob in step.may_change],
+        guard=guard,
+    )
+    blocked = None
+    if audit.undeclared and job.scope_guard is ScopeGuard.STRICT:
+        blocked = (
+            f"files changed during this step that it does not declare: "
+            f"{', '.join(audit.undeclared)} (scope_guard: strict)."
+        )
+    report = EvidenceReport(
+        stale_evidence=list(audit.stale),
+        undeclared_changes=list(audit.undeclared),
+        scope_guard_note=audit.guard_note if guard else None,
+    )
+    return report, blocked
 
 
 def _planned(task: QualityReviewTask) -> PlannedReview:

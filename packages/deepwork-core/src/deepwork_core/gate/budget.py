@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 from deepwork_core.base.config import DEFAULT_REVIEW_DEPTH, ReviewBudget
 from deepwork_core.base.error_codes import ErrorCode
@@ -32,7 +32,7 @@ from deepwork_core.state.event_kinds import (
 )
 from deepwork_core.state.events import append_event, read_events
 from deepwork_core.state.review_usage import ReviewUsage, run_usage
-from deepwork_core.state.sessions import utc_now
+from deepwork_core.state.sessions import NOT_AN_ATTEMPT, utc_now
 
 #: At most this many items are named in the "spent on" list.
 _SPENT_ON_ITEMS = 5
@@ -94,11 +94,8 @@ def spent_on(project_root: Path, run_id: str) -> str:
     return f", on: {'; '.join(listed)}" if listed else ""
 
 
-#: Gate errors that are not an attempt: the engine gives the attempt back, and the answer hands
-#: the agent the self-review instruction file as the way on.
-NOT_AN_ATTEMPT: Final = frozenset(
-    {ErrorCode.QUALITY_GATE_REVIEWER_STALLED, ErrorCode.QUALITY_GATE_BUDGET_EXHAUSTED}
-)
+# Gate errors in NOT_AN_ATTEMPT: the engine gives the attempt back, and the answer hands the
+# agent the self-review instruction file as the way on.
 
 
 def with_self_review(

@@ -89,9 +89,14 @@ def last_verdict(session: Session) -> str | None:
 
 
 def gate_attempts(session: Session) -> int:
-    """How many gate submissions the current step(s) had."""
+    """How many gate submissions the current step(s) had; a gate error that is not an attempt
+    (a spent budget, a stalled reviewer: `NOT_AN_ATTEMPT`) is not counted."""
     current = set(session.current_step_ids)
-    return sum(1 for event in session.quality_log if current.intersection(event.step_ids))
+    return sum(
+        1
+        for event in session.quality_log
+        if event.is_attempt and current.intersection(event.step_ids)
+    )
 
 
 def active_entry(session: Session, agent_id: str | None) -> ActiveEntry:

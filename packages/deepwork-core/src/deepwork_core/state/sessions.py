@@ -100,6 +100,13 @@ class StepRecord(_State):
     began: RepoSnapshot | None = None
 
 
+#: Gate errors that are not an attempt (docs/quality-gate.md): no reviewer judged the outputs,
+#: so the engine gives the attempt back and no count of attempts includes them.
+NOT_AN_ATTEMPT: Final = frozenset(
+    {ErrorCode.QUALITY_GATE_REVIEWER_STALLED, ErrorCode.QUALITY_GATE_BUDGET_EXHAUSTED}
+)
+
+
 class QualityEvent(_State):
     """One entry of a session's quality-gate audit trail."""
 
@@ -113,6 +120,11 @@ class QualityEvent(_State):
     error_code: str | None = None
     review_file: str | None = None
     reviews: list[ReviewVerdict] = Field(default_factory=list)
+
+    @property
+    def is_attempt(self) -> bool:
+        """False for the gate errors in `NOT_AN_ATTEMPT`."""
+        return self.error_code not in NOT_AN_ATTEMPT
 
 
 class PendingApproval(_State):
