@@ -26,6 +26,8 @@ from deepwork_core.base.config import (
 from deepwork_mcp.cli.options import cli_error
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     from fastmcp import FastMCP
 
 ADDITIONAL_JOBS_ENV = "DEEPWORK_ADDITIONAL_JOBS_FOLDERS"
@@ -217,8 +219,12 @@ def _stop_children_on_exit() -> None:
 
     atexit.register(kill_all_children)
 
-    def on_term(signum: int, frame: object) -> None:
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def on_term(signum: int, frame: FrameType | None) -> None:
         kill_all_children()
+        if callable(previous):  # a handler installed before ours (coverage saves its data)
+            previous(signum, frame)
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
 
