@@ -34,9 +34,9 @@ def _run_until_terminated(folder: Path, *command: str, ready: bytes) -> None:
     env = {**os.environ, "COVERAGE_FILE": str(folder / ".coverage")}
     env.pop("COVERAGE_PROCESS_START", None)
     env.pop("COVERAGE_PROCESS_CONFIG", None)
+    rcfile = f"--rcfile={REPO / 'pyproject.toml'}"
     process = subprocess.Popen(
-        [sys.executable, "-m", "coverage", "run", f"--rcfile={REPO / 'pyproject.toml'}", "-m"]
-        + list(command),
+        [sys.executable, "-m", "coverage", "run", rcfile, "-m", *command],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         stdin=subprocess.PIPE,
