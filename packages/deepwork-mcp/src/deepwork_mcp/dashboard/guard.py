@@ -5,10 +5,11 @@ request carrying it (`?token=…`) gets an HttpOnly, SameSite=Strict cookie name
 every later request must bring the cookie (or the token). Browsers send a cookie of 127.0.0.1 to
 every port of it, so the cookie never holds the token: it holds a second secret of this start,
 which signs in to this dashboard only and is never printed, logged or put in a form. A request
-without either is answered 401. A request whose `Host` is not the loopback address and port the dashboard listens on, or whose `Origin` is
-another site, is answered 403 before anything else: a page of another site, even one whose name
-resolves to 127.0.0.1 (DNS rebinding), gets nothing. Every state-changing request is a POST that
-carries the token in its form as well (`form_token_ok`): a cross-site form cannot know it.
+without either is answered 401. A request whose `Host` is not the loopback address and port the
+dashboard listens on, or whose `Origin` is another site, is answered 403 before anything else: a
+page of another site, even one whose name resolves to 127.0.0.1 (DNS rebinding), gets nothing.
+Every state-changing request is a POST that carries the token in its form as well
+(`form_token_ok`): a cross-site form cannot know it.
 docs/dashboard.md says what this protects against and what it does not.
 """
 
