@@ -24,7 +24,11 @@ import contextlib
 import fcntl
 import json
 import os
+import re
+import stat
+from collections import deque
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
@@ -104,22 +108,78 @@ def iter_events(path: Path) -> Iterator[EventRecord]:
     lines = data.split(b"\n")
     complete = lines[:-1]  # the part after the last newline is a line still being written
     for number, raw in enumerate(complete, start=1):
-        if not raw.strip():
-            continue
-        try:
-            record = loads_json(raw)
-        except (ValueError, UnicodeDecodeError):
-            record = None
-        event = None
-        if isinstance(record, dict) and isinstance(record.get("event"), str):
-            with contextlib.suppress(ValueError):
-                event = parse_event(record)
-        if event is None:
-            raise EventLogError(
-                f"{path}:{number}: not an event record (a JSON object with an 'event')",
-                code=ErrorCode.EVENTS_CORRUPT,
-            )
-        yield event
+        if raw.strip():
+            yield _parse_line(path, number, raw)
+
+
+@dataclass(frozen=True, slots=True)
+class EventScan:
+    """A log read in bounded memory (`scan_events`): how many events it holds, the newest of
+    them, and every event of the kinds asked for."""
+
+    total: int
+    recent: list[EventRecord]
+    selected: list[EventRecord]
+
+    @property
+    def omitted(self) -> int:
+        """Events older than `recent` that were counted but not read."""
+        return self.total - len(self.recent)
+
+
+def scan_events(
+    project_root: Path, session_id: str, *, keep_last: int, kinds: frozenset[str]
+) -> EventScan:
+    """The newest `keep_last` events of a session and all its events of `kinds`, reading the
+    log line by line: only those lines are parsed, so a log of any size costs little memory
+    and time. Lines are checked as `read_events` checks them (`events.corrupt`) when parsed."""
+    path = events_path(project_root, session_id)
+    wanted = b"|".join(re.escape(kind.encode()) for kind in sorted(kinds)) or b"(?!)"
+    marker = re.compile(rb'"event"\s*:\s*"(?:' + wanted + rb')"')
+    recent: deque[tuple[int, bytes]] = deque(maxlen=max(keep_last, 0))
+    selected: list[EventRecord] = []
+    total = 0
+    for number, raw in _lines(path):
+        total += 1
+        recent.append((number, raw))
+        if marker.search(raw):
+            event = _parse_line(path, number, raw)
+            if event.event in kinds:
+                selected.append(event)
+    return EventScan(total, [_parse_line(path, n, raw) for n, raw in recent], selected)
+
+
+def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """(line number, bytes) of every complete, non-blank line of the log, through the same
+    guards as `_read_bounded` (regular file, no symbolic link, at most MAX_LOG_BYTES)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise EventLogError(f"event log cannot open {path}: {exc.strerror}") from None
+    with os.fdopen(fd, "rb", buffering=1024 * 1024) as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_LOG_BYTES:
+            _read_bounded(path)  # raises the coded error that names the problem
+        for number, raw in enumerate(handle, start=1):
+            if raw.endswith(b"\n") and raw.strip():
+                yield number, raw
+
+
+def _parse_line(path: Path, number: int, raw: bytes) -> EventRecord:
+    try:
+        record = loads_json(raw)
+    except (ValueError, UnicodeDecodeError):
+        record = None
+    if isinstance(record, dict) and isinstance(record.get("event"), str):
+        with contextlib.suppress(ValueError):
+            return parse_event(record)
+    raise EventLogError(
+        f"{path}:{number}: not an event record (a JSON object with an 'event')",
+        code=ErrorCode.EVENTS_CORRUPT,
+    )
 
 
 def _read_bounded(path: Path) -> bytes | None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import secrets
 import string
 import threading
@@ -47,6 +48,8 @@ from deepwork_core.base.identifiers import AGENT_ID_PATTERN, SESSION_ID_PATTERN,
 from deepwork_core.base.layout import (
     LOCK_FILE,
     MAX_STATE_BYTES,
+    SESSION_PREFIX,
+    SESSION_SUFFIX,
     STACK_FILE,
     TMP_DIR,
     session_file_name,
@@ -301,6 +304,18 @@ class SessionStore:
         """Any session (active or finished). Raises `session.not_found` when there is none."""
         with self.transaction() as tx:
             return tx.load(session_id)
+
+    def session_ids(self) -> list[str]:
+        """The id of every session the store holds, active or finished, in no order."""
+        try:
+            names = [entry.name for entry in os.scandir(self.state_dir)]
+        except FileNotFoundError:
+            return []
+        return [
+            name[len(SESSION_PREFIX) : -len(SESSION_SUFFIX)]
+            for name in names
+            if name.startswith(SESSION_PREFIX) and name.endswith(SESSION_SUFFIX)
+        ]
 
     # --- retention ---------------------------------------------------------------------------
 

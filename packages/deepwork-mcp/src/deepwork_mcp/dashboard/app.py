@@ -61,20 +61,20 @@ class DashboardRoutes:
         self.approval_key = approval_key(state_dir(os.environ), project_root)
 
     def runs(self, request: Request) -> Response:
-        return HTMLResponse(pages.runs_page(views.run_tree(self.store)))
+        return HTMLResponse(pages.runs_page(views.runs(self.store)))
 
     def runs_fragment(self, request: Request) -> Response:
-        return HTMLResponse(pages.runs_fragment(views.run_tree(self.store)))
+        return HTMLResponse(pages.runs_fragment(views.runs(self.store)))
 
     def run(self, request: Request) -> Response:
         session_id = str(request.path_params["session_id"])
         try:
             check_session_id(session_id)
-            detail = views.run_detail(self.store, session_id)
+            page = views.run_page_view(self.store, session_id)
         except DeepWorkError as exc:
-            page = pages.message_page("Not found", f"{exc.code}: {exc.message}")
-            return HTMLResponse(page, status_code=404)
-        return HTMLResponse(pages.run_page(detail, token=self.token))
+            missing = pages.message_page("Not found", f"{exc.code}: {exc.message}")
+            return HTMLResponse(missing, status_code=404)
+        return HTMLResponse(pages.run_page(page, token=self.token))
 
     def approvals(self, request: Request) -> Response:
         return HTMLResponse(pages.approvals_page(views.open_approvals(self.store), self.token))

@@ -14,17 +14,15 @@ from html import escape
 from typing import Final
 
 from deepwork_core.base.escaping import printable
+from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.state.event_kinds import ReviewVerdictEvent
+from deepwork_core.state.review_usage import ReviewUsage
+from deepwork_core.state.runs import OutputLine, Run, RunDetail, RunSummary
 from deepwork_core.state.stats import Stats
+from deepwork_core.state.timeline import TimelineEntry
 
 from deepwork_mcp.dashboard.assets import STYLESHEET
-from deepwork_mcp.dashboard.views import (
-    ApprovalView,
-    OutputRow,
-    RunDetail,
-    RunRow,
-    TimelineRow,
-)
+from deepwork_mcp.dashboard.views import ApprovalView, RunPage
 
 #: Characters of a hash shown in a table cell (the whole hash is in the cell's title).
 HASH_CHARS: Final = 12
@@ -69,11 +67,25 @@ def layout(title: str, body: str, *, standalone: bool = False) -> str:
     )
 
 
+def scroll(table: str) -> str:
+    """A table inside a box that scrolls sideways on a narrow screen, not the page."""
+    return f'<div class="scroll">{table}</div>'
+
+
+def cost(usage: ReviewUsage | None) -> str:
+    """`0.7500 USD · 12,345 tokens` (or `-` when nothing was metered)."""
+    if usage is None or (usage.calls == 0 and usage.self_reviews == 0):
+        return '<span class="muted">-</span>'
+    metered = f"{usage.cost_usd:.4f} USD · {usage.tokens:,} tokens"
+    selfs = f" · {usage.self_reviews} self-review(s)" if usage.self_reviews else ""
+    return f"{metered}{selfs}"
+
+
 def status_badge(status: str) -> str:
     return f'<span class="status {escape(status.replace(" ", "-"))}">{escape(status)}</span>'
 
 
-def _run_rows(rows: Iterable[RunRow], depth: int) -> list[str]:
+def _run_rows(rows: Iterable[Run], depth: int) -> list[str]:
     lines: list[str] = []
     for row in rows:
         nested = ' class="nested"' if depth else ""
@@ -85,24 +97,27 @@ def _run_rows(rows: Iterable[RunRow], depth: int) -> list[str]:
             f"{text(row.workflow)}</a></td>"
             f'<td class="goal">{text(row.goal)}</td><td>{agent}</td>'
             f"<td>{text(', '.join(row.steps))}</td><td>{status_badge(row.status.value)}</td>"
+            f'<td class="num cost">{cost(row.review_usage)}</td>'
             f"<td>{when(row.started_at)}</td><td>{when(row.last_event_at)}</td></tr>"
         )
         lines += _run_rows(row.children, depth + 1)
     return lines
 
 
-def runs_fragment(rows: list[RunRow]) -> str:
+def runs_fragment(rows: list[Run]) -> str:
     """The table of runs (the part of the page the script refreshes)."""
     if not rows:
         return '<p class="muted">No workflow has run in this project yet.</p>'
     head = (
         "<thead><tr><th>Job/workflow</th><th>Goal</th><th>Agent</th><th>Current step</th>"
-        "<th>Status</th><th>Started</th><th>Last event</th></tr></thead>"
+        '<th>Status</th><th class="num">Review cost</th><th>Started</th><th>Last event</th>'
+        "</tr></thead>"
     )
-    return f'<table class="runs">{head}<tbody>{"".join(_run_rows(rows, 0))}</tbody></table>'
+    rows_html = "".join(_run_rows(rows, 0))
+    return scroll(f'<table class="runs">{head}<tbody>{rows_html}</tbody></table>')
 
 
-def runs_page(rows: list[RunRow]) -> str:
+def runs_page(rows: list[Run]) -> str:
     body = (
         "<h1>Runs</h1>"
         '<p class="muted">Every workflow session of the project, newest first; runs a step '
@@ -112,23 +127,36 @@ def runs_page(rows: list[RunRow]) -> str:
     return layout("Runs", body)
 
 
-def _timeline(rows: list[TimelineRow], problem: str | None) -> str:
-    if problem:
-        return f'<p class="fail">{text(problem)}</p>'
-    if not rows:
+def _timeline(detail: RunDetail) -> str:
+    if detail.timeline_problem:
+        return f'<p class="fail">{text(detail.timeline_problem)}</p>'
+    if not detail.timeline:
         return '<p class="muted">No events recorded.</p>'
-    body = "".join(
-        f"<tr><td>{when(row.at)}</td><td><code>{text(row.kind)}</code></td>"
-        f"<td>{text(row.summary)}</td></tr>"
-        for row in rows
+    note = ""
+    if detail.events_omitted:
+        note = (
+            f'<p class="muted omitted">Showing the newest {len(detail.timeline)} of '
+            f"{detail.events_total} events; <code>deepwork log {text(detail.run.session_id)}"
+            "</code> prints every one.</p>"
+        )
+    body = "".join(_timeline_row(entry) for entry in detail.timeline)
+    table = (
+        '<table class="timeline"><thead><tr><th>Time</th><th>What happened</th></tr></thead>'
+        f"<tbody>{body}</tbody></table>"
     )
+    return note + scroll(table)
+
+
+def _timeline_row(entry: TimelineEntry) -> str:
     return (
-        '<table class="timeline"><thead><tr><th>Time</th><th>Event</th><th>Details</th></tr>'
-        f"</thead><tbody>{body}</tbody></table>"
+        f'<tr data-kind="{text(entry.kind)}"><td>{when(entry.at)}</td><td>'
+        f'<span class="sentence">{text(entry.sentence)}</span>'
+        f"<details><summary>{text(entry.kind)}: all fields</summary>"
+        f"<pre>{text(entry.detail)}</pre></details></td></tr>"
     )
 
 
-def _outputs(rows: list[OutputRow]) -> str:
+def _outputs(rows: list[OutputLine]) -> str:
     if not rows:
         return '<p class="muted">No accepted outputs yet.</p>'
     body = "".join(
@@ -138,7 +166,7 @@ def _outputs(rows: list[OutputRow]) -> str:
         + "</td></tr>"
         for r in rows
     )
-    return (
+    return scroll(
         '<table class="outputs"><thead><tr><th>Step</th><th>Output</th><th>File</th>'
         f"<th>SHA-256</th><th>Verdict</th><th>Evidence</th></tr></thead><tbody>{body}</tbody>"
         "</table>"
@@ -160,8 +188,10 @@ def _reviews(reviews: list[ReviewVerdictEvent]) -> str:
             for c in review.criteria
         )
         table = (
-            f"<table><thead><tr><th>Criterion</th><th>Verdict</th><th>Feedback</th></tr>"
-            f"</thead><tbody>{criteria}</tbody></table>"
+            scroll(
+                f"<table><thead><tr><th>Criterion</th><th>Verdict</th><th>Feedback</th></tr>"
+                f"</thead><tbody>{criteria}</tbody></table>"
+            )
             if criteria
             else ""
         )
@@ -177,7 +207,7 @@ def _reviews(reviews: list[ReviewVerdictEvent]) -> str:
 
 def _review_cost(detail: RunDetail) -> str:
     """The reviewers' tokens and cost, as the gate recorded them (docs/quality-gate.md)."""
-    usage = detail.review_usage
+    usage = detail.summary.review_usage
     if not detail.review_calls:
         return '<p class="muted">No review call is recorded in the log of this session.</p>'
     total = (
@@ -196,7 +226,88 @@ def _review_cost(detail: RunDetail) -> str:
         "<tr><th>Step</th><th>Review</th><th>Mode</th><th>Depth</th><th>Model</th>"
         "<th>Outcome</th><th>Input tokens</th><th>Output tokens</th><th>USD</th></tr>"
     )
-    return f"{total}<table><thead>{head}</thead><tbody>{rows}</tbody></table>"
+    return total + scroll(f"<table><thead>{head}</thead><tbody>{rows}</tbody></table>")
+
+
+_VERDICT_CLASS: Final = {
+    VerdictKind.REVIEWER: "pass",
+    VerdictKind.SELF_REVIEW: "self",
+    VerdictKind.OVERRIDE: "override",
+    VerdictKind.UNREVIEWED: "unreviewed",
+    VerdictKind.ERROR: "fail",
+}
+
+
+def _summary(detail: RunDetail) -> str:
+    """What a reader wants first: outcome, steps, verdicts, approvals, cost, branch."""
+    run, summary = detail.run, detail.summary
+    facts = [
+        ("Outcome", f"{status_badge(run.status.value)} {text(summary.outcome)}"),
+        ("Goal", text(run.goal)),
+        ("Steps done", str(summary.steps_done)),
+        ("Review cost", _usage_sentence(summary)),
+        ("Branch", _branch(run)),
+        ("Started", when(run.started_at)),
+        ("Finished", when(run.finished_at)),
+    ]
+    cells = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in facts)
+    return (
+        '<section class="summary" aria-label="Summary"><h2>Summary</h2>'
+        + scroll(f'<table class="facts">{cells}</table>')
+        + f"<h3>Verdicts</h3>{_verdict_table(summary)}"
+        + f"<h3>Approvals</h3>{_approval_table(summary)}</section>"
+    )
+
+
+def _usage_sentence(summary: RunSummary) -> str:
+    usage = summary.review_usage
+    if usage.calls == 0 and usage.self_reviews == 0:
+        return '<span class="muted">no review ran</span>'
+    selfs = f"; {usage.self_reviews} self-review(s), not metered" if usage.self_reviews else ""
+    calls = f"{usage.calls} reviewer call(s)"
+    return f"{usage.cost_usd:.4f} USD, {usage.tokens:,} tokens in {calls}{selfs}"
+
+
+def _branch(run: Run) -> str:
+    if not run.branch:
+        return '<span class="muted">no branch of its own</span>'
+    started = f" (started from <code>{text(run.started_from_branch)}</code>)"
+    return f"<code>{text(run.branch)}</code>{started if run.started_from_branch else ''}"
+
+
+def _verdict_table(summary: RunSummary) -> str:
+    if not summary.verdicts:
+        return '<p class="muted">No step accepted yet.</p>'
+    rows = "".join(
+        f"<tr><td>{text(', '.join(v.step_ids))}</td>"
+        f'<td><span class="verdict {_VERDICT_CLASS[v.kind]}">{text(v.label)}</span></td>'
+        f"<td>{text(v.reason or '')}</td><td>{when(v.at)}</td></tr>"
+        for v in summary.verdicts
+    )
+    head = "<tr><th>Step</th><th>Verdict</th><th>Reason</th><th>When</th></tr>"
+    return scroll(f'<table class="verdicts"><thead>{head}</thead><tbody>{rows}</tbody></table>')
+
+
+def _decision(approved: bool) -> str:
+    if approved:
+        return '<span class="pass">approved</span>'
+    return '<span class="fail">changes requested</span>'
+
+
+def _approval_table(summary: RunSummary) -> str:
+    if not summary.approvals:
+        return '<p class="muted">No human decision recorded.</p>'
+    rows = "".join(
+        f"<tr><td>{text(', '.join(a.step_ids))}</td><td>{_decision(a.approved)}</td>"
+        f"<td>{text(a.actor)}</td><td>{text(a.channel)}</td><td>{when(a.at)}</td>"
+        f"<td>{text(a.comment or '')}</td></tr>"
+        for a in summary.approvals
+    )
+    head = (
+        "<tr><th>Step</th><th>Decision</th><th>Who</th><th>Channel</th><th>When</th>"
+        "<th>Reason</th></tr>"
+    )
+    return scroll(f'<table class="approvals"><thead>{head}</thead><tbody>{rows}</tbody></table>')
 
 
 def _facts(detail: RunDetail) -> str:
@@ -204,47 +315,56 @@ def _facts(detail: RunDetail) -> str:
     rows = [
         ("Job/workflow", f"{text(run.job)}/{text(run.workflow)}"),
         ("Session", f"<code>{text(run.session_id)}</code>"),
-        ("Goal", text(run.goal)),
         ("Agent", text(run.agent_id or "main")),
-        ("Status", status_badge(run.status.value)),
         ("Current step", text(", ".join(run.steps))),
-        ("Started", when(run.started_at)),
         ("Last event", when(run.last_event_at)),
     ]
     if run.parent_session_id:
         parent = text(run.parent_session_id)
         rows.append(("Started by", f'<a href="/run/{parent}"><code>{parent}</code></a>'))
-    if detail.abort_reason:
-        rows.append(("Abort reason", text(detail.abort_reason)))
     rows += [(f"Input {text(k)}", text(v)) for k, v in detail.inputs.items()]
     cells = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
-    return f'<table class="facts">{cells}</table>'
+    return scroll(f'<table class="facts">{cells}</table>')
 
 
-def run_body(detail: RunDetail, *, token: str | None) -> str:
-    """The run page's content; `token` None: a report (no buttons)."""
+#: What the graph's colours and marks mean.
+LEGEND: Final = (
+    '<ul class="legend" aria-label="Legend">'
+    '<li><span class="swatch current"></span>current step</li>'
+    '<li><span class="swatch done"></span>done</li>'
+    '<li><span class="swatch started"></span>started, not done</li>'
+    '<li><span class="swatch reviewed"></span>thick border: the step has reviews</li>'
+    "<li>✓ passed an external review in this run</li>"
+    '<li><span class="dashed"></span>an input file from an earlier step</li></ul>'
+)
+
+
+def run_body(page: RunPage, *, token: str | None) -> str:
+    """The run page's content, summary first; `token` None: a report (no buttons)."""
+    detail = page.detail
     run = detail.run
     graph = (
-        f'<div class="graph">{detail.graph_svg}</div>'
-        if detail.graph_svg
-        else f'<p class="muted">No graph: {text(detail.graph_problem or "unknown")}</p>'
+        f'<div class="graph">{page.graph_svg}</div>{LEGEND}'
+        if page.graph_svg
+        else f'<p class="muted">No graph: {text(page.graph_problem or "unknown")}</p>'
     )
     approval = ""
-    if detail.approval is not None:
-        approval = "<h2>Waiting for approval</h2>" + approval_card(detail.approval, token)
+    if page.approval is not None:
+        approval = "<h2>Waiting for approval</h2>" + approval_card(page.approval, token)
     return (
         f"<h1>{text(run.job)}/{text(run.workflow)} {status_badge(run.status.value)}</h1>"
-        f"{_facts(detail)}{approval}<h2>Workflow</h2>{graph}"
+        f"{_summary(detail)}{approval}<h2>Run</h2>{_facts(detail)}<h2>Workflow</h2>{graph}"
         f"<h2>Outputs and evidence</h2>{_outputs(detail.outputs)}"
         f"<h2>Reviews</h2>{_reviews(detail.reviews)}"
         f"<h2>Review cost</h2>{_review_cost(detail)}"
-        f"<h2>Timeline</h2>{_timeline(detail.timeline, detail.timeline_problem)}"
+        f"<h2>Timeline</h2>{_timeline(detail)}"
     )
 
 
-def run_page(detail: RunDetail, *, token: str | None) -> str:
-    title = f"{detail.run.job}/{detail.run.workflow} {detail.run.session_id}"
-    return layout(title, run_body(detail, token=token), standalone=token is None)
+def run_page(page: RunPage, *, token: str | None) -> str:
+    run = page.detail.run
+    title = f"{run.job}/{run.workflow} {run.session_id}"
+    return layout(title, run_body(page, token=token), standalone=token is None)
 
 
 def _file(item_output: str, path: str, sha: str | None, body: str) -> str:

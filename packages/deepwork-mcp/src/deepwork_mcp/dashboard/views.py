@@ -1,32 +1,28 @@
-"""What the dashboard pages show, read from the project's state files (docs/dashboard.md).
+"""What the dashboard pages show (docs/dashboard.md).
 
-Every function here only reads: the sessions (`SessionStore`), their event logs (`read_events`),
-the open approval requests (`ApprovalStore`) and the files shown for approval. Text in these views
-is raw; the pages escape it.
+The runs and a run's detail are core's read model (`deepwork_core.state.runs`), the same one
+`deepwork report` and `deepwork status` render; this module adds only what the browser shows
+besides: the workflow graph as SVG and the open approval requests with previews of their files.
+Every function here only reads. Text in these views is raw; the pages escape it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from datetime import UTC, datetime
-from enum import StrEnum
+from datetime import datetime
 from pathlib import Path
 from typing import Final
 
 from deepwork_core import DeepWorkError, JobCatalog
 from deepwork_core.base.errors import FileReadError, SessionError
 from deepwork_core.base.fsutil import read_bytes_file
-from deepwork_core.base.layout import SESSION_PREFIX, SESSION_SUFFIX
-from deepwork_core.evidence.hashes import sha256_file
 from deepwork_core.jobs.discovery import parse_folder_list
 from deepwork_core.jobs.graph import build_graph
 from deepwork_core.state.approvals import ApprovalStore
-from deepwork_core.state.event_kinds import EventRecord, ReviewUsageEvent, ReviewVerdictEvent
-from deepwork_core.state.events import events_path, read_events
-from deepwork_core.state.review_usage import ReviewUsage, sum_usage
+from deepwork_core.state.runs import Run, RunDetail, RunStatus, list_runs, run_detail, run_tree
 from deepwork_core.state.sessions import Session, SessionStatus, SessionStore
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from deepwork_mcp.dashboard.graph_svg import StepState, graph_svg
 
@@ -36,56 +32,10 @@ ADDITIONAL_FOLDERS_ENV: Final = "DEEPWORK_ADDITIONAL_JOBS_FOLDERS"
 MAX_PREVIEW_BYTES: Final = 1024 * 1024
 #: Characters of a text file the approval page shows.
 PREVIEW_CHARS: Final = 4000
-#: Characters of one timeline line.
-SUMMARY_CHARS: Final = 300
-
-
-class RunStatus(StrEnum):
-    """Where a run is, as the dashboard lists it."""
-
-    ACTIVE = "active"
-    AWAITING_APPROVAL = "awaiting approval"
-    COMPLETED = "completed"
-    ABORTED = "aborted"
 
 
 class _View(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class RunRow(_View):
-    """One session in the list of runs, with the runs it started nested under it."""
-
-    session_id: str
-    job: str
-    workflow: str
-    goal: str
-    agent_id: str | None
-    steps: list[str]
-    status: RunStatus
-    started_at: datetime
-    #: When the session's event log was last written (None: no log).
-    last_event_at: datetime | None
-    parent_session_id: str | None
-    children: list[RunRow] = Field(default_factory=list)
-
-
-class TimelineRow(_View):
-    at: datetime | None
-    kind: str
-    summary: str
-
-
-class OutputRow(_View):
-    """One accepted output file with the verdict that covers it and whether it went stale."""
-
-    step_id: str
-    output: str
-    path: str
-    sha256: str | None
-    verdict: str
-    current_sha256: str | None
-    stale: bool
 
 
 class FilePreview(_View):
@@ -110,92 +60,19 @@ class ApprovalView(_View):
     files: list[FilePreview]
 
 
-class RunDetail(_View):
-    run: RunRow
-    inputs: dict[str, str | list[str]]
-    abort_reason: str | None
+class RunPage(_View):
+    """The run page: core's read model of the run, its workflow graph and its open approval."""
+
+    detail: RunDetail
     #: The workflow graph as SVG, or None (`graph_problem` says why).
     graph_svg: str | None
     graph_problem: str | None = None
-    timeline: list[TimelineRow]
-    timeline_problem: str | None = None
-    outputs: list[OutputRow]
-    reviews: list[ReviewVerdictEvent]
-    #: The review calls this session's log records (a top-level run's log holds its nested
-    #: runs' calls too), and their totals.
-    review_calls: list[ReviewUsageEvent]
-    review_usage: ReviewUsage
     approval: ApprovalView | None
 
 
-def run_status(session: Session) -> RunStatus:
-    if session.status is SessionStatus.ACTIVE:
-        if session.pending_approval is not None:
-            return RunStatus.AWAITING_APPROVAL
-        return RunStatus.ACTIVE
-    return RunStatus(session.status.value)
-
-
-def all_sessions(store: SessionStore) -> list[Session]:
-    """Every session of the project (active and finished), newest start first."""
-    try:
-        names = [entry.name for entry in os.scandir(store.state_dir)]
-    except FileNotFoundError:
-        return []
-    ids = [
-        name[len(SESSION_PREFIX) : -len(SESSION_SUFFIX)]
-        for name in names
-        if name.startswith(SESSION_PREFIX) and name.endswith(SESSION_SUFFIX)
-    ]
-    sessions: list[Session] = []
-    with store.transaction() as tx:
-        for session_id in ids:
-            with contextlib.suppress(SessionError):  # pruned meanwhile, or unreadable
-                sessions.append(tx.load(session_id))
-    return sorted(sessions, key=lambda s: s.started_at, reverse=True)
-
-
-def _last_event_at(project_root: Path, session_id: str) -> datetime | None:
-    try:
-        return datetime.fromtimestamp(events_path(project_root, session_id).stat().st_mtime, UTC)
-    except OSError:
-        return None
-
-
-def run_row(project_root: Path, session: Session) -> RunRow:
-    return RunRow(
-        session_id=session.session_id,
-        job=session.job_name,
-        workflow=session.workflow_name,
-        goal=session.goal,
-        agent_id=session.agent_id,
-        steps=list(session.current_step_ids),
-        status=run_status(session),
-        started_at=session.started_at,
-        last_event_at=_last_event_at(project_root, session.session_id),
-        parent_session_id=session.parent_session_id,
-    )
-
-
-def run_tree(store: SessionStore) -> list[RunRow]:
-    """The runs, newest first, each nested run under its parent (an orphan stays on top)."""
-    sessions = all_sessions(store)
-    known = {s.session_id for s in sessions}
-    children: dict[str, list[Session]] = {}
-    roots: list[Session] = []
-    for session in sessions:
-        parent = session.parent_session_id
-        if parent is not None and parent in known and parent != session.session_id:
-            children.setdefault(parent, []).append(session)
-        else:
-            roots.append(session)
-
-    def build(session: Session, depth: int) -> RunRow:
-        row = run_row(store.project_root, session)
-        kids = children.get(session.session_id, []) if depth < 32 else []
-        return row.model_copy(update={"children": [build(k, depth + 1) for k in kids]})
-
-    return [build(s, 0) for s in roots]
+def runs(store: SessionStore) -> list[Run]:
+    """The runs, newest first, each nested run under its parent (the read model's tree)."""
+    return run_tree(list_runs(store, with_usage=True))
 
 
 def step_states(session: Session) -> dict[str, StepState]:
@@ -220,59 +97,16 @@ def _graph(project_root: Path, session: Session) -> tuple[str | None, str | None
     return graph_svg(graph, step_states(session)), None
 
 
-def _summary(event: EventRecord) -> str:
-    fields = event.as_written()
-    for key in ("v", "ts", "session_id", "event"):
-        fields.pop(key, None)
-    text = "  ".join(f"{key}={value}" for key, value in fields.items())
-    return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
-
-
-def _timeline(events: list[EventRecord]) -> list[TimelineRow]:
-    return [TimelineRow(at=e.ts, kind=str(e.event), summary=_summary(e)) for e in events]
-
-
-def _outputs(project_root: Path, session: Session) -> list[OutputRow]:
-    rows: list[OutputRow] = []
-    for item in session.evidence:
-        current = sha256_file(project_root, item.path)
-        rows.append(
-            OutputRow(
-                step_id=item.step_id,
-                output=item.output,
-                path=item.path,
-                sha256=item.sha256,
-                verdict=item.verdict.value,
-                current_sha256=current,
-                stale=current != item.sha256,
-            )
-        )
-    return rows
-
-
-def run_detail(store: SessionStore, session_id: str) -> RunDetail:
+def run_page_view(store: SessionStore, session_id: str) -> RunPage:
     """Everything the run page shows. Raises `session.not_found` for an unknown session."""
+    detail = run_detail(store, session_id)
     session = store.load(session_id)
-    root = store.project_root
-    svg, graph_problem = _graph(root, session)
-    timeline_problem = None
-    try:
-        events = read_events(root, session_id)
-    except DeepWorkError as exc:
-        events, timeline_problem = [], f"{exc.code}: {exc.message}"
-    return RunDetail(
-        run=run_row(root, session),
-        inputs=dict(session.inputs),
-        abort_reason=session.abort_reason,
+    svg, graph_problem = _graph(store.project_root, session)
+    return RunPage(
+        detail=detail,
         graph_svg=svg,
         graph_problem=graph_problem,
-        timeline=_timeline(events),
-        timeline_problem=timeline_problem,
-        outputs=_outputs(root, session),
-        reviews=[e for e in events if isinstance(e, ReviewVerdictEvent)],
-        review_calls=[e for e in events if isinstance(e, ReviewUsageEvent)],
-        review_usage=sum_usage(events),
-        approval=pending_approval(ApprovalStore(root), session),
+        approval=pending_approval(ApprovalStore(store.project_root), session),
     )
 
 
@@ -332,5 +166,11 @@ def pending_approval(approvals: ApprovalStore, session: Session) -> ApprovalView
 def open_approvals(store: SessionStore) -> list[ApprovalView]:
     """Every open approval request of the project, newest session first."""
     approvals = ApprovalStore(store.project_root)
-    views = (pending_approval(approvals, s) for s in all_sessions(store))
-    return [view for view in views if view is not None]
+    waiting = [run for run in list_runs(store) if run.status is RunStatus.AWAITING_APPROVAL]
+    views: list[ApprovalView] = []
+    for run in waiting:
+        with contextlib.suppress(SessionError):  # pruned or changed meanwhile
+            view = pending_approval(approvals, store.load(run.session_id))
+            if view is not None:
+                views.append(view)
+    return views
