@@ -2,24 +2,20 @@
 (`deepwork status`, docs/navigation.md).
 
 `project_overview` reads the workflow stacks, the sessions on them and the newest finished
-sessions; it writes nothing and holds the state lock only while reading the stacks.
+sessions (from the read model of runs, `deepwork_core.state.runs`); it writes nothing.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 
-from deepwork_core.base.errors import SessionError
-from deepwork_core.base.layout import SESSION_PREFIX, SESSION_SUFFIX
 from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.state.review_usage import ReviewUsage, run_id_of, run_usage
+from deepwork_core.state.runs import RunStatus, list_runs
 from deepwork_core.state.sessions import (
     Session,
-    SessionStatus,
     SessionStore,
 )
 
@@ -134,39 +130,22 @@ def project_overview(
 
 
 def _finished(store: SessionStore, active: set[str], limit: int) -> list[FinishedEntry]:
-    """The newest `limit` finished sessions, newest first (by their file's modification time)."""
-    dated: list[tuple[float, str]] = []
-    try:
-        entries = list(os.scandir(store.state_dir))
-    except FileNotFoundError:
-        return []
-    for entry in entries:
-        name = entry.name
-        if not (name.startswith(SESSION_PREFIX) and name.endswith(SESSION_SUFFIX)):
-            continue
-        session_id = name[len(SESSION_PREFIX) : -len(SESSION_SUFFIX)]
-        if session_id not in active:
-            with contextlib.suppress(FileNotFoundError):
-                dated.append((entry.stat().st_mtime, session_id))
-    finished: list[FinishedEntry] = []
-    for _, session_id in sorted(dated, reverse=True):
-        if len(finished) >= limit:
-            break
-        try:
-            session = store.load(session_id)
-        except SessionError:
-            continue  # pruned meanwhile, or unreadable: `deepwork log` reports it
-        if session.status is SessionStatus.ACTIVE:
-            continue  # started by another process after the stacks were read
-        finished.append(
-            FinishedEntry(
-                session_id=session.session_id,
-                job=session.job_name,
-                workflow=session.workflow_name,
-                status=session.status.value,
-                started_at=session.started_at,
-                finished_at=session.completed_at,
-                abort_reason=session.abort_reason,
-            )
+    """The newest `limit` finished runs, newest end first (the read model's list of runs)."""
+    finished = [
+        run
+        for run in list_runs(store)
+        if run.session_id not in active and run.status in (RunStatus.COMPLETED, RunStatus.ABORTED)
+    ]
+    finished.sort(key=lambda run: run.finished_at or run.started_at, reverse=True)
+    return [
+        FinishedEntry(
+            session_id=run.session_id,
+            job=run.job,
+            workflow=run.workflow,
+            status=run.status.value,
+            started_at=run.started_at,
+            finished_at=run.finished_at,
+            abort_reason=run.abort_reason,
         )
-    return finished
+        for run in finished[:limit]
+    ]

@@ -281,7 +281,8 @@ def _verdicts(events: list[EventRecord]) -> list[VerdictLine]:
             feedback.setdefault(event.step_id, []).append(event.feedback)
         elif isinstance(event, StepFinishedEvent):
             steps = event.step_ids
-            reason = {
+            given = next((e.override_reason for e in event.evidence if e.override_reason), None)
+            reason = given or {
                 VerdictKind.OVERRIDE: next((override[s] for s in steps if s in override), None),
                 VerdictKind.REVIEWER: "; ".join(f for s in steps for f in feedback.get(s, [])),
                 VerdictKind.SELF_REVIEW: "the agent followed the review instructions itself",

@@ -40,7 +40,7 @@ from deepwork_core.state.event_kinds import (
 #: Characters of a free text (notes, feedback, reasons) kept inside a sentence.
 TEXT_CHARS: Final = 200
 #: Characters of an event's JSON kept in `TimelineEntry.detail`.
-DETAIL_CHARS: Final = 20_000
+DETAIL_CHARS: Final = 4_000
 
 #: How each kind of verdict reads to a person (never "passed" for what no reviewer judged).
 VERDICT_LABELS: Final = {
@@ -191,7 +191,8 @@ def sentence(event: EventRecord) -> str:
 def timeline_entry(event: EventRecord) -> TimelineEntry:
     detail = json.dumps(event.details(), ensure_ascii=False, indent=1)
     if len(detail) > DETAIL_CHARS:
-        detail = detail[:DETAIL_CHARS] + f"\n… {len(detail) - DETAIL_CHARS} more characters"
+        more = len(detail) - DETAIL_CHARS
+        detail = f"{detail[:DETAIL_CHARS]}\n… {more} more characters (`deepwork log` has them)"
     return TimelineEntry(
         at=event.ts, kind=str(event.event), sentence=sentence(event), detail=detail
     )

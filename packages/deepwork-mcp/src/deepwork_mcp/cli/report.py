@@ -16,7 +16,7 @@ from deepwork_core.base.fsutil import atomic_write_text
 from deepwork_core.state.sessions import SessionStore
 
 from deepwork_mcp.cli.options import cli_error, project_option
-from deepwork_mcp.dashboard.pages import run_page
+from deepwork_mcp.dashboard.run_page import run_page
 from deepwork_mcp.dashboard.views import run_page_view
 
 

@@ -34,6 +34,7 @@ from deepwork_mcp.approval_keys import approval_key, state_dir
 from deepwork_mcp.dashboard import pages, views
 from deepwork_mcp.dashboard.assets import SCRIPT, STYLESHEET
 from deepwork_mcp.dashboard.guard import TOKEN_FIELD, DashboardGuard, same_token
+from deepwork_mcp.dashboard.run_page import run_page
 
 #: A decision form larger than this is refused (a reason is a sentence or two).
 MAX_FORM_BYTES: Final = 64 * 1024
@@ -74,7 +75,7 @@ class DashboardRoutes:
         except DeepWorkError as exc:
             missing = pages.message_page("Not found", f"{exc.code}: {exc.message}")
             return HTMLResponse(missing, status_code=404)
-        return HTMLResponse(pages.run_page(page, token=self.token))
+        return HTMLResponse(run_page(page, token=self.token))
 
     def approvals(self, request: Request) -> Response:
         return HTMLResponse(pages.approvals_page(views.open_approvals(self.store), self.token))

@@ -4,8 +4,10 @@
 the same `WorkflowGraph` here instead, so a page never depends on a program being on PATH and the
 report stays one self-contained file. The layout is simple and fixed: one row per workflow entry,
 top to bottom, the steps of a concurrent group side by side; order edges are arrows between rows,
-input edges dashed curves on the right labelled with the file. Every text is XML-escaped; the
-picture is styled by CSS classes (`step`, `reviewed`, `done`, `current`), never inline script.
+input edges dashed curves on the right labelled with the file (labels that would overlap are
+moved apart). Every text is XML-escaped; the picture is styled by CSS classes (`step`,
+`reviewed`: the step has reviews, `done`, `current`, `passed`: an external review passed it in
+this run, marked ✓), never inline script. The page draws the legend next to it.
 """
 
 from __future__ import annotations
@@ -56,7 +58,13 @@ def _positions(graph: WorkflowGraph) -> tuple[dict[str, tuple[int, int]], int, i
     return places, 2 * MARGIN + inner + SIDE, max(height, 2 * MARGIN)
 
 
-def _edge(edge: GraphEdge, places: Mapping[str, tuple[int, int]], right: int) -> str:
+#: Vertical room one input-edge label takes.
+LABEL_H: Final = 14
+
+
+def _edge(
+    edge: GraphEdge, places: Mapping[str, tuple[int, int]], right: int, taken: list[int]
+) -> str:
     if edge.source not in places or edge.target not in places:
         return ""
     (sx, sy), (tx, ty) = places[edge.source], places[edge.target]
@@ -69,17 +77,27 @@ def _edge(edge: GraphEdge, places: Mapping[str, tuple[int, int]], right: int) ->
     x1, y1, x2, y2 = sx + NODE_W, sy + NODE_H // 2, tx + NODE_W, ty + NODE_H // 2
     bend = right + 40
     label = escape(_short(edge.label, 18))
+    label_y = (y1 + y2) // 2
+    while any(abs(label_y - other) < LABEL_H for other in taken):
+        label_y += LABEL_H
+    taken.append(label_y)
     return (
         f'<g class="input-edge"><title>{escape(edge.label)}</title>'
         f'<path d="M{x1},{y1} C{bend},{y1} {bend},{y2} {x2 + 2},{y2}" '
         'marker-end="url(#dw-arrow)"/>'
-        f'<text x="{bend - 6}" y="{(y1 + y2) // 2}">{label}</text></g>'
+        f'<text x="{bend - 6}" y="{label_y}">{label}</text></g>'
     )
 
 
-def graph_svg(graph: WorkflowGraph, states: Mapping[str, StepState] | None = None) -> str:
-    """The graph as an `<svg>` element; `states` marks steps done, started or current."""
+def graph_svg(
+    graph: WorkflowGraph,
+    states: Mapping[str, StepState] | None = None,
+    passed: frozenset[str] = frozenset(),
+) -> str:
+    """The graph as an `<svg>` element; `states` marks steps done, started or current, and
+    `passed` the steps an external review passed in this run (✓)."""
     states = states or {}
+    taken: list[int] = []
     places, width, height = _positions(graph)
     right = max((x + NODE_W for x, _ in places.values()), default=MARGIN)
     title = escape(f"{graph.job_name}/{graph.workflow_name}")
@@ -91,7 +109,7 @@ def graph_svg(graph: WorkflowGraph, states: Mapping[str, StepState] | None = Non
         'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z"/></marker>'
         "</defs>",
     ]
-    parts += [_edge(edge, places, right) for edge in graph.edges]
+    parts += [_edge(edge, places, right, taken) for edge in graph.edges]
     for entry in graph.entries:
         for step in entry:
             x, y = places[step.step_id]
@@ -100,7 +118,9 @@ def graph_svg(graph: WorkflowGraph, states: Mapping[str, StepState] | None = Non
                 classes.append("reviewed")
             if step.step_id in states:
                 classes.append(states[step.step_id].value)
-            mark = " ✓" if step.reviewed else ""
+            if step.step_id in passed:
+                classes.append("passed")
+            mark = " ✓" if step.step_id in passed else ""
             parts.append(
                 f'<g class="{" ".join(classes)}" data-step="{escape(step.step_id)}">'
                 f"<title>{escape(step.name)} ({escape(step.step_id)})</title>"

@@ -17,6 +17,7 @@ from typing import Final
 from deepwork_core import DeepWorkError, JobCatalog
 from deepwork_core.base.errors import FileReadError, SessionError
 from deepwork_core.base.fsutil import read_bytes_file
+from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.jobs.discovery import parse_folder_list
 from deepwork_core.jobs.graph import build_graph
 from deepwork_core.state.approvals import ApprovalStore
@@ -85,7 +86,9 @@ def step_states(session: Session) -> dict[str, StepState]:
     return states
 
 
-def _graph(project_root: Path, session: Session) -> tuple[str | None, str | None]:
+def _graph(
+    project_root: Path, session: Session, passed: frozenset[str]
+) -> tuple[str | None, str | None]:
     additional = parse_folder_list(os.environ.get(ADDITIONAL_FOLDERS_ENV))
     try:
         catalog = JobCatalog.for_project(
@@ -94,14 +97,20 @@ def _graph(project_root: Path, session: Session) -> tuple[str | None, str | None
         graph = build_graph(catalog.get(session.job_name).definition, session.workflow_name)
     except DeepWorkError as exc:
         return None, f"{exc.code}: {exc.message}"
-    return graph_svg(graph, step_states(session)), None
+    return graph_svg(graph, step_states(session), passed), None
 
 
 def run_page_view(store: SessionStore, session_id: str) -> RunPage:
     """Everything the run page shows. Raises `session.not_found` for an unknown session."""
     detail = run_detail(store, session_id)
     session = store.load(session_id)
-    svg, graph_problem = _graph(store.project_root, session)
+    passed = frozenset(
+        step
+        for verdict in detail.summary.verdicts
+        if verdict.kind is VerdictKind.REVIEWER
+        for step in verdict.step_ids
+    )
+    svg, graph_problem = _graph(store.project_root, session, passed)
     return RunPage(
         detail=detail,
         graph_svg=svg,
