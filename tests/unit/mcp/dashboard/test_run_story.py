@@ -134,5 +134,6 @@ def test_tables_scroll_inside_their_box(tmp_path: Path) -> None:
     for path in ("/", f"/run/{waiting.session_id}", "/stats"):
         page = client.get(path).text
         tables = page.count("<table")
-        assert tables and page.count('<div class="scroll"><table') == tables, path
+        assert tables, path
+        assert page.count('<div class="scroll"><table') == tables, path
     assert ".scroll { overflow-x: auto" in client.get("/static/dashboard.css").text
