@@ -202,8 +202,8 @@ async def test_a_spent_budget_starts_no_reviewer_and_every_call_got_what_was_lef
     assert left == pytest.approx([1.0, 0.6, 0.2])
     for message in (third, fourth):
         assert f"quality_review_{session_id}_write.md" in message
-    assert "1.2000 USD" in fourth
-    assert "reviewed/write/step 1.2000 USD (3 call(s))" in fourth
+    assert "1.0000 USD" in fourth  # the third call stopped at the 0.2 USD it was given
+    assert "reviewed/write/step 1.0000 USD (3 call(s))" in fourth
     record = state(root, session_id)["step_progress"]["write"]
     assert record["quality_attempts"] == 2  # the budget answers were not attempts
     assert kinds(root, session_id).count("outputs_submitted") == 4  # nothing is lost

@@ -361,3 +361,34 @@ async def test_symlink_to_outside_file_never_reaches_the_reviewer(env: Env, tmp_
     for call in calls:
         assert "OUTSIDE-SECRET-991" not in call["stdin"]
         assert "OUTSIDE-SECRET-991" not in json.dumps(call["argv"])
+
+
+@pytest.mark.slow
+async def test_parallel_reviewers_share_the_budget_instead_of_each_spending_it(env: Env) -> None:
+    from deepwork_core.base.config import ReviewBudget
+    from deepwork_core.state.events import read_events
+
+    pages = []
+    for number in range(3):
+        (env.root / "out" / f"p{number}.md").write_text(f"page {number}\n")
+        pages.append(f"out/p{number}.md")
+    env.fake.spend(0.40)
+    env.fake.hold_until(4)  # the four calls really run at once
+    request = env.request(pages=pages)
+    tasks = plan_review_tasks(request)
+    assert len(tasks) == 4
+    reviewer = env.reviewer(max_parallel=4, budget=ReviewBudget(max_cost_usd=1.0))
+
+    with pytest.raises(QualityGateError) as exc:
+        await reviewer.review(request, tasks)
+
+    assert exc.value.code == "quality_gate.budget_exhausted"
+    given = [float(c["argv"][c["argv"].index("--max-budget-usd") + 1]) for c in env.calls()]
+    assert len(given) == 4
+    assert sum(given) <= 1.0 + 1e-6  # each started with its slice, not with the whole budget
+    spent = sum(
+        e.cost_usd
+        for e in read_events(env.root, request.run_session_id)
+        if e.event == "review_usage"
+    )
+    assert spent <= 1.0 + 1e-6

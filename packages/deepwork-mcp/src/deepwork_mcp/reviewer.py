@@ -41,7 +41,7 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import ProcessOutputError, ProcessTimeoutError, QualityGateError
 from deepwork_core.base.process import Completed, run_bounded
 from deepwork_core.evidence.verdicts import ReviewVerdict
-from deepwork_core.gate.budget import check_budget, review_usage_event, usd_left
+from deepwork_core.gate.budget import BudgetLedger, check_budget, review_usage_event, usd_left
 from deepwork_core.gate.checkpoint import Checkpoint, ProgressReporter
 from deepwork_core.gate.quality import (
     DEFAULT_MAX_INLINE_FILES,
@@ -102,6 +102,7 @@ class ClaudeReviewer:
         self.stall_retries = stall_retries
         self.models = models if models is not None else ReviewModels()
         self.budget = budget if budget is not None else ReviewBudget()
+        self.ledger = BudgetLedger(self.budget)
 
     def timeout_for(self, file_count: int) -> float:
         """Per-task deadline: the base plus `per_extra_file` for each file beyond five."""
@@ -130,10 +131,12 @@ class ClaudeReviewer:
         failures: list[BaseException] = []
         send, receive = anyio.create_memory_object_stream[int](len(tasks))
 
+        slots = min(self.max_parallel, len(tasks))  # calls that may run alongside each other
+
         async def one(index: int) -> None:
             try:
                 verdicts[index], tokens[index] = await self._run_task(
-                    executable, checkpoint, tasks[index], limiter
+                    executable, checkpoint, tasks[index], limiter, slots
                 )
             except Exception as exc:  # the first failure wins and stops the others
                 failures.append(exc)
@@ -231,34 +234,49 @@ class ClaudeReviewer:
         checkpoint: Checkpoint,
         task: QualityReviewTask,
         limiter: anyio.CapacityLimiter,
+        slots: int = 1,
     ) -> tuple[ReviewVerdict, int]:
         timeout = self.timeout_for(task_file_count(checkpoint, task))
-        async with limiter:
-            # Built under the limiter so at most `max_parallel` messages sit in memory; reading
-            # files is blocking work, so it runs off the event loop.
-            message = await anyio.to_thread.run_sync(
-                build_review_message, checkpoint, task, self.max_inline_files
-            )
-            call = _Call(executable, checkpoint, task, message, time.monotonic() + timeout)
-            answer = await self._ask(call)
-            if unjudged_criteria(task, answer.reply):
-                # Asked once more; a second incomplete reply fails the unjudged criteria.
-                self._log_usage(call, answer, "unjudged")
-                answer = await self._ask(call)
+        call: _Call | None = None
         try:
-            verdict = verdict_from_reply(task, answer.reply)
-        except QualityGateError as exc:
-            self._log_usage(call, answer, exc.code)
-            raise
-        self._log_usage(call, answer, "passed" if verdict.passed else "failed")
-        return verdict, call.tokens
+            async with limiter:
+                # Built under the limiter so at most `max_parallel` messages sit in memory;
+                # reading files is blocking work, so it runs off the event loop.
+                message = await anyio.to_thread.run_sync(
+                    build_review_message, checkpoint, task, self.max_inline_files
+                )
+                deadline = time.monotonic() + timeout
+                call = _Call(executable, checkpoint, task, message, deadline, slots=slots)
+                answer = await self._ask(call)
+                if unjudged_criteria(task, answer.reply):
+                    # Asked once more; a second incomplete reply fails the unjudged criteria.
+                    self._log_usage(call, answer, "unjudged")
+                    answer = await self._ask(call)
+            try:
+                verdict = verdict_from_reply(task, answer.reply)
+            except QualityGateError as exc:
+                self._log_usage(call, answer, exc.code)
+                raise
+            self._log_usage(call, answer, "passed" if verdict.passed else "failed")
+            return verdict, call.tokens
+        finally:
+            if call is not None:
+                self._release(call)  # cancelled before its usage was logged
 
     async def _ask(self, call: _Call) -> _Answer:
-        """One reviewer call; its usage is logged (and the error raised) when it failed."""
-        left = await anyio.to_thread.run_sync(self.usd_left, call.checkpoint)
-        argv = self.argv(call.executable, call.task, left)
+        """One reviewer call with its slice of the budget reserved (`BudgetLedger`); its usage
+        is logged (and the error raised) when it failed."""
+        checkpoint = call.checkpoint
+        call.share = await anyio.to_thread.run_sync(
+            self.ledger.reserve, checkpoint.project_root, checkpoint.run_session_id, call.slots
+        )
+        argv = self.argv(call.executable, call.task, call.share)
         started = time.monotonic()
-        done = await self._run(argv, call)
+        try:
+            done = await self._run(argv, call)
+        except BaseException:
+            self._release(call)
+            raise
         outcome = read_stream(call.task.label, done)
         answer = _Answer(outcome.reply, outcome.usage, time.monotonic() - started)
         call.tokens += outcome.usage.tokens
@@ -340,6 +358,12 @@ class ClaudeReviewer:
             cost_usd=usage.cost_usd,
         )
         append_event(checkpoint.project_root, event)
+        self._release(call)  # the real cost is in the log now
+
+    def _release(self, call: _Call) -> None:
+        if call.share is not None:
+            self.ledger.release(call.checkpoint.run_session_id, call.share)
+            call.share = None
 
 
 @dataclass(slots=True)
@@ -352,6 +376,10 @@ class _Call:
     message: str
     deadline: float
     tokens: int = 0
+    #: Calls of the checkpoint that may run alongside this one (they share what is left).
+    slots: int = 1
+    #: The USD this call holds in the ledger while it runs (None: none).
+    share: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ here too (`log_self_reviews`), though they cost nothing DeepWork can see.
 
 from __future__ import annotations
 
+import threading
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -58,6 +59,49 @@ def check_budget(project_root: Path, run_id: str, budget: ReviewBudget) -> Revie
     if is_spent(budget, spent):
         raise budget_exhausted(project_root, run_id, budget, spent)
     return spent
+
+
+class BudgetLedger:
+    """The USD that reviewer calls running now have reserved, per run.
+
+    Parallel reviewers cannot together overspend: each call reserves its slice of what is left
+    before it starts (`reserve`, passed on as `--max-budget-usd`) and gives it back once its
+    real cost is logged (`release`). What is left is the budget less what the run's log says it
+    spent and less what running calls hold; it is shared among the calls that may still start
+    alongside them (`slots`), so the run's total stays within its budget plus at most one
+    call's overrun. Safe to use from several threads.
+    """
+
+    def __init__(self, budget: ReviewBudget) -> None:
+        self.budget = budget
+        self._lock = threading.Lock()
+        self._held: dict[str, list[float]] = {}
+
+    def reserve(self, project_root: Path, run_id: str, slots: int) -> float | None:
+        """This call's slice in USD (None: no cost budget); raises
+        `quality_gate.budget_exhausted` once the run spent or holds its whole budget."""
+        if self.budget.max_cost_usd is None and self.budget.max_tokens is None:
+            return None
+        with self._lock:
+            spent = check_budget(project_root, run_id, self.budget)
+            if self.budget.max_cost_usd is None:
+                return None
+            held = self._held.setdefault(run_id, [])
+            free = round(self.budget.max_cost_usd - spent.cost_usd - sum(held), 6)
+            if free <= 0:
+                raise budget_exhausted(project_root, run_id, self.budget, spent)
+            share = round(free / max(1, slots - len(held)), 6)
+            held.append(share)
+            return share
+
+    def release(self, run_id: str, share: float) -> None:
+        """Give back a slice once the call's real cost is in the log."""
+        with self._lock:
+            held = self._held.get(run_id, [])
+            if share in held:
+                held.remove(share)
+            if not held:
+                self._held.pop(run_id, None)
 
 
 def budget_exhausted(
