@@ -224,7 +224,7 @@ async def test_a_finished_run_reads_as_a_story_even_on_a_narrow_screen(
             assert await sentence.count() >= 1
             details = page.locator(".timeline details").first
             await details.locator("summary").click()
-            assert '"step_ids"' in await details.locator("pre").inner_text()
+            assert '"goal": "ship it"' in await details.locator("pre").inner_text()
             legend = await page.locator("ul.legend").inner_text()
             assert "current step" in legend
             assert "passed an external review" in legend
