@@ -133,6 +133,7 @@ def create_server(
     additional_jobs_folders: Sequence[Path] = (),
     follow_client_roots: bool = False,
     state_dir: Path | None = None,
+    launch: str = "deepwork",
 ) -> FastMCP:
     """Build the server for `project_root` (resolved to an absolute path).
 
@@ -146,6 +147,8 @@ def create_server(
     `additional_jobs_folders` are searched for jobs after the project's and the standard ones.
     `state_dir` holds the projects' approval keys (docs/security.md); by default the one
     `deepwork approve` uses, from `DEEPWORK_STATE_DIR`, `XDG_STATE_HOME` or the home folder.
+    `launch` is how the user runs this DeepWork (`uvx deepwork==1.0.0`, `deepwork`): the
+    approval answer tells them `<launch> approve <session>` (`deepwork_mcp.cli.launch`).
     """
     config = DeepWorkConfig() if config is None else config
     root = Path(project_root).resolve()
@@ -169,7 +172,10 @@ def create_server(
         middleware=[*outer, CallLog(projects.get), ToolErrors(), CompactToolListing()],
     )
     register_workflow_tools(
-        mcp, engines=lambda: projects.get().engine, catalogs=lambda: projects.get().catalog
+        mcp,
+        engines=lambda: projects.get().engine,
+        catalogs=lambda: projects.get().catalog,
+        launch=launch,
     )
     register_review_tools(mcp, project_root=lambda: projects.get().folder, platform=config.platform)
     return mcp

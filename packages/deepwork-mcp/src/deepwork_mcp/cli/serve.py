@@ -135,6 +135,7 @@ def serve(
     import fastmcp
 
     from deepwork_mcp.approval_keys import state_dir
+    from deepwork_mcp.cli.launch import launch_prefix, parent_argv
     from deepwork_mcp.server import create_server
 
     fastmcp.settings.check_for_updates = "off"
@@ -154,6 +155,7 @@ def serve(
             additional_jobs_folders=parse_folder_list(os.environ.get(ADDITIONAL_JOBS_ENV)),
             follow_client_roots=project_path is None,
             state_dir=state_dir(os.environ),
+            launch=launch_prefix(parent_argv()),
         )
     except DeepWorkError as exc:
         raise cli_error(exc) from None
