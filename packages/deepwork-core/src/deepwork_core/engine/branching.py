@@ -56,6 +56,20 @@ def abandoned_note(branch: str, previous: str | None) -> str:
     )
 
 
+def completed_note(branch: str, previous: str | None) -> str:
+    """What the user is told when a workflow on its own branch completes."""
+    if previous is None:
+        return (
+            f"Its work is on the branch `{branch}` (still checked out); merge it where it belongs, "
+            "or go back with `git switch -`."
+        )
+    return (
+        f"Its work is on the branch `{branch}` (still checked out), started from `{previous}`. "
+        f"To merge it: `git switch {previous} && git merge {branch}`; to go back without "
+        f"merging: `git switch {previous}`."
+    )
+
+
 def workflow_branch_name(job_name: str, label: str, today: date) -> str:
     """`deepwork/<job>-<label>-<YYYY-MM-DD>` with everything git dislikes replaced by `-`.
 

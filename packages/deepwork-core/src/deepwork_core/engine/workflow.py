@@ -21,7 +21,7 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import QualityGateError, WorkflowNotFoundError
 from deepwork_core.base.identifiers import check_agent_id, check_text
 from deepwork_core.engine.approver import Approver
-from deepwork_core.engine.branching import BranchOutcome, abandoned_note
+from deepwork_core.engine.branching import BranchOutcome, abandoned_note, completed_note
 from deepwork_core.engine.briefing import InstructionReader, reviewer_inputs
 from deepwork_core.engine.checkpoints import count_attempt, current_checkpoint
 from deepwork_core.engine.dry_run import give_back_attempt, run_of
@@ -454,6 +454,8 @@ class WorkflowEngine(EvidenceSteps):
             return self._resume_parent(tx, session, parent, workflow.post_workflow_instructions)
         stack = stack_items(tx, session.agent_id)
         summary = f"Workflow '{session.workflow_label}' completed successfully!"
+        if session.parent_session_id is None and session.branch_name is not None:
+            summary += " " + completed_note(session.branch_name, session.previous_branch)
         if stack:
             summary += (
                 f" Resume the parent workflow '{stack[-1].workflow}' at step '{stack[-1].step}'."

@@ -8,12 +8,15 @@ sessions (from the read model of runs, `deepwork_core.state.runs`); it writes no
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from deepwork_core.base.errors import GitError
+from deepwork_core.base.git import run_git
 from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.state.review_usage import ReviewUsage, run_id_of, run_usage
-from deepwork_core.state.runs import RunStatus, list_runs
+from deepwork_core.state.runs import Run, RunStatus, list_runs
 from deepwork_core.state.sessions import (
     Session,
     SessionStore,
@@ -69,9 +72,20 @@ class FinishedEntry(_View):
     abort_reason: str | None
 
 
+class WorkflowBranch(_View):
+    """A `deepwork/…` branch of the repository, the branch its run started from, and whether
+    its work is merged there (into HEAD when no run records where it started)."""
+
+    name: str
+    started_from: str | None
+    merged: bool
+
+
 class ProjectOverview(_View):
     stacks: list[StackView]
     finished: list[FinishedEntry]
+    #: DeepWork's branches in the repository (empty outside git).
+    branches: list[WorkflowBranch] = []
 
 
 def last_verdict(session: Session) -> str | None:
@@ -126,14 +140,43 @@ def project_overview(
         if sessions
     ]
     active = {entry.session_id for stack in stacks for entry in stack.entries}
-    return ProjectOverview(stacks=stacks, finished=_finished(store, active, finished_limit))
+    runs = list_runs(store)
+    return ProjectOverview(
+        stacks=stacks,
+        finished=_finished(runs, active, finished_limit),
+        branches=workflow_branches(store.project_root, runs),
+    )
 
 
-def _finished(store: SessionStore, active: set[str], limit: int) -> list[FinishedEntry]:
+def workflow_branches(project_root: Path, runs: list[Run]) -> list[WorkflowBranch]:
+    """Every local `deepwork/…` branch, with where its run started and whether it is merged
+    there; [] outside git or when git fails."""
+    listed = _git(project_root, "for-each-ref", "--format=%(refname:short)", "refs/heads/deepwork/")
+    if listed is None:
+        return []
+    origin = {run.branch: run.started_from_branch for run in runs if run.branch}
+    branches = []
+    for name in sorted(filter(None, listed.splitlines())):
+        base = origin.get(name)
+        merged = _git(project_root, "merge-base", "--is-ancestor", name, base or "HEAD") is not None
+        branches.append(WorkflowBranch(name=name, started_from=base, merged=merged))
+    return branches
+
+
+def _git(project_root: Path, *args: str) -> str | None:
+    """git's output, or None when it failed (not a repository, no such branch, not merged)."""
+    try:
+        done = run_git(list(args), cwd=project_root, check=False)
+    except GitError:
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def _finished(runs: list[Run], active: set[str], limit: int) -> list[FinishedEntry]:
     """The newest `limit` finished runs, newest end first (the read model's list of runs)."""
     finished = [
         run
-        for run in list_runs(store)
+        for run in runs
         if run.session_id not in active and run.status in (RunStatus.COMPLETED, RunStatus.ABORTED)
     ]
     finished.sort(key=lambda run: run.finished_at or run.started_at, reverse=True)
