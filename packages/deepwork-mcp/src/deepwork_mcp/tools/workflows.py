@@ -103,11 +103,8 @@ def with_launch(result: FinishResult, launch: str) -> FinishResult:
 def register_workflow_tools(
     mcp: FastMCP, *, engines: Engines, catalogs: Catalogs, launch: str = "deepwork"
 ) -> None:
-    """Register the workflow tools on `mcp`; `engines()` is the current call's engine and
-    `catalogs()` its job catalog (listing jobs needs no engine). `launch` starts DeepWork the
-    way the user did; the approval answer's commands begin with it."""
-    listing = _ListingCache()
-    schemas = load_output_schemas()
+    """Register the workflow tools (`launch`: how the user runs DeepWork, `with_launch`)."""
+    listing, schemas = _ListingCache(), load_output_schemas()
 
     @mcp.tool(annotations=_READ_ONLY, output_schema=schemas["get_workflows"])
     def get_workflows() -> ToolResult:
@@ -159,8 +156,8 @@ def register_workflow_tools(
             work_summary=work_summary,
             approver=_approver(ctx),
         )
-        result = with_launch(await to_thread.run_sync(call), launch)
-        return _structured(FinishedStepResponse.model_validate(result))
+        result = await to_thread.run_sync(call)
+        return _structured(FinishedStepResponse.model_validate(with_launch(result, launch)))
 
     register_navigation_tools(mcp, engines)
 
