@@ -17,7 +17,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 from deepwork_core.base.errors import DeepWorkError
-from deepwork_core.state.event_kinds import KnownEvent, OtherEvent, StartedEvent
+from deepwork_core.state.event_kinds import ApprovalEvent, KnownEvent, OtherEvent, StartedEvent
 from deepwork_core.state.events import add_event_listener, read_events
 from opentelemetry import metrics, trace
 from opentelemetry.context import Context
@@ -37,7 +37,7 @@ from deepwork_mcp.telemetry import names
 from deepwork_mcp.telemetry.exporting import ExportFailures, build_providers
 from deepwork_mcp.telemetry.forced_ids import ForcedIdGenerator
 from deepwork_mcp.telemetry.ids import SpanRef
-from deepwork_mcp.telemetry.runbook import Measurement, RunBook, SpanRecord
+from deepwork_mcp.telemetry.runbook import Emission, Measurement, RunBook, SpanRecord
 
 INSTRUMENTATION: str = "deepwork"
 
@@ -100,11 +100,29 @@ class Telemetry:
         host = _host_span() if isinstance(event, StartedEvent) else None
         with self._lock:
             self._catch_up(project_root, event)
-            for emission in self.book.fold(event, host):
-                if isinstance(emission, SpanRecord):
-                    self._emit_span(emission)
-                else:
-                    self._measure(emission)
+            self._decided_elsewhere(project_root, event)
+            self._emit(self.book.fold(event, host))
+
+    def _emit(self, emissions: list[Emission]) -> None:
+        for emission in emissions:
+            if isinstance(emission, SpanRecord):
+                self._emit_span(emission)
+            else:
+                self._measure(emission)
+
+    def _decided_elsewhere(self, project_root: Path, event: KnownEvent) -> None:
+        """Fold the approvals `deepwork approve` (another process) logged since the request."""
+        if isinstance(event, ApprovalEvent) or not self.book.awaits_approval(event.session_id):
+            return
+        try:
+            logged = read_events(project_root, event.session_id)
+        except DeepWorkError:
+            return
+        for past in logged:
+            if isinstance(past, ApprovalEvent) and self.book.awaits_approval(
+                past.session_id, past.request_id
+            ):
+                self._emit(self.book.fold(past))
 
     def reviewer_env(
         self, session_id: str, step_id: str, review: str, target_file: str | None

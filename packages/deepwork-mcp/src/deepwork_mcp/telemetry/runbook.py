@@ -139,6 +139,13 @@ class RunBook:
             return []
         return self._fold_session(session, event)
 
+    def awaits_approval(self, session_id: str, request_id: str | None = None) -> bool:
+        """Whether `session_id` has an approval request (`request_id`, else any) undecided."""
+        session = self.sessions.get(session_id)
+        if session is None:
+            return False
+        return bool(session.approvals) if request_id is None else request_id in session.approvals
+
     def review_parent(self, session_id: str, step_id: str) -> SpanRef | None:
         """The span a review of `step_id` in `session_id` will sit under (None: unknown)."""
         session = self.sessions.get(session_id)
