@@ -23,6 +23,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from tests.fixtures.configs import config
 from tests.fixtures.reviewer import ScriptedReviewer
 from tests.fixtures.telemetry_data import metric_sums, span_tree
+from tests.fixtures.tool_calls import call_ok
 from tests.fixtures.traced_project import approve, make_traced_project, run_traced
 
 
@@ -151,3 +152,70 @@ async def test_token_and_cost_totals_equal_deepwork_stats(
     assert output == usage["output_tokens"]
     assert round(total("deepwork.review.cost"), 6) == usage["cost_usd"] == 0.625
     assert total("deepwork.gate.first_pass", **{"deepwork.gate.passed": False}) == 1
+
+
+async def test_a_server_started_again_mid_run_continues_the_same_trace(
+    root: Path, reviewer_on_path: ScriptedReviewer
+) -> None:
+    first, second = Recorded(), Recorded()
+    current = [first]
+    first.telemetry.install()
+    server = create_server(
+        root,
+        config(external_runner="claude", max_attempts=3),
+        trace_env=lambda *task: current[0].telemetry.reviewer_env(*task),
+    )
+    async with Client(server, mode="legacy", elicitation_handler=approve) as client:
+        started = await call_ok(
+            client, "start_workflow", goal="g", job_name="traced", workflow_name="main"
+        )
+        await call_ok(client, "finished_step", outputs={"plan.md": "plan.md"})
+        first.telemetry.shutdown()  # the first server is gone; the second knows nothing yet
+        current[0] = second
+        second.telemetry.install()
+        await call_ok(client, "finished_step", outputs={"draft.md": "draft.md"})
+        reviewer_on_path.answer("fail")
+        await call_ok(client, "finished_step", outputs={"report.md": "report.md"})
+        reviewer_on_path.answer("pass")
+        await call_ok(client, "finished_step", outputs={"report.md": "report.md"})
+    before, after = first.finished(), second.finished()
+    assert [span.name for span in before] == ["deepwork.approval plan", "deepwork.step plan"]
+    spans = before + after
+    assert len({span.context.trace_id for span in spans}) == 1
+    assert span_tree(spans) == [
+        "invoke_workflow traced.main",
+        "  deepwork.step plan",
+        "    deepwork.approval plan",
+        "  deepwork.step notes",
+        "    invoke_workflow traced.inner",
+        "      deepwork.step draft",
+        "  deepwork.step write",
+        "    invoke_agent report.md",
+        "    invoke_agent report.md",
+    ]
+    root_span = next(span for span in spans if span.name == "invoke_workflow traced.main")
+    assert (root_span.attributes or {})["gen_ai.conversation.id"] == started["begin_step"][
+        "session_id"
+    ]
+
+
+async def test_content_is_exported_when_the_user_asks_for_it(
+    root: Path, reviewer_on_path: ScriptedReviewer
+) -> None:
+    recording = Recorded()
+    recording.telemetry.book.log_content = True
+    recording.telemetry.install()
+    try:
+        await traced_run(root, recording, reviewer_on_path)
+    finally:
+        recording.telemetry.shutdown()
+    spans = recording.finished()
+    texts = [
+        str(event.attributes.get("deepwork.content"))
+        for span in spans
+        for event in span.events
+        if event.attributes is not None
+    ]
+    assert "a traced run" in texts  # the goal
+    assert "Ship it" in texts  # the approver's comment
+    assert "The report is too short." in texts  # the failing review's feedback
