@@ -33,8 +33,6 @@ logger = logging.getLogger("deepwork.telemetry")
 DEFAULT_SERVICE_NAME: Final = "deepwork"
 #: Spans waiting for export beyond this are dropped (and the SDK says so once).
 MAX_QUEUED_SPANS: Final = 2048
-#: How often metrics are exported, in milliseconds.
-METRIC_INTERVAL_MS: Final = 30_000
 _OTLP_LOGGERS: Final = (
     "opentelemetry.exporter.otlp.proto.http.trace_exporter",
     "opentelemetry.exporter.otlp.proto.http.metric_exporter",
@@ -128,19 +126,25 @@ def build_providers(
     for name in _OTLP_LOGGERS:  # ExportFailures says it once instead of every batch
         logging.getLogger(name).setLevel(logging.CRITICAL)
     resource = resource_for(env)
-    if span_exporter is None:
+    if span_exporter is None and not _switched_off(env, "TRACES"):
         span_exporter = _otlp_spans(env)
     tracer_provider = TracerProvider(resource=resource, id_generator=ForcedIdGenerator())
-    tracer_provider.add_span_processor(
-        BatchSpanProcessor(_CountedSpans(span_exporter, failures), max_queue_size=MAX_QUEUED_SPANS)
-    )
-    if metric_reader is None:
-        metric_reader = PeriodicExportingMetricReader(
-            _CountedMetrics(_otlp_metrics(env), failures),
-            export_interval_millis=METRIC_INTERVAL_MS,
+    if span_exporter is not None:
+        counted = _CountedSpans(span_exporter, failures)
+        tracer_provider.add_span_processor(
+            BatchSpanProcessor(counted, max_queue_size=MAX_QUEUED_SPANS)
         )
-    meter_provider = MeterProvider(resource=resource, metric_readers=[metric_reader])
+    if metric_reader is None and not _switched_off(env, "METRICS"):
+        # Every OTEL_METRIC_EXPORT_INTERVAL (the SDK's default: 60 s), and when the server stops.
+        metric_reader = PeriodicExportingMetricReader(_CountedMetrics(_otlp_metrics(env), failures))
+    readers = [] if metric_reader is None else [metric_reader]
+    meter_provider = MeterProvider(resource=resource, metric_readers=readers)
     return tracer_provider, meter_provider
+
+
+def _switched_off(env: Mapping[str, str], signal: str) -> bool:
+    """`OTEL_TRACES_EXPORTER=none` or `OTEL_METRICS_EXPORTER=none`: that signal is not sent."""
+    return env.get(f"OTEL_{signal}_EXPORTER", "").strip().lower() == "none"
 
 
 def _protocol(env: Mapping[str, str], signal: str) -> str:
