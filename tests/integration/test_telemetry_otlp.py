@@ -117,6 +117,13 @@ async def test_a_run_joins_the_hosts_trace_over_otlp(
         "    invoke_agent report.md",
         "    invoke_agent report.md",
     ]
+    reviews = sorted(
+        (span for span in spans if span.name.startswith("invoke_agent")),
+        key=lambda span: span.start_time,
+    )
+    assert [(call["traceparent"], call["tracestate"]) for call in scripted_reviewer.calls()] == [
+        (f"00-{HOST_TRACE:032x}-{span.context.span_id:016x}-01", "host=1") for span in reviews
+    ]
     approval = named(spans, "deepwork.approval plan").attributes
     assert (approval["deepwork.approval.channel"], approval["deepwork.approval.decision"]) == (
         "cli",

@@ -3,8 +3,11 @@ it uses, held to the pinned GenAI semantic conventions (docs/telemetry.md)."""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.state.event_kinds import (
     AbortedEvent,
@@ -16,8 +19,12 @@ from deepwork_core.state.event_kinds import (
     StepFinishedEvent,
 )
 from deepwork_mcp.telemetry import names
+from deepwork_mcp.telemetry.exporting import ExportFailures, build_providers
 from deepwork_mcp.telemetry.ids import SpanRef, trace_id_for
 from deepwork_mcp.telemetry.runbook import Measurement, RunBook, SpanRecord
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes
 from opentelemetry.semconv._incubating.metrics import gen_ai_metrics
 
@@ -157,3 +164,24 @@ def test_every_exported_name_is_a_genai_convention_or_deepworks_own() -> None:
             assert value.startswith("deepwork."), (key, value)
     for metric in names.METRICS:
         assert metric in metrics or metric.startswith("deepwork."), metric
+
+
+class _Refusing(SpanExporter):
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        return SpanExportResult.FAILURE
+
+
+def test_failed_exports_are_counted_and_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+    failures = ExportFailures()
+    tracer_provider, meter_provider = build_providers(
+        {}, failures, span_exporter=_Refusing(), metric_reader=InMemoryMetricReader()
+    )
+    tracer = tracer_provider.get_tracer("test")
+    with caplog.at_level(logging.WARNING, logger="deepwork.telemetry"):
+        for _ in range(3):
+            tracer.start_span("deepwork.step s").end()
+            tracer_provider.force_flush()
+    tracer_provider.shutdown()
+    meter_provider.shutdown()
+    assert failures.spans == 3
+    assert len([r for r in caplog.records if r.name == "deepwork.telemetry"]) == 1

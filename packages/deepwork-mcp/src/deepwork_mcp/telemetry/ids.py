@@ -32,6 +32,8 @@ class SpanRef:
 
     trace_id: int
     span_id: int
+    #: The W3C `tracestate` that came with the host's trace ("" when none).
+    state: str = ""
 
     def traceparent(self) -> str:
         """The W3C `traceparent` naming this span as the parent (sampled)."""

@@ -127,10 +127,16 @@ class Telemetry:
     def reviewer_env(
         self, session_id: str, step_id: str, review: str, target_file: str | None
     ) -> dict[str, str]:
-        """`TRACEPARENT` for a reviewer process: the span its review call will be exported as."""
+        """`TRACEPARENT` for a reviewer process, the span its review call will be exported as,
+        and the host's `TRACESTATE` when the run joined a host trace that had one."""
         with self._lock:
             ref = self.book.reserve_review(session_id, step_id, review, target_file)
-        return {} if ref is None else {"TRACEPARENT": ref.traceparent()}
+        if ref is None:
+            return {}
+        env = {"TRACEPARENT": ref.traceparent()}
+        if ref.state:
+            env["TRACESTATE"] = ref.state
+        return env
 
     # -- catching up after a restart ------------------------------------------------------
 
@@ -214,7 +220,7 @@ def _host_span() -> SpanRef | None:
     context = span.get_span_context()
     if not context.is_valid or getattr(span, "parent", None) is None:
         return None
-    return SpanRef(context.trace_id, context.span_id)
+    return SpanRef(context.trace_id, context.span_id, context.trace_state.to_header())
 
 
 def _nanos(moment: datetime) -> int:

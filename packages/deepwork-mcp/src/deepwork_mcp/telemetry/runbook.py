@@ -159,7 +159,9 @@ class RunBook:
         if parent is None:
             return None
         self._reviews += 1
-        ref = SpanRef(parent.trace_id, span_id_for(session_id, "review", self._reviews, review))
+        ref = SpanRef(
+            parent.trace_id, span_id_for(session_id, "review", self._reviews, review), parent.state
+        )
         key = (session_id, step_id, review, target)
         self.pending_reviews.setdefault(key, []).append(ref.span_id)
         return ref
@@ -168,15 +170,17 @@ class RunBook:
 
     def _start(self, event: StartedEvent, host: SpanRef | None) -> None:
         parent = self.sessions.get(event.parent_session_id or "")
+        state = ""
         if parent is not None:
             run_id, where = parent.run_id, parent.parent_of(None)
-            trace_id, parent_span_id = where.trace_id, where.span_id
+            trace_id, parent_span_id, state = where.trace_id, where.span_id, where.state
         elif host is not None:
             run_id, trace_id, parent_span_id = event.session_id, host.trace_id, host.span_id
+            state = host.state
         else:
             run_id = event.parent_session_id or event.session_id
             trace_id, parent_span_id = trace_id_for(run_id), None
-        ref = SpanRef(trace_id, span_id_for(event.session_id, "workflow"))
+        ref = SpanRef(trace_id, span_id_for(event.session_id, "workflow"), state)
         self.sessions[event.session_id] = _Session(event, run_id, ref, parent_span_id)
 
     def _fold_session(self, session: _Session, event: KnownEvent) -> list[Emission]:
@@ -186,7 +190,9 @@ class RunBook:
                 out += self._close_step(session, step_id, event.ts, "left")
                 run = session.runs[step_id] = session.runs.get(step_id, 0) + 1
                 ref = SpanRef(
-                    session.ref.trace_id, span_id_for(session.started.session_id, step_id, run)
+                    session.ref.trace_id,
+                    span_id_for(session.started.session_id, step_id, run),
+                    session.ref.state,
                 )
                 session.steps[step_id] = _Step(event.ts, ref)
         elif isinstance(event, ReviewVerdictEvent):
