@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from deepwork_core.evidence.verdicts import VerdictKind
@@ -21,12 +22,15 @@ from deepwork_core.state.event_kinds import (
 from deepwork_mcp.telemetry import names
 from deepwork_mcp.telemetry.exporting import ExportFailures, build_providers
 from deepwork_mcp.telemetry.ids import SpanRef, trace_id_for
+from deepwork_mcp.telemetry.recorder import catalog_job_versions
 from deepwork_mcp.telemetry.runbook import Measurement, RunBook, SpanRecord
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes
 from opentelemetry.semconv._incubating.metrics import gen_ai_metrics
+
+from tests.fixtures.workflow_project import make_project
 
 T0 = datetime(2026, 11, 27, 3, 0, tzinfo=UTC)
 SESSION = "s1"
@@ -185,3 +189,14 @@ def test_failed_exports_are_counted_and_logged_once(caplog: pytest.LogCaptureFix
     meter_provider.shutdown()
     assert failures.spans == 3
     assert len([r for r in caplog.records if r.name == "deepwork.telemetry"]) == 1
+
+
+def test_the_run_span_carries_its_jobs_version_from_the_projects_catalog(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "project")
+    version_of = catalog_job_versions()
+    assert version_of(root, "three_step") == "1.0.0"
+    assert version_of(root, "no_such_job") is None
+    book = RunBook()
+    book.fold(started(), job_version=version_of(root, "three_step"))
+    emitted = book.fold(AbortedEvent(ts=at(1), session_id=SESSION, reason="r"))
+    assert spans(emitted)["invoke_workflow j.w"].attributes["deepwork.job.version"] == "1.0.0"

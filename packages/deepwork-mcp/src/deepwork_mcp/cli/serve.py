@@ -148,11 +148,12 @@ def serve(
             quality_gate_timeout=quality_gate_timeout,
             no_branch=no_branch,
         )
-        telemetry = _start_telemetry(config.platform)
+        additional = parse_folder_list(os.environ.get(ADDITIONAL_JOBS_ENV))
+        telemetry = _start_telemetry(config.platform, additional)
         server = create_server(
             root,
             config,
-            additional_jobs_folders=parse_folder_list(os.environ.get(ADDITIONAL_JOBS_ENV)),
+            additional_jobs_folders=additional,
             follow_client_roots=project_path is None,
             state_dir=state_dir(os.environ),
             trace_env=None if telemetry is None else telemetry.reviewer_env,
@@ -166,13 +167,16 @@ def serve(
     _run(server, transport, host, port, token)
 
 
-def _start_telemetry(platform: str) -> Telemetry | None:
+def _start_telemetry(platform: str, additional_jobs_folders: list[Path]) -> Telemetry | None:
     """OpenTelemetry export when the environment asks for it (docs/telemetry.md); flushed
     when the server stops."""
     from deepwork_mcp.telemetry.switch import start_telemetry
 
     telemetry = start_telemetry(
-        os.environ, platform=platform, warn=lambda text: click.echo(text, err=True)
+        os.environ,
+        platform=platform,
+        warn=lambda text: click.echo(text, err=True),
+        additional_jobs_folders=additional_jobs_folders,
     )
     if telemetry is not None:
         import atexit

@@ -31,6 +31,7 @@ GEN_AI_TOKEN_TYPE: Final = "gen_ai.token.type"
 
 # DeepWork attributes.
 DW_JOB: Final = "deepwork.job"
+DW_JOB_VERSION: Final = "deepwork.job.version"
 DW_WORKFLOW: Final = "deepwork.workflow"
 DW_RUN_ID: Final = "deepwork.run.id"
 DW_WORKFLOW_STATUS: Final = "deepwork.workflow.status"

@@ -11,7 +11,7 @@ The run's `started` event takes the tool call's span as its parent when the host
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from importlib.metadata import version
 from pathlib import Path
@@ -41,6 +41,31 @@ from deepwork_mcp.telemetry.runbook import Emission, Measurement, RunBook, SpanR
 
 INSTRUMENTATION: str = "deepwork"
 
+#: The version of a job of a project (None: unknown), for the run's span.
+JobVersion = Callable[[Path, str], str | None]
+
+
+def catalog_job_versions(additional_jobs_folders: Sequence[Path] = ()) -> JobVersion:
+    """Job versions as the project's job catalog finds them (one catalog per project)."""
+    from deepwork_core import JobCatalog
+
+    catalogs: dict[Path, JobCatalog] = {}
+    lock = threading.Lock()
+
+    def version_of(project_root: Path, job: str) -> str | None:
+        with lock:
+            catalog = catalogs.get(project_root)
+            if catalog is None:
+                catalog = JobCatalog.for_project(project_root, additional_jobs_folders)
+                catalogs[project_root] = catalog
+        try:
+            version = catalog.get(job).definition.version
+        except DeepWorkError:
+            return None
+        return None if version is None else str(version)
+
+    return version_of
+
 
 class Telemetry:
     """Spans and metrics of the runs this process serves, from their event logs."""
@@ -53,8 +78,10 @@ class Telemetry:
         *,
         platform: str | None = None,
         log_content: bool = False,
+        job_version: JobVersion | None = None,
     ) -> None:
         self.tracer_provider, self.meter_provider = tracer_provider, meter_provider
+        self.job_version = job_version
         self.failures = failures if failures is not None else ExportFailures()
         self.book = RunBook(platform=platform, log_content=log_content)
         self._lock = threading.Lock()
@@ -69,7 +96,14 @@ class Telemetry:
         self._remove: list[object] = []
 
     @classmethod
-    def start(cls, env: Mapping[str, str], *, platform: str | None, log_content: bool) -> Telemetry:
+    def start(
+        cls,
+        env: Mapping[str, str],
+        *,
+        platform: str | None,
+        log_content: bool,
+        job_version: JobVersion | None = None,
+    ) -> Telemetry:
         """OTLP export configured from `env`, as the process's global providers (so FastMCP's
         tool-call spans go out too), following the event log from now on."""
         failures = ExportFailures()
@@ -77,7 +111,12 @@ class Telemetry:
         trace.set_tracer_provider(tracer_provider)
         metrics.set_meter_provider(meter_provider)
         telemetry = cls(
-            tracer_provider, meter_provider, failures, platform=platform, log_content=log_content
+            tracer_provider,
+            meter_provider,
+            failures,
+            platform=platform,
+            log_content=log_content,
+            job_version=job_version,
         )
         telemetry.install()
         return telemetry
@@ -97,11 +136,15 @@ class Telemetry:
 
     def observe(self, project_root: Path, event: KnownEvent) -> None:
         """The listener: fold `event` and emit the spans and measurements it completes."""
-        host = _host_span() if isinstance(event, StartedEvent) else None
+        host = version = None
+        if isinstance(event, StartedEvent):
+            host = _host_span()
+            if self.job_version is not None:
+                version = self.job_version(project_root, event.job)
         with self._lock:
             self._catch_up(project_root, event)
             self._decided_elsewhere(project_root, event)
-            self._emit(self.book.fold(event, host))
+            self._emit(self.book.fold(event, host, version))
 
     def _emit(self, emissions: list[Emission]) -> None:
         for emission in emissions:

@@ -100,6 +100,7 @@ class _Session:
     runs: dict[str, int] = field(default_factory=dict)
     approvals: dict[str, ApprovalRequestedEvent] = field(default_factory=dict)
     stale: int = 0
+    job_version: str | None = None
 
     @property
     def label(self) -> str:
@@ -126,11 +127,15 @@ class RunBook:
     def knows(self, session_id: str) -> bool:
         return session_id in self.sessions
 
-    def fold(self, event: KnownEvent, host: SpanRef | None = None) -> list[Emission]:
+    def fold(
+        self, event: KnownEvent, host: SpanRef | None = None, job_version: str | None = None
+    ) -> list[Emission]:
         """What `event` completes. `host` is the span of the tool call that wrote it, when
-        that call came with the host's `traceparent`; only a run's `started` uses it."""
+        that call came with the host's `traceparent`; only a run's `started` uses it, and the
+        version of its job, `job_version`."""
         if isinstance(event, StartedEvent):
             self._start(event, host)
+            self.sessions[event.session_id].job_version = job_version
             return []
         if isinstance(event, ReviewUsageEvent):
             return self._review(event)
@@ -241,6 +246,8 @@ class RunBook:
         }
         if self.platform is not None:
             attrs[n.DW_PLATFORM] = self.platform
+        if session.job_version is not None:
+            attrs[n.DW_JOB_VERSION] = session.job_version
         if started.instance_id is not None:
             attrs[n.DW_INSTANCE_ID] = started.instance_id
         if started.parent_session_id is not None:

@@ -8,8 +8,9 @@ server runs without telemetry.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
@@ -55,15 +56,25 @@ def telemetry_switch(env: Mapping[str, str]) -> TelemetrySwitch:
 
 
 def start_telemetry(
-    env: Mapping[str, str], *, platform: str | None, warn: Callable[[str], None]
+    env: Mapping[str, str],
+    *,
+    platform: str | None,
+    warn: Callable[[str], None],
+    additional_jobs_folders: Sequence[Path] = (),
 ) -> Telemetry | None:
-    """The running telemetry, or None when it is off or the SDK is missing (after `warn`)."""
+    """The running telemetry, or None when it is off or the SDK is missing (after `warn`).
+    Job versions come from each project's jobs and `additional_jobs_folders`."""
     switch = telemetry_switch(env)
     if not switch.enabled:
         return None
     try:
-        from deepwork_mcp.telemetry.recorder import Telemetry
+        from deepwork_mcp.telemetry.recorder import Telemetry, catalog_job_versions
     except ImportError:
         warn(MISSING_EXTRA.format(why=switch.reason))
         return None
-    return Telemetry.start(env, platform=platform, log_content=switch.log_content)
+    return Telemetry.start(
+        env,
+        platform=platform,
+        log_content=switch.log_content,
+        job_version=catalog_job_versions(additional_jobs_folders),
+    )
