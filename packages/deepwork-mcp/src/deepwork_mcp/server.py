@@ -27,7 +27,7 @@ from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools.base import ToolResult
 from mcp.types import CallToolRequestParams
 
-from deepwork_mcp.approval_keys import approval_key
+from deepwork_mcp.approval_keys import approval_key, store_is_shared
 from deepwork_mcp.approval_keys import state_dir as default_state_dir
 from deepwork_mcp.listing import CompactToolListing
 from deepwork_mcp.roots import ProjectRoot, Projects, ProjectServices, RootsMiddleware
@@ -133,6 +133,7 @@ def create_server(
     additional_jobs_folders: Sequence[Path] = (),
     follow_client_roots: bool = False,
     state_dir: Path | None = None,
+    shared_store: bool | None = None,
 ) -> FastMCP:
     """Build the server for `project_root` (resolved to an absolute path).
 
@@ -146,6 +147,8 @@ def create_server(
     `additional_jobs_folders` are searched for jobs after the project's and the standard ones.
     `state_dir` holds the projects' approval keys (docs/security.md); by default the one
     `deepwork approve` uses, from `DEEPWORK_STATE_DIR`, `XDG_STATE_HOME` or the home folder.
+    `shared_store` (default: `DEEPWORK_STORE_URL` names a PostgreSQL server) makes every
+    approval need a trusted approver's signature (docs/team.md).
     """
     config = DeepWorkConfig() if config is None else config
     root = Path(project_root).resolve()
@@ -154,7 +157,8 @@ def create_server(
         raise ConfigError("quality_gate.max_attempts must be at least 1")
     check_gate(gate_settings)
     keys = default_state_dir(os.environ) if state_dir is None else state_dir
-    make_services = _services_factory(config, additional_jobs_folders, keys)
+    shared = store_is_shared(os.environ) if shared_store is None else shared_store
+    make_services = _services_factory(config, additional_jobs_folders, keys, shared)
 
     where = ProjectRoot(fixed=None if follow_client_roots else root, fallback=root)
     projects = Projects(where, make_services)
@@ -176,7 +180,7 @@ def create_server(
 
 
 def _services_factory(
-    config: DeepWorkConfig, additional_jobs_folders: Sequence[Path], keys: Path
+    config: DeepWorkConfig, additional_jobs_folders: Sequence[Path], keys: Path, shared: bool
 ) -> Callable[[Path], ProjectServices]:
     """What each project folder gets: its job catalog now, its workflow engine on first use."""
     gate_settings = config.quality_gate
@@ -186,7 +190,9 @@ def _services_factory(
         catalog = JobCatalog.for_project(folder, additional_jobs_folders)
 
         def make_engine() -> WorkflowEngine:
+            from deepwork_core.base.layout import APPROVERS_DIR
             from deepwork_core.engine.workflow import WorkflowEngine
+            from deepwork_core.state.approval_signatures import TrustedApprovers
             from deepwork_core.state.sessions import SessionStore
 
             return WorkflowEngine(
@@ -198,6 +204,7 @@ def _services_factory(
                 branch_maker=branch_maker(folder) if config.git.create_branch else None,
                 output_limits=config.outputs,
                 approval_key=approval_key(keys, folder),
+                approvers=TrustedApprovers(folder / APPROVERS_DIR, shared=shared),
             )
 
         return ProjectServices(folder, catalog, make_engine)

@@ -183,7 +183,8 @@ def test_another_projects_key_does_not_verify(tmp_path: Path) -> None:
     other = ApprovalStore(store.project_root, ApprovalKey(tmp_path / "other.key"))
     with pytest.raises(ApprovalError) as caught:
         other.load_verified(SID)
-    assert caught.value.code == "approval.unverified"
+    # The request's seal is checked first: under another key it is not this server's request.
+    assert caught.value.code == "approval.request_unverified"
 
 
 def test_without_a_key_nothing_is_recorded(tmp_path: Path) -> None:
