@@ -161,8 +161,16 @@ class DashboardRoutes:
         return Response(SCRIPT, media_type="text/javascript")
 
 
-def dashboard_app(project_root: Path, *, port: int, token: str) -> DashboardGuard:
-    """The ASGI application of a dashboard listening on 127.0.0.1:`port`."""
+def dashboard_app(
+    project_root: Path,
+    *,
+    port: int,
+    token: str,
+    bound: str | None = None,
+    public_url: str | None = None,
+) -> DashboardGuard:
+    """The ASGI application of a dashboard listening on 127.0.0.1:`port` (or `bound`:`port`,
+    reached as `public_url` through a proxy)."""
     routes = DashboardRoutes(project_root, token)
     app = Starlette(
         routes=[
@@ -176,4 +184,4 @@ def dashboard_app(project_root: Path, *, port: int, token: str) -> DashboardGuar
             Route("/static/dashboard.js", routes.script),
         ]
     )
-    return DashboardGuard(app, port=port, token=token)
+    return DashboardGuard(app, port=port, token=token, bound=bound, public_url=public_url)
