@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import http.client
 import json
+import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -20,7 +21,7 @@ from urllib.parse import urlencode, urlsplit
 import pytest
 from deepwork_core.base.layout import APPROVALS_DIR, APPROVERS_DIR
 from deepwork_core.evidence.hashes import sha256_file
-from deepwork_core.state.approval_signatures import TrustedApprovers
+from deepwork_core.state.approval_signatures import ApproverSigner, TrustedApprovers
 from deepwork_core.state.approvals import ApprovalChannel, ApprovalStore, record_decision
 from deepwork_core.state.event_kinds import ApprovalEvent
 from deepwork_core.state.events import read_events
@@ -202,8 +203,21 @@ async def test_a_signature_by_an_untrusted_approver_does_not_count(root: Path) -
     assert deepwork("approver", "init", "--name", "mallory", "--no-trust").returncode == 0
     async with serve(root) as agent:
         session_id, _ = await waiting(agent, root)
-        done = approve(root, session_id, "--approver", "mallory")
-        assert done.returncode == 0, done.stderr
+        refused = approve(root, session_id, "--approver", "mallory")
+        assert refused.returncode == 1
+        assert refused.stderr.startswith("approval.unverified: "), refused.stderr
+        assert approval_events(root, session_id) == []
+
+        # An agent with a key of its own writes a signed, sealed, logged decision: no use.
+        state = Path(os.environ["DEEPWORK_STATE_DIR"])
+        mallory = ApproverSigner("mallory", state / "approvers" / "mallory.key")
+        own = ApprovalStore(
+            root, key_of(root), trusted=TrustedApprovers(root / "none"), signer=mallory
+        )
+        record_decision(
+            own, session_id, approved=True, comment=None, channel=ApprovalChannel.CLI,
+            actor="agent@box", terminal=None, now=_now(),
+        )  # fmt: skip
         text = await agent.error("finished_step", "approval.unverified", outputs=PLAN)
         assert "'mallory' is not a trusted approver" in text
 

@@ -152,6 +152,18 @@ class TrustedApprovers:
             return None
         return parse_public_line(data.decode("ascii", errors="replace"))
 
+    def check_signer(self, signer: ApproverSigner) -> None:
+        """Refuse (`approval.unverified`) to sign where `signer`'s key would not count."""
+        if not self.required() or self.public_key(signer.name) == signer.public_key():
+            return
+        raise ApprovalKeyError(
+            f"your approver key {signer.name!r} ({signer.path}) is not trusted here: "
+            f"{self.folder / (signer.name + '.pub')} is missing or holds another key. Nothing "
+            "was decided; have the project trust it (`deepwork approver init` writes the file "
+            "to commit) or sign with a trusted key (--approver NAME)",
+            code=ErrorCode.APPROVAL_UNVERIFIED,
+        )
+
     def why_unsigned(
         self, fields: Mapping[str, object], signer: str | None, signature: str | None
     ) -> str | None:

@@ -322,6 +322,7 @@ class ApprovalStore:
         project's key (unless the store is shared: that key belongs to the serving machine)."""
         update: dict[str, object] = {}
         if self.signer is not None:
+            self.trusted.check_signer(self.signer)
             update["signer"] = self.signer.name
         elif self.trusted.required():
             raise ApprovalError(
