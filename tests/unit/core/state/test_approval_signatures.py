@@ -21,6 +21,7 @@ from deepwork_core.state.approvals import (
     ApprovalRequest,
     ApprovalStore,
     record_decision,
+    rehash,
 )
 
 SID = "sess_signed1"
@@ -166,3 +167,20 @@ def test_an_approver_name_must_be_a_plain_file_name(tmp_path: Path) -> None:
     with pytest.raises(ApprovalKeyError):
         ApproverSigner("../evil", tmp_path / "x.key")
     assert TrustedApprovers(tmp_path).public_key("../evil") is None
+
+
+def test_on_a_shared_store_the_decision_binds_to_the_requests_hashes_not_local_bytes(
+    tmp_path: Path,
+) -> None:
+    alice = signer(tmp_path, "alice")
+    server = opened(tmp_path)
+    trust(server.project_root, alice)
+    shared = TrustedApprovers(server.project_root / ".deepwork" / "approvers", shared=True)
+    (server.project_root / "plan.md").write_text("this checkout holds other bytes\n")
+    decide(ApprovalStore(server.project_root, None, trusted=shared, signer=alice))
+    record = ApprovalStore(server.project_root, server.key, trusted=shared).load_verified(SID)
+    assert record is not None
+    assert record.decision is not None
+    assert record.decision.shown == record.request.shown  # what the human was shown
+    # The serving machine uses it only while its files still have those bytes.
+    assert not record.decision_holds(rehash(server.project_root, record.request.shown))

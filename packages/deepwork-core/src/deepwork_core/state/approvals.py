@@ -356,7 +356,9 @@ def record_decision(
     now: datetime,
     request_id: str | None = None,
 ) -> ApprovalRecord:
-    """Decide the open request of `session_id`, bound to the shown outputs' current hashes.
+    """Decide the open request of `session_id`, bound to the shown outputs' current hashes
+    (on a shared store: to the request's hashes, which the serving machine compares with its
+    files' bytes before it uses the decision).
 
     `request_id` pins the request the human looked at (None: the open one). Raises
     `approval.outputs_changed` when a shown output changed since the request was opened: the
@@ -369,9 +371,13 @@ def record_decision(
             "aborted or moved on)",
             code=ErrorCode.APPROVAL_NONE_PENDING,
         )
-    if not store.trusted.shared:
-        store.check_request(record)  # on a shared store, the serving machine checks it
-    current = rehash(store.project_root, record.request.shown)
+    if store.trusted.shared:
+        # Decided from any machine: the request's seal and the files' bytes are the serving
+        # machine's to check when it uses the decision; this checkout may hold other bytes.
+        current = list(record.request.shown)
+    else:
+        store.check_request(record)
+        current = rehash(store.project_root, record.request.shown)
     if current != record.request.shown:
         changed = ", ".join(
             s.path for s, c in zip(record.request.shown, current, strict=True) if s != c
