@@ -149,3 +149,12 @@ def test_where_the_project_trusts_approvers_an_unsigned_click_is_refused(
     record = ApprovalStore(waiting.root).load(waiting.session_id)
     assert record is not None
     assert record.decision is None
+
+
+def test_a_file_changed_since_the_request_is_not_previewed_under_the_old_hash(
+    client: TestClient, waiting: Waiting
+) -> None:
+    (waiting.root / "plan.md").write_text("a different plan\n")
+    page = client.get("/approvals").text
+    assert "a different plan" not in page
+    assert "other bytes than the ones asked about" in page

@@ -335,6 +335,9 @@ def pending_approval(approvals: ApprovalStore, session: Session) -> ApprovalView
     files = []
     for shown in request.shown:
         text, note = preview(approvals.project_root, shown.path)
+        now = sha256_file(approvals.project_root, shown.path)
+        if now != shown.sha256:  # never show other bytes under the hash that was asked about
+            text, note = None, _changed_note(approvals, now)
         files.append(
             FilePreview(
                 output=shown.output, path=shown.path, sha256=shown.sha256, text=text, note=note
@@ -342,6 +345,15 @@ def pending_approval(approvals: ApprovalStore, session: Session) -> ApprovalView
         )
     return view.model_copy(
         update={"step_ids": list(request.step_ids), "prompt": request.prompt, "files": files}
+    )
+
+
+def _changed_note(approvals: ApprovalStore, now: str | None) -> str:
+    where = "this checkout" if approvals.trusted.shared else "the project"
+    state = f"sha256 {now[:12]}" if now else "missing"
+    return (
+        f"{where} holds other bytes than the ones asked about (now {state}): not shown; "
+        "an approval counts only for the bytes asked about"
     )
 
 
