@@ -192,6 +192,7 @@ async def test_a_project_that_trusts_approvers_counts_only_their_signatures(root
 
         done = approve(root, session_id)  # signs with alice's key, the only one here
         assert done.returncode == 0, done.stderr
+        assert "signed by approver alice" in done.stdout
         moved = await agent.ok("finished_step", outputs=PLAN)
         assert moved["status"] == "next_step"
         signed = [e for e in approval_events(root, session_id) if e.actor != "agent@box"]

@@ -84,9 +84,11 @@ def approve(
         raise click.exceptions.Exit(1) from None
     verdict = "Approved" if not reject else "Changes requested"
     steps = ", ".join(record.request.step_ids)
+    signed = record.decision.signer if record.decision is not None else None
     click.echo(
-        printable(f"{verdict} for step {steps} of session {session_id}. ")
-        + "The agent's next finished_step call picks it up."
+        printable(f"{verdict} for step {steps} of session {session_id}")
+        + (printable(f", signed by approver {signed}") if signed else "")
+        + ". The agent's next finished_step call picks it up."
     )
 
 
