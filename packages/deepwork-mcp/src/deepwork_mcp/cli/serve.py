@@ -23,6 +23,7 @@ from deepwork_core.base.config import (
     TIMEOUT_LIMIT_S,
 )
 
+from deepwork_mcp.cli.launch import launch_prefix, parent_argv
 from deepwork_mcp.cli.options import cli_error
 
 if TYPE_CHECKING:
@@ -137,7 +138,6 @@ def serve(
     import fastmcp
 
     from deepwork_mcp.approval_keys import state_dir
-    from deepwork_mcp.cli.launch import launch_prefix, parent_argv
     from deepwork_mcp.server import create_server
 
     fastmcp.settings.check_for_updates = "off"
