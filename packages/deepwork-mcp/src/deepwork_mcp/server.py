@@ -189,7 +189,7 @@ def _services_factory(
             from deepwork_core.engine.workflow import WorkflowEngine
             from deepwork_core.state.sessions import SessionStore
 
-            return WorkflowEngine(
+            engine = WorkflowEngine(
                 folder,
                 catalog,
                 SessionStore(folder),
@@ -198,7 +198,10 @@ def _services_factory(
                 branch_maker=branch_maker(folder) if config.git.create_branch else None,
                 output_limits=config.outputs,
                 approval_key=approval_key(keys, folder),
+                max_instances=config.limits.max_instances,
             )
+            engine.recover_fan_outs()  # a crash may have left instances unmade or worktrees
+            return engine
 
         return ProjectServices(folder, catalog, make_engine)
 

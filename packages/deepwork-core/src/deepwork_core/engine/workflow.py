@@ -26,6 +26,9 @@ from deepwork_core.engine.briefing import InstructionReader, reviewer_inputs
 from deepwork_core.engine.checkpoints import count_attempt, current_checkpoint
 from deepwork_core.engine.dry_run import give_back_attempt, run_of
 from deepwork_core.engine.evidence_steps import EvidenceSteps, needs_work
+from deepwork_core.engine.fanout.fan_in import fan_in, sweep
+from deepwork_core.engine.fanout.instances import FanOutRunner, active_fan_out
+from deepwork_core.engine.fanout.items import DEFAULT_MAX_INSTANCES
 from deepwork_core.engine.nesting import (
     Nesting,
     begin_checkpoint,
@@ -35,6 +38,7 @@ from deepwork_core.engine.nesting import (
 from deepwork_core.engine.outputs import ValidatedOutputs, validate_outputs
 from deepwork_core.engine.results import (
     AbortResult,
+    EvidenceReport,
     FinishResult,
     FinishStatus,
     StartResult,
@@ -117,6 +121,7 @@ class WorkflowEngine(EvidenceSteps):
         clock: Callable[[], datetime] = utc_now,
         output_limits: OutputsConfig | None = None,
         approval_key: ApprovalKey | None = None,
+        max_instances: int = DEFAULT_MAX_INSTANCES,
     ) -> None:
         self.project_root = project_root
         self.catalog = catalog
@@ -129,11 +134,23 @@ class WorkflowEngine(EvidenceSteps):
         self.instructions = InstructionReader(project_root)
         self.events = SessionEvents(project_root, clock)
         self.guards = Safeguards(project_root, clock, approval_key)
-        self.nesting = Nesting(
-            catalog, self.instructions, self.events.started, clock, self.guards.begin_nested
+        self.fan = FanOutRunner(
+            project_root, clock, self.events, self.guards.begin_nested, max_instances
         )
+        self.nesting = Nesting(
+            catalog, self.instructions, self.events.started, clock, self.guards.begin_nested,
+            self.fan,
+        )  # fmt: skip
 
     # --- reads -------------------------------------------------------------------------------
+
+    def recover_fan_outs(self) -> list[str]:
+        """Mend fan-outs a crash interrupted and remove worktrees nothing needs (the removed
+        folders). The server calls it once, when it first uses the project."""
+        if not self.store.stack_path.exists() and not self.fan.worktrees.on_disk():
+            return []
+        with self.store.transaction() as tx:
+            return sweep(self.fan, tx, self.catalog)
 
     def list_jobs(self) -> Catalog:
         return self.catalog.scan()
@@ -265,6 +282,9 @@ class WorkflowEngine(EvidenceSteps):
         with self.store.transaction() as tx:
             session = target_session(tx, session_id, agent_id)
             job, steps = current_checkpoint(self.catalog, session)
+            if active_fan_out(session):
+                return self._fan_in(tx, session, job, notes)
+            outputs = self.fan.submitted(session, outputs)
             validated = validate_outputs(self.project_root, steps, outputs, self.output_limits)
             self.events.outputs_submitted(
                 session.session_id, session.current_step_ids, validated.merged, notes
@@ -383,6 +403,7 @@ class WorkflowEngine(EvidenceSteps):
             session.completed_at = self.clock()
             tx.save(session)
             tx.remove_from_stack(session.session_id)
+            self.fan.aborted(tx, session, explanation)
             self.events.aborted(session, explanation)
             stack = stack_items(tx, session.agent_id)
         top = stack[-1] if stack else None
@@ -418,6 +439,8 @@ class WorkflowEngine(EvidenceSteps):
         snapshot: RepoSnapshot | None = None,
         probe: bool = False,
     ) -> FinishResult:
+        if session.instance_of is not None:  # an instance ends here; its parent fans in
+            return self.fan.complete(tx, session, validated, notes)
         now = self.clock()
         for step_id in session.current_step_ids:
             record = session.step_progress.setdefault(
@@ -431,6 +454,8 @@ class WorkflowEngine(EvidenceSteps):
         entries = workflow.entries
         next_index = session.current_entry_index + 1
         if next_index < len(entries):
+            # Refused before the session moves: the outputs just recorded may be its items.
+            self.fan.check(session, job.definition, entries[next_index])
             session.current_entry_index = next_index
             session.current_step_ids = list(entries[next_index])
             for step_id in entries[next_index]:
@@ -465,6 +490,17 @@ class WorkflowEngine(EvidenceSteps):
             all_outputs=session.all_outputs(),
             post_workflow_instructions=workflow.post_workflow_instructions,
         )
+
+    def _fan_in(
+        self, tx: StateTransaction, session: Session, job: LoadedJob, notes: str | None
+    ) -> FinishResult:
+        """Complete a fanned-out step from its instances (docs/fan-out.md), then advance."""
+        done = fan_in(self.fan, tx, job, session)
+        session.evidence.extend(done.evidence)
+        outputs = ValidatedOutputs({session.current_step_id: done.outputs})
+        result = self._advance(tx, session, job, outputs, notes)
+        result = replace(result, evidence=EvidenceReport(stale_evidence=[], undeclared_changes=[]))
+        return replace(result, warnings=done.warnings) if done.warnings else result
 
     def _resume_parent(
         self, tx: StateTransaction, finished: Session, parent: Session, after: str | None

@@ -300,6 +300,37 @@ MayChange = Annotated[
 STEP_BODY_KEYS = ("instructions_file", "instructions", "sub_workflow")
 
 
+class Isolation(StrEnum):
+    """Where the instances of a fanned-out step do their work (docs/fan-out.md)."""
+
+    SHARED = "shared"  # the run's own working tree
+    WORKTREE = "worktree"  # a git worktree per instance, merged back at fan-in
+
+
+# The fan-out keys, declared once for both formats (docs/fan-out.md).
+ForEach = Annotated[
+    NonEmptyText | None,
+    Field(
+        description="Run the step once per item of this input (a files input, a list-valued "
+        "string input, or a files output of an earlier step)."
+    ),
+]
+MaxParallel = Annotated[
+    int | None,
+    Field(default=None, ge=1, le=1000, description="A hint: how many instances at once."),
+]
+AllowPartial = Annotated[
+    StrictBool,
+    Field(default=False, description="The step may complete with some instances aborted."),
+]
+IsolationKey = Annotated[
+    Isolation,
+    Field(default=Isolation.SHARED, description="'worktree': a git worktree per instance."),
+]
+#: The keys only a fanned-out step may give, with their defaults.
+FAN_OUT_KEYS = {"max_parallel": None, "allow_partial": False, "isolation": Isolation.SHARED}
+
+
 class StepRules(_Strict):
     """The checks a step gets in both formats (docs/job-format.md, docs/evidence.md).
 
@@ -317,6 +348,26 @@ class StepRules(_Strict):
         outputs: Mapping[str, object]
         may_change: list[str]
         approval: Approval | None
+        for_each: str | None
+        max_parallel: int | None
+        allow_partial: bool
+        isolation: Isolation
+
+    @model_validator(mode="after")
+    def _fan_out_fields(self) -> Self:
+        if self.for_each is None:
+            given = [key for key, default in FAN_OUT_KEYS.items() if getattr(self, key) != default]
+            if given:
+                raise PydanticCustomError(
+                    "fan_out_shape",
+                    "{keys} only apply to a step with 'for_each'",
+                    {"keys": ", ".join(given)},
+                )
+        elif self.sub_workflow is not None:
+            raise PydanticCustomError(
+                "fan_out_shape", "a 'for_each' step cannot also be a 'sub_workflow' step"
+            )
+        return self
 
     @model_validator(mode="after")
     def _evidence_fields(self) -> Self:
@@ -363,6 +414,10 @@ class Step(StepRules):
     agent: NonEmptyText | None = None
     may_change: MayChange
     approval: Approval | None = None
+    for_each: ForEach = None
+    max_parallel: MaxParallel
+    allow_partial: AllowPartial
+    isolation: IsolationKey
 
     def hook_actions(self, event: str) -> list[HookAction]:
         """The actions for `after_agent`, `before_tool` or `before_prompt`."""

@@ -15,8 +15,12 @@ from pydantic import Field, StrictBool, StringConstraints
 
 from deepwork_core.base.config import ReviewDepth
 from deepwork_core.jobs.model import (
+    AllowPartial,
     Approval,
+    ForEach,
     InstructionsFile,
+    IsolationKey,
+    MaxParallel,
     MayChange,
     Name,
     NonEmptyText,
@@ -91,6 +95,10 @@ class WorkflowStep(StepRules):
     process_requirements: ProcessRequirements = None
     may_change: MayChange
     approval: Approval | None = None
+    for_each: ForEach = None
+    max_parallel: MaxParallel
+    allow_partial: AllowPartial
+    isolation: IsolationKey
 
 
 class WorkflowSpec(_Strict):
