@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -185,6 +186,11 @@ async def test_worktree_instances_work_apart_merge_back_and_report_a_conflict(
         assert folders[5].is_dir()
         assert not folders[0].exists()
 
+        status = subprocess.run(
+            [sys.executable, "-m", "deepwork_mcp", "status", "--path", str(root)],
+            capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+        assert f"{fan['instances'][5]['worktree']}: instance 6 (w5) waits for fan-in" in status
         subprocess.run(["git", "merge", "-q", "main"], cwd=folders[5], capture_output=True)
         (folders[5] / "shared.txt").write_text("from w2 and w5\n")
         git(folders[5], "add", "-A")

@@ -126,6 +126,7 @@ def active_workflow(
         run_id = run_of(tx, session)
         job = engine.catalog.get(session.job_name)
         brief = build_brief(job, session, session.current_step_ids, engine.instructions)
+        engine.fan.mend(tx, job, session)
         if active_fan_out(session):  # each instance's state
             brief = engine.fan.brief(tx, job, session, brief)
     return ActiveWorkflow(entries, brief, run_usage(engine.project_root, run_id))

@@ -282,6 +282,7 @@ class WorkflowEngine(EvidenceSteps):
         with self.store.transaction() as tx:
             session = target_session(tx, session_id, agent_id)
             job, steps = current_checkpoint(self.catalog, session)
+            self.fan.mend(tx, job, session)
             if active_fan_out(session):
                 return self._fan_in(tx, session, job, notes)
             outputs = self.fan.submitted(session, outputs)

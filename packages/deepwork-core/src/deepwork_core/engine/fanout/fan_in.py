@@ -14,12 +14,13 @@ from dataclasses import dataclass
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.engine.fanout.instances import (
     FanOutRunner,
+    active_fan_out,
     gathered,
     require_all_done,
     session_exists,
 )
 from deepwork_core.engine.fanout.items import FanOutError
-from deepwork_core.engine.fanout.worktrees import Leftover
+from deepwork_core.engine.fanout.worktrees import Leftover, Worktrees
 from deepwork_core.evidence.hashes import OutputEvidence, sha256_file
 from deepwork_core.jobs.discovery import JobCatalog, LoadedJob
 from deepwork_core.state.fan_out import FanInstance
@@ -111,9 +112,9 @@ def sweep(runner: FanOutRunner, tx: StateTransaction, catalog: JobCatalog) -> li
     keep: set[str] = set()
     for session_id in sorted(tx.all_stack_ids()):
         session = tx.load(session_id)
-        if session.fan_out is None or session.fan_out.entry_index != session.current_entry_index:
+        runner.mend(tx, catalog.get(session.job_name), session)
+        if session.fan_out is None or not active_fan_out(session):
             continue
-        runner.ensure(tx, catalog.get(session.job_name), session)
         for instance in session.fan_out.instances:
             if instance.worktree is None or instance.cleaned:
                 continue
@@ -132,7 +133,7 @@ def sweep(runner: FanOutRunner, tx: StateTransaction, catalog: JobCatalog) -> li
     return removed
 
 
-def leftovers(runner: FanOutRunner, tx: StateTransaction) -> list[Leftover]:
+def leftovers(worktrees: Worktrees, tx: StateTransaction) -> list[Leftover]:
     """The instance worktrees still on disk, each with why it is there (`deepwork status`)."""
     why: dict[str, str] = {}
     for session_id in tx.all_stack_ids():
@@ -148,5 +149,5 @@ def leftovers(runner: FanOutRunner, tx: StateTransaction) -> list[Leftover]:
             )
     return [
         Leftover(folder, why.get(folder, "no running fan-out needs it; the next start removes it"))
-        for folder in runner.worktrees.on_disk()
+        for folder in worktrees.on_disk()
     ]

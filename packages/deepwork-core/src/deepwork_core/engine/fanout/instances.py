@@ -105,6 +105,17 @@ class FanOutRunner:
         tx.save(parent)
         self.ensure(tx, job, parent)
 
+    def mend(self, tx: StateTransaction, job: LoadedJob, session: Session) -> None:
+        """Begin the fan-out of a step a crash interrupted before its instances were noted,
+        and make the noted instances that are missing."""
+        if session.instance_of is not None:
+            return
+        step = fan_out_step(job.definition, tuple(session.current_step_ids))
+        if step is not None and not active_fan_out(session):
+            self.begin(tx, job, session, step)
+        elif active_fan_out(session):
+            self.ensure(tx, job, session)
+
     def ensure(self, tx: StateTransaction, job: LoadedJob, parent: Session) -> list[Session]:
         """The instances of `parent`'s fan-out in item order, each created if missing and back on
         its stack if active; a finished one is taken off any stack that still lists it."""
