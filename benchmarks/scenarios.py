@@ -578,6 +578,13 @@ async def review_briefs(bench: Bench) -> None:
         figure.samples.append(total)
 
 
+async def fan_out_merge(bench: Bench) -> None:
+    """Merging 8 worktree instances into a repository of 10,000 tracked files (fan_out.py)."""
+    from fan_out import fan_out_merge as run
+
+    await run(bench)
+
+
 Scenario = Callable[[Bench], Awaitable[None]]
 
 # name -> (scenario, the figure-key prefixes it produces)
@@ -590,5 +597,6 @@ SCENARIOS: dict[str, tuple[Scenario, tuple[str, ...]]] = {
     "hook": (hook, ("hook.",)),
     "evidence": (evidence, ("evidence.",)),
     "review_briefs": (review_briefs, ("review_brief.",)),
+    "fan_out": (fan_out_merge, ("fan_out.",)),
 }
 ALIASES = {"context": "cold_start", "memory": "get_workflows", "nested": "workflows"}

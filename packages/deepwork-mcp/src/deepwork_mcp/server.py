@@ -186,6 +186,7 @@ def _services_factory(
         catalog = JobCatalog.for_project(folder, additional_jobs_folders)
 
         def make_engine() -> WorkflowEngine:
+            from deepwork_core.engine.fanout.fan_in import recover
             from deepwork_core.engine.workflow import WorkflowEngine
             from deepwork_core.state.sessions import SessionStore
 
@@ -200,7 +201,7 @@ def _services_factory(
                 approval_key=approval_key(keys, folder),
                 max_instances=config.limits.max_instances,
             )
-            engine.recover_fan_outs()  # a crash may have left instances unmade or worktrees
+            recover(engine.fan, engine.store, catalog)  # a crash may have left a fan-out half-made
             return engine
 
         return ProjectServices(folder, catalog, make_engine)

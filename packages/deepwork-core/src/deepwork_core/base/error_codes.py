@@ -102,22 +102,15 @@ class ErrorCode(StrEnum):
     FAN_OUT_ABORTED_INSTANCES = "fan_out.aborted_instances"
     """Fan-in found aborted instances and the step does not set `allow_partial`."""
     FAN_OUT_EVIDENCE_CHANGED = "fan_out.evidence_changed"
-    """Warning at fan-in: a merged output's bytes differ from those its instance's review
-    covered (another instance changed the same file)."""
+    """Warning: a merged output differs from the bytes its instance's review covered."""
     FAN_OUT_GIT_FAILED = "fan_out.git_failed"
-    """Making, committing or merging an instance's worktree failed for a reason other than a
-    conflict (not a git repository, a dirty tree in the way); the message carries git's."""
+    """Making, committing or merging an instance's worktree failed (git's message follows)."""
     FAN_OUT_INSTANCES_RUNNING = "fan_out.instances_running"
-    """`finished_step` on a fanned-out step while some instances have not finished; the message
-    names them."""
-    FAN_OUT_ITEMS_MISSING = "fan_out.items_missing"
-    """The input a `for_each` step runs over has no value in this run."""
+    """Fan-in was asked for while instances (named) have not finished."""
     FAN_OUT_MERGE_CONFLICT = "fan_out.merge_conflict"
-    """Merging an instance's branch conflicts; the message names the instance and the files. The
-    run's tree is as before that merge; resolve in the instance's worktree and fan in again."""
+    """An instance's branch conflicts (instance and files named); the run's tree is unchanged."""
     FAN_OUT_TOO_MANY_INSTANCES = "fan_out.too_many_instances"
-    """A `for_each` step has more items than `limits.max_instances` (default 200); refused before
-    any instance is created."""
+    """More items than `limits.max_instances`; refused before any instance is created."""
 
     FILE_NOT_FOUND = "file.not_found"
     """A project file that was to be read does not exist."""
@@ -209,8 +202,7 @@ class ErrorCode(StrEnum):
     JOB_DUPLICATE_WORKFLOW_STEP = "job.duplicate_workflow_step"
     """A workflow lists the same step twice."""
     JOB_EXTENSION = "job.extension"
-    """Warning: the job uses a key DeepWork adds to both formats (`for_each` and its companions);
-    DeepWork 0.9.x and 0.10 to 0.14 do not read it (docs/fan-out.md)."""
+    """Warning: `for_each` (docs/fan-out.md), which DeepWork 0.9.x and 0.10 to 0.14 do not read."""
     JOB_FILE_MISSING = "job.file_missing"
     """A file the job refers to (instructions, doc spec, hook file) does not exist."""
     JOB_INPUT_NOT_DEPENDENCY = "job.input_not_dependency"
@@ -227,9 +219,7 @@ class ErrorCode(StrEnum):
     JOB_INVALID_JSON_SCHEMA = "job.invalid_json_schema"
     """A `json_schema` of a step argument is not a valid JSON Schema."""
     JOB_INVALID_FOR_EACH = "job.invalid_for_each"
-    """A step's `for_each` names no input of the step, sits in a concurrent group, or comes with
-    a `sub_workflow`; or `max_parallel`, `allow_partial` or `isolation` is given without it
-    (docs/fan-out.md)."""
+    """A misplaced `for_each`, or its companion keys without it (docs/fan-out.md)."""
     JOB_INVALID_MAY_CHANGE = "job.invalid_may_change"
     """A `may_change` glob starts with `/` or contains `..`; globs are relative to the project."""
     JOB_INVALID_RUN_EACH = "job.invalid_run_each"

@@ -26,8 +26,8 @@ from deepwork_core.engine.briefing import InstructionReader, reviewer_inputs
 from deepwork_core.engine.checkpoints import count_attempt, current_checkpoint
 from deepwork_core.engine.dry_run import give_back_attempt, run_of
 from deepwork_core.engine.evidence_steps import EvidenceSteps, needs_work
-from deepwork_core.engine.fanout.fan_in import fan_in, sweep
-from deepwork_core.engine.fanout.instances import FanOutRunner, active_fan_out
+from deepwork_core.engine.fanout.fan_in import complete_fan_in
+from deepwork_core.engine.fanout.instances import FanOutRunner
 from deepwork_core.engine.fanout.items import DEFAULT_MAX_INSTANCES
 from deepwork_core.engine.nesting import (
     Nesting,
@@ -38,7 +38,6 @@ from deepwork_core.engine.nesting import (
 from deepwork_core.engine.outputs import ValidatedOutputs, validate_outputs
 from deepwork_core.engine.results import (
     AbortResult,
-    EvidenceReport,
     FinishResult,
     FinishStatus,
     StartResult,
@@ -134,23 +133,13 @@ class WorkflowEngine(EvidenceSteps):
         self.instructions = InstructionReader(project_root)
         self.events = SessionEvents(project_root, clock)
         self.guards = Safeguards(project_root, clock, approval_key)
-        self.fan = FanOutRunner(
-            project_root, clock, self.events, self.guards.begin_nested, max_instances
-        )
+        self.fan = FanOutRunner(project_root, clock, self.events, self.guards, max_instances)
         self.nesting = Nesting(
             catalog, self.instructions, self.events.started, clock, self.guards.begin_nested,
             self.fan,
         )  # fmt: skip
 
     # --- reads -------------------------------------------------------------------------------
-
-    def recover_fan_outs(self) -> list[str]:
-        """Mend fan-outs a crash interrupted and remove worktrees nothing needs (the removed
-        folders). The server calls it once, when it first uses the project."""
-        if not self.store.stack_path.exists() and not self.fan.worktrees.on_disk():
-            return []
-        with self.store.transaction() as tx:
-            return sweep(self.fan, tx, self.catalog)
 
     def list_jobs(self) -> Catalog:
         return self.catalog.scan()
@@ -278,13 +267,11 @@ class WorkflowEngine(EvidenceSteps):
         work_summary: str | None = None,
     ) -> FinishResult | _Pending:
         """Validate the outputs; advance when no review is due, else count the attempt."""
-        gate = self.gate
         with self.store.transaction() as tx:
             session = target_session(tx, session_id, agent_id)
             job, steps = current_checkpoint(self.catalog, session)
-            self.fan.mend(tx, job, session)
-            if active_fan_out(session):
-                return self._fan_in(tx, session, job, notes)
+            if self.fan.mend(tx, job, session):  # the parent of a fan-out: fan in
+                return complete_fan_in(self.fan, tx, job, session, self._advance, notes)
             outputs = self.fan.submitted(session, outputs)
             validated = validate_outputs(self.project_root, steps, outputs, self.output_limits)
             self.events.outputs_submitted(
@@ -295,6 +282,7 @@ class WorkflowEngine(EvidenceSteps):
             )
             if answered is not None:
                 return answered
+            gate = self.gate
             reviewed = gate is not None and (gate.consulted_for(steps) or bool(findings.rereview))
             if gate is None or not reviewed:
                 return self._accept(tx, session, job, validated, notes, findings, override_reason)
@@ -455,7 +443,6 @@ class WorkflowEngine(EvidenceSteps):
         entries = workflow.entries
         next_index = session.current_entry_index + 1
         if next_index < len(entries):
-            # Refused before the session moves: the outputs just recorded may be its items.
             self.fan.check(session, job.definition, entries[next_index])
             session.current_entry_index = next_index
             session.current_step_ids = list(entries[next_index])
@@ -491,17 +478,6 @@ class WorkflowEngine(EvidenceSteps):
             all_outputs=session.all_outputs(),
             post_workflow_instructions=workflow.post_workflow_instructions,
         )
-
-    def _fan_in(
-        self, tx: StateTransaction, session: Session, job: LoadedJob, notes: str | None
-    ) -> FinishResult:
-        """Complete a fanned-out step from its instances (docs/fan-out.md), then advance."""
-        done = fan_in(self.fan, tx, job, session)
-        session.evidence.extend(done.evidence)
-        outputs = ValidatedOutputs({session.current_step_id: done.outputs})
-        result = self._advance(tx, session, job, outputs, notes)
-        result = replace(result, evidence=EvidenceReport(stale_evidence=[], undeclared_changes=[]))
-        return replace(result, warnings=done.warnings) if done.warnings else result
 
     def _resume_parent(
         self, tx: StateTransaction, finished: Session, parent: Session, after: str | None

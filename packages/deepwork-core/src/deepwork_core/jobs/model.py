@@ -29,6 +29,14 @@ from pydantic_core import PydanticCustomError
 
 from deepwork_core.base.config import ReviewDepth
 from deepwork_core.base.identifiers import NAME_PATTERN
+from deepwork_core.jobs.fan_out_keys import (
+    AllowPartial,
+    ForEach,
+    Isolation,
+    IsolationKey,
+    MaxParallel,
+    check_fan_out_fields,
+)
 
 if TYPE_CHECKING:
     from deepwork_core.base.yamlio import KeyPath
@@ -300,37 +308,6 @@ MayChange = Annotated[
 STEP_BODY_KEYS = ("instructions_file", "instructions", "sub_workflow")
 
 
-class Isolation(StrEnum):
-    """Where the instances of a fanned-out step do their work (docs/fan-out.md)."""
-
-    SHARED = "shared"  # the run's own working tree
-    WORKTREE = "worktree"  # a git worktree per instance, merged back at fan-in
-
-
-# The fan-out keys, declared once for both formats (docs/fan-out.md).
-ForEach = Annotated[
-    NonEmptyText | None,
-    Field(
-        description="Run the step once per item of this input (a files input, a list-valued "
-        "string input, or a files output of an earlier step)."
-    ),
-]
-MaxParallel = Annotated[
-    int | None,
-    Field(default=None, ge=1, le=1000, description="A hint: how many instances at once."),
-]
-AllowPartial = Annotated[
-    StrictBool,
-    Field(default=False, description="The step may complete with some instances aborted."),
-]
-IsolationKey = Annotated[
-    Isolation,
-    Field(default=Isolation.SHARED, description="'worktree': a git worktree per instance."),
-]
-#: The keys only a fanned-out step may give, with their defaults.
-FAN_OUT_KEYS = {"max_parallel": None, "allow_partial": False, "isolation": Isolation.SHARED}
-
-
 class StepRules(_Strict):
     """The checks a step gets in both formats (docs/job-format.md, docs/evidence.md).
 
@@ -355,18 +332,7 @@ class StepRules(_Strict):
 
     @model_validator(mode="after")
     def _fan_out_fields(self) -> Self:
-        if self.for_each is None:
-            given = [key for key, default in FAN_OUT_KEYS.items() if getattr(self, key) != default]
-            if given:
-                raise PydanticCustomError(
-                    "fan_out_shape",
-                    "{keys} only apply to a step with 'for_each'",
-                    {"keys": ", ".join(given)},
-                )
-        elif self.sub_workflow is not None:
-            raise PydanticCustomError(
-                "fan_out_shape", "a 'for_each' step cannot also be a 'sub_workflow' step"
-            )
+        check_fan_out_fields(self.for_each, self.sub_workflow is not None, self)
         return self
 
     @model_validator(mode="after")

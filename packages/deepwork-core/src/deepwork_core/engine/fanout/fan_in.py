@@ -9,7 +9,8 @@ worktrees that are done with, and returns the step's outputs as one list per out
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.engine.fanout.instances import (
@@ -21,10 +22,49 @@ from deepwork_core.engine.fanout.instances import (
 )
 from deepwork_core.engine.fanout.items import FanOutError
 from deepwork_core.engine.fanout.worktrees import Leftover, Worktrees
+from deepwork_core.engine.outputs import ValidatedOutputs
+from deepwork_core.engine.results import EvidenceReport, FinishResult
 from deepwork_core.evidence.hashes import OutputEvidence, sha256_file
 from deepwork_core.jobs.discovery import JobCatalog, LoadedJob
 from deepwork_core.state.fan_out import FanInstance
-from deepwork_core.state.sessions import OutputValue, Session, SessionStatus, StateTransaction
+from deepwork_core.state.sessions import (
+    OutputValue,
+    Session,
+    SessionStatus,
+    SessionStore,
+    StateTransaction,
+)
+
+#: The engine's `_advance`: transaction, session, job, outputs, notes.
+Advance = Callable[
+    [StateTransaction, Session, LoadedJob, ValidatedOutputs, str | None], FinishResult
+]
+
+
+def complete_fan_in(
+    runner: FanOutRunner,
+    tx: StateTransaction,
+    job: LoadedJob,
+    parent: Session,
+    advance: Advance,
+    notes: str | None,
+) -> FinishResult:
+    """Complete a fanned-out step from its instances, then move the parent on with `advance`."""
+    done = fan_in(runner, tx, job, parent)
+    parent.evidence.extend(done.evidence)
+    outputs = ValidatedOutputs({parent.current_step_id: done.outputs})
+    result = advance(tx, parent, job, outputs, notes)
+    result = replace(result, evidence=EvidenceReport(stale_evidence=[], undeclared_changes=[]))
+    return replace(result, warnings=done.warnings) if done.warnings else result
+
+
+def recover(runner: FanOutRunner, store: SessionStore, catalog: JobCatalog) -> list[str]:
+    """At the first use of a project: mend fan-outs a crash interrupted and remove worktrees
+    nothing needs (`sweep`); the folders removed."""
+    if not store.stack_path.exists() and not runner.worktrees.on_disk():
+        return []
+    with store.transaction() as tx:
+        return sweep(runner, tx, catalog)
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,9 +20,10 @@ from deepwork_core.engine.fanout.items import FanOutError, fan_out_items, fan_ou
 from deepwork_core.engine.fanout.worktrees import Worktrees
 from deepwork_core.engine.outputs import ValidatedOutputs
 from deepwork_core.engine.results import FinishResult, FinishStatus
-from deepwork_core.evidence.scope import RepoSnapshot
+from deepwork_core.engine.safeguards import Safeguards
 from deepwork_core.jobs.discovery import LoadedJob
-from deepwork_core.jobs.model import Isolation, JobDefinition, Step
+from deepwork_core.jobs.fan_out_keys import Isolation
+from deepwork_core.jobs.model import JobDefinition, Step
 from deepwork_core.state.fan_out import FanInstance, FanOut, InstanceOf
 from deepwork_core.state.session_events import SessionEvents
 from deepwork_core.state.sessions import (
@@ -34,9 +35,6 @@ from deepwork_core.state.sessions import (
     new_session_id,
 )
 from deepwork_core.state.stacks import stack_items
-
-#: `(session, job, step_ids, baseline)`: notes the repository for an instance (scope guard).
-GuardBegin = Callable[[Session, JobDefinition, tuple[str, ...], RepoSnapshot | None], None]
 
 
 def active_fan_out(session: Session) -> bool:
@@ -67,13 +65,14 @@ class FanOutRunner:
         project_root: Path,
         clock: Callable[[], datetime],
         events: SessionEvents,
-        begin_guard: GuardBegin,
+        guards: Safeguards,
         max_instances: int,
     ) -> None:
         self.project_root = project_root
         self.clock = clock
         self.events = events
-        self.begin_guard = begin_guard
+        #: Notes the repository for an instance (the scope guard's baseline).
+        self.begin_guard = guards.begin_nested
         self.max_instances = max_instances
         self.worktrees = Worktrees(project_root)
 
@@ -105,16 +104,17 @@ class FanOutRunner:
         tx.save(parent)
         self.ensure(tx, job, parent)
 
-    def mend(self, tx: StateTransaction, job: LoadedJob, session: Session) -> None:
+    def mend(self, tx: StateTransaction, job: LoadedJob, session: Session) -> bool:
         """Begin the fan-out of a step a crash interrupted before its instances were noted,
-        and make the noted instances that are missing."""
+        and make the noted instances that are missing; True when `session` waits for one."""
         if session.instance_of is not None:
-            return
+            return False
         step = fan_out_step(job.definition, tuple(session.current_step_ids))
         if step is not None and not active_fan_out(session):
             self.begin(tx, job, session, step)
         elif active_fan_out(session):
             self.ensure(tx, job, session)
+        return active_fan_out(session)
 
     def ensure(self, tx: StateTransaction, job: LoadedJob, parent: Session) -> list[Session]:
         """The instances of `parent`'s fan-out in item order, each created if missing and back on

@@ -15,7 +15,7 @@ DEFAULT_MAX_INSTANCES = 200
 class FanOutError(DeepWorkError):
     """A fan-out that cannot begin or fan in (`fan_out.*` codes)."""
 
-    code = ErrorCode.FAN_OUT_ITEMS_MISSING
+    code = ErrorCode.FAN_OUT_INSTANCES_RUNNING
     agent_fixable = True
 
 
@@ -47,6 +47,7 @@ def fan_out_items(session: Session, step: Step, max_instances: int) -> list[str]
         raise FanOutError(
             f"step {step.id!r} runs for each item of {name!r}, which has no value in this run; "
             "give it at start_workflow or produce it in an earlier step",
+            code=ErrorCode.INPUTS_MISSING,
         )
     items = [value] if isinstance(value, str) else list(value)
     if len(items) > max_instances:

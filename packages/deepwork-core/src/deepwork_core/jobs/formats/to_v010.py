@@ -12,9 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from deepwork_core.base.config import REVIEW_DEPTHS
+from deepwork_core.jobs.fan_out_keys import FAN_OUT_KEYS, Isolation
 from deepwork_core.jobs.model import (
-    FAN_OUT_KEYS,
-    Isolation,
     JobDefinition,
     OutputSpec,
     OutputType,

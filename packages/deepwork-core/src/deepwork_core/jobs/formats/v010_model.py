@@ -14,13 +14,10 @@ from typing import Annotated, Any
 from pydantic import Field, StrictBool, StringConstraints
 
 from deepwork_core.base.config import ReviewDepth
+from deepwork_core.jobs.fan_out_keys import AllowPartial, ForEach, IsolationKey, MaxParallel
 from deepwork_core.jobs.model import (
-    AllowPartial,
     Approval,
-    ForEach,
     InstructionsFile,
-    IsolationKey,
-    MaxParallel,
     MayChange,
     Name,
     NonEmptyText,
