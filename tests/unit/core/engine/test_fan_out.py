@@ -164,7 +164,10 @@ def test_worktree_instances_merge_in_item_order_and_a_conflict_changes_nothing(
     for folder, instance in zip(folders, fan.instances, strict=True):
         (folder / f"{instance.item}.md").write_text(instance.item)
         (folder / "shared.txt").write_text(f"from {instance.item}\n")
-        engine.finish({"section.md": f"{instance.item}.md"}, session_id=instance.session_id)
+        done = engine.finish({"section.md": f"{instance.item}.md"}, session_id=instance.session_id)
+        # The scope guard judges the instance inside its worktree: shared.txt is not declared.
+        assert "does not declare" in (done.summary or "")
+        assert "shared.txt" in (done.summary or "")
     head = _git(root, "rev-parse", "HEAD")
     with pytest.raises(DeepWorkError) as conflict:
         engine.finish({}, session_id=fan.parent_session_id)

@@ -429,7 +429,7 @@ class WorkflowEngine(EvidenceSteps):
         probe: bool = False,
     ) -> FinishResult:
         if session.instance_of is not None:  # an instance ends here; its parent fans in
-            return self.fan.complete(tx, session, validated, notes)
+            return self.fan.complete(tx, job, session, validated, notes)
         now = self.clock()
         for step_id in session.current_step_ids:
             record = session.step_progress.setdefault(

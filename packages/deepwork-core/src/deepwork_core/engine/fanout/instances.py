@@ -21,6 +21,7 @@ from deepwork_core.engine.fanout.worktrees import Worktrees
 from deepwork_core.engine.outputs import ValidatedOutputs
 from deepwork_core.engine.results import FinishResult, FinishStatus
 from deepwork_core.engine.safeguards import Safeguards
+from deepwork_core.evidence.scope import undeclared
 from deepwork_core.jobs.discovery import LoadedJob
 from deepwork_core.jobs.fan_out_keys import Isolation
 from deepwork_core.jobs.model import JobDefinition, Step
@@ -129,7 +130,8 @@ class FanOutRunner:
                 if instance.worktree is not None and fan.base_commit is not None:
                     self.worktrees.create(instance, fan.base_commit)
                 session = self._new_instance(job, parent, fan, instance)
-                self.begin_guard(session, job.definition, (fan.step_id,), None)
+                if instance.worktree is None:  # a worktree is judged on its own, at completion
+                    self.begin_guard(session, job.definition, (fan.step_id,), None)
                 tx.push(session)
                 self.events.started(session)
             else:
@@ -223,6 +225,7 @@ class FanOutRunner:
     def complete(
         self,
         tx: StateTransaction,
+        job: LoadedJob,
         instance: Session,
         validated: ValidatedOutputs,
         notes: str | None,
@@ -251,6 +254,9 @@ class FanOutRunner:
         of = instance.instance_of
         assert of is not None
         summary = f"Instance {of.index + 1} ({of.item}) of step '{record.step_id}' is done."
+        if fan is not None and of.worktree is not None:
+            step = job.definition.step(record.step_id)
+            summary += self._worktree_scope(fan.instances[of.index], record, step)
         if waiting:
             summary += f" {waiting} instance(s) still running."
         else:
@@ -263,6 +269,19 @@ class FanOutRunner:
             stack_items(tx, parent.agent_id),
             summary=summary,
             all_outputs=dict(record.outputs),
+        )
+
+    def _worktree_scope(self, instance: FanInstance, record: StepRecord, step: Step) -> str:
+        """The scope guard inside an instance's worktree: its changes that are neither outputs
+        nor under the step's `may_change`, named in the answer (docs/fan-out.md)."""
+        folder = f"{instance.worktree}/"
+        declared = [p.removeprefix(folder) for v in record.outputs.values() for p in _paths(v)]
+        extra = undeclared(self.worktrees.changed(instance), declared, step.may_change)
+        if not extra:
+            return ""
+        return (
+            " Files it changed in its worktree that the step does not declare (they are merged "
+            f"with it unless undone there): {', '.join(extra)}."
         )
 
     def submitted(self, session: Session, outputs: Mapping[str, object]) -> Mapping[str, object]:
@@ -316,6 +335,10 @@ def session_exists(tx: StateTransaction, session_id: str) -> bool:
             raise
         return False
     return True
+
+
+def _paths(value: OutputValue) -> list[str]:
+    return [value] if isinstance(value, str) else list(value)
 
 
 def _under(folder: str, value: object) -> object:

@@ -93,6 +93,12 @@ class Worktrees:
             )
         return conflicted
 
+    def changed(self, instance: FanInstance) -> list[str]:
+        """The files the instance changed in its worktree, relative to the worktree."""
+        folder = self.project_root / (instance.worktree or "")
+        listed = self._git("status", "--porcelain", "-uall", "--no-renames", cwd=folder)
+        return sorted(line[3:] for line in listed.splitlines() if len(line) > 3)
+
     def remove(self, instance: FanInstance) -> None:
         """Remove the instance's worktree and branch, whatever is left of them."""
         if instance.worktree is None or instance.branch is None:
