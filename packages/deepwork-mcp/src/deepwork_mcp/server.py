@@ -201,7 +201,10 @@ def _services_factory(
                 approval_key=approval_key(keys, folder),
                 max_instances=config.limits.max_instances,
             )
-            recover(engine.fan, engine.store, catalog)  # a crash may have left a fan-out half-made
+            try:  # a crash may have left a fan-out half-made (docs/fan-out.md)
+                recover(engine.fan, engine.store, catalog)
+            except DeepWorkError as exc:  # the calls that touch it will say so
+                logger.warning("fan-out recovery: %s: %s", exc.code, exc.message)
             return engine
 
         return ProjectServices(folder, catalog, make_engine)

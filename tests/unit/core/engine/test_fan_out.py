@@ -198,3 +198,12 @@ def _resolve(folder: Path, text: str) -> None:
     (folder / "shared.txt").write_text(text + "\n")
     _git(folder, "add", "-A")
     _git(folder, "commit", "-q", "-m", "resolve")
+
+
+def test_an_instance_cannot_go_back_on_its_own(tmp_path: Path) -> None:
+    engine = _engine(fan_job(tmp_path / "p"))
+    fan = engine.start("g", "fan", "write", inputs={"topics": ["a"]}).brief.fan_out
+    assert fan is not None
+    with pytest.raises(DeepWorkError) as refused:
+        go_to_step(engine, "sections", session_id=fan.instances[0].session_id)
+    assert _code(refused) == "navigation.error"

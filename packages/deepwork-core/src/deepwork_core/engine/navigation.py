@@ -93,6 +93,11 @@ def go_to_step(
     check_target(session_id, agent_id)
     with engine.store.transaction() as tx:
         session = target_session(tx, session_id, agent_id)
+        if session.instance_of is not None:
+            raise NavigationError(
+                "an instance of a fanned-out step has only its step; call finished_step again, "
+                "or go_to_step on its parent to run the whole step again",
+            )
         job = engine.catalog.get(session.job_name)
         workflow = job.definition.workflows_by_name.get(session.workflow_name)
         entries = workflow.entries if workflow is not None else []
