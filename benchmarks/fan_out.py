@@ -39,7 +39,8 @@ async def fan_out_merge(bench: Any) -> None:
     from deepwork_core.state.fan_out import FanInstance
 
     root = bench.scratch / "fan_out_repo"
-    _repository(root, TRACKED_FILES)
+    files = bench.sizes.fan_out_files  # TRACKED_FILES at full size
+    _repository(root, files)
     worktrees = Worktrees(root)
     base = worktrees.base_commit()
     instances = []
@@ -59,7 +60,7 @@ async def fan_out_merge(bench: Any) -> None:
     figure = bench.figure(
         "fan_out.merge",
         f"fan-in: commit and merge one of {INSTANCES} instances",
-        tracked_files=TRACKED_FILES,
+        tracked_files=files,
         instances=INSTANCES,
     )
     for instance in instances:

@@ -44,6 +44,7 @@ BUDGETS: dict[str, Budget] = {
     "context.tools_and_instructions": Budget(7000, "≤ 7,000 bytes", size_dependent=False),
     "evidence.checkpoint": Budget(5, "≤ 5 ms", size_dependent=False),
     "fan_out.merge": Budget(2000, "≤ 2,000 ms per merge", size_dependent=False),
+    "telemetry.dead_endpoint.added": Budget(5, "≤ 5 ms", size_dependent=False),
 }
 
 # Every figure the runner produces, in report order (the smoke test checks all are present).
@@ -85,6 +86,9 @@ FIGURE_KEYS: tuple[str, ...] = (
     "fan_out.merge",
     "review_brief.light",
     "review_brief.standard",
+    "telemetry.off.finished_step",
+    "telemetry.dead_endpoint.finished_step",
+    "telemetry.dead_endpoint.added",
 )
 
 
