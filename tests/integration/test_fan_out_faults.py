@@ -1,5 +1,9 @@
 """Fan-out under `kill -9` (docs/fan-out.md): 100 runs of a small worktree fan-out, each killed at
-a random moment and started again, leave no instance run twice and no worktree behind."""
+a random moment and started again, leave no instance run twice and no worktree behind.
+
+The agent is `tests/fixtures/fan_out_driver.py`, a process that starts the engine as the server
+does (recovery first) and resumes the run from its state. `FANOUT_FAULT_RUNS` lowers the number of
+runs for a quick local try; CI runs all 100 (a few minutes on an idle machine)."""
 
 from __future__ import annotations
 
