@@ -80,9 +80,7 @@ async def test_fifty_items_are_gated_one_by_one_and_fan_in_in_item_order(
         parent = fan["parent_session_id"]
 
         # Fan-in before the instances are done is refused.
-        await agent.error(
-            "finished_step", "fan_out.instances_running", outputs={}, session_id=parent
-        )
+        await agent.error("finished_step", "fan_out.incomplete", outputs={}, session_id=parent)
         for instance in fan["instances"]:
             sid, item = instance["session_id"], instance["item"]
             brief = await agent.ok("get_active_workflow", session_id=sid)

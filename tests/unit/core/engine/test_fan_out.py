@@ -57,13 +57,13 @@ def test_fan_in_waits_for_every_instance_and_aborted_ones_need_allow_partial(
     assert fan is not None
     with pytest.raises(DeepWorkError) as running:
         engine.finish({}, session_id=fan.parent_session_id)
-    assert _code(running) == "fan_out.instances_running"
+    assert _code(running) == "fan_out.incomplete"
     engine.abort("no sources for a", session_id=fan.instances[0].session_id)
     (engine.project_root / "b.md").write_text("b")
     engine.finish({"section.md": "b.md"}, session_id=fan.instances[1].session_id)
     with pytest.raises(DeepWorkError) as partial:
         engine.finish({}, session_id=fan.parent_session_id)
-    assert _code(partial) == "fan_out.aborted_instances"
+    assert _code(partial) == "fan_out.incomplete"
     view = active_workflow(engine, fan.parent_session_id).brief
     assert view is not None
     assert view.fan_out is not None

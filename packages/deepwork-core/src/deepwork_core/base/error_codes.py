@@ -46,11 +46,16 @@ class ErrorCode(StrEnum):
     APPROVAL_REQUEST_CHANGED = "approval.request_changed"
     """The approval request was replaced by a newer one while the human looked at it; look at
     the new one."""
+    APPROVAL_REQUEST_UNVERIFIED = "approval.request_unverified"
+    """The approval request is not the one the server opened: its seal does not verify with the
+    project's approval key (the file was edited, or the key was replaced since). Nothing is
+    decided or logged; the agent calls `finished_step` again and the server asks anew."""
     APPROVAL_UNVERIFIED = "approval.unverified"
     """An approval decision was refused: its MAC does not verify with the project's approval key,
-    or the session's event log has no matching `approval` event. It was not written by `deepwork
-    approve` or the client's form, or was edited since; the step keeps waiting until the human
-    runs `deepwork approve SESSION` (docs/security.md)."""
+    it lacks a valid signature by an approver the project trusts (`.deepwork/approvers/`) where
+    signatures are required, or the session's event log has no matching `approval` event. It
+    was not written by `deepwork approve`, the dashboard or the client's form, or was edited
+    since; the step keeps waiting until a human approves it properly (docs/security.md)."""
 
     ARGUMENTS_INVALID = "arguments.invalid"
     """A tool was called with arguments its input schema rejects; the error names each bad
@@ -99,19 +104,14 @@ class ErrorCode(StrEnum):
     EVENTS_TOO_LARGE = "events.too_large"
     """An event log is larger than the 64 MiB a reader loads."""
 
-    FAN_OUT_ABORTED_INSTANCES = "fan_out.aborted_instances"
-    """Fan-in found aborted instances and the step does not set `allow_partial`."""
     FAN_OUT_EVIDENCE_CHANGED = "fan_out.evidence_changed"
     """Warning: a merged output differs from the bytes its instance's review covered."""
-    FAN_OUT_GIT_FAILED = "fan_out.git_failed"
-    """Making, committing or merging an instance's worktree failed (git's message follows)."""
-    FAN_OUT_INSTANCES_RUNNING = "fan_out.instances_running"
-    """Fan-in was asked for while instances (named) have not finished."""
+    FAN_OUT_INCOMPLETE = "fan_out.incomplete"
+    """Fan-in while instances run (named), or with aborted ones and no `allow_partial`."""
     FAN_OUT_MERGE_CONFLICT = "fan_out.merge_conflict"
     """An instance's branch conflicts (instance and files named); the run's tree is unchanged."""
     FAN_OUT_TOO_MANY_INSTANCES = "fan_out.too_many_instances"
     """More items than `limits.max_instances`; refused before any instance is created."""
-
     FILE_NOT_FOUND = "file.not_found"
     """A project file that was to be read does not exist."""
     FILE_NOT_REGULAR = "file.not_regular"

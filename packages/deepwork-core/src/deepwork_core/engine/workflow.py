@@ -28,7 +28,6 @@ from deepwork_core.engine.dry_run import give_back_attempt, run_of
 from deepwork_core.engine.evidence_steps import EvidenceSteps, needs_work
 from deepwork_core.engine.fanout.fan_in import complete_fan_in
 from deepwork_core.engine.fanout.instances import FanOutRunner
-from deepwork_core.engine.fanout.items import DEFAULT_MAX_INSTANCES
 from deepwork_core.engine.nesting import (
     Nesting,
     begin_checkpoint,
@@ -66,6 +65,7 @@ from deepwork_core.gate.checkpoint import (
 from deepwork_core.jobs.discovery import Catalog, JobCatalog, LoadedJob
 from deepwork_core.jobs.lookup import select_workflow
 from deepwork_core.state.approval_seal import ApprovalKey
+from deepwork_core.state.approval_signatures import TrustedApprovers
 from deepwork_core.state.session_events import SessionEvents
 from deepwork_core.state.sessions import (
     QualityEvent,
@@ -106,6 +106,8 @@ class WorkflowEngine(EvidenceSteps):
 
     `approval_key` seals and verifies human approvals (docs/security.md); the command line and
     the server pass the project's key. Without it a step that needs approval waits for good.
+    `approvers` are the human approvers whose signatures count (by default the project's
+    `.deepwork/approvers/`, with signatures required only once it trusts a key).
     """
 
     def __init__(
@@ -120,7 +122,8 @@ class WorkflowEngine(EvidenceSteps):
         clock: Callable[[], datetime] = utc_now,
         output_limits: OutputsConfig | None = None,
         approval_key: ApprovalKey | None = None,
-        max_instances: int = DEFAULT_MAX_INSTANCES,
+        approvers: TrustedApprovers | None = None,
+        max_instances: int | None = None,
     ) -> None:
         self.project_root = project_root
         self.catalog = catalog
@@ -132,12 +135,10 @@ class WorkflowEngine(EvidenceSteps):
         self.output_limits = OutputsConfig() if output_limits is None else output_limits
         self.instructions = InstructionReader(project_root)
         self.events = SessionEvents(project_root, clock)
-        self.guards = Safeguards(project_root, clock, approval_key)
+        self.guards = Safeguards(project_root, clock, approval_key, approvers)
         self.fan = FanOutRunner(project_root, clock, self.events, self.guards, max_instances)
-        self.nesting = Nesting(
-            catalog, self.instructions, self.events.started, clock, self.guards.begin_nested,
-            self.fan,
-        )  # fmt: skip
+        nested = (catalog, self.instructions, self.events.started, clock, self.guards.begin_nested)
+        self.nesting = Nesting(*nested, self.fan)
 
     # --- reads -------------------------------------------------------------------------------
 
@@ -387,6 +388,8 @@ class WorkflowEngine(EvidenceSteps):
         check_target(session_id, agent_id)
         with self.store.transaction() as tx:
             session = target_session(tx, session_id, agent_id)
+            if session.pending_approval is not None:
+                self.guards.close_approval(session, None)  # withdrawn: nobody can approve it now
             session.status = SessionStatus.ABORTED
             session.abort_reason = explanation
             session.completed_at = self.clock()

@@ -16,7 +16,12 @@ from pathlib import Path
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import SessionError
 from deepwork_core.engine.briefing import FanOutBrief, InstanceView, StepBrief, resolve_inputs
-from deepwork_core.engine.fanout.items import FanOutError, fan_out_items, fan_out_step
+from deepwork_core.engine.fanout.items import (
+    DEFAULT_MAX_INSTANCES,
+    FanOutError,
+    fan_out_items,
+    fan_out_step,
+)
 from deepwork_core.engine.fanout.worktrees import Worktrees
 from deepwork_core.engine.outputs import ValidatedOutputs
 from deepwork_core.engine.results import FinishResult, FinishStatus
@@ -67,14 +72,14 @@ class FanOutRunner:
         clock: Callable[[], datetime],
         events: SessionEvents,
         guards: Safeguards,
-        max_instances: int,
+        max_instances: int | None = None,
     ) -> None:
         self.project_root = project_root
         self.clock = clock
         self.events = events
         #: Notes the repository for an instance (the scope guard's baseline).
         self.begin_guard = guards.begin_nested
-        self.max_instances = max_instances
+        self.max_instances = DEFAULT_MAX_INSTANCES if max_instances is None else max_instances
         self.worktrees = Worktrees(project_root)
 
     def check(self, session: Session, definition: JobDefinition, step_ids: tuple[str, ...]) -> None:
@@ -379,14 +384,14 @@ def require_all_done(sessions: list[Session], allow_partial: bool) -> None:
                           for s in running[:10])  # fmt: skip
         raise FanOutError(
             f"{len(running)} instance(s) have not finished: {names}; finish or abort them first",
-            code=ErrorCode.FAN_OUT_INSTANCES_RUNNING,
+            code=ErrorCode.FAN_OUT_INCOMPLETE,
         )
     aborted = [s for s in sessions if s.status is SessionStatus.ABORTED]
     if aborted and not allow_partial:
         raise FanOutError(
             f"{len(aborted)} instance(s) were aborted and the step does not set allow_partial; "
             "use go_to_step to run the step again, or abort the workflow",
-            code=ErrorCode.FAN_OUT_ABORTED_INSTANCES,
+            code=ErrorCode.FAN_OUT_INCOMPLETE,
         )
 
 

@@ -15,7 +15,7 @@ DEFAULT_MAX_INSTANCES = 200
 class FanOutError(DeepWorkError):
     """A fan-out that cannot begin or fan in (`fan_out.*` codes)."""
 
-    code = ErrorCode.FAN_OUT_INSTANCES_RUNNING
+    code = ErrorCode.FAN_OUT_INCOMPLETE
     agent_fixable = True
 
 

@@ -46,7 +46,7 @@ class Worktrees:
         try:
             result = run_git(list(args), cwd=cwd or self.project_root, check=check)
         except GitError as exc:
-            raise FanOutError(str(exc), code=ErrorCode.FAN_OUT_GIT_FAILED) from None
+            raise FanOutError(str(exc), code=ErrorCode.GIT_FAILED) from None
         return result.stdout
 
     def base_commit(self) -> str:
@@ -89,7 +89,7 @@ class Worktrees:
         if not conflicted:
             detail = result.stderr.strip() or result.stdout.strip()
             raise FanOutError(
-                f"merging {instance.branch} failed: {detail}", code=ErrorCode.FAN_OUT_GIT_FAILED
+                f"merging {instance.branch} failed: {detail}", code=ErrorCode.GIT_FAILED
             )
         return conflicted
 
