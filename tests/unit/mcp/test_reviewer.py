@@ -19,7 +19,7 @@ from deepwork_core.gate.quality import (
     reply_schema_json,
 )
 from deepwork_core.jobs.parser import load_job
-from deepwork_mcp.reviewer import ClaudeReviewer
+from deepwork_mcp.reviewer import CliReviewer
 
 from tests.fixtures.reviewer import ScriptedReviewer
 
@@ -68,8 +68,8 @@ class Env:
         self.fake = fake
         self.vars = fake.env
 
-    def reviewer(self, **kwargs: Any) -> ClaudeReviewer:
-        return ClaudeReviewer(env=self.vars, **kwargs)
+    def reviewer(self, **kwargs: Any) -> CliReviewer:
+        return CliReviewer(env=self.vars, **kwargs)
 
     def calls(self) -> list[dict[str, Any]]:
         return self.fake.calls()
@@ -108,7 +108,7 @@ def set_mode(env: Env, mode: str) -> None:
     env.fake.answer(mode)
 
 
-async def run(env: Env, reviewer: ClaudeReviewer, request: Checkpoint) -> list[Any]:
+async def run(env: Env, reviewer: CliReviewer, request: Checkpoint) -> list[Any]:
     return await reviewer.review(request, plan_review_tasks(request))
 
 
@@ -225,7 +225,7 @@ async def test_missing_binary(env: Env, tmp_path: Path) -> None:
     with pytest.raises(QualityGateError) as exc:
         await run(env, env.reviewer(), env.request())
     assert exc.value.code == "quality_gate.not_installed"
-    absolute = ClaudeReviewer(executable=str(tmp_path / "nowhere" / "claude"), env=env.vars)
+    absolute = CliReviewer(executable=str(tmp_path / "nowhere" / "claude"), env=env.vars)
     with pytest.raises(QualityGateError) as exc:
         await run(env, absolute, env.request())
     assert exc.value.code == "quality_gate.not_installed"
@@ -235,7 +235,7 @@ async def test_missing_binary(env: Env, tmp_path: Path) -> None:
 async def test_executable_is_looked_up_on_path_at_call_time(
     env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    reviewer = ClaudeReviewer()  # inherits our environment
+    reviewer = CliReviewer()  # inherits our environment
     env.fake.install(monkeypatch)
     [verdict] = await run(env, reviewer, env.request())
     assert verdict.passed is True
@@ -332,7 +332,7 @@ async def test_parallel_cap_is_respected(env: Env) -> None:
 
 
 def test_timeout_grows_with_files_beyond_five() -> None:
-    reviewer = ClaudeReviewer(base_timeout=240, per_extra_file=30)
+    reviewer = CliReviewer(base_timeout=240, per_extra_file=30)
     assert reviewer.timeout_for(1) == 240
     assert reviewer.timeout_for(5) == 240
     assert reviewer.timeout_for(8) == 330
@@ -340,7 +340,7 @@ def test_timeout_grows_with_files_beyond_five() -> None:
 
 def test_max_parallel_must_be_positive() -> None:
     with pytest.raises(ValueError):
-        ClaudeReviewer(max_parallel=0)
+        CliReviewer(max_parallel=0)
 
 
 # --- security ---------------------------------------------------------------------------------

@@ -72,7 +72,7 @@ def check_gate(settings: QualityGateConfig) -> None:
 
 
 def build_gate(settings: QualityGateConfig) -> Gate | None:
-    """The quality gate for these settings: None (off), self-review, or the Claude CLI runner."""
+    """The quality gate for these settings: None (off), self-review, or a reviewer CLI."""
     check_gate(settings)
     if not settings.enabled:
         return None
@@ -83,10 +83,10 @@ def build_gate(settings: QualityGateConfig) -> Gate | None:
         return SelfReviewGate(
             deepreview_rules=settings.deepreview_rules, review_depth=settings.review_depth
         )
-    from deepwork_mcp.reviewer import ClaudeReviewer
+    from deepwork_mcp.reviewer import CliReviewer
 
-    reviewer = ClaudeReviewer(
-        runner,
+    reviewer = CliReviewer(
+        runner=runner,
         base_timeout=settings.timeout_seconds,
         max_parallel=settings.max_parallel,
         stall_timeout=settings.stall_timeout,
