@@ -11,11 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from deepwork_mcp.server import create_server
 from fastmcp import Client
 
 from tests.fixtures.configs import config
 from tests.fixtures.reviewer import ScriptedReviewer
+from tests.fixtures.stdio_server import serve
 from tests.fixtures.tool_calls import call_ok
 from tests.fixtures.workflow_project import make_project, write_files, write_job
 from tests.integration.test_quality_gate import review_brief
@@ -144,3 +146,25 @@ async def test_a_doc_spec_alone_is_in_the_self_review_file(tmp_path: Path) -> No
     text = review_file.read_text()
     assert "**Monthly report: Has summary**" in text
     assert "`report.md`" in text
+
+
+@pytest.mark.slow
+async def test_each_runner_judges_through_the_real_server_over_stdio(
+    tmp_path: Path, scripted_reviewer: ScriptedReviewer, runner: str
+) -> None:
+    root = make_project(tmp_path / "project")
+    write_files(root, "report.md")
+    env = {**scripted_reviewer.env, "PYTHONUNBUFFERED": "1"}
+    scripted_reviewer.answer("fail")
+    async with serve(root, "server", "--external-runner", runner, env=env) as agent:
+        await agent.ok("start_workflow", goal="g", job_name="reviewed", workflow_name="main")
+        failed = await agent.ok("finished_step", outputs={"report": "report.md"})
+        scripted_reviewer.answer("pass")
+        passed = await agent.ok("finished_step", outputs={"report": "report.md"})
+        active = await agent.ok("get_active_workflow")
+    assert failed["status"] == "needs_work"
+    assert "Complete failed" in failed["feedback"]
+    assert passed["status"] == "next_step"
+    assert [call["program"] for call in scripted_reviewer.calls()] == [runner, runner]
+    assert active["review_usage"]["calls"] == 2
+    assert active["review_usage"]["unpriced_calls"] == (0 if runner == "claude" else 2)
