@@ -201,6 +201,48 @@ async def test_broken_replies_have_distinct_codes(env: Env, mode: str, code: str
         assert f"subtype {mode}" in exc.value.message  # the reviewer's own words, bounded
 
 
+#: The code codex's and gemini's doubles end with, per broken reply, in their CLIs' formats:
+#: every codex `turn.failed` is an execution error; gemini names max turns and a missing login.
+OTHER_RUNNER_CODES = {
+    "garbage": ("bad_output", "bad_output"),
+    "no_structured": ("bad_output", "bad_output"),
+    "bad_schema": ("bad_output", "bad_output"),
+    "is_error": ("execution_error", "is_error"),
+    "exit": ("exit_code", "exit_code"),
+    "flood": ("output_too_large", "output_too_large"),
+    "truncated": ("truncated", "truncated"),
+    "error_max_turns": ("execution_error", "max_turns"),
+    "error_during_execution": ("execution_error", "execution_error"),
+    "error_unheard_of": ("execution_error", "execution_error"),
+}
+
+
+@pytest.mark.parametrize("mode", sorted(OTHER_RUNNER_CODES))
+@pytest.mark.parametrize("runner", ["codex", "gemini"])
+async def test_codex_and_gemini_broken_replies_have_distinct_codes(
+    env: Env, runner: str, mode: str
+) -> None:
+    set_mode(env, mode)
+    with pytest.raises(QualityGateError) as exc:
+        await run(env, env.reviewer(runner=runner), env.request())
+    codex_code, gemini_code = OTHER_RUNNER_CODES[mode]
+    assert exc.value.code == f"quality_gate.{codex_code if runner == 'codex' else gemini_code}"
+    assert {call["program"] for call in env.calls()} == {runner}
+
+
+@pytest.mark.parametrize("runner", ["codex", "gemini"])
+async def test_codex_and_gemini_verdicts_are_computed_and_reasked_like_claudes(
+    env: Env, runner: str
+) -> None:
+    set_mode(env, "partial_once")
+    [verdict] = await run(env, env.reviewer(runner=runner), env.request())
+    assert verdict.passed is True
+    assert len(env.calls()) == 2  # the incomplete reply was asked again once
+    set_mode(env, "fail_first")
+    [verdict] = await run(env, env.reviewer(runner=runner), env.request())
+    assert verdict.passed is False  # the reply's own flag said passed
+
+
 async def test_a_reply_missing_a_criterion_is_asked_again_once(env: Env) -> None:
     set_mode(env, "partial_once")
     [verdict] = await run(env, env.reviewer(), env.request())
