@@ -219,11 +219,6 @@ class CliReviewer:
         model = self.models.for_depth(task.depth or DEFAULT_REVIEW_DEPTH)
         return CallPlan(executable, task, model, left, persona, scratch)
 
-    def argv(self, executable: str, task: QualityReviewTask, left: float | None) -> list[str]:
-        """The command line of one call (files it names go to a folder that is then removed)."""
-        with tempfile.TemporaryDirectory(prefix="deepwork-review-") as scratch:
-            return self.runner.argv(self.plan(executable, task, left, Path(scratch)))
-
     async def _run_task(
         self,
         executable: str,
@@ -255,10 +250,16 @@ class CliReviewer:
     async def _ask(self, call: _Call) -> _Answer:
         """One reviewer call; its usage is logged (and the error raised) when it failed."""
         left = await anyio.to_thread.run_sync(self.usd_left, call.checkpoint)
-        with tempfile.TemporaryDirectory(prefix="deepwork-review-") as scratch:
-            plan = self.plan(call.executable, call.task, left, Path(scratch))
+        # The call's private folder (codex's schema file): made, filled and removed off the loop.
+        scratch = Path(await anyio.to_thread.run_sync(tempfile.mkdtemp, "", "deepwork-review-"))
+        try:
+            plan = self.plan(call.executable, call.task, left, scratch)
+            argv = await anyio.to_thread.run_sync(self.runner.argv, plan)
             started = time.monotonic()
-            done = await self._run(self.runner.argv(plan), call)
+            done = await self._run(argv, call)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(shutil.rmtree, scratch, True)
         outcome = self.runner.read(call.task.label, done, plan.model)
         answer = _Answer(outcome.reply, outcome.usage, time.monotonic() - started)
         call.tokens += outcome.usage.tokens
