@@ -112,7 +112,7 @@ def _plan(scratch: Path, executable: str, model: str | None) -> Any:
     from deepwork_mcp.runners.events import CallPlan
 
     task = QualityReviewTask(step_id="s", run_each="step", criteria={"Clear": "Is it clear?"})
-    return CallPlan(executable, task, model, None, PERSONA, scratch)
+    return CallPlan(executable, task, model, None, PERSONA, scratch, scratch)
 
 
 def _call(runner: Any, argv: list[str], env: dict[str, str], cwd: Path, model: str | None) -> Any:

@@ -77,6 +77,8 @@ async def test_a_persona_and_the_asked_context_reach_each_runner(
     root = make_project(tmp_path / "project")
     write_job(root, "persona_job", PERSONA_JOB)
     write_files(root, "n1.md", "n2.md", "extra.md")
+    agent = "---\nname: security-reviewer\ndescription: Reviews for security\n---\nBe strict.\n"
+    write_files(root, ".claude/agents/security-reviewer.md", text=agent)
     server = create_server(root, config(external_runner=runner))
     async with Client(server) as client:
         await call_ok(

@@ -15,6 +15,7 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.process import Completed
 from deepwork_core.gate.quality import QualityReviewTask
 from deepwork_mcp.runners import runner_for
+from deepwork_mcp.runners.claude import ClaudeRunner
 from deepwork_mcp.runners.codex import CodexRunner
 from deepwork_mcp.runners.events import CallPlan
 from deepwork_mcp.runners.gemini import GeminiRunner
@@ -66,7 +67,7 @@ def done(events: list[dict[str, object]], returncode: int = 0, program: str = "x
 
 def plan(tmp_path: Path, persona: str | None = None, model: str | None = None) -> CallPlan:
     task = QualityReviewTask(step_id="s", run_each="step", criteria={"Clear": "Is it clear?"})
-    return CallPlan("/bin/reviewer", task, model, None, persona, tmp_path)
+    return CallPlan("/bin/reviewer", task, model, None, persona, tmp_path, tmp_path)
 
 
 def test_codex_reads_the_last_agent_message_and_the_turn_usage() -> None:
@@ -167,6 +168,24 @@ def test_gemini_prompt_carries_the_role_the_persona_and_the_schema(tmp_path: Pat
     prompt = argv[argv.index("--prompt") + 1]
     assert "Review in this persona: a terse copy editor" in prompt
     assert '"criteria_results"' in prompt
+
+
+def test_claude_gets_a_defined_agent_as_agent_and_any_other_persona_in_its_prompt(
+    tmp_path: Path,
+) -> None:
+    # The real CLI exits 1 on an `--agent` it does not know, so only a defined one is passed.
+    loose = ClaudeRunner().argv(plan(tmp_path, persona="a careful editor"))
+    assert "--agent" not in loose
+    prompt = loose[loose.index("--system-prompt") + 1]
+    assert prompt.endswith("Review in this persona: a careful editor")
+    agents = tmp_path / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "release-reviewer.md").write_text("---\nname: release-reviewer\n---\nBe strict.\n")
+    defined = ClaudeRunner().argv(plan(tmp_path, persona="release-reviewer"))
+    assert defined[defined.index("--agent") + 1] == "release-reviewer"
+    assert "persona" not in defined[defined.index("--system-prompt") + 1]
+    built_in = ClaudeRunner().argv(plan(tmp_path, persona="general-purpose"))
+    assert "--agent" in built_in
 
 
 def test_an_unknown_runner_is_refused() -> None:

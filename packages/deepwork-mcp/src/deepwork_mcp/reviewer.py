@@ -210,14 +210,14 @@ class CliReviewer:
         spent = check_budget(checkpoint.project_root, checkpoint.run_session_id, self.budget)
         return usd_left(self.budget, spent)
 
-    def plan(
-        self, executable: str, task: QualityReviewTask, left: float | None, scratch: Path
-    ) -> CallPlan:
-        """What one call of `task` runs with: the depth's model, what budget is left, the
-        review's persona for this runner."""
+    def plan(self, call: _Call, left: float | None, scratch: Path) -> CallPlan:
+        """What one call runs with: the depth's model, what budget is left, the review's
+        persona for this runner."""
+        task = call.task
         persona = (task.agent or {}).get(self.runner.name)
         model = self.models.for_depth(task.depth or DEFAULT_REVIEW_DEPTH)
-        return CallPlan(executable, task, model, left, persona, scratch)
+        root = call.checkpoint.project_root
+        return CallPlan(call.executable, task, model, left, persona, scratch, root)
 
     async def _run_task(
         self,
@@ -253,7 +253,7 @@ class CliReviewer:
         # The call's private folder (codex's schema file): made, filled and removed off the loop.
         scratch = Path(await anyio.to_thread.run_sync(tempfile.mkdtemp, "", "deepwork-review-"))
         try:
-            plan = self.plan(call.executable, call.task, left, scratch)
+            plan = self.plan(call, left, scratch)
             argv = await anyio.to_thread.run_sync(self.runner.argv, plan)
             started = time.monotonic()
             done = await self._run(argv, call)

@@ -2,6 +2,9 @@
 
 One call: `claude --print --output-format stream-json --verbose --system-prompt <fixed role>
 --json-schema <schema> [--agent <persona>] [--model <model>] [--max-budget-usd <left>] -p --`.
+The persona is passed as `--agent` only when Claude Code knows an agent of that name (a built-in
+one, or `.claude/agents/<name>.md` in the project or the home folder): the CLI refuses an unknown
+`--agent` outright (checked against 2.1.197). Any other persona is a line of the system prompt.
 The CLI prints one JSON event per line: `system`/`init` (with the `model`), `assistant` turns,
 and a final `result` carrying `subtype`, `is_error`, `structured_output`, `usage` and
 `total_cost_usd`.
@@ -19,6 +22,7 @@ reports a missing login that way); a non-zero exit `quality_gate.exit_code`; a r
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Final
 
 from deepwork_core.base.error_codes import ErrorCode
@@ -48,12 +52,30 @@ _SUBTYPES: Final = {
 }
 
 
+#: The agents Claude Code 2.1.197 has without any definition file.
+BUILT_IN_AGENTS: Final = frozenset({"claude", "general-purpose", "Explore", "Plan"})
+
+
+def defined_agent(name: str, project_root: Path) -> bool:
+    """Whether Claude Code has an agent called `name` for this project."""
+    if name in BUILT_IN_AGENTS:
+        return True
+    if "/" in name or name.startswith("."):
+        return False
+    folders = (project_root / ".claude" / "agents", Path.home() / ".claude" / "agents")
+    return any((folder / f"{name}.md").is_file() for folder in folders)
+
+
 class ClaudeRunner:
     """`claude --print` with stream-json events and a `--json-schema` verdict."""
 
     name = "claude"
 
     def argv(self, plan: CallPlan) -> list[str]:
+        persona, role = plan.persona, REVIEWER_SYSTEM_PROMPT
+        as_agent = persona is not None and defined_agent(persona, plan.project_root)
+        if persona is not None and not as_agent:
+            role = f"{role}\n\nReview in this persona: {persona}"
         argv = [
             plan.executable,
             "--print",
@@ -61,12 +83,12 @@ class ClaudeRunner:
             "stream-json",
             "--verbose",
             "--system-prompt",
-            REVIEWER_SYSTEM_PROMPT,
+            role,
             "--json-schema",
             reply_schema_json(plan.task),
         ]
-        if plan.persona is not None:
-            argv += ["--agent", plan.persona]
+        if as_agent and persona is not None:
+            argv += ["--agent", persona]
         if plan.model is not None:
             argv += ["--model", plan.model]
         if plan.usd_left is not None:

@@ -63,7 +63,7 @@ class CallPlan:
 
     `persona`: the review's `agent` for this runner, if it names one; `usd_left`: what is left
     of the run's cost budget (None: no cost budget); `scratch`: a private folder, removed after
-    the call, for files the command line names.
+    the call, for files the command line names; `project_root`: the call's working directory.
     """
 
     executable: str
@@ -72,6 +72,7 @@ class CallPlan:
     usd_left: float | None
     persona: str | None
     scratch: Path
+    project_root: Path
 
 
 class ReviewRunner(Protocol):
