@@ -170,3 +170,20 @@ async def test_each_runner_judges_through_the_real_server_over_stdio(
     assert [call["program"] for call in scripted_reviewer.calls()] == [runner, runner]
     assert active["review_usage"]["calls"] == 2
     assert active["review_usage"]["unpriced_calls"] == (0 if runner == "claude" else 2)
+
+
+async def test_self_review_names_the_persona_and_lists_the_context(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "project")
+    write_job(root, "persona_job", PERSONA_JOB)
+    write_files(root, "n1.md", "n2.md", "extra.md")
+    async with Client(create_server(root, config())) as client:
+        await call_ok(
+            client, "start_workflow", goal="g", job_name="persona_job", workflow_name="main"
+        )
+        result = await call_ok(client, "finished_step", outputs=OUTPUTS)
+    assert result["status"] == "needs_work"
+    [review_file] = (root / ".deepwork" / "tmp").glob("quality_review_*.md")
+    text = review_file.read_text()
+    assert "Reviewer persona, by platform: claude: `security-reviewer`" in text
+    assert "### Context" in text
+    assert "- Other files of the reviewed output, not under review here: n2.md" in text
