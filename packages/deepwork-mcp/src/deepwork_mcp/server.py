@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from deepwork_core.engine.workflow import BranchMaker, WorkflowEngine
     from deepwork_core.gate.checkpoint import Gate
 
+    from deepwork_mcp.reviewer import TraceEnv
+
 logger = logging.getLogger("deepwork.mcp")
 
 SERVER_NAME = "deepwork"
@@ -71,8 +73,9 @@ def check_gate(settings: QualityGateConfig) -> None:
         )
 
 
-def build_gate(settings: QualityGateConfig) -> Gate | None:
-    """The quality gate for these settings: None (off), self-review, or a reviewer CLI."""
+def build_gate(settings: QualityGateConfig, trace_env: TraceEnv | None = None) -> Gate | None:
+    """The quality gate for these settings: None (off), self-review, or a reviewer CLI
+    (`trace_env`: the trace variables of its processes, when telemetry is on)."""
     check_gate(settings)
     if not settings.enabled:
         return None
@@ -93,6 +96,7 @@ def build_gate(settings: QualityGateConfig) -> Gate | None:
         stall_retries=settings.stall_retries,
         models=settings.models,
         budget=settings.budget,
+        trace_env=trace_env,
     )
     return ExternalGate(
         reviewer, deepreview_rules=settings.deepreview_rules, review_depth=settings.review_depth
@@ -114,15 +118,16 @@ def branch_maker(project_root: Path) -> BranchMaker:
 class _GateOnce:
     """The one quality gate of the server, built when the first engine needs it."""
 
-    def __init__(self, settings: QualityGateConfig) -> None:
+    def __init__(self, settings: QualityGateConfig, trace_env: TraceEnv | None) -> None:
         self._settings = settings
+        self._trace_env = trace_env
         self._lock = threading.Lock()
         self._built: list[Gate | None] = []
 
     def __call__(self) -> Gate | None:
         with self._lock:
             if not self._built:
-                self._built.append(build_gate(self._settings))
+                self._built.append(build_gate(self._settings, self._trace_env))
             return self._built[0]
 
 
@@ -133,6 +138,7 @@ def create_server(
     additional_jobs_folders: Sequence[Path] = (),
     follow_client_roots: bool = False,
     state_dir: Path | None = None,
+    trace_env: TraceEnv | None = None,
 ) -> FastMCP:
     """Build the server for `project_root` (resolved to an absolute path).
 
@@ -146,6 +152,7 @@ def create_server(
     `additional_jobs_folders` are searched for jobs after the project's and the standard ones.
     `state_dir` holds the projects' approval keys (docs/security.md); by default the one
     `deepwork approve` uses, from `DEEPWORK_STATE_DIR`, `XDG_STATE_HOME` or the home folder.
+    `trace_env` gives each external reviewer process its trace variables (docs/telemetry.md).
     """
     config = DeepWorkConfig() if config is None else config
     root = Path(project_root).resolve()
@@ -154,7 +161,7 @@ def create_server(
         raise ConfigError("quality_gate.max_attempts must be at least 1")
     check_gate(gate_settings)
     keys = default_state_dir(os.environ) if state_dir is None else state_dir
-    make_services = _services_factory(config, additional_jobs_folders, keys)
+    make_services = _services_factory(config, additional_jobs_folders, keys, trace_env)
 
     where = ProjectRoot(fixed=None if follow_client_roots else root, fallback=root)
     projects = Projects(where, make_services)
@@ -176,11 +183,14 @@ def create_server(
 
 
 def _services_factory(
-    config: DeepWorkConfig, additional_jobs_folders: Sequence[Path], keys: Path
+    config: DeepWorkConfig,
+    additional_jobs_folders: Sequence[Path],
+    keys: Path,
+    trace_env: TraceEnv | None = None,
 ) -> Callable[[Path], ProjectServices]:
     """What each project folder gets: its job catalog now, its workflow engine on first use."""
     gate_settings = config.quality_gate
-    gate = _GateOnce(gate_settings)
+    gate = _GateOnce(gate_settings, trace_env)
 
     def make_services(folder: Path) -> ProjectServices:
         catalog = JobCatalog.for_project(folder, additional_jobs_folders)
