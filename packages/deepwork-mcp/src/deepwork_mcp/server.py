@@ -27,7 +27,7 @@ from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools.base import ToolResult
 from mcp.types import CallToolRequestParams
 
-from deepwork_mcp.approval_keys import approval_key
+from deepwork_mcp.approval_keys import approval_key, store_is_shared
 from deepwork_mcp.approval_keys import state_dir as default_state_dir
 from deepwork_mcp.listing import CompactToolListing
 from deepwork_mcp.roots import ProjectRoot, Projects, ProjectServices, RootsMiddleware
@@ -139,6 +139,7 @@ def create_server(
     follow_client_roots: bool = False,
     state_dir: Path | None = None,
     trace_env: TraceEnv | None = None,
+    shared_store: bool | None = None,
 ) -> FastMCP:
     """Build the server for `project_root` (resolved to an absolute path).
 
@@ -153,6 +154,8 @@ def create_server(
     `state_dir` holds the projects' approval keys (docs/security.md); by default the one
     `deepwork approve` uses, from `DEEPWORK_STATE_DIR`, `XDG_STATE_HOME` or the home folder.
     `trace_env` gives each external reviewer process its trace variables (docs/telemetry.md).
+    `shared_store` (default: `DEEPWORK_STORE_URL` names a PostgreSQL server) makes every
+    approval need a trusted approver's signature (docs/team.md).
     """
     config = DeepWorkConfig() if config is None else config
     root = Path(project_root).resolve()
@@ -161,7 +164,8 @@ def create_server(
         raise ConfigError("quality_gate.max_attempts must be at least 1")
     check_gate(gate_settings)
     keys = default_state_dir(os.environ) if state_dir is None else state_dir
-    make_services = _services_factory(config, additional_jobs_folders, keys, trace_env)
+    shared = store_is_shared(os.environ) if shared_store is None else shared_store
+    make_services = _services_factory(config, additional_jobs_folders, keys, shared, trace_env)
 
     where = ProjectRoot(fixed=None if follow_client_roots else root, fallback=root)
     projects = Projects(where, make_services)
@@ -186,6 +190,7 @@ def _services_factory(
     config: DeepWorkConfig,
     additional_jobs_folders: Sequence[Path],
     keys: Path,
+    shared: bool,
     trace_env: TraceEnv | None = None,
 ) -> Callable[[Path], ProjectServices]:
     """What each project folder gets: its job catalog now, its workflow engine on first use."""
@@ -196,7 +201,9 @@ def _services_factory(
         catalog = JobCatalog.for_project(folder, additional_jobs_folders)
 
         def make_engine() -> WorkflowEngine:
+            from deepwork_core.base.layout import APPROVERS_DIR
             from deepwork_core.engine.workflow import WorkflowEngine
+            from deepwork_core.state.approval_signatures import TrustedApprovers
             from deepwork_core.state.sessions import SessionStore
 
             return WorkflowEngine(
@@ -208,6 +215,7 @@ def _services_factory(
                 branch_maker=branch_maker(folder) if config.git.create_branch else None,
                 output_limits=config.outputs,
                 approval_key=approval_key(keys, folder),
+                approvers=TrustedApprovers(folder / APPROVERS_DIR, shared=shared),
             )
 
         return ProjectServices(folder, catalog, make_engine)
