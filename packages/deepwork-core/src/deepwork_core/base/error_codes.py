@@ -103,7 +103,6 @@ class ErrorCode(StrEnum):
     """Generic event log error."""
     EVENTS_TOO_LARGE = "events.too_large"
     """An event log is larger than the 64 MiB a reader loads."""
-
     FAN_OUT_EVIDENCE_CHANGED = "fan_out.evidence_changed"
     """Warning: a merged output differs from the bytes its instance's review covered."""
     FAN_OUT_INCOMPLETE = "fan_out.incomplete"
