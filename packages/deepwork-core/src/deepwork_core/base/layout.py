@@ -51,6 +51,13 @@ def session_file_name(session_id: str) -> str:
     return f"{SESSION_PREFIX}{session_id}{SESSION_SUFFIX}"
 
 
+def session_id_of(file_name: str) -> str | None:
+    """The session id in a `session_<id>.json` file name, or None for any other name."""
+    if file_name.startswith(SESSION_PREFIX) and file_name.endswith(SESSION_SUFFIX):
+        return file_name[len(SESSION_PREFIX) : -len(SESSION_SUFFIX)]
+    return None
+
+
 def review_file_name(session_id: str, step_id: str) -> str:
     """`quality_review_<session>_<step>.md` (the caller checks both names)."""
     return f"{REVIEW_FILE_PREFIX}{session_id}_{step_id}{REVIEW_FILE_SUFFIX}"

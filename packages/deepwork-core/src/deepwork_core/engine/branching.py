@@ -70,6 +70,19 @@ def completed_note(branch: str, previous: str | None) -> str:
     )
 
 
+def completed_summary(
+    label: str, branch: str | None, previous: str | None, resume: tuple[str, str] | None
+) -> str:
+    """What `finished_step` says when a workflow completes: where its work is (`branch`, for a
+    top-level run on its own branch) and which parent workflow and step to resume, if any."""
+    summary = f"Workflow '{label}' completed successfully!"
+    if branch is not None:
+        summary += " " + completed_note(branch, previous)
+    if resume is not None:
+        summary += f" Resume the parent workflow '{resume[0]}' at step '{resume[1]}'."
+    return summary
+
+
 def workflow_branch_name(job_name: str, label: str, today: date) -> str:
     """`deepwork/<job>-<label>-<YYYY-MM-DD>` with everything git dislikes replaced by `-`.
 

@@ -35,6 +35,7 @@ from deepwork_core.state.event_kinds import (
     StepFinishedEvent,
 )
 from deepwork_core.state.events import EventScan, events_path, scan_events
+from deepwork_core.state.fan_out import InstanceOf
 from deepwork_core.state.review_usage import ReviewUsage, sum_usage
 from deepwork_core.state.sessions import Session, SessionStatus, SessionStore
 from deepwork_core.state.timeline import VERDICT_LABELS, TimelineEntry, clip, timeline_entry
@@ -92,6 +93,8 @@ class Run(_View):
     #: The branch the repository was on when the run switched to `branch`.
     started_from_branch: str | None
     abort_reason: str | None
+    #: Set on an instance of a fanned-out step: the item it runs (docs/fan-out.md).
+    instance_of: InstanceOf | None = None
     #: What the reviews of the run cost, for a top-level run when asked (`list_runs`); a nested
     #: run's reviews are counted in its top-level run's log.
     review_usage: ReviewUsage | None = None
@@ -187,13 +190,12 @@ def run_of(project_root: Path, session: Session) -> Run:
         branch=session.branch_name,
         started_from_branch=session.previous_branch,
         abort_reason=session.abort_reason,
+        instance_of=session.instance_of,
     )
 
 
-def list_runs(store: SessionStore, *, with_usage: bool = False) -> list[Run]:
-    """Every session of the project (active and finished), newest start first, each top-level
-    run with its review cost when `with_usage`. A session that cannot be read (pruned
-    meanwhile, or corrupt) is left out; `deepwork log` reports it."""
+def load_sessions(store: SessionStore) -> list[Session]:
+    """Every session of the project that can be read, newest start first."""
     ids = store.session_ids()
     if not ids:
         return []
@@ -203,7 +205,14 @@ def list_runs(store: SessionStore, *, with_usage: bool = False) -> list[Run]:
             with contextlib.suppress(SessionError):
                 sessions.append(tx.load(session_id))
     sessions.sort(key=lambda s: s.started_at, reverse=True)
-    runs = [run_of(store.project_root, session) for session in sessions]
+    return sessions
+
+
+def list_runs(store: SessionStore, *, with_usage: bool = False) -> list[Run]:
+    """Every session of the project (active and finished), newest start first, each top-level
+    run with its review cost when `with_usage`. A session that cannot be read (pruned
+    meanwhile, or corrupt) is left out; `deepwork log` reports it."""
+    runs = [run_of(store.project_root, session) for session in load_sessions(store)]
     if not with_usage:
         return runs
     return [

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import secrets
 import string
 import threading
@@ -48,17 +47,17 @@ from deepwork_core.base.identifiers import AGENT_ID_PATTERN, SESSION_ID_PATTERN,
 from deepwork_core.base.layout import (
     LOCK_FILE,
     MAX_STATE_BYTES,
-    SESSION_PREFIX,
-    SESSION_SUFFIX,
     STACK_FILE,
     TMP_DIR,
     session_file_name,
+    session_id_of,
 )
 from deepwork_core.base.runtime_dir import ensure_tmp_dir
 from deepwork_core.evidence.hashes import OutputEvidence, OutputHash
 from deepwork_core.evidence.scope import RepoSnapshot
 from deepwork_core.evidence.verdicts import LoggedVerdictKind, ReviewVerdict, VerdictKind
 from deepwork_core.state.approvals import ApprovalRecord
+from deepwork_core.state.fan_out import FanOut, InstanceOf
 from deepwork_core.state.retention import delete_finished
 
 SCHEMA_VERSION: Literal[1] = 1
@@ -182,6 +181,10 @@ class Session(_State):
     approvals: list[ApprovalRecord] = Field(default_factory=list)
     #: True once the answer said the scope guard is off (it says so once per session).
     scope_guard_noted: bool = False
+    #: The fan-out of the current step, when it has `for_each` (docs/fan-out.md).
+    fan_out: FanOut | None = None
+    #: Set on an instance of a fanned-out step: its item.
+    instance_of: InstanceOf | None = None
 
     @property
     def workflow_label(self) -> str:
@@ -308,14 +311,10 @@ class SessionStore:
     def session_ids(self) -> list[str]:
         """The id of every session the store holds, active or finished, in no order."""
         try:
-            names = [entry.name for entry in os.scandir(self.state_dir)]
+            names = [path.name for path in self.state_dir.iterdir()]
         except FileNotFoundError:
             return []
-        return [
-            name[len(SESSION_PREFIX) : -len(SESSION_SUFFIX)]
-            for name in names
-            if name.startswith(SESSION_PREFIX) and name.endswith(SESSION_SUFFIX)
-        ]
+        return [sid for sid in map(session_id_of, names) if sid is not None]
 
     # --- retention ---------------------------------------------------------------------------
 

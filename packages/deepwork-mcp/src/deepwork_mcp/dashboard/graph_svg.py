@@ -7,7 +7,8 @@ top to bottom, the steps of a concurrent group side by side; order edges are arr
 input edges dashed curves on the right labelled with the file (labels that would overlap are
 moved apart). Every text is XML-escaped; the picture is styled by CSS classes (`step`,
 `reviewed`: the step has reviews, `done`, `current`, `passed`: an external review passed it in
-this run, marked ✓), never inline script. The page draws the legend next to it.
+this run, marked ✓; `fanned`: a step run once per item, drawn as a stack with its instances'
+counts), never inline script. The page draws the legend next to it.
 """
 
 from __future__ import annotations
@@ -89,14 +90,35 @@ def _edge(
     )
 
 
+def fan_line(for_each: str, counts: Mapping[str, int] | None) -> str:
+    """The second line of a fanned-out step's box: its instances' counts, or what it runs over."""
+    if not counts:
+        return f"× each {for_each}"
+    total = sum(counts.values())
+    shown = [f"{counts.get(k, 0)} {label}" for k, label in _COUNT_LABELS]
+    return f"×{total}: " + " · ".join(shown)
+
+
+_COUNT_LABELS = (("done", "done"), ("running", "run"), ("needs_work", "fix"), ("aborted", "ab"))
+
+
+def _stack(x: int, y: int) -> str:
+    """The box drawn behind a fanned-out step's, so it reads as a stack of instances."""
+    return (
+        f'<rect class="stack" x="{x + 4}" y="{y - 4}" width="{NODE_W}" height="{NODE_H}" rx="8"/>'
+    )
+
+
 def graph_svg(
     graph: WorkflowGraph,
     states: Mapping[str, StepState] | None = None,
     passed: frozenset[str] = frozenset(),
+    fan_counts: Mapping[str, Mapping[str, int]] | None = None,
 ) -> str:
-    """The graph as an `<svg>` element; `states` marks steps done, started or current, and
-    `passed` the steps an external review passed in this run (✓)."""
-    states = states or {}
+    """The graph as an `<svg>` element; `states` marks steps done, started or current,
+    `passed` the steps an external review passed in this run (✓), and `fan_counts` gives each
+    fanned-out step's instances by state (docs/fan-out.md)."""
+    states, fan_counts = states or {}, fan_counts or {}
     taken: list[int] = []
     places, width, height = _positions(graph)
     right = max((x + NODE_W for x, _ in places.values()), default=MARGIN)
@@ -121,14 +143,18 @@ def graph_svg(
             if step.step_id in passed:
                 classes.append("passed")
             mark = " ✓" if step.step_id in passed else ""
+            second, stack = _short(step.step_id, _NAME_CHARS) + mark, ""
+            if step.for_each is not None:
+                classes.append("fanned")
+                second, stack = fan_line(step.for_each, fan_counts.get(step.step_id)), _stack(x, y)
             parts.append(
                 f'<g class="{" ".join(classes)}" data-step="{escape(step.step_id)}">'
-                f"<title>{escape(step.name)} ({escape(step.step_id)})</title>"
+                f"<title>{escape(step.name)} ({escape(step.step_id)})</title>{stack}"
                 f'<rect x="{x}" y="{y}" width="{NODE_W}" height="{NODE_H}" rx="8"/>'
                 f'<text class="name" x="{x + NODE_W // 2}" y="{y + 21}">'
                 f"{escape(_short(step.name, _NAME_CHARS))}</text>"
                 f'<text class="id" x="{x + NODE_W // 2}" y="{y + 39}">'
-                f"{escape(_short(step.step_id, _NAME_CHARS))}{mark}</text></g>"
+                f"{escape(second)}</text></g>"
             )
     parts.append("</svg>")
     return "".join(parts)

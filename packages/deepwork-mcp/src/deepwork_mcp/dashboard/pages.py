@@ -14,7 +14,7 @@ from html import escape
 from typing import Final
 
 from deepwork_core.base.escaping import printable
-from deepwork_core.state.review_usage import ReviewUsage
+from deepwork_core.state.review_usage import ReviewUsage, cost_text
 from deepwork_core.state.runs import Run
 from deepwork_core.state.stats import Stats
 
@@ -73,7 +73,7 @@ def cost(usage: ReviewUsage | None) -> str:
     """`0.7500 USD · 12,345 tokens` (or `-` when nothing was metered)."""
     if usage is None or (usage.calls == 0 and usage.self_reviews == 0):
         return '<span class="muted">-</span>'
-    metered = f"{usage.cost_usd:.4f} USD · {usage.tokens:,} tokens"
+    metered = f"{text(cost_text(usage))} · {usage.tokens:,} tokens"
     selfs = f" · {usage.self_reviews} self-review(s)" if usage.self_reviews else ""
     return f"{metered}{selfs}"
 
@@ -240,7 +240,7 @@ def _costs_table(figures: Stats) -> str:
         cells.append(
             f"<tr><td>{text(row.job)}</td><td>{text(row.step or 'all steps')}</td>"
             f'<td class="num">{usage.calls}</td><td class="num">{usage.tokens:,}</td>'
-            f'<td class="num" data-sort="{usage.cost_usd}">{usage.cost_usd:.4f}</td>'
+            f'<td class="num" data-sort="{usage.cost_usd}">{text(cost_text(usage))}</td>'
             f'<td class="num">{usage.self_reviews}</td><td class="num">{mean}</td>'
             f'<td class="num" data-sort="{key}">{first}</td></tr>'
         )

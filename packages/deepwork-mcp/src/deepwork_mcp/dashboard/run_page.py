@@ -3,7 +3,8 @@
 
 It renders core's read model (`deepwork_core.state.runs.RunDetail`): the summary (outcome, steps
 done, every verdict labelled as what it is, approvals, review cost, branch), the approval card
-while a step waits for a human, the workflow graph with its legend, the outputs and their
+while a step waits for a human, the workflow graph with its legend (and the instances of its
+fanned-out steps, docs/fan-out.md), the outputs and their
 evidence, the reviews and what they cost, and the timeline as sentences, each expandable to all
 of its fields. Text is escaped as on every page (`pages.text`).
 """
@@ -14,6 +15,7 @@ from typing import Final
 
 from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.state.event_kinds import ReviewVerdictEvent
+from deepwork_core.state.review_usage import cost_text
 from deepwork_core.state.runs import OutputLine, Run, RunDetail, RunSummary
 from deepwork_core.state.timeline import TimelineEntry
 
@@ -26,7 +28,7 @@ from deepwork_mcp.dashboard.pages import (
     text,
     when,
 )
-from deepwork_mcp.dashboard.views import RunPage
+from deepwork_mcp.dashboard.views import InstanceRow, RunPage
 
 
 def _timeline(detail: RunDetail) -> str:
@@ -75,6 +77,23 @@ def _outputs(rows: list[OutputLine]) -> str:
     )
 
 
+def _instances(rows: list[InstanceRow]) -> str:
+    """The instances of the run's fanned-out steps (docs/fan-out.md); empty when none."""
+    if not rows:
+        return ""
+    body = "".join(
+        f"<tr><td>{text(r.step_id)}</td><td>{r.index + 1}</td><td>{text(r.item)}</td>"
+        f'<td><a href="/run/{text(r.session_id)}"><code>{text(r.session_id)}</code></a></td>'
+        f"<td>{text(r.state)}</td><td>{text(r.abort_reason or '')}</td></tr>"
+        for r in rows
+    )
+    return "<h2>Instances</h2>" + scroll(
+        '<table class="instances"><thead><tr><th>Step</th><th>#</th>'
+        "<th>Item</th><th>Session</th><th>State</th><th>Abort reason</th></tr></thead>"
+        f"<tbody>{body}</tbody></table>"
+    )
+
+
 def _verdict(passed: bool) -> str:
     return '<span class="pass">passed</span>' if passed else '<span class="fail">failed</span>'
 
@@ -115,13 +134,14 @@ def _review_cost(detail: RunDetail) -> str:
     total = (
         f"<p>{usage.calls} reviewer call(s), {usage.self_reviews} self-review(s): "
         f"{usage.input_tokens + usage.cache_read_tokens + usage.cache_creation_tokens} input and "
-        f"{usage.output_tokens} output tokens, {usage.cost_usd:.4f} USD.</p>"
+        f"{usage.output_tokens} output tokens, {text(cost_text(usage))}.</p>"
     )
     rows = "".join(
         f"<tr><td>{text(c.step_id)}</td><td>{text(c.review)}</td><td>{text(c.mode)}</td>"
         f"<td>{text(c.depth)}</td><td>{text(c.model or '-')}</td><td>{text(c.outcome)}</td>"
         f"<td>{c.input_tokens + c.cache_read_tokens + c.cache_creation_tokens}</td>"
-        f"<td>{c.output_tokens}</td><td>{c.cost_usd:.4f}</td></tr>"
+        f"<td>{c.output_tokens}</td>"
+        f"<td>{'not reported' if c.cost_usd is None else f'{c.cost_usd:.4f}'}</td></tr>"
         for c in detail.review_calls
     )
     head = (
@@ -167,7 +187,7 @@ def _usage_sentence(summary: RunSummary) -> str:
         return '<span class="muted">no review ran</span>'
     selfs = f"; {usage.self_reviews} self-review(s), not metered" if usage.self_reviews else ""
     calls = f"{usage.calls} reviewer call(s)"
-    return f"{usage.cost_usd:.4f} USD, {usage.tokens:,} tokens in {calls}{selfs}"
+    return f"{text(cost_text(usage))}, {usage.tokens:,} tokens in {calls}{selfs}"
 
 
 def _branch(run: Run) -> str:
@@ -237,6 +257,8 @@ LEGEND: Final = (
     '<li><span class="swatch started"></span>started, not done</li>'
     '<li><span class="swatch reviewed"></span>thick border: the step has reviews</li>'
     "<li>✓ passed an external review in this run</li>"
+    '<li><span class="swatch fanned"></span>stacked: a step run once per item, with its '
+    "instances' counts (done · run · fix · ab: aborted)</li>"
     '<li><span class="dashed"></span>an input file from an earlier step</li></ul>'
 )
 
@@ -256,6 +278,7 @@ def run_body(page: RunPage, *, token: str | None) -> str:
     return (
         f"<h1>{text(run.job)}/{text(run.workflow)} {status_badge(run.status.value)}</h1>"
         f"{_summary(detail)}{approval}<h2>Run</h2>{_facts(detail)}<h2>Workflow</h2>{graph}"
+        f"{_instances(page.instances)}"
         f"<h2>Outputs and evidence</h2>{_outputs(detail.outputs)}"
         f"<h2>Reviews</h2>{_reviews(detail.reviews)}"
         f"<h2>Review cost</h2>{_review_cost(detail)}"

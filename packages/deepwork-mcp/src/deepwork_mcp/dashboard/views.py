@@ -18,14 +18,23 @@ from deepwork_core import DeepWorkError, JobCatalog
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import FileReadError, SessionError
 from deepwork_core.base.fsutil import read_bytes_file
+from deepwork_core.engine.fanout.instances import instance_state
 from deepwork_core.evidence.hashes import sha256_file
 from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.jobs.discovery import parse_folder_list
 from deepwork_core.jobs.graph import build_graph
 from deepwork_core.state.approvals import ApprovalRecord, ApprovalStore
-from deepwork_core.state.runs import Run, RunDetail, RunStatus, list_runs, run_detail, run_tree
+from deepwork_core.state.runs import (
+    Run,
+    RunDetail,
+    RunStatus,
+    list_runs,
+    load_sessions,
+    run_detail,
+    run_tree,
+)
 from deepwork_core.state.sessions import Session, SessionStatus, SessionStore
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from deepwork_mcp.dashboard.graph_svg import StepState, graph_svg
 
@@ -66,6 +75,17 @@ class ApprovalView(_View):
     problem: str | None = None
 
 
+class InstanceRow(_View):
+    """One instance of a fanned-out step of the run (docs/fan-out.md)."""
+
+    step_id: str
+    index: int
+    item: str
+    session_id: str
+    state: str
+    abort_reason: str | None = None
+
+
 class RunPage(_View):
     """The run page: core's read model of the run, its workflow graph and its open approval."""
 
@@ -74,11 +94,15 @@ class RunPage(_View):
     graph_svg: str | None
     graph_problem: str | None = None
     approval: ApprovalView | None
+    #: The instances of the run's fanned-out steps, by step then item order.
+    instances: list[InstanceRow] = Field(default_factory=list)
 
 
 def runs(store: SessionStore) -> list[Run]:
-    """The runs, newest first, each nested run under its parent (the read model's tree)."""
-    return run_tree(list_runs(store, with_usage=True))
+    """The runs, newest first, each nested run under its parent (the read model's tree).
+    Instances of a fanned-out step are listed on their parent's page, not as runs."""
+    listed = [run for run in list_runs(store, with_usage=True) if run.instance_of is None]
+    return run_tree(listed)
 
 
 def step_states(session: Session) -> dict[str, StepState]:
@@ -91,8 +115,40 @@ def step_states(session: Session) -> dict[str, StepState]:
     return states
 
 
+def instance_rows(store: SessionStore, session: Session) -> list[InstanceRow]:
+    """The instances `session`'s fanned-out steps started, by step then item order."""
+    rows = []
+    for other in load_sessions(store):
+        of = other.instance_of
+        if of is None or other.parent_session_id != session.session_id:
+            continue
+        rows.append(
+            InstanceRow(
+                step_id=other.started_for_step or other.current_step_id,
+                index=of.index,
+                item=of.item,
+                session_id=other.session_id,
+                state=instance_state(other),
+                abort_reason=other.abort_reason,
+            )
+        )
+    return sorted(rows, key=lambda row: (row.step_id, row.index))
+
+
+def fan_counts(rows: list[InstanceRow]) -> dict[str, dict[str, int]]:
+    """Each fanned-out step's instances by state."""
+    counts: dict[str, dict[str, int]] = {}
+    for row in rows:
+        by_state = counts.setdefault(row.step_id, {})
+        by_state[row.state] = by_state.get(row.state, 0) + 1
+    return counts
+
+
 def _graph(
-    project_root: Path, session: Session, passed: frozenset[str]
+    project_root: Path,
+    session: Session,
+    passed: frozenset[str],
+    counts: dict[str, dict[str, int]] | None = None,
 ) -> tuple[str | None, str | None]:
     additional = parse_folder_list(os.environ.get(ADDITIONAL_FOLDERS_ENV))
     try:
@@ -102,7 +158,7 @@ def _graph(
         graph = build_graph(catalog.get(session.job_name).definition, session.workflow_name)
     except DeepWorkError as exc:
         return None, f"{exc.code}: {exc.message}"
-    return graph_svg(graph, step_states(session), passed), None
+    return graph_svg(graph, step_states(session), passed, counts), None
 
 
 def run_page_view(
@@ -117,12 +173,14 @@ def run_page_view(
         if verdict.kind is VerdictKind.REVIEWER
         for step in verdict.step_ids
     )
-    svg, graph_problem = _graph(store.project_root, session, passed)
+    instances = instance_rows(store, session)
+    svg, graph_problem = _graph(store.project_root, session, passed, fan_counts(instances))
     return RunPage(
         detail=detail,
         graph_svg=svg,
         graph_problem=graph_problem,
         approval=pending_approval(approvals or ApprovalStore(store.project_root), session),
+        instances=instances,
     )
 
 
