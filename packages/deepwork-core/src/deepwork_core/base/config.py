@@ -105,12 +105,20 @@ class OutputsConfig(_Section):
     )
 
 
+class StoreConfig(_Section):
+    """Where run state lives (docs/runtime-layout.md): None is the project's SQLite file; a
+    `postgresql://` URL shares one database between checkouts. `DEEPWORK_STORE_URL` wins."""
+
+    url: str | None = None
+
+
 class DeepWorkConfig(_Section):
     version: str = "1.0"
     platforms: list[Platform] = Field(default_factory=lambda: [DEFAULT_PLATFORM])
     quality_gate: QualityGateConfig = Field(default_factory=QualityGateConfig)
     git: GitConfig = Field(default_factory=GitConfig)
     outputs: OutputsConfig = Field(default_factory=OutputsConfig)
+    store: StoreConfig = Field(default_factory=StoreConfig)
 
     @property
     def platform(self) -> str:

@@ -401,8 +401,6 @@ class ErrorCode(StrEnum):
     """Generic session error."""
     SESSION_JOB_CHANGED = "session.job_changed"
     """The job was edited mid-run and the current step no longer matches; abort and restart."""
-    SESSION_LOCK_TIMEOUT = "session.lock_timeout"
-    """Another process held the state lock for too long."""
     SESSION_NONE_ACTIVE = "session.none_active"
     """No workflow is active (and no `session_id` was given)."""
     SESSION_NOT_ACTIVE = "session.not_active"
