@@ -48,6 +48,7 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
         "Serve the runs, approvals and stats of a project in the browser.",
     ),
     "report": ("deepwork_mcp.cli.report", "report", "Write one run as a self-contained HTML page."),
+    "store": ("deepwork_mcp.cli.store", "store", "Where run state lives; export a run as JSONL."),
 }
 
 

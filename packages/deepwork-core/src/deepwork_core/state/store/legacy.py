@@ -116,7 +116,10 @@ def _import_session(tx: Tx, store: Store, path: Path) -> None:
         (store.project.project_id, session_id),
     ):
         return  # imported before a crash kept the file from being renamed
-    save_session(tx, store.project.project_id, store.project.machine, row, path.stat().st_mtime)
+    # Last written: when it finished (how old listings ordered finished runs), else the file's
+    # own time.
+    written = row.completed_at if row.completed_at is not None else path.stat().st_mtime
+    save_session(tx, store.project.project_id, store.project.machine, row, written)
 
 
 def _checked_id(from_name: str, inside: Any) -> str:
