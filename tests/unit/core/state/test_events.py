@@ -28,6 +28,9 @@ from deepwork_core.state.events import (
     logged_session_ids,
     read_events,
 )
+from deepwork_core.state.store.url import STORE_URL_ENV, set_default_store_url
+
+from tests.conftest import on_postgres
 
 SID = "sess_abc123"
 WHEN = datetime(2026, 11, 23, 21, 50, tzinfo=UTC)
@@ -66,6 +69,7 @@ def test_appended_events_read_back_in_order_with_their_fields(tmp_path: Path) ->
     assert records[1].step_ids == ["one"]
 
 
+@pytest.mark.skipif(on_postgres(), reason="the SQLite store's file")
 def test_the_log_lives_in_the_store_under_the_ignored_runtime_folder(tmp_path: Path) -> None:
     append_event(tmp_path, started())
     assert (tmp_path / ".deepwork/tmp/deepwork.sqlite3").is_file()
@@ -160,6 +164,7 @@ def test_an_old_log_over_the_size_limit_is_refused(
 
 
 def _append_many(root: str, writer: int, count: int) -> None:
+    set_default_store_url(os.environ.get(STORE_URL_ENV))  # as the CLI does
     for index in range(count):
         # Lines far larger than a pipe buffer, so a torn write would show.
         append_event(

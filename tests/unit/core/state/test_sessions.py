@@ -265,9 +265,11 @@ def test_transactions_serialise_read_modify_write_across_threads(store: SessionS
 
 
 _BUMP_SCRIPT = """
-import sys
+import os, sys
 from pathlib import Path
 from deepwork_core.state.sessions import SessionStore
+from deepwork_core.state.store.url import set_default_store_url
+set_default_store_url(os.environ.get("DEEPWORK_STORE_URL"))
 store = SessionStore(Path(sys.argv[1]))
 for _ in range(int(sys.argv[3])):
     with store.transaction() as tx:

@@ -38,6 +38,7 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import SessionError
 from deepwork_core.base.identifiers import check_session_id
 from deepwork_core.base.layout import STACK_FILE, TMP_DIR, session_file_name
+from deepwork_core.base.runtime_dir import ensure_tmp_dir
 from deepwork_core.evidence.hashes import OutputEvidence, OutputHash
 from deepwork_core.evidence.scope import RepoSnapshot
 from deepwork_core.evidence.verdicts import LoggedVerdictKind, ReviewVerdict, VerdictKind
@@ -427,6 +428,8 @@ class StateTransaction:
         """Mirror the stacks into `stack.json` (its format of old), or remove it when empty."""
         main = self.stack_ids(None)
         top_job = self.load(main[-1]).job_name if main else None
+        if main or any(self.stacks().values()):
+            ensure_tmp_dir(self._owner.project_root)  # with its .gitignore, in either mode
         write_stack_marker(self._owner.stack_path, self.stacks(), top_job)
 
     def _load_listed(self, session_id: str) -> Session:
