@@ -74,7 +74,7 @@ def test_export_prints_one_event_a_line(tmp_path: Path) -> None:
     session_id = engine.start("g", "multi", "alpha").brief.session_id
     lines = run("store", "export", session_id, "--path", str(root)).splitlines()
     assert [json.loads(line)["event"] for line in lines] == ["started", "step_begun"]
-    assert "sqlite" in run("store", "info", "--path", str(root))
+    assert "(schema version 1)" in run("store", "info", "--path", str(root))
 
 
 def test_the_environment_url_wins_and_its_password_never_shows(tmp_path: Path) -> None:
