@@ -70,15 +70,15 @@ def _finished_events(database: Path) -> int:
 @pytest.mark.slow
 def test_a_writer_killed_mid_run_loses_no_acknowledged_checkpoint(tmp_path: Path) -> None:
     root = _project(tmp_path)
-    writer = _writer(root, "", 100)
-    assert writer.stdout is not None
     acknowledged = 0
-    for line in writer.stdout:
-        acknowledged = int(line.split()[1])
-        if acknowledged >= 50:
-            writer.send_signal(signal.SIGKILL)
-            break
-    writer.wait(timeout=60)
+    with _writer(root, "", 100) as writer:
+        assert writer.stdout is not None
+        for line in writer.stdout:
+            acknowledged = int(line.split()[1])
+            if acknowledged >= 50:
+                writer.send_signal(signal.SIGKILL)
+                break
+        writer.communicate(timeout=60)
     assert writer.returncode == -signal.SIGKILL
     assert _finished_events(root / ".deepwork/tmp/deepwork.sqlite3") >= acknowledged >= 50
 
