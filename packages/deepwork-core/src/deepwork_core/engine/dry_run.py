@@ -25,6 +25,7 @@ from deepwork_core.engine.results import (
 )
 from deepwork_core.gate.budget import NOT_AN_ATTEMPT
 from deepwork_core.gate.checkpoint import Checkpoint, check_finish_arguments
+from deepwork_core.gate.job_check import submitted_job_feedback
 from deepwork_core.gate.quality import QualityReviewTask
 from deepwork_core.state.review_usage import run_id_of
 from deepwork_core.state.sessions import Session, StateTransaction
@@ -66,8 +67,13 @@ def dry_run_finish(
             run_id=run_id,
         )
         tasks = [_planned(task) for task in gate.tasks(checkpoint)]
+    invalid = submitted_job_feedback(
+        engine.project_root, job.definition.name, steps, validated.merged
+    )
     feedback = (
-        f"Dry run: the outputs pass every check; a real call would run {len(tasks)} review "
+        f"Dry run: a real call would answer needs_work, before any review. {invalid}"
+        if invalid is not None
+        else f"Dry run: the outputs pass every check; a real call would run {len(tasks)} review "
         "task(s), listed in review_tasks. Nothing was recorded."
         if tasks
         else "Dry run: the outputs pass every check; no review applies. Nothing was recorded."

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from deepwork_core.base.errors import DeepWorkError
@@ -23,6 +24,7 @@ from deepwork_core.engine.safeguards import ApprovalOutcome, Findings, Safeguard
 from deepwork_core.evidence.scope import RepoSnapshot
 from deepwork_core.evidence.verdicts import ReviewVerdict, VerdictKind
 from deepwork_core.gate.checkpoint import Gate
+from deepwork_core.gate.job_check import submitted_job_feedback
 from deepwork_core.jobs.discovery import LoadedJob
 from deepwork_core.jobs.model import Step
 from deepwork_core.state.approval_seal import ApprovalKeyError
@@ -35,6 +37,7 @@ class EvidenceSteps:
 
     guards: Safeguards
     gate: Gate | None
+    project_root: Path
 
     if TYPE_CHECKING:
 
@@ -59,7 +62,8 @@ class EvidenceSteps:
         notes: str | None,
         override_reason: str | None,
     ) -> tuple[FinishResult | None, Findings]:
-        """Audit the checkpoint; the answer when an open approval or the findings decide it."""
+        """Audit the checkpoint; the answer when an open approval, the findings or an invalid
+        submitted `job.yml` (`gate.job_check`) decide it."""
         entries = job.definition.workflows_by_name[session.workflow_name].entries
         findings = self.guards.inspect(
             session, job.definition, steps, validated, override_reason,
@@ -69,11 +73,12 @@ class EvidenceSteps:
             answered = self._approval_answer(tx, session, job, validated, notes, findings)
             if answered is not None:
                 return answered, findings
-        if findings.blocked is not None:
+        blocked = findings.blocked or submitted_job_feedback(
+            self.project_root, job.definition.name, steps, validated.merged
+        )
+        if blocked is not None:
             tx.save(session)
-            return needs_work(
-                stack_items(tx, session.agent_id), findings, findings.blocked
-            ), findings
+            return needs_work(stack_items(tx, session.agent_id), findings, blocked), findings
         return None, findings
 
     def _accept(
@@ -114,8 +119,8 @@ class EvidenceSteps:
         checkpoint then runs again, and the engine's approval path decides (docs/evidence.md).
         """
         prompt = result.evidence.approval if result.evidence is not None else None
-        if prompt is None or approver is None:
-            return result
+        if prompt is None or approver is None or self.guards.approvals.trusted.required():
+            return result  # the server cannot sign: where signatures count, a human signs
         answer = approver(prompt)
         if answer is None:
             return result

@@ -35,6 +35,7 @@ from deepwork_core.evidence.scope import RepoSnapshot, take_snapshot, under_git
 from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.jobs.model import JobDefinition, ScopeGuard, Step
 from deepwork_core.state.approval_seal import ApprovalKey
+from deepwork_core.state.approval_signatures import TrustedApprovers
 from deepwork_core.state.approvals import (
     ApprovalChannel,
     ApprovalRecord,
@@ -96,10 +97,11 @@ class Safeguards:
         project_root: Path,
         clock: Callable[[], datetime],
         approval_key: ApprovalKey | None = None,
+        approvers: TrustedApprovers | None = None,
     ) -> None:
         self.project_root = project_root
         self.clock = clock
-        self.approvals = ApprovalStore(project_root, approval_key)
+        self.approvals = ApprovalStore(project_root, approval_key, trusted=approvers)
 
     # --- steps begin ---------------------------------------------------------------------------
 
@@ -209,7 +211,10 @@ class Safeguards:
                 "quality_review_override_reason explaining why they belong to this step."
             )
         elif final and audit.stale and override_reason is None:
-            blocked, rereview = self._stale_at_the_end(session, job, audit.stale, reviewable)
+            resubmitted = _submitted_paths(validated)
+            blocked, rereview = self._stale_at_the_end(
+                session, job, audit.stale, reviewable, resubmitted
+            )
         return Findings(audit, note, rereview, blocked)
 
     def _stale_at_the_end(
@@ -218,7 +223,13 @@ class Safeguards:
         job: JobDefinition,
         stale: list[StaleEvidence],
         reviewable: bool,
+        resubmitted: frozenset[str] = frozenset(),
     ) -> tuple[str | None, tuple[str, ...]]:
+        """Send the agent back once to learn of the changed files, then review them again.
+
+        Files this checkpoint submits as its own outputs are ones the agent knowingly changed:
+        their earlier reviews run again at once, without the round trip.
+        """
         steps = sorted({item.step_id for item in stale})
         paths = sorted(item.path for item in stale)
         changed = (
@@ -232,7 +243,7 @@ class Safeguards:
                 "quality_review_override_reason saying why the change is fine, or undo it.",
                 (),
             )
-        if paths != session.stale_reported:
+        if paths != session.stale_reported and not set(paths) <= resubmitted:
             session.stale_reported = paths
             return (
                 f"{changed} Call finished_step again with this step's outputs: the reviews of "
@@ -350,15 +361,23 @@ class Safeguards:
     ) -> tuple[ApprovalOutcome, ApprovalRecord | None]:
         """What became of the session's open request, judged against the outputs now.
 
-        Raises `approval.unverified` for a decision that is not sealed with the project's key or
-        has no `approval` event in the log: the session stays as it is, waiting.
+        A request that is not the one this server opened (its seal does not verify, or its steps
+        or files are not the ones the session waits on) is void: the server asks anew, and no
+        decision on it counts. Raises `approval.unverified` for a decision that is not sealed
+        (or signed, where required) or has no `approval` event in the log: the session stays as
+        it is, waiting.
         """
         pending = session.pending_approval
         assert pending is not None
         if _keys(findings.audit.hashes) != _keys(pending.hashes):
             return ApprovalOutcome.VOID, None
+        record = self.approvals.load(session.session_id)
+        if record is None or not _asks_for(record, pending):
+            return ApprovalOutcome.VOID, None
+        if self.approvals.why_request_unverified(record) is not None:
+            return ApprovalOutcome.VOID, None
         record = self.approvals.load_verified(session.session_id)
-        if record is None or record.request.request_id != pending.request_id:
+        if record is None or not _asks_for(record, pending):
             return ApprovalOutcome.VOID, None
         if record.decision is None:
             return ApprovalOutcome.WAIT, record
@@ -409,6 +428,17 @@ def prompt_of(request: ApprovalRequest) -> ApprovalPrompt:
     )
 
 
+def _asks_for(record: ApprovalRecord, pending: PendingApproval) -> bool:
+    """True when `record` is the request `pending` waits on: same id, steps and shown files."""
+    request = record.request
+    hashes = {(h.output, h.path, h.sha256) for h in pending.hashes}
+    return (
+        request.request_id == pending.request_id
+        and request.step_ids == pending.step_ids
+        and all((s.output, s.path, s.sha256) in hashes for s in request.shown)
+    )
+
+
 def _has_reviews(job: JobDefinition, step_id: str) -> bool:
     step = job.steps_by_id.get(step_id)
     return step is not None and bool(step.reviews)
@@ -455,3 +485,13 @@ def outputs_with(
 def join_notes(*notes: str | None) -> str | None:
     """The notes that are set, as one text (the branch note and the scope guard's)."""
     return " ".join(note for note in notes if note) or None
+
+
+def _submitted_paths(validated: ValidatedOutputs) -> frozenset[str]:
+    """Every path among the checkpoint's submitted outputs."""
+    return frozenset(
+        path
+        for outputs in validated.by_step.values()
+        for value in outputs.values()
+        for path in ([value] if isinstance(value, str) else value)
+    )

@@ -19,12 +19,20 @@ as `events.corrupt`, naming the session and its position; a record of an unknown
 Before the store, each session had a JSON Lines file `.deepwork/tmp/events/<session_id>.jsonl`;
 `iter_events` still reads such a file (the store imports them on its first open, and
 `deepwork store export` writes a run in the same form).
+
+Observers (OpenTelemetry export in `deepwork_mcp.telemetry`) follow the log through
+`add_event_listener`: each listener is called with every event after it is written, in the
+writer's thread. A listener must be quick and must not raise; one that raises is removed and the
+write it followed still stands (the log is the record, observers are extras).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Iterator
+import logging
+import threading
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
@@ -39,6 +47,8 @@ from deepwork_core.state.event_kinds import EventLogError as EventLogError
 from deepwork_core.state.event_kinds import EventName as EventName
 from deepwork_core.state.event_kinds import EventRecord, KnownEvent, parse_line
 from deepwork_core.state.store.opening import existing_store, shared_store
+
+logger = logging.getLogger("deepwork.events")
 
 EVENTS_SUFFIX: Final = ".jsonl"
 #: A log larger than this is refused on read rather than loaded whole into memory.
@@ -56,6 +66,37 @@ def events_path(project_root: Path, session_id: str) -> Path:
     return events_dir(project_root) / f"{session_id}{EVENTS_SUFFIX}"
 
 
+#: Called with the project root and each event after its line is written.
+EventListener = Callable[[Path, KnownEvent], None]
+
+_listeners: list[EventListener] = []
+_listeners_lock = threading.Lock()
+
+
+def add_event_listener(listener: EventListener) -> Callable[[], None]:
+    """Call `listener` after every event appended in this process; returns its remover."""
+    with _listeners_lock:
+        _listeners.append(listener)
+
+    def remove() -> None:
+        with _listeners_lock, contextlib.suppress(ValueError):
+            _listeners.remove(listener)
+
+    return remove
+
+
+def _notify(project_root: Path, event: KnownEvent) -> None:
+    with _listeners_lock:
+        listeners = tuple(_listeners)
+    for listener in listeners:
+        try:
+            listener(project_root, event)
+        except Exception:  # an observer must never fail the write it follows
+            logger.exception("event listener %r failed; it is removed", listener)
+            with _listeners_lock, contextlib.suppress(ValueError):
+                _listeners.remove(listener)
+
+
 def event_line(event: EventRecord) -> str:
     """The event as one JSON line without its newline (every field, `v` first)."""
     return json.dumps(event.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":"))
@@ -63,7 +104,8 @@ def event_line(event: EventRecord) -> str:
 
 def append_event(project_root: Path, event: KnownEvent) -> None:
     """Append `event` to its session's log (committed before this returns, unless it joins a
-    transaction already open on the store, with which it then commits)."""
+    transaction already open on the store, with which it then commits), then tell the
+    listeners (`add_event_listener`)."""
     check_session_id(event.session_id)
     store = shared_store(project_root)
     with store.write() as tx:
@@ -77,6 +119,8 @@ def append_event(project_root: Path, event: KnownEvent) -> None:
                 event_line(event),
             ),
         )
+    if _listeners:
+        _notify(project_root, event)
 
 
 def read_events(project_root: Path, session_id: str) -> list[EventRecord]:
