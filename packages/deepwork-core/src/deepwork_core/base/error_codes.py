@@ -106,8 +106,7 @@ class ErrorCode(StrEnum):
     FILE_NOT_FOUND = "file.not_found"
     """A project file that was to be read does not exist."""
     FILE_NOT_REGULAR = "file.not_regular"
-    """A project file is a FIFO, socket, device or folder; it is not opened for reading, so it
-    cannot block."""
+    """A project file is a FIFO, socket, device or folder: never opened, so it cannot block."""
     FILE_NOT_TEXT = "file.not_text"
     """A project file is not UTF-8 text."""
     FILE_TOO_LARGE = "file.too_large"
@@ -127,8 +126,7 @@ class ErrorCode(StrEnum):
     GRAPH_RENDER_FAILED = "graph.render_failed"
     """Graphviz `dot` failed or ran past its time limit while drawing SVG."""
     GRAPH_RENDERER_MISSING = "graph.renderer_missing"
-    """SVG needs Graphviz's `dot` program, which is not on `PATH`; install Graphviz or use
-    `--format mermaid`."""
+    """SVG needs Graphviz's `dot` on `PATH`: install Graphviz or use `--format mermaid`."""
 
     HOOK_BAD_INPUT = "hook.bad_input"
     """The event on a hook's stdin is not a JSON object."""
@@ -386,8 +384,7 @@ class ErrorCode(StrEnum):
     REVIEW_NOT_A_GIT_REPOSITORY = "review.not_a_git_repository"
     """Changed files can only be found in a git work tree."""
     REVIEW_STATE_UNREADABLE = "review.state_unreadable"
-    """A review pass list under `.deepwork/tmp/review_passes/` is not a regular file or cannot
-    be read or written."""
+    """A review pass list in `.deepwork/tmp/review_passes/` is not a file or cannot be read."""
     REVIEW_STDIN_TIMEOUT = "review.stdin_timeout"
     """`deepwork review` began reading a file list on stdin that did not end in time."""
     REVIEW_TOO_LARGE = "review.too_large"
@@ -413,7 +410,7 @@ class ErrorCode(StrEnum):
     SESSION_NOT_FOUND = "session.not_found"
     """No session has the given id."""
     SESSION_STATE_CORRUPT = "session.state_corrupt"
-    """A state file under `.deepwork/tmp/` cannot be read; it is named."""
+    """A session in the store, or an old state file being imported, cannot be read; it is named."""
 
     STORE_AUTH_FAILED = "store.auth_failed"
     """PostgreSQL refused the store URL's user or password (masked in the message)."""
