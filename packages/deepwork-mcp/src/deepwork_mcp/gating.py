@@ -39,7 +39,7 @@ from deepwork_core.gate.quality import (
 from deepwork_core.jobs.model import Step
 from deepwork_review import rule_file_problems, rule_review_tasks
 
-from deepwork_mcp.reviewer import ClaudeReviewer
+from deepwork_mcp.reviewer import CliReviewer
 
 _NOTHING_TO_REVIEW = "No review applies to the submitted outputs."
 #: The warning code of a `.deepreview` file or rule the gate could not load.
@@ -118,7 +118,7 @@ class ExternalGate(_Planner):
 
     def __init__(
         self,
-        reviewer: ClaudeReviewer,
+        reviewer: CliReviewer,
         *,
         deepreview_rules: bool = True,
         review_depth: ReviewDepth = DEFAULT_REVIEW_DEPTH,

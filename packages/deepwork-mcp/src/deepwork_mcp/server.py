@@ -74,7 +74,7 @@ def check_gate(settings: QualityGateConfig) -> None:
 
 
 def build_gate(settings: QualityGateConfig, trace_env: TraceEnv | None = None) -> Gate | None:
-    """The quality gate for these settings: None (off), self-review, or the Claude CLI runner
+    """The quality gate for these settings: None (off), self-review, or a reviewer CLI
     (`trace_env`: the trace variables of its processes, when telemetry is on)."""
     check_gate(settings)
     if not settings.enabled:
@@ -86,10 +86,10 @@ def build_gate(settings: QualityGateConfig, trace_env: TraceEnv | None = None) -
         return SelfReviewGate(
             deepreview_rules=settings.deepreview_rules, review_depth=settings.review_depth
         )
-    from deepwork_mcp.reviewer import ClaudeReviewer
+    from deepwork_mcp.reviewer import CliReviewer
 
-    reviewer = ClaudeReviewer(
-        runner,
+    reviewer = CliReviewer(
+        runner=runner,
         base_timeout=settings.timeout_seconds,
         max_parallel=settings.max_parallel,
         stall_timeout=settings.stall_timeout,
@@ -202,11 +202,12 @@ def _services_factory(
 
         def make_engine() -> WorkflowEngine:
             from deepwork_core.base.layout import APPROVERS_DIR
+            from deepwork_core.engine.fanout.fan_in import recover
             from deepwork_core.engine.workflow import WorkflowEngine
             from deepwork_core.state.approval_signatures import TrustedApprovers
             from deepwork_core.state.sessions import SessionStore
 
-            return WorkflowEngine(
+            engine = WorkflowEngine(
                 folder,
                 catalog,
                 SessionStore(folder),
@@ -216,7 +217,13 @@ def _services_factory(
                 output_limits=config.outputs,
                 approval_key=approval_key(keys, folder),
                 approvers=TrustedApprovers(folder / APPROVERS_DIR, shared=shared),
+                max_instances=config.limits.max_instances,
             )
+            try:  # a crash may have left a fan-out half-made (docs/fan-out.md)
+                recover(engine.fan, engine.store, catalog)
+            except DeepWorkError as exc:  # the calls that touch it will say so
+                logger.warning("fan-out recovery: %s: %s", exc.code, exc.message)
+            return engine
 
         return ProjectServices(folder, catalog, make_engine)
 

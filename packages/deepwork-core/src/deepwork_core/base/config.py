@@ -17,8 +17,8 @@ from deepwork_core.base.layout import CONFIG_FILE
 from deepwork_core.base.yamlio import read_yaml_file
 
 #: The external reviewers `quality_gate.external_runner` may name (None: self-review).
-ExternalRunner = Literal["claude"]
-EXTERNAL_RUNNERS: Final[tuple[ExternalRunner, ...]] = ("claude",)
+ExternalRunner = Literal["claude", "codex", "gemini"]
+EXTERNAL_RUNNERS: Final[tuple[ExternalRunner, ...]] = get_args(ExternalRunner)
 #: Per-review-task timeout of the external reviewer, in seconds ...
 DEFAULT_REVIEW_TIMEOUT: Final = 240
 #: ... plus this many seconds for each reviewed file beyond `TIMEOUT_FREE_FILES`.
@@ -77,7 +77,7 @@ class ReviewBudget(_Section):
 
 class QualityGateConfig(_Section):
     enabled: bool = True
-    #: None = self-review by the agent; "claude" = run the Claude CLI as the reviewer.
+    #: None = self-review by the agent; else the CLI run as the reviewer (claude, codex, gemini).
     external_runner: ExternalRunner | None = None
     max_attempts: int = Field(default=DEFAULT_MAX_QUALITY_ATTEMPTS, ge=1, le=MAX_ATTEMPTS_LIMIT)
     timeout_seconds: int = Field(default=DEFAULT_REVIEW_TIMEOUT, ge=1, le=TIMEOUT_LIMIT_S)
@@ -112,6 +112,13 @@ class StoreConfig(_Section):
     url: str | None = None
 
 
+class LimitsConfig(_Section):
+    """Caps on what one run may start (docs/limits.md)."""
+
+    #: The most instances one `for_each` step may fan out to (docs/fan-out.md).
+    max_instances: int = Field(default=200, ge=1, le=100_000)
+
+
 class DeepWorkConfig(_Section):
     version: str = "1.0"
     platforms: list[Platform] = Field(default_factory=lambda: [DEFAULT_PLATFORM])
@@ -119,6 +126,7 @@ class DeepWorkConfig(_Section):
     git: GitConfig = Field(default_factory=GitConfig)
     outputs: OutputsConfig = Field(default_factory=OutputsConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
 
     @property
     def platform(self) -> str:

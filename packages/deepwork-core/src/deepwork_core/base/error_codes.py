@@ -63,7 +63,6 @@ class ErrorCode(StrEnum):
 
     CONFIG_INVALID = "config.invalid"
     """`.deepwork/config.yml` is not valid (unknown key, wrong type, bad value)."""
-
     CONVERT_FILE_EXISTS = "convert.file_exists"
     """The converted job would overwrite a file (the converted `job.yml`, its backup, or an
     instruction file); move it away first."""
@@ -73,14 +72,12 @@ class ErrorCode(StrEnum):
     """The job to convert is not valid; fix it first (`deepwork jobs validate`)."""
     CONVERT_SAME_FORMAT = "convert.same_format"
     """The job is already written in the format asked for."""
-
     DASHBOARD_BIND_FAILED = "dashboard.bind_failed"
     """`deepwork dashboard` could not listen on the asked port of 127.0.0.1 (in use, or not
     allowed); pick another with `--port`, or `--port 0` for any free one."""
 
     DEEPWORK_ERROR = "deepwork.error"
     """Generic DeepWork error; every specific error has its own code."""
-
     DOC_SPEC_INVALID = "doc_spec.invalid"
     """A doc spec file is invalid; the findings follow."""
     DOC_SPEC_INVALID_VALUE = "doc_spec.invalid_value"
@@ -95,14 +92,20 @@ class ErrorCode(StrEnum):
     """A doc spec file cannot be read or is too large."""
     DOC_SPEC_YAML = "doc_spec.yaml"
     """A doc spec frontmatter is not valid YAML."""
-
     EVENTS_CORRUPT = "events.corrupt"
     """An event log line is not an event record, or the log is not a regular file (named)."""
     EVENTS_ERROR = "events.error"
     """Generic event log error."""
     EVENTS_TOO_LARGE = "events.too_large"
     """An event log is larger than the 64 MiB a reader loads."""
-
+    FAN_OUT_EVIDENCE_CHANGED = "fan_out.evidence_changed"
+    """Warning: a merged output differs from the bytes its instance's review covered."""
+    FAN_OUT_INCOMPLETE = "fan_out.incomplete"
+    """Fan-in while instances run (named), or with aborted ones and no `allow_partial`."""
+    FAN_OUT_MERGE_CONFLICT = "fan_out.merge_conflict"
+    """An instance's branch conflicts (instance and files named); the run's tree is unchanged."""
+    FAN_OUT_TOO_MANY_INSTANCES = "fan_out.too_many_instances"
+    """More items than `limits.max_instances`; refused before any instance is created."""
     FILE_NOT_FOUND = "file.not_found"
     """A project file that was to be read does not exist."""
     FILE_NOT_REGULAR = "file.not_regular"
@@ -113,7 +116,6 @@ class ErrorCode(StrEnum):
     """A project file is larger than the limit for its kind (`docs/limits.md`)."""
     FILE_UNREADABLE = "file.unreadable"
     """A project file cannot be opened or read."""
-
     GIT_FAILED = "git.failed"
     """A git command exited with an error."""
     GIT_NOT_INSTALLED = "git.not_installed"
@@ -122,12 +124,10 @@ class ErrorCode(StrEnum):
     """A git command printed more than its output cap and was killed."""
     GIT_TIMEOUT = "git.timeout"
     """A git command ran past its time limit and was killed."""
-
     GRAPH_RENDER_FAILED = "graph.render_failed"
     """Graphviz `dot` failed or ran past its time limit while drawing SVG."""
     GRAPH_RENDERER_MISSING = "graph.renderer_missing"
     """SVG needs Graphviz's `dot` on `PATH`: install Graphviz or use `--format mermaid`."""
-
     HOOK_BAD_INPUT = "hook.bad_input"
     """The event on a hook's stdin is not a JSON object."""
     HOOK_BAD_PLATFORM = "hook.bad_platform"
@@ -148,7 +148,6 @@ class ErrorCode(StrEnum):
     """No complete event arrived on a hook's stdin in time."""
     HOOK_UNKNOWN = "hook.unknown"
     """`deepwork hook` was given a hook name it does not know."""
-
     IDENTIFIER_INVALID = "identifier.invalid"
     """A job, workflow, step or session name does not match its pattern."""
 
@@ -190,6 +189,8 @@ class ErrorCode(StrEnum):
     """Two workflows have the same `name`."""
     JOB_DUPLICATE_WORKFLOW_STEP = "job.duplicate_workflow_step"
     """A workflow lists the same step twice."""
+    JOB_EXTENSION = "job.extension"
+    """Warning: `for_each` (docs/fan-out.md), which DeepWork 0.9.x and 0.10 to 0.14 do not read."""
     JOB_FILE_MISSING = "job.file_missing"
     """A file the job refers to (instructions, doc spec, hook file) does not exist."""
     JOB_INPUT_NOT_DEPENDENCY = "job.input_not_dependency"
@@ -205,6 +206,8 @@ class ErrorCode(StrEnum):
     `from_step`)."""
     JOB_INVALID_JSON_SCHEMA = "job.invalid_json_schema"
     """A `json_schema` of a step argument is not a valid JSON Schema."""
+    JOB_INVALID_FOR_EACH = "job.invalid_for_each"
+    """A misplaced `for_each`, or its companion keys without it (docs/fan-out.md)."""
     JOB_INVALID_MAY_CHANGE = "job.invalid_may_change"
     """A `may_change` glob starts with `/` or contains `..`; globs are relative to the project."""
     JOB_INVALID_RUN_EACH = "job.invalid_run_each"
@@ -285,8 +288,7 @@ class ErrorCode(StrEnum):
     OUTPUTS_INVALID = "outputs.invalid"
     """Submitted outputs do not match the step's declaration."""
     OUTPUTS_JSON_TOO_DEEP = "outputs.json_too_deep"
-    """A file checked against a `json_schema` nests arrays and objects more than 100 levels
-    deep."""
+    """A file checked against a `json_schema` nests arrays and objects more than 100 levels deep."""
     OUTPUTS_JSON_TOO_LARGE = "outputs.json_too_large"
     """A file checked against a `json_schema` is larger than `outputs.json_max_bytes` (default
     16 MiB); the error names both sizes."""
@@ -309,8 +311,7 @@ class ErrorCode(StrEnum):
     """A `file` output was not one path, or a `files` output not a list of paths."""
 
     PATH_GIT_INTERNAL = "path.git_internal"
-    """A path lies inside a `.git` folder; git's own files are never an output or a review
-    input."""
+    """A path lies inside a `.git` folder; git's own files are never an output or a review input."""
     PATH_OUTSIDE_PROJECT = "path.outside_project"
     """A path resolves, after symbolic links, outside the project."""
 
@@ -334,7 +335,8 @@ class ErrorCode(StrEnum):
     QUALITY_GATE_ERROR = "quality_gate.error"
     """Generic quality gate error."""
     QUALITY_GATE_EXECUTION_ERROR = "quality_gate.execution_error"
-    """The reviewer ended with `subtype: error_during_execution`."""
+    """The reviewer failed while it ran (claude `error_during_execution`, a codex `turn.failed`,
+    a gemini error result)."""
     QUALITY_GATE_EXIT_CODE = "quality_gate.exit_code"
     """The reviewer process exited with an error."""
     QUALITY_GATE_IS_ERROR = "quality_gate.is_error"
@@ -344,7 +346,7 @@ class ErrorCode(StrEnum):
     QUALITY_GATE_MAX_TURNS = "quality_gate.max_turns"
     """The reviewer ended with `subtype: error_max_turns` before it answered."""
     QUALITY_GATE_NOT_INSTALLED = "quality_gate.not_installed"
-    """The reviewer command (`claude`) is not on `PATH`."""
+    """The reviewer command (`claude`, `codex` or `gemini`) is not on `PATH`."""
     QUALITY_GATE_OUTPUT_TOO_LARGE = "quality_gate.output_too_large"
     """The reviewer printed more than 8 MiB and was stopped."""
     QUALITY_GATE_OVERRIDE_REASON_EMPTY = "quality_gate.override_reason_empty"
@@ -476,11 +478,9 @@ def area_of(code: str) -> str:
 
 @cache
 def _meanings() -> dict[str, str]:
-    """Member name -> meaning, read from the string under each member of `ErrorCode`.
-
-    Parsed from this module's source when first asked for (by the docs generator and the
-    tests), so the server, which never needs a meaning, never pays for it.
-    """
+    """Member name -> meaning, read from the string under each member of `ErrorCode`.  Parsed from
+    this module's source when first asked for (by the docs generator and the tests), so the server,
+    which never needs a meaning, never pays for it."""
     import ast
     from itertools import pairwise
     from pathlib import Path

@@ -26,6 +26,8 @@ from deepwork_core.engine.briefing import InstructionReader, reviewer_inputs
 from deepwork_core.engine.checkpoints import count_attempt, current_checkpoint
 from deepwork_core.engine.dry_run import give_back_attempt, run_of
 from deepwork_core.engine.evidence_steps import EvidenceSteps, needs_work
+from deepwork_core.engine.fanout.fan_in import complete_fan_in
+from deepwork_core.engine.fanout.instances import FanOutRunner
 from deepwork_core.engine.nesting import (
     Nesting,
     begin_checkpoint,
@@ -121,6 +123,7 @@ class WorkflowEngine(EvidenceSteps):
         output_limits: OutputsConfig | None = None,
         approval_key: ApprovalKey | None = None,
         approvers: TrustedApprovers | None = None,
+        max_instances: int | None = None,
     ) -> None:
         self.project_root = project_root
         self.catalog = catalog
@@ -133,9 +136,9 @@ class WorkflowEngine(EvidenceSteps):
         self.instructions = InstructionReader(project_root)
         self.events = SessionEvents(project_root, clock)
         self.guards = Safeguards(project_root, clock, approval_key, approvers)
-        self.nesting = Nesting(
-            catalog, self.instructions, self.events.started, clock, self.guards.begin_nested
-        )
+        self.fan = FanOutRunner(project_root, clock, self.events, self.guards, max_instances)
+        nested = (catalog, self.instructions, self.events.started, clock, self.guards.begin_nested)
+        self.nesting = Nesting(*nested, self.fan)
 
     # --- reads -------------------------------------------------------------------------------
 
@@ -265,10 +268,12 @@ class WorkflowEngine(EvidenceSteps):
         work_summary: str | None = None,
     ) -> FinishResult | _Pending:
         """Validate the outputs; advance when no review is due, else count the attempt."""
-        gate = self.gate
         with self.store.transaction() as tx:
             session = target_session(tx, session_id, agent_id)
             job, steps = current_checkpoint(self.catalog, session)
+            if self.fan.mend(tx, job, session):  # the parent of a fan-out: fan in
+                return complete_fan_in(self.fan, tx, job, session, self._advance, notes)
+            outputs = self.fan.submitted(session, outputs)
             validated = validate_outputs(self.project_root, steps, outputs, self.output_limits)
             self.events.outputs_submitted(
                 session.session_id, session.current_step_ids, validated.merged, notes
@@ -278,6 +283,7 @@ class WorkflowEngine(EvidenceSteps):
             )
             if answered is not None:
                 return answered
+            gate = self.gate
             reviewed = gate is not None and (gate.consulted_for(steps) or bool(findings.rereview))
             if gate is None or not reviewed:
                 return self._accept(tx, session, job, validated, notes, findings, override_reason)
@@ -389,6 +395,7 @@ class WorkflowEngine(EvidenceSteps):
             session.completed_at = self.clock()
             tx.save(session)
             tx.remove_from_stack(session.session_id)
+            self.fan.aborted(tx, session, explanation)
             self.events.aborted(session, explanation)
             stack = stack_items(tx, session.agent_id)
         top = stack[-1] if stack else None
@@ -424,6 +431,8 @@ class WorkflowEngine(EvidenceSteps):
         snapshot: RepoSnapshot | None = None,
         probe: bool = False,
     ) -> FinishResult:
+        if session.instance_of is not None:  # an instance ends here; its parent fans in
+            return self.fan.complete(tx, job, session, validated, notes)
         now = self.clock()
         for step_id in session.current_step_ids:
             record = session.step_progress.setdefault(
@@ -437,6 +446,7 @@ class WorkflowEngine(EvidenceSteps):
         entries = workflow.entries
         next_index = session.current_entry_index + 1
         if next_index < len(entries):
+            self.fan.check(session, job.definition, entries[next_index])
             session.current_entry_index = next_index
             session.current_step_ids = list(entries[next_index])
             for step_id in entries[next_index]:

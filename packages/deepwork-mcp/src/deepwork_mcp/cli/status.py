@@ -21,7 +21,7 @@ import click
 from deepwork_core import DeepWorkError
 from deepwork_core.base.escaping import printable
 from deepwork_core.state.overview import ActiveEntry, ProjectOverview, project_overview
-from deepwork_core.state.review_usage import ReviewUsage
+from deepwork_core.state.review_usage import ReviewUsage, cost_text
 from deepwork_core.state.sessions import SessionStore
 from deepwork_core.state.store.opening import shared_store
 from deepwork_core.state.store.runs import StoredRun, list_runs
@@ -75,7 +75,7 @@ def usage_line(usage: ReviewUsage) -> str:
     line = (
         f"reviews: {usage.calls} call(s), {usage.tokens} tokens "
         f"({usage.input_tokens} in, {usage.output_tokens} out, {usage.cache_read_tokens} cache "
-        f"read, {usage.cache_creation_tokens} cache write), {usage.cost_usd:.4f} USD"
+        f"read, {usage.cache_creation_tokens} cache write), {cost_text(usage)}"
     )
     if usage.self_reviews:
         line += f"; {usage.self_reviews} self-review(s), not metered"
@@ -207,7 +207,7 @@ def status(project: Path, as_json: bool, watching: bool, finished: int, all_proj
         if as_json:
             text = printable(overview.model_dump_json(indent=2), keep="\n") + "\n"
         else:
-            text = render_text(overview, datetime.now(UTC))
+            text = render_text(overview, datetime.now(UTC)) + _worktrees_text(store)
         click.echo((_CLEAR if watching else "") + text, nl=False)
 
     if not watching:
@@ -215,3 +215,18 @@ def status(project: Path, as_json: bool, watching: bool, finished: int, all_proj
         return
     with contextlib.suppress(KeyboardInterrupt):
         watch(draw, lambda: state_fingerprint(store.state_dir))
+
+
+def _worktrees_text(store: SessionStore) -> str:
+    """The fan-out worktrees still on disk, each with why (docs/fan-out.md); empty when none."""
+    from deepwork_core.engine.fanout.fan_in import leftovers
+    from deepwork_core.engine.fanout.worktrees import Worktrees
+
+    worktrees = Worktrees(store.project_root)
+    if not worktrees.on_disk():
+        return ""
+    with store.transaction() as tx:
+        found = leftovers(worktrees, tx)
+    lines = ["", "Fan-out worktrees:"]
+    lines += [printable(f"  {item.folder}: {item.reason}") for item in found]
+    return "\n".join(lines) + "\n"
