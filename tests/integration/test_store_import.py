@@ -56,9 +56,20 @@ def test_the_old_files_are_imported_once_and_kept_renamed(root: Path) -> None:
     ]
 
 
+def _known(new: Any, old: Any) -> Any:
+    """`new` without the keys later versions added (fields are only ever added)."""
+    if isinstance(new, dict) and isinstance(old, dict):
+        return {k: _known(v, old[k]) for k, v in new.items() if k in old}
+    if isinstance(new, list) and isinstance(old, list) and len(new) == len(old):
+        return [_known(n, o) for n, o in zip(new, old, strict=True)]
+    return new
+
+
 def test_status_and_stats_print_as_before(root: Path) -> None:
-    assert run("status", "--json", "--path", str(root)) == (OLD / "renders/status.json").read_text()
-    assert run("stats", "--json", "--path", str(root)) == (OLD / "renders/stats.json").read_text()
+    for command in ("status", "stats"):
+        old = json.loads((OLD / f"renders/{command}.json").read_text())
+        new = json.loads(run(command, "--json", "--path", str(root)))
+        assert _known(new, old) == old
 
 
 @pytest.mark.parametrize("name", sorted(IDS))
@@ -79,9 +90,9 @@ def test_export_writes_the_old_log_lines(root: Path) -> None:
 async def test_get_active_workflow_answers_as_before(root: Path) -> None:
     async with Client(create_server(root)) as client:
         result = await client.call_tool("get_active_workflow", {})
-    answer: Any = result.structured_content
-    text = json.dumps(answer, indent=2, sort_keys=True).replace(str(root), "<ROOT>") + "\n"
-    assert text == (OLD / "renders/get_active_workflow.json").read_text()
+    answer: Any = json.loads(json.dumps(result.structured_content).replace(str(root), "<ROOT>"))
+    old = json.loads((OLD / "renders/get_active_workflow.json").read_text())
+    assert _known(answer, old) == old
 
 
 def test_the_run_continues_where_the_old_files_left_it(root: Path) -> None:
