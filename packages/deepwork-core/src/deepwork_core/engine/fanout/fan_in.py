@@ -61,8 +61,13 @@ def complete_fan_in(
 def recover(runner: FanOutRunner, store: SessionStore, catalog: JobCatalog) -> list[str]:
     """At the first use of a project: mend fan-outs a crash interrupted and remove worktrees
     nothing needs (`sweep`); the folders removed."""
-    if not store.stack_path.exists() and not runner.worktrees.on_disk():
-        return []
+    if not store.stack_path.exists():
+        # Nothing runs, so nothing is in flight: every instance folder or branch is a leftover
+        # (a crash can land between `git worktree add` making the branch and the state naming it).
+        leftovers = sorted({*runner.worktrees.on_disk(), *runner.worktrees.branches()})
+        for folder in leftovers:
+            runner.worktrees.remove_orphan(folder)
+        return leftovers
     with store.transaction() as tx:
         return sweep(runner, tx, catalog)
 
@@ -168,7 +173,7 @@ def sweep(runner: FanOutRunner, tx: StateTransaction, catalog: JobCatalog) -> li
                 keep.add(instance.worktree)
     for folder in runner.worktrees.on_disk():
         if folder not in keep:
-            runner.worktrees.remove_folder(folder)
+            runner.worktrees.remove_orphan(folder)
             removed.append(folder)
     return removed
 
