@@ -39,7 +39,7 @@ from deepwork_mcp.tools.workflows import register_workflow_tools
 if TYPE_CHECKING:
     from deepwork_core.engine.branching import BranchOutcome
     from deepwork_core.engine.workflow import BranchMaker, WorkflowEngine
-    from deepwork_core.gate.checkpoint import Gate
+    from deepwork_core.gate.gates import Gate
 
 logger = logging.getLogger("deepwork.mcp")
 
@@ -76,13 +76,13 @@ def build_gate(settings: QualityGateConfig) -> Gate | None:
     check_gate(settings)
     if not settings.enabled:
         return None
-    from deepwork_mcp.gating import ExternalGate, SelfReviewGate  # with the engine, on first use
+    from deepwork_core.gate.gates import ExternalGate, SelfReviewGate  # with the engine
+    from deepwork_review import GateRules
 
+    rules = GateRules() if settings.deepreview_rules else None
     runner = settings.external_runner
     if runner is None:
-        return SelfReviewGate(
-            deepreview_rules=settings.deepreview_rules, review_depth=settings.review_depth
-        )
+        return SelfReviewGate(rules=rules, review_depth=settings.review_depth)
     from deepwork_mcp.reviewer import ClaudeReviewer
 
     reviewer = ClaudeReviewer(
@@ -95,7 +95,11 @@ def build_gate(settings: QualityGateConfig) -> Gate | None:
         budget=settings.budget,
     )
     return ExternalGate(
-        reviewer, deepreview_rules=settings.deepreview_rules, review_depth=settings.review_depth
+        reviewer,
+        rules=rules,
+        review_depth=settings.review_depth,
+        wait_seconds=settings.wait_seconds,
+        max_parallel=settings.max_parallel,
     )
 
 

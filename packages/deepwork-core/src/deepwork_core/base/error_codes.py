@@ -345,8 +345,13 @@ class ErrorCode(StrEnum):
     """The reviewer command (`claude`) is not on `PATH`."""
     QUALITY_GATE_OUTPUT_TOO_LARGE = "quality_gate.output_too_large"
     """The reviewer printed more than 8 MiB and was stopped."""
+    QUALITY_GATE_OUTPUTS_CHANGED = "quality_gate.outputs_changed"
+    """The files under review changed while a background review ran, so its verdict was not
+    recorded; call `finished_step` again to review them as they are now (not an attempt)."""
     QUALITY_GATE_OVERRIDE_REASON_EMPTY = "quality_gate.override_reason_empty"
     """`quality_review_override_reason` was given but blank."""
+    QUALITY_GATE_REVIEWER_FAILED = "quality_gate.reviewer_failed"
+    """A background review ended with an unexpected error of the reviewer adapter."""
     QUALITY_GATE_REVIEWER_STALLED = "quality_gate.reviewer_stalled"
     """The reviewer went silent past `quality_gate.stall_timeout`, and so did its retry; use
     the self-review file named in the answer (not an attempt)."""

@@ -10,12 +10,12 @@ See docs/quality-gate.md, "Dry run".
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import Protocol
 
-from deepwork_core.base.config import DEFAULT_REVIEW_DEPTH
-from deepwork_core.base.error_codes import ErrorCode
+from deepwork_core.base.config import DEFAULT_REVIEW_DEPTH, OutputsConfig
 from deepwork_core.engine.briefing import reviewer_inputs
-from deepwork_core.engine.checkpoints import current_checkpoint
+from deepwork_core.engine.checkpoints import current_checkpoint, run_of
 from deepwork_core.engine.outputs import validate_outputs
 from deepwork_core.engine.results import (
     EvidenceReport,
@@ -23,19 +23,31 @@ from deepwork_core.engine.results import (
     FinishStatus,
     PlannedReview,
 )
-from deepwork_core.gate.budget import NOT_AN_ATTEMPT
 from deepwork_core.gate.checkpoint import Checkpoint, check_finish_arguments
-from deepwork_core.gate.quality import QualityReviewTask
-from deepwork_core.state.review_usage import run_id_of
-from deepwork_core.state.sessions import Session, StateTransaction
+from deepwork_core.gate.gates import Gate
+from deepwork_core.gate.tasks import QualityReviewTask
+from deepwork_core.jobs.discovery import JobCatalog
+from deepwork_core.state.sessions import SessionStore
 from deepwork_core.state.stacks import check_target, stack_items, target_session
 
-if TYPE_CHECKING:
-    from deepwork_core.engine.workflow import WorkflowEngine
+
+class DryRunnable(Protocol):
+    """What a dry run reads of the engine (`WorkflowEngine` has it all)."""
+
+    @property
+    def project_root(self) -> Path: ...
+    @property
+    def catalog(self) -> JobCatalog: ...
+    @property
+    def store(self) -> SessionStore: ...
+    @property
+    def gate(self) -> Gate | None: ...
+    @property
+    def output_limits(self) -> OutputsConfig: ...
 
 
 def dry_run_finish(
-    engine: WorkflowEngine,
+    engine: DryRunnable,
     outputs: Mapping[str, object],
     *,
     notes: str | None = None,
@@ -88,18 +100,3 @@ def _planned(task: QualityReviewTask) -> PlannedReview:
         depth=task.depth or DEFAULT_REVIEW_DEPTH,
         files=list(task.files),
     )
-
-
-def run_of(tx: StateTransaction, session: Session) -> str:
-    """The run's top-level session id: where its review usage and budget are counted."""
-    return run_id_of(session, tx.load)
-
-
-def give_back_attempt(session: Session, code: ErrorCode) -> None:
-    """A stalled reviewer or a spent budget is not an attempt: un-count the one just counted."""
-    if code not in NOT_AN_ATTEMPT:
-        return
-    for step_id in session.current_step_ids:
-        record = session.step_progress.get(step_id)
-        if record is not None and record.quality_attempts > 0:
-            record.quality_attempts -= 1

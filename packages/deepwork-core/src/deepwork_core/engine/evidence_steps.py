@@ -22,7 +22,8 @@ from deepwork_core.engine.results import (
 from deepwork_core.engine.safeguards import ApprovalOutcome, Findings, Safeguards, prompt_of
 from deepwork_core.evidence.scope import RepoSnapshot
 from deepwork_core.evidence.verdicts import ReviewVerdict, VerdictKind
-from deepwork_core.gate.checkpoint import Gate
+from deepwork_core.gate.checkpoint import GateReviewing
+from deepwork_core.gate.gates import Gate
 from deepwork_core.jobs.discovery import LoadedJob
 from deepwork_core.jobs.model import Step
 from deepwork_core.state.approval_seal import ApprovalKeyError
@@ -185,6 +186,14 @@ def needs_work(
 ) -> FinishResult:
     result = FinishResult(
         FinishStatus.NEEDS_WORK, stack, feedback=feedback, failed_reviews=failed or []
+    )
+    return with_findings(result, findings)
+
+
+def reviewing(stack: list[StackItem], findings: Findings, verdict: GateReviewing) -> FinishResult:
+    """The `reviewing` answer: background reviews still run (docs/quality-gate.md)."""
+    result = FinishResult(
+        FinishStatus.REVIEWING, stack, feedback=verdict.feedback, reviews=list(verdict.reviews)
     )
     return with_findings(result, findings)
 

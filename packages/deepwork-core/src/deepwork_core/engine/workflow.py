@@ -23,9 +23,14 @@ from deepwork_core.base.identifiers import check_agent_id, check_text
 from deepwork_core.engine.approver import Approver
 from deepwork_core.engine.branching import BranchOutcome, abandoned_note
 from deepwork_core.engine.briefing import InstructionReader, reviewer_inputs
-from deepwork_core.engine.checkpoints import count_attempt, current_checkpoint
-from deepwork_core.engine.dry_run import give_back_attempt, run_of
-from deepwork_core.engine.evidence_steps import EvidenceSteps, needs_work
+from deepwork_core.engine.checkpoints import (
+    UNCOUNTED,
+    count_attempt,
+    current_checkpoint,
+    next_attempt,
+    run_of,
+)
+from deepwork_core.engine.evidence_steps import EvidenceSteps, needs_work, reviewing
 from deepwork_core.engine.nesting import (
     Nesting,
     begin_checkpoint,
@@ -51,15 +56,16 @@ from deepwork_core.evidence.scope import RepoSnapshot
 from deepwork_core.evidence.verdicts import ReviewVerdict, VerdictKind
 from deepwork_core.gate.checkpoint import (
     Checkpoint,
-    Gate,
     GateNeedsWork,
     GatePassed,
+    GateReviewing,
     GateSelfReviewRequested,
     GateVerdict,
     ProgressReporter,
     check_finish_arguments,
     quality_event,
 )
+from deepwork_core.gate.gates import Gate
 from deepwork_core.jobs.discovery import Catalog, JobCatalog, LoadedJob
 from deepwork_core.jobs.lookup import select_workflow
 from deepwork_core.state.approval_seal import ApprovalKey
@@ -132,6 +138,8 @@ class WorkflowEngine(EvidenceSteps):
         self.nesting = Nesting(
             catalog, self.instructions, self.events.started, clock, self.guards.begin_nested
         )
+        if gate is not None:  # resumes the review jobs a stopped server left in this project
+            gate.start(project_root, lambda name: catalog.get(name).definition)
 
     # --- reads -------------------------------------------------------------------------------
 
@@ -289,10 +297,8 @@ class WorkflowEngine(EvidenceSteps):
                 self.events.override(session.session_id, session.current_step_ids, override_reason)
                 kind, why = override_kind(session), override_reason
                 return self._accept(tx, session, job, validated, notes, findings, why, kind)
-            attempt = 0
-            if gate.external:
-                attempt = count_attempt(session, self.clock())
-                tx.save(session)
+            # Counted when its verdict is recorded: a call answered `reviewing` is no attempt.
+            attempt = next_attempt(session) if gate.external else 0
             again = [job.definition.step(step_id) for step_id in findings.rereview]
             checkpoint = Checkpoint(
                 project_root=self.project_root,
@@ -318,7 +324,8 @@ class WorkflowEngine(EvidenceSteps):
         except QualityGateError as exc:
             with self.store.transaction() as tx:
                 session = same_checkpoint(tx, checkpoint.session_id, pending.entry_index)
-                give_back_attempt(session, exc.code)  # stalled or out of budget: not an attempt
+                if checkpoint.attempt and exc.code not in UNCOUNTED:
+                    count_attempt(session, self.clock())
                 session.quality_log.append(
                     QualityEvent(
                         at=self.clock(),
@@ -337,8 +344,15 @@ class WorkflowEngine(EvidenceSteps):
     ) -> FinishResult:
         """Log the verdict; advance on a pass, else answer `needs_work` (or hit the cap)."""
         checkpoint = pending.checkpoint
+        if isinstance(verdict, GateReviewing):  # nothing is recorded while reviews run
+            with self.store.transaction() as tx:
+                session = same_checkpoint(tx, checkpoint.session_id, pending.entry_index)
+                stack = stack_items(tx, session.agent_id)
+            return reviewing(stack, pending.findings, verdict)
         with self.store.transaction() as tx:
             session = same_checkpoint(tx, checkpoint.session_id, pending.entry_index)
+            if checkpoint.attempt and not isinstance(verdict, GateSelfReviewRequested):
+                count_attempt(session, self.clock())
             session.quality_log.append(quality_event(verdict, checkpoint, self.clock()))
             if not isinstance(verdict, GateSelfReviewRequested):
                 self.events.verdicts(session.session_id, verdict.reviews, checkpoint.attempt)

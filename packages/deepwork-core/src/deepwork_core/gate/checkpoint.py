@@ -1,19 +1,19 @@
 """What the engine hands the quality gate, and what the gate answers (see `docs/quality-gate.md`).
 
 One `Checkpoint` travels from the engine to the gate's planner, payload and prompt builders
-unchanged; the gate answers with one of three verdicts, told apart by type:
-`GatePassed` (advance), `GateNeedsWork` (a reviewer failed the outputs) and
-`GateSelfReviewRequested` (self-review mode: the agent must have the outputs reviewed). Each
+unchanged; the gate answers with one of four verdicts, told apart by type:
+`GatePassed` (advance), `GateNeedsWork` (a reviewer failed the outputs),
+`GateSelfReviewRequested` (self-review mode: the agent must have the outputs reviewed) and
+`GateReviewing` (background reviews still run after `quality_gate.wait_seconds`). Each
 carries `warnings` (`<code>: <message>`), which the engine passes on in its answer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import OutputsError, QualityGateError
@@ -21,9 +21,6 @@ from deepwork_core.base.identifiers import check_text
 from deepwork_core.evidence.verdicts import ReviewVerdict, VerdictKind
 from deepwork_core.jobs.model import JobDefinition, Step
 from deepwork_core.state.sessions import OutputValue, QualityEvent
-
-if TYPE_CHECKING:
-    from deepwork_core.gate.quality import QualityReviewTask
 
 UNDECLARED_BEGIN = "==================== BEGIN UNDECLARED CHANGES ===================="
 UNDECLARED_END = "==================== END UNDECLARED CHANGES ===================="
@@ -34,9 +31,9 @@ UNDECLARED_NOTE = (
     "the project. A change that breaks a criterion fails it."
 )
 
-#: `async (done, total, message)`: reports reviewer progress to the client. The engine only
-#: passes it through to the gate, which runs it on the event loop.
-ProgressReporter = Callable[[int, int, str], Awaitable[None]]
+#: `(done, total, message)`: reports review progress to the client, one call per finished
+#: review. Called from the engine's thread; the server's adapter hands it to its event loop.
+ProgressReporter = Callable[[int, int, str], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,28 +132,27 @@ class GateSelfReviewRequested:
     warnings: tuple[str, ...] = ()
 
 
-GateVerdict = GatePassed | GateNeedsWork | GateSelfReviewRequested
+@dataclass(frozen=True, slots=True)
+class ReviewProgress:
+    """One background review as a `reviewing` answer shows it."""
+
+    review_id: str
+    #: What it judges, e.g. `draft: output 'report' (out/b.md)`.
+    judges: str
+    #: `queued`, `running`, `passed` or `failed`.
+    state: str
 
 
-class Gate(Protocol):
-    """The quality gate as the engine sees it."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GateReviewing:
+    """Background reviews still run: the agent calls `finished_step` again, same outputs."""
 
-    def consulted_for(self, steps: Sequence[Step]) -> bool:
-        """True when a checkpoint of `steps` goes to the gate (else it advances at once)."""
-        ...
+    feedback: str
+    reviews: tuple[ReviewProgress, ...]
+    warnings: tuple[str, ...] = ()
 
-    @property
-    def external(self) -> bool:
-        """True when a separate reviewer decides (attempts are counted and capped)."""
-        ...
 
-    def evaluate(self, checkpoint: Checkpoint, progress: ProgressReporter | None) -> GateVerdict:
-        """Review `checkpoint`. Raises `QualityGateError` when no verdict could be had."""
-        ...
-
-    def tasks(self, checkpoint: Checkpoint) -> list[QualityReviewTask]:
-        """The review tasks `evaluate` would run for `checkpoint` (a dry run lists them)."""
-        ...
+GateVerdict = GatePassed | GateNeedsWork | GateSelfReviewRequested | GateReviewing
 
 
 def has_own_reviews(steps: Sequence[Step]) -> bool:
