@@ -652,6 +652,7 @@ def test_step_status_values() -> None:
         "workflow_complete",
         "awaiting_approval",  # a step waits for a human (docs/evidence.md)
         "dry_run",  # finished_step(dry_run=true) (docs/quality-gate.md)
+        "reviewing",  # background reviews still run (docs/quality-gate.md)
     ]
 
 

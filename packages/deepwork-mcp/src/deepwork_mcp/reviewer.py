@@ -388,6 +388,7 @@ def blocking_review(
     """Run an adapter's async `review` of one task on an event loop of this thread, cancelled
     (its process group killed) soon after `cancelled` is set. Any runner's adapter can use it."""
     verdicts: list[ReviewVerdict] = []
+    failures: list[Exception] = []
 
     async def run() -> None:
         async with anyio.create_task_group() as group:
@@ -398,10 +399,15 @@ def blocking_review(
                 group.cancel_scope.cancel()
 
             group.start_soon(watch)
-            verdicts.extend(await review(checkpoint, [task], None))
+            try:
+                verdicts.extend(await review(checkpoint, [task], None))
+            except Exception as exc:  # raised below, as itself (not in an exception group)
+                failures.append(exc)
             group.cancel_scope.cancel()
 
     anyio.run(run)
+    if failures:
+        raise failures[0]
     if not verdicts:
         raise QualityGateError("the review was cancelled", code=ErrorCode.QUALITY_GATE_ERROR)
     return verdicts[0]
