@@ -64,9 +64,7 @@ async def timed_finish(server: Server, **outputs: Any) -> tuple[dict[str, Any], 
 
 
 async def start(server: Server, root: Path) -> str:
-    started = await server.ok(
-        "start_workflow", goal="g", job_name="reviewed", workflow_name="main"
-    )
+    started = await server.ok("start_workflow", goal="g", job_name="reviewed", workflow_name="main")
     write_files(root, "report.md", "final.md", *APPENDICES)
     session_id: str = started["begin_step"]["session_id"]
     return session_id

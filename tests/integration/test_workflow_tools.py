@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from deepwork_core.base.config import DeepWorkConfig, QualityGateConfig
-from deepwork_core.engine.workflow import FinishStatus
+from deepwork_core.engine.results import FinishStatus
 from deepwork_core.gate.gates import ExternalGate, SelfReviewGate
 from deepwork_mcp.responses import FinishedStepResponse
 from deepwork_mcp.server import build_gate, create_server

@@ -168,11 +168,8 @@ async def _dry_run(
     session_id: str | None,
     agent_id: str | None,
 ) -> FinishedStepResponse:
-    from deepwork_core.engine.dry_run import dry_run_finish  # a dry run is rare
-
     check = partial(
-        dry_run_finish,
-        engine,
+        engine.dry_run,
         outputs,
         notes=notes,
         work_summary=work_summary,
