@@ -26,9 +26,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from deepwork_core.base.layout import TMP_DIR
+from deepwork_core.base.layout import REVIEW_JOBS_FILE
 
-FILE_NAME = "review_jobs.sqlite3"
 #: How long a claim holds before another worker may take the job; the owner renews it.
 LEASE_SECONDS = 30.0
 _BUSY_TIMEOUT_MS = 10_000
@@ -128,7 +127,7 @@ class ReviewJobStore:
     """The `review_jobs` table of one project (a SQLite file). Thread-safe."""
 
     def __init__(self, project_root: Path) -> None:
-        self.path = project_root / TMP_DIR / FILE_NAME
+        self.path = project_root / REVIEW_JOBS_FILE
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
 
