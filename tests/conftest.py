@@ -1,13 +1,16 @@
-"""Fixtures shared by every test suite: real git repositories."""
+"""Fixtures shared by every test suite: real git repositories and a real PostgreSQL server."""
 
 from __future__ import annotations
 
+import os
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.fixtures.postgres import LocalPostgres
+from tests.fixtures.postgres import available as postgres_available
 from tests.fixtures.reviewer import ScriptedReviewer
 
 PY_RULE = """\
@@ -107,3 +110,29 @@ def _approval_keys_in_tmp(
     """Approval keys of every test (and of the servers and `deepwork approve` processes it
     starts) go to a temporary state folder, never the real `~/.local/state/deepwork`."""
     monkeypatch.setenv("DEEPWORK_STATE_DIR", str(tmp_path_factory.mktemp("deepwork-state")))
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[LocalPostgres]:
+    """A real PostgreSQL server for the whole test run (tests/fixtures/postgres.py).
+
+    Skips, saying why, only where one cannot be started; CI (`CI=true`) fails instead, so the
+    PostgreSQL half of the suite can never vanish unnoticed.
+    """
+    reason = postgres_available()
+    if reason is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    server = LocalPostgres()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.destroy()
+
+
+@pytest.fixture
+def pg_url(postgres: LocalPostgres) -> str:
+    """The URL of a new, empty database on the test run's PostgreSQL server."""
+    return postgres.create_database()

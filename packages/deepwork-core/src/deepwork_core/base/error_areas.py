@@ -37,6 +37,7 @@ AREAS: dict[str, str] = {
     "review": "DeepWork Reviews: `.deepreview` files, changed files, review tasks.",
     "scaffold": "`deepwork jobs new`.",
     "session": "Workflow sessions and the stack under `.deepwork/tmp/`.",
+    "store": "The store of run state: SQLite or PostgreSQL (docs/runtime-layout.md).",
     "text": "Free text sent by an agent.",
     "workflow": "Workflows of a job.",
     "yaml": "Reading any YAML file safely.",
