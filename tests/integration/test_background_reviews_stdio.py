@@ -49,12 +49,15 @@ def state(root: Path, session_id: str) -> dict[str, Any]:
 
 
 def job_rows(root: Path) -> list[tuple[str, str, int]]:
-    """(label, state, tries) of every review job row, oldest first."""
-    with sqlite3.connect(root / ".deepwork/tmp/review_jobs.sqlite3") as db:
+    """(what it judges, state, claims) of every review job in the store, oldest first."""
+    db = sqlite3.connect(root / ".deepwork/tmp/deepwork.sqlite3")
+    try:
         rows = db.execute(
-            "SELECT label, state, tries FROM review_jobs ORDER BY created_at, position"
+            "SELECT payload, state, attempts FROM review_jobs ORDER BY enqueued_at, job_id"
         ).fetchall()
-    return [(str(a), str(b), int(c)) for a, b, c in rows]
+    finally:
+        db.close()
+    return [(json.loads(a)["label"], str(b), int(c)) for a, b, c in rows]
 
 
 async def timed_finish(server: Server, **outputs: Any) -> tuple[dict[str, Any], float]:
@@ -160,13 +163,18 @@ async def test_ten_reviews_survive_a_killed_server_with_ten_verdicts(
             assert len(scripted_reviewer.calls()) == 11  # all ten run at once
             os.kill(first.pid, signal.SIGKILL)
             raise _Killed
-    assert {state for _, state, _ in job_rows(root)[1:]} == {"running"}
+    assert {state for _, state, _ in job_rows(root)[1:]} == {"claimed"}
     async with serve(root, "second", env=scripted_reviewer.env) as second:
         again = await second.ok("finished_step", outputs=outputs)
         assert again["status"] == "reviewing"
         assert [r["review_id"] for r in again["reviews"]] == [
             r["review_id"] for r in answer["reviews"]
         ]
+        for _ in range(20):  # the dead server's leases run out, then its jobs are claimed again
+            if len(scripted_reviewer.calls()) == 21:
+                break
+            await second.ok("finished_step", outputs=outputs)
+        assert len(scripted_reviewer.calls()) == 21
         scripted_reviewer.release()
         done = again
         for _ in range(5):

@@ -42,3 +42,8 @@ AREAS: dict[str, str] = {
     "workflow": "Workflows of a job.",
     "yaml": "Reading any YAML file safely.",
 }
+
+
+def area_of(code: str) -> str:
+    """The area of `code`: the part before the first dot."""
+    return code.split(".", 1)[0]

@@ -6,10 +6,10 @@ user wrote (`job.yml`, a doc spec, a `.deepreview`), or on the `deepwork` comman
 The full list, with the same meanings, is docs/errors.md.
 
 Code raises and compares `ErrorCode` members, never the code text: `code=ErrorCode.GIT_FAILED`.
-An `ErrorCode` is a `str` whose value is the code, so `str()`, f-strings and JSON give the plain
-`git.failed` that users see. The string under each member is its meaning; `docs/errors.md` is
-generated from them (`python tools/gen_errors_doc.py write`), and tests check that the page is
-current, that no code is written as a literal in the packages, and that every member is used.
+An `ErrorCode` is a `str` whose value is the code (`str()`, f-strings and JSON give `git.failed`).
+The string under each member is its meaning; `docs/errors.md` is generated from them (`python
+tools/gen_errors_doc.py write`); tests check the page is current, that no code is written as a
+literal in the packages, and that every member is used.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from enum import StrEnum
 from functools import cache
 
 from deepwork_core.base.error_areas import AREAS as AREAS  # its old home; still importable
+from deepwork_core.base.error_areas import area_of as area_of
 
 
 class ErrorCode(StrEnum):
@@ -345,8 +346,7 @@ class ErrorCode(StrEnum):
     QUALITY_GATE_OUTPUT_TOO_LARGE = "quality_gate.output_too_large"
     """The reviewer printed more than 8 MiB and was stopped."""
     QUALITY_GATE_OUTPUTS_CHANGED = "quality_gate.outputs_changed"
-    """The files under review changed while a background review ran, so its verdict was not
-    recorded; call `finished_step` again to review them as they are now (not an attempt)."""
+    """Files under review changed while a background review ran; call again (not an attempt)."""
     QUALITY_GATE_OVERRIDE_REASON_EMPTY = "quality_gate.override_reason_empty"
     """`quality_review_override_reason` was given but blank."""
     QUALITY_GATE_REVIEWER_FAILED = "quality_gate.reviewer_failed"
@@ -472,11 +472,6 @@ class ErrorCode(StrEnum):
     def meaning(self) -> str:
         """What the code means and what to do about it (the string under the member)."""
         return _meanings()[self.name]
-
-
-def area_of(code: str) -> str:
-    """The area of `code`: the part before the first dot."""
-    return code.split(".", 1)[0]
 
 
 @cache

@@ -32,8 +32,6 @@ REVIEW_FILE_PREFIX: Final = "quality_review_"
 REVIEW_FILE_SUFFIX: Final = ".md"
 #: The folder of the per-session event logs (`<session_id>.jsonl`).
 EVENTS_DIR: Final = f"{TMP_DIR}/events"
-#: The quality gate's background review jobs (SQLite; docs/quality-gate.md).
-REVIEW_JOBS_FILE: Final = f"{TMP_DIR}/review_jobs.sqlite3"
 #: Human approval requests and decisions, `<session_id>.json`, with `approvals.lock`.
 APPROVALS_DIR: Final = f"{TMP_DIR}/approvals"
 #: The project's own jobs; the first folder of the job search path.

@@ -27,7 +27,7 @@ from types import MappingProxyType
 
 from deepwork_core.base.config import DEFAULT_REVIEW_DEPTH, OutputsConfig
 from deepwork_core.base.error_codes import ErrorCode
-from deepwork_core.base.errors import QualityGateError
+from deepwork_core.base.errors import QualityGateError, SessionError
 from deepwork_core.engine.approver import Approver
 from deepwork_core.engine.briefing import reviewer_inputs
 from deepwork_core.engine.checkpoints import (
@@ -57,7 +57,7 @@ from deepwork_core.gate.gates import Gate
 from deepwork_core.gate.tasks import QualityReviewTask
 from deepwork_core.jobs.discovery import JobCatalog, LoadedJob
 from deepwork_core.state.session_events import SessionEvents
-from deepwork_core.state.sessions import QualityEvent, SessionStore
+from deepwork_core.state.sessions import QualityEvent, Session, SessionStore, StateTransaction
 from deepwork_core.state.stacks import check_target, same_checkpoint, stack_items, target_session
 
 
@@ -173,6 +173,7 @@ class FinishPipeline:
                 work_summary=sub.work_summary,
                 undeclared_changes=tuple(findings.undeclared),
                 run_id=run_of(tx, session),
+                log_length=len(session.quality_log),
             )
             return _Pending(checkpoint, job, validated, session.current_entry_index, findings)
 
@@ -184,7 +185,7 @@ class FinishPipeline:
             return self.gate.evaluate(checkpoint, progress)
         except QualityGateError as exc:
             with self.store.transaction() as tx:
-                session = same_checkpoint(tx, checkpoint.session_id, pending.entry_index)
+                session = _unrecorded(tx, pending)
                 if checkpoint.attempt and exc.code not in UNCOUNTED:
                     count_attempt(session, self.clock())
                 session.quality_log.append(
@@ -205,7 +206,7 @@ class FinishPipeline:
         cap); `reviewing` records nothing."""
         checkpoint, findings = pending.checkpoint, pending.findings
         with self.store.transaction() as tx:
-            session = same_checkpoint(tx, checkpoint.session_id, pending.entry_index)
+            session = _unrecorded(tx, pending)
             if isinstance(verdict, GateReviewing):
                 return reviewing(stack_items(tx, session.agent_id), findings, verdict)
             if checkpoint.attempt and not isinstance(verdict, GateSelfReviewRequested):
@@ -271,6 +272,21 @@ class FinishPipeline:
         return FinishResult(
             FinishStatus.DRY_RUN, stack, feedback=feedback, evidence=evidence, review_tasks=tasks
         )
+
+
+def _unrecorded(tx: StateTransaction, pending: _Pending) -> Session:
+    """The session, still at the checkpoint and with nothing recorded since the submission
+    (else `session.changed`: another call recorded its outcome, so this one is not recorded
+    twice)."""
+    checkpoint = pending.checkpoint
+    session = same_checkpoint(tx, checkpoint.session_id, pending.entry_index)
+    if len(session.quality_log) != checkpoint.log_length:
+        raise SessionError(
+            "another finished_step call recorded a review of this checkpoint meanwhile; call "
+            "get_active_workflow to see where the workflow stands",
+            code=ErrorCode.SESSION_CHANGED,
+        )
+    return session
 
 
 def _planned(task: QualityReviewTask) -> PlannedReview:

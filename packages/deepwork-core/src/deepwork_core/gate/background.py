@@ -7,16 +7,21 @@ files under review. A repeated call with the same key joins the jobs already the
 cancels the session's other jobs (their processes are stopped). It then waits at most
 `wait_seconds` and returns the verdicts in task order, or a `GateReviewing` listing each job.
 
-Workers claim jobs with a lease (`ReviewJobStore.claim`) and run at most `max_parallel` at once,
-so jobs left by a server that stopped or was killed are claimed again and run once. Each verdict
-is recorded bound to the hashes it judged: when the files changed meanwhile it is dropped
-(`stale`), and the next call answers `quality_gate.outputs_changed`.
+The jobs are rows of the store's `review_jobs` queue (`deepwork_core.state.store.review_jobs`),
+one per task, enqueued under a dedupe key (`<key>:<task>`), so joining is enqueueing again.
+Workers claim jobs with a lease they renew, run at most `max_parallel` at once, and record each
+result with `complete`, which succeeds once per claim: jobs left by a server that stopped or was
+killed are claimed again once their lease runs out, and run once. Each verdict is bound to the
+hashes it judged: when the files changed meanwhile it is marked stale, and the call answers
+`quality_gate.outputs_changed`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import socket
 import threading
 import time
 import uuid
@@ -28,7 +33,7 @@ from typing import Any, Protocol
 
 from deepwork_core.base.config import ReviewBudget
 from deepwork_core.base.error_codes import ErrorCode
-from deepwork_core.base.errors import DeepWorkError, QualityGateError, SessionError
+from deepwork_core.base.errors import DeepWorkError, QualityGateError
 from deepwork_core.base.identifiers import resolve_inside
 from deepwork_core.evidence.verdicts import ReviewVerdict
 from deepwork_core.gate.checkpoint import (
@@ -40,17 +45,21 @@ from deepwork_core.gate.checkpoint import (
 )
 from deepwork_core.gate.tasks import QualityReviewTask
 from deepwork_core.jobs.model import JobDefinition
-from deepwork_core.state.review_jobs import (
-    LEASE_SECONDS,
-    JobState,
-    NewReviewJob,
+from deepwork_core.state.store.opening import shared_store
+from deepwork_core.state.store.review_jobs import (
+    ReviewClaim,
     ReviewJob,
-    ReviewJobStore,
-    new_owner,
+    ReviewJobs,
+    ReviewJobState,
 )
 
 #: How often a waiting call looks at jobs another process runs (its own wake it at once).
 _POLL_SECONDS = 0.5
+#: A claim's lease; the worker renews it every third of it while the review runs, and looks
+#: for work left by others (a lease that ran out) as often.
+LEASE_SECONDS = 15.0
+#: The `kind` of the gate's jobs in the queue.
+KIND = "gate_review"
 _MISSING = "missing"
 
 
@@ -74,6 +83,7 @@ def review_key(checkpoint: Checkpoint, tasks: Sequence[QualityReviewTask], hashe
     material = {
         "session": checkpoint.session_id,
         "steps": checkpoint.step_ids,
+        "round": checkpoint.log_length,
         "attempt": checkpoint.attempt,
         "outputs": checkpoint.outputs,
         "notes": checkpoint.notes,
@@ -106,21 +116,21 @@ class BackgroundReviews:
         reviewer: Reviewer,
         load_job: Callable[[str], JobDefinition],
         max_parallel: int,
-        store: ReviewJobStore | None = None,
+        jobs: ReviewJobs | None = None,
     ) -> None:
         self.root = project_root
         self.reviewer = reviewer
         self.load_job = load_job
         self.max_parallel = max_parallel
-        self.store = store if store is not None else ReviewJobStore(project_root)
-        self.owner = new_owner()
+        self.jobs = jobs if jobs is not None else ReviewJobs(shared_store(project_root))
+        self.worker = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._changed = threading.Condition()
-        self._running: dict[str, threading.Event] = {}
+        self._running: dict[str, tuple[ReviewClaim, threading.Event]] = {}
         self._closed = threading.Event()
         self._pool = ThreadPoolExecutor(max_parallel, thread_name_prefix="deepwork-review")
-        self._renewer = threading.Thread(target=self._renew, name="deepwork-lease", daemon=True)
-        self._renewer.start()
-        self.pump()  # jobs a stopped server left behind
+        self._keeper = threading.Thread(target=self._keep, name="deepwork-lease", daemon=True)
+        self._keeper.start()
+        self.pump()  # jobs a stopped server left behind, once their lease ran out
 
     # --- a finished_step call ----------------------------------------------------------------
 
@@ -135,15 +145,15 @@ class BackgroundReviews:
         deadline = time.monotonic() + wait_seconds
         hashes = [file_hashes(checkpoint.project_root, task.files) for task in tasks]
         key = review_key(checkpoint, tasks, hashes)
-        self._stop(self.store.cancel_others(checkpoint.session_id, key))
-        if not self.store.jobs(key):
-            self.store.enqueue(_new_jobs(key, checkpoint, tasks, hashes))
+        self._cancel(checkpoint.session_id, keep=key)
+        ids = self._enqueue(key, checkpoint, tasks, hashes)
         self.pump()
         told: set[str] = set()
         while True:
-            jobs = self.store.jobs(key)
+            found = {job.job_id: job for job in self.jobs.list(session_id=checkpoint.session_id)}
+            jobs = [found[job_id] for job_id in ids]
             told = _tell(progress, jobs, told)
-            outcome = self._outcome(checkpoint.session_id, key, jobs)
+            outcome = self._outcome(checkpoint.session_id, jobs)
             if outcome is not None:
                 return outcome
             left = deadline - time.monotonic()
@@ -152,74 +162,103 @@ class BackgroundReviews:
             with self._changed:
                 self._changed.wait(min(left, _POLL_SECONDS))
 
-    def _outcome(
-        self, session_id: str, key: str, jobs: list[ReviewJob]
-    ) -> tuple[ReviewVerdict, ...] | None:
+    def _enqueue(
+        self,
+        key: str,
+        checkpoint: Checkpoint,
+        tasks: Sequence[QualityReviewTask],
+        hashes: Sequence[dict[str, str]],
+    ) -> list[str]:
+        """The job ids of the submission: its jobs in the queue, or new ones. A job cancelled
+        earlier (the outputs changed, then changed back) is followed by a fresh one."""
+        ids = []
+        for index, payload in enumerate(_payloads(key, checkpoint, tasks, hashes)):
+            dedupe = f"{key}:{index}"
+            while True:
+                job_id = self.jobs.enqueue(
+                    KIND, payload, session_id=checkpoint.session_id, dedupe_key=dedupe
+                )
+                if self.jobs.get(job_id).state is not ReviewJobState.CANCELLED:
+                    break
+                dedupe = f"{key}:{index}:after:{job_id}"
+            ids.append(job_id)
+        return ids
+
+    def _outcome(self, session_id: str, jobs: list[ReviewJob]) -> tuple[ReviewVerdict, ...] | None:
         """The verdicts once every job is done; raises for a failed or stale one."""
         for job in jobs:
-            if job.state in (JobState.FAILED, JobState.STALE):
-                self._stop(self.store.cancel_others(session_id, ""))
-                self.store.consume(key)
-            if job.state is JobState.FAILED:
-                code = _code(job.error_code)
-                raise QualityGateError(job.error_message or "the review failed", code=code)
-            if job.state is JobState.STALE:
+            result = job.verdict or {}
+            if job.state is ReviewJobState.CANCELLED or result.get("result") == "stale":
+                self._cancel(session_id, keep="")
                 raise QualityGateError(
-                    f"the files of review {job.label!r} changed while it ran, so its verdict "
-                    "was not recorded. Call finished_step again once the files are final "
-                    "(not an attempt).",
+                    f"the files of review {job.payload.get('label')!r} changed while it ran, "
+                    "so its verdict was not recorded. Call finished_step again once the files "
+                    "are final (not an attempt).",
                     code=ErrorCode.QUALITY_GATE_OUTPUTS_CHANGED,
                 )
-        if any(job.state is not JobState.DONE for job in jobs):
+            if result.get("result") == "error":
+                self._cancel(session_id, keep="")
+                message = str(result.get("message") or "the review failed")
+                raise QualityGateError(message, code=_code(result.get("code")))
+        if any(job.state is not ReviewJobState.DONE for job in jobs):
             return None
-        if not self.store.consume(key):
-            raise SessionError(
-                "another finished_step call already recorded these reviews; call "
-                "get_active_workflow to see where the workflow stands",
-                code=ErrorCode.SESSION_CHANGED,
-            )
-        return tuple(ReviewVerdict.model_validate(job.verdict) for job in jobs)
+        return tuple(ReviewVerdict.model_validate((job.verdict or {})["verdict"]) for job in jobs)
+
+    def _cancel(self, session_id: str, keep: str) -> None:
+        """Cancel the session's live jobs other than those of submission `keep`."""
+        live = [ReviewJobState.QUEUED, ReviewJobState.CLAIMED]
+        for job in self.jobs.list(session_id=session_id, states=live):
+            if job.kind == KIND and job.payload.get("key") != keep:
+                self.jobs.cancel(job.job_id)
+                with self._changed:
+                    running = self._running.get(job.job_id)
+                if running is not None:
+                    running[1].set()
 
     # --- the workers -------------------------------------------------------------------------
 
     def pump(self) -> None:
-        """Claim as many jobs as there are free workers, and start them."""
-        with self._changed:
-            free = self.max_parallel - len(self._running)
-            claimed = self.store.claim(self.owner, free)
-            for job in claimed:
-                self._running[job.job_id] = threading.Event()
-        for job in claimed:
-            self._pool.submit(self._work, job)
+        """Claim jobs while a worker is free, and start them."""
+        while not self._closed.is_set():
+            with self._changed:
+                if len(self._running) >= self.max_parallel:
+                    return
+                claim = self.jobs.claim(self.worker, lease_s=LEASE_SECONDS, kinds=[KIND])
+                if claim is None:
+                    return
+                self._running[claim.job.job_id] = (claim, threading.Event())
+            self._pool.submit(self._work, claim)
 
-    def _work(self, job: ReviewJob) -> None:
-        cancelled = self._running[job.job_id]
+    def _work(self, claim: ReviewClaim) -> None:
+        job_id = claim.job.job_id
         try:
-            state, verdict, error = self._judge(job, cancelled)
+            with self._changed:
+                cancelled = self._running[job_id][1]
+            result = self._judge(claim.job, cancelled)
             if not cancelled.is_set():
-                self.store.complete(job.job_id, self.owner, state, verdict, error)
+                with self._changed:
+                    current = self._running[job_id][0]
+                self.jobs.complete(current, result)  # False: no longer ours to answer
         finally:
             with self._changed:
-                self._running.pop(job.job_id, None)
+                self._running.pop(job_id, None)
                 self._changed.notify_all()
             self.pump()
 
-    def _judge(
-        self, job: ReviewJob, cancelled: threading.Event
-    ) -> tuple[JobState, dict[str, Any] | None, tuple[str, str] | None]:
+    def _judge(self, job: ReviewJob, cancelled: threading.Event) -> dict[str, Any]:
         try:
             checkpoint, task = self._decode(job.payload)
             verdict = self.reviewer.review_task(checkpoint, task, cancelled)
-        except QualityGateError as exc:
-            return JobState.FAILED, None, (exc.code, exc.message)
         except DeepWorkError as exc:
-            return JobState.FAILED, None, (exc.code, exc.message)
+            return {"result": "error", "code": str(exc.code), "message": exc.message}
         except Exception as exc:  # an adapter's bug must fail the review, not the worker
             reason = f"{type(exc).__name__}: {exc}"[:500]
-            return JobState.FAILED, None, (ErrorCode.QUALITY_GATE_REVIEWER_FAILED, reason)
-        if file_hashes(self.root, list(job.hashes)) != job.hashes:
-            return JobState.STALE, None, None
-        return JobState.DONE, verdict.model_dump(mode="json"), None
+            code = ErrorCode.QUALITY_GATE_REVIEWER_FAILED
+            return {"result": "error", "code": str(code), "message": reason}
+        hashes: dict[str, str] = job.payload["hashes"]
+        if file_hashes(self.root, list(hashes)) != hashes:
+            return {"result": "stale"}
+        return {"result": "verdict", "verdict": verdict.model_dump(mode="json")}
 
     def _decode(self, payload: dict[str, Any]) -> tuple[Checkpoint, QualityReviewTask]:
         fields = dict(payload["checkpoint"])
@@ -230,41 +269,37 @@ class BackgroundReviews:
         checkpoint = Checkpoint(project_root=self.root, **fields)
         return checkpoint, QualityReviewTask.model_validate(payload["task"])
 
-    def close(self) -> None:
-        """Stop the running reviews (their rows stay claimable) and the workers."""
-        self._closed.set()
-        self._stop(list(self._running))
-        self._pool.shutdown(wait=True, cancel_futures=True)
-        self.store.close()
-
-    def _stop(self, job_ids: Sequence[str]) -> None:
-        """Tell this process's workers running `job_ids` to stop (the rows are cancelled)."""
-        with self._changed:
-            for job_id in job_ids:
-                event = self._running.get(job_id)
-                if event is not None:
-                    event.set()
-
-    def _renew(self) -> None:
-        """Keep the leases of running jobs; stop a job another process cancelled."""
+    def _keep(self) -> None:
+        """Renew the leases of running jobs (stopping one whose claim was lost or cancelled),
+        and take up work others left."""
         while not self._closed.wait(LEASE_SECONDS / 3):
             with self._changed:
                 running = dict(self._running)
-            if not running:
-                continue
-            self.store.renew(self.owner, list(running))
-            for job_id, event in running.items():
-                row = self.store.get(job_id)
-                if row is None or row.state is not JobState.RUNNING or row.owner != self.owner:
-                    event.set()
+            for job_id, (claim, cancelled) in running.items():
+                renewed = self.jobs.heartbeat(claim, lease_s=LEASE_SECONDS)
+                if renewed is None:
+                    cancelled.set()
+                    continue
+                with self._changed:
+                    if job_id in self._running:
+                        self._running[job_id] = (renewed, cancelled)
+            self.pump()
+
+    def close(self) -> None:
+        """Stop the workers; running reviews are stopped and claimed again by a later server."""
+        self._closed.set()
+        with self._changed:
+            for _, cancelled in self._running.values():
+                cancelled.set()
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _new_jobs(
+def _payloads(
     key: str,
     checkpoint: Checkpoint,
     tasks: Sequence[QualityReviewTask],
     hashes: Sequence[dict[str, str]],
-) -> list[NewReviewJob]:
+) -> list[dict[str, Any]]:
     shared = {
         "session_id": checkpoint.session_id,
         "job_name": checkpoint.job.name,
@@ -276,42 +311,47 @@ def _new_jobs(
         "work_summary": checkpoint.work_summary,
         "undeclared_changes": list(checkpoint.undeclared_changes),
         "run_id": checkpoint.run_id,
+        "log_length": checkpoint.log_length,
     }
     return [
-        NewReviewJob(
-            job_id=f"rv-{uuid.uuid4().hex[:12]}",
-            review_key=key,
-            session_id=checkpoint.session_id,
-            position=index,
-            label=task.label,
-            payload={"checkpoint": shared, "task": task.model_dump(mode="json")},
-            hashes=hashes[index],
-        )
+        {
+            "key": key,
+            "label": task.label,
+            "checkpoint": shared,
+            "task": task.model_dump(mode="json"),
+            "hashes": hashes[index],
+        }
         for index, task in enumerate(tasks)
     ]
 
 
 def _shown_state(job: ReviewJob) -> str:
-    if job.state is JobState.DONE and job.verdict is not None:
-        return "passed" if job.verdict.get("passed") else "failed"
-    return str(job.state)
+    """`queued`, `running`, `passed` or `failed`."""
+    if job.state is ReviewJobState.DONE:
+        verdict = (job.verdict or {}).get("verdict")
+        return "passed" if isinstance(verdict, dict) and verdict.get("passed") else "failed"
+    return "running" if job.state is ReviewJobState.CLAIMED else str(job.state)
+
+
+def _label(job: ReviewJob) -> str:
+    return str(job.payload.get("label", job.job_id))
 
 
 def _tell(progress: ProgressReporter | None, jobs: list[ReviewJob], told: set[str]) -> set[str]:
     """One progress notification per review that finished since the last look."""
-    done = [job for job in jobs if job.state is JobState.DONE]
+    done = [job for job in jobs if job.state is ReviewJobState.DONE]
     if progress is None:
         return told
     for job in done:
         if job.job_id not in told:
             told = {*told, job.job_id}
-            progress(len(told), len(jobs), f"review {job.label}: {_shown_state(job)}")
+            progress(len(told), len(jobs), f"review {_label(job)}: {_shown_state(job)}")
     return told
 
 
 def reviewing(jobs: Sequence[ReviewJob]) -> GateReviewing:
-    shown = tuple(ReviewProgress(job.job_id, job.label, _shown_state(job)) for job in jobs)
-    finished = sum(1 for job in jobs if job.state is JobState.DONE)
+    shown = tuple(ReviewProgress(job.job_id, _label(job), _shown_state(job)) for job in jobs)
+    finished = sum(1 for job in jobs if job.state is ReviewJobState.DONE)
     feedback = (
         f"{finished} of {len(jobs)} review(s) finished; the others still run in the background. "
         "Call finished_step again with the same outputs to wait for them (not an attempt); "
@@ -320,8 +360,8 @@ def reviewing(jobs: Sequence[ReviewJob]) -> GateReviewing:
     return GateReviewing(feedback=feedback, reviews=shown)
 
 
-def _code(code: str | None) -> ErrorCode:
+def _code(code: object) -> ErrorCode:
     try:
-        return ErrorCode(code) if code else ErrorCode.QUALITY_GATE_ERROR
+        return ErrorCode(code) if isinstance(code, str) else ErrorCode.QUALITY_GATE_ERROR
     except ValueError:
         return ErrorCode.QUALITY_GATE_ERROR

@@ -76,6 +76,10 @@ class Checkpoint:
     #: The run's top-level session (None: this session): its log holds the run's review usage
     #: and its budget is counted there (docs/quality-gate.md).
     run_id: str | None = None
+    #: How many entries the session's quality log had when this was submitted: each recorded
+    #: verdict or error starts a new round of background reviews, and a verdict is recorded
+    #: only while the log is still that long (docs/quality-gate.md, "Background reviews").
+    log_length: int = 0
 
     @property
     def run_session_id(self) -> str:
