@@ -43,6 +43,8 @@ BUDGETS: dict[str, Budget] = {
     "memory.peak_rss": Budget(110, "≤ 110 MiB"),
     "context.tools_and_instructions": Budget(7000, "≤ 7,000 bytes", size_dependent=False),
     "evidence.checkpoint": Budget(5, "≤ 5 ms", size_dependent=False),
+    "background.overhead": Budget(5, "≤ 5 ms", size_dependent=False),
+    "background.overhead_no_fsync": Budget(5, "≤ 5 ms", size_dependent=False),
 }
 
 # Every figure the runner produces, in report order (the smoke test checks all are present).
@@ -83,6 +85,8 @@ FIGURE_KEYS: tuple[str, ...] = (
     "evidence.scope_guard",
     "review_brief.light",
     "review_brief.standard",
+    "background.overhead",
+    "background.overhead_no_fsync",
 )
 
 

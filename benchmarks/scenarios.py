@@ -578,6 +578,21 @@ async def review_briefs(bench: Bench) -> None:
         figure.samples.append(total)
 
 
+async def background(bench: Bench) -> None:
+    """What the background path of the gate adds to a review that finishes at once."""
+    from background_overhead import background_overhead
+
+    samples = 3 * bench.sizes.evidence_checkpoints
+    for key, label, fsync in (
+        ("background.overhead", "background review overhead (store as configured)", True),
+        ("background.overhead_no_fsync", "the same, SQLite synchronous=NORMAL", False),
+    ):
+        overhead, direct, queued = background_overhead(bench.folder(key), samples, fsync=fsync)
+        figure = bench.figure(key, label, samples=samples, direct_ms=round(direct, 3))
+        figure.params["background_ms"] = round(queued, 3)
+        figure.samples.append(overhead)
+
+
 Scenario = Callable[[Bench], Awaitable[None]]
 
 # name -> (scenario, the figure-key prefixes it produces)
@@ -590,5 +605,6 @@ SCENARIOS: dict[str, tuple[Scenario, tuple[str, ...]]] = {
     "hook": (hook, ("hook.",)),
     "evidence": (evidence, ("evidence.",)),
     "review_briefs": (review_briefs, ("review_brief.",)),
+    "background": (background, ("background.",)),
 }
 ALIASES = {"context": "cold_start", "memory": "get_workflows", "nested": "workflows"}

@@ -126,6 +126,8 @@ class BackgroundReviews:
         self.worker = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._changed = threading.Condition()
         self._running: dict[str, tuple[ReviewClaim, threading.Event]] = {}
+        #: How many jobs this process finished; a waiter that saw it change looks again.
+        self._finished = 0
         self._closed = threading.Event()
         self._pool = ThreadPoolExecutor(max_parallel, thread_name_prefix="deepwork-review")
         self._keeper = threading.Thread(target=self._keep, name="deepwork-lease", daemon=True)
@@ -150,8 +152,9 @@ class BackgroundReviews:
         self.pump()
         told: set[str] = set()
         while True:
-            found = {job.job_id: job for job in self.jobs.list(session_id=checkpoint.session_id)}
-            jobs = [found[job_id] for job_id in ids]
+            with self._changed:
+                seen = self._finished
+            jobs = [self.jobs.get(job_id) for job_id in ids]
             told = _tell(progress, jobs, told)
             outcome = self._outcome(checkpoint.session_id, jobs)
             if outcome is not None:
@@ -159,8 +162,9 @@ class BackgroundReviews:
             left = deadline - time.monotonic()
             if left <= 0:
                 return reviewing(jobs)
-            with self._changed:
-                self._changed.wait(min(left, _POLL_SECONDS))
+            with self._changed:  # woken by a job of ours finishing; jobs elsewhere are polled
+                if self._finished == seen:
+                    self._changed.wait(min(left, _POLL_SECONDS))
 
     def _enqueue(
         self,
@@ -179,7 +183,7 @@ class BackgroundReviews:
                     KIND, payload, session_id=checkpoint.session_id, dedupe_key=dedupe
                 )
                 if self.jobs.get(job_id).state is not ReviewJobState.CANCELLED:
-                    break
+                    break  # a new job, or one to join
                 dedupe = f"{key}:{index}:after:{job_id}"
             ids.append(job_id)
         return ids
@@ -242,6 +246,7 @@ class BackgroundReviews:
         finally:
             with self._changed:
                 self._running.pop(job_id, None)
+                self._finished += 1
                 self._changed.notify_all()
             self.pump()
 
