@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import socket
 import threading
@@ -27,6 +28,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Protocol
@@ -52,6 +54,8 @@ from deepwork_core.state.store.review_jobs import (
     ReviewJobs,
     ReviewJobState,
 )
+
+logger = logging.getLogger("deepwork.gate")
 
 #: How often a waiting call looks at jobs another process runs (its own wake it at once).
 _POLL_SECONDS = 0.5
@@ -243,11 +247,14 @@ class BackgroundReviews:
                 with self._changed:
                     current = self._running[job_id][0]
                 self.jobs.complete(current, result)  # False: no longer ours to answer
+        except Exception as exc:  # the store failed: the lease runs out and the job runs again
+            logger.warning("review job %s: %s", job_id, exc)
         finally:
             with self._changed:
                 self._running.pop(job_id, None)
                 self._finished += 1
                 self._changed.notify_all()
+        with suppress(Exception):  # the keeper tries again
             self.pump()
 
     def _judge(self, job: ReviewJob, cancelled: threading.Event) -> dict[str, Any]:
@@ -278,17 +285,23 @@ class BackgroundReviews:
         """Renew the leases of running jobs (stopping one whose claim was lost or cancelled),
         and take up work others left."""
         while not self._closed.wait(LEASE_SECONDS / 3):
+            try:
+                self._renew()
+                self.pump()
+            except Exception as exc:  # the store is gone or down: try again next round
+                logger.warning("background reviews of %s: %s", self.root, exc)
+
+    def _renew(self) -> None:
+        with self._changed:
+            running = dict(self._running)
+        for job_id, (claim, cancelled) in running.items():
+            renewed = self.jobs.heartbeat(claim, lease_s=LEASE_SECONDS)
+            if renewed is None:
+                cancelled.set()
+                continue
             with self._changed:
-                running = dict(self._running)
-            for job_id, (claim, cancelled) in running.items():
-                renewed = self.jobs.heartbeat(claim, lease_s=LEASE_SECONDS)
-                if renewed is None:
-                    cancelled.set()
-                    continue
-                with self._changed:
-                    if job_id in self._running:
-                        self._running[job_id] = (renewed, cancelled)
-            self.pump()
+                if job_id in self._running:
+                    self._running[job_id] = (renewed, cancelled)
 
     def close(self) -> None:
         """Stop the workers; running reviews are stopped and claimed again by a later server."""
