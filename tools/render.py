@@ -339,7 +339,7 @@ def all_skills(plugin: dict[str, Any]) -> list[dict[str, Any]]:
             "name": e["name"],
             "description": e["description"],
             "body": ENTRY_POINT_BODY,
-            "entry": {"job": e["job"], "workflow": e["workflow"]},
+            "entry": {"job": e["job"], "workflow": e["workflow"], "inputs": e.get("inputs", {})},
         }
         for e in plugin.get("entry_points", [])
     ]

@@ -200,3 +200,203 @@ def test_the_server_texts_name_no_platform_specific_tool() -> None:
         if pattern.search(text)
     ]
     assert found == []
+
+
+# --- claims the guidance makes (issue 33): each true, and held here -------------------------
+
+JOBS_JOB = STANDARD_JOBS_DIR / "deepwork_jobs"
+
+
+def _step_text(name: str) -> str:
+    return (JOBS_JOB / "steps" / f"{name}.md").read_text(encoding="utf-8")
+
+
+def _flat(text: str) -> str:
+    """`text` with every run of white space as one space, so phrases match across lines."""
+    return " ".join(text.split())
+
+
+def _deepwork_skill(skills: dict[str, str]) -> str:
+    return skills[next(k for k in skills if k.endswith("claude/skills/deepwork/SKILL.md"))]
+
+
+def _paragraphs_naming(text: str, needle: str) -> int:
+    return sum(needle in paragraph for paragraph in re.split(r"\n\s*\n", text))
+
+
+def test_define_is_small_and_points_at_its_reference() -> None:
+    """The first answer of new_job stays small; the reference is read only when needed."""
+    define = _step_text("define")
+    assert len(define.encode("utf-8")) <= 20_000
+    for part in ("reference/job_format.md", "reference/workflow_patterns.md"):
+        assert f"`{part}`" in define
+    assert "`reference/reviews.md`" in define
+    assert "`templates/job.v010.yml.template`" in define
+
+
+def test_define_teaches_the_010_format_first_with_a_complete_template() -> None:
+    from deepwork_core.base.yamlio import parse_yaml
+    from deepwork_core.jobs.model import OutputType
+    from deepwork_core.jobs.parser import parse_job_document
+
+    define = _step_text("define")
+    assert define.index("0.10 format") < define.index("0.9")
+    template = JOBS_JOB / "templates" / "job.v010.yml.template"
+    parsed = parse_job_document(
+        parse_yaml(template.read_text(encoding="utf-8")), job_dir=template.parent / "vendor_review"
+    )
+    assert (parsed.format, [str(p) for p in parsed.problems]) == ("0.10", [])
+    job = parsed.require()
+    outputs = [spec for step in job.steps for spec in step.outputs.values()]
+    assert any(spec.type is OutputType.STRING for spec in outputs)
+    assert any(spec.json_schema for spec in outputs)
+    assert any(not i.required for step in job.steps for i in step.inputs)
+    assert all(w.common_job_info_provided_to_all_steps_at_runtime for w in job.workflows)
+    assert any(w.agent for w in job.workflows)
+    # The example definition in define is a valid 0.10 job too.
+    example = re.search(r"```yaml\n(name: churn_review\n.*?)```", define, flags=re.S)
+    assert example is not None
+    churn = parse_job_document(parse_yaml(example[1]), job_dir=Path("/x/churn_review"))
+    assert (churn.format, [str(p) for p in churn.problems]) == ("0.10", [])
+
+
+def test_the_reference_keeps_what_define_used_to_hold() -> None:
+    """Nothing was lost in the move: each feature and pattern is still taught somewhere."""
+    reference = "\n".join(
+        p.read_text(encoding="utf-8") for p in sorted((JOBS_JOB / "reference").glob("*.md"))
+    )
+    for term in (
+        "approval", "may_change", "scope_guard", "process_requirements", "sub_workflow",
+        "json_schema", "`string`", "required: false", "depth", "quality_gate.budget",
+        "doc_spec", "hooks", "Concurrent group", "Per-item work", "Iterative loop",
+        "Recurring jobs", "go_to_step", "additional_review_guidance", "catalogue",
+    ):  # fmt: skip
+        assert term in reference, term
+
+
+def test_repair_treats_the_010_format_as_native() -> None:
+    survey, fix_jobs = _step_text("survey"), _step_text("fix_jobs")
+    assert "native" in survey
+    assert "native" in fix_jobs
+    assert "Never convert a working job" in _flat(fix_jobs)
+    for text in (survey, fix_jobs):
+        assert "the format this DeepWork runs" not in text
+        assert "(0.9 style" not in text
+
+
+def test_repair_knows_every_config_key() -> None:
+    from deepwork_core.base.config import DeepWorkConfig
+
+    sentence = re.search(r"it knows (.*?)\)", _step_text("survey"), flags=re.S)
+    assert sentence is not None
+    named = set(re.findall(r"`(\w+)`", sentence[1]))
+    assert named == set(DeepWorkConfig.model_fields)
+
+
+def test_jobs_convert_is_said_to_write_a_copy() -> None:
+    """`deepwork jobs convert` writes job.converted-<format>.yml unless --in-place."""
+    reference = (JOBS_JOB / "reference" / "job_format.md").read_text(encoding="utf-8")
+    for text in (reference, _step_text("fix_jobs")):
+        assert "job.converted-<format>.yml" in text
+        assert "--in-place" in text
+    assert "switches" not in _step_text("define")
+
+
+def test_the_uvx_rule_is_said_once_per_text(skills: dict[str, str]) -> None:
+    job_yml = (JOBS_JOB / "job.yml").read_text(encoding="utf-8")
+    assert _paragraphs_naming(job_yml, "uvx deepwork==") == 1
+    for name in ("define", "record", "implement", "iterate", "learn", "survey", "fix_jobs"):
+        assert "uvx deepwork==" not in _step_text(name), name
+    for where, text in skills.items():
+        assert _paragraphs_naming(text, "uvx deepwork==") <= 1, where
+
+
+def test_nobody_is_told_the_agent_cannot_approve(skills: dict[str, str]) -> None:
+    texts = [*skills.values(), _step_text("define")]
+    texts.append((JOBS_JOB / "reference" / "job_format.md").read_text(encoding="utf-8"))
+    assert all("cannot approve" not in text for text in texts)
+    assert "must not approve" in _flat(_deepwork_skill(skills))
+
+
+def test_learn_uses_the_log_and_knows_stats_are_empty_under_self_review() -> None:
+    learn = _step_text("learn")
+    assert "`deepwork log <session id>`" in learn
+    assert "self-review" in learn
+    assert "empty" in learn
+
+
+def test_hooks_are_said_to_run_only_where_the_platform_runs_them(render_tool: ModuleType) -> None:
+    """The reference names exactly the clients whose plugin runs DeepWork's hooks."""
+    names = {"claude": "Claude Code", "gemini": "Gemini CLI", "codex": "Codex"}
+    running = {p.key for p in render_tool.PLATFORMS if p.runs_hooks}
+    assert running == set(names)
+    reference = (JOBS_JOB / "reference" / "job_format.md").read_text(encoding="utf-8")
+    hooks = reference[reference.index("**Job hooks**") :]
+    hooks = hooks[: hooks.index("\n\n**")]
+    assert "run only where the platform runs" in _flat(hooks)
+    assert all(name in hooks for name in names.values())
+    assert "cannot forget" not in _step_text("define")
+
+
+def test_the_skill_says_what_the_gate_judges_and_how_to_see_it(skills: dict[str, str]) -> None:
+    text = _deepwork_skill(skills)
+    gate = text[text.index("## The quality gate") :]
+    for phrase in (
+        "process requirements", "doc spec", "`.deepreview` rule", "`dry_run: true`",
+        "`review_tasks`", "`quality_gate.max_attempts`", "`quality_gate.reviewer_stalled`",
+        "`quality_gate.budget_exhausted`", "`file:line: code: message`",
+    ):  # fmt: skip
+        assert phrase in _flat(gate), phrase
+    assert "review_tasks" in responses.FinishedStepResponse.model_fields
+
+
+def test_the_self_review_fallback_does_not_contradict_itself(skills: dict[str, str]) -> None:
+    """A fresh sub-agent where the client has them; an admitted own pass where it has none."""
+    for where, text in skills.items():
+        if not where.endswith("/deepwork/SKILL.md"):
+            continue
+        gate = text[text.index("**Self-review.**") :]
+        assert "fresh agent" in gate
+        assert "cannot start a sub-agent at all" in _flat(gate)
+        assert "Self-review without a sub-agent" in _flat(gate)
+
+
+def test_the_library_listing_is_mentioned(skills: dict[str, str]) -> None:
+    assert "`deepwork jobs add --list`" in _deepwork_skill(skills)
+    assert "`deepwork jobs add --list`" in _step_text("define")
+    assert _resolves("jobs add --list")
+
+
+def test_entry_points_pass_what_the_user_said_as_inputs(skills: dict[str, str]) -> None:
+    """Every start parameter of an entry point's first step is named in its skill."""
+    from deepwork_core.jobs.discovery import JobCatalog
+
+    catalog = JobCatalog.for_project(Path("/nonexistent"))
+    plugin = tomllib.loads((REPO / "platform" / "plugin.toml").read_text(encoding="utf-8"))
+    for entry in plugin["entry_points"]:
+        job = catalog.get(entry["job"]).definition
+        first = job.workflows_by_name[entry["workflow"]].entries[0][0]
+        params = {i.name for i in job.step(first).inputs if i.name and not i.from_step}
+        skill = next(
+            text for where, text in skills.items()
+            if where.endswith(f"claude/skills/{entry['name']}/SKILL.md")
+        )  # fmt: skip
+        assert set(entry.get("inputs", {})) == params, entry["name"]
+        assert all(f"- `{name}`:" in skill for name in params), entry["name"]
+
+
+def test_the_readme_names_jobs_add() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert "deepwork jobs add NAME" in readme
+    assert "deepwork jobs add --list" in readme
+
+
+def test_the_gate_docs_do_not_promise_common_info_to_reviewers() -> None:
+    """No review task carries the job's common information (docs/quality-gate.md)."""
+    from deepwork_core.gate import briefs, quality
+
+    for module in (briefs, quality):
+        assert "common_job_info" not in Path(module.__file__).read_text(encoding="utf-8")
+    page = (REPO / "docs" / "quality-gate.md").read_text(encoding="utf-8")
+    assert "the common job information, the agent's notes" not in page
+    assert "common information does not reach the reviewer" in _flat(page)

@@ -99,6 +99,22 @@ def test_the_stale_step_is_reviewed_again_with_the_last_one(root: Path) -> None:
     }
 
 
+def test_a_changed_output_the_last_step_submits_again_is_reviewed_at_once(root: Path) -> None:
+    """The agent declares the earlier file as its own output: no round trip to tell it of the
+    change (issue 33: `iterate` re-submits `job.yml`), but the earlier reviews still run."""
+    gate = ScriptedGate(otherwise=passes_every_step)
+    engine = engine_for(root, gate)
+    engine.start("g", "evidenced", "main")
+    (root / "plan.md").write_text("plan\n")
+    engine.finish({"plan": "plan.md"})
+    (root / "plan.md").write_text("plan v2\n")
+
+    done = engine.finish({"result": "plan.md"})
+
+    assert done.status is FinishStatus.WORKFLOW_COMPLETE
+    assert [c.step_ids for c in gate.seen] == [("plan",), ("build", "plan")]
+
+
 def test_a_rejection_from_the_terminal_sends_the_step_back(root: Path) -> None:
     engine = engine_for(root)
     engine.start("g", "approved", "main")

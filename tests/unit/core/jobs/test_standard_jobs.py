@@ -104,7 +104,7 @@ def test_every_step_is_reachable_and_reviewed(job_dir: Path) -> None:
 @pytest.mark.parametrize("job_dir", ALL_JOBS, ids=JOB_IDS)
 def test_files_mentioned_in_instructions_exist(job_dir: Path) -> None:
     """A step that points the agent at `templates/…` or `steps/…` of its own job gets a file."""
-    mentioned = re.compile(r"`((?:templates|steps|scripts)/[\w./-]+)`")
+    mentioned = re.compile(r"`((?:templates|steps|scripts|reference)/[\w./-]+)`")
     for path in _text_files(job_dir):
         for ref in mentioned.findall(path.read_text(encoding="utf-8")):
             if "<" in ref or "{" in ref:

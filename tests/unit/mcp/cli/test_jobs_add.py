@@ -85,3 +85,20 @@ def test_an_unknown_name_lists_the_library(tmp_path: Path) -> None:
     for name in library_job_names():
         assert name in result.output
     assert not (tmp_path / ".deepwork").exists()
+
+
+def test_list_shows_one_line_per_library_job_and_adds_nothing(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["jobs", "add", "--list", "--path", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert [line.split()[0] for line in lines] == library_job_names()
+    weekly = next(line for line in lines if line.startswith("weekly_digest "))
+    assert "recurring digest" in weekly
+    assert all("(no summary)" not in line for line in lines)
+    assert not (tmp_path / ".deepwork").exists()
+
+
+def test_add_without_a_name_or_list_is_a_usage_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["jobs", "add", "--path", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "--list" in result.output

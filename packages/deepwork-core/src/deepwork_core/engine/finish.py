@@ -54,6 +54,7 @@ from deepwork_core.gate.checkpoint import (
     quality_event,
 )
 from deepwork_core.gate.gates import Gate
+from deepwork_core.gate.job_check import submitted_job_feedback
 from deepwork_core.gate.tasks import QualityReviewTask
 from deepwork_core.jobs.discovery import JobCatalog, LoadedJob
 from deepwork_core.state.session_events import SessionEvents
@@ -262,9 +263,14 @@ class FinishPipeline:
                 run_id=run_id,
             )
             tasks = [_planned(task) for task in gate.tasks(checkpoint)]
+        invalid = submitted_job_feedback(
+            self.project_root, job.definition.name, steps, validated.merged
+        )
         feedback = (
-            f"Dry run: the outputs pass every check; a real call would run {len(tasks)} review "
-            "task(s), listed in review_tasks. Nothing was recorded."
+            f"Dry run: a real call would answer needs_work, before any review. {invalid}"
+            if invalid is not None
+            else f"Dry run: the outputs pass every check; a real call would run {len(tasks)} "
+            "review task(s), listed in review_tasks. Nothing was recorded."
             if tasks
             else "Dry run: the outputs pass every check; no review applies. Nothing was recorded."
         )

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
+from pathlib import Path
 
 from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.engine.approver import Approver
@@ -33,6 +34,7 @@ from deepwork_core.evidence.scope import RepoSnapshot
 from deepwork_core.evidence.verdicts import ReviewVerdict, VerdictKind
 from deepwork_core.gate.checkpoint import GateReviewing
 from deepwork_core.gate.gates import Gate
+from deepwork_core.gate.job_check import submitted_job_feedback
 from deepwork_core.jobs.discovery import JobCatalog, LoadedJob
 from deepwork_core.jobs.model import Step
 from deepwork_core.state.approval_seal import ApprovalKeyError
@@ -46,6 +48,7 @@ class Outcomes:
 
     def __init__(
         self,
+        project_root: Path,
         catalog: JobCatalog,
         guards: Safeguards,
         events: SessionEvents,
@@ -53,6 +56,7 @@ class Outcomes:
         gate: Gate | None,
         clock: Callable[[], datetime],
     ) -> None:
+        self.project_root = project_root
         self.catalog = catalog
         self.guards = guards
         self.events = events
@@ -70,7 +74,8 @@ class Outcomes:
         notes: str | None,
         override_reason: str | None,
     ) -> tuple[FinishResult | None, Findings]:
-        """Audit the checkpoint; the answer when an open approval or the findings decide it."""
+        """Audit the checkpoint; the answer when an open approval, the findings or an invalid
+        submitted `job.yml` (`gate.job_check`) decide it."""
         entries = job.definition.workflows_by_name[session.workflow_name].entries
         findings = self.guards.inspect(
             session, job.definition, steps, validated, override_reason,
@@ -80,11 +85,12 @@ class Outcomes:
             answered = self.approval_answer(tx, session, job, validated, notes, findings)
             if answered is not None:
                 return answered, findings
-        if findings.blocked is not None:
+        blocked = findings.blocked or submitted_job_feedback(
+            self.project_root, job.definition.name, steps, validated.merged
+        )
+        if blocked is not None:
             tx.save(session)
-            return needs_work(
-                stack_items(tx, session.agent_id), findings, findings.blocked
-            ), findings
+            return needs_work(stack_items(tx, session.agent_id), findings, blocked), findings
         return None, findings
 
     def accept(

@@ -209,7 +209,10 @@ class Safeguards:
                 "quality_review_override_reason explaining why they belong to this step."
             )
         elif final and audit.stale and override_reason is None:
-            blocked, rereview = self._stale_at_the_end(session, job, audit.stale, reviewable)
+            resubmitted = _submitted_paths(validated)
+            blocked, rereview = self._stale_at_the_end(
+                session, job, audit.stale, reviewable, resubmitted
+            )
         return Findings(audit, note, rereview, blocked)
 
     def _stale_at_the_end(
@@ -218,7 +221,13 @@ class Safeguards:
         job: JobDefinition,
         stale: list[StaleEvidence],
         reviewable: bool,
+        resubmitted: frozenset[str] = frozenset(),
     ) -> tuple[str | None, tuple[str, ...]]:
+        """Send the agent back once to learn of the changed files, then review them again.
+
+        Files this checkpoint submits as its own outputs are ones the agent knowingly changed:
+        their earlier reviews run again at once, without the round trip.
+        """
         steps = sorted({item.step_id for item in stale})
         paths = sorted(item.path for item in stale)
         changed = (
@@ -232,7 +241,7 @@ class Safeguards:
                 "quality_review_override_reason saying why the change is fine, or undo it.",
                 (),
             )
-        if paths != session.stale_reported:
+        if paths != session.stale_reported and not set(paths) <= resubmitted:
             session.stale_reported = paths
             return (
                 f"{changed} Call finished_step again with this step's outputs: the reviews of "
@@ -455,3 +464,13 @@ def outputs_with(
 def join_notes(*notes: str | None) -> str | None:
     """The notes that are set, as one text (the branch note and the scope guard's)."""
     return " ".join(note for note in notes if note) or None
+
+
+def _submitted_paths(validated: ValidatedOutputs) -> frozenset[str]:
+    """Every path among the checkpoint's submitted outputs."""
+    return frozenset(
+        path
+        for outputs in validated.by_step.values()
+        for value in outputs.values()
+        for path in ([value] if isinstance(value, str) else value)
+    )

@@ -85,7 +85,9 @@ class WorkflowEngine:
         self.nesting = Nesting(
             catalog, self.instructions, self.events.started, clock, self.guards.begin_nested
         )
-        self.outcomes = Outcomes(catalog, self.guards, self.events, self.nesting, gate, clock)
+        self.outcomes = Outcomes(
+            project_root, catalog, self.guards, self.events, self.nesting, gate, clock
+        )
         self.pipeline = FinishPipeline(
             project_root, catalog, store, gate, max_quality_attempts, self.output_limits,
             self.events, self.outcomes, clock,

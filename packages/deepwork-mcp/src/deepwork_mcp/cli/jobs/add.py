@@ -1,4 +1,5 @@
-"""`deepwork jobs add NAME`: copy a job of the DeepWork library into a project.
+"""`deepwork jobs add NAME`: copy a job of the DeepWork library into a project;
+`deepwork jobs add --list`: the library, one line per job (its name and summary).
 
 The library (docs/job-library.md) ships inside this package as `deepwork_mcp/library_jobs/`, a
 copy of the repository's `library/jobs/` kept identical by `tools/copy_library.py`, so the
@@ -16,7 +17,9 @@ from pathlib import Path
 import click
 from deepwork_core import DeepWorkError
 from deepwork_core.base.error_codes import ErrorCode
+from deepwork_core.base.escaping import printable
 from deepwork_core.base.layout import JOB_FILE, PROJECT_JOBS_DIR
+from deepwork_core.base.yamlio import parse_yaml
 
 from deepwork_mcp.cli.options import cli_error
 
@@ -50,6 +53,18 @@ def library_job_names() -> list[str]:
         for entry in library_root().iterdir()
         if entry.is_dir() and entry.joinpath(JOB_FILE).is_file()
     )
+
+
+def library_listing() -> list[str]:
+    """One line per library job: its name, then its `summary` (escaped for the terminal)."""
+    lines = []
+    for name in library_job_names():
+        raw = library_root().joinpath(name, JOB_FILE).read_text(encoding="utf-8")
+        data = parse_yaml(raw).data
+        summary = data.get("summary") if isinstance(data, dict) else None
+        text = " ".join(str(summary).split()) if summary else "(no summary)"
+        lines.append(printable(f"{name:<24} {text}"))
+    return lines
 
 
 def _copy_tree(source: Traversable, target: Path) -> int:
@@ -92,7 +107,8 @@ def add_library_job(project_root: Path, name: str, *, force: bool = False) -> Pa
 
 
 @click.command("add")
-@click.argument("name")
+@click.argument("name", required=False)
+@click.option("--list", "list_only", is_flag=True, help="List the library's jobs and add none.")
 @click.option(
     "--path",
     "project_root",
@@ -104,8 +120,17 @@ def add_library_job(project_root: Path, name: str, *, force: bool = False) -> Pa
 @click.option(
     "--force", is_flag=True, help="Replace an existing .deepwork/jobs/NAME (your edits are lost)."
 )
-def add(name: str, project_root: Path, force: bool) -> None:
-    """Copy the library job NAME into the project's .deepwork/jobs/ (docs/job-library.md)."""
+def add(name: str | None, project_root: Path, force: bool, list_only: bool) -> None:
+    """Copy the library job NAME into the project's .deepwork/jobs/ (docs/job-library.md).
+
+    With --list, print the library instead: one line per job, its name and summary.
+    """
+    if list_only:
+        for line in library_listing():
+            click.echo(line)
+        return
+    if name is None:
+        raise click.UsageError("give a library job NAME, or --list to see them")
     try:
         job_dir = add_library_job(project_root, name, force=force)
     except DeepWorkError as exc:

@@ -17,6 +17,7 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import Problem, Severity
 from deepwork_core.base.escaping import indented, printable
 from deepwork_core.base.layout import JOB_FILE, PROJECT_JOBS_DIR
+from deepwork_core.gate.job_check import problem_line
 from deepwork_core.jobs.discovery import JobFolder, parse_folder_list
 from deepwork_core.jobs.parser import ParsedJob, check_job_files
 
@@ -129,18 +130,7 @@ def _validate_folder(folder: Path) -> list[Problem]:
 
 def _format(problem: Problem) -> str:
     """`file:line: code: message` with the file relative to the working directory if inside."""
-    location = _display_path(problem.file) if problem.file is not None else "<unknown>"
-    if problem.line is not None:
-        location = f"{location}:{problem.line}"
-    marker = "warning: " if problem.severity is Severity.WARNING else ""
-    return printable(f"{location}: {marker}{problem.code}: {problem.message}")
-
-
-def _display_path(path: Path) -> str:
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
+    return problem_line(problem, Path.cwd())
 
 
 def _env_folders() -> str | None:
