@@ -19,7 +19,7 @@ A dry run (`dry_run`) stops after planning the reviews and writes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -27,7 +27,8 @@ from types import MappingProxyType
 
 from deepwork_core.base.config import DEFAULT_REVIEW_DEPTH, OutputsConfig
 from deepwork_core.base.error_codes import ErrorCode
-from deepwork_core.base.errors import QualityGateError, SessionError
+from deepwork_core.base.errors import OutputsError, QualityGateError, SessionError
+from deepwork_core.base.identifiers import check_text
 from deepwork_core.engine.approver import Approver
 from deepwork_core.engine.briefing import reviewer_inputs
 from deepwork_core.engine.checkpoints import (
@@ -40,7 +41,7 @@ from deepwork_core.engine.checkpoints import (
 from deepwork_core.engine.outcomes import Outcomes, needs_work, reviewing
 from deepwork_core.engine.outputs import ValidatedOutputs, validate_outputs
 from deepwork_core.engine.results import EvidenceReport, FinishResult, FinishStatus, PlannedReview
-from deepwork_core.engine.safeguards import Findings, outputs_with, override_kind
+from deepwork_core.engine.safeguards import Findings, override_kind
 from deepwork_core.evidence.verdicts import ReviewVerdict, VerdictKind
 from deepwork_core.gate.checkpoint import (
     Checkpoint,
@@ -50,15 +51,19 @@ from deepwork_core.gate.checkpoint import (
     GateSelfReviewRequested,
     GateVerdict,
     ProgressReporter,
-    check_finish_arguments,
-    quality_event,
 )
 from deepwork_core.gate.gates import Gate
 from deepwork_core.gate.job_check import submitted_job_feedback
 from deepwork_core.gate.tasks import QualityReviewTask
 from deepwork_core.jobs.discovery import JobCatalog, LoadedJob
 from deepwork_core.state.session_events import SessionEvents
-from deepwork_core.state.sessions import QualityEvent, Session, SessionStore, StateTransaction
+from deepwork_core.state.sessions import (
+    OutputValue,
+    QualityEvent,
+    Session,
+    SessionStore,
+    StateTransaction,
+)
 from deepwork_core.state.stacks import check_target, same_checkpoint, stack_items, target_session
 
 
@@ -76,7 +81,22 @@ class Submission:
     frozen: Mapping[str, object] = field(init=False)
 
     def __post_init__(self) -> None:
-        check_finish_arguments(self.outputs, self.notes, self.override_reason, self.work_summary)
+        """Reject malformed arguments before any state is touched."""
+        if not isinstance(self.outputs, Mapping):
+            raise OutputsError(
+                "outputs must be an object mapping output names to paths",
+                code=ErrorCode.OUTPUTS_WRONG_TYPE,
+            )
+        why = self.override_reason
+        if why is not None and not why.strip():
+            raise QualityGateError(
+                "quality_review_override_reason is empty; explain why the review is not needed "
+                "or leave it out",
+                code=ErrorCode.QUALITY_GATE_OVERRIDE_REASON_EMPTY,
+            )
+        check_text(self.notes, what="notes")
+        check_text(why, what="quality_review_override_reason")
+        check_text(self.work_summary, what="work_summary")
         check_target(self.session_id, self.agent_id)
         object.__setattr__(self, "frozen", MappingProxyType(dict(self.outputs)))
 
@@ -167,7 +187,7 @@ class FinishPipeline:
                 session_id=session.session_id,
                 job=job.definition,
                 step_ids=(*session.current_step_ids, *findings.rereview),
-                outputs=outputs_with(session, findings.rereview, validated.merged),
+                outputs=_outputs_with(session, findings.rereview, validated.merged),
                 input_files=reviewer_inputs(session, [*steps, *again], job.definition),
                 notes=sub.notes,
                 attempt=attempt,
@@ -280,6 +300,16 @@ class FinishPipeline:
         )
 
 
+def _outputs_with(
+    session: Session, step_ids: Sequence[str], outputs: dict[str, OutputValue]
+) -> dict[str, OutputValue]:
+    """`outputs` plus the recorded outputs of `step_ids` (stale steps reviewed again)."""
+    merged = dict(outputs)
+    for step_id in step_ids:
+        merged.update(session.step_progress[step_id].outputs)
+    return merged
+
+
 def _unrecorded(tx: StateTransaction, pending: _Pending) -> Session:
     """The session, still at the checkpoint and with nothing recorded since the submission
     (else `session.changed`: another call recorded its outcome, so this one is not recorded
@@ -293,6 +323,28 @@ def _unrecorded(tx: StateTransaction, pending: _Pending) -> Session:
             code=ErrorCode.SESSION_CHANGED,
         )
     return session
+
+
+def quality_event(verdict: GateVerdict, checkpoint: Checkpoint, at: datetime) -> QualityEvent:
+    """The session log entry of one gate verdict."""
+    if isinstance(verdict, GateSelfReviewRequested):
+        return QualityEvent(
+            at=at,
+            kind=VerdictKind.SELF_REVIEW,
+            step_ids=list(checkpoint.step_ids),
+            attempt=checkpoint.attempt or None,
+            feedback=verdict.feedback,
+            review_file=verdict.review_file,
+        )
+    return QualityEvent(
+        at=at,
+        kind=verdict.kind if isinstance(verdict, GatePassed) else VerdictKind.REVIEWER,
+        step_ids=list(checkpoint.step_ids),
+        attempt=checkpoint.attempt or None,
+        passed=isinstance(verdict, GatePassed),
+        feedback=verdict.feedback,
+        reviews=list(verdict.reviews),
+    )
 
 
 def _planned(task: QualityReviewTask) -> PlannedReview:

@@ -10,17 +10,13 @@ carries `warnings` (`<code>: <message>`), which the engine passes on in its answ
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 
-from deepwork_core.base.error_codes import ErrorCode
-from deepwork_core.base.errors import OutputsError, QualityGateError
-from deepwork_core.base.identifiers import check_text
 from deepwork_core.evidence.verdicts import ReviewVerdict, VerdictKind
 from deepwork_core.jobs.model import JobDefinition, Step
-from deepwork_core.state.sessions import OutputValue, QualityEvent
+from deepwork_core.state.sessions import OutputValue
 
 UNDECLARED_BEGIN = "==================== BEGIN UNDECLARED CHANGES ===================="
 UNDECLARED_END = "==================== END UNDECLARED CHANGES ===================="
@@ -162,48 +158,3 @@ GateVerdict = GatePassed | GateNeedsWork | GateSelfReviewRequested | GateReviewi
 def has_own_reviews(steps: Sequence[Step]) -> bool:
     """True when a step declares reviews or process requirements."""
     return any(step.reviews or step.process_requirements for step in steps)
-
-
-def quality_event(verdict: GateVerdict, checkpoint: Checkpoint, at: datetime) -> QualityEvent:
-    """The session log entry of one gate verdict."""
-    if isinstance(verdict, GateSelfReviewRequested):
-        return QualityEvent(
-            at=at,
-            kind=VerdictKind.SELF_REVIEW,
-            step_ids=list(checkpoint.step_ids),
-            attempt=checkpoint.attempt or None,
-            feedback=verdict.feedback,
-            review_file=verdict.review_file,
-        )
-    return QualityEvent(
-        at=at,
-        kind=verdict.kind if isinstance(verdict, GatePassed) else VerdictKind.REVIEWER,
-        step_ids=list(checkpoint.step_ids),
-        attempt=checkpoint.attempt or None,
-        passed=isinstance(verdict, GatePassed),
-        feedback=verdict.feedback,
-        reviews=list(verdict.reviews),
-    )
-
-
-def check_finish_arguments(
-    outputs: Mapping[str, object],
-    notes: str | None,
-    override_reason: str | None,
-    work_summary: str | None = None,
-) -> None:
-    """Reject malformed `finished_step` arguments before any state is touched."""
-    if not isinstance(outputs, Mapping):
-        raise OutputsError(
-            "outputs must be an object mapping output names to paths",
-            code=ErrorCode.OUTPUTS_WRONG_TYPE,
-        )
-    if override_reason is not None and not override_reason.strip():
-        raise QualityGateError(
-            "quality_review_override_reason is empty; explain why the review is not needed "
-            "or leave it out",
-            code=ErrorCode.QUALITY_GATE_OVERRIDE_REASON_EMPTY,
-        )
-    check_text(notes, what="notes")
-    check_text(override_reason, what="quality_review_override_reason")
-    check_text(work_summary, what="work_summary")
