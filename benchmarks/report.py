@@ -45,6 +45,7 @@ BUDGETS: dict[str, Budget] = {
     "evidence.checkpoint": Budget(5, "≤ 5 ms", size_dependent=False),
     "background.overhead": Budget(5, "≤ 5 ms", size_dependent=False),
     "background.overhead_no_fsync": Budget(5, "≤ 5 ms", size_dependent=False),
+    "telemetry.dead_endpoint.added": Budget(5, "≤ 5 ms", size_dependent=False),
 }
 
 # Every figure the runner produces, in report order (the smoke test checks all are present).
@@ -87,6 +88,9 @@ FIGURE_KEYS: tuple[str, ...] = (
     "review_brief.standard",
     "background.overhead",
     "background.overhead_no_fsync",
+    "telemetry.off.finished_step",
+    "telemetry.dead_endpoint.finished_step",
+    "telemetry.dead_endpoint.added",
 )
 
 

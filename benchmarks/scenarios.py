@@ -8,6 +8,8 @@ unavailable (the feature is not there yet) or failed (anything else).
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -114,10 +116,10 @@ class Bench:
     def stderr_log(self, name: str) -> TextIO:
         return (self.scratch / f"{name}.stderr.log").open("a+", encoding="utf-8")
 
-    def serve(self, project: Path, log: TextIO) -> Any:
+    def serve(self, project: Path, log: TextIO, env: dict[str, str] | None = None) -> Any:
         """Connect to `deepwork serve` on `project` (no git branches, no quality gate)."""
         args = ["serve", "--path", str(project), "--no-branch", "--no-quality-gate"]
-        return connect(self.deepwork, args, cwd=project, stderr=log)
+        return connect(self.deepwork, args, cwd=project, stderr=log, env=env)
 
     def floor(self, project: Path, log: TextIO) -> Any:
         return connect(sys.executable, [str(FLOOR_SERVER)], cwd=project, stderr=log)
@@ -593,6 +595,56 @@ async def background(bench: Bench) -> None:
         figure.samples.append(overhead)
 
 
+# --- telemetry: a dead OTLP endpoint never slows a tool call (issue 32) -------------------------
+
+
+def _plain_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "DEEPWORK_OTEL"))}
+
+
+def _dead_endpoint_env() -> dict[str, str]:
+    """Telemetry on, exporting often, to a loopback port nobody listens on."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return {
+        **_plain_env(),
+        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}",
+        "OTEL_BSP_SCHEDULE_DELAY": "50",
+        "OTEL_METRIC_EXPORT_INTERVAL": "100",
+        "OTEL_EXPORTER_OTLP_TIMEOUT": "1",
+    }
+
+
+async def telemetry(bench: Bench) -> None:
+    """The long workflow with telemetry off and with it exporting to a dead endpoint, by turns."""
+    sizes = bench.sizes
+    project = bench.folder("telemetry")
+    outputs = make_long_workflow(project, sizes.long_steps)
+    off = bench.figure("telemetry.off.finished_step", "telemetry off: finished_step")
+    dead = bench.figure(
+        "telemetry.dead_endpoint.finished_step", "telemetry to a dead endpoint: finished_step"
+    )
+    added = bench.figure("telemetry.dead_endpoint.added", "telemetry to a dead endpoint: added")
+    with bench.stderr_log("telemetry") as log:
+        for _ in range(sizes.long_runs):
+            for figure, env in ((off, _plain_env()), (dead, _dead_endpoint_env())):
+                async with bench.serve(project, log, env) as server:
+                    await server.list_tools()
+                    await server.call(
+                        "start_workflow",
+                        {"goal": "telemetry", "job_name": LONG_JOB, "workflow_name": "long"},
+                    )
+                    for index, path in enumerate(outputs, start=1):
+                        elapsed, _ = await server.call(
+                            "finished_step", {"outputs": {f"s{index:02d}_out.md": path}}
+                        )
+                        figure.add(elapsed, server.last_client_ms)
+    if off.median is not None and dead.median is not None:
+        added.samples.append(dead.median - off.median)
+        added.params.update(off_ms=off.median, dead_endpoint_ms=dead.median)
+
+
 Scenario = Callable[[Bench], Awaitable[None]]
 
 # name -> (scenario, the figure-key prefixes it produces)
@@ -606,5 +658,6 @@ SCENARIOS: dict[str, tuple[Scenario, tuple[str, ...]]] = {
     "evidence": (evidence, ("evidence.",)),
     "review_briefs": (review_briefs, ("review_brief.",)),
     "background": (background, ("background.",)),
+    "telemetry": (telemetry, ("telemetry.",)),
 }
 ALIASES = {"context": "cold_start", "memory": "get_workflows", "nested": "workflows"}

@@ -18,7 +18,7 @@ PYPROJECTS = [ROOT / "pyproject.toml", *sorted(ROOT.glob("packages/*/pyproject.t
 SEMVER = re.compile(r"\d+\.\d+\.\d+")
 # `version = "…"` at the start of a line (only [project] has one) and the exact sibling pins.
 VERSION_LINE = re.compile(r'^version = "[^"]*"', re.MULTILINE)
-PIN = re.compile(r'"(deepwork(?:-[a-z]+)?)==[^"]*"')
+PIN = re.compile(r'"(deepwork(?:-[a-z]+)?(?:\[[a-z,]+\])?)==[^"]*"')
 
 
 def current() -> str:

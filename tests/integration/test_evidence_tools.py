@@ -138,6 +138,26 @@ async def test_a_human_who_requests_changes_sends_the_step_back(root: Path) -> N
         assert "Add a rollback section" in back["feedback"]
 
 
+@pytest.mark.parametrize("shared", [False, True])
+async def test_where_signatures_count_the_form_is_not_offered(root: Path, shared: bool) -> None:
+    """The server holds no approver's key, so it cannot sign what the form answers: with trusted
+    approvers (or a shared store) the step waits for a signed `deepwork approve` (docs/team.md)."""
+    if not shared:
+        (root / ".deepwork" / "approvers").mkdir(parents=True)
+        (root / ".deepwork" / "approvers" / "alice.pub").write_text(
+            "deepwork-approver ed25519 " + "A" * 43 + "=\n"
+        )
+    handler = answering("approve", "Looks right")
+    server = create_server(root, config(), shared_store=shared)
+    async with Client(server, mode="legacy", elicitation_handler=handler) as client:
+        session_id = await start(client, "approved")
+        (root / "plan.md").write_text("the plan\n")
+        waiting = await call_ok(client, "finished_step", outputs={"plan": "plan.md"})
+    assert waiting["status"] == "awaiting_approval"
+    assert handler.asked == []
+    assert not [e for e in read_events(root, session_id) if isinstance(e, ApprovalEvent)]
+
+
 async def test_a_client_without_elicitation_waits_for_the_terminal(
     client: Client[Any], root: Path
 ) -> None:

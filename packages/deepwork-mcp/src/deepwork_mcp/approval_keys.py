@@ -6,6 +6,12 @@ writes freely. It is `<state>/keys/<sha256 of the resolved project root>.key`, w
 `XDG_STATE_HOME` only, as the XDG spec says), else `~/.local/state/deepwork`. The command line
 reads the environment and passes the folder down; `deepwork serve` and `deepwork approve` of one
 project therefore find the same key.
+
+The same folder holds the local human approver's Ed25519 key, `<state>/approvers/<name>.key`
+(`deepwork approver init`), with which `deepwork approve` and the dashboard sign decisions. Which
+approver signs: `--approver NAME`, else `DEEPWORK_APPROVER`, else the only key there is. Whether
+the run state is shared with other machines (so signatures are required): `DEEPWORK_STORE_URL`
+names a PostgreSQL server.
 """
 
 from __future__ import annotations
@@ -16,9 +22,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
-from deepwork_core.state.approval_seal import ApprovalKey
+from deepwork_core.base.error_codes import ErrorCode
+from deepwork_core.base.layout import APPROVERS_DIR
+from deepwork_core.state.approval_seal import ApprovalKey, ApprovalKeyError
+from deepwork_core.state.approval_signatures import ApproverSigner, TrustedApprovers
 
 STATE_DIR_ENV: Final = "DEEPWORK_STATE_DIR"
+APPROVER_ENV: Final = "DEEPWORK_APPROVER"
+STORE_URL_ENV: Final = "DEEPWORK_STORE_URL"
+_SHARED_SCHEMES: Final = ("postgresql:", "postgres:")
 _XDG_STATE_HOME: Final = "XDG_STATE_HOME"
 
 
@@ -38,3 +50,38 @@ def approval_key(state: Path, project_root: Path) -> ApprovalKey:
     """The approval key of `project_root` under the state folder `state` (made on first use)."""
     digest = hashlib.sha256(os.fsencode(project_root.resolve())).hexdigest()
     return ApprovalKey(state / "keys" / f"{digest}.key")
+
+
+def store_is_shared(env: Mapping[str, str]) -> bool:
+    """True when `env` points the run state at a PostgreSQL store other machines share."""
+    return env.get(STORE_URL_ENV, "").strip().lower().startswith(_SHARED_SCHEMES)
+
+
+def trusted_approvers(project_root: Path, env: Mapping[str, str]) -> TrustedApprovers:
+    """The approvers `project_root` trusts (`.deepwork/approvers/`), shared as `env` says."""
+    return TrustedApprovers(project_root / APPROVERS_DIR, shared=store_is_shared(env))
+
+
+def approver_path(state: Path, name: str) -> Path:
+    return state / "approvers" / f"{name}.key"
+
+
+def local_signer(state: Path, env: Mapping[str, str], name: str | None) -> ApproverSigner | None:
+    """The approver who signs here: `name`, else `DEEPWORK_APPROVER`, else the only key in
+    `<state>/approvers/`; None when there is none. Several keys and no name: an error."""
+    chosen = name or env.get(APPROVER_ENV) or None
+    if chosen is not None:
+        return ApproverSigner(chosen, approver_path(state, chosen))
+    try:
+        names = sorted(p.stem for p in (state / "approvers").glob("*.key"))
+    except OSError:
+        names = []
+    if not names:
+        return None
+    if len(names) > 1:
+        raise ApprovalKeyError(
+            f"several approver keys in {state / 'approvers'} ({', '.join(names)}): say which "
+            f"signs with --approver NAME or {APPROVER_ENV}",
+            code=ErrorCode.APPROVAL_KEY_UNAVAILABLE,
+        )
+    return ApproverSigner(names[0], approver_path(state, names[0]))

@@ -11,7 +11,9 @@ when it overruns or the review is cancelled. At most `max_parallel` run at once;
 failure cancels the rest. A reply that leaves a criterion unjudged is asked for once more; if
 the second reply also leaves one out, the verdict fails naming it. Every call's tokens and cost
 go to the run's event log as a `review_usage` event, and count against the run's budget
-(`docs/quality-gate.md`, `docs/limits.md`).
+(`docs/quality-gate.md`, `docs/limits.md`). With telemetry on, each call's process gets
+`TRACEPARENT` naming its review span, so a reviewer that exports its own telemetry nests under
+it (docs/telemetry.md).
 """
 
 from __future__ import annotations
@@ -63,6 +65,8 @@ from deepwork_mcp.review_stream import CallUsage, read_stream
 ProgressReporter = Callable[[int, int, str], Awaitable[None]]
 #: How often a review run in a worker thread looks whether it was cancelled.
 _CANCEL_POLL_SECONDS = 0.2
+#: The trace variables of one reviewer call: (session id, step id, review, target file) -> env.
+TraceEnv = Callable[[str, str, str, str | None], Mapping[str, str]]
 
 #: A reviewer printing more than this (on stdout or stderr) is stopped
 #: (`quality_gate.output_too_large`).
@@ -86,13 +90,16 @@ class ClaudeReviewer:
         stall_retries: int = DEFAULT_STALL_RETRIES,
         models: ReviewModels | None = None,
         budget: ReviewBudget | None = None,
+        trace_env: TraceEnv | None = None,
     ) -> None:
         """`executable` is a name looked up on PATH at call time, or a path.
 
         `env` is the child's environment (None: inherit ours); its PATH is used for the lookup.
         `stall_timeout` (None: never) and `stall_retries`: a reviewer silent that long is killed
         and started again up to `stall_retries` times. `models`: `--model` per review depth.
-        `budget`: what a workflow run may spend on reviews.
+        `budget`: what a workflow run may spend on reviews. `trace_env` gives the trace
+        variables of one call's process (telemetry), from the reviewed session, step, review and
+        target file.
         """
         if max_parallel < 1:
             raise ValueError("max_parallel must be at least 1")
@@ -107,6 +114,7 @@ class ClaudeReviewer:
         self.stall_retries = stall_retries
         self.models = models if models is not None else ReviewModels()
         self.budget = budget if budget is not None else ReviewBudget()
+        self.trace_env = trace_env
 
     def review_task(
         self, checkpoint: Checkpoint, task: QualityReviewTask, cancelled: threading.Event
@@ -270,7 +278,7 @@ class ClaudeReviewer:
         left = await anyio.to_thread.run_sync(self.usd_left, call.checkpoint)
         argv = self.argv(call.executable, call.task, left)
         started = time.monotonic()
-        done = await self._run(argv, call)
+        done = await self._run(argv, call, self._child_env(call))
         outcome = read_stream(call.task.label, done)
         answer = _Answer(outcome.reply, outcome.usage, time.monotonic() - started)
         call.tokens += outcome.usage.tokens
@@ -279,7 +287,19 @@ class ClaudeReviewer:
             raise outcome.error
         return answer
 
-    async def _run(self, argv: list[str], call: _Call) -> Completed:
+    def _child_env(self, call: _Call) -> dict[str, str] | None:
+        """The reviewer's environment: ours (or `env`), plus the call's trace variables."""
+        if self.trace_env is None:
+            return self.env
+        task = call.task
+        extra = self.trace_env(
+            call.checkpoint.session_id, task.step_id, task.run_each, task.target_file
+        )
+        if not extra:
+            return self.env
+        return {**(self.env if self.env is not None else os.environ), **extra}
+
+    async def _run(self, argv: list[str], call: _Call, env: dict[str, str] | None) -> Completed:
         """Run one call; a stalled reviewer is killed and started again `stall_retries` times."""
         label, total = call.task.label, self.stall_retries + 1
         for try_number in range(1, total + 1):
@@ -289,7 +309,7 @@ class ClaudeReviewer:
                     cwd=call.checkpoint.project_root,
                     timeout=max(0.0, call.deadline - time.monotonic()),
                     input_text=call.message,
-                    env=self.env,
+                    env=env,
                     output_limit=OUTPUT_LIMIT,
                     idle_timeout=self.stall_timeout,
                 )

@@ -27,7 +27,7 @@ from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools.base import ToolResult
 from mcp.types import CallToolRequestParams
 
-from deepwork_mcp.approval_keys import approval_key
+from deepwork_mcp.approval_keys import approval_key, store_is_shared
 from deepwork_mcp.approval_keys import state_dir as default_state_dir
 from deepwork_mcp.listing import CompactToolListing
 from deepwork_mcp.roots import ProjectRoot, Projects, ProjectServices, RootsMiddleware
@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from deepwork_core.engine.branching import BranchOutcome
     from deepwork_core.engine.workflow import BranchMaker, WorkflowEngine
     from deepwork_core.gate.gates import Gate
+
+    from deepwork_mcp.reviewer import TraceEnv
 
 logger = logging.getLogger("deepwork.mcp")
 
@@ -71,8 +73,9 @@ def check_gate(settings: QualityGateConfig) -> None:
         )
 
 
-def build_gate(settings: QualityGateConfig) -> Gate | None:
-    """The quality gate for these settings: None (off), self-review, or the Claude CLI runner."""
+def build_gate(settings: QualityGateConfig, trace_env: TraceEnv | None = None) -> Gate | None:
+    """The quality gate for these settings: None (off), self-review, or the Claude CLI runner
+    (`trace_env`: the trace variables of its processes, when telemetry is on)."""
     check_gate(settings)
     if not settings.enabled:
         return None
@@ -93,6 +96,7 @@ def build_gate(settings: QualityGateConfig) -> Gate | None:
         stall_retries=settings.stall_retries,
         models=settings.models,
         budget=settings.budget,
+        trace_env=trace_env,
     )
     return ExternalGate(
         reviewer,
@@ -118,15 +122,16 @@ def branch_maker(project_root: Path) -> BranchMaker:
 class _GateOnce:
     """The one quality gate of the server, built when the first engine needs it."""
 
-    def __init__(self, settings: QualityGateConfig) -> None:
+    def __init__(self, settings: QualityGateConfig, trace_env: TraceEnv | None) -> None:
         self._settings = settings
+        self._trace_env = trace_env
         self._lock = threading.Lock()
         self._built: list[Gate | None] = []
 
     def __call__(self) -> Gate | None:
         with self._lock:
             if not self._built:
-                self._built.append(build_gate(self._settings))
+                self._built.append(build_gate(self._settings, self._trace_env))
             return self._built[0]
 
 
@@ -137,6 +142,8 @@ def create_server(
     additional_jobs_folders: Sequence[Path] = (),
     follow_client_roots: bool = False,
     state_dir: Path | None = None,
+    trace_env: TraceEnv | None = None,
+    shared_store: bool | None = None,
 ) -> FastMCP:
     """Build the server for `project_root` (resolved to an absolute path).
 
@@ -150,6 +157,9 @@ def create_server(
     `additional_jobs_folders` are searched for jobs after the project's and the standard ones.
     `state_dir` holds the projects' approval keys (docs/security.md); by default the one
     `deepwork approve` uses, from `DEEPWORK_STATE_DIR`, `XDG_STATE_HOME` or the home folder.
+    `trace_env` gives each external reviewer process its trace variables (docs/telemetry.md).
+    `shared_store` (default: `DEEPWORK_STORE_URL` names a PostgreSQL server) makes every
+    approval need a trusted approver's signature (docs/team.md).
     """
     config = DeepWorkConfig() if config is None else config
     root = Path(project_root).resolve()
@@ -158,7 +168,8 @@ def create_server(
         raise ConfigError("quality_gate.max_attempts must be at least 1")
     check_gate(gate_settings)
     keys = default_state_dir(os.environ) if state_dir is None else state_dir
-    make_services = _services_factory(config, additional_jobs_folders, keys)
+    shared = store_is_shared(os.environ) if shared_store is None else shared_store
+    make_services = _services_factory(config, additional_jobs_folders, keys, shared, trace_env)
 
     where = ProjectRoot(fixed=None if follow_client_roots else root, fallback=root)
     projects = Projects(where, make_services)
@@ -180,17 +191,23 @@ def create_server(
 
 
 def _services_factory(
-    config: DeepWorkConfig, additional_jobs_folders: Sequence[Path], keys: Path
+    config: DeepWorkConfig,
+    additional_jobs_folders: Sequence[Path],
+    keys: Path,
+    shared: bool,
+    trace_env: TraceEnv | None = None,
 ) -> Callable[[Path], ProjectServices]:
     """What each project folder gets: its job catalog now, its workflow engine on first use."""
     gate_settings = config.quality_gate
-    gate = _GateOnce(gate_settings)
+    gate = _GateOnce(gate_settings, trace_env)
 
     def make_services(folder: Path) -> ProjectServices:
         catalog = JobCatalog.for_project(folder, additional_jobs_folders)
 
         def make_engine() -> WorkflowEngine:
+            from deepwork_core.base.layout import APPROVERS_DIR
             from deepwork_core.engine.workflow import WorkflowEngine
+            from deepwork_core.state.approval_signatures import TrustedApprovers
             from deepwork_core.state.sessions import SessionStore
 
             return WorkflowEngine(
@@ -202,6 +219,7 @@ def _services_factory(
                 branch_maker=branch_maker(folder) if config.git.create_branch else None,
                 output_limits=config.outputs,
                 approval_key=approval_key(keys, folder),
+                approvers=TrustedApprovers(folder / APPROVERS_DIR, shared=shared),
             )
 
         return ProjectServices(folder, catalog, make_engine)

@@ -183,7 +183,8 @@ def test_another_projects_key_does_not_verify(tmp_path: Path) -> None:
     other = ApprovalStore(store.project_root, ApprovalKey(tmp_path / "other.key"))
     with pytest.raises(ApprovalError) as caught:
         other.load_verified(SID)
-    assert caught.value.code == "approval.unverified"
+    # The request's seal is checked first: under another key it is not this server's request.
+    assert caught.value.code == "approval.request_unverified"
 
 
 def test_without_a_key_nothing_is_recorded(tmp_path: Path) -> None:
@@ -191,3 +192,25 @@ def test_without_a_key_nothing_is_recorded(tmp_path: Path) -> None:
     with pytest.raises(ApprovalKeyError) as caught:
         ApprovalStore(store.project_root).load_verified(SID)
     assert caught.value.code == "approval.key_unavailable"
+
+
+def test_a_replaced_key_file_is_read_again_without_a_new_key_object(tmp_path: Path) -> None:
+    key = ApprovalKey(tmp_path / "keys" / "k.key")
+    first = key.secret()
+    key.path.unlink()  # as docs/security.md advises after an unsafe key
+    second = key.secret()  # a new key is made, and this object uses it at once
+    assert second != first
+    assert ApprovalKey(key.path).secret() == second
+
+
+def test_an_edited_request_does_not_verify(tmp_path: Path) -> None:
+    store = decided_store(tmp_path)
+    path = store.path(SID)
+    text = path.read_text()
+    path.write_text(text.replace('"plan.md"', '"decoy.md"'))
+    record = store.load(SID)
+    assert record is not None
+    assert store.why_request_unverified(record) is not None
+    with pytest.raises(ApprovalError) as caught:
+        store.load_verified(SID)
+    assert caught.value.code == "approval.request_unverified"

@@ -26,7 +26,7 @@ SID = "sess_approve1"
 
 def open_request(root: Path) -> ApprovalStore:
     (root / "plan.md").write_text("the plan\n")
-    store = ApprovalStore(root)
+    store = ApprovalStore(root, key_of(root))  # the server seals the request it opens
     store.open_request(
         ApprovalRequest(
             request_id="req-1",

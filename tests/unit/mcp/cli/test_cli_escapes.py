@@ -20,6 +20,7 @@ from deepwork_core.state.events import events_dir
 from deepwork_core.state.sessions import SessionStore
 from deepwork_mcp.cli import cli
 
+from tests.fixtures.evidence_project import key_of
 from tests.fixtures.workflow_project import make_project
 
 #: Retitles the terminal, then clears the screen: what an agent might write to fool a human.
@@ -101,7 +102,7 @@ def test_stats_escapes_names_from_the_logs(tmp_path: Path) -> None:
 
 def test_approve_escapes_the_request_it_shows(tmp_path: Path) -> None:
     (tmp_path / "plan.md").write_text("the plan\n")
-    ApprovalStore(tmp_path).open_request(
+    ApprovalStore(tmp_path, key_of(tmp_path)).open_request(  # sealed, as the server does
         ApprovalRequest(
             request_id="req-1",
             session_id="sess_approve1",

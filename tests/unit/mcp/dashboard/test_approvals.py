@@ -3,8 +3,12 @@ bound to the files the page showed (docs/dashboard.md, docs/evidence.md)."""
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 
+from deepwork_core.base.layout import APPROVERS_DIR
+from deepwork_core.state.approval_signatures import ApproverSigner, public_line
 from deepwork_core.state.approvals import ApprovalStore
 from starlette.testclient import TestClient
 
@@ -109,3 +113,48 @@ def test_a_post_without_the_token_in_its_form_is_refused(
 
 def test_decisions_are_posts_only(client: TestClient, waiting: Waiting) -> None:
     assert client.get(f"/approvals/{waiting.session_id}?decision=approve").status_code == 405
+
+
+def test_where_the_project_trusts_approvers_the_dashboard_signs_with_the_local_key(
+    client: TestClient, waiting: Waiting
+) -> None:
+    state = Path(os.environ["DEEPWORK_STATE_DIR"])
+    alice = ApproverSigner("alice", state / "approvers" / "alice.key")
+    alice.create()
+    folder = waiting.root / APPROVERS_DIR
+    folder.mkdir(parents=True)
+    (folder / "alice.pub").write_text(public_line(alice.public_key()))
+
+    status, page = decide(client, waiting, decision="approve")
+    assert status == 200, page
+    record = ApprovalStore(waiting.root).load(waiting.session_id)
+    assert record is not None
+    assert record.decision is not None
+    assert record.decision.signer == "alice"
+    assert waiting.engine.finish({"plan": "plan.md"}).status == "next_step"
+
+
+def test_where_the_project_trusts_approvers_an_unsigned_click_is_refused(
+    client: TestClient, waiting: Waiting
+) -> None:
+    folder = waiting.root / APPROVERS_DIR
+    folder.mkdir(parents=True)
+    somebody = ApproverSigner("bob", waiting.root.parent / "bob.key")
+    somebody.create()
+    (folder / "bob.pub").write_text(public_line(somebody.public_key()))
+
+    status, page = decide(client, waiting, decision="approve")  # no approver key here
+    assert status == 409
+    assert "approval.unverified" in page
+    record = ApprovalStore(waiting.root).load(waiting.session_id)
+    assert record is not None
+    assert record.decision is None
+
+
+def test_a_file_changed_since_the_request_is_not_previewed_under_the_old_hash(
+    client: TestClient, waiting: Waiting
+) -> None:
+    (waiting.root / "plan.md").write_text("a different plan\n")
+    page = client.get("/approvals").text
+    assert "a different plan" not in page
+    assert "other bytes than the ones asked about" in page

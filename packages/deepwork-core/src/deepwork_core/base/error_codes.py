@@ -47,11 +47,16 @@ class ErrorCode(StrEnum):
     APPROVAL_REQUEST_CHANGED = "approval.request_changed"
     """The approval request was replaced by a newer one while the human looked at it; look at
     the new one."""
+    APPROVAL_REQUEST_UNVERIFIED = "approval.request_unverified"
+    """The approval request is not the one the server opened: its seal does not verify with the
+    project's approval key (the file was edited, or the key was replaced since). Nothing is
+    decided or logged; the agent calls `finished_step` again and the server asks anew."""
     APPROVAL_UNVERIFIED = "approval.unverified"
     """An approval decision was refused: its MAC does not verify with the project's approval key,
-    or the session's event log has no matching `approval` event. It was not written by `deepwork
-    approve` or the client's form, or was edited since; the step keeps waiting until the human
-    runs `deepwork approve SESSION` (docs/security.md)."""
+    it lacks a valid signature by an approver the project trusts (`.deepwork/approvers/`) where
+    signatures are required, or the session's event log has no matching `approval` event. It
+    was not written by `deepwork approve`, the dashboard or the client's form, or was edited
+    since; the step keeps waiting until a human approves it properly (docs/security.md)."""
 
     ARGUMENTS_INVALID = "arguments.invalid"
     """A tool was called with arguments its input schema rejects; the error names each bad

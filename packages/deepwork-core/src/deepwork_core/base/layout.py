@@ -34,6 +34,8 @@ REVIEW_FILE_SUFFIX: Final = ".md"
 EVENTS_DIR: Final = f"{TMP_DIR}/events"
 #: Human approval requests and decisions, `<session_id>.json`, with `approvals.lock`.
 APPROVALS_DIR: Final = f"{TMP_DIR}/approvals"
+#: The public keys of the human approvers the project trusts, `<name>.pub` (committed).
+APPROVERS_DIR: Final = ".deepwork/approvers"
 #: The project's own jobs; the first folder of the job search path.
 PROJECT_JOBS_DIR: Final = ".deepwork/jobs"
 #: The standard jobs' folder name inside the `deepwork_core` package (the second folder).

@@ -35,6 +35,7 @@ from deepwork_core.evidence.scope import RepoSnapshot, take_snapshot, under_git
 from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.jobs.model import JobDefinition, ScopeGuard, Step
 from deepwork_core.state.approval_seal import ApprovalKey
+from deepwork_core.state.approval_signatures import TrustedApprovers
 from deepwork_core.state.approvals import (
     ApprovalChannel,
     ApprovalRecord,
@@ -96,10 +97,11 @@ class Safeguards:
         project_root: Path,
         clock: Callable[[], datetime],
         approval_key: ApprovalKey | None = None,
+        approvers: TrustedApprovers | None = None,
     ) -> None:
         self.project_root = project_root
         self.clock = clock
-        self.approvals = ApprovalStore(project_root, approval_key)
+        self.approvals = ApprovalStore(project_root, approval_key, trusted=approvers)
 
     # --- steps begin ---------------------------------------------------------------------------
 
@@ -359,15 +361,23 @@ class Safeguards:
     ) -> tuple[ApprovalOutcome, ApprovalRecord | None]:
         """What became of the session's open request, judged against the outputs now.
 
-        Raises `approval.unverified` for a decision that is not sealed with the project's key or
-        has no `approval` event in the log: the session stays as it is, waiting.
+        A request that is not the one this server opened (its seal does not verify, or its steps
+        or files are not the ones the session waits on) is void: the server asks anew, and no
+        decision on it counts. Raises `approval.unverified` for a decision that is not sealed
+        (or signed, where required) or has no `approval` event in the log: the session stays as
+        it is, waiting.
         """
         pending = session.pending_approval
         assert pending is not None
         if _keys(findings.audit.hashes) != _keys(pending.hashes):
             return ApprovalOutcome.VOID, None
+        record = self.approvals.load(session.session_id)
+        if record is None or not _asks_for(record, pending):
+            return ApprovalOutcome.VOID, None
+        if self.approvals.why_request_unverified(record) is not None:
+            return ApprovalOutcome.VOID, None
         record = self.approvals.load_verified(session.session_id)
-        if record is None or record.request.request_id != pending.request_id:
+        if record is None or not _asks_for(record, pending):
             return ApprovalOutcome.VOID, None
         if record.decision is None:
             return ApprovalOutcome.WAIT, record
@@ -415,6 +425,17 @@ def prompt_of(request: ApprovalRequest) -> ApprovalPrompt:
         shown=list(request.shown),
         job_name=request.job_name,
         workflow_name=request.workflow_name,
+    )
+
+
+def _asks_for(record: ApprovalRecord, pending: PendingApproval) -> bool:
+    """True when `record` is the request `pending` waits on: same id, steps and shown files."""
+    request = record.request
+    hashes = {(h.output, h.path, h.sha256) for h in pending.hashes}
+    return (
+        request.request_id == pending.request_id
+        and request.step_ids == pending.step_ids
+        and all((s.output, s.path, s.sha256) in hashes for s in request.shown)
     )
 
 

@@ -30,6 +30,7 @@ from deepwork_core.gate.gates import Gate
 from deepwork_core.jobs.discovery import Catalog, JobCatalog
 from deepwork_core.jobs.lookup import select_workflow
 from deepwork_core.state.approval_seal import ApprovalKey
+from deepwork_core.state.approval_signatures import TrustedApprovers
 from deepwork_core.state.session_events import SessionEvents
 from deepwork_core.state.sessions import (
     Session,
@@ -56,6 +57,8 @@ class WorkflowEngine:
 
     `approval_key` seals and verifies human approvals (docs/security.md); the command line and
     the server pass the project's key. Without it a step that needs approval waits for good.
+    `approvers` are the human approvers whose signatures count (by default the project's
+    `.deepwork/approvers/`, with signatures required only once it trusts a key).
     """
 
     def __init__(
@@ -70,6 +73,7 @@ class WorkflowEngine:
         clock: Callable[[], datetime] = utc_now,
         output_limits: OutputsConfig | None = None,
         approval_key: ApprovalKey | None = None,
+        approvers: TrustedApprovers | None = None,
     ) -> None:
         self.project_root = project_root
         self.catalog = catalog
@@ -81,7 +85,7 @@ class WorkflowEngine:
         self.output_limits = OutputsConfig() if output_limits is None else output_limits
         self.instructions = InstructionReader(project_root)
         self.events = SessionEvents(project_root, clock)
-        self.guards = Safeguards(project_root, clock, approval_key)
+        self.guards = Safeguards(project_root, clock, approval_key, approvers)
         self.nesting = Nesting(
             catalog, self.instructions, self.events.started, clock, self.guards.begin_nested
         )
@@ -208,6 +212,8 @@ class WorkflowEngine:
         check_target(session_id, agent_id)
         with self.store.transaction() as tx:
             session = target_session(tx, session_id, agent_id)
+            if session.pending_approval is not None:
+                self.guards.close_approval(session, None)  # withdrawn: nobody can approve it now
             session.status = SessionStatus.ABORTED
             session.abort_reason = explanation
             session.completed_at = self.clock()

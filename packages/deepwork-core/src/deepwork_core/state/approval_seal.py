@@ -7,6 +7,10 @@ agent-writable `.deepwork/` tree. The command line and the server choose the key
 down; nothing here reads the environment. What this does and does not protect against is on
 docs/security.md ("Approvals").
 
+The key is read again whenever its file changes (another inode, size or modification time), so a
+key replaced on disk, as docs/security.md advises after an unsafe one, is used at once, without a
+restart; a key file that vanished is made anew on the next use.
+
 The key file holds 32 random bytes. It is created with mode 0600, all at once (written under a
 temporary name, then hard-linked into place, so no reader ever sees half a key and two processes
 creating it at the same time end up with the same one). A key file that is a symbolic link, not a
@@ -37,7 +41,7 @@ KEY_BYTES: Final = 32
 #: Mode bits a key file must not have: any permission for group or others.
 _OPEN_TO_OTHERS: Final = 0o077
 #: Binds a MAC to its purpose and canonical form; a new form gets a new label.
-_LABEL: Final = "deepwork-approval-v1"
+_LABEL: Final = "deepwork-approval-v2"
 
 
 class ApprovalKeyError(DeepWorkError):
@@ -52,43 +56,55 @@ class ApprovalKey:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._secret: bytes | None = None
+        self._stamp: tuple[int, int, int, int] | None = None
         self._lock = threading.Lock()
 
     def secret(self) -> bytes:
-        """The 32-byte secret; creates the key file when there is none yet."""
+        """The 32-byte secret as the key file holds it now; creates the file when there is none."""
         with self._lock:
-            if self._secret is None:
-                self._secret = _load_or_create(self.path)
+            stamp = _stamp(self.path)
+            if self._secret is None or stamp is None or stamp != self._stamp:
+                self._secret, self._stamp = load_or_create_secret(self.path)
             return self._secret
 
-    def mac(self, fields: Mapping[str, object]) -> str:
+    def mac(self, fields: Mapping[str, object], label: str = _LABEL) -> str:
         """The hex HMAC-SHA256 of `fields` (JSON values) in their canonical form."""
-        return hmac.new(self.secret(), canonical(fields), hashlib.sha256).hexdigest()
+        return hmac.new(self.secret(), canonical(fields, label), hashlib.sha256).hexdigest()
 
-    def verifies(self, fields: Mapping[str, object], mac: str) -> bool:
+    def verifies(self, fields: Mapping[str, object], mac: str, label: str = _LABEL) -> bool:
         """True when `mac` is the MAC of `fields` under this key (compared in constant time)."""
-        return hmac.compare_digest(self.mac(fields), mac)
+        return hmac.compare_digest(self.mac(fields, label), mac)
 
 
-def canonical(fields: Mapping[str, object]) -> bytes:
-    """`fields` with the label as one JSON text: sorted keys, no spaces, ASCII only."""
-    document = {"label": _LABEL, **fields}
+def canonical(fields: Mapping[str, object], label: str = _LABEL) -> bytes:
+    """`fields` with `label` as one JSON text: sorted keys, no spaces, ASCII only."""
+    document = {"label": label, **fields}
     return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
 
 
-def _load_or_create(path: Path) -> bytes:
+def _stamp(path: Path) -> tuple[int, int, int, int] | None:
+    """What identifies the key file's present content cheaply; None when there is none."""
     try:
-        return _read_key(path)
+        info = path.lstat()
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def load_or_create_secret(path: Path) -> tuple[bytes, tuple[int, int, int, int] | None]:
+    """The 32-byte secret in `path` (made first when there is none) and its file's stamp."""
+    try:
+        return read_secret(path), _stamp(path)
     except FileNotFoundError:
         pass
-    _create_key(path)
+    create_secret(path)
     try:
-        return _read_key(path)
+        return read_secret(path), _stamp(path)
     except FileNotFoundError:
         raise ApprovalKeyError(f"approval key {path} vanished right after it was made") from None
 
 
-def _read_key(path: Path) -> bytes:
+def read_secret(path: Path) -> bytes:
     """The secret in `path`; FileNotFoundError when there is no key file yet."""
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
@@ -122,8 +138,9 @@ def _check_file(path: Path, info: os.stat_result) -> None:
         raise _unsafe(path, f"belongs to user id {info.st_uid}, not to this user")
 
 
-def _create_key(path: Path) -> None:
-    """Make a new key file at `path`, unless another process makes one first."""
+def create_secret(path: Path) -> None:
+    """Make a new 32-byte key file at `path` (mode 0600), unless another process makes one
+    first."""
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         draft = path.with_name(f".{path.name}.{secrets.token_hex(8)}.new")

@@ -8,10 +8,20 @@ host, or the client's name and version) and the hashes of the shown outputs at t
 decision counts only while those hashes are the outputs' current ones: an edit after the approval
 voids it.
 
+The request is the server's own record of what it asked: when it opens one, the server seals it
+(step, prompt, shown paths and hashes) with a MAC under the project's approval key, so an agent's
+edit of the file is detected. A request whose seal does not verify is never shown for a decision
+nor used (`approval.request_unverified`); the server asks anew. A decision covers the request's
+seal, so it binds to exactly that step and those hashes, and counts only while the files' bytes
+still have them.
+
 Each decision is sealed with a MAC under the project's approval key
-(`deepwork_core.state.approval_seal`) and written together with its `approval` event. A decision
-is used only when its MAC verifies and the session's event log holds that event; any other is
-refused as `approval.unverified` (a hand-written or edited file, or one from before seals).
+(`deepwork_core.state.approval_seal`) and, where the project requires it, signed by a human
+approver's Ed25519 key (`deepwork_core.state.approval_signatures`); it is written together with
+its `approval` event. A decision is used only when its seal (or, where signatures are required,
+its signature by a trusted approver) verifies and the session's event log holds that event; any
+other is refused as `approval.unverified` (a hand-written or edited file, or one from before
+seals).
 
 No MCP tool writes these files; see docs/evidence.md and docs/security.md for what that does and
 does not protect.
@@ -34,16 +44,19 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError, FileReadError
 from deepwork_core.base.fsutil import atomic_write_text, file_lock, read_text_file
 from deepwork_core.base.identifiers import check_session_id
-from deepwork_core.base.layout import APPROVALS_DIR
+from deepwork_core.base.layout import APPROVALS_DIR, APPROVERS_DIR
 from deepwork_core.base.runtime_dir import ensure_tmp_dir
 from deepwork_core.evidence.hashes import OutputHash, ShownOutput, sha256_file
 from deepwork_core.state.approval_seal import ApprovalKey, ApprovalKeyError
+from deepwork_core.state.approval_signatures import ApproverSigner, TrustedApprovers
 from deepwork_core.state.event_kinds import ApprovalEvent
 from deepwork_core.state.events import append_event, read_events
 
 _LOCK: Final = "approvals.lock"
 #: An approval file larger than this is refused (`approval.corrupt`); real ones are a few KB.
 MAX_APPROVAL_BYTES: Final = 1024 * 1024
+#: Binds a request's seal to its purpose and canonical form.
+REQUEST_LABEL: Final = "deepwork-approval-request-v1"
 
 
 class ApprovalError(DeepWorkError):
@@ -72,6 +85,9 @@ class ApprovalRequest(_Model):
     prompt: str
     shown: list[ShownOutput] = Field(default_factory=list)
     requested_at: datetime
+    #: HMAC-SHA256 (hex) of the request under the project's approval key, set by the server that
+    #: opened it (`request_fields`); None: unsealed, never shown for a decision nor used.
+    mac: str | None = None
 
 
 class ApprovalDecision(_Model):
@@ -88,6 +104,10 @@ class ApprovalDecision(_Model):
     shown: list[ShownOutput] = Field(default_factory=list)
     #: HMAC-SHA256 (hex) of the decision under the project's approval key; None: unsealed.
     mac: str | None = None
+    #: The approver whose Ed25519 key signed the decision (`.deepwork/approvers/<signer>.pub`).
+    signer: str | None = None
+    #: The base64 Ed25519 signature over the same fields as the MAC; None: unsigned.
+    signature: str | None = None
 
 
 class ApprovalRecord(_Model):
@@ -126,14 +146,28 @@ def rehash(project_root: Path, shown: Iterable[ShownOutput]) -> list[ShownOutput
 class ApprovalStore:
     """The approval files of one project. Safe across processes (one lock for all).
 
-    `key` seals the decisions recorded here and verifies the ones read for use; without it
-    requests open and load, but no decision can be recorded or used (`approval.key_unavailable`).
+    `key` seals the requests opened and the decisions recorded here and verifies the ones read
+    for use; without it requests open and load, but no decision can be recorded or used
+    (`approval.key_unavailable`). `trusted` are the approvers whose signatures count (by default
+    the project's `.deepwork/approvers/`, on a store of its own); `signer` is the local approver
+    who signs the decisions recorded here (the CLI and the dashboard; never the server).
     """
 
-    def __init__(self, project_root: Path, key: ApprovalKey | None = None) -> None:
+    def __init__(
+        self,
+        project_root: Path,
+        key: ApprovalKey | None = None,
+        *,
+        trusted: TrustedApprovers | None = None,
+        signer: ApproverSigner | None = None,
+    ) -> None:
         self.project_root = project_root
         self.folder = project_root / APPROVALS_DIR
         self.key = key
+        self.trusted = (
+            TrustedApprovers(project_root / APPROVERS_DIR) if trusted is None else trusted
+        )
+        self.signer = signer
 
     def path(self, session_id: str) -> Path:
         return self.folder / f"{check_session_id(session_id)}.json"
@@ -145,7 +179,14 @@ class ApprovalStore:
             yield
 
     def open_request(self, request: ApprovalRequest) -> ApprovalRecord:
-        """Open `request`, replacing any earlier request of the session and its decision."""
+        """Seal and open `request`, replacing any earlier request of the session and its decision.
+
+        Without a key the request is stored unsealed, and no decision on it can ever count.
+        """
+        if self.key is not None:
+            request = request.model_copy(
+                update={"mac": self.key.mac(request_fields(request), REQUEST_LABEL)}
+            )
         record = ApprovalRecord(request=request)
         with self._locked():
             atomic_write_text(self.path(request.session_id), record.model_dump_json(indent=2))
@@ -171,10 +212,13 @@ class ApprovalStore:
             ) from None
 
     def load_verified(self, session_id: str) -> ApprovalRecord | None:
-        """`load`, refusing a decision that is not sealed and logged (`approval.unverified`)."""
+        """`load`, refusing a request the server did not seal as it is
+        (`approval.request_unverified`) and a decision that is not sealed (or signed, where
+        signatures are required) and logged (`approval.unverified`)."""
         record = self.load(session_id)
         if record is None:
             return None
+        self.check_request(record)
         why = self.why_unverified(session_id, record)
         if why is not None:
             raise ApprovalError(
@@ -185,15 +229,41 @@ class ApprovalStore:
             )
         return record
 
+    def why_request_unverified(self, record: ApprovalRecord) -> str | None:
+        """Why `record`'s request is not the one the server opened; None when it is."""
+        mac = record.request.mac
+        if mac is None:
+            return "the request carries no seal of the server that opened it"
+        if not self._key().verifies(request_fields(record.request), mac, REQUEST_LABEL):
+            return (
+                "the request's seal does not verify: it was changed after the server opened it, "
+                "or the approval key was replaced since"
+            )
+        return None
+
+    def check_request(self, record: ApprovalRecord) -> None:
+        """Raise `approval.request_unverified` unless `record`'s request is the server's own."""
+        why = self.why_request_unverified(record)
+        if why is not None:
+            raise ApprovalError(
+                f"{self.path(record.request.session_id)}: {why}. Nothing was decided; the agent "
+                "must call finished_step again so the server asks anew",
+                code=ErrorCode.APPROVAL_REQUEST_UNVERIFIED,
+            )
+
     def why_unverified(self, session_id: str, record: ApprovalRecord) -> str | None:
         """Why the decision of `record` does not count; None when it does (or there is none)."""
         decision = record.decision
         if decision is None:
             return None
-        if decision.mac is None:
-            return "the decision carries no MAC"
         fields = seal_fields(session_id, record.request, decision)
-        if not self._key().verifies(fields, decision.mac):
+        if self.trusted.required():
+            why = self.trusted.why_unsigned(fields, decision.signer, decision.signature)
+            if why is not None:
+                return why
+        elif decision.mac is None:
+            return "the decision carries no MAC"
+        elif not self._key().verifies(fields, decision.mac):
             return "the decision's MAC does not verify with this project's approval key"
         try:
             events = read_events(self.project_root, session_id)
@@ -237,14 +307,37 @@ class ApprovalStore:
                     f"at {record.decision.decided_at.isoformat()}",
                     code=ErrorCode.APPROVAL_ALREADY_DECIDED,
                 )
-            mac = self._key().mac(seal_fields(session_id, record.request, decision))
-            decision = decision.model_copy(update={"mac": mac})
+            decision = self._sealed(session_id, record.request, decision)
             record = record.model_copy(update={"decision": decision})
             # The record first: a crash between the two leaves a record without its event,
             # which is refused (and can be decided again), never an approval nobody logged.
             atomic_write_text(self.path(session_id), record.model_dump_json(indent=2))
             append_event(self.project_root, approval_event(session_id, record.request, decision))
         return record
+
+    def _sealed(
+        self, session_id: str, request: ApprovalRequest, decision: ApprovalDecision
+    ) -> ApprovalDecision:
+        """`decision` signed by the local approver (when there is one) and sealed with the
+        project's key (unless the store is shared: that key belongs to the serving machine)."""
+        update: dict[str, object] = {}
+        if self.signer is not None:
+            self.trusted.check_signer(self.signer)
+            update["signer"] = self.signer.name
+        elif self.trusted.required():
+            raise ApprovalError(
+                "this project counts only decisions signed by a trusted approver "
+                f"({self.trusted.folder}/<name>.pub), and no approver's key is set up here: run "
+                "`deepwork approver init`, commit the .pub file it writes, and decide again",
+                code=ErrorCode.APPROVAL_UNVERIFIED,
+            )
+        decision = decision.model_copy(update=update)
+        fields = seal_fields(session_id, request, decision)
+        if self.signer is not None:
+            update["signature"] = self.signer.sign(fields)
+        if not self.trusted.shared:
+            update["mac"] = self._key().mac(fields)
+        return decision.model_copy(update=update)
 
     def clear(self, session_id: str) -> None:
         with self._locked(), contextlib.suppress(FileNotFoundError):
@@ -263,7 +356,9 @@ def record_decision(
     now: datetime,
     request_id: str | None = None,
 ) -> ApprovalRecord:
-    """Decide the open request of `session_id`, bound to the shown outputs' current hashes.
+    """Decide the open request of `session_id`, bound to the shown outputs' current hashes
+    (on a shared store: to the request's hashes, which the serving machine compares with its
+    files' bytes before it uses the decision).
 
     `request_id` pins the request the human looked at (None: the open one). Raises
     `approval.outputs_changed` when a shown output changed since the request was opened: the
@@ -272,9 +367,17 @@ def record_decision(
     record = store.load(session_id)
     if record is None:
         raise ApprovalError(
-            f"session {session_id!r} has no approval waiting", code=ErrorCode.APPROVAL_NONE_PENDING
+            f"session {session_id!r} has no approval waiting (none was asked, or the run was "
+            "aborted or moved on)",
+            code=ErrorCode.APPROVAL_NONE_PENDING,
         )
-    current = rehash(store.project_root, record.request.shown)
+    if store.trusted.shared:
+        # Decided from any machine: the request's seal and the files' bytes are the serving
+        # machine's to check when it uses the decision; this checkout may hold other bytes.
+        current = list(record.request.shown)
+    else:
+        store.check_request(record)
+        current = rehash(store.project_root, record.request.shown)
     if current != record.request.shown:
         changed = ", ".join(
             s.path for s, c in zip(record.request.shown, current, strict=True) if s != c
@@ -316,15 +419,29 @@ def approval_event(
     )
 
 
+def request_fields(request: ApprovalRequest) -> dict[str, object]:
+    """What a request's seal covers, as JSON values (docs/security.md)."""
+    return {
+        "session_id": request.session_id,
+        "request_id": request.request_id,
+        "job_name": request.job_name,
+        "workflow_name": request.workflow_name,
+        "step_ids": list(request.step_ids),
+        "prompt": request.prompt,
+        "shown": [[s.output, s.path, s.sha256] for s in request.shown],
+        "requested_at": _utc(request.requested_at),
+    }
+
+
 def seal_fields(
     session_id: str, request: ApprovalRequest, decision: ApprovalDecision
 ) -> dict[str, object]:
-    """What a decision's MAC covers, as JSON values (docs/security.md)."""
+    """What a decision's MAC and signature cover, as JSON values (docs/security.md): the
+    decision, and the request's seal, so it binds to exactly the request the server opened."""
     shown = [[s.output, s.path, s.sha256] for s in decision.shown]
-    decided_at = decision.decided_at
-    if decided_at.tzinfo is None:
-        decided_at = decided_at.replace(tzinfo=UTC)
     return {
+        "request_mac": request.mac,
+        "signer": decision.signer,
         "session_id": session_id,
         "request_id": decision.request_id,
         "step_ids": list(request.step_ids),
@@ -334,8 +451,14 @@ def seal_fields(
         "channel": decision.channel.value,
         "actor": decision.actor,
         "terminal": decision.terminal,
-        "decided_at": decided_at.astimezone(UTC).isoformat(),
+        "decided_at": _utc(decision.decided_at),
     }
+
+
+def _utc(moment: datetime) -> str:
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat()
 
 
 def _logs(event: object, decision: ApprovalDecision) -> bool:

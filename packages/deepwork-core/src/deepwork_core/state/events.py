@@ -16,6 +16,11 @@ Each append takes an exclusive `flock` on the log file and writes the whole line
 last line that has no newline yet (a writer killed mid-line) and rejects any other line that is not
 a JSON object with an `event` name and a readable header as `events.corrupt`, naming the file and
 line. A line of an unknown kind reads as `OtherEvent`.
+
+Observers (OpenTelemetry export in `deepwork_mcp.telemetry`) follow the log through
+`add_event_listener`: each listener is called with every event after its line is written, in the
+writer's thread. A listener must be quick and must not raise; one that raises is removed and the
+write it followed still stands (the log is the record, observers are extras).
 """
 
 from __future__ import annotations
@@ -23,8 +28,10 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import logging
 import os
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Final
 
@@ -37,6 +44,8 @@ from deepwork_core.base.runtime_dir import ensure_tmp_dir
 from deepwork_core.state.event_kinds import EVENT_SCHEMA_VERSION as EVENT_SCHEMA_VERSION
 from deepwork_core.state.event_kinds import EventName as EventName
 from deepwork_core.state.event_kinds import EventRecord, KnownEvent, parse_event
+
+logger = logging.getLogger("deepwork.events")
 
 EVENTS_SUFFIX: Final = ".jsonl"
 #: A log larger than this is refused on read rather than loaded whole into memory.
@@ -59,8 +68,40 @@ def events_path(project_root: Path, session_id: str) -> Path:
     return events_dir(project_root) / f"{session_id}{EVENTS_SUFFIX}"
 
 
+#: Called with the project root and each event after its line is written.
+EventListener = Callable[[Path, KnownEvent], None]
+
+_listeners: list[EventListener] = []
+_listeners_lock = threading.Lock()
+
+
+def add_event_listener(listener: EventListener) -> Callable[[], None]:
+    """Call `listener` after every event appended in this process; returns its remover."""
+    with _listeners_lock:
+        _listeners.append(listener)
+
+    def remove() -> None:
+        with _listeners_lock, contextlib.suppress(ValueError):
+            _listeners.remove(listener)
+
+    return remove
+
+
+def _notify(project_root: Path, event: KnownEvent) -> None:
+    with _listeners_lock:
+        listeners = tuple(_listeners)
+    for listener in listeners:
+        try:
+            listener(project_root, event)
+        except Exception:  # an observer must never fail the write it follows
+            logger.exception("event listener %r failed; it is removed", listener)
+            with _listeners_lock, contextlib.suppress(ValueError):
+                _listeners.remove(listener)
+
+
 def append_event(project_root: Path, event: KnownEvent) -> None:
-    """Append `event` to its session's log as one line (every field, `v` first)."""
+    """Append `event` to its session's log as one line (every field, `v` first), then tell
+    the listeners (`add_event_listener`)."""
     record = event.model_dump(mode="json")
     line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
     path = events_path(project_root, event.session_id)
@@ -75,6 +116,8 @@ def append_event(project_root: Path, event: KnownEvent) -> None:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+    if _listeners:
+        _notify(project_root, event)
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -35,6 +35,11 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
         "approve",
         "Approve or reject a step waiting for a human.",
     ),
+    "approver": (
+        "deepwork_mcp.cli.approver",
+        "approver",
+        "Set up the key with which you sign approvals.",
+    ),
     "stats": ("deepwork_mcp.cli.stats", "stats", "Quality-gate figures per job, step, criterion."),
     "install": (
         "deepwork_mcp.cli.install",

@@ -1,7 +1,8 @@
 """`deepwork dashboard`: the runs, approvals and stats of a project in the browser.
 
-Serves on 127.0.0.1 only, behind a token made at each start; prints exactly one line, the URL
-with the token, and opens it unless `--no-open`. Runs until interrupted. See docs/dashboard.md.
+Serves on 127.0.0.1 only, unless `--host` names another address, behind a token made at each
+start; prints exactly one line, the URL with the token, and opens it unless `--no-open`. Runs
+until interrupted. See docs/dashboard.md ("Beyond this machine": `--host`, `--public-url`, TLS).
 """
 
 from __future__ import annotations
@@ -9,13 +10,16 @@ from __future__ import annotations
 import sys
 import webbrowser
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import click
 from deepwork_core import DeepWorkError
 
 from deepwork_mcp.cli.options import cli_error, project_option
 from deepwork_mcp.dashboard.guard import new_token
-from deepwork_mcp.dashboard.serving import bind_loopback, dashboard_url, serve
+from deepwork_mcp.dashboard.serving import LOOPBACK, bind_loopback, dashboard_url, serve
+
+_WILDCARDS = ("0.0.0.0", "::", "")  # noqa: S104 - names refused without --public-url
 
 
 @click.command()
@@ -27,17 +31,43 @@ from deepwork_mcp.dashboard.serving import bind_loopback, dashboard_url, serve
     show_default=True,
     help="The port on 127.0.0.1 (0: any free one).",
 )
+@click.option(
+    "--host",
+    default=LOOPBACK,
+    show_default=True,
+    help="The address to listen on. Anything but 127.0.0.1 serves beyond this machine: "
+    "the token is still required; put a TLS proxy in front (docs/dashboard.md).",
+)
+@click.option(
+    "--public-url",
+    default=None,
+    help="The https:// address a TLS proxy serves this dashboard at (the printed URL, and the "
+    "only other Host and Origin accepted).",
+)
 @click.option("--no-open", is_flag=True, help="Print the address; do not open a browser.")
-def dashboard(project: Path, port: int, no_open: bool) -> None:
+def dashboard(project: Path, port: int, host: str, public_url: str | None, no_open: bool) -> None:
     """Serve the runs, approvals and stats of the project on 127.0.0.1 until interrupted."""
+    _check_public_url(host, public_url)
     try:
-        sock = bind_loopback(port)
+        sock = bind_loopback(port, host)
     except DeepWorkError as exc:
         raise cli_error(exc) from None
     token = new_token()
-    url = dashboard_url(sock, token)
+    url = dashboard_url(sock, token, public_url)
     click.echo(url)
     sys.stdout.flush()
     if not no_open:
         webbrowser.open(url)
-    serve(project.resolve(), sock, token)
+    serve(project.resolve(), sock, token, public_url)
+
+
+def _check_public_url(host: str, public_url: str | None) -> None:
+    if public_url is not None:
+        parts = urlsplit(public_url)
+        if parts.scheme not in ("http", "https") or not parts.netloc or parts.path not in ("", "/"):
+            raise click.UsageError("--public-url must be http(s)://HOST[:PORT] with no path")
+    elif host in _WILDCARDS:
+        raise click.UsageError(
+            f"--host {host} listens on every address: give --public-url, the one address "
+            "browsers use, so requests for any other name are refused"
+        )

@@ -28,6 +28,8 @@ from deepwork_mcp.cli.options import cli_error
 if TYPE_CHECKING:
     from fastmcp import FastMCP
 
+    from deepwork_mcp.telemetry.recorder import Telemetry
+
 ADDITIONAL_JOBS_ENV = "DEEPWORK_ADDITIONAL_JOBS_FOLDERS"
 HTTP_TOKEN_ENV = "DEEPWORK_HTTP_TOKEN"  # noqa: S105 - the variable's name, not a secret
 #: The shortest bearer token accepted for a remote server.
@@ -146,12 +148,15 @@ def serve(
             quality_gate_timeout=quality_gate_timeout,
             no_branch=no_branch,
         )
+        additional = parse_folder_list(os.environ.get(ADDITIONAL_JOBS_ENV))
+        telemetry = _start_telemetry(config.platform, additional)
         server = create_server(
             root,
             config,
-            additional_jobs_folders=parse_folder_list(os.environ.get(ADDITIONAL_JOBS_ENV)),
+            additional_jobs_folders=additional,
             follow_client_roots=project_path is None,
             state_dir=state_dir(os.environ),
+            trace_env=None if telemetry is None else telemetry.reviewer_env,
         )
     except DeepWorkError as exc:
         raise cli_error(exc) from None
@@ -160,6 +165,24 @@ def serve(
         gc.enable()
     _stop_children_on_exit()
     _run(server, transport, host, port, token)
+
+
+def _start_telemetry(platform: str, additional_jobs_folders: list[Path]) -> Telemetry | None:
+    """OpenTelemetry export when the environment asks for it (docs/telemetry.md); flushed
+    when the server stops."""
+    from deepwork_mcp.telemetry.switch import start_telemetry
+
+    telemetry = start_telemetry(
+        os.environ,
+        platform=platform,
+        warn=lambda text: click.echo(text, err=True),
+        additional_jobs_folders=additional_jobs_folders,
+    )
+    if telemetry is not None:
+        import atexit
+
+        atexit.register(telemetry.shutdown)
+    return telemetry
 
 
 def _run(server: FastMCP, transport: str, host: str, port: int, token: str | None) -> None:

@@ -5,8 +5,9 @@ GET `/` (runs), `/fragment/runs` (the table the page refreshes), `/run/{session_
 human's decision through the same core function `deepwork approve` calls
 (`deepwork_core.state.approvals.record_decision`), on the `dashboard` channel, pinned to the request
 the page showed: a file changed since, or a request replaced since, is refused and the page says
-why. The decision is sealed with the project's approval key, found as `deepwork approve` finds it
-(docs/security.md). Every route sits behind `DashboardGuard`.
+why. The decision is sealed with the project's approval key and signed with the local approver's
+key when there is one, found as `deepwork approve` finds them (docs/security.md, docs/team.md).
+Every route sits behind `DashboardGuard`.
 """
 
 from __future__ import annotations
@@ -30,7 +31,12 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
-from deepwork_mcp.approval_keys import approval_key, state_dir
+from deepwork_mcp.approval_keys import (
+    approval_key,
+    local_signer,
+    state_dir,
+    trusted_approvers,
+)
 from deepwork_mcp.dashboard import pages, views
 from deepwork_mcp.dashboard.assets import SCRIPT, STYLESHEET
 from deepwork_mcp.dashboard.guard import TOKEN_FIELD, DashboardGuard, same_token
@@ -58,7 +64,15 @@ class DashboardRoutes:
     def __init__(self, project_root: Path, token: str) -> None:
         self.store = SessionStore(project_root)
         self.token = token
-        self.approval_key = approval_key(state_dir(os.environ), project_root)
+        self.state = state_dir(os.environ)
+        self.approval_key = approval_key(self.state, project_root)
+        self.trusted = trusted_approvers(project_root, os.environ)
+
+    def approval_store(self, signing: bool = False) -> ApprovalStore:
+        """The project's approvals under its key; `signing`: with the local approver's key."""
+        signer = local_signer(self.state, os.environ, None) if signing else None
+        root = self.store.project_root
+        return ApprovalStore(root, self.approval_key, trusted=self.trusted, signer=signer)
 
     def runs(self, request: Request) -> Response:
         return HTMLResponse(pages.runs_page(views.run_tree(self.store)))
@@ -70,14 +84,18 @@ class DashboardRoutes:
         session_id = str(request.path_params["session_id"])
         try:
             check_session_id(session_id)
-            detail = views.run_detail(self.store, session_id)
+            detail = views.run_detail(self.store, session_id, self.approval_store())
         except DeepWorkError as exc:
             page = pages.message_page("Not found", f"{exc.code}: {exc.message}")
             return HTMLResponse(page, status_code=404)
         return HTMLResponse(pages.run_page(detail, token=self.token))
 
     def approvals(self, request: Request) -> Response:
-        return HTMLResponse(pages.approvals_page(views.open_approvals(self.store), self.token))
+        return HTMLResponse(
+            pages.approvals_page(
+                views.open_approvals(self.store, self.approval_store()), self.token
+            )
+        )
 
     async def decide(self, request: Request) -> Response:
         session_id = str(request.path_params["session_id"])
@@ -104,7 +122,7 @@ class DashboardRoutes:
     ) -> Response:
         try:
             record = record_decision(
-                ApprovalStore(self.store.project_root, self.approval_key),
+                self.approval_store(signing=True),
                 check_session_id(session_id),
                 approved=approved,
                 comment=comment,
@@ -126,7 +144,10 @@ class DashboardRoutes:
 
     def _approvals(self, notice: str, status: int) -> Response:
         page = pages.approvals_page(
-            views.open_approvals(self.store), self.token, notice, ok=status == 200
+            views.open_approvals(self.store, self.approval_store()),
+            self.token,
+            notice,
+            ok=status == 200,
         )
         return HTMLResponse(page, status_code=status)
 
@@ -140,8 +161,16 @@ class DashboardRoutes:
         return Response(SCRIPT, media_type="text/javascript")
 
 
-def dashboard_app(project_root: Path, *, port: int, token: str) -> DashboardGuard:
-    """The ASGI application of a dashboard listening on 127.0.0.1:`port`."""
+def dashboard_app(
+    project_root: Path,
+    *,
+    port: int,
+    token: str,
+    bound: str | None = None,
+    public_url: str | None = None,
+) -> DashboardGuard:
+    """The ASGI application of a dashboard listening on 127.0.0.1:`port` (or `bound`:`port`,
+    reached as `public_url` through a proxy)."""
     routes = DashboardRoutes(project_root, token)
     app = Starlette(
         routes=[
@@ -155,4 +184,4 @@ def dashboard_app(project_root: Path, *, port: int, token: str) -> DashboardGuar
             Route("/static/dashboard.js", routes.script),
         ]
     )
-    return DashboardGuard(app, port=port, token=token)
+    return DashboardGuard(app, port=port, token=token, bound=bound, public_url=public_url)

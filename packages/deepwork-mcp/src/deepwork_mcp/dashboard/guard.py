@@ -8,12 +8,17 @@ another site, is answered 403 before anything else: a page of another site, even
 resolves to 127.0.0.1 (DNS rebinding), gets nothing. Every state-changing request is a POST that
 carries the token in its form as well (`form_token_ok`): a cross-site form cannot know it.
 docs/dashboard.md says what this protects against and what it does not.
+
+Bound beyond loopback (`deepwork dashboard --host`), the guard also accepts that address as
+`Host`; behind a TLS proxy (`--public-url https://…`), the public name as `Host` and its origin,
+and the cookie is then `Secure`. The token is required the same way everywhere.
 """
 
 from __future__ import annotations
 
 import secrets
 from typing import Final
+from urllib.parse import urlsplit
 
 from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
@@ -50,12 +55,28 @@ def same_token(given: str | None, expected: str) -> bool:
 class DashboardGuard:
     """ASGI middleware in front of every route of the dashboard (see the module docstring)."""
 
-    def __init__(self, app: ASGIApp, *, port: int, token: str) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        port: int,
+        token: str,
+        bound: str | None = None,
+        public_url: str | None = None,
+    ) -> None:
         self.app = app
         self.token = token
         self.cookie = f"deepwork_dashboard_{port}"
         self.hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
+        if bound is not None:
+            self.hosts.add(f"[{bound}]:{port}" if ":" in bound else f"{bound}:{port}")
         self.origins = {f"http://{host}" for host in self.hosts}
+        self.secure = False
+        if public_url is not None:
+            public = urlsplit(public_url)
+            self.hosts.add(public.netloc)
+            self.origins.add(f"{public.scheme}://{public.netloc}")
+            self.secure = public.scheme == "https"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -79,7 +100,8 @@ class DashboardGuard:
                 if set_cookie:
                     headers.append(
                         "Set-Cookie",
-                        f"{self.cookie}={self.token}; Path=/; HttpOnly; SameSite=Strict",
+                        f"{self.cookie}={self.token}; Path=/; HttpOnly; SameSite=Strict"
+                        + ("; Secure" if self.secure else ""),
                     )
             await send(message)
 
@@ -89,7 +111,7 @@ class DashboardGuard:
         """(status, title, message) when `request` must be refused, else None."""
         host = request.headers.get("host", "")
         if host not in self.hosts:
-            return 403, "Forbidden", "This dashboard answers only at its 127.0.0.1 address."
+            return 403, "Forbidden", "This dashboard answers only at the address it printed."
         origin = request.headers.get("origin")
         if origin is not None and origin not in self.origins:
             return 403, "Forbidden", "Requests from other sites are refused."

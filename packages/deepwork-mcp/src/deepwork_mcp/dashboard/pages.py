@@ -255,7 +255,15 @@ def _file(item_output: str, path: str, sha: str | None, body: str) -> str:
 
 
 def approval_card(view: ApprovalView, token: str | None) -> str:
-    """What the human approves, and (with a token) the Approve and Reject buttons."""
+    """What the human approves, and (with a token) the Approve and Reject buttons; for a request
+    that is not the server's own, only why it cannot be decided."""
+    if view.problem is not None:
+        return (
+            f'<div class="card approval refused" data-session="{text(view.session_id)}">'
+            f'<p><a href="/run/{text(view.session_id)}">{text(view.job)}/{text(view.workflow)}'
+            f"</a>, step {text(', '.join(view.step_ids))}: this request cannot be decided.</p>"
+            f'<p class="notice refused">{text(view.problem)}</p></div>'
+        )
     files = "".join(
         _file(
             f.output,

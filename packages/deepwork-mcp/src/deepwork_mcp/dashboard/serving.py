@@ -1,7 +1,8 @@
 """Serving the dashboard: a socket on 127.0.0.1 and uvicorn (docs/dashboard.md).
 
 The socket is bound before the URL is printed, so `--port 0` prints the port the system chose
-and the URL always works by the time it is shown. Only the loopback address is ever bound.
+and the URL always works by the time it is shown. Only the loopback address is bound, unless
+`deepwork dashboard --host` names another one (docs/dashboard.md, "Beyond this machine").
 """
 
 from __future__ import annotations
@@ -25,33 +26,46 @@ class DashboardError(DeepWorkError):
     code = ErrorCode.DASHBOARD_BIND_FAILED
 
 
-def bind_loopback(port: int) -> socket.socket:
-    """A listening TCP socket on 127.0.0.1:`port` (0: a free port the system picks)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+def bind_loopback(port: int, host: str = LOOPBACK) -> socket.socket:
+    """A listening TCP socket on `host`:`port` (127.0.0.1 unless told; 0: a free port)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((LOOPBACK, port))
+        sock.bind((host, port))
         sock.listen(64)
     except OSError as exc:
         sock.close()
         raise DashboardError(
-            f"cannot listen on {LOOPBACK}:{port} ({exc.strerror or exc}); pick another port "
+            f"cannot listen on {host}:{port} ({exc.strerror or exc}); pick another port "
             "with --port, or --port 0 for any free one",
             code=ErrorCode.DASHBOARD_BIND_FAILED,
         ) from None
     return sock
 
 
-def dashboard_url(sock: socket.socket, token: str) -> str:
-    port = sock.getsockname()[1]
-    return f"http://{LOOPBACK}:{port}/?token={token}"
+def dashboard_url(sock: socket.socket, token: str, public_url: str | None = None) -> str:
+    """The address to open: `public_url` (a proxy in front) or the bound address, with the token."""
+    if public_url is not None:
+        return f"{public_url.rstrip('/')}/?token={token}"
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}/?token={token}"
 
 
-def serve(project_root: Path, sock: socket.socket, token: str) -> None:
+def serve(
+    project_root: Path,
+    sock: socket.socket,
+    token: str,
+    public_url: str | None = None,
+) -> None:
     """Serve the dashboard of `project_root` on `sock` until interrupted (Ctrl-C)."""
-    port = int(sock.getsockname()[1])
+    host, port = sock.getsockname()[:2]
+    bound = None if host == LOOPBACK else str(host)
     config = uvicorn.Config(
-        dashboard_app(project_root, port=port, token=token),
+        dashboard_app(
+            project_root, port=int(port), token=token, bound=bound, public_url=public_url
+        ),
         log_level="warning",
         access_log=False,
         lifespan="off",

@@ -15,13 +15,14 @@ from pathlib import Path
 from typing import Final
 
 from deepwork_core import DeepWorkError, JobCatalog
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import FileReadError, SessionError
 from deepwork_core.base.fsutil import read_bytes_file
 from deepwork_core.base.layout import SESSION_PREFIX, SESSION_SUFFIX
 from deepwork_core.evidence.hashes import sha256_file
 from deepwork_core.jobs.discovery import parse_folder_list
 from deepwork_core.jobs.graph import build_graph
-from deepwork_core.state.approvals import ApprovalStore
+from deepwork_core.state.approvals import ApprovalRecord, ApprovalStore
 from deepwork_core.state.event_kinds import EventRecord, ReviewUsageEvent, ReviewVerdictEvent
 from deepwork_core.state.events import events_path, read_events
 from deepwork_core.state.review_usage import ReviewUsage, sum_usage
@@ -108,6 +109,9 @@ class ApprovalView(_View):
     prompt: str
     requested_at: datetime
     files: list[FilePreview]
+    #: Set when the request is not the one the server opened (its seal does not verify): then
+    #: nothing of it is shown and it cannot be decided.
+    problem: str | None = None
 
 
 class RunDetail(_View):
@@ -250,7 +254,9 @@ def _outputs(project_root: Path, session: Session) -> list[OutputRow]:
     return rows
 
 
-def run_detail(store: SessionStore, session_id: str) -> RunDetail:
+def run_detail(
+    store: SessionStore, session_id: str, approvals: ApprovalStore | None = None
+) -> RunDetail:
     """Everything the run page shows. Raises `session.not_found` for an unknown session."""
     session = store.load(session_id)
     root = store.project_root
@@ -272,7 +278,7 @@ def run_detail(store: SessionStore, session_id: str) -> RunDetail:
         reviews=[e for e in events if isinstance(e, ReviewVerdictEvent)],
         review_calls=[e for e in events if isinstance(e, ReviewUsageEvent)],
         review_usage=sum_usage(events),
-        approval=pending_approval(ApprovalStore(root), session),
+        approval=pending_approval(approvals or ApprovalStore(root), session),
     )
 
 
@@ -299,7 +305,11 @@ def preview(project_root: Path, relative: str) -> tuple[str | None, str | None]:
 
 
 def pending_approval(approvals: ApprovalStore, session: Session) -> ApprovalView | None:
-    """The open, undecided approval request of `session`, with previews of its files."""
+    """The open, undecided approval request of `session`, with previews of its files.
+
+    With the project's key (`approvals.key`) the request is shown only when its seal verifies:
+    what the human sees is what the server asked, never an agent's edit of the file.
+    """
     if session.pending_approval is None or session.status is not SessionStatus.ACTIVE:
         return None
     try:
@@ -309,28 +319,64 @@ def pending_approval(approvals: ApprovalStore, session: Session) -> ApprovalView
     if record is None or record.decision is not None:
         return None
     request = record.request
+    view = ApprovalView(
+        session_id=request.session_id,
+        request_id=request.request_id,
+        job=session.job_name,
+        workflow=session.workflow_name,
+        step_ids=list(session.current_step_ids),
+        prompt="",
+        requested_at=request.requested_at,
+        files=[],
+    )
+    problem = _request_problem(approvals, record)
+    if problem is not None:
+        return view.model_copy(update={"problem": problem})
     files = []
     for shown in request.shown:
         text, note = preview(approvals.project_root, shown.path)
+        now = sha256_file(approvals.project_root, shown.path)
+        if now != shown.sha256:  # never show other bytes under the hash that was asked about
+            text, note = None, _changed_note(approvals, now)
         files.append(
             FilePreview(
                 output=shown.output, path=shown.path, sha256=shown.sha256, text=text, note=note
             )
         )
-    return ApprovalView(
-        session_id=request.session_id,
-        request_id=request.request_id,
-        job=request.job_name,
-        workflow=request.workflow_name,
-        step_ids=list(request.step_ids),
-        prompt=request.prompt,
-        requested_at=request.requested_at,
-        files=files,
+    return view.model_copy(
+        update={"step_ids": list(request.step_ids), "prompt": request.prompt, "files": files}
     )
 
 
-def open_approvals(store: SessionStore) -> list[ApprovalView]:
+def _changed_note(approvals: ApprovalStore, now: str | None) -> str:
+    where = "this checkout" if approvals.trusted.shared else "the project"
+    state = f"sha256 {now[:12]}" if now else "missing"
+    return (
+        f"{where} holds other bytes than the ones asked about (now {state}): not shown; "
+        "an approval counts only for the bytes asked about"
+    )
+
+
+def _request_problem(approvals: ApprovalStore, record: ApprovalRecord) -> str | None:
+    """Why the request cannot be shown as the server's; None when it can (or cannot be told
+    here: no key, or a shared store whose requests the serving machine sealed)."""
+    if approvals.key is None or approvals.trusted.shared:
+        return None
+    try:
+        why = approvals.why_request_unverified(record)
+    except DeepWorkError as exc:
+        return f"{exc.code}: {exc.message}"
+    if why is None:
+        return None
+    return (
+        f"{ErrorCode.APPROVAL_REQUEST_UNVERIFIED}: {why}. The agent must call finished_step again."
+    )
+
+
+def open_approvals(
+    store: SessionStore, approvals: ApprovalStore | None = None
+) -> list[ApprovalView]:
     """Every open approval request of the project, newest session first."""
-    approvals = ApprovalStore(store.project_root)
+    approvals = approvals or ApprovalStore(store.project_root)
     views = (pending_approval(approvals, s) for s in all_sessions(store))
     return [view for view in views if view is not None]

@@ -1,0 +1,175 @@
+"""The OpenTelemetry SDK's providers and OTLP exporters, configured the standard way.
+
+Exporters read the standard variables themselves (`OTEL_EXPORTER_OTLP_ENDPOINT`, `_PROTOCOL`,
+`_HEADERS`, `_TIMEOUT` and their per-signal forms); the resource takes `OTEL_SERVICE_NAME` (else
+`deepwork`) and `OTEL_RESOURCE_ATTRIBUTES`. Spans go through a batching processor with a bounded
+queue and metrics through a periodic reader, both on the SDK's own threads, so an exporter that is
+down or slow never holds up a tool call. Failed exports are counted, and logged once.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import (
+    MetricExporter,
+    MetricExportResult,
+    MetricReader,
+    MetricsData,
+    PeriodicExportingMetricReader,
+)
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+from deepwork_mcp.telemetry.forced_ids import ForcedIdGenerator
+
+logger = logging.getLogger("deepwork.telemetry")
+
+DEFAULT_SERVICE_NAME: Final = "deepwork"
+#: Spans waiting for export beyond this are dropped (and the SDK says so once).
+MAX_QUEUED_SPANS: Final = 2048
+_OTLP_LOGGERS: Final = (
+    "opentelemetry.exporter.otlp.proto.http.trace_exporter",
+    "opentelemetry.exporter.otlp.proto.http.metric_exporter",
+    "opentelemetry.exporter.otlp.proto.http._common",
+)
+
+
+class ExportFailures:
+    """Counts what could not be exported; logs the first failure of each signal only."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.spans = 0
+        self.metric_batches = 0
+
+    def failed(self, signal: str, count: int) -> None:
+        with self._lock:
+            first = self.spans == 0 and self.metric_batches == 0
+            if signal == "spans":
+                self.spans += count
+            else:
+                self.metric_batches += count
+        if first:
+            logger.warning(
+                "telemetry: the OpenTelemetry exporter did not accept %s; later failures are "
+                "counted, not logged (tool calls are not affected)",
+                signal,
+            )
+
+
+class _CountedSpans(SpanExporter):
+    def __init__(self, inner: SpanExporter, failures: ExportFailures) -> None:
+        self._inner, self._failures = inner, failures
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        try:
+            result = self._inner.export(spans)
+        except Exception:  # an exporter's bug must not kill the export thread
+            result = SpanExportResult.FAILURE
+        if result is not SpanExportResult.SUCCESS:
+            self._failures.failed("spans", len(spans))
+        return result
+
+    def shutdown(self) -> None:
+        self._inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self._inner.force_flush(timeout_millis)
+
+
+class _CountedMetrics(MetricExporter):
+    def __init__(self, inner: MetricExporter, failures: ExportFailures) -> None:
+        super().__init__(
+            preferred_temporality=inner._preferred_temporality,
+            preferred_aggregation=inner._preferred_aggregation,
+        )
+        self._inner, self._failures = inner, failures
+
+    def export(
+        self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: object
+    ) -> MetricExportResult:
+        try:
+            result = self._inner.export(metrics_data, timeout_millis=timeout_millis)
+        except Exception:  # as above
+            result = MetricExportResult.FAILURE
+        if result is not MetricExportResult.SUCCESS:
+            self._failures.failed("metrics", 1)
+        return result
+
+    def force_flush(self, timeout_millis: float = 10_000) -> bool:
+        return self._inner.force_flush(timeout_millis)
+
+    def shutdown(self, timeout_millis: float = 30_000, **kwargs: object) -> None:
+        self._inner.shutdown(timeout_millis=timeout_millis)
+
+
+def resource_for(env: Mapping[str, str]) -> Resource:
+    """`OTEL_SERVICE_NAME` (else `deepwork`) and `OTEL_RESOURCE_ATTRIBUTES`."""
+    attributes = {} if env.get("OTEL_SERVICE_NAME") else {"service.name": DEFAULT_SERVICE_NAME}
+    return Resource.create(attributes)
+
+
+def build_providers(
+    env: Mapping[str, str],
+    failures: ExportFailures,
+    *,
+    span_exporter: SpanExporter | None = None,
+    metric_reader: MetricReader | None = None,
+) -> tuple[TracerProvider, MeterProvider]:
+    """The tracer and meter providers; OTLP/HTTP exporters unless others are given (tests)."""
+    for name in _OTLP_LOGGERS:  # ExportFailures says it once instead of every batch
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    resource = resource_for(env)
+    if span_exporter is None and not _switched_off(env, "TRACES"):
+        span_exporter = _otlp_spans(env)
+    tracer_provider = TracerProvider(resource=resource, id_generator=ForcedIdGenerator())
+    if span_exporter is not None:
+        counted = _CountedSpans(span_exporter, failures)
+        tracer_provider.add_span_processor(
+            BatchSpanProcessor(counted, max_queue_size=MAX_QUEUED_SPANS)
+        )
+    if metric_reader is None and not _switched_off(env, "METRICS"):
+        # Every OTEL_METRIC_EXPORT_INTERVAL (the SDK's default: 60 s), and when the server stops.
+        metric_reader = PeriodicExportingMetricReader(_CountedMetrics(_otlp_metrics(env), failures))
+    readers = [] if metric_reader is None else [metric_reader]
+    meter_provider = MeterProvider(resource=resource, metric_readers=readers)
+    return tracer_provider, meter_provider
+
+
+def _switched_off(env: Mapping[str, str], signal: str) -> bool:
+    """`OTEL_TRACES_EXPORTER=none` or `OTEL_METRICS_EXPORTER=none`: that signal is not sent."""
+    return env.get(f"OTEL_{signal}_EXPORTER", "").strip().lower() == "none"
+
+
+def _protocol(env: Mapping[str, str], signal: str) -> str:
+    specific = env.get(f"OTEL_EXPORTER_OTLP_{signal}_PROTOCOL")
+    return (specific or env.get("OTEL_EXPORTER_OTLP_PROTOCOL") or "http/protobuf").strip()
+
+
+def _otlp_spans(env: Mapping[str, str]) -> SpanExporter:
+    _check_protocol(env, "TRACES")
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    return OTLPSpanExporter()
+
+
+def _otlp_metrics(env: Mapping[str, str]) -> MetricExporter:
+    _check_protocol(env, "METRICS")
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+
+    return OTLPMetricExporter()
+
+
+def _check_protocol(env: Mapping[str, str], signal: str) -> None:
+    if _protocol(env, signal) != "http/protobuf":
+        logger.warning(
+            "telemetry: DeepWork exports over OTLP http/protobuf only; %s is ignored "
+            "(point OTEL_EXPORTER_OTLP_ENDPOINT at the collector's HTTP port, usually 4318)",
+            _protocol(env, signal),
+        )

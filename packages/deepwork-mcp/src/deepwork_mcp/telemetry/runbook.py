@@ -1,0 +1,456 @@
+"""The fold from a session's events to the spans and measurements of its run (no SDK here).
+
+`RunBook.fold` takes each event as the log records it and returns what it completes: a span
+(`SpanRecord`, with its ids, times and attributes) or a measurement (`Measurement`). Spans are
+emitted when they end, with the start time of the event that began them:
+
+- a workflow session: `invoke_workflow {job}.{workflow}`, from `started` to `completed` or
+  `aborted`; a nested session's span sits under the step of its parent that started it;
+- a step: `deepwork.step {step}`, from `step_begun` to `step_finished` (or to the jump, abort or
+  completion that left it), with its attempts, outcome and scope-guard counts;
+- a review call: `invoke_agent {review}`, from the `review_usage` event's start to its end;
+- an approval: `deepwork.approval {step}`, from `approval_requested` to the decision.
+
+Names and attributes are the OpenTelemetry GenAI conventions' (`gen_ai.*`) or DeepWork's own
+(`deepwork.*`); only the names in `names` are used. Content (goals, feedback, comments) is
+added only when `log_content` is set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Final
+
+from deepwork_core.evidence.hashes import ShownOutput
+from deepwork_core.state.event_kinds import (
+    AbortedEvent,
+    ApprovalEvent,
+    ApprovalRequestedEvent,
+    CompletedEvent,
+    GoToStepEvent,
+    KnownEvent,
+    OverrideEvent,
+    ReviewUsageEvent,
+    ReviewVerdictEvent,
+    StaleEvidenceEvent,
+    StartedEvent,
+    StepBegunEvent,
+    StepFinishedEvent,
+    UndeclaredChangesEvent,
+)
+
+from deepwork_mcp.telemetry import names as n
+from deepwork_mcp.telemetry.ids import SpanRef, span_id_for, trace_id_for
+
+#: Attribute values a span or measurement carries.
+AttrValue = str | int | float | bool
+Attrs = dict[str, AttrValue]
+
+#: The provider every review call goes to (the Claude CLI).
+REVIEW_PROVIDER: Final = "anthropic"
+
+
+@dataclass(frozen=True, slots=True)
+class SpanRecord:
+    """One finished span: where it sits, when it ran, what it says."""
+
+    name: str
+    ref: SpanRef
+    parent_span_id: int | None
+    start: datetime
+    end: datetime
+    attributes: Attrs
+    error: str | None = None
+    #: (name, attributes) of span events, content only (`log_content`).
+    events: tuple[tuple[str, Attrs], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Measurement:
+    """One value for one instrument (`names.METRICS`)."""
+
+    instrument: str
+    value: float
+    attributes: Attrs
+
+
+Emission = SpanRecord | Measurement
+
+
+@dataclass
+class _Step:
+    begun: datetime
+    ref: SpanRef
+    #: attempt number -> whether every verdict of that attempt passed.
+    attempts: dict[int, bool] = field(default_factory=dict)
+    overridden: bool = False
+    undeclared: int = 0
+    feedback: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Session:
+    started: StartedEvent
+    run_id: str
+    ref: SpanRef
+    parent_span_id: int | None
+    steps: dict[str, _Step] = field(default_factory=dict)
+    runs: dict[str, int] = field(default_factory=dict)
+    approvals: dict[str, ApprovalRequestedEvent] = field(default_factory=dict)
+    stale: int = 0
+    job_version: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.started.job}.{self.started.workflow}"
+
+    def parent_of(self, step_id: str | None) -> SpanRef:
+        """The open span of `step_id`, else the first open step's, else the session's."""
+        if step_id is not None and step_id in self.steps:
+            return self.steps[step_id].ref
+        return next(iter(self.steps.values())).ref if self.steps else self.ref
+
+
+class RunBook:
+    """What is open in each session this process has seen, and the spans that close."""
+
+    def __init__(self, *, platform: str | None = None, log_content: bool = False) -> None:
+        self.platform = platform
+        self.log_content = log_content
+        self.sessions: dict[str, _Session] = {}
+        #: Review span ids handed to reviewer processes, waiting for their `review_usage`.
+        self.pending_reviews: dict[tuple[str, str, str, str | None], list[int]] = {}
+        self._reviews = 0
+
+    def knows(self, session_id: str) -> bool:
+        return session_id in self.sessions
+
+    def fold(
+        self, event: KnownEvent, host: SpanRef | None = None, job_version: str | None = None
+    ) -> list[Emission]:
+        """What `event` completes. `host` is the span of the tool call that wrote it, when
+        that call came with the host's `traceparent`; only a run's `started` uses it, and the
+        version of its job, `job_version`."""
+        if isinstance(event, StartedEvent):
+            self._start(event, host)
+            self.sessions[event.session_id].job_version = job_version
+            return []
+        if isinstance(event, ReviewUsageEvent):
+            return self._review(event)
+        session = self.sessions.get(event.session_id)
+        if session is None:
+            return []
+        return self._fold_session(session, event)
+
+    def awaits_approval(self, session_id: str, request_id: str | None = None) -> bool:
+        """Whether `session_id` has an approval request (`request_id`, else any) undecided."""
+        session = self.sessions.get(session_id)
+        if session is None:
+            return False
+        return bool(session.approvals) if request_id is None else request_id in session.approvals
+
+    def review_parent(self, session_id: str, step_id: str) -> SpanRef | None:
+        """The span a review of `step_id` in `session_id` will sit under (None: unknown)."""
+        session = self.sessions.get(session_id)
+        return None if session is None else session.parent_of(step_id)
+
+    def reserve_review(
+        self, session_id: str, step_id: str, review: str, target: str | None
+    ) -> SpanRef | None:
+        """A span id for the next review call of this task, for the reviewer's TRACEPARENT."""
+        parent = self.review_parent(session_id, step_id)
+        if parent is None:
+            return None
+        self._reviews += 1
+        ref = SpanRef(
+            parent.trace_id, span_id_for(session_id, "review", self._reviews, review), parent.state
+        )
+        key = (session_id, step_id, review, target)
+        self.pending_reviews.setdefault(key, []).append(ref.span_id)
+        return ref
+
+    # -- sessions -------------------------------------------------------------------------
+
+    def _start(self, event: StartedEvent, host: SpanRef | None) -> None:
+        parent = self.sessions.get(event.parent_session_id or "")
+        state = ""
+        if parent is not None:
+            run_id, where = parent.run_id, parent.parent_of(None)
+            trace_id, parent_span_id, state = where.trace_id, where.span_id, where.state
+        elif host is not None:
+            run_id, trace_id, parent_span_id = event.session_id, host.trace_id, host.span_id
+            state = host.state
+        else:
+            run_id = event.parent_session_id or event.session_id
+            trace_id, parent_span_id = trace_id_for(run_id), None
+        ref = SpanRef(trace_id, span_id_for(event.session_id, "workflow"), state)
+        self.sessions[event.session_id] = _Session(event, run_id, ref, parent_span_id)
+
+    def _fold_session(self, session: _Session, event: KnownEvent) -> list[Emission]:
+        out: list[Emission] = []
+        if isinstance(event, StepBegunEvent):
+            for step_id in event.step_ids:
+                out += self._close_step(session, step_id, event.ts, "left")
+                run = session.runs[step_id] = session.runs.get(step_id, 0) + 1
+                ref = SpanRef(
+                    session.ref.trace_id,
+                    span_id_for(session.started.session_id, step_id, run),
+                    session.ref.state,
+                )
+                session.steps[step_id] = _Step(event.ts, ref)
+        elif isinstance(event, ReviewVerdictEvent):
+            self._verdict(session, event)
+        elif isinstance(event, OverrideEvent | UndeclaredChangesEvent):
+            for step_id in event.step_ids:
+                if (step := session.steps.get(step_id)) is None:
+                    continue
+                if isinstance(event, OverrideEvent):
+                    step.overridden = True
+                else:
+                    step.undeclared = len(event.files)
+        elif isinstance(event, StaleEvidenceEvent):
+            session.stale += len(event.stale)
+        elif isinstance(event, GoToStepEvent):
+            for step_id in {*event.from_step_ids, *event.cleared_step_ids}:
+                out += self._close_step(session, step_id, event.ts, "left")
+        elif isinstance(event, StepFinishedEvent):
+            for step_id in event.step_ids:
+                out += self._close_step(session, step_id, event.ts, event.verdict.value)
+        elif isinstance(event, ApprovalRequestedEvent):
+            session.approvals[event.request_id] = event
+        elif isinstance(event, ApprovalEvent):
+            out += self._approval(session, event)
+        elif isinstance(event, CompletedEvent | AbortedEvent):
+            out += self._end_session(session, event)
+        return out
+
+    def _end_session(
+        self, session: _Session, event: CompletedEvent | AbortedEvent
+    ) -> list[Emission]:
+        status = "completed" if isinstance(event, CompletedEvent) else "aborted"
+        out: list[Emission] = []
+        for step_id in list(session.steps):
+            out += self._close_step(session, step_id, event.ts, status)
+        started = session.started
+        attrs: Attrs = {
+            n.GEN_AI_OPERATION_NAME: n.INVOKE_WORKFLOW,
+            n.GEN_AI_WORKFLOW_NAME: session.label,
+            n.GEN_AI_CONVERSATION_ID: started.session_id,
+            n.DW_JOB: started.job,
+            n.DW_WORKFLOW: started.workflow,
+            n.DW_RUN_ID: session.run_id,
+            n.DW_WORKFLOW_STATUS: status,
+            n.DW_EVIDENCE_STALE: session.stale,
+        }
+        if self.platform is not None:
+            attrs[n.DW_PLATFORM] = self.platform
+        if session.job_version is not None:
+            attrs[n.DW_JOB_VERSION] = session.job_version
+        if started.instance_id is not None:
+            attrs[n.DW_INSTANCE_ID] = started.instance_id
+        if started.parent_session_id is not None:
+            attrs[n.DW_PARENT_SESSION_ID] = started.parent_session_id
+        if isinstance(event, CompletedEvent) and event.steps_completed is not None:
+            attrs[n.DW_STEPS_COMPLETED] = event.steps_completed
+        events: tuple[tuple[str, Attrs], ...] = ()
+        if self.log_content:
+            content: Attrs = {n.DW_CONTENT: started.goal or ""}
+            if isinstance(event, AbortedEvent):
+                content[n.DW_REASON] = event.reason
+            events = ((n.EVENT_GOAL, content),)
+        out.append(
+            SpanRecord(
+                n.INVOKE_WORKFLOW + " " + session.label,
+                session.ref,
+                session.parent_span_id,
+                started.ts,
+                event.ts,
+                attrs,
+                events=events,
+            )
+        )
+        seconds = (event.ts - started.ts).total_seconds()
+        low: Attrs = {
+            n.DW_JOB: started.job,
+            n.DW_WORKFLOW: started.workflow,
+            n.DW_WORKFLOW_STATUS: status,
+        }
+        out.append(Measurement(n.M_WORKFLOW_DURATION, seconds, low))
+        del self.sessions[started.session_id]
+        return out
+
+    # -- steps ----------------------------------------------------------------------------
+
+    def _verdict(self, session: _Session, event: ReviewVerdictEvent) -> None:
+        step = session.steps.get(event.step_id)
+        if step is None:
+            return
+        number = event.attempt if event.attempt else len(step.attempts) + 1
+        step.attempts[number] = step.attempts.get(number, True) and event.passed
+        if self.log_content and event.feedback:
+            step.feedback.append(event.feedback)
+
+    def _close_step(
+        self, session: _Session, step_id: str, ts: datetime, outcome: str
+    ) -> list[Emission]:
+        step = session.steps.pop(step_id, None)
+        if step is None:
+            return []
+        attempts = len(step.attempts)
+        attrs: Attrs = {
+            n.DW_JOB: session.started.job,
+            n.DW_WORKFLOW: session.started.workflow,
+            n.DW_STEP: step_id,
+            n.DW_STEP_RUN: session.runs.get(step_id, 1),
+            n.DW_STEP_OUTCOME: outcome,
+            n.DW_STEP_ATTEMPTS: attempts,
+            n.DW_STEP_OVERRIDDEN: step.overridden,
+            n.DW_SCOPE_UNDECLARED: step.undeclared,
+            n.GEN_AI_CONVERSATION_ID: session.started.session_id,
+        }
+        events = tuple(_content(n.EVENT_FEEDBACK, text) for text in step.feedback)
+        span = SpanRecord(
+            n.SPAN_STEP + " " + step_id,
+            step.ref,
+            session.ref.span_id,
+            step.begun,
+            ts,
+            attrs,
+            events=events,
+        )
+        out: list[Emission] = [span]
+        low: Attrs = {
+            n.DW_JOB: session.started.job,
+            n.DW_WORKFLOW: session.started.workflow,
+            n.DW_STEP: step_id,
+        }
+        if attempts:
+            out.append(Measurement(n.M_STEP_ATTEMPTS, attempts, low))
+            first = step.attempts[min(step.attempts)]
+            out.append(Measurement(n.M_GATE_FIRST_PASS, 1, {**low, n.DW_GATE_PASSED: first}))
+        return out
+
+    def _approval(self, session: _Session, event: ApprovalEvent) -> list[Emission]:
+        asked = session.approvals.pop(event.request_id, None)
+        begun = asked.ts if asked is not None else event.ts
+        step_id = event.step_ids[0] if event.step_ids else None
+        matched = asked is not None and _hashes(asked.shown) == _hashes(event.shown)
+        decision = "approved" if event.approved else "rejected"
+        attrs: Attrs = {
+            n.DW_JOB: session.started.job,
+            n.DW_WORKFLOW: session.started.workflow,
+            n.DW_STEP: step_id or "",
+            n.DW_APPROVAL_CHANNEL: event.channel,
+            n.DW_APPROVAL_DECISION: decision,
+            n.DW_APPROVAL_EVIDENCE_MATCHED: matched,
+            n.DW_APPROVAL_FILES: len(event.shown),
+        }
+        events: tuple[tuple[str, Attrs], ...] = ()
+        if self.log_content and event.comment:
+            events = (_content(n.EVENT_COMMENT, event.comment),)
+        ref = SpanRef(
+            session.ref.trace_id,
+            span_id_for(session.started.session_id, "approval", event.request_id),
+        )
+        parent = session.parent_of(step_id)
+        span = SpanRecord(
+            n.SPAN_APPROVAL + " " + (step_id or ""),
+            ref,
+            parent.span_id,
+            begun,
+            event.ts,
+            attrs,
+            events=events,
+        )
+        low: Attrs = {
+            n.DW_JOB: session.started.job,
+            n.DW_STEP: step_id or "",
+            n.DW_APPROVAL_DECISION: decision,
+        }
+        seconds = (event.ts - begun).total_seconds()
+        return [span, Measurement(n.M_APPROVAL_WAIT, seconds, low)]
+
+    # -- reviews --------------------------------------------------------------------------
+
+    def _review(self, event: ReviewUsageEvent) -> list[Emission]:
+        if event.mode != "external":
+            return []
+        reviewed = event.reviewed_session_id or event.session_id
+        session = self.sessions.get(reviewed)
+        key = (reviewed, event.step_id, event.review, event.target_file)
+        waiting = self.pending_reviews.get(key)
+        parent = session.parent_of(event.step_id) if session is not None else None
+        if parent is None:
+            return self._review_measurements(event)
+        if waiting:
+            span_id = waiting.pop(0)
+        else:
+            self._reviews += 1
+            span_id = span_id_for(reviewed, "review", self._reviews, event.review)
+        model = event.model or ""
+        inputs = event.input_tokens + event.cache_read_tokens + event.cache_creation_tokens
+        attrs: Attrs = {
+            n.GEN_AI_OPERATION_NAME: n.INVOKE_AGENT,
+            n.GEN_AI_PROVIDER_NAME: REVIEW_PROVIDER,
+            n.GEN_AI_AGENT_NAME: event.review,
+            n.GEN_AI_REQUEST_MODEL: model,
+            n.GEN_AI_USAGE_INPUT_TOKENS: inputs,
+            n.GEN_AI_USAGE_OUTPUT_TOKENS: event.output_tokens,
+            n.GEN_AI_USAGE_CACHE_READ: event.cache_read_tokens,
+            n.GEN_AI_USAGE_CACHE_CREATION: event.cache_creation_tokens,
+            n.DW_JOB: event.job,
+            n.DW_STEP: event.step_id,
+            n.DW_REVIEW_RULE: event.review,
+            n.DW_REVIEW_DEPTH: event.depth,
+            n.DW_REVIEW_VERDICT: event.outcome,
+            n.DW_REVIEW_COST: event.cost_usd,
+            n.DW_REVIEW_CRITERIA: event.criteria,
+            n.DW_REVIEW_ATTEMPT: event.attempt or 0,
+        }
+        start = datetime.fromtimestamp(event.ts.timestamp() - event.seconds, tz=event.ts.tzinfo)
+        error = None if event.outcome in ("passed", "failed", "unjudged") else event.outcome
+        ref = SpanRef(parent.trace_id, span_id)
+        span = SpanRecord(
+            n.INVOKE_AGENT + " " + event.review, ref, parent.span_id, start, event.ts, attrs, error
+        )
+        return [span, *self._review_measurements(event)]
+
+    def _review_measurements(self, event: ReviewUsageEvent) -> list[Emission]:
+        if event.mode != "external":
+            return []
+        low: Attrs = {
+            n.GEN_AI_OPERATION_NAME: n.INVOKE_AGENT,
+            n.GEN_AI_PROVIDER_NAME: REVIEW_PROVIDER,
+            n.GEN_AI_REQUEST_MODEL: event.model or "",
+            n.DW_JOB: event.job,
+            n.DW_STEP: event.step_id,
+            n.DW_REVIEW_RULE: event.review,
+            n.DW_REVIEW_DEPTH: event.depth,
+        }
+        inputs = event.input_tokens + event.cache_read_tokens + event.cache_creation_tokens
+        out: list[Emission] = [
+            Measurement(n.M_TOKEN_USAGE, inputs, {**low, n.GEN_AI_TOKEN_TYPE: "input"}),
+            Measurement(
+                n.M_TOKEN_USAGE, event.output_tokens, {**low, n.GEN_AI_TOKEN_TYPE: "output"}
+            ),
+            Measurement(n.M_OPERATION_DURATION, event.seconds, low),
+            Measurement(n.M_REVIEW_COST, event.cost_usd, low),
+        ]
+        for kind, value in (
+            ("input", event.input_tokens),
+            ("output", event.output_tokens),
+            ("cache_read", event.cache_read_tokens),
+            ("cache_creation", event.cache_creation_tokens),
+        ):
+            out.append(Measurement(n.M_REVIEW_TOKENS, value, {**low, n.DW_TOKEN_KIND: kind}))
+        return out
+
+
+def _hashes(shown: Sequence[ShownOutput]) -> set[tuple[str, str | None]]:
+    return {(item.path, item.sha256) for item in shown}
+
+
+def _content(name: str, text: str) -> tuple[str, Attrs]:
+    return name, {n.DW_CONTENT: text}

@@ -1,0 +1,290 @@
+"""An approval binds to what the server asked, end to end (docs/security.md, "Approvals"): the real
+`deepwork serve` over stdio, the human's `deepwork approve` and `deepwork dashboard` as processes
+of their own. An agent's edit of the request file never gets a decoy approved; an aborted run's
+approval is withdrawn; a replaced approval key is used without a restart; and where the project
+trusts approvers' keys, only a decision a trusted approver signed counts."""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import json
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import urlencode, urlsplit
+
+import pytest
+from deepwork_core.base.layout import APPROVALS_DIR, APPROVERS_DIR
+from deepwork_core.evidence.hashes import sha256_file
+from deepwork_core.state.approval_signatures import ApproverSigner, TrustedApprovers
+from deepwork_core.state.approvals import ApprovalChannel, ApprovalStore, record_decision
+from deepwork_core.state.event_kinds import ApprovalEvent
+from deepwork_core.state.events import read_events
+
+from tests.fixtures.evidence_project import key_of, make_evidence_project
+from tests.fixtures.stdio_server import Server, serve
+
+pytestmark = pytest.mark.slow  # each test runs real server, CLI and dashboard processes
+
+PLAN = {"plan": "plan.md"}
+REAL = "the real plan: delete the production database\n"
+DECOY = "a harmless plan: fix a typo\n"
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return make_evidence_project(tmp_path / "project")
+
+
+def deepwork(*args: str) -> subprocess.CompletedProcess[str]:
+    """A `deepwork` command as the human runs it, a process of its own."""
+    return subprocess.run(
+        [sys.executable, "-m", "deepwork_mcp", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+
+
+def approve(root: Path, session_id: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return deepwork("approve", session_id, "--path", str(root), *args)
+
+
+async def waiting(agent: Server, root: Path) -> tuple[str, str]:
+    """Start the `approved` job and reach its approval: (session id, request id)."""
+    started = await agent.ok("start_workflow", goal="g", job_name="approved", workflow_name="main")
+    (root / "plan.md").write_text(REAL)
+    answer = await agent.ok("finished_step", outputs=PLAN)
+    assert answer["status"] == "awaiting_approval"
+    session_id: str = started["begin_step"]["session_id"]
+    return session_id, request_id(root, session_id)
+
+
+def request_id(root: Path, session_id: str) -> str:
+    record = json.loads((root / APPROVALS_DIR / f"{session_id}.json").read_text())
+    found: str = record["request"]["request_id"]
+    return found
+
+
+def approval_events(root: Path, session_id: str) -> list[ApprovalEvent]:
+    return [e for e in read_events(root, session_id) if isinstance(e, ApprovalEvent)]
+
+
+def swap_in_decoy(root: Path, session_id: str) -> None:
+    """What an agent with a shell can do: point the pending request at a decoy file."""
+    (root / "decoy.md").write_text(DECOY)
+    path = root / APPROVALS_DIR / f"{session_id}.json"
+    record = json.loads(path.read_text())
+    record["request"]["shown"] = [
+        {"output": "plan", "path": "decoy.md", "sha256": sha256_file(root, "decoy.md")}
+    ]
+    record["request"]["prompt"] = "Is this typo fix fine?"
+    path.write_text(json.dumps(record))
+
+
+async def test_an_edited_request_never_gets_a_decoy_approved(root: Path) -> None:
+    async with serve(root) as agent:
+        session_id, first = await waiting(agent, root)
+        swap_in_decoy(root, session_id)
+
+        refused = approve(root, session_id)
+        assert refused.returncode == 1
+        assert refused.stderr.startswith("approval.request_unverified: "), refused.stderr
+        assert DECOY.strip() not in refused.stdout  # the decoy is never shown as the request
+        assert approval_events(root, session_id) == []  # nothing decided, nothing logged
+
+        # The server does not take the edited request as its own: it asks anew, for the real file.
+        again = await agent.ok("finished_step", outputs=PLAN)
+        assert again["status"] == "awaiting_approval"
+        asked = again["evidence"]["approval"]
+        assert request_id(root, session_id) != first
+        assert [s["path"] for s in asked["shown"]] == ["plan.md"]
+
+        shown = approve(root, session_id)
+        assert shown.returncode == 0, shown.stderr
+        assert "plan.md" in shown.stdout
+        assert "decoy.md" not in shown.stdout
+        moved = await agent.ok("finished_step", outputs=PLAN)
+        assert moved["status"] == "next_step"
+        [event] = approval_events(root, session_id)
+        assert [s.path for s in event.shown] == ["plan.md"]
+
+
+async def test_the_dashboard_shows_only_the_servers_request(root: Path) -> None:
+    async with serve(root) as agent:
+        session_id, request_id = await waiting(agent, root)
+        swap_in_decoy(root, session_id)
+        async with dashboard(root) as url:
+            page = await get_page(url, "/approvals")
+            assert "approval.request_unverified" in page
+            assert "decoy.md" not in page
+            assert DECOY.strip() not in page
+            assert 'value="approve"' not in page  # no button for a request that is not the server's
+            status, answer = await post_decision(url, session_id, request_id)
+        assert status == 409
+        assert "approval.request_unverified" in answer
+        assert approval_events(root, session_id) == []
+        again = await agent.ok("finished_step", outputs=PLAN)
+        assert again["status"] == "awaiting_approval"
+
+
+async def test_an_aborted_runs_approval_is_withdrawn(root: Path) -> None:
+    async with serve(root) as agent:
+        session_id, _ = await waiting(agent, root)
+        await agent.ok("abort_workflow", explanation="changed my mind")
+
+        refused = approve(root, session_id)
+        assert refused.returncode == 1
+        assert refused.stderr.startswith("approval.none_pending: "), refused.stderr
+        assert approval_events(root, session_id) == []
+
+
+async def test_the_dashboard_refuses_an_aborted_runs_approval(root: Path) -> None:
+    async with serve(root) as agent:
+        session_id, request_id = await waiting(agent, root)
+        await agent.ok("abort_workflow", explanation="changed my mind")
+        async with dashboard(root) as url:
+            status, page = await post_decision(url, session_id, request_id)
+        assert status == 409
+        assert "approval.none_pending" in page
+        assert approval_events(root, session_id) == []
+
+
+async def test_a_replaced_approval_key_is_used_without_a_restart(root: Path) -> None:
+    async with serve(root) as agent:
+        session_id, _ = await waiting(agent, root)
+        # The key is deleted, as docs/security.md advises after an unsafe one.
+        key_of(root).path.unlink()
+        stale = approve(root, session_id)  # makes the new key; the old request no longer counts
+        assert stale.returncode == 1
+        assert stale.stderr.startswith("approval.request_unverified: "), stale.stderr
+
+        again = await agent.ok("finished_step", outputs=PLAN)
+        assert again["status"] == "awaiting_approval"  # asked anew, sealed with the new key
+        done = approve(root, session_id)
+        assert done.returncode == 0, done.stderr
+        moved = await agent.ok("finished_step", outputs=PLAN)
+        assert moved["status"] == "next_step"
+
+
+async def test_a_project_that_trusts_approvers_counts_only_their_signatures(root: Path) -> None:
+    made = deepwork("approver", "init", "--name", "alice", "--path", str(root))
+    assert made.returncode == 0, made.stderr
+    assert (root / APPROVERS_DIR / "alice.pub").read_text().startswith("deepwork-approver ed25519 ")
+    async with serve(root) as agent:
+        session_id, _ = await waiting(agent, root)
+        # An agent holding the project's HMAC key (or writing the store directly) records a
+        # sealed, logged, unsigned decision: it does not count.
+        unsigned = ApprovalStore(root, key_of(root), trusted=TrustedApprovers(root / "none"))
+        record_decision(
+            unsigned, session_id, approved=True, comment=None, channel=ApprovalChannel.CLI,
+            actor="agent@box", terminal=None, now=_now(),
+        )  # fmt: skip
+        text = await agent.error("finished_step", "approval.unverified", outputs=PLAN)
+        assert "signature" in text
+
+        done = approve(root, session_id)  # signs with alice's key, the only one here
+        assert done.returncode == 0, done.stderr
+        assert "signed by approver alice" in done.stdout
+        moved = await agent.ok("finished_step", outputs=PLAN)
+        assert moved["status"] == "next_step"
+        signed = [e for e in approval_events(root, session_id) if e.actor != "agent@box"]
+        assert len(signed) == 1
+
+
+async def test_a_signature_by_an_untrusted_approver_does_not_count(root: Path) -> None:
+    assert deepwork("approver", "init", "--name", "alice", "--path", str(root)).returncode == 0
+    assert deepwork("approver", "init", "--name", "mallory", "--no-trust").returncode == 0
+    async with serve(root) as agent:
+        session_id, _ = await waiting(agent, root)
+        refused = approve(root, session_id, "--approver", "mallory")
+        assert refused.returncode == 1
+        assert refused.stderr.startswith("approval.unverified: "), refused.stderr
+        assert approval_events(root, session_id) == []
+
+        # An agent with a key of its own writes a signed, sealed, logged decision: no use.
+        state = Path(os.environ["DEEPWORK_STATE_DIR"])
+        mallory = ApproverSigner("mallory", state / "approvers" / "mallory.key")
+        own = ApprovalStore(
+            root, key_of(root), trusted=TrustedApprovers(root / "none"), signer=mallory
+        )
+        record_decision(
+            own, session_id, approved=True, comment=None, channel=ApprovalChannel.CLI,
+            actor="agent@box", terminal=None, now=_now(),
+        )  # fmt: skip
+        text = await agent.error("finished_step", "approval.unverified", outputs=PLAN)
+        assert "'mallory' is not a trusted approver" in text
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+@asynccontextmanager
+async def dashboard(root: Path) -> AsyncIterator[str]:
+    """`deepwork dashboard --no-open` as a process; yields the URL it printed."""
+    with (root.parent / "dashboard.stderr").open("a") as errlog:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "deepwork_mcp", "dashboard", "--path", str(root), "--no-open"],
+            stdout=subprocess.PIPE,
+            stderr=errlog,
+            stdin=subprocess.DEVNULL,
+            text=True,
+        )
+        try:
+            assert process.stdout is not None
+            line = await asyncio.wait_for(asyncio.to_thread(process.stdout.readline), 60)
+            yield line.strip()
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+            if process.stdout is not None:
+                process.stdout.close()
+
+
+async def get_page(url: str, path: str) -> str:
+    parts = urlsplit(url)
+
+    def send() -> str:
+        assert parts.hostname is not None
+        connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+        try:
+            connection.request("GET", f"{path}?{parts.query}")
+            response = connection.getresponse()
+            assert response.status == 200
+            return response.read().decode()
+        finally:
+            connection.close()
+
+    return await asyncio.to_thread(send)
+
+
+async def post_decision(url: str, session_id: str, request_id: str) -> tuple[int, str]:
+    """The dashboard's Approve button, as HTTP: (status, page)."""
+    parts = urlsplit(url)
+    token = parts.query.removeprefix("token=")
+    body = urlencode({"token": token, "request_id": request_id, "decision": "approve"})
+
+    def send() -> tuple[int, str]:
+        assert parts.hostname is not None
+        connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+        try:
+            connection.request(
+                "POST",
+                f"/approvals/{session_id}?token={token}",
+                body=body,
+                headers={"Content-Type": "application/x-www-form-urlencoded"},
+            )
+            response = connection.getresponse()
+            return response.status, response.read().decode()
+        finally:
+            connection.close()
+
+    return await asyncio.to_thread(send)

@@ -1,0 +1,202 @@
+"""The fold from events to spans and measurements (deepwork_mcp.telemetry.runbook), and the names
+it uses, held to the pinned GenAI semantic conventions (docs/telemetry.md)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from deepwork_core.evidence.verdicts import VerdictKind
+from deepwork_core.state.event_kinds import (
+    AbortedEvent,
+    GoToStepEvent,
+    KnownEvent,
+    ReviewUsageEvent,
+    StartedEvent,
+    StepBegunEvent,
+    StepFinishedEvent,
+)
+from deepwork_mcp.telemetry import names
+from deepwork_mcp.telemetry.exporting import ExportFailures, build_providers
+from deepwork_mcp.telemetry.ids import SpanRef, trace_id_for
+from deepwork_mcp.telemetry.recorder import catalog_job_versions
+from deepwork_mcp.telemetry.runbook import Measurement, RunBook, SpanRecord
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.semconv._incubating.attributes import gen_ai_attributes
+from opentelemetry.semconv._incubating.metrics import gen_ai_metrics
+
+from tests.fixtures.workflow_project import make_project
+
+T0 = datetime(2026, 11, 27, 3, 0, tzinfo=UTC)
+SESSION = "s1"
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def fold_all(book: RunBook, events: list[KnownEvent]) -> list[SpanRecord | Measurement]:
+    out: list[SpanRecord | Measurement] = []
+    for event in events:
+        out += book.fold(event)
+    return out
+
+
+def started(session: str = SESSION, parent: str | None = None) -> StartedEvent:
+    return StartedEvent(
+        ts=at(0), session_id=session, job="j", workflow="w", parent_session_id=parent
+    )
+
+
+def spans(emitted: list[SpanRecord | Measurement]) -> dict[str, SpanRecord]:
+    return {e.name: e for e in emitted if isinstance(e, SpanRecord)}
+
+
+def test_a_jump_back_ends_the_step_as_left_and_its_next_run_is_another_span() -> None:
+    book = RunBook()
+    emitted = fold_all(
+        book,
+        [
+            started(),
+            StepBegunEvent(ts=at(1), session_id=SESSION, step_ids=["a"]),
+            GoToStepEvent(ts=at(2), session_id=SESSION, from_step_ids=["a"], to_step_ids=["a"]),
+            StepBegunEvent(ts=at(2), session_id=SESSION, step_ids=["a"]),
+            StepFinishedEvent(
+                ts=at(3), session_id=SESSION, step_ids=["a"], verdict=VerdictKind.UNREVIEWED
+            ),
+        ],
+    )
+    steps = [e for e in emitted if isinstance(e, SpanRecord)]
+    assert [
+        (s.attributes["deepwork.step.outcome"], s.attributes["deepwork.step.run"]) for s in steps
+    ] == [
+        ("left", 1),
+        ("unreviewed", 2),
+    ]
+    assert steps[0].ref.span_id != steps[1].ref.span_id
+    assert {s.ref.trace_id for s in steps} == {trace_id_for(SESSION)}
+
+
+def test_an_abort_ends_open_steps_and_the_run_with_its_status() -> None:
+    book = RunBook()
+    emitted = fold_all(
+        book,
+        [
+            started(),
+            StepBegunEvent(ts=at(1), session_id=SESSION, step_ids=["a"]),
+            AbortedEvent(ts=at(5), session_id=SESSION, step_ids=["a"], reason="secret reason"),
+        ],
+    )
+    found = spans(emitted)
+    assert found["deepwork.step a"].attributes["deepwork.step.outcome"] == "aborted"
+    run = found["invoke_workflow j.w"]
+    assert run.attributes["deepwork.workflow.status"] == "aborted"
+    assert run.parent_span_id is None
+    assert (run.end - run.start).total_seconds() == 5
+    assert "secret reason" not in repr(emitted)  # content is opt-in
+    [duration] = [e for e in emitted if isinstance(e, Measurement)]
+    assert (duration.instrument, duration.value) == ("deepwork.workflow.duration", 5)
+    assert not book.knows(SESSION)
+
+
+def test_a_run_started_in_a_host_trace_sits_under_the_hosts_span() -> None:
+    book = RunBook()
+    host = SpanRef(trace_id=0xABC, span_id=0xDEF)
+    book.fold(started(), host)
+    nested = started("s2", parent=SESSION)
+    book.fold(StepBegunEvent(ts=at(1), session_id=SESSION, step_ids=["sub"]))
+    book.fold(nested)
+    emitted = fold_all(book, [AbortedEvent(ts=at(2), session_id="s2", reason="r")])
+    inner = spans(emitted)["invoke_workflow j.w"]
+    step_ref = book.review_parent(SESSION, "sub")
+    assert step_ref is not None
+    assert (inner.ref.trace_id, inner.parent_span_id) == (0xABC, step_ref.span_id)
+
+
+def test_a_self_review_is_neither_a_span_nor_metered() -> None:
+    book = RunBook()
+    book.fold(started())
+    usage = ReviewUsageEvent(
+        ts=at(1), session_id=SESSION, job="j", step_id="a", review="r", mode="self", outcome="x"
+    )
+    assert book.fold(usage) == []
+
+
+def test_the_reserved_review_span_is_the_one_exported() -> None:
+    book = RunBook()
+    book.fold(started())
+    book.fold(StepBegunEvent(ts=at(1), session_id=SESSION, step_ids=["a"]))
+    reserved = book.reserve_review(SESSION, "a", "r", None)
+    assert reserved is not None
+    usage = ReviewUsageEvent(
+        ts=at(3),
+        session_id=SESSION,
+        job="j",
+        step_id="a",
+        review="r",
+        outcome="passed",
+        seconds=2.0,
+        input_tokens=5,
+        cache_read_tokens=7,
+        output_tokens=3,
+        cost_usd=0.5,
+    )
+    [span] = [e for e in book.fold(usage) if isinstance(e, SpanRecord)]
+    assert span.ref == reserved
+    assert span.start == at(1)
+    assert span.attributes["gen_ai.usage.input_tokens"] == 12
+    assert reserved.traceparent() == f"00-{reserved.trace_id:032x}-{reserved.span_id:016x}-01"
+
+
+def test_every_exported_name_is_a_genai_convention_or_deepworks_own() -> None:
+    operations = {value.value for value in gen_ai_attributes.GenAiOperationNameValues}
+    attributes = {v for k, v in vars(gen_ai_attributes).items() if k.startswith("GEN_AI_")}
+    metrics = {v for k, v in vars(gen_ai_metrics).items() if k.startswith("GEN_AI_")}
+    values = {k: v for k, v in vars(names).items() if k.isupper() and isinstance(v, str)}
+    assert names.INVOKE_WORKFLOW in operations
+    assert names.INVOKE_AGENT in operations
+    for key, value in values.items():
+        if value.startswith("gen_ai."):
+            known = metrics if key.startswith("M_") else attributes
+            assert value in known, (key, value)
+        elif key not in ("INVOKE_WORKFLOW", "INVOKE_AGENT"):
+            assert value.startswith("deepwork."), (key, value)
+    for metric in names.METRICS:
+        assert metric in metrics or metric.startswith("deepwork."), metric
+
+
+class _Refusing(SpanExporter):
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        return SpanExportResult.FAILURE
+
+
+def test_failed_exports_are_counted_and_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+    failures = ExportFailures()
+    tracer_provider, meter_provider = build_providers(
+        {}, failures, span_exporter=_Refusing(), metric_reader=InMemoryMetricReader()
+    )
+    tracer = tracer_provider.get_tracer("test")
+    with caplog.at_level(logging.WARNING, logger="deepwork.telemetry"):
+        for _ in range(3):
+            tracer.start_span("deepwork.step s").end()
+            tracer_provider.force_flush()
+    tracer_provider.shutdown()
+    meter_provider.shutdown()
+    assert failures.spans == 3
+    assert len([r for r in caplog.records if r.name == "deepwork.telemetry"]) == 1
+
+
+def test_the_run_span_carries_its_jobs_version_from_the_projects_catalog(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "project")
+    version_of = catalog_job_versions()
+    assert version_of(root, "three_step") == "1.0.0"
+    assert version_of(root, "no_such_job") is None
+    book = RunBook()
+    book.fold(started(), job_version=version_of(root, "three_step"))
+    emitted = book.fold(AbortedEvent(ts=at(1), session_id=SESSION, reason="r"))
+    assert spans(emitted)["invoke_workflow j.w"].attributes["deepwork.job.version"] == "1.0.0"
