@@ -15,10 +15,10 @@ literal in the packages, and that every member is used.
 from __future__ import annotations
 
 from enum import StrEnum
-from functools import cache
 
 from deepwork_core.base.error_areas import AREAS as AREAS  # its old home; still importable
 from deepwork_core.base.error_areas import area_of as area_of
+from deepwork_core.base.error_areas import member_meanings
 
 
 class ErrorCode(StrEnum):
@@ -476,30 +476,4 @@ class ErrorCode(StrEnum):
     @property
     def meaning(self) -> str:
         """What the code means and what to do about it (the string under the member)."""
-        return _meanings()[self.name]
-
-
-@cache
-def _meanings() -> dict[str, str]:
-    """Member name -> meaning, read from the string under each member of `ErrorCode`.
-
-    Parsed from this module's source when first asked for (by the docs generator and the
-    tests), so the server, which never needs a meaning, never pays for it.
-    """
-    import ast
-    from itertools import pairwise
-    from pathlib import Path
-
-    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
-    body = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ErrorCode").body
-    meanings: dict[str, str] = {}
-    for member, doc in pairwise(body):
-        if (
-            isinstance(member, ast.Assign)
-            and isinstance(member.targets[0], ast.Name)
-            and isinstance(doc, ast.Expr)
-            and isinstance(doc.value, ast.Constant)
-            and isinstance(doc.value.value, str)
-        ):
-            meanings[member.targets[0].id] = " ".join(doc.value.value.split())
-    return meanings
+        return member_meanings()[self.name]
