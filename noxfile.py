@@ -24,6 +24,7 @@ nox.options.sessions = [
     "render_check",
     "workflows",
     "plugins",
+    "reviewers",
 ]
 
 ROOT = Path(__file__).parent
@@ -252,4 +253,19 @@ def plugins(session: nox.Session) -> None:
     _sync(session)
     session.run(
         "python", "tools/check_plugins.py", "--cache", str(ROOT / ".nox" / "_plugin_clients")
+    )
+
+
+@nox.session(python=PYTHON)
+def reviewers(session: nox.Session) -> None:
+    """Run the codex and gemini reviewer runners against the real CLIs from npm, offline, each
+    pointed at a local stand-in for its model endpoint (docs/quality-gate.md)."""
+    if shutil.which("npm") is None:
+        message = "npm not found: the reviewer checks need Node.js 20+"
+        if os.environ.get("CI") == "true":
+            session.error(message)
+        session.skip(f"{message}; they did NOT run")
+    _sync(session)
+    session.run(
+        "python", "tools/check_reviewers.py", "--cache", str(ROOT / ".nox" / "_plugin_clients")
     )

@@ -11,7 +11,7 @@ import pytest
 
 from tests.fixtures.postgres import LocalPostgres
 from tests.fixtures.postgres import available as postgres_available
-from tests.fixtures.reviewer import ScriptedReviewer
+from tests.fixtures.reviewer import RUNNERS, ScriptedReviewer
 
 PY_RULE = """\
 python:
@@ -92,6 +92,13 @@ def repo(make_repo: Callable[..., Repo]) -> Repo:
 def scripted_reviewer(tmp_path: Path) -> ScriptedReviewer:
     """A fake `claude` reviewer answering `pass` (tests/fixtures/reviewer.py); not yet on PATH."""
     return ScriptedReviewer(tmp_path / "reviewer")
+
+
+@pytest.fixture(params=RUNNERS)
+def runner(request: pytest.FixtureRequest) -> str:
+    """Each reviewer CLI in turn (`quality_gate.external_runner`); the double speaks each."""
+    name: str = request.param
+    return name
 
 
 @pytest.fixture

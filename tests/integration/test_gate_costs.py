@@ -1,6 +1,7 @@
-"""Issue 23 through the real server and the fake `claude` on PATH (docs/quality-gate.md).
+"""Issue 23 through the real server and the fake reviewer CLIs on PATH (docs/quality-gate.md).
 
-Review depth, stalled reviewers, token and cost accounting, run budgets and dry runs.
+Review depth, stalled reviewers, token and cost accounting, run budgets and dry runs. Stalls and
+usage run once per runner (`claude`, `codex`, `gemini`).
 """
 
 from __future__ import annotations
@@ -87,11 +88,11 @@ async def test_self_review_file_follows_the_depth(root: Path) -> None:
 
 
 async def test_a_stalled_reviewer_is_killed_retried_once_then_answers_stalled(
-    root: Path, reviewer_on_path: ScriptedReviewer
+    root: Path, reviewer_on_path: ScriptedReviewer, runner: str
 ) -> None:
     reviewer_on_path.answer("stall")
     stall = 1.0
-    server = create_server(root, config(external_runner="claude", stall_timeout=stall))
+    server = create_server(root, config(external_runner=runner, stall_timeout=stall))
     async with Client(server) as client:
         session_id = await start_reviewed(client, root)
         message = await call_error(
@@ -115,10 +116,10 @@ async def test_a_stalled_reviewer_is_killed_retried_once_then_answers_stalled(
 
 
 async def test_a_reviewer_that_stalls_once_is_retried_and_answers(
-    root: Path, reviewer_on_path: ScriptedReviewer
+    root: Path, reviewer_on_path: ScriptedReviewer, runner: str
 ) -> None:
     reviewer_on_path.answer("stall_once")
-    server = create_server(root, config(external_runner="claude", stall_timeout=1.0))
+    server = create_server(root, config(external_runner=runner, stall_timeout=1.0))
     async with Client(server) as client:
         session_id = await start_reviewed(client, root)
         result = await call_ok(client, "finished_step", outputs={"report": "report.md"})
@@ -127,12 +128,17 @@ async def test_a_reviewer_that_stalls_once_is_retried_and_answers(
     assert kinds(root, session_id).count("review_stalled") == 1
 
 
+#: Per runner, over three calls: cache-creation tokens, the cost reported, calls without one.
+#: Only claude reports a cost; gemini reports no cache creation.
+USAGE = {"claude": (30, 0.75, 0), "codex": (30, 0.0, 3), "gemini": (0, 0.0, 3)}
+
+
 async def test_usage_is_summed_in_active_workflow_status_and_stats(
-    root: Path, reviewer_on_path: ScriptedReviewer
+    root: Path, reviewer_on_path: ScriptedReviewer, runner: str
 ) -> None:
     reviewer_on_path.spend(0.25)
     reviewer_on_path.answer("fail")
-    server = create_server(root, config(external_runner="claude", max_attempts=5))
+    server = create_server(root, config(external_runner=runner, max_attempts=5))
     async with Client(server) as client:
         session_id = await start_reviewed(client, root)
         for _ in range(2):
@@ -147,8 +153,11 @@ async def test_usage_is_summed_in_active_workflow_status_and_stats(
     assert usage["input_tokens"] == expected_input
     assert usage["output_tokens"] == 150
     assert usage["cache_read_tokens"] == 300
-    assert usage["cache_creation_tokens"] == 30
-    assert usage["cost_usd"] == pytest.approx(0.75)
+    cache_creation, cost, unpriced = USAGE[runner]
+    assert usage["cache_creation_tokens"] == cache_creation
+    assert usage["cost_usd"] == pytest.approx(cost)
+    assert usage["unpriced_calls"] == unpriced
+    assert ("reported no cost" in (usage["note"] or "")) is bool(unpriced)
     events = usage_events(root, session_id)
     assert [(e["attempt"], e["outcome"], e["depth"]) for e in events] == [
         (1, "failed", "standard"),
@@ -156,17 +165,22 @@ async def test_usage_is_summed_in_active_workflow_status_and_stats(
         (3, "passed", "standard"),
     ]
     assert {e["job"] for e in events} == {"reviewed"}
+    assert {e["runner"] for e in events} == {runner}
+    assert [e["cost_usd"] for e in events] == [0.25 if runner == "claude" else None] * 3
     assert events[0]["criteria"] == 1
 
     status = json.loads(run_cli("status", "--json", "--path", str(root)))
-    assert status["stacks"][0]["review_usage"]["cost_usd"] == pytest.approx(0.75)
+    assert status["stacks"][0]["review_usage"]["cost_usd"] == pytest.approx(cost)
     assert status["stacks"][0]["review_usage"]["input_tokens"] == expected_input
-    assert "reviews: 3 call(s)" in run_cli("status", "--path", str(root))
+    text = run_cli("status", "--path", str(root))
+    assert "reviews: 3 call(s)" in text
+    assert ("cost not reported for 3 call(s)" in text) is bool(unpriced)
 
     stats = json.loads(run_cli("stats", "--json", "--path", str(root)))
     [job] = stats["review_costs"]["jobs"]
     assert job["usage"]["calls"] == 3
-    assert job["usage"]["cost_usd"] == pytest.approx(0.75)
+    assert job["usage"]["cost_usd"] == pytest.approx(cost)
+    assert job["usage"]["unpriced_calls"] == unpriced
     [review] = stats["review_costs"]["reviews"]
     assert (review["step"], review["review"]) == ("write", "step")
     assert review["first_attempt_pass_rate"] == 0.0

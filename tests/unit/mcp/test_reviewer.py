@@ -19,7 +19,7 @@ from deepwork_core.gate.quality import (
     reply_schema_json,
 )
 from deepwork_core.jobs.parser import load_job
-from deepwork_mcp.reviewer import ClaudeReviewer
+from deepwork_mcp.reviewer import CliReviewer
 
 from tests.fixtures.reviewer import ScriptedReviewer
 
@@ -68,8 +68,8 @@ class Env:
         self.fake = fake
         self.vars = fake.env
 
-    def reviewer(self, **kwargs: Any) -> ClaudeReviewer:
-        return ClaudeReviewer(env=self.vars, **kwargs)
+    def reviewer(self, **kwargs: Any) -> CliReviewer:
+        return CliReviewer(env=self.vars, **kwargs)
 
     def calls(self) -> list[dict[str, Any]]:
         return self.fake.calls()
@@ -108,7 +108,7 @@ def set_mode(env: Env, mode: str) -> None:
     env.fake.answer(mode)
 
 
-async def run(env: Env, reviewer: ClaudeReviewer, request: Checkpoint) -> list[Any]:
+async def run(env: Env, reviewer: CliReviewer, request: Checkpoint) -> list[Any]:
     return await reviewer.review(request, plan_review_tasks(request))
 
 
@@ -201,6 +201,48 @@ async def test_broken_replies_have_distinct_codes(env: Env, mode: str, code: str
         assert f"subtype {mode}" in exc.value.message  # the reviewer's own words, bounded
 
 
+#: The code codex's and gemini's doubles end with, per broken reply, in their CLIs' formats:
+#: every codex `turn.failed` is an execution error; gemini names max turns and a missing login.
+OTHER_RUNNER_CODES = {
+    "garbage": ("bad_output", "bad_output"),
+    "no_structured": ("bad_output", "bad_output"),
+    "bad_schema": ("bad_output", "bad_output"),
+    "is_error": ("execution_error", "is_error"),
+    "exit": ("exit_code", "exit_code"),
+    "flood": ("output_too_large", "output_too_large"),
+    "truncated": ("truncated", "truncated"),
+    "error_max_turns": ("execution_error", "max_turns"),
+    "error_during_execution": ("execution_error", "execution_error"),
+    "error_unheard_of": ("execution_error", "execution_error"),
+}
+
+
+@pytest.mark.parametrize("mode", sorted(OTHER_RUNNER_CODES))
+@pytest.mark.parametrize("runner", ["codex", "gemini"])
+async def test_codex_and_gemini_broken_replies_have_distinct_codes(
+    env: Env, runner: str, mode: str
+) -> None:
+    set_mode(env, mode)
+    with pytest.raises(QualityGateError) as exc:
+        await run(env, env.reviewer(runner=runner), env.request())
+    codex_code, gemini_code = OTHER_RUNNER_CODES[mode]
+    assert exc.value.code == f"quality_gate.{codex_code if runner == 'codex' else gemini_code}"
+    assert {call["program"] for call in env.calls()} == {runner}
+
+
+@pytest.mark.parametrize("runner", ["codex", "gemini"])
+async def test_codex_and_gemini_verdicts_are_computed_and_reasked_like_claudes(
+    env: Env, runner: str
+) -> None:
+    set_mode(env, "partial_once")
+    [verdict] = await run(env, env.reviewer(runner=runner), env.request())
+    assert verdict.passed is True
+    assert len(env.calls()) == 2  # the incomplete reply was asked again once
+    set_mode(env, "fail_first")
+    [verdict] = await run(env, env.reviewer(runner=runner), env.request())
+    assert verdict.passed is False  # the reply's own flag said passed
+
+
 async def test_a_reply_missing_a_criterion_is_asked_again_once(env: Env) -> None:
     set_mode(env, "partial_once")
     [verdict] = await run(env, env.reviewer(), env.request())
@@ -225,7 +267,7 @@ async def test_missing_binary(env: Env, tmp_path: Path) -> None:
     with pytest.raises(QualityGateError) as exc:
         await run(env, env.reviewer(), env.request())
     assert exc.value.code == "quality_gate.not_installed"
-    absolute = ClaudeReviewer(executable=str(tmp_path / "nowhere" / "claude"), env=env.vars)
+    absolute = CliReviewer(executable=str(tmp_path / "nowhere" / "claude"), env=env.vars)
     with pytest.raises(QualityGateError) as exc:
         await run(env, absolute, env.request())
     assert exc.value.code == "quality_gate.not_installed"
@@ -235,7 +277,7 @@ async def test_missing_binary(env: Env, tmp_path: Path) -> None:
 async def test_executable_is_looked_up_on_path_at_call_time(
     env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    reviewer = ClaudeReviewer()  # inherits our environment
+    reviewer = CliReviewer()  # inherits our environment
     env.fake.install(monkeypatch)
     [verdict] = await run(env, reviewer, env.request())
     assert verdict.passed is True
@@ -332,7 +374,7 @@ async def test_parallel_cap_is_respected(env: Env) -> None:
 
 
 def test_timeout_grows_with_files_beyond_five() -> None:
-    reviewer = ClaudeReviewer(base_timeout=240, per_extra_file=30)
+    reviewer = CliReviewer(base_timeout=240, per_extra_file=30)
     assert reviewer.timeout_for(1) == 240
     assert reviewer.timeout_for(5) == 240
     assert reviewer.timeout_for(8) == 330
@@ -340,7 +382,7 @@ def test_timeout_grows_with_files_beyond_five() -> None:
 
 def test_max_parallel_must_be_positive() -> None:
     with pytest.raises(ValueError):
-        ClaudeReviewer(max_parallel=0)
+        CliReviewer(max_parallel=0)
 
 
 # --- security ---------------------------------------------------------------------------------

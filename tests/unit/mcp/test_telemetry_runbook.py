@@ -153,6 +153,31 @@ def test_the_reserved_review_span_is_the_one_exported() -> None:
     assert reserved.traceparent() == f"00-{reserved.trace_id:032x}-{reserved.span_id:016x}-01"
 
 
+def test_a_codex_review_names_its_provider_and_carries_no_cost() -> None:
+    book = RunBook()
+    book.fold(started())
+    book.fold(StepBegunEvent(ts=at(1), session_id=SESSION, step_ids=["a"]))
+    usage = ReviewUsageEvent(
+        ts=at(3),
+        session_id=SESSION,
+        job="j",
+        step_id="a",
+        review="r",
+        outcome="passed",
+        seconds=2.0,
+        output_tokens=3,
+        cost_usd=None,
+        runner="codex",
+    )
+    emitted = book.fold(usage)
+    [span] = [e for e in emitted if isinstance(e, SpanRecord)]
+    assert span.attributes["gen_ai.provider.name"] == "openai"
+    assert "deepwork.review.cost_usd" not in span.attributes
+    names_measured = [e.instrument for e in emitted if isinstance(e, Measurement)]
+    assert "deepwork.review.cost" not in names_measured  # no cost reported: none measured
+    assert names_measured  # the tokens and duration still are
+
+
 def test_every_exported_name_is_a_genai_convention_or_deepworks_own() -> None:
     operations = {value.value for value in gen_ai_attributes.GenAiOperationNameValues}
     attributes = {v for k, v in vars(gen_ai_attributes).items() if k.startswith("GEN_AI_")}

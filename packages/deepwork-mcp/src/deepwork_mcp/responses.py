@@ -47,6 +47,7 @@ class ReviewUsageInfo(_Model):
     cache_read_tokens: int = 0
     cache_creation_tokens: int = 0
     cost_usd: float = 0.0
+    unpriced_calls: int = 0
     self_reviews: int = 0
     note: str | None = None
 
@@ -259,6 +260,10 @@ class PlannedReviewInfo(_Model):
     criteria: list[str]
     depth: str
     files: list[str]
+    #: The review's persona per runner or platform (its `agent`); left out when it names none.
+    agent: dict[str, str] | None = _Sparse
+    #: What the review's `additional_context` adds to the brief; left out when it asks none.
+    context: list[str] | None = _Sparse
 
 
 class ReviewProgressInfo(_Model):

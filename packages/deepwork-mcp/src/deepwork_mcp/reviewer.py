@@ -1,17 +1,16 @@
-"""The external quality-gate reviewer: the Claude CLI in print mode with structured output.
+"""The external quality-gate reviewer: a reviewer CLI per review task (docs/quality-gate.md).
 
-One `claude` process per review task:
-`claude --print --output-format stream-json --verbose --system-prompt <fixed role>
---json-schema <schema> [--model <depth's model>] [--max-budget-usd <left>] -p --`
-with the review brief (at the task's depth) and the files on stdin, and the project root as
-working directory. The process runs through `deepwork_core.run_bounded` in a worker thread: a
-deadline, an output cap, a stall timeout (no event for `stall_timeout` seconds: killed and
-started once more, then `quality_gate.reviewer_stalled`), and its whole process group killed
-when it overruns or the review is cancelled. At most `max_parallel` run at once; the first
-failure cancels the rest. A reply that leaves a criterion unjudged is asked for once more; if
-the second reply also leaves one out, the verdict fails naming it. Every call's tokens and cost
-go to the run's event log as a `review_usage` event, and count against the run's budget
-(`docs/quality-gate.md`, `docs/limits.md`). With telemetry on, each call's process gets
+One process per review task, its command line and its output format the runner's
+(`deepwork_mcp.runners`: `claude --print`, `codex exec` or the Gemini CLI headless), with the
+review brief (at the task's depth) and the files on stdin, and the project root as working
+directory. The process runs through `deepwork_core.run_bounded` in a worker thread: a deadline,
+an output cap, a stall timeout (no event for `stall_timeout` seconds: killed and started once
+more, then `quality_gate.reviewer_stalled`), and its whole process group killed when it overruns
+or the review is cancelled. At most `max_parallel` run at once; the first failure cancels the
+rest. A reply that leaves a criterion unjudged is asked for once more; if the second reply also
+leaves one out, the verdict fails naming it. Every call's tokens and cost (None where the runner
+reports none) go to the run's event log as a `review_usage` event, and count against the run's
+budget (`docs/quality-gate.md`, `docs/limits.md`). With telemetry on, each call's process gets
 `TRACEPARENT` naming its review span, so a reviewer that exports its own telemetry nests under
 it (docs/telemetry.md).
 """
@@ -20,10 +19,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import anyio
 import anyio.abc
@@ -47,10 +48,8 @@ from deepwork_core.gate.budget import check_budget, review_usage_event, usd_left
 from deepwork_core.gate.checkpoint import Checkpoint
 from deepwork_core.gate.quality import (
     DEFAULT_MAX_INLINE_FILES,
-    REVIEWER_SYSTEM_PROMPT,
     QualityReviewTask,
     build_review_message,
-    reply_schema_json,
     task_file_count,
     unjudged_criteria,
     verdict_from_reply,
@@ -59,7 +58,8 @@ from deepwork_core.state.event_kinds import ReviewStalledEvent
 from deepwork_core.state.events import append_event
 from deepwork_core.state.sessions import utc_now
 
-from deepwork_mcp.review_stream import CallUsage, read_stream
+from deepwork_mcp.runners import runner_for
+from deepwork_mcp.runners.events import CallPlan, CallUsage, ReviewRunner
 
 #: `async (done, total, message)`: progress while `review` runs several tasks at once.
 ProgressReporter = Callable[[int, int, str], Awaitable[None]]
@@ -73,12 +73,12 @@ TraceEnv = Callable[[str, str, str, str | None], Mapping[str, str]]
 OUTPUT_LIMIT = 8 * 1024 * 1024
 
 
-class ClaudeReviewer:
-    """Runs review tasks through the Claude CLI and turns its replies into verdicts."""
+class CliReviewer:
+    """Runs review tasks through a reviewer CLI and turns its replies into verdicts."""
 
     def __init__(
         self,
-        executable: str = "claude",
+        executable: str | None = None,
         base_timeout: float = DEFAULT_REVIEW_TIMEOUT,
         per_extra_file: float = DEFAULT_SECONDS_PER_EXTRA_FILE,
         max_parallel: int = DEFAULT_MAX_PARALLEL,
@@ -90,9 +90,12 @@ class ClaudeReviewer:
         stall_retries: int = DEFAULT_STALL_RETRIES,
         models: ReviewModels | None = None,
         budget: ReviewBudget | None = None,
+        runner: ReviewRunner | str = "claude",
         trace_env: TraceEnv | None = None,
     ) -> None:
-        """`executable` is a name looked up on PATH at call time, or a path.
+        """`runner`: which CLI (`claude`, `codex`, `gemini`, or a `ReviewRunner`).
+        `executable` is a name looked up on PATH at call time, or a path (None: the runner's
+        name).
 
         `env` is the child's environment (None: inherit ours); its PATH is used for the lookup.
         `stall_timeout` (None: never) and `stall_retries`: a reviewer silent that long is killed
@@ -103,7 +106,8 @@ class ClaudeReviewer:
         """
         if max_parallel < 1:
             raise ValueError("max_parallel must be at least 1")
-        self.executable = executable
+        self.runner = runner_for(runner) if isinstance(runner, str) else runner
+        self.executable = executable if executable is not None else self.runner.name
         self.base_timeout = base_timeout
         self.per_extra_file = per_extra_file
         self.max_parallel = max_parallel
@@ -136,7 +140,7 @@ class ClaudeReviewer:
         """Run every task (at most `max_parallel` at once); verdicts come back in task order.
 
         Raises `QualityGateError` for the first task that cannot give a verdict (the codes are
-        in `deepwork_mcp.review_stream`, plus `quality_gate.not_installed`, `.timeout`,
+        in `deepwork_mcp.runners`, plus `quality_gate.not_installed`, `.timeout`,
         `.output_too_large`, `.reviewer_stalled` and `.budget_exhausted`); the other tasks are
         then cancelled and their processes killed. A run whose budget is spent starts none.
         """
@@ -212,7 +216,8 @@ class ClaudeReviewer:
         if found is None:
             raise QualityGateError(
                 f"the reviewer command {self.executable!r} was not found on PATH; install the "
-                "Claude CLI (or put it on PATH), or run the quality gate in self-review mode",
+                f"{self.runner.name} CLI (or put it on PATH), or run the quality gate in "
+                "self-review mode",
                 code=ErrorCode.QUALITY_GATE_NOT_INSTALLED,
             )
         return found
@@ -225,25 +230,14 @@ class ClaudeReviewer:
         spent = check_budget(checkpoint.project_root, checkpoint.run_session_id, self.budget)
         return usd_left(self.budget, spent)
 
-    def argv(self, executable: str, task: QualityReviewTask, left: float | None) -> list[str]:
-        """The command line of one call: stream-json, the depth's model, what budget is left."""
-        argv = [
-            executable,
-            "--print",
-            "--output-format",
-            "stream-json",
-            "--verbose",
-            "--system-prompt",
-            REVIEWER_SYSTEM_PROMPT,
-            "--json-schema",
-            reply_schema_json(task),
-        ]
+    def plan(self, call: _Call, left: float | None, scratch: Path) -> CallPlan:
+        """What one call runs with: the depth's model, what budget is left, the review's
+        persona for this runner."""
+        task = call.task
+        persona = (task.agent or {}).get(self.runner.name)
         model = self.models.for_depth(task.depth or DEFAULT_REVIEW_DEPTH)
-        if model is not None:
-            argv += ["--model", model]
-        if left is not None:
-            argv += ["--max-budget-usd", f"{left:g}"]
-        return [*argv, "-p", "--"]
+        root = call.checkpoint.project_root
+        return CallPlan(call.executable, task, model, left, persona, scratch, root)
 
     async def _run_task(
         self,
@@ -276,10 +270,17 @@ class ClaudeReviewer:
     async def _ask(self, call: _Call) -> _Answer:
         """One reviewer call; its usage is logged (and the error raised) when it failed."""
         left = await anyio.to_thread.run_sync(self.usd_left, call.checkpoint)
-        argv = self.argv(call.executable, call.task, left)
-        started = time.monotonic()
-        done = await self._run(argv, call, self._child_env(call))
-        outcome = read_stream(call.task.label, done)
+        # The call's private folder (codex's schema file): made, filled and removed off the loop.
+        scratch = Path(await anyio.to_thread.run_sync(tempfile.mkdtemp, "", "deepwork-review-"))
+        try:
+            plan = self.plan(call, left, scratch)
+            argv = await anyio.to_thread.run_sync(self.runner.argv, plan)
+            started = time.monotonic()
+            done = await self._run(argv, call, self._child_env(call))
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(shutil.rmtree, scratch, True)
+        outcome = self.runner.read(call.task.label, done, plan.model)
         answer = _Answer(outcome.reply, outcome.usage, time.monotonic() - started)
         call.tokens += outcome.usage.tokens
         if outcome.error is not None:
@@ -370,6 +371,7 @@ class ClaudeReviewer:
             cache_read_tokens=usage.cache_read_tokens,
             cache_creation_tokens=usage.cache_creation_tokens,
             cost_usd=usage.cost_usd,
+            runner=self.runner.name,
         )
         append_event(checkpoint.project_root, event)
 

@@ -74,7 +74,7 @@ def check_gate(settings: QualityGateConfig) -> None:
 
 
 def build_gate(settings: QualityGateConfig, trace_env: TraceEnv | None = None) -> Gate | None:
-    """The quality gate for these settings: None (off), self-review, or the Claude CLI runner
+    """The quality gate for these settings: None (off), self-review, or a reviewer CLI
     (`trace_env`: the trace variables of its processes, when telemetry is on)."""
     check_gate(settings)
     if not settings.enabled:
@@ -86,10 +86,10 @@ def build_gate(settings: QualityGateConfig, trace_env: TraceEnv | None = None) -
     runner = settings.external_runner
     if runner is None:
         return SelfReviewGate(rules=rules, review_depth=settings.review_depth)
-    from deepwork_mcp.reviewer import ClaudeReviewer
+    from deepwork_mcp.reviewer import CliReviewer
 
-    reviewer = ClaudeReviewer(
-        runner,
+    reviewer = CliReviewer(
+        runner=runner,
         base_timeout=settings.timeout_seconds,
         max_parallel=settings.max_parallel,
         stall_timeout=settings.stall_timeout,

@@ -17,8 +17,8 @@ from deepwork_core.base.layout import CONFIG_FILE
 from deepwork_core.base.yamlio import read_yaml_file
 
 #: The external reviewers `quality_gate.external_runner` may name (None: self-review).
-ExternalRunner = Literal["claude"]
-EXTERNAL_RUNNERS: Final[tuple[ExternalRunner, ...]] = ("claude",)
+ExternalRunner = Literal["claude", "codex", "gemini"]
+EXTERNAL_RUNNERS: Final[tuple[ExternalRunner, ...]] = get_args(ExternalRunner)
 #: Per-review-task timeout of the external reviewer, in seconds ...
 DEFAULT_REVIEW_TIMEOUT: Final = 240
 #: ... plus this many seconds for each reviewed file beyond `TIMEOUT_FREE_FILES`.
@@ -81,7 +81,7 @@ class ReviewBudget(_Section):
 
 class QualityGateConfig(_Section):
     enabled: bool = True
-    #: None = self-review by the agent; "claude" = run the Claude CLI as the reviewer.
+    #: None = self-review by the agent; else the CLI run as the reviewer (claude, codex, gemini).
     external_runner: ExternalRunner | None = None
     max_attempts: int = Field(default=DEFAULT_MAX_QUALITY_ATTEMPTS, ge=1, le=MAX_ATTEMPTS_LIMIT)
     timeout_seconds: int = Field(default=DEFAULT_REVIEW_TIMEOUT, ge=1, le=TIMEOUT_LIMIT_S)

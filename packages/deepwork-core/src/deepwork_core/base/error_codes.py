@@ -337,7 +337,8 @@ class ErrorCode(StrEnum):
     QUALITY_GATE_ERROR = "quality_gate.error"
     """Generic quality gate error."""
     QUALITY_GATE_EXECUTION_ERROR = "quality_gate.execution_error"
-    """The reviewer ended with `subtype: error_during_execution`."""
+    """The reviewer failed while it ran (claude `error_during_execution`, a codex `turn.failed`,
+    a gemini error result)."""
     QUALITY_GATE_EXIT_CODE = "quality_gate.exit_code"
     """The reviewer process exited with an error."""
     QUALITY_GATE_IS_ERROR = "quality_gate.is_error"
@@ -347,7 +348,7 @@ class ErrorCode(StrEnum):
     QUALITY_GATE_MAX_TURNS = "quality_gate.max_turns"
     """The reviewer ended with `subtype: error_max_turns` before it answered."""
     QUALITY_GATE_NOT_INSTALLED = "quality_gate.not_installed"
-    """The reviewer command (`claude`) is not on `PATH`."""
+    """The reviewer command (`claude`, `codex` or `gemini`) is not on `PATH`."""
     QUALITY_GATE_OUTPUT_TOO_LARGE = "quality_gate.output_too_large"
     """The reviewer printed more than 8 MiB and was stopped."""
     QUALITY_GATE_OUTPUTS_CHANGED = "quality_gate.outputs_changed"

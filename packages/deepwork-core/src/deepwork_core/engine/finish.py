@@ -356,4 +356,6 @@ def _planned(task: QualityReviewTask) -> PlannedReview:
         criteria=list(task.criteria),
         depth=task.depth or DEFAULT_REVIEW_DEPTH,
         files=list(task.files),
+        agent=dict(task.agent) if task.agent else None,
+        context=list(task.context) or None,
     )

@@ -93,6 +93,10 @@ class PlannedReview:
     criteria: list[str]
     depth: str
     files: list[str]
+    #: The review's `agent` (runner or platform → persona), None when it names none.
+    agent: dict[str, str] | None = None
+    #: What the review's `additional_context` adds to the brief, one line each.
+    context: list[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

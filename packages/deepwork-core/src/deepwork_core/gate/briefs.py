@@ -70,8 +70,9 @@ def build_review_brief(checkpoint: Checkpoint, task: QualityReviewTask) -> str:
     """The reviewer's instructions at the task's depth (see the module docstring)."""
     criteria = [f"- **{name}**: {question}" for name, question in task.criteria.items()]
     guidance = task.guidance.strip() if task.guidance and task.guidance.strip() else None
+    context = ["", "Context:", *[f"- {line}" for line in task.context]] if task.context else []
     if task.depth == "light":
-        parts = ["# Review brief", "", LIGHT_ROLE, "", "Criteria:", *criteria]
+        parts = ["# Review brief", "", LIGHT_ROLE, "", "Criteria:", *criteria, *context]
         if guidance:
             parts += ["", guidance]
         return "\n".join([*parts, "", ANSWER_FORMAT])
@@ -87,6 +88,7 @@ def build_review_brief(checkpoint: Checkpoint, task: QualityReviewTask) -> str:
         "Judge the outputs against each of these criteria:",
         *criteria,
     ]
+    parts += context
     if guidance:
         parts += ["", "Additional guidance:", guidance]
     if checkpoint.notes and checkpoint.notes.strip():
@@ -150,6 +152,13 @@ def _self_review_task(
         else task_scope(task.run_each) + target
     )
     out = ["", f"## Review {number} of {total}: step `{task.step_id}`, {scope}", ""]
+    if task.agent:
+        personas = ", ".join(f"{platform}: `{name}`" for platform, name in task.agent.items())
+        out += [
+            f"Reviewer persona, by platform: {personas}. Have a sub-agent of that type run this "
+            "review where your platform has one.",
+            "",
+        ]
     if task.depth == "thorough":
         out += [THOROUGH_NOTE, ""]
     out += ["### Criteria", ""]
@@ -158,6 +167,8 @@ def _self_review_task(
     out += [f"- `{path}`{listing_note(root, path)}" for path in task.files] or [
         "- (no files were submitted; judge the step's work as described)"
     ]
+    if task.context:
+        out += ["", "### Context", "", *[f"- {line}" for line in task.context]]
     inputs = task_input_paths(checkpoint, task)
     if inputs:
         out += ["", "### Inputs from earlier steps (context only)", ""]

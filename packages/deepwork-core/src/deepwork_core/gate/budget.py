@@ -88,7 +88,7 @@ def spent_on(project_root: Path, run_id: str) -> str:
     costs: dict[str, list[float]] = defaultdict(list)
     for event in events:
         if isinstance(event, ReviewUsageEvent) and event.mode == "external":
-            costs[f"{event.job}/{event.step_id}/{event.review}"].append(event.cost_usd)
+            costs[f"{event.job}/{event.step_id}/{event.review}"].append(event.cost_usd or 0.0)
     ranked = sorted(costs.items(), key=lambda item: -sum(item[1]))[:_SPENT_ON_ITEMS]
     listed = [f"{label} {sum(spent):.4f} USD ({len(spent)} call(s))" for label, spent in ranked]
     return f", on: {'; '.join(listed)}" if listed else ""

@@ -156,5 +156,11 @@ GateVerdict = GatePassed | GateNeedsWork | GateSelfReviewRequested | GateReviewi
 
 
 def has_own_reviews(steps: Sequence[Step]) -> bool:
-    """True when a step declares reviews or process requirements."""
-    return any(step.reviews or step.process_requirements for step in steps)
+    """True when a step declares reviews or process requirements, or names a doc spec on an
+    output (its criteria are a review of their own)."""
+    return any(
+        step.reviews
+        or step.process_requirements
+        or any(spec.doc_spec for spec in step.outputs.values())
+        for step in steps
+    )

@@ -15,7 +15,7 @@ import os
 import stat
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from deepwork_core.base.config import DEFAULT_REVIEW_DEPTH, ReviewDepth
 from deepwork_core.base.error_codes import ErrorCode
@@ -75,17 +75,22 @@ def plan_review_tasks(
     `run_each: step` → one task with all of the step's submitted outputs; `run_each: <file
     output>` → one task; `run_each: <files output>` → one task per submitted file (none when the
     optional output was omitted). Doc-spec criteria are added to each task covering an output
-    that names a doc spec. Each task has its review's `depth`, else `default_depth`; a light
-    task leaves out the review's guidance. Raises `DocSpecError` when a doc spec cannot be loaded.
+    that names a doc spec; a submitted output with a doc spec that no review covers gets a task
+    of its own with the spec's criteria. Each task has its review's `depth`, else
+    `default_depth`; a light task leaves out the review's guidance. Raises `DocSpecError` when
+    a doc spec cannot be loaded.
     """
     root = checkpoint.project_root
     specs: dict[str, DocSpec] = {}
     tasks: list[QualityReviewTask] = []
+    submitted = _submitted_files(checkpoint)
     for step_id in checkpoint.step_ids:
         step = checkpoint.job.step(step_id)
         for review in step.reviews:
             depth = review.depth or default_depth
-            tasks.extend(_expand(step, review, checkpoint.outputs, root, specs, depth))
+            context = _Context(checkpoint.outputs, root, specs, submitted)
+            tasks.extend(_expand(step, review, context, depth))
+        tasks.extend(_doc_spec_tasks(step, checkpoint.outputs, root, specs, default_depth))
         tasks.extend(
             QualityReviewTask(**fields, depth=default_depth)
             for fields in process_requirement_parts(checkpoint, step)
@@ -93,30 +98,86 @@ def plan_review_tasks(
     return tasks
 
 
-def _expand(
+def _submitted_files(checkpoint: Checkpoint) -> list[str]:
+    """Every file path submitted at the checkpoint (its `string` outputs left out), sorted."""
+    paths: set[str] = set()
+    for step_id in checkpoint.step_ids:
+        for name, spec in checkpoint.job.step(step_id).outputs.items():
+            if spec.type.is_file and name in checkpoint.outputs:
+                paths.update(_as_list(checkpoint.outputs[name]))
+    return sorted(paths)
+
+
+class _Context(NamedTuple):
+    """What expanding a review needs besides the step and the review."""
+
+    outputs: dict[str, str | list[str]]
+    root: Path
+    specs: dict[str, DocSpec]
+    submitted: list[str]
+
+
+def _spec_criteria(
+    step: Step, output_name: str, root: Path, specs: dict[str, DocSpec]
+) -> dict[str, str]:
+    """The criteria of the doc spec output `output_name` names ({} without one), each named
+    `<spec name>: <criterion>`. Raises `DocSpecError` when the spec cannot be loaded."""
+    spec_path = step.outputs[output_name].doc_spec
+    if spec_path is None:
+        return {}
+    spec = specs.get(spec_path)
+    if spec is None:
+        spec = specs[spec_path] = load_doc_spec(
+            resolve_inside(root, spec_path, what=f"doc_spec of output {output_name!r}")
+        )
+    return {f"{spec.name}: {c.name}": c.description for c in spec.quality_criteria}
+
+
+def _doc_spec_tasks(
     step: Step,
-    review: Review,
     outputs: dict[str, str | list[str]],
     root: Path,
     specs: dict[str, DocSpec],
     depth: ReviewDepth,
 ) -> list[QualityReviewTask]:
+    """A task of its own for each submitted output with a doc spec that no review covers."""
+    reviewed = {review.run_each for review in step.reviews}
+    if "step" in reviewed:
+        return []
+    texts = text_outputs(step, outputs)
+    tasks = []
+    for name, spec in step.outputs.items():
+        if spec.doc_spec is None or name in reviewed or name not in outputs:
+            continue
+        files = [] if name in texts else _as_list(outputs[name])
+        tasks.append(
+            QualityReviewTask(
+                step_id=step.id,
+                run_each=name,
+                files=files,
+                criteria=_spec_criteria(step, name, root, specs),
+                guidance=with_text_outputs(None, {name: texts[name]} if name in texts else {}),
+                depth=depth,
+            )
+        )
+    return tasks
+
+
+def _expand(
+    step: Step, review: Review, context: _Context, depth: ReviewDepth
+) -> list[QualityReviewTask]:
+    outputs = context.outputs
+
     def make(covered: Iterable[str], files: list[str], target: str | None) -> QualityReviewTask:
         criteria, guidance = review_criteria(review)
         if depth == "light":
             guidance = None  # light: the criteria only (text outputs under review stay)
         covered = list(covered)
         for output_name in covered:
-            spec_path = step.outputs[output_name].doc_spec
-            if spec_path is None:
-                continue
-            spec = specs.get(spec_path)
-            if spec is None:
-                spec = specs[spec_path] = load_doc_spec(
-                    resolve_inside(root, spec_path, what=f"doc_spec of output {output_name!r}")
-                )
-            for criterion in spec.quality_criteria:
-                criteria.setdefault(f"{spec.name}: {criterion.name}", criterion.description)
+            for name, text in _spec_criteria(
+                step, output_name, context.root, context.specs
+            ).items():
+                criteria.setdefault(name, text)
         return QualityReviewTask(
             step_id=step.id,
             run_each=review.run_each,
@@ -125,6 +186,8 @@ def _expand(
             criteria=criteria,
             guidance=with_text_outputs(guidance, {n: texts[n] for n in covered if n in texts}),
             depth=depth,
+            agent=dict(review.agent) if review.agent else None,
+            context=_asked_context(review, context, covered, files),
         )
 
     texts = text_outputs(step, outputs)
@@ -140,6 +203,28 @@ def _expand(
     if reviews_each_file(step.outputs[review.run_each].type, review.strategy):
         return [make([review.run_each], [path], path) for path in paths]
     return [make([review.run_each], paths, None)]
+
+
+def _asked_context(
+    review: Review, context: _Context, covered: list[str], files: list[str]
+) -> list[str]:
+    """What the review's `additional_context` asks for: every file the checkpoint submitted,
+    and the files of the covered outputs this task does not review."""
+    asked = review.additional_context
+    parts: list[str] = []
+    if asked is None:
+        return parts
+    if asked.all_changed_filenames:
+        listed = ", ".join(context.submitted) or "none"
+        parts.append(f"All files submitted at this checkpoint (context): {listed}")
+    if asked.unchanged_matching_files:
+        others = sorted(
+            {p for n in covered if n in context.outputs for p in _as_list(context.outputs[n])}
+            - set(files)
+        )
+        listed = ", ".join(others) or "none"
+        parts.append(f"Other files of the reviewed output, not under review here: {listed}")
+    return parts
 
 
 def _as_list(value: str | list[str]) -> list[str]:

@@ -31,6 +31,10 @@ class QualityReviewTask(_Model):
     #: How much the reviewer is told (docs/quality-gate.md, "Review depth"); None until the
     #: gate fills in `quality_gate.review_depth`.
     depth: ReviewDepth | None = None
+    #: The review's `agent`: runner or platform name → reviewer persona (docs/quality-gate.md).
+    agent: dict[str, str] | None = None
+    #: What the review's `additional_context` asks for, one line each; in the brief at any depth.
+    context: list[str] = Field(default_factory=list)
 
     @property
     def label(self) -> str:

@@ -297,7 +297,11 @@ class ReviewUsageEvent(_Known):
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_creation_tokens: int = 0
-    cost_usd: float = 0.0
+    #: None: the reviewer CLI reports no cost (codex, gemini); never written as 0.
+    cost_usd: float | None = 0.0
+    #: The reviewer CLI that ran (`claude`, `codex`, `gemini`); None for self-review and for
+    #: events written before runners were recorded.
+    runner: str | None = None
 
 
 class ReviewStalledEvent(_Known):

@@ -37,7 +37,9 @@ class ReviewUsage(BaseModel):
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_creation_tokens: int = 0
+    #: The cost the reviewers reported; calls whose runner reports none are `unpriced_calls`.
     cost_usd: float = 0.0
+    unpriced_calls: int = 0
     self_reviews: int = 0
     note: str | None = None
 
@@ -54,7 +56,7 @@ class ReviewUsage(BaseModel):
 
 def sum_usage(events: Iterable[EventRecord]) -> ReviewUsage:
     """The totals of the `review_usage` events among `events`."""
-    calls = inputs = outputs = cache_read = cache_creation = self_reviews = 0
+    calls = inputs = outputs = cache_read = cache_creation = self_reviews = unpriced = 0
     cost = 0.0
     for event in events:
         if not isinstance(event, ReviewUsageEvent):
@@ -67,7 +69,10 @@ def sum_usage(events: Iterable[EventRecord]) -> ReviewUsage:
         outputs += event.output_tokens
         cache_read += event.cache_read_tokens
         cache_creation += event.cache_creation_tokens
-        cost += event.cost_usd
+        if event.cost_usd is None:
+            unpriced += 1
+        else:
+            cost += event.cost_usd
     return ReviewUsage(
         calls=calls,
         input_tokens=inputs,
@@ -75,9 +80,29 @@ def sum_usage(events: Iterable[EventRecord]) -> ReviewUsage:
         cache_read_tokens=cache_read,
         cache_creation_tokens=cache_creation,
         cost_usd=round(cost, 6),
+        unpriced_calls=unpriced,
         self_reviews=self_reviews,
-        note=SELF_REVIEW_NOTE if self_reviews else None,
+        note=_note(self_reviews, unpriced),
     )
+
+
+def cost_text(usage: ReviewUsage) -> str:
+    """`0.1200 USD`, and how many calls reported no cost when some did not."""
+    text = f"{usage.cost_usd:.4f} USD"
+    if usage.unpriced_calls:
+        text += f" (cost not reported for {usage.unpriced_calls} call(s))"
+    return text
+
+
+def _note(self_reviews: int, unpriced: int) -> str | None:
+    """What the totals leave out: self-reviews, and calls whose reviewer reports no cost."""
+    notes = [SELF_REVIEW_NOTE] if self_reviews else []
+    if unpriced:
+        notes.append(
+            f"{unpriced} reviewer call(s) reported no cost (codex and gemini do not): cost_usd "
+            "counts the others only"
+        )
+    return "; ".join(notes) or None
 
 
 def run_usage(project_root: Path, run_id: str) -> ReviewUsage:

@@ -76,7 +76,8 @@ _GATE = _DEFAULTS.quality_gate
     "--external-runner",
     type=click.Choice([*EXTERNAL_RUNNERS, "none"]),
     default=None,
-    help="Quality-gate reviewer: 'claude' runs the Claude CLI, 'none' means self-review "
+    help="Quality-gate reviewer: 'claude' runs the Claude CLI, 'codex' runs codex exec, "
+    "'gemini' runs the Gemini CLI headless, 'none' means self-review "
     "(default: config quality_gate.external_runner, else self-review).",
 )
 @click.option(

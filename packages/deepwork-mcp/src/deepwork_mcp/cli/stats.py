@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 from deepwork_core.base.escaping import printable
+from deepwork_core.state.review_usage import cost_text
 from deepwork_core.state.stats import Stats, StepStats, collect_stats
 
 from deepwork_mcp.cli.options import project_option
@@ -53,7 +54,7 @@ def _print_table(figures: Stats) -> None:
         usage, mean = row.usage, "-" if row.mean_seconds is None else f"{row.mean_seconds:.1f} s"
         where = printable(f"{row.job}/{row.step}/{row.review}")
         click.echo(
-            f"  {where}: {usage.cost_usd:.4f} USD, {usage.tokens} tokens, {usage.calls} call(s), "
+            f"  {where}: {cost_text(usage)}, {usage.tokens} tokens, {usage.calls} call(s), "
             f"{usage.self_reviews} self-review(s), mean {mean}, "
             f"first-attempt pass {_percent(row.first_attempt_pass_rate)}"
         )

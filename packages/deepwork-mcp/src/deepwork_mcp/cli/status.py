@@ -18,7 +18,7 @@ import click
 from deepwork_core import DeepWorkError
 from deepwork_core.base.escaping import printable
 from deepwork_core.state.overview import ActiveEntry, ProjectOverview, project_overview
-from deepwork_core.state.review_usage import ReviewUsage
+from deepwork_core.state.review_usage import ReviewUsage, cost_text
 from deepwork_core.state.sessions import SessionStore
 
 from deepwork_mcp.cli.options import cli_error, project_option
@@ -67,7 +67,7 @@ def usage_line(usage: ReviewUsage) -> str:
     line = (
         f"reviews: {usage.calls} call(s), {usage.tokens} tokens "
         f"({usage.input_tokens} in, {usage.output_tokens} out, {usage.cache_read_tokens} cache "
-        f"read, {usage.cache_creation_tokens} cache write), {usage.cost_usd:.4f} USD"
+        f"read, {usage.cache_creation_tokens} cache write), {cost_text(usage)}"
     )
     if usage.self_reviews:
         line += f"; {usage.self_reviews} self-review(s), not metered"

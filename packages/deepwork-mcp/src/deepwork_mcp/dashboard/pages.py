@@ -15,6 +15,7 @@ from typing import Final
 
 from deepwork_core.base.escaping import printable
 from deepwork_core.state.event_kinds import ReviewVerdictEvent
+from deepwork_core.state.review_usage import cost_text
 from deepwork_core.state.stats import Stats
 
 from deepwork_mcp.dashboard.assets import STYLESHEET
@@ -183,13 +184,14 @@ def _review_cost(detail: RunDetail) -> str:
     total = (
         f"<p>{usage.calls} reviewer call(s), {usage.self_reviews} self-review(s): "
         f"{usage.input_tokens + usage.cache_read_tokens + usage.cache_creation_tokens} input and "
-        f"{usage.output_tokens} output tokens, {usage.cost_usd:.4f} USD.</p>"
+        f"{usage.output_tokens} output tokens, {text(cost_text(usage))}.</p>"
     )
     rows = "".join(
         f"<tr><td>{text(c.step_id)}</td><td>{text(c.review)}</td><td>{text(c.mode)}</td>"
         f"<td>{text(c.depth)}</td><td>{text(c.model or '-')}</td><td>{text(c.outcome)}</td>"
         f"<td>{c.input_tokens + c.cache_read_tokens + c.cache_creation_tokens}</td>"
-        f"<td>{c.output_tokens}</td><td>{c.cost_usd:.4f}</td></tr>"
+        f"<td>{c.output_tokens}</td>"
+        f"<td>{'not reported' if c.cost_usd is None else f'{c.cost_usd:.4f}'}</td></tr>"
         for c in detail.review_calls
     )
     head = (

@@ -48,8 +48,14 @@ from deepwork_mcp.telemetry.ids import SpanRef, span_id_for, trace_id_for
 AttrValue = str | int | float | bool
 Attrs = dict[str, AttrValue]
 
-#: The provider every review call goes to (the Claude CLI).
+#: The provider of the Claude CLI's review calls.
 REVIEW_PROVIDER: Final = "anthropic"
+#: The GenAI provider of each reviewer CLI (an event without a `runner` is claude's).
+RUNNER_PROVIDERS: Final = {"claude": REVIEW_PROVIDER, "codex": "openai", "gemini": "gcp.gemini"}
+
+
+def review_provider(event: ReviewUsageEvent) -> str:
+    return RUNNER_PROVIDERS.get(event.runner or "claude", event.runner or REVIEW_PROVIDER)
 
 
 @dataclass(frozen=True, slots=True)
@@ -393,7 +399,7 @@ class RunBook:
         inputs = event.input_tokens + event.cache_read_tokens + event.cache_creation_tokens
         attrs: Attrs = {
             n.GEN_AI_OPERATION_NAME: n.INVOKE_AGENT,
-            n.GEN_AI_PROVIDER_NAME: REVIEW_PROVIDER,
+            n.GEN_AI_PROVIDER_NAME: review_provider(event),
             n.GEN_AI_AGENT_NAME: event.review,
             n.GEN_AI_REQUEST_MODEL: model,
             n.GEN_AI_USAGE_INPUT_TOKENS: inputs,
@@ -405,10 +411,11 @@ class RunBook:
             n.DW_REVIEW_RULE: event.review,
             n.DW_REVIEW_DEPTH: event.depth,
             n.DW_REVIEW_VERDICT: event.outcome,
-            n.DW_REVIEW_COST: event.cost_usd,
             n.DW_REVIEW_CRITERIA: event.criteria,
             n.DW_REVIEW_ATTEMPT: event.attempt or 0,
         }
+        if event.cost_usd is not None:  # codex and gemini report none: no attribute, never 0
+            attrs[n.DW_REVIEW_COST] = event.cost_usd
         start = datetime.fromtimestamp(event.ts.timestamp() - event.seconds, tz=event.ts.tzinfo)
         error = None if event.outcome in ("passed", "failed", "unjudged") else event.outcome
         ref = SpanRef(parent.trace_id, span_id)
@@ -422,7 +429,7 @@ class RunBook:
             return []
         low: Attrs = {
             n.GEN_AI_OPERATION_NAME: n.INVOKE_AGENT,
-            n.GEN_AI_PROVIDER_NAME: REVIEW_PROVIDER,
+            n.GEN_AI_PROVIDER_NAME: review_provider(event),
             n.GEN_AI_REQUEST_MODEL: event.model or "",
             n.DW_JOB: event.job,
             n.DW_STEP: event.step_id,
@@ -436,8 +443,9 @@ class RunBook:
                 n.M_TOKEN_USAGE, event.output_tokens, {**low, n.GEN_AI_TOKEN_TYPE: "output"}
             ),
             Measurement(n.M_OPERATION_DURATION, event.seconds, low),
-            Measurement(n.M_REVIEW_COST, event.cost_usd, low),
         ]
+        if event.cost_usd is not None:
+            out.append(Measurement(n.M_REVIEW_COST, event.cost_usd, low))
         for kind, value in (
             ("input", event.input_tokens),
             ("output", event.output_tokens),
