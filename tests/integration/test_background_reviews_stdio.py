@@ -1,5 +1,6 @@
 """Background reviews through the real server over stdio (docs/quality-gate.md, "Background
-reviews"): `deepwork serve` as a subprocess with the scripted `claude` first on its PATH.
+reviews"): `deepwork serve` as a subprocess with the scripted reviewer CLIs first on its PATH,
+each test once per runner (`claude`, `codex`, `gemini`).
 
 The long review is the double's `gated` mode: it waits until the test releases it, so a review
 "takes 90 s" exactly as long as the test says, without the test sleeping.
@@ -29,11 +30,11 @@ APPENDICES = [f"a{n}.md" for n in range(1, 10)]
 
 
 @pytest.fixture
-def root(tmp_path: Path) -> Path:
+def root(tmp_path: Path, runner: str) -> Path:
     root = make_project(tmp_path / "project")
     (root / ".deepwork" / "config.yml").write_text(
         "quality_gate:\n"
-        "  external_runner: claude\n"
+        f"  external_runner: {runner}\n"
         f"  wait_seconds: {WAIT_SECONDS}\n"
         "  max_parallel: 10\n"
         "  deepreview_rules: false\n"
@@ -75,7 +76,7 @@ async def start(server: Server, root: Path) -> str:
 
 @pytest.mark.slow
 async def test_a_long_review_answers_reviewing_then_the_third_call_its_verdict(
-    root: Path, scripted_reviewer: ScriptedReviewer
+    root: Path, scripted_reviewer: ScriptedReviewer, runner: str
 ) -> None:
     scripted_reviewer.answer("gated")
     async with serve(root, env=scripted_reviewer.env) as server:
@@ -98,7 +99,8 @@ async def test_a_long_review_answers_reviewing_then_the_third_call_its_verdict(
         scripted_reviewer.release()
         third, _ = await timed_finish(server, report="report.md")
         assert third["status"] == "next_step", third
-    assert len(scripted_reviewer.calls()) == 1  # the second call joined the review in flight
+    [call] = scripted_reviewer.calls()  # the second call joined the review in flight
+    assert call["program"] == runner
     session = state(root, session_id)
     assert [(e["kind"], e["attempt"], e["passed"]) for e in session["quality_log"]] == [
         ("review", 1, True)
