@@ -45,6 +45,7 @@ BUDGETS: dict[str, Budget] = {
     "evidence.checkpoint": Budget(5, "≤ 5 ms", size_dependent=False),
     "background.overhead": Budget(5, "≤ 5 ms", size_dependent=False),
     "background.overhead_no_fsync": Budget(5, "≤ 5 ms", size_dependent=False),
+    "fan_out.merge": Budget(2000, "≤ 2,000 ms per merge", size_dependent=False),
     "telemetry.dead_endpoint.added": Budget(5, "≤ 5 ms", size_dependent=False),
 }
 
@@ -84,6 +85,7 @@ FIGURE_KEYS: tuple[str, ...] = (
     "evidence.checkpoint",
     "evidence.hashing",
     "evidence.scope_guard",
+    "fan_out.merge",
     "review_brief.light",
     "review_brief.standard",
     "background.overhead",

@@ -55,6 +55,8 @@ class Sizes:
     review_calls: int
     hook_runs: int
     evidence_checkpoints: int
+    #: Tracked files of the repository the fan-in merge queue merges into.
+    fan_out_files: int = 10_000
 
 
 FULL = Sizes(
@@ -91,6 +93,7 @@ QUICK = Sizes(
     review_calls=3,
     hook_runs=5,
     evidence_checkpoints=10,
+    fan_out_files=500,
 )
 
 
@@ -595,6 +598,13 @@ async def background(bench: Bench) -> None:
         figure.samples.append(overhead)
 
 
+async def fan_out_merge(bench: Bench) -> None:
+    """Merging 8 worktree instances into a repository of 10,000 tracked files (fan_out.py)."""
+    from fan_out import fan_out_merge as run
+
+    await run(bench)
+
+
 # --- telemetry: a dead OTLP endpoint never slows a tool call (issue 32) -------------------------
 
 
@@ -658,6 +668,7 @@ SCENARIOS: dict[str, tuple[Scenario, tuple[str, ...]]] = {
     "evidence": (evidence, ("evidence.",)),
     "review_briefs": (review_briefs, ("review_brief.",)),
     "background": (background, ("background.",)),
+    "fan_out": (fan_out_merge, ("fan_out.",)),
     "telemetry": (telemetry, ("telemetry.",)),
 }
 ALIASES = {"context": "cold_start", "memory": "get_workflows", "nested": "workflows"}

@@ -138,6 +138,28 @@ class StepInputInfo(_Model):
     value: str | None = _Sparse
 
 
+class FanInstanceInfo(_Model):
+    """One instance of a fanned-out step (docs/fan-out.md)."""
+
+    index: int
+    item: str
+    session_id: str
+    state: Literal["running", "needs_work", "done", "aborted"]
+    worktree: str | None = _Sparse
+    abort_reason: str | None = _Sparse
+
+
+class FanOutInfo(_Model):
+    """The instances of a fanned-out step: hand each to a sub-agent, or do them in turn."""
+
+    step_id: str
+    parent_session_id: str
+    instances: list[FanInstanceInfo]
+    max_parallel: int | None = _Sparse
+    isolation: Literal["shared", "worktree"]
+    counts: dict[str, int]
+
+
 class ActiveStepInfo(_Model):
     session_id: str
     step_id: str
@@ -151,6 +173,8 @@ class ActiveStepInfo(_Model):
     step_inputs: list[StepInputInfo] = Field(validation_alias="inputs")
     #: The agent type the workflow is handed to (0.10-format jobs), if set.
     agent: str | None = _Sparse
+    #: Set when the step runs once per item: its instances (docs/fan-out.md).
+    fan_out: FanOutInfo | None = _Sparse
 
 
 class StackEntry(_Model):

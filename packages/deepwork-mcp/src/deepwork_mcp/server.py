@@ -206,11 +206,12 @@ def _services_factory(
 
         def make_engine() -> WorkflowEngine:
             from deepwork_core.base.layout import APPROVERS_DIR
+            from deepwork_core.engine.fanout.fan_in import recover
             from deepwork_core.engine.workflow import WorkflowEngine
             from deepwork_core.state.approval_signatures import TrustedApprovers
             from deepwork_core.state.sessions import SessionStore
 
-            return WorkflowEngine(
+            engine = WorkflowEngine(
                 folder,
                 catalog,
                 SessionStore(folder),
@@ -220,7 +221,13 @@ def _services_factory(
                 output_limits=config.outputs,
                 approval_key=approval_key(keys, folder),
                 approvers=TrustedApprovers(folder / APPROVERS_DIR, shared=shared),
+                max_instances=config.limits.max_instances,
             )
+            try:  # a crash may have left a fan-out half-made (docs/fan-out.md)
+                recover(engine.fan, engine.store, catalog)
+            except DeepWorkError as exc:  # the calls that touch it will say so
+                logger.warning("fan-out recovery: %s: %s", exc.code, exc.message)
+            return engine
 
         return ProjectServices(folder, catalog, make_engine)
 

@@ -111,12 +111,20 @@ class OutputsConfig(_Section):
     )
 
 
+class LimitsConfig(_Section):
+    """Caps on what one run may start (docs/limits.md)."""
+
+    #: The most instances one `for_each` step may fan out to (docs/fan-out.md).
+    max_instances: int = Field(default=200, ge=1, le=100_000)
+
+
 class DeepWorkConfig(_Section):
     version: str = "1.0"
     platforms: list[Platform] = Field(default_factory=lambda: [DEFAULT_PLATFORM])
     quality_gate: QualityGateConfig = Field(default_factory=QualityGateConfig)
     git: GitConfig = Field(default_factory=GitConfig)
     outputs: OutputsConfig = Field(default_factory=OutputsConfig)
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
 
     @property
     def platform(self) -> str:

@@ -18,6 +18,7 @@ AREAS: dict[str, str] = {
     "deepwork": "The root of the error hierarchy.",
     "doc_spec": "Doc spec files (Markdown with YAML frontmatter) that outputs refer to.",
     "events": "Session event logs under `.deepwork/tmp/events/` (`deepwork log`).",
+    "fan_out": "Steps run once per item (`for_each`) and their worktrees (docs/fan-out.md).",
     "file": "Reading a file of the project (`docs/limits.md`); callers usually report these "
     "under their own code.",
     "git": "Running git.",

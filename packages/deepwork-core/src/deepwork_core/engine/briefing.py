@@ -9,13 +9,14 @@ earlier steps of the session actually submitted.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import FileReadError, JobInvalidError, PathOutsideProjectError
 from deepwork_core.base.fsutil import read_text_file
 from deepwork_core.base.identifiers import resolve_inside
+from deepwork_core.engine.fanout.items import instance_instructions
 from deepwork_core.engine.outputs import SYNTAX_HINTS
 from deepwork_core.gate.checkpoint import ResolvedInput
 from deepwork_core.jobs.discovery import LoadedJob
@@ -54,6 +55,31 @@ class StepReview:
 
 
 @dataclass(frozen=True, slots=True)
+class InstanceView:
+    """One instance as answers and pages show it."""
+
+    index: int
+    item: str
+    session_id: str
+    #: `running`, `needs_work`, `done` or `aborted`.
+    state: str
+    worktree: str | None = None
+    abort_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FanOutBrief:
+    """What the answer that begins a fanned-out step lists."""
+
+    step_id: str
+    parent_session_id: str
+    instances: list[InstanceView]
+    max_parallel: int | None = None
+    isolation: str = "shared"
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class StepBrief:
     session_id: str
     step_ids: tuple[str, ...]
@@ -65,6 +91,8 @@ class StepBrief:
     inputs: list[ResolvedInput]
     #: The agent type the workflow is handed to (0.10-format workflows), if any.
     agent: str | None = None
+    #: Set on the answer that begins a fanned-out step: its instances (docs/fan-out.md).
+    fan_out: FanOutBrief | None = None
 
     @property
     def step_id(self) -> str:
@@ -191,7 +219,7 @@ def build_brief(
     ]
     if len(steps) > 1:
         sections.append(_concurrent_note(job, steps).rstrip("\n"))
-    instructions = "\n\n".join(sections) + "\n"
+    instructions = instance_instructions("\n\n".join(sections) + "\n", session, None)
     return StepBrief(
         session_id=session.session_id,
         step_ids=tuple(step_ids),

@@ -38,6 +38,8 @@ from deepwork_core.engine.checkpoints import (
     next_attempt,
     run_of,
 )
+from deepwork_core.engine.fanout.fan_in import complete_fan_in
+from deepwork_core.engine.fanout.instances import FanOutRunner
 from deepwork_core.engine.outcomes import Outcomes, needs_work, reviewing
 from deepwork_core.engine.outputs import ValidatedOutputs, validate_outputs
 from deepwork_core.engine.results import EvidenceReport, FinishResult, FinishStatus, PlannedReview
@@ -125,6 +127,8 @@ class FinishPipeline:
     events: SessionEvents
     outcomes: Outcomes
     clock: Callable[[], datetime]
+    #: The fan-outs of `for_each` steps (docs/fan-out.md); None: no step fans out.
+    fan: FanOutRunner | None = None
 
     def finish(
         self,
@@ -153,7 +157,14 @@ class FinishPipeline:
         with self.store.transaction() as tx:
             session = target_session(tx, sub.session_id, sub.agent_id)
             job, steps = current_checkpoint(self.catalog, session)
-            validated = validate_outputs(self.project_root, steps, sub.frozen, self.output_limits)
+            outputs = sub.frozen
+            if self.fan is not None:
+                if self.fan.mend(tx, job, session):  # the parent of a fan-out: fan in
+                    advance = outcomes.advance
+                    return complete_fan_in(self.fan, tx, job, session, advance, sub.notes)
+                if session.instance_of is not None:  # its worktree's paths, as the project's
+                    outputs = self.fan.submitted(session, outputs)
+            validated = validate_outputs(self.project_root, steps, outputs, self.output_limits)
             self.events.outputs_submitted(
                 session.session_id, session.current_step_ids, validated.merged, sub.notes
             )
@@ -266,7 +277,10 @@ class FinishPipeline:
         with self.store.transaction() as tx:
             session = target_session(tx, sub.session_id, sub.agent_id)
             job, steps = current_checkpoint(self.catalog, session)
-            validated = validate_outputs(self.project_root, steps, sub.frozen, self.output_limits)
+            outputs = sub.frozen
+            if self.fan is not None and session.instance_of is not None:
+                outputs = self.fan.submitted(session, outputs)
+            validated = validate_outputs(self.project_root, steps, outputs, self.output_limits)
             stack = stack_items(tx, session.agent_id)
             run_id = run_of(tx, session)
         gate, tasks = self.gate, []

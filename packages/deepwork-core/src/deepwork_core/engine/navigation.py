@@ -15,6 +15,7 @@ from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.base.identifiers import check_text
 from deepwork_core.engine.briefing import StepBrief, build_brief
 from deepwork_core.engine.checkpoints import run_of
+from deepwork_core.engine.fanout.instances import active_fan_out
 from deepwork_core.engine.nesting import begin_checkpoint
 from deepwork_core.engine.results import StartResult
 from deepwork_core.engine.workflow import WorkflowEngine
@@ -92,6 +93,11 @@ def go_to_step(
     check_target(session_id, agent_id)
     with engine.store.transaction() as tx:
         session = target_session(tx, session_id, agent_id)
+        if session.instance_of is not None:
+            raise NavigationError(
+                "an instance of a fanned-out step has only its step; call finished_step again, "
+                "or go_to_step on its parent to run the whole step again",
+            )
         job = engine.catalog.get(session.job_name)
         workflow = job.definition.workflows_by_name.get(session.workflow_name)
         entries = workflow.entries if workflow is not None else []
@@ -123,6 +129,9 @@ def active_workflow(
             stack = tx.stack(session.agent_id)
         entries = [active_entry(s, s.agent_id) for s in stack]
         run_id = run_of(tx, session)
-    job = engine.catalog.get(session.job_name)
-    brief = build_brief(job, session, session.current_step_ids, engine.instructions)
+        job = engine.catalog.get(session.job_name)
+        brief = build_brief(job, session, session.current_step_ids, engine.instructions)
+        engine.fan.mend(tx, job, session)
+        if active_fan_out(session):  # each instance's state
+            brief = engine.fan.brief(tx, job, session, brief)
     return ActiveWorkflow(entries, brief, run_usage(engine.project_root, run_id))

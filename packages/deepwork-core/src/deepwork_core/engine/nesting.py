@@ -16,6 +16,8 @@ from datetime import datetime
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import WorkflowNotFoundError
 from deepwork_core.engine.briefing import InstructionReader, StepBrief, build_brief
+from deepwork_core.engine.fanout.instances import FanOutRunner
+from deepwork_core.engine.fanout.items import fan_out_step
 from deepwork_core.engine.start_inputs import start_parameters
 from deepwork_core.evidence.scope import RepoSnapshot
 from deepwork_core.jobs.discovery import JobCatalog, LoadedJob
@@ -45,6 +47,8 @@ class Nesting:
     #: Notes the repository for a nested session's first steps (the scope guard's baseline),
     #: given the baseline of the step that starts it (`Safeguards.begin_nested`).
     begin_guard: Callable[[Session, JobDefinition, tuple[str, ...], RepoSnapshot | None], None]
+    #: Begins the instances of a `for_each` step (docs/fan-out.md).
+    fan: FanOutRunner | None = None
 
 
 def begin_checkpoint(
@@ -63,6 +67,15 @@ def begin_checkpoint(
     stack only once the brief could be built, so a failed start leaves the stack as it was;
     `nesting.started` is told of each.
     """
+    fanned = fan_out_step(job.definition, step_ids) if session.instance_of is None else None
+    if fanned is not None and nesting.fan is not None:
+        nesting.fan.check(session, job.definition, step_ids)  # refused before anything exists
+        if not pushed:
+            tx.push(session)
+            nesting.started(session)
+        nesting.fan.begin(tx, job, session, fanned)
+        brief = build_brief(job, session, step_ids, nesting.reader)
+        return nesting.fan.brief(tx, job, session, brief)
     new: list[Session] = [] if pushed else [session]
     depth = len(tx.stack_ids(session.agent_id)) + len(new)
     ref = sub_workflow_ref(job.definition, step_ids)

@@ -191,6 +191,9 @@ class Outcomes:
         snapshot: RepoSnapshot | None = None,
         probe: bool = False,
     ) -> FinishResult:
+        fan = self.nesting.fan
+        if fan is not None and session.instance_of is not None:
+            return fan.complete(tx, job, session, validated, notes)  # its parent fans in
         now = self.clock()
         for step_id in session.current_step_ids:
             record = session.step_progress.setdefault(
@@ -204,6 +207,8 @@ class Outcomes:
         entries = workflow.entries
         next_index = session.current_entry_index + 1
         if next_index < len(entries):
+            if fan is not None:
+                fan.check(session, job.definition, entries[next_index])
             session.current_entry_index = next_index
             session.current_step_ids = list(entries[next_index])
             for step_id in entries[next_index]:
@@ -217,6 +222,13 @@ class Outcomes:
                 FinishStatus.NEXT_STEP, stack_items(tx, session.agent_id), brief=brief
             )
 
+        return self.complete(tx, session, workflow.post_workflow_instructions, now)
+
+    def complete(
+        self, tx: StateTransaction, session: Session, after: str | None, now: datetime
+    ) -> FinishResult:
+        """The workflow's last step is done (at `now`): the session completes, and its parent
+        (a `sub_workflow` step waiting for it) goes on."""
         session.status = SessionStatus.COMPLETED
         session.completed_at = now
         tx.save(session)
@@ -224,7 +236,7 @@ class Outcomes:
         self.events.completed(session)
         parent = waiting_parent(tx, session)
         if parent is not None:
-            return self.resume_parent(tx, session, parent, workflow.post_workflow_instructions)
+            return self.resume_parent(tx, session, parent, after)
         stack = stack_items(tx, session.agent_id)
         summary = f"Workflow '{session.workflow_label}' completed successfully!"
         if stack:
@@ -236,7 +248,7 @@ class Outcomes:
             stack,
             summary=summary,
             all_outputs=session.all_outputs(),
-            post_workflow_instructions=workflow.post_workflow_instructions,
+            post_workflow_instructions=after,
         )
 
     def resume_parent(

@@ -75,8 +75,14 @@ def check_start_inputs(
             checked[name] = _paths(project_root, name, value)
         elif isinstance(value, str):
             checked[name] = check_text(value, what=f"input {name!r}") or ""
+        elif isinstance(value, list) and all(isinstance(item, str) for item in value):
+            # A list of texts: the items a `for_each` step runs over (docs/fan-out.md).
+            checked[name] = [check_text(item, what=f"input {name!r}") or "" for item in value]
         else:
-            raise InputsError(f"input {name!r} must be a string", code=ErrorCode.INPUTS_WRONG_TYPE)
+            raise InputsError(
+                f"input {name!r} must be a string or a list of strings",
+                code=ErrorCode.INPUTS_WRONG_TYPE,
+            )
     return checked
 
 

@@ -19,6 +19,7 @@ from deepwork_core.base.identifiers import check_agent_id, check_text
 from deepwork_core.engine.approver import Approver
 from deepwork_core.engine.branching import BranchOutcome, abandoned_note
 from deepwork_core.engine.briefing import InstructionReader
+from deepwork_core.engine.fanout.instances import FanOutRunner
 from deepwork_core.engine.finish import FinishPipeline, Submission
 from deepwork_core.engine.nesting import Nesting, begin_checkpoint
 from deepwork_core.engine.outcomes import Outcomes
@@ -74,6 +75,7 @@ class WorkflowEngine:
         output_limits: OutputsConfig | None = None,
         approval_key: ApprovalKey | None = None,
         approvers: TrustedApprovers | None = None,
+        max_instances: int | None = None,
     ) -> None:
         self.project_root = project_root
         self.catalog = catalog
@@ -86,15 +88,15 @@ class WorkflowEngine:
         self.instructions = InstructionReader(project_root)
         self.events = SessionEvents(project_root, clock)
         self.guards = Safeguards(project_root, clock, approval_key, approvers)
-        self.nesting = Nesting(
-            catalog, self.instructions, self.events.started, clock, self.guards.begin_nested
-        )
+        self.fan = FanOutRunner(project_root, clock, self.events, self.guards, max_instances)
+        nested = (catalog, self.instructions, self.events.started, clock, self.guards.begin_nested)
+        self.nesting = Nesting(*nested, self.fan)
         self.outcomes = Outcomes(
             project_root, catalog, self.guards, self.events, self.nesting, gate, clock
         )
         self.pipeline = FinishPipeline(
             project_root, catalog, store, gate, max_quality_attempts, self.output_limits,
-            self.events, self.outcomes, clock,
+            self.events, self.outcomes, clock, self.fan,
         )  # fmt: skip
         if gate is not None:  # resumes the review jobs a stopped server left in this project
             gate.start(project_root, lambda name: catalog.get(name).definition)
@@ -219,6 +221,7 @@ class WorkflowEngine:
             session.completed_at = self.clock()
             tx.save(session)
             tx.remove_from_stack(session.session_id)
+            self.fan.aborted(tx, session, explanation)
             self.events.aborted(session, explanation)
             stack = stack_items(tx, session.agent_id)
         top = stack[-1] if stack else None

@@ -9,6 +9,7 @@ self-dependency included), `job.unknown_from_step`, `job.input_not_dependency`,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -18,7 +19,7 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import PathOutsideProjectError, Severity
 from deepwork_core.base.identifiers import resolve_inside
 from deepwork_core.base.yamlio import KeyPath
-from deepwork_core.jobs.model import Step, Workflow
+from deepwork_core.jobs.model import JobDefinition, Step, Workflow
 from deepwork_core.jobs.report import JobReport, dotted
 
 _M = TypeVar("_M", bound=BaseModel)
@@ -292,3 +293,36 @@ def _check_entries(
                         member_path,
                     )
     return position_of
+
+
+def check_fan_out(
+    report: JobReport, definition: JobDefinition, origins: Mapping[str, KeyPath]
+) -> None:
+    """`for_each` names an input of its step and runs outside a concurrent group; each use is
+    named as an extension (docs/fan-out.md)."""
+    grouped = {s for w in definition.workflows for e in w.entries if len(e) > 1 for s in e}
+    for index, step in enumerate(definition.steps):
+        if step.for_each is None:
+            continue
+        where = (*origins.get(step.id, ("steps", index)), "for_each")
+        names = {item.name or item.file for item in step.inputs}
+        if step.for_each not in names:
+            report.add(
+                ErrorCode.JOB_INVALID_FOR_EACH,
+                f"for_each names {step.for_each!r}, which is not an input of the step "
+                f"(inputs: {', '.join(sorted(n for n in names if n)) or 'none'})",
+                where,
+            )
+        if step.id in grouped:
+            report.add(
+                ErrorCode.JOB_INVALID_FOR_EACH,
+                "a for_each step runs on its own, not in a concurrent group",
+                where,
+            )
+        report.add(
+            ErrorCode.JOB_EXTENSION,
+            "for_each (with max_parallel, allow_partial, isolation) is a DeepWork 1.0 extension "
+            "of both formats; DeepWork 0.9.x and 0.10 to 0.14 do not read it",
+            where,
+            severity=Severity.WARNING,
+        )

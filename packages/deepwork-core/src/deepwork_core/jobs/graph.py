@@ -31,6 +31,8 @@ class GraphStep:
     #: Position of the step's entry in the workflow (a concurrent group is one entry).
     entry: int
     reviewed: bool
+    #: The input a fanned-out step runs over, once per item (docs/fan-out.md).
+    for_each: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +80,7 @@ def build_graph(definition: JobDefinition, workflow_name: str | None = None) -> 
                 definition.step(step_id).name,
                 index,
                 bool(definition.step(step_id).reviews),
+                definition.step(step_id).for_each,
             )
             for step_id in entry
         )
@@ -122,6 +125,9 @@ def to_mermaid(graph: WorkflowGraph) -> str:
 
     def node(step: GraphStep) -> str:
         mark = "<br/>✓ reviewed" if step.reviewed else ""
+        if step.for_each is not None:
+            mark += f"<br/>× for each {_mermaid_text(step.for_each)}"
+            return f'  s_{step.step_id}[["{_mermaid_text(step.name)}<br/>{step.step_id}{mark}"]]'
         return f'  s_{step.step_id}["{_mermaid_text(step.name)}<br/>{step.step_id}{mark}"]'
 
     def group(index: int) -> list[str]:
@@ -161,8 +167,12 @@ def to_dot(graph: WorkflowGraph) -> str:
 
     def node(step: GraphStep) -> str:
         parts = [step.name, step.step_id, *(["(reviewed)"] if step.reviewed else [])]
+        if step.for_each is not None:
+            parts.append(f"x for each {step.for_each}")
         label = "\\n".join(_dot_escape(part) for part in parts)
         extra = ", peripheries=2, penwidth=2" if step.reviewed else ""
+        if step.for_each is not None:
+            extra += ', style="rounded,filled", fillcolor="#eef3ff"'
         return f'  {_dot_text(step.step_id)} [label="{label}"{extra}];'
 
     def group(index: int) -> list[str]:

@@ -29,6 +29,14 @@ from pydantic_core import PydanticCustomError
 
 from deepwork_core.base.config import ReviewDepth
 from deepwork_core.base.identifiers import NAME_PATTERN
+from deepwork_core.jobs.fan_out_keys import (
+    AllowPartial,
+    ForEach,
+    Isolation,
+    IsolationKey,
+    MaxParallel,
+    check_fan_out_fields,
+)
 
 if TYPE_CHECKING:
     from deepwork_core.base.yamlio import KeyPath
@@ -317,6 +325,15 @@ class StepRules(_Strict):
         outputs: Mapping[str, object]
         may_change: list[str]
         approval: Approval | None
+        for_each: str | None
+        max_parallel: int | None
+        allow_partial: bool
+        isolation: Isolation
+
+    @model_validator(mode="after")
+    def _fan_out_fields(self) -> Self:
+        check_fan_out_fields(self.for_each, self.sub_workflow is not None, self)
+        return self
 
     @model_validator(mode="after")
     def _evidence_fields(self) -> Self:
@@ -363,6 +380,10 @@ class Step(StepRules):
     agent: NonEmptyText | None = None
     may_change: MayChange
     approval: Approval | None = None
+    for_each: ForEach = None
+    max_parallel: MaxParallel
+    allow_partial: AllowPartial
+    isolation: IsolationKey
 
     def hook_actions(self, event: str) -> list[HookAction]:
         """The actions for `after_agent`, `before_tool` or `before_prompt`."""

@@ -26,7 +26,7 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import JobInvalidError, Problem, Severity, YamlError
 from deepwork_core.base.layout import JOB_FILE
 from deepwork_core.base.yamlio import KeyPath, YamlDocument, parse_yaml, read_limited
-from deepwork_core.jobs.checks import check_semantics, salvage, step_file_refs
+from deepwork_core.jobs.checks import check_fan_out, check_semantics, salvage, step_file_refs
 from deepwork_core.jobs.formats import v09
 from deepwork_core.jobs.formats.v010 import read_v010
 from deepwork_core.jobs.formats.v010_model import is_v010_shape
@@ -144,6 +144,8 @@ def parse_job_document(
     else:
         report, definition = _read_v09(document, data, job_dir)
 
+    if definition is not None:
+        check_fan_out(report, definition, origins)
     name = data.get("name")
     if expected_name is not None and isinstance(name, str) and name != expected_name:
         report.add(

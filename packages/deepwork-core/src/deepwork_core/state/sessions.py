@@ -55,6 +55,7 @@ from deepwork_core.evidence.hashes import OutputEvidence, OutputHash
 from deepwork_core.evidence.scope import RepoSnapshot
 from deepwork_core.evidence.verdicts import LoggedVerdictKind, ReviewVerdict, VerdictKind
 from deepwork_core.state.approvals import ApprovalRecord
+from deepwork_core.state.fan_out import FanOut, InstanceOf
 from deepwork_core.state.retention import delete_finished
 
 SCHEMA_VERSION: Literal[1] = 1
@@ -166,6 +167,10 @@ class Session(_State):
     approvals: list[ApprovalRecord] = Field(default_factory=list)
     #: True once the answer said the scope guard is off (it says so once per session).
     scope_guard_noted: bool = False
+    #: The fan-out of the current step, when it has `for_each` (docs/fan-out.md).
+    fan_out: FanOut | None = None
+    #: Set on an instance of a fanned-out step: its item.
+    instance_of: InstanceOf | None = None
 
     @property
     def workflow_label(self) -> str:

@@ -153,7 +153,7 @@ def status(project: Path, as_json: bool, watching: bool, finished: int) -> None:
         if as_json:
             text = printable(overview.model_dump_json(indent=2), keep="\n") + "\n"
         else:
-            text = render_text(overview, datetime.now(UTC))
+            text = render_text(overview, datetime.now(UTC)) + _worktrees_text(store)
         click.echo((_CLEAR if watching else "") + text, nl=False)
 
     if not watching:
@@ -161,3 +161,18 @@ def status(project: Path, as_json: bool, watching: bool, finished: int) -> None:
         return
     with contextlib.suppress(KeyboardInterrupt):
         watch(draw, lambda: state_fingerprint(store.state_dir))
+
+
+def _worktrees_text(store: SessionStore) -> str:
+    """The fan-out worktrees still on disk, each with why (docs/fan-out.md); empty when none."""
+    from deepwork_core.engine.fanout.fan_in import leftovers
+    from deepwork_core.engine.fanout.worktrees import Worktrees
+
+    worktrees = Worktrees(store.project_root)
+    if not worktrees.on_disk():
+        return ""
+    with store.transaction() as tx:
+        found = leftovers(worktrees, tx)
+    lines = ["", "Fan-out worktrees:"]
+    lines += [printable(f"  {item.folder}: {item.reason}") for item in found]
+    return "\n".join(lines) + "\n"

@@ -61,6 +61,7 @@ svg.workflow-graph .step.reviewed rect { stroke-width: 3; }
 svg.workflow-graph .step.done rect { fill: #dcf3e5; stroke: var(--ok); }
 svg.workflow-graph .step.started rect { fill: #eef1f5; }
 svg.workflow-graph .step.current rect { fill: #fff0d1; stroke: var(--wait); stroke-width: 3; }
+svg.workflow-graph .step.fanned rect.stack { fill: #eef3ff; stroke-dasharray: 4 3; }
 svg.workflow-graph text { text-anchor: middle; font: 13px system-ui, sans-serif; fill: var(--ink); }
 svg.workflow-graph text.id { font: 11px ui-monospace, monospace; fill: var(--muted); }
 svg.workflow-graph .edge { stroke: #8a94a6; stroke-width: 1.5; }

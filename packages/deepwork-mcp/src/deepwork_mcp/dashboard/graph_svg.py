@@ -77,9 +77,26 @@ def _edge(edge: GraphEdge, places: Mapping[str, tuple[int, int]], right: int) ->
     )
 
 
-def graph_svg(graph: WorkflowGraph, states: Mapping[str, StepState] | None = None) -> str:
-    """The graph as an `<svg>` element; `states` marks steps done, started or current."""
-    states = states or {}
+def fan_line(for_each: str, counts: Mapping[str, int] | None) -> str:
+    """The second line of a fanned-out step's box: its instances' counts, or what it runs over."""
+    if not counts:
+        return f"× each {for_each}"
+    total = sum(counts.values())
+    shown = [f"{counts.get(k, 0)} {label}" for k, label in _COUNT_LABELS]
+    return f"×{total}: " + " · ".join(shown)
+
+
+_COUNT_LABELS = (("done", "done"), ("running", "run"), ("needs_work", "fix"), ("aborted", "ab"))
+
+
+def graph_svg(
+    graph: WorkflowGraph,
+    states: Mapping[str, StepState] | None = None,
+    fan_counts: Mapping[str, Mapping[str, int]] | None = None,
+) -> str:
+    """The graph as an `<svg>` element; `states` marks steps done, started or current, and
+    `fan_counts` gives each fanned-out step's instances by state (docs/fan-out.md)."""
+    states, fan_counts = states or {}, fan_counts or {}
     places, width, height = _positions(graph)
     right = max((x + NODE_W for x, _ in places.values()), default=MARGIN)
     title = escape(f"{graph.job_name}/{graph.workflow_name}")
@@ -101,14 +118,23 @@ def graph_svg(graph: WorkflowGraph, states: Mapping[str, StepState] | None = Non
             if step.step_id in states:
                 classes.append(states[step.step_id].value)
             mark = " ✓" if step.reviewed else ""
+            second = _short(step.step_id, _NAME_CHARS) + mark
+            stack = ""
+            if step.for_each is not None:
+                classes.append("fanned")
+                second = fan_line(step.for_each, fan_counts.get(step.step_id))
+                stack = (
+                    f'<rect class="stack" x="{x + 4}" y="{y - 4}" width="{NODE_W}" '
+                    f'height="{NODE_H}" rx="8"/>'
+                )
             parts.append(
                 f'<g class="{" ".join(classes)}" data-step="{escape(step.step_id)}">'
-                f"<title>{escape(step.name)} ({escape(step.step_id)})</title>"
+                f"<title>{escape(step.name)} ({escape(step.step_id)})</title>{stack}"
                 f'<rect x="{x}" y="{y}" width="{NODE_W}" height="{NODE_H}" rx="8"/>'
                 f'<text class="name" x="{x + NODE_W // 2}" y="{y + 21}">'
                 f"{escape(_short(step.name, _NAME_CHARS))}</text>"
                 f'<text class="id" x="{x + NODE_W // 2}" y="{y + 39}">'
-                f"{escape(_short(step.step_id, _NAME_CHARS))}{mark}</text></g>"
+                f"{escape(second)}</text></g>"
             )
     parts.append("</svg>")
     return "".join(parts)

@@ -21,6 +21,7 @@ from deepwork_core.state.stats import Stats
 from deepwork_mcp.dashboard.assets import STYLESHEET
 from deepwork_mcp.dashboard.views import (
     ApprovalView,
+    InstanceRow,
     OutputRow,
     RunDetail,
     RunRow,
@@ -146,6 +147,23 @@ def _outputs(rows: list[OutputRow]) -> str:
     )
 
 
+def _instances(rows: list[InstanceRow]) -> str:
+    """The instances of the run's fanned-out steps (docs/fan-out.md); empty when none."""
+    if not rows:
+        return ""
+    body = "".join(
+        f"<tr><td>{text(r.step_id)}</td><td>{r.index + 1}</td><td>{text(r.item)}</td>"
+        f"<td><code>{text(r.session_id)}</code></td><td>{text(r.state)}</td>"
+        f"<td>{text(r.abort_reason or '')}</td></tr>"
+        for r in rows
+    )
+    return (
+        '<h2>Instances</h2><table class="instances"><thead><tr><th>Step</th><th>#</th>'
+        "<th>Item</th><th>Session</th><th>State</th><th>Abort reason</th></tr></thead>"
+        f"<tbody>{body}</tbody></table>"
+    )
+
+
 def _verdict(passed: bool) -> str:
     return '<span class="pass">passed</span>' if passed else '<span class="fail">failed</span>'
 
@@ -236,7 +254,7 @@ def run_body(detail: RunDetail, *, token: str | None) -> str:
         approval = "<h2>Waiting for approval</h2>" + approval_card(detail.approval, token)
     return (
         f"<h1>{text(run.job)}/{text(run.workflow)} {status_badge(run.status.value)}</h1>"
-        f"{_facts(detail)}{approval}<h2>Workflow</h2>{graph}"
+        f"{_facts(detail)}{approval}<h2>Workflow</h2>{graph}{_instances(detail.instances)}"
         f"<h2>Outputs and evidence</h2>{_outputs(detail.outputs)}"
         f"<h2>Reviews</h2>{_reviews(detail.reviews)}"
         f"<h2>Review cost</h2>{_review_cost(detail)}"

@@ -19,6 +19,7 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import FileReadError, SessionError
 from deepwork_core.base.fsutil import read_bytes_file
 from deepwork_core.base.layout import SESSION_PREFIX, SESSION_SUFFIX
+from deepwork_core.engine.fanout.instances import instance_state
 from deepwork_core.evidence.hashes import sha256_file
 from deepwork_core.jobs.discovery import parse_folder_list
 from deepwork_core.jobs.graph import build_graph
@@ -114,6 +115,17 @@ class ApprovalView(_View):
     problem: str | None = None
 
 
+class InstanceRow(_View):
+    """One instance of a fanned-out step of the run (docs/fan-out.md)."""
+
+    step_id: str
+    index: int
+    item: str
+    session_id: str
+    state: str
+    abort_reason: str | None = None
+
+
 class RunDetail(_View):
     run: RunRow
     inputs: dict[str, str | list[str]]
@@ -130,6 +142,8 @@ class RunDetail(_View):
     review_calls: list[ReviewUsageEvent]
     review_usage: ReviewUsage
     approval: ApprovalView | None
+    #: The instances of the run's fanned-out steps, by step then item order.
+    instances: list[InstanceRow] = Field(default_factory=list)
 
 
 def run_status(session: Session) -> RunStatus:
@@ -183,7 +197,8 @@ def run_row(project_root: Path, session: Session) -> RunRow:
 
 def run_tree(store: SessionStore) -> list[RunRow]:
     """The runs, newest first, each nested run under its parent (an orphan stays on top)."""
-    sessions = all_sessions(store)
+    # Instances of a fanned-out step are listed on their parent's page, not as runs.
+    sessions = [s for s in all_sessions(store) if s.instance_of is None]
     known = {s.session_id for s in sessions}
     children: dict[str, list[Session]] = {}
     roots: list[Session] = []
@@ -212,7 +227,38 @@ def step_states(session: Session) -> dict[str, StepState]:
     return states
 
 
-def _graph(project_root: Path, session: Session) -> tuple[str | None, str | None]:
+def instance_rows(store: SessionStore, session: Session) -> list[InstanceRow]:
+    """The instances `session`'s fanned-out steps started, by step then item order."""
+    rows = []
+    for other in all_sessions(store):
+        of = other.instance_of
+        if of is None or other.parent_session_id != session.session_id:
+            continue
+        rows.append(
+            InstanceRow(
+                step_id=other.started_for_step or other.current_step_id,
+                index=of.index,
+                item=of.item,
+                session_id=other.session_id,
+                state=instance_state(other),
+                abort_reason=other.abort_reason,
+            )
+        )
+    return sorted(rows, key=lambda row: (row.step_id, row.index))
+
+
+def fan_counts(rows: list[InstanceRow]) -> dict[str, dict[str, int]]:
+    """Each fanned-out step's instances by state."""
+    counts: dict[str, dict[str, int]] = {}
+    for row in rows:
+        by_state = counts.setdefault(row.step_id, {})
+        by_state[row.state] = by_state.get(row.state, 0) + 1
+    return counts
+
+
+def _graph(
+    project_root: Path, session: Session, counts: dict[str, dict[str, int]] | None = None
+) -> tuple[str | None, str | None]:
     additional = parse_folder_list(os.environ.get(ADDITIONAL_FOLDERS_ENV))
     try:
         catalog = JobCatalog.for_project(
@@ -221,7 +267,7 @@ def _graph(project_root: Path, session: Session) -> tuple[str | None, str | None
         graph = build_graph(catalog.get(session.job_name).definition, session.workflow_name)
     except DeepWorkError as exc:
         return None, f"{exc.code}: {exc.message}"
-    return graph_svg(graph, step_states(session)), None
+    return graph_svg(graph, step_states(session), counts), None
 
 
 def _summary(event: EventRecord) -> str:
@@ -260,7 +306,8 @@ def run_detail(
     """Everything the run page shows. Raises `session.not_found` for an unknown session."""
     session = store.load(session_id)
     root = store.project_root
-    svg, graph_problem = _graph(root, session)
+    instances = instance_rows(store, session)
+    svg, graph_problem = _graph(root, session, fan_counts(instances))
     timeline_problem = None
     try:
         events = read_events(root, session_id)
@@ -279,6 +326,7 @@ def run_detail(
         review_calls=[e for e in events if isinstance(e, ReviewUsageEvent)],
         review_usage=sum_usage(events),
         approval=pending_approval(approvals or ApprovalStore(root), session),
+        instances=instances,
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from deepwork_core.base.config import REVIEW_DEPTHS
+from deepwork_core.jobs.fan_out_keys import FAN_OUT_KEYS, Isolation
 from deepwork_core.jobs.model import (
     JobDefinition,
     OutputSpec,
@@ -120,12 +121,19 @@ def _step(
 
 
 def evidence_fields(step: Step) -> dict[str, Any]:
-    """A step's `may_change` and `approval` as both formats write them (when set)."""
+    """A step's `may_change`, `approval` and fan-out keys as both formats write them (when
+    set)."""
     data: dict[str, Any] = {}
     if step.may_change:
         data["may_change"] = list(step.may_change)
     if step.approval is not None:
         data["approval"] = step.approval.model_dump(mode="json")
+    if step.for_each is not None:
+        data["for_each"] = step.for_each
+        for key, default in FAN_OUT_KEYS.items():
+            value = getattr(step, key)
+            if value != default:
+                data[key] = value.value if isinstance(value, Isolation) else value
     return data
 
 

@@ -300,6 +300,10 @@ def _build_step(
         reviews=reviews,
         may_change=list(raw.may_change),
         approval=raw.approval,
+        for_each=raw.for_each,
+        max_parallel=raw.max_parallel,
+        allow_partial=raw.allow_partial,
+        isolation=raw.isolation,
     )
 
 

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 from pydantic import Field, StrictBool, StringConstraints
 
 from deepwork_core.base.config import ReviewDepth
+from deepwork_core.jobs.fan_out_keys import AllowPartial, ForEach, IsolationKey, MaxParallel
 from deepwork_core.jobs.model import (
     Approval,
     InstructionsFile,
@@ -91,6 +92,10 @@ class WorkflowStep(StepRules):
     process_requirements: ProcessRequirements = None
     may_change: MayChange
     approval: Approval | None = None
+    for_each: ForEach = None
+    max_parallel: MaxParallel
+    allow_partial: AllowPartial
+    isolation: IsolationKey
 
 
 class WorkflowSpec(_Strict):

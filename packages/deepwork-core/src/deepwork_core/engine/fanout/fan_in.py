@@ -1,0 +1,193 @@
+"""Fan-in: the parent's step completes once every instance has (docs/fan-out.md).
+
+`fan_in` is the one entry point the engine calls when `finished_step` names a parent standing at
+a fanned-out step. It checks that every instance finished, merges worktree instances into the
+run's branch one at a time in item order (stopping at a conflict, with the run's tree as before
+that merge), re-checks each merged output against the bytes its verdict covered, removes the
+worktrees that are done with, and returns the step's outputs as one list per output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from deepwork_core.base.error_codes import ErrorCode
+from deepwork_core.engine.fanout.instances import (
+    FanOutRunner,
+    active_fan_out,
+    gathered,
+    require_all_done,
+    session_exists,
+)
+from deepwork_core.engine.fanout.items import FanOutError
+from deepwork_core.engine.fanout.worktrees import Leftover, Worktrees
+from deepwork_core.engine.outputs import ValidatedOutputs
+from deepwork_core.engine.results import EvidenceReport, FinishResult
+from deepwork_core.evidence.hashes import OutputEvidence, sha256_file
+from deepwork_core.jobs.discovery import JobCatalog, LoadedJob
+from deepwork_core.state.fan_out import FanInstance
+from deepwork_core.state.sessions import (
+    OutputValue,
+    Session,
+    SessionStatus,
+    SessionStore,
+    StateTransaction,
+)
+
+#: The engine's `_advance`: transaction, session, job, outputs, notes.
+Advance = Callable[
+    [StateTransaction, Session, LoadedJob, ValidatedOutputs, str | None], FinishResult
+]
+
+
+def complete_fan_in(
+    runner: FanOutRunner,
+    tx: StateTransaction,
+    job: LoadedJob,
+    parent: Session,
+    advance: Advance,
+    notes: str | None,
+) -> FinishResult:
+    """Complete a fanned-out step from its instances, then move the parent on with `advance`."""
+    done = fan_in(runner, tx, job, parent)
+    parent.evidence.extend(done.evidence)
+    outputs = ValidatedOutputs({parent.current_step_id: done.outputs})
+    result = advance(tx, parent, job, outputs, notes)
+    result = replace(result, evidence=EvidenceReport(stale_evidence=[], undeclared_changes=[]))
+    return replace(result, warnings=done.warnings) if done.warnings else result
+
+
+def recover(runner: FanOutRunner, store: SessionStore, catalog: JobCatalog) -> list[str]:
+    """At the first use of a project: mend fan-outs a crash interrupted and remove worktrees
+    nothing needs (`sweep`); the folders removed."""
+    if not store.stack_path.exists() and not runner.worktrees.on_disk():
+        return []
+    with store.transaction() as tx:
+        return sweep(runner, tx, catalog)
+
+
+@dataclass(frozen=True, slots=True)
+class FanIn:
+    """What fan-in hands the engine: the step's outputs, their evidence, and its warnings."""
+
+    outputs: dict[str, OutputValue]
+    evidence: list[OutputEvidence]
+    warnings: list[str]
+
+
+def fan_in(runner: FanOutRunner, tx: StateTransaction, job: LoadedJob, parent: Session) -> FanIn:
+    """Complete the fan-out of `parent`'s current step, or raise a `fan_out.*` error."""
+    fan = parent.fan_out
+    assert fan is not None
+    step = job.definition.step(fan.step_id)
+    sessions = runner.ensure(tx, job, parent)
+    require_all_done(sessions, step.allow_partial)
+    warnings: list[str] = []
+    strip: dict[str, str] = {}
+    for instance, session in zip(fan.instances, sessions, strict=True):
+        if instance.worktree is None:
+            continue
+        strip[session.session_id] = instance.worktree
+        if session.status is SessionStatus.COMPLETED and not instance.merged:
+            _merge_one(runner, tx, parent, instance, session)
+            warnings += _recheck(runner, session, instance.worktree)
+        if not instance.cleaned:
+            runner.worktrees.remove(instance)
+            instance.cleaned = True
+            tx.save(parent)
+    evidence = [
+        item.model_copy(update={"path": _strip(item.path, strip.get(session.session_id))})
+        for session in sessions
+        if session.status is SessionStatus.COMPLETED
+        for item in session.evidence
+    ]
+    return FanIn(gathered(sessions, step, strip), evidence, warnings)
+
+
+def _merge_one(
+    runner: FanOutRunner,
+    tx: StateTransaction,
+    parent: Session,
+    instance: FanInstance,
+    session: Session,
+) -> None:
+    label = f"instance {instance.index + 1} ({instance.item})"
+    message = f"{parent.job_name}/{parent.current_step_id}: {label}"
+    runner.worktrees.commit(instance, message)
+    conflicted = runner.worktrees.merge(instance, f"Merge {message}")
+    if conflicted:
+        raise FanOutError(
+            f"{label}, session {session.session_id}, conflicts with the run's branch in: "
+            f"{', '.join(conflicted)}. The run's tree is as it was before this merge. Resolve it "
+            f"in the instance's worktree `{instance.worktree}`: run `git merge "
+            f"{runner.worktrees.base_branch()}` there, fix those files and commit; then call "
+            f"finished_step with session_id '{parent.session_id}' again",
+            code=ErrorCode.FAN_OUT_MERGE_CONFLICT,
+        )
+    instance.merged = True
+    tx.save(parent)
+
+
+def _strip(path: str, folder: str | None) -> str:
+    return path.removeprefix(f"{folder}/") if folder else path
+
+
+def _recheck(runner: FanOutRunner, session: Session, folder: str) -> list[str]:
+    """A warning for each output whose merged bytes differ from those its verdict covered."""
+    changed = []
+    for item in session.evidence:
+        merged = _strip(item.path, folder)
+        if item.sha256 is not None and sha256_file(runner.project_root, merged) != item.sha256:
+            changed.append(
+                f"{ErrorCode.FAN_OUT_EVIDENCE_CHANGED}: {merged} (output {item.output!r}) differs "
+                "after the merge from the bytes its review covered"
+            )
+    return changed
+
+
+def sweep(runner: FanOutRunner, tx: StateTransaction, catalog: JobCatalog) -> list[str]:
+    """At start-up: mend interrupted fan-outs and remove worktrees nothing needs; the removed."""
+    removed: list[str] = []
+    keep: set[str] = set()
+    for session_id in sorted(tx.all_stack_ids()):
+        session = tx.load(session_id)
+        runner.mend(tx, catalog.get(session.job_name), session)
+        if session.fan_out is None or not active_fan_out(session):
+            continue
+        for instance in session.fan_out.instances:
+            if instance.worktree is None or instance.cleaned:
+                continue
+            other = tx.load(instance.session_id)
+            if other.status is SessionStatus.ABORTED or instance.merged:
+                runner.worktrees.remove(instance)
+                instance.cleaned = True
+                tx.save(session)
+                removed.append(instance.worktree)
+            else:
+                keep.add(instance.worktree)
+    for folder in runner.worktrees.on_disk():
+        if folder not in keep:
+            runner.worktrees.remove_folder(folder)
+            removed.append(folder)
+    return removed
+
+
+def leftovers(worktrees: Worktrees, tx: StateTransaction) -> list[Leftover]:
+    """The instance worktrees still on disk, each with why it is there (`deepwork status`)."""
+    why: dict[str, str] = {}
+    for session_id in tx.all_stack_ids():
+        session = tx.load(session_id)
+        for instance in session.fan_out.instances if session.fan_out else []:
+            if instance.worktree is None or not session_exists(tx, instance.session_id):
+                continue
+            state = tx.load(instance.session_id).status
+            why[instance.worktree] = (
+                f"instance {instance.index + 1} ({instance.item}) is running"
+                if state is SessionStatus.ACTIVE
+                else f"instance {instance.index + 1} ({instance.item}) waits for fan-in"
+            )
+    return [
+        Leftover(folder, why.get(folder, "no running fan-out needs it; the next start removes it"))
+        for folder in worktrees.on_disk()
+    ]

@@ -1,0 +1,129 @@
+"""One git worktree per instance of a `isolation: worktree` fan-out (docs/fan-out.md).
+
+Each instance works in `.deepwork/tmp/worktrees/<parent session>/<instance session>` on the branch
+`deepwork/<parent session>/<instance session>`, made from the run's commit when the step begins.
+At fan-in its changes are committed there and merged into the run's branch, one instance at a
+time in item order; a conflict is undone at once (`git merge --abort`) and reported with its
+files. A worktree goes when its instance is merged or aborted, and `sweep` removes those a crash
+left behind.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from deepwork_core.base.error_codes import ErrorCode
+from deepwork_core.base.errors import GitError
+from deepwork_core.base.git import run_git
+from deepwork_core.base.layout import TMP_DIR
+from deepwork_core.engine.fanout.items import FanOutError
+from deepwork_core.state.fan_out import FanInstance
+from deepwork_core.state.sessions import Session
+
+#: Where the worktrees live, relative to the project (inside the ignored runtime folder).
+WORKTREES_DIR = f"{TMP_DIR}/worktrees"
+#: Git's identity for fan-in commits when the repository has none configured.
+_IDENTITY = ("-c", "user.name=DeepWork", "-c", "user.email=deepwork@localhost")
+
+
+@dataclass(frozen=True, slots=True)
+class Leftover:
+    """A worktree folder still on disk, and why (`deepwork status`)."""
+
+    folder: str
+    reason: str
+
+
+class Worktrees:
+    """The git side of worktree isolation, for one project."""
+
+    def __init__(self, project_root: Path) -> None:
+        self.project_root = project_root
+
+    def _git(self, *args: str, cwd: Path | None = None, check: bool = True) -> str:
+        try:
+            result = run_git(list(args), cwd=cwd or self.project_root, check=check)
+        except GitError as exc:
+            raise FanOutError(str(exc), code=ErrorCode.GIT_FAILED) from None
+        return result.stdout
+
+    def base_commit(self) -> str:
+        """The commit the worktrees start from: the run's branch as it is now."""
+        return self._git("rev-parse", "HEAD").strip()
+
+    def base_branch(self) -> str:
+        """The run's branch (or commit, when detached): what a conflicted instance merges."""
+        name = self._git("rev-parse", "--abbrev-ref", "HEAD").strip()
+        return self.base_commit() if name == "HEAD" else name
+
+    def place(self, parent: Session, instance: FanInstance) -> tuple[str, str]:
+        """The folder and branch of an instance."""
+        where = f"{parent.session_id}/{instance.session_id}"
+        return f"{WORKTREES_DIR}/{where}", f"deepwork/{where}"
+
+    def create(self, instance: FanInstance, base: str) -> None:
+        """Make the instance's worktree (again, if a crash left half of one)."""
+        assert instance.worktree is not None
+        assert instance.branch is not None
+        self.remove(instance)
+        self._git("worktree", "add", "-q", "-b", instance.branch, instance.worktree, base)
+
+    def commit(self, instance: FanInstance, message: str) -> None:
+        """Commit everything the instance changed in its worktree (nothing when unchanged)."""
+        folder = self.project_root / (instance.worktree or "")
+        self._git("add", "-A", cwd=folder)
+        if self._git("status", "--porcelain", cwd=folder).strip():
+            self._git(*self._identity(), "commit", "-q", "--no-verify", "-m", message, cwd=folder)
+
+    def merge(self, instance: FanInstance, message: str) -> list[str]:
+        """Merge the instance's branch into the run's; the conflicted files (merge undone)."""
+        assert instance.branch is not None
+        args = ("merge", "--no-ff", "--no-edit", "-q", "-m", message, instance.branch)
+        result = run_git([*self._identity(), *args], cwd=self.project_root, check=False)
+        if result.returncode == 0:
+            return []
+        conflicted = self._git("diff", "--name-only", "--diff-filter=U").split()
+        self._git("merge", "--abort", check=False)
+        if not conflicted:
+            detail = result.stderr.strip() or result.stdout.strip()
+            raise FanOutError(
+                f"merging {instance.branch} failed: {detail}", code=ErrorCode.GIT_FAILED
+            )
+        return conflicted
+
+    def changed(self, instance: FanInstance) -> list[str]:
+        """The files the instance changed in its worktree, relative to the worktree."""
+        folder = self.project_root / (instance.worktree or "")
+        listed = self._git("status", "--porcelain", "-uall", "--no-renames", cwd=folder)
+        return sorted(line[3:] for line in listed.splitlines() if len(line) > 3)
+
+    def remove(self, instance: FanInstance) -> None:
+        """Remove the instance's worktree and branch, whatever is left of them."""
+        if instance.worktree is None or instance.branch is None:
+            return
+        self.remove_folder(instance.worktree)
+        self._git("branch", "-q", "-D", instance.branch, check=False)
+
+    def remove_folder(self, folder: str) -> None:
+        self._git("worktree", "remove", "--force", folder, check=False)
+        shutil.rmtree(self.project_root / folder, ignore_errors=True)
+        self._git("worktree", "prune", check=False)
+
+    def on_disk(self) -> list[str]:
+        """Every instance worktree folder present, project-relative."""
+        root = self.project_root / WORKTREES_DIR
+        if not root.is_dir():
+            return []
+        return sorted(
+            f"{WORKTREES_DIR}/{run.name}/{one.name}"
+            for run in root.iterdir()
+            if run.is_dir()
+            for one in run.iterdir()
+            if one.is_dir()
+        )
+
+    def _identity(self) -> tuple[str, ...]:
+        named = run_git(["config", "user.email"], cwd=self.project_root, check=False)
+        return () if named.stdout.strip() else _IDENTITY

@@ -1,0 +1,51 @@
+"""What a fanned-out step records (docs/fan-out.md).
+
+A step with `for_each` runs once per item: the parent session notes the fan-out (`FanOut`, one
+`FanInstance` per item in item order) and each instance is a session of its own that knows its
+item (`InstanceOf`). An instance's status is its session's status; the parent records only what
+fan-in did with it (merged into the run's branch, worktree removed).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=False)
+
+
+class InstanceOf(_Record):
+    """On an instance's session: which item of which fan-out it runs."""
+
+    index: int = Field(ge=0)
+    item: str
+    #: Project-relative folder of the instance's git worktree (`isolation: worktree`).
+    worktree: str | None = None
+    branch: str | None = None
+
+
+class FanInstance(_Record):
+    """On the parent's session: one instance of the fan-out, in item order."""
+
+    index: int = Field(ge=0)
+    item: str
+    session_id: str
+    worktree: str | None = None
+    branch: str | None = None
+    #: True once fan-in merged the instance's branch into the run's branch.
+    merged: bool = False
+    #: True once the instance's worktree and branch are gone.
+    cleaned: bool = False
+
+
+class FanOut(_Record):
+    """On the parent's session: the fan-out of its current step."""
+
+    step_id: str
+    entry_index: int
+    instances: list[FanInstance] = Field(default_factory=list)
+    isolation: str = "shared"
+    max_parallel: int | None = None
+    #: The commit the worktrees were made from (`isolation: worktree`).
+    base_commit: str | None = None

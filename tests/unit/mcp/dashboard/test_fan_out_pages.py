@@ -1,0 +1,47 @@
+"""A fanned-out step on the run page, in the report and in the graph export (docs/fan-out.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from deepwork_core.engine.workflow import WorkflowEngine
+from deepwork_core.jobs.discovery import JobCatalog
+from deepwork_core.jobs.graph import build_graph, to_dot, to_mermaid
+from deepwork_core.state.sessions import SessionStore
+from deepwork_mcp.dashboard.pages import run_body
+from deepwork_mcp.dashboard.views import run_detail, run_tree
+
+from tests.integration.test_fan_out_stdio import fan_job
+
+
+def test_the_run_page_draws_one_node_with_counts_and_lists_the_instances(tmp_path: Path) -> None:
+    root = fan_job(tmp_path / "p")
+    store = SessionStore(root)
+    engine = WorkflowEngine(root, JobCatalog.for_project(root, []), store)
+    fan = engine.start("g", "fan", "write", inputs={"topics": ["x", "y", "z"]}).brief.fan_out
+    assert fan is not None
+    (root / "x.md").write_text("x")
+    engine.finish({"section.md": "x.md"}, session_id=fan.instances[0].session_id)
+    engine.abort("no material", session_id=fan.instances[2].session_id)
+
+    detail = run_detail(store, fan.parent_session_id)
+    assert [(r.item, r.state) for r in detail.instances] == [
+        ("x", "done"),
+        ("y", "running"),
+        ("z", "aborted"),
+    ]
+    assert detail.graph_svg is not None
+    assert "×3: 1 done · 1 run · 0 fix · 1 ab" in detail.graph_svg
+    assert detail.graph_svg.count('class="stack"') == 1  # one node for the whole fan-out
+    page = run_body(detail, token=None)
+    assert "<h2>Instances</h2>" in page
+    assert "no material" in page
+    # Instances are listed on their parent's page, not as runs of their own.
+    assert [row.session_id for row in run_tree(store)] == [fan.parent_session_id]
+
+
+def test_the_graph_export_marks_a_fanned_step(tmp_path: Path) -> None:
+    root = fan_job(tmp_path / "p")
+    graph = build_graph(JobCatalog.for_project(root, []).get("fan").definition, "write")
+    assert "× for each topics" in to_mermaid(graph)
+    assert "x for each topics" in to_dot(graph)
