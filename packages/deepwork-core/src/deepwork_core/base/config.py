@@ -111,6 +111,13 @@ class OutputsConfig(_Section):
     )
 
 
+class StoreConfig(_Section):
+    """Where run state lives (docs/runtime-layout.md): None is the project's SQLite file; a
+    `postgresql://` URL shares one database between checkouts. `DEEPWORK_STORE_URL` wins."""
+
+    url: str | None = None
+
+
 class LimitsConfig(_Section):
     """Caps on what one run may start (docs/limits.md)."""
 
@@ -124,6 +131,7 @@ class DeepWorkConfig(_Section):
     quality_gate: QualityGateConfig = Field(default_factory=QualityGateConfig)
     git: GitConfig = Field(default_factory=GitConfig)
     outputs: OutputsConfig = Field(default_factory=OutputsConfig)
+    store: StoreConfig = Field(default_factory=StoreConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
 
     @property

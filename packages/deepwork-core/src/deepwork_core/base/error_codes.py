@@ -64,7 +64,6 @@ class ErrorCode(StrEnum):
 
     CONFIG_INVALID = "config.invalid"
     """`.deepwork/config.yml` is not valid (unknown key, wrong type, bad value)."""
-
     CONVERT_FILE_EXISTS = "convert.file_exists"
     """The converted job would overwrite a file (the converted `job.yml`, its backup, or an
     instruction file); move it away first."""
@@ -74,14 +73,12 @@ class ErrorCode(StrEnum):
     """The job to convert is not valid; fix it first (`deepwork jobs validate`)."""
     CONVERT_SAME_FORMAT = "convert.same_format"
     """The job is already written in the format asked for."""
-
     DASHBOARD_BIND_FAILED = "dashboard.bind_failed"
     """`deepwork dashboard` could not listen on the asked port of 127.0.0.1 (in use, or not
     allowed); pick another with `--port`, or `--port 0` for any free one."""
 
     DEEPWORK_ERROR = "deepwork.error"
     """Generic DeepWork error; every specific error has its own code."""
-
     DOC_SPEC_INVALID = "doc_spec.invalid"
     """A doc spec file is invalid; the findings follow."""
     DOC_SPEC_INVALID_VALUE = "doc_spec.invalid_value"
@@ -96,7 +93,6 @@ class ErrorCode(StrEnum):
     """A doc spec file cannot be read or is too large."""
     DOC_SPEC_YAML = "doc_spec.yaml"
     """A doc spec frontmatter is not valid YAML."""
-
     EVENTS_CORRUPT = "events.corrupt"
     """An event log line is not an event record, or the log is not a regular file (named)."""
     EVENTS_ERROR = "events.error"
@@ -114,15 +110,13 @@ class ErrorCode(StrEnum):
     FILE_NOT_FOUND = "file.not_found"
     """A project file that was to be read does not exist."""
     FILE_NOT_REGULAR = "file.not_regular"
-    """A project file is a FIFO, socket, device or folder; it is not opened for reading, so it
-    cannot block."""
+    """A project file is a FIFO, socket, device or folder: never opened, so it cannot block."""
     FILE_NOT_TEXT = "file.not_text"
     """A project file is not UTF-8 text."""
     FILE_TOO_LARGE = "file.too_large"
     """A project file is larger than the limit for its kind (`docs/limits.md`)."""
     FILE_UNREADABLE = "file.unreadable"
     """A project file cannot be opened or read."""
-
     GIT_FAILED = "git.failed"
     """A git command exited with an error."""
     GIT_NOT_INSTALLED = "git.not_installed"
@@ -131,13 +125,10 @@ class ErrorCode(StrEnum):
     """A git command printed more than its output cap and was killed."""
     GIT_TIMEOUT = "git.timeout"
     """A git command ran past its time limit and was killed."""
-
     GRAPH_RENDER_FAILED = "graph.render_failed"
     """Graphviz `dot` failed or ran past its time limit while drawing SVG."""
     GRAPH_RENDERER_MISSING = "graph.renderer_missing"
-    """SVG needs Graphviz's `dot` program, which is not on `PATH`; install Graphviz or use
-    `--format mermaid`."""
-
+    """SVG needs Graphviz's `dot` on `PATH`: install Graphviz or use `--format mermaid`."""
     HOOK_BAD_INPUT = "hook.bad_input"
     """The event on a hook's stdin is not a JSON object."""
     HOOK_BAD_PLATFORM = "hook.bad_platform"
@@ -158,7 +149,6 @@ class ErrorCode(StrEnum):
     """No complete event arrived on a hook's stdin in time."""
     HOOK_UNKNOWN = "hook.unknown"
     """`deepwork hook` was given a hook name it does not know."""
-
     IDENTIFIER_INVALID = "identifier.invalid"
     """A job, workflow, step or session name does not match its pattern."""
 
@@ -299,8 +289,7 @@ class ErrorCode(StrEnum):
     OUTPUTS_INVALID = "outputs.invalid"
     """Submitted outputs do not match the step's declaration."""
     OUTPUTS_JSON_TOO_DEEP = "outputs.json_too_deep"
-    """A file checked against a `json_schema` nests arrays and objects more than 100 levels
-    deep."""
+    """A file checked against a `json_schema` nests arrays and objects more than 100 levels deep."""
     OUTPUTS_JSON_TOO_LARGE = "outputs.json_too_large"
     """A file checked against a `json_schema` is larger than `outputs.json_max_bytes` (default
     16 MiB); the error names both sizes."""
@@ -323,8 +312,7 @@ class ErrorCode(StrEnum):
     """A `file` output was not one path, or a `files` output not a list of paths."""
 
     PATH_GIT_INTERNAL = "path.git_internal"
-    """A path lies inside a `.git` folder; git's own files are never an output or a review
-    input."""
+    """A path lies inside a `.git` folder; git's own files are never an output or a review input."""
     PATH_OUTSIDE_PROJECT = "path.outside_project"
     """A path resolves, after symbolic links, outside the project."""
 
@@ -403,8 +391,7 @@ class ErrorCode(StrEnum):
     REVIEW_NOT_A_GIT_REPOSITORY = "review.not_a_git_repository"
     """Changed files can only be found in a git work tree."""
     REVIEW_STATE_UNREADABLE = "review.state_unreadable"
-    """A review pass list under `.deepwork/tmp/review_passes/` is not a regular file or cannot
-    be read or written."""
+    """A review pass list in `.deepwork/tmp/review_passes/` is not a file or cannot be read."""
     REVIEW_STDIN_TIMEOUT = "review.stdin_timeout"
     """`deepwork review` began reading a file list on stdin that did not end in time."""
     REVIEW_TOO_LARGE = "review.too_large"
@@ -423,8 +410,6 @@ class ErrorCode(StrEnum):
     """Generic session error."""
     SESSION_JOB_CHANGED = "session.job_changed"
     """The job was edited mid-run and the current step no longer matches; abort and restart."""
-    SESSION_LOCK_TIMEOUT = "session.lock_timeout"
-    """Another process held the state lock for too long."""
     SESSION_NONE_ACTIVE = "session.none_active"
     """No workflow is active (and no `session_id` was given)."""
     SESSION_NOT_ACTIVE = "session.not_active"
@@ -432,7 +417,7 @@ class ErrorCode(StrEnum):
     SESSION_NOT_FOUND = "session.not_found"
     """No session has the given id."""
     SESSION_STATE_CORRUPT = "session.state_corrupt"
-    """A state file under `.deepwork/tmp/` cannot be read; it is named."""
+    """A session in the store, or an old state file being imported, cannot be read; it is named."""
 
     STORE_AUTH_FAILED = "store.auth_failed"
     """PostgreSQL refused the store URL's user or password (masked in the message)."""

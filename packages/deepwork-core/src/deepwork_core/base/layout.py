@@ -17,6 +17,8 @@ TMP_DIR: Final = ".deepwork/tmp"
 #: `STACK_AGENTS_KEY` (agent id -> ids; the key is absent while no agent has a workflow).
 STACK_FILE: Final = "stack.json"
 STACK_MAIN_KEY: Final = "session_ids"
+#: ... and the job of the main stack's top session under `STACK_TOP_JOB_KEY`.
+STACK_TOP_JOB_KEY: Final = "top_job"
 STACK_AGENTS_KEY: Final = "agents"
 #: `TMP_DIR/STACK_FILE`, the file the hooks probe to learn whether a workflow is running.
 STACK_PATH: Final = f"{TMP_DIR}/{STACK_FILE}"

@@ -7,14 +7,11 @@ sessions; it writes nothing and holds the state lock only while reading the stac
 
 from __future__ import annotations
 
-import contextlib
-import os
 from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 
 from deepwork_core.base.errors import SessionError
-from deepwork_core.base.layout import SESSION_PREFIX, SESSION_SUFFIX
 from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.state.review_usage import ReviewUsage, run_id_of, run_usage
 from deepwork_core.state.sessions import (
@@ -129,22 +126,11 @@ def project_overview(
 
 
 def _finished(store: SessionStore, active: set[str], limit: int) -> list[FinishedEntry]:
-    """The newest `limit` finished sessions, newest first (by their file's modification time)."""
-    dated: list[tuple[float, str]] = []
-    try:
-        entries = list(os.scandir(store.state_dir))
-    except FileNotFoundError:
-        return []
-    for entry in entries:
-        name = entry.name
-        if not (name.startswith(SESSION_PREFIX) and name.endswith(SESSION_SUFFIX)):
-            continue
-        session_id = name[len(SESSION_PREFIX) : -len(SESSION_SUFFIX)]
-        if session_id not in active:
-            with contextlib.suppress(FileNotFoundError):
-                dated.append((entry.stat().st_mtime, session_id))
+    """The newest `limit` finished sessions, newest first (by when they were last written)."""
     finished: list[FinishedEntry] = []
-    for _, session_id in sorted(dated, reverse=True):
+    for session_id in store.session_ids(finished=True):
+        if session_id in active:
+            continue
         if len(finished) >= limit:
             break
         try:

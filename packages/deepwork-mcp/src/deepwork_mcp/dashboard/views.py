@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Final
@@ -18,14 +18,13 @@ from deepwork_core import DeepWorkError, JobCatalog
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import FileReadError, SessionError
 from deepwork_core.base.fsutil import read_bytes_file
-from deepwork_core.base.layout import SESSION_PREFIX, SESSION_SUFFIX
 from deepwork_core.engine.fanout.instances import instance_state
 from deepwork_core.evidence.hashes import sha256_file
 from deepwork_core.jobs.discovery import parse_folder_list
 from deepwork_core.jobs.graph import build_graph
 from deepwork_core.state.approvals import ApprovalRecord, ApprovalStore
 from deepwork_core.state.event_kinds import EventRecord, ReviewUsageEvent, ReviewVerdictEvent
-from deepwork_core.state.events import events_path, read_events
+from deepwork_core.state.events import last_event_at, read_events
 from deepwork_core.state.review_usage import ReviewUsage, sum_usage
 from deepwork_core.state.sessions import Session, SessionStatus, SessionStore
 from pydantic import BaseModel, ConfigDict, Field
@@ -156,15 +155,7 @@ def run_status(session: Session) -> RunStatus:
 
 def all_sessions(store: SessionStore) -> list[Session]:
     """Every session of the project (active and finished), newest start first."""
-    try:
-        names = [entry.name for entry in os.scandir(store.state_dir)]
-    except FileNotFoundError:
-        return []
-    ids = [
-        name[len(SESSION_PREFIX) : -len(SESSION_SUFFIX)]
-        for name in names
-        if name.startswith(SESSION_PREFIX) and name.endswith(SESSION_SUFFIX)
-    ]
+    ids = store.session_ids()
     sessions: list[Session] = []
     with store.transaction() as tx:
         for session_id in ids:
@@ -174,10 +165,7 @@ def all_sessions(store: SessionStore) -> list[Session]:
 
 
 def _last_event_at(project_root: Path, session_id: str) -> datetime | None:
-    try:
-        return datetime.fromtimestamp(events_path(project_root, session_id).stat().st_mtime, UTC)
-    except OSError:
-        return None
+    return last_event_at(project_root, session_id)
 
 
 def run_row(project_root: Path, session: Session) -> RunRow:

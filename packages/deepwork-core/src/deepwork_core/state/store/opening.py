@@ -6,8 +6,9 @@ means the project's SQLite file. The PostgreSQL adapter (and psycopg) is importe
 only for a `postgresql://` URL, so a cold start on SQLite never loads the driver.
 
 `shared_store` keeps one open store per project, URL and process, for the modules whose public
-functions take a project root (`append_event(project_root, …)`); `use_store_url` sets the URL
-those use for a project (the CLI calls it once, at start).
+functions take a project root (`append_event(project_root, …)`); which URL is `store_url`'s
+choice (a project's own `use_store_url`, the process default the CLI sets from
+`DEEPWORK_STORE_URL`, the project's `store.url`, else SQLite).
 """
 
 from __future__ import annotations
@@ -18,9 +19,11 @@ import socket
 import threading
 from pathlib import Path
 
+from deepwork_core.base.config import load_config
 from deepwork_core.base.runtime_dir import ensure_tmp_dir
+from deepwork_core.state.store.legacy import import_legacy, legacy_files
 from deepwork_core.state.store.port import Clock, ProjectRef, Store, wall_clock
-from deepwork_core.state.store.url import default_sqlite_path, parse_store_url
+from deepwork_core.state.store.url import default_sqlite_path, default_store_url, parse_store_url
 
 _cache_lock = threading.Lock()
 _stores: dict[tuple[int, str, str], Store] = {}
@@ -60,6 +63,7 @@ def open_store(
         store = SqliteStore(location, project, clock)
     try:
         store.migrate()
+        import_legacy(store, project_root)
     except BaseException:
         store.close()
         raise
@@ -73,21 +77,36 @@ def use_store_url(project_root: Path, url: str | None) -> None:
 
 
 def store_url(project_root: Path) -> str | None:
-    """The URL `use_store_url` set for the project (None: SQLite)."""
-    return _urls.get(str(project_root.resolve()))
+    """The URL of the project's store (None: its SQLite file): the one `use_store_url` set, else
+    the process default (`DEEPWORK_STORE_URL`, set by the CLI), else `store.url` of the project's
+    `.deepwork/config.yml`."""
+    root = str(project_root.resolve())
+    if root in _urls:
+        return _urls[root]
+    return default_store_url() or load_config(project_root).store.url
 
 
 def shared_store(project_root: Path) -> Store:
     """This process's open store for the project (opened on first use)."""
     root = str(project_root.resolve())
+    url = store_url(project_root)
     with _cache_lock:
-        url = _urls.get(root)
         key = (os.getpid(), root, url or "")
         store = _stores.get(key)
         if store is None:
             store = open_store(url, project_root)
             _stores[key] = store
         return store
+
+
+def existing_store(project_root: Path) -> Store | None:
+    """The project's store for a read: None when it has none yet (no SQLite file, no URL, no
+    old files to import), so reading an empty project creates nothing."""
+    if store_url(project_root) is None and not default_sqlite_path(project_root).exists():
+        sessions, logs = legacy_files(project_root)
+        if not sessions and not logs:
+            return None
+    return shared_store(project_root)
 
 
 def close_shared_stores() -> None:

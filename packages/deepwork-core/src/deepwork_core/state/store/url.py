@@ -16,6 +16,8 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.layout import TMP_DIR
 from deepwork_core.state.store.errors import StoreError
 
+#: The environment variable the CLI reads the store URL from (core itself never reads it).
+STORE_URL_ENV: Final = "DEEPWORK_STORE_URL"
 #: The SQLite file of a project, under its runtime folder.
 SQLITE_FILE: Final = "deepwork.sqlite3"
 _PG_SCHEMES: Final = ("postgresql", "postgres")
@@ -86,3 +88,16 @@ def password_of(url: str) -> str | None:
         return urlsplit(url).password
     except ValueError:
         return None
+
+
+_process_default: list[str | None] = [None]
+
+
+def set_default_store_url(url: str | None) -> None:
+    """The URL every project of this process uses unless told otherwise (the CLI sets it from
+    `DEEPWORK_STORE_URL`; it wins over `store.url` of a project's config)."""
+    _process_default[0] = url or None
+
+
+def default_store_url() -> str | None:
+    return _process_default[0]
