@@ -18,6 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from deepwork_core.state.event_kinds import ReviewVerdictEvent
+from deepwork_core.state.events import read_events
+from deepwork_core.state.sessions import SessionStore
 
 from tests.fixtures.reviewer import ScriptedReviewer
 from tests.fixtures.stdio_server import Server, serve
@@ -43,9 +46,8 @@ def root(tmp_path: Path, runner: str) -> Path:
 
 
 def state(root: Path, session_id: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(
-        (root / ".deepwork/tmp" / f"session_{session_id}.json").read_text()
-    )
+    """The session as the store holds it (sessions are rows of the store)."""
+    data: dict[str, Any] = SessionStore(root).load(session_id).model_dump(mode="json")
     return data
 
 
@@ -193,11 +195,9 @@ async def test_ten_reviews_survive_a_killed_server_with_ten_verdicts(
         ("review", True, 1),
         ("review", True, 10),
     ]
-    events = (root / ".deepwork/tmp/events").glob("*.jsonl")
     verdicts = [
-        line
-        for path in events
-        for line in path.read_text().splitlines()
-        if '"review_verdict"' in line and '"polish"' in line
+        event
+        for event in read_events(root, session_id)
+        if isinstance(event, ReviewVerdictEvent) and event.step_id == "polish"
     ]
     assert len(verdicts) == 10
