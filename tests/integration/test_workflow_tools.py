@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 from deepwork_core.base.config import DeepWorkConfig, QualityGateConfig
-from deepwork_core.engine.workflow import FinishStatus
+from deepwork_core.engine.results import FinishStatus
+from deepwork_core.gate.gates import ExternalGate, SelfReviewGate
 from deepwork_core.state.sessions import SessionStore
-from deepwork_mcp.gating import ExternalGate, SelfReviewGate
 from deepwork_mcp.responses import FinishedStepResponse
 from deepwork_mcp.server import build_gate, create_server
 from fastmcp import Client, FastMCP
@@ -652,6 +652,7 @@ def test_step_status_values() -> None:
         "workflow_complete",
         "awaiting_approval",  # a step waits for a human (docs/evidence.md)
         "dry_run",  # finished_step(dry_run=true) (docs/quality-gate.md)
+        "reviewing",  # background reviews still run (docs/quality-gate.md)
     ]
 
 

@@ -22,7 +22,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,7 +45,7 @@ from deepwork_core.base.errors import ProcessOutputError, ProcessTimeoutError, Q
 from deepwork_core.base.process import Completed, run_bounded
 from deepwork_core.evidence.verdicts import ReviewVerdict
 from deepwork_core.gate.budget import check_budget, review_usage_event, usd_left
-from deepwork_core.gate.checkpoint import Checkpoint, ProgressReporter
+from deepwork_core.gate.checkpoint import Checkpoint
 from deepwork_core.gate.quality import (
     DEFAULT_MAX_INLINE_FILES,
     QualityReviewTask,
@@ -61,6 +61,10 @@ from deepwork_core.state.sessions import utc_now
 from deepwork_mcp.runners import runner_for
 from deepwork_mcp.runners.events import CallPlan, CallUsage, ReviewRunner
 
+#: `async (done, total, message)`: progress while `review` runs several tasks at once.
+ProgressReporter = Callable[[int, int, str], Awaitable[None]]
+#: How often a review run in a worker thread looks whether it was cancelled.
+_CANCEL_POLL_SECONDS = 0.2
 #: The trace variables of one reviewer call: (session id, step id, review, target file) -> env.
 TraceEnv = Callable[[str, str, str, str | None], Mapping[str, str]]
 
@@ -115,6 +119,13 @@ class CliReviewer:
         self.models = models if models is not None else ReviewModels()
         self.budget = budget if budget is not None else ReviewBudget()
         self.trace_env = trace_env
+
+    def review_task(
+        self, checkpoint: Checkpoint, task: QualityReviewTask, cancelled: threading.Event
+    ) -> ReviewVerdict:
+        """The core's `Reviewer` port: one task, in the calling (worker) thread, stopped with
+        its process group soon after `cancelled` is set (then `quality_gate.error`)."""
+        return blocking_review(self.review, checkpoint, task, cancelled)
 
     def timeout_for(self, file_count: int) -> float:
         """Per-task deadline: the base plus `per_extra_file` for each file beyond five."""
@@ -382,6 +393,46 @@ class _Answer:
     reply: object
     usage: CallUsage
     seconds: float
+
+
+AsyncReview = Callable[
+    [Checkpoint, Sequence[QualityReviewTask], ProgressReporter | None],
+    Awaitable[list[ReviewVerdict]],
+]
+
+
+def blocking_review(
+    review: AsyncReview,
+    checkpoint: Checkpoint,
+    task: QualityReviewTask,
+    cancelled: threading.Event,
+) -> ReviewVerdict:
+    """Run an adapter's async `review` of one task on an event loop of this thread, cancelled
+    (its process group killed) soon after `cancelled` is set. Any runner's adapter can use it."""
+    verdicts: list[ReviewVerdict] = []
+    failures: list[Exception] = []
+
+    async def run() -> None:
+        async with anyio.create_task_group() as group:
+
+            async def watch() -> None:
+                while not cancelled.is_set():
+                    await anyio.sleep(_CANCEL_POLL_SECONDS)
+                group.cancel_scope.cancel()
+
+            group.start_soon(watch)
+            try:
+                verdicts.extend(await review(checkpoint, [task], None))
+            except Exception as exc:  # raised below, as itself (not in an exception group)
+                failures.append(exc)
+            group.cancel_scope.cancel()
+
+    anyio.run(run)
+    if failures:
+        raise failures[0]
+    if not verdicts:
+        raise QualityGateError("the review was cancelled", code=ErrorCode.QUALITY_GATE_ERROR)
+    return verdicts[0]
 
 
 async def run_bounded_async(argv: Sequence[str], **options: object) -> Completed:

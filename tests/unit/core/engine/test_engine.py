@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from deepwork_core.base.errors import DeepWorkError, QualityGateError
 from deepwork_core.engine.branching import BranchOutcome
-from deepwork_core.engine.workflow import FinishStatus, WorkflowEngine
+from deepwork_core.engine.results import FinishStatus
+from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.evidence.verdicts import ReviewVerdict
 from deepwork_core.gate.checkpoint import (
     GateNeedsWork,

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 from deepwork_core.base import layout
-from deepwork_core.engine.workflow import FinishStatus, WorkflowEngine
+from deepwork_core.engine.results import FinishStatus
+from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.state.sessions import SessionStore
 from deepwork_mcp.hooks.active import STACK_PATH, may_have_job_hooks, stack_is_empty

@@ -49,6 +49,10 @@ DEFAULT_STALL_TIMEOUT: Final = 60.0
 DEFAULT_STALL_RETRIES: Final = 1
 #: Reviewer processes run at once.
 DEFAULT_MAX_PARALLEL: Final = 4
+#: How long one `finished_step` waits for its background reviews before answering `reviewing`.
+DEFAULT_WAIT_SECONDS: Final = 20.0
+#: Hosts end a tool call after about 60 s; a call waits at most this long.
+WAIT_SECONDS_LIMIT: Final = 45.0
 MAX_PARALLEL_LIMIT: Final = 64
 
 
@@ -90,6 +94,8 @@ class QualityGateConfig(_Section):
     stall_retries: int = Field(default=DEFAULT_STALL_RETRIES, ge=0, le=MAX_ATTEMPTS_LIMIT)
     budget: ReviewBudget = Field(default_factory=ReviewBudget)
     max_parallel: int = Field(default=DEFAULT_MAX_PARALLEL, ge=1, le=MAX_PARALLEL_LIMIT)
+    #: How long `finished_step` waits for its reviews before answering `reviewing`.
+    wait_seconds: float = Field(default=DEFAULT_WAIT_SECONDS, ge=0, le=WAIT_SECONDS_LIMIT)
 
 
 class GitConfig(_Section):

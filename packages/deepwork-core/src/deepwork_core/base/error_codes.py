@@ -6,18 +6,19 @@ user wrote (`job.yml`, a doc spec, a `.deepreview`), or on the `deepwork` comman
 The full list, with the same meanings, is docs/errors.md.
 
 Code raises and compares `ErrorCode` members, never the code text: `code=ErrorCode.GIT_FAILED`.
-An `ErrorCode` is a `str` whose value is the code, so `str()`, f-strings and JSON give the plain
-`git.failed` that users see. The string under each member is its meaning; `docs/errors.md` is
-generated from them (`python tools/gen_errors_doc.py write`), and tests check that the page is
-current, that no code is written as a literal in the packages, and that every member is used.
+An `ErrorCode` is a `str` whose value is the code (`str()`, f-strings and JSON give `git.failed`).
+The string under each member is its meaning; `docs/errors.md` is generated from them (`python
+tools/gen_errors_doc.py write`); tests check the page is current, that no code is written as a
+literal in the packages, and that every member is used.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
-from functools import cache
 
 from deepwork_core.base.error_areas import AREAS as AREAS  # its old home; still importable
+from deepwork_core.base.error_areas import area_of as area_of
+from deepwork_core.base.error_areas import member_meanings
 
 
 class ErrorCode(StrEnum):
@@ -349,8 +350,12 @@ class ErrorCode(StrEnum):
     """The reviewer command (`claude`, `codex` or `gemini`) is not on `PATH`."""
     QUALITY_GATE_OUTPUT_TOO_LARGE = "quality_gate.output_too_large"
     """The reviewer printed more than 8 MiB and was stopped."""
+    QUALITY_GATE_OUTPUTS_CHANGED = "quality_gate.outputs_changed"
+    """Files under review changed while a background review ran; call again (not an attempt)."""
     QUALITY_GATE_OVERRIDE_REASON_EMPTY = "quality_gate.override_reason_empty"
     """`quality_review_override_reason` was given but blank."""
+    QUALITY_GATE_REVIEWER_FAILED = "quality_gate.reviewer_failed"
+    """A background review ended with an unexpected error of the reviewer adapter."""
     QUALITY_GATE_REVIEWER_STALLED = "quality_gate.reviewer_stalled"
     """The reviewer went silent past `quality_gate.stall_timeout`, and so did its retry; use
     the self-review file named in the answer (not an attempt)."""
@@ -468,33 +473,4 @@ class ErrorCode(StrEnum):
     @property
     def meaning(self) -> str:
         """What the code means and what to do about it (the string under the member)."""
-        return _meanings()[self.name]
-
-
-def area_of(code: str) -> str:
-    """The area of `code`: the part before the first dot."""
-    return code.split(".", 1)[0]
-
-
-@cache
-def _meanings() -> dict[str, str]:
-    """Member name -> meaning, read from the string under each member of `ErrorCode`.  Parsed from
-    this module's source when first asked for (by the docs generator and the tests), so the server,
-    which never needs a meaning, never pays for it."""
-    import ast
-    from itertools import pairwise
-    from pathlib import Path
-
-    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
-    body = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ErrorCode").body
-    meanings: dict[str, str] = {}
-    for member, doc in pairwise(body):
-        if (
-            isinstance(member, ast.Assign)
-            and isinstance(member.targets[0], ast.Name)
-            and isinstance(doc, ast.Expr)
-            and isinstance(doc.value, ast.Constant)
-            and isinstance(doc.value.value, str)
-        ):
-            meanings[member.targets[0].id] = " ".join(doc.value.value.split())
-    return meanings
+        return member_meanings()[self.name]
