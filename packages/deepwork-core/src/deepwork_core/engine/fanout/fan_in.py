@@ -95,8 +95,13 @@ def fan_in(runner: FanOutRunner, tx: StateTransaction, job: LoadedJob, parent: S
             continue
         strip[session.session_id] = instance.worktree
         if session.status is SessionStatus.COMPLETED and not instance.merged:
-            _merge_one(runner, tx, parent, instance, session)
-            warnings += _recheck(runner, session, instance.worktree)
+            if runner.worktrees.gone(instance):
+                # Merged and removed by a fan-in whose state a crash rolled back: the store
+                # commits the transaction whole, git's side of it was already done.
+                instance.merged = True
+            else:
+                _merge_one(runner, tx, parent, instance, session)
+                warnings += _recheck(runner, session, instance.worktree)
         if not instance.cleaned:
             runner.worktrees.remove(instance)
             instance.cleaned = True

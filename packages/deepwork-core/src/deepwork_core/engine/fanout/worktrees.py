@@ -73,9 +73,22 @@ class Worktrees:
         self.remove(instance)
         self._git("worktree", "add", "-q", "-b", instance.branch, instance.worktree, base)
 
+    def gone(self, instance: FanInstance) -> bool:
+        """True when neither the instance's folder nor its branch exists any more."""
+        if instance.worktree is None or instance.branch is None:
+            return True
+        if (self.project_root / instance.worktree).is_dir():
+            return False
+        ref = f"refs/heads/{instance.branch}"
+        found = run_git(["rev-parse", "--verify", "-q", ref], cwd=self.project_root, check=False)
+        return found.returncode != 0
+
     def commit(self, instance: FanInstance, message: str) -> None:
-        """Commit everything the instance changed in its worktree (nothing when unchanged)."""
+        """Commit everything the instance changed in its worktree (nothing when unchanged, and
+        nothing when a crash already removed the folder after committing it)."""
         folder = self.project_root / (instance.worktree or "")
+        if not folder.is_dir():
+            return
         self._git("add", "-A", cwd=folder)
         if self._git("status", "--porcelain", cwd=folder).strip():
             self._git(*self._identity(), "commit", "-q", "--no-verify", "-m", message, cwd=folder)
