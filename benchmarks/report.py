@@ -43,6 +43,8 @@ BUDGETS: dict[str, Budget] = {
     "memory.peak_rss": Budget(110, "≤ 110 MiB"),
     "context.tools_and_instructions": Budget(7000, "≤ 7,000 bytes", size_dependent=False),
     "evidence.checkpoint": Budget(5, "≤ 5 ms", size_dependent=False),
+    "background.overhead": Budget(5, "≤ 5 ms", size_dependent=False),
+    "background.overhead_no_fsync": Budget(5, "≤ 5 ms", size_dependent=False),
     "fan_out.merge": Budget(2000, "≤ 2,000 ms per merge", size_dependent=False),
     "telemetry.dead_endpoint.added": Budget(5, "≤ 5 ms", size_dependent=False),
 }
@@ -86,6 +88,8 @@ FIGURE_KEYS: tuple[str, ...] = (
     "fan_out.merge",
     "review_brief.light",
     "review_brief.standard",
+    "background.overhead",
+    "background.overhead_no_fsync",
     "telemetry.off.finished_step",
     "telemetry.dead_endpoint.finished_step",
     "telemetry.dead_endpoint.added",

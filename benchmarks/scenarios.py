@@ -583,6 +583,21 @@ async def review_briefs(bench: Bench) -> None:
         figure.samples.append(total)
 
 
+async def background(bench: Bench) -> None:
+    """What the background path of the gate adds to a review that finishes at once."""
+    from background_overhead import background_overhead
+
+    samples = 3 * bench.sizes.evidence_checkpoints
+    for key, label, fsync in (
+        ("background.overhead", "background review overhead (store as configured)", True),
+        ("background.overhead_no_fsync", "the same, SQLite synchronous=NORMAL", False),
+    ):
+        overhead, direct, queued = background_overhead(bench.folder(key), samples, fsync=fsync)
+        figure = bench.figure(key, label, samples=samples, direct_ms=round(direct, 3))
+        figure.params["background_ms"] = round(queued, 3)
+        figure.samples.append(overhead)
+
+
 async def fan_out_merge(bench: Bench) -> None:
     """Merging 8 worktree instances into a repository of 10,000 tracked files (fan_out.py)."""
     from fan_out import fan_out_merge as run
@@ -652,6 +667,7 @@ SCENARIOS: dict[str, tuple[Scenario, tuple[str, ...]]] = {
     "hook": (hook, ("hook.",)),
     "evidence": (evidence, ("evidence.",)),
     "review_briefs": (review_briefs, ("review_brief.",)),
+    "background": (background, ("background.",)),
     "fan_out": (fan_out_merge, ("fan_out.",)),
     "telemetry": (telemetry, ("telemetry.",)),
 }

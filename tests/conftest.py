@@ -143,3 +143,32 @@ def postgres() -> Iterator[LocalPostgres]:
 def pg_url(postgres: LocalPostgres) -> str:
     """The URL of a new, empty database on the test run's PostgreSQL server."""
     return postgres.create_database()
+
+
+#: `DEEPWORK_TEST_STORE=postgresql` runs the tests on PostgreSQL instead of SQLite (`nox -s
+#: tests_postgres`): each test's projects use a fresh database of the test run's server, and the
+#: servers and commands a test starts get it through `DEEPWORK_STORE_URL`.
+TEST_STORE_ENV = "DEEPWORK_TEST_STORE"
+
+
+def on_postgres() -> bool:
+    return os.environ.get(TEST_STORE_ENV) == "postgresql"
+
+
+@pytest.fixture(autouse=True)
+def _store_of_the_test(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    from deepwork_core.state.store.opening import close_shared_stores
+    from deepwork_core.state.store.url import STORE_URL_ENV, set_default_store_url
+
+    monkeypatch.delenv(STORE_URL_ENV, raising=False)
+    if on_postgres():
+        url: str = request.getfixturevalue("pg_url")
+        set_default_store_url(url)
+        monkeypatch.setenv(STORE_URL_ENV, url)
+    try:
+        yield
+    finally:
+        set_default_store_url(None)
+        close_shared_stores()

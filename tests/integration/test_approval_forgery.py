@@ -14,12 +14,13 @@ from typing import Any
 import pytest
 from deepwork_core.base.layout import APPROVALS_DIR
 from deepwork_core.state.event_kinds import ApprovalEvent
-from deepwork_core.state.events import events_path, read_events
+from deepwork_core.state.events import read_events
 from deepwork_mcp.server import create_server
 from fastmcp import Client
 
 from tests.fixtures.configs import config
 from tests.fixtures.evidence_project import make_evidence_project
+from tests.fixtures.state_rows import delete_events
 from tests.fixtures.tool_calls import call_error, call_ok
 
 PLAN = {"plan": "plan.md"}
@@ -124,9 +125,7 @@ async def test_a_real_approval_missing_from_the_log_is_refused(
 ) -> None:
     session_id = await waiting_session(client, root)
     assert deepwork_approve(root, session_id).returncode == 0
-    log = events_path(root, session_id)
-    kept = [line for line in log.read_text().splitlines() if '"event":"approval"' not in line]
-    log.write_text("".join(line + "\n" for line in kept))
+    assert delete_events(root, session_id, "approval") == 1
 
     text = await call_error(client, "finished_step", "approval.unverified", outputs=PLAN)
     assert "no approval event" in text

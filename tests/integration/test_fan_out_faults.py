@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.state_rows import all_session_json, event_lines
 from tests.integration.test_fan_out_stdio import fan_job
 
 pytestmark = pytest.mark.slow
@@ -89,14 +90,13 @@ def _check_run(root: Path, name: str) -> None:
     """Every instance of run `name` completed, each exactly once, and no worktree remains."""
     tmp = root / ".deepwork" / "tmp"
     instances = set()
-    for path in tmp.glob("session_*.json"):
-        session = json.loads(path.read_text())
+    for session in all_session_json(root):
         if session["instance_id"] == name and session.get("instance_of"):
             instances.add(session["session_id"])
-            assert session["status"] == "completed", path
+            assert session["status"] == "completed", session["session_id"]
     completions: Counter[str] = Counter()
     for session_id in instances:
-        for line in (tmp / "events" / f"{session_id}.jsonl").read_text().splitlines():
+        for line in event_lines(root, session_id):
             completions[session_id] += json.loads(line)["event"] == "completed"
     assert len(instances) == 3
     assert set(completions.values()) <= {0, 1}, completions  # never run twice

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from deepwork_core.base.error_codes import ErrorCode
-from deepwork_core.state.events import events_path, read_events
+from deepwork_core.state.events import read_events
+from deepwork_core.state.store.opening import shared_store
 from deepwork_mcp.cli import cli
 from deepwork_mcp.server import create_server
 from fastmcp import Client
@@ -226,11 +227,19 @@ async def test_a_spent_budget_starts_no_reviewer_and_every_call_got_what_was_lef
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
-    return {
+    """The runtime folder's files and the store's sessions and events."""
+    files = {
         str(path.relative_to(folder)): path.read_bytes()
         for path in sorted(folder.rglob("*"))
-        if path.is_file() and not path.name.endswith(".lock")
+        if path.is_file()
+        and not path.name.endswith(".lock")
+        and not path.name.startswith("deepwork.sqlite3")
     }
+    store = shared_store(folder.parent.parent)
+    with store.read() as tx:
+        rows = tx.execute("SELECT session_id, body FROM sessions ORDER BY session_id")
+        rows += tx.execute("SELECT session_id, body FROM events ORDER BY seq")
+    return {**files, "store": json.dumps(rows).encode()}
 
 
 async def test_a_dry_run_lists_the_tasks_and_changes_nothing(
@@ -238,7 +247,7 @@ async def test_a_dry_run_lists_the_tasks_and_changes_nothing(
 ) -> None:
     server = create_server(root, config(external_runner="claude"))
     async with Client(server) as client:
-        session_id = await start_reviewed(client, root)
+        await start_reviewed(client, root)
         before = snapshot(root / ".deepwork/tmp")
         result = await call_ok(
             client, "finished_step", outputs={"report": "report.md"}, dry_run=True
@@ -262,7 +271,6 @@ async def test_a_dry_run_lists_the_tasks_and_changes_nothing(
         "files": ["report.md"],
     }
     assert before == after
-    assert events_path(root, session_id).read_bytes() == before[f"events/{session_id}.jsonl"]
     assert reviewer_on_path.calls() == []
     assert problems.is_error
     assert real.is_error

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from fastmcp import Client
 
 from tests.fixtures.configs import config
 from tests.fixtures.reviewer import ScriptedReviewer
+from tests.fixtures.state_rows import session_json
 from tests.fixtures.tool_calls import call_ok
 from tests.fixtures.workflow_project import make_project, write_files
 
@@ -75,9 +75,7 @@ async def test_external_verdicts_of_rules_land_in_the_audit_trail(
         assert answer["status"] == "next_step"
     prompts = [call["argv"] for call in reviewer_on_path.calls()]
     assert len(prompts) == 2  # the step's own review and the rule
-    data: dict[str, Any] = json.loads(
-        (root / ".deepwork/tmp" / f"session_{session_id}.json").read_text()
-    )
+    data: dict[str, Any] = session_json(root, session_id)
     [event] = [e for e in data["quality_log"] if e["kind"] == "review"]
     runs = sorted(review["review_run_each"] for review in event["reviews"])
     assert runs == [".deepreview:markdown_style", "step"]

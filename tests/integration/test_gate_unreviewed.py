@@ -22,6 +22,7 @@ from fastmcp import Client
 
 from tests.fixtures.configs import config
 from tests.fixtures.reviewer import ScriptedReviewer
+from tests.fixtures.state_rows import event_lines
 from tests.fixtures.tool_calls import call_ok
 from tests.fixtures.workflow_project import make_project, write_files
 from tests.integration.test_quality_gate import state
@@ -40,8 +41,7 @@ def cli_json(*args: str) -> dict[str, Any]:
 
 
 def step_finished_verdicts(root: Path, session_id: str) -> list[str]:
-    lines = (root / ".deepwork/tmp/events" / f"{session_id}.jsonl").read_text().splitlines()
-    events = [json.loads(line) for line in lines]
+    events = [json.loads(line) for line in event_lines(root, session_id)]
     return [event["verdict"] for event in events if event["event"] == "step_finished"]
 
 

@@ -114,6 +114,20 @@ def _checkpoints(job: JobDefinition, workflow: Workflow, depth: int = 1) -> list
     return found
 
 
+async def _walk_instances(
+    client: Client, project: Path, step: dict[str, Any], declared: set[str]
+) -> None:
+    """Each instance of a fanned-out step does the step and completes on its own."""
+    for instance in step["fan_out"]["instances"]:
+        session_id = instance["session_id"]
+        brief = await _call(client, "get_active_workflow", {"session_id": session_id})
+        own = brief["begin_step"]
+        assert {o["name"] for o in own["step_expected_outputs"]} == declared
+        arguments = {"outputs": _placeholder_outputs(project, own), "session_id": session_id}
+        done = await _call(client, "finished_step", arguments)
+        assert done["status"] == "workflow_complete", done
+
+
 def _common_info(job: JobDefinition, workflow: Workflow) -> str | None:
     own = workflow.common_job_info_provided_to_all_steps_at_runtime
     return own or job.common_job_info_provided_to_all_steps_at_runtime
@@ -158,15 +172,20 @@ async def _walk(client: Client, project: Path, job: JobDefinition, workflow_name
         assert step["step_instructions"].strip()
         assert step["common_job_info"] == _common_info(job, checkpoint.workflow)
         declared = {name for step_id in checkpoint.step_ids for name in job.step(step_id).outputs}
-        assert {o["name"] for o in step["step_expected_outputs"]} == declared
+        if step.get("fan_out"):
+            # A `for_each` step: every instance does the step; the parent only fans in.
+            await _walk_instances(client, project, step, declared)
+            outputs: dict[str, str | list[str]] = {}
+            session_id = step["fan_out"]["parent_session_id"]
+        else:
+            assert {o["name"] for o in step["step_expected_outputs"]} == declared
+            outputs, session_id = _placeholder_outputs(project, step), step["session_id"]
         # A step shared by workflows gets files only from steps this workflow ran.
         from_steps = [i for i in step["step_inputs"] if i.get("from_step")]
         assert all(i["paths"] or i.get("value") for i in from_steps), step["step_inputs"]
 
         answer = await _call(
-            client,
-            "finished_step",
-            {"outputs": _placeholder_outputs(project, step), "session_id": step["session_id"]},
+            client, "finished_step", {"outputs": outputs, "session_id": session_id}
         )
         if position == len(checkpoints):
             assert answer["status"] == "workflow_complete", answer
@@ -224,6 +243,33 @@ def _review_names(job: JobDefinition, step_id: str) -> list[str]:
     return names + list(step.process_requirements or {})
 
 
+async def _self_reviewed(
+    client: Client,
+    project: Path,
+    job: JobDefinition,
+    step: dict[str, Any],
+    arguments: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Submit the step, check its self-review file names every criterion, then pass it."""
+    if arguments is None:
+        arguments = {
+            "outputs": _placeholder_outputs(project, step),
+            "session_id": step["session_id"],
+        }
+    gate = await _call(client, "finished_step", arguments)
+    assert gate["status"] == "needs_work", gate
+    tmp = project / ".deepwork" / "tmp"
+    text = (tmp / f"quality_review_{step['session_id']}_{step['step_id']}.md").read_text(
+        encoding="utf-8"
+    )
+    names = _review_names(job, step["step_id"])
+    assert names, step["step_id"]
+    assert [name for name in names if name not in text] == [], step["step_id"]
+    reason = {"quality_review_override_reason": "Scripted self-review passed."}
+    answer: dict[str, Any] = await _call(client, "finished_step", {**arguments, **reason})
+    return answer
+
+
 def _approve_in_a_terminal(project: Path, session_id: str) -> None:
     """The human runs `deepwork approve` themselves, as a process of its own."""
     done = subprocess.run(
@@ -272,26 +318,23 @@ async def test_library_workflows_pass_the_self_review_gate(
         start["inputs"] = _start_inputs(project, job, workflow)
         step = (await _call(client, "start_workflow", start))["begin_step"]
         for position, checkpoint in enumerate(checkpoints, 1):
-            outputs = _placeholder_outputs(project, step)
-            arguments = {"outputs": outputs, "session_id": step["session_id"]}
-            gate = await _call(client, "finished_step", arguments)
-            assert gate["status"] == "needs_work", gate
-            review = (
-                project
-                / ".deepwork"
-                / "tmp"
-                / (f"quality_review_{step['session_id']}_{checkpoint.step_ids[0]}.md")
-            )
-            text = review.read_text(encoding="utf-8")
-            names = _review_names(job, checkpoint.step_ids[0])
-            assert names, checkpoint
-            assert [name for name in names if name not in text] == [], checkpoint
-
-            answer = await _call(
-                client,
-                "finished_step",
-                {**arguments, "quality_review_override_reason": "Scripted self-review passed."},
-            )
+            if step.get("fan_out"):
+                # A `for_each` step: each instance passes its own self-review; then fan-in.
+                for instance in step["fan_out"]["instances"]:
+                    brief = await _call(
+                        client, "get_active_workflow", {"session_id": instance["session_id"]}
+                    )
+                    done = await _self_reviewed(client, project, job, brief["begin_step"])
+                    assert done["status"] == "workflow_complete", done
+                parent = step["fan_out"]["parent_session_id"]
+                arguments = {"outputs": {}, "session_id": parent}
+                answer = await _call(client, "finished_step", arguments)
+            else:
+                arguments = {
+                    "outputs": _placeholder_outputs(project, step),
+                    "session_id": step["session_id"],
+                }
+                answer = await _self_reviewed(client, project, job, step, arguments)
             if job.step(checkpoint.step_ids[0]).approval is not None:
                 assert answer["status"] == "awaiting_approval", answer
                 _approve_in_a_terminal(project, step["session_id"])

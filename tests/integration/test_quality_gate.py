@@ -8,7 +8,6 @@ answering in its CLI's format.
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from collections.abc import AsyncIterator
@@ -21,6 +20,7 @@ from fastmcp import Client
 
 from tests.fixtures.configs import config
 from tests.fixtures.reviewer import ScriptedReviewer
+from tests.fixtures.state_rows import session_json
 from tests.fixtures.tool_calls import call_error, call_ok
 from tests.fixtures.workflow_project import make_project, write_files
 
@@ -37,9 +37,7 @@ def review_brief(call: dict[str, Any]) -> str:
 
 
 def state(root: Path, session_id: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(
-        (root / ".deepwork/tmp" / f"session_{session_id}.json").read_text()
-    )
+    data: dict[str, Any] = session_json(root, session_id)
     return data
 
 

@@ -64,6 +64,7 @@ COST_DEFAULTS = {
     "stall_retries": 1,
     "budget": {"max_cost_usd": None, "max_tokens": None},
     "max_parallel": 4,
+    "wait_seconds": 20.0,  # background reviews (issue 30)
 }
 
 

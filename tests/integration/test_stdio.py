@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 from contextlib import suppress
 from pathlib import Path
 
 import pytest
-from deepwork_core.state.sessions import Session, SessionStatus, SessionStore
+from deepwork_core.state.sessions import SessionStatus, SessionStore
 
 from tests.fixtures.reviewer import ScriptedReviewer
 from tests.fixtures.stdio_server import Server, serve
@@ -171,12 +170,11 @@ async def test_two_servers_on_one_project_lose_no_update(root: Path) -> None:
 
     store = SessionStore(root)
     assert store.stack() == []
-    files = sorted((root / ".deepwork/tmp").glob("session_*.json"))
-    assert len(files) == 24
-    for path in files:
-        session = Session.model_validate(json.loads(path.read_text()))
-        assert session.status is SessionStatus.COMPLETED
-    assert {p.stem.removeprefix("session_") for p in files} == set(ids_a) | set(ids_b)
+    stored = store.session_ids()
+    assert len(stored) == 24
+    for session_id in stored:
+        assert store.load(session_id).status is SessionStatus.COMPLETED
+    assert set(stored) == set(ids_a) | set(ids_b)
 
 
 def _gone(pid: int) -> bool:

@@ -11,14 +11,16 @@ from typing import Any
 
 import pytest
 from deepwork_core.base.config import DeepWorkConfig, QualityGateConfig
-from deepwork_core.engine.workflow import FinishStatus
-from deepwork_mcp.gating import ExternalGate, SelfReviewGate
+from deepwork_core.engine.results import FinishStatus
+from deepwork_core.gate.gates import ExternalGate, SelfReviewGate
+from deepwork_core.state.sessions import SessionStore
 from deepwork_mcp.responses import FinishedStepResponse
 from deepwork_mcp.server import build_gate, create_server
 from fastmcp import Client, FastMCP
 from fastmcp.tools import FunctionTool
 
 from tests.fixtures.configs import config
+from tests.fixtures.state_rows import session_json, write_session_json
 from tests.fixtures.tool_calls import call_error, call_ok
 from tests.fixtures.workflow_project import make_project, write_files, write_job
 
@@ -42,9 +44,7 @@ async def client(server: FastMCP) -> AsyncIterator[Client[Any]]:
 
 
 def session_state(root: Path, session_id: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(
-        (root / ".deepwork/tmp" / f"session_{session_id}.json").read_text()
-    )
+    data: dict[str, Any] = session_json(root, session_id)
     return data
 
 
@@ -652,6 +652,7 @@ def test_step_status_values() -> None:
         "workflow_complete",
         "awaiting_approval",  # a step waits for a human (docs/evidence.md)
         "dry_run",  # finished_step(dry_run=true) (docs/quality-gate.md)
+        "reviewing",  # background reviews still run (docs/quality-gate.md)
     ]
 
 
@@ -664,11 +665,11 @@ async def test_corrupt_state_is_a_tool_error_naming_the_file(
     started = await call_ok(
         client, "start_workflow", goal="g", job_name="multi", workflow_name="alpha"
     )
-    path = root / ".deepwork/tmp" / f"session_{started['begin_step']['session_id']}.json"
-    path.write_text("{oops")
+    session_id = started["begin_step"]["session_id"]
+    write_session_json(root, session_id, "{oops")
     text = await call_error(client, "finished_step", "session.state_corrupt", outputs={})
-    assert str(path) in text
-    assert path.read_text() == "{oops"
+    assert session_id in text
+    assert " in store " in text
 
 
 async def test_unexpected_errors_become_a_generic_tool_error(
@@ -762,5 +763,5 @@ async def test_overlong_text_is_refused_before_anything_is_stored(
     if tool != "start_workflow":
         await call_ok(client, "start_workflow", goal="g", job_name="multi", workflow_name="alpha")
     await call_error(client, tool, "text.too_long", **arguments)
-    sessions = list((root / ".deepwork" / "tmp").glob("session_*.json"))
-    assert all(len(p.read_text(encoding="utf-8")) < 60_000 for p in sessions)
+    sessions = SessionStore(root).session_ids()
+    assert all(len(json.dumps(session_json(root, i))) < 60_000 for i in sessions)

@@ -197,33 +197,75 @@ def test_every_public_name_resolves() -> None:
             assert getattr(module, name) is not None, f"{package}.{name}"
 
 
-def test_no_import_cycles() -> None:
+def _import_graph(eager_only: bool) -> dict[str, set[str]]:
+    """Module -> the source modules it imports (at import time only, or anywhere)."""
     graph: dict[str, set[str]] = {}
     for _, name, path in _modules():
         edges = graph.setdefault(name, set())
         for module, names, eager in _imports(path):
-            if eager and module.split(".")[0] in SOURCES:
+            if (eager or not eager_only) and module.split(".")[0] in SOURCES:
                 edges.add(module)
                 edges.update(f"{module}.{n}" for n in names)
     graph = {name: {e for e in edges if e in graph and e != name} for name, edges in graph.items()}
     # A package's __init__ importing its own submodules is how packages work, not a cycle.
-    for name, edges in graph.items():
-        graph[name] = {e for e in edges if not name.startswith(e + ".")}
+    return {
+        name: {e for e in edges if not name.startswith(e + ".") and not _init_of(e, name)}
+        for name, edges in graph.items()
+    }
+
+
+def _init_of(package: str, module: str) -> bool:
+    """True when `package` is a package whose folder holds `module` (`a.b` for `a.b.c`)."""
+    return module.startswith(package + ".")
+
+
+def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     state: dict[str, int] = {}
 
-    def visit(node: str, path: list[str]) -> None:
+    def visit(node: str, path: list[str]) -> list[str] | None:
         state[node] = 1
         for target in sorted(graph[node]):
             if state.get(target) == 1:
-                cycle = [*path[path.index(target) :], target]
-                raise AssertionError("import cycle: " + " -> ".join(cycle))
+                return [*path[path.index(target) :], target]
             if target not in state:
-                visit(target, [*path, target])
+                found = visit(target, [*path, target])
+                if found is not None:
+                    return found
         state[node] = 2
+        return None
 
     for node in sorted(graph):
         if node not in state:
-            visit(node, [node])
+            found = visit(node, [node])
+            if found is not None:
+                return found
+    return None
+
+
+def _inside_folders(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The edges between modules of one folder (a subpackage, or a package's top level)."""
+    return {
+        name: {e for e in edges if e.rpartition(".")[0] == name.rpartition(".")[0]}
+        for name, edges in graph.items()
+    }
+
+
+def test_no_import_cycles() -> None:
+    cycle = _find_cycle(_import_graph(eager_only=True))
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_no_import_circle_inside_a_folder_even_through_lazy_imports() -> None:
+    """Imports inside functions or `if TYPE_CHECKING:` count too: a circle between the modules
+    of one folder means they are one module in pieces (docs/architecture.md)."""
+    cycle = _find_cycle(_inside_folders(_import_graph(eager_only=False)))
+    assert cycle is None, "import circle: " + " -> ".join(cycle or [])
+
+
+def test_the_circle_check_catches_a_lazy_circle() -> None:
+    graph = {"p.a": {"p.b"}, "p.b": {"p.c"}, "p.c": {"p.a"}, "q.d": {"p.a"}}
+    assert _find_cycle(_inside_folders(graph)) == ["p.a", "p.b", "p.c", "p.a"]
+    assert _find_cycle(_inside_folders({"p.a": {"q.b"}, "q.b": {"p.a"}})) is None
 
 
 def test_the_tools_scripts_do_not_import_each_other_in_a_cycle() -> None:

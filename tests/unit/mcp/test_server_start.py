@@ -17,7 +17,7 @@ LATER = (
     "deepwork_core.engine.workflow",
     "deepwork_core.state.sessions",
     "deepwork_core.gate.checkpoint",
-    "deepwork_mcp.gating",
+    "deepwork_core.gate.gates",
     "deepwork_review.pipeline",
 )
 

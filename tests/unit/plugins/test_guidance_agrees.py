@@ -179,7 +179,7 @@ def test_every_response_field_the_deepwork_skill_lists_exists(skills: dict[str, 
     listed |= {"common_job_info", "branch_name", "branch_note", "feedback", "failed_reviews"}
     listed |= {"summary", "all_outputs", "post_workflow_instructions", "stack"}
     listed |= {"resumed_workflow", "resumed_step", "undeclared_changes", "stale_evidence"}
-    listed -= {"needs_work", "next_step", "workflow_complete", "awaiting_approval"}
+    listed -= {"needs_work", "next_step", "workflow_complete", "awaiting_approval", "reviewing"}
     listed -= {"file", "files", "file_path", "string"}
     assert listed - _all_field_names() == set()
     assert "common_job_info" in text

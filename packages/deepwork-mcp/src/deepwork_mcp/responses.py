@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 #: The values of `deepwork_core.engine.results.FinishStatus`, in its order.
 FinishStatusValue = Literal[
-    "needs_work", "next_step", "workflow_complete", "awaiting_approval", "dry_run"
+    "needs_work", "next_step", "workflow_complete", "awaiting_approval", "dry_run", "reviewing"
 ]
 #: `deepwork_core.state.sessions.OutputValue`: a path or text, or a list of paths.
 OutputValue = str | list[str]
@@ -290,6 +290,15 @@ class PlannedReviewInfo(_Model):
     context: list[str] | None = _Sparse
 
 
+class ReviewProgressInfo(_Model):
+    """A background review, as a `reviewing` answer lists it (docs/quality-gate.md)."""
+
+    review_id: str
+    judges: str
+    #: `queued`, `running`, `passed` or `failed`.
+    state: str
+
+
 class FinishedStepResponse(_Model):
     status: FinishStatusValue
     feedback: str | None = None
@@ -308,6 +317,9 @@ class FinishedStepResponse(_Model):
     #: With `dry_run` only: the review tasks a real call would run. Kept out of the listed
     #: output schema (every byte of tools/list is paid in every conversation).
     review_tasks: SkipJsonSchema[list[PlannedReviewInfo] | None] = _Sparse
+    #: With `reviewing` only: each background review and how far it got (kept out of the
+    #: listed schema like `review_tasks`).
+    reviews: SkipJsonSchema[list[ReviewProgressInfo] | None] = _Sparse
 
 
 class AbortWorkflowResponse(_Model):

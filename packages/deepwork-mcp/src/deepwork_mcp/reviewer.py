@@ -22,7 +22,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,7 +45,7 @@ from deepwork_core.base.errors import ProcessOutputError, ProcessTimeoutError, Q
 from deepwork_core.base.process import Completed, run_bounded
 from deepwork_core.evidence.verdicts import ReviewVerdict
 from deepwork_core.gate.budget import BudgetLedger, check_budget, review_usage_event, usd_left
-from deepwork_core.gate.checkpoint import Checkpoint, ProgressReporter
+from deepwork_core.gate.checkpoint import Checkpoint
 from deepwork_core.gate.quality import (
     DEFAULT_MAX_INLINE_FILES,
     QualityReviewTask,
@@ -61,6 +61,10 @@ from deepwork_core.state.sessions import utc_now
 from deepwork_mcp.runners import runner_for
 from deepwork_mcp.runners.events import CallPlan, CallUsage, ReviewRunner
 
+#: `async (done, total, message)`: progress while `review` runs several tasks at once.
+ProgressReporter = Callable[[int, int, str], Awaitable[None]]
+#: How often a review run in a worker thread looks whether it was cancelled.
+_CANCEL_POLL_SECONDS = 0.2
 #: The trace variables of one reviewer call: (session id, step id, review, target file) -> env.
 TraceEnv = Callable[[str, str, str, str | None], Mapping[str, str]]
 
@@ -117,6 +121,13 @@ class CliReviewer:
         self.ledger = BudgetLedger(self.budget)
         self.trace_env = trace_env
 
+    def review_task(
+        self, checkpoint: Checkpoint, task: QualityReviewTask, cancelled: threading.Event
+    ) -> ReviewVerdict:
+        """The core's `Reviewer` port: one task, in the calling (worker) thread, stopped with
+        its process group soon after `cancelled` is set (then `quality_gate.error`)."""
+        return blocking_review(self.review, checkpoint, task, cancelled)
+
     def timeout_for(self, file_count: int) -> float:
         """Per-task deadline: the base plus `per_extra_file` for each file beyond five."""
         return self.base_timeout + self.per_extra_file * max(0, file_count - TIMEOUT_FREE_FILES)
@@ -144,7 +155,9 @@ class CliReviewer:
         failures: list[BaseException] = []
         send, receive = anyio.create_memory_object_stream[int](len(tasks))
 
-        slots = min(self.max_parallel, len(tasks))  # calls that may run alongside each other
+        # Calls that may run alongside each other: the gate's background workers run up to
+        # `max_parallel` tasks of a run at once, each through its own `review` of one task.
+        slots = self.max_parallel
 
         async def one(index: int) -> None:
             try:
@@ -409,6 +422,46 @@ class _Answer:
     reply: object
     usage: CallUsage
     seconds: float
+
+
+AsyncReview = Callable[
+    [Checkpoint, Sequence[QualityReviewTask], ProgressReporter | None],
+    Awaitable[list[ReviewVerdict]],
+]
+
+
+def blocking_review(
+    review: AsyncReview,
+    checkpoint: Checkpoint,
+    task: QualityReviewTask,
+    cancelled: threading.Event,
+) -> ReviewVerdict:
+    """Run an adapter's async `review` of one task on an event loop of this thread, cancelled
+    (its process group killed) soon after `cancelled` is set. Any runner's adapter can use it."""
+    verdicts: list[ReviewVerdict] = []
+    failures: list[Exception] = []
+
+    async def run() -> None:
+        async with anyio.create_task_group() as group:
+
+            async def watch() -> None:
+                while not cancelled.is_set():
+                    await anyio.sleep(_CANCEL_POLL_SECONDS)
+                group.cancel_scope.cancel()
+
+            group.start_soon(watch)
+            try:
+                verdicts.extend(await review(checkpoint, [task], None))
+            except Exception as exc:  # raised below, as itself (not in an exception group)
+                failures.append(exc)
+            group.cancel_scope.cancel()
+
+    anyio.run(run)
+    if failures:
+        raise failures[0]
+    if not verdicts:
+        raise QualityGateError("the review was cancelled", code=ErrorCode.QUALITY_GATE_ERROR)
+    return verdicts[0]
 
 
 async def run_bounded_async(argv: Sequence[str], **options: object) -> Completed:

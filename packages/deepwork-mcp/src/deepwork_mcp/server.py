@@ -39,7 +39,7 @@ from deepwork_mcp.tools.workflows import register_workflow_tools
 if TYPE_CHECKING:
     from deepwork_core.engine.branching import BranchOutcome
     from deepwork_core.engine.workflow import BranchMaker, WorkflowEngine
-    from deepwork_core.gate.checkpoint import Gate
+    from deepwork_core.gate.gates import Gate
 
     from deepwork_mcp.reviewer import TraceEnv
 
@@ -79,13 +79,13 @@ def build_gate(settings: QualityGateConfig, trace_env: TraceEnv | None = None) -
     check_gate(settings)
     if not settings.enabled:
         return None
-    from deepwork_mcp.gating import ExternalGate, SelfReviewGate  # with the engine, on first use
+    from deepwork_core.gate.gates import ExternalGate, SelfReviewGate  # with the engine
+    from deepwork_review import GateRules
 
+    rules = GateRules() if settings.deepreview_rules else None
     runner = settings.external_runner
     if runner is None:
-        return SelfReviewGate(
-            deepreview_rules=settings.deepreview_rules, review_depth=settings.review_depth
-        )
+        return SelfReviewGate(rules=rules, review_depth=settings.review_depth)
     from deepwork_mcp.reviewer import CliReviewer
 
     reviewer = CliReviewer(
@@ -99,7 +99,11 @@ def build_gate(settings: QualityGateConfig, trace_env: TraceEnv | None = None) -
         trace_env=trace_env,
     )
     return ExternalGate(
-        reviewer, deepreview_rules=settings.deepreview_rules, review_depth=settings.review_depth
+        reviewer,
+        rules=rules,
+        review_depth=settings.review_depth,
+        wait_seconds=settings.wait_seconds,
+        max_parallel=settings.max_parallel,
     )
 
 

@@ -14,6 +14,9 @@ if TYPE_CHECKING:
         PLATFORMS as PLATFORMS,
     )
     from deepwork_review.gate import (
+        GateRules as GateRules,
+    )
+    from deepwork_review.gate import (
         rule_review_tasks as rule_review_tasks,
     )
     from deepwork_review.pipeline import (
@@ -38,7 +41,7 @@ if TYPE_CHECKING:
 #: Module → the public names it defines; imported on first use (see `deepwork_core.base.lazy`).
 _HOMES = {
     "deepwork_review.formatters": ("PLATFORMS",),
-    "deepwork_review.gate": ("rule_review_tasks",),
+    "deepwork_review.gate": ("GateRules", "rule_review_tasks"),
     "deepwork_review.pipeline": (
         "ConfiguredRule",
         "configured_rules",
@@ -52,6 +55,7 @@ _HOMES = {
 __all__ = [
     "PLATFORMS",
     "ConfiguredRule",
+    "GateRules",
     "configured_rules",
     "mark_review_passed",
     "open_review_rules",

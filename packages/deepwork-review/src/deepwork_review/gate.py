@@ -12,10 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from deepwork_core.base.errors import GitError, ReviewError
+from deepwork_core.base.error_codes import ErrorCode
+from deepwork_core.base.errors import GitError, Problem, ReviewError
+from deepwork_core.base.escaping import printable, quote_name
 from deepwork_core.gate.checkpoint import Checkpoint
 from deepwork_core.gate.process_review import RULE_PREFIX
-from deepwork_core.gate.quality import QualityReviewTask
+from deepwork_core.gate.tasks import QualityReviewTask
 
 from deepwork_review.pipeline import normalise_paths
 from deepwork_review.rule_discovery import (
@@ -23,6 +25,7 @@ from deepwork_review.rule_discovery import (
     RuleCache,
     list_project_files,
     project_rules,
+    rule_file_problems,
 )
 from deepwork_review.tasks import ReviewTask, build_tasks
 
@@ -84,3 +87,31 @@ def _gate_task(step_id: str, task: ReviewTask) -> QualityReviewTask:
         criteria={rule.display_name: f"{rule.description}\n\n{rule.instructions.strip()}"},
         guidance="\n".join(context) or None,
     )
+
+
+class GateRules:
+    """The `.deepreview` rules as the quality gate's `RuleSource` (docs/quality-gate.md)."""
+
+    def tasks(self, checkpoint: Checkpoint) -> list[QualityReviewTask]:
+        return rule_review_tasks(checkpoint)
+
+    def warnings(self, checkpoint: Checkpoint) -> tuple[str, ...]:
+        """One `quality_gate.deepreview_invalid` warning per rule file or rule that failed to
+        load (the rules it concerns were not applied)."""
+        try:
+            problems = rule_file_problems(checkpoint.project_root)
+        except (GitError, ReviewError):
+            return ()  # no rules can be found at all: the step's own reviews apply
+        return tuple(
+            printable(
+                f"{ErrorCode.QUALITY_GATE_DEEPREVIEW_INVALID}: {_where(problem)}: {problem.code}: "
+                f"{problem.message} (the rules this concerns were not applied; fix the file)"
+            )
+            for problem in problems
+        )
+
+
+def _where(problem: Problem) -> str:
+    """`file:line` of a problem, the file's name quoted when it is not plain."""
+    where = "<unknown>" if problem.file is None else quote_name(problem.file.as_posix())
+    return where if problem.line is None else f"{where}:{problem.line}"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
@@ -10,7 +9,8 @@ from pathlib import Path
 import pytest
 from deepwork_core.base.errors import DeepWorkError, QualityGateError
 from deepwork_core.engine.branching import BranchOutcome
-from deepwork_core.engine.workflow import FinishStatus, WorkflowEngine
+from deepwork_core.engine.results import FinishStatus
+from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.evidence.verdicts import ReviewVerdict
 from deepwork_core.gate.checkpoint import (
     GateNeedsWork,
@@ -22,6 +22,7 @@ from deepwork_core.state.sessions import SessionStatus, SessionStore
 
 from tests.fixtures.paths import FIXTURES
 from tests.fixtures.reviewer import ScriptedGate
+from tests.fixtures.state_rows import session_json
 from tests.fixtures.workflow_project import make_project, write_files, write_job
 
 
@@ -47,9 +48,7 @@ def raises(code: str, call: object, *args: object, **kwargs: object) -> DeepWork
 
 
 def session_file(root: Path, session_id: str) -> dict[str, object]:
-    data: dict[str, object] = json.loads(
-        (root / ".deepwork/tmp" / f"session_{session_id}.json").read_text()
-    )
+    data: dict[str, object] = session_json(root, session_id)
     return data
 
 

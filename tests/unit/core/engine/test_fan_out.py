@@ -114,7 +114,8 @@ def test_a_crash_before_the_instances_were_made_is_mended_at_the_next_start(
     fan = engine.start("g", "fan", "write", inputs={"topics": ["a", "b"]}).brief.fan_out
     assert fan is not None
     lost = fan.instances[1].session_id
-    engine.store.session_path(lost).unlink()  # as if killed between the two writes
+    with engine.store.store.write() as db:  # as if killed between the two writes
+        db.execute("DELETE FROM sessions WHERE session_id = ?", (lost,))
     with engine.store.transaction() as tx:
         tx.remove_from_stack(lost)
     again = _engine(engine.project_root)

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from deepwork_core.engine.dry_run import dry_run_finish
 from deepwork_core.engine.results import FinishStatus
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.gate.job_check import submitted_job_feedback
@@ -104,7 +103,7 @@ def test_a_dry_run_shows_the_same_problems(root: Path) -> None:
     engine.start("a demo job", "deepwork_jobs", "new_job", inputs={"job_purpose": "x"})
     _write(root, INVALID)
 
-    answer = dry_run_finish(engine, OUTPUTS)
+    answer = engine.dry_run(OUTPUTS)
 
     assert answer.status is FinishStatus.DRY_RUN
     assert answer.feedback is not None

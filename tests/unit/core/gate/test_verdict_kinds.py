@@ -8,7 +8,9 @@ from typing import Any
 
 from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.state.overview import last_verdict
-from deepwork_core.state.sessions import QualityEvent, SessionStore, new_session_id
+from deepwork_core.state.sessions import QualityEvent, Session, SessionStore, new_session_id
+
+from tests.fixtures.state_rows import session_json, write_session_json
 
 AT = "2026-11-20T12:00:00Z"
 
@@ -58,7 +60,7 @@ def test_an_old_state_file_reads_into_the_one_enum_and_writes_back_unchanged(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(written), encoding="utf-8")
 
-    session = store.load(session_id)
+    session = store.load(session_id)  # imported from the old file on the store's first open
     assert [event.kind for event in session.quality_log] == [
         VerdictKind.REVIEWER,
         VerdictKind.SELF_REVIEW,
@@ -73,7 +75,7 @@ def test_an_old_state_file_reads_into_the_one_enum_and_writes_back_unchanged(
     ]
     with store.transaction() as tx:
         tx.save(session)
-    again = json.loads(path.read_text(encoding="utf-8"))
+    again = session_json(tmp_path, session_id)
     assert [e["kind"] for e in again["quality_log"]] == [e["kind"] for e in written["quality_log"]]
     assert [e["verdict"] for e in again["evidence"]] == [
         "reviewer",
@@ -97,16 +99,16 @@ def test_the_overview_names_the_newest_verdict(tmp_path: Path) -> None:
     store = SessionStore(tmp_path)
     session_id = new_session_id()
     written = _state_file(session_id)
-    path = store.session_path(session_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    with store.transaction() as tx:
+        tx.save(Session.model_validate(written))
     for kind, expected in [
         ("override", "override"),
         ("error", "error"),
         ("unreviewed", "unreviewed"),
     ]:
         written["quality_log"] = [_event("review", passed=True), _event(kind)]
-        path.write_text(json.dumps(written), encoding="utf-8")
+        write_session_json(tmp_path, session_id, written)
         assert last_verdict(store.load(session_id)) == expected
     written["quality_log"] = [_event("review", passed=True)]
-    path.write_text(json.dumps(written), encoding="utf-8")
+    write_session_json(tmp_path, session_id, written)
     assert last_verdict(store.load(session_id)) == "passed"

@@ -19,7 +19,7 @@ from deepwork_core.state.approvals import (
     ApprovalStore,
     record_decision,
 )
-from deepwork_core.state.events import events_path
+from deepwork_core.state.events import delete_event_log
 
 SID = "sess_seal1"
 
@@ -154,7 +154,7 @@ def test_an_edited_field_breaks_the_seal(tmp_path: Path, changes: dict[str, obje
 
 def test_a_sealed_decision_without_its_event_is_refused(tmp_path: Path) -> None:
     store = decided_store(tmp_path)
-    events_path(store.project_root, SID).unlink()
+    delete_event_log(store.project_root, SID)
     assert "no approval event" in refusal(store)
 
 

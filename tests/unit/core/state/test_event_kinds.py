@@ -21,6 +21,7 @@ from deepwork_core.state.event_kinds import (
     parse_event,
 )
 from deepwork_core.state.events import EventLogError, append_event, events_path, read_events
+from deepwork_core.state.store.opening import shared_store
 
 FIXTURES = Path(__file__).parents[3] / "fixtures"
 ALL_KINDS = FIXTURES / "event_logs_all_kinds" / "sess_all_kinds.jsonl"
@@ -31,6 +32,14 @@ WHEN = datetime(2026, 11, 22, 8, 0, 0, 250000, tzinfo=UTC)
 
 def lines_of(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def stored_lines(root: Path) -> str:
+    """The records of the store's event log as the lines of an old log file."""
+    store = shared_store(root)
+    with store.read() as tx:
+        rows = tx.execute("SELECT body FROM events ORDER BY seq")
+    return "".join(f"{body}\n" for (body,) in rows)
 
 
 def write_lines(root: Path, *records: dict[str, Any]) -> None:
@@ -76,7 +85,7 @@ def test_a_written_event_is_byte_for_byte_the_line_of_today(tmp_path: Path) -> N
             attempt=1,
         ),
     )
-    assert events_path(tmp_path, SID).read_text(encoding="utf-8") == (
+    assert stored_lines(tmp_path) == (
         '{"v":1,"ts":"2026-11-22T08:00:00.250000+00:00","session_id":"sess_kinds1",'
         '"event":"review_verdict","step_id":"write","review":"report",'
         '"target_file":"report.md","passed":false,"feedback":"Sources missing",'
@@ -87,7 +96,7 @@ def test_a_written_event_is_byte_for_byte_the_line_of_today(tmp_path: Path) -> N
 
 def test_every_new_line_carries_the_version(tmp_path: Path) -> None:
     append_event(tmp_path, StepBegunEvent(ts=WHEN, session_id=SID, step_ids=["a"]))
-    [line] = lines_of(events_path(tmp_path, SID))
+    [line] = [json.loads(text) for text in stored_lines(tmp_path).splitlines()]
     assert line["v"] == EVENT_SCHEMA_VERSION == 1
     assert next(iter(line)) == "v"
 
@@ -167,7 +176,7 @@ def test_a_line_whose_header_cannot_be_read_is_corrupt(
     with pytest.raises(EventLogError) as caught:
         read_events(tmp_path, SID)
     assert caught.value.code == "events.corrupt"
-    assert f"{SID}.jsonl:1:" in caught.value.message
+    assert f"session {SID}, event 1:" in caught.value.message  # imported, then refused
 
 
 def test_an_event_built_in_code_rejects_an_unknown_field() -> None:

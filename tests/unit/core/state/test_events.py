@@ -1,4 +1,5 @@
-"""The per-session event log: append, read back, survive torn lines, refuse what is not a log."""
+"""The per-session event log: append to the store and read back; old log files (read for the
+import) survive torn lines and refuse what is not a log."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from deepwork_core.state import events
 from deepwork_core.state.event_kinds import (
     CompletedEvent,
     EventRecord,
+    ReviewUsageEvent,
     ReviewVerdictEvent,
     StartedEvent,
     StepBegunEvent,
@@ -23,9 +25,14 @@ from deepwork_core.state.events import (
     append_event,
     delete_event_log,
     events_path,
+    iter_events,
     logged_session_ids,
     read_events,
+    scan_events,
 )
+from deepwork_core.state.store.url import STORE_URL_ENV, set_default_store_url
+
+from tests.conftest import on_postgres
 
 SID = "sess_abc123"
 WHEN = datetime(2026, 11, 23, 21, 50, tzinfo=UTC)
@@ -64,10 +71,23 @@ def test_appended_events_read_back_in_order_with_their_fields(tmp_path: Path) ->
     assert records[1].step_ids == ["one"]
 
 
-def test_the_log_lives_under_the_ignored_runtime_folder(tmp_path: Path) -> None:
+@pytest.mark.skipif(on_postgres(), reason="the SQLite store's file")
+def test_the_log_lives_in_the_store_under_the_ignored_runtime_folder(tmp_path: Path) -> None:
     append_event(tmp_path, started())
-    assert events_path(tmp_path, SID) == tmp_path / ".deepwork/tmp/events" / f"{SID}.jsonl"
+    assert (tmp_path / ".deepwork/tmp/deepwork.sqlite3").is_file()
+    assert not events_path(tmp_path, SID).exists()
     assert (tmp_path / ".deepwork/tmp/.gitignore").read_text() == "*\n"
+
+
+def _old_log(tmp_path: Path, *lines: bytes) -> Path:
+    path = events_path(tmp_path, SID)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"".join(lines))
+    return path
+
+
+def _line(event: EventRecord) -> bytes:
+    return (events.event_line(event) + "\n").encode()
 
 
 def test_a_session_without_a_log_has_no_events(tmp_path: Path) -> None:
@@ -88,36 +108,42 @@ def test_a_hostile_session_id_never_becomes_a_path(tmp_path: Path) -> None:
         append_event(tmp_path, started("../../etc/passwd"))
 
 
-def test_a_line_still_being_written_is_skipped(tmp_path: Path) -> None:
-    append_event(tmp_path, started())
-    with events_path(tmp_path, SID).open("ab") as handle:
-        handle.write(b'{"v":1,"event":"comp')
-    assert [r.event for r in read_events(tmp_path, SID)] == ["started"]
+def test_an_old_log_line_still_being_written_is_skipped(tmp_path: Path) -> None:
+    path = _old_log(tmp_path, _line(started()), b'{"v":1,"event":"comp')
+    assert [r.event for r in iter_events(path)] == ["started"]
 
 
-def test_a_corrupt_line_names_file_and_line(tmp_path: Path) -> None:
-    append_event(tmp_path, started())
-    with events_path(tmp_path, SID).open("ab") as handle:
-        handle.write(b"[1, 2]\n")
-    append_event(tmp_path, completed())
+def test_a_corrupt_old_line_names_file_and_line(tmp_path: Path) -> None:
+    path = _old_log(tmp_path, _line(started()), b"[1, 2]\n", _line(completed()))
 
     with pytest.raises(EventLogError) as caught:
-        read_events(tmp_path, SID)
+        list(iter_events(path))
 
     assert caught.value.code == "events.corrupt"
     assert f"{SID}.jsonl:2:" in caught.value.message
 
 
-def test_a_fifo_in_place_of_the_log_is_refused_without_blocking(tmp_path: Path) -> None:
+def test_a_corrupt_stored_record_names_session_and_position(tmp_path: Path) -> None:
+    append_event(tmp_path, started())
+    store = events.shared_store(tmp_path)
+    with store.write() as tx:
+        tx.execute("UPDATE events SET body = '[1, 2]'")
+    with pytest.raises(EventLogError) as caught:
+        read_events(tmp_path, SID)
+    assert caught.value.code == "events.corrupt"
+    assert f"session {SID}, event 1:" in caught.value.message
+
+
+def test_a_fifo_in_place_of_an_old_log_is_refused_without_blocking(tmp_path: Path) -> None:
     path = events_path(tmp_path, SID)
     path.parent.mkdir(parents=True)
     os.mkfifo(path)
     with pytest.raises(EventLogError) as caught:
-        read_events(tmp_path, SID)
+        list(iter_events(path))
     assert caught.value.code == "events.corrupt"
 
 
-def test_a_symlinked_log_is_neither_read_nor_written(tmp_path: Path) -> None:
+def test_a_symlinked_old_log_is_not_read(tmp_path: Path) -> None:
     target = tmp_path / "elsewhere.jsonl"
     target.write_text('{"event": "started"}\n')
     path = events_path(tmp_path, SID)
@@ -125,23 +151,22 @@ def test_a_symlinked_log_is_neither_read_nor_written(tmp_path: Path) -> None:
     path.symlink_to(target)
 
     with pytest.raises(EventLogError):
-        read_events(tmp_path, SID)
-    with pytest.raises(OSError):
-        append_event(tmp_path, completed())
+        list(iter_events(path))
     assert target.read_text() == '{"event": "started"}\n'
 
 
-def test_a_log_over_the_size_limit_is_refused(
+def test_an_old_log_over_the_size_limit_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    append_event(tmp_path, started(goal="x" * 200))
+    path = _old_log(tmp_path, _line(started(goal="x" * 200)))
     monkeypatch.setattr(events, "MAX_LOG_BYTES", 100)
     with pytest.raises(EventLogError) as caught:
-        read_events(tmp_path, SID)
+        list(iter_events(path))
     assert caught.value.code == "events.too_large"
 
 
 def _append_many(root: str, writer: int, count: int) -> None:
+    set_default_store_url(os.environ.get(STORE_URL_ENV))  # as the CLI does
     for index in range(count):
         # Lines far larger than a pipe buffer, so a torn write would show.
         append_event(
@@ -166,7 +191,7 @@ def _attempts_of(records: list[EventRecord], writer: int) -> list[int | None]:
 
 
 @pytest.mark.slow
-def test_two_processes_appending_at_once_never_interleave_lines(tmp_path: Path) -> None:
+def test_two_processes_appending_at_once_lose_and_mix_nothing(tmp_path: Path) -> None:
     context = multiprocessing.get_context("spawn")
     workers = [
         context.Process(target=_append_many, args=(str(tmp_path), writer, 150)) for writer in (1, 2)
@@ -182,8 +207,7 @@ def test_two_processes_appending_at_once_never_interleave_lines(tmp_path: Path) 
     assert len(records) == 300
     for writer in (1, 2):
         assert _attempts_of(records, writer) == list(range(150))
-    raw = events_path(tmp_path, SID).read_bytes()
-    assert all(json.loads(line) for line in raw.splitlines())
+    assert all(json.loads(events.event_line(r)) for r in records)
 
 
 def test_logs_are_listed_and_deleted_by_session(tmp_path: Path) -> None:
@@ -195,3 +219,44 @@ def test_logs_are_listed_and_deleted_by_session(tmp_path: Path) -> None:
     delete_event_log(tmp_path, SID)  # a second delete is harmless
 
     assert logged_session_ids(tmp_path) == ["sess_other1"]
+
+
+def test_an_event_with_a_number_that_is_not_finite_is_refused_and_never_stored(
+    tmp_path: Path,
+) -> None:
+    append_event(tmp_path, started())
+    usage = ReviewUsageEvent(
+        ts=WHEN, session_id=SID, job="j", step_id="s", review="r", outcome="passed", seconds=1e400
+    )
+    with pytest.raises(EventLogError) as caught:
+        append_event(tmp_path, usage)
+    assert caught.value.code == "events.error"
+    assert [event.event for event in read_events(tmp_path, SID)] == ["started"]
+
+
+def test_a_stored_record_nested_without_end_is_corrupt_not_a_crash(tmp_path: Path) -> None:
+    append_event(tmp_path, started())
+    store = events.shared_store(tmp_path)
+    with store.write() as tx:
+        tx.execute(
+            "UPDATE events SET body = ?",
+            ('{"event": "x", "v": ' + "[" * 100_000 + "]" * 100_000 + "}",),
+        )
+    with pytest.raises(EventLogError) as caught:
+        read_events(tmp_path, SID)
+    assert caught.value.code == "events.corrupt"
+
+
+def test_a_scan_counts_every_event_and_reads_only_the_newest_and_the_kinds_asked(
+    tmp_path: Path,
+) -> None:
+    append_event(tmp_path, started())
+    for _ in range(5):
+        append_event(tmp_path, StepBegunEvent(ts=WHEN, session_id=SID, step_ids=["a"]))
+    append_event(tmp_path, completed())
+    scan = scan_events(tmp_path, SID, keep_last=2, kinds=frozenset({"started"}))
+    assert scan.total == 7
+    assert scan.omitted == 5
+    assert [event.event for event in scan.recent] == ["step_begun", "completed"]
+    assert [event.event for event in scan.selected] == ["started"]
+    assert scan_events(tmp_path, "sess_none", keep_last=2, kinds=frozenset()).total == 0

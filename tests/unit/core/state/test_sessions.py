@@ -81,10 +81,15 @@ def test_push_persists_session_and_stack_with_schema_version(
     assert stack_file == {
         "schema_version": SCHEMA_VERSION,
         "session_ids": [first.session_id, second.session_id],
+        "top_job": "job",
     }
-    on_disk = json.loads(store.session_path(first.session_id).read_text())
-    assert on_disk["schema_version"] == SCHEMA_VERSION
-    assert on_disk["status"] == "active"
+    assert not store.session_path(first.session_id).exists()  # the store holds it
+    with store.store.read() as db:
+        [(body, status)] = db.execute(
+            "SELECT body, status FROM sessions WHERE session_id = ?", (first.session_id,)
+        )
+    assert json.loads(body)["schema_version"] == SCHEMA_VERSION
+    assert status == "active"
     # A fresh store (a new server process) sees the same stack.
     again = SessionStore(tmp_path)
     assert [s.session_id for s in again.stack()] == [first.session_id, second.session_id]
@@ -146,6 +151,11 @@ def _state_file(tmp_path: Path, session: Session) -> Path:
     return tmp_path / ".deepwork" / "tmp" / f"session_{session.session_id}.json"
 
 
+def _set_body(store: SessionStore, session: Session, body: str) -> None:
+    with store.store.write() as db:
+        db.execute("UPDATE sessions SET body = ? WHERE session_id = ?", (body, session.session_id))
+
+
 @pytest.mark.parametrize(
     ("content", "fragment"),
     [
@@ -154,62 +164,73 @@ def _state_file(tmp_path: Path, session: Session) -> Path:
         ("[]", "schema_version None"),
         ("null", "schema_version None"),
         ('{"schema_version": 1, "session_id": 5}', "invalid at"),
-        (b"\xff\xfe\x00", "cannot read"),
     ],
 )
-def test_corrupt_session_file_is_a_clear_error_naming_the_file(
-    tmp_path: Path, store: SessionStore, content: str | bytes, fragment: str
+def test_a_corrupt_stored_session_is_a_clear_error_naming_it(
+    store: SessionStore, content: str, fragment: str
 ) -> None:
     session = make_session()
     with store.transaction() as tx:
         tx.push(session)
-    path = _state_file(tmp_path, session)
-    if isinstance(content, bytes):
-        path.write_bytes(content)
-    else:
-        path.write_text(content)
+    _set_body(store, session, content)
     with pytest.raises(SessionError) as caught:
         store.stack()
     assert caught.value.code == "session.state_corrupt"
-    assert str(path) in caught.value.message
+    assert session.session_id in caught.value.message
+    assert store.store.display in caught.value.message
     assert fragment in caught.value.message
-    # Never silently reset: the broken file is still there, untouched.
-    assert path.read_bytes() == (content if isinstance(content, bytes) else content.encode())
+    # Never silently reset: the broken row is still there, untouched.
+    with store.store.read() as db:
+        assert db.execute("SELECT body FROM sessions") == [(content,)]
 
 
 @pytest.mark.parametrize(
-    "content",
-    [
-        '{"schema_version": 2, "session_ids": []}',
-        "null",  # must not read as "no stack": the next start would overwrite it
-        '{"schema_version": 1, "session_ids": ["../../x"]}',  # never a path to build
-    ],
+    "content", ["{not json", '{"schema_version": 1, "session_id": 5}', b"\xff\xfe\x00"]
 )
-def test_corrupt_stack_file_is_a_clear_error(
-    tmp_path: Path, store: SessionStore, content: str
+def test_a_corrupt_old_session_file_is_refused_naming_it_and_kept(
+    tmp_path: Path, content: str | bytes
 ) -> None:
-    with store.transaction() as tx:
-        tx.push(make_session())
-    stack_path = tmp_path / ".deepwork/tmp/stack.json"
-    stack_path.write_text(content)
+    path = _state_file(tmp_path, make_session("sess_broken01"))
+    path.parent.mkdir(parents=True)
+    raw = content if isinstance(content, bytes) else content.encode()
+    path.write_bytes(raw)
+    (path.parent / "stack.json").write_text(
+        '{"schema_version": 1, "session_ids": ["sess_broken01"]}'
+    )
     with pytest.raises(SessionError) as caught:
-        store.stack()
+        SessionStore(tmp_path).stack()
     assert caught.value.code == "session.state_corrupt"
-    assert str(stack_path) in caught.value.message
-    assert stack_path.read_text() == content
+    assert str(path) in caught.value.message
+    assert path.read_bytes() == raw
 
 
-def test_stack_naming_a_missing_session_file_is_corrupt(
+def test_the_stack_marker_mirrors_the_store_and_is_never_read_by_it(
     tmp_path: Path, store: SessionStore
 ) -> None:
     session = make_session()
     with store.transaction() as tx:
         tx.push(session)
-    _state_file(tmp_path, session).unlink()
+    store.stack_path.write_text("null")  # the hooks' probe only; the store holds the stacks
+    assert [s.session_id for s in store.stack()] == [session.session_id]
+    other = make_session()
+    with store.transaction() as tx:
+        tx.push(other)
+    assert json.loads(store.stack_path.read_text())["session_ids"] == [
+        session.session_id,
+        other.session_id,
+    ]
+
+
+def test_a_stack_naming_a_missing_session_is_corrupt(store: SessionStore) -> None:
+    session = make_session()
+    with store.transaction() as tx:
+        tx.push(session)
+    with store.store.write() as db:
+        db.execute("DELETE FROM sessions")
     with pytest.raises(SessionError) as caught:
         store.stack()
     assert caught.value.code == "session.state_corrupt"
-    assert "stack.json" in caught.value.message
+    assert "does not hold" in caught.value.message
 
 
 def test_stack_naming_a_finished_session_is_corrupt(tmp_path: Path, store: SessionStore) -> None:
@@ -244,9 +265,11 @@ def test_transactions_serialise_read_modify_write_across_threads(store: SessionS
 
 
 _BUMP_SCRIPT = """
-import sys
+import os, sys
 from pathlib import Path
 from deepwork_core.state.sessions import SessionStore
+from deepwork_core.state.store.url import set_default_store_url
+set_default_store_url(os.environ.get("DEEPWORK_STORE_URL"))
 store = SessionStore(Path(sys.argv[1]))
 for _ in range(int(sys.argv[3])):
     with store.transaction() as tx:
@@ -270,7 +293,23 @@ def test_transactions_serialise_read_modify_write_across_processes(
     assert store.load(session.session_id).goal == "120"
 
 
-def _age(path: Path, days: float) -> None:
+def _age(store: SessionStore, session: Session, days: float) -> None:
+    """Make the session look last written `days` ago."""
+    with store.store.write() as db:
+        db.execute(
+            "UPDATE sessions SET updated_at = ? WHERE session_id = ?",
+            (time.time() - days * 86400, session.session_id),
+        )
+
+
+def _stored(store: SessionStore, session: Session) -> bool:
+    with store.store.read() as db:
+        return bool(
+            db.execute("SELECT 1 FROM sessions WHERE session_id = ?", (session.session_id,))
+        )
+
+
+def _age_file(path: Path, days: float) -> None:
     stamp = time.time() - days * 86400
     os.utime(path, (stamp, stamp))
 
@@ -283,31 +322,32 @@ def test_prune_removes_old_finished_sessions_and_their_review_files(tmp_path: Pa
         for finished in (old, recent):
             finished.status = SessionStatus.COMPLETED
             tx.save(finished)
-    _age(_state_file(tmp_path, old), 30)
-    _age(_state_file(tmp_path, active), 30)  # old but active: never pruned
+    _age(store, old, 30)
+    _age(store, active, 30)  # old but active: never pruned
     review = tmp_path / ".deepwork/tmp" / f"quality_review_{old.session_id}_one.md"
     review.write_text("review")
 
     removed = store.prune(force=True)
 
     assert removed == [old.session_id]
-    assert not _state_file(tmp_path, old).exists()
+    assert not _stored(store, old)
     assert not review.exists()
-    assert _state_file(tmp_path, recent).exists()
-    assert _state_file(tmp_path, active).exists()
+    assert _stored(store, recent)
+    assert _stored(store, active)
 
 
 def test_prune_keeps_at_most_keep_finished(tmp_path: Path) -> None:
     store = SessionStore(tmp_path, keep_finished=3)
     finished = [make_session() for _ in range(6)]
     with store.transaction() as tx:
-        for position, session in enumerate(finished):
+        for session in finished:
             session.status = SessionStatus.ABORTED
             tx.save(session)
-            _age(_state_file(tmp_path, session), 6 - position)  # later ones are newer
+    for position, session in enumerate(finished):
+        _age(store, session, 6 - position)  # later ones are newer
     removed = store.prune(force=True)
     assert sorted(removed) == sorted(s.session_id for s in finished[:3])
-    assert all(_state_file(tmp_path, s).exists() for s in finished[3:])
+    assert all(_stored(store, s) for s in finished[3:])
 
 
 def test_prune_is_throttled(tmp_path: Path) -> None:
@@ -352,7 +392,7 @@ def test_prune_removes_temporary_files_left_by_a_killed_writer(tmp_path: Path) -
     for path in (*stale, fresh, other):
         path.write_text("{")
     for path in (*stale, other):
-        _age(path, 1)
+        _age_file(path, 1)
     store.prune(force=True)
     assert not any(path.exists() for path in stale)
     assert fresh.exists()

@@ -1,5 +1,5 @@
-"""A state transaction makes its writes durable with one fsync of the state folder, however many
-files it renamed into place (docs/runtime-layout.md)."""
+"""A state transaction is made durable by the store's commit; the only file it writes is the
+stack marker for the hooks, synced once, without a sync of the folder (docs/runtime-layout.md)."""
 
 from __future__ import annotations
 
@@ -37,14 +37,14 @@ def syncs(monkeypatch: pytest.MonkeyPatch) -> Syncs:
     return counter
 
 
-def test_a_nested_start_syncs_two_files_and_the_folder_once(tmp_path: Path, syncs: Syncs) -> None:
+def test_a_nested_start_syncs_only_the_stack_marker(tmp_path: Path, syncs: Syncs) -> None:
     root = make_project(tmp_path / "project")
     engine = WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(root))
     engine.start("outer", "three_step", "main")
     syncs.files = syncs.folders = 0
-    result = engine.start("inner", "multi", "alpha")  # a new session file and the stack file
+    result = engine.start("inner", "multi", "alpha")  # a new session row and the marker
     assert [item.workflow for item in result.stack] == ["three_step/main", "multi/alpha"]
-    assert (syncs.files, syncs.folders) == (2, 1)
+    assert (syncs.files, syncs.folders) == (1, 0)
 
 
 def test_a_transaction_without_writes_syncs_nothing(tmp_path: Path, syncs: Syncs) -> None:

@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
-from deepwork_core.state.events import events_path
 from deepwork_core.state.sessions import SessionStore
+from deepwork_core.state.store.opening import shared_store
 from deepwork_mcp.cli import cli
 from deepwork_mcp.cli.status import age, watch
 
@@ -125,8 +125,12 @@ def test_log_prints_events_readably_and_as_json(root: Path) -> None:
         "passed": False,
         "criteria": [{"criterion": "Clear", "passed": False}],
     }
-    with events_path(root, session_id).open("a", encoding="utf-8") as handle:
-        handle.write(json.dumps(line) + "\n")
+    store = shared_store(root)
+    with store.write() as tx:
+        tx.execute(
+            "INSERT INTO events (project_id, session_id, ts, kind, body) VALUES (?, ?, 0, ?, ?)",
+            (store.project.project_id, session_id, "review_verdict", json.dumps(line)),
+        )
     status, out = _run("log", session_id, "--path", str(root))
     assert status == 0, out
     lines = out.splitlines()

@@ -10,7 +10,7 @@ from deepwork_core.evidence.verdicts import CriterionVerdict
 from deepwork_core.jobs.graph import GraphEdge, GraphStep, WorkflowGraph
 from deepwork_core.state.event_kinds import ReviewUsageEvent, ReviewVerdictEvent, StartedEvent
 from deepwork_core.state.events import append_event
-from deepwork_core.state.runs import RunStatus, list_runs, run_tree
+from deepwork_core.state.read_model.runs import RunStatus, list_runs, run_tree
 from deepwork_core.state.sessions import Session, SessionStore
 from deepwork_mcp.cli import cli
 from deepwork_mcp.dashboard.graph_svg import StepState, graph_svg

@@ -10,11 +10,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from click.testing import CliRunner
+from deepwork_core.engine.workflow import WorkflowEngine
+from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.state.event_kinds import ReviewUsageEvent
-from deepwork_core.state.events import append_event, events_path
+from deepwork_core.state.events import append_event
+from deepwork_core.state.read_model.runs import RunStatus, list_runs, run_detail
+from deepwork_core.state.sessions import SessionStore
+from deepwork_core.state.store.review_jobs import ReviewJobs
 from deepwork_mcp.cli import cli
 from starlette.testclient import TestClient
 
+from tests.fixtures.evidence_project import key_of, make_evidence_project
+from tests.fixtures.state_rows import insert_event_lines
 from tests.unit.mcp.dashboard.conftest import Waiting, client_for, waiting_project
 from tests.unit.mcp.dashboard.test_approvals import decide
 
@@ -94,9 +101,7 @@ def test_a_huge_event_log_gives_a_bounded_page_and_report(tmp_path: Path) -> Non
         "outputs": {"plan": "plan.md"},
         "notes": "n" * 30_000,
     }
-    text = json.dumps(line) + "\n"
-    with events_path(waiting.root, waiting.session_id).open("a") as log:
-        log.write(text * 2000)  # 60 MB
+    insert_event_lines(waiting.root, waiting.session_id, [json.dumps(line)] * 2000)  # 60 MB
     response = client_for(waiting.root).get(f"/run/{waiting.session_id}")
     assert response.status_code == 200
     assert len(response.content) < 4 * 1024 * 1024
@@ -137,3 +142,28 @@ def test_tables_scroll_inside_their_box(tmp_path: Path) -> None:
         assert tables, path
         assert page.count('<div class="scroll"><table') == tables, path
     assert ".scroll { overflow-x: auto" in client.get("/static/dashboard.css").text
+
+
+def test_a_run_whose_reviews_still_run_reads_as_reviewing_and_not_as_an_attempt(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "project"
+    make_evidence_project(root, with_git=False)
+    store = SessionStore(root)
+    engine = WorkflowEngine(root, JobCatalog.for_project(root), store, approval_key=key_of(root))
+    session_id = engine.start("ship it", "approved", "main").brief.session_id
+    jobs = ReviewJobs(store.store)
+    job_id = jobs.enqueue("step_review", {"step": "plan"}, session_id=session_id)
+
+    [run] = list_runs(store)
+    assert run.status is RunStatus.REVIEWING
+    detail = run_detail(store, session_id)
+    assert detail.run.status is RunStatus.REVIEWING
+    assert "its reviews still running" in detail.summary.outcome
+    assert detail.summary.verdicts == []  # nothing was recorded, so no attempt either
+    assert store.load(session_id).step_progress["plan"].quality_attempts == 0
+    page = client_for(root).get("/").text
+    assert '<span class="status reviewing">reviewing</span>' in page
+
+    assert jobs.cancel(job_id)
+    assert list_runs(store)[0].status is RunStatus.ACTIVE

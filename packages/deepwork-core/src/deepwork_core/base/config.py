@@ -49,6 +49,10 @@ DEFAULT_STALL_TIMEOUT: Final = 60.0
 DEFAULT_STALL_RETRIES: Final = 1
 #: Reviewer processes run at once.
 DEFAULT_MAX_PARALLEL: Final = 4
+#: How long one `finished_step` waits for its background reviews before answering `reviewing`.
+DEFAULT_WAIT_SECONDS: Final = 20.0
+#: Hosts end a tool call after about 60 s; a call waits at most this long.
+WAIT_SECONDS_LIMIT: Final = 45.0
 MAX_PARALLEL_LIMIT: Final = 64
 
 
@@ -91,6 +95,8 @@ class QualityGateConfig(_Section):
     stall_retries: int = Field(default=DEFAULT_STALL_RETRIES, ge=0, le=MAX_ATTEMPTS_LIMIT)
     budget: ReviewBudget = Field(default_factory=ReviewBudget)
     max_parallel: int = Field(default=DEFAULT_MAX_PARALLEL, ge=1, le=MAX_PARALLEL_LIMIT)
+    #: How long `finished_step` waits for its reviews before answering `reviewing`.
+    wait_seconds: float = Field(default=DEFAULT_WAIT_SECONDS, ge=0, le=WAIT_SECONDS_LIMIT)
 
 
 class GitConfig(_Section):
@@ -106,6 +112,13 @@ class OutputsConfig(_Section):
     )
 
 
+class StoreConfig(_Section):
+    """Where run state lives (docs/runtime-layout.md): None is the project's SQLite file; a
+    `postgresql://` URL shares one database between checkouts. `DEEPWORK_STORE_URL` wins."""
+
+    url: str | None = None
+
+
 class LimitsConfig(_Section):
     """Caps on what one run may start (docs/limits.md)."""
 
@@ -119,6 +132,7 @@ class DeepWorkConfig(_Section):
     quality_gate: QualityGateConfig = Field(default_factory=QualityGateConfig)
     git: GitConfig = Field(default_factory=GitConfig)
     outputs: OutputsConfig = Field(default_factory=OutputsConfig)
+    store: StoreConfig = Field(default_factory=StoreConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
 
     @property

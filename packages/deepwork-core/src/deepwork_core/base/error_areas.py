@@ -6,6 +6,8 @@ checks that every `ErrorCode` (deepwork_core.base.error_codes) falls in one of t
 
 from __future__ import annotations
 
+from functools import cache
+
 #: Area (the part before the dot) -> what the codes of that area are about.
 AREAS: dict[str, str] = {
     "approval": "Human approvals of a step (`deepwork approve`, the client's form).",
@@ -38,7 +40,40 @@ AREAS: dict[str, str] = {
     "review": "DeepWork Reviews: `.deepreview` files, changed files, review tasks.",
     "scaffold": "`deepwork jobs new`.",
     "session": "Workflow sessions and the stack under `.deepwork/tmp/`.",
+    "store": "The store of run state: SQLite or PostgreSQL (docs/runtime-layout.md).",
     "text": "Free text sent by an agent.",
     "workflow": "Workflows of a job.",
     "yaml": "Reading any YAML file safely.",
 }
+
+
+def area_of(code: str) -> str:
+    """The area of `code`: the part before the first dot."""
+    return code.split(".", 1)[0]
+
+
+@cache
+def member_meanings() -> dict[str, str]:
+    """Member name -> meaning, read from the string under each member of `ErrorCode`.
+
+    Parsed from `error_codes.py`'s source when first asked for (by the docs generator and the
+    tests), so the server, which never needs a meaning, never pays for it.
+    """
+    import ast
+    from itertools import pairwise
+    from pathlib import Path
+
+    source = Path(__file__).with_name("error_codes.py").read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    body = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ErrorCode").body
+    meanings: dict[str, str] = {}
+    for member, doc in pairwise(body):
+        if (
+            isinstance(member, ast.Assign)
+            and isinstance(member.targets[0], ast.Name)
+            and isinstance(doc, ast.Expr)
+            and isinstance(doc.value, ast.Constant)
+            and isinstance(doc.value.value, str)
+        ):
+            meanings[member.targets[0].id] = " ".join(doc.value.value.split())
+    return meanings

@@ -6,18 +6,19 @@ user wrote (`job.yml`, a doc spec, a `.deepreview`), or on the `deepwork` comman
 The full list, with the same meanings, is docs/errors.md.
 
 Code raises and compares `ErrorCode` members, never the code text: `code=ErrorCode.GIT_FAILED`.
-An `ErrorCode` is a `str` whose value is the code, so `str()`, f-strings and JSON give the plain
-`git.failed` that users see. The string under each member is its meaning; `docs/errors.md` is
-generated from them (`python tools/gen_errors_doc.py write`), and tests check that the page is
-current, that no code is written as a literal in the packages, and that every member is used.
+An `ErrorCode` is a `str` whose value is the code (`str()`, f-strings and JSON give `git.failed`).
+The string under each member is its meaning; `docs/errors.md` is generated from them (`python
+tools/gen_errors_doc.py write`); tests check the page is current, that no code is written as a
+literal in the packages, and that every member is used.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
-from functools import cache
 
 from deepwork_core.base.error_areas import AREAS as AREAS  # its old home; still importable
+from deepwork_core.base.error_areas import area_of as area_of
+from deepwork_core.base.error_areas import member_meanings
 
 
 class ErrorCode(StrEnum):
@@ -63,7 +64,6 @@ class ErrorCode(StrEnum):
 
     CONFIG_INVALID = "config.invalid"
     """`.deepwork/config.yml` is not valid (unknown key, wrong type, bad value)."""
-
     CONVERT_FILE_EXISTS = "convert.file_exists"
     """The converted job would overwrite a file (the converted `job.yml`, its backup, or an
     instruction file); move it away first."""
@@ -73,14 +73,12 @@ class ErrorCode(StrEnum):
     """The job to convert is not valid; fix it first (`deepwork jobs validate`)."""
     CONVERT_SAME_FORMAT = "convert.same_format"
     """The job is already written in the format asked for."""
-
     DASHBOARD_BIND_FAILED = "dashboard.bind_failed"
     """`deepwork dashboard` could not listen on the asked port of 127.0.0.1 (in use, or not
     allowed); pick another with `--port`, or `--port 0` for any free one."""
 
     DEEPWORK_ERROR = "deepwork.error"
     """Generic DeepWork error; every specific error has its own code."""
-
     DOC_SPEC_INVALID = "doc_spec.invalid"
     """A doc spec file is invalid; the findings follow."""
     DOC_SPEC_INVALID_VALUE = "doc_spec.invalid_value"
@@ -95,10 +93,8 @@ class ErrorCode(StrEnum):
     """A doc spec file cannot be read or is too large."""
     DOC_SPEC_YAML = "doc_spec.yaml"
     """A doc spec frontmatter is not valid YAML."""
-
     EVENTS_CORRUPT = "events.corrupt"
-    """An event log has a line that is not an event record, or is not a regular file; the error
-    names the file and line."""
+    """An event log line is not an event record, or the log is not a regular file (named)."""
     EVENTS_ERROR = "events.error"
     """Generic event log error."""
     EVENTS_TOO_LARGE = "events.too_large"
@@ -114,15 +110,13 @@ class ErrorCode(StrEnum):
     FILE_NOT_FOUND = "file.not_found"
     """A project file that was to be read does not exist."""
     FILE_NOT_REGULAR = "file.not_regular"
-    """A project file is a FIFO, socket, device or folder; it is not opened for reading, so it
-    cannot block."""
+    """A project file is a FIFO, socket, device or folder: never opened, so it cannot block."""
     FILE_NOT_TEXT = "file.not_text"
     """A project file is not UTF-8 text."""
     FILE_TOO_LARGE = "file.too_large"
     """A project file is larger than the limit for its kind (`docs/limits.md`)."""
     FILE_UNREADABLE = "file.unreadable"
     """A project file cannot be opened or read."""
-
     GIT_FAILED = "git.failed"
     """A git command exited with an error."""
     GIT_NOT_INSTALLED = "git.not_installed"
@@ -131,13 +125,10 @@ class ErrorCode(StrEnum):
     """A git command printed more than its output cap and was killed."""
     GIT_TIMEOUT = "git.timeout"
     """A git command ran past its time limit and was killed."""
-
     GRAPH_RENDER_FAILED = "graph.render_failed"
     """Graphviz `dot` failed or ran past its time limit while drawing SVG."""
     GRAPH_RENDERER_MISSING = "graph.renderer_missing"
-    """SVG needs Graphviz's `dot` program, which is not on `PATH`; install Graphviz or use
-    `--format mermaid`."""
-
+    """SVG needs Graphviz's `dot` on `PATH`: install Graphviz or use `--format mermaid`."""
     HOOK_BAD_INPUT = "hook.bad_input"
     """The event on a hook's stdin is not a JSON object."""
     HOOK_BAD_PLATFORM = "hook.bad_platform"
@@ -158,7 +149,6 @@ class ErrorCode(StrEnum):
     """No complete event arrived on a hook's stdin in time."""
     HOOK_UNKNOWN = "hook.unknown"
     """`deepwork hook` was given a hook name it does not know."""
-
     IDENTIFIER_INVALID = "identifier.invalid"
     """A job, workflow, step or session name does not match its pattern."""
 
@@ -299,8 +289,7 @@ class ErrorCode(StrEnum):
     OUTPUTS_INVALID = "outputs.invalid"
     """Submitted outputs do not match the step's declaration."""
     OUTPUTS_JSON_TOO_DEEP = "outputs.json_too_deep"
-    """A file checked against a `json_schema` nests arrays and objects more than 100 levels
-    deep."""
+    """A file checked against a `json_schema` nests arrays and objects more than 100 levels deep."""
     OUTPUTS_JSON_TOO_LARGE = "outputs.json_too_large"
     """A file checked against a `json_schema` is larger than `outputs.json_max_bytes` (default
     16 MiB); the error names both sizes."""
@@ -323,8 +312,7 @@ class ErrorCode(StrEnum):
     """A `file` output was not one path, or a `files` output not a list of paths."""
 
     PATH_GIT_INTERNAL = "path.git_internal"
-    """A path lies inside a `.git` folder; git's own files are never an output or a review
-    input."""
+    """A path lies inside a `.git` folder; git's own files are never an output or a review input."""
     PATH_OUTSIDE_PROJECT = "path.outside_project"
     """A path resolves, after symbolic links, outside the project."""
 
@@ -362,8 +350,12 @@ class ErrorCode(StrEnum):
     """The reviewer command (`claude`, `codex` or `gemini`) is not on `PATH`."""
     QUALITY_GATE_OUTPUT_TOO_LARGE = "quality_gate.output_too_large"
     """The reviewer printed more than 8 MiB and was stopped."""
+    QUALITY_GATE_OUTPUTS_CHANGED = "quality_gate.outputs_changed"
+    """Files under review changed while a background review ran; call again (not an attempt)."""
     QUALITY_GATE_OVERRIDE_REASON_EMPTY = "quality_gate.override_reason_empty"
     """`quality_review_override_reason` was given but blank."""
+    QUALITY_GATE_REVIEWER_FAILED = "quality_gate.reviewer_failed"
+    """A background review ended with an unexpected error of the reviewer adapter."""
     QUALITY_GATE_REVIEWER_STALLED = "quality_gate.reviewer_stalled"
     """The reviewer went silent past `quality_gate.stall_timeout`, and so did its retry; use
     the self-review file named in the answer (not an attempt)."""
@@ -399,8 +391,7 @@ class ErrorCode(StrEnum):
     REVIEW_NOT_A_GIT_REPOSITORY = "review.not_a_git_repository"
     """Changed files can only be found in a git work tree."""
     REVIEW_STATE_UNREADABLE = "review.state_unreadable"
-    """A review pass list under `.deepwork/tmp/review_passes/` is not a regular file or cannot
-    be read or written."""
+    """A review pass list in `.deepwork/tmp/review_passes/` is not a file or cannot be read."""
     REVIEW_STDIN_TIMEOUT = "review.stdin_timeout"
     """`deepwork review` began reading a file list on stdin that did not end in time."""
     REVIEW_TOO_LARGE = "review.too_large"
@@ -418,10 +409,7 @@ class ErrorCode(StrEnum):
     SESSION_ERROR = "session.error"
     """Generic session error."""
     SESSION_JOB_CHANGED = "session.job_changed"
-    """The job was edited while its workflow ran and the current step no longer matches; abort
-    and start again."""
-    SESSION_LOCK_TIMEOUT = "session.lock_timeout"
-    """Another process held the state lock for too long."""
+    """The job was edited mid-run and the current step no longer matches; abort and restart."""
     SESSION_NONE_ACTIVE = "session.none_active"
     """No workflow is active (and no `session_id` was given)."""
     SESSION_NOT_ACTIVE = "session.not_active"
@@ -429,7 +417,26 @@ class ErrorCode(StrEnum):
     SESSION_NOT_FOUND = "session.not_found"
     """No session has the given id."""
     SESSION_STATE_CORRUPT = "session.state_corrupt"
-    """A state file under `.deepwork/tmp/` cannot be read; it is named."""
+    """A session in the store, or an old state file being imported, cannot be read; it is named."""
+
+    STORE_AUTH_FAILED = "store.auth_failed"
+    """PostgreSQL refused the store URL's user or password (masked in the message)."""
+    STORE_BUSY = "store.busy"
+    """Another process held the SQLite store's write lock for over a minute; try again."""
+    STORE_CORRUPT = "store.corrupt"
+    """The store file is not a readable SQLite database; it is named, and nothing was written."""
+    STORE_ERROR = "store.error"
+    """Generic store error (the database's own message follows)."""
+    STORE_FOREIGN = "store.foreign"
+    """The store file or database is not DeepWork's; nothing was written."""
+    STORE_JOB_NOT_FOUND = "store.job_not_found"
+    """No review job of this project has the given id."""
+    STORE_SCHEMA_NEWER = "store.schema_newer"
+    """A newer DeepWork migrated the store; upgrade DeepWork. Nothing was written."""
+    STORE_UNAVAILABLE = "store.unavailable"
+    """PostgreSQL cannot be reached: start it or fix the URL; the next call reconnects."""
+    STORE_URL_INVALID = "store.url_invalid"
+    """The store URL is neither `sqlite:` nor `postgresql://`."""
 
     TEXT_INVALID = "text.invalid"
     """Text is not valid Unicode (a lone surrogate)."""
@@ -466,35 +473,4 @@ class ErrorCode(StrEnum):
     @property
     def meaning(self) -> str:
         """What the code means and what to do about it (the string under the member)."""
-        return _meanings()[self.name]
-
-
-def area_of(code: str) -> str:
-    """The area of `code`: the part before the first dot."""
-    return code.split(".", 1)[0]
-
-
-@cache
-def _meanings() -> dict[str, str]:
-    """Member name -> meaning, read from the string under each member of `ErrorCode`.
-
-    Parsed from this module's source when first asked for (by the docs generator and the
-    tests), so the server, which never needs a meaning, never pays for it.
-    """
-    import ast
-    from itertools import pairwise
-    from pathlib import Path
-
-    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
-    body = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ErrorCode").body
-    meanings: dict[str, str] = {}
-    for member, doc in pairwise(body):
-        if (
-            isinstance(member, ast.Assign)
-            and isinstance(member.targets[0], ast.Name)
-            and isinstance(doc, ast.Expr)
-            and isinstance(doc.value, ast.Constant)
-            and isinstance(doc.value.value, str)
-        ):
-            meanings[member.targets[0].id] = " ".join(doc.value.value.split())
-    return meanings
+        return member_meanings()[self.name]

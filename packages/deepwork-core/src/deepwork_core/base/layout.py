@@ -17,6 +17,8 @@ TMP_DIR: Final = ".deepwork/tmp"
 #: `STACK_AGENTS_KEY` (agent id -> ids; the key is absent while no agent has a workflow).
 STACK_FILE: Final = "stack.json"
 STACK_MAIN_KEY: Final = "session_ids"
+#: ... and the job of the main stack's top session under `STACK_TOP_JOB_KEY`.
+STACK_TOP_JOB_KEY: Final = "top_job"
 STACK_AGENTS_KEY: Final = "agents"
 #: `TMP_DIR/STACK_FILE`, the file the hooks probe to learn whether a workflow is running.
 STACK_PATH: Final = f"{TMP_DIR}/{STACK_FILE}"
@@ -49,13 +51,6 @@ CONFIG_FILE: Final = ".deepwork/config.yml"
 def session_file_name(session_id: str) -> str:
     """`session_<id>.json` (the caller checks the id)."""
     return f"{SESSION_PREFIX}{session_id}{SESSION_SUFFIX}"
-
-
-def session_id_of(file_name: str) -> str | None:
-    """The session id in a `session_<id>.json` file name, or None for any other name."""
-    if file_name.startswith(SESSION_PREFIX) and file_name.endswith(SESSION_SUFFIX):
-        return file_name[len(SESSION_PREFIX) : -len(SESSION_SUFFIX)]
-    return None
 
 
 def review_file_name(session_id: str, step_id: str) -> str:

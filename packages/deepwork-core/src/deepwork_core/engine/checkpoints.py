@@ -9,7 +9,12 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import SessionError
 from deepwork_core.jobs.discovery import JobCatalog, LoadedJob
 from deepwork_core.jobs.model import Step
-from deepwork_core.state.sessions import Session, StepRecord
+from deepwork_core.state.review_usage import run_id_of
+from deepwork_core.state.sessions import NOT_AN_ATTEMPT, Session, StateTransaction, StepRecord
+
+#: Gate errors that are not an attempt: the reviewer stalled, the budget is spent, or the files
+#: changed under a background review (docs/quality-gate.md, "Attempts").
+UNCOUNTED = NOT_AN_ATTEMPT | {ErrorCode.QUALITY_GATE_OUTPUTS_CHANGED}
 
 
 def current_checkpoint(catalog: JobCatalog, session: Session) -> tuple[LoadedJob, list[Step]]:
@@ -38,3 +43,19 @@ def count_attempt(session: Session, now: datetime) -> int:
         record.quality_attempts += 1
         attempt = max(attempt, record.quality_attempts)
     return attempt
+
+
+def next_attempt(session: Session) -> int:
+    """The number the next gate attempt of the checkpoint will have (nothing is counted yet:
+    an attempt is counted when its verdict or error is recorded, never while it is reviewing)."""
+    counts = [
+        record.quality_attempts
+        for step_id in session.current_step_ids
+        if (record := session.step_progress.get(step_id)) is not None
+    ]
+    return max(counts, default=0) + 1
+
+
+def run_of(tx: StateTransaction, session: Session) -> str:
+    """The run's top-level session id: where its review usage and budget are counted."""
+    return run_id_of(session, tx.load)

@@ -14,7 +14,7 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.base.identifiers import check_text
 from deepwork_core.engine.briefing import StepBrief, build_brief
-from deepwork_core.engine.dry_run import run_of
+from deepwork_core.engine.checkpoints import run_of
 from deepwork_core.engine.fanout.instances import active_fan_out
 from deepwork_core.engine.nesting import begin_checkpoint
 from deepwork_core.engine.results import StartResult

@@ -16,7 +16,7 @@ import os
 import posixpath
 import stat
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from deepwork_core.base.config import OutputsConfig
@@ -51,10 +51,14 @@ class ValidatedOutputs:
     """Submitted outputs, normalised to project-relative POSIX paths, grouped by declaring step."""
 
     by_step: dict[str, dict[str, OutputValue]]
+    #: Every output of every step in one mapping; computed once, read by every later stage.
+    merged: dict[str, OutputValue] = field(init=False)
 
-    @property
-    def merged(self) -> dict[str, OutputValue]:
-        return {name: value for outputs in self.by_step.values() for name, value in outputs.items()}
+    def __post_init__(self) -> None:
+        merged = {
+            name: value for outputs in self.by_step.values() for name, value in outputs.items()
+        }
+        object.__setattr__(self, "merged", merged)
 
 
 @dataclass(frozen=True, slots=True)

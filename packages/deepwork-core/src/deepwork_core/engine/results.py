@@ -8,6 +8,7 @@ from enum import StrEnum
 from deepwork_core.engine.briefing import StepBrief
 from deepwork_core.evidence.hashes import OutputEvidence, ShownOutput, StaleEvidence
 from deepwork_core.evidence.verdicts import ReviewVerdict
+from deepwork_core.gate.checkpoint import ReviewProgress
 from deepwork_core.state.approvals import ApprovalRecord
 from deepwork_core.state.sessions import OutputValue
 from deepwork_core.state.stacks import StackItem
@@ -19,6 +20,8 @@ class FinishStatus(StrEnum):
     WORKFLOW_COMPLETE = "workflow_complete"
     AWAITING_APPROVAL = "awaiting_approval"
     DRY_RUN = "dry_run"
+    #: Background reviews still run: call finished_step again with the same outputs.
+    REVIEWING = "reviewing"
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +78,8 @@ class FinishResult:
     warnings: list[str] | None = None
     #: Set with `DRY_RUN`: the review tasks a real call would run (docs/quality-gate.md).
     review_tasks: list[PlannedReview] | None = None
+    #: Set with `REVIEWING`: each background review, what it judges and how far it got.
+    reviews: list[ReviewProgress] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,7 +54,7 @@ from deepwork_core.state.event_kinds import (
     UndeclaredChangesEvent,
 )
 from deepwork_core.state.events import append_event
-from deepwork_core.state.sessions import OutputValue, PendingApproval, Session
+from deepwork_core.state.sessions import PendingApproval, Session
 
 OFF_OUTSIDE_GIT = (
     "Scope guard off: the project is not in a git work tree, so files changed outside the "
@@ -470,16 +470,6 @@ def override_kind(session: Session) -> VerdictKind:
         for event in session.quality_log
     )
     return VerdictKind.SELF_REVIEW if reviewed else VerdictKind.OVERRIDE
-
-
-def outputs_with(
-    session: Session, step_ids: Sequence[str], outputs: dict[str, OutputValue]
-) -> dict[str, OutputValue]:
-    """`outputs` plus the recorded outputs of `step_ids` (stale steps reviewed again)."""
-    merged = dict(outputs)
-    for step_id in step_ids:
-        merged.update(session.step_progress[step_id].outputs)
-    return merged
 
 
 def join_notes(*notes: str | None) -> str | None:

@@ -1,78 +1,42 @@
 """Workflow transitions: start, finish a checkpoint, abort (`docs/quality-gate.md`).
 
 The engine is synchronous and knows nothing of MCP. Every transition is one transaction of the
-`SessionStore` (one atomic write of the session, plus one of the stack when it changes). The
-quality gate is the one slow part: `finish()` validates and records the attempt under the lock,
-releases it while the reviewer runs, then re-checks that the session has not moved on before it
-records the verdict and advances, so a slow review never blocks other calls and never completes a
-session that changed meanwhile.
+`SessionStore` (one atomic write of the session, plus one of the stack when it changes).
+`finish()` hands a frozen `Submission` to the finish pipeline (`deepwork_core.engine.finish`:
+validate → evidence and scope → decide → record), where the quality gate decides.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
 from datetime import datetime
-from functools import partial
 from pathlib import Path
 
 from deepwork_core.base.config import DEFAULT_MAX_QUALITY_ATTEMPTS, OutputsConfig
 from deepwork_core.base.error_codes import ErrorCode
-from deepwork_core.base.errors import QualityGateError, WorkflowNotFoundError
+from deepwork_core.base.errors import WorkflowNotFoundError
 from deepwork_core.base.identifiers import check_agent_id, check_text
 from deepwork_core.engine.approver import Approver
-from deepwork_core.engine.branching import BranchOutcome, abandoned_note, completed_summary
-from deepwork_core.engine.briefing import InstructionReader, reviewer_inputs
-from deepwork_core.engine.checkpoints import count_attempt, current_checkpoint
-from deepwork_core.engine.dry_run import give_back_attempt, run_of
-from deepwork_core.engine.evidence_steps import EvidenceSteps, needs_work
-from deepwork_core.engine.fanout.fan_in import complete_fan_in
+from deepwork_core.engine.branching import BranchOutcome, abandoned_note
+from deepwork_core.engine.briefing import InstructionReader
 from deepwork_core.engine.fanout.instances import FanOutRunner
-from deepwork_core.engine.nesting import (
-    Nesting,
-    begin_checkpoint,
-    handed_up_outputs,
-    waiting_parent,
-)
-from deepwork_core.engine.outputs import ValidatedOutputs, validate_outputs
-from deepwork_core.engine.results import (
-    AbortResult,
-    FinishResult,
-    FinishStatus,
-    StartResult,
-)
-from deepwork_core.engine.safeguards import (
-    Findings,
-    Safeguards,
-    join_notes,
-    outputs_with,
-    override_kind,
-)
+from deepwork_core.engine.finish import FinishPipeline, Submission
+from deepwork_core.engine.nesting import Nesting, begin_checkpoint
+from deepwork_core.engine.outcomes import Outcomes
+from deepwork_core.engine.results import AbortResult, FinishResult, StartResult
+from deepwork_core.engine.safeguards import Safeguards, join_notes
 from deepwork_core.engine.start_inputs import check_start_inputs
-from deepwork_core.evidence.scope import RepoSnapshot
-from deepwork_core.evidence.verdicts import ReviewVerdict, VerdictKind
-from deepwork_core.gate.checkpoint import (
-    Checkpoint,
-    Gate,
-    GateNeedsWork,
-    GatePassed,
-    GateSelfReviewRequested,
-    GateVerdict,
-    ProgressReporter,
-    check_finish_arguments,
-    quality_event,
-)
-from deepwork_core.jobs.discovery import Catalog, JobCatalog, LoadedJob
+from deepwork_core.gate.checkpoint import ProgressReporter
+from deepwork_core.gate.gates import Gate
+from deepwork_core.jobs.discovery import Catalog, JobCatalog
 from deepwork_core.jobs.lookup import select_workflow
 from deepwork_core.state.approval_seal import ApprovalKey
 from deepwork_core.state.approval_signatures import TrustedApprovers
 from deepwork_core.state.session_events import SessionEvents
 from deepwork_core.state.sessions import (
-    QualityEvent,
     Session,
     SessionStatus,
     SessionStore,
-    StateTransaction,
     StepRecord,
     new_session_id,
     utc_now,
@@ -80,7 +44,6 @@ from deepwork_core.state.sessions import (
 from deepwork_core.state.stacks import (
     StackItem,
     check_target,
-    same_checkpoint,
     stack_item,
     stack_items,
     target_session,
@@ -90,18 +53,7 @@ from deepwork_core.state.stacks import (
 BranchMaker = Callable[[str, str], BranchOutcome]
 
 
-@dataclass(frozen=True, slots=True)
-class _Pending:
-    """A checkpoint handed to the gate, and what is needed to record its verdict."""
-
-    checkpoint: Checkpoint
-    job: LoadedJob
-    validated: ValidatedOutputs
-    entry_index: int
-    findings: Findings
-
-
-class WorkflowEngine(EvidenceSteps):
+class WorkflowEngine:
     """Runs workflows of one project over a `JobCatalog` and a `SessionStore`. Thread-safe.
 
     `approval_key` seals and verifies human approvals (docs/security.md); the command line and
@@ -139,6 +91,15 @@ class WorkflowEngine(EvidenceSteps):
         self.fan = FanOutRunner(project_root, clock, self.events, self.guards, max_instances)
         nested = (catalog, self.instructions, self.events.started, clock, self.guards.begin_nested)
         self.nesting = Nesting(*nested, self.fan)
+        self.outcomes = Outcomes(
+            project_root, catalog, self.guards, self.events, self.nesting, gate, clock
+        )
+        self.pipeline = FinishPipeline(
+            project_root, catalog, store, gate, max_quality_attempts, self.output_limits,
+            self.events, self.outcomes, clock, self.fan,
+        )  # fmt: skip
+        if gate is not None:  # resumes the review jobs a stopped server left in this project
+            gate.start(project_root, lambda name: catalog.get(name).definition)
 
     # --- reads -------------------------------------------------------------------------------
 
@@ -225,158 +186,23 @@ class WorkflowEngine(EvidenceSteps):
         work_summary: str | None = None,
         approver: Approver | None = None,
     ) -> FinishResult:
-        """Check the current checkpoint's outputs, run the quality gate, then advance.
+        """Check the current checkpoint's outputs, run the quality gate, then advance: the
+        pipeline of `deepwork_core.engine.finish`."""
+        submission = Submission(outputs, notes, override_reason, session_id, agent_id, work_summary)
+        return self.pipeline.finish(submission, progress, approver)
 
-        Three phases: validate and either advance at once or hand out a checkpoint (under the
-        lock); run the gate (lock released); record its verdict and advance or answer
-        `needs_work` (under the lock, if the session has not moved on meanwhile). A step that
-        needs approval asks `approver` (lock released) and, once answered, goes on at once.
-        """
-        check_finish_arguments(outputs, notes, override_reason, work_summary)
-        check_target(session_id, agent_id)
-        once = partial(
-            self._finish_once, outputs, notes, override_reason, session_id, agent_id, work_summary
-        )
-        return self._answered_by_human(once(progress), approver, lambda: once(progress))
-
-    def _finish_once(
+    def dry_run(
         self,
         outputs: Mapping[str, object],
-        notes: str | None,
-        override_reason: str | None,
-        session_id: str | None,
-        agent_id: str | None,
-        work_summary: str | None,
-        progress: ProgressReporter | None,
-    ) -> FinishResult:
-        prepared = self._prepare_checkpoint(
-            outputs, notes, override_reason, session_id, agent_id, work_summary
-        )
-        if isinstance(prepared, FinishResult):
-            return prepared
-        verdict = self._evaluate(prepared, progress)
-        result = self._record_verdict(prepared, verdict, notes)
-        return replace(result, warnings=list(verdict.warnings)) if verdict.warnings else result
-
-    def _prepare_checkpoint(
-        self,
-        outputs: Mapping[str, object],
-        notes: str | None,
-        override_reason: str | None,
-        session_id: str | None,
-        agent_id: str | None,
+        *,
+        notes: str | None = None,
+        session_id: str | None = None,
+        agent_id: str | None = None,
         work_summary: str | None = None,
-    ) -> FinishResult | _Pending:
-        """Validate the outputs; advance when no review is due, else count the attempt."""
-        with self.store.transaction() as tx:
-            session = target_session(tx, session_id, agent_id)
-            job, steps = current_checkpoint(self.catalog, session)
-            if self.fan.mend(tx, job, session):  # the parent of a fan-out: fan in
-                return complete_fan_in(self.fan, tx, job, session, self._advance, notes)
-            outputs = self.fan.submitted(session, outputs)
-            validated = validate_outputs(self.project_root, steps, outputs, self.output_limits)
-            self.events.outputs_submitted(
-                session.session_id, session.current_step_ids, validated.merged, notes
-            )
-            answered, findings = self._audit_first(
-                tx, session, job, steps, validated, notes, override_reason
-            )
-            if answered is not None:
-                return answered
-            gate = self.gate
-            reviewed = gate is not None and (gate.consulted_for(steps) or bool(findings.rereview))
-            if gate is None or not reviewed:
-                return self._accept(tx, session, job, validated, notes, findings, override_reason)
-            if override_reason is not None:
-                session.quality_log.append(
-                    QualityEvent(
-                        at=self.clock(),
-                        kind=VerdictKind.OVERRIDE,
-                        step_ids=list(session.current_step_ids),
-                        override_reason=override_reason,
-                    )
-                )
-                self.events.override(session.session_id, session.current_step_ids, override_reason)
-                kind, why = override_kind(session), override_reason
-                return self._accept(tx, session, job, validated, notes, findings, why, kind)
-            attempt = 0
-            if gate.external:
-                attempt = count_attempt(session, self.clock())
-                tx.save(session)
-            again = [job.definition.step(step_id) for step_id in findings.rereview]
-            checkpoint = Checkpoint(
-                project_root=self.project_root,
-                session_id=session.session_id,
-                job=job.definition,
-                step_ids=(*session.current_step_ids, *findings.rereview),
-                outputs=outputs_with(session, findings.rereview, validated.merged),
-                input_files=reviewer_inputs(session, [*steps, *again], job.definition),
-                notes=notes,
-                attempt=attempt,
-                work_summary=work_summary,
-                undeclared_changes=tuple(findings.undeclared),
-                run_id=run_of(tx, session),
-            )
-            return _Pending(checkpoint, job, validated, session.current_entry_index, findings)
-
-    def _evaluate(self, pending: _Pending, progress: ProgressReporter | None) -> GateVerdict:
-        """Run the gate; a gate error is logged on the session, then raised."""
-        assert self.gate is not None
-        checkpoint = pending.checkpoint
-        try:
-            return self.gate.evaluate(checkpoint, progress)
-        except QualityGateError as exc:
-            with self.store.transaction() as tx:
-                session = same_checkpoint(tx, checkpoint.session_id, pending.entry_index)
-                give_back_attempt(session, exc.code)  # stalled or out of budget: not an attempt
-                session.quality_log.append(
-                    QualityEvent(
-                        at=self.clock(),
-                        kind=VerdictKind.ERROR,
-                        step_ids=list(checkpoint.step_ids),
-                        attempt=checkpoint.attempt or None,
-                        error_code=exc.code,
-                        feedback=exc.message,
-                    )
-                )
-                tx.save(session)
-            raise
-
-    def _record_verdict(
-        self, pending: _Pending, verdict: GateVerdict, notes: str | None
     ) -> FinishResult:
-        """Log the verdict; advance on a pass, else answer `needs_work` (or hit the cap)."""
-        checkpoint = pending.checkpoint
-        with self.store.transaction() as tx:
-            session = same_checkpoint(tx, checkpoint.session_id, pending.entry_index)
-            session.quality_log.append(quality_event(verdict, checkpoint, self.clock()))
-            if not isinstance(verdict, GateSelfReviewRequested):
-                self.events.verdicts(session.session_id, verdict.reviews, checkpoint.attempt)
-            if isinstance(verdict, GatePassed):
-                return self._accept(
-                    tx, session, pending.job, pending.validated, notes, pending.findings,
-                    verdict=verdict.kind, rereviewed=pending.findings.rereview,
-                )  # fmt: skip
-            tx.save(session)
-            failed: list[ReviewVerdict] = []
-            if isinstance(verdict, GateNeedsWork):
-                failed = [review for review in verdict.reviews if not review.passed]
-            self.events.needs_work(
-                session.session_id, checkpoint.step_ids, checkpoint.attempt, len(failed)
-            )
-            if (
-                isinstance(verdict, GateNeedsWork)
-                and checkpoint.attempt >= self.max_quality_attempts
-            ):
-                raise QualityGateError(
-                    f"Quality gate failed after {checkpoint.attempt} attempts. Feedback: "
-                    f"{verdict.feedback}. Stop and show this feedback to the user; pass "
-                    "quality_review_override_reason only if the user tells you to accept the "
-                    "outputs as they are.",
-                    code=ErrorCode.QUALITY_GATE_MAX_ATTEMPTS,
-                )
-            stack = stack_items(tx, session.agent_id)
-            return needs_work(stack, pending.findings, verdict.feedback, failed)
+        """What `finish` would check and review; nothing is written (docs/quality-gate.md)."""
+        submission = Submission(outputs, notes, None, session_id, agent_id, work_summary)
+        return self.pipeline.dry_run(submission)
 
     # --- abort -------------------------------------------------------------------------------
 
@@ -420,78 +246,3 @@ class WorkflowEngine(EvidenceSteps):
             return True
         with self.store.transaction() as tx:
             return not tx.stack_ids(None)
-
-    def _advance(
-        self,
-        tx: StateTransaction,
-        session: Session,
-        job: LoadedJob,
-        validated: ValidatedOutputs,
-        notes: str | None,
-        snapshot: RepoSnapshot | None = None,
-        probe: bool = False,
-    ) -> FinishResult:
-        if session.instance_of is not None:  # an instance ends here; its parent fans in
-            return self.fan.complete(tx, job, session, validated, notes)
-        now = self.clock()
-        for step_id in session.current_step_ids:
-            record = session.step_progress.setdefault(
-                step_id, StepRecord(step_id=step_id, started_at=now)
-            )
-            record.completed_at = now
-            record.outputs = validated.by_step.get(step_id, {})
-            record.notes = notes
-
-        workflow = job.definition.workflows_by_name[session.workflow_name]
-        entries = workflow.entries
-        next_index = session.current_entry_index + 1
-        if next_index < len(entries):
-            self.fan.check(session, job.definition, entries[next_index])
-            session.current_entry_index = next_index
-            session.current_step_ids = list(entries[next_index])
-            for step_id in entries[next_index]:
-                session.step_progress[step_id] = StepRecord(step_id=step_id, started_at=now)
-            self.guards.begin(session, job.definition, entries[next_index], snapshot, probe=probe)
-            tx.save(session)
-            self.events.step_begun(session)
-            ids = entries[next_index]
-            brief = begin_checkpoint(self.nesting, tx, job, session, ids, pushed=True)
-            return FinishResult(
-                FinishStatus.NEXT_STEP, stack_items(tx, session.agent_id), brief=brief
-            )
-
-        session.status = SessionStatus.COMPLETED
-        session.completed_at = now
-        tx.save(session)
-        tx.remove_from_stack(session.session_id)
-        self.events.completed(session)
-        parent = waiting_parent(tx, session)
-        if parent is not None:
-            return self._resume_parent(tx, session, parent, workflow.post_workflow_instructions)
-        stack = stack_items(tx, session.agent_id)
-        resume = (stack[-1].workflow, stack[-1].step) if stack else None
-        branch = session.branch_name if session.parent_session_id is None else None
-        summary = completed_summary(session.workflow_label, branch, session.previous_branch, resume)
-        return FinishResult(
-            FinishStatus.WORKFLOW_COMPLETE,
-            stack,
-            summary=summary,
-            all_outputs=session.all_outputs(),
-            post_workflow_instructions=workflow.post_workflow_instructions,
-        )
-
-    def _resume_parent(
-        self, tx: StateTransaction, finished: Session, parent: Session, after: str | None
-    ) -> FinishResult:
-        """Complete the parent's `sub_workflow` step with the workflow `finished` ran."""
-        job = self.catalog.get(parent.job_name)
-        step = job.definition.step(parent.current_step_id)
-        outputs = ValidatedOutputs({step.id: handed_up_outputs(step, finished)})
-        result = self._advance(tx, parent, job, outputs, None)
-        note = (
-            f"Workflow '{finished.workflow_label}' completed; step '{step.id}' of "
-            f"'{parent.workflow_label}' completed with it."
-        )
-        if after:
-            note += f" Afterwards: {after}"
-        return replace(result, summary=f"{note} {result.summary or ''}".rstrip())

@@ -15,15 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.base.identifiers import resolve_inside
 from deepwork_core.gate.checkpoint import Checkpoint
 from deepwork_core.gate.process_review import task_scope
-
-if TYPE_CHECKING:
-    from deepwork_core.gate.quality import QualityReviewTask
+from deepwork_core.gate.tasks import QualityReviewTask
 
 #: Author notes longer than this are cut in prompts.
 MAX_NOTES_CHARS = 20_000

@@ -1,29 +1,22 @@
 """What the engine hands the quality gate, and what the gate answers (see `docs/quality-gate.md`).
 
 One `Checkpoint` travels from the engine to the gate's planner, payload and prompt builders
-unchanged; the gate answers with one of three verdicts, told apart by type:
-`GatePassed` (advance), `GateNeedsWork` (a reviewer failed the outputs) and
-`GateSelfReviewRequested` (self-review mode: the agent must have the outputs reviewed). Each
+unchanged; the gate answers with one of four verdicts, told apart by type:
+`GatePassed` (advance), `GateNeedsWork` (a reviewer failed the outputs),
+`GateSelfReviewRequested` (self-review mode: the agent must have the outputs reviewed) and
+`GateReviewing` (background reviews still run after `quality_gate.wait_seconds`). Each
 carries `warnings` (`<code>: <message>`), which the engine passes on in its answer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
 
-from deepwork_core.base.error_codes import ErrorCode
-from deepwork_core.base.errors import OutputsError, QualityGateError
-from deepwork_core.base.identifiers import check_text
 from deepwork_core.evidence.verdicts import ReviewVerdict, VerdictKind
 from deepwork_core.jobs.model import JobDefinition, Step
-from deepwork_core.state.sessions import OutputValue, QualityEvent
-
-if TYPE_CHECKING:
-    from deepwork_core.gate.quality import QualityReviewTask
+from deepwork_core.state.sessions import OutputValue
 
 UNDECLARED_BEGIN = "==================== BEGIN UNDECLARED CHANGES ===================="
 UNDECLARED_END = "==================== END UNDECLARED CHANGES ===================="
@@ -34,9 +27,9 @@ UNDECLARED_NOTE = (
     "the project. A change that breaks a criterion fails it."
 )
 
-#: `async (done, total, message)`: reports reviewer progress to the client. The engine only
-#: passes it through to the gate, which runs it on the event loop.
-ProgressReporter = Callable[[int, int, str], Awaitable[None]]
+#: `(done, total, message)`: reports review progress to the client, one call per finished
+#: review. Called from the engine's thread; the server's adapter hands it to its event loop.
+ProgressReporter = Callable[[int, int, str], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +72,10 @@ class Checkpoint:
     #: The run's top-level session (None: this session): its log holds the run's review usage
     #: and its budget is counted there (docs/quality-gate.md).
     run_id: str | None = None
+    #: How many entries the session's quality log had when this was submitted: each recorded
+    #: verdict or error starts a new round of background reviews, and a verdict is recorded
+    #: only while the log is still that long (docs/quality-gate.md, "Background reviews").
+    log_length: int = 0
 
     @property
     def run_session_id(self) -> str:
@@ -135,28 +132,27 @@ class GateSelfReviewRequested:
     warnings: tuple[str, ...] = ()
 
 
-GateVerdict = GatePassed | GateNeedsWork | GateSelfReviewRequested
+@dataclass(frozen=True, slots=True)
+class ReviewProgress:
+    """One background review as a `reviewing` answer shows it."""
+
+    review_id: str
+    #: What it judges, e.g. `draft: output 'report' (out/b.md)`.
+    judges: str
+    #: `queued`, `running`, `passed` or `failed`.
+    state: str
 
 
-class Gate(Protocol):
-    """The quality gate as the engine sees it."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GateReviewing:
+    """Background reviews still run: the agent calls `finished_step` again, same outputs."""
 
-    def consulted_for(self, steps: Sequence[Step]) -> bool:
-        """True when a checkpoint of `steps` goes to the gate (else it advances at once)."""
-        ...
+    feedback: str
+    reviews: tuple[ReviewProgress, ...]
+    warnings: tuple[str, ...] = ()
 
-    @property
-    def external(self) -> bool:
-        """True when a separate reviewer decides (attempts are counted and capped)."""
-        ...
 
-    def evaluate(self, checkpoint: Checkpoint, progress: ProgressReporter | None) -> GateVerdict:
-        """Review `checkpoint`. Raises `QualityGateError` when no verdict could be had."""
-        ...
-
-    def tasks(self, checkpoint: Checkpoint) -> list[QualityReviewTask]:
-        """The review tasks `evaluate` would run for `checkpoint` (a dry run lists them)."""
-        ...
+GateVerdict = GatePassed | GateNeedsWork | GateSelfReviewRequested | GateReviewing
 
 
 def has_own_reviews(steps: Sequence[Step]) -> bool:
@@ -168,48 +164,3 @@ def has_own_reviews(steps: Sequence[Step]) -> bool:
         or any(spec.doc_spec for spec in step.outputs.values())
         for step in steps
     )
-
-
-def quality_event(verdict: GateVerdict, checkpoint: Checkpoint, at: datetime) -> QualityEvent:
-    """The session log entry of one gate verdict."""
-    if isinstance(verdict, GateSelfReviewRequested):
-        return QualityEvent(
-            at=at,
-            kind=VerdictKind.SELF_REVIEW,
-            step_ids=list(checkpoint.step_ids),
-            attempt=checkpoint.attempt or None,
-            feedback=verdict.feedback,
-            review_file=verdict.review_file,
-        )
-    return QualityEvent(
-        at=at,
-        kind=verdict.kind if isinstance(verdict, GatePassed) else VerdictKind.REVIEWER,
-        step_ids=list(checkpoint.step_ids),
-        attempt=checkpoint.attempt or None,
-        passed=isinstance(verdict, GatePassed),
-        feedback=verdict.feedback,
-        reviews=list(verdict.reviews),
-    )
-
-
-def check_finish_arguments(
-    outputs: Mapping[str, object],
-    notes: str | None,
-    override_reason: str | None,
-    work_summary: str | None = None,
-) -> None:
-    """Reject malformed `finished_step` arguments before any state is touched."""
-    if not isinstance(outputs, Mapping):
-        raise OutputsError(
-            "outputs must be an object mapping output names to paths",
-            code=ErrorCode.OUTPUTS_WRONG_TYPE,
-        )
-    if override_reason is not None and not override_reason.strip():
-        raise QualityGateError(
-            "quality_review_override_reason is empty; explain why the review is not needed "
-            "or leave it out",
-            code=ErrorCode.QUALITY_GATE_OVERRIDE_REASON_EMPTY,
-        )
-    check_text(notes, what="notes")
-    check_text(override_reason, what="quality_review_override_reason")
-    check_text(work_summary, what="work_summary")

@@ -17,8 +17,6 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from deepwork_core.base.config import DEFAULT_REVIEW_DEPTH, ReviewDepth
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError, QualityGateError
@@ -37,11 +35,11 @@ from deepwork_core.gate.process_review import (
     process_requirement_parts,
     review_criteria,
     reviews_each_file,
-    task_scope,
     text_outputs,
     with_text_outputs,
 )
 from deepwork_core.gate.reply_schema import reviewer_reply_schema
+from deepwork_core.gate.tasks import QualityReviewTask as QualityReviewTask
 from deepwork_core.jobs.docspec import DocSpec, load_doc_spec
 from deepwork_core.jobs.model import Review, Step
 
@@ -64,38 +62,6 @@ INPUTS_BEGIN = "==================== BEGIN INPUTS ===================="
 INPUTS_END = "==================== END INPUTS ===================="
 OUTPUTS_BEGIN = "==================== BEGIN OUTPUTS ===================="
 OUTPUTS_END = "==================== END OUTPUTS ===================="
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class QualityReviewTask(_Model):
-    """One reviewer run: a review of a step applied to some of its output files."""
-
-    step_id: str
-    run_each: str
-    #: The one file reviewed, for `run_each: <files output>` (one task per file); else None.
-    target_file: str | None = None
-    #: Project-relative output paths under review.
-    files: list[str] = Field(default_factory=list)
-    #: Criterion name → the question the reviewer answers (review criteria + doc-spec criteria).
-    criteria: dict[str, str]
-    guidance: str | None = None
-    #: How much the reviewer is told (docs/quality-gate.md, "Review depth"); None until the
-    #: gate fills in `quality_gate.review_depth`.
-    depth: ReviewDepth | None = None
-    #: The review's `agent`: runner or platform name → reviewer persona (docs/quality-gate.md).
-    agent: dict[str, str] | None = None
-    #: What the review's `additional_context` asks for, one line each; in the brief at any depth.
-    context: list[str] = Field(default_factory=list)
-
-    @property
-    def label(self) -> str:
-        """A short human description, e.g. `draft: output 'report' (out/b.md)`."""
-        scope = task_scope(self.run_each)
-        where = f" ({self.target_file})" if self.target_file else ""
-        return f"{self.step_id}: {scope}{where}"
 
 
 # --- planning ---------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ them back from `read_events`, so nothing reads an event by string keys.
 
 from __future__ import annotations
 
+import contextlib
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Final, Literal, Self
@@ -34,6 +35,9 @@ from pydantic import (
     model_validator,
 )
 
+from deepwork_core.base.error_codes import ErrorCode
+from deepwork_core.base.errors import DeepWorkError
+from deepwork_core.base.fsutil import loads_json
 from deepwork_core.evidence.hashes import OutputEvidence, ShownOutput, StaleEvidence
 from deepwork_core.evidence.verdicts import CriterionVerdict, VerdictKind
 
@@ -413,3 +417,25 @@ def parse_event(record: dict[str, Any]) -> EventRecord:
         if _kind(record) == _OTHER:
             raise
         return OtherEvent.model_validate(record, context=context)
+
+
+class EventLogError(DeepWorkError):
+    """An event log could not be read (`events.*` codes)."""
+
+    code = ErrorCode.EVENTS_ERROR
+
+
+def parse_line(raw: str | bytes, where: str) -> EventRecord:
+    """One stored record (a JSON line); `events.corrupt` naming `where` when it is none."""
+    record: Any
+    try:
+        record = loads_json(raw)  # bounded: a record nested too deeply is corrupt, no crash
+    except (ValueError, UnicodeDecodeError):
+        record = None
+    if isinstance(record, dict) and isinstance(record.get("event"), str):
+        with contextlib.suppress(ValueError):
+            return parse_event(record)
+    raise EventLogError(
+        f"{where}: not an event record (a JSON object with an 'event')",
+        code=ErrorCode.EVENTS_CORRUPT,
+    )

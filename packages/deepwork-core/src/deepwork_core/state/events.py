@@ -1,24 +1,27 @@
-"""The event log: one append-only JSON Lines file per workflow session.
+"""The event log: the append-only history of every workflow session, in the project's store.
 
-`.deepwork/tmp/events/<session_id>.jsonl` records what happened in a session, in order: started,
-step begun, outputs submitted, each review verdict, overrides, needs_work, jumps, approvals, abort
-and completion. The session file holds the current state; the event log holds the history, and is
-never rewritten (a `go_to_step` clears state, not history). Each kind of event is a model in
-`deepwork_core.state.event_kinds`; docs/navigation.md ("The event log") lists them with their
-fields and the rule by which older and newer lines still read.
+The `events` table of the store (`deepwork_core.state.store`) records what happened in a
+session, in order: started, step begun, outputs submitted, each review verdict, overrides,
+needs_work, jumps, approvals, abort and completion. The session row holds the current state; the
+event log holds the history, and is never rewritten (a `go_to_step` clears state, not history).
+Each kind of event is a model in `deepwork_core.state.event_kinds`; docs/navigation.md ("The
+event log") lists them with their fields and the rule by which older and newer records still read.
 
-Every line is one JSON object, the event model as JSON:
+Every record is one JSON object, the event model as JSON, exactly the line the old files held:
 
     {"v": 1, "ts": "2026-11-23T21:50:00.123456+00:00", "session_id": "…", "event": "started", …}
 
-Each append takes an exclusive `flock` on the log file and writes the whole line with one
-`write` on an `O_APPEND` descriptor, so lines from two servers never interleave. A reader skips a
-last line that has no newline yet (a writer killed mid-line) and rejects any other line that is not
-a JSON object with an `event` name and a readable header as `events.corrupt`, naming the file and
-line. A line of an unknown kind reads as `OtherEvent`.
+An append is one committed insert, numbered by the store: two servers never interleave or lose
+one. A record that is not a JSON object with an `event` name and a readable header is rejected
+as `events.corrupt`, naming the session and its position; a record of an unknown kind reads as
+`OtherEvent`.
+
+Before the store, each session had a JSON Lines file `.deepwork/tmp/events/<session_id>.jsonl`;
+`iter_events` still reads such a file (the store imports them on its first open, and
+`deepwork store export` writes a run in the same form).
 
 Observers (OpenTelemetry export in `deepwork_mcp.telemetry`) follow the log through
-`add_event_listener`: each listener is called with every event after its line is written, in the
+`add_event_listener`: each listener is called with every event after it is written, in the
 writer's thread. A listener must be quick and must not raise; one that raises is removed and the
 write it followed still stands (the log is the record, observers are extras).
 """
@@ -26,28 +29,25 @@ write it followed still stands (the log is the record, observers are extras).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
-import os
-import re
-import stat
 import threading
-from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
 from deepwork_core.base.error_codes import ErrorCode
-from deepwork_core.base.errors import DeepWorkError, FileReadError
-from deepwork_core.base.fsutil import loads_json, read_bytes_file
+from deepwork_core.base.errors import FileReadError
+from deepwork_core.base.fsutil import read_bytes_file
 from deepwork_core.base.identifiers import check_session_id
 from deepwork_core.base.layout import EVENTS_DIR
-from deepwork_core.base.runtime_dir import ensure_tmp_dir
 from deepwork_core.state.event_kinds import EVENT_SCHEMA_VERSION as EVENT_SCHEMA_VERSION
+from deepwork_core.state.event_kinds import EventLogError as EventLogError
 from deepwork_core.state.event_kinds import EventName as EventName
-from deepwork_core.state.event_kinds import EventRecord, KnownEvent, parse_event
+from deepwork_core.state.event_kinds import EventRecord, KnownEvent, parse_line
+from deepwork_core.state.store.opening import existing_store, shared_store
 
 logger = logging.getLogger("deepwork.events")
 
@@ -56,18 +56,13 @@ EVENTS_SUFFIX: Final = ".jsonl"
 MAX_LOG_BYTES: Final = 64 * 1024 * 1024
 
 
-class EventLogError(DeepWorkError):
-    """An event log could not be read (`events.*` codes)."""
-
-    code = ErrorCode.EVENTS_ERROR
-
-
 def events_dir(project_root: Path) -> Path:
+    """The folder of the old per-session log files (imported by the store)."""
     return project_root / EVENTS_DIR
 
 
 def events_path(project_root: Path, session_id: str) -> Path:
-    """The log file of `session_id` (checked against the session id pattern)."""
+    """The old log file of `session_id` (checked against the session id pattern)."""
     check_session_id(session_id)
     return events_dir(project_root) / f"{session_id}{EVENTS_SUFFIX}"
 
@@ -103,62 +98,62 @@ def _notify(project_root: Path, event: KnownEvent) -> None:
                 _listeners.remove(listener)
 
 
-def append_event(project_root: Path, event: KnownEvent) -> None:
-    """Append `event` to its session's log as one line (every field, `v` first), then tell
-    the listeners (`add_event_listener`)."""
+def event_line(event: EventRecord) -> str:
+    """The event as one JSON line without its newline (every field, `v` first).
+
+    `Infinity` and `NaN` are not JSON: an event holding a number that is not finite is refused
+    (`events.error`), never written."""
     record = event.model_dump(mode="json")
-    try:  # `Infinity` and `NaN` are not JSON: such an event is refused, never written
-        text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        return json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except ValueError:
         raise EventLogError(
             f"a {event.event} event holds a number that is not finite; it was not logged",
             code=ErrorCode.EVENTS_ERROR,
         ) from None
-    line = (text + "\n").encode()
-    path = events_path(project_root, event.session_id)
-    ensure_tmp_dir(project_root)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        try:
-            _write_all(fd, line)
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
+
+
+def append_event(project_root: Path, event: KnownEvent) -> None:
+    """Append `event` to its session's log (committed before this returns, unless it joins a
+    transaction already open on the store, with which it then commits), then tell the
+    listeners (`add_event_listener`)."""
+    check_session_id(event.session_id)
+    line = event_line(event)
+    store = shared_store(project_root)
+    with store.write() as tx:
+        tx.execute(
+            "INSERT INTO events (project_id, session_id, ts, kind, body) VALUES (?, ?, ?, ?, ?)",
+            (
+                store.project.project_id,
+                event.session_id,
+                event.ts.timestamp(),
+                str(event.event),
+                line,
+            ),
+        )
     if _listeners:
         _notify(project_root, event)
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
-
-
 def read_events(project_root: Path, session_id: str) -> list[EventRecord]:
     """Every event of the session, oldest first; `[]` when the session has no log."""
-    return list(iter_events(events_path(project_root, session_id)))
-
-
-def iter_events(path: Path) -> Iterator[EventRecord]:
-    """The events of one log file. Only regular files are read, and at most MAX_LOG_BYTES."""
-    data = _read_bounded(path)
-    if data is None:
-        return
-    lines = data.split(b"\n")
-    complete = lines[:-1]  # the part after the last newline is a line still being written
-    for number, raw in enumerate(complete, start=1):
-        if raw.strip():
-            yield _parse_line(path, number, raw)
+    check_session_id(session_id)
+    store = existing_store(project_root)
+    if store is None:
+        return []
+    with store.read() as tx:
+        rows = tx.execute(
+            "SELECT body FROM events WHERE project_id = ? AND session_id = ? ORDER BY seq",
+            (store.project.project_id, session_id),
+        )
+    where = f"store {store.display}, session {session_id}"
+    return [_parse(str(body), f"{where}, event {n}") for n, (body,) in enumerate(rows, 1)]
 
 
 @dataclass(frozen=True, slots=True)
 class EventScan:
-    """A log read in bounded memory (`scan_events`): how many events it holds, the newest of
-    them, and every event of the kinds asked for."""
+    """A session's log read in bounded memory (`scan_events`): how many events it holds, the
+    newest of them, and every event of the kinds asked for."""
 
     total: int
     recent: list[EventRecord]
@@ -173,56 +168,82 @@ class EventScan:
 def scan_events(
     project_root: Path, session_id: str, *, keep_last: int, kinds: frozenset[str]
 ) -> EventScan:
-    """The newest `keep_last` events of a session and all its events of `kinds`, reading the
-    log line by line: only those lines are parsed, so a log of any size costs little memory
-    and time. Lines are checked as `read_events` checks them (`events.corrupt`) when parsed."""
-    path = events_path(project_root, session_id)
-    wanted = b"|".join(re.escape(kind.encode()) for kind in sorted(kinds)) or b"(?!)"
-    marker = re.compile(rb'"event"\s*:\s*"(?:' + wanted + rb')"')
-    recent: deque[tuple[int, bytes]] = deque(maxlen=max(keep_last, 0))
-    selected: list[EventRecord] = []
-    total = 0
-    for number, raw in _lines(path):
-        total += 1
-        recent.append((number, raw))
-        if marker.search(raw):
-            event = _parse_line(path, number, raw)
-            if event.event in kinds:
-                selected.append(event)
-    return EventScan(total, [_parse_line(path, n, raw) for n, raw in recent], selected)
-
-
-def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
-    """(line number, bytes) of every complete, non-blank line of the log, through the same
-    guards as `_read_bounded` (regular file, no symbolic link, at most MAX_LOG_BYTES)."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise EventLogError(f"event log cannot open {path}: {exc.strerror}") from None
-    with os.fdopen(fd, "rb", buffering=1024 * 1024) as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_LOG_BYTES:
-            _read_bounded(path)  # raises the coded error that names the problem
-        for number, raw in enumerate(handle, start=1):
-            if raw.endswith(b"\n") and raw.strip():
-                yield number, raw
-
-
-def _parse_line(path: Path, number: int, raw: bytes) -> EventRecord:
-    try:
-        record = loads_json(raw)
-    except (ValueError, UnicodeDecodeError):
-        record = None
-    if isinstance(record, dict) and isinstance(record.get("event"), str):
-        with contextlib.suppress(ValueError):
-            return parse_event(record)
-    raise EventLogError(
-        f"{path}:{number}: not an event record (a JSON object with an 'event')",
-        code=ErrorCode.EVENTS_CORRUPT,
+    """The newest `keep_last` events of a session and all its events of `kinds`: the store
+    counts the rest without handing them over, so a log of any size costs little memory and
+    time. Records are checked as `read_events` checks them (`events.corrupt`)."""
+    check_session_id(session_id)
+    store = existing_store(project_root)
+    if store is None:
+        return EventScan(0, [], [])
+    key = (store.project.project_id, session_id)
+    where = f"store {store.display}, session {session_id}"
+    of_kinds = (
+        "SELECT seq, body FROM events WHERE project_id = ? AND session_id = ? "  # noqa: S608
+        f"AND kind IN ({', '.join('?' for _ in kinds)}) ORDER BY seq"
     )
+    with store.read() as tx:
+        [(total,)] = tx.execute(
+            "SELECT COUNT(*) FROM events WHERE project_id = ? AND session_id = ?", key
+        )
+        recent = tx.execute(
+            "SELECT seq, body FROM events WHERE project_id = ? AND session_id = ? "
+            "ORDER BY seq DESC LIMIT ?",
+            (*key, max(keep_last, 0)),
+        )
+        chosen = tx.execute(of_kinds, (*key, *sorted(kinds))) if kinds else []
+    return EventScan(
+        int(total),
+        [_parse(str(body), f"{where}, event #{seq}") for seq, body in reversed(recent)],
+        [_parse(str(body), f"{where}, event #{seq}") for seq, body in chosen],
+    )
+
+
+def last_event_at(project_root: Path, session_id: str) -> datetime | None:
+    """When the session's last event was logged (None: it has none)."""
+    check_session_id(session_id)
+    store = existing_store(project_root)
+    if store is None:
+        return None
+    with store.read() as tx:
+        rows = tx.execute(
+            "SELECT MAX(ts) FROM events WHERE project_id = ? AND session_id = ?",
+            (store.project.project_id, session_id),
+        )
+    stamp = rows[0][0] if rows else None
+    return datetime.fromtimestamp(float(stamp), UTC) if stamp is not None else None
+
+
+def session_marks(project_root: Path, *, kind: str | None = None) -> dict[str, tuple[int, float]]:
+    """For each session with events (of `kind`): the number of its newest one, which changes
+    whenever one is appended, and when that was logged (a Unix time). One query for a whole
+    list of runs."""
+    store = existing_store(project_root)
+    if store is None:
+        return {}
+    sql = "SELECT session_id, MAX(seq), MAX(ts) FROM events WHERE project_id = ?"
+    params: list[object] = [store.project.project_id]
+    if kind is not None:
+        sql += " AND kind = ?"
+        params.append(kind)
+    with store.read() as tx:
+        rows = tx.execute(sql + " GROUP BY session_id", params)
+    return {str(sid): (int(seq), float(ts)) for sid, seq, ts in rows}
+
+
+def _parse(raw: str | bytes, where: str) -> EventRecord:
+    return parse_line(raw, where)
+
+
+def iter_events(path: Path) -> Iterator[EventRecord]:
+    """The events of one old log file. Only regular files are read, and at most MAX_LOG_BYTES;
+    the part after the last newline is a line a killed writer left unfinished, and is skipped."""
+    data = _read_bounded(path)
+    if data is None:
+        return
+    lines = data.split(b"\n")
+    for number, raw in enumerate(lines[:-1], start=1):
+        if raw.strip():
+            yield _parse(raw, f"{path}:{number}")
 
 
 def _read_bounded(path: Path) -> bytes | None:
@@ -241,20 +262,24 @@ def _read_bounded(path: Path) -> bytes | None:
 
 
 def logged_session_ids(project_root: Path) -> list[str]:
-    """Ids of the sessions that have an event log, oldest modification first."""
-    folder = events_dir(project_root)
-    try:
-        entries = [p for p in folder.iterdir() if p.name.endswith(EVENTS_SUFFIX)]
-    except FileNotFoundError:
+    """Ids of the sessions that have events, the one logged to least recently first."""
+    store = existing_store(project_root)
+    if store is None:
         return []
-    dated: list[tuple[float, str]] = []
-    for entry in entries:
-        with contextlib.suppress(FileNotFoundError):
-            dated.append((entry.stat().st_mtime, entry.name[: -len(EVENTS_SUFFIX)]))
-    return [name for _, name in sorted(dated)]
+    with store.read() as tx:
+        rows = tx.execute(
+            "SELECT session_id, MAX(seq) AS last FROM events WHERE project_id = ? "
+            "GROUP BY session_id ORDER BY last",
+            (store.project.project_id,),
+        )
+    return [str(row[0]) for row in rows]
 
 
 def delete_event_log(project_root: Path, session_id: str) -> None:
-    """Remove a session's log (used when the session file itself is pruned)."""
-    with contextlib.suppress(FileNotFoundError):
-        events_path(project_root, session_id).unlink()
+    """Remove a session's events (used when the session itself is pruned)."""
+    store = shared_store(project_root)
+    with store.write() as tx:
+        tx.execute(
+            "DELETE FROM events WHERE project_id = ? AND session_id = ?",
+            (store.project.project_id, check_session_id(session_id)),
+        )

@@ -2,7 +2,7 @@
 (`deepwork status`, docs/navigation.md).
 
 `project_overview` reads the workflow stacks, the sessions on them and the newest finished
-sessions (from the read model of runs, `deepwork_core.state.runs`); it writes nothing.
+sessions (from the read model of runs, `deepwork_core.state.read_model.runs`); it writes nothing.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pydantic import BaseModel, ConfigDict
 from deepwork_core.base.errors import GitError
 from deepwork_core.base.git import run_git
 from deepwork_core.evidence.verdicts import VerdictKind
+from deepwork_core.state.read_model.runs import Run, RunStatus, list_runs
 from deepwork_core.state.review_usage import ReviewUsage, run_id_of, run_usage
-from deepwork_core.state.runs import Run, RunStatus, list_runs
 from deepwork_core.state.sessions import (
     Session,
     SessionStore,

@@ -1,20 +1,21 @@
-"""Workflow sessions and the stack, persisted under `.deepwork/tmp/` (`docs/runtime-layout.md`).
+"""Workflow sessions and the stacks, kept in the project's store (`docs/runtime-layout.md`).
 
-Files (all JSON, all carrying `schema_version`):
-- `session_<id>.json`: one workflow run (`Session`). Completed and aborted runs stay on disk for
-  inspection until the retention rule prunes them.
-- `stack.json`: the ids of the active sessions, bottom to top: the main stack under
-  `session_ids`, each agent's own stack under `agents` (agent id -> ids; docs/navigation.md). It
-  is the one source of truth for "which workflows are running": a new server process reads it and
-  carries on where a killed one stopped. Every session on a stack is `active`; a session leaves
-  its stack when it completes or is aborted. The file exists only while some stack is not empty
-  (a cheap test for hooks).
-- `state.lock`: the cross-process lock held around every read-modify-write.
+The store (`deepwork_core.state.store`: SQLite in `.deepwork/tmp/deepwork.sqlite3` by default,
+or PostgreSQL) holds one row per workflow run (`Session`, as a JSON document beside the columns
+runs are listed by) and the ids of the active sessions, bottom to top: the main stack and each
+agent's own stack (docs/navigation.md). The stacks are the one source of truth for "which
+workflows are running": a new server process reads them and carries on where a killed one
+stopped. Every session on a stack is `active`; a session leaves its stack when it completes or
+is aborted. Completed and aborted runs stay for inspection until the retention rule prunes them.
 
-Every write is atomic (`atomic_write_text`), and the folder is synced once per transaction,
-after its last rename and before the lock is released. A file that is not valid JSON, does not
-match the model, or carries an unknown `schema_version` raises `session.state_corrupt` naming the
-file; it is never silently reset.
+`stack.json` in `.deepwork/tmp/` mirrors the stacks for the hooks, which probe it before
+starting Python: it exists, in its old format, exactly while some stack is not empty. It is
+rewritten inside the transaction that changed a stack.
+
+Every read-modify-write is one store transaction. A row that does not parse, does not match the
+model, or carries an unknown `schema_version` raises `session.state_corrupt` naming the session
+and the store; it is never silently reset. Projects with the old files (`session_<id>.json`,
+`events/`) are imported on the store's first open (`deepwork_core.state.store.legacy`).
 """
 
 from __future__ import annotations
@@ -29,29 +30,15 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, Final, Literal, TypeVar
+from typing import Any, Final, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from deepwork_core.base.error_codes import ErrorCode
-from deepwork_core.base.errors import FileReadError, SessionError
-from deepwork_core.base.fsutil import (
-    LockTimeout,
-    atomic_write_text,
-    file_lock,
-    fsync_folder,
-    loads_json,
-    read_text_file,
-)
-from deepwork_core.base.identifiers import AGENT_ID_PATTERN, SESSION_ID_PATTERN, check_session_id
-from deepwork_core.base.layout import (
-    LOCK_FILE,
-    MAX_STATE_BYTES,
-    STACK_FILE,
-    TMP_DIR,
-    session_file_name,
-    session_id_of,
-)
+from deepwork_core.base.errors import SessionError
+from deepwork_core.base.fsutil import loads_json
+from deepwork_core.base.identifiers import check_session_id
+from deepwork_core.base.layout import STACK_FILE, TMP_DIR, session_file_name
 from deepwork_core.base.runtime_dir import ensure_tmp_dir
 from deepwork_core.evidence.hashes import OutputEvidence, OutputHash
 from deepwork_core.evidence.scope import RepoSnapshot
@@ -59,6 +46,18 @@ from deepwork_core.evidence.verdicts import LoggedVerdictKind, ReviewVerdict, Ve
 from deepwork_core.state.approvals import ApprovalRecord
 from deepwork_core.state.fan_out import FanOut, InstanceOf
 from deepwork_core.state.retention import delete_finished
+from deepwork_core.state.stack_marker import write_stack_marker
+from deepwork_core.state.store.errors import StoreError
+from deepwork_core.state.store.opening import existing_store, shared_store
+from deepwork_core.state.store.port import Store, Tx
+from deepwork_core.state.store.runs import (
+    SessionRow,
+    load_body,
+    read_stacks,
+    save_session,
+    session_times,
+    write_stack,
+)
 
 SCHEMA_VERSION: Literal[1] = 1
 
@@ -66,7 +65,7 @@ SCHEMA_VERSION: Literal[1] = 1
 DEFAULT_MAX_AGE = timedelta(days=14)
 #: ... and of the finished ones, at most this many newest are kept.
 DEFAULT_KEEP_FINISHED = 200
-#: Pruning runs at most this often per store (it lists the folder).
+#: Pruning runs at most this often per store.
 _PRUNE_INTERVAL_S = 300.0
 
 OutputValue = str | list[str]
@@ -207,18 +206,8 @@ class Session(_State):
         return merged
 
 
-_SessionId = Annotated[str, StringConstraints(pattern=SESSION_ID_PATTERN)]
-_AgentId = Annotated[str, StringConstraints(pattern=AGENT_ID_PATTERN)]
-
 #: The stacks by agent id; `None` is the main stack.
 Stacks = dict[str | None, list[str]]
-
-
-class _StackFile(_State):
-    schema_version: Literal[1] = SCHEMA_VERSION
-    # An id that is no session id is corruption, never a path to build.
-    session_ids: list[_SessionId] = Field(default_factory=list)
-    agents: dict[_AgentId, list[_SessionId]] = Field(default_factory=dict)
 
 
 _ID_LEADS = string.ascii_letters + string.digits
@@ -234,10 +223,11 @@ def new_session_id() -> str:
 
 
 class SessionStore:
-    """Reads and writes the sessions and the stack of one project. Thread- and process-safe.
+    """Reads and writes the sessions and the stacks of one project. Thread- and process-safe.
 
-    Reads that need a consistent view and every mutation run inside `transaction()`, which holds
-    an in-process lock and the cross-process file lock.
+    Reads that need a consistent view and every mutation run inside `transaction()`: one write
+    transaction of the project's store (`deepwork_core.state.store`), holding an in-process lock
+    and the store's cross-process lock for the project.
     """
 
     def __init__(
@@ -254,45 +244,56 @@ class SessionStore:
         self._thread_lock = threading.RLock()
         self._last_prune = float("-inf")
 
+    @property
+    def store(self) -> Store:
+        """The project's open store (opened, migrated and fed any old files on first use)."""
+        return shared_store(self.project_root)
+
     # --- paths -------------------------------------------------------------------------------
 
     def session_path(self, session_id: str) -> Path:
-        """The file of `session_id`; the id is checked before any path is built."""
+        """Where a session's file lay before the store (imported from there once); the id is
+        checked before any path is built."""
         return self.state_dir / session_file_name(check_session_id(session_id))
 
     @property
     def stack_path(self) -> Path:
+        """The marker the hooks probe: it exists, holding the stacks, while a stack is not empty."""
         return self.state_dir / STACK_FILE
 
     # --- transactions ------------------------------------------------------------------------
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[StateTransaction]:
-        """Hold the locks for one read-modify-write of the state.
+        """Hold the project's state for one read-modify-write; committed when the block ends,
+        also when it raises (its writes so far stay, then the error goes on).
 
-        Raises `session.lock_timeout` when another process holds the state for too long.
+        Raises `store.busy` when another process holds the store for too long.
         """
-        with self._thread_lock, contextlib.ExitStack() as held:
-            ensure_tmp_dir(self.project_root)
-            try:
-                held.enter_context(file_lock(self.state_dir / LOCK_FILE))
-            except LockTimeout as exc:
-                raise SessionError(str(exc), code=ErrorCode.SESSION_LOCK_TIMEOUT) from None
-            tx = StateTransaction(self)
-            try:
-                yield tx
-            finally:
-                # The transaction's writes were renamed into place without syncing the folder;
-                # one fsync of it makes them all durable before the lock is released.
-                if tx.renamed:
-                    fsync_folder(self.state_dir)
+        failure: Exception | None = None
+        with self._thread_lock:
+            store = self.store
+            with store.write(lock=f"deepwork.state:{store.project.project_id}") as db:
+                tx = StateTransaction(self, store, db)
+                try:
+                    yield tx
+                except StoreError:
+                    raise  # the database failed: nothing to keep
+                except Exception as exc:
+                    # What the block saved before it raised stays saved, as each write did
+                    # when state lived in files (the engine records an attempt, then raises).
+                    failure = exc
+                if tx.stacks_changed:
+                    tx.write_marker()
+        if failure is not None:
+            raise failure
 
     # --- convenience reads (each its own transaction) ----------------------------------------
 
     def stack(self, agent_id: str | None = None) -> list[Session]:
         """The active sessions of one stack (default: the main one), bottom to top."""
         if not self.stack_path.exists():
-            return []  # nothing ever started: no need to create the folder for a read
+            return []  # nothing is running: no need to open the store for a read
         with self.transaction() as tx:
             return tx.stack(agent_id)
 
@@ -308,21 +309,24 @@ class SessionStore:
         with self.transaction() as tx:
             return tx.load(session_id)
 
-    def session_ids(self) -> list[str]:
-        """The id of every session the store holds, active or finished, in no order."""
-        try:
-            names = [path.name for path in self.state_dir.iterdir()]
-        except FileNotFoundError:
+    def session_ids(self, *, finished: bool = False) -> list[str]:
+        """The ids of the project's sessions (`finished`: only those on no stack), last written
+        first. A project without a store yet has none, and gets no store for asking."""
+        store = existing_store(self.project_root)
+        if store is None:
             return []
-        return [sid for sid in map(session_id_of, names) if sid is not None]
+        with store.read() as db:
+            dated = session_times(db, store.project.project_id)
+            active = {i for ids in read_stacks(db, store.project.project_id).values() for i in ids}
+        return [i for _, i in dated if not (finished and i in active)]
 
     # --- retention ---------------------------------------------------------------------------
 
     def prune(self, *, now: datetime | None = None, force: bool = False) -> list[str]:
         """Delete finished sessions past the retention rule; return the ids deleted.
 
-        A finished session is one not on the stack. It is deleted when its file was last written
-        more than `max_age` ago, or when more than `keep_finished` newer finished ones exist
+        A finished session is one on no stack. It is deleted when it was last written more than
+        `max_age` ago, or when more than `keep_finished` newer finished ones exist
         (`deepwork_core.state.retention`). At most every five minutes unless `force`.
         """
         clock = time.monotonic()
@@ -332,6 +336,8 @@ class SessionStore:
         with self.transaction() as tx:
             return delete_finished(
                 self.project_root,
+                tx.db,
+                self.store.project.project_id,
                 tx.all_stack_ids(),
                 now=(now or utc_now()).timestamp(),
                 max_age=self.max_age,
@@ -340,25 +346,23 @@ class SessionStore:
 
 
 class StateTransaction:
-    """The state as seen while holding the locks; writes are atomic and immediate."""
+    """The state as seen inside one store transaction; writes land when it commits."""
 
-    def __init__(self, store: SessionStore) -> None:
+    def __init__(self, owner: SessionStore, store: Store, db: Tx) -> None:
+        self._owner = owner
         self._store = store
+        self._project_id = store.project.project_id
+        #: The open store transaction (for modules that keep more rows in step with the state).
+        self.db = db
         self._stacks: Stacks | None = None
         self._sessions: dict[str, Session] = {}
-        #: True once a file was renamed into the state folder (synced when the transaction ends).
-        self.renamed = False
+        #: True once a stack changed (the marker file is rewritten before the commit).
+        self.stacks_changed = False
 
     def stacks(self) -> Stacks:
         """Every non-empty stack's ids by agent id (None: the main stack, first)."""
         if self._stacks is None:
-            data = _read_json(self._store.stack_path)
-            self._stacks = {}
-            if data is not _MISSING:
-                stack = _validate(_StackFile, data, self._store.stack_path)
-                if stack.session_ids:
-                    self._stacks[None] = list(stack.session_ids)
-                self._stacks.update({k: list(v) for k, v in stack.agents.items() if v})
+            self._stacks = read_stacks(self.db, self._project_id)
         return {agent: list(ids) for agent, ids in self._stacks.items()}
 
     def stack_ids(self, agent_id: str | None = None) -> list[str]:
@@ -380,50 +384,52 @@ class StateTransaction:
         cached = self._sessions.get(session_id)
         if cached is not None:
             return cached
-        path = self._store.session_path(session_id)
-        data = _read_json(path)
-        if data is _MISSING:
+        body = load_body(self.db, self._project_id, check_session_id(session_id))
+        if body is None:
             raise SessionError(
                 f"there is no session {session_id!r}; use a session_id returned by "
                 "start_workflow or finished_step (the stack lists the active ones)",
                 code=ErrorCode.SESSION_NOT_FOUND,
             )
-        session = _validate(Session, data, path)
+        where = f"session {session_id!r} in store {self._store.display}"
+        session = _validate(Session, _parse_json(body, where), where)
         if session.session_id != session_id:
             raise SessionError(
-                f"{path} holds session {session.session_id!r}, not {session_id!r}",
+                f"{where} holds session {session.session_id!r}",
                 code=ErrorCode.SESSION_STATE_CORRUPT,
             )
         self._sessions[session_id] = session
         return session
 
     def save(self, session: Session) -> None:
-        path = self._store.session_path(session.session_id)
-        atomic_write_text(path, session.model_dump_json(indent=2) + "\n", sync_folder=False)
-        self.renamed = True
+        row = SessionRow(
+            session_id=check_session_id(session.session_id),
+            job=session.job_name,
+            workflow=session.workflow_name,
+            status=session.status.value,
+            agent=session.agent_id,
+            branch=session.branch_name,
+            started_at=session.started_at.timestamp(),
+            completed_at=session.completed_at.timestamp() if session.completed_at else None,
+            body=session.model_dump_json(),
+        )
+        save_session(self.db, self._project_id, self._store.project.machine, row, self._store.now())
         self._sessions[session.session_id] = session
 
     def set_stack(self, session_ids: list[str], agent_id: str | None = None) -> None:
-        """Persist one stack. When every stack is empty the file is removed: `stack.json` exists
-        exactly while a workflow is active, which the plugins' hook commands test before
-        starting Python. A file with only the main stack has no `agents` key."""
+        """Persist one stack (and, when the transaction ends, the marker file the hooks probe:
+        `stack.json` exists exactly while some stack is not empty)."""
         stacks = self.stacks()
         stacks[agent_id] = list(session_ids)
-        # The main stack first, then the agents' in the order they appeared.
+        # The main stack first, then the agents' by id.
         stacks = {
-            a: ids for a, ids in sorted(stacks.items(), key=lambda i: i[0] is not None) if ids
+            a: ids
+            for a, ids in sorted(stacks.items(), key=lambda i: (i[0] is not None, i[0] or ""))
+            if ids
         }
-        if stacks:
-            stack = _StackFile(
-                session_ids=stacks.get(None, []),
-                agents={agent: ids for agent, ids in stacks.items() if agent is not None},
-            )
-            text = stack.model_dump_json(indent=2, exclude={"agents"} if not stack.agents else None)
-            atomic_write_text(self._store.stack_path, text + "\n", sync_folder=False)
-            self.renamed = True
-        else:
-            self._store.stack_path.unlink(missing_ok=True)
+        write_stack(self.db, self._project_id, agent_id, session_ids)
         self._stacks = stacks
+        self.stacks_changed = True
 
     def push(self, session: Session) -> None:
         """Save a new session and put it on top of its agent's stack."""
@@ -436,6 +442,14 @@ class StateTransaction:
             if session_id in ids:
                 self.set_stack([i for i in ids if i != session_id], agent)
 
+    def write_marker(self) -> None:
+        """Mirror the stacks into `stack.json` (its format of old), or remove it when empty."""
+        main = self.stack_ids(None)
+        top_job = self.load(main[-1]).job_name if main else None
+        if main or any(self.stacks().values()):
+            ensure_tmp_dir(self._owner.project_root)  # with its .gitignore, in either mode
+        write_stack_marker(self._owner.stack_path, self.stacks(), top_job)
+
     def _load_listed(self, session_id: str) -> Session:
         try:
             session = self.load(session_id)
@@ -443,56 +457,42 @@ class StateTransaction:
             if exc.code != ErrorCode.SESSION_NOT_FOUND:
                 raise
             raise SessionError(
-                f"{self._store.stack_path} lists session {session_id!r} but its file "
-                f"{self._store.session_path(session_id)} is missing",
+                f"a stack of store {self._store.display} lists session {session_id!r}, "
+                "which the store does not hold",
                 code=ErrorCode.SESSION_STATE_CORRUPT,
             ) from None
         if session.status is not SessionStatus.ACTIVE:
             raise SessionError(
-                f"{self._store.stack_path} lists session {session_id!r}, which is "
+                f"a stack of store {self._store.display} lists session {session_id!r}, which is "
                 f"{session.status.value}",
                 code=ErrorCode.SESSION_STATE_CORRUPT,
             )
         return session
 
 
-#: What `_read_json` returns for a file that does not exist (a file holding `null` is corrupt,
-#: not missing: it must never read as an empty state).
-_MISSING: Final = object()
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        text = read_text_file(path, limit=MAX_STATE_BYTES)
-    except FileReadError as exc:
-        if exc.code == ErrorCode.FILE_NOT_FOUND:
-            return _MISSING
-        raise SessionError(
-            f"cannot read state file {path}: {exc}", code=ErrorCode.SESSION_STATE_CORRUPT
-        ) from None
+def _parse_json(text: str, where: str) -> Any:
     try:
         return loads_json(text)
     except json.JSONDecodeError as exc:
         raise SessionError(
-            f"state file {path} is not valid JSON ({exc}); fix or delete it",
-            code=ErrorCode.SESSION_STATE_CORRUPT,
+            f"{where} is not valid JSON ({exc})", code=ErrorCode.SESSION_STATE_CORRUPT
         ) from None
 
 
-def _validate(model: type[_M], data: Any, path: Path) -> _M:
+def _validate(model: type[_M], data: Any, where: str) -> _M:
     version = data.get("schema_version") if isinstance(data, dict) else None
     if version != SCHEMA_VERSION:
         raise SessionError(
-            f"state file {path} has schema_version {version!r}; this DeepWork reads version "
-            f"{SCHEMA_VERSION} (written by another DeepWork version? fix or delete it)",
+            f"{where} has schema_version {version!r}; this DeepWork reads version "
+            f"{SCHEMA_VERSION} (written by another DeepWork version?)",
             code=ErrorCode.SESSION_STATE_CORRUPT,
         )
     try:
         return model.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "<top>"
+        at = ".".join(str(p) for p in first["loc"]) or "<top>"
         raise SessionError(
-            f"state file {path} is invalid at {where}: {first['msg']}; fix or delete it",
+            f"{where} is invalid at {at}: {first['msg']}",
             code=ErrorCode.SESSION_STATE_CORRUPT,
         ) from None

@@ -8,6 +8,7 @@ working directory; everything below it takes explicit arguments.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +53,7 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
         "Serve the runs, approvals and stats of a project in the browser.",
     ),
     "report": ("deepwork_mcp.cli.report", "report", "Write one run as a self-contained HTML page."),
+    "store": ("deepwork_mcp.cli.store", "store", "Where run state lives; export a run as JSONL."),
 }
 
 
@@ -62,6 +64,7 @@ def main(argv: list[str] | None = None) -> Any:
     tool call. Every other form, `deepwork hook --help` included, goes through the click group.
     """
     args = sys.argv[1:] if argv is None else argv
+    _use_store_url_of_environment()
     if len(args) == 2 and args[0] == "hook" and not args[1].startswith("-"):
         from deepwork_mcp.hooks.command import main as run_hook_command
 
@@ -69,6 +72,13 @@ def main(argv: list[str] | None = None) -> Any:
     from deepwork_mcp.cli.group import cli
 
     return cli.main(args=argv, prog_name="deepwork")
+
+
+def _use_store_url_of_environment() -> None:
+    """`DEEPWORK_STORE_URL`, when set, is the store of every project this process touches."""
+    from deepwork_core.state.store.url import STORE_URL_ENV, set_default_store_url
+
+    set_default_store_url(os.environ.get(STORE_URL_ENV) or None)
 
 
 def __getattr__(name: str) -> click.Group:

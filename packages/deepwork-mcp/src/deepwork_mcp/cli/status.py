@@ -1,14 +1,17 @@
 """`deepwork status`: the workflows running in a project, as a tree (docs/navigation.md).
 
-Reads the state files only; never changes them. `--watch` redraws whenever the state folder
-changes (every session or stack write renames a file into it) and at least every few seconds so
-that ages stay current. Every name and text from the state files is shown escaped
-(`deepwork_core.base.escaping`, docs/security.md): an agent can write those files.
+Reads the store only; never changes it. `--watch` redraws whenever the state changes (a commit
+of the SQLite store, a stack change) and at least every few seconds so that ages stay current.
+`--all` lists every run of every project in the store instead (team mode: one PostgreSQL for
+many checkouts). Every name and text from the store is shown escaped
+(`deepwork_core.base.escaping`, docs/security.md): an agent can write it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import json
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -20,9 +23,14 @@ from deepwork_core.base.escaping import printable
 from deepwork_core.state.overview import ActiveEntry, ProjectOverview, project_overview
 from deepwork_core.state.review_usage import ReviewUsage, cost_text
 from deepwork_core.state.sessions import SessionStore
+from deepwork_core.state.store.opening import shared_store
+from deepwork_core.state.store.runs import StoredRun, list_runs
+from deepwork_core.state.store.url import SQLITE_FILE
 
 from deepwork_mcp.cli.options import cli_error, project_option
 
+#: The most runs `--all` lists (newest first).
+ALL_RUNS_LIMIT = 10_000
 #: Seconds between two looks at the state folder under --watch.
 POLL_SECONDS = 0.5
 #: Seconds after which --watch redraws even without a change (ages move on).
@@ -106,11 +114,48 @@ def render_text(overview: ProjectOverview, now: datetime) -> str:
 
 
 def state_fingerprint(state_dir: Path) -> int:
-    """Changes whenever a file is created, replaced or removed in the state folder."""
+    """Changes whenever a file is created, replaced or removed in the state folder, and whenever
+    the SQLite store commits (its write-ahead log changes)."""
+    marks = 0
+    for path in (state_dir, state_dir / f"{SQLITE_FILE}-wal"):
+        with contextlib.suppress(FileNotFoundError):
+            info = path.stat()
+            marks = marks * 31 + info.st_mtime_ns + info.st_size
+    return marks
+
+
+def render_runs(runs: list[StoredRun], now: datetime) -> str:
+    """Every run of every project in the store, newest first, one line each."""
+    if not runs:
+        return "No runs in the store.\n"
+    lines = []
+    for run in runs:
+        parts = [
+            f"{run.status:<9}",
+            f"{run.job}/{run.workflow}",
+            f"session {run.session_id}",
+            f"project {run.project_root}",
+            f"machine {run.machine}",
+            f"branch {run.branch or '-'}",
+            f"agent {run.agent or 'main'}",
+            f"updated {age(datetime.fromtimestamp(run.updated_at, UTC), now)} ago",
+        ]
+        lines.append(printable("  ".join(parts)))
+    return "\n".join(lines) + "\n"
+
+
+def _print_all_runs(project: Path, as_json: bool, limit: int) -> None:
     try:
-        return state_dir.stat().st_mtime_ns
-    except FileNotFoundError:
-        return 0
+        store = shared_store(project)
+        with store.read() as tx:
+            runs = list_runs(tx, limit=limit)
+    except DeepWorkError as exc:
+        raise cli_error(exc) from None
+    if as_json:
+        text = json.dumps([dataclasses.asdict(run) for run in runs], indent=2)
+        click.echo(printable(text, keep="\n"))
+    else:
+        click.echo(render_runs(runs, datetime.now(UTC)), nl=False)
 
 
 def watch(
@@ -148,8 +193,17 @@ def watch(
     show_default=True,
     help="Finished sessions to list.",
 )
-def status(project: Path, as_json: bool, watching: bool, finished: int) -> None:
+@click.option(
+    "--all",
+    "all_projects",
+    is_flag=True,
+    help="List every run of every project in the store (project, machine, branch, agent).",
+)
+def status(project: Path, as_json: bool, watching: bool, finished: int, all_projects: bool) -> None:
     """Show the active workflow stacks and the last finished sessions."""
+    if all_projects:
+        _print_all_runs(project.resolve(), as_json, ALL_RUNS_LIMIT)
+        return
     store = SessionStore(project.resolve())
 
     def draw() -> None:

@@ -37,6 +37,7 @@ pre { background: #fff; border: 1px solid var(--line); padding: 8px; overflow: a
 .status { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px;
   background: #e6ebf3; }
 .status.active { background: #dfe9ff; color: var(--accent); }
+.status.reviewing { background: #e8e2ff; color: var(--accent); }
 .status.awaiting-approval { background: #fff0d1; color: var(--wait); font-weight: 600; }
 .status.completed { background: #dcf3e5; color: var(--ok); }
 .status.aborted { background: #f8dddb; color: var(--bad); }

@@ -14,8 +14,8 @@ from html import escape
 from typing import Final
 
 from deepwork_core.base.escaping import printable
+from deepwork_core.state.read_model.runs import Run
 from deepwork_core.state.review_usage import ReviewUsage, cost_text
-from deepwork_core.state.runs import Run
 from deepwork_core.state.stats import Stats
 
 from deepwork_mcp.dashboard.assets import STYLESHEET

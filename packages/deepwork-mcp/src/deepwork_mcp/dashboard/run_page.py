@@ -1,12 +1,12 @@
 """The run page (`/run/<session>`) and `deepwork report --html`: one run, summary first
 (docs/dashboard.md).
 
-It renders core's read model (`deepwork_core.state.runs.RunDetail`): the summary (outcome, steps
-done, every verdict labelled as what it is, approvals, review cost, branch), the approval card
-while a step waits for a human, the workflow graph with its legend (and the instances of its
-fanned-out steps, docs/fan-out.md), the outputs and their
-evidence, the reviews and what they cost, and the timeline as sentences, each expandable to all
-of its fields. Text is escaped as on every page (`pages.text`).
+It renders core's read model (`deepwork_core.state.read_model.runs.RunDetail`): the summary
+(outcome, steps done, every verdict labelled as what it is, approvals, review cost, branch), the
+approval card while a step waits for a human, the workflow graph with its legend (and the
+instances of its fanned-out steps, docs/fan-out.md), the outputs and their evidence, the
+reviews and what they cost, and the timeline as sentences, each expandable to all of its fields.
+Text is escaped as on every page (`pages.text`).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Final
 
 from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.state.event_kinds import ReviewVerdictEvent
+from deepwork_core.state.read_model.runs import OutputLine, Run, RunDetail, RunSummary
+from deepwork_core.state.read_model.timeline import TimelineEntry
 from deepwork_core.state.review_usage import cost_text
-from deepwork_core.state.runs import OutputLine, Run, RunDetail, RunSummary
-from deepwork_core.state.timeline import TimelineEntry
 
 from deepwork_mcp.dashboard.pages import (
     approval_card,

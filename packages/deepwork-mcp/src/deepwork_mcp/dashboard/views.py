@@ -1,8 +1,9 @@
 """What the dashboard pages show (docs/dashboard.md).
 
-The runs and a run's detail are core's read model (`deepwork_core.state.runs`), the same one
-`deepwork report` and `deepwork status` render; this module adds only what the browser shows
-besides: the workflow graph as SVG and the open approval requests with previews of their files.
+The runs and a run's detail are core's read model (`deepwork_core.state.read_model.runs`), the
+same one `deepwork report` and `deepwork status` render; this module adds only what the browser
+shows besides: the workflow graph as SVG and the open approval requests with previews of their
+files.
 Every function here only reads. Text in these views is raw; the pages escape it.
 """
 
@@ -24,7 +25,7 @@ from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.jobs.discovery import parse_folder_list
 from deepwork_core.jobs.graph import build_graph
 from deepwork_core.state.approvals import ApprovalRecord, ApprovalStore
-from deepwork_core.state.runs import (
+from deepwork_core.state.read_model.runs import (
     Run,
     RunDetail,
     RunStatus,

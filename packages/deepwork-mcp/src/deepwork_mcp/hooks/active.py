@@ -57,20 +57,16 @@ def stack_is_empty(project_root: Path) -> bool:
 def may_have_job_hooks(project_root: Path, event: str, additional_jobs_folders: str | None) -> bool:
     """False when the job of the top workflow certainly declares no action for `event`.
 
-    Reads the top session's `job_name` and every job.yml of that name on the discovery path
-    (project, standard, additional folders) as plain text: a job can only declare actions for
-    the event by writing its key.
+    Reads the top session's job from the stack marker (`top_job`) and every job.yml of that name
+    on the discovery path (project, standard, additional folders) as plain text: a job can only
+    declare actions for the event by writing its key.
     """
     keys = _EVENT_KEYS.get(event)
     if keys is None:
         return False
     try:
         stack = loads_json(read_text_file(project_root / STACK_PATH, limit=layout.MAX_STATE_BYTES))
-        top = stack[layout.STACK_MAIN_KEY][-1]
-        session_file = project_root / layout.TMP_DIR / layout.session_file_name(top)
-        job_name = loads_json(read_text_file(session_file, limit=layout.MAX_STATE_BYTES))[
-            "job_name"
-        ]
+        job_name = stack[layout.STACK_TOP_JOB_KEY]
     except (FileReadError, ValueError, LookupError, TypeError):
         return True
     import deepwork_core

@@ -16,7 +16,7 @@ from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Annotated, Any
 
-from anyio import to_thread
+from anyio import from_thread, to_thread
 from fastmcp import Context, FastMCP
 from fastmcp.tools.base import ToolResult
 from mcp.types import TextContent, ToolAnnotations
@@ -151,7 +151,7 @@ def register_workflow_tools(
             notes=notes,
             override_reason=quality_review_override_reason,
             session_id=session_id,
-            progress=ctx.report_progress,
+            progress=_progress(ctx),
             agent_id=agent_id,
             work_summary=work_summary,
             approver=_approver(ctx),
@@ -160,6 +160,16 @@ def register_workflow_tools(
         return _structured(FinishedStepResponse.model_validate(with_launch(result, launch)))
 
     register_navigation_tools(mcp, engines)
+
+
+def _progress(ctx: Context) -> Callable[[int, int, str], None]:
+    """Progress of the call's reviews, from the engine's thread to the client (sent only when
+    the client gave a progress token)."""
+
+    def report(done: int, total: int, message: str) -> None:
+        from_thread.run(ctx.report_progress, done, total, message)
+
+    return report
 
 
 def _approver(ctx: Context) -> Approver:
@@ -177,11 +187,8 @@ async def _dry_run(
     session_id: str | None,
     agent_id: str | None,
 ) -> FinishedStepResponse:
-    from deepwork_core.engine.dry_run import dry_run_finish  # a dry run is rare
-
     check = partial(
-        dry_run_finish,
-        engine,
+        engine.dry_run,
         outputs,
         notes=notes,
         work_summary=work_summary,

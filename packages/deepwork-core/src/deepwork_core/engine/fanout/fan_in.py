@@ -61,8 +61,13 @@ def complete_fan_in(
 def recover(runner: FanOutRunner, store: SessionStore, catalog: JobCatalog) -> list[str]:
     """At the first use of a project: mend fan-outs a crash interrupted and remove worktrees
     nothing needs (`sweep`); the folders removed."""
-    if not store.stack_path.exists() and not runner.worktrees.on_disk():
-        return []
+    if not store.stack_path.exists():
+        # Nothing runs, so nothing is in flight: every instance folder or branch is a leftover
+        # (a crash can land between `git worktree add` making the branch and the state naming it).
+        leftovers = sorted({*runner.worktrees.on_disk(), *runner.worktrees.branches()})
+        for folder in leftovers:
+            runner.worktrees.remove_orphan(folder)
+        return leftovers
     with store.transaction() as tx:
         return sweep(runner, tx, catalog)
 
@@ -90,8 +95,13 @@ def fan_in(runner: FanOutRunner, tx: StateTransaction, job: LoadedJob, parent: S
             continue
         strip[session.session_id] = instance.worktree
         if session.status is SessionStatus.COMPLETED and not instance.merged:
-            _merge_one(runner, tx, parent, instance, session)
-            warnings += _recheck(runner, session, instance.worktree)
+            if runner.worktrees.gone(instance):
+                # Merged and removed by a fan-in whose state a crash rolled back: the store
+                # commits the transaction whole, git's side of it was already done.
+                instance.merged = True
+            else:
+                _merge_one(runner, tx, parent, instance, session)
+                warnings += _recheck(runner, session, instance.worktree)
         if not instance.cleaned:
             runner.worktrees.remove(instance)
             instance.cleaned = True
@@ -168,7 +178,7 @@ def sweep(runner: FanOutRunner, tx: StateTransaction, catalog: JobCatalog) -> li
                 keep.add(instance.worktree)
     for folder in runner.worktrees.on_disk():
         if folder not in keep:
-            runner.worktrees.remove_folder(folder)
+            runner.worktrees.remove_orphan(folder)
             removed.append(folder)
     return removed
 

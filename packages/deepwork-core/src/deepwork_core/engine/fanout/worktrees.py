@@ -10,6 +10,7 @@ left behind.
 
 from __future__ import annotations
 
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ from pathlib import Path
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import GitError
 from deepwork_core.base.git import run_git
+from deepwork_core.base.identifiers import SESSION_ID_PATTERN
 from deepwork_core.base.layout import TMP_DIR
 from deepwork_core.engine.fanout.items import FanOutError
 from deepwork_core.state.fan_out import FanInstance
@@ -26,6 +28,7 @@ from deepwork_core.state.sessions import Session
 WORKTREES_DIR = f"{TMP_DIR}/worktrees"
 #: Git's identity for fan-in commits when the repository has none configured.
 _IDENTITY = ("-c", "user.name=DeepWork", "-c", "user.email=deepwork@localhost")
+SESSION_ID = re.compile(SESSION_ID_PATTERN)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,9 +73,22 @@ class Worktrees:
         self.remove(instance)
         self._git("worktree", "add", "-q", "-b", instance.branch, instance.worktree, base)
 
+    def gone(self, instance: FanInstance) -> bool:
+        """True when neither the instance's folder nor its branch exists any more."""
+        if instance.worktree is None or instance.branch is None:
+            return True
+        if (self.project_root / instance.worktree).is_dir():
+            return False
+        ref = f"refs/heads/{instance.branch}"
+        found = run_git(["rev-parse", "--verify", "-q", ref], cwd=self.project_root, check=False)
+        return found.returncode != 0
+
     def commit(self, instance: FanInstance, message: str) -> None:
-        """Commit everything the instance changed in its worktree (nothing when unchanged)."""
+        """Commit everything the instance changed in its worktree (nothing when unchanged, and
+        nothing when a crash already removed the folder after committing it)."""
         folder = self.project_root / (instance.worktree or "")
+        if not folder.is_dir():
+            return
         self._git("add", "-A", cwd=folder)
         if self._git("status", "--porcelain", cwd=folder).strip():
             self._git(*self._identity(), "commit", "-q", "--no-verify", "-m", message, cwd=folder)
@@ -110,6 +126,27 @@ class Worktrees:
         self._git("worktree", "remove", "--force", folder, check=False)
         shutil.rmtree(self.project_root / folder, ignore_errors=True)
         self._git("worktree", "prune", check=False)
+
+    def branches(self) -> list[str]:
+        """Instance-shaped branches (`deepwork/<parent session>/<instance session>`) as the
+        folders their places imply; never a workflow's own branch."""
+        listed = run_git(
+            ["for-each-ref", "--format=%(refname:short)", "refs/heads/deepwork/"],
+            cwd=self.project_root,
+            check=False,
+        )
+        folders = []  # outside a repository git fails and prints nothing on stdout: no branches
+        for branch in listed.stdout.split():
+            parts = branch.split("/")
+            if len(parts) == 3 and all(SESSION_ID.fullmatch(part) for part in parts[1:]):
+                folders.append(f"{WORKTREES_DIR}/{parts[1]}/{parts[2]}")
+        return folders
+
+    def remove_orphan(self, folder: str) -> None:
+        """Remove a leftover instance folder and the branch its place implies."""
+        self.remove_folder(folder)
+        branch = "deepwork/" + folder.removeprefix(f"{WORKTREES_DIR}/")
+        self._git("branch", "-q", "-D", branch, check=False)
 
     def on_disk(self) -> list[str]:
         """Every instance worktree folder present, project-relative."""

@@ -1,18 +1,28 @@
-"""The engine's transitions that evidence adds (see `docs/evidence.md`): accepting a checkpoint
-(bind its hashes, or first ask a human) and answering while an approval is open.
+"""How a checkpoint ends, inside the state transaction (docs/evidence.md, docs/runtime.md):
+audit it, accept it (bind its hashes, or first ask a human), advance to the next entry or
+complete the workflow (resuming a waiting parent), and the answers `needs_work`,
+`awaiting_approval` and `reviewing`.
 
-`WorkflowEngine` inherits these; they run inside its state transaction.
+`Outcomes` is a collaborator of the finish pipeline (`deepwork_core.engine.finish`); it never
+calls back into it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.engine.approver import Approver
+from deepwork_core.engine.branching import completed_summary
+from deepwork_core.engine.nesting import (
+    Nesting,
+    begin_checkpoint,
+    handed_up_outputs,
+    waiting_parent,
+)
 from deepwork_core.engine.outputs import ValidatedOutputs
 from deepwork_core.engine.results import (
     ApprovalPrompt,
@@ -23,36 +33,39 @@ from deepwork_core.engine.results import (
 from deepwork_core.engine.safeguards import ApprovalOutcome, Findings, Safeguards, prompt_of
 from deepwork_core.evidence.scope import RepoSnapshot
 from deepwork_core.evidence.verdicts import ReviewVerdict, VerdictKind
-from deepwork_core.gate.checkpoint import Gate
+from deepwork_core.gate.checkpoint import GateReviewing
+from deepwork_core.gate.gates import Gate
 from deepwork_core.gate.job_check import submitted_job_feedback
-from deepwork_core.jobs.discovery import LoadedJob
+from deepwork_core.jobs.discovery import JobCatalog, LoadedJob
 from deepwork_core.jobs.model import Step
 from deepwork_core.state.approval_seal import ApprovalKeyError
-from deepwork_core.state.sessions import Session, StateTransaction
+from deepwork_core.state.session_events import SessionEvents
+from deepwork_core.state.sessions import Session, SessionStatus, StateTransaction, StepRecord
 from deepwork_core.state.stacks import StackItem, stack_items
 
 
-class EvidenceSteps:
-    """Mixin of `WorkflowEngine`: the checkpoint outcomes shaped by evidence and approvals."""
+class Outcomes:
+    """The ends of a checkpoint, each inside the caller's state transaction."""
 
-    guards: Safeguards
-    gate: Gate | None
-    project_root: Path
+    def __init__(
+        self,
+        project_root: Path,
+        catalog: JobCatalog,
+        guards: Safeguards,
+        events: SessionEvents,
+        nesting: Nesting,
+        gate: Gate | None,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self.project_root = project_root
+        self.catalog = catalog
+        self.guards = guards
+        self.events = events
+        self.nesting = nesting
+        self.gate = gate
+        self.clock = clock
 
-    if TYPE_CHECKING:
-
-        def _advance(
-            self,
-            tx: StateTransaction,
-            session: Session,
-            job: LoadedJob,
-            validated: ValidatedOutputs,
-            notes: str | None,
-            snapshot: RepoSnapshot | None = None,
-            probe: bool = False,
-        ) -> FinishResult: ...
-
-    def _audit_first(
+    def audit_first(
         self,
         tx: StateTransaction,
         session: Session,
@@ -70,7 +83,7 @@ class EvidenceSteps:
             final=session.current_entry_index + 1 >= len(entries), reviewable=self.gate is not None,
         )  # fmt: skip
         if session.pending_approval is not None:
-            answered = self._approval_answer(tx, session, job, validated, notes, findings)
+            answered = self.approval_answer(tx, session, job, validated, notes, findings)
             if answered is not None:
                 return answered, findings
         blocked = findings.blocked or submitted_job_feedback(
@@ -81,7 +94,7 @@ class EvidenceSteps:
             return needs_work(stack_items(tx, session.agent_id), findings, blocked), findings
         return None, findings
 
-    def _accept(
+    def accept(
         self,
         tx: StateTransaction,
         session: Session,
@@ -104,10 +117,10 @@ class EvidenceSteps:
         self.guards.accept(session, findings, verdict, reason, rereviewed)
         snapshot = findings.audit.snapshot
         probe = snapshot is None and began is not None  # git failed at the checkpoint: retry
-        result = self._advance(tx, session, job, validated, notes, snapshot, probe)
+        result = self.advance(tx, session, job, validated, notes, snapshot, probe)
         return with_findings(result, findings, session)
 
-    def _answered_by_human(
+    def answered_by_human(
         self,
         result: FinishResult,
         approver: Approver | None,
@@ -134,7 +147,7 @@ class EvidenceSteps:
             return result  # the outputs changed meanwhile: the next finished_step reviews again
         return again()
 
-    def _approval_answer(
+    def approval_answer(
         self,
         tx: StateTransaction,
         session: Session,
@@ -159,7 +172,7 @@ class EvidenceSteps:
             outcome = ApprovalOutcome.VOID  # stale steps are reviewed again, then asked anew
         self.guards.close_approval(session, record)
         if outcome is ApprovalOutcome.APPROVED:
-            return self._accept(
+            return self.accept(
                 tx, session, job, validated, notes, findings, pending.override_reason,
                 pending.verdict, pending.rereviewed, approved=True,
             )  # fmt: skip
@@ -168,6 +181,90 @@ class EvidenceSteps:
             comment = record.decision.comment or "(no comment)"
             return needs_work(stack, findings, f"The human requested changes: {comment}")
         return None
+
+    def advance(
+        self,
+        tx: StateTransaction,
+        session: Session,
+        job: LoadedJob,
+        validated: ValidatedOutputs,
+        notes: str | None,
+        snapshot: RepoSnapshot | None = None,
+        probe: bool = False,
+    ) -> FinishResult:
+        fan = self.nesting.fan
+        if fan is not None and session.instance_of is not None:
+            return fan.complete(tx, job, session, validated, notes)  # its parent fans in
+        now = self.clock()
+        for step_id in session.current_step_ids:
+            record = session.step_progress.setdefault(
+                step_id, StepRecord(step_id=step_id, started_at=now)
+            )
+            record.completed_at = now
+            record.outputs = validated.by_step.get(step_id, {})
+            record.notes = notes
+
+        workflow = job.definition.workflows_by_name[session.workflow_name]
+        entries = workflow.entries
+        next_index = session.current_entry_index + 1
+        if next_index < len(entries):
+            if fan is not None:
+                fan.check(session, job.definition, entries[next_index])
+            session.current_entry_index = next_index
+            session.current_step_ids = list(entries[next_index])
+            for step_id in entries[next_index]:
+                session.step_progress[step_id] = StepRecord(step_id=step_id, started_at=now)
+            self.guards.begin(session, job.definition, entries[next_index], snapshot, probe=probe)
+            tx.save(session)
+            self.events.step_begun(session)
+            ids = entries[next_index]
+            brief = begin_checkpoint(self.nesting, tx, job, session, ids, pushed=True)
+            return FinishResult(
+                FinishStatus.NEXT_STEP, stack_items(tx, session.agent_id), brief=brief
+            )
+
+        return self.complete(tx, session, workflow.post_workflow_instructions, now)
+
+    def complete(
+        self, tx: StateTransaction, session: Session, after: str | None, now: datetime
+    ) -> FinishResult:
+        """The workflow's last step is done (at `now`): the session completes, and its parent
+        (a `sub_workflow` step waiting for it) goes on."""
+        session.status = SessionStatus.COMPLETED
+        session.completed_at = now
+        tx.save(session)
+        tx.remove_from_stack(session.session_id)
+        self.events.completed(session)
+        parent = waiting_parent(tx, session)
+        if parent is not None:
+            return self.resume_parent(tx, session, parent, after)
+        stack = stack_items(tx, session.agent_id)
+        resume = (stack[-1].workflow, stack[-1].step) if stack else None
+        branch = session.branch_name if session.parent_session_id is None else None
+        summary = completed_summary(session.workflow_label, branch, session.previous_branch, resume)
+        return FinishResult(
+            FinishStatus.WORKFLOW_COMPLETE,
+            stack,
+            summary=summary,
+            all_outputs=session.all_outputs(),
+            post_workflow_instructions=after,
+        )
+
+    def resume_parent(
+        self, tx: StateTransaction, finished: Session, parent: Session, after: str | None
+    ) -> FinishResult:
+        """Complete the parent's `sub_workflow` step with the workflow `finished` ran."""
+        job = self.catalog.get(parent.job_name)
+        step = job.definition.step(parent.current_step_id)
+        outputs = ValidatedOutputs({step.id: handed_up_outputs(step, finished)})
+        result = self.advance(tx, parent, job, outputs, None)
+        note = (
+            f"Workflow '{finished.workflow_label}' completed; step '{step.id}' of "
+            f"'{parent.workflow_label}' completed with it."
+        )
+        if after:
+            note += f" Afterwards: {after}"
+        return replace(result, summary=f"{note} {result.summary or ''}".rstrip())
 
 
 def awaiting(stack: list[StackItem], prompt: ApprovalPrompt, findings: Findings) -> FinishResult:
@@ -190,6 +287,14 @@ def needs_work(
 ) -> FinishResult:
     result = FinishResult(
         FinishStatus.NEEDS_WORK, stack, feedback=feedback, failed_reviews=failed or []
+    )
+    return with_findings(result, findings)
+
+
+def reviewing(stack: list[StackItem], findings: Findings, verdict: GateReviewing) -> FinishResult:
+    """The `reviewing` answer: background reviews still run (docs/quality-gate.md)."""
+    result = FinishResult(
+        FinishStatus.REVIEWING, stack, feedback=verdict.feedback, reviews=list(verdict.reviews)
     )
     return with_findings(result, findings)
 

@@ -5,10 +5,12 @@
 step started under it. `run_detail` reads one session as a `RunDetail`: its summary first
 (outcome, steps done, every verdict labelled as what it is, every approval, review cost, branch),
 its accepted outputs with whether they went stale, and its timeline as sentences. The event log
-is read in bounded memory and time (`scan_events`): the timeline holds the newest
-`max_events` events and says how many older ones it left out; the summary still counts every
-verdict, approval and review call of the log. Everything here only reads, through the public
-state APIs (`SessionStore`, `scan_events`), so it does not care where they keep their data.
+is read from the store in bounded memory and time (`scan_events`): the timeline holds the
+newest `max_events` events and says how many older ones it left out; the summary still counts
+every verdict, approval and review call of the log. A run whose background reviews are still
+queued or running is `reviewing` (that answer records nothing, and is never an attempt).
+Everything here only reads, through the public state APIs (`SessionStore`, `scan_events`,
+`session_marks`, `ReviewJobs`), so it does not care which database keeps the data.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ from typing import Final
 from pydantic import BaseModel, ConfigDict, Field
 
 from deepwork_core.base.errors import DeepWorkError, SessionError
-from deepwork_core.base.fsutil import path_signature
 from deepwork_core.evidence.hashes import sha256_file
 from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.state.event_kinds import (
@@ -34,11 +35,18 @@ from deepwork_core.state.event_kinds import (
     ReviewVerdictEvent,
     StepFinishedEvent,
 )
-from deepwork_core.state.events import EventScan, events_path, scan_events
+from deepwork_core.state.events import EventScan, last_event_at, scan_events, session_marks
 from deepwork_core.state.fan_out import InstanceOf
+from deepwork_core.state.read_model.timeline import (
+    VERDICT_LABELS,
+    TimelineEntry,
+    clip,
+    timeline_entry,
+)
 from deepwork_core.state.review_usage import ReviewUsage, sum_usage
 from deepwork_core.state.sessions import Session, SessionStatus, SessionStore
-from deepwork_core.state.timeline import VERDICT_LABELS, TimelineEntry, clip, timeline_entry
+from deepwork_core.state.store.opening import existing_store
+from deepwork_core.state.store.review_jobs import ReviewJobs, ReviewJobState
 
 #: Events the timeline of one run page shows (the newest); older ones are counted, not shown.
 DEFAULT_MAX_EVENTS: Final = 500
@@ -65,6 +73,8 @@ class RunStatus(StrEnum):
     """Where a run is, as the viewers list it."""
 
     ACTIVE = "active"
+    #: Active, with background reviews still queued or running (docs/quality-gate.md).
+    REVIEWING = "reviewing"
     AWAITING_APPROVAL = "awaiting approval"
     COMPLETED = "completed"
     ABORTED = "aborted"
@@ -159,22 +169,36 @@ class RunDetail(_View):
     timeline_problem: str | None = None
 
 
-def run_status(session: Session) -> RunStatus:
+def run_status(session: Session, reviewing: bool = False) -> RunStatus:
+    """Where the session is; `reviewing`: it has background reviews queued or running."""
     if session.status is SessionStatus.ACTIVE:
         if session.pending_approval is not None:
             return RunStatus.AWAITING_APPROVAL
-        return RunStatus.ACTIVE
+        return RunStatus.REVIEWING if reviewing else RunStatus.ACTIVE
     return RunStatus(session.status.value)
 
 
-def _last_event_at(project_root: Path, session_id: str) -> datetime | None:
-    try:
-        return datetime.fromtimestamp(events_path(project_root, session_id).stat().st_mtime, UTC)
-    except OSError:
-        return None
+def reviewing_sessions(project_root: Path) -> set[str]:
+    """The sessions whose background reviews are still queued or running."""
+    store = existing_store(project_root)
+    if store is None:
+        return set()
+    live = (ReviewJobState.QUEUED, ReviewJobState.CLAIMED)
+    return {job.session_id for job in ReviewJobs(store).list(states=live) if job.session_id}
 
 
-def run_of(project_root: Path, session: Session) -> Run:
+def _stamp(mark: tuple[int, float] | None) -> datetime | None:
+    return datetime.fromtimestamp(mark[1], UTC) if mark is not None else None
+
+
+def run_of(
+    project_root: Path,
+    session: Session,
+    *,
+    last_event_at: datetime | None = None,
+    reviewing: bool = False,
+) -> Run:
+    """`session` as a run (`last_event_at`: when its newest event was logged)."""
     return Run(
         session_id=session.session_id,
         job=session.job_name,
@@ -182,10 +206,10 @@ def run_of(project_root: Path, session: Session) -> Run:
         goal=session.goal,
         agent_id=session.agent_id,
         steps=list(session.current_step_ids),
-        status=run_status(session),
+        status=run_status(session, reviewing),
         started_at=session.started_at,
         finished_at=session.completed_at,
-        last_event_at=_last_event_at(project_root, session.session_id),
+        last_event_at=last_event_at,
         parent_session_id=session.parent_session_id,
         branch=session.branch_name,
         started_from_branch=session.previous_branch,
@@ -212,29 +236,48 @@ def list_runs(store: SessionStore, *, with_usage: bool = False) -> list[Run]:
     """Every session of the project (active and finished), newest start first, each top-level
     run with its review cost when `with_usage`. A session that cannot be read (pruned
     meanwhile, or corrupt) is left out; `deepwork log` reports it."""
-    runs = [run_of(store.project_root, session) for session in load_sessions(store)]
+    root = store.project_root
+    sessions = load_sessions(store)
+    if not sessions:
+        return []
+    marks, reviewing = session_marks(root), reviewing_sessions(root)
+    runs = [
+        run_of(
+            root,
+            s,
+            last_event_at=_stamp(marks.get(s.session_id)),
+            reviewing=s.session_id in reviewing,
+        )
+        for s in sessions
+    ]
     if not with_usage:
         return runs
+    usage = session_marks(root, kind=EventName.REVIEW_USAGE)
     return [
         run
         if run.parent_session_id is not None
-        else run.model_copy(update={"review_usage": run_cost(store.project_root, run.session_id)})
+        else run.model_copy(
+            update={"review_usage": run_cost(root, run.session_id, usage.get(run.session_id))}
+        )
         for run in runs
     ]
 
 
-#: (log signature, totals) per session: a run list is redrawn every second, its logs rarely change.
-_COSTS: dict[tuple[Path, str], tuple[str, ReviewUsage]] = {}
+#: (newest review call's number, totals) per run: a run list is redrawn every second, and its
+#: review calls rarely change.
+_COSTS: dict[tuple[Path, str], tuple[int, ReviewUsage]] = {}
 
 
-def run_cost(project_root: Path, session_id: str) -> ReviewUsage | None:
-    """The review totals of a run's log (None when it cannot be read), read again only when the
-    log changed."""
-    signature = path_signature(events_path(project_root, session_id))
-    if signature is None:
+def run_cost(
+    project_root: Path, session_id: str, mark: tuple[int, float] | None
+) -> ReviewUsage | None:
+    """The review totals of a run (None when its log cannot be read); `mark` is its newest
+    review call's from `session_marks` (None: it has none), and the calls are read again only
+    when it changed."""
+    if mark is None:
         return ReviewUsage()
     cached = _COSTS.get((project_root, session_id))
-    if cached is not None and cached[0] == signature:
+    if cached is not None and cached[0] == mark[0]:
         return cached[1]
     try:
         scan = scan_events(project_root, session_id, keep_last=0, kinds=_USAGE)
@@ -243,7 +286,7 @@ def run_cost(project_root: Path, session_id: str) -> ReviewUsage | None:
     usage = sum_usage(scan.selected)
     if len(_COSTS) > MAX_CACHED_COSTS:
         _COSTS.clear()
-    _COSTS[(project_root, session_id)] = (signature, usage)
+    _COSTS[(project_root, session_id)] = (mark[0], usage)
     return usage
 
 
@@ -274,6 +317,8 @@ def _outcome(run: Run) -> str:
         return f"aborted: {clip(run.abort_reason or 'no reason given')}"
     if run.status is RunStatus.AWAITING_APPROVAL:
         return f"waiting for a human to approve step {steps}"
+    if run.status is RunStatus.REVIEWING:
+        return f"in progress, at step {steps}, its reviews still running"
     return f"in progress, at step {steps}"
 
 
@@ -356,7 +401,9 @@ def run_detail(
         scan = scan_events(root, session_id, keep_last=max_events, kinds=SUMMARY_KINDS)
     except DeepWorkError as exc:
         scan, problem = EventScan(0, [], []), f"{exc.code}: {exc.message}"
-    run = run_of(root, session)
+    last = last_event_at(root, session_id) if scan.total else None
+    reviewing = session_id in reviewing_sessions(root)
+    run = run_of(root, session, last_event_at=last, reviewing=reviewing)
     summary = RunSummary(
         outcome=_outcome(run),
         steps_done=sum(1 for record in session.step_progress.values() if record.completed_at),

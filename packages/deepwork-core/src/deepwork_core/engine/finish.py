@@ -1,0 +1,413 @@
+"""`finished_step`: one pipeline over a frozen submission (docs/quality-gate.md, docs/runtime.md).
+
+    validate → evidence and scope → decide → record
+
+1. **validate** (under the state lock): the arguments, the session's checkpoint, the outputs;
+2. **evidence and scope**: the audit (stale evidence, the scope guard) and an open approval may
+   answer at once (`Outcomes.audit_first`); a checkpoint no review applies to, or an override,
+   is accepted there and then;
+3. **decide** (lock released, so a slow reviewer blocks nobody): the gate
+   (`deepwork_core.gate.gates`) answers one tagged verdict: passed, needs work, self-review,
+   or reviewing while background reviews still run;
+4. **record** (under the lock, only if the session has not moved on, else `session.changed`):
+   the verdict goes to the quality log and the event log, and the answer is the next step,
+   `needs_work`, `reviewing`, `awaiting_approval` or `workflow_complete`. An attempt is counted
+   here, when a reviewer's verdict or error is recorded; `reviewing` records nothing.
+
+A dry run (`dry_run`) stops after planning the reviews and writes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+from types import MappingProxyType
+
+from deepwork_core.base.config import DEFAULT_REVIEW_DEPTH, OutputsConfig
+from deepwork_core.base.error_codes import ErrorCode
+from deepwork_core.base.errors import OutputsError, QualityGateError, SessionError
+from deepwork_core.base.identifiers import check_text
+from deepwork_core.engine.approver import Approver
+from deepwork_core.engine.briefing import reviewer_inputs
+from deepwork_core.engine.checkpoints import (
+    UNCOUNTED,
+    count_attempt,
+    current_checkpoint,
+    next_attempt,
+    run_of,
+)
+from deepwork_core.engine.fanout.fan_in import complete_fan_in
+from deepwork_core.engine.fanout.instances import FanOutRunner
+from deepwork_core.engine.outcomes import Outcomes, needs_work, reviewing
+from deepwork_core.engine.outputs import ValidatedOutputs, validate_outputs
+from deepwork_core.engine.results import EvidenceReport, FinishResult, FinishStatus, PlannedReview
+from deepwork_core.engine.safeguards import Findings, override_kind
+from deepwork_core.evidence.audit import audit_checkpoint
+from deepwork_core.evidence.verdicts import ReviewVerdict, VerdictKind
+from deepwork_core.gate.checkpoint import (
+    Checkpoint,
+    GateNeedsWork,
+    GatePassed,
+    GateReviewing,
+    GateSelfReviewRequested,
+    GateVerdict,
+    ProgressReporter,
+)
+from deepwork_core.gate.gates import Gate
+from deepwork_core.gate.job_check import submitted_job_feedback
+from deepwork_core.gate.tasks import QualityReviewTask
+from deepwork_core.jobs.discovery import JobCatalog, LoadedJob
+from deepwork_core.jobs.model import JobDefinition, ScopeGuard, Step
+from deepwork_core.state.session_events import SessionEvents
+from deepwork_core.state.sessions import (
+    OutputValue,
+    QualityEvent,
+    Session,
+    SessionStore,
+    StateTransaction,
+)
+from deepwork_core.state.stacks import check_target, same_checkpoint, stack_items, target_session
+
+
+@dataclass(frozen=True, slots=True)
+class Submission:
+    """One `finished_step` call's arguments, checked once and never changed."""
+
+    outputs: Mapping[str, object]
+    notes: str | None = None
+    override_reason: str | None = None
+    session_id: str | None = None
+    agent_id: str | None = None
+    work_summary: str | None = None
+    #: Set by `__post_init__`: a read-only copy of `outputs`.
+    frozen: Mapping[str, object] = field(init=False)
+
+    def __post_init__(self) -> None:
+        """Reject malformed arguments before any state is touched."""
+        if not isinstance(self.outputs, Mapping):
+            raise OutputsError(
+                "outputs must be an object mapping output names to paths",
+                code=ErrorCode.OUTPUTS_WRONG_TYPE,
+            )
+        why = self.override_reason
+        if why is not None and not why.strip():
+            raise QualityGateError(
+                "quality_review_override_reason is empty; explain why the review is not needed "
+                "or leave it out",
+                code=ErrorCode.QUALITY_GATE_OVERRIDE_REASON_EMPTY,
+            )
+        check_text(self.notes, what="notes")
+        check_text(why, what="quality_review_override_reason")
+        check_text(self.work_summary, what="work_summary")
+        check_target(self.session_id, self.agent_id)
+        object.__setattr__(self, "frozen", MappingProxyType(dict(self.outputs)))
+
+
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    """A checkpoint handed to the gate, and what is needed to record its verdict."""
+
+    checkpoint: Checkpoint
+    job: LoadedJob
+    validated: ValidatedOutputs
+    entry_index: int
+    findings: Findings
+
+
+@dataclass(frozen=True, slots=True)
+class FinishPipeline:
+    """The finish transitions of one project (the engine's `finish` and dry run)."""
+
+    project_root: Path
+    catalog: JobCatalog
+    store: SessionStore
+    gate: Gate | None
+    max_attempts: int
+    output_limits: OutputsConfig
+    events: SessionEvents
+    outcomes: Outcomes
+    clock: Callable[[], datetime]
+    #: The fan-outs of `for_each` steps (docs/fan-out.md); None: no step fans out.
+    fan: FanOutRunner | None = None
+
+    def finish(
+        self,
+        submission: Submission,
+        progress: ProgressReporter | None = None,
+        approver: Approver | None = None,
+    ) -> FinishResult:
+        """Run the pipeline; a step that needs approval asks `approver` (lock released) and,
+        once answered, runs it again at once."""
+        first = self._once(submission, progress)
+        return self.outcomes.answered_by_human(
+            first, approver, lambda: self._once(submission, progress)
+        )
+
+    def _once(self, submission: Submission, progress: ProgressReporter | None) -> FinishResult:
+        pending = self._validate_and_audit(submission)
+        if isinstance(pending, FinishResult):
+            return pending
+        verdict = self._decide(pending, progress)
+        result = self._record(pending, verdict, submission.notes)
+        return replace(result, warnings=list(verdict.warnings)) if verdict.warnings else result
+
+    def _validate_and_audit(self, sub: Submission) -> FinishResult | _Pending:
+        """Steps 1 and 2: validate, audit; accept at once when no review is due."""
+        gate, outcomes = self.gate, self.outcomes
+        with self.store.transaction() as tx:
+            session = target_session(tx, sub.session_id, sub.agent_id)
+            job, steps = current_checkpoint(self.catalog, session)
+            outputs = sub.frozen
+            if self.fan is not None:
+                if self.fan.mend(tx, job, session):  # the parent of a fan-out: fan in
+                    advance = outcomes.advance
+                    return complete_fan_in(self.fan, tx, job, session, advance, sub.notes)
+                if session.instance_of is not None:  # its worktree's paths, as the project's
+                    outputs = self.fan.submitted(session, outputs)
+            validated = validate_outputs(self.project_root, steps, outputs, self.output_limits)
+            self.events.outputs_submitted(
+                session.session_id, session.current_step_ids, validated.merged, sub.notes
+            )
+            answered, findings = outcomes.audit_first(
+                tx, session, job, steps, validated, sub.notes, sub.override_reason
+            )
+            if answered is not None:
+                return answered
+            reviewed = gate is not None and (gate.consulted_for(steps) or bool(findings.rereview))
+            if gate is None or not reviewed:
+                why = sub.override_reason
+                return outcomes.accept(tx, session, job, validated, sub.notes, findings, why)
+            if sub.override_reason is not None:
+                why = sub.override_reason
+                session.quality_log.append(
+                    QualityEvent(
+                        at=self.clock(),
+                        kind=VerdictKind.OVERRIDE,
+                        step_ids=list(session.current_step_ids),
+                        override_reason=why,
+                    )
+                )
+                self.events.override(session.session_id, session.current_step_ids, why)
+                kind = override_kind(session)
+                return outcomes.accept(tx, session, job, validated, sub.notes, findings, why, kind)
+            # Counted when its verdict is recorded: a call answered `reviewing` is no attempt.
+            attempt = next_attempt(session) if gate.external else 0
+            again = [job.definition.step(step_id) for step_id in findings.rereview]
+            checkpoint = Checkpoint(
+                project_root=self.project_root,
+                session_id=session.session_id,
+                job=job.definition,
+                step_ids=(*session.current_step_ids, *findings.rereview),
+                outputs=_outputs_with(session, findings.rereview, validated.merged),
+                input_files=reviewer_inputs(session, [*steps, *again], job.definition),
+                notes=sub.notes,
+                attempt=attempt,
+                work_summary=sub.work_summary,
+                undeclared_changes=tuple(findings.undeclared),
+                run_id=run_of(tx, session),
+                log_length=len(session.quality_log),
+            )
+            return _Pending(checkpoint, job, validated, session.current_entry_index, findings)
+
+    def _decide(self, pending: _Pending, progress: ProgressReporter | None) -> GateVerdict:
+        """Step 3: the gate's verdict; a gate error is logged on the session, then raised."""
+        assert self.gate is not None
+        checkpoint = pending.checkpoint
+        try:
+            return self.gate.evaluate(checkpoint, progress)
+        except QualityGateError as exc:
+            with self.store.transaction() as tx:
+                session = _unrecorded(tx, pending)
+                if checkpoint.attempt and exc.code not in UNCOUNTED:
+                    count_attempt(session, self.clock())
+                session.quality_log.append(
+                    QualityEvent(
+                        at=self.clock(),
+                        kind=VerdictKind.ERROR,
+                        step_ids=list(checkpoint.step_ids),
+                        attempt=checkpoint.attempt or None,
+                        error_code=exc.code,
+                        feedback=exc.message,
+                    )
+                )
+                tx.save(session)
+            raise
+
+    def _record(self, pending: _Pending, verdict: GateVerdict, notes: str | None) -> FinishResult:
+        """Step 4: log the verdict; advance on a pass, else answer `needs_work` (or hit the
+        cap); `reviewing` records nothing."""
+        checkpoint, findings = pending.checkpoint, pending.findings
+        with self.store.transaction() as tx:
+            session = _unrecorded(tx, pending)
+            if isinstance(verdict, GateReviewing):
+                return reviewing(stack_items(tx, session.agent_id), findings, verdict)
+            if checkpoint.attempt and not isinstance(verdict, GateSelfReviewRequested):
+                count_attempt(session, self.clock())
+            session.quality_log.append(quality_event(verdict, checkpoint, self.clock()))
+            if not isinstance(verdict, GateSelfReviewRequested):
+                self.events.verdicts(session.session_id, verdict.reviews, checkpoint.attempt)
+            if isinstance(verdict, GatePassed):
+                return self.outcomes.accept(
+                    tx, session, pending.job, pending.validated, notes, findings,
+                    verdict=verdict.kind, rereviewed=findings.rereview,
+                )  # fmt: skip
+            tx.save(session)
+            failed: list[ReviewVerdict] = []
+            if isinstance(verdict, GateNeedsWork):
+                failed = [review for review in verdict.reviews if not review.passed]
+            self.events.needs_work(
+                session.session_id, checkpoint.step_ids, checkpoint.attempt, len(failed)
+            )
+            if isinstance(verdict, GateNeedsWork) and checkpoint.attempt >= self.max_attempts:
+                raise QualityGateError(
+                    f"Quality gate failed after {checkpoint.attempt} attempts. Feedback: "
+                    f"{verdict.feedback}. Stop and show this feedback to the user; pass "
+                    "quality_review_override_reason only if the user tells you to accept the "
+                    "outputs as they are.",
+                    code=ErrorCode.QUALITY_GATE_MAX_ATTEMPTS,
+                )
+            return needs_work(stack_items(tx, session.agent_id), findings, verdict.feedback, failed)
+
+    # --- dry run (docs/quality-gate.md, "Dry run") ---------------------------------------------
+
+    def dry_run(self, sub: Submission) -> FinishResult:
+        """What `finish` would check and review, as a `dry_run` result: the outputs are
+        validated exactly as a real call does and the evidence audit runs read-only (stale
+        evidence, the scope guard); no reviewer starts, nothing is recorded."""
+        with self.store.transaction() as tx:
+            session = target_session(tx, sub.session_id, sub.agent_id)
+            job, steps = current_checkpoint(self.catalog, session)
+            outputs = sub.frozen
+            if self.fan is not None and session.instance_of is not None:
+                outputs = self.fan.submitted(session, outputs)
+            validated = validate_outputs(self.project_root, steps, outputs, self.output_limits)
+            stack = stack_items(tx, session.agent_id)
+            run_id = run_of(tx, session)
+        evidence, blocked = _dry_audit(self.project_root, session, job.definition, steps, validated)
+        gate, tasks = self.gate, []
+        if gate is not None and gate.consulted_for(steps):
+            checkpoint = Checkpoint(
+                project_root=self.project_root,
+                session_id=session.session_id,
+                job=job.definition,
+                step_ids=tuple(session.current_step_ids),
+                outputs=dict(validated.merged),
+                input_files=reviewer_inputs(session, steps, job.definition),
+                notes=sub.notes,
+                work_summary=sub.work_summary,
+                run_id=run_id,
+            )
+            tasks = [_planned(task) for task in gate.tasks(checkpoint)]
+        invalid = submitted_job_feedback(
+            self.project_root, job.definition.name, steps, validated.merged
+        )
+        feedback = (
+            f"Dry run: a real call would answer needs_work, before any review. {invalid}"
+            if invalid is not None
+            else f"Dry run: the outputs pass every check; a real call would run {len(tasks)} "
+            "review task(s), listed in review_tasks. Nothing was recorded."
+            if tasks
+            else "Dry run: the outputs pass every check; no review applies. Nothing was recorded."
+        )
+        if blocked is not None:
+            feedback = f"{feedback} But a real call would answer needs_work first: {blocked}"
+        return FinishResult(
+            FinishStatus.DRY_RUN, stack, feedback=feedback, evidence=evidence, review_tasks=tasks
+        )
+
+
+def _dry_audit(
+    project_root: Path,
+    session: Session,
+    job: JobDefinition,
+    steps: Sequence[Step],
+    validated: ValidatedOutputs,
+) -> tuple[EvidenceReport, str | None]:
+    """The checkpoint's evidence audit, read-only, and what a strict scope guard would say."""
+    step_ids = {step.id for step in steps}
+    record = session.step_progress.get(steps[0].id)
+    began = record.began if record is not None else None
+    guard = job.scope_guard is not ScopeGuard.OFF and began is not None
+    audit = audit_checkpoint(
+        project_root,
+        validated.by_step,
+        [item for item in session.evidence if item.step_id not in step_ids],
+        began,
+        may_change=[glob for step in steps for glob in step.may_change],
+        guard=guard,
+    )
+    blocked = None
+    if audit.undeclared and job.scope_guard is ScopeGuard.STRICT:
+        blocked = (
+            "files changed during this step that it does not declare: "
+            f"{', '.join(audit.undeclared)} (scope_guard: strict)."
+        )
+    report = EvidenceReport(
+        stale_evidence=list(audit.stale),
+        undeclared_changes=list(audit.undeclared),
+        scope_guard_note=audit.guard_note if guard else None,
+    )
+    return report, blocked
+
+
+def _outputs_with(
+    session: Session, step_ids: Sequence[str], outputs: dict[str, OutputValue]
+) -> dict[str, OutputValue]:
+    """`outputs` plus the recorded outputs of `step_ids` (stale steps reviewed again)."""
+    merged = dict(outputs)
+    for step_id in step_ids:
+        merged.update(session.step_progress[step_id].outputs)
+    return merged
+
+
+def _unrecorded(tx: StateTransaction, pending: _Pending) -> Session:
+    """The session, still at the checkpoint and with nothing recorded since the submission
+    (else `session.changed`: another call recorded its outcome, so this one is not recorded
+    twice)."""
+    checkpoint = pending.checkpoint
+    session = same_checkpoint(tx, checkpoint.session_id, pending.entry_index)
+    if len(session.quality_log) != checkpoint.log_length:
+        raise SessionError(
+            "another finished_step call recorded a review of this checkpoint meanwhile; call "
+            "get_active_workflow to see where the workflow stands",
+            code=ErrorCode.SESSION_CHANGED,
+        )
+    return session
+
+
+def quality_event(verdict: GateVerdict, checkpoint: Checkpoint, at: datetime) -> QualityEvent:
+    """The session log entry of one gate verdict."""
+    if isinstance(verdict, GateSelfReviewRequested):
+        return QualityEvent(
+            at=at,
+            kind=VerdictKind.SELF_REVIEW,
+            step_ids=list(checkpoint.step_ids),
+            attempt=checkpoint.attempt or None,
+            feedback=verdict.feedback,
+            review_file=verdict.review_file,
+        )
+    return QualityEvent(
+        at=at,
+        kind=verdict.kind if isinstance(verdict, GatePassed) else VerdictKind.REVIEWER,
+        step_ids=list(checkpoint.step_ids),
+        attempt=checkpoint.attempt or None,
+        passed=isinstance(verdict, GatePassed),
+        feedback=verdict.feedback,
+        reviews=list(verdict.reviews),
+    )
+
+
+def _planned(task: QualityReviewTask) -> PlannedReview:
+    return PlannedReview(
+        name=task.label,
+        step_id=task.step_id,
+        run_each=task.run_each,
+        target_file=task.target_file,
+        criteria=list(task.criteria),
+        depth=task.depth or DEFAULT_REVIEW_DEPTH,
+        files=list(task.files),
+        agent=dict(task.agent) if task.agent else None,
+        context=list(task.context) or None,
+    )

@@ -1,0 +1,193 @@
+"""The quality gate: where a checkpoint's reviews are planned and judged (docs/quality-gate.md).
+
+Start here to see how the gate decides. Two gates share one planner:
+
+- `SelfReviewGate` writes the review instructions for a sub-agent and answers
+  `GateSelfReviewRequested`.
+- `ExternalGate` hands every review task to a `Reviewer` (the port the server's adapters, such
+  as the Claude CLI, implement) as a background job (`deepwork_core.gate.background`), waits at
+  most `quality_gate.wait_seconds`, and answers `GatePassed`, `GateNeedsWork` or, while
+  reviews still run, `GateReviewing`.
+
+The planner adds the `.deepreview` rules matching the step's output files through the
+`RuleSource` port (the server passes `deepwork_review`'s); a rule file that fails to load is not
+skipped silently: every verdict carries a `quality_gate.deepreview_invalid` warning.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Protocol
+
+from deepwork_core.base.config import (
+    DEFAULT_MAX_PARALLEL,
+    DEFAULT_REVIEW_DEPTH,
+    DEFAULT_WAIT_SECONDS,
+    ReviewDepth,
+)
+from deepwork_core.base.errors import QualityGateError
+from deepwork_core.gate.background import BackgroundReviews
+from deepwork_core.gate.background import Reviewer as Reviewer
+from deepwork_core.gate.budget import log_self_reviews, with_self_review
+from deepwork_core.gate.checkpoint import (
+    Checkpoint,
+    GateNeedsWork,
+    GatePassed,
+    GateReviewing,
+    GateSelfReviewRequested,
+    GateVerdict,
+    ProgressReporter,
+    has_own_reviews,
+)
+from deepwork_core.gate.quality import (
+    combined_feedback,
+    plan_review_tasks,
+    self_review_feedback,
+    write_self_review_file,
+)
+from deepwork_core.gate.tasks import QualityReviewTask
+from deepwork_core.jobs.model import JobDefinition, Step
+
+_NOTHING_TO_REVIEW = "No review applies to the submitted outputs."
+
+
+class Gate(Protocol):
+    """The quality gate as the engine sees it."""
+
+    def consulted_for(self, steps: Sequence[Step]) -> bool:
+        """True when a checkpoint of `steps` goes to the gate (else it advances at once)."""
+        ...
+
+    @property
+    def external(self) -> bool:
+        """True when a separate reviewer decides (attempts are counted and capped)."""
+        ...
+
+    def evaluate(self, checkpoint: Checkpoint, progress: ProgressReporter | None) -> GateVerdict:
+        """Review `checkpoint`. Raises `QualityGateError` when no verdict could be had."""
+        ...
+
+    def tasks(self, checkpoint: Checkpoint) -> list[QualityReviewTask]:
+        """The review tasks `evaluate` would run for `checkpoint` (a dry run lists them)."""
+        ...
+
+    def start(self, project_root: Path, load_job: Callable[[str], JobDefinition]) -> None:
+        """Serve `project_root`: resume the review jobs a stopped server left there."""
+        ...
+
+
+class RuleSource(Protocol):
+    """The `.deepreview` rules at the gate: their tasks for a checkpoint, and load problems."""
+
+    def tasks(self, checkpoint: Checkpoint) -> list[QualityReviewTask]: ...
+
+    def warnings(self, checkpoint: Checkpoint) -> tuple[str, ...]: ...
+
+
+class _Planner:
+    """What both gates share: which checkpoints they see and the tasks they plan."""
+
+    def __init__(
+        self, *, rules: RuleSource | None = None, review_depth: ReviewDepth = DEFAULT_REVIEW_DEPTH
+    ) -> None:
+        self.rules = rules
+        self.review_depth = review_depth
+
+    def consulted_for(self, steps: Sequence[Step]) -> bool:
+        return has_own_reviews(steps) or (self.rules is not None and has_file_outputs(steps))
+
+    def tasks(self, checkpoint: Checkpoint) -> list[QualityReviewTask]:
+        """The review tasks of `checkpoint`, each at its depth (`quality_gate.review_depth`
+        unless its review names one)."""
+        tasks = plan_review_tasks(checkpoint, self.review_depth)
+        if self.rules is not None:
+            tasks += self.rules.tasks(checkpoint)
+        return [t if t.depth else t.model_copy(update={"depth": self.review_depth}) for t in tasks]
+
+    def warnings(self, checkpoint: Checkpoint) -> tuple[str, ...]:
+        steps = [checkpoint.job.step(step_id) for step_id in checkpoint.step_ids]
+        if self.rules is None or not has_file_outputs(steps):
+            return ()
+        return self.rules.warnings(checkpoint)
+
+
+def has_file_outputs(steps: Sequence[Step]) -> bool:
+    return any(spec.type.is_file for step in steps for spec in step.outputs.values())
+
+
+class SelfReviewGate(_Planner):
+    """Self-review mode: the agent has a sub-agent review against a written instruction file."""
+
+    external = False
+
+    def start(self, project_root: Path, load_job: Callable[[str], JobDefinition]) -> None:
+        return None  # nothing runs in the background
+
+    def evaluate(self, checkpoint: Checkpoint, progress: ProgressReporter | None) -> GateVerdict:
+        tasks, warnings = self.tasks(checkpoint), self.warnings(checkpoint)
+        if not tasks:
+            return GatePassed(feedback=_NOTHING_TO_REVIEW, warnings=warnings)
+        path = write_self_review_file(checkpoint, tasks)
+        log_self_reviews(checkpoint, tasks)
+        relative = path.relative_to(checkpoint.project_root).as_posix()
+        feedback = self_review_feedback(path)
+        return GateSelfReviewRequested(feedback=feedback, review_file=relative, warnings=warnings)
+
+
+class ExternalGate(_Planner):
+    """External mode: each review task is a background job judged by `reviewer`; attempts are
+    counted and capped. One `BackgroundReviews` (job rows and workers) per project folder."""
+
+    external = True
+
+    def __init__(
+        self,
+        reviewer: Reviewer,
+        *,
+        rules: RuleSource | None = None,
+        review_depth: ReviewDepth = DEFAULT_REVIEW_DEPTH,
+        wait_seconds: float = DEFAULT_WAIT_SECONDS,
+        max_parallel: int = DEFAULT_MAX_PARALLEL,
+    ) -> None:
+        super().__init__(rules=rules, review_depth=review_depth)
+        self.reviewer = reviewer
+        self.wait_seconds = wait_seconds
+        self.max_parallel = max_parallel
+        self._lock = threading.Lock()
+        self._projects: dict[Path, BackgroundReviews] = {}
+
+    def start(self, project_root: Path, load_job: Callable[[str], JobDefinition]) -> None:
+        self.background(project_root, load_job)
+
+    def background(
+        self, project_root: Path, load_job: Callable[[str], JobDefinition]
+    ) -> BackgroundReviews:
+        """The project's background reviews, started (and its left-over jobs resumed) once."""
+        root = project_root.resolve()
+        with self._lock:
+            found = self._projects.get(root)
+            if found is None:
+                found = BackgroundReviews(root, self.reviewer, load_job, self.max_parallel)
+                self._projects[root] = found
+        return found
+
+    def evaluate(self, checkpoint: Checkpoint, progress: ProgressReporter | None) -> GateVerdict:
+        tasks, warnings = self.tasks(checkpoint), self.warnings(checkpoint)
+        if not tasks:
+            return GatePassed(feedback=_NOTHING_TO_REVIEW, warnings=warnings)
+        job = checkpoint.job
+        reviews = self.background(checkpoint.project_root, lambda _name: job)
+        try:
+            outcome = reviews.run(checkpoint, tasks, self.wait_seconds, progress)
+        except QualityGateError as exc:  # stalled or out of budget: self-review is the way on
+            raise with_self_review(exc, checkpoint, tasks, self.reviewer.budget) from None
+        if isinstance(outcome, GateReviewing):
+            return GateReviewing(
+                feedback=outcome.feedback, reviews=outcome.reviews, warnings=warnings
+            )
+        if all(verdict.passed for verdict in outcome):
+            return GatePassed(feedback="All reviews passed.", reviews=outcome, warnings=warnings)
+        feedback = combined_feedback(outcome)
+        return GateNeedsWork(feedback=feedback, reviews=outcome, warnings=warnings)

@@ -1,0 +1,44 @@
+"""A review task: one reviewer run over some outputs of a step (docs/quality-gate.md).
+
+Its own module so that the planner (`quality`), the briefs and the gate's ports all import it
+without importing each other.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from deepwork_core.base.config import ReviewDepth
+from deepwork_core.gate.process_review import task_scope
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class QualityReviewTask(_Model):
+    """One reviewer run: a review of a step applied to some of its output files."""
+
+    step_id: str
+    run_each: str
+    #: The one file reviewed, for `run_each: <files output>` (one task per file); else None.
+    target_file: str | None = None
+    #: Project-relative output paths under review.
+    files: list[str] = Field(default_factory=list)
+    #: Criterion name → the question the reviewer answers (review criteria + doc-spec criteria).
+    criteria: dict[str, str]
+    guidance: str | None = None
+    #: How much the reviewer is told (docs/quality-gate.md, "Review depth"); None until the
+    #: gate fills in `quality_gate.review_depth`.
+    depth: ReviewDepth | None = None
+    #: The review's `agent`: runner or platform name → reviewer persona (docs/quality-gate.md).
+    agent: dict[str, str] | None = None
+    #: What the review's `additional_context` asks for, one line each; in the brief at any depth.
+    context: list[str] = Field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        """A short human description, e.g. `draft: output 'report' (out/b.md)`."""
+        scope = task_scope(self.run_each)
+        where = f" ({self.target_file})" if self.target_file else ""
+        return f"{self.step_id}: {scope}{where}"

@@ -1,0 +1,188 @@
+"""Importing a project's state from before the store: the old files under `.deepwork/tmp/`.
+
+When a store is opened for a project whose runtime folder still has `session_<id>.json` files or
+event logs `events/<id>.jsonl`, one transaction copies in every session (its document as it
+was, approvals and their seals included), the stacks of `stack.json`, and every event line in
+order (a line that is no event record too, as it is: readers report it as they did the file).
+After the commit each imported file is renamed beside itself with `.imported` appended,
+so nothing is lost and nothing is imported twice; a crash between the commit and the renames is
+harmless (a session already in the store is kept, a session that already has events in the
+store gets none added). A file that cannot be read is an error naming it, and nothing is
+imported. Approval request files (`approvals/`) stay where they are, as do the seals' keys.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Final
+
+from deepwork_core.base.error_codes import ErrorCode
+from deepwork_core.base.errors import DeepWorkError, FileReadError, SessionError
+from deepwork_core.base.fsutil import loads_json, read_bytes_file
+from deepwork_core.base.identifiers import SESSION_ID_PATTERN
+from deepwork_core.base.layout import (
+    EVENTS_DIR,
+    SESSION_PREFIX,
+    SESSION_SUFFIX,
+    STACK_FILE,
+    TMP_DIR,
+)
+from deepwork_core.state.store.port import Store, Tx
+from deepwork_core.state.store.runs import SessionRow, read_stacks, save_session, write_stack
+
+#: Appended to the name of every file the store imported.
+IMPORTED_SUFFIX: Final = ".imported"
+_LOG_SUFFIX: Final = ".jsonl"
+_MAX_FILE_BYTES: Final = 64 * 1024 * 1024
+
+
+def legacy_files(project_root: Path) -> tuple[list[Path], list[Path]]:
+    """The old session files and event logs of the project (each list sorted by age)."""
+    tmp = project_root / TMP_DIR
+    sessions = _listed(tmp, SESSION_PREFIX, SESSION_SUFFIX)
+    logs = _listed(project_root / EVENTS_DIR, "", _LOG_SUFFIX)
+    return sessions, logs
+
+
+def _listed(folder: Path, prefix: str, suffix: str) -> list[Path]:
+    try:
+        names = [
+            p for p in folder.iterdir() if p.name.startswith(prefix) and p.name.endswith(suffix)
+        ]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    dated = []
+    for path in names:
+        with contextlib.suppress(FileNotFoundError):
+            dated.append((path.stat().st_mtime, path.name, path))
+    return [path for _, _, path in sorted(dated)]
+
+
+def import_legacy(store: Store, project_root: Path) -> int:
+    """Import the project's old files (module docstring); the number of files imported."""
+    sessions, logs = legacy_files(project_root)
+    if not sessions and not logs:
+        return 0
+    project_id = store.project.project_id
+    with store.write(lock=f"deepwork.state:{project_id}") as tx:
+        for path in sessions:
+            _import_session(tx, store, path)
+        if sessions:
+            _import_stacks(tx, project_id, project_root / TMP_DIR / STACK_FILE)
+        for path in logs:
+            _import_log(tx, project_id, path)
+        tx.execute(
+            "UPDATE projects SET imported_at = ? WHERE project_id = ?", (store.now(), project_id)
+        )
+    for path in [*sessions, *logs]:
+        with contextlib.suppress(FileNotFoundError):
+            path.rename(path.with_name(path.name + IMPORTED_SUFFIX))
+    return len(sessions) + len(logs)
+
+
+def _read(path: Path, code: ErrorCode) -> bytes:
+    try:
+        return read_bytes_file(path, limit=_MAX_FILE_BYTES, follow_symlinks=False)
+    except FileReadError as exc:
+        raise DeepWorkError(f"cannot import {path}: {exc}", code=code) from None
+
+
+def _import_session(tx: Tx, store: Store, path: Path) -> None:
+    session_id = path.name[len(SESSION_PREFIX) : -len(SESSION_SUFFIX)]
+    raw = _read(path, ErrorCode.SESSION_STATE_CORRUPT)
+    try:
+        data = loads_json(raw)
+        row = SessionRow(
+            session_id=_checked_id(session_id, data.get("session_id")),
+            job=str(data["job_name"]),
+            workflow=str(data["workflow_name"]),
+            status=str(data.get("status", "active")),
+            agent=data.get("agent_id"),
+            branch=data.get("branch_name"),
+            started_at=_stamp(data["started_at"]),
+            completed_at=_stamp(data["completed_at"]) if data.get("completed_at") else None,
+            body=raw.decode("utf-8"),
+        )
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise SessionError(
+            f"cannot import state file {path}: {exc}; fix or delete it",
+            code=ErrorCode.SESSION_STATE_CORRUPT,
+        ) from None
+    if tx.execute(
+        "SELECT 1 FROM sessions WHERE project_id = ? AND session_id = ?",
+        (store.project.project_id, session_id),
+    ):
+        return  # imported before a crash kept the file from being renamed
+    # Last written: when it finished (how old listings ordered finished runs), else the file's
+    # own time.
+    written = row.completed_at if row.completed_at is not None else path.stat().st_mtime
+    save_session(tx, store.project.project_id, store.project.machine, row, written)
+
+
+def _checked_id(from_name: str, inside: Any) -> str:
+    import re
+
+    if not re.fullmatch(SESSION_ID_PATTERN, from_name) or inside != from_name:
+        raise ValueError(f"the file holds session {inside!r}")
+    return from_name
+
+
+def _stamp(value: Any) -> float:
+    return datetime.fromisoformat(str(value)).timestamp()
+
+
+def _import_stacks(tx: Tx, project_id: str, path: Path) -> None:
+    if read_stacks(tx, project_id):
+        return
+    try:
+        data = loads_json(_read(path, ErrorCode.SESSION_STATE_CORRUPT))
+    except DeepWorkError:
+        return  # no stack file: nothing was running
+    except ValueError:
+        raise SessionError(
+            f"cannot import state file {path}: not valid JSON; fix or delete it",
+            code=ErrorCode.SESSION_STATE_CORRUPT,
+        ) from None
+    if not isinstance(data, dict):
+        return
+    write_stack(tx, project_id, None, [str(i) for i in data.get("session_ids", [])])
+    for agent, ids in dict(data.get("agents", {})).items():
+        write_stack(tx, project_id, str(agent), [str(i) for i in ids])
+
+
+def _import_log(tx: Tx, project_id: str, path: Path) -> None:
+    session_id = path.name[: -len(_LOG_SUFFIX)]
+    if tx.execute(
+        "SELECT 1 FROM events WHERE project_id = ? AND session_id = ? LIMIT 1",
+        (project_id, session_id),
+    ):
+        return
+    lines = _read(path, ErrorCode.EVENTS_CORRUPT).split(b"\n")
+    for raw in lines[:-1]:  # the rest is a line cut off mid-write
+        if not raw.strip():
+            continue
+        text = raw.decode("utf-8", errors="replace").strip()
+        kind, stamp = _header(text)
+        tx.execute(
+            "INSERT INTO events (project_id, session_id, ts, kind, body) VALUES (?, ?, ?, ?, ?)",
+            (project_id, session_id, stamp, kind, text),
+        )
+
+
+def _header(text: str) -> tuple[str, float]:
+    """The kind and time of a line, as far as they read; a line that is no event record is
+    still imported as it is (readers report it as `events.corrupt`, as they did the file)."""
+    try:
+        record = loads_json(text)
+    except ValueError:
+        return "", 0.0
+    if not isinstance(record, dict):
+        return "", 0.0
+    kind = record.get("event")
+    try:
+        stamp = _stamp(record["ts"]) if record.get("ts") else 0.0
+    except (ValueError, TypeError):
+        stamp = 0.0
+    return (kind if isinstance(kind, str) else ""), stamp

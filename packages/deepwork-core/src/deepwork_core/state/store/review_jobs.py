@@ -1,0 +1,263 @@
+"""The review job queue: the work the gate's background reviews claim, run and answer.
+
+A job is one review to run for one project (`kind` says which; `payload` is whatever the runner
+needs, as JSON). Its life:
+
+    enqueue ──> queued ──claim──> claimed ──complete──> done      (the verdict, exactly once)
+                  ^                  │  └──heartbeat (extends the lease)
+                  └── lease expired ─┘  (the next claim takes it again, attempts + 1)
+    cancel: queued or claimed ──> cancelled
+
+Usage by a worker (any process, any machine sharing the store):
+
+    jobs = ReviewJobs(store)
+    claim = jobs.claim("worker-1", lease_s=60)
+    if claim is not None:
+        ...run the review, calling jobs.heartbeat(claim) well inside each lease...
+        if not jobs.complete(claim, {"passed": True, ...}):
+            ...the lease was lost (another worker took the job, or it was cancelled): drop it
+
+Guarantees:
+- A claim hands a job to one worker: PostgreSQL selects it `FOR UPDATE SKIP LOCKED`, SQLite in
+  a `BEGIN IMMEDIATE` transaction. Each claim carries a fresh `token`; heartbeat and complete
+  act only while the job is still claimed under that token.
+- `complete` records a verdict at most once per job: a second call, a call with an old token
+  (the job was re-claimed after the lease ran out) or on a cancelled job returns False and
+  changes nothing.
+- A worker that dies stops heartbeating; once `lease_until` passes, `claim` hands the job out
+  again. Leases use the store's clock (`Store.now`), injectable in tests.
+- `enqueue` with a `dedupe_key` already used in the project returns the existing job's id.
+Jobs are scoped to the store's project; `claim` never takes another project's job.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Mapping, Sequence
+from enum import StrEnum
+from typing import Any, Final
+
+from pydantic import BaseModel, ConfigDict
+
+from deepwork_core.base.error_codes import ErrorCode
+from deepwork_core.base.fsutil import loads_json
+from deepwork_core.state.store.errors import StoreError
+from deepwork_core.state.store.port import Row, Store
+
+#: The lease of a claim unless the worker asks for another.
+DEFAULT_LEASE_S: Final = 60.0
+
+_COLUMNS: Final = (
+    "job_id, project_id, session_id, dedupe_key, kind, payload, state, enqueued_at, "
+    "claimed_by, claim_token, lease_until, attempts, verdict, finished_at"
+)
+
+
+class ReviewJobState(StrEnum):
+    QUEUED = "queued"
+    CLAIMED = "claimed"
+    DONE = "done"
+    CANCELLED = "cancelled"
+
+
+class ReviewJob(BaseModel):
+    """One row of `review_jobs`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    job_id: str
+    project_id: str
+    session_id: str | None
+    dedupe_key: str | None
+    kind: str
+    payload: dict[str, Any]
+    state: ReviewJobState
+    enqueued_at: float
+    claimed_by: str | None
+    lease_until: float | None
+    attempts: int
+    verdict: dict[str, Any] | None
+    finished_at: float | None
+
+
+class ReviewClaim(BaseModel):
+    """A job handed to one worker, with the token its heartbeats and verdict must show."""
+
+    model_config = ConfigDict(frozen=True)
+
+    job: ReviewJob
+    token: str
+    lease_until: float
+
+
+def _json(text: str, job_id: str) -> Any:
+    """A JSON column, parsed with the bounded parser: a value that is not JSON, or is nested
+    too deeply, is `store.corrupt`, never a crash."""
+    try:
+        return loads_json(text)
+    except ValueError:
+        raise StoreError(
+            f"review job {job_id!r} holds a column that is not valid JSON",
+            code=ErrorCode.STORE_CORRUPT,
+        ) from None
+
+
+def _job(row: Row) -> ReviewJob:
+    return ReviewJob(
+        job_id=row[0],
+        project_id=row[1],
+        session_id=row[2],
+        dedupe_key=row[3],
+        kind=row[4],
+        payload=_json(row[5], row[0]),
+        state=ReviewJobState(row[6]),
+        enqueued_at=row[7],
+        claimed_by=row[8],
+        lease_until=row[10],
+        attempts=row[11],
+        verdict=_json(row[12], row[0]) if row[12] is not None else None,
+        finished_at=row[13],
+    )
+
+
+class ReviewJobs:
+    """The review jobs of the store's project (see the module docstring)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.project_id = store.project.project_id
+
+    def enqueue(
+        self,
+        kind: str,
+        payload: Mapping[str, Any],
+        *,
+        session_id: str | None = None,
+        dedupe_key: str | None = None,
+    ) -> str:
+        """Queue a job; its id (the existing job's when `dedupe_key` was used before)."""
+        job_id = "rj-" + secrets.token_hex(8)
+        with self.store.write() as tx:
+            rows = tx.execute(
+                "INSERT INTO review_jobs (job_id, project_id, session_id, dedupe_key, kind, "
+                "payload, state, enqueued_at) VALUES (?, ?, ?, ?, ?, ?, 'queued', ?) "
+                "ON CONFLICT (project_id, dedupe_key) DO NOTHING RETURNING job_id",
+                (
+                    job_id,
+                    self.project_id,
+                    session_id,
+                    dedupe_key,
+                    kind,
+                    json.dumps(dict(payload), ensure_ascii=False),
+                    self.store.now(),
+                ),
+            )
+            if rows:
+                return str(rows[0][0])
+            existing = tx.execute(
+                "SELECT job_id FROM review_jobs WHERE project_id = ? AND dedupe_key = ?",
+                (self.project_id, dedupe_key),
+            )
+            return str(existing[0][0])
+
+    def claim(
+        self,
+        worker: str,
+        *,
+        lease_s: float = DEFAULT_LEASE_S,
+        kinds: Sequence[str] | None = None,
+    ) -> ReviewClaim | None:
+        """Take the oldest queued job (or one whose lease ran out); None when there is none."""
+        token = secrets.token_hex(12)
+        now = self.store.now()
+        kind_filter = ""
+        params: list[object] = [worker, token, now + lease_s, self.project_id, now]
+        if kinds:
+            kind_filter = f" AND kind IN ({', '.join('?' for _ in kinds)})"
+            params.extend(kinds)
+        with self.store.write() as tx:
+            # Only constants and `?` placeholders are formatted in: no value reaches the SQL.
+            rows = tx.execute(
+                "UPDATE review_jobs SET state = 'claimed', claimed_by = ?, claim_token = ?, "  # noqa: S608
+                "lease_until = ?, attempts = attempts + 1 WHERE job_id = ("
+                "SELECT job_id FROM review_jobs WHERE project_id = ? AND (state = 'queued' OR "
+                f"(state = 'claimed' AND lease_until < ?)){kind_filter} "
+                f"ORDER BY enqueued_at, job_id LIMIT 1{self.store.skip_locked}) "
+                f"RETURNING {_COLUMNS}",
+                params,
+            )
+        if not rows:
+            return None
+        job = _job(rows[0])
+        return ReviewClaim(job=job, token=token, lease_until=job.lease_until or now + lease_s)
+
+    def heartbeat(
+        self, claim: ReviewClaim, *, lease_s: float = DEFAULT_LEASE_S
+    ) -> ReviewClaim | None:
+        """Extend the lease; the renewed claim, or None when the worker no longer holds it."""
+        until = self.store.now() + lease_s
+        with self.store.write() as tx:
+            rows = tx.execute(
+                "UPDATE review_jobs SET lease_until = ? WHERE job_id = ? AND claim_token = ? "
+                "AND state = 'claimed' RETURNING job_id",
+                (until, claim.job.job_id, claim.token),
+            )
+        return claim.model_copy(update={"lease_until": until}) if rows else None
+
+    def complete(self, claim: ReviewClaim, verdict: Mapping[str, Any]) -> bool:
+        """Record the verdict; True when this call did, False when the claim was lost."""
+        with self.store.write() as tx:
+            rows = tx.execute(
+                "UPDATE review_jobs SET state = 'done', verdict = ?, finished_at = ?, "
+                "lease_until = NULL WHERE job_id = ? AND claim_token = ? AND state = 'claimed' "
+                "RETURNING job_id",
+                (
+                    json.dumps(dict(verdict), ensure_ascii=False),
+                    self.store.now(),
+                    claim.job.job_id,
+                    claim.token,
+                ),
+            )
+        return bool(rows)
+
+    def cancel(self, job_id: str) -> bool:
+        """Cancel a queued or claimed job; False when it was already done or cancelled."""
+        with self.store.write() as tx:
+            rows = tx.execute(
+                "UPDATE review_jobs SET state = 'cancelled', finished_at = ?, lease_until = NULL "
+                "WHERE job_id = ? AND project_id = ? AND state IN ('queued', 'claimed') "
+                "RETURNING job_id",
+                (self.store.now(), job_id, self.project_id),
+            )
+        return bool(rows)
+
+    def get(self, job_id: str) -> ReviewJob:
+        """The job; raises `store.job_not_found` when the project has none with that id."""
+        with self.store.read() as tx:
+            rows = tx.execute(
+                f"SELECT {_COLUMNS} FROM review_jobs WHERE job_id = ? AND project_id = ?",  # noqa: S608
+                (job_id, self.project_id),
+            )
+        if not rows:
+            raise StoreError(
+                f"there is no review job {job_id!r} in store {self.store.display}",
+                code=ErrorCode.STORE_JOB_NOT_FOUND,
+            )
+        return _job(rows[0])
+
+    def list(
+        self, *, session_id: str | None = None, states: Sequence[ReviewJobState] | None = None
+    ) -> list[ReviewJob]:
+        """The project's jobs (of one session, in some states), oldest first."""
+        sql = f"SELECT {_COLUMNS} FROM review_jobs WHERE project_id = ?"  # noqa: S608
+        params: list[object] = [self.project_id]
+        if session_id is not None:
+            sql += " AND session_id = ?"
+            params.append(session_id)
+        if states:
+            sql += f" AND state IN ({', '.join('?' for _ in states)})"
+            params.extend(str(s) for s in states)
+        with self.store.read() as tx:
+            rows = tx.execute(sql + " ORDER BY enqueued_at, job_id", params)
+        return [_job(row) for row in rows]

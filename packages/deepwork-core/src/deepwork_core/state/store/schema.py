@@ -1,0 +1,90 @@
+"""The one schema of both adapters, as versioned migrations.
+
+`MIGRATIONS[n - 1]` takes a store from version `n - 1` to `n`; `SCHEMA_VERSION` is the newest this
+code knows. A store records its version in `store_meta` and is refused (`store.schema_newer`,
+nothing written) when a newer DeepWork migrated it further. The statements are plain SQL that
+SQLite and PostgreSQL both accept; `{identity}` is the one word they spell differently (an
+auto-numbered primary key). Times are seconds since the epoch (UTC) as `DOUBLE PRECISION`.
+
+Rows carry what listing runs across projects needs: the project (its id and root), the machine,
+the branch, the agent, the job and workflow, the status and the timestamps.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+#: Identifies a DeepWork store in `store_meta` (a SQLite file without it is someone else's).
+APPLICATION: Final = "deepwork"
+
+_V1: Final = (
+    "CREATE TABLE store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    """CREATE TABLE projects (
+        project_id TEXT PRIMARY KEY,
+        root TEXT NOT NULL,
+        machine TEXT NOT NULL,
+        created_at DOUBLE PRECISION NOT NULL,
+        imported_at DOUBLE PRECISION
+    )""",
+    """CREATE TABLE sessions (
+        project_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        job TEXT NOT NULL,
+        workflow TEXT NOT NULL,
+        status TEXT NOT NULL,
+        agent TEXT,
+        branch TEXT,
+        machine TEXT NOT NULL,
+        started_at DOUBLE PRECISION NOT NULL,
+        updated_at DOUBLE PRECISION NOT NULL,
+        completed_at DOUBLE PRECISION,
+        body TEXT NOT NULL,
+        PRIMARY KEY (project_id, session_id)
+    )""",
+    "CREATE INDEX sessions_by_update ON sessions (updated_at)",
+    """CREATE TABLE stacks (
+        project_id TEXT NOT NULL,
+        agent TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        session_id TEXT NOT NULL,
+        PRIMARY KEY (project_id, agent, position)
+    )""",
+    """CREATE TABLE events (
+        seq {identity},
+        project_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        ts DOUBLE PRECISION NOT NULL,
+        kind TEXT NOT NULL,
+        body TEXT NOT NULL
+    )""",
+    "CREATE INDEX events_by_session ON events (project_id, session_id, seq)",
+    """CREATE TABLE approvals (
+        project_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        body TEXT NOT NULL,
+        updated_at DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (project_id, session_id)
+    )""",
+    """CREATE TABLE review_jobs (
+        job_id TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL,
+        session_id TEXT,
+        dedupe_key TEXT,
+        kind TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        state TEXT NOT NULL,
+        enqueued_at DOUBLE PRECISION NOT NULL,
+        claimed_by TEXT,
+        claim_token TEXT,
+        lease_until DOUBLE PRECISION,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        verdict TEXT,
+        finished_at DOUBLE PRECISION,
+        UNIQUE (project_id, dedupe_key)
+    )""",
+    "CREATE INDEX review_jobs_by_state ON review_jobs (project_id, state, enqueued_at)",
+)
+
+#: Migration n (1-based) as its statements.
+MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (_V1,)
+SCHEMA_VERSION: Final = len(MIGRATIONS)

@@ -1,0 +1,127 @@
+"""The SQLite adapter: the standard library's `sqlite3`, WAL, a busy timeout, `BEGIN IMMEDIATE`.
+
+Every write takes the database's write lock up front (`BEGIN IMMEDIATE`), so a transaction never
+has to upgrade a read lock and never fails half-way with "database is locked"; other processes
+wait for it up to `BUSY_TIMEOUT_S` (`busy_timeout`). WAL lets readers run beside the writer, and
+`synchronous=FULL` makes a committed transaction survive a crash of the process or the machine.
+A file that is not a SQLite database, or is damaged, raises `store.corrupt` naming it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator, Sequence
+from typing import Final
+
+from deepwork_core.base.error_codes import ErrorCode
+from deepwork_core.state.store.errors import StoreError
+from deepwork_core.state.store.port import Clock, ProjectRef, Row, Store, Tx
+from deepwork_core.state.store.url import StoreLocation
+
+#: How long a write waits for another process's write to finish before `store.busy`.
+BUSY_TIMEOUT_S: Final = 60.0
+
+
+class _SqliteTx:
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> list[Row]:
+        return self._conn.execute(sql, tuple(params)).fetchall()
+
+
+class SqliteStore(Store):
+    """A store in one SQLite file (`StoreLocation.path`)."""
+
+    kind = "sqlite"
+
+    def __init__(self, location: StoreLocation, project: ProjectRef, clock: Clock) -> None:
+        super().__init__(location, project, clock)
+        assert location.path is not None
+        self.path = location.path
+        try:
+            self._conn = sqlite3.connect(
+                self.path,
+                timeout=BUSY_TIMEOUT_S,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+        except sqlite3.Error as exc:
+            raise self._error(exc) from None
+        try:
+            self._conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            # Reading the schema is the first touch of the file: a foreign or damaged file
+            # fails here, before anything is written.
+            self._conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
+        except sqlite3.Error as exc:
+            self._conn.close()
+            raise self._error(exc) from None
+
+    def migrate(self) -> None:
+        with self.read() as tx:
+            self._refuse_newer(self._version(tx))
+        try:
+            mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchall()
+            self._conn.execute("PRAGMA synchronous = FULL")
+        except sqlite3.Error as exc:
+            raise self._error(exc) from None
+        if not mode or str(mode[0][0]).lower() != "wal":
+            raise StoreError(
+                f"store {self.display} cannot use WAL mode (is it on a network file system?)",
+                code=ErrorCode.STORE_UNAVAILABLE,
+            )
+        super().migrate()
+
+    @contextlib.contextmanager
+    def _transaction(self, *, write: bool, lock: str | None) -> Iterator[Tx]:
+        del lock  # BEGIN IMMEDIATE locks the whole file
+        try:
+            self._conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        except sqlite3.Error as exc:
+            raise self._error(exc) from None
+        try:
+            yield _SqliteTx(self._conn)
+        except sqlite3.Error as exc:
+            self._rollback()
+            raise self._error(exc) from None
+        except BaseException:
+            self._rollback()
+            raise
+        try:
+            self._conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            self._rollback()
+            raise self._error(exc) from None
+
+    def _rollback(self) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            self._conn.execute("ROLLBACK")
+
+    def _table_names(self, tx: Tx) -> set[str]:
+        rows = tx.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+        )
+        return {str(row[0]) for row in rows}
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def _error(self, exc: sqlite3.Error) -> StoreError:
+        text = str(exc)
+        if "locked" in text or "busy" in text:
+            return StoreError(
+                f"store {self.display} stayed locked by another process for over "
+                f"{BUSY_TIMEOUT_S:.0f} s ({text}); try again",
+                code=ErrorCode.STORE_BUSY,
+            )
+        if isinstance(exc, sqlite3.DatabaseError) and not isinstance(
+            exc, sqlite3.OperationalError | sqlite3.IntegrityError
+        ):
+            return StoreError(
+                f"store {self.display} is not a readable SQLite database ({text}); restore it "
+                "from a backup or move it away (DeepWork then starts an empty one)",
+                code=ErrorCode.STORE_CORRUPT,
+            )
+        return StoreError(f"store {self.display}: {text}", code=ErrorCode.STORE_ERROR)

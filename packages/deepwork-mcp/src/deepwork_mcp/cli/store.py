@@ -1,0 +1,54 @@
+"""`deepwork store`: the store of run state (docs/runtime-layout.md).
+
+`deepwork store export SESSION_ID` prints one run's event log as JSON Lines, one event a line,
+exactly as the records are stored (the lines the old `events/<id>.jsonl` files held), for people
+who grep. `deepwork store info` names the store a project uses and its schema version.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from deepwork_core import DeepWorkError
+from deepwork_core.base.identifiers import check_session_id
+from deepwork_core.state.store.opening import shared_store
+
+from deepwork_mcp.cli.options import cli_error, project_option
+
+
+@click.group()
+def store() -> None:
+    """The store of run state: where it is, and exporting a run."""
+
+
+@store.command()
+@project_option
+@click.argument("session_id")
+def export(project: Path, session_id: str) -> None:
+    """Print the event log of SESSION_ID as JSON Lines (one event a line)."""
+    try:
+        check_session_id(session_id)
+        opened = shared_store(project.resolve())
+        with opened.read() as tx:
+            rows = tx.execute(
+                "SELECT body FROM events WHERE project_id = ? AND session_id = ? ORDER BY seq",
+                (opened.project.project_id, session_id),
+            )
+    except DeepWorkError as exc:
+        raise cli_error(exc) from None
+    for (body,) in rows:
+        click.echo(str(body))
+
+
+@store.command()
+@project_option
+def info(project: Path) -> None:
+    """Name the project's store (password masked) and its schema version."""
+    try:
+        opened = shared_store(project.resolve())
+        with opened.read() as tx:
+            [(version,)] = tx.execute("SELECT value FROM store_meta WHERE key = 'schema_version'")
+    except DeepWorkError as exc:
+        raise cli_error(exc) from None
+    click.echo(f"{opened.kind} {opened.display} (schema version {version})")

@@ -1,0 +1,203 @@
+"""Background reviews through the real server over stdio (docs/quality-gate.md, "Background
+reviews"): `deepwork serve` as a subprocess with the scripted reviewer CLIs first on its PATH,
+each test once per runner (`claude`, `codex`, `gemini`).
+
+The long review is the double's `gated` mode: it waits until the test releases it, so a review
+"takes 90 s" exactly as long as the test says, without the test sleeping.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import time
+from contextlib import suppress
+from pathlib import Path
+from typing import Any
+
+import pytest
+from deepwork_core.state.event_kinds import ReviewVerdictEvent
+from deepwork_core.state.events import read_events
+from deepwork_core.state.sessions import SessionStore
+
+from tests.fixtures.reviewer import ScriptedReviewer
+from tests.fixtures.stdio_server import Server, serve
+from tests.fixtures.workflow_project import make_project, write_files
+
+WAIT_SECONDS = 2
+#: What a call may take beyond `wait_seconds` (docs/quality-gate.md).
+GRACE_SECONDS = 2
+APPENDICES = [f"a{n}.md" for n in range(1, 10)]
+
+
+@pytest.fixture
+def root(tmp_path: Path, runner: str) -> Path:
+    root = make_project(tmp_path / "project")
+    (root / ".deepwork" / "config.yml").write_text(
+        "quality_gate:\n"
+        f"  external_runner: {runner}\n"
+        f"  wait_seconds: {WAIT_SECONDS}\n"
+        "  max_parallel: 10\n"
+        "  deepreview_rules: false\n"
+    )
+    return root
+
+
+def state(root: Path, session_id: str) -> dict[str, Any]:
+    """The session as the store holds it (sessions are rows of the store)."""
+    data: dict[str, Any] = SessionStore(root).load(session_id).model_dump(mode="json")
+    return data
+
+
+def job_rows(root: Path) -> list[tuple[str, str, int]]:
+    """(what it judges, state, claims) of every review job in the store, oldest first."""
+    db = sqlite3.connect(root / ".deepwork/tmp/deepwork.sqlite3")
+    try:
+        rows = db.execute(
+            "SELECT payload, state, attempts FROM review_jobs ORDER BY enqueued_at, job_id"
+        ).fetchall()
+    finally:
+        db.close()
+    return [(json.loads(a)["label"], str(b), int(c)) for a, b, c in rows]
+
+
+async def timed_finish(server: Server, **outputs: Any) -> tuple[dict[str, Any], float]:
+    started = time.monotonic()
+    answer = await server.ok("finished_step", outputs=outputs)
+    return answer, time.monotonic() - started
+
+
+async def start(server: Server, root: Path) -> str:
+    started = await server.ok("start_workflow", goal="g", job_name="reviewed", workflow_name="main")
+    write_files(root, "report.md", "final.md", *APPENDICES)
+    session_id: str = started["begin_step"]["session_id"]
+    return session_id
+
+
+@pytest.mark.slow
+async def test_a_long_review_answers_reviewing_then_the_third_call_its_verdict(
+    root: Path, scripted_reviewer: ScriptedReviewer, runner: str
+) -> None:
+    scripted_reviewer.answer("gated")
+    async with serve(root, env=scripted_reviewer.env) as server:
+        session_id = await start(server, root)
+        first, took = await timed_finish(server, report="report.md")
+        assert first["status"] == "reviewing", first
+        assert took < WAIT_SECONDS + GRACE_SECONDS
+        [review] = first["reviews"]
+        assert review["judges"] == "write: all outputs"
+        assert review["state"] in ("queued", "running")
+        assert "same outputs" in first["feedback"]
+
+        second, took = await timed_finish(server, report="report.md")
+        assert second["status"] == "reviewing"
+        assert took < WAIT_SECONDS + GRACE_SECONDS
+        assert [r["review_id"] for r in second["reviews"]] == [review["review_id"]]
+        listed = await server.ok("get_active_workflow")
+        assert listed["stack"][0]["attempts"] == 0  # reviewing is never an attempt
+
+        scripted_reviewer.release()
+        third, _ = await timed_finish(server, report="report.md")
+        assert third["status"] == "next_step", third
+    [call] = scripted_reviewer.calls()  # the second call joined the review in flight
+    assert call["program"] == runner
+    session = state(root, session_id)
+    assert [(e["kind"], e["attempt"], e["passed"]) for e in session["quality_log"]] == [
+        ("review", 1, True)
+    ]
+    assert session["step_progress"]["write"]["quality_attempts"] == 1
+    assert job_rows(root) == [("write: all outputs", "done", 1)]
+
+
+@pytest.mark.slow
+async def test_changed_outputs_cancel_the_reviews_in_flight(
+    root: Path, scripted_reviewer: ScriptedReviewer
+) -> None:
+    scripted_reviewer.answer("gated")
+    async with serve(root, env=scripted_reviewer.env) as server:
+        await start(server, root)
+        first, _ = await timed_finish(server, report="report.md")
+        assert first["status"] == "reviewing"
+        [old] = first["reviews"]
+        (root / "report.md").write_text("a better report\n")
+        second, took = await timed_finish(server, report="report.md")
+        assert second["status"] == "reviewing"
+        assert took < WAIT_SECONDS + GRACE_SECONDS
+        [new] = second["reviews"]
+        assert new["review_id"] != old["review_id"]
+        scripted_reviewer.release()
+        third, _ = await timed_finish(server, report="report.md")
+        assert third["status"] == "next_step", third
+    assert job_rows(root) == [
+        ("write: all outputs", "cancelled", 1),
+        ("write: all outputs", "done", 1),
+    ]
+    first_pid = scripted_reviewer.calls()[0]["pid"]
+    with pytest.raises(ProcessLookupError):  # the cancelled review's process was stopped
+        os.kill(first_pid, 0)
+    reviewed = [call["stdin"] for call in scripted_reviewer.calls()]
+    assert "a better report" in reviewed[-1]
+
+
+class _Killed(Exception):
+    pass
+
+
+@pytest.mark.slow
+async def test_ten_reviews_survive_a_killed_server_with_ten_verdicts(
+    root: Path, scripted_reviewer: ScriptedReviewer
+) -> None:
+    outputs = {"final": "final.md", "appendix": APPENDICES}
+    with suppress(Exception):  # the first client loses its server mid-review
+        async with serve(root, "first", env=scripted_reviewer.env) as first:
+            session_id = await start(first, root)
+            assert (await first.ok("finished_step", outputs={"report": "report.md"}))[
+                "status"
+            ] == "next_step"
+            scripted_reviewer.answer("gated")
+            answer = await first.ok("finished_step", outputs=outputs)
+            assert answer["status"] == "reviewing"
+            assert len(answer["reviews"]) == 10
+            for _ in range(10):  # each call waits wait_seconds: no sleeping here
+                if len(scripted_reviewer.calls()) == 11:
+                    break
+                await first.ok("finished_step", outputs=outputs)
+            assert len(scripted_reviewer.calls()) == 11  # all ten run at once
+            os.kill(first.pid, signal.SIGKILL)
+            raise _Killed
+    assert {state for _, state, _ in job_rows(root)[1:]} == {"claimed"}
+    async with serve(root, "second", env=scripted_reviewer.env) as second:
+        again = await second.ok("finished_step", outputs=outputs)
+        assert again["status"] == "reviewing"
+        assert [r["review_id"] for r in again["reviews"]] == [
+            r["review_id"] for r in answer["reviews"]
+        ]
+        for _ in range(20):  # the dead server's leases run out, then its jobs are claimed again
+            if len(scripted_reviewer.calls()) == 21:
+                break
+            await second.ok("finished_step", outputs=outputs)
+        assert len(scripted_reviewer.calls()) == 21
+        scripted_reviewer.release()
+        done = again
+        for _ in range(5):
+            done = await second.ok("finished_step", outputs=outputs)
+            if done["status"] != "reviewing":
+                break
+        assert done["status"] == "workflow_complete", done
+    rows = job_rows(root)
+    assert len(rows) == 11
+    assert all(row_state == "done" for _, row_state, _ in rows)
+    assert [tries for _, _, tries in rows[1:]] == [2] * 10  # claimed again once each
+    log = state(root, session_id)["quality_log"]
+    assert [(e["kind"], e["passed"], len(e["reviews"])) for e in log] == [
+        ("review", True, 1),
+        ("review", True, 10),
+    ]
+    verdicts = [
+        event
+        for event in read_events(root, session_id)
+        if isinstance(event, ReviewVerdictEvent) and event.step_id == "polish"
+    ]
+    assert len(verdicts) == 10

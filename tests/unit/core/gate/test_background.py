@@ -1,0 +1,217 @@
+"""Background reviews (docs/quality-gate.md, "Background reviews") over a real SQLite store, with
+a reviewer double that implements the `Reviewer` port in this process: it answers when the test
+lets it (an event), never after a sleep."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from deepwork_core.base.config import ReviewBudget
+from deepwork_core.base.error_codes import ErrorCode
+from deepwork_core.base.errors import QualityGateError
+from deepwork_core.evidence.verdicts import ReviewVerdict
+from deepwork_core.gate.background import BackgroundReviews
+from deepwork_core.gate.checkpoint import Checkpoint, GateReviewing
+from deepwork_core.gate.quality import plan_review_tasks
+from deepwork_core.gate.tasks import QualityReviewTask
+from deepwork_core.state.store.opening import open_store
+from deepwork_core.state.store.port import Store
+from deepwork_core.state.store.review_jobs import ReviewJobs, ReviewJobState
+
+from tests.unit.core.gate.test_quality import make_request
+from tests.unit.core.gate.test_quality import project as project
+
+#: Long enough that a test never waits it out; the reviewer double answers much sooner.
+LONG = 30.0
+
+
+class GatedReviewer:
+    """Passes every task once `release` is set; records each call and whether it was cancelled."""
+
+    budget = ReviewBudget()
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.started = threading.Semaphore(0)
+        self.calls: list[str] = []
+        self.cancelled: list[str] = []
+        self.error: QualityGateError | None = None
+        self.on_review: list[Path] = []
+
+    def review_task(
+        self, checkpoint: Checkpoint, task: QualityReviewTask, cancelled: threading.Event
+    ) -> ReviewVerdict:
+        self.calls.append(task.label)
+        self.started.release()
+        for path in self.on_review:  # the agent edits a file while it is reviewed
+            path.write_text("changed meanwhile\n")
+        while not self.release.wait(0.01):
+            if cancelled.is_set():
+                self.cancelled.append(task.label)
+                raise QualityGateError("cancelled", code=ErrorCode.QUALITY_GATE_ERROR)
+        if self.error is not None:
+            raise self.error
+        return ReviewVerdict(
+            step_id=task.step_id, review_run_each=task.run_each, passed=True, feedback="ok"
+        )
+
+
+@pytest.fixture
+def store(project: Path) -> Iterator[Store]:
+    opened = open_store(None, project)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+@pytest.fixture
+def reviewer() -> GatedReviewer:
+    return GatedReviewer()
+
+
+@pytest.fixture
+def reviews(project: Path, store: Store, reviewer: GatedReviewer) -> Iterator[BackgroundReviews]:
+    checkpoint = make_request(project)
+    found = BackgroundReviews(
+        project, reviewer, lambda _name: checkpoint.job, max_parallel=4, jobs=ReviewJobs(store)
+    )
+    try:
+        yield found
+    finally:
+        reviewer.release.set()
+        found.close()
+
+
+def submit(project: Path, reviews: BackgroundReviews, wait: float = 0.0) -> object:
+    checkpoint = make_request(project)
+    return reviews.run(checkpoint, plan_review_tasks(checkpoint), wait)
+
+
+def test_a_slow_review_answers_reviewing_and_a_repeated_call_joins_it(
+    project: Path,
+    reviews: BackgroundReviews,
+    reviewer: GatedReviewer,
+) -> None:
+    first = submit(project, reviews)
+    assert isinstance(first, GateReviewing)
+    assert {review.state for review in first.reviews} <= {"queued", "running"}
+    total = len(first.reviews)
+    for _ in range(total):
+        assert reviewer.started.acquire(timeout=LONG)
+    second = submit(project, reviews)
+    assert isinstance(second, GateReviewing)
+    assert [r.review_id for r in second.reviews] == [r.review_id for r in first.reviews]
+    reviewer.release.set()
+    verdicts = submit(project, reviews, wait=LONG)
+    assert isinstance(verdicts, tuple)
+    assert len(verdicts) == total
+    assert all(v.passed for v in verdicts)
+    assert len(reviewer.calls) == total  # joined, never started twice
+
+
+def test_changed_outputs_cancel_the_reviews_in_flight(
+    project: Path,
+    reviews: BackgroundReviews,
+    reviewer: GatedReviewer,
+    store: Store,
+) -> None:
+    first = submit(project, reviews)
+    assert isinstance(first, GateReviewing)
+    assert reviewer.started.acquire(timeout=LONG)
+    (project / "out" / "report.md").write_text("a better report\n")
+    second = submit(project, reviews)
+    assert isinstance(second, GateReviewing)
+    old = {r.review_id for r in first.reviews}
+    assert old.isdisjoint(r.review_id for r in second.reviews)
+    states = {job.job_id: job.state for job in ReviewJobs(store).list()}
+    assert {states[job_id] for job_id in old} == {ReviewJobState.CANCELLED}
+
+
+def test_a_file_changed_under_review_gives_no_verdict(
+    project: Path,
+    reviews: BackgroundReviews,
+    reviewer: GatedReviewer,
+) -> None:
+    reviewer.on_review.append(project / "out" / "report.md")
+    reviewer.release.set()
+    with pytest.raises(QualityGateError) as caught:
+        submit(project, reviews, wait=LONG)
+    assert caught.value.code == ErrorCode.QUALITY_GATE_OUTPUTS_CHANGED
+
+
+def test_a_reviewer_error_is_the_calls_error_with_its_code(
+    project: Path,
+    reviews: BackgroundReviews,
+    reviewer: GatedReviewer,
+) -> None:
+    reviewer.error = QualityGateError("too slow", code=ErrorCode.QUALITY_GATE_TIMEOUT)
+    reviewer.release.set()
+    with pytest.raises(QualityGateError) as caught:
+        submit(project, reviews, wait=LONG)
+    assert caught.value.code == ErrorCode.QUALITY_GATE_TIMEOUT
+
+
+def test_progress_is_told_once_per_finished_review(
+    project: Path,
+    reviews: BackgroundReviews,
+    reviewer: GatedReviewer,
+) -> None:
+    told: list[tuple[int, int, str]] = []
+    reviewer.release.set()
+    checkpoint = make_request(project)
+    tasks = plan_review_tasks(checkpoint)
+    verdicts = reviews.run(checkpoint, tasks, LONG, lambda d, t, m: told.append((d, t, m)))
+    assert isinstance(verdicts, tuple)
+    assert [(done, total) for done, total, _ in told] == [
+        (n, len(tasks)) for n in range(1, len(tasks) + 1)
+    ]
+    assert all(message.endswith(": passed") for _, _, message in told)
+
+
+def test_a_job_of_a_dead_worker_runs_again_and_is_answered_once(
+    project: Path,
+    reviewer: GatedReviewer,
+) -> None:
+    class Clock:
+        t = 1_800_000_000.0
+
+        def __call__(self) -> float:
+            return self.t
+
+    clock = Clock()
+    store = open_store(None, project, clock=clock)
+    checkpoint = make_request(project)
+    first = BackgroundReviews(
+        project, reviewer, lambda _n: checkpoint.job, max_parallel=8, jobs=ReviewJobs(store)
+    )
+    try:
+        answer = first.run(checkpoint, plan_review_tasks(checkpoint), 0.0)
+        assert isinstance(answer, GateReviewing)
+        total = len(answer.reviews)
+        for _ in range(total):
+            assert reviewer.started.acquire(timeout=LONG)
+        clock.t += 3600  # the first worker stopped renewing: its leases ran out
+        second = BackgroundReviews(
+            project, reviewer, lambda _n: checkpoint.job, max_parallel=8, jobs=ReviewJobs(store)
+        )
+        try:
+            for _ in range(total):
+                assert reviewer.started.acquire(timeout=LONG)
+            reviewer.release.set()
+            verdicts = second.run(checkpoint, plan_review_tasks(checkpoint), LONG)
+            assert isinstance(verdicts, tuple)
+            assert len(verdicts) == total
+        finally:
+            second.close()
+    finally:
+        first.close()
+        store.close()
+    reopened = open_store(None, project)
+    jobs = ReviewJobs(reopened).list()
+    reopened.close()
+    assert [job.attempts for job in jobs] == [2] * total  # each claimed twice, answered once
+    assert all(job.state is ReviewJobState.DONE for job in jobs)

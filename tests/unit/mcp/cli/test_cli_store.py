@@ -1,0 +1,96 @@
+"""`deepwork status --all` and `deepwork store`: runs of every project sharing one store."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from deepwork_core.engine.workflow import WorkflowEngine
+from deepwork_core.jobs.discovery import JobCatalog
+from deepwork_core.state.sessions import SessionStore
+from deepwork_core.state.store.opening import close_shared_stores
+from deepwork_mcp.cli import cli
+
+from tests.fixtures.workflow_project import make_project
+
+
+def run(*args: str) -> str:
+    result = CliRunner().invoke(cli, list(args))
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def shared_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'team.sqlite3'}"
+    else:
+        yield request.getfixturevalue("pg_url")
+    close_shared_stores()
+
+
+def _project(folder: Path, url: str) -> Path:
+    root = make_project(folder)
+    (root / ".deepwork" / "config.yml").write_text(f"store:\n  url: {url!r}\n")
+    return root
+
+
+def test_status_all_lists_the_runs_of_every_project_in_the_store(
+    tmp_path: Path, shared_url: str
+) -> None:
+    first = _project(tmp_path / "first", shared_url)
+    second = _project(tmp_path / "second", shared_url)
+    one = WorkflowEngine(first, JobCatalog.for_project(first), SessionStore(first))
+    started = one.start("g", "multi", "alpha").brief.session_id
+    two = WorkflowEngine(second, JobCatalog.for_project(second), SessionStore(second))
+    other = two.start("g", "three_step", "main", inputs={"topic": "t"}).brief.session_id
+    two.abort("done with it")
+
+    listed = json.loads(run("status", "--all", "--json", "--path", str(second)))
+    by_id = {run["session_id"]: run for run in listed}
+    assert set(by_id) == {started, other}
+    assert by_id[started]["project_root"] == str(first.resolve())
+    assert by_id[started]["status"] == "active"
+    assert by_id[other]["project_root"] == str(second.resolve())
+    assert by_id[other]["status"] == "aborted"
+    assert all(run["machine"] for run in listed)
+    text = run("status", "--all", "--path", str(first))
+    assert f"session {started}" in text
+    assert f"project {second.resolve()}" in text
+    # Each project's own status still shows only its own runs.
+    assert started not in run("status", "--json", "--path", str(second))
+
+
+def test_export_prints_one_event_a_line(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    engine = WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(root))
+    session_id = engine.start("g", "multi", "alpha").brief.session_id
+    lines = run("store", "export", session_id, "--path", str(root)).splitlines()
+    assert [json.loads(line)["event"] for line in lines] == ["started", "step_begun"]
+    assert "(schema version 1)" in run("store", "info", "--path", str(root))
+
+
+def test_the_environment_url_wins_and_its_password_never_shows(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    env = {"DEEPWORK_STORE_URL": "postgresql://me:s3cret-pw@127.0.0.1:1/none", "PATH": ""}
+    code = "import sys; from deepwork_mcp.cli import main; sys.exit(main())"
+    done = subprocess.run(
+        [sys.executable, "-c", code, "store", "info", "--path", str(root)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert "store.unavailable" in done.stderr
+    assert "s3cret-pw" not in done.stderr + done.stdout
+    assert "me:***@127.0.0.1" in done.stderr
+    assert not (root / ".deepwork" / "tmp" / "deepwork.sqlite3").exists()
