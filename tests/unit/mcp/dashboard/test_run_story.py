@@ -20,6 +20,7 @@ from deepwork_core.state.store.review_jobs import ReviewJobs
 from deepwork_mcp.cli import cli
 from starlette.testclient import TestClient
 
+from tests.conftest import on_postgres
 from tests.fixtures.evidence_project import key_of, make_evidence_project
 from tests.fixtures.state_rows import insert_event_lines
 from tests.unit.mcp.dashboard.conftest import Waiting, client_for, waiting_project
@@ -32,6 +33,9 @@ def finished_run(root: Path) -> Waiting:
     """`approved/main` run to its end: the plan approved on the dashboard, then accepted
     unreviewed; the build (which has no review) accepted with an override reason."""
     waiting = waiting_project(root)
+    if on_postgres():  # a shared store counts only decisions a trusted approver signed
+        init = ["approver", "init", "--name", "alice", "--path", str(root)]
+        assert CliRunner().invoke(cli, init).exit_code == 0
     with client_for(root) as client:
         status, _ = decide(client, waiting, decision="approve", comment="looks right")
         assert status == 200
