@@ -201,3 +201,79 @@ async def test_ten_reviews_survive_a_killed_server_with_ten_verdicts(
         if isinstance(event, ReviewVerdictEvent) and event.step_id == "polish"
     ]
     assert len(verdicts) == 10
+
+
+#: The scaled "90 s review": it lasts between two and three `wait_seconds`, as 90 s does for
+#: `wait_seconds: 40`, with 1.5 s of margin on each side for a loaded machine. At real scale the
+#: test would hold CI for 90 s per runner; the `gated` test above covers any length.
+LONG_WAIT_SECONDS = 3
+LONG_REVIEW_SECONDS = 7.5
+
+
+@pytest.mark.slow
+async def test_a_review_longer_than_two_waits_answers_reviewing_twice_then_its_verdict(
+    root: Path, scripted_reviewer: ScriptedReviewer, runner: str
+) -> None:
+    config = (root / ".deepwork" / "config.yml").read_text()
+    (root / ".deepwork" / "config.yml").write_text(
+        config.replace(f"wait_seconds: {WAIT_SECONDS}", f"wait_seconds: {LONG_WAIT_SECONDS}")
+    )
+    scripted_reviewer.take(LONG_REVIEW_SECONDS)
+    async with serve(root, env=scripted_reviewer.env) as server:
+        session_id = await start(server, root)
+        answers = []
+        for _ in range(3):
+            answer, took = await timed_finish(server, report="report.md")
+            assert took < LONG_WAIT_SECONDS + GRACE_SECONDS, (answer["status"], took)
+            answers.append(answer["status"])
+    assert answers == ["reviewing", "reviewing", "next_step"]
+    [call] = scripted_reviewer.calls()
+    assert call["program"] == runner
+    log = state(root, session_id)["quality_log"]
+    assert [(e["kind"], e["attempt"], e["passed"]) for e in log] == [("review", 1, True)]
+
+
+@pytest.mark.slow
+async def test_each_finished_review_is_a_progress_notification_to_a_client_that_asked(
+    root: Path, scripted_reviewer: ScriptedReviewer
+) -> None:
+    """The official client's progress callback gets one notification per finished review of
+    the call, counting up to all of them, each naming the review and how it went."""
+    outputs = {"final": "final.md", "appendix": APPENDICES}
+    async with serve(root, env=scripted_reviewer.env) as server:
+        await start(server, root)
+        assert (await server.ok("finished_step", outputs={"report": "report.md"}))[
+            "status"
+        ] == "next_step"
+        scripted_reviewer.answer("gated")
+        scripted_reviewer.answer("fail", when="a3.md")
+        first = await server.ok("finished_step", outputs=outputs)
+        assert first["status"] == "reviewing"
+        scripted_reviewer.release()
+        for _ in range(10):
+            heard: list[tuple[float, float | None, str | None]] = []
+
+            async def on_progress(done: float, total: float | None, message: str | None) -> None:
+                heard.append((done, total, message))  # noqa: B023 (read before the next call)
+
+            result = await server.session.call_tool(
+                "finished_step", {"outputs": outputs}, progress_callback=on_progress
+            )
+            assert not result.is_error
+            answer = result.structured_content or {}
+            if answer.get("status") != "reviewing":
+                break
+        assert answer["status"] == "needs_work", answer
+    assert [(done, total) for done, total, _ in heard] == [(n, 10) for n in range(1, 11)]
+    messages = [message or "" for _, _, message in heard]
+    assert sorted(messages) == sorted(
+        [
+            f"review polish: output 'appendix' ({name}): passed"
+            for name in APPENDICES
+            if name != "a3.md"
+        ]
+        + [
+            "review polish: output 'appendix' (a3.md): failed",
+            "review polish: output 'final': passed",
+        ]
+    )
