@@ -12,6 +12,8 @@ import json
 import os
 import signal
 import sqlite3
+import subprocess
+import sys
 import time
 from contextlib import suppress
 from pathlib import Path
@@ -277,3 +279,62 @@ async def test_each_finished_review_is_a_progress_notification_to_a_client_that_
             "review polish: output 'final': passed",
         ]
     )
+
+
+def cli_json(root: Path, *command: str) -> Any:
+    """`deepwork <command> --json --path root` as its own process, its output parsed."""
+    done = subprocess.run(
+        [sys.executable, "-m", "deepwork_mcp", *command, "--json", "--path", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return json.loads(done.stdout)
+
+
+def write_step_stats(root: Path) -> dict[str, Any]:
+    [job] = [job for job in cli_json(root, "stats")["jobs"] if job["job"] == "reviewed"]
+    [step] = [step for step in job["steps"] if step["step"] == "write"]
+    return dict(step)
+
+
+@pytest.mark.slow
+async def test_reviewing_is_never_an_attempt_in_the_stack_status_stats_or_max_attempts(
+    root: Path, scripted_reviewer: ScriptedReviewer
+) -> None:
+    config = (root / ".deepwork" / "config.yml").read_text()
+    (root / ".deepwork" / "config.yml").write_text(config + "  max_attempts: 2\n")
+    scripted_reviewer.answer("gated_fail")
+    async with serve(root, env=scripted_reviewer.env) as server:
+        session_id = await start(server, root)
+        for _ in range(3):
+            answer = await server.ok("finished_step", outputs={"report": "report.md"})
+            assert answer["status"] == "reviewing"
+        assert (await server.ok("get_active_workflow"))["stack"][0]["attempts"] == 0
+        [stack] = cli_json(root, "status")["stacks"]
+        assert [entry["attempts"] for entry in stack["entries"]] == [0]
+        assert write_step_stats(root)["reviewed_runs"] == 0
+        scripted_reviewer.release()
+        # Three `reviewing` answers, then the first attempt: needs work, not the limit of 2.
+        answer = await server.ok("finished_step", outputs={"report": "report.md"})
+        assert answer["status"] == "needs_work", answer
+        assert (await server.ok("get_active_workflow"))["stack"][0]["attempts"] == 1
+        [stack] = cli_json(root, "status")["stacks"]
+        assert [entry["attempts"] for entry in stack["entries"]] == [1]
+        assert write_step_stats(root)["mean_attempts"] == 1
+        (root / "report.md").write_text("a second try\n")
+        scripted_reviewer.answer("fail")
+        for _ in range(5):  # the second attempt is the last
+            result = await server.session.call_tool(
+                "finished_step", {"outputs": {"report": "report.md"}}
+            )
+            if (result.structured_content or {}).get("status") != "reviewing":
+                break
+        assert result.is_error
+        assert "quality_gate.max_attempts" in str(result.content)
+    log = state(root, session_id)["quality_log"]
+    assert [(e["kind"], e["attempt"], e["passed"]) for e in log] == [
+        ("review", 1, False),
+        ("review", 2, False),
+    ]
