@@ -338,3 +338,36 @@ async def test_reviewing_is_never_an_attempt_in_the_stack_status_stats_or_max_at
         ("review", 1, False),
         ("review", 2, False),
     ]
+
+
+#: What a host reads before the first call: tools/list and the instructions, at most 7,000
+#: bytes (issue 30), less the JSON-RPC envelope around the listing (34 bytes).
+LISTING_BUDGET = 7000 - 34
+
+
+async def test_reviewing_needs_no_new_tool_and_the_listing_stays_within_its_budget(
+    tmp_path: Path,
+) -> None:
+    """As the Claude Code plugin starts it (`--external-runner claude`), over real stdio: the
+    `reviewing` status is one value of `finished_step`'s answer, not another tool."""
+    root = make_project(tmp_path / "project")
+    async with serve(root, "listing", "--external-runner", "claude") as server:
+        listing = await server.session.list_tools()
+        init = await server.session.initialize()
+    tools = {tool.name: tool for tool in listing.tools}
+    assert sorted(tools) == [  # the tools of before background reviews, and no other
+        "abort_workflow",
+        "finished_step",
+        "get_active_workflow",
+        "get_configured_reviews",
+        "get_review_instructions",
+        "get_workflows",
+        "go_to_step",
+        "mark_review_as_passed",
+        "start_workflow",
+    ]
+    schema = json.dumps(tools["finished_step"].output_schema)
+    assert '"reviewing"' in schema
+    size = len(listing.model_dump_json(by_alias=True, exclude_none=True).encode())
+    size += len((init.instructions or "").encode())
+    assert size <= LISTING_BUDGET, size
