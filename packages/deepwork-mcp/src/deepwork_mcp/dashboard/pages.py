@@ -53,7 +53,8 @@ def layout(title: str, body: str, *, standalone: bool = False) -> str:
         head = '<link rel="stylesheet" href="/static/dashboard.css">'
         bar = (
             '<header><strong>DeepWork</strong><a href="/">Runs</a>'
-            '<a href="/approvals">Approvals</a><a href="/stats">Stats</a></header>'
+            '<a href="/reviews">Reviews</a><a href="/approvals">Approvals</a>'
+            '<a href="/stats">Stats</a></header>'
         )
         script = '<script src="/static/dashboard.js"></script>'
     return (
@@ -119,7 +120,7 @@ def runs_page(rows: list[Run]) -> str:
         "<h1>Runs</h1>"
         '<p class="muted">Every workflow session of the project, newest first; runs a step '
         "started are nested under it. The list follows changes by itself.</p>"
-        f'<div id="runs">{runs_fragment(rows)}</div>'
+        f'<div id="runs" data-refresh="/fragment/runs">{runs_fragment(rows)}</div>'
     )
     return layout("Runs", body)
 

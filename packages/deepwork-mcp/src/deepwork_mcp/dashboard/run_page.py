@@ -263,8 +263,9 @@ LEGEND: Final = (
 )
 
 
-def run_body(page: RunPage, *, token: str | None) -> str:
-    """The run page's content, summary first; `token` None: a report (no buttons)."""
+def run_body(page: RunPage, *, token: str | None, background: str = "") -> str:
+    """The run page's content, summary first; `token` None: a report (no buttons).
+    `background`: the live table of the run's background reviews (the dashboard's page only)."""
     detail = page.detail
     run = detail.run
     graph = (
@@ -281,12 +282,14 @@ def run_body(page: RunPage, *, token: str | None) -> str:
         f"{_instances(page.instances)}"
         f"<h2>Outputs and evidence</h2>{_outputs(detail.outputs)}"
         f"<h2>Reviews</h2>{_reviews(detail.reviews)}"
-        f"<h2>Review cost</h2>{_review_cost(detail)}"
+        + (f"<h2>Reviews in the background</h2>{background}" if background else "")
+        + f"<h2>Review cost</h2>{_review_cost(detail)}"
         f"<h2>Timeline</h2>{_timeline(detail)}"
     )
 
 
-def run_page(page: RunPage, *, token: str | None) -> str:
+def run_page(page: RunPage, *, token: str | None, background: str = "") -> str:
     run = page.detail.run
     title = f"{run.job}/{run.workflow} {run.session_id}"
-    return layout(title, run_body(page, token=token), standalone=token is None)
+    body = run_body(page, token=token, background=background)
+    return layout(title, body, standalone=token is None)
