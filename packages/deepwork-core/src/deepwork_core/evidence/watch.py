@@ -42,7 +42,7 @@ import weakref
 from pathlib import Path
 
 from deepwork_core.base.errors import DeepWorkError
-from deepwork_core.base.git import run_git
+from deepwork_core.base.git import git_env, run_git
 from deepwork_core.base.layout import TMP_DIR
 from deepwork_core.evidence.ignore_rules import IgnoreRules
 
@@ -424,7 +424,7 @@ class _IgnoreChecker:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
-                env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"},
+                env=git_env(),
             )
         return self.process
 
