@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
+import pytest
 from deepwork_core import DeepWorkConfig
 from deepwork_core.base.config import GitConfig
 from deepwork_core.evidence.watch import ChangeWatch
 from deepwork_mcp.server import _services_factory
 
 from tests.fixtures.git_repo import commit_all
+
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify")
 
 
 def _engine_watch(tmp_path: Path, config: DeepWorkConfig) -> ChangeWatch | None:
@@ -19,6 +23,7 @@ def _engine_watch(tmp_path: Path, config: DeepWorkConfig) -> ChangeWatch | None:
     return services.engine.guards.watch
 
 
+@linux_only
 def test_each_project_engine_gets_a_change_watch(tmp_path: Path) -> None:
     watch = _engine_watch(tmp_path, DeepWorkConfig())
     assert watch is not None
