@@ -193,3 +193,16 @@ def test_a_file_replaced_by_a_rename_is_seen(repo: Path, watch: ChangeWatch) -> 
     temporary.write_text("written atomically\n")
     temporary.replace(repo / "src" / "f0.txt")
     assert by_watch(repo, before, watch) == by_git(repo, before) == ["src/f0.txt"]
+
+
+def test_a_new_exclude_rule_of_git_is_read_again(repo: Path, watch: ChangeWatch) -> None:
+    before = begin(repo, watch)
+    (repo / "notes.md").write_text("new\n")
+    assert by_watch(repo, before, watch) == ["notes.md"]  # no rule could match it
+    (repo / ".git" / "info").mkdir(exist_ok=True)
+    (repo / ".git" / "info" / "exclude").write_text("*.md\n")
+    assert by_watch(repo, before, watch) is None
+    again = begin(repo, watch)
+    (repo / "more.md").write_text("ignored now\n")
+    (repo / "src" / "f0.txt").write_text("edited\n")
+    assert by_watch(repo, again, watch) == by_git(repo, again) == ["src/f0.txt"]

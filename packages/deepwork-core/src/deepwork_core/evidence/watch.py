@@ -137,8 +137,12 @@ class ChangeWatch:
         with self._lock:
             if not self._drain():
                 return None
-            if self._index_stale and not self._load_index():
-                return None
+            if self._index_stale:
+                try:
+                    self._load_index()
+                except (OSError, ValueError, DeepWorkError):
+                    self._live = False  # the guard goes on with `git status` alone
+                    return None
             return self._issue()
 
     def touched_since(self, token: str | None) -> tuple[set[str], str] | None:
@@ -190,6 +194,7 @@ class ChangeWatch:
         self._touched.clear()
         self._ignored.clear()
         self._rules = None  # read the ignore files again
+        self._ignore.close()  # and a fresh `git check-ignore` reads the rules and index again
         self._valid_from = self._epoch  # a token issued from now on is trusted again
 
     def _set_up(self) -> bool:
@@ -204,8 +209,7 @@ class ChangeWatch:
             cwd=self.root,
         ).stdout
         ignored = {entry.rstrip("/") for entry in listed.split("\0") if entry.endswith("/")}
-        if not self._load_index():
-            return False
+        self._load_index()
         self._note_rule_files(top, git_dir)
         self._handles.fd = _inotify().inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
         if self._handles.fd < 0:
@@ -264,7 +268,7 @@ class ChangeWatch:
             self._dirs[wd] = relative
         return wd
 
-    def _load_index(self) -> bool:
+    def _load_index(self) -> None:
         listed = run_git(["ls-files", "-s", "-v", "-z"], cwd=self.root).stdout
         index: dict[str, IndexEntry] = {}
         for record in listed.split("\0"):
@@ -275,7 +279,6 @@ class ChangeWatch:
             special = tag != "H" or stage != "0"  # assume-unchanged, skip-worktree, unmerged
             index[path] = ("" if special else mode, oid)
         self._index, self._index_stale = index, False
-        return True
 
     def _drain(self) -> bool:
         """Read the queued events into the touched set; False when the watch is not live."""
@@ -330,7 +333,6 @@ class ChangeWatch:
             if name in _RULE_FILES:
                 self._rule_files.add(self.root / path)
                 self._reset()
-                self._ignore.close()  # the rules changed: a fresh checker reads them again
             self._touched[path] = self._epoch
 
     def _git_event(self, wd: int, mask: int, name: str) -> None:
