@@ -39,6 +39,7 @@ from deepwork_mcp.tools.workflows import register_workflow_tools
 if TYPE_CHECKING:
     from deepwork_core.engine.branching import BranchOutcome
     from deepwork_core.engine.workflow import BranchMaker, WorkflowEngine
+    from deepwork_core.evidence.watch import ChangeWatch
     from deepwork_core.gate.gates import Gate
 
     from deepwork_mcp.reviewer import TraceEnv
@@ -222,6 +223,7 @@ def _services_factory(
                 approval_key=approval_key(keys, folder),
                 approvers=TrustedApprovers(folder / APPROVERS_DIR, shared=shared),
                 max_instances=config.limits.max_instances,
+                watch=_change_watch(folder) if config.git.change_watch else None,
             )
             try:  # a crash may have left a fan-out half-made (docs/fan-out.md)
                 recover(engine.fan, engine.store, catalog)
@@ -232,6 +234,17 @@ def _services_factory(
         return ProjectServices(folder, catalog, make_engine)
 
     return make_services
+
+
+def _change_watch(folder: Path) -> ChangeWatch:
+    """The project's change watch, set up in a thread of its own (until it is ready the scope
+    guard runs `git status`, docs/evidence.md)."""
+    from deepwork_core.evidence.watch import ChangeWatch
+
+    config_home = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    watch = ChangeWatch(folder, global_excludes=Path(config_home) / "git" / "ignore")
+    threading.Thread(target=watch.start, name="deepwork-change-watch", daemon=True).start()
+    return watch
 
 
 class CallLog(Middleware):
