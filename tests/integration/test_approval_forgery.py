@@ -4,7 +4,6 @@ the step keeps waiting until the human runs the real `deepwork approve`."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -12,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deepwork_core.base.layout import APPROVALS_DIR
 from deepwork_core.state.event_kinds import ApprovalEvent
 from deepwork_core.state.events import read_events
 from deepwork_mcp.server import create_server
@@ -20,7 +18,7 @@ from fastmcp import Client
 
 from tests.fixtures.configs import config
 from tests.fixtures.evidence_project import make_evidence_project
-from tests.fixtures.state_rows import delete_events
+from tests.fixtures.state_rows import approval_json, delete_events, write_approval_json
 from tests.fixtures.tool_calls import call_error, call_ok
 
 PLAN = {"plan": "plan.md"}
@@ -48,10 +46,6 @@ async def waiting_session(client: Client[Any], root: Path) -> str:
     return session_id
 
 
-def approvals_file(root: Path, session_id: str) -> Path:
-    return root / APPROVALS_DIR / f"{session_id}.json"
-
-
 def deepwork_approve(root: Path, session_id: str) -> subprocess.CompletedProcess[str]:
     """The human's `deepwork approve`, a process of its own (the environment holds the state
     folder the autouse fixture chose, as the server's does)."""
@@ -66,9 +60,8 @@ def deepwork_approve(root: Path, session_id: str) -> subprocess.CompletedProcess
 
 
 def forge_approval(root: Path, session_id: str) -> None:
-    """What an agent with a shell can do: write a decision into the file by hand."""
-    path = approvals_file(root, session_id)
-    record = json.loads(path.read_text())
+    """What an agent that can reach the store can do: write a decision row by hand."""
+    record = approval_json(root, session_id)
     record["decision"] = {
         "request_id": record["request"]["request_id"],
         "approved": True,
@@ -79,7 +72,7 @@ def forge_approval(root: Path, session_id: str) -> None:
         "terminal": "/dev/pts/3",
         "shown": record["request"]["shown"],
     }
-    path.write_text(json.dumps(record))
+    write_approval_json(root, session_id, record)
 
 
 async def test_a_hand_written_approval_is_refused_until_the_human_approves(
@@ -89,7 +82,7 @@ async def test_a_hand_written_approval_is_refused_until_the_human_approves(
     forge_approval(root, session_id)
 
     text = await call_error(client, "finished_step", "approval.unverified", outputs=PLAN)
-    assert str(approvals_file(root, session_id)) in text
+    assert f"session {session_id}" in text
     assert "no MAC" in text
     assert f"deepwork approve {session_id}" in text
     # Still waiting: the refusal changed nothing, and asking again is refused again.
@@ -111,10 +104,9 @@ async def test_a_real_approval_with_its_channel_edited_is_refused(
     session_id = await waiting_session(client, root)
     done = deepwork_approve(root, session_id)
     assert done.returncode == 0, done.stderr
-    path = approvals_file(root, session_id)
-    record = json.loads(path.read_text())
+    record = approval_json(root, session_id)
     record["decision"]["channel"] = "elicitation"
-    path.write_text(json.dumps(record))
+    write_approval_json(root, session_id, record)
 
     text = await call_error(client, "finished_step", "approval.unverified", outputs=PLAN)
     assert "MAC does not verify" in text
