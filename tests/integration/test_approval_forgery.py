@@ -4,6 +4,7 @@ the step keeps waiting until the human runs the real `deepwork approve`."""
 
 from __future__ import annotations
 
+import base64
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -11,14 +12,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from deepwork_core.base.layout import APPROVERS_DIR
+from deepwork_core.state.approval_signatures import ApproverSigner, public_line
 from deepwork_core.state.event_kinds import ApprovalEvent
 from deepwork_core.state.events import read_events
+from deepwork_core.state.store.opening import use_store_url
 from deepwork_mcp.server import create_server
 from fastmcp import Client
 
 from tests.fixtures.configs import config
 from tests.fixtures.evidence_project import make_evidence_project
-from tests.fixtures.state_rows import approval_json, delete_events, write_approval_json
+from tests.fixtures.state_rows import (
+    approval_json,
+    delete_events,
+    insert_decision_by_hand,
+    write_approval_json,
+)
 from tests.fixtures.tool_calls import call_error, call_ok
 
 PLAN = {"plan": "plan.md"}
@@ -130,3 +139,39 @@ async def test_a_real_approval_goes_through(client: Client[Any], root: Path) -> 
     assert done.stderr == ""
     moved = await call_ok(client, "finished_step", outputs=PLAN)
     assert moved["status"] == "next_step"
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+async def test_a_decision_inserted_into_the_database_never_completes_the_step(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """An agent with the database's password INSERTs a decision naming a trusted approver: the
+    server refuses it (`approval.unverified`) and the step keeps waiting."""
+    url: str | None = None if kind == "sqlite" else request.getfixturevalue("pg_url")
+    root = make_evidence_project(tmp_path / "team")
+    alice = ApproverSigner("alice", tmp_path / "alice.key")
+    alice.create()
+    (root / APPROVERS_DIR).mkdir(parents=True, exist_ok=True)
+    (root / APPROVERS_DIR / "alice.pub").write_text(public_line(alice.public_key()))
+    use_store_url(root, url)
+    async with Client(create_server(root, config())) as client:
+        session_id = await waiting_session(client, root)
+        asked = approval_json(root, session_id)["request"]
+        forged = {
+            "request_id": asked["request_id"],
+            "approved": True,
+            "decided_at": "2026-11-23T22:00:00Z",
+            "channel": "dashboard",
+            "actor": "alice@laptop",
+            "shown": asked["shown"],
+            "signer": "alice",
+            "signature": base64.b64encode(bytes(64)).decode(),
+        }
+        insert_decision_by_hand(root, url, session_id, forged)
+
+        text = await call_error(client, "finished_step", "approval.unverified", outputs=PLAN)
+        assert "does not verify with the trusted key of 'alice'" in text
+        await call_error(client, "finished_step", "approval.unverified", outputs=PLAN)
+        active = await call_ok(client, "get_active_workflow")
+        [top] = active["stack"]
+        assert (top["session_id"], top["step"]) == (session_id, "plan")  # still on its step

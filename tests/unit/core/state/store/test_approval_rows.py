@@ -5,7 +5,6 @@ database by hand, and the old `approvals/<id>.json` files imported with their se
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,7 +27,8 @@ from deepwork_core.state.approvals import (
 )
 from deepwork_core.state.events import event_line
 from deepwork_core.state.store.opening import close_shared_stores, shared_store, use_store_url
-from deepwork_core.state.store.url import default_sqlite_path
+
+from tests.fixtures.state_rows import insert_decision_by_hand
 
 SID = "sess_rows1"
 WHEN = datetime(2026, 11, 23, 22, 0, tzinfo=UTC)
@@ -117,26 +117,6 @@ def test_a_new_request_replaces_the_open_one_and_abort_withdraws_it(
     assert caught.value.code == "approval.none_pending"
 
 
-def _insert_decision_by_hand(root: Path, store_url: str | None, body: dict[str, object]) -> None:
-    """What an agent holding the database's password can do: one INSERT, no DeepWork code."""
-    project_id = shared_store(root).project.project_id
-    close_shared_stores()  # the agent's connection is its own
-    sql = (
-        "INSERT INTO approval_decisions (project_id, session_id, request_id, approved, channel, "
-        "actor, signer, signature, mac, decided_at, body) VALUES "
-        "({p}, {p}, {p}, 1, 'dashboard', 'mallory@ci', {p}, {p}, NULL, 0, {p})"
-    )
-    params = (project_id, SID, "req-1", "mallory", "AAAA", json.dumps(body))
-    if store_url is None:
-        with sqlite3.connect(default_sqlite_path(root)) as db:
-            db.execute(sql.format(p="?"), params)
-        return
-    import psycopg
-
-    with psycopg.connect(store_url) as db:
-        db.execute(sql.format(p="%s"), params)  # type: ignore[arg-type]
-
-
 def test_a_decision_inserted_with_plain_sql_is_refused(
     root: Path, tmp_path: Path, store_url: str | None
 ) -> None:
@@ -157,7 +137,7 @@ def test_a_decision_inserted_with_plain_sql_is_refused(
         "signer": "alice",
         "signature": "AAAA",
     }
-    _insert_decision_by_hand(root, store_url, forged)
+    insert_decision_by_hand(root, store_url, SID, forged)
 
     with pytest.raises(ApprovalError) as caught:
         server.load_verified(SID)
