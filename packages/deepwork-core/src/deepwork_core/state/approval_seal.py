@@ -31,14 +31,15 @@ import stat
 import threading
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError
 
 if TYPE_CHECKING:
-    from deepwork_core.state.approvals import ApprovalDecision, ApprovalRequest
+    from deepwork_core.evidence.hashes import ShownOutput
 
 #: Length of the secret in the key file, in bytes.
 KEY_BYTES: Final = 32
@@ -190,7 +191,53 @@ def _unavailable(path: Path, exc: OSError) -> ApprovalKeyError:
     )
 
 
-def request_fields(request: ApprovalRequest) -> dict[str, object]:
+class SealedRequest(Protocol):
+    """What a request's seal covers (`deepwork_core.state.approvals.ApprovalRequest`)."""
+
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def request_id(self) -> str: ...
+    @property
+    def job_name(self) -> str: ...
+    @property
+    def workflow_name(self) -> str: ...
+    @property
+    def step_ids(self) -> list[str]: ...
+    @property
+    def prompt(self) -> str: ...
+    @property
+    def shown(self) -> list[ShownOutput]: ...
+    @property
+    def requested_at(self) -> datetime: ...
+    @property
+    def mac(self) -> str | None: ...
+
+
+class SealedDecision(Protocol):
+    """What a decision's seal covers (`deepwork_core.state.approvals.ApprovalDecision`)."""
+
+    @property
+    def signer(self) -> str | None: ...
+    @property
+    def request_id(self) -> str: ...
+    @property
+    def shown(self) -> list[ShownOutput]: ...
+    @property
+    def approved(self) -> bool: ...
+    @property
+    def comment(self) -> str | None: ...
+    @property
+    def channel(self) -> StrEnum: ...
+    @property
+    def actor(self) -> str: ...
+    @property
+    def terminal(self) -> str | None: ...
+    @property
+    def decided_at(self) -> datetime: ...
+
+
+def request_fields(request: SealedRequest) -> dict[str, object]:
     """What a request's seal covers, as JSON values (docs/security.md)."""
     return {
         "session_id": request.session_id,
@@ -205,7 +252,7 @@ def request_fields(request: ApprovalRequest) -> dict[str, object]:
 
 
 def seal_fields(
-    session_id: str, request: ApprovalRequest, decision: ApprovalDecision
+    session_id: str, request: SealedRequest, decision: SealedDecision
 ) -> dict[str, object]:
     """What a decision's MAC and signature cover, as JSON values (docs/security.md): the
     decision, and the request's seal, so it binds to exactly the request the server opened."""
