@@ -159,8 +159,9 @@ def create_server(
     `state_dir` holds the projects' approval keys (docs/security.md); by default the one
     `deepwork approve` uses, from `DEEPWORK_STATE_DIR`, `XDG_STATE_HOME` or the home folder.
     `trace_env` gives each external reviewer process its trace variables (docs/telemetry.md).
-    `shared_store` (default: `DEEPWORK_STORE_URL` names a PostgreSQL server) makes every
-    approval need a trusted approver's signature (docs/team.md).
+    `shared_store` (default: the project's store is a PostgreSQL server, named by
+    `DEEPWORK_STORE_URL` or else by `store.url` of its config) makes every approval need a
+    trusted approver's signature (docs/team.md).
     """
     config = DeepWorkConfig() if config is None else config
     root = Path(project_root).resolve()
@@ -169,7 +170,7 @@ def create_server(
         raise ConfigError("quality_gate.max_attempts must be at least 1")
     check_gate(gate_settings)
     keys = default_state_dir(os.environ) if state_dir is None else state_dir
-    shared = store_is_shared(os.environ) if shared_store is None else shared_store
+    shared = shared_store
     make_services = _services_factory(config, additional_jobs_folders, keys, shared, trace_env)
 
     where = ProjectRoot(fixed=None if follow_client_roots else root, fallback=root)
@@ -195,7 +196,7 @@ def _services_factory(
     config: DeepWorkConfig,
     additional_jobs_folders: Sequence[Path],
     keys: Path,
-    shared: bool,
+    shared: bool | None,
     trace_env: TraceEnv | None = None,
 ) -> Callable[[Path], ProjectServices]:
     """What each project folder gets: its job catalog now, its workflow engine on first use."""
@@ -221,7 +222,10 @@ def _services_factory(
                 branch_maker=branch_maker(folder) if config.git.create_branch else None,
                 output_limits=config.outputs,
                 approval_key=approval_key(keys, folder),
-                approvers=TrustedApprovers(folder / APPROVERS_DIR, shared=shared),
+                approvers=TrustedApprovers(
+                    folder / APPROVERS_DIR,
+                    shared=store_is_shared(folder, os.environ) if shared is None else shared,
+                ),
                 max_instances=config.limits.max_instances,
                 watch=_change_watch(folder) if config.git.change_watch else None,
             )

@@ -393,11 +393,12 @@ class Safeguards:
         return ApprovalOutcome.REJECTED, record
 
     def close_approval(self, session: Session, record: ApprovalRecord | None) -> None:
-        """Forget the open request; keep a decided record in the session's approvals."""
+        """Close the open request (None: withdraw it); keep a decided record in the session's
+        approvals."""
         if record is not None and record.decision is not None:
             session.approvals.append(record)
         session.pending_approval = None
-        self.approvals.clear(session.session_id)
+        self.approvals.clear(session.session_id, withdrawn=record is None)
 
     def record_elicited(
         self, session_id: str, request_id: str, approved: bool, comment: str | None, client: str
