@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from deepwork_core.base.layout import STACK_PATH
-from deepwork_core.state.approvals import ApprovalStore
 from deepwork_core.state.events import read_events
+from deepwork_core.state.store.opening import shared_store
 from deepwork_mcp.cli import cli
 from deepwork_mcp.server import create_server
 from fastmcp import Client
@@ -69,9 +69,13 @@ def test_a_deep_event_line_is_a_corrupt_log_for_log_and_the_run_page(waiting: Wa
     assert "events.corrupt" in page.text
 
 
-def test_a_deep_approval_file_is_a_corrupt_approval(waiting: Waiting) -> None:
-    path = ApprovalStore(waiting.root).path(waiting.session_id)
-    path.write_text('{"request": ' + DEEP + "}")
+def test_a_deep_approval_request_is_a_corrupt_approval(waiting: Waiting) -> None:
+    store = shared_store(waiting.root)
+    with store.write() as tx:
+        tx.execute(
+            "UPDATE approval_requests SET body = ? WHERE project_id = ? AND session_id = ?",
+            ('{"request_id": ' + DEEP + "}", store.project.project_id, waiting.session_id),
+        )
     assert client_for(waiting.root).get(f"/run/{waiting.session_id}").status_code == 200
     assert client_for(waiting.root).get("/approvals").status_code == 200
     status, out = _cli("approve", waiting.session_id, "--path", str(waiting.root))
