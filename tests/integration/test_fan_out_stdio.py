@@ -16,7 +16,9 @@ from tests.fixtures.stdio_server import serve
 pytestmark = pytest.mark.slow
 
 
-def fan_job(root: Path, *, isolation: str | None = None, allow_partial: bool = False) -> Path:
+def fan_job(
+    root: Path, *, isolation: str | None = None, allow_partial: bool = False, strict: bool = False
+) -> Path:
     """A project with `fan/write`: one section per topic, then a report joining them."""
     fanned: dict[str, object] = {
         "name": "sections",
@@ -54,6 +56,8 @@ def fan_job(root: Path, *, isolation: str | None = None, allow_partial: bool = F
             }
         },
     }
+    if strict:
+        job["scope_guard"] = "strict"
     job_dir = root / ".deepwork" / "jobs" / "fan"
     job_dir.mkdir(parents=True)
     (job_dir / "job.yml").write_text(yaml.safe_dump(job, sort_keys=False), encoding="utf-8")
