@@ -360,6 +360,12 @@ def _check_group_isolation(
             where,
         )
         return
+    if step.sub_workflow is not None:
+        report.add(
+            ErrorCode.JOB_INVALID_FOR_EACH,
+            "a step of a concurrent group in worktrees cannot be a sub_workflow step",
+            where,
+        )
     report.add(
         ErrorCode.JOB_EXTENSION,
         "isolation: worktree on a concurrent group is a DeepWork 1.0 extension of both formats; "
