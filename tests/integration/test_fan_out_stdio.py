@@ -136,6 +136,22 @@ async def test_a_fan_out_over_ten_thousand_items_is_refused_before_anything_exis
     assert not (tmp / "stack.json").exists()
 
 
+async def test_limits_max_instances_in_the_config_bounds_a_fan_out(tmp_path: Path) -> None:
+    root = fan_job(tmp_path / "project")
+    (root / ".deepwork" / "config.yml").write_text("limits:\n  max_instances: 2\n")
+    async with serve(root, "server", "--no-quality-gate") as agent:
+        refused = await agent.error(
+            "start_workflow", "fan_out.too_many_instances", goal="g", job_name="fan",
+            workflow_name="write", inputs={"topics": ["a", "b", "c"]},
+        )  # fmt: skip
+        assert "(2)" in refused
+        started = await agent.ok(
+            "start_workflow", goal="g", job_name="fan", workflow_name="write",
+            inputs={"topics": ["a", "b"]},
+        )  # fmt: skip
+        assert len(started["begin_step"]["fan_out"]["instances"]) == 2
+
+
 def git(root: Path, *args: str) -> str:
     return subprocess.run(
         ["git", *args], cwd=root, check=True, capture_output=True, text=True
