@@ -28,8 +28,8 @@ class ErrorCode(StrEnum):
     """The approval request was already approved or rejected; a request is decided once (the
     next `finished_step` opens a new one if needed)."""
     APPROVAL_CORRUPT = "approval.corrupt"
-    """An approval file under `.deepwork/tmp/approvals/` cannot be read; delete it and have the
-    agent call `finished_step` again."""
+    """An approval in the store (or an old file under `.deepwork/tmp/approvals/` being imported)
+    cannot be read; have the agent call `finished_step` again, which opens a new request."""
     APPROVAL_ERROR = "approval.error"
     """Generic approval error."""
     APPROVAL_KEY_UNAVAILABLE = "approval.key_unavailable"

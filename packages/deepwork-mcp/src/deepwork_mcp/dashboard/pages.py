@@ -9,7 +9,7 @@ only markup that is not built here is the workflow SVG, which `graph_svg` escape
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 from html import escape
 from typing import Final
 
@@ -17,6 +17,7 @@ from deepwork_core.base.escaping import printable
 from deepwork_core.state.event_kinds import ReviewVerdictEvent
 from deepwork_core.state.review_usage import cost_text
 from deepwork_core.state.stats import Stats
+from deepwork_core.state.store.runs import StoredRun
 
 from deepwork_mcp.dashboard.assets import STYLESHEET
 from deepwork_mcp.dashboard.views import (
@@ -60,7 +61,9 @@ def layout(title: str, body: str, *, standalone: bool = False) -> str:
         head = '<link rel="stylesheet" href="/static/dashboard.css">'
         bar = (
             '<header><strong>DeepWork</strong><a href="/">Runs</a>'
-            '<a href="/approvals">Approvals</a><a href="/stats">Stats</a></header>'
+            '<a href="/all">All projects</a>'
+            '<a href="/reviews">Reviews</a><a href="/approvals">Approvals</a>'
+            '<a href="/stats">Stats</a></header>'
         )
         script = '<script src="/static/dashboard.js"></script>'
     return (
@@ -109,7 +112,7 @@ def runs_page(rows: list[RunRow]) -> str:
         "<h1>Runs</h1>"
         '<p class="muted">Every workflow session of the project, newest first; runs a step '
         "started are nested under it. The list follows changes by itself.</p>"
-        f'<div id="runs">{runs_fragment(rows)}</div>'
+        f'<div id="runs" data-refresh="/fragment/runs">{runs_fragment(rows)}</div>'
     )
     return layout("Runs", body)
 
@@ -241,8 +244,9 @@ def _facts(detail: RunDetail) -> str:
     return f'<table class="facts">{cells}</table>'
 
 
-def run_body(detail: RunDetail, *, token: str | None) -> str:
-    """The run page's content; `token` None: a report (no buttons)."""
+def run_body(detail: RunDetail, *, token: str | None, background: str = "") -> str:
+    """The run page's content; `token` None: a report (no buttons). `background`: the
+    live table of the run's background reviews (the dashboard's page only)."""
     run = detail.run
     graph = (
         f'<div class="graph">{detail.graph_svg}</div>'
@@ -257,14 +261,16 @@ def run_body(detail: RunDetail, *, token: str | None) -> str:
         f"{_facts(detail)}{approval}<h2>Workflow</h2>{graph}{_instances(detail.instances)}"
         f"<h2>Outputs and evidence</h2>{_outputs(detail.outputs)}"
         f"<h2>Reviews</h2>{_reviews(detail.reviews)}"
-        f"<h2>Review cost</h2>{_review_cost(detail)}"
+        + (f"<h2>Reviews in the background</h2>{background}" if background else "")
+        + f"<h2>Review cost</h2>{_review_cost(detail)}"
         f"<h2>Timeline</h2>{_timeline(detail.timeline, detail.timeline_problem)}"
     )
 
 
-def run_page(detail: RunDetail, *, token: str | None) -> str:
+def run_page(detail: RunDetail, *, token: str | None, background: str = "") -> str:
     title = f"{detail.run.job}/{detail.run.workflow} {detail.run.session_id}"
-    return layout(title, run_body(detail, token=token), standalone=token is None)
+    body = run_body(detail, token=token, background=background)
+    return layout(title, body, standalone=token is None)
 
 
 def _file(item_output: str, path: str, sha: str | None, body: str) -> str:
@@ -301,6 +307,8 @@ def approval_card(view: ApprovalView, token: str | None) -> str:
             f'<input type="hidden" name="token" value="{escape(token)}">'
             f'<input type="hidden" name="request_id" value="{text(view.request_id)}">'
         )
+        if view.project_id is not None:
+            hidden += f'<input type="hidden" name="project" value="{text(view.project_id)}">'
         buttons = (
             f'<div class="actions"><form method="post" action="{action}">{hidden}'
             '<input type="hidden" name="decision" value="approve">'
@@ -315,8 +323,43 @@ def approval_card(view: ApprovalView, token: str | None) -> str:
         f'<div class="card approval" data-session="{text(view.session_id)}">'
         f'<p><a href="/run/{text(view.session_id)}">{text(view.job)}/{text(view.workflow)}</a>, '
         f"step {text(', '.join(view.step_ids))}, asked {when(view.requested_at)}</p>"
-        f"<pre>{text(view.prompt)}</pre>{files}{buttons}</div>"
+        + (f'<p class="muted">project {text(view.project)}</p>' if view.project else "")
+        + f"<pre>{text(view.prompt)}</pre>{files}{buttons}</div>"
     )
+
+
+def all_runs_page(runs: list[StoredRun]) -> str:
+    """Every run of every project in the store, with where each runs (docs/team.md)."""
+    rows = "".join(
+        f'<tr data-session="{text(r.session_id)}"><td>{text(r.project_root)}</td>'
+        f"<td>{text(r.machine)}</td><td>{text(r.branch or '')}</td>"
+        f"<td>{_agent(r.agent)}</td>"
+        f"<td>{text(r.job)}/{text(r.workflow)}</td><td>{text(r.session_id)}</td>"
+        f"<td>{status_badge(r.status)}</td><td>{when(_moment(r.updated_at))}</td></tr>"
+        for r in runs
+    )
+    table = (
+        '<table class="runs"><thead><tr><th>Project</th><th>Machine</th><th>Branch</th>'
+        "<th>Agent</th><th>Job/workflow</th><th>Session</th><th>Status</th><th>Updated</th>"
+        f"</tr></thead><tbody>{rows}</tbody></table>"
+        if runs
+        else '<p class="muted">The store holds no run yet.</p>'
+    )
+    body = (
+        "<h1>All projects</h1>"
+        '<p class="muted">Every run of every project in this store, newest first: on a shared '
+        "PostgreSQL store, the runs of every checkout that uses it.</p>"
+        f"{table}"
+    )
+    return layout("All projects", body)
+
+
+def _agent(agent: str | None) -> str:
+    return text(agent) if agent else '<span class="muted">main</span>'
+
+
+def _moment(stamp: float) -> datetime:
+    return datetime.fromtimestamp(stamp, UTC)
 
 
 def approvals_page(views: list[ApprovalView], token: str, notice: str = "", ok: bool = True) -> str:

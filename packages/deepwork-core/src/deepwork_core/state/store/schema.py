@@ -85,6 +85,47 @@ _V1: Final = (
     "CREATE INDEX review_jobs_by_state ON review_jobs (project_id, state, enqueued_at)",
 )
 
+#: Version 2: approval requests and decisions as rows of their own (the `approvals` table of
+#: version 1 was never written). A request is the server's own record of what it asked: the
+#: step, the shown outputs with their hashes, the channels a human may answer through, its seal;
+#: `state` is `open`, `replaced` (a newer request of the session), `closed` (the server used it)
+#: or `withdrawn` (the run was aborted). A decision (one per request) keeps its seal and its
+#: approver's signature; the server counts it only when those verify (approvals.py).
+_V2: Final = (
+    "DROP TABLE approvals",
+    """CREATE TABLE approval_requests (
+        project_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        request_id TEXT NOT NULL,
+        job TEXT NOT NULL,
+        workflow TEXT NOT NULL,
+        step_ids TEXT NOT NULL,
+        shown TEXT NOT NULL,
+        channels TEXT NOT NULL,
+        mac TEXT,
+        state TEXT NOT NULL,
+        requested_at DOUBLE PRECISION NOT NULL,
+        closed_at DOUBLE PRECISION,
+        body TEXT NOT NULL,
+        PRIMARY KEY (project_id, request_id)
+    )""",
+    "CREATE INDEX requests_by_session ON approval_requests (project_id, session_id, state)",
+    """CREATE TABLE approval_decisions (
+        project_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        request_id TEXT NOT NULL,
+        approved INTEGER NOT NULL,
+        channel TEXT NOT NULL,
+        actor TEXT NOT NULL,
+        signer TEXT,
+        signature TEXT,
+        mac TEXT,
+        decided_at DOUBLE PRECISION NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (project_id, request_id)
+    )""",
+)
+
 #: Migration n (1-based) as its statements.
-MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (_V1,)
+MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (_V1, _V2)
 SCHEMA_VERSION: Final = len(MIGRATIONS)
