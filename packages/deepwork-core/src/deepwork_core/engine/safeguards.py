@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
@@ -190,8 +190,12 @@ class Safeguards:
         *,
         final: bool,
         reviewable: bool,
+        judged: list[str] | None = None,
     ) -> Findings:
-        """Audit the checkpoint and decide whether its findings alone send the agent back."""
+        """Audit the checkpoint and decide whether its findings alone send the agent back.
+
+        `judged`: the undeclared changes, when they were judged elsewhere than in the project's
+        tree (an instance's worktree, docs/fan-out.md)."""
         step_ids = [step.id for step in steps]
         began = session.step_progress[step_ids[0]].began
         guard = job.scope_guard is not ScopeGuard.OFF and began is not None
@@ -201,6 +205,8 @@ class Safeguards:
             self.project_root, validated.by_step, earlier, began,
             may_change=may_change, guard=guard, watch=self.watch,
         )  # fmt: skip
+        if judged is not None:
+            audit = replace(audit, undeclared=judged)
         note = None
         if guard and audit.guard_note is not None and not session.scope_guard_noted:
             session.scope_guard_noted = True
