@@ -14,6 +14,7 @@ from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.state.sessions import SessionStore
 from deepwork_core.state.store.opening import close_shared_stores
+from deepwork_core.state.store.schema import SCHEMA_VERSION
 from deepwork_mcp.cli import cli
 
 from tests.fixtures.workflow_project import make_project
@@ -74,7 +75,7 @@ def test_export_prints_one_event_a_line(tmp_path: Path) -> None:
     session_id = engine.start("g", "multi", "alpha").brief.session_id
     lines = run("store", "export", session_id, "--path", str(root)).splitlines()
     assert [json.loads(line)["event"] for line in lines] == ["started", "step_begun"]
-    assert "(schema version 1)" in run("store", "info", "--path", str(root))
+    assert f"(schema version {SCHEMA_VERSION})" in run("store", "info", "--path", str(root))
 
 
 def test_the_environment_url_wins_and_its_password_never_shows(tmp_path: Path) -> None:

@@ -84,7 +84,8 @@ SCRIPT: Final = """
     window.setInterval(function () {
       if (busy) { return; }
       busy = true;
-      fetch("/fragment/runs", { credentials: "same-origin", cache: "no-store" })
+      var options = { credentials: "same-origin", cache: "no-store" };
+      fetch("/fragment/runs" + window.location.search, options)
         .then(function (r) { return r.ok ? r.text() : null; })
         .then(function (text) {
           if (text !== null && text !== last) { runs.innerHTML = text; last = text; }

@@ -1,23 +1,26 @@
 """The rows of runs: sessions and the per-agent stacks, as SQL over one `Tx`.
 
 A session row keeps the whole `Session` document as JSON (`body`) beside the columns that
-listing runs across projects needs (job, workflow, status, agent, branch, machine, times); the
-document is what `SessionStore` reads back, the columns are what `list_runs` filters and sorts
-on. A stack is its ids by position under `(project_id, agent)`; the main stack's agent is `''`.
+listing runs needs (job, workflow, status, agent, branch, machine, times; goal, current steps,
+parent, instance and approval flags); the document is what `SessionStore` reads back, the
+columns are all that `list_runs` (every project, from one covering index) and `project_runs`
+(one project's page, as the dashboard lists it) read: a list never parses a document.
+A stack is its ids by position under `(project_id, agent)`; the main stack's agent is `''`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Final
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, NamedTuple
 
-from deepwork_core.state.store.port import Row, Tx
+from deepwork_core.state.store.port import Tx
 
 #: The `agent` column of the main stack.
 MAIN_AGENT: Final = ""
 _RUN_COLUMNS: Final = (
-    "s.project_id, p.root, s.machine, s.session_id, s.job, s.workflow, s.status, s.agent, "
+    "s.project_id, s.machine, s.session_id, s.job, s.workflow, s.status, s.agent, "
     "s.branch, s.started_at, s.updated_at, s.completed_at"
 )
 
@@ -35,11 +38,56 @@ class SessionRow:
     started_at: float
     completed_at: float | None
     body: str
+    #: The list columns the dashboard shows (`list_columns` makes them from a document).
+    listed: ListColumns = field(default_factory=lambda: ListColumns())
 
 
 @dataclass(frozen=True, slots=True)
-class StoredRun:
-    """One run as a list of runs shows it (any project of the store)."""
+class ListColumns:
+    """What a list of runs shows beyond `SessionRow`'s own columns."""
+
+    goal: str = ""
+    #: The current step ids as a JSON array.
+    steps: str = "[]"
+    parent_session_id: str | None = None
+    is_instance: bool = False
+    awaiting_approval: bool = False
+
+
+def list_columns(document: Mapping[str, Any]) -> ListColumns:
+    """The list columns of a session document (a parsed `Session` JSON)."""
+    steps = document.get("current_step_ids") or []
+    parent = document.get("parent_session_id")
+    return ListColumns(
+        goal=str(document.get("goal") or ""),
+        steps=json.dumps([str(step) for step in steps]),
+        parent_session_id=str(parent) if parent else None,
+        is_instance=document.get("instance_of") is not None,
+        awaiting_approval=document.get("pending_approval") is not None,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectRun:
+    """One run of a project's list (the dashboard's): its columns, no document."""
+
+    session_id: str
+    job: str
+    workflow: str
+    goal: str
+    agent: str | None
+    steps: list[str]
+    status: str
+    awaiting_approval: bool
+    started_at: float
+    parent_session_id: str | None
+    #: When its last event was written (None: it has none).
+    last_event_at: float | None
+
+
+class StoredRun(NamedTuple):
+    """One run as a list of runs shows it (any project of the store); a tuple, so that ten
+    thousand of them are built in a few milliseconds."""
 
     project_id: str
     project_root: str
@@ -64,15 +112,19 @@ def load_body(tx: Tx, project_id: str, session_id: str) -> str | None:
 
 
 def save_session(tx: Tx, project_id: str, machine: str, row: SessionRow, now: float) -> None:
+    listed = row.listed
     tx.execute(
         "INSERT INTO sessions (project_id, session_id, job, workflow, status, agent, branch, "
-        "machine, started_at, updated_at, completed_at, body) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "machine, started_at, updated_at, completed_at, body, goal, steps, parent_session_id, "
+        "is_instance, awaiting_approval) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
         "ON CONFLICT (project_id, session_id) DO UPDATE SET job = excluded.job, "
         "workflow = excluded.workflow, status = excluded.status, agent = excluded.agent, "
         "branch = excluded.branch, machine = excluded.machine, "
         "started_at = excluded.started_at, updated_at = excluded.updated_at, "
-        "completed_at = excluded.completed_at, body = excluded.body",
+        "completed_at = excluded.completed_at, body = excluded.body, goal = excluded.goal, "
+        "steps = excluded.steps, parent_session_id = excluded.parent_session_id, "
+        "is_instance = excluded.is_instance, awaiting_approval = excluded.awaiting_approval",
         (
             project_id,
             row.session_id,
@@ -86,8 +138,38 @@ def save_session(tx: Tx, project_id: str, machine: str, row: SessionRow, now: fl
             now,
             row.completed_at,
             row.body,
+            listed.goal,
+            listed.steps,
+            listed.parent_session_id,
+            int(listed.is_instance),
+            int(listed.awaiting_approval),
         ),
     )
+
+
+def fill_run_columns(tx: Tx) -> None:
+    """Fill the list columns of every row from its document (rows written before they existed);
+    a document that does not parse keeps the defaults (reading the run reports it)."""
+    rows = tx.execute("SELECT project_id, session_id, body FROM sessions")
+    for project_id, session_id, body in rows:
+        try:
+            document = json.loads(body)
+            listed = list_columns(document if isinstance(document, dict) else {})
+        except (ValueError, TypeError):
+            continue
+        tx.execute(
+            "UPDATE sessions SET goal = ?, steps = ?, parent_session_id = ?, is_instance = ?, "
+            "awaiting_approval = ? WHERE project_id = ? AND session_id = ?",
+            (
+                listed.goal,
+                listed.steps,
+                listed.parent_session_id,
+                int(listed.is_instance),
+                int(listed.awaiting_approval),
+                project_id,
+                session_id,
+            ),
+        )
 
 
 def read_stacks(tx: Tx, project_id: str) -> dict[str | None, list[str]]:
@@ -135,8 +217,12 @@ def delete_sessions(tx: Tx, project_id: str, session_ids: Iterable[str]) -> None
 def list_runs(
     tx: Tx, *, project_id: str | None = None, limit: int = 10_000, active_only: bool = False
 ) -> list[StoredRun]:
-    """Runs newest first: of one project, or (None) of every project in the store."""
-    sql = f"SELECT {_RUN_COLUMNS} FROM sessions s JOIN projects p USING (project_id)"  # noqa: S608
+    """Runs newest first: of one project, or (None) of every project in the store.
+
+    One query over the covering index `runs_by_update` (the rows and their documents are not
+    read); the projects' roots come from one more query of the small `projects` table.
+    """
+    sql = f"SELECT {_RUN_COLUMNS} FROM sessions s"  # noqa: S608
     clauses: list[str] = []
     params: list[object] = []
     if project_id is not None:
@@ -148,21 +234,35 @@ def list_runs(
         sql += " WHERE " + " AND ".join(clauses)
     params.append(limit)
     rows = tx.execute(sql + " ORDER BY s.updated_at DESC, s.session_id LIMIT ?", params)
-    return [_run(row) for row in rows]
+    roots: dict[str, str] = dict(tx.execute("SELECT project_id, root FROM projects"))
+    return [StoredRun(row[0], roots.get(row[0], ""), *row[1:]) for row in rows]
 
 
-def _run(row: Row) -> StoredRun:
-    return StoredRun(
-        project_id=row[0],
-        project_root=row[1],
-        machine=row[2],
-        session_id=row[3],
-        job=row[4],
-        workflow=row[5],
-        status=row[6],
-        agent=row[7],
-        branch=row[8],
-        started_at=row[9],
-        updated_at=row[10],
-        completed_at=row[11],
+def project_runs(tx: Tx, project_id: str, *, limit: int, offset: int = 0) -> list[ProjectRun]:
+    """One page of a project's runs, newest start first, without `for_each` instances (they are
+    listed on their parent's page): one query over the index `runs_by_start`."""
+    rows = tx.execute(
+        "SELECT s.session_id, s.job, s.workflow, s.goal, s.agent, s.steps, s.status, "
+        "s.awaiting_approval, s.started_at, s.parent_session_id, "
+        "(SELECT e.ts FROM events e WHERE e.project_id = s.project_id "
+        "AND e.session_id = s.session_id ORDER BY e.seq DESC LIMIT 1) "
+        "FROM sessions s WHERE s.project_id = ? AND s.is_instance = 0 "
+        "ORDER BY s.started_at DESC, s.session_id LIMIT ? OFFSET ?",
+        (project_id, limit, offset),
     )
+    return [
+        ProjectRun(
+            session_id=row[0],
+            job=row[1],
+            workflow=row[2],
+            goal=row[3],
+            agent=row[4],
+            steps=[str(step) for step in json.loads(row[5])],
+            status=row[6],
+            awaiting_approval=bool(row[7]),
+            started_at=row[8],
+            parent_session_id=row[9],
+            last_event_at=row[10],
+        )
+        for row in rows
+    ]

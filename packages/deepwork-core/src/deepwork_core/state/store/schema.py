@@ -85,6 +85,26 @@ _V1: Final = (
     "CREATE INDEX review_jobs_by_state ON review_jobs (project_id, state, enqueued_at)",
 )
 
+#: What the list of runs shows comes from columns, not from the session documents: the goal,
+#: the current steps (a JSON array), the parent run, whether the run is a `for_each` instance and
+#: whether it waits for an approval. `runs_by_update` covers the list of every project's runs
+#: (read from the index alone, never from the rows and their documents); `runs_by_start` pages
+#: one project's runs as the dashboard lists them. The columns of existing rows are filled from
+#: their documents by `deepwork_core.state.store.runs.fill_run_columns`.
+_V2: Final = (
+    "ALTER TABLE sessions ADD COLUMN goal TEXT NOT NULL DEFAULT ''",
+    "ALTER TABLE sessions ADD COLUMN steps TEXT NOT NULL DEFAULT '[]'",
+    "ALTER TABLE sessions ADD COLUMN parent_session_id TEXT",
+    "ALTER TABLE sessions ADD COLUMN is_instance INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE sessions ADD COLUMN awaiting_approval INTEGER NOT NULL DEFAULT 0",
+    "DROP INDEX sessions_by_update",
+    """CREATE INDEX runs_by_update ON sessions (updated_at DESC, session_id, project_id,
+        machine, job, workflow, status, agent, branch, started_at, completed_at)""",
+    "CREATE INDEX runs_by_start ON sessions (project_id, is_instance, started_at, session_id)",
+)
+
 #: Migration n (1-based) as its statements.
-MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (_V1,)
+MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (_V1, _V2)
+#: The migrations after which rows written before need columns filled from their documents.
+FILLS_RUN_COLUMNS: Final = frozenset({2})
 SCHEMA_VERSION: Final = len(MIGRATIONS)
