@@ -54,6 +54,7 @@ from deepwork_core.state.store.runs import (
     SessionRow,
     load_body,
     read_stacks,
+    read_stacks_and_tops,
     save_session,
     session_times,
     write_stack,
@@ -344,13 +345,15 @@ class StateTransaction:
         self.db = db
         self._stacks: Stacks | None = None
         self._sessions: dict[str, Session] = {}
+        #: Documents of the stacks' top sessions, read with the stacks, parsed when loaded.
+        self._prefetched: dict[str, str] = {}
         #: True once a stack changed (the marker file is rewritten before the commit).
         self.stacks_changed = False
 
     def stacks(self) -> Stacks:
         """Every non-empty stack's ids by agent id (None: the main stack, first)."""
         if self._stacks is None:
-            self._stacks = read_stacks(self.db, self._project_id)
+            self._stacks, self._prefetched = read_stacks_and_tops(self.db, self._project_id)
         return {agent: list(ids) for agent, ids in self._stacks.items()}
 
     def stack_ids(self, agent_id: str | None = None) -> list[str]:
@@ -372,7 +375,9 @@ class StateTransaction:
         cached = self._sessions.get(session_id)
         if cached is not None:
             return cached
-        body = load_body(self.db, self._project_id, check_session_id(session_id))
+        body = self._prefetched.pop(check_session_id(session_id), None)
+        if body is None:
+            body = load_body(self.db, self._project_id, session_id)
         if body is None:
             raise SessionError(
                 f"there is no session {session_id!r}; use a session_id returned by "

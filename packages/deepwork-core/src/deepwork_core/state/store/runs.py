@@ -174,14 +174,29 @@ def fill_run_columns(tx: Tx) -> None:
 
 def read_stacks(tx: Tx, project_id: str) -> dict[str | None, list[str]]:
     """Every non-empty stack by agent (None: the main one, first; then by agent id)."""
+    return read_stacks_and_tops(tx, project_id)[0]
+
+
+def read_stacks_and_tops(
+    tx: Tx, project_id: str
+) -> tuple[dict[str | None, list[str]], dict[str, str]]:
+    """Every non-empty stack by agent, and the document of each stack's top session (what
+    nearly every call reads next), in one query: one round trip less to PostgreSQL."""
     rows = tx.execute(
-        "SELECT agent, session_id FROM stacks WHERE project_id = ? ORDER BY agent, position",
+        "SELECT st.agent, st.session_id, CASE WHEN st.position = (SELECT max(t.position) "
+        "FROM stacks t WHERE t.project_id = st.project_id AND t.agent = st.agent) "
+        "THEN s.body END FROM stacks st LEFT JOIN sessions s "
+        "ON s.project_id = st.project_id AND s.session_id = st.session_id "
+        "WHERE st.project_id = ? ORDER BY st.agent, st.position",
         (project_id,),
     )
     stacks: dict[str | None, list[str]] = {}
-    for agent, session_id in rows:
+    tops: dict[str, str] = {}
+    for agent, session_id, body in rows:
         stacks.setdefault(agent or None, []).append(str(session_id))
-    return stacks
+        if body is not None:
+            tops[str(session_id)] = str(body)
+    return stacks, tops
 
 
 def write_stack(tx: Tx, project_id: str, agent: str | None, session_ids: Sequence[str]) -> None:
