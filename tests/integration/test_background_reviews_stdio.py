@@ -12,6 +12,8 @@ import json
 import os
 import signal
 import sqlite3
+import subprocess
+import sys
 import time
 from contextlib import suppress
 from pathlib import Path
@@ -201,3 +203,171 @@ async def test_ten_reviews_survive_a_killed_server_with_ten_verdicts(
         if isinstance(event, ReviewVerdictEvent) and event.step_id == "polish"
     ]
     assert len(verdicts) == 10
+
+
+#: The scaled "90 s review": it lasts between two and three `wait_seconds`, as 90 s does for
+#: `wait_seconds: 40`, with 2 s of margin on each side for a loaded machine. At real scale the
+#: test would hold CI for 90 s per runner; the `gated` test above covers any length.
+LONG_WAIT_SECONDS = 4
+LONG_REVIEW_SECONDS = 10
+
+
+@pytest.mark.slow
+async def test_a_review_longer_than_two_waits_answers_reviewing_twice_then_its_verdict(
+    root: Path, scripted_reviewer: ScriptedReviewer, runner: str
+) -> None:
+    config = (root / ".deepwork" / "config.yml").read_text()
+    (root / ".deepwork" / "config.yml").write_text(
+        config.replace(f"wait_seconds: {WAIT_SECONDS}", f"wait_seconds: {LONG_WAIT_SECONDS}")
+    )
+    scripted_reviewer.take(LONG_REVIEW_SECONDS)
+    async with serve(root, env=scripted_reviewer.env) as server:
+        session_id = await start(server, root)
+        answers = []
+        for _ in range(3):
+            answer, took = await timed_finish(server, report="report.md")
+            assert took < LONG_WAIT_SECONDS + GRACE_SECONDS, (answer["status"], took)
+            answers.append(answer["status"])
+    assert answers == ["reviewing", "reviewing", "next_step"]
+    [call] = scripted_reviewer.calls()
+    assert call["program"] == runner
+    log = state(root, session_id)["quality_log"]
+    assert [(e["kind"], e["attempt"], e["passed"]) for e in log] == [("review", 1, True)]
+
+
+@pytest.mark.slow
+async def test_each_finished_review_is_a_progress_notification_to_a_client_that_asked(
+    root: Path, scripted_reviewer: ScriptedReviewer
+) -> None:
+    """The official client's progress callback gets one notification per finished review of
+    the call, counting up to all of them, each naming the review and how it went."""
+    outputs = {"final": "final.md", "appendix": APPENDICES}
+    async with serve(root, env=scripted_reviewer.env) as server:
+        await start(server, root)
+        assert (await server.ok("finished_step", outputs={"report": "report.md"}))[
+            "status"
+        ] == "next_step"
+        scripted_reviewer.answer("gated")
+        scripted_reviewer.answer("fail", when="a3.md")
+        first = await server.ok("finished_step", outputs=outputs)
+        assert first["status"] == "reviewing"
+        scripted_reviewer.release()
+        for _ in range(10):
+            heard: list[tuple[float, float | None, str | None]] = []
+
+            async def on_progress(done: float, total: float | None, message: str | None) -> None:
+                heard.append((done, total, message))  # noqa: B023 (read before the next call)
+
+            result = await server.session.call_tool(
+                "finished_step", {"outputs": outputs}, progress_callback=on_progress
+            )
+            assert not result.is_error
+            answer = result.structured_content or {}
+            if answer.get("status") != "reviewing":
+                break
+        assert answer["status"] == "needs_work", answer
+    assert [(done, total) for done, total, _ in heard] == [(n, 10) for n in range(1, 11)]
+    messages = [message or "" for _, _, message in heard]
+    assert sorted(messages) == sorted(
+        [
+            f"review polish: output 'appendix' ({name}): passed"
+            for name in APPENDICES
+            if name != "a3.md"
+        ]
+        + [
+            "review polish: output 'appendix' (a3.md): failed",
+            "review polish: output 'final': passed",
+        ]
+    )
+
+
+def cli_json(root: Path, *command: str) -> Any:
+    """`deepwork <command> --json --path root` as its own process, its output parsed."""
+    done = subprocess.run(
+        [sys.executable, "-m", "deepwork_mcp", *command, "--json", "--path", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return json.loads(done.stdout)
+
+
+def write_step_stats(root: Path) -> dict[str, Any]:
+    [job] = [job for job in cli_json(root, "stats")["jobs"] if job["job"] == "reviewed"]
+    [step] = [step for step in job["steps"] if step["step"] == "write"]
+    return dict(step)
+
+
+@pytest.mark.slow
+async def test_reviewing_is_never_an_attempt_in_the_stack_status_stats_or_max_attempts(
+    root: Path, scripted_reviewer: ScriptedReviewer
+) -> None:
+    config = (root / ".deepwork" / "config.yml").read_text()
+    (root / ".deepwork" / "config.yml").write_text(config + "  max_attempts: 2\n")
+    scripted_reviewer.answer("gated_fail")
+    async with serve(root, env=scripted_reviewer.env) as server:
+        session_id = await start(server, root)
+        for _ in range(3):
+            answer = await server.ok("finished_step", outputs={"report": "report.md"})
+            assert answer["status"] == "reviewing"
+        assert (await server.ok("get_active_workflow"))["stack"][0]["attempts"] == 0
+        [stack] = cli_json(root, "status")["stacks"]
+        assert [entry["attempts"] for entry in stack["entries"]] == [0]
+        assert write_step_stats(root)["reviewed_runs"] == 0
+        scripted_reviewer.release()
+        # Three `reviewing` answers, then the first attempt: needs work, not the limit of 2.
+        answer = await server.ok("finished_step", outputs={"report": "report.md"})
+        assert answer["status"] == "needs_work", answer
+        assert (await server.ok("get_active_workflow"))["stack"][0]["attempts"] == 1
+        [stack] = cli_json(root, "status")["stacks"]
+        assert [entry["attempts"] for entry in stack["entries"]] == [1]
+        assert write_step_stats(root)["mean_attempts"] == 1
+        (root / "report.md").write_text("a second try\n")
+        scripted_reviewer.answer("fail")
+        for _ in range(5):  # the second attempt is the last
+            result = await server.session.call_tool(
+                "finished_step", {"outputs": {"report": "report.md"}}
+            )
+            if (result.structured_content or {}).get("status") != "reviewing":
+                break
+        assert result.is_error
+        assert "quality_gate.max_attempts" in str(result.content)
+    log = state(root, session_id)["quality_log"]
+    assert [(e["kind"], e["attempt"], e["passed"]) for e in log] == [
+        ("review", 1, False),
+        ("review", 2, False),
+    ]
+
+
+#: What a host reads before the first call: tools/list and the instructions, at most 7,000
+#: bytes (issue 30), less the JSON-RPC envelope around the listing (34 bytes).
+LISTING_BUDGET = 7000 - 34
+
+
+async def test_reviewing_needs_no_new_tool_and_the_listing_stays_within_its_budget(
+    tmp_path: Path,
+) -> None:
+    """As the Claude Code plugin starts it (`--external-runner claude`), over real stdio: the
+    `reviewing` status is one value of `finished_step`'s answer, not another tool."""
+    root = make_project(tmp_path / "project")
+    async with serve(root, "listing", "--external-runner", "claude") as server:
+        listing = await server.session.list_tools()
+        init = await server.session.initialize()
+    tools = {tool.name: tool for tool in listing.tools}
+    assert sorted(tools) == [  # the tools of before background reviews, and no other
+        "abort_workflow",
+        "finished_step",
+        "get_active_workflow",
+        "get_configured_reviews",
+        "get_review_instructions",
+        "get_workflows",
+        "go_to_step",
+        "mark_review_as_passed",
+        "start_workflow",
+    ]
+    schema = json.dumps(tools["finished_step"].output_schema)
+    assert '"reviewing"' in schema
+    size = len(listing.model_dump_json(by_alias=True, exclude_none=True).encode())
+    size += len((init.instructions or "").encode())
+    assert size <= LISTING_BUDGET, size

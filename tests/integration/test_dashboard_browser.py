@@ -23,7 +23,9 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.fixtures.evidence_project import make_evidence_project
-from tests.fixtures.stdio_server import serve
+from tests.fixtures.reviewer import ScriptedReviewer
+from tests.fixtures.stdio_server import Server, serve
+from tests.fixtures.workflow_project import make_project, write_files
 
 
 def _chromium() -> str | None:
@@ -191,3 +193,59 @@ async def test_no_token_is_401_and_a_foreign_host_is_403(root: Path) -> None:
         assert await asyncio.to_thread(get, "attacker.example") == 403
         assert await asyncio.to_thread(get, f"attacker.example:{address.port}") == 403
         assert await asyncio.to_thread(get, address.netloc) == 200
+
+
+async def _finish_until_decided(agent: Server, outputs: dict[str, Any]) -> dict[str, Any]:
+    """`finished_step` again while it answers `reviewing` (each call waits wait_seconds)."""
+    for _ in range(30):
+        answer: dict[str, Any] = await agent.ok("finished_step", outputs=outputs)
+        if answer["status"] != "reviewing":
+            return answer
+    raise AssertionError("the reviews never finished")
+
+
+async def test_background_reviews_show_running_queued_and_finished_without_a_reload(
+    tmp_path: Path, scripted_reviewer: ScriptedReviewer
+) -> None:
+    """Ten reviews with two reviewer processes at a time: the Reviews page and the run page
+    follow them from running and queued to passed while the agent waits."""
+    root = make_project(tmp_path / "reviewed")
+    (root / ".deepwork" / "config.yml").write_text(
+        "quality_gate:\n  external_runner: claude\n  wait_seconds: 1\n  max_parallel: 2\n"
+        "  deepreview_rules: false\n"
+    )
+    appendices = [f"a{n}.md" for n in range(1, 10)]
+    polish = {"final": "final.md", "appendix": appendices}
+    async with dashboard(root) as url, browser_page(url) as page:
+        base = url.split("?")[0]
+        await page.goto(base + "reviews")
+        await page.get_by_text("No review has run in the background yet.").wait_for()
+        async with serve(root, env=scripted_reviewer.env) as agent:
+            started = await agent.ok(
+                "start_workflow", goal="g", job_name="reviewed", workflow_name="main"
+            )
+            session_id = started["begin_step"]["session_id"]
+            write_files(root, "report.md", "final.md", *appendices)
+            done = await _finish_until_decided(agent, {"report": "report.md"})
+            assert done["status"] == "next_step", done
+            scripted_reviewer.answer("gated")
+            answer = await agent.ok("finished_step", outputs=polish)
+            assert answer["status"] == "reviewing"
+            table = page.locator("table.reviews")
+            await page.locator("tr[data-state=running]").nth(1).wait_for(timeout=WAIT_MS)
+            assert await page.locator("tr[data-state=queued]").count() == 8
+            assert await page.locator("tr[data-state=running]").count() == 2
+            assert "2 running, 8 queued, 1 finished" in await page.inner_text(".review-counts")
+            await shot(page, tmp_path, "reviews-running")
+            await page.goto(f"{base}run/{session_id}")
+            live = page.locator(".live-reviews tr[data-state=running]")
+            await live.nth(1).wait_for(timeout=WAIT_MS)
+            scripted_reviewer.release()
+            finished = await _finish_until_decided(agent, polish)
+            assert finished["status"] == "workflow_complete", finished
+            passed = page.locator(".live-reviews tr[data-state=passed]")
+            await passed.nth(10).wait_for(timeout=WAIT_MS)  # the run page, without a reload
+            await shot(page, tmp_path, "run-reviews-passed")
+            await page.goto(base + "reviews")
+            assert "0 running, 0 queued, 11 finished" in await page.inner_text(".review-counts")
+            assert await table.locator("tr[data-state=passed]").count() == 11

@@ -19,7 +19,7 @@ from deepwork_mcp.server import create_server
 from fastmcp import Client
 
 from tests.fixtures.configs import config
-from tests.fixtures.reviewer import ScriptedReviewer
+from tests.fixtures.reviewer import RUNNERS, ScriptedReviewer
 from tests.fixtures.state_rows import session_json
 from tests.fixtures.tool_calls import call_error, call_ok
 from tests.fixtures.workflow_project import make_project, write_files
@@ -275,30 +275,44 @@ async def test_doc_spec_criteria_are_added_to_the_review(
 # --- external runner: failures, each distinct -----------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("mode", "code"),
-    [
-        ("garbage", "quality_gate.bad_output"),
-        ("is_error", None),
-        ("exit", "quality_gate.exit_code"),
-    ],
-)
+#: The code each runner's failure ends with through the server, per mode of the double (each in
+#: its CLI's own format): claude names the result's subtype; codex's `turn.failed` is always an
+#: execution error; gemini names max turns, and any other error type is an execution error.
+FAILURE_CODES = {
+    "garbage": ("bad_output", "bad_output", "bad_output"),
+    "no_structured": ("bad_output", "bad_output", "bad_output"),
+    "exit": ("exit_code", "exit_code", "exit_code"),
+    "truncated": ("truncated", "truncated", "truncated"),
+    "is_error": ("is_error", "execution_error", "is_error"),
+    "error_max_turns": ("max_turns", "execution_error", "max_turns"),
+    "error_during_execution": ("execution_error", "execution_error", "execution_error"),
+    "error_max_structured_output_retries": (
+        "structured_output_retries",
+        "execution_error",
+        "execution_error",
+    ),
+    "error_unheard_of": ("unknown_subtype", "execution_error", "execution_error"),
+}
+
+
+@pytest.mark.parametrize("mode", sorted(FAILURE_CODES))
 async def test_reviewer_failures_are_distinct_tool_errors(
     external: Client[Any],
     root: Path,
     reviewer_on_path: ScriptedReviewer,
     runner: str,
     mode: str,
-    code: str | None,
 ) -> None:
     reviewer_on_path.answer(mode)
     session_id = await start_reviewed(external, root)
-    code = code or NOT_LOGGED_IN[runner][0]
+    code = "quality_gate." + FAILURE_CODES[mode][RUNNERS.index(runner)]
     text = await call_error(external, "finished_step", code, outputs={"report": "report.md"})
     if mode == "is_error":
         assert NOT_LOGGED_IN[runner][1] in text
     if mode == "exit":
         assert "something broke" in text
+    if mode.startswith("error_"):
+        assert mode in text  # the reviewer's own words reach the agent
     saved = state(root, session_id)
     # The attempt was recorded before the reviewer ran, and the failure is in the audit trail.
     assert saved["step_progress"]["write"]["quality_attempts"] == 1

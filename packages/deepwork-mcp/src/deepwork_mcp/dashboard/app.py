@@ -1,7 +1,8 @@
 """The dashboard's routes (docs/dashboard.md).
 
 GET `/` (runs), `/fragment/runs` (the table the page refreshes), `/run/{session_id}`,
-`/approvals`, `/stats`, `/static/dashboard.css|js`; POST `/approvals/{session_id}` records the
+`/reviews` and `/fragment/reviews[?session=…]` (the background reviews, live), `/approvals`,
+`/stats`, `/static/dashboard.css|js`; POST `/approvals/{session_id}` records the
 human's decision through the same core function `deepwork approve` calls
 (`deepwork_core.state.approvals.record_decision`), on the `dashboard` channel, pinned to the request
 the page showed: a file changed since, or a request replaced since, is refused and the page says
@@ -37,7 +38,7 @@ from deepwork_mcp.approval_keys import (
     state_dir,
     trusted_approvers,
 )
-from deepwork_mcp.dashboard import pages, views
+from deepwork_mcp.dashboard import pages, reviews, views
 from deepwork_mcp.dashboard.assets import SCRIPT, STYLESHEET
 from deepwork_mcp.dashboard.guard import TOKEN_FIELD, DashboardGuard, same_token
 
@@ -68,6 +69,10 @@ class DashboardRoutes:
         self.approval_key = approval_key(self.state, project_root)
         self.trusted = trusted_approvers(project_root, os.environ)
 
+    @property
+    def root(self) -> Path:
+        return self.store.project_root
+
     def approval_store(self, signing: bool = False) -> ApprovalStore:
         """The project's approvals under its key; `signing`: with the local approver's key."""
         signer = local_signer(self.state, os.environ, None) if signing else None
@@ -92,7 +97,21 @@ class DashboardRoutes:
         except DeepWorkError as exc:
             page = pages.message_page("Not found", f"{exc.code}: {exc.message}")
             return HTMLResponse(page, status_code=404)
-        return HTMLResponse(pages.run_page(detail, token=self.token))
+        background = reviews.live_reviews(reviews.review_rows(self.root, session_id), session_id)
+        return HTMLResponse(pages.run_page(detail, token=self.token, background=background))
+
+    def reviews(self, request: Request) -> Response:
+        return HTMLResponse(reviews.reviews_page(reviews.review_rows(self.root)))
+
+    def reviews_fragment(self, request: Request) -> Response:
+        session_id = request.query_params.get("session")
+        if session_id is not None:
+            try:
+                check_session_id(session_id)
+            except DeepWorkError as exc:
+                return HTMLResponse(text_of(exc), status_code=404)
+        rows = reviews.review_rows(self.root, session_id)
+        return HTMLResponse(reviews.reviews_fragment(rows, sessions=session_id is None))
 
     def approvals(self, request: Request) -> Response:
         return HTMLResponse(
@@ -171,6 +190,10 @@ def _page(request: Request) -> int:
     return max(1, min(int(raw), 1_000_000)) if raw.isdigit() else 1
 
 
+def text_of(exc: DeepWorkError) -> str:
+    return pages.text(f"{exc.code}: {exc.message}")
+
+
 def dashboard_app(
     project_root: Path,
     *,
@@ -187,6 +210,8 @@ def dashboard_app(
             Route("/", routes.runs),
             Route("/fragment/runs", routes.runs_fragment),
             Route("/run/{session_id}", routes.run),
+            Route("/reviews", routes.reviews),
+            Route("/fragment/reviews", routes.reviews_fragment),
             Route("/approvals", routes.approvals),
             Route("/approvals/{session_id}", routes.decide, methods=["POST"]),
             Route("/stats", routes.stats),

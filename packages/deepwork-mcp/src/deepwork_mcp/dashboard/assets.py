@@ -3,7 +3,8 @@
 The dashboard serves them as files (`/static/…`) so that its Content-Security-Policy can forbid
 every inline script; `deepwork report --html` inlines the stylesheet and has no script at all.
 The script does three things: it takes the token out of the address bar once the cookie is set,
-refreshes the list of runs every second without a reload, and sorts a table on a header click.
+refreshes every element marked `data-refresh` (the list of runs, the background reviews) from
+its fragment every second without a reload, and sorts a table on a header click.
 It only ever inserts HTML the server rendered (and escaped).
 """
 
@@ -40,6 +41,9 @@ pre { background: #fff; border: 1px solid var(--line); padding: 8px; overflow: a
 .status.awaiting-approval { background: #fff0d1; color: var(--wait); font-weight: 600; }
 .status.completed { background: #dcf3e5; color: var(--ok); }
 .status.aborted { background: #f8dddb; color: var(--bad); }
+.status.running { background: #fff0d1; color: var(--wait); }
+.status.passed { background: #dcf3e5; color: var(--ok); }
+.status.failed, .status.error, .status.stale { background: #f8dddb; color: var(--bad); }
 .pass { color: var(--ok); font-weight: 600; }
 .fail { color: var(--bad); font-weight: 600; }
 .muted { color: var(--muted); }
@@ -78,22 +82,20 @@ SCRIPT: Final = """
     url.searchParams.delete("token");
     window.history.replaceState(null, "", url.pathname + url.search + url.hash);
   }
-  var runs = document.getElementById("runs");
-  if (runs) {
-    var last = null, busy = false;
+  document.querySelectorAll("[data-refresh]").forEach(function (box) {
+    var source = box.getAttribute("data-refresh"), last = null, busy = false;
     window.setInterval(function () {
       if (busy) { return; }
       busy = true;
-      var options = { credentials: "same-origin", cache: "no-store" };
-      fetch("/fragment/runs" + window.location.search, options)
+      fetch(source, { credentials: "same-origin", cache: "no-store" })
         .then(function (r) { return r.ok ? r.text() : null; })
         .then(function (text) {
-          if (text !== null && text !== last) { runs.innerHTML = text; last = text; }
+          if (text !== null && text !== last) { box.innerHTML = text; last = text; }
         })
         .catch(function () {})
         .then(function () { busy = false; });
     }, 1000);
-  }
+  });
   function key(cell) {
     var raw = cell.getAttribute("data-sort");
     var text = raw === null ? cell.textContent : raw;

@@ -60,7 +60,8 @@ def layout(title: str, body: str, *, standalone: bool = False) -> str:
         head = '<link rel="stylesheet" href="/static/dashboard.css">'
         bar = (
             '<header><strong>DeepWork</strong><a href="/">Runs</a>'
-            '<a href="/approvals">Approvals</a><a href="/stats">Stats</a></header>'
+            '<a href="/reviews">Reviews</a><a href="/approvals">Approvals</a>'
+            '<a href="/stats">Stats</a></header>'
         )
         script = '<script src="/static/dashboard.js"></script>'
     return (
@@ -119,11 +120,13 @@ def runs_fragment(rows: list[RunRow], page: int = 1, per_page: int = 0) -> str:
 
 
 def runs_page(rows: list[RunRow], page: int = 1, per_page: int = 0) -> str:
+    query = f"?page={page}" if page > 1 else ""
     body = (
         "<h1>Runs</h1>"
         '<p class="muted">Every workflow session of the project, newest first, a page at a '
         "time; runs a step started are nested under it. The list follows changes by itself.</p>"
-        f'<div id="runs">{runs_fragment(rows, page, per_page)}</div>'
+        f'<div id="runs" data-refresh="/fragment/runs{query}">'
+        f"{runs_fragment(rows, page, per_page)}</div>"
     )
     return layout("Runs", body)
 
@@ -255,8 +258,9 @@ def _facts(detail: RunDetail) -> str:
     return f'<table class="facts">{cells}</table>'
 
 
-def run_body(detail: RunDetail, *, token: str | None) -> str:
-    """The run page's content; `token` None: a report (no buttons)."""
+def run_body(detail: RunDetail, *, token: str | None, background: str = "") -> str:
+    """The run page's content; `token` None: a report (no buttons). `background`: the
+    live table of the run's background reviews (the dashboard's page only)."""
     run = detail.run
     graph = (
         f'<div class="graph">{detail.graph_svg}</div>'
@@ -271,14 +275,16 @@ def run_body(detail: RunDetail, *, token: str | None) -> str:
         f"{_facts(detail)}{approval}<h2>Workflow</h2>{graph}{_instances(detail.instances)}"
         f"<h2>Outputs and evidence</h2>{_outputs(detail.outputs)}"
         f"<h2>Reviews</h2>{_reviews(detail.reviews)}"
-        f"<h2>Review cost</h2>{_review_cost(detail)}"
+        + (f"<h2>Reviews in the background</h2>{background}" if background else "")
+        + f"<h2>Review cost</h2>{_review_cost(detail)}"
         f"<h2>Timeline</h2>{_timeline(detail.timeline, detail.timeline_problem)}"
     )
 
 
-def run_page(detail: RunDetail, *, token: str | None) -> str:
+def run_page(detail: RunDetail, *, token: str | None, background: str = "") -> str:
     title = f"{detail.run.job}/{detail.run.workflow} {detail.run.session_id}"
-    return layout(title, run_body(detail, token=token), standalone=token is None)
+    body = run_body(detail, token=token, background=background)
+    return layout(title, body, standalone=token is None)
 
 
 def _file(item_output: str, path: str, sha: str | None, body: str) -> str:

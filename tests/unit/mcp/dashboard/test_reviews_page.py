@@ -1,0 +1,105 @@
+"""The background reviews on the dashboard (docs/dashboard.md, "Reviews"): the jobs of a real
+SQLite store, in each state, as `/reviews`, its fragment and the run page show them."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from deepwork_core.gate.background import KIND
+from deepwork_core.state.store.opening import shared_store
+from deepwork_core.state.store.review_jobs import ReviewJobs
+from deepwork_mcp.dashboard.reviews import review_rows
+
+from tests.unit.mcp.dashboard.conftest import Waiting, client_for
+
+PASSED = {"result": "verdict", "verdict": {"passed": True}}
+FAILED = {"result": "verdict", "verdict": {"passed": False}}
+ERROR = {"result": "error", "code": "quality_gate.timeout", "message": "too slow"}
+
+
+def _enqueue(jobs: ReviewJobs, session_id: str, label: str) -> str:
+    return jobs.enqueue(KIND, {"label": label}, session_id=session_id)
+
+
+def _finish(jobs: ReviewJobs, verdict: dict[str, object]) -> None:
+    claim = jobs.claim("w", kinds=[KIND])
+    assert claim is not None
+    assert jobs.complete(claim, verdict)
+
+
+def _states(html: str) -> dict[str, str]:
+    """What each row shows: judges -> data-state."""
+    rows = re.findall(r'data-state="([^"]+)"><td class="judges">([^<]+)</td>', html)
+    return {judges: state for state, judges in rows}
+
+
+def _jobs_in_every_state(waiting: Waiting) -> ReviewJobs:
+    jobs = ReviewJobs(shared_store(waiting.root))
+    sid = waiting.session_id
+    for label, verdict in (("ok <b>", PASSED), ("bad", FAILED), ("slow", ERROR)):
+        _enqueue(jobs, sid, label)
+        _finish(jobs, verdict)
+    _enqueue(jobs, sid, "running")
+    assert jobs.claim("w", kinds=[KIND]) is not None
+    _enqueue(jobs, sid, "waiting")
+    jobs.cancel(_enqueue(jobs, sid, "dropped"))
+    jobs.enqueue("other_kind", {"label": "not a review"}, session_id=sid)
+    return jobs
+
+
+def test_the_reviews_page_lists_live_reviews_first_then_finished_ones(waiting: Waiting) -> None:
+    _jobs_in_every_state(waiting)
+    client = client_for(waiting.root)
+    page = client.get("/reviews").text
+    assert 'data-refresh="/fragment/reviews"' in page
+    assert '<a href="/reviews">Reviews</a>' in page
+    fragment = client.get("/fragment/reviews").text
+    assert _states(page) == _states(fragment)  # the page starts with what the script fetches
+    shown = _states(fragment)
+    assert shown == {
+        "running": "running",
+        "waiting": "queued",
+        "ok &lt;b&gt;": "passed",  # a label is text, never markup
+        "bad": "failed",
+        "slow": "error",
+        "dropped": "cancelled",
+    }
+    assert list(shown)[:2] == ["running", "waiting"]
+    assert "quality_gate.timeout" in fragment
+    assert "1 running, 1 queued, 4 finished" in fragment
+    assert f'href="/run/{waiting.session_id}"' in fragment
+
+
+def test_a_run_page_shows_its_own_reviews_and_refreshes_them(
+    waiting: Waiting, tmp_path: Path
+) -> None:
+    jobs = _jobs_in_every_state(waiting)
+    _enqueue(jobs, "someone_else", "another run's review")
+    client = client_for(waiting.root)
+    page = client.get(f"/run/{waiting.session_id}").text
+    url = f"/fragment/reviews?session={waiting.session_id}"
+    assert f'data-refresh="{url}"' in page
+    fragment = client.get(url).text
+    assert _states(page) == _states(fragment)
+    assert "another run&#x27;s review" not in fragment
+    assert "running" in _states(fragment)
+    assert client.get("/fragment/reviews?session=..%2Fx").status_code == 404
+
+
+def test_a_server_that_stopped_leaves_its_review_shown_as_queued_again(waiting: Waiting) -> None:
+    jobs = ReviewJobs(shared_store(waiting.root))
+    _enqueue(jobs, waiting.session_id, "orphan")
+    assert jobs.claim("gone", lease_s=-1, kinds=[KIND]) is not None  # its lease already ran out
+    fragment = client_for(waiting.root).get("/fragment/reviews").text
+    assert _states(fragment) == {"orphan": "queued"}
+    assert "its server stopped" in fragment
+
+
+def test_a_project_without_a_store_has_no_reviews_and_gets_none(tmp_path: Path) -> None:
+    root = tmp_path / "empty"
+    root.mkdir()
+    assert review_rows(root) == []
+    assert not (root / ".deepwork").exists()
+    fragment = client_for(root).get("/fragment/reviews").text
+    assert "No review has run in the background yet." in fragment
