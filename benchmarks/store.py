@@ -81,7 +81,8 @@ def finished_step(url: str | None, runs: int, steps: int) -> list[float]:
 
 def _fill(store: Any, count: int, projects: int) -> None:
     """`count` runs over `projects` projects (the store's own project first), an event each."""
-    from deepwork_core.state.store.runs import ListColumns, SessionRow, save_session
+    from deepwork_core.state.store.runs import SessionRow, save_session
+    from deepwork_core.state.store.schema import ListColumns
 
     own = store.project.project_id
     names = [own, *(f"p{n:03d}" for n in range(1, projects))]

@@ -12,13 +12,12 @@ from deepwork_core.state.store.errors import StoreError
 from deepwork_core.state.store.opening import open_store, project_ref
 from deepwork_core.state.store.port import Store
 from deepwork_core.state.store.runs import (
-    ListColumns,
     SessionRow,
     list_runs,
     project_runs,
     save_session,
 )
-from deepwork_core.state.store.schema import MIGRATIONS, SCHEMA_VERSION
+from deepwork_core.state.store.schema import MIGRATIONS, SCHEMA_VERSION, ListColumns
 from deepwork_core.state.store.url import parse_store_url
 
 from tests.unit.core.state.store.conftest import ManualClock

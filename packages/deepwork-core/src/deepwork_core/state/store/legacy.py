@@ -33,11 +33,11 @@ from deepwork_core.base.layout import (
 from deepwork_core.state.store.port import Store, Tx
 from deepwork_core.state.store.runs import (
     SessionRow,
-    list_columns,
     read_stacks,
     save_session,
     write_stack,
 )
+from deepwork_core.state.store.schema import list_columns
 
 #: Appended to the name of every file the store imported.
 IMPORTED_SUFFIX: Final = ".imported"

@@ -28,6 +28,7 @@ from deepwork_core.state.store.schema import (
     FILLS_RUN_COLUMNS,
     MIGRATIONS,
     SCHEMA_VERSION,
+    fill_run_columns,
 )
 from deepwork_core.state.store.url import StoreLocation
 
@@ -140,8 +141,6 @@ class Store(abc.ABC):
                 for statement in MIGRATIONS[number - 1]:
                     tx.execute(statement.replace("{identity}", self._identity()))
                 if number in FILLS_RUN_COLUMNS and version > 0:
-                    from deepwork_core.state.store.runs import fill_run_columns
-
                     fill_run_columns(tx)
                 if number == 1:
                     tx.execute(

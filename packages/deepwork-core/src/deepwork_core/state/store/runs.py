@@ -11,11 +11,12 @@ A stack is its ids by position under `(project_id, agent)`; the main stack's age
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, NamedTuple
+from typing import Final, NamedTuple
 
 from deepwork_core.state.store.port import Tx
+from deepwork_core.state.store.schema import ListColumns
 
 #: The `agent` column of the main stack.
 MAIN_AGENT: Final = ""
@@ -40,31 +41,6 @@ class SessionRow:
     body: str
     #: The list columns the dashboard shows (`list_columns` makes them from a document).
     listed: ListColumns = field(default_factory=lambda: ListColumns())
-
-
-@dataclass(frozen=True, slots=True)
-class ListColumns:
-    """What a list of runs shows beyond `SessionRow`'s own columns."""
-
-    goal: str = ""
-    #: The current step ids as a JSON array.
-    steps: str = "[]"
-    parent_session_id: str | None = None
-    is_instance: bool = False
-    awaiting_approval: bool = False
-
-
-def list_columns(document: Mapping[str, Any]) -> ListColumns:
-    """The list columns of a session document (a parsed `Session` JSON)."""
-    steps = document.get("current_step_ids") or []
-    parent = document.get("parent_session_id")
-    return ListColumns(
-        goal=str(document.get("goal") or ""),
-        steps=json.dumps([str(step) for step in steps]),
-        parent_session_id=str(parent) if parent else None,
-        is_instance=document.get("instance_of") is not None,
-        awaiting_approval=document.get("pending_approval") is not None,
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,31 +121,6 @@ def save_session(tx: Tx, project_id: str, machine: str, row: SessionRow, now: fl
             int(listed.awaiting_approval),
         ),
     )
-
-
-def fill_run_columns(tx: Tx) -> None:
-    """Fill the list columns of every row from its document (rows written before they existed);
-    a document that does not parse keeps the defaults (reading the run reports it)."""
-    rows = tx.execute("SELECT project_id, session_id, body FROM sessions")
-    for project_id, session_id, body in rows:
-        try:
-            document = json.loads(body)
-            listed = list_columns(document if isinstance(document, dict) else {})
-        except (ValueError, TypeError):
-            continue
-        tx.execute(
-            "UPDATE sessions SET goal = ?, steps = ?, parent_session_id = ?, is_instance = ?, "
-            "awaiting_approval = ? WHERE project_id = ? AND session_id = ?",
-            (
-                listed.goal,
-                listed.steps,
-                listed.parent_session_id,
-                int(listed.is_instance),
-                int(listed.awaiting_approval),
-                project_id,
-                session_id,
-            ),
-        )
 
 
 def read_stacks(tx: Tx, project_id: str) -> dict[str | None, list[str]]:
