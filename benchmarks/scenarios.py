@@ -57,6 +57,8 @@ class Sizes:
     evidence_checkpoints: int
     #: Tracked files of the repository the fan-in merge queue merges into.
     fan_out_files: int = 10_000
+    #: Tracked files of the repository of the change-watch checkpoint figures.
+    watch_files: int = 10_000
 
 
 FULL = Sizes(
@@ -94,6 +96,7 @@ QUICK = Sizes(
     hook_runs=5,
     evidence_checkpoints=10,
     fan_out_files=500,
+    watch_files=1000,
 )
 
 
@@ -559,6 +562,57 @@ async def evidence(bench: Bench) -> None:
         guard.samples.append(_ms(time.perf_counter() - began))
 
 
+async def evidence_watch(bench: Bench) -> None:
+    """One checkpoint of a step that wrote three new outputs, in a repository of 10,000 tracked
+    files: evidence plus scope guard with the change watch, and with `git status` alone."""
+    from datetime import UTC, datetime
+
+    from deepwork_core.evidence.audit import audit_checkpoint
+    from deepwork_core.evidence.hashes import bind, hash_outputs
+    from deepwork_core.evidence.scope import take_snapshot
+    from deepwork_core.evidence.verdicts import VerdictKind
+    from deepwork_core.evidence.watch import ChangeWatch
+
+    files = bench.sizes.watch_files
+    repo = make_evidence_repo(
+        bench.scratch / "watch_repo", files=files, outputs=10, output_bytes=4 * 1024
+    )
+    root = repo.root.resolve()
+    earlier = bind(
+        hash_outputs(root, {"earlier": repo.outputs}), VerdictKind.REVIEWER, datetime.now(UTC)
+    )
+    params = {"tracked_files": repo.tracked, "new_outputs": 3, "earlier_evidence": 10}
+    watched = bench.figure(
+        "evidence_10k.watch", f"checkpoint, {files} files, change watch", **params
+    )
+    plain = bench.figure("evidence_10k.git_status", f"checkpoint, {files} files, git status")
+    plain.params.update(params)
+    config_home = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    watch = ChangeWatch(root, global_excludes=Path(config_home) / "git" / "ignore")
+    if not watch.start():
+        raise CallFailed("the change watch did not start on the benchmark repository")
+    try:
+        for figure, using in ((plain, None), (watched, watch)):
+            began = take_snapshot(root, watch=using)
+            tag = "git" if using is None else "watch"
+            for step in range(bench.sizes.evidence_checkpoints):
+                outputs = {}
+                for index in range(3):
+                    relative = f"out/{tag}_{step:03d}_{index}.md"
+                    (root / relative).write_text(f"step {step} output {index}\n" * 200)
+                    outputs[f"result_{index}"] = relative
+                started = time.perf_counter()
+                audit = audit_checkpoint(root, {"step": outputs}, earlier, began, watch=using)
+                figure.samples.append(_ms(time.perf_counter() - started))
+                if audit.stale or audit.undeclared or audit.snapshot is None:
+                    raise CallFailed(f"unexpected audit: {audit}")
+                began = audit.snapshot
+            if using is not None and began.watch is None:
+                raise CallFailed("the change watch stepped aside during the benchmark")
+    finally:
+        watch.close()
+
+
 def _last_line(text: str) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[-1] if lines else "(no output)"
@@ -676,6 +730,7 @@ SCENARIOS: dict[str, tuple[Scenario, tuple[str, ...]]] = {
     "reviews": (reviews, ("reviews.",)),
     "hook": (hook, ("hook.",)),
     "evidence": (evidence, ("evidence.",)),
+    "evidence_watch": (evidence_watch, ("evidence_10k.",)),
     "review_briefs": (review_briefs, ("review_brief.",)),
     "background": (background, ("background.",)),
     "fan_out": (fan_out_merge, ("fan_out.",)),

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import http.client
-import json
 import os
 import subprocess
 import sys
@@ -19,7 +18,7 @@ from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
 import pytest
-from deepwork_core.base.layout import APPROVALS_DIR, APPROVERS_DIR
+from deepwork_core.base.layout import APPROVERS_DIR
 from deepwork_core.evidence.hashes import sha256_file
 from deepwork_core.state.approval_signatures import ApproverSigner, TrustedApprovers
 from deepwork_core.state.approvals import ApprovalChannel, ApprovalStore, record_decision
@@ -27,6 +26,7 @@ from deepwork_core.state.event_kinds import ApprovalEvent
 from deepwork_core.state.events import read_events
 
 from tests.fixtures.evidence_project import key_of, make_evidence_project
+from tests.fixtures.state_rows import approval_json, write_approval_json
 from tests.fixtures.stdio_server import Server, serve
 
 pytestmark = pytest.mark.slow  # each test runs real server, CLI and dashboard processes
@@ -68,7 +68,7 @@ async def waiting(agent: Server, root: Path) -> tuple[str, str]:
 
 
 def request_id(root: Path, session_id: str) -> str:
-    record = json.loads((root / APPROVALS_DIR / f"{session_id}.json").read_text())
+    record = approval_json(root, session_id)
     found: str = record["request"]["request_id"]
     return found
 
@@ -80,13 +80,12 @@ def approval_events(root: Path, session_id: str) -> list[ApprovalEvent]:
 def swap_in_decoy(root: Path, session_id: str) -> None:
     """What an agent with a shell can do: point the pending request at a decoy file."""
     (root / "decoy.md").write_text(DECOY)
-    path = root / APPROVALS_DIR / f"{session_id}.json"
-    record = json.loads(path.read_text())
+    record = approval_json(root, session_id)
     record["request"]["shown"] = [
         {"output": "plan", "path": "decoy.md", "sha256": sha256_file(root, "decoy.md")}
     ]
     record["request"]["prompt"] = "Is this typo fix fine?"
-    path.write_text(json.dumps(record))
+    write_approval_json(root, session_id, record)
 
 
 async def test_an_edited_request_never_gets_a_decoy_approved(root: Path) -> None:

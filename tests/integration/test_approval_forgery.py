@@ -4,7 +4,7 @@ the step keeps waiting until the human runs the real `deepwork approve`."""
 
 from __future__ import annotations
 
-import json
+import base64
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -12,15 +12,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deepwork_core.base.layout import APPROVALS_DIR
+from deepwork_core.base.layout import APPROVERS_DIR
+from deepwork_core.state.approval_signatures import ApproverSigner, public_line
 from deepwork_core.state.event_kinds import ApprovalEvent
 from deepwork_core.state.events import read_events
+from deepwork_core.state.store.opening import use_store_url
 from deepwork_mcp.server import create_server
 from fastmcp import Client
 
 from tests.fixtures.configs import config
 from tests.fixtures.evidence_project import make_evidence_project
-from tests.fixtures.state_rows import delete_events
+from tests.fixtures.state_rows import (
+    approval_json,
+    delete_events,
+    insert_decision_by_hand,
+    write_approval_json,
+)
 from tests.fixtures.tool_calls import call_error, call_ok
 
 PLAN = {"plan": "plan.md"}
@@ -48,10 +55,6 @@ async def waiting_session(client: Client[Any], root: Path) -> str:
     return session_id
 
 
-def approvals_file(root: Path, session_id: str) -> Path:
-    return root / APPROVALS_DIR / f"{session_id}.json"
-
-
 def deepwork_approve(root: Path, session_id: str) -> subprocess.CompletedProcess[str]:
     """The human's `deepwork approve`, a process of its own (the environment holds the state
     folder the autouse fixture chose, as the server's does)."""
@@ -66,9 +69,8 @@ def deepwork_approve(root: Path, session_id: str) -> subprocess.CompletedProcess
 
 
 def forge_approval(root: Path, session_id: str) -> None:
-    """What an agent with a shell can do: write a decision into the file by hand."""
-    path = approvals_file(root, session_id)
-    record = json.loads(path.read_text())
+    """What an agent that can reach the store can do: write a decision row by hand."""
+    record = approval_json(root, session_id)
     record["decision"] = {
         "request_id": record["request"]["request_id"],
         "approved": True,
@@ -79,7 +81,7 @@ def forge_approval(root: Path, session_id: str) -> None:
         "terminal": "/dev/pts/3",
         "shown": record["request"]["shown"],
     }
-    path.write_text(json.dumps(record))
+    write_approval_json(root, session_id, record)
 
 
 async def test_a_hand_written_approval_is_refused_until_the_human_approves(
@@ -89,7 +91,7 @@ async def test_a_hand_written_approval_is_refused_until_the_human_approves(
     forge_approval(root, session_id)
 
     text = await call_error(client, "finished_step", "approval.unverified", outputs=PLAN)
-    assert str(approvals_file(root, session_id)) in text
+    assert f"session {session_id}" in text
     assert "no MAC" in text
     assert f"deepwork approve {session_id}" in text
     # Still waiting: the refusal changed nothing, and asking again is refused again.
@@ -111,10 +113,9 @@ async def test_a_real_approval_with_its_channel_edited_is_refused(
     session_id = await waiting_session(client, root)
     done = deepwork_approve(root, session_id)
     assert done.returncode == 0, done.stderr
-    path = approvals_file(root, session_id)
-    record = json.loads(path.read_text())
+    record = approval_json(root, session_id)
     record["decision"]["channel"] = "elicitation"
-    path.write_text(json.dumps(record))
+    write_approval_json(root, session_id, record)
 
     text = await call_error(client, "finished_step", "approval.unverified", outputs=PLAN)
     assert "MAC does not verify" in text
@@ -138,3 +139,39 @@ async def test_a_real_approval_goes_through(client: Client[Any], root: Path) -> 
     assert done.stderr == ""
     moved = await call_ok(client, "finished_step", outputs=PLAN)
     assert moved["status"] == "next_step"
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+async def test_a_decision_inserted_into_the_database_never_completes_the_step(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """An agent with the database's password INSERTs a decision naming a trusted approver: the
+    server refuses it (`approval.unverified`) and the step keeps waiting."""
+    url: str | None = None if kind == "sqlite" else request.getfixturevalue("pg_url")
+    root = make_evidence_project(tmp_path / "team")
+    alice = ApproverSigner("alice", tmp_path / "alice.key")
+    alice.create()
+    (root / APPROVERS_DIR).mkdir(parents=True, exist_ok=True)
+    (root / APPROVERS_DIR / "alice.pub").write_text(public_line(alice.public_key()))
+    use_store_url(root, url)
+    async with Client(create_server(root, config())) as client:
+        session_id = await waiting_session(client, root)
+        asked = approval_json(root, session_id)["request"]
+        forged = {
+            "request_id": asked["request_id"],
+            "approved": True,
+            "decided_at": "2026-11-23T22:00:00Z",
+            "channel": "dashboard",
+            "actor": "alice@laptop",
+            "shown": asked["shown"],
+            "signer": "alice",
+            "signature": base64.b64encode(bytes(64)).decode(),
+        }
+        insert_decision_by_hand(root, url, session_id, forged)
+
+        text = await call_error(client, "finished_step", "approval.unverified", outputs=PLAN)
+        assert "does not verify with the trusted key of 'alice'" in text
+        await call_error(client, "finished_step", "approval.unverified", outputs=PLAN)
+        active = await call_ok(client, "get_active_workflow")
+        [top] = active["stack"]
+        assert (top["session_id"], top["step"]) == (session_id, "plan")  # still on its step

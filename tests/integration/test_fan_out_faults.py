@@ -3,7 +3,8 @@ a random moment and started again, leave no instance run twice and no worktree b
 
 The agent is `tests/fixtures/fan_out_driver.py`, a process that starts the engine as the server
 does (recovery first) and resumes the run from its state. `FANOUT_FAULT_RUNS` lowers the number of
-runs for a quick local try; CI runs all 100 (a few minutes on an idle machine)."""
+runs for a quick local try; CI runs all 100 (a few minutes on an idle machine). A concurrent group
+in worktrees goes through the same faults, fewer times (`GROUP_FAULT_RUNS`, default 20)."""
 
 from __future__ import annotations
 
@@ -21,10 +22,12 @@ import pytest
 
 from tests.fixtures.state_rows import all_session_json, event_lines
 from tests.integration.test_fan_out_stdio import fan_job
+from tests.integration.test_worktree_groups_stdio import GROUP, group_job_v09
 
 pytestmark = pytest.mark.slow
 
 RUNS = int(os.environ.get("FANOUT_FAULT_RUNS", "100"))
+GROUP_RUNS = int(os.environ.get("GROUP_FAULT_RUNS", "20"))
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -34,9 +37,9 @@ def _git(root: Path, *args: str) -> str:
     ).stdout
 
 
-def _driver(root: Path, run_name: str) -> subprocess.Popen[str]:
+def _driver(root: Path, run_name: str, job: str = "fan") -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.fixtures.fan_out_driver", str(root), run_name],
+        [sys.executable, "-m", "tests.fixtures.fan_out_driver", str(root), run_name, job],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -44,8 +47,16 @@ def _driver(root: Path, run_name: str) -> subprocess.Popen[str]:
     )
 
 
-def test_random_kills_leave_no_double_runs_and_no_worktrees(tmp_path: Path) -> None:
-    root = fan_job(tmp_path / "project", isolation="worktree")
+@pytest.mark.parametrize("job", ["fan", "grp"], ids=["for_each", "worktree_group"])
+def test_random_kills_leave_no_double_runs_and_no_worktrees(tmp_path: Path, job: str) -> None:
+    if job == "fan":
+        root, runs, items = (
+            fan_job(tmp_path / "project", isolation="worktree"),
+            RUNS,
+            ["a", "b", "c"],
+        )
+    else:
+        root, runs, items = group_job_v09(tmp_path / "project"), GROUP_RUNS, GROUP
     _git(root, "init", "-q", "-b", "main")
     _git(root, "config", "user.email", "t@example.com")
     _git(root, "config", "user.name", "T")
@@ -54,9 +65,9 @@ def test_random_kills_leave_no_double_runs_and_no_worktrees(tmp_path: Path) -> N
     _git(root, "commit", "-q", "-m", "base")
     chance = random.Random(31)
     killed = 0
-    for run in range(RUNS):
+    for run in range(runs):
         name = f"run{run:03d}"
-        victim = _driver(root, name)
+        victim = _driver(root, name, job)
         assert victim.stdout is not None
         assert victim.stdout.readline().strip() == "ready"
         time.sleep(chance.uniform(0, 0.4))  # the fault: a kill at a random moment of the run
@@ -64,29 +75,29 @@ def test_random_kills_leave_no_double_runs_and_no_worktrees(tmp_path: Path) -> N
             os.kill(victim.pid, signal.SIGKILL)
             killed += 1
         victim.communicate()  # reaps it and closes its pipes
-        again = _driver(root, name)
+        again = _driver(root, name, job)
         _out, err = again.communicate(timeout=120)
         assert again.returncode == 0, err
         assert (root / f"{name}.done").exists()
-        _check_run(root, name)
+        _check_run(root, name, len(items))
         _git(root, "add", "-A")  # the run's report is committed like a user would
         _git(root, "commit", "-q", "--allow-empty", "-m", name)
-    assert killed > RUNS // 4  # most kills landed inside a run
+    assert killed > runs // 4  # most kills landed inside a run
 
     # The next start finds nothing to mend.
-    last = _driver(root, "run000")
+    last = _driver(root, "run000", job)
     assert last.communicate(timeout=120)[0] == "ready\n"
     worktrees = root / ".deepwork" / "tmp" / "worktrees"
     assert not worktrees.exists() or not any(worktrees.rglob("*.md"))
     assert _git(root, "worktree", "list").count("\n") == 1
     assert "deepwork/" not in _git(root, "branch", "--list")
 
-    for run in range(RUNS):
-        for topic in "abc":
-            assert (root / f"run{run:03d}-{topic}.md").read_text() == f"run{run:03d} {topic}\n"
+    for run in range(runs):
+        for item in items:
+            assert (root / f"run{run:03d}-{item}.md").read_text() == f"run{run:03d} {item}\n"
 
 
-def _check_run(root: Path, name: str) -> None:
+def _check_run(root: Path, name: str, count: int) -> None:
     """Every instance of run `name` completed, each exactly once, and no worktree remains."""
     tmp = root / ".deepwork" / "tmp"
     instances = set()
@@ -98,6 +109,6 @@ def _check_run(root: Path, name: str) -> None:
     for session_id in instances:
         for line in event_lines(root, session_id):
             completions[session_id] += json.loads(line)["event"] == "completed"
-    assert len(instances) == 3
+    assert len(instances) == count
     assert set(completions.values()) <= {0, 1}, completions  # never run twice
     assert not list((tmp / "worktrees").glob("*/*"))

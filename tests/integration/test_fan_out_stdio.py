@@ -16,7 +16,9 @@ from tests.fixtures.stdio_server import serve
 pytestmark = pytest.mark.slow
 
 
-def fan_job(root: Path, *, isolation: str | None = None, allow_partial: bool = False) -> Path:
+def fan_job(
+    root: Path, *, isolation: str | None = None, allow_partial: bool = False, strict: bool = False
+) -> Path:
     """A project with `fan/write`: one section per topic, then a report joining them."""
     fanned: dict[str, object] = {
         "name": "sections",
@@ -54,6 +56,8 @@ def fan_job(root: Path, *, isolation: str | None = None, allow_partial: bool = F
             }
         },
     }
+    if strict:
+        job["scope_guard"] = "strict"
     job_dir = root / ".deepwork" / "jobs" / "fan"
     job_dir.mkdir(parents=True)
     (job_dir / "job.yml").write_text(yaml.safe_dump(job, sort_keys=False), encoding="utf-8")
@@ -132,6 +136,22 @@ async def test_a_fan_out_over_ten_thousand_items_is_refused_before_anything_exis
     assert not (tmp / "stack.json").exists()
 
 
+async def test_limits_max_instances_in_the_config_bounds_a_fan_out(tmp_path: Path) -> None:
+    root = fan_job(tmp_path / "project")
+    (root / ".deepwork" / "config.yml").write_text("limits:\n  max_instances: 2\n")
+    async with serve(root, "server", "--no-quality-gate") as agent:
+        refused = await agent.error(
+            "start_workflow", "fan_out.too_many_instances", goal="g", job_name="fan",
+            workflow_name="write", inputs={"topics": ["a", "b", "c"]},
+        )  # fmt: skip
+        assert "(2)" in refused
+        started = await agent.ok(
+            "start_workflow", goal="g", job_name="fan", workflow_name="write",
+            inputs={"topics": ["a", "b"]},
+        )  # fmt: skip
+        assert len(started["begin_step"]["fan_out"]["instances"]) == 2
+
+
 def git(root: Path, *args: str) -> str:
     return subprocess.run(
         ["git", *args], cwd=root, check=True, capture_output=True, text=True
@@ -201,3 +221,68 @@ async def test_worktree_instances_work_apart_merge_back_and_report_a_conflict(
     assert all((root / f"{t}.md").is_file() for t in topics)
     assert not any(folder.exists() for folder in folders)
     assert "deepwork/" not in git(root, "branch", "--list")
+
+
+@pytest.mark.parametrize("allow_partial", [False, True])
+async def test_an_item_given_up_is_recorded_and_fan_in_needs_allow_partial(
+    tmp_path: Path, allow_partial: bool
+) -> None:
+    root = fan_job(tmp_path / "project", allow_partial=allow_partial)
+    async with serve(root, "server", "--no-quality-gate") as agent:
+        started = await agent.ok(
+            "start_workflow", goal="g", job_name="fan", workflow_name="write",
+            inputs={"topics": ["a", "b"]},
+        )  # fmt: skip
+        fan = started["begin_step"]["fan_out"]
+        first, second = fan["instances"]
+        (root / "a.md").write_text("a\n")
+        await agent.ok(
+            "finished_step", outputs={"section.md": "a.md"}, session_id=first["session_id"]
+        )
+        await agent.ok("abort_workflow", explanation="no source", session_id=second["session_id"])
+        state = await agent.ok("get_active_workflow", session_id=fan["parent_session_id"])
+        shown = state["begin_step"]["fan_out"]
+        assert shown["counts"] == {"done": 1, "running": 0, "needs_work": 0, "aborted": 1}
+        assert shown["instances"][1]["state"] == "aborted"
+        assert shown["instances"][1]["abort_reason"] == "no source"
+        parent = fan["parent_session_id"]
+        if not allow_partial:
+            await agent.error("finished_step", "fan_out.incomplete", outputs={}, session_id=parent)
+            return
+        joined = await agent.ok("finished_step", outputs={}, session_id=parent)
+        assert joined["status"] == "next_step"
+        [section_input] = joined["begin_step"]["step_inputs"]
+        assert section_input["paths"] == ["a.md"]
+
+
+async def test_bytes_changed_after_the_instance_finished_are_warned_at_fan_in(
+    tmp_path: Path,
+) -> None:
+    root = fan_job(tmp_path / "project", isolation="worktree")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "config", "user.email", "t@example.com")
+    git(root, "config", "user.name", "T")
+    (root / ".gitignore").write_text(".deepwork/tmp/\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "base")
+    async with serve(root, "server", "--no-quality-gate") as agent:
+        started = await agent.ok(
+            "start_workflow", goal="g", job_name="fan", workflow_name="write",
+            inputs={"topics": ["a", "b"]},
+        )  # fmt: skip
+        fan = started["begin_step"]["fan_out"]
+        for instance in fan["instances"]:
+            folder = root / instance["worktree"]
+            (folder / f"{instance['item']}.md").write_text("as finished\n")
+            await agent.ok(
+                "finished_step", outputs={"section.md": f"{instance['item']}.md"},
+                session_id=instance["session_id"],
+            )  # fmt: skip
+        # After its instance finished, `b.md` changes in the worktree: the merged bytes differ.
+        (root / fan["instances"][1]["worktree"] / "b.md").write_text("changed later\n")
+        joined = await agent.ok("finished_step", outputs={}, session_id=fan["parent_session_id"])
+        assert joined["status"] == "next_step"
+        warned = [w for w in joined.get("warnings", []) if w.startswith("fan_out.evidence_changed")]
+        assert len(warned) == 1
+        assert "b.md" in warned[0]
+    assert (root / "b.md").read_text() == "changed later\n"

@@ -49,6 +49,7 @@ def test_meanings_are_read_from_the_string_under_each_member() -> None:
         "No workflow is active (and no `session_id` was given)."
     )
     assert ErrorCode.APPROVAL_CORRUPT.meaning == (
-        "An approval file under `.deepwork/tmp/approvals/` cannot be read; delete it and have the "
-        "agent call `finished_step` again."
+        "An approval in the store (or an old file under `.deepwork/tmp/approvals/` being "
+        "imported) cannot be read; have the agent call `finished_step` again, which opens a new "
+        "request."
     )

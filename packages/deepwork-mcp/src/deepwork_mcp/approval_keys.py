@@ -10,8 +10,9 @@ project therefore find the same key.
 The same folder holds the local human approver's Ed25519 key, `<state>/approvers/<name>.key`
 (`deepwork approver init`), with which `deepwork approve` and the dashboard sign decisions. Which
 approver signs: `--approver NAME`, else `DEEPWORK_APPROVER`, else the only key there is. Whether
-the run state is shared with other machines (so signatures are required): `DEEPWORK_STORE_URL`
-names a PostgreSQL server.
+the run state is shared with other machines (so signatures are required): the project's store
+is a PostgreSQL server, chosen by `DEEPWORK_STORE_URL` or else by `store.url` of the project's
+`.deepwork/config.yml` (the same precedence that chooses the store itself).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.layout import APPROVERS_DIR
 from deepwork_core.state.approval_seal import ApprovalKey, ApprovalKeyError
 from deepwork_core.state.approval_signatures import ApproverSigner, TrustedApprovers
+from deepwork_core.state.store.opening import store_url
 
 STATE_DIR_ENV: Final = "DEEPWORK_STATE_DIR"
 APPROVER_ENV: Final = "DEEPWORK_APPROVER"
@@ -52,14 +54,16 @@ def approval_key(state: Path, project_root: Path) -> ApprovalKey:
     return ApprovalKey(state / "keys" / f"{digest}.key")
 
 
-def store_is_shared(env: Mapping[str, str]) -> bool:
-    """True when `env` points the run state at a PostgreSQL store other machines share."""
-    return env.get(STORE_URL_ENV, "").strip().lower().startswith(_SHARED_SCHEMES)
+def store_is_shared(project_root: Path, env: Mapping[str, str]) -> bool:
+    """True when the run state of `project_root` is in a PostgreSQL store other machines
+    share: `DEEPWORK_STORE_URL` in `env` names one, else the project's store URL does."""
+    url = env.get(STORE_URL_ENV, "").strip() or store_url(project_root) or ""
+    return url.strip().lower().startswith(_SHARED_SCHEMES)
 
 
 def trusted_approvers(project_root: Path, env: Mapping[str, str]) -> TrustedApprovers:
-    """The approvers `project_root` trusts (`.deepwork/approvers/`), shared as `env` says."""
-    return TrustedApprovers(project_root / APPROVERS_DIR, shared=store_is_shared(env))
+    """The approvers `project_root` trusts (`.deepwork/approvers/`), shared as its store is."""
+    return TrustedApprovers(project_root / APPROVERS_DIR, shared=store_is_shared(project_root, env))
 
 
 def approver_path(state: Path, name: str) -> Path:

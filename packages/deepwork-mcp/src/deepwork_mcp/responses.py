@@ -158,6 +158,8 @@ class FanOutInfo(_Model):
     max_parallel: int | None = _Sparse
     isolation: Literal["shared", "worktree"]
     counts: dict[str, int]
+    #: A concurrent group run in worktrees: its steps, one instance each (absent for for_each).
+    group: Annotated[list[str] | None, BeforeValidator(lambda v: v or None)] = _Sparse
 
 
 class ActiveStepInfo(_Model):

@@ -39,6 +39,7 @@ from deepwork_mcp.tools.workflows import register_workflow_tools
 if TYPE_CHECKING:
     from deepwork_core.engine.branching import BranchOutcome
     from deepwork_core.engine.workflow import BranchMaker, WorkflowEngine
+    from deepwork_core.evidence.watch import ChangeWatch
     from deepwork_core.gate.gates import Gate
 
     from deepwork_mcp.reviewer import TraceEnv
@@ -158,8 +159,9 @@ def create_server(
     `state_dir` holds the projects' approval keys (docs/security.md); by default the one
     `deepwork approve` uses, from `DEEPWORK_STATE_DIR`, `XDG_STATE_HOME` or the home folder.
     `trace_env` gives each external reviewer process its trace variables (docs/telemetry.md).
-    `shared_store` (default: `DEEPWORK_STORE_URL` names a PostgreSQL server) makes every
-    approval need a trusted approver's signature (docs/team.md).
+    `shared_store` (default: the project's store is a PostgreSQL server, named by
+    `DEEPWORK_STORE_URL` or else by `store.url` of its config) makes every approval need a
+    trusted approver's signature (docs/team.md).
     """
     config = DeepWorkConfig() if config is None else config
     root = Path(project_root).resolve()
@@ -168,7 +170,7 @@ def create_server(
         raise ConfigError("quality_gate.max_attempts must be at least 1")
     check_gate(gate_settings)
     keys = default_state_dir(os.environ) if state_dir is None else state_dir
-    shared = store_is_shared(os.environ) if shared_store is None else shared_store
+    shared = shared_store
     make_services = _services_factory(config, additional_jobs_folders, keys, shared, trace_env)
 
     where = ProjectRoot(fixed=None if follow_client_roots else root, fallback=root)
@@ -194,7 +196,7 @@ def _services_factory(
     config: DeepWorkConfig,
     additional_jobs_folders: Sequence[Path],
     keys: Path,
-    shared: bool,
+    shared: bool | None,
     trace_env: TraceEnv | None = None,
 ) -> Callable[[Path], ProjectServices]:
     """What each project folder gets: its job catalog now, its workflow engine on first use."""
@@ -220,8 +222,12 @@ def _services_factory(
                 branch_maker=branch_maker(folder) if config.git.create_branch else None,
                 output_limits=config.outputs,
                 approval_key=approval_key(keys, folder),
-                approvers=TrustedApprovers(folder / APPROVERS_DIR, shared=shared),
+                approvers=TrustedApprovers(
+                    folder / APPROVERS_DIR,
+                    shared=store_is_shared(folder, os.environ) if shared is None else shared,
+                ),
                 max_instances=config.limits.max_instances,
+                watch=_change_watch(folder) if config.git.change_watch else None,
             )
             try:  # a crash may have left a fan-out half-made (docs/fan-out.md)
                 recover(engine.fan, engine.store, catalog)
@@ -232,6 +238,17 @@ def _services_factory(
         return ProjectServices(folder, catalog, make_engine)
 
     return make_services
+
+
+def _change_watch(folder: Path) -> ChangeWatch:
+    """The project's change watch, set up in a thread of its own (until it is ready the scope
+    guard runs `git status`, docs/evidence.md)."""
+    from deepwork_core.evidence.watch import ChangeWatch
+
+    config_home = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    watch = ChangeWatch(folder, global_excludes=Path(config_home) / "git" / "ignore")
+    threading.Thread(target=watch.start, name="deepwork-change-watch", daemon=True).start()
+    return watch
 
 
 class CallLog(Middleware):

@@ -1,13 +1,39 @@
-"""The scope guard against real git repositories: what a step changed, and what it declared."""
+"""The scope guard against real git repositories: what a step changed, and what it declared.
+
+Every test runs twice: with `git status` at each snapshot, and with a change watch that answers
+from the files written since the step began (falling back to `git status` where it must). Both
+must find the same changes.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from deepwork_core.evidence.scope import RepoSnapshot, changed_between, take_snapshot, undeclared
+from deepwork_core.evidence.scope import (
+    RepoSnapshot,
+    changed_between,
+    take_snapshot,
+    undeclared,
+    watched_snapshot,
+)
+from deepwork_core.evidence.watch import ChangeWatch
 
 from tests.fixtures.git_repo import git, init_repo
+
+#: The watch of each project folder, in the runs that use one.
+_WATCHES: dict[Path, ChangeWatch] = {}
+_WATCHING: list[bool] = [False]
+
+
+@pytest.fixture(autouse=True, params=["git status", "change watch"])
+def mode(request: pytest.FixtureRequest) -> Iterator[str]:
+    _WATCHING[0] = request.param == "change watch"
+    yield request.param
+    for watch in _WATCHES.values():
+        watch.close()
+    _WATCHES.clear()
 
 
 @pytest.fixture
@@ -24,8 +50,22 @@ def repo(tmp_path: Path) -> Path:
     return path
 
 
+def _watch(root: Path) -> ChangeWatch | None:
+    if not _WATCHING[0]:
+        return None
+    if root not in _WATCHES:
+        _WATCHES[root] = ChangeWatch(root)
+        assert _WATCHES[root].start()
+    return _WATCHES[root]
+
+
 def snap(repo: Path, before: RepoSnapshot | None = None) -> RepoSnapshot:
-    snapshot = take_snapshot(repo, prefix=before.prefix if before else None)
+    watch = _watch(repo)
+    snapshot = None
+    if before is not None and watch is not None:
+        snapshot = watched_snapshot(repo, before, watch)
+    if snapshot is None:
+        snapshot = take_snapshot(repo, prefix=before.prefix if before else None, watch=watch)
     assert snapshot is not None
     return snapshot
 

@@ -21,6 +21,8 @@ from deepwork_core.state.approvals import (
 )
 from deepwork_core.state.events import delete_event_log
 
+from tests.fixtures.state_rows import approval_json, write_approval_json
+
 SID = "sess_seal1"
 
 
@@ -112,17 +114,16 @@ def decided_store(tmp_path: Path) -> ApprovalStore:
 
 
 def edit_decision(store: ApprovalStore, **changes: object) -> None:
-    path = store.path(SID)
-    record = json.loads(path.read_text())
+    record = approval_json(store.project_root, SID)
     record["decision"].update(changes)
-    path.write_text(json.dumps(record))
+    write_approval_json(store.project_root, SID, record)
 
 
 def refusal(store: ApprovalStore) -> str:
     with pytest.raises(ApprovalError) as caught:
         store.load_verified(SID)
     assert caught.value.code == "approval.unverified"
-    assert str(store.path(SID)) in caught.value.message
+    assert f"session {SID}" in caught.value.message
     return caught.value.message
 
 
@@ -205,9 +206,10 @@ def test_a_replaced_key_file_is_read_again_without_a_new_key_object(tmp_path: Pa
 
 def test_an_edited_request_does_not_verify(tmp_path: Path) -> None:
     store = decided_store(tmp_path)
-    path = store.path(SID)
-    text = path.read_text()
-    path.write_text(text.replace('"plan.md"', '"decoy.md"'))
+    text = json.dumps(approval_json(store.project_root, SID))
+    write_approval_json(
+        store.project_root, SID, json.loads(text.replace('"plan.md"', '"decoy.md"'))
+    )
     record = store.load(SID)
     assert record is not None
     assert store.why_request_unverified(record) is not None

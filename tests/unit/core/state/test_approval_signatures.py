@@ -24,6 +24,8 @@ from deepwork_core.state.approvals import (
     rehash,
 )
 
+from tests.fixtures.state_rows import approval_json, write_approval_json
+
 SID = "sess_signed1"
 
 
@@ -106,8 +108,9 @@ def test_an_edited_signed_decision_does_not_verify(tmp_path: Path) -> None:
     store = opened(tmp_path)
     trust(store.project_root, alice)
     decide(ApprovalStore(store.project_root, store.key, signer=alice))
-    path = store.path(SID)
-    path.write_text(path.read_text().replace('"approved": true', '"approved": false'))
+    record = approval_json(store.project_root, SID)
+    record["decision"]["approved"] = False
+    write_approval_json(store.project_root, SID, record)
     record = store.load(SID)
     assert record is not None
     assert "does not verify" in (store.why_unverified(SID, record) or "")

@@ -20,6 +20,7 @@ from deepwork_core.state.event_kinds import ApprovalEvent
 from deepwork_core.state.events import read_events
 
 from tests.fixtures.evidence_project import key_of
+from tests.fixtures.state_rows import approval_json, write_approval_json
 
 SID = "sess_approve1"
 WHEN = datetime(2026, 11, 23, 22, 0, tzinfo=UTC)
@@ -124,8 +125,10 @@ def test_a_new_request_replaces_the_old_decision(store: ApprovalStore) -> None:
 
 
 def test_a_corrupt_record_is_reported(store: ApprovalStore) -> None:
-    store.path(SID).parent.mkdir(parents=True, exist_ok=True)
-    store.path(SID).write_text("{")
+    open_request(store)
+    record = approval_json(store.project_root, SID)
+    record["request"]["step_ids"] = "not a list"
+    write_approval_json(store.project_root, SID, record)
     with pytest.raises(ApprovalError) as caught:
         store.load(SID)
     assert caught.value.code == "approval.corrupt"

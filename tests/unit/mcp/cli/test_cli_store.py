@@ -95,3 +95,51 @@ def test_the_environment_url_wins_and_its_password_never_shows(tmp_path: Path) -
     assert "s3cret-pw" not in done.stderr + done.stdout
     assert "me:***@127.0.0.1" in done.stderr
     assert not (root / ".deepwork" / "tmp" / "deepwork.sqlite3").exists()
+
+
+def test_store_url_in_the_config_chooses_the_store_and_its_password_never_shows(
+    tmp_path: Path,
+) -> None:
+    root = make_project(tmp_path / "p")
+    config = root / ".deepwork" / "config.yml"
+    config.write_text("store:\n  url: postgresql://me:s3cret-pw@127.0.0.1:1/none\n")
+    code = "import sys; from deepwork_mcp.cli import main; sys.exit(main())"
+    for command in (["store", "info"], ["status", "--all"], ["status"]):
+        done = subprocess.run(
+            [sys.executable, "-c", code, *command, "--path", str(root)],
+            capture_output=True,
+            text=True,
+            env={"PATH": ""},
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode != 0, command
+        assert "store.unavailable" in done.stderr, command
+        assert "s3cret-pw" not in done.stderr + done.stdout
+        assert "me:***@127.0.0.1" in done.stderr
+    assert not (root / ".deepwork" / "tmp" / "deepwork.sqlite3").exists()
+
+
+@pytest.mark.parametrize(
+    ("env_url", "config_url", "shared"),
+    [
+        (None, None, False),
+        (None, "postgresql://me:pw@db.example/deepwork", True),
+        ("sqlite:", "postgresql://me:pw@db.example/deepwork", False),  # the environment wins
+        ("postgres://me:pw@db.example/deepwork", None, True),
+    ],
+)
+def test_a_shared_store_requires_signatures_wherever_its_url_was_set(
+    tmp_path: Path, env_url: str | None, config_url: str | None, shared: bool
+) -> None:
+    from deepwork_core.state.store.url import set_default_store_url
+    from deepwork_mcp.approval_keys import trusted_approvers
+
+    set_default_store_url(None)  # the test run's own store plays no part here
+    root = make_project(tmp_path / "p")
+    if config_url is not None:
+        (root / ".deepwork" / "config.yml").write_text(f"store:\n  url: {config_url}\n")
+    env = {} if env_url is None else {"DEEPWORK_STORE_URL": env_url}
+    trusted = trusted_approvers(root, env)
+    assert trusted.shared is shared
+    assert trusted.required() is shared

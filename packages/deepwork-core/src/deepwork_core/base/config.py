@@ -100,6 +100,8 @@ class QualityGateConfig(_Section):
 
 class GitConfig(_Section):
     create_branch: bool = True
+    #: Follow file changes with the kernel's watch so checkpoints skip `git status` (Linux).
+    change_watch: bool = True
 
 
 class OutputsConfig(_Section):

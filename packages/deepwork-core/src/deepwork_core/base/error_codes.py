@@ -28,8 +28,8 @@ class ErrorCode(StrEnum):
     """The approval request was already approved or rejected; a request is decided once (the
     next `finished_step` opens a new one if needed)."""
     APPROVAL_CORRUPT = "approval.corrupt"
-    """An approval file under `.deepwork/tmp/approvals/` cannot be read; delete it and have the
-    agent call `finished_step` again."""
+    """An approval in the store (or an old file under `.deepwork/tmp/approvals/` being imported)
+    cannot be read; have the agent call `finished_step` again, which opens a new request."""
     APPROVAL_ERROR = "approval.error"
     """Generic approval error."""
     APPROVAL_KEY_UNAVAILABLE = "approval.key_unavailable"
@@ -191,7 +191,8 @@ class ErrorCode(StrEnum):
     JOB_DUPLICATE_WORKFLOW_STEP = "job.duplicate_workflow_step"
     """A workflow lists the same step twice."""
     JOB_EXTENSION = "job.extension"
-    """Warning: `for_each` (docs/fan-out.md), which DeepWork 0.9.x and 0.10 to 0.14 do not read."""
+    """Warning: `for_each`, `isolation` on a group or `concurrent_group` (docs/fan-out.md), which
+    DeepWork 0.9.x and 0.10 to 0.14 do not read."""
     JOB_FILE_MISSING = "job.file_missing"
     """A file the job refers to (instructions, doc spec, hook file) does not exist."""
     JOB_INPUT_NOT_DEPENDENCY = "job.input_not_dependency"
@@ -208,7 +209,8 @@ class ErrorCode(StrEnum):
     JOB_INVALID_JSON_SCHEMA = "job.invalid_json_schema"
     """A `json_schema` of a step argument is not a valid JSON Schema."""
     JOB_INVALID_FOR_EACH = "job.invalid_for_each"
-    """A misplaced `for_each`, or its companion keys without it (docs/fan-out.md)."""
+    """A misplaced `for_each`, its companion keys without it, or `isolation: worktree` or a
+    0.10-format `concurrent_group` where no group takes it (docs/fan-out.md)."""
     JOB_INVALID_MAY_CHANGE = "job.invalid_may_change"
     """A `may_change` glob starts with `/` or contains `..`; globs are relative to the project."""
     JOB_INVALID_RUN_EACH = "job.invalid_run_each"

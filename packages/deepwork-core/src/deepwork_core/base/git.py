@@ -33,7 +33,7 @@ def run_git(
     Raises `GitError` with code `git.not_installed`, `git.timeout`, `git.output_too_large`, or
     (when `check` is true and git exits non-zero) `git.failed` carrying git's own message.
     """
-    env = {**os.environ, **_ENV_OVERRIDES}
+    env = git_env()
     try:
         result = run_bounded(
             ["git", *args], cwd=cwd, timeout=timeout, env=env, output_limit=OUTPUT_LIMIT
@@ -52,6 +52,11 @@ def run_git(
         detail = result.stderr.strip() or result.stdout.strip() or f"exit {result.returncode}"
         raise GitError(f"git {' '.join(args)} failed: {detail}", code=ErrorCode.GIT_FAILED)
     return result
+
+
+def git_env() -> dict[str, str]:
+    """The environment every git process of DeepWork runs with (see `_ENV_OVERRIDES`)."""
+    return {**os.environ, **_ENV_OVERRIDES}
 
 
 def repository_root(path: Path, *, timeout: float = DEFAULT_TIMEOUT) -> Path | None:

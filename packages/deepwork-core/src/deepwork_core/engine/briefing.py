@@ -77,6 +77,8 @@ class FanOutBrief:
     max_parallel: int | None = None
     isolation: str = "shared"
     counts: dict[str, int] = field(default_factory=dict)
+    #: The steps of a concurrent group run in worktrees (one instance each); empty for for_each.
+    group: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,11 @@ def current_checkpoint(catalog: JobCatalog, session: Session) -> tuple[LoadedJob
     workflow = job.definition.workflows_by_name.get(session.workflow_name)
     entries = workflow.entries if workflow is not None else []
     index = session.current_entry_index
-    if index >= len(entries) or list(entries[index]) != session.current_step_ids:
+    expected = list(entries[index]) if index < len(entries) else []
+    of = session.instance_of
+    if of is not None and of.group and of.item in expected:
+        expected = [of.item]  # one step of a concurrent group run in worktrees
+    if expected != session.current_step_ids:
         raise SessionError(
             f"job {session.job_name!r} changed while workflow {session.workflow_label!r} "
             f"was running: its entry {index} is no longer {session.current_step_ids}. "

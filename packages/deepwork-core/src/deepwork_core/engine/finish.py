@@ -19,7 +19,7 @@ A dry run (`dry_run`) stops after planning the reviews and writes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -60,7 +60,6 @@ from deepwork_core.gate.tasks import QualityReviewTask
 from deepwork_core.jobs.discovery import JobCatalog, LoadedJob
 from deepwork_core.state.session_events import SessionEvents
 from deepwork_core.state.sessions import (
-    OutputValue,
     QualityEvent,
     Session,
     SessionStore,
@@ -193,12 +192,15 @@ class FinishPipeline:
             # Counted when its verdict is recorded: a call answered `reviewing` is no attempt.
             attempt = next_attempt(session) if gate.external else 0
             again = [job.definition.step(step_id) for step_id in findings.rereview]
+            reviewed_outputs = dict(validated.merged)  # plus those of stale steps, reviewed again
+            for step_id in findings.rereview:
+                reviewed_outputs.update(session.step_progress[step_id].outputs)
             checkpoint = Checkpoint(
                 project_root=self.project_root,
                 session_id=session.session_id,
                 job=job.definition,
                 step_ids=(*session.current_step_ids, *findings.rereview),
-                outputs=_outputs_with(session, findings.rereview, validated.merged),
+                outputs=reviewed_outputs,
                 input_files=reviewer_inputs(session, [*steps, *again], job.definition),
                 notes=sub.notes,
                 attempt=attempt,
@@ -312,16 +314,6 @@ class FinishPipeline:
         return FinishResult(
             FinishStatus.DRY_RUN, stack, feedback=feedback, evidence=evidence, review_tasks=tasks
         )
-
-
-def _outputs_with(
-    session: Session, step_ids: Sequence[str], outputs: dict[str, OutputValue]
-) -> dict[str, OutputValue]:
-    """`outputs` plus the recorded outputs of `step_ids` (stale steps reviewed again)."""
-    merged = dict(outputs)
-    for step_id in step_ids:
-        merged.update(session.step_progress[step_id].outputs)
-    return merged
 
 
 def _unrecorded(tx: StateTransaction, pending: _Pending) -> Session:

@@ -17,7 +17,7 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import WorkflowNotFoundError
 from deepwork_core.engine.briefing import InstructionReader, StepBrief, build_brief
 from deepwork_core.engine.fanout.instances import FanOutRunner
-from deepwork_core.engine.fanout.items import fan_out_step
+from deepwork_core.engine.fanout.items import fans_out
 from deepwork_core.engine.start_inputs import start_parameters
 from deepwork_core.evidence.scope import RepoSnapshot
 from deepwork_core.jobs.discovery import JobCatalog, LoadedJob
@@ -47,7 +47,7 @@ class Nesting:
     #: Notes the repository for a nested session's first steps (the scope guard's baseline),
     #: given the baseline of the step that starts it (`Safeguards.begin_nested`).
     begin_guard: Callable[[Session, JobDefinition, tuple[str, ...], RepoSnapshot | None], None]
-    #: Begins the instances of a `for_each` step (docs/fan-out.md).
+    #: Begins the instances of a `for_each` step or a worktree group (docs/fan-out.md).
     fan: FanOutRunner | None = None
 
 
@@ -67,13 +67,13 @@ def begin_checkpoint(
     stack only once the brief could be built, so a failed start leaves the stack as it was;
     `nesting.started` is told of each.
     """
-    fanned = fan_out_step(job.definition, step_ids) if session.instance_of is None else None
-    if fanned is not None and nesting.fan is not None:
+    fanned = session.instance_of is None and fans_out(job.definition, step_ids)
+    if fanned and nesting.fan is not None:
         nesting.fan.check(session, job.definition, step_ids)  # refused before anything exists
         if not pushed:
             tx.push(session)
             nesting.started(session)
-        nesting.fan.begin(tx, job, session, fanned)
+        nesting.fan.begin(tx, job, session, step_ids)
         brief = build_brief(job, session, step_ids, nesting.reader)
         return nesting.fan.brief(tx, job, session, brief)
     new: list[Session] = [] if pushed else [session]

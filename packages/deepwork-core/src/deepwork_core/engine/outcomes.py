@@ -77,9 +77,13 @@ class Outcomes:
         """Audit the checkpoint; the answer when an open approval, the findings or an invalid
         submitted `job.yml` (`gate.job_check`) decide it."""
         entries = job.definition.workflows_by_name[session.workflow_name].entries
+        fan = self.nesting.fan if session.instance_of is not None else None
+        # An instance's changes are judged in its worktree (docs/fan-out.md).
+        judged = fan.worktree_undeclared(session, job.definition, validated) if fan else None
         findings = self.guards.inspect(
             session, job.definition, steps, validated, override_reason,
             final=session.current_entry_index + 1 >= len(entries), reviewable=self.gate is not None,
+            judged=judged,
         )  # fmt: skip
         if session.pending_approval is not None:
             answered = self.approval_answer(tx, session, job, validated, notes, findings)

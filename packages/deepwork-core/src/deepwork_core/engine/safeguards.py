@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
@@ -33,6 +33,7 @@ from deepwork_core.evidence.hashes import (
 )
 from deepwork_core.evidence.scope import RepoSnapshot, take_snapshot, under_git
 from deepwork_core.evidence.verdicts import VerdictKind
+from deepwork_core.evidence.watch import ChangeWatch
 from deepwork_core.jobs.model import JobDefinition, ScopeGuard, Step
 from deepwork_core.state.approval_seal import ApprovalKey
 from deepwork_core.state.approval_signatures import TrustedApprovers
@@ -98,9 +99,12 @@ class Safeguards:
         clock: Callable[[], datetime],
         approval_key: ApprovalKey | None = None,
         approvers: TrustedApprovers | None = None,
+        watch: ChangeWatch | None = None,
     ) -> None:
         self.project_root = project_root
         self.clock = clock
+        #: The project's change watch, when the server keeps one (saves `git status` calls).
+        self.watch = watch
         self.approvals = ApprovalStore(project_root, approval_key, trusted=approvers)
 
     # --- steps begin ---------------------------------------------------------------------------
@@ -110,7 +114,7 @@ class Safeguards:
         prepares the step (pass the result to `begin`)."""
         if job.scope_guard is ScopeGuard.OFF or not under_git(self.project_root):
             return None  # outside git the snapshot is None at once: `begin` needs no thread
-        return SNAPSHOT_POOL.submit(take_snapshot, self.project_root)
+        return SNAPSHOT_POOL.submit(take_snapshot, self.project_root, watch=self.watch)
 
     def begin(
         self,
@@ -131,7 +135,7 @@ class Safeguards:
                 taken = (
                     snapshot.result()
                     if isinstance(snapshot, Future)
-                    else take_snapshot(self.project_root)
+                    else take_snapshot(self.project_root, watch=self.watch)
                 )
             except GitError as exc:
                 note = f"Scope guard off for this step: {exc.code}: {exc.message}"
@@ -186,16 +190,23 @@ class Safeguards:
         *,
         final: bool,
         reviewable: bool,
+        judged: list[str] | None = None,
     ) -> Findings:
-        """Audit the checkpoint and decide whether its findings alone send the agent back."""
+        """Audit the checkpoint and decide whether its findings alone send the agent back.
+
+        `judged`: the undeclared changes, when they were judged elsewhere than in the project's
+        tree (an instance's worktree, docs/fan-out.md)."""
         step_ids = [step.id for step in steps]
         began = session.step_progress[step_ids[0]].began
         guard = job.scope_guard is not ScopeGuard.OFF and began is not None
         earlier = [item for item in session.evidence if item.step_id not in step_ids]
         may_change = [glob for step in steps for glob in step.may_change]
         audit = audit_checkpoint(
-            self.project_root, validated.by_step, earlier, began, may_change=may_change, guard=guard
-        )
+            self.project_root, validated.by_step, earlier, began,
+            may_change=may_change, guard=guard, watch=self.watch,
+        )  # fmt: skip
+        if judged is not None:
+            audit = replace(audit, undeclared=judged)
         note = None
         if guard and audit.guard_note is not None and not session.scope_guard_noted:
             session.scope_guard_noted = True
@@ -388,11 +399,12 @@ class Safeguards:
         return ApprovalOutcome.REJECTED, record
 
     def close_approval(self, session: Session, record: ApprovalRecord | None) -> None:
-        """Forget the open request; keep a decided record in the session's approvals."""
+        """Close the open request (None: withdraw it); keep a decided record in the session's
+        approvals."""
         if record is not None and record.decision is not None:
             session.approvals.append(record)
         session.pending_approval = None
-        self.approvals.clear(session.session_id)
+        self.approvals.clear(session.session_id, withdrawn=record is None)
 
     def record_elicited(
         self, session_id: str, request_id: str, approved: bool, comment: str | None, client: str

@@ -26,6 +26,7 @@ from deepwork_core.engine.outcomes import Outcomes
 from deepwork_core.engine.results import AbortResult, FinishResult, StartResult
 from deepwork_core.engine.safeguards import Safeguards, join_notes
 from deepwork_core.engine.start_inputs import check_start_inputs
+from deepwork_core.evidence.watch import ChangeWatch
 from deepwork_core.gate.checkpoint import ProgressReporter
 from deepwork_core.gate.gates import Gate
 from deepwork_core.jobs.discovery import Catalog, JobCatalog
@@ -60,6 +61,7 @@ class WorkflowEngine:
     the server pass the project's key. Without it a step that needs approval waits for good.
     `approvers` are the human approvers whose signatures count (by default the project's
     `.deepwork/approvers/`, with signatures required only once it trusts a key).
+    `watch`, a started `ChangeWatch` of the project, lets the scope guard skip `git status`.
     """
 
     def __init__(
@@ -76,6 +78,7 @@ class WorkflowEngine:
         approval_key: ApprovalKey | None = None,
         approvers: TrustedApprovers | None = None,
         max_instances: int | None = None,
+        watch: ChangeWatch | None = None,
     ) -> None:
         self.project_root = project_root
         self.catalog = catalog
@@ -87,7 +90,7 @@ class WorkflowEngine:
         self.output_limits = OutputsConfig() if output_limits is None else output_limits
         self.instructions = InstructionReader(project_root)
         self.events = SessionEvents(project_root, clock)
-        self.guards = Safeguards(project_root, clock, approval_key, approvers)
+        self.guards = Safeguards(project_root, clock, approval_key, approvers, watch)
         self.fan = FanOutRunner(project_root, clock, self.events, self.guards, max_instances)
         nested = (catalog, self.instructions, self.events.started, clock, self.guards.begin_nested)
         self.nesting = Nesting(*nested, self.fan)

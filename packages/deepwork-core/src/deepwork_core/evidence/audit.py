@@ -2,8 +2,9 @@
 
 `audit_checkpoint` hashes the checkpoint's outputs, re-checks the evidence of earlier steps and,
 when the step began inside git, snapshots the repository and lists the undeclared changes. The
-`git status` of the snapshot runs in a worker thread while the outputs are hashed, so the two
-costs overlap instead of adding up.
+snapshot is read from the change watch when it can vouch for the step (no git at all), else its
+`git status` runs in a worker thread while the outputs are hashed, so the two costs overlap
+instead of adding up.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from deepwork_core.base.errors import GitError
@@ -21,7 +23,14 @@ from deepwork_core.evidence.hashes import (
     find_stale,
     hash_outputs,
 )
-from deepwork_core.evidence.scope import RepoSnapshot, changed_between, take_snapshot, undeclared
+from deepwork_core.evidence.scope import (
+    RepoSnapshot,
+    changed_between,
+    take_snapshot,
+    undeclared,
+    watched_snapshot,
+)
+from deepwork_core.evidence.watch import ChangeWatch
 
 #: The `git status` of a snapshot runs here while the calling thread does other work.
 SNAPSHOT_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="deepwork-audit")
@@ -49,22 +58,30 @@ def audit_checkpoint(
     *,
     may_change: Iterable[str] = (),
     guard: bool = True,
+    watch: ChangeWatch | None = None,
 ) -> Audit:
     """Hash the outputs, find stale `earlier` evidence and, with `guard`, undeclared changes.
 
     `began` is the snapshot taken when the step began (None: it began outside git, so the guard
-    is off). A git failure turns the guard off for this checkpoint and says why; it never fails
-    the checkpoint.
+    is off). With a live `watch` the repository is read from it when it can vouch for the time
+    since `began`, else by `git status`. A git failure turns the guard off for this checkpoint
+    and says why; it never fails the checkpoint.
     """
     pending: Future[RepoSnapshot | None] | None = None
-    if guard and began is not None:
-        pending = SNAPSHOT_POOL.submit(take_snapshot, project_root, prefix=began.prefix)
+    watched: RepoSnapshot | None = None
+    if guard and began is not None and watch is not None:
+        # Here, not in the pool: a few stats and no process, and a second thread only makes
+        # the two take turns at the interpreter lock.
+        watched = watched_snapshot(project_root, began, watch)
+    if guard and began is not None and watched is None:
+        take = partial(take_snapshot, project_root, prefix=began.prefix, watch=watch)
+        pending = SNAPSHOT_POOL.submit(take)
     hashes = hash_outputs(project_root, outputs_by_step)
     stale = find_stale(project_root, earlier)
-    if pending is None or began is None:
+    if began is None or (pending is None and watched is None):
         return Audit(hashes, stale, None, guard_note=None if guard else "scope guard off")
     try:
-        now = pending.result()
+        now = watched if pending is None else pending.result()
         if now is None:
             return Audit(hashes, stale, None, guard_note="the project is no longer a git work tree")
         changed = changed_between(project_root, began, now)

@@ -9,7 +9,11 @@ a commit made during the step touched it. `undeclared` keeps the changed files t
 outputs of the checkpoint nor matched by one of its `may_change` globs.
 
 Each snapshot is one `git status` (plus `git rev-parse --show-prefix` the first time, and a
-`git diff` when HEAD moved), all bounded by the git helpers' timeout. Paths are POSIX and
+`git diff` when HEAD moved), all bounded by the git helpers' timeout. With a live `ChangeWatch`
+(`deepwork_core.evidence.watch`) a checkpoint needs no git at all: `watched_snapshot` takes the
+step's first snapshot and updates only the files written since, asking git's index and ignore
+rules about each as `git status` would; whenever the watch cannot vouch for the interval, the
+`git status` runs as before. Paths are POSIX and
 relative to the project root; files of the repository outside the project, and DeepWork's own
 runtime folder `.deepwork/tmp/`, are not considered.
 """
@@ -27,6 +31,7 @@ from deepwork_core.base.fsutil import path_signature
 from deepwork_core.base.git import run_git
 from deepwork_core.base.globs import matches_any
 from deepwork_core.base.layout import TMP_DIR
+from deepwork_core.evidence.watch import ChangeWatch, clean_in_index
 
 #: Bound of each git call the guard makes (it runs at every checkpoint).
 SCOPE_GIT_TIMEOUT = 10.0
@@ -46,18 +51,26 @@ class RepoSnapshot(BaseModel):
     prefix: str
     #: Project-relative path of each changed file -> its stat signature.
     dirty: dict[str, str] = Field(default_factory=dict)
+    #: The change watch's token for this moment; None when no watch vouches for what follows.
+    watch: str | None = None
 
 
 def take_snapshot(
-    project_root: Path, *, prefix: str | None = None, timeout: float = SCOPE_GIT_TIMEOUT
+    project_root: Path,
+    *,
+    prefix: str | None = None,
+    timeout: float = SCOPE_GIT_TIMEOUT,
+    watch: ChangeWatch | None = None,
 ) -> RepoSnapshot | None:
     """Note HEAD and the changed files; None outside a git work tree or without git.
 
-    Pass the `prefix` of an earlier snapshot of the same project to save a git call. Raises
-    `GitError` when git fails for another reason (a timeout, a broken repository).
+    Pass the `prefix` of an earlier snapshot of the same project to save a git call, and the
+    project's `watch` so that later snapshots can be taken from it. Raises `GitError` when git
+    fails for another reason (a timeout, a broken repository).
     """
     if not under_git(project_root):
         return None  # no `.git` in the folder or above: no git process needed to know
+    token = watch.mark() if watch is not None else None  # before git reads anything
     args = ["status", "--porcelain=v2", "-z", "--branch", "--no-renames", "--untracked-files=all"]
     try:
         result = run_git([*args, "--", "."], cwd=project_root, timeout=timeout, check=False)
@@ -75,7 +88,44 @@ def take_snapshot(
     head, paths = _parse_status(result.stdout)
     inside = (path[len(prefix) :] for path in paths if path.startswith(prefix))
     dirty = {path: _signature(project_root, path) for path in inside if not _runtime(path)}
-    return RepoSnapshot(head=head, prefix=prefix, dirty=dirty)
+    return RepoSnapshot(head=head, prefix=prefix, dirty=dirty, watch=token)
+
+
+def watched_snapshot(
+    project_root: Path, before: RepoSnapshot, watch: ChangeWatch
+) -> RepoSnapshot | None:
+    """The repository now as `take_snapshot` would note it, from `before` and the files the
+    watch saw written since; None when only `git status` can tell.
+
+    A written file counts as changed as git would count it: one that was changed already, a
+    tracked file whose mode or bytes now differ from the index (or that is gone), a new file
+    git does not ignore. HEAD and the index did not move (the watch answers None when they did).
+    """
+    seen = watch.touched_since(before.watch)
+    if seen is None:
+        return None
+    touched, token = seen
+    dirty = dict(before.dirty)
+    new: list[str] = []
+    for path in sorted(touched):
+        if _runtime(path):
+            continue
+        signature = _signature(project_root, path)
+        entry = None if path in before.dirty else watch.index_entry(path)
+        if path in before.dirty:
+            dirty[path] = signature
+        elif entry is not None:
+            if not entry[0]:
+                return None  # assume-unchanged, skip-worktree or unmerged: git decides
+            if signature == _GONE or not clean_in_index(entry, project_root / path):
+                dirty[path] = signature
+        elif signature != _GONE:  # created and removed again: git never saw it
+            new.append(path)
+    ignored = watch.ignored(new)
+    if ignored is None:
+        return None
+    dirty.update((path, _signature(project_root, path)) for path in new if path not in ignored)
+    return RepoSnapshot(head=before.head, prefix=before.prefix, dirty=dirty, watch=token)
 
 
 def changed_between(

@@ -19,6 +19,7 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import PathOutsideProjectError, Severity
 from deepwork_core.base.identifiers import resolve_inside
 from deepwork_core.base.yamlio import KeyPath
+from deepwork_core.jobs.fan_out_keys import Isolation
 from deepwork_core.jobs.model import JobDefinition, Step, Workflow
 from deepwork_core.jobs.report import JobReport, dotted
 
@@ -298,11 +299,13 @@ def _check_entries(
 def check_fan_out(
     report: JobReport, definition: JobDefinition, origins: Mapping[str, KeyPath]
 ) -> None:
-    """`for_each` names an input of its step and runs outside a concurrent group; each use is
-    named as an extension (docs/fan-out.md)."""
+    """`for_each` names an input of its step and runs outside a concurrent group; `isolation`
+    without `for_each` is on every step of a concurrent group or on none; each use is named as
+    an extension (docs/fan-out.md)."""
     grouped = {s for w in definition.workflows for e in w.entries if len(e) > 1 for s in e}
     for index, step in enumerate(definition.steps):
         if step.for_each is None:
+            _check_group_isolation(report, definition, step, origins.get(step.id, ("steps", index)))
             continue
         where = (*origins.get(step.id, ("steps", index)), "for_each")
         names = {item.name or item.file for item in step.inputs}
@@ -326,3 +329,47 @@ def check_fan_out(
             where,
             severity=Severity.WARNING,
         )
+
+
+def _check_group_isolation(
+    report: JobReport, definition: JobDefinition, step: Step, origin: KeyPath
+) -> None:
+    """`isolation` on a step without `for_each`: each concurrent group holding the step has the
+    same isolation on all its steps, and `worktree` needs such a group."""
+    groups = [e for w in definition.workflows for e in w.entries if len(e) > 1 and step.id in e]
+    isolated = step.isolation is Isolation.WORKTREE
+    where = (*origin, "isolation")
+    for group in groups:
+        known = [definition.steps_by_id[o] for o in group if o in definition.steps_by_id]
+        if any(other.isolation != step.isolation for other in known):
+            report.add(
+                ErrorCode.JOB_INVALID_FOR_EACH,
+                f"the steps of the concurrent group {', '.join(group)} must all give the same "
+                "isolation",
+                where,
+            )
+            return
+    if not isolated:
+        return
+    alone = any(step.id in e and len(e) < 2 for w in definition.workflows for e in w.entries)
+    if not groups or alone:
+        report.add(
+            ErrorCode.JOB_INVALID_FOR_EACH,
+            "isolation: worktree needs for_each, or a concurrent group of two or more steps "
+            "(in every workflow that runs the step)",
+            where,
+        )
+        return
+    if step.sub_workflow is not None:
+        report.add(
+            ErrorCode.JOB_INVALID_FOR_EACH,
+            "a step of a concurrent group in worktrees cannot be a sub_workflow step",
+            where,
+        )
+    report.add(
+        ErrorCode.JOB_EXTENSION,
+        "isolation: worktree on a concurrent group is a DeepWork 1.0 extension of both formats; "
+        "DeepWork 0.9.x and 0.10 to 0.14 do not read it",
+        where,
+        severity=Severity.WARNING,
+    )

@@ -12,6 +12,8 @@ from typing import Annotated
 from pydantic import Field, StrictBool, StringConstraints
 from pydantic_core import PydanticCustomError
 
+from deepwork_core.base.identifiers import NAME_PATTERN
+
 
 class Isolation(StrEnum):
     """Where the instances of a fanned-out step do their work (docs/fan-out.md)."""
@@ -38,17 +40,32 @@ AllowPartial = Annotated[
 ]
 IsolationKey = Annotated[
     Isolation,
-    Field(default=Isolation.SHARED, description="'worktree': a git worktree per instance."),
+    Field(
+        default=Isolation.SHARED,
+        description="'worktree': a git worktree per instance (of a for_each step, or per step of "
+        "a concurrent group).",
+    ),
 ]
-#: The keys only a fanned-out step may give, with their defaults.
+ConcurrentGroup = Annotated[
+    Annotated[str, StringConstraints(pattern=NAME_PATTERN)] | None,
+    Field(
+        default=None,
+        description="0.10 format: consecutive steps naming the same group run as one concurrent "
+        "group.",
+    ),
+]
+#: The keys of a fanned-out step, with their defaults (written by both formats when set).
 FAN_OUT_KEYS = {"max_parallel": None, "allow_partial": False, "isolation": Isolation.SHARED}
+#: The keys only a `for_each` step may give (`isolation` also fits a concurrent group's step).
+FOR_EACH_ONLY = ("max_parallel", "allow_partial")
 
 
 def check_fan_out_fields(for_each: str | None, sub_workflow: bool, step: object) -> None:
-    """Raise the validation error of fan-out keys given without `for_each`, or of a `for_each`
-    step that is also a `sub_workflow` step (`job.invalid_for_each`)."""
+    """Raise the validation error of `max_parallel` or `allow_partial` given without `for_each`,
+    or of a `for_each` step that is also a `sub_workflow` step (`job.invalid_for_each`).
+    `isolation` without `for_each` is checked against the workflows (`checks.check_fan_out`)."""
     if for_each is None:
-        given = [key for key, default in FAN_OUT_KEYS.items() if getattr(step, key) != default]
+        given = [key for key in FOR_EACH_ONLY if getattr(step, key) != FAN_OUT_KEYS[key]]
         if given:
             raise PydanticCustomError(
                 "fan_out_shape",

@@ -30,11 +30,16 @@ import secrets
 import stat
 import threading
 from collections.abc import Mapping
+from datetime import UTC, datetime
+from enum import StrEnum
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final, Protocol
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError
+
+if TYPE_CHECKING:
+    from deepwork_core.evidence.hashes import ShownOutput
 
 #: Length of the secret in the key file, in bytes.
 KEY_BYTES: Final = 32
@@ -42,6 +47,8 @@ KEY_BYTES: Final = 32
 _OPEN_TO_OTHERS: Final = 0o077
 #: Binds a MAC to its purpose and canonical form; a new form gets a new label.
 _LABEL: Final = "deepwork-approval-v2"
+#: Binds a request's seal to its purpose and canonical form.
+REQUEST_LABEL: Final = "deepwork-approval-request-v1"
 
 
 class ApprovalKeyError(DeepWorkError):
@@ -182,3 +189,91 @@ def _unavailable(path: Path, exc: OSError) -> ApprovalKeyError:
         f"approval key {path} cannot be used: {exc.strerror or exc}",
         code=ErrorCode.APPROVAL_KEY_UNAVAILABLE,
     )
+
+
+class SealedRequest(Protocol):
+    """What a request's seal covers (`deepwork_core.state.approvals.ApprovalRequest`)."""
+
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def request_id(self) -> str: ...
+    @property
+    def job_name(self) -> str: ...
+    @property
+    def workflow_name(self) -> str: ...
+    @property
+    def step_ids(self) -> list[str]: ...
+    @property
+    def prompt(self) -> str: ...
+    @property
+    def shown(self) -> list[ShownOutput]: ...
+    @property
+    def requested_at(self) -> datetime: ...
+    @property
+    def mac(self) -> str | None: ...
+
+
+class SealedDecision(Protocol):
+    """What a decision's seal covers (`deepwork_core.state.approvals.ApprovalDecision`)."""
+
+    @property
+    def signer(self) -> str | None: ...
+    @property
+    def request_id(self) -> str: ...
+    @property
+    def shown(self) -> list[ShownOutput]: ...
+    @property
+    def approved(self) -> bool: ...
+    @property
+    def comment(self) -> str | None: ...
+    @property
+    def channel(self) -> StrEnum: ...
+    @property
+    def actor(self) -> str: ...
+    @property
+    def terminal(self) -> str | None: ...
+    @property
+    def decided_at(self) -> datetime: ...
+
+
+def request_fields(request: SealedRequest) -> dict[str, object]:
+    """What a request's seal covers, as JSON values (docs/security.md)."""
+    return {
+        "session_id": request.session_id,
+        "request_id": request.request_id,
+        "job_name": request.job_name,
+        "workflow_name": request.workflow_name,
+        "step_ids": list(request.step_ids),
+        "prompt": request.prompt,
+        "shown": [[s.output, s.path, s.sha256] for s in request.shown],
+        "requested_at": _utc(request.requested_at),
+    }
+
+
+def seal_fields(
+    session_id: str, request: SealedRequest, decision: SealedDecision
+) -> dict[str, object]:
+    """What a decision's MAC and signature cover, as JSON values (docs/security.md): the
+    decision, and the request's seal, so it binds to exactly the request the server opened."""
+    shown = [[s.output, s.path, s.sha256] for s in decision.shown]
+    return {
+        "request_mac": request.mac,
+        "signer": decision.signer,
+        "session_id": session_id,
+        "request_id": decision.request_id,
+        "step_ids": list(request.step_ids),
+        "shown": shown,
+        "approved": decision.approved,
+        "comment": decision.comment,
+        "channel": decision.channel.value,
+        "actor": decision.actor,
+        "terminal": decision.terminal,
+        "decided_at": _utc(decision.decided_at),
+    }
+
+
+def _utc(moment: datetime) -> str:
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat()

@@ -1,62 +1,51 @@
 """Human approvals of a step: the request the server opens and the decision a human records.
 
-`.deepwork/tmp/approvals/<session_id>.json` holds the open request of a session (which step, the
-prompt, the shown outputs with their SHA-256) and, once a human answered, the decision: approved
-or not, the comment, when, through which channel (`cli`: `deepwork approve`; `elicitation`: a form
-the MCP client showed; `dashboard`: the buttons of `deepwork dashboard`), who (the OS user and
-host, or the client's name and version) and the hashes of the shown outputs at that moment. A
-decision counts only while those hashes are the outputs' current ones: an edit after the approval
-voids it.
+Both live in the project's store (`deepwork_core.state.store.approval_rows`). The request is the
+server's own record of what it asked (step, prompt, shown outputs with their SHA-256, channels),
+sealed with a MAC under the project's approval key: a request whose seal does not verify is
+never shown nor used (`approval.request_unverified`). The decision (approved or not, comment,
+when, channel `cli` | `elicitation` | `dashboard`, who, the shown hashes then) covers the
+request's seal and counts only while the files still have those hashes. Aborting the run
+withdraws its open request.
 
-The request is the server's own record of what it asked: when it opens one, the server seals it
-(step, prompt, shown paths and hashes) with a MAC under the project's approval key, so an agent's
-edit of the file is detected. A request whose seal does not verify is never shown for a decision
-nor used (`approval.request_unverified`); the server asks anew. A decision covers the request's
-seal, so it binds to exactly that step and those hashes, and counts only while the files' bytes
-still have them.
-
-Each decision is sealed with a MAC under the project's approval key
-(`deepwork_core.state.approval_seal`) and, where the project requires it, signed by a human
-approver's Ed25519 key (`deepwork_core.state.approval_signatures`); it is written together with
-its `approval` event. A decision is used only when its seal (or, where signatures are required,
-its signature by a trusted approver) verifies and the session's event log holds that event; any
-other is refused as `approval.unverified` (a hand-written or edited file, or one from before
-seals).
-
-No MCP tool writes these files; see docs/evidence.md and docs/security.md for what that does and
-does not protect.
+Each decision is sealed with the project's key (`approval_seal`) and, where signatures are
+required (trusted approvers, or a shared store), signed by a human approver's Ed25519 key
+(`approval_signatures`); it commits in one transaction with its `approval` event. Any other
+decision, such as a row written into the database by hand, is refused (`approval.unverified`).
+The old files `.deepwork/tmp/approvals/<id>.json` are imported with their seals
+(`deepwork_core.state.store.legacy`). What this protects: docs/security.md, docs/team.md.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import secrets
-from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime
+from collections.abc import Iterable
+from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Final, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from deepwork_core.base.error_codes import ErrorCode
-from deepwork_core.base.errors import DeepWorkError, FileReadError
-from deepwork_core.base.fsutil import atomic_write_text, file_lock, read_text_file
+from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.base.identifiers import check_session_id
-from deepwork_core.base.layout import APPROVALS_DIR, APPROVERS_DIR
-from deepwork_core.base.runtime_dir import ensure_tmp_dir
+from deepwork_core.base.layout import APPROVERS_DIR
 from deepwork_core.evidence.hashes import OutputHash, ShownOutput, sha256_file
-from deepwork_core.state.approval_seal import ApprovalKey, ApprovalKeyError
+from deepwork_core.state.approval_seal import (
+    REQUEST_LABEL,
+    ApprovalKey,
+    ApprovalKeyError,
+    request_fields,
+    seal_fields,
+)
 from deepwork_core.state.approval_signatures import ApproverSigner, TrustedApprovers
-from deepwork_core.state.event_kinds import ApprovalEvent
-from deepwork_core.state.events import append_event, read_events
-
-_LOCK: Final = "approvals.lock"
-#: An approval file larger than this is refused (`approval.corrupt`); real ones are a few KB.
-MAX_APPROVAL_BYTES: Final = 1024 * 1024
-#: Binds a request's seal to its purpose and canonical form.
-REQUEST_LABEL: Final = "deepwork-approval-request-v1"
+from deepwork_core.state.event_kinds import ApprovalEvent, parse_line
+from deepwork_core.state.events import append_event
+from deepwork_core.state.store import approval_rows as rows
+from deepwork_core.state.store.opening import existing_store, shared_store
+from deepwork_core.state.store.port import Store
 
 
 class ApprovalError(DeepWorkError):
@@ -144,13 +133,13 @@ def rehash(project_root: Path, shown: Iterable[ShownOutput]) -> list[ShownOutput
 
 
 class ApprovalStore:
-    """The approval files of one project. Safe across processes (one lock for all).
+    """The approvals of one project, in its store (`deepwork_core.state.store.approval_rows`).
 
     `key` seals the requests opened and the decisions recorded here and verifies the ones read
-    for use; without it requests open and load, but no decision can be recorded or used
-    (`approval.key_unavailable`). `trusted` are the approvers whose signatures count (by default
-    the project's `.deepwork/approvers/`, on a store of its own); `signer` is the local approver
-    who signs the decisions recorded here (the CLI and the dashboard; never the server).
+    (without it no decision can be recorded or used: `approval.key_unavailable`); `trusted`: the
+    approvers whose signatures count; `signer`: the local approver who signs the decisions
+    recorded here (the CLI and the dashboard; never the server). `project_id` names another
+    project of the same store (a checkout deciding on a run another one serves).
     """
 
     def __init__(
@@ -160,23 +149,30 @@ class ApprovalStore:
         *,
         trusted: TrustedApprovers | None = None,
         signer: ApproverSigner | None = None,
+        project_id: str | None = None,
     ) -> None:
         self.project_root = project_root
-        self.folder = project_root / APPROVALS_DIR
         self.key = key
         self.trusted = (
             TrustedApprovers(project_root / APPROVERS_DIR) if trusted is None else trusted
         )
         self.signer = signer
+        self._project_id = project_id
 
-    def path(self, session_id: str) -> Path:
-        return self.folder / f"{check_session_id(session_id)}.json"
+    @property
+    def store(self) -> Store:
+        return shared_store(self.project_root)
 
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        ensure_tmp_dir(self.project_root)
-        with file_lock(self.folder / _LOCK):
-            yield
+    @property
+    def project_id(self) -> str:
+        return self._project_id or self.store.project.project_id
+
+    def where(self, session_id: str) -> str:
+        """How messages name the approval of `session_id`."""
+        return f"the approval of session {session_id} in store {self.store.display}"
+
+    def _lock(self) -> str:
+        return f"deepwork.state:{self.project_id}"
 
     def open_request(self, request: ApprovalRequest) -> ApprovalRecord:
         """Seal and open `request`, replacing any earlier request of the session and its decision.
@@ -187,27 +183,48 @@ class ApprovalStore:
             request = request.model_copy(
                 update={"mac": self.key.mac(request_fields(request), REQUEST_LABEL)}
             )
-        record = ApprovalRecord(request=request)
-        with self._locked():
-            atomic_write_text(self.path(request.session_id), record.model_dump_json(indent=2))
-        return record
+        channels = [ApprovalChannel.CLI, ApprovalChannel.DASHBOARD]
+        if not self.trusted.required():
+            channels.append(ApprovalChannel.ELICITATION)
+        row = rows.RequestRow(
+            session_id=check_session_id(request.session_id),
+            request_id=request.request_id,
+            job=request.job_name,
+            workflow=request.workflow_name,
+            step_ids=json.dumps(request.step_ids),
+            shown=json.dumps([s.model_dump(mode="json") for s in request.shown]),
+            channels=" ".join(channels),
+            mac=request.mac,
+            requested_at=request.requested_at.timestamp(),
+            body=request.model_dump_json(),
+        )
+        store = self.store
+        with store.write(lock=self._lock()) as tx:
+            rows.open_request(tx, self.project_id, row, store.now())
+        return ApprovalRecord(request=request)
 
     def load(self, session_id: str) -> ApprovalRecord | None:
-        path = self.path(session_id)
+        """The session's open request with its decision (None: none open), unverified."""
+        check_session_id(session_id)
+        store = existing_store(self.project_root) if self._project_id is None else self.store
+        if store is None:
+            return None
+        with store.read() as tx:
+            found = rows.open_record(tx, self.project_id, session_id)
+        if found is None:
+            return None
+        request, decision = found
         try:
-            text = read_text_file(path, limit=MAX_APPROVAL_BYTES, follow_symlinks=False)
-        except FileReadError as exc:
-            if exc.code == ErrorCode.FILE_NOT_FOUND:
-                return None
+            return ApprovalRecord(
+                request=ApprovalRequest.model_validate_json(request),
+                decision=None
+                if decision is None
+                else ApprovalDecision.model_validate_json(decision),
+            )
+        except ValidationError as exc:
             raise ApprovalError(
-                f"{exc.code}: {exc.message}", code=ErrorCode.APPROVAL_CORRUPT
-            ) from None
-        try:
-            return ApprovalRecord.model_validate(json.loads(text))
-        except (ValueError, ValidationError) as exc:
-            raise ApprovalError(
-                f"{path} is not an approval record ({exc.__class__.__name__}); delete it and "
-                "call finished_step again",
+                f"{self.where(session_id)} is not an approval record "
+                f"({exc.error_count()} problems); the agent must call finished_step again",
                 code=ErrorCode.APPROVAL_CORRUPT,
             ) from None
 
@@ -222,9 +239,9 @@ class ApprovalStore:
         why = self.why_unverified(session_id, record)
         if why is not None:
             raise ApprovalError(
-                f"{self.path(session_id)}: {why}. It was not recorded by `deepwork approve` or "
-                "the client's form, or was changed since, so it does not count and the step "
-                f"keeps waiting: ask the user to run `deepwork approve {session_id}`",
+                f"{self.where(session_id)}: {why}. It was not recorded by `deepwork approve`, "
+                "the dashboard or the client's form, or was changed since, so it does not count "
+                f"and the step keeps waiting: ask the user to run `deepwork approve {session_id}`",
                 code=ErrorCode.APPROVAL_UNVERIFIED,
             )
         return record
@@ -246,8 +263,8 @@ class ApprovalStore:
         why = self.why_request_unverified(record)
         if why is not None:
             raise ApprovalError(
-                f"{self.path(record.request.session_id)}: {why}. Nothing was decided; the agent "
-                "must call finished_step again so the server asks anew",
+                f"{self.where(record.request.session_id)}: {why}. Nothing was decided; the "
+                "agent must call finished_step again so the server asks anew",
                 code=ErrorCode.APPROVAL_REQUEST_UNVERIFIED,
             )
 
@@ -266,7 +283,9 @@ class ApprovalStore:
         elif not self._key().verifies(fields, decision.mac):
             return "the decision's MAC does not verify with this project's approval key"
         try:
-            events = read_events(self.project_root, session_id)
+            with self.store.read() as tx:
+                lines = rows.approval_event_lines(tx, self.project_id, session_id)
+            events = [parse_line(line, f"session {session_id}") for line in lines]
         except DeepWorkError as exc:
             return f"the session's event log cannot be read ({exc.code}: {exc.message})"
         if not any(_logs(event, decision) for event in events):
@@ -282,14 +301,15 @@ class ApprovalStore:
         return self.key
 
     def decide(self, session_id: str, decision: ApprovalDecision) -> ApprovalRecord:
-        """Seal and record the human's decision on the open request, with its `approval` event.
+        """Seal and record the human's decision on the open request, with its `approval` event
+        (one transaction: both or neither).
 
         A request is decided once; a decision already there that does not verify (a forgery,
         or one from before seals) is replaced. Raises `approval.none_pending`,
         `approval.already_decided` or `approval.request_changed` (the request was replaced since
         the human saw it).
         """
-        with self._locked():
+        with self.store.write(lock=self._lock()) as tx:
             record = self.load(session_id)
             if record is None:
                 raise ApprovalError(
@@ -309,10 +329,12 @@ class ApprovalStore:
                 )
             decision = self._sealed(session_id, record.request, decision)
             record = record.model_copy(update={"decision": decision})
-            # The record first: a crash between the two leaves a record without its event,
-            # which is refused (and can be decided again), never an approval nobody logged.
-            atomic_write_text(self.path(session_id), record.model_dump_json(indent=2))
-            append_event(self.project_root, approval_event(session_id, record.request, decision))
+            rows.save_decision(tx, self.project_id, _decision_row(session_id, decision))
+            append_event(
+                self.project_root,
+                approval_event(session_id, record.request, decision),
+                project_id=self._project_id,
+            )
         return record
 
     def _sealed(
@@ -339,9 +361,32 @@ class ApprovalStore:
             update["mac"] = self._key().mac(fields)
         return decision.model_copy(update=update)
 
-    def clear(self, session_id: str) -> None:
-        with self._locked(), contextlib.suppress(FileNotFoundError):
-            self.path(session_id).unlink()
+    def clear(self, session_id: str, *, withdrawn: bool = False) -> None:
+        """Close the session's open request: used by the server, or `withdrawn` (the run was
+        aborted, so nobody can decide on it any more)."""
+        store = existing_store(self.project_root) if self._project_id is None else self.store
+        if store is None:
+            return
+        state = rows.WITHDRAWN if withdrawn else rows.CLOSED
+        with store.write(lock=self._lock()) as tx:
+            rows.close_requests(
+                tx, self.project_id, check_session_id(session_id), state, store.now()
+            )
+
+
+def _decision_row(session_id: str, decision: ApprovalDecision) -> rows.DecisionRow:
+    return rows.DecisionRow(
+        session_id=session_id,
+        request_id=decision.request_id,
+        approved=decision.approved,
+        channel=decision.channel.value,
+        actor=decision.actor,
+        signer=decision.signer,
+        signature=decision.signature,
+        mac=decision.mac,
+        decided_at=decision.decided_at.timestamp(),
+        body=decision.model_dump_json(),
+    )
 
 
 def record_decision(
@@ -417,48 +462,6 @@ def approval_event(
         decided_at=decision.decided_at,
         shown=list(decision.shown),
     )
-
-
-def request_fields(request: ApprovalRequest) -> dict[str, object]:
-    """What a request's seal covers, as JSON values (docs/security.md)."""
-    return {
-        "session_id": request.session_id,
-        "request_id": request.request_id,
-        "job_name": request.job_name,
-        "workflow_name": request.workflow_name,
-        "step_ids": list(request.step_ids),
-        "prompt": request.prompt,
-        "shown": [[s.output, s.path, s.sha256] for s in request.shown],
-        "requested_at": _utc(request.requested_at),
-    }
-
-
-def seal_fields(
-    session_id: str, request: ApprovalRequest, decision: ApprovalDecision
-) -> dict[str, object]:
-    """What a decision's MAC and signature cover, as JSON values (docs/security.md): the
-    decision, and the request's seal, so it binds to exactly the request the server opened."""
-    shown = [[s.output, s.path, s.sha256] for s in decision.shown]
-    return {
-        "request_mac": request.mac,
-        "signer": decision.signer,
-        "session_id": session_id,
-        "request_id": decision.request_id,
-        "step_ids": list(request.step_ids),
-        "shown": shown,
-        "approved": decision.approved,
-        "comment": decision.comment,
-        "channel": decision.channel.value,
-        "actor": decision.actor,
-        "terminal": decision.terminal,
-        "decided_at": _utc(decision.decided_at),
-    }
-
-
-def _utc(moment: datetime) -> str:
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).isoformat()
 
 
 def _logs(event: object, decision: ApprovalDecision) -> bool:

@@ -102,24 +102,26 @@ def event_line(event: EventRecord) -> str:
     return json.dumps(event.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":"))
 
 
-def append_event(project_root: Path, event: KnownEvent) -> None:
+def append_event(project_root: Path, event: KnownEvent, *, project_id: str | None = None) -> None:
     """Append `event` to its session's log (committed before this returns, unless it joins a
     transaction already open on the store, with which it then commits), then tell the
-    listeners (`add_event_listener`)."""
+    listeners (`add_event_listener`). `project_id` names another project of the project's
+    store (a decision on a run another checkout serves); its listeners are not this process's."""
     check_session_id(event.session_id)
     store = shared_store(project_root)
+    foreign = project_id is not None and project_id != store.project.project_id
     with store.write() as tx:
         tx.execute(
             "INSERT INTO events (project_id, session_id, ts, kind, body) VALUES (?, ?, ?, ?, ?)",
             (
-                store.project.project_id,
+                project_id or store.project.project_id,
                 event.session_id,
                 event.ts.timestamp(),
                 str(event.event),
                 event_line(event),
             ),
         )
-    if _listeners:
+    if _listeners and not foreign:
         _notify(project_root, event)
 
 

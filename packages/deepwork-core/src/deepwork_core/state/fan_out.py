@@ -2,8 +2,10 @@
 
 A step with `for_each` runs once per item: the parent session notes the fan-out (`FanOut`, one
 `FanInstance` per item in item order) and each instance is a session of its own that knows its
-item (`InstanceOf`). An instance's status is its session's status; the parent records only what
-fan-in did with it (merged into the run's branch, worktree removed).
+item (`InstanceOf`). A concurrent group with `isolation: worktree` is recorded the same way: one
+instance per step of the group, in declared order, whose item is its step id (`FanOut.group`).
+An instance's status is its session's status; the parent records only what fan-in did with it
+(merged into the run's branch, worktree removed).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ class InstanceOf(_Record):
     #: Project-relative folder of the instance's git worktree (`isolation: worktree`).
     worktree: str | None = None
     branch: str | None = None
+    #: True when the instance is one step of a concurrent group (its item is the step id).
+    group: bool = False
 
 
 class FanInstance(_Record):
@@ -49,3 +53,15 @@ class FanOut(_Record):
     max_parallel: int | None = None
     #: The commit the worktrees were made from (`isolation: worktree`).
     base_commit: str | None = None
+    #: The step ids of a concurrent group run in worktrees (each instance runs one of them);
+    #: empty for a `for_each` step.
+    group: list[str] = Field(default_factory=list)
+
+    @property
+    def step_ids(self) -> list[str]:
+        """The steps of the checkpoint the fan-out stands for."""
+        return list(self.group) or [self.step_id]
+
+    def instance_step(self, instance: FanInstance) -> str:
+        """The step an instance runs: its item in a group, else the fanned-out step."""
+        return instance.item if self.group else self.step_id

@@ -107,7 +107,7 @@ def _warn_unverified(store: ApprovalStore, session_id: str, record: ApprovalReco
     why = store.why_unverified(session_id, record)
     if why is not None:
         click.echo(
-            f"warning: the decision already in {store.path(session_id)} does not count ({why}); "
+            f"warning: the decision already in {store.where(session_id)} does not count ({why}); "
             "yours replaces it",
             err=True,
         )

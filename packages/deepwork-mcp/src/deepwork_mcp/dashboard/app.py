@@ -1,13 +1,17 @@
 """The dashboard's routes (docs/dashboard.md).
 
 GET `/` (runs), `/fragment/runs` (the table the page refreshes), `/run/{session_id}`,
-`/reviews` and `/fragment/reviews[?session=…]` (the background reviews, live), `/approvals`,
-`/stats`, `/static/dashboard.css|js`; POST `/approvals/{session_id}` records the
+`/all` (every run of every project in the store), `/reviews` and
+`/fragment/reviews[?session=…]` (the background reviews, live), `/approvals`, `/stats`,
+`/static/dashboard.css|js`; POST `/approvals/{session_id}` records the
 human's decision through the same core function `deepwork approve` calls
 (`deepwork_core.state.approvals.record_decision`), on the `dashboard` channel, pinned to the request
 the page showed: a file changed since, or a request replaced since, is refused and the page says
 why. The decision is sealed with the project's approval key and signed with the local approver's
 key when there is one, found as `deepwork approve` finds them (docs/security.md, docs/team.md).
+On a shared store the approvals page lists the open requests of every project in it, and a
+form's `project` field sends a decision to another project's run (signed: nothing else counts
+there).
 Every route sits behind `DashboardGuard`.
 """
 
@@ -22,10 +26,17 @@ from typing import Final
 from urllib.parse import parse_qs
 
 from deepwork_core import DeepWorkError
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.identifiers import check_session_id
-from deepwork_core.state.approvals import ApprovalChannel, ApprovalStore, record_decision
+from deepwork_core.state.approvals import (
+    ApprovalChannel,
+    ApprovalError,
+    ApprovalStore,
+    record_decision,
+)
 from deepwork_core.state.sessions import SessionStore
 from deepwork_core.state.stats import collect_stats
+from deepwork_core.state.store.approval_rows import project_of
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -73,11 +84,17 @@ class DashboardRoutes:
     def root(self) -> Path:
         return self.store.project_root
 
-    def approval_store(self, signing: bool = False) -> ApprovalStore:
-        """The project's approvals under its key; `signing`: with the local approver's key."""
+    def approval_store(self, signing: bool = False, project: str | None = None) -> ApprovalStore:
+        """The project's approvals under its key; `signing`: with the local approver's key;
+        `project`: the approvals of another project of the shared store (docs/team.md)."""
         signer = local_signer(self.state, os.environ, None) if signing else None
         root = self.store.project_root
-        return ApprovalStore(root, self.approval_key, trusted=self.trusted, signer=signer)
+        return ApprovalStore(
+            root, self.approval_key, trusted=self.trusted, signer=signer, project_id=project
+        )
+
+    def all_runs(self, request: Request) -> Response:
+        return HTMLResponse(pages.all_runs_page(views.all_runs(self.store)))
 
     def runs(self, request: Request) -> Response:
         page = _page(request)
@@ -138,14 +155,22 @@ class DashboardRoutes:
         request_id = form.get("request_id")
         if not request_id:
             return self._approvals("The form did not say which request it answers.", 400)
-        return await run_in_threadpool(self._record, session_id, approved, comment, request_id)
+        project = form.get("project") or None
+        return await run_in_threadpool(
+            self._record, session_id, approved, comment, request_id, project
+        )
 
     def _record(
-        self, session_id: str, approved: bool, comment: str | None, request_id: str
+        self,
+        session_id: str,
+        approved: bool,
+        comment: str | None,
+        request_id: str,
+        project: str | None = None,
     ) -> Response:
         try:
             record = record_decision(
-                self.approval_store(signing=True),
+                self._deciding(project),
                 check_session_id(session_id),
                 approved=approved,
                 comment=comment,
@@ -164,6 +189,24 @@ class DashboardRoutes:
             "The agent's next finished_step call picks it up.",
             200,
         )
+
+    def _deciding(self, project: str | None) -> ApprovalStore:
+        """The approvals a decision goes to, signed: this project's, or (a shared store only)
+        another project's of the same store."""
+        approvals = self.approval_store(signing=True)
+        if project is None or project == approvals.project_id:
+            return approvals
+        if not self.trusted.shared:
+            raise ApprovalError(
+                "a decision on another project's run needs a shared store (docs/team.md)",
+                code=ErrorCode.APPROVAL_NONE_PENDING,
+            )
+        with approvals.store.read() as tx:
+            if project_of(tx, project) is None:
+                raise ApprovalError(
+                    f"the store has no project {project!r}", code=ErrorCode.APPROVAL_NONE_PENDING
+                )
+        return self.approval_store(signing=True, project=project)
 
     def _approvals(self, notice: str, status: int) -> Response:
         page = pages.approvals_page(
@@ -208,6 +251,7 @@ def dashboard_app(
     app = Starlette(
         routes=[
             Route("/", routes.runs),
+            Route("/all", routes.all_runs),
             Route("/fragment/runs", routes.runs_fragment),
             Route("/run/{session_id}", routes.run),
             Route("/reviews", routes.reviews),

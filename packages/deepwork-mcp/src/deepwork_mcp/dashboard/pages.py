@@ -9,7 +9,7 @@ only markup that is not built here is the workflow SVG, which `graph_svg` escape
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 from html import escape
 from typing import Final
 
@@ -17,6 +17,7 @@ from deepwork_core.base.escaping import printable
 from deepwork_core.state.event_kinds import ReviewVerdictEvent
 from deepwork_core.state.review_usage import cost_text
 from deepwork_core.state.stats import Stats
+from deepwork_core.state.store.runs import StoredRun
 
 from deepwork_mcp.dashboard.assets import STYLESHEET
 from deepwork_mcp.dashboard.views import (
@@ -60,6 +61,7 @@ def layout(title: str, body: str, *, standalone: bool = False) -> str:
         head = '<link rel="stylesheet" href="/static/dashboard.css">'
         bar = (
             '<header><strong>DeepWork</strong><a href="/">Runs</a>'
+            '<a href="/all">All projects</a>'
             '<a href="/reviews">Reviews</a><a href="/approvals">Approvals</a>'
             '<a href="/stats">Stats</a></header>'
         )
@@ -321,6 +323,8 @@ def approval_card(view: ApprovalView, token: str | None) -> str:
             f'<input type="hidden" name="token" value="{escape(token)}">'
             f'<input type="hidden" name="request_id" value="{text(view.request_id)}">'
         )
+        if view.project_id is not None:
+            hidden += f'<input type="hidden" name="project" value="{text(view.project_id)}">'
         buttons = (
             f'<div class="actions"><form method="post" action="{action}">{hidden}'
             '<input type="hidden" name="decision" value="approve">'
@@ -335,8 +339,43 @@ def approval_card(view: ApprovalView, token: str | None) -> str:
         f'<div class="card approval" data-session="{text(view.session_id)}">'
         f'<p><a href="/run/{text(view.session_id)}">{text(view.job)}/{text(view.workflow)}</a>, '
         f"step {text(', '.join(view.step_ids))}, asked {when(view.requested_at)}</p>"
-        f"<pre>{text(view.prompt)}</pre>{files}{buttons}</div>"
+        + (f'<p class="muted">project {text(view.project)}</p>' if view.project else "")
+        + f"<pre>{text(view.prompt)}</pre>{files}{buttons}</div>"
     )
+
+
+def all_runs_page(runs: list[StoredRun]) -> str:
+    """Every run of every project in the store, with where each runs (docs/team.md)."""
+    rows = "".join(
+        f'<tr data-session="{text(r.session_id)}"><td>{text(r.project_root)}</td>'
+        f"<td>{text(r.machine)}</td><td>{text(r.branch or '')}</td>"
+        f"<td>{_agent(r.agent)}</td>"
+        f"<td>{text(r.job)}/{text(r.workflow)}</td><td>{text(r.session_id)}</td>"
+        f"<td>{status_badge(r.status)}</td><td>{when(_moment(r.updated_at))}</td></tr>"
+        for r in runs
+    )
+    table = (
+        '<table class="runs"><thead><tr><th>Project</th><th>Machine</th><th>Branch</th>'
+        "<th>Agent</th><th>Job/workflow</th><th>Session</th><th>Status</th><th>Updated</th>"
+        f"</tr></thead><tbody>{rows}</tbody></table>"
+        if runs
+        else '<p class="muted">The store holds no run yet.</p>'
+    )
+    body = (
+        "<h1>All projects</h1>"
+        '<p class="muted">Every run of every project in this store, newest first: on a shared '
+        "PostgreSQL store, the runs of every checkout that uses it.</p>"
+        f"{table}"
+    )
+    return layout("All projects", body)
+
+
+def _agent(agent: str | None) -> str:
+    return text(agent) if agent else '<span class="muted">main</span>'
+
+
+def _moment(stamp: float) -> datetime:
+    return datetime.fromtimestamp(stamp, UTC)
 
 
 def approvals_page(views: list[ApprovalView], token: str, notice: str = "", ok: bool = True) -> str:

@@ -22,13 +22,14 @@ from deepwork_core.engine.fanout.instances import instance_state
 from deepwork_core.evidence.hashes import sha256_file
 from deepwork_core.jobs.discovery import parse_folder_list
 from deepwork_core.jobs.graph import build_graph
-from deepwork_core.state.approvals import ApprovalRecord, ApprovalStore
+from deepwork_core.state.approvals import ApprovalRecord, ApprovalRequest, ApprovalStore
 from deepwork_core.state.event_kinds import EventRecord, ReviewUsageEvent, ReviewVerdictEvent
 from deepwork_core.state.events import last_event_at, read_events
 from deepwork_core.state.review_usage import ReviewUsage, sum_usage
 from deepwork_core.state.sessions import Session, SessionStatus, SessionStore
+from deepwork_core.state.store.approval_rows import undecided_requests
 from deepwork_core.state.store.opening import existing_store
-from deepwork_core.state.store.runs import ProjectRun, project_runs
+from deepwork_core.state.store.runs import ProjectRun, StoredRun, list_runs, project_runs
 from pydantic import BaseModel, ConfigDict, Field
 
 from deepwork_mcp.dashboard.graph_svg import StepState, graph_svg
@@ -116,6 +117,9 @@ class ApprovalView(_View):
     #: Set when the request is not the one the server opened (its seal does not verify): then
     #: nothing of it is shown and it cannot be decided.
     problem: str | None = None
+    #: Another project of a shared store (docs/team.md): its id, and `root on machine`.
+    project_id: str | None = None
+    project: str | None = None
 
 
 class InstanceRow(_View):
@@ -398,6 +402,17 @@ def pending_approval(approvals: ApprovalStore, session: Session) -> ApprovalView
     problem = _request_problem(approvals, record)
     if problem is not None:
         return view.model_copy(update={"problem": problem})
+    return view.model_copy(
+        update={
+            "step_ids": list(request.step_ids),
+            "prompt": request.prompt,
+            "files": _previews(approvals, request),
+        }
+    )
+
+
+def _previews(approvals: ApprovalStore, request: ApprovalRequest) -> list[FilePreview]:
+    """The shown files as this checkout holds them, only where they have the asked-about bytes."""
     files = []
     for shown in request.shown:
         text, note = preview(approvals.project_root, shown.path)
@@ -409,9 +424,39 @@ def pending_approval(approvals: ApprovalStore, session: Session) -> ApprovalView
                 output=shown.output, path=shown.path, sha256=shown.sha256, text=text, note=note
             )
         )
-    return view.model_copy(
-        update={"step_ids": list(request.step_ids), "prompt": request.prompt, "files": files}
-    )
+    return files
+
+
+def other_projects_approvals(approvals: ApprovalStore) -> list[ApprovalView]:
+    """The open, undecided requests of the other projects of a shared store (docs/team.md),
+    newest first; none on a store of this project's own. Their seals are the serving
+    machines' to check; the files are previewed where this checkout has the same bytes."""
+    if not approvals.trusted.shared:
+        return []
+    own = approvals.project_id
+    with approvals.store.read() as tx:
+        found = [r for r in undecided_requests(tx) if r.project_id != own]
+    views = []
+    for row in found:
+        try:
+            request = ApprovalRequest.model_validate_json(row.body)
+        except ValueError:
+            continue  # not a request: nothing a human could decide
+        views.append(
+            ApprovalView(
+                session_id=request.session_id,
+                request_id=request.request_id,
+                job=request.job_name,
+                workflow=request.workflow_name,
+                step_ids=list(request.step_ids),
+                prompt=request.prompt,
+                requested_at=request.requested_at,
+                files=_previews(approvals, request),
+                project_id=row.project_id,
+                project=f"{row.project_root} on {row.machine}",
+            )
+        )
+    return views
 
 
 def _changed_note(approvals: ApprovalStore, now: str | None) -> str:
@@ -442,7 +487,17 @@ def _request_problem(approvals: ApprovalStore, record: ApprovalRecord) -> str | 
 def open_approvals(
     store: SessionStore, approvals: ApprovalStore | None = None
 ) -> list[ApprovalView]:
-    """Every open approval request of the project, newest session first."""
+    """Every open approval request of the project, newest session first, then those of the
+    other projects of a shared store."""
     approvals = approvals or ApprovalStore(store.project_root)
     views = (pending_approval(approvals, s) for s in all_sessions(store))
-    return [view for view in views if view is not None]
+    return [view for view in views if view is not None] + other_projects_approvals(approvals)
+
+
+def all_runs(store: SessionStore, limit: int = 1000) -> list[StoredRun]:
+    """Every run of every project in the project's store, newest first (docs/team.md)."""
+    found = existing_store(store.project_root)
+    if found is None:
+        return []
+    with found.read() as tx:
+        return list_runs(tx, limit=limit)

@@ -4,7 +4,9 @@
 a fanned-out step. It checks that every instance finished, merges worktree instances into the
 run's branch one at a time in item order (stopping at a conflict, with the run's tree as before
 that merge), re-checks each merged output against the bytes its verdict covered, removes the
-worktrees that are done with, and returns the step's outputs as one list per output.
+worktrees that are done with, and returns the step's outputs as one list per output. A concurrent
+group run in worktrees fans in the same way, its steps merged in declared order, each step
+keeping its own outputs.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ def complete_fan_in(
     """Complete a fanned-out step from its instances, then move the parent on with `advance`."""
     done = fan_in(runner, tx, job, parent)
     parent.evidence.extend(done.evidence)
-    outputs = ValidatedOutputs({parent.current_step_id: done.outputs})
+    outputs = ValidatedOutputs(done.outputs)
     result = advance(tx, parent, job, outputs, notes)
     result = replace(result, evidence=EvidenceReport(stale_evidence=[], undeclared_changes=[]))
     return replace(result, warnings=done.warnings) if done.warnings else result
@@ -74,9 +76,9 @@ def recover(runner: FanOutRunner, store: SessionStore, catalog: JobCatalog) -> l
 
 @dataclass(frozen=True, slots=True)
 class FanIn:
-    """What fan-in hands the engine: the step's outputs, their evidence, and its warnings."""
+    """What fan-in hands the engine: the outputs of each step, their evidence, and warnings."""
 
-    outputs: dict[str, OutputValue]
+    outputs: dict[str, dict[str, OutputValue]]
     evidence: list[OutputEvidence]
     warnings: list[str]
 
@@ -112,7 +114,16 @@ def fan_in(runner: FanOutRunner, tx: StateTransaction, job: LoadedJob, parent: S
         if session.status is SessionStatus.COMPLETED
         for item in session.evidence
     ]
-    return FanIn(gathered(sessions, step, strip), evidence, warnings)
+    if not fan.group:
+        return FanIn({step.id: gathered(sessions, step, strip)}, evidence, warnings)
+    by_step = {  # a group's step keeps its outputs as it gave them, as paths of the run's tree
+        instance.item: {
+            name: _strip_all(value, instance.worktree)
+            for name, value in session.step_progress[instance.item].outputs.items()
+        }
+        for instance, session in zip(fan.instances, sessions, strict=True)
+    }
+    return FanIn(by_step, evidence, warnings)
 
 
 def _merge_one(
@@ -122,7 +133,13 @@ def _merge_one(
     instance: FanInstance,
     session: Session,
 ) -> None:
-    label = f"instance {instance.index + 1} ({instance.item})"
+    fan = parent.fan_out
+    group = fan is not None and bool(fan.group)
+    label = (
+        f"step {instance.item!r} of the concurrent group"
+        if group
+        else f"instance {instance.index + 1} ({instance.item})"
+    )
     message = f"{parent.job_name}/{parent.current_step_id}: {label}"
     runner.worktrees.commit(instance, message)
     conflicted = runner.worktrees.merge(instance, f"Merge {message}")
@@ -141,6 +158,12 @@ def _merge_one(
 
 def _strip(path: str, folder: str | None) -> str:
     return path.removeprefix(f"{folder}/") if folder else path
+
+
+def _strip_all(value: OutputValue, folder: str | None) -> OutputValue:
+    if isinstance(value, str):
+        return _strip(value, folder)
+    return [_strip(one, folder) for one in value]
 
 
 def _recheck(runner: FanOutRunner, session: Session, folder: str) -> list[str]:

@@ -4,7 +4,8 @@ When a run reaches a step with `for_each`, `FanOutRunner.begin` creates one inst
 session of its own, on a stack of its own (its agent id is its session id), standing at that
 step with the item filled in. The parent notes every instance before any is created, so a crash
 part-way is mended by `ensure`, which creates the missing ones and puts an active instance back
-on its stack; an instance that completed is never begun again.
+on its stack; an instance that completed is never begun again. A concurrent group with
+`isolation: worktree` runs the same way, one instance per step of the group in declared order.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from deepwork_core.engine.fanout.items import (
     FanOutError,
     fan_out_items,
     fan_out_step,
+    fans_out,
+    worktree_group,
 )
 from deepwork_core.engine.fanout.worktrees import Worktrees
 from deepwork_core.engine.outputs import ValidatedOutputs
@@ -29,7 +32,7 @@ from deepwork_core.engine.safeguards import Safeguards
 from deepwork_core.evidence.scope import undeclared
 from deepwork_core.jobs.discovery import LoadedJob
 from deepwork_core.jobs.fan_out_keys import Isolation
-from deepwork_core.jobs.model import JobDefinition, Step
+from deepwork_core.jobs.model import JobDefinition, ScopeGuard, Step
 from deepwork_core.state.fan_out import FanInstance, FanOut, InstanceOf
 from deepwork_core.state.session_events import SessionEvents
 from deepwork_core.state.sessions import (
@@ -44,12 +47,13 @@ from deepwork_core.state.stacks import stack_items
 
 
 def active_fan_out(session: Session) -> bool:
-    """True when `session` stands at a fanned-out step whose instances it waits for."""
+    """True when `session` stands at a fanned-out step (or worktree group) whose instances it
+    waits for."""
     fan = session.fan_out
     return (
         fan is not None
         and fan.entry_index == session.current_entry_index
-        and session.current_step_ids == [fan.step_id]
+        and session.current_step_ids == fan.step_ids
     )
 
 
@@ -88,16 +92,22 @@ class FanOutRunner:
         if step is not None:
             fan_out_items(session, step, self.max_instances)
 
-    def begin(self, tx: StateTransaction, job: LoadedJob, parent: Session, step: Step) -> None:
-        """Note one instance per item on `parent`, then create them (parent saved first)."""
-        items = fan_out_items(parent, step, self.max_instances)
+    def begin(
+        self, tx: StateTransaction, job: LoadedJob, parent: Session, step_ids: tuple[str, ...]
+    ) -> None:
+        """Note one instance per item (or per step of a worktree group) on `parent`, then
+        create them (parent saved first)."""
+        group = worktree_group(job.definition, step_ids)
+        step = job.definition.step(step_ids[0])
+        items = list(step_ids) if group else fan_out_items(parent, step, self.max_instances)
         if parent.fan_out is not None:  # the step is begun again (go_to_step)
             self._abort_instances(tx, parent, "the step was begun again")
         fan = FanOut(
             step_id=step.id,
             entry_index=parent.current_entry_index,
             isolation=step.isolation.value,
-            max_parallel=step.max_parallel,
+            max_parallel=len(items) if group else step.max_parallel,
+            group=list(step_ids) if group else [],
         )
         if step.isolation is Isolation.WORKTREE:
             fan.base_commit = self.worktrees.base_commit()
@@ -115,9 +125,9 @@ class FanOutRunner:
         and make the noted instances that are missing; True when `session` waits for one."""
         if session.instance_of is not None:
             return False
-        step = fan_out_step(job.definition, tuple(session.current_step_ids))
-        if step is not None and not active_fan_out(session):
-            self.begin(tx, job, session, step)
+        step_ids = tuple(session.current_step_ids)
+        if fans_out(job.definition, step_ids) and not active_fan_out(session):
+            self.begin(tx, job, session, step_ids)
         elif active_fan_out(session):
             self.ensure(tx, job, session)
         return active_fan_out(session)
@@ -151,7 +161,7 @@ class FanOutRunner:
     def _new_instance(
         self, job: LoadedJob, parent: Session, fan: FanOut, instance: FanInstance
     ) -> Session:
-        step = job.definition.step(fan.step_id)
+        step = job.definition.step(fan.instance_step(instance))
         now = self.clock()
         progress = {
             key: record.model_copy(deep=True)
@@ -159,12 +169,13 @@ class FanOutRunner:
             if record.completed_at is not None
         }
         inputs = dict(parent.inputs)
-        name = step.for_each or ""
-        for item in step.inputs:
-            if item.file == name and item.from_step in progress:
-                progress[item.from_step].outputs[name] = instance.item
-        if name in inputs or any(item.name == name for item in step.inputs):
-            inputs[name] = instance.item
+        name = step.for_each
+        if name is not None:  # a group's step has no item to put in
+            for item in step.inputs:
+                if item.file == name and item.from_step in progress:
+                    progress[item.from_step].outputs[name] = instance.item
+            if name in inputs or any(i.name == name for i in step.inputs):
+                inputs[name] = instance.item
         progress[step.id] = StepRecord(step_id=step.id, started_at=now)
         return Session(
             session_id=instance.session_id,
@@ -186,6 +197,7 @@ class FanOutRunner:
                 item=instance.item,
                 worktree=instance.worktree,
                 branch=instance.branch,
+                group=bool(fan.group),
             ),
         )
 
@@ -196,12 +208,14 @@ class FanOutRunner:
         from dataclasses import replace
 
         view = self.view(tx, job, parent)
+        assert parent.fan_out is not None
+        steps = [job.definition.step(step_id) for step_id in parent.fan_out.step_ids]
         return replace(
             base,
             instructions=fan_out_note(view),
             expected_outputs=[],
             reviews=[],
-            inputs=resolve_inputs(parent, [job.definition.step(view.step_id)], job.definition),
+            inputs=resolve_inputs(parent, steps, job.definition),
             fan_out=view,
         )
 
@@ -224,7 +238,13 @@ class FanOutRunner:
         for shown in views:
             counts[shown.state] += 1
         return FanOutBrief(
-            fan.step_id, parent.session_id, views, fan.max_parallel, fan.isolation, counts
+            fan.step_id,
+            parent.session_id,
+            views,
+            fan.max_parallel,
+            fan.isolation,
+            counts,
+            group=list(fan.group),
         )
 
     def complete(
@@ -258,7 +278,11 @@ class FanOutRunner:
             )
         of = instance.instance_of
         assert of is not None
-        summary = f"Instance {of.index + 1} ({of.item}) of step '{record.step_id}' is done."
+        summary = (
+            f"Step '{of.item}' of the concurrent group is done."
+            if of.group
+            else f"Instance {of.index + 1} ({of.item}) of step '{record.step_id}' is done."
+        )
         if fan is not None and of.worktree is not None:
             step = job.definition.step(record.step_id)
             summary += self._worktree_scope(fan.instances[of.index], record, step)
@@ -276,12 +300,26 @@ class FanOutRunner:
             all_outputs=dict(record.outputs),
         )
 
+    def worktree_undeclared(
+        self, session: Session, definition: JobDefinition, validated: ValidatedOutputs
+    ) -> list[str] | None:
+        """The scope guard inside an instance's worktree: the files it changed there that are
+        neither outputs nor under the step's `may_change`, relative to the worktree; None when
+        the instance has no worktree or the guard is off (docs/fan-out.md)."""
+        of = session.instance_of
+        if of is None or of.worktree is None or definition.scope_guard is ScopeGuard.OFF:
+            return None
+        step = definition.step(session.current_step_id)
+        folder = f"{of.worktree}/"
+        declared = [p.removeprefix(folder) for v in validated.merged.values() for p in _paths(v)]
+        return undeclared(self.worktrees.changed(of.worktree), declared, step.may_change)
+
     def _worktree_scope(self, instance: FanInstance, record: StepRecord, step: Step) -> str:
-        """The scope guard inside an instance's worktree: its changes that are neither outputs
-        nor under the step's `may_change`, named in the answer (docs/fan-out.md)."""
+        """The answer's note of an instance's undeclared changes in its worktree."""
         folder = f"{instance.worktree}/"
         declared = [p.removeprefix(folder) for v in record.outputs.values() for p in _paths(v)]
-        extra = undeclared(self.worktrees.changed(instance), declared, step.may_change)
+        changed = self.worktrees.changed(instance.worktree or "")
+        extra = undeclared(changed, declared, step.may_change)
         if not extra:
             return ""
         return (
@@ -358,6 +396,8 @@ def fan_out_note(view: FanOutBrief) -> str:
     """The instructions of the answer that begins a fanned-out step."""
     total = len(view.instances)
     hint = f" at most {view.max_parallel} at a time," if view.max_parallel else ""
+    if view.group:
+        return _group_note(view)
     lines = [
         f"**FAN-OUT** Step `{view.step_id}` runs once per item: {total} instance(s), each its "
         "own session with its own quality gate.",
@@ -373,6 +413,26 @@ def fan_out_note(view: FanOutBrief) -> str:
     ]
     lines += [f"- {v.index + 1}. `{v.item}`: session_id `{v.session_id}` ({v.state})"
               for v in view.instances]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def _group_note(view: FanOutBrief) -> str:
+    """The instructions of the answer that begins a concurrent group run in worktrees."""
+    lines = [
+        f"**CONCURRENT GROUP IN WORKTREES** Steps {', '.join(f'`{s}`' for s in view.group)} "
+        "run in parallel, each as its own session in its own git worktree, with its own "
+        "quality gate.",
+        "",
+        "If you can start sub-agents, hand each step to one, telling it to call "
+        "get_active_workflow with the step's session_id for its instructions and to pass that "
+        "session_id to finished_step. Otherwise do them one after another the same way.",
+        f"When every step is done, call finished_step with session_id "
+        f"`{view.parent_session_id}` and outputs {{}}: the worktrees are merged into the run's "
+        "branch in the order above and the workflow moves on.",
+        "",
+    ]
+    lines += [f"- {v.index + 1}. step `{v.item}`: session_id `{v.session_id}`, worktree "
+              f"`{v.worktree}` ({v.state})" for v in view.instances]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 

@@ -1,10 +1,11 @@
-"""The items a `for_each` step runs over, and what an instance is told about its item
-(docs/fan-out.md)."""
+"""The items a `for_each` step runs over, the concurrent groups that run in worktrees, and what
+an instance is told about its item (docs/fan-out.md)."""
 
 from __future__ import annotations
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError
+from deepwork_core.jobs.fan_out_keys import Isolation
 from deepwork_core.jobs.model import JobDefinition, Step
 from deepwork_core.state.sessions import Session
 
@@ -25,6 +26,21 @@ def fan_out_step(definition: JobDefinition, step_ids: tuple[str, ...]) -> Step |
         return None
     step = definition.step(step_ids[0])
     return step if step.for_each is not None else None
+
+
+def worktree_group(definition: JobDefinition, step_ids: tuple[str, ...]) -> list[Step] | None:
+    """The steps of a checkpoint that is a concurrent group with `isolation: worktree`: each
+    step runs as an instance of its own, in its own worktree."""
+    if len(step_ids) < 2:
+        return None
+    steps = [definition.step(step_id) for step_id in step_ids]
+    return steps if all(step.isolation is Isolation.WORKTREE for step in steps) else None
+
+
+def fans_out(definition: JobDefinition, step_ids: tuple[str, ...]) -> bool:
+    """True when the checkpoint runs as instances: a `for_each` step or a worktree group."""
+    found = fan_out_step(definition, step_ids) or worktree_group(definition, step_ids)
+    return found is not None
 
 
 def fan_out_items(session: Session, step: Step, max_instances: int) -> list[str]:
@@ -65,14 +81,22 @@ def instance_instructions(instructions: str, session: Session, total: int | None
     of = session.instance_of
     if of is None:
         return instructions
-    text = instructions.replace("{{ item }}", of.item).replace("{{item}}", of.item)
     count = f" of {total}" if total else ""
-    lines = [
-        "",
-        f"**FAN-OUT INSTANCE {of.index + 1}{count}** — item: `{of.item}`.",
-        f"Do this step for this item only. Pass session_id `{session.session_id}` to "
-        "finished_step (and to abort_workflow, with a reason, to give the item up).",
-    ]
+    if of.group:
+        text = instructions
+        lines = [
+            "",
+            f"**CONCURRENT STEP {of.index + 1}{count}** — step `{of.item}` of a concurrent "
+            f"group, run on its own. Pass session_id `{session.session_id}` to finished_step.",
+        ]
+    else:
+        text = instructions.replace("{{ item }}", of.item).replace("{{item}}", of.item)
+        lines = [
+            "",
+            f"**FAN-OUT INSTANCE {of.index + 1}{count}** — item: `{of.item}`.",
+            f"Do this step for this item only. Pass session_id `{session.session_id}` to "
+            "finished_step (and to abort_workflow, with a reason, to give the item up).",
+        ]
     if of.worktree is not None:
         lines.append(
             f"Work only inside the git worktree `{of.worktree}` (branch `{of.branch}`); give "

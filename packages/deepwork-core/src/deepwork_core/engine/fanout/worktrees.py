@@ -109,9 +109,10 @@ class Worktrees:
             )
         return conflicted
 
-    def changed(self, instance: FanInstance) -> list[str]:
-        """The files the instance changed in its worktree, relative to the worktree."""
-        folder = self.project_root / (instance.worktree or "")
+    def changed(self, worktree: str) -> list[str]:
+        """The files an instance changed in its worktree (project-relative folder), relative
+        to the worktree."""
+        folder = self.project_root / worktree
         listed = self._git("status", "--porcelain", "-uall", "--no-renames", cwd=folder)
         return sorted(line[3:] for line in listed.splitlines() if len(line) > 3)
 

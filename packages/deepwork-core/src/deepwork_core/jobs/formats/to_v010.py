@@ -43,7 +43,7 @@ def to_v010(definition: JobDefinition) -> tuple[dict[str, Any], list[str]]:
     arguments: dict[str, dict[str, Any]] = {}
     workflows: dict[str, dict[str, Any]] = {}
     for workflow in definition.workflows:
-        if any(len(entry) > 1 for entry in workflow.entries):
+        if any(len(entry) > 1 and not _isolated(definition, entry) for entry in workflow.entries):
             notes.add(f"workflow {workflow.name!r}: concurrent groups run one step after another")
         spec: dict[str, Any] = {"summary": workflow.summary}
         if workflow.agent:
@@ -51,10 +51,13 @@ def to_v010(definition: JobDefinition) -> tuple[dict[str, Any], list[str]]:
         common = definition.common_info(workflow.name)
         if common:
             spec["common_job_info_provided_to_all_steps_at_runtime"] = common
-        spec["steps"] = [
-            _step(definition, definition.step(step_id), arguments, notes)
-            for step_id in workflow.step_ids
-        ]
+        spec["steps"] = []
+        for entry in workflow.entries:
+            for step_id in entry:
+                data = _step(definition, definition.step(step_id), arguments, notes)
+                if len(entry) > 1 and _isolated(definition, entry):  # kept as a group
+                    data["concurrent_group"] = entry[0]
+                spec["steps"].append(data)
         if workflow.post_workflow_instructions:
             spec["post_workflow_instructions"] = workflow.post_workflow_instructions
         workflows[workflow.name] = spec
@@ -130,11 +133,17 @@ def evidence_fields(step: Step) -> dict[str, Any]:
         data["approval"] = step.approval.model_dump(mode="json")
     if step.for_each is not None:
         data["for_each"] = step.for_each
-        for key, default in FAN_OUT_KEYS.items():
-            value = getattr(step, key)
-            if value != default:
-                data[key] = value.value if isinstance(value, Isolation) else value
+    for key, default in FAN_OUT_KEYS.items():
+        value = getattr(step, key)
+        if value != default:  # only `isolation` is ever set without `for_each`
+            data[key] = value.value if isinstance(value, Isolation) else value
     return data
+
+
+def _isolated(definition: JobDefinition, entry: tuple[str, ...]) -> bool:
+    """True for a concurrent group whose steps each work in a worktree (docs/fan-out.md): the
+    0.10 format keeps it as a `concurrent_group`, an extension; other groups run in order."""
+    return all(definition.step(s).isolation is Isolation.WORKTREE for s in entry)
 
 
 def _note_dropped(step: Step, notes: Notes) -> None:

@@ -131,7 +131,35 @@ def check_references(report: JobReport, job: JobFileV010) -> None:
                     f"sub_workflow names workflow {target!r}, which this job does not define",
                     (*base, "sub_workflow", "workflow_name"),
                 )
+        _check_groups(report, workflow_name, workflow.steps)
     _check_sub_workflow_cycles(report, job)
+
+
+def _check_groups(report: JobReport, workflow_name: str, steps: Sequence[WorkflowStep]) -> None:
+    """The steps of one `concurrent_group` stand next to each other (docs/fan-out.md); each
+    use is named as an extension."""
+    closed: set[str] = set()
+    for position, step in enumerate(steps):
+        group = step.concurrent_group
+        previous = steps[position - 1].concurrent_group if position else None
+        if previous is not None and previous != group:
+            closed.add(previous)
+        if group is None:
+            continue
+        where: KeyPath = ("workflows", workflow_name, "steps", position, "concurrent_group")
+        if group in closed:
+            report.add(
+                ErrorCode.JOB_INVALID_FOR_EACH,
+                f"the steps of concurrent_group {group!r} must stand next to each other",
+                where,
+            )
+        report.add(
+            ErrorCode.JOB_EXTENSION,
+            "concurrent_group is a DeepWork 1.0 extension of the 0.10 format; DeepWork 0.10 to "
+            "0.14 do not read it",
+            where,
+            severity=Severity.WARNING,
+        )
 
 
 def _check_arguments(report: JobReport, job: JobFileV010) -> None:
@@ -220,7 +248,7 @@ def translate(job: JobFileV010) -> tuple[JobDefinition, dict[str, KeyPath]]:
         Workflow(
             name=name,
             summary=spec.summary,
-            steps=[_step_id(name, step.name, qualified) for step in spec.steps],
+            steps=_entries(name, spec.steps, qualified),
             agent=spec.agent,
             common_job_info_provided_to_all_steps_at_runtime=(
                 spec.common_job_info_provided_to_all_steps_at_runtime
@@ -237,6 +265,23 @@ def translate(job: JobFileV010) -> tuple[JobDefinition, dict[str, KeyPath]]:
         scope_guard=job.scope_guard,
     )
     return definition, origins
+
+
+def _entries(
+    workflow_name: str, steps: Sequence[WorkflowStep], qualified: set[str]
+) -> list[str | list[str]]:
+    """The workflow's entries: consecutive steps of one `concurrent_group` form one group."""
+    entries: list[str | list[str]] = []
+    previous: str | None = None
+    for step in steps:
+        step_id = _step_id(workflow_name, step.name, qualified)
+        group = step.concurrent_group
+        if group is not None and group == previous and isinstance(entries[-1], list):
+            entries[-1].append(step_id)
+        else:
+            entries.append([step_id] if group is not None else step_id)
+        previous = group
+    return entries
 
 
 def _step_id(workflow_name: str, step_name: str, qualified: set[str]) -> str:

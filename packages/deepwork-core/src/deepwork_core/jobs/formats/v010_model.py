@@ -14,7 +14,13 @@ from typing import Annotated, Any
 from pydantic import Field, StrictBool, StringConstraints
 
 from deepwork_core.base.config import ReviewDepth
-from deepwork_core.jobs.fan_out_keys import AllowPartial, ForEach, IsolationKey, MaxParallel
+from deepwork_core.jobs.fan_out_keys import (
+    AllowPartial,
+    ConcurrentGroup,
+    ForEach,
+    IsolationKey,
+    MaxParallel,
+)
 from deepwork_core.jobs.model import (
     Approval,
     InstructionsFile,
@@ -96,6 +102,7 @@ class WorkflowStep(StepRules):
     max_parallel: MaxParallel
     allow_partial: AllowPartial
     isolation: IsolationKey
+    concurrent_group: ConcurrentGroup
 
 
 class WorkflowSpec(_Strict):

@@ -7,8 +7,11 @@ order (a line that is no event record too, as it is: readers report it as they d
 After the commit each imported file is renamed beside itself with `.imported` appended,
 so nothing is lost and nothing is imported twice; a crash between the commit and the renames is
 harmless (a session already in the store is kept, a session that already has events in the
-store gets none added). A file that cannot be read is an error naming it, and nothing is
-imported. Approval request files (`approvals/`) stay where they are, as do the seals' keys.
+store gets none added). The approval files `approvals/<id>.json` come in too: each request
+as the session's open one and its decision, seals and signature as they were, so an imported
+run's approval reads (and verifies) as before; a request already in the store is kept. A file
+that cannot be read is an error naming it, and nothing is imported. The seals' keys stay where
+they are (the user's state directory).
 """
 
 from __future__ import annotations
@@ -24,12 +27,14 @@ from deepwork_core.base.errors import DeepWorkError, FileReadError, SessionError
 from deepwork_core.base.fsutil import read_bytes_file
 from deepwork_core.base.identifiers import SESSION_ID_PATTERN
 from deepwork_core.base.layout import (
+    APPROVALS_DIR,
     EVENTS_DIR,
     SESSION_PREFIX,
     SESSION_SUFFIX,
     STACK_FILE,
     TMP_DIR,
 )
+from deepwork_core.state.store import approval_rows as rows
 from deepwork_core.state.store.port import Store, Tx
 from deepwork_core.state.store.runs import (
     SessionRow,
@@ -53,6 +58,11 @@ def legacy_files(project_root: Path) -> tuple[list[Path], list[Path]]:
     return sessions, logs
 
 
+def legacy_approvals(project_root: Path) -> list[Path]:
+    """The old approval files of the project (sorted by age)."""
+    return _listed(project_root / APPROVALS_DIR, "", ".json")
+
+
 def _listed(folder: Path, prefix: str, suffix: str) -> list[Path]:
     try:
         names = [
@@ -70,7 +80,8 @@ def _listed(folder: Path, prefix: str, suffix: str) -> list[Path]:
 def import_legacy(store: Store, project_root: Path) -> int:
     """Import the project's old files (module docstring); the number of files imported."""
     sessions, logs = legacy_files(project_root)
-    if not sessions and not logs:
+    approvals = legacy_approvals(project_root)
+    if not sessions and not logs and not approvals:
         return 0
     project_id = store.project.project_id
     with store.write(lock=f"deepwork.state:{project_id}") as tx:
@@ -80,13 +91,15 @@ def import_legacy(store: Store, project_root: Path) -> int:
             _import_stacks(tx, project_id, project_root / TMP_DIR / STACK_FILE)
         for path in logs:
             _import_log(tx, project_id, path)
+        for path in approvals:
+            _import_approval(tx, project_id, path, store.now())
         tx.execute(
             "UPDATE projects SET imported_at = ? WHERE project_id = ?", (store.now(), project_id)
         )
-    for path in [*sessions, *logs]:
+    for path in [*sessions, *logs, *approvals]:
         with contextlib.suppress(FileNotFoundError):
             path.rename(path.with_name(path.name + IMPORTED_SUFFIX))
-    return len(sessions) + len(logs)
+    return len(sessions) + len(logs) + len(approvals)
 
 
 def _read(path: Path, code: ErrorCode) -> bytes:
@@ -194,3 +207,55 @@ def _header(text: str) -> tuple[str, float]:
     except (ValueError, TypeError):
         stamp = 0.0
     return (kind if isinstance(kind, str) else ""), stamp
+
+
+def _import_approval(tx: Tx, project_id: str, path: Path, now: float) -> None:
+    """One old approval file: its request as the session's open one, and its decision."""
+    raw = _read(path, ErrorCode.APPROVAL_CORRUPT)
+    try:
+        data = json.loads(raw)
+        request = dict(data["request"])
+        session_id = _checked_id(path.name[: -len(".json")], request["session_id"])
+        request_id = str(request["request_id"])
+        requested = rows.RequestRow(
+            session_id=session_id,
+            request_id=request_id,
+            job=str(request["job_name"]),
+            workflow=str(request["workflow_name"]),
+            step_ids=json.dumps(request["step_ids"]),
+            shown=json.dumps(request.get("shown", [])),
+            channels="cli dashboard elicitation",
+            mac=request.get("mac"),
+            requested_at=_stamp(request["requested_at"]),
+            body=json.dumps(request),
+        )
+        decision = data.get("decision")
+        decided = None if decision is None else _decision_row(session_id, dict(decision))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise DeepWorkError(
+            f"cannot import approval file {path}: {exc}; fix or delete it",
+            code=ErrorCode.APPROVAL_CORRUPT,
+        ) from None
+    if tx.execute(
+        "SELECT 1 FROM approval_requests WHERE project_id = ? AND request_id = ?",
+        (project_id, request_id),
+    ):
+        return  # imported before a crash kept the file from being renamed
+    rows.open_request(tx, project_id, requested, now)
+    if decided is not None:
+        rows.save_decision(tx, project_id, decided)
+
+
+def _decision_row(session_id: str, decision: dict[str, Any]) -> rows.DecisionRow:
+    return rows.DecisionRow(
+        session_id=session_id,
+        request_id=str(decision["request_id"]),
+        approved=bool(decision["approved"]),
+        channel=str(decision["channel"]),
+        actor=str(decision["actor"]),
+        signer=decision.get("signer"),
+        signature=decision.get("signature"),
+        mac=decision.get("mac"),
+        decided_at=_stamp(decision["decided_at"]),
+        body=json.dumps(decision),
+    )

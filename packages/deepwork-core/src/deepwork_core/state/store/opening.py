@@ -24,7 +24,7 @@ from pathlib import Path
 from deepwork_core.base.config import load_config
 from deepwork_core.base.layout import CONFIG_FILE
 from deepwork_core.base.runtime_dir import ensure_tmp_dir
-from deepwork_core.state.store.legacy import import_legacy, legacy_files
+from deepwork_core.state.store.legacy import import_legacy, legacy_approvals, legacy_files
 from deepwork_core.state.store.port import Clock, ProjectRef, Store, wall_clock
 from deepwork_core.state.store.url import default_sqlite_path, default_store_url, parse_store_url
 
@@ -135,7 +135,7 @@ def existing_store(project_root: Path) -> Store | None:
     old files to import), so reading an empty project creates nothing."""
     if store_url(project_root) is None and not default_sqlite_path(project_root).exists():
         sessions, logs = legacy_files(project_root)
-        if not sessions and not logs:
+        if not sessions and not logs and not legacy_approvals(project_root):
             return None
     return shared_store(project_root)
 

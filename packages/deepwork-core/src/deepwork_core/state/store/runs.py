@@ -173,7 +173,7 @@ def session_times(tx: Tx, project_id: str) -> list[tuple[float, str]]:
 def delete_sessions(tx: Tx, project_id: str, session_ids: Iterable[str]) -> None:
     """Delete sessions with their events and approvals."""
     for session_id in session_ids:
-        for table in ("sessions", "events", "approvals"):
+        for table in ("sessions", "events", "approval_requests", "approval_decisions"):
             tx.execute(
                 f"DELETE FROM {table} WHERE project_id = ? AND session_id = ?",  # noqa: S608
                 (project_id, session_id),

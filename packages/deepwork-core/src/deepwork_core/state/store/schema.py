@@ -88,13 +88,54 @@ _V1: Final = (
     "CREATE INDEX review_jobs_by_state ON review_jobs (project_id, state, enqueued_at)",
 )
 
+#: Version 2: approval requests and decisions as rows of their own (the `approvals` table of
+#: version 1 was never written). A request is the server's own record of what it asked: the
+#: step, the shown outputs with their hashes, the channels a human may answer through, its seal;
+#: `state` is `open`, `replaced` (a newer request of the session), `closed` (the server used it)
+#: or `withdrawn` (the run was aborted). A decision (one per request) keeps its seal and its
+#: approver's signature; the server counts it only when those verify (approvals.py).
+_V2: Final = (
+    "DROP TABLE approvals",
+    """CREATE TABLE approval_requests (
+        project_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        request_id TEXT NOT NULL,
+        job TEXT NOT NULL,
+        workflow TEXT NOT NULL,
+        step_ids TEXT NOT NULL,
+        shown TEXT NOT NULL,
+        channels TEXT NOT NULL,
+        mac TEXT,
+        state TEXT NOT NULL,
+        requested_at DOUBLE PRECISION NOT NULL,
+        closed_at DOUBLE PRECISION,
+        body TEXT NOT NULL,
+        PRIMARY KEY (project_id, request_id)
+    )""",
+    "CREATE INDEX requests_by_session ON approval_requests (project_id, session_id, state)",
+    """CREATE TABLE approval_decisions (
+        project_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        request_id TEXT NOT NULL,
+        approved INTEGER NOT NULL,
+        channel TEXT NOT NULL,
+        actor TEXT NOT NULL,
+        signer TEXT,
+        signature TEXT,
+        mac TEXT,
+        decided_at DOUBLE PRECISION NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (project_id, request_id)
+    )""",
+)
+
 #: What the list of runs shows comes from columns, not from the session documents: the goal,
 #: the current steps (a JSON array), the parent run, whether the run is a `for_each` instance and
 #: whether it waits for an approval. `runs_by_update` covers the list of every project's runs
 #: (read from the index alone, never from the rows and their documents); `runs_by_start` pages
 #: one project's runs as the dashboard lists them. The columns of existing rows are filled from
 #: their documents by `fill_run_columns` below.
-_V2: Final = (
+_V3: Final = (
     "ALTER TABLE sessions ADD COLUMN goal TEXT NOT NULL DEFAULT ''",
     "ALTER TABLE sessions ADD COLUMN steps TEXT NOT NULL DEFAULT '[]'",
     "ALTER TABLE sessions ADD COLUMN parent_session_id TEXT",
@@ -107,9 +148,9 @@ _V2: Final = (
 )
 
 #: Migration n (1-based) as its statements.
-MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (_V1, _V2)
+MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (_V1, _V2, _V3)
 #: The migrations after which rows written before need columns filled from their documents.
-FILLS_RUN_COLUMNS: Final = frozenset({2})
+FILLS_RUN_COLUMNS: Final = frozenset({3})
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 
 

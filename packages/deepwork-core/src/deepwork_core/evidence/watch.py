@@ -1,0 +1,498 @@
+"""The change watch: which files were written since a snapshot, without a `git status`.
+
+A `git status` of a repository of 10,000 files costs tens of milliseconds; the scope guard needs
+one at every checkpoint. A `ChangeWatch` asks the kernel (Linux inotify) to report every change
+under the project instead, so a checkpoint only looks at the files written since its step began
+(docs/evidence.md, "The change watch").
+
+The watch is a shortcut, never the judge: `touched_since` answers None, and the scope guard runs
+`git status` as before, whenever the watch cannot be trusted:
+
+- it is not running (not Linux, not a plain git work tree, a nested repository, too many folders
+  for the kernel's watch limit) or was started after the snapshot it is asked about;
+- the kernel's event queue overflowed, a folder was moved or renamed, or the project folder
+  itself went away;
+- git's own files changed (a commit, `git add`, a checkout: anything that moves HEAD or the
+  index) or a `.gitignore` / `.gitattributes` changed;
+- a touched file needs git's view that the watch does not hold (an ignore check that fails, a
+  file marked assume-unchanged or skip-worktree).
+
+The kernel queues an event before the write that caused it returns, so reading the queue at a
+checkpoint sees every change made before the call: there is no delay to wait out. Like git's own
+file-system monitor, the watch does not see writes through a shared memory mapping, nor changes
+made by another machine on a network file system. Events are read only when a snapshot is taken
+or compared; nothing runs in the background.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import hashlib
+import os
+import secrets
+import select
+import stat
+import struct
+import subprocess
+import sys
+import threading
+import time
+import weakref
+from pathlib import Path
+
+from deepwork_core.base.errors import DeepWorkError
+from deepwork_core.base.git import git_env, run_git
+from deepwork_core.base.layout import TMP_DIR
+from deepwork_core.evidence.ignore_rules import IgnoreRules
+
+# inotify(7)
+_IN_MODIFY, _IN_ATTRIB, _IN_CLOSE_WRITE = 0x2, 0x4, 0x8
+_IN_MOVED_FROM, _IN_MOVED_TO, _IN_CREATE, _IN_DELETE = 0x40, 0x80, 0x100, 0x200
+_IN_DELETE_SELF, _IN_MOVE_SELF, _IN_Q_OVERFLOW, _IN_IGNORED = 0x400, 0x800, 0x4000, 0x8000
+_IN_ONLYDIR, _IN_DONT_FOLLOW, _IN_ISDIR = 0x01000000, 0x02000000, 0x40000000
+_MASK = (
+    _IN_MODIFY | _IN_ATTRIB | _IN_CLOSE_WRITE | _IN_MOVED_FROM | _IN_MOVED_TO | _IN_CREATE
+    | _IN_DELETE | _IN_DELETE_SELF | _IN_MOVE_SELF | _IN_ONLYDIR | _IN_DONT_FOLLOW
+)  # fmt: skip
+_EVENT = struct.Struct("iIII")
+#: Folders one watch follows at most; a larger tree keeps using `git status`.
+MAX_FOLDERS = 50_000
+#: Touched paths remembered at most before the watch starts over (the next check runs git).
+MAX_TOUCHED = 100_000
+#: Paths one ignore check asks git about at most (more: `git status` instead).
+MAX_IGNORE_CHECK = 500
+#: Bound of one exchange with the `git check-ignore` helper.
+IGNORE_TIMEOUT = 5.0
+_RULE_FILES = frozenset({".gitignore", ".gitattributes"})
+_RUNTIME = TMP_DIR + "/"
+#: (mode, object id) of a tracked file as the index holds it; mode "" for a special entry.
+IndexEntry = tuple[str, str]
+
+
+class ChangeWatch:
+    """Watches one project folder in a git work tree. Thread-safe; `start` before use."""
+
+    def __init__(self, project_root: Path, *, global_excludes: Path | None = None) -> None:
+        """`global_excludes`: the user's ignore file when `core.excludesFile` is not set (git's
+        default, `$XDG_CONFIG_HOME/git/ignore`); unknown, every new file is asked of git."""
+        self.root = project_root.resolve()
+        self._global_excludes = global_excludes
+        self._rule_files: set[Path] = set()
+        self._rules: IgnoreRules | None = None
+        self._ident = secrets.token_hex(6)
+        self._lock = threading.Lock()
+        self._setup_lock = threading.Lock()
+        self._handles = _Handles(_IgnoreChecker(self.root))
+        self._live = False
+        self._dirs: dict[int, str] = {}  # watch descriptor -> project-relative folder ("" top)
+        self._git_dirs: dict[int, Path] = {}  # watch descriptor -> a folder of git's own
+        self._epoch = 1
+        self._valid_from = 1  # tokens of an earlier epoch are not trusted
+        self._touched: dict[str, int] = {}
+        self._index: dict[str, IndexEntry] = {}
+        self._index_stale = False
+        self._excludes_known = False
+        self._ignored: dict[str, bool] = {}  # path -> whether git ignores it, as last asked
+        self._ignore = self._handles.ignore
+        weakref.finalize(self, self._handles.release)
+
+    # --- life -----------------------------------------------------------------------------
+
+    def start(self) -> bool:
+        """Set the watch up (one walk of the tree and three git calls); True when it is live.
+
+        Safe to run in a thread of its own: until it is done the scope guard uses `git status`.
+        """
+        with self._setup_lock:
+            if self._live or self._handles.fd >= 0:
+                return self._live
+            try:
+                ready = self._set_up()
+            except (OSError, subprocess.SubprocessError, ValueError, DeepWorkError):
+                ready = False
+            with self._lock:
+                if ready:
+                    self._live = True
+                else:
+                    self._close_fd()
+            return ready
+
+    def close(self) -> None:
+        """Stop watching (the scope guard goes back to `git status`)."""
+        with self._lock:
+            self._live = False
+            self._close_fd()
+            self._ignore.close()
+
+    @property
+    def live(self) -> bool:
+        return self._live
+
+    # --- the scope guard's questions --------------------------------------------------------
+
+    def mark(self) -> str | None:
+        """A token for a snapshot being taken now, or None when the watch cannot vouch for the
+        changes after it. Call it before reading the repository."""
+        with self._lock:
+            if not self._drain():
+                return None
+            if self._index_stale:
+                try:
+                    self._load_index()
+                except (OSError, ValueError, DeepWorkError):
+                    self._live = False  # the guard goes on with `git status` alone
+                    return None
+            return self._issue()
+
+    def touched_since(self, token: str | None) -> tuple[set[str], str] | None:
+        """The project-relative files written since the snapshot of `token`, and the token of
+        a snapshot taken now; None when only `git status` can tell."""
+        ident, _, epoch_text = (token or "").partition(":")
+        if ident != self._ident or not epoch_text.isdigit():
+            return None
+        epoch = int(epoch_text)
+        with self._lock:
+            if not self._drain() or epoch < self._valid_from or self._index_stale:
+                return None
+            touched = {path for path, seen in self._touched.items() if seen > epoch}
+            return touched, self._issue()
+
+    def index_entry(self, path: str) -> IndexEntry | None:
+        """The index's (mode, object id) of a tracked file; None when it is not tracked."""
+        with self._lock:
+            return self._index.get(path)
+
+    def ignored(self, paths: list[str]) -> set[str] | None:
+        """Which `paths` git ignores; None when the check failed (ask `git status`). Answers
+        are kept until the ignore rules may have changed."""
+        with self._lock:
+            if self._rules is None:
+                self._rules = IgnoreRules(self._rule_files, complete=self._excludes_known)
+            unknown = [path for path in paths if path not in self._ignored]
+            self._ignored.update((p, False) for p in unknown if not self._rules.may_ignore(p))
+            ask = [path for path in unknown if path not in self._ignored]
+            if len(ask) > MAX_IGNORE_CHECK:
+                return None
+            answer = self._ignore.check(ask)
+            if answer is None:
+                return None
+            if len(self._ignored) + len(ask) > MAX_TOUCHED:
+                self._ignored.clear()
+            self._ignored.update((path, path in answer) for path in ask)
+            return {path for path in paths if self._ignored.get(path, path in answer)}
+
+    # --- inside ---------------------------------------------------------------------------
+
+    def _issue(self) -> str:
+        token = f"{self._ident}:{self._epoch}"
+        self._epoch += 1
+        return token
+
+    def _reset(self) -> None:
+        """Forget what was seen: no earlier token is trusted any more."""
+        self._touched.clear()
+        self._ignored.clear()
+        self._rules = None  # read the ignore files again
+        self._ignore.close()  # and a fresh `git check-ignore` reads the rules and index again
+        self._valid_from = self._epoch  # a token issued from now on is trusted again
+
+    def _set_up(self) -> bool:
+        if not sys.platform.startswith("linux"):
+            return False
+        shown = run_git(["rev-parse", "--show-toplevel", "--absolute-git-dir"], cwd=self.root)
+        top, git_dir = (Path(line) for line in shown.stdout.splitlines()[:2])
+        if git_dir != top / ".git" or not git_dir.is_dir():
+            return False  # a linked work tree or a separate git folder: not followed
+        listed = run_git(
+            ["ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"],
+            cwd=self.root,
+        ).stdout
+        ignored = {entry.rstrip("/") for entry in listed.split("\0") if entry.endswith("/")}
+        self._load_index()
+        self._note_rule_files(top, git_dir)
+        self._handles.fd = _inotify().inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        if self._handles.fd < 0:
+            return False
+        self._add_git_folder(git_dir, recursive=False)
+        for below in ("refs", "logs", "info"):
+            self._add_git_folder(git_dir / below, recursive=True)
+        return self._watch_tree("", ignored, skip_git=top == self.root) is not None
+
+    def _note_rule_files(self, top: Path, git_dir: Path) -> None:
+        """The ignore files above the project, git's own and the user's (the tree's own are
+        noted as the tree is walked)."""
+        above = [folder for folder in self.root.parents if folder.is_relative_to(top)]
+        self._rule_files.update(folder / ".gitignore" for folder in above)
+        self._rule_files.add(git_dir / "info" / "exclude")
+        configured = run_git(["config", "--path", "--get", "core.excludesFile"], cwd=self.root,
+                             check=False).stdout.strip()  # fmt: skip
+        excludes = Path(configured) if configured else self._global_excludes
+        self._excludes_known = excludes is not None
+        if excludes is not None:
+            self._rule_files.add(excludes if excludes.is_absolute() else self.root / excludes)
+
+    def _add_git_folder(self, folder: Path, *, recursive: bool) -> None:
+        """Watch a folder of git's own (HEAD, the index, refs, reflogs, excludes): any change
+        there means git's view moved."""
+        if not folder.is_dir():
+            return
+        for found, _, _ in os.walk(folder) if recursive else [(str(folder), [], [])]:
+            self._git_dirs[self._add(Path(found), None)] = Path(found)
+
+    def _watch_tree(self, relative: str, ignored: set[str], *, skip_git: bool) -> list[str] | None:
+        """Watch `relative` and the folders below it (not ignored ones); return the files found
+        there, or None when the tree cannot be watched (a nested repository, too many folders)."""
+        files: list[str] = []
+        for current, dirnames, filenames in os.walk(self.root / relative):
+            rel = Path(current).relative_to(self.root).as_posix()
+            rel = "" if rel == "." else rel
+            if ".git" in dirnames or ".git" in filenames:
+                if not (skip_git and rel == "" and ".git" in dirnames):
+                    return None  # a nested repository or submodule: git's view is its own
+                dirnames.remove(".git")
+            dirnames[:] = [d for d in dirnames if not _skipped(_join(rel, d), ignored)]
+            if len(self._dirs) >= MAX_FOLDERS:
+                return None
+            self._add(Path(current), rel)
+            files.extend(_join(rel, name) for name in filenames)
+            if ".gitignore" in filenames:
+                self._rule_files.add(Path(current) / ".gitignore")
+        return files
+
+    def _add(self, folder: Path, relative: str | None) -> int:
+        wd = int(_inotify().inotify_add_watch(self._handles.fd, os.fsencode(folder), _MASK))
+        if wd < 0:
+            raise OSError(ctypes.get_errno(), f"inotify_add_watch {folder}")
+        if relative is not None:
+            self._dirs[wd] = relative
+        return wd
+
+    def _load_index(self) -> None:
+        listed = run_git(["ls-files", "-s", "-v", "-z"], cwd=self.root).stdout
+        index: dict[str, IndexEntry] = {}
+        for record in listed.split("\0"):
+            if not record:
+                continue
+            head, _, path = record.partition("\t")
+            tag, mode, oid, stage = head.split(" ")
+            special = tag != "H" or stage != "0"  # assume-unchanged, skip-worktree, unmerged
+            index[path] = ("" if special else mode, oid)
+        self._index, self._index_stale = index, False
+
+    def _drain(self) -> bool:
+        """Read the queued events into the touched set; False when the watch is not live."""
+        if not self._live:
+            return False
+        pending: list[str] = []
+        while True:
+            try:
+                data = os.read(self._handles.fd, 256 * 1024)
+            except BlockingIOError:
+                break
+            except OSError:
+                self._live = False
+                return False
+            self._events(data, pending)
+        for folder in pending:
+            self._new_folder(folder)
+        if len(self._touched) > MAX_TOUCHED:
+            self._reset()
+        return self._live
+
+    def _events(self, data: bytes, new_folders: list[str]) -> None:
+        offset = 0
+        while offset < len(data):
+            wd, mask, _cookie, length = _EVENT.unpack_from(data, offset)
+            offset += _EVENT.size
+            name = os.fsdecode(data[offset : offset + length].rstrip(b"\0"))
+            offset += length
+            if mask & _IN_Q_OVERFLOW or wd in self._git_dirs:
+                self._reset()
+                self._git_event(wd, mask, name)
+                continue
+            folder = self._dirs.get(wd)
+            if folder is None:
+                continue  # a folder no longer watched
+            if mask & _IN_IGNORED:
+                del self._dirs[wd]
+                continue
+            if mask & (_IN_DELETE_SELF | _IN_MOVE_SELF):
+                if folder == "":
+                    self._live = False  # the project folder itself went away
+                continue
+            path = _join(folder, name)
+            if path.startswith(_RUNTIME) or path == TMP_DIR:
+                continue
+            if mask & _IN_ISDIR:
+                if mask & _IN_MOVED_FROM:
+                    self._reset()  # its files moved without an event each
+                elif mask & (_IN_CREATE | _IN_MOVED_TO):
+                    new_folders.append(path)
+                continue
+            if name in _RULE_FILES:
+                self._rule_files.add(self.root / path)
+                self._reset()
+            self._touched[path] = self._epoch
+
+    def _git_event(self, wd: int, mask: int, name: str) -> None:
+        """git's view moved: reload the index before trusting the watch again, and follow a
+        new folder of refs."""
+        self._index_stale = True
+        git_folder = self._git_dirs.get(wd)
+        if git_folder is not None and mask & _IN_ISDIR and mask & (_IN_CREATE | _IN_MOVED_TO):
+            try:
+                self._add_git_folder(git_folder / name, recursive=True)
+            except OSError:
+                self._live = False
+
+    def _new_folder(self, relative: str) -> None:
+        """A folder appeared: watch it unless git ignores it, and count its files as touched."""
+        answer = self._ignore.check([relative + "/"])
+        if answer is None:
+            self._reset()
+            return
+        if answer:
+            return
+        try:
+            files = self._watch_tree(relative, set(), skip_git=False)
+        except OSError:
+            files = None
+        if files is None:
+            self._live = False  # a nested repository, or too large: git status from now on
+            return
+        for path in files:
+            self._touched[path] = self._epoch
+        for path in files:
+            if path.rsplit("/", 1)[-1] in _RULE_FILES:
+                self._reset()
+
+    def _close_fd(self) -> None:
+        self._handles.close_fd()
+        self._dirs.clear()
+        self._git_dirs.clear()
+
+
+def clean_in_index(entry: IndexEntry, file: Path) -> bool:
+    """True when `file` holds exactly what the index's `entry` records (mode and bytes), so
+    `git status` would not list it."""
+    mode, oid = entry
+    if mode not in ("100644", "100755"):
+        return False
+    try:
+        info = os.lstat(file)
+        if not stat.S_ISREG(info.st_mode) or bool(info.st_mode & 0o100) != (mode == "100755"):
+            return False
+        data = file.read_bytes()
+    except OSError:
+        return False
+    digest = hashlib.sha1 if len(oid) == 40 else hashlib.sha256
+    return digest(b"blob %d\0" % len(data) + data).hexdigest() == oid
+
+
+class _IgnoreChecker:
+    """A long-lived `git check-ignore --stdin`: asks git's ignore rules without a new process."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def check(self, paths: list[str]) -> set[str] | None:
+        if not paths:
+            return set()
+        try:
+            process = self._process()
+            assert process.stdin is not None
+            assert process.stdout is not None
+            process.stdin.write(b"".join(os.fsencode(p) + b"\0" for p in paths))
+            process.stdin.flush()
+            fields = _read_fields(process.stdout.fileno(), 4 * len(paths))
+        except (OSError, subprocess.SubprocessError, TimeoutError):
+            self.close()
+            return None
+        ignored: set[str] = set()
+        for i, path in enumerate(paths):
+            source, _line, pattern = fields[4 * i : 4 * i + 3]
+            if source and not pattern.startswith("!"):  # a `!` pattern matched: not ignored
+                ignored.add(path)
+        return ignored
+
+    def _process(self) -> subprocess.Popen[bytes]:
+        if self.process is None or self.process.poll() is not None:
+            self.close()
+            self.process = subprocess.Popen(
+                ["git", "check-ignore", "--stdin", "-z", "-v", "-n"],
+                cwd=self.root,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=git_env(),
+            )
+        return self.process
+
+    def close(self) -> None:
+        process, self.process = self.process, None
+        if process is not None:
+            _stop(process)
+
+
+def _read_fields(fd: int, count: int) -> list[str]:
+    """`count` NUL-terminated fields from `fd`, within `IGNORE_TIMEOUT`."""
+    deadline = time.monotonic() + IGNORE_TIMEOUT
+    data = b""
+    while data.count(b"\0") < count:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            raise TimeoutError("git check-ignore did not answer")
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            raise OSError(errno.EPIPE, "git check-ignore ended")
+        data += chunk
+    return [os.fsdecode(field) for field in data.split(b"\0")[:count]]
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    for stream in (process.stdin, process.stdout):
+        if stream is not None:
+            stream.close()
+    if process.poll() is None:
+        process.kill()
+    process.wait()
+
+
+class _Handles:
+    """What a watch holds open (released when the watch is closed or collected)."""
+
+    def __init__(self, ignore: _IgnoreChecker) -> None:
+        self.fd = -1
+        self.ignore = ignore
+
+    def close_fd(self) -> None:
+        fd, self.fd = self.fd, -1
+        if fd >= 0:
+            os.close(fd)
+
+    def release(self) -> None:
+        self.close_fd()
+        self.ignore.close()
+
+
+def _join(folder: str, name: str) -> str:
+    return f"{folder}/{name}" if folder else name
+
+
+def _skipped(relative: str, ignored: set[str]) -> bool:
+    return relative in ignored or relative == TMP_DIR or relative.startswith(_RUNTIME)
+
+
+_LIBC: ctypes.CDLL | None = None
+
+
+def _inotify() -> ctypes.CDLL:
+    global _LIBC
+    if _LIBC is None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.inotify_init1.argtypes = [ctypes.c_int]
+        libc.inotify_add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
+        _LIBC = libc
+    return _LIBC

@@ -1,0 +1,190 @@
+"""Approval requests and decisions in the store, on SQLite and on a real PostgreSQL: what the
+server asked, decisions with their seals and signatures, withdrawal, a row written into the
+database by hand, and the old `approvals/<id>.json` files imported with their seals."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from deepwork_core.base.layout import APPROVALS_DIR, EVENTS_DIR
+from deepwork_core.evidence.hashes import ShownOutput, sha256_file
+from deepwork_core.state.approval_seal import REQUEST_LABEL, ApprovalKey, request_fields
+from deepwork_core.state.approval_signatures import ApproverSigner, TrustedApprovers, public_line
+from deepwork_core.state.approvals import (
+    ApprovalChannel,
+    ApprovalDecision,
+    ApprovalError,
+    ApprovalRecord,
+    ApprovalRequest,
+    ApprovalStore,
+    approval_event,
+    record_decision,
+    seal_fields,
+)
+from deepwork_core.state.events import event_line
+from deepwork_core.state.store.opening import close_shared_stores, shared_store, use_store_url
+
+from tests.fixtures.state_rows import insert_decision_by_hand
+
+SID = "sess_rows1"
+WHEN = datetime(2026, 11, 23, 22, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def root(store_url: str | None, tmp_path: Path) -> Iterator[Path]:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "plan.md").write_text("the plan\n")
+    use_store_url(project, store_url)
+    yield project
+    close_shared_stores()
+
+
+def request(root: Path, request_id: str = "req-1") -> ApprovalRequest:
+    return ApprovalRequest(
+        request_id=request_id,
+        session_id=SID,
+        job_name="approved",
+        workflow_name="main",
+        step_ids=["plan"],
+        prompt="Is the plan right?",
+        shown=[ShownOutput(output="plan", path="plan.md", sha256=sha256_file(root, "plan.md"))],
+        requested_at=WHEN,
+    )
+
+
+def decide(store: ApprovalStore) -> ApprovalRecord:
+    return record_decision(
+        store,
+        SID,
+        approved=True,
+        comment="fine",
+        channel=ApprovalChannel.DASHBOARD,
+        actor="alice@laptop",
+        terminal=None,
+        now=WHEN,
+    )
+
+
+def rows(root: Path, sql: str) -> list[tuple[object, ...]]:
+    store = shared_store(root)
+    with store.read() as tx:
+        return [tuple(r) for r in tx.execute(sql)]
+
+
+def test_the_request_is_the_servers_record_and_its_decision_is_kept(
+    root: Path, tmp_path: Path
+) -> None:
+    store = ApprovalStore(root, ApprovalKey(tmp_path / "keys" / "p.key"))
+    store.open_request(request(root))
+    [asked] = rows(
+        root,
+        "SELECT request_id, session_id, step_ids, shown, channels, state FROM approval_requests",
+    )
+    assert asked[:2] == ("req-1", SID)
+    assert json.loads(str(asked[2])) == ["plan"]
+    assert json.loads(str(asked[3]))[0]["sha256"] == sha256_file(root, "plan.md")
+    assert asked[4:] == ("cli dashboard elicitation", "open")
+
+    decide(store)
+    [decision] = rows(
+        root, "SELECT request_id, approved, channel, actor, mac FROM approval_decisions"
+    )
+    assert decision[:4] == ("req-1", 1, "dashboard", "alice@laptop")
+    assert decision[4]  # sealed
+    verified = store.load_verified(SID)
+    assert verified is not None
+    assert verified.decision is not None
+    assert verified.decision.approved
+
+
+def test_a_new_request_replaces_the_open_one_and_abort_withdraws_it(
+    root: Path, tmp_path: Path
+) -> None:
+    store = ApprovalStore(root, ApprovalKey(tmp_path / "keys" / "p.key"))
+    store.open_request(request(root))
+    store.open_request(request(root, "req-2"))
+    store.clear(SID, withdrawn=True)
+    states = rows(root, "SELECT request_id, state FROM approval_requests ORDER BY request_id")
+    assert states == [("req-1", "replaced"), ("req-2", "withdrawn")]
+    assert store.load(SID) is None
+    with pytest.raises(ApprovalError) as caught:
+        decide(store)
+    assert caught.value.code == "approval.none_pending"
+
+
+def test_a_decision_inserted_with_plain_sql_is_refused(
+    root: Path, tmp_path: Path, store_url: str | None
+) -> None:
+    alice = ApproverSigner("alice", tmp_path / "state" / "alice.key")
+    alice.create()
+    (root / ".deepwork" / "approvers").mkdir(parents=True)
+    (root / ".deepwork" / "approvers" / "alice.pub").write_text(public_line(alice.public_key()))
+    key = ApprovalKey(tmp_path / "keys" / "p.key")
+    server = ApprovalStore(root, key, trusted=TrustedApprovers(root / ".deepwork" / "approvers"))
+    opened = server.open_request(request(root))
+    forged = {
+        "request_id": "req-1",
+        "approved": True,
+        "decided_at": WHEN.isoformat(),
+        "channel": "dashboard",
+        "actor": "mallory@ci",
+        "shown": [s.model_dump(mode="json") for s in opened.request.shown],
+        "signer": "alice",
+        "signature": "AAAA",
+    }
+    insert_decision_by_hand(root, store_url, SID, forged)
+
+    with pytest.raises(ApprovalError) as caught:
+        server.load_verified(SID)
+    assert caught.value.code == "approval.unverified"
+    assert "does not verify" in caught.value.message
+    # The human's real, signed decision replaces the forgery and counts.
+    decide(ApprovalStore(root, key, trusted=server.trusted, signer=alice))
+    record = server.load_verified(SID)
+    assert record is not None
+    assert record.decision is not None
+    assert record.decision.actor == "alice@laptop"
+
+
+def _old_files(root: Path, key: ApprovalKey) -> None:
+    """What the file-based DeepWork left: a sealed request, its sealed decision, its event."""
+    asked = request(root)
+    asked = asked.model_copy(update={"mac": key.mac(request_fields(asked), REQUEST_LABEL)})
+    decision = ApprovalDecision(
+        request_id="req-1",
+        approved=True,
+        comment="ok",
+        decided_at=WHEN,
+        channel=ApprovalChannel.CLI,
+        actor="alice@laptop",
+        terminal="/dev/pts/1",
+        shown=list(asked.shown),
+    )
+    decision = decision.model_copy(update={"mac": key.mac(seal_fields(SID, asked, decision))})
+    folder = root / APPROVALS_DIR
+    folder.mkdir(parents=True)
+    record = ApprovalRecord(request=asked, decision=decision)
+    (folder / f"{SID}.json").write_text(record.model_dump_json(indent=2))
+    (root / EVENTS_DIR).mkdir(parents=True)
+    line = event_line(approval_event(SID, asked, decision))
+    (root / EVENTS_DIR / f"{SID}.jsonl").write_text(line + "\n")
+
+
+def test_old_approval_files_are_imported_with_their_seals(root: Path, tmp_path: Path) -> None:
+    key = ApprovalKey(tmp_path / "keys" / "p.key")
+    _old_files(root, key)
+    record = ApprovalStore(root, key).load_verified(SID)  # the first open imports
+    assert record is not None
+    assert record.decision is not None
+    assert record.decision.terminal == "/dev/pts/1"
+    assert record.decision.mac is not None
+    old = root / APPROVALS_DIR / f"{SID}.json"
+    assert not old.exists()
+    assert old.with_name(old.name + ".imported").is_file()
+    [(state,)] = rows(root, "SELECT state FROM approval_requests")
+    assert state == "open"

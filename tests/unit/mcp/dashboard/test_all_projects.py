@@ -1,0 +1,50 @@
+"""The All projects page (docs/dashboard.md, docs/team.md): every run of every project in the
+store, with where it runs; and a decision sent to another project of a store that is not shared
+is refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from deepwork_core.state.store.opening import project_ref
+from starlette.testclient import TestClient
+
+from tests.fixtures.state_rows import approval_json
+
+from .conftest import TOKEN, Waiting, client_for, waiting_project
+
+
+def test_the_page_lists_every_run_of_the_store_with_its_project_and_machine(
+    waiting: Waiting, client: TestClient
+) -> None:
+    page = client.get("/all").text
+    assert "<th>Project</th><th>Machine</th><th>Branch</th><th>Agent</th>" in page
+    assert waiting.session_id in page
+    assert str(waiting.root) in page
+    assert project_ref(waiting.root).machine in page
+    assert 'href="/all"' in client.get("/").text
+
+
+def test_an_empty_project_lists_nothing(tmp_path: Path) -> None:
+    root = tmp_path / "empty"
+    (root / ".deepwork").mkdir(parents=True)
+    with client_for(root) as client:
+        assert "The store holds no run yet." in client.get("/all").text
+
+
+def test_a_decision_for_another_project_needs_a_shared_store(tmp_path: Path) -> None:
+    here = waiting_project(tmp_path / "here")
+    request_id = approval_json(here.root, here.session_id)["request"]["request_id"]
+    with client_for(here.root) as client:
+        answer = client.post(
+            f"/approvals/{here.session_id}",
+            data={
+                "token": TOKEN,
+                "request_id": request_id,
+                "decision": "approve",
+                "project": "0123456789abcdef",
+            },
+        )
+    assert answer.status_code == 409
+    assert "approval.none_pending" in answer.text
+    assert approval_json(here.root, here.session_id)["decision"] is None
