@@ -193,9 +193,8 @@ def run_row(project_root: Path, session: Session) -> RunRow:
 
 def run_tree(store: SessionStore, *, limit: int = RUNS_PER_PAGE, offset: int = 0) -> list[RunRow]:
     """One page of runs, newest start first, each nested run under its parent when both are on
-    the page (a run whose parent is not stays on top). One indexed query of the store's list
-    columns (`project_runs`); no session document is read. Instances of a fanned-out step are
-    listed on their parent's page, not here."""
+    the page (else on top): one indexed query of the store's list columns (`project_runs`), no
+    session document read. Instances of a fanned-out step are listed on their parent's page."""
     db = existing_store(store.project_root)
     if db is None:
         return []
@@ -219,10 +218,8 @@ def run_tree(store: SessionStore, *, limit: int = RUNS_PER_PAGE, offset: int = 0
 
 
 def _listed_row(run: ProjectRun, children: list[RunRow]) -> RunRow:
-    if run.status == SessionStatus.ACTIVE.value:
-        status = RunStatus.AWAITING_APPROVAL if run.awaiting_approval else RunStatus.ACTIVE
-    else:
-        status = RunStatus(run.status)
+    active = RunStatus.AWAITING_APPROVAL if run.awaiting_approval else RunStatus.ACTIVE
+    status = active if run.status == SessionStatus.ACTIVE.value else RunStatus(run.status)
     last = run.last_event_at
     return RunRow(
         session_id=run.session_id,
