@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -53,10 +53,12 @@ from deepwork_core.state.store.runs import (
     SessionRow,
     load_body,
     read_stacks,
+    read_stacks_and_tops,
     save_session,
     session_times,
     write_stack,
 )
+from deepwork_core.state.store.schema import ListColumns
 
 SCHEMA_VERSION: Literal[1] = 1
 
@@ -68,8 +70,6 @@ DEFAULT_KEEP_FINISHED = 200
 _PRUNE_INTERVAL_S = 300.0
 
 OutputValue = str | list[str]
-
-_M = TypeVar("_M", bound=BaseModel)
 
 
 def utc_now() -> datetime:
@@ -343,13 +343,14 @@ class StateTransaction:
         self.db = db
         self._stacks: Stacks | None = None
         self._sessions: dict[str, Session] = {}
+        self._prefetched: dict[str, str] = {}  # the stacks' top documents, read with them
         #: True once a stack changed (the marker file is rewritten before the commit).
         self.stacks_changed = False
 
     def stacks(self) -> Stacks:
         """Every non-empty stack's ids by agent id (None: the main stack, first)."""
         if self._stacks is None:
-            self._stacks = read_stacks(self.db, self._project_id)
+            self._stacks, self._prefetched = read_stacks_and_tops(self.db, self._project_id)
         return {agent: list(ids) for agent, ids in self._stacks.items()}
 
     def stack_ids(self, agent_id: str | None = None) -> list[str]:
@@ -371,7 +372,8 @@ class StateTransaction:
         cached = self._sessions.get(session_id)
         if cached is not None:
             return cached
-        body = load_body(self.db, self._project_id, check_session_id(session_id))
+        checked = check_session_id(session_id)
+        body = self._prefetched.pop(checked, None) or load_body(self.db, self._project_id, checked)
         if body is None:
             raise SessionError(
                 f"there is no session {session_id!r}; use a session_id returned by "
@@ -379,7 +381,7 @@ class StateTransaction:
                 code=ErrorCode.SESSION_NOT_FOUND,
             )
         where = f"session {session_id!r} in store {self._store.display}"
-        session = _validate(Session, _parse_json(body, where), where)
+        session = _session_from(body, where)
         if session.session_id != session_id:
             raise SessionError(
                 f"{where} holds session {session.session_id!r}",
@@ -399,6 +401,13 @@ class StateTransaction:
             started_at=session.started_at.timestamp(),
             completed_at=session.completed_at.timestamp() if session.completed_at else None,
             body=session.model_dump_json(),
+            listed=ListColumns(
+                session.goal,
+                json.dumps(session.current_step_ids),
+                session.parent_session_id,
+                session.instance_of is not None,
+                session.pending_approval is not None,
+            ),
         )
         save_session(self.db, self._project_id, self._store.project.machine, row, self._store.now())
         self._sessions[session.session_id] = session
@@ -457,16 +466,19 @@ class StateTransaction:
         return session
 
 
-def _parse_json(text: str, where: str) -> Any:
+def _session_from(body: str, where: str) -> Session:
+    """A stored session, parsed straight from its JSON (three times faster than `json.loads`
+    first); a body that fails that way is parsed again step by step, naming the fault."""
+    with contextlib.suppress(ValidationError):
+        session = Session.model_validate_json(body)
+        if "schema_version" in session.model_fields_set:
+            return session
     try:
-        return json.loads(text)
+        data = json.loads(body)
     except json.JSONDecodeError as exc:
         raise SessionError(
             f"{where} is not valid JSON ({exc})", code=ErrorCode.SESSION_STATE_CORRUPT
         ) from None
-
-
-def _validate(model: type[_M], data: Any, where: str) -> _M:
     version = data.get("schema_version") if isinstance(data, dict) else None
     if version != SCHEMA_VERSION:
         raise SessionError(
@@ -475,7 +487,7 @@ def _validate(model: type[_M], data: Any, where: str) -> _M:
             code=ErrorCode.SESSION_STATE_CORRUPT,
         )
     try:
-        return model.model_validate(data)
+        return Session.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         at = ".".join(str(p) for p in first["loc"]) or "<top>"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Final
@@ -29,7 +29,7 @@ from deepwork_core.state.review_usage import ReviewUsage, sum_usage
 from deepwork_core.state.sessions import Session, SessionStatus, SessionStore
 from deepwork_core.state.store.approval_rows import undecided_requests
 from deepwork_core.state.store.opening import existing_store
-from deepwork_core.state.store.runs import StoredRun, list_runs
+from deepwork_core.state.store.runs import ProjectRun, StoredRun, list_runs, project_runs
 from pydantic import BaseModel, ConfigDict, Field
 
 from deepwork_mcp.dashboard.graph_svg import StepState, graph_svg
@@ -42,6 +42,8 @@ MAX_PREVIEW_BYTES: Final = 1024 * 1024
 PREVIEW_CHARS: Final = 4000
 #: Characters of one timeline line.
 SUMMARY_CHARS: Final = 300
+#: Runs on one page of the list (newest first; `?page=2` shows the next ones).
+RUNS_PER_PAGE: Final = 100
 
 
 class RunStatus(StrEnum):
@@ -189,26 +191,49 @@ def run_row(project_root: Path, session: Session) -> RunRow:
     )
 
 
-def run_tree(store: SessionStore) -> list[RunRow]:
-    """The runs, newest first, each nested run under its parent (an orphan stays on top)."""
-    # Instances of a fanned-out step are listed on their parent's page, not as runs.
-    sessions = [s for s in all_sessions(store) if s.instance_of is None]
-    known = {s.session_id for s in sessions}
-    children: dict[str, list[Session]] = {}
-    roots: list[Session] = []
-    for session in sessions:
-        parent = session.parent_session_id
-        if parent is not None and parent in known and parent != session.session_id:
-            children.setdefault(parent, []).append(session)
+def run_tree(store: SessionStore, *, limit: int = RUNS_PER_PAGE, offset: int = 0) -> list[RunRow]:
+    """One page of runs, newest start first, each nested run under its parent when both are on
+    the page (else on top): one indexed query of the store's list columns (`project_runs`), no
+    session document read. Instances of a fanned-out step are listed on their parent's page."""
+    db = existing_store(store.project_root)
+    if db is None:
+        return []
+    with db.read() as tx:
+        runs = project_runs(tx, db.project.project_id, limit=limit, offset=offset)
+    known = {run.session_id for run in runs}
+    children: dict[str, list[ProjectRun]] = {}
+    roots: list[ProjectRun] = []
+    for run in runs:
+        parent = run.parent_session_id
+        if parent is not None and parent in known and parent != run.session_id:
+            children.setdefault(parent, []).append(run)
         else:
-            roots.append(session)
+            roots.append(run)
 
-    def build(session: Session, depth: int) -> RunRow:
-        row = run_row(store.project_root, session)
-        kids = children.get(session.session_id, []) if depth < 32 else []
-        return row.model_copy(update={"children": [build(k, depth + 1) for k in kids]})
+    def build(run: ProjectRun, depth: int) -> RunRow:
+        kids = children.get(run.session_id, []) if depth < 32 else []
+        return _listed_row(run, [build(kid, depth + 1) for kid in kids])
 
-    return [build(s, 0) for s in roots]
+    return [build(run, 0) for run in roots]
+
+
+def _listed_row(run: ProjectRun, children: list[RunRow]) -> RunRow:
+    active = RunStatus.AWAITING_APPROVAL if run.awaiting_approval else RunStatus.ACTIVE
+    status = active if run.status == SessionStatus.ACTIVE.value else RunStatus(run.status)
+    last = run.last_event_at
+    return RunRow(
+        session_id=run.session_id,
+        job=run.job,
+        workflow=run.workflow,
+        goal=run.goal,
+        agent_id=run.agent,
+        steps=run.steps,
+        status=status,
+        started_at=datetime.fromtimestamp(run.started_at, UTC),
+        last_event_at=datetime.fromtimestamp(last, UTC) if last is not None else None,
+        parent_session_id=run.parent_session_id,
+        children=children,
+    )
 
 
 def step_states(session: Session) -> dict[str, StepState]:
