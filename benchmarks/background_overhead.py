@@ -5,9 +5,9 @@ through the `Reviewer` port, and through `BackgroundReviews.run` (a job enqueued
 project's store, claimed by a worker, its result recorded and read back). The figure is the
 difference of the medians (docs/quality-gate.md, "Background reviews").
 
-The path makes three durable commits (enqueue, claim, result). With the SQLite store's
-`synchronous=FULL` each waits for an fsync, so the figure is also taken with the same store
-at `synchronous=NORMAL` (WAL: still safe against a killed process): the path's own cost.
+The path makes three durable commits (enqueue, claim, result). The SQLite store now runs at
+`synchronous=NORMAL` itself (WAL: safe against a killed process; docs/runtime-layout.md), so
+the two figures measure the same store; the second one sets it explicitly.
 """
 
 from __future__ import annotations

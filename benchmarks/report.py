@@ -48,7 +48,16 @@ BUDGETS: dict[str, Budget] = {
     "background.overhead_no_fsync": Budget(5, "≤ 5 ms", size_dependent=False),
     "fan_out.merge": Budget(2000, "≤ 2,000 ms per merge", size_dependent=False),
     "telemetry.dead_endpoint.added": Budget(5, "≤ 5 ms", size_dependent=False),
+    # Issue 29: the store.
+    "store.sqlite.finished_step": Budget(5, "≤ 5 ms", size_dependent=False),
+    "store.postgresql.finished_step": Budget(10, "≤ 10 ms", size_dependent=False),
+    "store.sqlite.list_runs": Budget(100, "≤ 100 ms"),
+    "store.postgresql.list_runs": Budget(100, "≤ 100 ms"),
+    "store.sqlite.dashboard_page": Budget(100, "≤ 100 ms"),
+    "store.postgresql.dashboard_page": Budget(100, "≤ 100 ms"),
 }
+
+_STORE_FIGURES = ("finished_step", "list_runs", "dashboard_page")
 
 # Every figure the runner produces, in report order (the smoke test checks all are present).
 FIGURE_KEYS: tuple[str, ...] = (
@@ -96,6 +105,7 @@ FIGURE_KEYS: tuple[str, ...] = (
     "telemetry.off.finished_step",
     "telemetry.dead_endpoint.finished_step",
     "telemetry.dead_endpoint.added",
+    *(f"store.{kind}.{what}" for kind in ("sqlite", "postgresql") for what in _STORE_FIGURES),
 )
 
 

@@ -709,6 +709,16 @@ async def telemetry(bench: Bench) -> None:
         added.params.update(off_ms=off.median, dead_endpoint_ms=dead.median)
 
 
+# --- the store on SQLite and PostgreSQL (issue 29) ----------------------------------------------
+
+
+async def store(bench: Bench) -> None:
+    """`finished_step` server side and listing runs, on SQLite and a local PostgreSQL."""
+    from store import store_speed
+
+    await store_speed(bench)
+
+
 Scenario = Callable[[Bench], Awaitable[None]]
 
 # name -> (scenario, the figure-key prefixes it produces)
@@ -725,5 +735,6 @@ SCENARIOS: dict[str, tuple[Scenario, tuple[str, ...]]] = {
     "background": (background, ("background.",)),
     "fan_out": (fan_out_merge, ("fan_out.",)),
     "telemetry": (telemetry, ("telemetry.",)),
+    "store": (store, ("store.",)),
 }
 ALIASES = {"context": "cold_start", "memory": "get_workflows", "nested": "workflows"}

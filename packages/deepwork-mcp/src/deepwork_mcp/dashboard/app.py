@@ -98,10 +98,14 @@ class DashboardRoutes:
         return HTMLResponse(pages.all_runs_page(views.all_runs(self.store)))
 
     def runs(self, request: Request) -> Response:
-        return HTMLResponse(pages.runs_page(views.runs(self.store)))
+        page = _page(request)
+        rows = views.runs(self.store, offset=(page - 1) * views.RUNS_PER_PAGE)
+        return HTMLResponse(pages.runs_page(rows, page, views.RUNS_PER_PAGE))
 
     def runs_fragment(self, request: Request) -> Response:
-        return HTMLResponse(pages.runs_fragment(views.runs(self.store)))
+        page = _page(request)
+        rows = views.runs(self.store, offset=(page - 1) * views.RUNS_PER_PAGE)
+        return HTMLResponse(pages.runs_fragment(rows, page, views.RUNS_PER_PAGE))
 
     def run(self, request: Request) -> Response:
         session_id = str(request.path_params["session_id"])
@@ -222,6 +226,12 @@ class DashboardRoutes:
 
     def script(self, request: Request) -> Response:
         return Response(SCRIPT, media_type="text/javascript")
+
+
+def _page(request: Request) -> int:
+    """The `page` query parameter (1: the newest runs); anything else than a number is 1."""
+    raw = request.query_params.get("page", "1")
+    return max(1, min(int(raw), 1_000_000)) if raw.isdigit() else 1
 
 
 def text_of(exc: DeepWorkError) -> str:

@@ -104,9 +104,22 @@ def _run_rows(rows: Iterable[Run], depth: int) -> list[str]:
     return lines
 
 
-def runs_fragment(rows: list[Run]) -> str:
-    """The table of runs (the part of the page the script refreshes)."""
+def _counted(rows: Iterable[Run]) -> int:
+    return sum(1 + _counted(row.children) for row in rows)
+
+
+def runs_fragment(rows: list[Run], page: int = 1, per_page: int = 0) -> str:
+    """The table of runs (the part of the page the script refreshes), with links to the newer
+    and older pages when there are any."""
+    links = []
+    if page > 1:
+        links.append(f'<a href="/?page={page - 1}">← newer runs</a>')
+    if per_page and _counted(rows) >= per_page:
+        links.append(f'<a href="/?page={page + 1}">older runs →</a>')
+    pager = f'<p class="pager">{" · ".join(links)}</p>' if links else ""
     if not rows:
+        if page > 1:
+            return f'<p class="muted">No older runs.</p>{pager}'
         return '<p class="muted">No workflow has run in this project yet.</p>'
     head = (
         "<thead><tr><th>Job/workflow</th><th>Goal</th><th>Agent</th><th>Current step</th>"
@@ -114,15 +127,17 @@ def runs_fragment(rows: list[Run]) -> str:
         "</tr></thead>"
     )
     rows_html = "".join(_run_rows(rows, 0))
-    return scroll(f'<table class="runs">{head}<tbody>{rows_html}</tbody></table>')
+    return scroll(f'<table class="runs">{head}<tbody>{rows_html}</tbody></table>') + pager
 
 
-def runs_page(rows: list[Run]) -> str:
+def runs_page(rows: list[Run], page: int = 1, per_page: int = 0) -> str:
+    query = f"?page={page}" if page > 1 else ""
     body = (
         "<h1>Runs</h1>"
-        '<p class="muted">Every workflow session of the project, newest first; runs a step '
-        "started are nested under it. The list follows changes by itself.</p>"
-        f'<div id="runs" data-refresh="/fragment/runs">{runs_fragment(rows)}</div>'
+        '<p class="muted">Every workflow session of the project, newest first, a page at a '
+        "time; runs a step started are nested under it. The list follows changes by itself.</p>"
+        f'<div id="runs" data-refresh="/fragment/runs{query}">'
+        f"{runs_fragment(rows, page, per_page)}</div>"
     )
     return layout("Runs", body)
 

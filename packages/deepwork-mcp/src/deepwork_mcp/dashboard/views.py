@@ -31,8 +31,8 @@ from deepwork_core.state.read_model.runs import (
     RunStatus,
     list_runs,
     load_sessions,
+    page_runs,
     run_detail,
-    run_tree,
 )
 from deepwork_core.state.sessions import Session, SessionStatus, SessionStore
 from deepwork_core.state.store.approval_rows import undecided_requests
@@ -49,6 +49,8 @@ ADDITIONAL_FOLDERS_ENV: Final = "DEEPWORK_ADDITIONAL_JOBS_FOLDERS"
 MAX_PREVIEW_BYTES: Final = 1024 * 1024
 #: Characters of a text file the approval page shows.
 PREVIEW_CHARS: Final = 4000
+#: Runs on one page of the list (newest first; `?page=2` shows the next ones).
+RUNS_PER_PAGE: Final = 100
 
 
 class _View(BaseModel):
@@ -106,11 +108,11 @@ class RunPage(_View):
     instances: list[InstanceRow] = Field(default_factory=list)
 
 
-def runs(store: SessionStore) -> list[Run]:
-    """The runs, newest first, each nested run under its parent (the read model's tree).
-    Instances of a fanned-out step are listed on their parent's page, not as runs."""
-    listed = [run for run in list_runs(store, with_usage=True) if run.instance_of is None]
-    return run_tree(listed)
+def runs(store: SessionStore, *, limit: int = RUNS_PER_PAGE, offset: int = 0) -> list[Run]:
+    """One page of runs, newest start first, each nested run under its parent when both are on
+    the page: the read model's `page_runs`, one indexed query of the store's list columns and no
+    session document read. Instances of a fanned-out step are listed on their parent's page."""
+    return page_runs(store, limit=limit, offset=offset)
 
 
 def step_states(session: Session) -> dict[str, StepState]:

@@ -47,6 +47,7 @@ from deepwork_core.state.review_usage import ReviewUsage, sum_usage
 from deepwork_core.state.sessions import Session, SessionStatus, SessionStore
 from deepwork_core.state.store.opening import existing_store
 from deepwork_core.state.store.review_jobs import ReviewJobs, ReviewJobState
+from deepwork_core.state.store.runs import ProjectRun, project_runs
 
 #: Events the timeline of one run page shows (the newest); older ones are counted, not shown.
 DEFAULT_MAX_EVENTS: Final = 500
@@ -261,6 +262,57 @@ def list_runs(store: SessionStore, *, with_usage: bool = False) -> list[Run]:
         )
         for run in runs
     ]
+
+
+def page_runs(store: SessionStore, *, limit: int, offset: int = 0) -> list[Run]:
+    """One page of the project's runs, newest start first, from the store's list columns (one
+    indexed query; no session document is read), each nested run under its parent when both are
+    on the page and each top-level run with its review cost. `for_each` instances are left out
+    (their parent's page lists them)."""
+    db = existing_store(store.project_root)
+    if db is None:
+        return []
+    with db.read() as tx:
+        rows = project_runs(tx, db.project.project_id, limit=limit, offset=offset)
+    if not rows:
+        return []
+    root = store.project_root
+    reviewing = reviewing_sessions(root)
+    usage = session_marks(root, kind=EventName.REVIEW_USAGE)
+    runs = []
+    for row in rows:
+        run = _listed_run(row, reviewing=row.session_id in reviewing)
+        if run.parent_session_id is None:
+            cost = run_cost(root, run.session_id, usage.get(run.session_id))
+            run = run.model_copy(update={"review_usage": cost})
+        runs.append(run)
+    return run_tree(runs)
+
+
+def _listed_run(row: ProjectRun, *, reviewing: bool) -> Run:
+    if row.status != SessionStatus.ACTIVE.value:
+        status = RunStatus(row.status)
+    elif row.awaiting_approval:
+        status = RunStatus.AWAITING_APPROVAL
+    else:
+        status = RunStatus.REVIEWING if reviewing else RunStatus.ACTIVE
+    last = row.last_event_at
+    return Run(
+        session_id=row.session_id,
+        job=row.job,
+        workflow=row.workflow,
+        goal=row.goal,
+        agent_id=row.agent,
+        steps=row.steps,
+        status=status,
+        started_at=datetime.fromtimestamp(row.started_at, UTC),
+        finished_at=None,
+        last_event_at=datetime.fromtimestamp(last, UTC) if last is not None else None,
+        parent_session_id=row.parent_session_id,
+        branch=None,
+        started_from_branch=None,
+        abort_reason=None,
+    )
 
 
 #: (newest review call's number, totals) per run: a run list is redrawn every second, and its

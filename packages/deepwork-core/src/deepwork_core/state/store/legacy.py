@@ -36,7 +36,13 @@ from deepwork_core.base.layout import (
 )
 from deepwork_core.state.store import approval_rows as rows
 from deepwork_core.state.store.port import Store, Tx
-from deepwork_core.state.store.runs import SessionRow, read_stacks, save_session, write_stack
+from deepwork_core.state.store.runs import (
+    SessionRow,
+    read_stacks,
+    save_session,
+    write_stack,
+)
+from deepwork_core.state.store.schema import list_columns
 
 #: Appended to the name of every file the store imported.
 IMPORTED_SUFFIX: Final = ".imported"
@@ -118,6 +124,7 @@ def _import_session(tx: Tx, store: Store, path: Path) -> None:
             started_at=_stamp(data["started_at"]),
             completed_at=_stamp(data["completed_at"]) if data.get("completed_at") else None,
             body=raw.decode("utf-8"),
+            listed=list_columns(data),
         )
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise SessionError(

@@ -8,7 +8,9 @@ only for a `postgresql://` URL, so a cold start on SQLite never loads the driver
 `shared_store` keeps one open store per project, URL and process, for the modules whose public
 functions take a project root (`append_event(project_root, …)`); which URL is `store_url`'s
 choice (a project's own `use_store_url`, the process default the CLI sets from
-`DEEPWORK_STORE_URL`, the project's `store.url`, else SQLite).
+`DEEPWORK_STORE_URL`, the project's `store.url`, else SQLite). Every state call asks for it, so a
+call for an absolute root it already answered costs a dictionary look-up and, when the URL came
+from the project's config, one `stat` of `config.yml` (an edit of the file is still seen).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import threading
 from pathlib import Path
 
 from deepwork_core.base.config import load_config
+from deepwork_core.base.layout import CONFIG_FILE
 from deepwork_core.base.runtime_dir import ensure_tmp_dir
 from deepwork_core.state.store.legacy import import_legacy, legacy_approvals, legacy_files
 from deepwork_core.state.store.port import Clock, ProjectRef, Store, wall_clock
@@ -28,6 +31,10 @@ from deepwork_core.state.store.url import default_sqlite_path, default_store_url
 _cache_lock = threading.Lock()
 _stores: dict[tuple[int, str, str], Store] = {}
 _urls: dict[str, str | None] = {}
+#: (pid, root as given) -> what `shared_store` answered: the settings it was chosen under
+#: (`_generation`, the process default, the config file's stat or None) and the store.
+_answered: dict[tuple[int, str], tuple[int, str | None, tuple[int, ...] | None, Store]] = {}
+_generation = [0]
 
 
 def project_ref(project_root: Path, machine: str | None = None) -> ProjectRef:
@@ -74,6 +81,7 @@ def use_store_url(project_root: Path, url: str | None) -> None:
     """Make `shared_store(project_root)` use `url` (None: the project's SQLite file)."""
     with _cache_lock:
         _urls[str(project_root.resolve())] = url or None
+        _generation[0] += 1
 
 
 def store_url(project_root: Path) -> str | None:
@@ -88,15 +96,38 @@ def store_url(project_root: Path) -> str | None:
 
 def shared_store(project_root: Path) -> Store:
     """This process's open store for the project (opened on first use)."""
+    given = (os.getpid(), str(project_root))
+    known = _answered.get(given)
+    if known is not None and (
+        known[0] == _generation[0]
+        and known[1] == default_store_url()
+        and (known[2] is None or known[2] == _config_signature(project_root))
+    ):
+        return known[3]
+    with _cache_lock:
+        generation = _generation[0]
+    default = default_store_url()
     root = str(project_root.resolve())
+    from_config = root not in _urls and default is None
+    signature = _config_signature(project_root) if from_config else None
     url = store_url(project_root)
     with _cache_lock:
         key = (os.getpid(), root, url or "")
-        store = _stores.get(key)
-        if store is None:
-            store = open_store(url, project_root)
-            _stores[key] = store
+        found = _stores.get(key)
+        store = open_store(url, project_root) if found is None else found
+        _stores[key] = store
+        if project_root.is_absolute():
+            _answered[given] = (generation, default, signature, store)
         return store
+
+
+def _config_signature(project_root: Path) -> tuple[int, ...]:
+    """What tells an edited `config.yml` apart: its stat (`()` when there is none)."""
+    try:
+        found = (project_root / CONFIG_FILE).stat()
+    except OSError:
+        return ()
+    return (found.st_mtime_ns, found.st_size, found.st_ino)
 
 
 def existing_store(project_root: Path) -> Store | None:
@@ -116,3 +147,5 @@ def close_shared_stores() -> None:
             if key[0] == os.getpid():
                 store.close()
         _stores.clear()
+        _answered.clear()
+        _generation[0] += 1

@@ -23,7 +23,13 @@ from typing import Any, Protocol
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.state.store.errors import StoreError
-from deepwork_core.state.store.schema import APPLICATION, MIGRATIONS, SCHEMA_VERSION
+from deepwork_core.state.store.schema import (
+    APPLICATION,
+    FILLS_RUN_COLUMNS,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    fill_run_columns,
+)
 from deepwork_core.state.store.url import StoreLocation
 
 Row = tuple[Any, ...]
@@ -134,6 +140,8 @@ class Store(abc.ABC):
             for number in range(version + 1, SCHEMA_VERSION + 1):
                 for statement in MIGRATIONS[number - 1]:
                     tx.execute(statement.replace("{identity}", self._identity()))
+                if number in FILLS_RUN_COLUMNS and version > 0:
+                    fill_run_columns(tx)
                 if number == 1:
                     tx.execute(
                         "INSERT INTO store_meta (key, value) VALUES ('application', ?)",

@@ -31,9 +31,12 @@ _AUTH_HINTS: Final = ("password authentication failed", "no password supplied", 
 
 
 @functools.lru_cache(maxsize=512)
-def _pg_sql(sql: str) -> str:
-    """`?` placeholders as psycopg's `%s` (the shared SQL has no other `?` or `%`)."""
-    return sql.replace("?", "%s")
+def _pg_sql(sql: str) -> tuple[str, bool]:
+    """`?` placeholders as psycopg's `%s` (the shared SQL has no other `?` or `%`), and whether
+    the statement only writes (nothing to wait for: it may travel with the next one)."""
+    head = sql.lstrip()[:6].upper()
+    writes = head in ("INSERT", "UPDATE", "DELETE") and "RETURNING" not in sql.upper()
+    return sql.replace("?", "%s"), writes
 
 
 def lock_key(name: str) -> int:
@@ -41,13 +44,52 @@ def lock_key(name: str) -> int:
     return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
 
 
+Statement = tuple[str, tuple[object, ...]]
+
+
 class _PgTx:
-    def __init__(self, conn: psycopg.Connection[Row]) -> None:
+    """One transaction, sent in as few round trips as its reads allow.
+
+    `BEGIN`, the advisory lock and every statement that only writes wait in a queue; the queue
+    goes out in one pipeline with the next statement whose answer is needed (a read), and with
+    `COMMIT`. A checkpoint (begin, lock, read the stacks, read the session, write the session
+    and its events, commit) thus takes three round trips instead of nine. Statements still run
+    in the order written; a failing write surfaces at the next read or at the commit, where the
+    transaction is rolled back as before.
+    """
+
+    def __init__(self, conn: psycopg.Connection[Row], opening: list[Statement]) -> None:
         self._conn = conn
+        self._queued = opening
+        self._begun = False
 
     def execute(self, sql: str, params: Sequence[object] = ()) -> list[Row]:
-        cursor = self._conn.execute(_pg_sql(sql), tuple(params), prepare=True)
+        text, writes = _pg_sql(sql)
+        if writes:
+            self._queued.append((text, tuple(params)))
+            return []
+        cursor = self._send(text, tuple(params))
         return cursor.fetchall() if cursor.description is not None else []
+
+    def commit(self) -> None:
+        """Send what is queued with `COMMIT` (nothing at all when nothing was ever sent)."""
+        if self._begun or len(self._queued) > 1:
+            self._send("COMMIT", ())
+
+    def _send(self, sql: str, params: tuple[object, ...]) -> psycopg.Cursor[Row]:
+        queued, self._queued = self._queued, []
+        self._begun = True
+        if not queued:
+            return self._conn.execute(sql, params, prepare=_prepared(sql))
+        with self._conn.pipeline():
+            for text, values in queued:
+                self._conn.execute(text, values, prepare=_prepared(text))
+            return self._conn.execute(sql, params, prepare=_prepared(sql))
+
+
+def _prepared(sql: str) -> bool:
+    """Statements are prepared once per connection; transaction control needs no plan."""
+    return not sql.startswith(("BEGIN", "COMMIT"))
 
 
 class PostgresStore(Store):
@@ -87,16 +129,14 @@ class PostgresStore(Store):
     @contextlib.contextmanager
     def _transaction(self, *, write: bool, lock: str | None) -> Iterator[Tx]:
         conn = self._connection()
+        begin = "BEGIN" if write else "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+        opening: list[Statement] = [(begin, ())]
+        if lock is not None:
+            opening.append(("SELECT pg_advisory_xact_lock(%s)", (lock_key(lock),)))
+        tx = _PgTx(conn, opening)
         try:
-            conn.execute("BEGIN" if write else "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            if lock is not None:
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(lock),))
-        except psycopg.Error as exc:
-            self._after_failure(conn)
-            raise self._error(exc) from None
-        try:
-            yield _PgTx(conn)
-            conn.execute("COMMIT")
+            yield tx
+            tx.commit()
         except psycopg.Error as exc:
             self._after_failure(conn)
             raise self._error(exc) from None

@@ -12,7 +12,10 @@ the branch, the agent, the job and workflow, the status and the timestamps.
 
 from __future__ import annotations
 
-from typing import Final
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
 
 #: Identifies a DeepWork store in `store_meta` (a SQLite file without it is someone else's).
 APPLICATION: Final = "deepwork"
@@ -126,6 +129,82 @@ _V2: Final = (
     )""",
 )
 
+#: What the list of runs shows comes from columns, not from the session documents: the goal,
+#: the current steps (a JSON array), the parent run, whether the run is a `for_each` instance and
+#: whether it waits for an approval. `runs_by_update` covers the list of every project's runs
+#: (read from the index alone, never from the rows and their documents); `runs_by_start` pages
+#: one project's runs as the dashboard lists them. The columns of existing rows are filled from
+#: their documents by `fill_run_columns` below.
+_V3: Final = (
+    "ALTER TABLE sessions ADD COLUMN goal TEXT NOT NULL DEFAULT ''",
+    "ALTER TABLE sessions ADD COLUMN steps TEXT NOT NULL DEFAULT '[]'",
+    "ALTER TABLE sessions ADD COLUMN parent_session_id TEXT",
+    "ALTER TABLE sessions ADD COLUMN is_instance INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE sessions ADD COLUMN awaiting_approval INTEGER NOT NULL DEFAULT 0",
+    "DROP INDEX sessions_by_update",
+    """CREATE INDEX runs_by_update ON sessions (updated_at DESC, session_id, project_id,
+        machine, job, workflow, status, agent, branch, started_at, completed_at)""",
+    "CREATE INDEX runs_by_start ON sessions (project_id, is_instance, started_at, session_id)",
+)
+
 #: Migration n (1-based) as its statements.
-MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (_V1, _V2)
+MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (_V1, _V2, _V3)
+#: The migrations after which rows written before need columns filled from their documents.
+FILLS_RUN_COLUMNS: Final = frozenset({3})
 SCHEMA_VERSION: Final = len(MIGRATIONS)
+
+
+class Executes(Protocol):
+    """What the fill needs of a transaction (`deepwork_core.state.store.port.Tx`)."""
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ListColumns:
+    """What a list of runs shows beyond `SessionRow`'s own columns."""
+
+    goal: str = ""
+    #: The current step ids as a JSON array.
+    steps: str = "[]"
+    parent_session_id: str | None = None
+    is_instance: bool = False
+    awaiting_approval: bool = False
+
+
+def list_columns(document: Mapping[str, Any]) -> ListColumns:
+    """The list columns of a session document (a parsed `Session` JSON)."""
+    steps = document.get("current_step_ids") or []
+    parent = document.get("parent_session_id")
+    return ListColumns(
+        goal=str(document.get("goal") or ""),
+        steps=json.dumps([str(step) for step in steps]),
+        parent_session_id=str(parent) if parent else None,
+        is_instance=document.get("instance_of") is not None,
+        awaiting_approval=document.get("pending_approval") is not None,
+    )
+
+
+def fill_run_columns(tx: Executes) -> None:
+    """Fill the list columns of every row from its document (rows written before they existed);
+    a document that does not parse keeps the defaults (reading the run reports it)."""
+    rows = tx.execute("SELECT project_id, session_id, body FROM sessions")
+    for project_id, session_id, body in rows:
+        try:
+            document = json.loads(body)
+            listed = list_columns(document if isinstance(document, dict) else {})
+        except (ValueError, TypeError):
+            continue
+        tx.execute(
+            "UPDATE sessions SET goal = ?, steps = ?, parent_session_id = ?, is_instance = ?, "
+            "awaiting_approval = ? WHERE project_id = ? AND session_id = ?",
+            (
+                listed.goal,
+                listed.steps,
+                listed.parent_session_id,
+                int(listed.is_instance),
+                int(listed.awaiting_approval),
+                project_id,
+                session_id,
+            ),
+        )

@@ -2,8 +2,11 @@
 
 Every write takes the database's write lock up front (`BEGIN IMMEDIATE`), so a transaction never
 has to upgrade a read lock and never fails half-way with "database is locked"; other processes
-wait for it up to `BUSY_TIMEOUT_S` (`busy_timeout`). WAL lets readers run beside the writer, and
-`synchronous=FULL` makes a committed transaction survive a crash of the process or the machine.
+wait for it up to `BUSY_TIMEOUT_S` (`busy_timeout`). WAL lets readers run beside the writer.
+`synchronous=NORMAL` (the WAL setting SQLite recommends): a commit appends to the WAL file
+without waiting for the disk, so a committed transaction survives a killed process (the
+operating system still holds its pages) but the last commits may be lost if the machine itself
+loses power; the WAL is synced at each checkpoint, so the database is never left damaged.
 A file that is not a SQLite database, or is damaged, raises `store.corrupt` naming it.
 """
 
@@ -63,7 +66,7 @@ class SqliteStore(Store):
             self._refuse_newer(self._version(tx))
         try:
             mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchall()
-            self._conn.execute("PRAGMA synchronous = FULL")
+            self._conn.execute("PRAGMA synchronous = NORMAL")
         except sqlite3.Error as exc:
             raise self._error(exc) from None
         if not mode or str(mode[0][0]).lower() != "wal":
