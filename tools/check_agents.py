@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-from check_plugins import GEMINI_SKILLS, ROOT, TOOLS, VERSION, CheckFailed, _ok, _run, _tail
+from client_checks import GEMINI_SKILLS, ROOT, TOOLS, VERSION, CheckFailed, ok, run, tail
 
 CODEX = "@openai/codex@0.169.0"
 OPENCODE = "opencode-ai@1.18.33"
@@ -48,10 +48,10 @@ def install_client(cache: Path, spec: str, binary: str) -> Path:
     cache.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix="npm-", dir=cache))
     argv = [npm, "install", "--prefix", str(staging), "--no-audit", "--no-fund", "--no-save"]
-    result = _run([*argv, "--loglevel=error", spec], dict(os.environ), timeout=600)
+    result = run([*argv, "--loglevel=error", spec], dict(os.environ), timeout=600)
     if result.returncode != 0 or not (staging / "node_modules" / ".bin" / binary).exists():
         shutil.rmtree(staging, ignore_errors=True)
-        raise CheckFailed(f"npm install {spec} failed:\n{_tail(result, 8)}")
+        raise CheckFailed(f"npm install {spec} failed:\n{tail(result, 8)}")
     shutil.rmtree(prefix, ignore_errors=True)
     staging.rename(prefix)
     return bins
@@ -163,16 +163,16 @@ def codex_steps(bins: Path, base: Path, env: Mapping[str, str]) -> list[Step]:
     project = base / "project"
 
     def install() -> str:
-        _ok(["codex", "plugin", "marketplace", "add", str(ROOT)], cenv, cwd=project)
-        _ok(["codex", "plugin", "add", "deepwork@deepwork"], cenv, cwd=project)
-        listed = json.loads(_ok(["codex", "plugin", "list", "--json"], cenv, cwd=project).stdout)
+        ok(["codex", "plugin", "marketplace", "add", str(ROOT)], cenv, cwd=project)
+        ok(["codex", "plugin", "add", "deepwork@deepwork"], cenv, cwd=project)
+        listed = json.loads(ok(["codex", "plugin", "list", "--json"], cenv, cwd=project).stdout)
         ours = [p for p in listed.get("installed", []) if p.get("pluginId") == "deepwork@deepwork"]
         path = str((ours[0].get("source") or {}).get("path", "")) if ours else ""
         if not ours or ours[0].get("version") != VERSION or not path.endswith("plugins/codex"):
             raise CheckFailed(
                 f"deepwork@deepwork {VERSION} from plugins/codex not installed:\n{listed}"
             )
-        servers = json.loads(_ok(["codex", "mcp", "list", "--json"], cenv, cwd=project).stdout)
+        servers = json.loads(ok(["codex", "mcp", "list", "--json"], cenv, cwd=project).stdout)
         args = [s.get("transport", {}).get("args") for s in servers if s.get("name") == "deepwork"]
         if args != [[f"deepwork=={VERSION}", "serve"]]:
             raise CheckFailed(f"`codex mcp list` does not show the pinned server: {servers}")
@@ -215,23 +215,23 @@ def opencode_steps(bins: Path, base: Path, env: Mapping[str, str]) -> list[Step]
     oenv = {**client_home(base, "opencode", env), "PATH": f"{bins}:{env['PATH']}"}
     project = base / "project-opencode"
     project.mkdir()
-    _ok(["git", "init", "-q"], oenv, cwd=project)
+    ok(["git", "init", "-q"], oenv, cwd=project)
 
     def install() -> str:
         argv = ["uvx", f"deepwork=={VERSION}", "install", "opencode", "--path", str(project)]
-        _ok(argv, oenv, cwd=project, timeout=180)
-        _ok(["opencode", "debug", "config"], oenv, cwd=project, timeout=120)
+        ok(argv, oenv, cwd=project, timeout=180)
+        ok(["opencode", "debug", "config"], oenv, cwd=project, timeout=120)
         return "opencode.json and .opencode/skills written; `opencode debug config` accepts them"
 
     def mcp() -> str:
-        result = _ok(["opencode", "mcp", "list"], oenv, cwd=project, timeout=180)
+        result = ok(["opencode", "mcp", "list"], oenv, cwd=project, timeout=180)
         text = ANSI.sub("", result.stdout + result.stderr)
         if "deepwork connected" not in text:  # it exits 0 even when a server failed
             raise CheckFailed(f"`opencode mcp list` does not show deepwork connected:\n{text}")
         return "deepwork connected"
 
     def skills() -> str:
-        out = _ok(["opencode", "debug", "skill"], oenv, cwd=project, timeout=120).stdout
+        out = ok(["opencode", "debug", "skill"], oenv, cwd=project, timeout=120).stdout
         names = {s.get("name") for s in json.loads(out[out.index("[") :])}
         missing = [s for s in SKILLS if s not in names]
         if missing:
@@ -253,15 +253,15 @@ def copilot_steps(bins: Path, base: Path, env: Mapping[str, str]) -> list[Step]:
     def install() -> str:
         # Through the marketplace, as a user would: Copilot reads `.github/plugin/marketplace.json`
         # before `.claude-plugin/marketplace.json`, so it must install plugins/copilot.
-        _ok(["copilot", "plugin", "marketplace", "add", str(ROOT)], penv, cwd=project)
-        added = _ok(["copilot", "plugin", "install", "deepwork@deepwork"], penv, cwd=project)
+        ok(["copilot", "plugin", "marketplace", "add", str(ROOT)], penv, cwd=project)
+        added = ok(["copilot", "plugin", "install", "deepwork@deepwork"], penv, cwd=project)
         if f"{ROOT / 'plugins' / 'copilot'}" not in added.stdout + added.stderr:
-            raise CheckFailed(f"deepwork@deepwork is not plugins/copilot:\n{_tail(added)}")
-        servers = json.loads(_ok(["copilot", "mcp", "list", "--json"], penv, cwd=project).stdout)
+            raise CheckFailed(f"deepwork@deepwork is not plugins/copilot:\n{tail(added)}")
+        servers = json.loads(ok(["copilot", "mcp", "list", "--json"], penv, cwd=project).stdout)
         ours = servers.get("mcpServers", {}).get("deepwork", {})
         if ours.get("command") != "uvx" or ours.get("args") != [f"deepwork=={VERSION}", "serve"]:
             raise CheckFailed(f"`copilot mcp list` does not show the pinned server: {servers}")
-        listed = _ok(["copilot", "skill", "list"], penv, cwd=project).stdout
+        listed = ok(["copilot", "skill", "list"], penv, cwd=project).stdout
         missing = [s for s in SKILLS if f"  {s} - " not in listed]
         if missing:
             raise CheckFailed(f"skills missing from `copilot skill list`: {missing}\n{listed}")
@@ -278,7 +278,7 @@ def copilot_steps(bins: Path, base: Path, env: Mapping[str, str]) -> list[Step]:
             "COPILOT_MODEL": "gpt-4o",
         }
         argv = ["copilot", "-p", "x", "--allow-all-tools", "--output-format", "json"]
-        out = _run(argv, offline, cwd=project, timeout=150).stdout
+        out = run(argv, offline, cwd=project, timeout=150).stdout
         seen = []  # the server's statuses in order: pending, then connected or failed
         for line in out.splitlines():
             if '"session.mcp_server_status_changed"' in line and '"deepwork"' in line:

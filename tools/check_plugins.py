@@ -20,34 +20,31 @@ import shutil
 import sys
 import tempfile
 import time
-import tomllib
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import check_agents  # a sibling script: tools/ is sys.path[0]
+from client_checks import (
+    CLAUDE_SKILLS,
+    GEMINI_SKILLS,
+    ROOT,
+    TOOLS,
+    VERSION,
+    CheckFailed,
+    indent,
+    ok,
+    run,
+    tail,
+)
 from deepwork_core.base.errors import ProcessTimeoutError
-from deepwork_core.base.process import Completed, run_bounded
-from release_check import SERVER_TOOLS  # a sibling script: tools/ is sys.path[0]
 
-ROOT = Path(__file__).resolve().parent.parent
 CLAUDE_CODE = "@anthropic-ai/claude-code@2.1.197"
 GEMINI_CLI = "@google/gemini-cli@0.61.0"
 
-VERSION: str = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]["version"]
 
-
-def _skill_names() -> tuple[str, ...]:
-    """Every skill `platform/plugin.toml` declares, under its Claude name: the `[[skills]]`, then
-    one per `[[entry_points]]` line (an entry point of a standard job)."""
-    plugin = tomllib.loads((ROOT / "platform" / "plugin.toml").read_text("utf-8"))
-    return tuple(s["name"] for s in [*plugin["skills"], *plugin.get("entry_points", [])])
-
-
-CLAUDE_SKILLS = _skill_names()
-# Gemini and the four newer clients: the same skills, `_` spelled `-` (tools/render.py).
-GEMINI_SKILLS = tuple(name.replace("_", "-") for name in CLAUDE_SKILLS)
 # Claude Code's sub-agent tool is `Agent` (alias `Task`, its former name). The model sees
 # `Agent`, but the `init` event of `--output-format stream-json` reports it under the old name
 # for SDK compatibility, so the check looks for `Task` there.
@@ -55,7 +52,6 @@ SUBAGENT_TOOL = "Agent"
 SUBAGENT_TOOL_IN_INIT = "Task"
 # The plugin's read-only reviewer agent, as Claude Code names plugin agents.
 REVIEWER_AGENT = "deepwork:reviewer"
-TOOLS = SERVER_TOOLS
 # Only these variables reach the clients: no API key or login can make them call a model.
 PASSED_ENV = (
     "PATH",
@@ -81,10 +77,6 @@ PASSED_ENV = (
 )
 
 
-class CheckFailed(Exception):
-    """One check's failure, with the message shown to the developer."""
-
-
 @dataclass
 class Report:
     failures: list[str] = field(default_factory=list)
@@ -99,7 +91,7 @@ class Report:
             known = isinstance(exc, CheckFailed | ProcessTimeoutError)
             message = str(exc) if known else f"{type(exc).__name__}: {exc}"
             self.failures.append(f"{name}: {message}")
-            print(f"FAIL {name} ({time.monotonic() - started:.1f} s)\n{_indent(message)}")
+            print(f"FAIL {name} ({time.monotonic() - started:.1f} s)\n{indent(message)}")
             return False
         suffix = f": {detail}" if detail else ""
         print(f"ok   {name} ({time.monotonic() - started:.1f} s){suffix}")
@@ -108,36 +100,7 @@ class Report:
     def skip(self, name: str, reason: str) -> None:
         """A check that could not run here (no binary, no network): said, never a failure."""
         self.skipped.append(name)
-        print(f"SKIP {name}\n{_indent(reason)}")
-
-
-def _indent(text: str) -> str:
-    return "\n".join(f"       {line}" for line in text.strip().splitlines())
-
-
-def _tail(result: Completed, lines: int = 25) -> str:
-    out = (result.stdout.strip() + "\n" + result.stderr.strip()).strip().splitlines()
-    return "\n".join(out[-lines:]) or "(no output)"
-
-
-def _run(
-    argv: list[str],
-    env: Mapping[str, str],
-    cwd: Path = ROOT,
-    timeout: float = 120,
-    input_text: str | None = None,
-) -> Completed:
-    try:
-        return run_bounded(argv, cwd=cwd, timeout=timeout, env=env, input_text=input_text)
-    except FileNotFoundError as exc:
-        raise CheckFailed(f"cannot run {argv[0]}: {exc}") from None
-
-
-def _ok(argv: list[str], env: Mapping[str, str], **kwargs: Any) -> Completed:
-    result = _run(argv, env, **kwargs)
-    if result.returncode != 0:
-        raise CheckFailed(f"`{' '.join(argv)}` exited {result.returncode}:\n{_tail(result)}")
-    return result
+        print(f"SKIP {name}\n{indent(reason)}")
 
 
 def install_clients(cache: Path) -> Path:
@@ -151,7 +114,7 @@ def install_clients(cache: Path) -> Path:
         raise CheckFailed("npm is not on PATH")
     cache.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix="npm-", dir=cache))
-    _ok(
+    ok(
         [
             npm,
             "install",
@@ -175,7 +138,7 @@ def install_clients(cache: Path) -> Path:
 @contextmanager
 def sandbox(bins: Path) -> Iterator[tuple[Path, dict[str, str]]]:
     """A temporary folder with `home/`, `wheels/` and `project/`, and the clients' environment."""
-    uv_cache = _ok(["uv", "cache", "dir"], os.environ).stdout.strip()
+    uv_cache = ok(["uv", "cache", "dir"], os.environ).stdout.strip()
     with tempfile.TemporaryDirectory(prefix="deepwork-plugins-") as tmp:
         base = Path(tmp)
         for name in ("home", "wheels", "project"):
@@ -198,7 +161,7 @@ def sandbox(bins: Path) -> Iterator[tuple[Path, dict[str, str]]]:
 
 
 def build_wheels(wheels: Path, env: Mapping[str, str]) -> str:
-    _ok(
+    ok(
         ["uv", "build", "--all-packages", "--no-sources", "--quiet", "-o", str(wheels)],
         env,
         timeout=300,
@@ -219,15 +182,15 @@ def check_uvx_resolves_this_checkout(project: Path, env: Mapping[str, str]) -> s
         "import importlib.metadata as m, deepwork_mcp; "
         "print(m.version('deepwork'), m.version('deepwork-mcp'))"
     )
-    result = _ok(
+    result = ok(
         ["uvx", "--from", f"deepwork=={VERSION}", "python", "-c", probe],
         env,
         cwd=project,
         timeout=300,
     )
     if result.stdout.split() != [VERSION, VERSION]:
-        raise CheckFailed(f"uvx resolved another deepwork: {_tail(result)}")
-    _ok(["uvx", f"deepwork=={VERSION}", "serve", "--help"], env, cwd=project, timeout=120)
+        raise CheckFailed(f"uvx resolved another deepwork: {tail(result)}")
+    ok(["uvx", f"deepwork=={VERSION}", "serve", "--help"], env, cwd=project, timeout=120)
     return f"deepwork=={VERSION} from the wheels of this checkout; `serve --help` works"
 
 
@@ -254,7 +217,7 @@ def _init_event(stdout: str) -> dict[str, Any]:
 def check_claude_session(project: Path, env: Mapping[str, str], *extra: str) -> str:
     """`claude -p` loads the plugin: skills listed, `deepwork` MCP server connected with tools."""
     argv = ["claude", "-p", "x", *extra, "--output-format", "stream-json", "--verbose"]
-    init = _init_event(_run(argv, env, cwd=project, timeout=180).stdout)
+    init = _init_event(run(argv, env, cwd=project, timeout=180).stdout)
     problems = []
     plugins = [p.get("name") for p in init.get("plugins", [])]
     if "deepwork" not in plugins:
@@ -313,14 +276,14 @@ def check_claude_hooks(project: Path, env: Mapping[str, str]) -> str:
         "claude", "-p", "x", "--plugin-dir", str(ROOT / "plugins" / "claude"),
         "--output-format", "stream-json", "--verbose", "--include-hook-events",
     ]  # fmt: skip
-    idle = _hook_responses(_run(argv, env, cwd=project, timeout=180).stdout, "SessionStart")
+    idle = _hook_responses(run(argv, env, cwd=project, timeout=180).stdout, "SessionStart")
     if not idle or any(r.get("exit_code") != 0 or r.get("stdout") for r in idle):
         raise CheckFailed(f"with no workflow active, SessionStart hooks answered: {idle}")
 
     engine = WorkflowEngine(project, JobCatalog.for_project(project), SessionStore(project))
     started = engine.start("check the plugin hooks", "deepwork_jobs", "new_job")
     try:
-        active = _hook_responses(_run(argv, env, cwd=project, timeout=180).stdout, "SessionStart")
+        active = _hook_responses(run(argv, env, cwd=project, timeout=180).stdout, "SessionStart")
     finally:
         engine.abort("plugin check done")
     briefing = " ".join(str(r.get("stdout", "")) for r in active)
@@ -331,9 +294,9 @@ def check_claude_hooks(project: Path, env: Mapping[str, str]) -> str:
 
 def check_claude_marketplace_install(project: Path, env: Mapping[str, str]) -> str:
     """The README's path: add this repository as a marketplace, install the plugin."""
-    _ok(["claude", "plugin", "marketplace", "add", str(ROOT)], env, cwd=project)
-    _ok(["claude", "plugin", "install", "deepwork@deepwork"], env, cwd=project)
-    listed = _ok(["claude", "plugin", "list", "--json"], env, cwd=project).stdout
+    ok(["claude", "plugin", "marketplace", "add", str(ROOT)], env, cwd=project)
+    ok(["claude", "plugin", "install", "deepwork@deepwork"], env, cwd=project)
+    listed = ok(["claude", "plugin", "list", "--json"], env, cwd=project).stdout
     entries = json.loads(listed)
     ours = [e for e in entries if str(e.get("id", e.get("name", ""))).startswith("deepwork@")]
     if not ours or not all(e.get("enabled", True) for e in ours):
@@ -353,43 +316,43 @@ def check_gemini(
     )
 
     def validate() -> str:
-        result = _ok(["gemini", "extensions", "validate", plugin], env, cwd=project)
+        result = ok(["gemini", "extensions", "validate", plugin], env, cwd=project)
         if "successfully validated" not in result.stdout + result.stderr:
-            raise CheckFailed(_tail(result))
+            raise CheckFailed(tail(result))
         return "validated"
 
     def install() -> str:
-        _ok(
+        ok(
             ["gemini", "extensions", "install", plugin, "--consent", "--skip-settings"],
             env,
             cwd=project,
             input_text="y\n",
         )
-        listed = _ok(["gemini", "extensions", "list"], env, cwd=project)
+        listed = ok(["gemini", "extensions", "list"], env, cwd=project)
         if f"deepwork ({VERSION})" not in listed.stdout + listed.stderr:
             raise CheckFailed(
-                f"deepwork {VERSION} not in `gemini extensions list`:\n{_tail(listed)}"
+                f"deepwork {VERSION} not in `gemini extensions list`:\n{tail(listed)}"
             )
         return f"deepwork {VERSION} installed"
 
     def mcp() -> str:
-        result = _ok(["gemini", "mcp", "list"], env, cwd=project, timeout=180)
+        result = ok(["gemini", "mcp", "list"], env, cwd=project, timeout=180)
         lines = [
             line for line in (result.stdout + result.stderr).splitlines() if "deepwork" in line
         ]
         if not any("Connected" in line and "Disconnected" not in line for line in lines):
             raise CheckFailed(
-                f"`gemini mcp list` does not show deepwork connected:\n{_tail(result)}"
+                f"`gemini mcp list` does not show deepwork connected:\n{tail(result)}"
             )
         return lines[0].strip()
 
     def skills() -> str:
-        result = _ok(["gemini", "skills", "list"], env, cwd=project, timeout=180)
+        result = ok(["gemini", "skills", "list"], env, cwd=project, timeout=180)
         text = result.stdout + result.stderr
         missing = [s for s in GEMINI_SKILLS if s not in text]
         if missing:
             raise CheckFailed(
-                f"skills missing from `gemini skills list`: {missing}\n{_tail(result)}"
+                f"skills missing from `gemini skills list`: {missing}\n{tail(result)}"
             )
         return ", ".join(GEMINI_SKILLS)
 
@@ -408,9 +371,6 @@ def main(argv: list[str]) -> int:
         help="where the npm prefixes of the clients are kept between runs",
     )
     args = parser.parse_args(argv)
-    sys.modules.setdefault("check_plugins", sys.modules[__name__])  # for check_agents
-    import check_agents
-
     report = Report()
     prefix: Path | None = None
     try:
@@ -421,7 +381,7 @@ def main(argv: list[str]) -> int:
     bins = prefix / "node_modules" / ".bin" if prefix else args.cache / "none"
     with sandbox(bins) as (base, env):
         project = base / "project"
-        _ok(["git", "init", "-q"], env, cwd=project)
+        ok(["git", "init", "-q"], env, cwd=project)
         if not report.check("build the wheels", lambda: build_wheels(base / "wheels", env)):
             return _finish(report)
         report.check(
@@ -457,7 +417,7 @@ def _claude_and_gemini_steps(
         (
             "claude plugin validate --strict plugins/claude",
             lambda: (
-                _ok(["claude", "plugin", "validate", "--strict", "plugins/claude"], env)
+                ok(["claude", "plugin", "validate", "--strict", "plugins/claude"], env)
                 .stdout.strip()
                 .splitlines()[-1]
             ),
@@ -465,7 +425,7 @@ def _claude_and_gemini_steps(
         (
             "claude plugin validate --strict .",
             lambda: (
-                _ok(["claude", "plugin", "validate", "--strict", "."], env)
+                ok(["claude", "plugin", "validate", "--strict", "."], env)
                 .stdout.strip()
                 .splitlines()[-1]
             ),

@@ -54,7 +54,7 @@ def deepwork(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def approve(root: Path, session_id: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return deepwork("approve", session_id, "--path", str(root), *args)
+    return deepwork("approve", session_id, "--path", str(root), "--yes", *args)
 
 
 async def waiting(agent: Server, root: Path) -> tuple[str, str]:

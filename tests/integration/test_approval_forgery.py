@@ -59,7 +59,7 @@ def deepwork_approve(root: Path, session_id: str) -> subprocess.CompletedProcess
     """The human's `deepwork approve`, a process of its own (the environment holds the state
     folder the autouse fixture chose, as the server's does)."""
     return subprocess.run(
-        [sys.executable, "-m", "deepwork_mcp", "approve", session_id, "--path", str(root)],
+        [sys.executable, "-m", "deepwork_mcp", "approve", session_id, "--path", str(root), "--yes"],
         capture_output=True,
         text=True,
         timeout=60,

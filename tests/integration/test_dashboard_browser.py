@@ -195,6 +195,51 @@ async def test_no_token_is_401_and_a_foreign_host_is_403(root: Path) -> None:
         assert await asyncio.to_thread(get, address.netloc) == 200
 
 
+async def test_a_finished_run_reads_as_a_story_even_on_a_narrow_screen(
+    root: Path, tmp_path: Path
+) -> None:
+    async with dashboard(root) as url, serve(root) as agent:
+        started = await agent.ok(
+            "start_workflow", goal="ship it", job_name="approved", workflow_name="main"
+        )
+        session_id = started["begin_step"]["session_id"]
+        (root / "plan.md").write_text("the plan\n")
+        await agent.ok("finished_step", outputs={"plan": "plan.md"})
+        async with browser_page(url) as page:
+            await page.goto(url.split("?")[0] + "approvals")
+            await page.get_by_role("button", name="Approve").click()
+            await page.locator(".notice.ok").wait_for(timeout=WAIT_MS)
+        await agent.ok("finished_step", outputs={"plan": "plan.md"})
+        (root / "result.md").write_text("the result\n")
+        await agent.ok("finished_step", outputs={"result": "result.md"})
+        async with browser_page(url) as page:
+            await page.set_viewport_size({"width": 420, "height": 900})
+            await page.goto(url.split("?")[0] + f"run/{session_id}")
+            headings = await page.locator("main h2").all_inner_texts()
+            assert headings[0] == "Summary"
+            summary = await page.locator("section.summary").inner_text()
+            assert "completed" in summary
+            assert "unreviewed (no review applied)" in summary
+            assert "approved" in summary
+            assert "dashboard" in summary
+            sentence = page.locator(".timeline .sentence", has_text="`plan` submitted `plan.md`")
+            assert await sentence.count() >= 1
+            details = page.locator(".timeline details").first
+            await details.locator("summary").click()
+            assert '"goal": "ship it"' in await details.locator("pre").inner_text()
+            legend = await page.locator("ul.legend").inner_text()
+            assert "current step" in legend
+            assert "passed an external review" in legend
+            width = await page.evaluate("document.documentElement.scrollWidth")
+            assert width <= 420  # the tables scroll inside their boxes, not the page
+            await shot(page, tmp_path, "story-420")
+            await page.goto(url.split("?")[0])
+            assert "Review cost" in await page.locator("table.runs thead").inner_text()
+            await page.goto(url.split("?")[0] + "stats")
+            assert await page.get_by_role("heading", name="Review costs").count() == 1
+            assert await page.evaluate("document.documentElement.scrollWidth") <= 420
+
+
 async def _finish_until_decided(agent: Server, outputs: dict[str, Any]) -> dict[str, Any]:
     """`finished_step` again while it answers `reviewing` (each call waits wait_seconds)."""
     for _ in range(30):

@@ -93,7 +93,16 @@ async def test_deepwork_approve_from_another_process_unblocks_the_step(
         assert again["status"] == "awaiting_approval"
 
         done = subprocess.run(
-            [sys.executable, "-m", "deepwork_mcp", "approve", session_id, "--path", str(root)],
+            [
+                sys.executable,
+                "-m",
+                "deepwork_mcp",
+                "approve",
+                session_id,
+                "--path",
+                str(root),
+                "--yes",
+            ],
             capture_output=True,
             text=True,
             timeout=60,

@@ -76,6 +76,23 @@ async def test_a_strict_job_sends_undeclared_changes_back(client: Client[Any], r
     assert acknowledged["status"] == "workflow_complete"
 
 
+async def test_a_dry_run_runs_the_scope_guard_and_records_nothing(
+    client: Client[Any], root: Path
+) -> None:
+    session_id = await start(client, "scoped_strict")
+    (root / "out.md").write_text("report\n")
+    (root / "src" / "app.py").write_text("print('changed')\n")
+    before = len(read_events(root, session_id))
+    dry = await call_ok(client, "finished_step", outputs={"out": "out.md"}, dry_run=True)
+    assert dry["status"] == "dry_run"
+    assert dry["evidence"]["undeclared_changes"] == ["src/app.py"]
+    assert "needs_work" in dry["feedback"]
+    assert "src/app.py" in dry["feedback"]
+    assert len(read_events(root, session_id)) == before  # the audit logged nothing
+    blocked = await call_ok(client, "finished_step", outputs={"out": "out.md"})
+    assert blocked["status"] == "needs_work"
+
+
 async def test_outside_git_the_guard_says_it_is_off_once(tmp_path: Path) -> None:
     root = make_evidence_project(tmp_path / "plain", with_git=False)
     async with Client(create_server(root, config())) as client:

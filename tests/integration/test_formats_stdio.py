@@ -117,7 +117,7 @@ async def _walk(server: Server, root: Path, job: str, workflow: str, depth: int 
 def _approve(root: Path, session_id: str) -> None:
     """Answer a pending approval the way a human does: `deepwork approve` in another process."""
     done = subprocess.run(
-        [sys.executable, "-m", "deepwork_mcp", "approve", session_id, "--path", str(root)],
+        [sys.executable, "-m", "deepwork_mcp", "approve", session_id, "--path", str(root), "--yes"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -186,6 +186,12 @@ async def test_usage_is_summed_in_active_workflow_status_and_stats(
     assert (review["step"], review["review"]) == ("write", "step")
     assert review["first_attempt_pass_rate"] == 0.0
     assert review["mean_seconds"] is not None
+    table = run_cli("stats", "--path", str(root))
+    spent = f"{cost:.4f} USD" + (f" (cost not reported for {unpriced} call(s))" if unpriced else "")
+    assert f"Review costs per job:\n  reviewed: {spent}" in table
+    assert f"Review costs per step:\n  reviewed/write: {spent}" in table
+    assert "3 call(s), 0 self-review(s), mean " in table
+    assert f"reviewed/write/step: {spent}" in table
 
 
 async def test_a_spent_budget_starts_no_reviewer_and_every_call_got_what_was_left(
@@ -204,14 +210,16 @@ async def test_a_spent_budget_starts_no_reviewer_and_every_call_got_what_was_lef
             await call_error(client, "finished_step", EXHAUSTED, outputs={"report": "report.md"})
             for _ in range(2)
         ]
+        active = await call_ok(client, "get_active_workflow")
+    assert active["stack"][0]["attempts"] == 2  # budget answers are not attempts here either
     calls = reviewer_on_path.calls()
     assert len(calls) == 3  # no reviewer after the third call
     left = [float(call["argv"][call["argv"].index("--max-budget-usd") + 1]) for call in calls]
     assert left == pytest.approx([1.0, 0.6, 0.2])
     for message in (third, fourth):
         assert f"quality_review_{session_id}_write.md" in message
-    assert "1.2000 USD" in fourth
-    assert "reviewed/write/step 1.2000 USD (3 call(s))" in fourth
+    assert "1.0000 USD" in fourth  # the third call stopped at the 0.2 USD it was given
+    assert "reviewed/write/step 1.0000 USD (3 call(s))" in fourth
     record = state(root, session_id)["step_progress"]["write"]
     assert record["quality_attempts"] == 2  # the budget answers were not attempts
     assert kinds(root, session_id).count("outputs_submitted") == 4  # nothing is lost

@@ -274,7 +274,17 @@ def _approve_in_a_terminal(project: Path, session_id: str) -> None:
     """The human runs `deepwork approve` themselves, as a process of its own."""
     done = subprocess.run(
         # `--`: a session id may begin with "-", which click would read as an option.
-        [sys.executable, "-m", "deepwork_mcp", "approve", "--path", str(project), "--", session_id],
+        [
+            sys.executable,
+            "-m",
+            "deepwork_mcp",
+            "approve",
+            "--yes",
+            "--path",
+            str(project),
+            "--",
+            session_id,
+        ],
         capture_output=True,
         text=True,
         timeout=60,

@@ -45,7 +45,7 @@ async def call(server: Server, tool: str, **arguments: Any) -> dict[str, Any]:
 
 def deepwork_approve(root: Path, session_id: str) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "deepwork_mcp", "approve", session_id, "--path", str(root)],
+        [sys.executable, "-m", "deepwork_mcp", "approve", session_id, "--path", str(root), "--yes"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -268,6 +268,25 @@ def test_the_circle_check_catches_a_lazy_circle() -> None:
     assert _find_cycle(_inside_folders({"p.a": {"q.b"}, "q.b": {"p.a"}})) is None
 
 
+def test_the_tools_scripts_do_not_import_each_other_in_a_cycle() -> None:
+    """tools/ scripts import siblings by name (tools/ is sys.path[0]); none may come back round."""
+    tools = PACKAGES.parent / "tools"
+    scripts = {path.stem: path for path in tools.glob("*.py")}
+    graph = {
+        name: {module for module, _, _ in _imports(path) if module in scripts and module != name}
+        for name, path in scripts.items()
+    }
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        return any(
+            step == goal or (step not in seen and reaches(step, goal, seen | {step}))
+            for step in graph[start]
+        )
+
+    cycles = sorted(name for name in graph if reaches(name, name, {name}))
+    assert not cycles, f"tools/ scripts importing each other back: {cycles}"
+
+
 def _sizes() -> Iterator[tuple[str, int, list[tuple[str, int]]]]:
     for package, _, path in _modules():
         if package not in SIZE_CHECKED:

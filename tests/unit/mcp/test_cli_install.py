@@ -6,6 +6,7 @@ import json
 import tomllib
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from deepwork_mcp.cli import cli
 
@@ -134,3 +135,69 @@ def test_a_skill_file_from_an_older_deepwork_is_replaced(tmp_path: Path) -> None
     assert code == 0, output
     assert "update    .opencode/skills/deepwork/SKILL.md" in output
     assert "get_workflows" in old.read_text("utf-8")
+
+
+def test_an_existing_entry_keeps_the_users_keys_extra_arguments_and_the_file_mode(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "opencode.json"
+    entry = {
+        "type": "local",
+        "command": ["uvx", "deepwork==0.1.0", "serve", "--external-runner", "claude"],
+        "environment": {"DEEPWORK_X": "1"},
+        "enabled": False,
+    }
+    path.write_text(json.dumps({"mcp": {"deepwork": entry}}), encoding="utf-8")
+    path.chmod(0o600)
+
+    code, output = _install(tmp_path)
+
+    assert code == 0, output
+    written = _config(tmp_path)["mcp"]
+    assert isinstance(written, dict)
+    assert written["deepwork"] == {
+        "type": "local",
+        "command": ["uvx", f"deepwork=={VERSION}", "serve", "--external-runner", "claude"],
+        "environment": {"DEEPWORK_X": "1"},
+        "enabled": False,
+    }
+    assert path.stat().st_mode & 0o777 == 0o600
+
+
+def test_an_entry_that_is_not_a_serve_command_is_refused_and_named(tmp_path: Path) -> None:
+    original = json.dumps({"mcp": {"deepwork": {"type": "remote", "url": "http://x"}}})
+    (tmp_path / "opencode.json").write_text(original, encoding="utf-8")
+    code, output = _install(tmp_path)
+    assert code != 0
+    assert "install.file_conflict" in output
+    assert "mcp.deepwork" in output
+    assert (tmp_path / "opencode.json").read_text("utf-8") == original
+    assert not (tmp_path / ".opencode").exists()
+
+
+@pytest.mark.parametrize("kind", ["latin-1", "folder", "nan", "infinity", "deep"])
+def test_an_unusable_opencode_json_is_config_invalid(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "opencode.json"
+    if kind == "folder":
+        path.mkdir()
+    elif kind == "latin-1":
+        path.write_bytes('{"model": "caf\xe9"}'.encode("latin-1"))
+    elif kind == "nan":
+        path.write_text('{"mcp": {}, "limit": NaN}')
+    elif kind == "infinity":
+        path.write_text('{"limit": -Infinity}')
+    else:
+        path.write_text('{"x": ' + "[" * 50_000 + "]" * 50_000 + "}")
+    code, output = _install(tmp_path)
+    assert code != 0
+    assert "install.config_invalid" in output
+    assert "Traceback" not in output
+    assert not (tmp_path / ".opencode").exists()
+
+
+def test_jobs_add_refuses_a_project_folder_that_does_not_exist(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-project"
+    result = CliRunner().invoke(cli, ["jobs", "add", "--path", str(missing), "tutorial"])
+    assert result.exit_code == 2
+    assert "does not exist" in result.output
+    assert not missing.exists()

@@ -403,3 +403,92 @@ async def test_symlink_to_outside_file_never_reaches_the_reviewer(env: Env, tmp_
     for call in calls:
         assert "OUTSIDE-SECRET-991" not in call["stdin"]
         assert "OUTSIDE-SECRET-991" not in json.dumps(call["argv"])
+
+
+@pytest.mark.slow
+async def test_parallel_reviewers_share_the_budget_instead_of_each_spending_it(env: Env) -> None:
+    from deepwork_core.base.config import ReviewBudget
+    from deepwork_core.state.events import read_events
+
+    pages = []
+    for number in range(3):
+        (env.root / "out" / f"p{number}.md").write_text(f"page {number}\n")
+        pages.append(f"out/p{number}.md")
+    env.fake.spend(0.40)
+    env.fake.hold_until(4)  # the four calls really run at once
+    request = env.request(pages=pages)
+    tasks = plan_review_tasks(request)
+    assert len(tasks) == 4
+    reviewer = env.reviewer(max_parallel=4, budget=ReviewBudget(max_cost_usd=1.0))
+
+    with pytest.raises(QualityGateError) as exc:
+        await reviewer.review(request, tasks)
+
+    assert exc.value.code == "quality_gate.budget_exhausted"
+    given = [float(c["argv"][c["argv"].index("--max-budget-usd") + 1]) for c in env.calls()]
+    assert len(given) == 4
+    assert sum(given) <= 1.0 + 1e-6  # each started with its slice, not with the whole budget
+    spent = sum(
+        e.cost_usd
+        for e in read_events(env.root, request.run_session_id)
+        if e.event == "review_usage"
+    )
+    assert spent <= 1.0 + 1e-6
+
+
+def test_a_background_call_shares_the_budget_with_the_jobs_of_its_session(env: Env) -> None:
+    from deepwork_core.state.store.opening import shared_store
+    from deepwork_core.state.store.review_jobs import ReviewJobs
+
+    request = env.request()
+    reviewer = env.reviewer(max_parallel=2)
+    assert reviewer.parallel_slots(request) == 1  # no store yet: nothing else runs
+    jobs = ReviewJobs(shared_store(env.root))
+    ids = [jobs.enqueue("gate_review", {}, session_id=request.session_id) for _ in range(3)]
+    jobs.enqueue("gate_review", {}, session_id="sess_other")
+    assert reviewer.parallel_slots(request) == 2  # three live jobs, at most max_parallel
+    for job_id in ids[1:]:
+        jobs.cancel(job_id)
+    assert reviewer.parallel_slots(request) == 1
+
+
+@pytest.mark.slow
+def test_parallel_background_calls_share_the_budget_instead_of_each_spending_it(
+    env: Env,
+) -> None:
+    import threading
+
+    from deepwork_core.base.config import ReviewBudget
+    from deepwork_core.state.store.opening import shared_store
+    from deepwork_core.state.store.review_jobs import ReviewJobs
+
+    pages = []
+    for number in range(3):
+        (env.root / "out" / f"p{number}.md").write_text(f"page {number}\n")
+        pages.append(f"out/p{number}.md")
+    env.fake.spend(0.40)
+    env.fake.hold_until(4)  # the four calls really run at once
+    request = env.request(pages=pages)
+    tasks = plan_review_tasks(request)
+    jobs = ReviewJobs(shared_store(env.root))
+    for _ in tasks:  # as the background gate enqueues a checkpoint's tasks, before any runs
+        jobs.enqueue("gate_review", {}, session_id=request.session_id)
+    reviewer = env.reviewer(max_parallel=4, budget=ReviewBudget(max_cost_usd=1.0))
+    errors: list[str] = []
+
+    def one(task: Any) -> None:
+        try:
+            reviewer.review_task(request, task, threading.Event())
+        except QualityGateError as exc:
+            errors.append(exc.code)
+
+    threads = [threading.Thread(target=one, args=(task,)) for task in tasks]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    given = [float(c["argv"][c["argv"].index("--max-budget-usd") + 1]) for c in env.calls()]
+    assert len(given) == 4
+    assert sum(given) <= 1.0 + 1e-6  # each started with its slice, not with the whole budget
+    assert "quality_gate.budget_exhausted" in errors

@@ -192,3 +192,55 @@ def test_an_unknown_runner_is_refused() -> None:
     assert runner_for("codex").name == "codex"
     with pytest.raises(ValueError, match="unknown reviewer runner"):
         runner_for("gpt")
+
+
+DEEP_LINE = '{"type": "noise", "x": ' + "[" * 5000 + "]" * 5000 + "}\n"
+
+
+@pytest.mark.parametrize(
+    ("runner", "events", "tokens"),
+    [(CodexRunner(), CODEX_OK, 1290), (GeminiRunner(), GEMINI_OK, 940)],
+)
+def test_a_line_too_deep_is_bad_output_but_the_call_still_counts_its_usage(
+    runner: CodexRunner | GeminiRunner, events: list[dict[str, object]], tokens: int
+) -> None:
+    output = done(events)
+    deep = Completed(output.argv, 0, DEEP_LINE + output.stdout, "")
+    outcome = runner.read("t", deep, None)
+    assert outcome.error is not None
+    assert outcome.error.code == ErrorCode.QUALITY_GATE_BAD_OUTPUT
+    assert outcome.usage.tokens == tokens
+
+
+@pytest.mark.parametrize(
+    ("runner", "events"),
+    [
+        (
+            CodexRunner(),
+            [*CODEX_OK[:4], {"type": "turn.completed", "usage": {"output_tokens": 1.5}}],
+        ),
+        (GeminiRunner(), [*GEMINI_OK[:4], {"type": "result", "status": "success",
+                                            "stats": {"input": -3}}]),
+        (ClaudeRunner(), [{"type": "result", "subtype": "success", "structured_output": VERDICT,
+                           "usage": {"input_tokens": "many"}}]),
+    ],
+)  # fmt: skip
+def test_a_count_that_is_not_a_whole_number_fails_the_call_and_counts_nothing(
+    runner: CodexRunner | GeminiRunner | ClaudeRunner, events: list[dict[str, object]]
+) -> None:
+    outcome = runner.read("t", done(events), None)
+    assert outcome.error is not None
+    assert outcome.error.code == ErrorCode.QUALITY_GATE_BAD_OUTPUT
+    assert "whole number" in outcome.error.message
+    assert outcome.usage.tokens == 0
+
+
+@pytest.mark.parametrize("cost", [float("inf"), float("nan"), -0.5, "0.1", True])
+def test_claude_refuses_a_cost_that_is_not_a_finite_number(cost: object) -> None:
+    result = {"type": "result", "subtype": "success", "structured_output": VERDICT,
+              "usage": {"input_tokens": 10}, "total_cost_usd": cost}  # fmt: skip
+    outcome = ClaudeRunner().read("t", done([result]), None)
+    assert outcome.error is not None
+    assert outcome.error.code == ErrorCode.QUALITY_GATE_BAD_OUTPUT
+    assert "total_cost_usd" in outcome.error.message
+    assert outcome.usage.cost_usd is None

@@ -42,9 +42,9 @@ from deepwork_core.base.config import (
 )
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import ProcessOutputError, ProcessTimeoutError, QualityGateError
-from deepwork_core.base.process import Completed, run_bounded
+from deepwork_core.base.process import Completed
 from deepwork_core.evidence.verdicts import ReviewVerdict
-from deepwork_core.gate.budget import check_budget, review_usage_event, usd_left
+from deepwork_core.gate.budget import BudgetLedger, check_budget, review_usage_event, usd_left
 from deepwork_core.gate.checkpoint import Checkpoint
 from deepwork_core.gate.quality import (
     DEFAULT_MAX_INLINE_FILES,
@@ -57,14 +57,18 @@ from deepwork_core.gate.quality import (
 from deepwork_core.state.event_kinds import ReviewStalledEvent
 from deepwork_core.state.events import append_event
 from deepwork_core.state.sessions import utc_now
+from deepwork_core.state.store.opening import existing_store
+from deepwork_core.state.store.review_jobs import ReviewJobs, ReviewJobState
 
+from deepwork_mcp.review_calls import blocking_review, run_bounded_async
 from deepwork_mcp.runners import runner_for
 from deepwork_mcp.runners.events import CallPlan, CallUsage, ReviewRunner
 
 #: `async (done, total, message)`: progress while `review` runs several tasks at once.
 ProgressReporter = Callable[[int, int, str], Awaitable[None]]
 #: How often a review run in a worker thread looks whether it was cancelled.
-_CANCEL_POLL_SECONDS = 0.2
+#: Review jobs that still run, or will.
+_LIVE = (ReviewJobState.QUEUED, ReviewJobState.CLAIMED)
 #: The trace variables of one reviewer call: (session id, step id, review, target file) -> env.
 TraceEnv = Callable[[str, str, str, str | None], Mapping[str, str]]
 
@@ -118,6 +122,7 @@ class CliReviewer:
         self.stall_retries = stall_retries
         self.models = models if models is not None else ReviewModels()
         self.budget = budget if budget is not None else ReviewBudget()
+        self.ledger = BudgetLedger(self.budget)
         self.trace_env = trace_env
 
     def review_task(
@@ -125,7 +130,26 @@ class CliReviewer:
     ) -> ReviewVerdict:
         """The core's `Reviewer` port: one task, in the calling (worker) thread, stopped with
         its process group soon after `cancelled` is set (then `quality_gate.error`)."""
-        return blocking_review(self.review, checkpoint, task, cancelled)
+        slots = self.parallel_slots(checkpoint)
+
+        async def review(
+            checkpoint: Checkpoint,
+            tasks: Sequence[QualityReviewTask],
+            progress: ProgressReporter | None,
+        ) -> list[ReviewVerdict]:
+            return await self.review(checkpoint, tasks, progress, slots=slots)
+
+        return blocking_review(review, checkpoint, task, cancelled)
+
+    def parallel_slots(self, checkpoint: Checkpoint) -> int:
+        """How many reviewer calls of the session may run alongside this one, sharing what is
+        left of the budget: its background jobs still queued or running (the gate enqueues a
+        checkpoint's tasks together, before any starts), at most `max_parallel`."""
+        store = existing_store(checkpoint.project_root)
+        if store is None:
+            return 1
+        live = ReviewJobs(store).list(session_id=checkpoint.session_id, states=_LIVE)
+        return max(1, min(self.max_parallel, len(live)))
 
     def timeout_for(self, file_count: int) -> float:
         """Per-task deadline: the base plus `per_extra_file` for each file beyond five."""
@@ -136,8 +160,12 @@ class CliReviewer:
         checkpoint: Checkpoint,
         tasks: Sequence[QualityReviewTask],
         progress: ProgressReporter | None = None,
+        *,
+        slots: int | None = None,
     ) -> list[ReviewVerdict]:
         """Run every task (at most `max_parallel` at once); verdicts come back in task order.
+        `slots`: how many calls may run at once in all, sharing the budget (default: these
+        tasks, at most `max_parallel`).
 
         Raises `QualityGateError` for the first task that cannot give a verdict (the codes are
         in `deepwork_mcp.runners`, plus `quality_gate.not_installed`, `.timeout`,
@@ -154,10 +182,13 @@ class CliReviewer:
         failures: list[BaseException] = []
         send, receive = anyio.create_memory_object_stream[int](len(tasks))
 
+        if slots is None:  # calls that may run alongside each other
+            slots = min(self.max_parallel, len(tasks))
+
         async def one(index: int) -> None:
             try:
                 verdicts[index], tokens[index] = await self._run_task(
-                    executable, checkpoint, tasks[index], limiter
+                    executable, checkpoint, tasks[index], limiter, slots
                 )
             except Exception as exc:  # the first failure wins and stops the others
                 failures.append(exc)
@@ -245,38 +276,52 @@ class CliReviewer:
         checkpoint: Checkpoint,
         task: QualityReviewTask,
         limiter: anyio.CapacityLimiter,
+        slots: int = 1,
     ) -> tuple[ReviewVerdict, int]:
         timeout = self.timeout_for(task_file_count(checkpoint, task))
-        async with limiter:
-            # Built under the limiter so at most `max_parallel` messages sit in memory; reading
-            # files is blocking work, so it runs off the event loop.
-            message = await anyio.to_thread.run_sync(
-                build_review_message, checkpoint, task, self.max_inline_files
-            )
-            call = _Call(executable, checkpoint, task, message, time.monotonic() + timeout)
-            answer = await self._ask(call)
-            if unjudged_criteria(task, answer.reply):
-                # Asked once more; a second incomplete reply fails the unjudged criteria.
-                self._log_usage(call, answer, "unjudged")
-                answer = await self._ask(call)
+        call: _Call | None = None
         try:
-            verdict = verdict_from_reply(task, answer.reply)
-        except QualityGateError as exc:
-            self._log_usage(call, answer, exc.code)
-            raise
-        self._log_usage(call, answer, "passed" if verdict.passed else "failed")
-        return verdict, call.tokens
+            async with limiter:
+                # Built under the limiter so at most `max_parallel` messages sit in memory;
+                # reading files is blocking work, so it runs off the event loop.
+                message = await anyio.to_thread.run_sync(
+                    build_review_message, checkpoint, task, self.max_inline_files
+                )
+                deadline = time.monotonic() + timeout
+                call = _Call(executable, checkpoint, task, message, deadline, slots=slots)
+                answer = await self._ask(call)
+                if unjudged_criteria(task, answer.reply):
+                    # Asked once more; a second incomplete reply fails the unjudged criteria.
+                    self._log_usage(call, answer, "unjudged")
+                    answer = await self._ask(call)
+            try:
+                verdict = verdict_from_reply(task, answer.reply)
+            except QualityGateError as exc:
+                self._log_usage(call, answer, exc.code)
+                raise
+            self._log_usage(call, answer, "passed" if verdict.passed else "failed")
+            return verdict, call.tokens
+        finally:
+            if call is not None:
+                self._release(call)  # cancelled before its usage was logged
 
     async def _ask(self, call: _Call) -> _Answer:
-        """One reviewer call; its usage is logged (and the error raised) when it failed."""
-        left = await anyio.to_thread.run_sync(self.usd_left, call.checkpoint)
+        """One reviewer call with its slice of the budget reserved (`BudgetLedger`); its usage
+        is logged (and the error raised) when it failed."""
+        checkpoint = call.checkpoint
+        call.share = await anyio.to_thread.run_sync(
+            self.ledger.reserve, checkpoint.project_root, checkpoint.run_session_id, call.slots
+        )
         # The call's private folder (codex's schema file): made, filled and removed off the loop.
         scratch = Path(await anyio.to_thread.run_sync(tempfile.mkdtemp, "", "deepwork-review-"))
         try:
-            plan = self.plan(call, left, scratch)
+            plan = self.plan(call, call.share, scratch)
             argv = await anyio.to_thread.run_sync(self.runner.argv, plan)
             started = time.monotonic()
             done = await self._run(argv, call, self._child_env(call))
+        except BaseException:
+            self._release(call)
+            raise
         finally:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(shutil.rmtree, scratch, True)
@@ -374,6 +419,12 @@ class CliReviewer:
             runner=self.runner.name,
         )
         append_event(checkpoint.project_root, event)
+        self._release(call)  # the real cost is in the log now
+
+    def _release(self, call: _Call) -> None:
+        if call.share is not None:
+            self.ledger.release(call.checkpoint.run_session_id, call.share)
+            call.share = None
 
 
 @dataclass(slots=True)
@@ -386,6 +437,10 @@ class _Call:
     message: str
     deadline: float
     tokens: int = 0
+    #: Calls of the checkpoint that may run alongside this one (they share what is left).
+    slots: int = 1
+    #: The USD this call holds in the ledger while it runs (None: none).
+    share: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -393,66 +448,3 @@ class _Answer:
     reply: object
     usage: CallUsage
     seconds: float
-
-
-AsyncReview = Callable[
-    [Checkpoint, Sequence[QualityReviewTask], ProgressReporter | None],
-    Awaitable[list[ReviewVerdict]],
-]
-
-
-def blocking_review(
-    review: AsyncReview,
-    checkpoint: Checkpoint,
-    task: QualityReviewTask,
-    cancelled: threading.Event,
-) -> ReviewVerdict:
-    """Run an adapter's async `review` of one task on an event loop of this thread, cancelled
-    (its process group killed) soon after `cancelled` is set. Any runner's adapter can use it."""
-    verdicts: list[ReviewVerdict] = []
-    failures: list[Exception] = []
-
-    async def run() -> None:
-        async with anyio.create_task_group() as group:
-
-            async def watch() -> None:
-                while not cancelled.is_set():
-                    await anyio.sleep(_CANCEL_POLL_SECONDS)
-                group.cancel_scope.cancel()
-
-            group.start_soon(watch)
-            try:
-                verdicts.extend(await review(checkpoint, [task], None))
-            except Exception as exc:  # raised below, as itself (not in an exception group)
-                failures.append(exc)
-            group.cancel_scope.cancel()
-
-    anyio.run(run)
-    if failures:
-        raise failures[0]
-    if not verdicts:
-        raise QualityGateError("the review was cancelled", code=ErrorCode.QUALITY_GATE_ERROR)
-    return verdicts[0]
-
-
-async def run_bounded_async(argv: Sequence[str], **options: object) -> Completed:
-    """`run_bounded` in a worker thread; cancelling the caller kills the child's group.
-
-    On cancellation the child is stopped and reaped before the cancellation goes on, so no
-    process outlives the call.
-    """
-    cancel, finished = threading.Event(), threading.Event()
-
-    def call() -> Completed:
-        try:
-            return run_bounded(argv, cancel=cancel, **options)  # type: ignore[arg-type]
-        finally:
-            finished.set()
-
-    try:
-        return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
-    except BaseException:
-        cancel.set()
-        with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(finished.wait)
-        raise

@@ -143,6 +143,7 @@ def create_server(
     additional_jobs_folders: Sequence[Path] = (),
     follow_client_roots: bool = False,
     state_dir: Path | None = None,
+    launch: str = "deepwork",
     trace_env: TraceEnv | None = None,
     shared_store: bool | None = None,
 ) -> FastMCP:
@@ -158,6 +159,8 @@ def create_server(
     `additional_jobs_folders` are searched for jobs after the project's and the standard ones.
     `state_dir` holds the projects' approval keys (docs/security.md); by default the one
     `deepwork approve` uses, from `DEEPWORK_STATE_DIR`, `XDG_STATE_HOME` or the home folder.
+    `launch` is how the user runs this DeepWork (`uvx deepwork==1.0.0`, `deepwork`): the
+    approval answer tells them `<launch> approve <session>` (`deepwork_mcp.cli.launch`).
     `trace_env` gives each external reviewer process its trace variables (docs/telemetry.md).
     `shared_store` (default: the project's store is a PostgreSQL server, named by
     `DEEPWORK_STORE_URL` or else by `store.url` of its config) makes every approval need a
@@ -186,7 +189,10 @@ def create_server(
         middleware=[*outer, CallLog(projects.get), ToolErrors(), CompactToolListing()],
     )
     register_workflow_tools(
-        mcp, engines=lambda: projects.get().engine, catalogs=lambda: projects.get().catalog
+        mcp,
+        engines=lambda: projects.get().engine,
+        catalogs=lambda: projects.get().catalog,
+        launch=launch,
     )
     register_review_tools(mcp, project_root=lambda: projects.get().folder, platform=config.platform)
     return mcp

@@ -15,6 +15,7 @@ from deepwork_core.state import events
 from deepwork_core.state.event_kinds import (
     CompletedEvent,
     EventRecord,
+    ReviewUsageEvent,
     ReviewVerdictEvent,
     StartedEvent,
     StepBegunEvent,
@@ -27,6 +28,7 @@ from deepwork_core.state.events import (
     iter_events,
     logged_session_ids,
     read_events,
+    scan_events,
 )
 from deepwork_core.state.store.url import STORE_URL_ENV, set_default_store_url
 
@@ -217,3 +219,44 @@ def test_logs_are_listed_and_deleted_by_session(tmp_path: Path) -> None:
     delete_event_log(tmp_path, SID)  # a second delete is harmless
 
     assert logged_session_ids(tmp_path) == ["sess_other1"]
+
+
+def test_an_event_with_a_number_that_is_not_finite_is_refused_and_never_stored(
+    tmp_path: Path,
+) -> None:
+    append_event(tmp_path, started())
+    usage = ReviewUsageEvent(
+        ts=WHEN, session_id=SID, job="j", step_id="s", review="r", outcome="passed", seconds=1e400
+    )
+    with pytest.raises(EventLogError) as caught:
+        append_event(tmp_path, usage)
+    assert caught.value.code == "events.error"
+    assert [event.event for event in read_events(tmp_path, SID)] == ["started"]
+
+
+def test_a_stored_record_nested_without_end_is_corrupt_not_a_crash(tmp_path: Path) -> None:
+    append_event(tmp_path, started())
+    store = events.shared_store(tmp_path)
+    with store.write() as tx:
+        tx.execute(
+            "UPDATE events SET body = ?",
+            ('{"event": "x", "v": ' + "[" * 100_000 + "]" * 100_000 + "}",),
+        )
+    with pytest.raises(EventLogError) as caught:
+        read_events(tmp_path, SID)
+    assert caught.value.code == "events.corrupt"
+
+
+def test_a_scan_counts_every_event_and_reads_only_the_newest_and_the_kinds_asked(
+    tmp_path: Path,
+) -> None:
+    append_event(tmp_path, started())
+    for _ in range(5):
+        append_event(tmp_path, StepBegunEvent(ts=WHEN, session_id=SID, step_ids=["a"]))
+    append_event(tmp_path, completed())
+    scan = scan_events(tmp_path, SID, keep_last=2, kinds=frozenset({"started"}))
+    assert scan.total == 7
+    assert scan.omitted == 5
+    assert [event.event for event in scan.recent] == ["step_begun", "completed"]
+    assert [event.event for event in scan.selected] == ["started"]
+    assert scan_events(tmp_path, "sess_none", keep_last=2, kinds=frozenset()).total == 0

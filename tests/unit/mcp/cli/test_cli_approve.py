@@ -44,7 +44,17 @@ def open_request(root: Path) -> ApprovalStore:
 
 def approve(root: Path, *args: str, session_id: str = SID) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "deepwork_mcp", "approve", session_id, "--path", str(root), *args],
+        [
+            sys.executable,
+            "-m",
+            "deepwork_mcp",
+            "approve",
+            session_id,
+            "--path",
+            str(root),
+            "--yes",
+            *args,
+        ],
         capture_output=True,
         text=True,
         timeout=60,
@@ -131,3 +141,66 @@ def test_the_state_folder_follows_xdg_then_home() -> None:
     assert state_dir({"XDG_STATE_HOME": "/x", "HOME": "/h"}) == Path("/x/deepwork")
     assert state_dir({"XDG_STATE_HOME": "rel", "HOME": "/h"}) == Path("/h/.local/state/deepwork")
     assert state_dir({"HOME": "/h"}) == Path("/h/.local/state/deepwork")
+
+
+def test_the_files_are_shown_with_their_content_before_deciding(tmp_path: Path) -> None:
+    open_request(tmp_path)
+    done = approve(tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "plan: plan.md  sha256 " in done.stdout
+    assert "  | the plan" in done.stdout  # the bytes the human approves
+    assert done.stdout.index("the plan") < done.stdout.index("Approved for step plan")
+
+
+def _approve_on_a_terminal(root: Path, answer: str) -> tuple[int, str]:
+    """`deepwork approve` without --yes, on a pseudo-terminal that types `answer`."""
+    import pty
+
+    leader, follower = pty.openpty()
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "deepwork_mcp", "approve", SID, "--path", str(root)],
+            stdin=follower,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        os.write(leader, answer.encode())
+        out, _ = process.communicate(timeout=60)
+    finally:
+        os.close(leader)
+        os.close(follower)
+    return process.returncode, out
+
+
+def test_it_asks_on_a_terminal_and_records_nothing_on_no(tmp_path: Path) -> None:
+    store = open_request(tmp_path)
+    status, out = _approve_on_a_terminal(tmp_path, "n\n")
+    assert status == 1
+    assert "Approve step plan as shown above?" in out
+    assert "Nothing was recorded." in out
+    record = store.load(SID)
+    assert record is not None
+    assert record.decision is None
+    status, out = _approve_on_a_terminal(tmp_path, "y\n")
+    assert status == 0, out
+    record = store.load(SID)
+    assert record is not None
+    assert record.decision is not None
+
+
+def test_without_a_terminal_it_needs_yes(tmp_path: Path) -> None:
+    store = open_request(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "deepwork_mcp", "approve", SID, "--path", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "--yes" in done.stderr
+    record = store.load(SID)
+    assert record is not None
+    assert record.decision is None

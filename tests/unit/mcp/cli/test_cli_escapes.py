@@ -114,7 +114,7 @@ def test_approve_escapes_the_request_it_shows(tmp_path: Path) -> None:
             requested_at=datetime(2026, 11, 23, tzinfo=UTC),
         )
     )
-    status, out = run("approve", "sess_approve1", "--path", str(tmp_path))
+    status, out = run("approve", "sess_approve1", "--path", str(tmp_path), "--yes")
     assert status == 0, out
     assert_clean(out)
     lines = out.splitlines()

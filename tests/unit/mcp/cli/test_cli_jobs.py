@@ -163,3 +163,41 @@ def test_validate_in_a_real_subprocess(project: Path) -> None:
     write_job(_jobs_dir(project), valid_job("demo"), "demo")
     clean = run(cwd=project)
     assert (clean.returncode, clean.stdout) == (0, "")
+
+
+def test_validate_reports_every_planted_problem_in_one_run_at_its_line(project: Path) -> None:
+    """Six problems of different kinds used to take three runs: the shape errors hid the
+    cross-reference and file checks of the step they were in."""
+    status, out, _ = _run("jobs", "new", "weekly", "--path", str(project))
+    assert status == 0, out
+    job_file = _jobs_dir(project) / "weekly" / "job.yml"
+    text = job_file.read_text()
+    for old, new in (
+        ('version: "0.1.0"', "version: 1"),
+        ("      - first_step\n", "      - first_step\n      - missing_step\n"),
+        ("instructions_file: steps/first_step.md", "instructions_file: steps/nope.md"),
+        ("      - run_each: result", "      - run_each: no_such_output"),
+        ("    dependencies: []", "    dependencies: [ghost]"),
+        ("        required: true", "        required: maybe"),
+    ):
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    job_file.write_text(text)
+    lines = text.splitlines()
+
+    status, out, _ = _run("jobs", "validate", "--path", str(project))
+
+    assert status == 1
+    found = [(m["code"], int(m["line"])) for m in map(PROBLEM_LINE.match, out.splitlines()) if m]
+    expected = [
+        ("job.wrong_type", "version: 1"),
+        ("job.unknown_workflow_step", "- missing_step"),
+        ("job.file_missing", "steps/nope.md"),
+        ("job.wrong_type", "required: maybe"),
+        ("job.unknown_dependency", "[ghost]"),
+        ("job.invalid_run_each", "no_such_output"),
+    ]
+    assert len(found) == len(expected), out
+    for (code, line), (want, fragment) in zip(found, expected, strict=True):
+        assert code == want, out
+        assert fragment in lines[line - 1], (code, line, out)

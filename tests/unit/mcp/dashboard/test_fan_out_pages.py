@@ -10,8 +10,8 @@ from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.jobs.graph import build_graph, to_dot, to_mermaid
 from deepwork_core.state.sessions import SessionStore
 from deepwork_mcp.cli import cli
-from deepwork_mcp.dashboard.pages import run_body
-from deepwork_mcp.dashboard.views import run_detail, run_tree
+from deepwork_mcp.dashboard.run_page import run_body
+from deepwork_mcp.dashboard.views import run_page_view, runs
 
 from tests.integration.test_fan_out_stdio import fan_job
 from tests.integration.test_worktree_groups_stdio import GROUP, group_job_v09, repository
@@ -27,7 +27,7 @@ def test_the_run_page_draws_one_node_with_counts_and_lists_the_instances(tmp_pat
     engine.finish({"section.md": "x.md"}, session_id=fan.instances[0].session_id)
     engine.abort("no material", session_id=fan.instances[2].session_id)
 
-    detail = run_detail(store, fan.parent_session_id)
+    detail = run_page_view(store, fan.parent_session_id)
     assert [(r.item, r.state) for r in detail.instances] == [
         ("x", "done"),
         ("y", "running"),
@@ -40,7 +40,8 @@ def test_the_run_page_draws_one_node_with_counts_and_lists_the_instances(tmp_pat
     assert "<h2>Instances</h2>" in page
     assert "no material" in page
     # Instances are listed on their parent's page, not as runs of their own.
-    assert [row.session_id for row in run_tree(store)] == [fan.parent_session_id]
+    assert [row.session_id for row in runs(store)] == [fan.parent_session_id]
+    assert 'class="swatch fanned"' in page  # the legend says what the stack means
 
 
 def test_the_graph_export_marks_a_fanned_step(tmp_path: Path) -> None:
@@ -79,7 +80,7 @@ def test_the_run_page_lists_the_steps_of_a_group_run_in_worktrees(tmp_path: Path
     fan = engine.start("g", "grp", "build").brief.fan_out
     assert fan is not None
     assert fan.group == GROUP
-    detail = run_detail(store, fan.parent_session_id)
+    detail = run_page_view(store, fan.parent_session_id)
     assert [(r.step_id, r.item, r.state) for r in detail.instances] == sorted(
         (step_id, step_id, "running") for step_id in GROUP
     )

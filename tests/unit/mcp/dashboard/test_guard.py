@@ -20,7 +20,9 @@ def test_the_token_sets_a_strict_http_only_cookie_that_later_requests_use(
     first = client.get(f"/?token={TOKEN}")
     assert first.status_code == 200
     cookie = first.headers["set-cookie"]
-    assert cookie.startswith(f"deepwork_dashboard_{PORT}={TOKEN};")
+    assert cookie.startswith(f"deepwork_dashboard_{PORT}=")
+    # Browsers send 127.0.0.1's cookies to every port: the token itself is never in one.
+    assert TOKEN not in cookie
     assert "HttpOnly" in cookie
     assert "SameSite=Strict" in cookie
     assert client.get("/stats").status_code == 200  # the cookie alone now suffices
@@ -46,3 +48,9 @@ def test_every_answer_forbids_inline_script_framing_and_foreign_referrers(waitin
         assert "unsafe-inline" not in policy
         assert response.headers["x-frame-options"] == "DENY"
         assert response.headers["referrer-policy"] == "same-origin"
+
+
+def test_a_cookie_holding_the_token_does_not_sign_in(waiting: Waiting) -> None:
+    client = client_for(waiting.root, signed_in=False)
+    client.cookies.set(f"deepwork_dashboard_{PORT}", TOKEN)
+    assert client.get("/stats").status_code == 401

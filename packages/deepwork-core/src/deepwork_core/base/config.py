@@ -75,8 +75,9 @@ class ReviewModels(_Section):
 class ReviewBudget(_Section):
     """What the external reviews of one workflow run (nested runs included) may spend."""
 
-    max_cost_usd: float | None = Field(default=None, gt=0)
-    max_tokens: int | None = Field(default=None, gt=0)
+    #: Strict: a finite positive number (`.inf`, `.nan`, `true` and strings are refused).
+    max_cost_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False, strict=True)
+    max_tokens: int | None = Field(default=None, gt=0, strict=True)
 
 
 class QualityGateConfig(_Section):

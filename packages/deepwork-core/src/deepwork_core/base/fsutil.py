@@ -4,14 +4,58 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
+import re
 import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, Final
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import FileReadError
+
+#: How deeply untrusted JSON may nest. Real DeepWork files nest a handful of levels; far deeper
+#: text would overflow Python's recursion limit while parsing, printing or dumping it.
+MAX_JSON_NESTING: Final = 100
+
+_JSON_STRINGS: Final = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_NOT_BRACKETS: Final = bytes(b for b in range(256) if b not in b"[]{}")
+_SQUARE: Final = bytes.maketrans(b"{}", b"[]")
+
+
+def loads_json(text: str | bytes) -> Any:
+    """`json.loads` for text DeepWork did not write itself (state, logs, hooks, reviewers).
+
+    Text nested deeper than `MAX_JSON_NESTING` is refused like any other malformed JSON, with a
+    `json.JSONDecodeError` (a `ValueError`), before it is parsed: it never raises
+    `RecursionError`, here or later in the code that walks what was read.
+    """
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    if data.count(b"[") + data.count(b"{") > MAX_JSON_NESTING and _too_deep(data):
+        raise json.JSONDecodeError(f"nested more than {MAX_JSON_NESTING} levels deep", "", 0)
+    try:
+        return json.loads(text)
+    except RecursionError:  # pragma: no cover - the check above comes first
+        raise json.JSONDecodeError("nested too deeply", "", 0) from None
+
+
+def _too_deep(data: bytes) -> bool:
+    """True when the brackets outside strings nest more than `MAX_JSON_NESTING` levels.
+
+    Each pass deletes the innermost pairs, so a document `d` levels deep is gone after `d`
+    passes; all of it runs in C, whatever the size.
+    """
+    brackets = _JSON_STRINGS.sub(b"", data).translate(_SQUARE, _NOT_BRACKETS)
+    for _ in range(MAX_JSON_NESTING):
+        shorter = brackets.replace(b"[]", b"")
+        if shorter == brackets:  # unbalanced: only unmatched brackets are left
+            return len(shorter) > MAX_JSON_NESTING
+        if not shorter:
+            return False
+        brackets = shorter
+    return True
 
 
 def read_bytes_file(path: Path, *, limit: int, follow_symlinks: bool = True) -> bytes:

@@ -56,6 +56,33 @@ def abandoned_note(branch: str, previous: str | None) -> str:
     )
 
 
+def completed_note(branch: str, previous: str | None) -> str:
+    """What the user is told when a workflow on its own branch completes."""
+    if previous is None:
+        return (
+            f"Its work is on the branch `{branch}` (still checked out); merge it where it belongs, "
+            "or go back with `git switch -`."
+        )
+    return (
+        f"Its work is on the branch `{branch}` (still checked out), started from `{previous}`. "
+        f"To merge it: `git switch {previous} && git merge {branch}`; to go back without "
+        f"merging: `git switch {previous}`."
+    )
+
+
+def completed_summary(
+    label: str, branch: str | None, previous: str | None, resume: tuple[str, str] | None
+) -> str:
+    """What `finished_step` says when a workflow completes: where its work is (`branch`, for a
+    top-level run on its own branch) and which parent workflow and step to resume, if any."""
+    summary = f"Workflow '{label}' completed successfully!"
+    if branch is not None:
+        summary += " " + completed_note(branch, previous)
+    if resume is not None:
+        summary += f" Resume the parent workflow '{resume[0]}' at step '{resume[1]}'."
+    return summary
+
+
 def workflow_branch_name(job_name: str, label: str, today: date) -> str:
     """`deepwork/<job>-<label>-<YYYY-MM-DD>` with everything git dislikes replaced by `-`.
 

@@ -7,11 +7,10 @@ from datetime import datetime
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import SessionError
-from deepwork_core.gate.budget import NOT_AN_ATTEMPT
 from deepwork_core.jobs.discovery import JobCatalog, LoadedJob
 from deepwork_core.jobs.model import Step
 from deepwork_core.state.review_usage import run_id_of
-from deepwork_core.state.sessions import Session, StateTransaction, StepRecord
+from deepwork_core.state.sessions import NOT_AN_ATTEMPT, Session, StateTransaction, StepRecord
 
 #: Gate errors that are not an attempt: the reviewer stalled, the budget is spent, or the files
 #: changed under a background review (docs/quality-gate.md, "Attempts").

@@ -19,7 +19,7 @@ A dry run (`dry_run`) stops after planning the reviews and writes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -44,6 +44,7 @@ from deepwork_core.engine.outcomes import Outcomes, needs_work, reviewing
 from deepwork_core.engine.outputs import ValidatedOutputs, validate_outputs
 from deepwork_core.engine.results import EvidenceReport, FinishResult, FinishStatus, PlannedReview
 from deepwork_core.engine.safeguards import Findings, override_kind
+from deepwork_core.evidence.audit import audit_checkpoint
 from deepwork_core.evidence.verdicts import ReviewVerdict, VerdictKind
 from deepwork_core.gate.checkpoint import (
     Checkpoint,
@@ -58,6 +59,7 @@ from deepwork_core.gate.gates import Gate
 from deepwork_core.gate.job_check import submitted_job_feedback
 from deepwork_core.gate.tasks import QualityReviewTask
 from deepwork_core.jobs.discovery import JobCatalog, LoadedJob
+from deepwork_core.jobs.model import JobDefinition, ScopeGuard, Step
 from deepwork_core.state.session_events import SessionEvents
 from deepwork_core.state.sessions import (
     QualityEvent,
@@ -274,8 +276,8 @@ class FinishPipeline:
 
     def dry_run(self, sub: Submission) -> FinishResult:
         """What `finish` would check and review, as a `dry_run` result: the outputs are
-        validated exactly as a real call does; no reviewer starts, nothing is recorded, the
-        evidence is not touched."""
+        validated exactly as a real call does and the evidence audit runs read-only (stale
+        evidence, the scope guard); no reviewer starts, nothing is recorded."""
         with self.store.transaction() as tx:
             session = target_session(tx, sub.session_id, sub.agent_id)
             job, steps = current_checkpoint(self.catalog, session)
@@ -285,6 +287,7 @@ class FinishPipeline:
             validated = validate_outputs(self.project_root, steps, outputs, self.output_limits)
             stack = stack_items(tx, session.agent_id)
             run_id = run_of(tx, session)
+        evidence, blocked = _dry_audit(self.project_root, session, job.definition, steps, validated)
         gate, tasks = self.gate, []
         if gate is not None and gate.consulted_for(steps):
             checkpoint = Checkpoint(
@@ -310,10 +313,45 @@ class FinishPipeline:
             if tasks
             else "Dry run: the outputs pass every check; no review applies. Nothing was recorded."
         )
-        evidence = EvidenceReport(stale_evidence=[], undeclared_changes=[])  # no audit is run
+        if blocked is not None:
+            feedback = f"{feedback} But a real call would answer needs_work first: {blocked}"
         return FinishResult(
             FinishStatus.DRY_RUN, stack, feedback=feedback, evidence=evidence, review_tasks=tasks
         )
+
+
+def _dry_audit(
+    project_root: Path,
+    session: Session,
+    job: JobDefinition,
+    steps: Sequence[Step],
+    validated: ValidatedOutputs,
+) -> tuple[EvidenceReport, str | None]:
+    """The checkpoint's evidence audit, read-only, and what a strict scope guard would say."""
+    step_ids = {step.id for step in steps}
+    record = session.step_progress.get(steps[0].id)
+    began = record.began if record is not None else None
+    guard = job.scope_guard is not ScopeGuard.OFF and began is not None
+    audit = audit_checkpoint(
+        project_root,
+        validated.by_step,
+        [item for item in session.evidence if item.step_id not in step_ids],
+        began,
+        may_change=[glob for step in steps for glob in step.may_change],
+        guard=guard,
+    )
+    blocked = None
+    if audit.undeclared and job.scope_guard is ScopeGuard.STRICT:
+        blocked = (
+            "files changed during this step that it does not declare: "
+            f"{', '.join(audit.undeclared)} (scope_guard: strict)."
+        )
+    report = EvidenceReport(
+        stale_evidence=list(audit.stale),
+        undeclared_changes=list(audit.undeclared),
+        scope_guard_note=audit.guard_note if guard else None,
+    )
+    return report, blocked
 
 
 def _unrecorded(tx: StateTransaction, pending: _Pending) -> Session:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.engine.approver import Approver
+from deepwork_core.engine.branching import completed_summary
 from deepwork_core.engine.nesting import (
     Nesting,
     begin_checkpoint,
@@ -242,11 +243,9 @@ class Outcomes:
         if parent is not None:
             return self.resume_parent(tx, session, parent, after)
         stack = stack_items(tx, session.agent_id)
-        summary = f"Workflow '{session.workflow_label}' completed successfully!"
-        if stack:
-            summary += (
-                f" Resume the parent workflow '{stack[-1].workflow}' at step '{stack[-1].step}'."
-            )
+        resume = (stack[-1].workflow, stack[-1].step) if stack else None
+        branch = session.branch_name if session.parent_session_id is None else None
+        summary = completed_summary(session.workflow_label, branch, session.previous_branch, resume)
         return FinishResult(
             FinishStatus.WORKFLOW_COMPLETE,
             stack,

@@ -12,10 +12,11 @@ here too (`log_self_reviews`), though they cost nothing DeepWork can see.
 
 from __future__ import annotations
 
+import threading
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 from deepwork_core.base.config import DEFAULT_REVIEW_DEPTH, ReviewBudget
 from deepwork_core.base.error_codes import ErrorCode
@@ -32,7 +33,7 @@ from deepwork_core.state.event_kinds import (
 )
 from deepwork_core.state.events import append_event, read_events
 from deepwork_core.state.review_usage import ReviewUsage, run_usage
-from deepwork_core.state.sessions import utc_now
+from deepwork_core.state.sessions import NOT_AN_ATTEMPT, utc_now
 
 #: At most this many items are named in the "spent on" list.
 _SPENT_ON_ITEMS = 5
@@ -58,6 +59,49 @@ def check_budget(project_root: Path, run_id: str, budget: ReviewBudget) -> Revie
     if is_spent(budget, spent):
         raise budget_exhausted(project_root, run_id, budget, spent)
     return spent
+
+
+class BudgetLedger:
+    """The USD that reviewer calls running now have reserved, per run.
+
+    Parallel reviewers cannot together overspend: each call reserves its slice of what is left
+    before it starts (`reserve`, passed on as `--max-budget-usd`) and gives it back once its
+    real cost is logged (`release`). What is left is the budget less what the run's log says it
+    spent and less what running calls hold; it is shared among the calls that may still start
+    alongside them (`slots`), so the run's total stays within its budget plus at most one
+    call's overrun. Safe to use from several threads.
+    """
+
+    def __init__(self, budget: ReviewBudget) -> None:
+        self.budget = budget
+        self._lock = threading.Lock()
+        self._held: dict[str, list[float]] = {}
+
+    def reserve(self, project_root: Path, run_id: str, slots: int) -> float | None:
+        """This call's slice in USD (None: no cost budget); raises
+        `quality_gate.budget_exhausted` once the run spent or holds its whole budget."""
+        if self.budget.max_cost_usd is None and self.budget.max_tokens is None:
+            return None
+        with self._lock:
+            spent = check_budget(project_root, run_id, self.budget)
+            if self.budget.max_cost_usd is None:
+                return None
+            held = self._held.setdefault(run_id, [])
+            free = round(self.budget.max_cost_usd - spent.cost_usd - sum(held), 6)
+            if free <= 0:
+                raise budget_exhausted(project_root, run_id, self.budget, spent)
+            share = round(free / max(1, slots - len(held)), 6)
+            held.append(share)
+            return share
+
+    def release(self, run_id: str, share: float) -> None:
+        """Give back a slice once the call's real cost is in the log."""
+        with self._lock:
+            held = self._held.get(run_id, [])
+            if share in held:
+                held.remove(share)
+            if not held:
+                self._held.pop(run_id, None)
 
 
 def budget_exhausted(
@@ -94,11 +138,8 @@ def spent_on(project_root: Path, run_id: str) -> str:
     return f", on: {'; '.join(listed)}" if listed else ""
 
 
-#: Gate errors that are not an attempt: the engine gives the attempt back, and the answer hands
-#: the agent the self-review instruction file as the way on.
-NOT_AN_ATTEMPT: Final = frozenset(
-    {ErrorCode.QUALITY_GATE_REVIEWER_STALLED, ErrorCode.QUALITY_GATE_BUDGET_EXHAUSTED}
-)
+# Gate errors in NOT_AN_ATTEMPT: the engine gives the attempt back, and the answer hands the
+# agent the self-review instruction file as the way on.
 
 
 def with_self_review(

@@ -9,6 +9,7 @@ self-dependency included), `job.unknown_from_step`, `job.input_not_dependency`,
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -26,16 +27,74 @@ from deepwork_core.jobs.report import JobReport, dotted
 _M = TypeVar("_M", bound=BaseModel)
 
 
+#: How many times `salvage` drops the invalid keys of one item and tries again.
+_SALVAGE_ROUNDS = 8
+
+
 def salvage(data: dict[str, Any], key: str, model: type[_M]) -> list[tuple[int, _M]]:
-    """The items of `data[key]` that are valid on their own, so semantic checks still run."""
+    """The items of `data[key]` that are valid on their own, or once the keys that make them
+    invalid (already reported) are left out, so the semantic checks still run on the rest of
+    each item and one run reports every problem."""
     items = data.get(key)
     valid: list[tuple[int, _M]] = []
     for index, raw in enumerate(items if isinstance(items, list) else []):
-        try:
-            valid.append((index, model.model_validate(raw)))
-        except ValidationError:
-            continue
+        item = _salvaged(raw, model)
+        if item is not None:
+            valid.append((index, item))
     return valid
+
+
+def _salvaged(raw: Any, model: type[_M]) -> _M | None:
+    current = copy.deepcopy(raw)
+    dropped: set[tuple[int | str, ...]] = set()
+    for _ in range(_SALVAGE_ROUNDS):
+        try:
+            return model.model_validate(current)
+        except ValidationError as exc:
+            removed = False
+            for error in exc.errors():
+                loc = tuple(error["loc"])
+                if error["type"] == "missing":
+                    # A required key was invalid and left out: leave out what holds it instead.
+                    loc = loc[:-1] if loc in dropped else ()
+                if loc and _drop(current, loc):
+                    dropped.add(loc)
+                    removed = True
+            if not removed:
+                return None
+    return None
+
+
+def _drop(node: Any, loc: tuple[int | str, ...]) -> bool:
+    """Remove the mapping key at `loc` (as deep as the data goes); True when one was removed."""
+    parent: Any = None
+    last: int | str | None = None
+    for part in loc:
+        if not _holds(node, part):
+            break
+        parent, last, node = node, part, node[part]
+    if isinstance(parent, dict) and last is not None:
+        del parent[last]
+        return True
+    return False
+
+
+def _holds(node: Any, part: int | str) -> bool:
+    if isinstance(node, dict):
+        return part in node
+    return isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+
+
+def _written_outputs(data: dict[str, Any]) -> dict[str, set[str]]:
+    """The output names each step writes in the file, also those whose shape is invalid (a
+    salvaged step may have lost them; they are not "unknown")."""
+    steps = data.get("steps")
+    written: dict[str, set[str]] = {}
+    for raw in steps if isinstance(steps, list) else []:
+        if isinstance(raw, dict) and isinstance(raw.get("id"), str):
+            outputs = raw.get("outputs")
+            written[raw["id"]] = {str(k) for k in outputs} if isinstance(outputs, dict) else set()
+    return written
 
 
 def _raw_step_ids(data: dict[str, Any]) -> set[str]:
@@ -68,6 +127,7 @@ def check_semantics(
     job_dir: Path,
 ) -> None:
     known_ids = _raw_step_ids(data)
+    written = _written_outputs(data)
     raw_steps = data.get("steps")
     seen_ids: set[str] = set()
     for position, raw in enumerate(raw_steps if isinstance(raw_steps, list) else []):
@@ -88,7 +148,7 @@ def check_semantics(
             step_index[step.id] = index
 
     for step_id, step in by_id.items():
-        _check_step(report, step, step_index[step_id], by_id, known_ids, job_dir)
+        _check_step(report, step, step_index[step_id], by_id, known_ids, job_dir, written)
     _check_cycles(report, by_id, step_index)
     _check_workflows(report, workflows, by_id, known_ids)
 
@@ -110,6 +170,7 @@ def _check_step(
     by_id: dict[str, Step],
     known_ids: set[str],
     job_dir: Path,
+    written: dict[str, set[str]],
 ) -> None:
     base: KeyPath = ("steps", index)
     resolved_job_dir = job_dir.resolve()
@@ -134,9 +195,10 @@ def _check_step(
                 path,
             )
 
-    _check_inputs(report, step, base, by_id, known_ids)
+    _check_inputs(report, step, base, by_id, known_ids, written)
+    names = set(step.outputs) | written.get(step.id, set())
     for position, review in enumerate(step.reviews):
-        if review.run_each != "step" and review.run_each not in step.outputs:
+        if review.run_each != "step" and review.run_each not in names:
             report.add(
                 ErrorCode.JOB_INVALID_RUN_EACH,
                 f"run_each is {review.run_each!r}; use 'step' or one of this step's outputs "
@@ -146,7 +208,12 @@ def _check_step(
 
 
 def _check_inputs(
-    report: JobReport, step: Step, base: KeyPath, by_id: dict[str, Step], known_ids: set[str]
+    report: JobReport,
+    step: Step,
+    base: KeyPath,
+    by_id: dict[str, Step],
+    known_ids: set[str],
+    written: dict[str, set[str]],
 ) -> None:
     """Each file input names a step of the job, listed as a dependency, that declares it."""
     for position, item in enumerate(step.inputs):
@@ -166,7 +233,8 @@ def _check_inputs(
                 path,
             )
         source = by_id.get(source_id)
-        if source is not None and item.file not in source.outputs:
+        declared = set(source.outputs) | written.get(source_id, set()) if source else set()
+        if source is not None and item.file not in declared:
             report.add(
                 ErrorCode.JOB_UNKNOWN_INPUT_FILE,
                 f"step {source_id!r} declares no output named {item.file!r} "

@@ -181,6 +181,12 @@ def _read_v09(
     else:
         steps = list(salvage(data, "steps", v09.StepV09))
         workflows = salvage(data, "workflows", Workflow)
+        # `check_job_files` runs on a valid job only: name the missing files here too.
+        for index, step in steps:
+            for value, path in step_file_refs(step, ("steps", index)):
+                if not (job_dir / value).is_file():
+                    message = f"file {value!r} does not exist in {job_dir}"
+                    report.add(ErrorCode.JOB_FILE_MISSING, message, path)
     check_semantics(report, steps, workflows, data, job_dir)
     return report, None if job is None else v09.to_definition(job)
 

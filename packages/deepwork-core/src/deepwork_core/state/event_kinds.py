@@ -17,7 +17,6 @@ them back from `read_events`, so nothing reads an event by string keys.
 from __future__ import annotations
 
 import contextlib
-import json
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Final, Literal, Self
@@ -38,6 +37,7 @@ from pydantic import (
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError
+from deepwork_core.base.fsutil import loads_json
 from deepwork_core.evidence.hashes import OutputEvidence, ShownOutput, StaleEvidence
 from deepwork_core.evidence.verdicts import CriterionVerdict, VerdictKind
 
@@ -429,7 +429,7 @@ def parse_line(raw: str | bytes, where: str) -> EventRecord:
     """One stored record (a JSON line); `events.corrupt` naming `where` when it is none."""
     record: Any
     try:
-        record = json.loads(raw)
+        record = loads_json(raw)  # bounded: a record nested too deeply is corrupt, no crash
     except (ValueError, UnicodeDecodeError):
         record = None
     if isinstance(record, dict) and isinstance(record.get("event"), str):

@@ -33,6 +33,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
@@ -98,8 +99,18 @@ def _notify(project_root: Path, event: KnownEvent) -> None:
 
 
 def event_line(event: EventRecord) -> str:
-    """The event as one JSON line without its newline (every field, `v` first)."""
-    return json.dumps(event.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":"))
+    """The event as one JSON line without its newline (every field, `v` first).
+
+    `Infinity` and `NaN` are not JSON: an event holding a number that is not finite is refused
+    (`events.error`), never written."""
+    record = event.model_dump(mode="json")
+    try:
+        return json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError:
+        raise EventLogError(
+            f"a {event.event} event holds a number that is not finite; it was not logged",
+            code=ErrorCode.EVENTS_ERROR,
+        ) from None
 
 
 def append_event(project_root: Path, event: KnownEvent, *, project_id: str | None = None) -> None:
@@ -108,6 +119,7 @@ def append_event(project_root: Path, event: KnownEvent, *, project_id: str | Non
     listeners (`add_event_listener`). `project_id` names another project of the project's
     store (a decision on a run another checkout serves); its listeners are not this process's."""
     check_session_id(event.session_id)
+    line = event_line(event)
     store = shared_store(project_root)
     foreign = project_id is not None and project_id != store.project.project_id
     with store.write() as tx:
@@ -118,7 +130,7 @@ def append_event(project_root: Path, event: KnownEvent, *, project_id: str | Non
                 event.session_id,
                 event.ts.timestamp(),
                 str(event.event),
-                event_line(event),
+                line,
             ),
         )
     if _listeners and not foreign:
@@ -140,6 +152,54 @@ def read_events(project_root: Path, session_id: str) -> list[EventRecord]:
     return [_parse(str(body), f"{where}, event {n}") for n, (body,) in enumerate(rows, 1)]
 
 
+@dataclass(frozen=True, slots=True)
+class EventScan:
+    """A session's log read in bounded memory (`scan_events`): how many events it holds, the
+    newest of them, and every event of the kinds asked for."""
+
+    total: int
+    recent: list[EventRecord]
+    selected: list[EventRecord]
+
+    @property
+    def omitted(self) -> int:
+        """Events older than `recent` that were counted but not read."""
+        return self.total - len(self.recent)
+
+
+def scan_events(
+    project_root: Path, session_id: str, *, keep_last: int, kinds: frozenset[str]
+) -> EventScan:
+    """The newest `keep_last` events of a session and all its events of `kinds`: the store
+    counts the rest without handing them over, so a log of any size costs little memory and
+    time. Records are checked as `read_events` checks them (`events.corrupt`)."""
+    check_session_id(session_id)
+    store = existing_store(project_root)
+    if store is None:
+        return EventScan(0, [], [])
+    key = (store.project.project_id, session_id)
+    where = f"store {store.display}, session {session_id}"
+    of_kinds = (
+        "SELECT seq, body FROM events WHERE project_id = ? AND session_id = ? "  # noqa: S608
+        f"AND kind IN ({', '.join('?' for _ in kinds)}) ORDER BY seq"
+    )
+    with store.read() as tx:
+        [(total,)] = tx.execute(
+            "SELECT COUNT(*) FROM events WHERE project_id = ? AND session_id = ?", key
+        )
+        recent = tx.execute(
+            "SELECT seq, body FROM events WHERE project_id = ? AND session_id = ? "
+            "ORDER BY seq DESC LIMIT ?",
+            (*key, max(keep_last, 0)),
+        )
+        chosen = tx.execute(of_kinds, (*key, *sorted(kinds))) if kinds else []
+    return EventScan(
+        int(total),
+        [_parse(str(body), f"{where}, event #{seq}") for seq, body in reversed(recent)],
+        [_parse(str(body), f"{where}, event #{seq}") for seq, body in chosen],
+    )
+
+
 def last_event_at(project_root: Path, session_id: str) -> datetime | None:
     """When the session's last event was logged (None: it has none)."""
     check_session_id(session_id)
@@ -153,6 +213,23 @@ def last_event_at(project_root: Path, session_id: str) -> datetime | None:
         )
     stamp = rows[0][0] if rows else None
     return datetime.fromtimestamp(float(stamp), UTC) if stamp is not None else None
+
+
+def session_marks(project_root: Path, *, kind: str | None = None) -> dict[str, tuple[int, float]]:
+    """For each session with events (of `kind`): the number of its newest one, which changes
+    whenever one is appended, and when that was logged (a Unix time). One query for a whole
+    list of runs."""
+    store = existing_store(project_root)
+    if store is None:
+        return {}
+    sql = "SELECT session_id, MAX(seq), MAX(ts) FROM events WHERE project_id = ?"
+    params: list[object] = [store.project.project_id]
+    if kind is not None:
+        sql += " AND kind = ?"
+        params.append(kind)
+    with store.read() as tx:
+        rows = tx.execute(sql + " GROUP BY session_id", params)
+    return {str(sid): (int(seq), float(ts)) for sid, seq, ts in rows}
 
 
 def _parse(raw: str | bytes, where: str) -> EventRecord:

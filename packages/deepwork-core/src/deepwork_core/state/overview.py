@@ -2,21 +2,23 @@
 (`deepwork status`, docs/navigation.md).
 
 `project_overview` reads the workflow stacks, the sessions on them and the newest finished
-sessions; it writes nothing and holds the state lock only while reading the stacks.
+sessions (from the read model of runs, `deepwork_core.state.read_model.runs`); it writes nothing.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from deepwork_core.base.errors import SessionError
+from deepwork_core.base.errors import GitError
+from deepwork_core.base.git import run_git
 from deepwork_core.evidence.verdicts import VerdictKind
+from deepwork_core.state.read_model.runs import Run, RunStatus, list_runs
 from deepwork_core.state.review_usage import ReviewUsage, run_id_of, run_usage
 from deepwork_core.state.sessions import (
     Session,
-    SessionStatus,
     SessionStore,
 )
 
@@ -70,9 +72,20 @@ class FinishedEntry(_View):
     abort_reason: str | None
 
 
+class WorkflowBranch(_View):
+    """A `deepwork/…` branch of the repository, the branch its run started from, and whether
+    its work is merged there (into HEAD when no run records where it started)."""
+
+    name: str
+    started_from: str | None
+    merged: bool
+
+
 class ProjectOverview(_View):
     stacks: list[StackView]
     finished: list[FinishedEntry]
+    #: DeepWork's branches in the repository (empty outside git).
+    branches: list[WorkflowBranch] = []
 
 
 def last_verdict(session: Session) -> str | None:
@@ -86,9 +99,14 @@ def last_verdict(session: Session) -> str | None:
 
 
 def gate_attempts(session: Session) -> int:
-    """How many gate submissions the current step(s) had."""
+    """How many gate submissions the current step(s) had; a gate error that is not an attempt
+    (a spent budget, a stalled reviewer: `NOT_AN_ATTEMPT`) is not counted."""
     current = set(session.current_step_ids)
-    return sum(1 for event in session.quality_log if current.intersection(event.step_ids))
+    return sum(
+        1
+        for event in session.quality_log
+        if event.is_attempt and current.intersection(event.step_ids)
+    )
 
 
 def active_entry(session: Session, agent_id: str | None) -> ActiveEntry:
@@ -122,32 +140,55 @@ def project_overview(
         if sessions
     ]
     active = {entry.session_id for stack in stacks for entry in stack.entries}
-    return ProjectOverview(stacks=stacks, finished=_finished(store, active, finished_limit))
+    runs = list_runs(store)
+    return ProjectOverview(
+        stacks=stacks,
+        finished=_finished(runs, active, finished_limit),
+        branches=workflow_branches(store.project_root, runs),
+    )
 
 
-def _finished(store: SessionStore, active: set[str], limit: int) -> list[FinishedEntry]:
-    """The newest `limit` finished sessions, newest first (by when they were last written)."""
-    finished: list[FinishedEntry] = []
-    for session_id in store.session_ids(finished=True):
-        if session_id in active:
-            continue
-        if len(finished) >= limit:
-            break
-        try:
-            session = store.load(session_id)
-        except SessionError:
-            continue  # pruned meanwhile, or unreadable: `deepwork log` reports it
-        if session.status is SessionStatus.ACTIVE:
-            continue  # started by another process after the stacks were read
-        finished.append(
-            FinishedEntry(
-                session_id=session.session_id,
-                job=session.job_name,
-                workflow=session.workflow_name,
-                status=session.status.value,
-                started_at=session.started_at,
-                finished_at=session.completed_at,
-                abort_reason=session.abort_reason,
-            )
+def workflow_branches(project_root: Path, runs: list[Run]) -> list[WorkflowBranch]:
+    """Every local `deepwork/…` branch, with where its run started and whether it is merged
+    there; [] outside git or when git fails."""
+    listed = _git(project_root, "for-each-ref", "--format=%(refname:short)", "refs/heads/deepwork/")
+    if listed is None:
+        return []
+    origin = {run.branch: run.started_from_branch for run in runs if run.branch}
+    branches = []
+    for name in sorted(filter(None, listed.splitlines())):
+        base = origin.get(name)
+        merged = _git(project_root, "merge-base", "--is-ancestor", name, base or "HEAD") is not None
+        branches.append(WorkflowBranch(name=name, started_from=base, merged=merged))
+    return branches
+
+
+def _git(project_root: Path, *args: str) -> str | None:
+    """git's output, or None when it failed (not a repository, no such branch, not merged)."""
+    try:
+        done = run_git(list(args), cwd=project_root, check=False)
+    except GitError:
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def _finished(runs: list[Run], active: set[str], limit: int) -> list[FinishedEntry]:
+    """The newest `limit` finished runs, newest end first (the read model's list of runs)."""
+    finished = [
+        run
+        for run in runs
+        if run.session_id not in active and run.status in (RunStatus.COMPLETED, RunStatus.ABORTED)
+    ]
+    finished.sort(key=lambda run: run.finished_at or run.started_at, reverse=True)
+    return [
+        FinishedEntry(
+            session_id=run.session_id,
+            job=run.job,
+            workflow=run.workflow,
+            status=run.status.value,
+            started_at=run.started_at,
+            finished_at=run.finished_at,
+            abort_reason=run.abort_reason,
         )
-    return finished
+        for run in finished[:limit]
+    ]

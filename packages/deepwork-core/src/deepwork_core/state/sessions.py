@@ -1,21 +1,14 @@
 """Workflow sessions and the stacks, kept in the project's store (`docs/runtime-layout.md`).
 
-The store (`deepwork_core.state.store`: SQLite in `.deepwork/tmp/deepwork.sqlite3` by default,
-or PostgreSQL) holds one row per workflow run (`Session`, as a JSON document beside the columns
-runs are listed by) and the ids of the active sessions, bottom to top: the main stack and each
-agent's own stack (docs/navigation.md). The stacks are the one source of truth for "which
-workflows are running": a new server process reads them and carries on where a killed one
-stopped. Every session on a stack is `active`; a session leaves its stack when it completes or
-is aborted. Completed and aborted runs stay for inspection until the retention rule prunes them.
-
-`stack.json` in `.deepwork/tmp/` mirrors the stacks for the hooks, which probe it before
-starting Python: it exists, in its old format, exactly while some stack is not empty. It is
-rewritten inside the transaction that changed a stack.
-
-Every read-modify-write is one store transaction. A row that does not parse, does not match the
-model, or carries an unknown `schema_version` raises `session.state_corrupt` naming the session
-and the store; it is never silently reset. Projects with the old files (`session_<id>.json`,
-`events/`) are imported on the store's first open (`deepwork_core.state.store.legacy`).
+The store (`deepwork_core.state.store`) holds one row per workflow run (`Session`, a JSON
+document beside the columns runs are listed by) and the stacks of active sessions, bottom to top:
+the main stack and each agent's own (docs/navigation.md). The stacks say which workflows run; a
+new server carries on from them. A session leaves its stack when it completes or is aborted and
+stays for inspection until the retention rule prunes it. `stack.json` in `.deepwork/tmp/`
+mirrors the stacks for the hooks (it exists exactly while some stack is not empty), rewritten in
+the transaction that changed a stack. Every read-modify-write is one store transaction; a row
+that does not parse or match the model raises `session.state_corrupt`, never a silent reset.
+Old files are imported on the store's first open (`deepwork_core.state.store.legacy`).
 """
 
 from __future__ import annotations
@@ -30,12 +23,13 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import SessionError
+from deepwork_core.base.fsutil import loads_json
 from deepwork_core.base.identifiers import check_session_id
 from deepwork_core.base.layout import STACK_FILE, TMP_DIR, session_file_name
 from deepwork_core.base.runtime_dir import ensure_tmp_dir
@@ -100,6 +94,13 @@ class StepRecord(_State):
     began: RepoSnapshot | None = None
 
 
+#: Gate errors that are not an attempt (docs/quality-gate.md): no reviewer judged the outputs,
+#: so the engine gives the attempt back and no count of attempts includes them.
+NOT_AN_ATTEMPT: Final = frozenset(
+    {ErrorCode.QUALITY_GATE_REVIEWER_STALLED, ErrorCode.QUALITY_GATE_BUDGET_EXHAUSTED}
+)
+
+
 class QualityEvent(_State):
     """One entry of a session's quality-gate audit trail."""
 
@@ -113,6 +114,11 @@ class QualityEvent(_State):
     error_code: str | None = None
     review_file: str | None = None
     reviews: list[ReviewVerdict] = Field(default_factory=list)
+
+    @property
+    def is_attempt(self) -> bool:
+        """False for the gate errors in `NOT_AN_ATTEMPT`."""
+        return self.error_code not in NOT_AN_ATTEMPT
 
 
 class PendingApproval(_State):
@@ -473,25 +479,21 @@ def _session_from(body: str, where: str) -> Session:
         session = Session.model_validate_json(body)
         if "schema_version" in session.model_fields_set:
             return session
+    corrupt = ErrorCode.SESSION_STATE_CORRUPT
     try:
-        data = json.loads(body)
+        data = loads_json(body)
     except json.JSONDecodeError as exc:
-        raise SessionError(
-            f"{where} is not valid JSON ({exc})", code=ErrorCode.SESSION_STATE_CORRUPT
-        ) from None
+        raise SessionError(f"{where} is not valid JSON ({exc})", code=corrupt) from None
     version = data.get("schema_version") if isinstance(data, dict) else None
     if version != SCHEMA_VERSION:
         raise SessionError(
             f"{where} has schema_version {version!r}; this DeepWork reads version "
             f"{SCHEMA_VERSION} (written by another DeepWork version?)",
-            code=ErrorCode.SESSION_STATE_CORRUPT,
+            code=corrupt,
         )
     try:
         return Session.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         at = ".".join(str(p) for p in first["loc"]) or "<top>"
-        raise SessionError(
-            f"{where} is invalid at {at}: {first['msg']}",
-            code=ErrorCode.SESSION_STATE_CORRUPT,
-        ) from None
+        raise SessionError(f"{where} is invalid at {at}: {first['msg']}", code=corrupt) from None

@@ -6,7 +6,9 @@ write what it writes. The decision records the OS user and host, the terminal it
 sealed with the project's approval key from the user's state directory (docs/security.md),
 signed with the local approver's key when there is one (`deepwork approver init`; docs/team.md),
 and logged as an `approval` event. What it shows is the server's sealed request, refused when the
-seal does not verify (`approval.request_unverified`), and escaped (docs/security.md).
+seal does not verify (`approval.request_unverified`), and escaped (docs/security.md): the step,
+the question and each shown file with its hash and its content. Then it asks for confirmation
+(`--yes` answers yes, for scripts; without a terminal to ask on, `--yes` is needed).
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from pathlib import Path
 
 import click
 from deepwork_core import DeepWorkError
+from deepwork_core.base.errors import FileReadError
 from deepwork_core.base.escaping import indented, printable
+from deepwork_core.base.fsutil import read_bytes_file
 from deepwork_core.state.approvals import (
     ApprovalChannel,
     ApprovalRecord,
@@ -36,6 +40,10 @@ from deepwork_mcp.approval_keys import (
 )
 from deepwork_mcp.cli.options import project_option
 
+#: A shown file larger than this is not printed; of a text file at most SHOWN_CHARS are.
+MAX_SHOWN_BYTES = 1024 * 1024
+SHOWN_CHARS = 4000
+
 
 @click.command()
 @click.argument("session_id")
@@ -47,11 +55,20 @@ from deepwork_mcp.cli.options import project_option
     default=None,
     help="Which of your approver keys signs (default: DEEPWORK_APPROVER, or your only one).",
 )
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation (for scripts).")
 @project_option
 def approve(
-    session_id: str, reject: bool, comment: str | None, approver_name: str | None, project: Path
+    session_id: str,
+    reject: bool,
+    comment: str | None,
+    approver_name: str | None,
+    yes: bool,
+    project: Path,
 ) -> None:
-    """Approve (or with --reject, send back) the step SESSION_ID is waiting on."""
+    """Approve (or with --reject, send back) the step SESSION_ID is waiting on.
+
+    Shows the files the step asks about, with their content, and asks before deciding.
+    """
     if reject and not (comment and comment.strip()):
         raise click.UsageError("--reject needs --comment saying what to change")
     root = project.resolve()
@@ -67,8 +84,10 @@ def approve(
         if pending is not None:
             if not store.trusted.shared:
                 store.check_request(pending)
-            _describe(pending)
+            _describe(pending, root)
             _warn_unverified(store, session_id, pending)
+            if not yes:
+                _confirm(pending, reject)
         record = record_decision(
             store,
             session_id,
@@ -92,14 +111,50 @@ def approve(
     )
 
 
-def _describe(record: ApprovalRecord) -> None:
+def _describe(record: ApprovalRecord, root: Path) -> None:
     request = record.request
     steps = ", ".join(request.step_ids)
     click.echo(printable(f"{request.job_name}/{request.workflow_name}, step {steps}"))
     click.echo(indented(request.prompt, "  "))
     for shown in request.shown:
         sha = shown.sha256 or "(missing)"
+        click.echo("")
         click.echo("  " + printable(f"{shown.output}: {shown.path}  sha256 {sha}"))
+        click.echo(indented(_content(root, shown.path), "  | "))
+
+
+def _content(root: Path, relative: str) -> str:
+    """The start of a shown file as text, or why it is not shown."""
+    path = root / relative
+    try:
+        path.resolve().relative_to(root)
+        data = read_bytes_file(path, limit=MAX_SHOWN_BYTES, follow_symlinks=False)
+    except ValueError:
+        return "(outside the project: not shown)"
+    except FileReadError as exc:
+        return f"(not shown: {exc.code})"
+    if b"\0" in data[:8192]:
+        return "(a binary file: not shown)"
+    text = data.decode("utf-8", "replace")
+    if len(text) > SHOWN_CHARS:
+        return f"{text[:SHOWN_CHARS]}\n… ({len(text) - SHOWN_CHARS} more characters in the file)"
+    return text
+
+
+def _confirm(record: ApprovalRecord, reject: bool) -> None:
+    """Ask on the terminal; without one, only `--yes` decides (nothing is recorded)."""
+    steps = ", ".join(record.request.step_ids)
+    if not sys.stdin.isatty():
+        click.echo(
+            "no terminal to ask for confirmation on: nothing was recorded. Run it in a "
+            "terminal, or pass --yes when a script decides.",
+            err=True,
+        )
+        raise click.exceptions.Exit(2)
+    verb = "Send step back" if reject else "Approve step"
+    if not click.confirm(printable(f"{verb} {steps} as shown above?"), default=False):
+        click.echo("Nothing was recorded.", err=True)
+        raise click.exceptions.Exit(1)
 
 
 def _warn_unverified(store: ApprovalStore, session_id: str, record: ApprovalRecord) -> None:

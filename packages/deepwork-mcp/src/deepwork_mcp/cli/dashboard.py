@@ -1,13 +1,17 @@
 """`deepwork dashboard`: the runs, approvals and stats of a project in the browser.
 
 Serves on 127.0.0.1 only, unless `--host` names another address, behind a token made at each
-start; prints exactly one line, the URL with the token, and opens it unless `--no-open`. Runs
-until interrupted. See docs/dashboard.md ("Beyond this machine": `--host`, `--public-url`, TLS).
+start; prints exactly one line, the URL with the token, and opens it unless `--no-open`, through
+a 0600 redirect file so that the token is never on the browser's command line. Runs until
+interrupted. See docs/dashboard.md ("Beyond this machine": `--host`, `--public-url`, TLS).
 """
 
 from __future__ import annotations
 
+import html
+import os
 import sys
+import tempfile
 import webbrowser
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -56,9 +60,31 @@ def dashboard(project: Path, port: int, host: str, public_url: str | None, no_op
     url = dashboard_url(sock, token, public_url)
     click.echo(url)
     sys.stdout.flush()
-    if not no_open:
-        webbrowser.open(url)
-    serve(project.resolve(), sock, token, public_url)
+    if no_open:
+        serve(project.resolve(), sock, token, public_url)
+        return
+    with tempfile.TemporaryDirectory(prefix="deepwork-dashboard-") as folder:
+        webbrowser.open(redirect_file(Path(folder), url).as_uri())
+        serve(project.resolve(), sock, token, public_url)
+
+
+def redirect_file(folder: Path, url: str) -> Path:
+    """A page only its owner can read (0600) that sends the browser on to `url`.
+
+    The browser is started with this file's name, not with the URL: a command line is visible
+    to every user of the machine (`ps`), and the URL carries the token.
+    """
+    path = folder / "open-dashboard.html"
+    target = html.escape(url, quote=True)
+    page = (
+        '<!DOCTYPE html><html><head><meta charset="utf-8">'
+        f'<meta http-equiv="refresh" content="0;url={target}"><title>DeepWork</title></head>'
+        f'<body><a href="{target}">Open the DeepWork dashboard</a></body></html>'
+    )
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(page)
+    return path
 
 
 def _check_public_url(host: str, public_url: str | None) -> None:

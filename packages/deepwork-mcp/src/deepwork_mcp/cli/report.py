@@ -16,8 +16,8 @@ from deepwork_core.base.fsutil import atomic_write_text
 from deepwork_core.state.sessions import SessionStore
 
 from deepwork_mcp.cli.options import cli_error, project_option
-from deepwork_mcp.dashboard.pages import run_page
-from deepwork_mcp.dashboard.views import run_detail
+from deepwork_mcp.dashboard.run_page import run_page
+from deepwork_mcp.dashboard.views import run_page_view
 
 
 @click.command()
@@ -33,8 +33,8 @@ from deepwork_mcp.dashboard.views import run_detail
 def report(session_id: str, html_path: Path, project: Path) -> None:
     """Write the run SESSION_ID as one self-contained HTML page."""
     try:
-        detail = run_detail(SessionStore(project.resolve()), session_id)
+        page = run_page_view(SessionStore(project.resolve()), session_id)
     except DeepWorkError as exc:
         raise cli_error(exc) from None
-    atomic_write_text(html_path, run_page(detail, token=None))
+    atomic_write_text(html_path, run_page(page, token=None))
     click.echo(printable(f"wrote {html_path}"))

@@ -23,9 +23,12 @@ from deepwork_core.base.config import (
     TIMEOUT_LIMIT_S,
 )
 
+from deepwork_mcp.cli.launch import launch_prefix, parent_argv
 from deepwork_mcp.cli.options import cli_error
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     from fastmcp import FastMCP
 
     from deepwork_mcp.telemetry.recorder import Telemetry
@@ -157,6 +160,7 @@ def serve(
             additional_jobs_folders=additional,
             follow_client_roots=project_path is None,
             state_dir=state_dir(os.environ),
+            launch=launch_prefix(parent_argv()),
             trace_env=None if telemetry is None else telemetry.reviewer_env,
         )
     except DeepWorkError as exc:
@@ -241,8 +245,12 @@ def _stop_children_on_exit() -> None:
 
     atexit.register(kill_all_children)
 
-    def on_term(signum: int, frame: object) -> None:
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def on_term(signum: int, frame: FrameType | None) -> None:
         kill_all_children()
+        if callable(previous):  # a handler installed before ours (coverage saves its data)
+            previous(signum, frame)
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
 

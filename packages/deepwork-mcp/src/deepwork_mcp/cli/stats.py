@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 from deepwork_core.base.escaping import printable
-from deepwork_core.state.review_usage import cost_text
+from deepwork_core.state.review_usage import ReviewCostRow, cost_text
 from deepwork_core.state.stats import Stats, StepStats, collect_stats
 
 from deepwork_mcp.cli.options import project_option
@@ -48,18 +48,28 @@ def _print_table(figures: Stats) -> None:
                     f"    {printable(criterion.criterion)}: failed {criterion.failures} of "
                     f"{criterion.evaluations} ({_percent(criterion.failure_rate)})"
                 )
-    if figures.review_costs.reviews:
-        click.echo("Review costs, most expensive first:")
-    for row in figures.review_costs.reviews:
-        usage, mean = row.usage, "-" if row.mean_seconds is None else f"{row.mean_seconds:.1f} s"
-        where = printable(f"{row.job}/{row.step}/{row.review}")
-        click.echo(
-            f"  {where}: {cost_text(usage)}, {usage.tokens} tokens, {usage.calls} call(s), "
-            f"{usage.self_reviews} self-review(s), mean {mean}, "
-            f"first-attempt pass {_percent(row.first_attempt_pass_rate)}"
-        )
+    costs = figures.review_costs
+    for title, rows in (
+        ("Review costs per job", costs.jobs),
+        ("Review costs per step", costs.steps),
+        ("Review costs per review, most expensive first", costs.reviews),
+    ):
+        if rows:
+            click.echo(f"{title}:")
+        for row in rows:
+            where = "/".join(part for part in (row.job, row.step, row.review) if part is not None)
+            click.echo(f"  {printable(where)}: {_cost_line(row)}")
     for skipped in figures.skipped:
         click.echo(printable(f"skipped {skipped.session_id}: {skipped.error}"), err=True)
+
+
+def _cost_line(row: ReviewCostRow) -> str:
+    usage, mean = row.usage, "-" if row.mean_seconds is None else f"{row.mean_seconds:.1f} s"
+    return (
+        f"{cost_text(usage)}, {usage.tokens} tokens, {usage.calls} call(s), "
+        f"{usage.self_reviews} self-review(s), mean {mean}, "
+        f"first-attempt pass {_percent(row.first_attempt_pass_rate)}"
+    )
 
 
 def _step_line(step: StepStats) -> str:

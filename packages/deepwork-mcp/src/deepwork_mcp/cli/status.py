@@ -102,6 +102,13 @@ def render_text(overview: ProjectOverview, now: datetime) -> str:
             reason = f"  ({done.abort_reason})" if done.abort_reason else ""
             line = f"{done.status:<9}  {done.job}/{done.workflow}  session {done.session_id}  "
             lines.append("  " + printable(line + when + reason))
+    if overview.branches:
+        lines.append("")
+        lines.append("DeepWork branches:")
+        for branch in overview.branches:
+            base = branch.started_from or "HEAD"
+            state = f"merged into {base}" if branch.merged else f"not merged into {base}"
+            lines.append("  " + printable(f"{branch.name}  {state}"))
     return "\n".join(lines) + "\n"
 
 

@@ -52,6 +52,7 @@ from deepwork_mcp.approval_keys import (
 from deepwork_mcp.dashboard import pages, reviews, views
 from deepwork_mcp.dashboard.assets import SCRIPT, STYLESHEET
 from deepwork_mcp.dashboard.guard import TOKEN_FIELD, DashboardGuard, same_token
+from deepwork_mcp.dashboard.run_page import run_page
 
 #: A decision form larger than this is refused (a reason is a sentence or two).
 MAX_FORM_BYTES: Final = 64 * 1024
@@ -98,24 +99,24 @@ class DashboardRoutes:
 
     def runs(self, request: Request) -> Response:
         page = _page(request)
-        rows = views.run_tree(self.store, offset=(page - 1) * views.RUNS_PER_PAGE)
+        rows = views.runs(self.store, offset=(page - 1) * views.RUNS_PER_PAGE)
         return HTMLResponse(pages.runs_page(rows, page, views.RUNS_PER_PAGE))
 
     def runs_fragment(self, request: Request) -> Response:
         page = _page(request)
-        rows = views.run_tree(self.store, offset=(page - 1) * views.RUNS_PER_PAGE)
+        rows = views.runs(self.store, offset=(page - 1) * views.RUNS_PER_PAGE)
         return HTMLResponse(pages.runs_fragment(rows, page, views.RUNS_PER_PAGE))
 
     def run(self, request: Request) -> Response:
         session_id = str(request.path_params["session_id"])
         try:
             check_session_id(session_id)
-            detail = views.run_detail(self.store, session_id, self.approval_store())
+            page = views.run_page_view(self.store, session_id, self.approval_store())
         except DeepWorkError as exc:
-            page = pages.message_page("Not found", f"{exc.code}: {exc.message}")
-            return HTMLResponse(page, status_code=404)
+            missing = pages.message_page("Not found", f"{exc.code}: {exc.message}")
+            return HTMLResponse(missing, status_code=404)
         background = reviews.live_reviews(reviews.review_rows(self.root, session_id), session_id)
-        return HTMLResponse(pages.run_page(detail, token=self.token, background=background))
+        return HTMLResponse(run_page(page, token=self.token, background=background))
 
     def reviews(self, request: Request) -> Response:
         return HTMLResponse(reviews.reviews_page(reviews.review_rows(self.root)))

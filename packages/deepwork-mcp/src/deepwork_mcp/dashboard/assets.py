@@ -38,6 +38,7 @@ pre { background: #fff; border: 1px solid var(--line); padding: 8px; overflow: a
 .status { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px;
   background: #e6ebf3; }
 .status.active { background: #dfe9ff; color: var(--accent); }
+.status.reviewing { background: #e8e2ff; color: var(--accent); }
 .status.awaiting-approval { background: #fff0d1; color: var(--wait); font-weight: 600; }
 .status.completed { background: #dcf3e5; color: var(--ok); }
 .status.aborted { background: #f8dddb; color: var(--bad); }
@@ -72,6 +73,33 @@ svg.workflow-graph .edge { stroke: #8a94a6; stroke-width: 1.5; }
 svg.workflow-graph .input-edge path { fill: none; stroke: #8a94a6; stroke-dasharray: 5 4; }
 svg.workflow-graph .input-edge text { text-anchor: end; font-size: 11px; fill: var(--muted); }
 svg.workflow-graph marker path { fill: #8a94a6; }
+.scroll { overflow-x: auto; max-width: 100%; }
+.scroll > table { min-width: 100%; }
+h3 { font-size: 14px; margin: 14px 0 6px; }
+section.summary { background: #fff; border: 1px solid var(--line); border-radius: 8px;
+  padding: 4px 14px 12px; }
+.verdict { font-weight: 600; }
+.verdict.pass { color: var(--ok); }
+.verdict.self, .verdict.unreviewed { color: var(--muted); }
+.verdict.override { color: var(--wait); }
+td.cost { white-space: nowrap; }
+.timeline details summary { cursor: pointer; color: var(--muted); font-size: 12px; }
+.legend { list-style: none; padding: 0; margin: 8px 0; display: flex; flex-wrap: wrap;
+  gap: 6px 18px; font-size: 12px; color: var(--muted); }
+.legend .swatch { display: inline-block; width: 14px; height: 10px; margin-right: 6px;
+  border: 1.5px solid #8a94a6; border-radius: 3px; vertical-align: middle; background: #fff; }
+.legend .swatch.current { background: #fff0d1; border-color: var(--wait); border-width: 3px; }
+.legend .swatch.done { background: #dcf3e5; border-color: var(--ok); }
+.legend .swatch.started { background: #eef1f5; }
+.legend .swatch.reviewed { border-width: 3px; }
+.legend .swatch.fanned { background: #eef3ff; border-style: dashed; }
+.legend .dashed { display: inline-block; width: 22px; margin-right: 6px; vertical-align: middle;
+  border-top: 1.5px dashed #8a94a6; }
+@media (max-width: 600px) {
+  main { padding: 12px 10px; }
+  header { gap: 14px; padding: 10px 12px; flex-wrap: wrap; }
+  input[type=text] { min-width: 0; width: 100%; }
+}
 """
 
 SCRIPT: Final = """

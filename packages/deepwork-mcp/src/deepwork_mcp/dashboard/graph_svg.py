@@ -4,8 +4,11 @@
 the same `WorkflowGraph` here instead, so a page never depends on a program being on PATH and the
 report stays one self-contained file. The layout is simple and fixed: one row per workflow entry,
 top to bottom, the steps of a concurrent group side by side; order edges are arrows between rows,
-input edges dashed curves on the right labelled with the file. Every text is XML-escaped; the
-picture is styled by CSS classes (`step`, `reviewed`, `done`, `current`), never inline script.
+input edges dashed curves on the right labelled with the file (labels that would overlap are
+moved apart). Every text is XML-escaped; the picture is styled by CSS classes (`step`,
+`reviewed`: the step has reviews, `done`, `current`, `passed`: an external review passed it in
+this run, marked ✓; `fanned`: a step run once per item, drawn as a stack with its instances'
+counts), never inline script. The page draws the legend next to it.
 """
 
 from __future__ import annotations
@@ -56,7 +59,13 @@ def _positions(graph: WorkflowGraph) -> tuple[dict[str, tuple[int, int]], int, i
     return places, 2 * MARGIN + inner + SIDE, max(height, 2 * MARGIN)
 
 
-def _edge(edge: GraphEdge, places: Mapping[str, tuple[int, int]], right: int) -> str:
+#: Vertical room one input-edge label takes.
+LABEL_H: Final = 14
+
+
+def _edge(
+    edge: GraphEdge, places: Mapping[str, tuple[int, int]], right: int, taken: list[int]
+) -> str:
     if edge.source not in places or edge.target not in places:
         return ""
     (sx, sy), (tx, ty) = places[edge.source], places[edge.target]
@@ -69,11 +78,15 @@ def _edge(edge: GraphEdge, places: Mapping[str, tuple[int, int]], right: int) ->
     x1, y1, x2, y2 = sx + NODE_W, sy + NODE_H // 2, tx + NODE_W, ty + NODE_H // 2
     bend = right + 40
     label = escape(_short(edge.label, 18))
+    label_y = (y1 + y2) // 2
+    while any(abs(label_y - other) < LABEL_H for other in taken):
+        label_y += LABEL_H
+    taken.append(label_y)
     return (
         f'<g class="input-edge"><title>{escape(edge.label)}</title>'
         f'<path d="M{x1},{y1} C{bend},{y1} {bend},{y2} {x2 + 2},{y2}" '
         'marker-end="url(#dw-arrow)"/>'
-        f'<text x="{bend - 6}" y="{(y1 + y2) // 2}">{label}</text></g>'
+        f'<text x="{bend - 6}" y="{label_y}">{label}</text></g>'
     )
 
 
@@ -89,14 +102,24 @@ def fan_line(for_each: str, counts: Mapping[str, int] | None) -> str:
 _COUNT_LABELS = (("done", "done"), ("running", "run"), ("needs_work", "fix"), ("aborted", "ab"))
 
 
+def _stack(x: int, y: int) -> str:
+    """The box drawn behind a fanned-out step's, so it reads as a stack of instances."""
+    return (
+        f'<rect class="stack" x="{x + 4}" y="{y - 4}" width="{NODE_W}" height="{NODE_H}" rx="8"/>'
+    )
+
+
 def graph_svg(
     graph: WorkflowGraph,
     states: Mapping[str, StepState] | None = None,
+    passed: frozenset[str] = frozenset(),
     fan_counts: Mapping[str, Mapping[str, int]] | None = None,
 ) -> str:
-    """The graph as an `<svg>` element; `states` marks steps done, started or current, and
-    `fan_counts` gives each fanned-out step's instances by state (docs/fan-out.md)."""
+    """The graph as an `<svg>` element; `states` marks steps done, started or current,
+    `passed` the steps an external review passed in this run (✓), and `fan_counts` gives each
+    fanned-out step's instances by state (docs/fan-out.md)."""
     states, fan_counts = states or {}, fan_counts or {}
+    taken: list[int] = []
     places, width, height = _positions(graph)
     right = max((x + NODE_W for x, _ in places.values()), default=MARGIN)
     title = escape(f"{graph.job_name}/{graph.workflow_name}")
@@ -108,7 +131,7 @@ def graph_svg(
         'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z"/></marker>'
         "</defs>",
     ]
-    parts += [_edge(edge, places, right) for edge in graph.edges]
+    parts += [_edge(edge, places, right, taken) for edge in graph.edges]
     for entry in graph.entries:
         for step in entry:
             x, y = places[step.step_id]
@@ -117,16 +140,13 @@ def graph_svg(
                 classes.append("reviewed")
             if step.step_id in states:
                 classes.append(states[step.step_id].value)
-            mark = " ✓" if step.reviewed else ""
-            second = _short(step.step_id, _NAME_CHARS) + mark
-            stack = ""
+            if step.step_id in passed:
+                classes.append("passed")
+            mark = " ✓" if step.step_id in passed else ""
+            second, stack = _short(step.step_id, _NAME_CHARS) + mark, ""
             if step.for_each is not None:
                 classes.append("fanned")
-                second = fan_line(step.for_each, fan_counts.get(step.step_id))
-                stack = (
-                    f'<rect class="stack" x="{x + 4}" y="{y - 4}" width="{NODE_W}" '
-                    f'height="{NODE_H}" rx="8"/>'
-                )
+                second, stack = fan_line(step.for_each, fan_counts.get(step.step_id)), _stack(x, y)
             parts.append(
                 f'<g class="{" ".join(classes)}" data-step="{escape(step.step_id)}">'
                 f"<title>{escape(step.name)} ({escape(step.step_id)})</title>{stack}"

@@ -1,12 +1,15 @@
 """Who may use the dashboard: the token, its cookie, and the `Host` and `Origin` checks.
 
 `deepwork dashboard` makes a random token at each start and prints it in the URL. The first
-request carrying it (`?token=…`) gets an HttpOnly, SameSite=Strict cookie holding it; every later
-request must bring the cookie (or the token). A request without either is answered 401. A request
-whose `Host` is not the loopback address and port the dashboard listens on, or whose `Origin` is
-another site, is answered 403 before anything else: a page of another site, even one whose name
-resolves to 127.0.0.1 (DNS rebinding), gets nothing. Every state-changing request is a POST that
-carries the token in its form as well (`form_token_ok`): a cross-site form cannot know it.
+request carrying it (`?token=…`) gets an HttpOnly, SameSite=Strict cookie named after the port;
+every later request must bring the cookie (or the token). Browsers send a cookie of 127.0.0.1 to
+every port of it, so the cookie never holds the token: it holds a second secret of this start,
+which signs in to this dashboard only and is never printed, logged or put in a form. A request
+without either is answered 401. A request whose `Host` is not the loopback address and port the
+dashboard listens on, or whose `Origin` is another site, is answered 403 before anything else: a
+page of another site, even one whose name resolves to 127.0.0.1 (DNS rebinding), gets nothing.
+Every state-changing request is a POST that carries the token in its form as well
+(`form_token_ok`): a cross-site form cannot know it.
 docs/dashboard.md says what this protects against and what it does not.
 
 Bound beyond loopback (`deepwork dashboard --host`), the guard also accepts that address as
@@ -67,6 +70,7 @@ class DashboardGuard:
         self.app = app
         self.token = token
         self.cookie = f"deepwork_dashboard_{port}"
+        self.cookie_secret = new_token()  # not the token: the cookie reaches other ports
         self.hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
         if bound is not None:
             self.hosts.add(f"[{bound}]:{port}" if ":" in bound else f"{bound}:{port}")
@@ -100,7 +104,7 @@ class DashboardGuard:
                 if set_cookie:
                     headers.append(
                         "Set-Cookie",
-                        f"{self.cookie}={self.token}; Path=/; HttpOnly; SameSite=Strict"
+                        f"{self.cookie}={self.cookie_secret}; Path=/; HttpOnly; SameSite=Strict"
                         + ("; Secure" if self.secure else ""),
                     )
             await send(message)
@@ -117,7 +121,7 @@ class DashboardGuard:
             return 403, "Forbidden", "Requests from other sites are refused."
         if same_token(request.query_params.get(TOKEN_FIELD), self.token):
             return None
-        if same_token(request.cookies.get(self.cookie), self.token):
+        if same_token(request.cookies.get(self.cookie), self.cookie_secret):
             return None
         return (
             401,

@@ -14,20 +14,13 @@ from html import escape
 from typing import Final
 
 from deepwork_core.base.escaping import printable
-from deepwork_core.state.event_kinds import ReviewVerdictEvent
-from deepwork_core.state.review_usage import cost_text
+from deepwork_core.state.read_model.runs import Run
+from deepwork_core.state.review_usage import ReviewUsage, cost_text
 from deepwork_core.state.stats import Stats
 from deepwork_core.state.store.runs import StoredRun
 
 from deepwork_mcp.dashboard.assets import STYLESHEET
-from deepwork_mcp.dashboard.views import (
-    ApprovalView,
-    InstanceRow,
-    OutputRow,
-    RunDetail,
-    RunRow,
-    TimelineRow,
-)
+from deepwork_mcp.dashboard.views import ApprovalView
 
 #: Characters of a hash shown in a table cell (the whole hash is in the cell's title).
 HASH_CHARS: Final = 12
@@ -74,11 +67,25 @@ def layout(title: str, body: str, *, standalone: bool = False) -> str:
     )
 
 
+def scroll(table: str) -> str:
+    """A table inside a box that scrolls sideways on a narrow screen, not the page."""
+    return f'<div class="scroll">{table}</div>'
+
+
+def cost(usage: ReviewUsage | None) -> str:
+    """`0.7500 USD · 12,345 tokens` (or `-` when nothing was metered)."""
+    if usage is None or (usage.calls == 0 and usage.self_reviews == 0):
+        return '<span class="muted">-</span>'
+    metered = f"{text(cost_text(usage))} · {usage.tokens:,} tokens"
+    selfs = f" · {usage.self_reviews} self-review(s)" if usage.self_reviews else ""
+    return f"{metered}{selfs}"
+
+
 def status_badge(status: str) -> str:
     return f'<span class="status {escape(status.replace(" ", "-"))}">{escape(status)}</span>'
 
 
-def _run_rows(rows: Iterable[RunRow], depth: int) -> list[str]:
+def _run_rows(rows: Iterable[Run], depth: int) -> list[str]:
     lines: list[str] = []
     for row in rows:
         nested = ' class="nested"' if depth else ""
@@ -90,17 +97,18 @@ def _run_rows(rows: Iterable[RunRow], depth: int) -> list[str]:
             f"{text(row.workflow)}</a></td>"
             f'<td class="goal">{text(row.goal)}</td><td>{agent}</td>'
             f"<td>{text(', '.join(row.steps))}</td><td>{status_badge(row.status.value)}</td>"
+            f'<td class="num cost">{cost(row.review_usage)}</td>'
             f"<td>{when(row.started_at)}</td><td>{when(row.last_event_at)}</td></tr>"
         )
         lines += _run_rows(row.children, depth + 1)
     return lines
 
 
-def _counted(rows: Iterable[RunRow]) -> int:
+def _counted(rows: Iterable[Run]) -> int:
     return sum(1 + _counted(row.children) for row in rows)
 
 
-def runs_fragment(rows: list[RunRow], page: int = 1, per_page: int = 0) -> str:
+def runs_fragment(rows: list[Run], page: int = 1, per_page: int = 0) -> str:
     """The table of runs (the part of the page the script refreshes), with links to the newer
     and older pages when there are any."""
     links = []
@@ -115,13 +123,14 @@ def runs_fragment(rows: list[RunRow], page: int = 1, per_page: int = 0) -> str:
         return '<p class="muted">No workflow has run in this project yet.</p>'
     head = (
         "<thead><tr><th>Job/workflow</th><th>Goal</th><th>Agent</th><th>Current step</th>"
-        "<th>Status</th><th>Started</th><th>Last event</th></tr></thead>"
+        '<th>Status</th><th class="num">Review cost</th><th>Started</th><th>Last event</th>'
+        "</tr></thead>"
     )
-    table = f'<table class="runs">{head}<tbody>{"".join(_run_rows(rows, 0))}</tbody></table>'
-    return table + pager
+    rows_html = "".join(_run_rows(rows, 0))
+    return scroll(f'<table class="runs">{head}<tbody>{rows_html}</tbody></table>') + pager
 
 
-def runs_page(rows: list[RunRow], page: int = 1, per_page: int = 0) -> str:
+def runs_page(rows: list[Run], page: int = 1, per_page: int = 0) -> str:
     query = f"?page={page}" if page > 1 else ""
     body = (
         "<h1>Runs</h1>"
@@ -131,162 +140,6 @@ def runs_page(rows: list[RunRow], page: int = 1, per_page: int = 0) -> str:
         f"{runs_fragment(rows, page, per_page)}</div>"
     )
     return layout("Runs", body)
-
-
-def _timeline(rows: list[TimelineRow], problem: str | None) -> str:
-    if problem:
-        return f'<p class="fail">{text(problem)}</p>'
-    if not rows:
-        return '<p class="muted">No events recorded.</p>'
-    body = "".join(
-        f"<tr><td>{when(row.at)}</td><td><code>{text(row.kind)}</code></td>"
-        f"<td>{text(row.summary)}</td></tr>"
-        for row in rows
-    )
-    return (
-        '<table class="timeline"><thead><tr><th>Time</th><th>Event</th><th>Details</th></tr>'
-        f"</thead><tbody>{body}</tbody></table>"
-    )
-
-
-def _outputs(rows: list[OutputRow]) -> str:
-    if not rows:
-        return '<p class="muted">No accepted outputs yet.</p>'
-    body = "".join(
-        f"<tr><td>{text(r.step_id)}</td><td>{text(r.output)}</td><td><code>{text(r.path)}"
-        f"</code></td><td>{short_hash(r.sha256)}</td><td>{text(r.verdict)}</td><td>"
-        + ('<span class="fail">stale: changed since</span>' if r.stale else "current")
-        + "</td></tr>"
-        for r in rows
-    )
-    return (
-        '<table class="outputs"><thead><tr><th>Step</th><th>Output</th><th>File</th>'
-        f"<th>SHA-256</th><th>Verdict</th><th>Evidence</th></tr></thead><tbody>{body}</tbody>"
-        "</table>"
-    )
-
-
-def _instances(rows: list[InstanceRow]) -> str:
-    """The instances of the run's fanned-out steps (docs/fan-out.md); empty when none."""
-    if not rows:
-        return ""
-    body = "".join(
-        f"<tr><td>{text(r.step_id)}</td><td>{r.index + 1}</td><td>{text(r.item)}</td>"
-        f"<td><code>{text(r.session_id)}</code></td><td>{text(r.state)}</td>"
-        f"<td>{text(r.abort_reason or '')}</td></tr>"
-        for r in rows
-    )
-    return (
-        '<h2>Instances</h2><table class="instances"><thead><tr><th>Step</th><th>#</th>'
-        "<th>Item</th><th>Session</th><th>State</th><th>Abort reason</th></tr></thead>"
-        f"<tbody>{body}</tbody></table>"
-    )
-
-
-def _verdict(passed: bool) -> str:
-    return '<span class="pass">passed</span>' if passed else '<span class="fail">failed</span>'
-
-
-def _reviews(reviews: list[ReviewVerdictEvent]) -> str:
-    if not reviews:
-        return '<p class="muted">No reviewer verdicts recorded.</p>'
-    cards = []
-    for review in reviews:
-        criteria = "".join(
-            f"<tr><td>{text(c.criterion)}</td><td>{_verdict(c.passed)}</td>"
-            f"<td>{text(c.feedback or '')}</td></tr>"
-            for c in review.criteria
-        )
-        table = (
-            f"<table><thead><tr><th>Criterion</th><th>Verdict</th><th>Feedback</th></tr>"
-            f"</thead><tbody>{criteria}</tbody></table>"
-            if criteria
-            else ""
-        )
-        target = f" on <code>{text(review.target_file)}</code>" if review.target_file else ""
-        cards.append(
-            f'<div class="card review"><strong>{text(review.step_id)}</strong>: '
-            f"{text(review.review or 'review')}{target}, attempt {text(review.attempt or '-')}, "
-            f'{_verdict(review.passed)} <span class="muted">{when(review.ts)}</span>'
-            f"<p>{text(review.feedback or '')}</p>{table}</div>"
-        )
-    return "".join(cards)
-
-
-def _review_cost(detail: RunDetail) -> str:
-    """The reviewers' tokens and cost, as the gate recorded them (docs/quality-gate.md)."""
-    usage = detail.review_usage
-    if not detail.review_calls:
-        return '<p class="muted">No review call is recorded in the log of this session.</p>'
-    total = (
-        f"<p>{usage.calls} reviewer call(s), {usage.self_reviews} self-review(s): "
-        f"{usage.input_tokens + usage.cache_read_tokens + usage.cache_creation_tokens} input and "
-        f"{usage.output_tokens} output tokens, {text(cost_text(usage))}.</p>"
-    )
-    rows = "".join(
-        f"<tr><td>{text(c.step_id)}</td><td>{text(c.review)}</td><td>{text(c.mode)}</td>"
-        f"<td>{text(c.depth)}</td><td>{text(c.model or '-')}</td><td>{text(c.outcome)}</td>"
-        f"<td>{c.input_tokens + c.cache_read_tokens + c.cache_creation_tokens}</td>"
-        f"<td>{c.output_tokens}</td>"
-        f"<td>{'not reported' if c.cost_usd is None else f'{c.cost_usd:.4f}'}</td></tr>"
-        for c in detail.review_calls
-    )
-    head = (
-        "<tr><th>Step</th><th>Review</th><th>Mode</th><th>Depth</th><th>Model</th>"
-        "<th>Outcome</th><th>Input tokens</th><th>Output tokens</th><th>USD</th></tr>"
-    )
-    return f"{total}<table><thead>{head}</thead><tbody>{rows}</tbody></table>"
-
-
-def _facts(detail: RunDetail) -> str:
-    run = detail.run
-    rows = [
-        ("Job/workflow", f"{text(run.job)}/{text(run.workflow)}"),
-        ("Session", f"<code>{text(run.session_id)}</code>"),
-        ("Goal", text(run.goal)),
-        ("Agent", text(run.agent_id or "main")),
-        ("Status", status_badge(run.status.value)),
-        ("Current step", text(", ".join(run.steps))),
-        ("Started", when(run.started_at)),
-        ("Last event", when(run.last_event_at)),
-    ]
-    if run.parent_session_id:
-        parent = text(run.parent_session_id)
-        rows.append(("Started by", f'<a href="/run/{parent}"><code>{parent}</code></a>'))
-    if detail.abort_reason:
-        rows.append(("Abort reason", text(detail.abort_reason)))
-    rows += [(f"Input {text(k)}", text(v)) for k, v in detail.inputs.items()]
-    cells = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
-    return f'<table class="facts">{cells}</table>'
-
-
-def run_body(detail: RunDetail, *, token: str | None, background: str = "") -> str:
-    """The run page's content; `token` None: a report (no buttons). `background`: the
-    live table of the run's background reviews (the dashboard's page only)."""
-    run = detail.run
-    graph = (
-        f'<div class="graph">{detail.graph_svg}</div>'
-        if detail.graph_svg
-        else f'<p class="muted">No graph: {text(detail.graph_problem or "unknown")}</p>'
-    )
-    approval = ""
-    if detail.approval is not None:
-        approval = "<h2>Waiting for approval</h2>" + approval_card(detail.approval, token)
-    return (
-        f"<h1>{text(run.job)}/{text(run.workflow)} {status_badge(run.status.value)}</h1>"
-        f"{_facts(detail)}{approval}<h2>Workflow</h2>{graph}{_instances(detail.instances)}"
-        f"<h2>Outputs and evidence</h2>{_outputs(detail.outputs)}"
-        f"<h2>Reviews</h2>{_reviews(detail.reviews)}"
-        + (f"<h2>Reviews in the background</h2>{background}" if background else "")
-        + f"<h2>Review cost</h2>{_review_cost(detail)}"
-        f"<h2>Timeline</h2>{_timeline(detail.timeline, detail.timeline_problem)}"
-    )
-
-
-def run_page(detail: RunDetail, *, token: str | None, background: str = "") -> str:
-    title = f"{detail.run.job}/{detail.run.workflow} {detail.run.session_id}"
-    body = run_body(detail, token=token, background=background)
-    return layout(title, body, standalone=token is None)
 
 
 def _file(item_output: str, path: str, sha: str | None, body: str) -> str:
@@ -422,7 +275,38 @@ def stats_page(figures: Stats) -> str:
         if cells
         else '<p class="muted">No reviewer verdicts recorded yet.</p>'
     )
-    return layout("Stats", f"<h1>Stats</h1>{_steps_table(figures)}<h2>Criteria</h2>{criteria}")
+    body = (
+        f"<h1>Stats</h1>{_costs_table(figures)}{_steps_table(figures)}"
+        f"<h2>Criteria</h2>{scroll(criteria)}"
+    )
+    return layout("Stats", body)
+
+
+def _costs_table(figures: Stats) -> str:
+    """What reviews cost per job and per step, most expensive first (as `deepwork stats`)."""
+    rows = [*figures.review_costs.jobs, *figures.review_costs.steps]
+    if not rows:
+        return '<h2>Review costs</h2><p class="muted">No review call recorded yet.</p>'
+    cells = []
+    for row in rows:
+        usage = row.usage
+        key, first = _percent(row.first_attempt_pass_rate)
+        mean = "-" if row.mean_seconds is None else f"{row.mean_seconds:.1f} s"
+        cells.append(
+            f"<tr><td>{text(row.job)}</td><td>{text(row.step or 'all steps')}</td>"
+            f'<td class="num">{usage.calls}</td><td class="num">{usage.tokens:,}</td>'
+            f'<td class="num" data-sort="{usage.cost_usd}">{text(cost_text(usage))}</td>'
+            f'<td class="num">{usage.self_reviews}</td><td class="num">{mean}</td>'
+            f'<td class="num" data-sort="{key}">{first}</td></tr>'
+        )
+    head = (
+        '<tr><th>Job</th><th>Step</th><th class="num">Calls</th><th class="num">Tokens</th>'
+        '<th class="num">USD</th><th class="num">Self-reviews</th><th class="num">Mean time'
+        '</th><th class="num">First-attempt pass</th></tr>'
+    )
+    body = "".join(cells)
+    table = f'<table class="sortable costs"><thead>{head}</thead><tbody>{body}</tbody></table>'
+    return f"<h2>Review costs</h2>{scroll(table)}"
 
 
 def _steps_table(figures: Stats) -> str:
@@ -440,8 +324,8 @@ def _steps_table(figures: Stats) -> str:
             )
     if not cells:
         return '<p class="muted">No workflow runs recorded yet.</p>'
-    return (
-        '<h2>Steps</h2><table class="sortable steps"><thead><tr><th>Job</th><th>Step</th>'
+    return "<h2>Steps</h2>" + scroll(
+        '<table class="sortable steps"><thead><tr><th>Job</th><th>Step</th>'
         '<th class="num">Runs</th><th class="num">First-try pass</th><th class="num">Mean '
         'attempts</th><th class="num">Overrides</th><th class="num">Median time</th></tr>'
         f"</thead><tbody>{''.join(cells)}</tbody></table>"

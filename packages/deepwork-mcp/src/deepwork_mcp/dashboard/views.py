@@ -1,16 +1,17 @@
-"""What the dashboard pages show, read from the project's state files (docs/dashboard.md).
+"""What the dashboard pages show (docs/dashboard.md).
 
-Every function here only reads: the sessions (`SessionStore`), their event logs (`read_events`),
-the open approval requests (`ApprovalStore`) and the files shown for approval. Text in these views
-is raw; the pages escape it.
+The runs and a run's detail are core's read model (`deepwork_core.state.read_model.runs`), the
+same one `deepwork report` and `deepwork status` render; this module adds only what the browser
+shows besides: the workflow graph as SVG and the open approval requests with previews of their
+files.
+Every function here only reads. Text in these views is raw; the pages escape it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from datetime import UTC, datetime
-from enum import StrEnum
+from datetime import datetime
 from pathlib import Path
 from typing import Final
 
@@ -20,16 +21,24 @@ from deepwork_core.base.errors import FileReadError, SessionError
 from deepwork_core.base.fsutil import read_bytes_file
 from deepwork_core.engine.fanout.instances import instance_state
 from deepwork_core.evidence.hashes import sha256_file
+from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.jobs.discovery import parse_folder_list
 from deepwork_core.jobs.graph import build_graph
 from deepwork_core.state.approvals import ApprovalRecord, ApprovalRequest, ApprovalStore
-from deepwork_core.state.event_kinds import EventRecord, ReviewUsageEvent, ReviewVerdictEvent
-from deepwork_core.state.events import last_event_at, read_events
-from deepwork_core.state.review_usage import ReviewUsage, sum_usage
+from deepwork_core.state.read_model.runs import (
+    Run,
+    RunDetail,
+    RunStatus,
+    list_runs,
+    load_sessions,
+    page_runs,
+    run_detail,
+)
 from deepwork_core.state.sessions import Session, SessionStatus, SessionStore
 from deepwork_core.state.store.approval_rows import undecided_requests
 from deepwork_core.state.store.opening import existing_store
-from deepwork_core.state.store.runs import ProjectRun, StoredRun, list_runs, project_runs
+from deepwork_core.state.store.runs import StoredRun
+from deepwork_core.state.store.runs import list_runs as stored_runs
 from pydantic import BaseModel, ConfigDict, Field
 
 from deepwork_mcp.dashboard.graph_svg import StepState, graph_svg
@@ -40,58 +49,12 @@ ADDITIONAL_FOLDERS_ENV: Final = "DEEPWORK_ADDITIONAL_JOBS_FOLDERS"
 MAX_PREVIEW_BYTES: Final = 1024 * 1024
 #: Characters of a text file the approval page shows.
 PREVIEW_CHARS: Final = 4000
-#: Characters of one timeline line.
-SUMMARY_CHARS: Final = 300
 #: Runs on one page of the list (newest first; `?page=2` shows the next ones).
 RUNS_PER_PAGE: Final = 100
 
 
-class RunStatus(StrEnum):
-    """Where a run is, as the dashboard lists it."""
-
-    ACTIVE = "active"
-    AWAITING_APPROVAL = "awaiting approval"
-    COMPLETED = "completed"
-    ABORTED = "aborted"
-
-
 class _View(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class RunRow(_View):
-    """One session in the list of runs, with the runs it started nested under it."""
-
-    session_id: str
-    job: str
-    workflow: str
-    goal: str
-    agent_id: str | None
-    steps: list[str]
-    status: RunStatus
-    started_at: datetime
-    #: When the session's event log was last written (None: no log).
-    last_event_at: datetime | None
-    parent_session_id: str | None
-    children: list[RunRow] = Field(default_factory=list)
-
-
-class TimelineRow(_View):
-    at: datetime | None
-    kind: str
-    summary: str
-
-
-class OutputRow(_View):
-    """One accepted output file with the verdict that covers it and whether it went stale."""
-
-    step_id: str
-    output: str
-    path: str
-    sha256: str | None
-    verdict: str
-    current_sha256: str | None
-    stale: bool
 
 
 class FilePreview(_View):
@@ -133,107 +96,23 @@ class InstanceRow(_View):
     abort_reason: str | None = None
 
 
-class RunDetail(_View):
-    run: RunRow
-    inputs: dict[str, str | list[str]]
-    abort_reason: str | None
+class RunPage(_View):
+    """The run page: core's read model of the run, its workflow graph and its open approval."""
+
+    detail: RunDetail
     #: The workflow graph as SVG, or None (`graph_problem` says why).
     graph_svg: str | None
     graph_problem: str | None = None
-    timeline: list[TimelineRow]
-    timeline_problem: str | None = None
-    outputs: list[OutputRow]
-    reviews: list[ReviewVerdictEvent]
-    #: The review calls this session's log records (a top-level run's log holds its nested
-    #: runs' calls too), and their totals.
-    review_calls: list[ReviewUsageEvent]
-    review_usage: ReviewUsage
     approval: ApprovalView | None
     #: The instances of the run's fanned-out steps, by step then item order.
     instances: list[InstanceRow] = Field(default_factory=list)
 
 
-def run_status(session: Session) -> RunStatus:
-    if session.status is SessionStatus.ACTIVE:
-        if session.pending_approval is not None:
-            return RunStatus.AWAITING_APPROVAL
-        return RunStatus.ACTIVE
-    return RunStatus(session.status.value)
-
-
-def all_sessions(store: SessionStore) -> list[Session]:
-    """Every session of the project (active and finished), newest start first."""
-    ids = store.session_ids()
-    sessions: list[Session] = []
-    with store.transaction() as tx:
-        for session_id in ids:
-            with contextlib.suppress(SessionError):  # pruned meanwhile, or unreadable
-                sessions.append(tx.load(session_id))
-    return sorted(sessions, key=lambda s: s.started_at, reverse=True)
-
-
-def _last_event_at(project_root: Path, session_id: str) -> datetime | None:
-    return last_event_at(project_root, session_id)
-
-
-def run_row(project_root: Path, session: Session) -> RunRow:
-    return RunRow(
-        session_id=session.session_id,
-        job=session.job_name,
-        workflow=session.workflow_name,
-        goal=session.goal,
-        agent_id=session.agent_id,
-        steps=list(session.current_step_ids),
-        status=run_status(session),
-        started_at=session.started_at,
-        last_event_at=_last_event_at(project_root, session.session_id),
-        parent_session_id=session.parent_session_id,
-    )
-
-
-def run_tree(store: SessionStore, *, limit: int = RUNS_PER_PAGE, offset: int = 0) -> list[RunRow]:
+def runs(store: SessionStore, *, limit: int = RUNS_PER_PAGE, offset: int = 0) -> list[Run]:
     """One page of runs, newest start first, each nested run under its parent when both are on
-    the page (else on top): one indexed query of the store's list columns (`project_runs`), no
+    the page: the read model's `page_runs`, one indexed query of the store's list columns and no
     session document read. Instances of a fanned-out step are listed on their parent's page."""
-    db = existing_store(store.project_root)
-    if db is None:
-        return []
-    with db.read() as tx:
-        runs = project_runs(tx, db.project.project_id, limit=limit, offset=offset)
-    known = {run.session_id for run in runs}
-    children: dict[str, list[ProjectRun]] = {}
-    roots: list[ProjectRun] = []
-    for run in runs:
-        parent = run.parent_session_id
-        if parent is not None and parent in known and parent != run.session_id:
-            children.setdefault(parent, []).append(run)
-        else:
-            roots.append(run)
-
-    def build(run: ProjectRun, depth: int) -> RunRow:
-        kids = children.get(run.session_id, []) if depth < 32 else []
-        return _listed_row(run, [build(kid, depth + 1) for kid in kids])
-
-    return [build(run, 0) for run in roots]
-
-
-def _listed_row(run: ProjectRun, children: list[RunRow]) -> RunRow:
-    active = RunStatus.AWAITING_APPROVAL if run.awaiting_approval else RunStatus.ACTIVE
-    status = active if run.status == SessionStatus.ACTIVE.value else RunStatus(run.status)
-    last = run.last_event_at
-    return RunRow(
-        session_id=run.session_id,
-        job=run.job,
-        workflow=run.workflow,
-        goal=run.goal,
-        agent_id=run.agent,
-        steps=run.steps,
-        status=status,
-        started_at=datetime.fromtimestamp(run.started_at, UTC),
-        last_event_at=datetime.fromtimestamp(last, UTC) if last is not None else None,
-        parent_session_id=run.parent_session_id,
-        children=children,
-    )
+    return page_runs(store, limit=limit, offset=offset)
 
 
 def step_states(session: Session) -> dict[str, StepState]:
@@ -249,7 +128,7 @@ def step_states(session: Session) -> dict[str, StepState]:
 def instance_rows(store: SessionStore, session: Session) -> list[InstanceRow]:
     """The instances `session`'s fanned-out steps started, by step then item order."""
     rows = []
-    for other in all_sessions(store):
+    for other in load_sessions(store):
         of = other.instance_of
         if of is None or other.parent_session_id != session.session_id:
             continue
@@ -276,7 +155,10 @@ def fan_counts(rows: list[InstanceRow]) -> dict[str, dict[str, int]]:
 
 
 def _graph(
-    project_root: Path, session: Session, counts: dict[str, dict[str, int]] | None = None
+    project_root: Path,
+    session: Session,
+    passed: frozenset[str],
+    counts: dict[str, dict[str, int]] | None = None,
 ) -> tuple[str | None, str | None]:
     additional = parse_folder_list(os.environ.get(ADDITIONAL_FOLDERS_ENV))
     try:
@@ -286,65 +168,28 @@ def _graph(
         graph = build_graph(catalog.get(session.job_name).definition, session.workflow_name)
     except DeepWorkError as exc:
         return None, f"{exc.code}: {exc.message}"
-    return graph_svg(graph, step_states(session), counts), None
+    return graph_svg(graph, step_states(session), passed, counts), None
 
 
-def _summary(event: EventRecord) -> str:
-    fields = event.as_written()
-    for key in ("v", "ts", "session_id", "event"):
-        fields.pop(key, None)
-    text = "  ".join(f"{key}={value}" for key, value in fields.items())
-    return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
-
-
-def _timeline(events: list[EventRecord]) -> list[TimelineRow]:
-    return [TimelineRow(at=e.ts, kind=str(e.event), summary=_summary(e)) for e in events]
-
-
-def _outputs(project_root: Path, session: Session) -> list[OutputRow]:
-    rows: list[OutputRow] = []
-    for item in session.evidence:
-        current = sha256_file(project_root, item.path)
-        rows.append(
-            OutputRow(
-                step_id=item.step_id,
-                output=item.output,
-                path=item.path,
-                sha256=item.sha256,
-                verdict=item.verdict.value,
-                current_sha256=current,
-                stale=current != item.sha256,
-            )
-        )
-    return rows
-
-
-def run_detail(
+def run_page_view(
     store: SessionStore, session_id: str, approvals: ApprovalStore | None = None
-) -> RunDetail:
+) -> RunPage:
     """Everything the run page shows. Raises `session.not_found` for an unknown session."""
+    detail = run_detail(store, session_id)
     session = store.load(session_id)
-    root = store.project_root
+    passed = frozenset(
+        step
+        for verdict in detail.summary.verdicts
+        if verdict.kind is VerdictKind.REVIEWER
+        for step in verdict.step_ids
+    )
     instances = instance_rows(store, session)
-    svg, graph_problem = _graph(root, session, fan_counts(instances))
-    timeline_problem = None
-    try:
-        events = read_events(root, session_id)
-    except DeepWorkError as exc:
-        events, timeline_problem = [], f"{exc.code}: {exc.message}"
-    return RunDetail(
-        run=run_row(root, session),
-        inputs=dict(session.inputs),
-        abort_reason=session.abort_reason,
+    svg, graph_problem = _graph(store.project_root, session, passed, fan_counts(instances))
+    return RunPage(
+        detail=detail,
         graph_svg=svg,
         graph_problem=graph_problem,
-        timeline=_timeline(events),
-        timeline_problem=timeline_problem,
-        outputs=_outputs(root, session),
-        reviews=[e for e in events if isinstance(e, ReviewVerdictEvent)],
-        review_calls=[e for e in events if isinstance(e, ReviewUsageEvent)],
-        review_usage=sum_usage(events),
-        approval=pending_approval(approvals or ApprovalStore(root), session),
+        approval=pending_approval(approvals or ApprovalStore(store.project_root), session),
         instances=instances,
     )
 
@@ -487,8 +332,14 @@ def open_approvals(
     """Every open approval request of the project, newest session first, then those of the
     other projects of a shared store."""
     approvals = approvals or ApprovalStore(store.project_root)
-    views = (pending_approval(approvals, s) for s in all_sessions(store))
-    return [view for view in views if view is not None] + other_projects_approvals(approvals)
+    waiting = [run for run in list_runs(store) if run.status is RunStatus.AWAITING_APPROVAL]
+    views: list[ApprovalView] = []
+    for run in waiting:
+        with contextlib.suppress(SessionError):  # pruned or changed meanwhile
+            view = pending_approval(approvals, store.load(run.session_id))
+            if view is not None:
+                views.append(view)
+    return views + other_projects_approvals(approvals)
 
 
 def all_runs(store: SessionStore, limit: int = 1000) -> list[StoredRun]:
@@ -497,4 +348,4 @@ def all_runs(store: SessionStore, limit: int = 1000) -> list[StoredRun]:
     if found is None:
         return []
     with found.read() as tx:
-        return list_runs(tx, limit=limit)
+        return stored_runs(tx, limit=limit)

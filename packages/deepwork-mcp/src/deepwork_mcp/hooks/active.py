@@ -10,7 +10,6 @@ the store's file names from `deepwork_core.base.layout`, which imports only the 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from typing import TYPE_CHECKING
 from deepwork_core.base import layout
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import FileReadError
-from deepwork_core.base.fsutil import read_bytes_file, read_text_file
+from deepwork_core.base.fsutil import loads_json, read_bytes_file, read_text_file
 
 if TYPE_CHECKING:
     from deepwork_core.jobs.discovery import LoadedJob
@@ -46,7 +45,7 @@ def stack_is_empty(project_root: Path) -> bool:
     problem properly.
     """
     try:
-        data = json.loads(read_text_file(project_root / STACK_PATH, limit=layout.MAX_STATE_BYTES))
+        data = loads_json(read_text_file(project_root / STACK_PATH, limit=layout.MAX_STATE_BYTES))
     except FileReadError as exc:
         return exc.code == ErrorCode.FILE_NOT_FOUND
     except ValueError:
@@ -66,7 +65,7 @@ def may_have_job_hooks(project_root: Path, event: str, additional_jobs_folders: 
     if keys is None:
         return False
     try:
-        stack = json.loads(read_text_file(project_root / STACK_PATH, limit=layout.MAX_STATE_BYTES))
+        stack = loads_json(read_text_file(project_root / STACK_PATH, limit=layout.MAX_STATE_BYTES))
         job_name = stack[layout.STACK_TOP_JOB_KEY]
     except (FileReadError, ValueError, LookupError, TypeError):
         return True

@@ -8,6 +8,7 @@ from typing import Any
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import HookError
+from deepwork_core.base.fsutil import loads_json
 
 from deepwork_mcp.hooks.platforms import (
     EVENT_TABLES,
@@ -97,7 +98,7 @@ def detect_platform(payload: dict[str, Any], *, gemini_env: bool) -> Platform:
 def parse_event(text: str, *, platform_hint: str | None, gemini_env: bool = False) -> HookEvent:
     """Parse and normalise one event; `HookError` (`hook.bad_input`) when it is not one."""
     try:
-        payload = json.loads(text)
+        payload = loads_json(text)
     except json.JSONDecodeError as exc:
         raise HookError(
             f"the hook input is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})",

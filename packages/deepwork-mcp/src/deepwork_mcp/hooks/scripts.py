@@ -21,6 +21,7 @@ from typing import Any
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import HookError, ProcessOutputError, ProcessTimeoutError
+from deepwork_core.base.fsutil import loads_json
 from deepwork_core.base.process import run_bounded
 
 _TAIL = 2000
@@ -86,7 +87,7 @@ def _parse_answer(stdout: str, label: str) -> ScriptOutcome:
     if not stdout:
         return ScriptOutcome()
     try:
-        answer = json.loads(stdout)
+        answer = loads_json(stdout)
     except ValueError:
         return ScriptOutcome(context=stdout)
     if not isinstance(answer, dict):

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 import select
 import time
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import HookError
+from deepwork_core.base.fsutil import loads_json
 
 MAX_EVENT_BYTES = 32 * 1024 * 1024
 
@@ -50,7 +50,7 @@ def read_event_text(fd: int, *, timeout: float, limit: int = MAX_EVENT_BYTES) ->
 
 def _is_complete(data: bytes) -> bool:
     try:
-        json.loads(data)
+        loads_json(data)
     except ValueError:
         return False
     return True

@@ -17,11 +17,15 @@ a line that is not JSON `quality_gate.bad_output`; a stream without a result eve
 `quality_gate.structured_output_retries`, any other non-`success` subtype
 `quality_gate.unknown_subtype`; `is_error: true` on a `success` `quality_gate.is_error` (the CLI
 reports a missing login that way); a non-zero exit `quality_gate.exit_code`; a result without
-`structured_output` `quality_gate.bad_output`.
+`structured_output` `quality_gate.bad_output`; a cost or token count that is not a finite
+number ≥ 0 (`Infinity`, `NaN`, a string) `quality_gate.bad_output`, with nothing of the call
+counted. A bad line does not hide the usage of the result line after it.
 """
 
 from __future__ import annotations
 
+import json
+import math
 from pathlib import Path
 from typing import Any, Final
 
@@ -42,6 +46,8 @@ from deepwork_mcp.runners.events import (
     json_lines,
     text,
     truncated_error,
+    unusable_counts,
+    unusable_usage,
 )
 
 _SUBTYPES: Final = {
@@ -102,17 +108,19 @@ class ClaudeRunner:
 
 def read_stream(label: str, done: Completed) -> StreamOutcome:
     """The outcome of one `claude` call whose output is `done` (see the module docstring)."""
-    events = json_lines(label, done)
-    if isinstance(events, QualityGateError):
-        return failed(CallUsage(), events)
-    model = next((e.get("model") for e in events if e.get("subtype") == "init"), None)
+    events, bad_line = json_lines(label, done)
+    model = text(next((e.get("model") for e in events if e.get("subtype") == "init"), None))
     result = next((e for e in reversed(events) if e.get("type") == "result"), None)
+    usage = CallUsage(model=model) if result is None else _usage(result, model)
+    if isinstance(usage, str):  # never log a cost or count that is not a finite number
+        return unusable_usage(label, usage, model)
+    if bad_line is not None:  # the call still cost what its result line says
+        return failed(usage, bad_line)
     if result is None:
         error = (
             exit_code_error(label, done) if done.returncode else truncated_error(label, len(events))
         )
-        return failed(CallUsage(model=text(model)), error)
-    usage = _usage(result, text(model))
+        return failed(usage, error)
     failure = _result_error(label, result, done)
     if failure is not None:
         return failed(usage, failure)
@@ -137,17 +145,36 @@ def _result_error(label: str, result: dict[str, Any], done: Completed) -> Qualit
     return None
 
 
-def _usage(result: dict[str, Any], model: str | None) -> CallUsage:
+_TOKEN_FIELDS: Final = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+)
+
+
+def _usage(result: dict[str, Any], model: str | None) -> CallUsage | str:
+    """The call's usage, or what is wrong with the figures the reviewer reported."""
     raw = result.get("usage")
     usage = raw if isinstance(raw, dict) else {}
     cost = result.get("total_cost_usd")
-    reported = isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0
-    # A result without a usable `total_cost_usd` is "not reported" (None), never 0.
+    # A result without `total_cost_usd` is "not reported" (None), never 0; one that is not a
+    # finite number ≥ 0 (`Infinity`, `NaN`, a string) is refused.
+    if cost is not None and (
+        isinstance(cost, bool)
+        or not isinstance(cost, int | float)
+        or not math.isfinite(cost)
+        or cost < 0
+    ):
+        return f"total_cost_usd {clip(json.dumps(cost))} is not a finite number ≥ 0"
+    problem = unusable_counts(usage, _TOKEN_FIELDS)
+    if problem is not None:
+        return f"usage.{problem}"
     return CallUsage(
         input_tokens=count(usage.get("input_tokens")),
         output_tokens=count(usage.get("output_tokens")),
         cache_read_tokens=count(usage.get("cache_read_input_tokens")),
         cache_creation_tokens=count(usage.get("cache_creation_input_tokens")),
-        cost_usd=float(cost) if reported and cost is not None else None,
+        cost_usd=None if cost is None else float(cost),
         model=model,
     )

@@ -20,7 +20,7 @@ is not the JSON verdict, or none, `quality_gate.bad_output`.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Final
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import QualityGateError
@@ -39,6 +39,8 @@ from deepwork_mcp.runners.events import (
     json_lines,
     json_reply,
     truncated_error,
+    unusable_counts,
+    unusable_usage,
 )
 
 
@@ -89,21 +91,23 @@ class CodexRunner:
         return [*argv, "-"]
 
     def read(self, label: str, done: Completed, model: str | None) -> StreamOutcome:
-        events = json_lines(label, done)
-        if isinstance(events, QualityGateError):
-            return failed(CallUsage(model=model), events)
+        events, bad_line = json_lines(label, done)
         end = next(
             (e for e in reversed(events) if e.get("type") in ("turn.completed", "turn.failed")),
             None,
         )
         if end is None:
-            error = (
+            error = bad_line or (
                 exit_code_error(label, done)
                 if done.returncode
                 else truncated_error(label, len(events))
             )
             return failed(CallUsage(model=model), error)
         usage = _usage(end.get("usage"), model)
+        if isinstance(usage, str):  # never log a count that is not a whole number
+            return unusable_usage(label, usage, model)
+        if bad_line is not None:  # the call still used what its last event says
+            return failed(usage, bad_line)
         if end["type"] == "turn.failed":
             raw = end.get("error")
             detail = clip(str(raw.get("message") if isinstance(raw, dict) else raw or "no detail"))
@@ -128,8 +132,20 @@ class CodexRunner:
         return StreamOutcome(reply, usage)
 
 
-def _usage(raw: object, model: str | None) -> CallUsage:
+_TOKEN_FIELDS: Final = (
+    "input_tokens",
+    "cached_input_tokens",
+    "output_tokens",
+    "cache_write_input_tokens",
+)
+
+
+def _usage(raw: object, model: str | None) -> CallUsage | str:
+    """The call's usage, or what is wrong with the counts the reviewer reported."""
     usage = raw if isinstance(raw, dict) else {}
+    problem = unusable_counts(usage, _TOKEN_FIELDS)
+    if problem is not None:
+        return f"usage.{problem}"
     cached = count(usage.get("cached_input_tokens"))
     return CallUsage(
         input_tokens=max(0, count(usage.get("input_tokens")) - cached),

@@ -3,8 +3,11 @@
 A runner (`claude`, `codex`, `gemini`) is a `ReviewRunner`: it turns a `CallPlan` into the
 command line of one reviewer call and reads that call's output into a `StreamOutcome`: the
 reply (when there is one), what the call used, and the coded error it ended with, if any. The
-usage is kept even when the call failed (a call that ran out of budget still spent it). A
-runner whose events report no cost leaves `cost_usd` None: "not reported", never 0.
+usage is kept even when the call failed (a call that ran out of budget, or printed a line that
+is not JSON, still spent it). A runner whose events report no cost leaves `cost_usd` None: "not
+reported", never 0. A cost that is not a finite number ≥ 0, or a token count that is not a
+whole number ≥ 0, fails the call with `quality_gate.bad_output` and counts nothing of it: such
+a figure never reaches the event log.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any, Final, Protocol
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import QualityGateError
+from deepwork_core.base.fsutil import loads_json
 from deepwork_core.base.process import Completed
 from deepwork_core.gate.quality import QualityReviewTask
 
@@ -95,24 +99,33 @@ def clip(text: str) -> str:
     return text if len(text) <= _DETAIL_CHARS else text[:_DETAIL_CHARS] + "…"
 
 
-def json_lines(label: str, done: Completed) -> list[dict[str, Any]] | QualityGateError:
-    """The events of a JSON-lines stream, or the error of a line that is not a JSON object
-    (`quality_gate.exit_code` when the call also exited non-zero, else `.bad_output`)."""
+def json_lines(label: str, done: Completed) -> tuple[list[dict[str, Any]], QualityGateError | None]:
+    """The events of a JSON-lines stream, and the error of its first line that is not a JSON
+    object (`quality_gate.exit_code` when the call also exited non-zero, else `.bad_output`).
+
+    Lines are read with `loads_json`, so a line nested too deeply is such a line; the events
+    around it are still returned, for the usage the call reported.
+    """
     events: list[dict[str, Any]] = []
+    error: QualityGateError | None = None
     for line in done.stdout.splitlines():
         if not line.strip():
             continue
         try:
-            event = json.loads(line)
+            event = loads_json(line)
         except ValueError:
             event = None
-        if not isinstance(event, dict):
+        if isinstance(event, dict):
+            events.append(event)
+        elif error is None:
             if done.returncode != 0:
-                return exit_code_error(label, done)
-            message = f"the reviewer's answer for {label} is not a JSON event stream: {clip(line)}"
-            return QualityGateError(message, code=BAD_OUTPUT)
-        events.append(event)
-    return events
+                error = exit_code_error(label, done)
+            else:
+                message = (
+                    f"the reviewer's answer for {label} is not a JSON event stream: {clip(line)}"
+                )
+                error = QualityGateError(message, code=BAD_OUTPUT)
+    return events, error
 
 
 def exit_code_error(label: str, done: Completed) -> QualityGateError:
@@ -142,7 +155,7 @@ def json_reply(label: str, text: str) -> object | QualityGateError:
         body = body.split("\n", 1)[1] if "\n" in body else ""
         body = body.rsplit("```", 1)[0]
     try:
-        reply: object = json.loads(body)
+        reply: object = loads_json(body)
     except ValueError:
         message = f"the reviewer's answer for {label} is not the JSON verdict: {clip(text)}"
         return QualityGateError(message, code=BAD_OUTPUT)
@@ -151,6 +164,24 @@ def json_reply(label: str, text: str) -> object | QualityGateError:
 
 def count(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def unusable_counts(fields: dict[str, Any], names: tuple[str, ...]) -> str | None:
+    """What is wrong with the first of `names` that `fields` gives as something other than a
+    whole number ≥ 0 (`null` counts as absent), or None when they are all usable."""
+    for name in names:
+        value = fields.get(name)
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 0
+        ):
+            return f"{name} {clip(json.dumps(value))} is not a whole number ≥ 0"
+    return None
+
+
+def unusable_usage(label: str, problem: str, model: str | None) -> StreamOutcome:
+    """A call whose usage figures cannot be trusted: it fails, and nothing of it is counted."""
+    message = f"the reviewer for {label} reported unusable usage figures: {problem}"
+    return failed(CallUsage(model=model), QualityGateError(message, code=BAD_OUTPUT))
 
 
 def text(value: object) -> str | None:

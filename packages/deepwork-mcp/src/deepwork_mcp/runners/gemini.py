@@ -39,6 +39,8 @@ from deepwork_mcp.runners.events import (
     json_reply,
     text,
     truncated_error,
+    unusable_counts,
+    unusable_usage,
 )
 
 _ERROR_TYPES: Final = {
@@ -78,20 +80,22 @@ class GeminiRunner:
         return [*argv, "--prompt", answer_prompt(plan)]
 
     def read(self, label: str, done: Completed, model: str | None) -> StreamOutcome:
-        events = json_lines(label, done)
-        if isinstance(events, QualityGateError):
-            return failed(CallUsage(model=model), events)
+        events, bad_line = json_lines(label, done)
         init_model = next((text(e.get("model")) for e in events if e.get("type") == "init"), None)
         asked = model or (init_model if init_model != "auto" else None)
         result = next((e for e in reversed(events) if e.get("type") == "result"), None)
         if result is None:
-            error = (
+            error = bad_line or (
                 exit_code_error(label, done)
                 if done.returncode
                 else truncated_error(label, len(events))
             )
             return failed(CallUsage(model=asked), error)
         usage = _usage(result.get("stats"), asked)
+        if isinstance(usage, str):  # never log a count that is not a whole number
+            return unusable_usage(label, usage, asked)
+        if bad_line is not None:  # the call still used what its result says
+            return failed(usage, bad_line)
         if result.get("status") != "success":
             return failed(usage, _status_error(label, result))
         if done.returncode != 0:
@@ -119,8 +123,12 @@ def _status_error(label: str, result: dict[str, Any]) -> QualityGateError:
     )
 
 
-def _usage(raw: object, model: str | None) -> CallUsage:
+def _usage(raw: object, model: str | None) -> CallUsage | str:
+    """The call's usage, or what is wrong with the counts the reviewer reported."""
     stats = raw if isinstance(raw, dict) else {}
+    problem = unusable_counts(stats, ("input", "input_tokens", "cached", "output_tokens"))
+    if problem is not None:
+        return f"stats.{problem}"
     cached = count(stats.get("cached"))
     uncached = stats.get("input")
     models = stats.get("models")

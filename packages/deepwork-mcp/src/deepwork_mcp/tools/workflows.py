@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -34,6 +35,7 @@ from deepwork_mcp.tools.schemas import load_output_schemas
 
 if TYPE_CHECKING:
     from deepwork_core.engine.approver import Approver
+    from deepwork_core.engine.results import FinishResult
     from deepwork_core.engine.workflow import WorkflowEngine
     from deepwork_core.jobs.discovery import JobCatalog
 
@@ -81,11 +83,28 @@ class _ListingCache:
         return cached[2].model_copy()
 
 
-def register_workflow_tools(mcp: FastMCP, *, engines: Engines, catalogs: Catalogs) -> None:
-    """Register the workflow tools on `mcp`; `engines()` is the current call's engine and
-    `catalogs()` its job catalog (listing jobs needs no engine)."""
-    listing = _ListingCache()
-    schemas = load_output_schemas()
+def with_launch(result: FinishResult, launch: str) -> FinishResult:
+    """`result` whose approval commands run the way this DeepWork was started (`uvx …`), and
+    that names the dashboard as the other way to answer."""
+    evidence = result.evidence
+    approval = evidence.approval if evidence is not None else None
+    if evidence is None or approval is None:
+        return result
+    command = f"{launch} approve {approval.session_id}"
+    feedback = (result.feedback or "").replace(approval.command, command)
+    feedback += (
+        f" They can also approve in the browser: `{launch} dashboard`, page Approvals, which "
+        "shows the files before they decide."
+    )
+    approval = replace(approval, command=command)
+    return replace(result, feedback=feedback, evidence=replace(evidence, approval=approval))
+
+
+def register_workflow_tools(
+    mcp: FastMCP, *, engines: Engines, catalogs: Catalogs, launch: str = "deepwork"
+) -> None:
+    """Register the workflow tools (`launch`: how the user runs DeepWork, `with_launch`)."""
+    listing, schemas = _ListingCache(), load_output_schemas()
 
     @mcp.tool(annotations=_READ_ONLY, output_schema=schemas["get_workflows"])
     def get_workflows() -> ToolResult:
@@ -138,7 +157,7 @@ def register_workflow_tools(mcp: FastMCP, *, engines: Engines, catalogs: Catalog
             approver=_approver(ctx),
         )
         result = await to_thread.run_sync(call)
-        return _structured(FinishedStepResponse.model_validate(result))
+        return _structured(FinishedStepResponse.model_validate(with_launch(result, launch)))
 
     register_navigation_tools(mcp, engines)
 

@@ -108,3 +108,16 @@ def test_jobs_belong_to_their_project(store_url: str | None, tmp_path: Path) -> 
     finally:
         a.close()
         b.close()
+
+
+def test_a_job_column_nested_without_end_is_a_corrupt_store_not_a_crash(any_store: Store) -> None:
+    jobs = ReviewJobs(any_store)
+    job_id = jobs.enqueue("step_review", {"step": "draft"})
+    with any_store.write() as tx:
+        tx.execute(
+            "UPDATE review_jobs SET payload = ? WHERE job_id = ?",
+            ("[" * 100_000 + "]" * 100_000, job_id),
+        )
+    with pytest.raises(StoreError) as caught:
+        jobs.get(job_id)
+    assert caught.value.code == ErrorCode.STORE_CORRUPT

@@ -24,7 +24,7 @@ from typing import Any, Final
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError, FileReadError, SessionError
-from deepwork_core.base.fsutil import read_bytes_file
+from deepwork_core.base.fsutil import loads_json, read_bytes_file
 from deepwork_core.base.identifiers import SESSION_ID_PATTERN
 from deepwork_core.base.layout import (
     APPROVALS_DIR,
@@ -113,7 +113,7 @@ def _import_session(tx: Tx, store: Store, path: Path) -> None:
     session_id = path.name[len(SESSION_PREFIX) : -len(SESSION_SUFFIX)]
     raw = _read(path, ErrorCode.SESSION_STATE_CORRUPT)
     try:
-        data = json.loads(raw)
+        data = loads_json(raw)
         row = SessionRow(
             session_id=_checked_id(session_id, data.get("session_id")),
             job=str(data["job_name"]),
@@ -158,7 +158,7 @@ def _import_stacks(tx: Tx, project_id: str, path: Path) -> None:
     if read_stacks(tx, project_id):
         return
     try:
-        data = json.loads(_read(path, ErrorCode.SESSION_STATE_CORRUPT))
+        data = loads_json(_read(path, ErrorCode.SESSION_STATE_CORRUPT))
     except DeepWorkError:
         return  # no stack file: nothing was running
     except ValueError:
@@ -196,7 +196,7 @@ def _header(text: str) -> tuple[str, float]:
     """The kind and time of a line, as far as they read; a line that is no event record is
     still imported as it is (readers report it as `events.corrupt`, as they did the file)."""
     try:
-        record = json.loads(text)
+        record = loads_json(text)
     except ValueError:
         return "", 0.0
     if not isinstance(record, dict):
@@ -213,7 +213,7 @@ def _import_approval(tx: Tx, project_id: str, path: Path, now: float) -> None:
     """One old approval file: its request as the session's open one, and its decision."""
     raw = _read(path, ErrorCode.APPROVAL_CORRUPT)
     try:
-        data = json.loads(raw)
+        data = loads_json(raw)
         request = dict(data["request"])
         session_id = _checked_id(path.name[: -len(".json")], request["session_id"])
         request_id = str(request["request_id"])

@@ -41,6 +41,7 @@ from typing import Any, Final
 from pydantic import BaseModel, ConfigDict
 
 from deepwork_core.base.error_codes import ErrorCode
+from deepwork_core.base.fsutil import loads_json
 from deepwork_core.state.store.errors import StoreError
 from deepwork_core.state.store.port import Row, Store
 
@@ -90,6 +91,18 @@ class ReviewClaim(BaseModel):
     lease_until: float
 
 
+def _json(text: str, job_id: str) -> Any:
+    """A JSON column, parsed with the bounded parser: a value that is not JSON, or is nested
+    too deeply, is `store.corrupt`, never a crash."""
+    try:
+        return loads_json(text)
+    except ValueError:
+        raise StoreError(
+            f"review job {job_id!r} holds a column that is not valid JSON",
+            code=ErrorCode.STORE_CORRUPT,
+        ) from None
+
+
 def _job(row: Row) -> ReviewJob:
     return ReviewJob(
         job_id=row[0],
@@ -97,13 +110,13 @@ def _job(row: Row) -> ReviewJob:
         session_id=row[2],
         dedupe_key=row[3],
         kind=row[4],
-        payload=json.loads(row[5]),
+        payload=_json(row[5], row[0]),
         state=ReviewJobState(row[6]),
         enqueued_at=row[7],
         claimed_by=row[8],
         lease_until=row[10],
         attempts=row[11],
-        verdict=json.loads(row[12]) if row[12] is not None else None,
+        verdict=_json(row[12], row[0]) if row[12] is not None else None,
         finished_at=row[13],
     )
 

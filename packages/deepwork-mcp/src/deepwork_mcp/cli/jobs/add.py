@@ -112,10 +112,10 @@ def add_library_job(project_root: Path, name: str, *, force: bool = False) -> Pa
 @click.option(
     "--path",
     "project_root",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
     default=".",
     show_default=True,
-    help="Project root; the job goes to <path>/.deepwork/jobs/NAME.",
+    help="Project root (an existing folder); the job goes to <path>/.deepwork/jobs/NAME.",
 )
 @click.option(
     "--force", is_flag=True, help="Replace an existing .deepwork/jobs/NAME (your edits are lost)."

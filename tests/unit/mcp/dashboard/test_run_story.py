@@ -1,0 +1,173 @@
+"""The run as a story a person reads in ten seconds (issue 34): the run page and `report --html`
+open with a summary, tell each event as a sentence, stay bounded for any event log, explain
+their graph, and show review costs on the list and the Stats page (docs/dashboard.md)."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+
+from click.testing import CliRunner
+from deepwork_core.engine.workflow import WorkflowEngine
+from deepwork_core.jobs.discovery import JobCatalog
+from deepwork_core.state.event_kinds import ReviewUsageEvent
+from deepwork_core.state.events import append_event
+from deepwork_core.state.read_model.runs import RunStatus, list_runs, run_detail
+from deepwork_core.state.sessions import SessionStore
+from deepwork_core.state.store.review_jobs import ReviewJobs
+from deepwork_mcp.cli import cli
+from starlette.testclient import TestClient
+
+from tests.conftest import on_postgres
+from tests.fixtures.evidence_project import key_of, make_evidence_project
+from tests.fixtures.state_rows import insert_event_lines
+from tests.unit.mcp.dashboard.conftest import Waiting, client_for, waiting_project
+from tests.unit.mcp.dashboard.test_approvals import decide
+
+T0 = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
+
+
+def finished_run(root: Path) -> Waiting:
+    """`approved/main` run to its end: the plan approved on the dashboard, then accepted
+    unreviewed; the build (which has no review) accepted with an override reason."""
+    waiting = waiting_project(root)
+    if on_postgres():  # a shared store counts only decisions a trusted approver signed
+        init = ["approver", "init", "--name", "alice", "--path", str(root)]
+        assert CliRunner().invoke(cli, init).exit_code == 0
+    with client_for(root) as client:
+        status, _ = decide(client, waiting, decision="approve", comment="looks right")
+        assert status == 200
+    waiting.engine.finish({"plan": "plan.md"})
+    (root / "result.md").write_text("built\n")
+    waiting.engine.finish({"result": "result.md"}, override_reason="the user checked the build")
+    append_event(
+        root,
+        ReviewUsageEvent(
+            ts=T0,
+            session_id=waiting.session_id,
+            job="approved",
+            step_id="build",
+            review="build",
+            outcome="passed",
+            input_tokens=1000,
+            output_tokens=234,
+            cost_usd=0.125,
+        ),
+    )
+    return waiting
+
+
+def _section(page: str, title: str) -> int:
+    return page.index(f"<h2>{title}</h2>")
+
+
+def test_the_run_page_opens_with_a_summary_of_outcome_verdicts_approvals_and_cost(
+    tmp_path: Path,
+) -> None:
+    waiting = finished_run(tmp_path / "project")
+    page = client_for(waiting.root).get(f"/run/{waiting.session_id}").text
+    summary = page[_section(page, "Summary") : _section(page, "Run")]
+    assert _section(page, "Summary") < _section(page, "Workflow") < _section(page, "Timeline")
+    assert "completed" in summary
+    assert "<th>Steps done</th><td>2</td>" in summary
+    assert summary.count("unreviewed (no review applied)") == 2
+    assert "no review applies to these outputs" in summary  # the plan's reason
+    assert "the user checked the build" in summary  # the build's reason
+    assert "passed external review" not in summary  # no reviewer judged this run
+    assert "approved" in summary
+    assert "dashboard" in summary
+    assert "looks right" in summary
+    assert "0.1250 USD, 1,234 tokens in 1 reviewer call(s)" in summary
+
+
+def test_the_timeline_reads_as_sentences_with_every_field_on_demand(tmp_path: Path) -> None:
+    waiting = finished_run(tmp_path / "project")
+    page = client_for(waiting.root).get(f"/run/{waiting.session_id}").text
+    timeline = page[_section(page, "Timeline") :]
+    assert "`plan` submitted `plan.md`" in timeline
+    assert "`build` finished, unreviewed (no review applied)" in timeline
+    assert "Started `approved/main`: “ship the plan”" in timeline
+    assert "<details>" in timeline
+    assert "{&#x27;" not in timeline  # no Python dict reprs
+    assert "None" not in re.sub(r"<details>.*?</details>", "", timeline, flags=re.S)
+
+
+def test_a_huge_event_log_gives_a_bounded_page_and_report(tmp_path: Path) -> None:
+    waiting = waiting_project(tmp_path / "project")
+    line = {
+        "v": 1,
+        "ts": T0.isoformat(),
+        "session_id": waiting.session_id,
+        "event": "outputs_submitted",
+        "step_ids": ["plan"],
+        "outputs": {"plan": "plan.md"},
+        "notes": "n" * 30_000,
+    }
+    insert_event_lines(waiting.root, waiting.session_id, [json.dumps(line)] * 2000)  # 60 MB
+    response = client_for(waiting.root).get(f"/run/{waiting.session_id}")
+    assert response.status_code == 200
+    assert len(response.content) < 4 * 1024 * 1024
+    assert re.search(r"Showing the newest 500 of 200\d events", response.text)
+    out = tmp_path / "run.html"
+    result = CliRunner().invoke(
+        cli, ["report", waiting.session_id, "--html", str(out), "--path", str(waiting.root)]
+    )
+    assert result.exit_code == 0, result.output
+    assert out.stat().st_size < 4 * 1024 * 1024
+
+
+def test_the_graph_has_a_legend_and_marks_only_passed_reviews(tmp_path: Path) -> None:
+    waiting = finished_run(tmp_path / "project")
+    page = client_for(waiting.root).get(f"/run/{waiting.session_id}").text
+    assert 'class="legend"' in page
+    assert "passed an external review in this run" in page
+    assert "✓" not in page[: page.index('class="legend"')]  # nothing passed an external review
+
+
+def test_costs_show_on_the_run_list_and_the_stats_page(tmp_path: Path) -> None:
+    waiting = finished_run(tmp_path / "project")
+    client: TestClient = client_for(waiting.root)
+    runs = client.get("/").text
+    assert "Review cost" in runs
+    assert "0.1250 USD · 1,234 tokens" in runs
+    stats = client.get("/stats").text
+    assert "<h2>Review costs</h2>" in stats
+    assert "0.1250" in stats
+
+
+def test_tables_scroll_inside_their_box(tmp_path: Path) -> None:
+    waiting = finished_run(tmp_path / "project")
+    client = client_for(waiting.root)
+    for path in ("/", f"/run/{waiting.session_id}", "/stats"):
+        page = client.get(path).text
+        tables = page.count("<table")
+        assert tables, path
+        assert page.count('<div class="scroll"><table') == tables, path
+    assert ".scroll { overflow-x: auto" in client.get("/static/dashboard.css").text
+
+
+def test_a_run_whose_reviews_still_run_reads_as_reviewing_and_not_as_an_attempt(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "project"
+    make_evidence_project(root, with_git=False)
+    store = SessionStore(root)
+    engine = WorkflowEngine(root, JobCatalog.for_project(root), store, approval_key=key_of(root))
+    session_id = engine.start("ship it", "approved", "main").brief.session_id
+    jobs = ReviewJobs(store.store)
+    job_id = jobs.enqueue("step_review", {"step": "plan"}, session_id=session_id)
+
+    [run] = list_runs(store)
+    assert run.status is RunStatus.REVIEWING
+    detail = run_detail(store, session_id)
+    assert detail.run.status is RunStatus.REVIEWING
+    assert "its reviews still running" in detail.summary.outcome
+    assert detail.summary.verdicts == []  # nothing was recorded, so no attempt either
+    assert store.load(session_id).step_progress["plan"].quality_attempts == 0
+    page = client_for(root).get("/").text
+    assert '<span class="status reviewing">reviewing</span>' in page
+
+    assert jobs.cancel(job_id)
+    assert list_runs(store)[0].status is RunStatus.ACTIVE
