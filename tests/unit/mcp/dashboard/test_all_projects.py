@@ -25,6 +25,20 @@ def test_the_page_lists_every_run_of_the_store_with_its_project_and_machine(
     assert 'href="/all"' in client.get("/").text
 
 
+def test_the_list_follows_new_runs_without_a_reload(waiting: Waiting, client: TestClient) -> None:
+    page = client.get("/all").text
+    assert 'data-refresh="/fragment/all"' in page
+    later = waiting.engine.start("a second run", "approved", "main").brief.session_id
+    assert later not in page
+    fragment = client.get("/fragment/all")
+    assert fragment.status_code == 200
+    assert later in fragment.text
+    assert waiting.session_id in fragment.text
+    assert "<h1>" not in fragment.text  # the table only, not a whole page
+    signed_out = client_for(waiting.root, signed_in=False)
+    assert later not in signed_out.get("/fragment/all").text
+
+
 def test_an_empty_project_lists_nothing(tmp_path: Path) -> None:
     root = tmp_path / "empty"
     (root / ".deepwork").mkdir(parents=True)

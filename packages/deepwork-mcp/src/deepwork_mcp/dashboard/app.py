@@ -1,7 +1,7 @@
 """The dashboard's routes (docs/dashboard.md).
 
 GET `/` (runs), `/fragment/runs` (the table the page refreshes), `/run/{session_id}`,
-`/all` (every run of every project in the store), `/reviews` and
+`/all` and `/fragment/all` (every run of every project in the store, live), `/reviews` and
 `/fragment/reviews[?session=…]` (the background reviews, live), `/approvals`, `/stats`,
 `/static/dashboard.css|js`; POST `/approvals/{session_id}` records the
 human's decision through the same core function `deepwork approve` calls
@@ -96,6 +96,9 @@ class DashboardRoutes:
 
     def all_runs(self, request: Request) -> Response:
         return HTMLResponse(pages.all_runs_page(views.all_runs(self.store)))
+
+    def all_runs_fragment(self, request: Request) -> Response:
+        return HTMLResponse(pages.all_runs_fragment(views.all_runs(self.store)))
 
     def runs(self, request: Request) -> Response:
         page = _page(request)
@@ -254,6 +257,7 @@ def dashboard_app(
             Route("/", routes.runs),
             Route("/all", routes.all_runs),
             Route("/fragment/runs", routes.runs_fragment),
+            Route("/fragment/all", routes.all_runs_fragment),
             Route("/run/{session_id}", routes.run),
             Route("/reviews", routes.reviews),
             Route("/fragment/reviews", routes.reviews_fragment),

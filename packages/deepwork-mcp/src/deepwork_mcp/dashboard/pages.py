@@ -197,8 +197,10 @@ def approval_card(view: ApprovalView, token: str | None) -> str:
     )
 
 
-def all_runs_page(runs: list[StoredRun]) -> str:
-    """Every run of every project in the store, with where each runs (docs/team.md)."""
+def all_runs_fragment(runs: list[StoredRun]) -> str:
+    """The table of every project's runs (the part of the All projects page that refreshes)."""
+    if not runs:
+        return '<p class="muted">The store holds no run yet.</p>'
     rows = "".join(
         f'<tr data-session="{text(r.session_id)}"><td>{text(r.project_root)}</td>'
         f"<td>{text(r.machine)}</td><td>{text(r.branch or '')}</td>"
@@ -207,18 +209,22 @@ def all_runs_page(runs: list[StoredRun]) -> str:
         f"<td>{status_badge(r.status)}</td><td>{when(_moment(r.updated_at))}</td></tr>"
         for r in runs
     )
-    table = (
+    return scroll(
         '<table class="runs"><thead><tr><th>Project</th><th>Machine</th><th>Branch</th>'
         "<th>Agent</th><th>Job/workflow</th><th>Session</th><th>Status</th><th>Updated</th>"
         f"</tr></thead><tbody>{rows}</tbody></table>"
-        if runs
-        else '<p class="muted">The store holds no run yet.</p>'
     )
+
+
+def all_runs_page(runs: list[StoredRun]) -> str:
+    """Every run of every project in the store, with where each runs (docs/team.md); the table
+    follows changes by itself, as the Runs page's does."""
     body = (
         "<h1>All projects</h1>"
         '<p class="muted">Every run of every project in this store, newest first: on a shared '
-        "PostgreSQL store, the runs of every checkout that uses it.</p>"
-        f"{table}"
+        "PostgreSQL store, the runs of every checkout that uses it. The list follows changes by "
+        "itself.</p>"
+        f'<div id="all-runs" data-refresh="/fragment/all">{all_runs_fragment(runs)}</div>'
     )
     return layout("All projects", body)
 
