@@ -161,9 +161,14 @@ async def test_an_edit_after_the_page_loaded_makes_the_click_refuse(
             await page.get_by_role("button", name="Approve").wait_for()
             (root / "plan.md").write_text("the plan, edited after the page showed it\n")
             await page.get_by_role("button", name="Approve").click()
-            notice = page.locator(".notice.refused")
+            notice = page.locator('.notice.refused[role="status"]')
             await notice.wait_for(timeout=WAIT_MS)
             assert "approval.outputs_changed" in await notice.inner_text()
+            assert await page.get_by_role("button", name="Approve").is_disabled()
+            assert await page.get_by_role("button", name="Reject").is_disabled()
+            current = await page.locator(".file.changed pre.current").inner_text()
+            assert current == "the plan, edited after the page showed it\n"
+            assert "finished_step again" in await page.locator(".notice.stale").inner_text()
             await shot(page, tmp_path, "refused")
         still = await agent.ok("finished_step", outputs={"plan": "plan.md"})
         assert still["status"] != "next_step"

@@ -3,6 +3,7 @@ bound to the files the page showed (docs/dashboard.md, docs/evidence.md)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from pathlib import Path
@@ -151,10 +152,54 @@ def test_where_the_project_trusts_approvers_an_unsigned_click_is_refused(
     assert record.decision is None
 
 
-def test_a_file_changed_since_the_request_is_not_previewed_under_the_old_hash(
+def test_a_file_changed_since_the_request_shows_its_current_content_under_its_current_hash(
     client: TestClient, waiting: Waiting
 ) -> None:
     (waiting.root / "plan.md").write_text("a different plan\n")
     page = client.get("/approvals").text
-    assert "a different plan" not in page
-    assert "other bytes than the ones asked about" in page
+    record = ApprovalStore(waiting.root).load(waiting.session_id)
+    assert record is not None
+    [shown] = record.request.shown
+    now = hashlib.sha256(b"a different plan\n").hexdigest()
+    changed = re.search(r'<div class="file changed">.*?</div>', page, re.S)
+    assert changed is not None
+    assert f'<code class="hash asked">{shown.sha256}</code>' in changed.group(0)
+    assert f'<code class="hash now">{now}</code>' in changed.group(0)
+    assert '<pre class="current">a different plan\n</pre>' in changed.group(0)
+    assert "the plan &lt;b&gt;" not in page  # the asked-about bytes are gone; nothing stands in
+
+
+def test_after_a_refusal_for_a_changed_file_the_old_decision_is_disabled_and_never_counts(
+    client: TestClient, waiting: Waiting
+) -> None:
+    old_page = client.get("/approvals").text
+    assert " disabled" not in old_page
+    (waiting.root / "plan.md").write_text("changed behind the human's back\n")
+    old_form = {"token": TOKEN, "request_id": request_id_on(old_page), "decision": "approve"}
+    refused = client.post(f"/approvals/{waiting.session_id}", data=old_form)
+    assert refused.status_code == 409
+    now = hashlib.sha256(b"changed behind the human's back\n").hexdigest()
+    for page in (refused.text, client.get("/approvals").text):
+        assert '<div class="card approval stale"' in page
+        assert "changed behind the human&#x27;s back" in page
+        assert now in page
+        assert '<button class="approve" type="submit" disabled>' in page
+        assert '<button class="reject" type="submit" disabled>' in page
+        assert "The agent must call finished_step again" in page
+    run_page = client.get(f"/run/{waiting.session_id}").text
+    assert '<button class="approve" type="submit" disabled>' in run_page
+    # The old form, sent anyway (a stale tab, a script), still completes nothing.
+    again = client.post(f"/approvals/{waiting.session_id}", data=old_form)
+    assert again.status_code == 409
+    assert "approval.outputs_changed" in again.text
+    record = ApprovalStore(waiting.root).load(waiting.session_id)
+    assert record is not None
+    assert record.decision is None
+    # Submitting again makes a new request on the new bytes, decidable as usual.
+    assert waiting.engine.finish({"plan": "plan.md"}).status == "awaiting_approval"
+    fresh = client.get("/approvals").text
+    assert request_id_on(fresh) != old_form["request_id"]
+    assert " disabled" not in fresh
+    status, _ = decide(client, waiting, decision="approve")
+    assert status == 200
+    assert waiting.engine.finish({"plan": "plan.md"}).status == "next_step"

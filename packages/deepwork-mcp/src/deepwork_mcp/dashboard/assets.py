@@ -59,6 +59,8 @@ button { font: inherit; padding: 5px 14px; border-radius: 6px; border: 1px solid
   cursor: pointer; }
 button.approve { background: var(--ok); border-color: var(--ok); color: #fff; }
 button.reject { background: #fff; border-color: var(--bad); color: var(--bad); }
+button:disabled, input:disabled { opacity: .45; cursor: not-allowed; }
+.file.changed pre.current { border-left: 3px solid var(--bad); }
 input[type=text] { font: inherit; padding: 4px 8px; min-width: 280px; }
 .graph { background: #fff; border: 1px solid var(--line); padding: 8px; overflow: auto; }
 svg.workflow-graph .step rect { fill: #fff; stroke: #8a94a6; stroke-width: 1.5; }

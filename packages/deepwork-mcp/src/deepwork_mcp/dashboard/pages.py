@@ -20,7 +20,7 @@ from deepwork_core.state.stats import Stats
 from deepwork_core.state.store.runs import StoredRun
 
 from deepwork_mcp.dashboard.assets import STYLESHEET
-from deepwork_mcp.dashboard.views import ApprovalView
+from deepwork_mcp.dashboard.views import ApprovalView, FilePreview
 
 #: Characters of a hash shown in a table cell (the whole hash is in the cell's title).
 HASH_CHARS: Final = 12
@@ -149,9 +149,51 @@ def _file(item_output: str, path: str, sha: str | None, body: str) -> str:
     )
 
 
+def _changed_file(f: FilePreview) -> str:
+    """A shown file whose bytes changed since the request: the hash asked about, the current
+    hash and the current content, never the one under the other's hash."""
+    now = (
+        f'now sha256 <code class="hash now">{text(f.now_sha256)}</code>'
+        if f.now_sha256
+        else "now missing"
+    )
+    body = f'<pre class="current">{text(f.text)}</pre>' if f.text is not None else ""
+    return (
+        f'<div class="file changed"><p><strong>{text(f.output)}</strong>: '
+        f"<code>{text(f.path)}</code> asked about sha256 "
+        f'<code class="hash asked">{text(f.sha256 or "(missing)")}</code>, {now}</p>'
+        f'<p class="muted">Current content (not what was asked about):</p>{body}'
+        + (f'<p class="muted">{text(f.note)}</p>' if f.note else "")
+        + "</div>"
+    )
+
+
+def _buttons(view: ApprovalView, token: str) -> str:
+    """The Approve and Reject forms, pinned to the request; disabled when it is stale."""
+    action = f"/approvals/{text(view.session_id)}"
+    hidden = (
+        f'<input type="hidden" name="token" value="{escape(token)}">'
+        f'<input type="hidden" name="request_id" value="{text(view.request_id)}">'
+    )
+    if view.project_id is not None:
+        hidden += f'<input type="hidden" name="project" value="{text(view.project_id)}">'
+    off = " disabled" if view.stale is not None else ""
+    return (
+        f'<div class="actions"><form method="post" action="{action}">{hidden}'
+        '<input type="hidden" name="decision" value="approve">'
+        f'<button class="approve" type="submit"{off}>Approve</button></form>'
+        f'<form method="post" action="{action}">{hidden}'
+        '<input type="hidden" name="decision" value="reject">'
+        f'<input type="text" name="comment" required placeholder="Why? (needed to reject)" '
+        f'aria-label="Reason for rejecting"{off}><button class="reject" type="submit"{off}>'
+        "Reject</button></form></div>"
+    )
+
+
 def approval_card(view: ApprovalView, token: str | None) -> str:
     """What the human approves, and (with a token) the Approve and Reject buttons; for a request
-    that is not the server's own, only why it cannot be decided."""
+    that is not the server's own, only why it cannot be decided; for one whose files changed
+    since, their current content and hashes, and the buttons disabled."""
     if view.problem is not None:
         return (
             f'<div class="card approval refused" data-session="{text(view.session_id)}">'
@@ -160,7 +202,9 @@ def approval_card(view: ApprovalView, token: str | None) -> str:
             f'<p class="notice refused">{text(view.problem)}</p></div>'
         )
     files = "".join(
-        _file(
+        _changed_file(f)
+        if f.changed
+        else _file(
             f.output,
             f.path,
             f.sha256,
@@ -169,31 +213,15 @@ def approval_card(view: ApprovalView, token: str | None) -> str:
         )
         for f in view.files
     )
-    buttons = ""
-    if token is not None:
-        action = f"/approvals/{text(view.session_id)}"
-        hidden = (
-            f'<input type="hidden" name="token" value="{escape(token)}">'
-            f'<input type="hidden" name="request_id" value="{text(view.request_id)}">'
-        )
-        if view.project_id is not None:
-            hidden += f'<input type="hidden" name="project" value="{text(view.project_id)}">'
-        buttons = (
-            f'<div class="actions"><form method="post" action="{action}">{hidden}'
-            '<input type="hidden" name="decision" value="approve">'
-            '<button class="approve" type="submit">Approve</button></form>'
-            f'<form method="post" action="{action}">{hidden}'
-            '<input type="hidden" name="decision" value="reject">'
-            '<input type="text" name="comment" required placeholder="Why? (needed to reject)" '
-            'aria-label="Reason for rejecting"><button class="reject" type="submit">Reject'
-            "</button></form></div>"
-        )
+    stale = f'<p class="notice refused stale">{text(view.stale)}</p>' if view.stale else ""
+    buttons = _buttons(view, token) if token is not None else ""
+    classes = "card approval stale" if view.stale else "card approval"
     return (
-        f'<div class="card approval" data-session="{text(view.session_id)}">'
+        f'<div class="{classes}" data-session="{text(view.session_id)}">'
         f'<p><a href="/run/{text(view.session_id)}">{text(view.job)}/{text(view.workflow)}</a>, '
         f"step {text(', '.join(view.step_ids))}, asked {when(view.requested_at)}</p>"
         + (f'<p class="muted">project {text(view.project)}</p>' if view.project else "")
-        + f"<pre>{text(view.prompt)}</pre>{files}{buttons}</div>"
+        + f"<pre>{text(view.prompt)}</pre>{files}{stale}{buttons}</div>"
     )
 
 

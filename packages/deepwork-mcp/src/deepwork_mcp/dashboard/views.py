@@ -61,9 +61,14 @@ class FilePreview(_View):
     output: str
     path: str
     sha256: str | None
-    #: The start of the file when it is UTF-8 text; None otherwise (`note` says why).
+    #: The start of the file when it is UTF-8 text; None otherwise (`note` says why). When the
+    #: file changed since the request (`now_sha256` differs), this is the CURRENT content.
     text: str | None
     note: str | None = None
+    #: The file's hash now, when it differs from the asked-about `sha256` (None: unchanged).
+    now_sha256: str | None = None
+    #: The file's bytes differ from the ones asked about (or it is gone).
+    changed: bool = False
 
 
 class ApprovalView(_View):
@@ -83,6 +88,9 @@ class ApprovalView(_View):
     #: Another project of a shared store (docs/team.md): its id, and `root on machine`.
     project_id: str | None = None
     project: str | None = None
+    #: Set when a shown file changed since the request: why it can no longer be decided on the
+    #: bytes asked about and what happens next; the card's buttons are disabled.
+    stale: str | None = None
 
 
 class InstanceRow(_View):
@@ -244,12 +252,28 @@ def pending_approval(approvals: ApprovalStore, session: Session) -> ApprovalView
     problem = _request_problem(approvals, record)
     if problem is not None:
         return view.model_copy(update={"problem": problem})
+    files = _previews(approvals, request)
     return view.model_copy(
         update={
             "step_ids": list(request.step_ids),
             "prompt": request.prompt,
-            "files": _previews(approvals, request),
+            "files": files,
+            "stale": _stale(approvals, files),
         }
+    )
+
+
+def _stale(approvals: ApprovalStore, files: list[FilePreview]) -> str | None:
+    """Why the request can no longer be decided, when a shown file changed since it was opened
+    (a decision would be refused with `approval.outputs_changed`); None otherwise. On a shared
+    store the serving machine compares the hashes, so this checkout's bytes decide nothing."""
+    changed = [f.path for f in files if f.changed]
+    if not changed or approvals.trusted.shared:
+        return None
+    return (
+        f"{', '.join(changed)} changed since this request was made, so it can no longer be "
+        "decided on the bytes asked about: Approve and Reject are disabled. The agent must call "
+        "finished_step again, which makes a new request with the new hashes; it shows here then."
     )
 
 
@@ -259,11 +283,18 @@ def _previews(approvals: ApprovalStore, request: ApprovalRequest) -> list[FilePr
     for shown in request.shown:
         text, note = preview(approvals.project_root, shown.path)
         now = sha256_file(approvals.project_root, shown.path)
-        if now != shown.sha256:  # never show other bytes under the hash that was asked about
-            text, note = None, _changed_note(approvals, now)
+        changed = now != shown.sha256  # never show other bytes under the hash asked about:
+        if changed:  # the current content is shown under its current hash
+            note = _changed_note(approvals, now) + (f"; {note}" if note else "")
         files.append(
             FilePreview(
-                output=shown.output, path=shown.path, sha256=shown.sha256, text=text, note=note
+                output=shown.output,
+                path=shown.path,
+                sha256=shown.sha256,
+                text=text,
+                note=note,
+                now_sha256=now if changed else None,
+                changed=changed,
             )
         )
     return files
@@ -303,10 +334,13 @@ def other_projects_approvals(approvals: ApprovalStore) -> list[ApprovalView]:
 
 def _changed_note(approvals: ApprovalStore, now: str | None) -> str:
     where = "this checkout" if approvals.trusted.shared else "the project"
-    state = f"sha256 {now[:12]}" if now else "missing"
+    if now is None:
+        return (
+            f"{where} no longer holds this file; an approval counts only for the bytes asked about"
+        )
     return (
-        f"{where} holds other bytes than the ones asked about (now {state}): not shown; "
-        "an approval counts only for the bytes asked about"
+        f"{where} holds other bytes than the ones asked about: shown above is the current "
+        "content, under its current hash; an approval counts only for the bytes asked about"
     )
 
 
