@@ -27,7 +27,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
 
-from check_plugins import GEMINI_CLI, ROOT, CheckFailed, _run, _tail
+from check_plugins import GEMINI_CLI
+from client_checks import ROOT, CheckFailed, run, tail
 
 VERDICT = {"passed": True, "feedback": "fine", "criteria_results": []}
 PERSONA = "a reviewer who checks every claim against its source"
@@ -117,7 +118,7 @@ def _plan(scratch: Path, executable: str, model: str | None) -> Any:
 
 def _call(runner: Any, argv: list[str], env: dict[str, str], cwd: Path, model: str | None) -> Any:
     """The runner's reading of one real call, and the call's output."""
-    result = _run(argv, env, cwd=cwd, input_text="Review brief: judge the work.", timeout=120)
+    result = run(argv, env, cwd=cwd, input_text="Review brief: judge the work.", timeout=120)
     return runner.read("check", result, model), result
 
 
@@ -136,7 +137,7 @@ def check_codex(bins: Path, base: str, scratch: Path) -> str:
     argv = [*argv[:-1], *provider, argv[-1]]
     outcome, result = _call(runner, argv, env, scratch, "gpt-5")
     if outcome.error is not None or outcome.reply != VERDICT:
-        raise CheckFailed(f"codex: {outcome.error or outcome.reply}\n{_tail(result)}")
+        raise CheckFailed(f"codex: {outcome.error or outcome.reply}\n{tail(result)}")
     if (outcome.usage.input_tokens, outcome.usage.cache_read_tokens) != (1034, 200):
         raise CheckFailed(f"codex usage read wrong: {outcome.usage}")
     if outcome.usage.cost_usd is not None:
@@ -165,7 +166,7 @@ def check_gemini(bins: Path, base: str, scratch: Path) -> str:
     argv = runner.argv(_plan(scratch, str(bins / "gemini"), None))
     outcome, result = _call(runner, argv, env, scratch, None)
     if outcome.error is not None or outcome.reply != VERDICT:
-        raise CheckFailed(f"gemini: {outcome.error or outcome.reply}\n{_tail(result)}")
+        raise CheckFailed(f"gemini: {outcome.error or outcome.reply}\n{tail(result)}")
     if outcome.usage.cache_read_tokens == 0 or outcome.usage.cost_usd is not None:
         raise CheckFailed(f"gemini usage read wrong: {outcome.usage}")
     streamed = [r for r in _Endpoint.requests if "stream" in r["path"]]
