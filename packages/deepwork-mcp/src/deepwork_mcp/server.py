@@ -160,7 +160,7 @@ def create_server(
     `state_dir` holds the projects' approval keys (docs/security.md); by default the one
     `deepwork approve` uses, from `DEEPWORK_STATE_DIR`, `XDG_STATE_HOME` or the home folder.
     `launch` is how the user runs this DeepWork (`uvx deepwork==1.0.0`, `deepwork`): the
-    approval answer tells them `<launch> approve <session>` (`deepwork_mcp.cli.launch`).
+    approval answer tells them `<launch> approve <session>` (`deepwork_mcp.launch`).
     `trace_env` gives each external reviewer process its trace variables (docs/telemetry.md).
     `shared_store` (default: the project's store is a PostgreSQL server, named by
     `DEEPWORK_STORE_URL` or else by `store.url` of its config) makes every approval need a

@@ -23,8 +23,8 @@ from deepwork_core.base.config import (
     TIMEOUT_LIMIT_S,
 )
 
-from deepwork_mcp.cli.launch import launch_prefix, parent_argv
 from deepwork_mcp.cli.options import cli_error
+from deepwork_mcp.launch import launch_prefix, parent_argv
 
 if TYPE_CHECKING:
     from types import FrameType
