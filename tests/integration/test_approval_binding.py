@@ -11,8 +11,6 @@ import http.client
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
@@ -25,6 +23,7 @@ from deepwork_core.state.approvals import ApprovalChannel, ApprovalStore, record
 from deepwork_core.state.event_kinds import ApprovalEvent
 from deepwork_core.state.events import read_events
 
+from tests.fixtures.dashboard_process import dashboard_process
 from tests.fixtures.evidence_project import key_of, make_evidence_project
 from tests.fixtures.state_rows import approval_json, write_approval_json
 from tests.fixtures.stdio_server import Server, serve
@@ -120,7 +119,7 @@ async def test_the_dashboard_shows_only_the_servers_request(root: Path) -> None:
     async with serve(root) as agent:
         session_id, request_id = await waiting(agent, root)
         swap_in_decoy(root, session_id)
-        async with dashboard(root) as url:
+        async with dashboard_process(root) as url:
             page = await get_page(url, "/approvals")
             assert "approval.request_unverified" in page
             assert "decoy.md" not in page
@@ -149,7 +148,7 @@ async def test_the_dashboard_refuses_an_aborted_runs_approval(root: Path) -> Non
     async with serve(root) as agent:
         session_id, request_id = await waiting(agent, root)
         await agent.ok("abort_workflow", explanation="changed my mind")
-        async with dashboard(root) as url:
+        async with dashboard_process(root) as url:
             status, page = await post_decision(url, session_id, request_id)
         assert status == 409
         assert "approval.none_pending" in page
@@ -224,28 +223,6 @@ async def test_a_signature_by_an_untrusted_approver_does_not_count(root: Path) -
 
 def _now() -> datetime:
     return datetime.now(UTC)
-
-
-@asynccontextmanager
-async def dashboard(root: Path) -> AsyncIterator[str]:
-    """`deepwork dashboard --no-open` as a process; yields the URL it printed."""
-    with (root.parent / "dashboard.stderr").open("a") as errlog:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "deepwork_mcp", "dashboard", "--path", str(root), "--no-open"],
-            stdout=subprocess.PIPE,
-            stderr=errlog,
-            stdin=subprocess.DEVNULL,
-            text=True,
-        )
-        try:
-            assert process.stdout is not None
-            line = await asyncio.wait_for(asyncio.to_thread(process.stdout.readline), 60)
-            yield line.strip()
-        finally:
-            process.terminate()
-            process.wait(timeout=30)
-            if process.stdout is not None:
-                process.stdout.close()
 
 
 async def get_page(url: str, path: str) -> str:

@@ -12,8 +12,6 @@ import asyncio
 import http.client
 import os
 import shutil
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -22,6 +20,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from tests.fixtures.dashboard_process import dashboard_process
 from tests.fixtures.evidence_project import make_evidence_project
 from tests.fixtures.reviewer import ScriptedReviewer
 from tests.fixtures.stdio_server import Server, serve
@@ -57,26 +56,11 @@ def root(tmp_path: Path) -> Path:
 
 @asynccontextmanager
 async def dashboard(root: Path) -> AsyncIterator[str]:
-    """`deepwork dashboard --no-open` as a process; yields the one line it printed."""
-    with (root.parent / "dashboard.stderr").open("a") as errlog:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "deepwork_mcp", "dashboard", "--path", str(root), "--no-open"],
-            stdout=subprocess.PIPE,
-            stderr=errlog,
-            stdin=subprocess.DEVNULL,
-            text=True,
-        )
-        try:
-            assert process.stdout is not None
-            line = await asyncio.wait_for(asyncio.to_thread(process.stdout.readline), 60)
-            assert line.startswith("http://127.0.0.1:"), line
-            assert "/?token=" in line
-            yield line.strip()
-        finally:
-            process.terminate()
-            process.wait(timeout=30)
-            if process.stdout is not None:
-                process.stdout.close()
+    """The dashboard as a process; yields the one line it printed, checked to be its address."""
+    async with dashboard_process(root) as line:
+        assert line.startswith("http://127.0.0.1:"), line
+        assert "/?token=" in line
+        yield line
 
 
 @asynccontextmanager

@@ -15,8 +15,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
@@ -26,6 +24,7 @@ from deepwork_core.state.store.opening import project_ref
 from deepwork_core.state.store.url import STORE_URL_ENV
 from deepwork_mcp.approval_keys import approver_path
 
+from tests.fixtures.dashboard_process import dashboard_process
 from tests.fixtures.evidence_project import commit_all, git, make_evidence_project
 from tests.fixtures.stdio_server import serve
 
@@ -52,29 +51,6 @@ def deepwork(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str
         env=env,
         check=False,
     )
-
-
-@asynccontextmanager
-async def dashboard(root: Path, env: dict[str, str]) -> AsyncIterator[str]:
-    """`deepwork dashboard --no-open` in `root` as a process; yields the URL it printed."""
-    with (root.parent / "dashboard.stderr").open("a") as errlog:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "deepwork_mcp", "dashboard", "--path", str(root), "--no-open"],
-            stdout=subprocess.PIPE,
-            stderr=errlog,
-            stdin=subprocess.DEVNULL,
-            text=True,
-            env=env,
-        )
-        try:
-            assert process.stdout is not None
-            line = await asyncio.wait_for(asyncio.to_thread(process.stdout.readline), 60)
-            yield line.strip()
-        finally:
-            process.terminate()
-            process.wait(timeout=30)
-            if process.stdout is not None:
-                process.stdout.close()
 
 
 async def browse(url: str, method: str, path: str, form: dict[str, str] | None = None) -> str:
@@ -151,7 +127,7 @@ async def test_a_run_served_in_one_checkout_is_listed_and_approved_from_another(
         assert "agent ci-7" in line
         assert password not in listed.stdout + listed.stderr
 
-        async with dashboard(b, env_b) as url:
+        async with dashboard_process(b, env_b) as url:
             everything = await browse(url, "GET", "/all")
             assert session_id in everything
             assert str(a) in everything

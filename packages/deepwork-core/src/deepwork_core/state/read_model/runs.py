@@ -172,11 +172,15 @@ class RunDetail(_View):
 
 def run_status(session: Session, reviewing: bool = False) -> RunStatus:
     """Where the session is; `reviewing`: it has background reviews queued or running."""
-    if session.status is SessionStatus.ACTIVE:
-        if session.pending_approval is not None:
-            return RunStatus.AWAITING_APPROVAL
-        return RunStatus.REVIEWING if reviewing else RunStatus.ACTIVE
-    return RunStatus(session.status.value)
+    return _status(session.status.value, session.pending_approval is not None, reviewing)
+
+
+def _status(stored: str, awaiting_approval: bool, reviewing: bool) -> RunStatus:
+    if stored != SessionStatus.ACTIVE.value:
+        return RunStatus(stored)
+    if awaiting_approval:
+        return RunStatus.AWAITING_APPROVAL
+    return RunStatus.REVIEWING if reviewing else RunStatus.ACTIVE
 
 
 def reviewing_sessions(project_root: Path) -> set[str]:
@@ -290,12 +294,9 @@ def page_runs(store: SessionStore, *, limit: int, offset: int = 0) -> list[Run]:
 
 
 def _listed_run(row: ProjectRun, *, reviewing: bool) -> Run:
-    if row.status != SessionStatus.ACTIVE.value:
-        status = RunStatus(row.status)
-    elif row.awaiting_approval:
-        status = RunStatus.AWAITING_APPROVAL
-    else:
-        status = RunStatus.REVIEWING if reviewing else RunStatus.ACTIVE
+    """A run from its list columns; what the list does not show (when it finished, its
+    branches, why it was aborted) is not in them and stays None: `run_detail` has it."""
+    status = _status(row.status, row.awaiting_approval, reviewing)
     last = row.last_event_at
     return Run(
         session_id=row.session_id,
