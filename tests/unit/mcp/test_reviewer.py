@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from deepwork_core.gate.quality import (
     reply_schema_json,
 )
 from deepwork_core.jobs.parser import load_job
+from deepwork_core.state.store.port import Store
 from deepwork_mcp.reviewer import CliReviewer
 
 from tests.fixtures.reviewer import ScriptedReviewer
@@ -63,10 +65,11 @@ steps:
 
 
 class Env:
-    def __init__(self, root: Path, fake: ScriptedReviewer) -> None:
+    def __init__(self, root: Path, fake: ScriptedReviewer, store: Store) -> None:
         self.root = root
         self.fake = fake
         self.vars = fake.env
+        self.store = store
 
     def reviewer(self, **kwargs: Any) -> CliReviewer:
         return CliReviewer(env=self.vars, **kwargs)
@@ -81,6 +84,7 @@ class Env:
             outputs["pages"] = pages
         return Checkpoint(
             project_root=self.root,
+            store=self.store,
             session_id="sess_abcdef",
             job=load_job(job_dir),
             step_ids=("write",),
@@ -91,7 +95,9 @@ class Env:
 
 
 @pytest.fixture
-def env(tmp_path: Path, scripted_reviewer: ScriptedReviewer) -> Env:
+def env(
+    tmp_path: Path, scripted_reviewer: ScriptedReviewer, make_store: Callable[..., Store]
+) -> Env:
     root = (tmp_path / "project").resolve()
     job_dir = root / ".deepwork" / "jobs" / "demo"
     (job_dir / "steps").mkdir(parents=True)
@@ -101,7 +107,7 @@ def env(tmp_path: Path, scripted_reviewer: ScriptedReviewer) -> Env:
     (root / "out").mkdir()
     (root / "out" / "report.md").write_text("The report.\n")
     (root / "notes.md").write_text("The notes.\n")
-    return Env(root, scripted_reviewer)
+    return Env(root, scripted_reviewer, make_store(root))
 
 
 def set_mode(env: Env, mode: str) -> None:
@@ -430,20 +436,19 @@ async def test_parallel_reviewers_share_the_budget_instead_of_each_spending_it(e
     assert sum(given) <= 1.0 + 1e-6  # each started with its slice, not with the whole budget
     spent = sum(
         e.cost_usd
-        for e in read_events(env.root, request.run_session_id)
+        for e in read_events(env.store, request.run_session_id)
         if e.event == "review_usage"
     )
     assert spent <= 1.0 + 1e-6
 
 
 def test_a_background_call_shares_the_budget_with_the_jobs_of_its_session(env: Env) -> None:
-    from deepwork_core.state.store.opening import shared_store
     from deepwork_core.state.store.review_jobs import ReviewJobs
 
     request = env.request()
     reviewer = env.reviewer(max_parallel=2)
-    assert reviewer.parallel_slots(request) == 1  # no store yet: nothing else runs
-    jobs = ReviewJobs(shared_store(env.root))
+    assert reviewer.parallel_slots(request) == 1  # no job yet: nothing else runs
+    jobs = ReviewJobs(env.store)
     ids = [jobs.enqueue("gate_review", {}, session_id=request.session_id) for _ in range(3)]
     jobs.enqueue("gate_review", {}, session_id="sess_other")
     assert reviewer.parallel_slots(request) == 2  # three live jobs, at most max_parallel
@@ -459,7 +464,6 @@ def test_parallel_background_calls_share_the_budget_instead_of_each_spending_it(
     import threading
 
     from deepwork_core.base.config import ReviewBudget
-    from deepwork_core.state.store.opening import shared_store
     from deepwork_core.state.store.review_jobs import ReviewJobs
 
     pages = []
@@ -470,7 +474,7 @@ def test_parallel_background_calls_share_the_budget_instead_of_each_spending_it(
     env.fake.hold_until(4)  # the four calls really run at once
     request = env.request(pages=pages)
     tasks = plan_review_tasks(request)
-    jobs = ReviewJobs(shared_store(env.root))
+    jobs = ReviewJobs(env.store)
     for _ in tasks:  # as the background gate enqueues a checkpoint's tasks, before any runs
         jobs.enqueue("gate_review", {}, session_id=request.session_id)
     reviewer = env.reviewer(max_parallel=4, budget=ReviewBudget(max_cost_usd=1.0))

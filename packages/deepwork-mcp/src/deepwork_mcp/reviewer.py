@@ -57,7 +57,6 @@ from deepwork_core.gate.quality import (
 from deepwork_core.state.event_kinds import ReviewStalledEvent
 from deepwork_core.state.events import append_event
 from deepwork_core.state.sessions import utc_now
-from deepwork_core.state.store.opening import existing_store
 from deepwork_core.state.store.review_jobs import ReviewJobs, ReviewJobState
 
 from deepwork_mcp.review_calls import blocking_review, run_bounded_async
@@ -145,10 +144,7 @@ class CliReviewer:
         """How many reviewer calls of the session may run alongside this one, sharing what is
         left of the budget: its background jobs still queued or running (the gate enqueues a
         checkpoint's tasks together, before any starts), at most `max_parallel`."""
-        store = existing_store(checkpoint.project_root)
-        if store is None:
-            return 1
-        live = ReviewJobs(store).list(session_id=checkpoint.session_id, states=_LIVE)
+        live = ReviewJobs(checkpoint.store).list(session_id=checkpoint.session_id, states=_LIVE)
         return max(1, min(self.max_parallel, len(live)))
 
     def timeout_for(self, file_count: int) -> float:
@@ -258,7 +254,7 @@ class CliReviewer:
         `quality_gate.budget_exhausted` once it spent its budget."""
         if self.budget.max_cost_usd is None and self.budget.max_tokens is None:
             return None
-        spent = check_budget(checkpoint.project_root, checkpoint.run_session_id, self.budget)
+        spent = check_budget(checkpoint.store, checkpoint.run_session_id, self.budget)
         return usd_left(self.budget, spent)
 
     def plan(self, call: _Call, left: float | None, scratch: Path) -> CallPlan:
@@ -310,7 +306,7 @@ class CliReviewer:
         is logged (and the error raised) when it failed."""
         checkpoint = call.checkpoint
         call.share = await anyio.to_thread.run_sync(
-            self.ledger.reserve, checkpoint.project_root, checkpoint.run_session_id, call.slots
+            self.ledger.reserve, checkpoint.store, checkpoint.run_session_id, call.slots
         )
         # The call's private folder (codex's schema file): made, filled and removed off the loop.
         scratch = Path(await anyio.to_thread.run_sync(tempfile.mkdtemp, "", "deepwork-review-"))
@@ -399,7 +395,7 @@ class CliReviewer:
             try_number=try_number,
             retrying=retrying,
         )
-        append_event(checkpoint.project_root, event)
+        append_event(checkpoint.store, event)
 
     def _log_usage(self, call: _Call, answer: _Answer, outcome: str) -> None:
         """One `review_usage` event in the run's log (docs/quality-gate.md)."""
@@ -418,7 +414,7 @@ class CliReviewer:
             cost_usd=usage.cost_usd,
             runner=self.runner.name,
         )
-        append_event(checkpoint.project_root, event)
+        append_event(checkpoint.store, event)
         self._release(call)  # the real cost is in the log now
 
     def _release(self, call: _Call) -> None:

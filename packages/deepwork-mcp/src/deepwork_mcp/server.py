@@ -3,7 +3,10 @@
 It wires the core services (job catalog, session store, workflow engine, quality gate, branch
 maker) to FastMCP and registers the workflow tools and the review tools. The project is the given
 folder, or, when the server follows the client's roots, the client's first root (one set of
-services per folder, made on first use). Every tool call is logged
+services per folder, made on first use). This is the server's composition root: it opens each
+project's store, once, when that project's state is first needed (the URL from
+`DEEPWORK_STORE_URL`, else `store.url` of that project's config, else its SQLite file), hands
+it down, and closes it when the server's lifespan ends. Every tool call is logged
 to the `deepwork.mcp` logger (stderr under `deepwork serve`) with the tool name and the stack.
 """
 
@@ -12,7 +15,8 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import date
 from importlib.metadata import version
 from pathlib import Path
@@ -22,12 +26,13 @@ from anyio import to_thread
 from deepwork_core import DeepWorkConfig, DeepWorkError, JobCatalog
 from deepwork_core.base.config import EXTERNAL_RUNNERS, QualityGateConfig
 from deepwork_core.base.errors import ConfigError
+from deepwork_core.state.store.url import STORE_URL_ENV
 from fastmcp import FastMCP
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools.base import ToolResult
 from mcp.types import CallToolRequestParams
 
-from deepwork_mcp.approval_keys import approval_key, store_is_shared
+from deepwork_mcp.approval_keys import approval_key, shared_url
 from deepwork_mcp.approval_keys import state_dir as default_state_dir
 from deepwork_mcp.listing import CompactToolListing
 from deepwork_mcp.roots import ProjectRoot, Projects, ProjectServices, RootsMiddleware
@@ -41,10 +46,14 @@ if TYPE_CHECKING:
     from deepwork_core.engine.workflow import BranchMaker, WorkflowEngine
     from deepwork_core.evidence.watch import ChangeWatch
     from deepwork_core.gate.gates import Gate
+    from deepwork_core.state.store.port import Store
 
     from deepwork_mcp.reviewer import TraceEnv
 
 logger = logging.getLogger("deepwork.mcp")
+
+#: What FastMCP enters around a server's run (or each in-memory client's).
+Lifespan = Callable[[FastMCP], AbstractAsyncContextManager[None]]
 
 SERVER_NAME = "deepwork"
 
@@ -135,6 +144,13 @@ class _GateOnce:
                 self._built.append(build_gate(self._settings, self._trace_env))
             return self._built[0]
 
+    def close(self) -> None:
+        """Stop the gate's background work, if it was built (a later engine starts it again)."""
+        with self._lock:
+            built = self._built[0] if self._built else None
+        if built is not None:
+            built.close()
+
 
 def create_server(
     project_root: Path | str,
@@ -173,11 +189,10 @@ def create_server(
         raise ConfigError("quality_gate.max_attempts must be at least 1")
     check_gate(gate_settings)
     keys = default_state_dir(os.environ) if state_dir is None else state_dir
-    shared = shared_store
-    make_services = _services_factory(config, additional_jobs_folders, keys, shared, trace_env)
+    factory = _ServicesFactory(config, additional_jobs_folders, keys, shared_store, trace_env)
 
     where = ProjectRoot(fixed=None if follow_client_roots else root, fallback=root)
-    projects = Projects(where, make_services)
+    projects = Projects(where, factory.make)
     outer = [RootsMiddleware(where)] if follow_client_roots else []
     mcp = FastMCP(
         SERVER_NAME,
@@ -187,6 +202,7 @@ def create_server(
         version=version("deepwork-mcp"),
         mask_error_details=True,
         middleware=[*outer, CallLog(projects.get), ToolErrors(), CompactToolListing()],
+        lifespan=_lifespan(factory.gate, projects),
     )
     register_workflow_tools(
         mcp,
@@ -198,52 +214,93 @@ def create_server(
     return mcp
 
 
-def _services_factory(
-    config: DeepWorkConfig,
-    additional_jobs_folders: Sequence[Path],
-    keys: Path,
-    shared: bool | None,
-    trace_env: TraceEnv | None = None,
-) -> Callable[[Path], ProjectServices]:
-    """What each project folder gets: its job catalog now, its workflow engine on first use."""
-    gate_settings = config.quality_gate
-    gate = _GateOnce(gate_settings, trace_env)
+def _lifespan(gate: _GateOnce, projects: Projects[ProjectServices]) -> Lifespan:
+    """The server's lifespan: when it ends, the gate's workers stop, then every project's store
+    closes (a later client of the same server opens them again)."""
 
-    def make_services(folder: Path) -> ProjectServices:
-        catalog = JobCatalog.for_project(folder, additional_jobs_folders)
+    @asynccontextmanager
+    async def lifespan(_server: FastMCP) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await to_thread.run_sync(_close_projects, gate, projects)
 
-        def make_engine() -> WorkflowEngine:
-            from deepwork_core.base.layout import APPROVERS_DIR
-            from deepwork_core.engine.fanout.fan_in import recover
-            from deepwork_core.engine.workflow import WorkflowEngine
-            from deepwork_core.state.approval_signatures import TrustedApprovers
-            from deepwork_core.state.sessions import SessionStore
+    return lifespan
 
-            engine = WorkflowEngine(
-                folder,
-                catalog,
-                SessionStore(folder),
-                gate=gate(),
-                max_quality_attempts=gate_settings.max_attempts,
-                branch_maker=branch_maker(folder) if config.git.create_branch else None,
-                output_limits=config.outputs,
-                approval_key=approval_key(keys, folder),
-                approvers=TrustedApprovers(
-                    folder / APPROVERS_DIR,
-                    shared=store_is_shared(folder, os.environ) if shared is None else shared,
-                ),
-                max_instances=config.limits.max_instances,
-                watch=_change_watch(folder) if config.git.change_watch else None,
-            )
-            try:  # a crash may have left a fan-out half-made (docs/fan-out.md)
-                recover(engine.fan, engine.store, catalog)
-            except DeepWorkError as exc:  # the calls that touch it will say so
-                logger.warning("fan-out recovery: %s: %s", exc.code, exc.message)
-            return engine
 
-        return ProjectServices(folder, catalog, make_engine)
+def _close_projects(gate: _GateOnce, projects: Projects[ProjectServices]) -> None:
+    gate.close()
+    for services in projects.forget():
+        services.close()
 
-    return make_services
+
+class _ServicesFactory:
+    """What each project folder gets: its job catalog now; its store, opened once, and its
+    workflow engine on first use."""
+
+    def __init__(
+        self,
+        config: DeepWorkConfig,
+        additional_jobs_folders: Sequence[Path],
+        keys: Path,
+        shared: bool | None,
+        trace_env: TraceEnv | None = None,
+    ) -> None:
+        self.config = config
+        self.additional_jobs_folders = additional_jobs_folders
+        self.keys = keys
+        self.shared = shared
+        #: The one quality gate of the server, for every project.
+        self.gate = _GateOnce(config.quality_gate, trace_env)
+        #: `DEEPWORK_STORE_URL` as the server found it at start (it wins over `store.url`).
+        self.store_url = os.environ.get(STORE_URL_ENV) or None
+
+    def make(self, folder: Path) -> ProjectServices:
+        catalog = JobCatalog.for_project(folder, self.additional_jobs_folders)
+        url: list[str | None] = []
+
+        def open_project_store() -> Store:
+            from deepwork_core.state.store.opening import choose_store_url, open_store
+
+            url[:] = [choose_store_url(folder, self.store_url)]
+            return open_store(url[0], folder)
+
+        def make_engine(store: Store) -> WorkflowEngine:
+            shared = shared_url(url[0]) if self.shared is None else self.shared
+            return self.engine(folder, catalog, store, shared=shared)
+
+        return ProjectServices(folder, catalog, open_project_store, make_engine)
+
+    def engine(
+        self, folder: Path, catalog: JobCatalog, store: Store, *, shared: bool
+    ) -> WorkflowEngine:
+        """The project's engine on its open `store` (`shared`: a store other machines use, so
+        every approval needs a trusted approver's signature)."""
+        from deepwork_core.base.layout import APPROVERS_DIR
+        from deepwork_core.engine.fanout.fan_in import recover
+        from deepwork_core.engine.workflow import WorkflowEngine
+        from deepwork_core.state.approval_signatures import TrustedApprovers
+        from deepwork_core.state.sessions import SessionStore
+
+        config, settings = self.config, self.config.quality_gate
+        engine = WorkflowEngine(
+            folder,
+            catalog,
+            SessionStore(store, folder),
+            gate=self.gate(),
+            max_quality_attempts=settings.max_attempts,
+            branch_maker=branch_maker(folder) if config.git.create_branch else None,
+            output_limits=config.outputs,
+            approval_key=approval_key(self.keys, folder),
+            approvers=TrustedApprovers(folder / APPROVERS_DIR, shared=shared),
+            max_instances=config.limits.max_instances,
+            watch=_change_watch(folder) if config.git.change_watch else None,
+        )
+        try:  # a crash may have left a fan-out half-made (docs/fan-out.md)
+            recover(engine.fan, engine.store, catalog)
+        except DeepWorkError as exc:  # the calls that touch it will say so
+            logger.warning("fan-out recovery: %s: %s", exc.code, exc.message)
+        return engine
 
 
 def _change_watch(folder: Path) -> ChangeWatch:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.state.sessions import SessionStore
+from deepwork_core.state.store.port import Store
 
 from tests.fixtures.reviewer import ScriptedGate, passes_every_step
 from tests.fixtures.workflow_project import make_project, write_files
@@ -20,11 +22,12 @@ from tests.fixtures.workflow_project import make_project, write_files
 CARRIERS = {"Submission", "ValidatedOutputs", "Checkpoint", "mappingproxy", "_Pending"}
 
 
-def outputs_path(tmp_path: Path) -> list[str]:
+def outputs_path(tmp_path: Path, make_store: Callable[..., Store]) -> list[str]:
     """The modules, in call order, of every call that is handed the outputs or a carrier."""
     root = make_project(tmp_path / "project")
     gate = ScriptedGate(otherwise=passes_every_step)
-    engine = WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(root), gate=gate)
+    sessions = SessionStore(make_store(root), root)
+    engine = WorkflowEngine(root, JobCatalog.for_project(root), sessions, gate=gate)
     engine.start("g", "reviewed", "main")
     write_files(root, "report.md")
     outputs = {"report": "report.md"}
@@ -53,8 +56,10 @@ def outputs_path(tmp_path: Path) -> list[str]:
     return path
 
 
-def test_the_outputs_of_a_finished_step_take_a_short_path(tmp_path: Path) -> None:
-    stays = [module for module, _ in itertools.groupby(outputs_path(tmp_path))]
+def test_the_outputs_of_a_finished_step_take_a_short_path(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    stays = [module for module, _ in itertools.groupby(outputs_path(tmp_path, make_store))]
     returns = [m for i, m in enumerate(stays) if m in stays[:i]]
     assert stays[:2] == ["deepwork_core.engine.workflow", "deepwork_core.engine.finish"]
     assert len(stays) <= 10, stays

@@ -75,7 +75,7 @@ def reviewer() -> GatedReviewer:
 
 @pytest.fixture
 def reviews(project: Path, store: Store, reviewer: GatedReviewer) -> Iterator[BackgroundReviews]:
-    checkpoint = make_request(project)
+    checkpoint = make_request(store, project)
     found = BackgroundReviews(
         project, reviewer, lambda _name: checkpoint.job, max_parallel=4, jobs=ReviewJobs(store)
     )
@@ -87,7 +87,7 @@ def reviews(project: Path, store: Store, reviewer: GatedReviewer) -> Iterator[Ba
 
 
 def submit(project: Path, reviews: BackgroundReviews, wait: float = 0.0) -> object:
-    checkpoint = make_request(project)
+    checkpoint = make_request(reviews.jobs.store, project)
     return reviews.run(checkpoint, plan_review_tasks(checkpoint), wait)
 
 
@@ -159,10 +159,11 @@ def test_progress_is_told_once_per_finished_review(
     project: Path,
     reviews: BackgroundReviews,
     reviewer: GatedReviewer,
+    store: Store,
 ) -> None:
     told: list[tuple[int, int, str]] = []
     reviewer.release.set()
-    checkpoint = make_request(project)
+    checkpoint = make_request(store, project)
     tasks = plan_review_tasks(checkpoint)
     verdicts = reviews.run(checkpoint, tasks, LONG, lambda d, t, m: told.append((d, t, m)))
     assert isinstance(verdicts, tuple)
@@ -184,7 +185,7 @@ def test_a_job_of_a_dead_worker_runs_again_and_is_answered_once(
 
     clock = Clock()
     store = open_store(None, project, clock=clock)
-    checkpoint = make_request(project)
+    checkpoint = make_request(store, project)
     first = BackgroundReviews(
         project, reviewer, lambda _n: checkpoint.job, max_parallel=8, jobs=ReviewJobs(store)
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,6 +10,7 @@ import pytest
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.state.sessions import SessionStore
+from deepwork_core.state.store.port import Store
 from deepwork_mcp.dashboard.app import dashboard_app
 from starlette.testclient import TestClient
 
@@ -25,22 +26,27 @@ class Waiting:
     root: Path
     engine: WorkflowEngine
     session_id: str
+    #: The project's store, as the engine holds it.
+    store: Store
 
 
-def waiting_project(root: Path, goal: str = "ship the plan") -> Waiting:
+def waiting_project(
+    make_store: Callable[..., Store], root: Path, goal: str = "ship the plan"
+) -> Waiting:
     """`approved/main` started, its `plan` step submitted and waiting for approval."""
     make_evidence_project(root, with_git=False)
-    catalog, store = JobCatalog.for_project(root), SessionStore(root)
-    engine = WorkflowEngine(root, catalog, store, approval_key=key_of(root))
+    store = make_store(root)
+    catalog, sessions = JobCatalog.for_project(root), SessionStore(store, root)
+    engine = WorkflowEngine(root, catalog, sessions, approval_key=key_of(root))
     session_id = engine.start(goal, "approved", "main").brief.session_id
     (root / "plan.md").write_text("the plan <b>bold?</b>\n")
     engine.finish({"plan": "plan.md"})
-    return Waiting(root, engine, session_id)
+    return Waiting(root, engine, session_id, store)
 
 
 @pytest.fixture
-def waiting(tmp_path: Path) -> Waiting:
-    return waiting_project(tmp_path / "project")
+def waiting(tmp_path: Path, make_store: Callable[..., Store]) -> Waiting:
+    return waiting_project(make_store, tmp_path / "project")
 
 
 def client_for(root: Path, *, signed_in: bool = True) -> TestClient:

@@ -4,9 +4,11 @@ is refused."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from deepwork_core.state.store.opening import project_ref
+from deepwork_core.state.store.port import Store
 from starlette.testclient import TestClient
 
 from tests.fixtures.state_rows import approval_json
@@ -46,9 +48,11 @@ def test_an_empty_project_lists_nothing(tmp_path: Path) -> None:
         assert "The store holds no run yet." in client.get("/all").text
 
 
-def test_a_decision_for_another_project_needs_a_shared_store(tmp_path: Path) -> None:
-    here = waiting_project(tmp_path / "here")
-    request_id = approval_json(here.root, here.session_id)["request"]["request_id"]
+def test_a_decision_for_another_project_needs_a_shared_store(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    here = waiting_project(make_store, tmp_path / "here")
+    request_id = approval_json(here.store, here.session_id)["request"]["request_id"]
     with client_for(here.root) as client:
         answer = client.post(
             f"/approvals/{here.session_id}",
@@ -61,4 +65,4 @@ def test_a_decision_for_another_project_needs_a_shared_store(tmp_path: Path) -> 
         )
     assert answer.status_code == 409
     assert "approval.none_pending" in answer.text
-    assert approval_json(here.root, here.session_id)["decision"] is None
+    assert approval_json(here.store, here.session_id)["decision"] is None

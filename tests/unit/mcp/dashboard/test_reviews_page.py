@@ -7,7 +7,6 @@ import re
 from pathlib import Path
 
 from deepwork_core.gate.background import KIND
-from deepwork_core.state.store.opening import shared_store
 from deepwork_core.state.store.review_jobs import ReviewJobs
 from deepwork_mcp.dashboard.reviews import review_rows
 
@@ -35,7 +34,7 @@ def _states(html: str) -> dict[str, str]:
 
 
 def _jobs_in_every_state(waiting: Waiting) -> ReviewJobs:
-    jobs = ReviewJobs(shared_store(waiting.root))
+    jobs = ReviewJobs(waiting.store)
     sid = waiting.session_id
     for label, verdict in (("ok <b>", PASSED), ("bad", FAILED), ("slow", ERROR)):
         _enqueue(jobs, sid, label)
@@ -88,7 +87,7 @@ def test_a_run_page_shows_its_own_reviews_and_refreshes_them(
 
 
 def test_a_server_that_stopped_leaves_its_review_shown_as_queued_again(waiting: Waiting) -> None:
-    jobs = ReviewJobs(shared_store(waiting.root))
+    jobs = ReviewJobs(waiting.store)
     _enqueue(jobs, waiting.session_id, "orphan")
     assert jobs.claim("gone", lease_s=-1, kinds=[KIND]) is not None  # its lease already ran out
     fragment = client_for(waiting.root).get("/fragment/reviews").text
@@ -99,7 +98,7 @@ def test_a_server_that_stopped_leaves_its_review_shown_as_queued_again(waiting: 
 def test_a_project_without_a_store_has_no_reviews_and_gets_none(tmp_path: Path) -> None:
     root = tmp_path / "empty"
     root.mkdir()
-    assert review_rows(root) == []
-    assert not (root / ".deepwork").exists()
+    assert review_rows(None) == []  # what the dashboard shows until the project has a store
     fragment = client_for(root).get("/fragment/reviews").text
     assert "No review has run in the background yet." in fragment
+    assert not (root / ".deepwork").exists()  # the dashboard made none for asking

@@ -180,17 +180,7 @@ class FinishPipeline:
                 return outcomes.accept(tx, session, job, validated, sub.notes, findings, why)
             if sub.override_reason is not None:
                 why = sub.override_reason
-                session.quality_log.append(
-                    QualityEvent(
-                        at=self.clock(),
-                        kind=VerdictKind.OVERRIDE,
-                        step_ids=list(session.current_step_ids),
-                        override_reason=why,
-                    )
-                )
-                self.events.override(session.session_id, session.current_step_ids, why)
-                kind = override_kind(session)
-                return outcomes.accept(tx, session, job, validated, sub.notes, findings, why, kind)
+                return self._overridden(tx, session, job, validated, sub, findings, why)
             # Counted when its verdict is recorded: a call answered `reviewing` is no attempt.
             attempt = next_attempt(session) if gate.external else 0
             again = [job.definition.step(step_id) for step_id in findings.rereview]
@@ -199,6 +189,7 @@ class FinishPipeline:
                 reviewed_outputs.update(session.step_progress[step_id].outputs)
             checkpoint = Checkpoint(
                 project_root=self.project_root,
+                store=self.store.store,
                 session_id=session.session_id,
                 job=job.definition,
                 step_ids=(*session.current_step_ids, *findings.rereview),
@@ -212,6 +203,29 @@ class FinishPipeline:
                 log_length=len(session.quality_log),
             )
             return _Pending(checkpoint, job, validated, session.current_entry_index, findings)
+
+    def _overridden(
+        self,
+        tx: StateTransaction,
+        session: Session,
+        job: LoadedJob,
+        validated: ValidatedOutputs,
+        sub: Submission,
+        findings: Findings,
+        why: str,
+    ) -> FinishResult:
+        """Accept the checkpoint on the agent's override reason `why`, without a review."""
+        session.quality_log.append(
+            QualityEvent(
+                at=self.clock(),
+                kind=VerdictKind.OVERRIDE,
+                step_ids=list(session.current_step_ids),
+                override_reason=why,
+            )
+        )
+        self.events.override(session.session_id, session.current_step_ids, why)
+        kind = override_kind(session)
+        return self.outcomes.accept(tx, session, job, validated, sub.notes, findings, why, kind)
 
     def _decide(self, pending: _Pending, progress: ProgressReporter | None) -> GateVerdict:
         """Step 3: the gate's verdict; a gate error is logged on the session, then raised."""
@@ -292,6 +306,7 @@ class FinishPipeline:
         if gate is not None and gate.consulted_for(steps):
             checkpoint = Checkpoint(
                 project_root=self.project_root,
+                store=self.store.store,
                 session_id=session.session_id,
                 job=job.definition,
                 step_ids=tuple(session.current_step_ids),

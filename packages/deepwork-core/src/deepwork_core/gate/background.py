@@ -47,7 +47,6 @@ from deepwork_core.gate.checkpoint import (
 )
 from deepwork_core.gate.tasks import QualityReviewTask
 from deepwork_core.jobs.model import JobDefinition
-from deepwork_core.state.store.opening import shared_store
 from deepwork_core.state.store.review_jobs import (
     ReviewClaim,
     ReviewJob,
@@ -112,7 +111,8 @@ def file_hashes(root: Path, paths: Sequence[str]) -> dict[str, str]:
 
 
 class BackgroundReviews:
-    """The review jobs of one project and the workers that run them. Thread-safe."""
+    """The review jobs of one project (`jobs`, the queue of its store) and the workers that run
+    them. Thread-safe."""
 
     def __init__(
         self,
@@ -120,13 +120,13 @@ class BackgroundReviews:
         reviewer: Reviewer,
         load_job: Callable[[str], JobDefinition],
         max_parallel: int,
-        jobs: ReviewJobs | None = None,
+        jobs: ReviewJobs,
     ) -> None:
         self.root = project_root
         self.reviewer = reviewer
         self.load_job = load_job
         self.max_parallel = max_parallel
-        self.jobs = jobs if jobs is not None else ReviewJobs(shared_store(project_root))
+        self.jobs = jobs
         self.worker = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._changed = threading.Condition()
         self._running: dict[str, tuple[ReviewClaim, threading.Event]] = {}
@@ -278,7 +278,7 @@ class BackgroundReviews:
         fields["step_ids"] = tuple(fields["step_ids"])
         fields["undeclared_changes"] = tuple(fields["undeclared_changes"])
         fields["input_files"] = [ResolvedInput(**item) for item in fields["input_files"]]
-        checkpoint = Checkpoint(project_root=self.root, **fields)
+        checkpoint = Checkpoint(project_root=self.root, store=self.jobs.store, **fields)
         return checkpoint, QualityReviewTask.model_validate(payload["task"])
 
     def _keep(self) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from deepwork_core.evidence.verdicts import ReviewVerdict, VerdictKind
 from deepwork_core.jobs.model import JobDefinition, Step
 from deepwork_core.state.sessions import OutputValue
+from deepwork_core.state.store.port import Store
 
 UNDECLARED_BEGIN = "==================== BEGIN UNDECLARED CHANGES ===================="
 UNDECLARED_END = "==================== END UNDECLARED CHANGES ===================="
@@ -54,6 +55,8 @@ class Checkpoint:
 
     #: Absolute and resolved: containment checks compare resolved paths.
     project_root: Path
+    #: The project's open store: the gate's review jobs, the run's budget and usage events.
+    store: Store
     session_id: str
     job: JobDefinition
     #: The step, or every step of a concurrent group (the first one names the self-review file).

@@ -49,6 +49,8 @@ from deepwork_core.gate.quality import (
 )
 from deepwork_core.gate.tasks import QualityReviewTask
 from deepwork_core.jobs.model import JobDefinition, Step
+from deepwork_core.state.store.port import Store
+from deepwork_core.state.store.review_jobs import ReviewJobs
 
 _NOTHING_TO_REVIEW = "No review applies to the submitted outputs."
 
@@ -73,8 +75,16 @@ class Gate(Protocol):
         """The review tasks `evaluate` would run for `checkpoint` (a dry run lists them)."""
         ...
 
-    def start(self, project_root: Path, load_job: Callable[[str], JobDefinition]) -> None:
-        """Serve `project_root`: resume the review jobs a stopped server left there."""
+    def start(
+        self, project_root: Path, store: Store, load_job: Callable[[str], JobDefinition]
+    ) -> None:
+        """Serve `project_root`, whose open store is `store`: resume the review jobs a stopped
+        server left there."""
+        ...
+
+    def close(self) -> None:
+        """Stop serving every project (before their stores close): background work stops,
+        and what it left is taken up by the next start."""
         ...
 
 
@@ -122,8 +132,13 @@ class SelfReviewGate(_Planner):
 
     external = False
 
-    def start(self, project_root: Path, load_job: Callable[[str], JobDefinition]) -> None:
+    def start(
+        self, project_root: Path, store: Store, load_job: Callable[[str], JobDefinition]
+    ) -> None:
         return None  # nothing runs in the background
+
+    def close(self) -> None:
+        return None
 
     def evaluate(self, checkpoint: Checkpoint, progress: ProgressReporter | None) -> GateVerdict:
         tasks, warnings = self.tasks(checkpoint), self.warnings(checkpoint)
@@ -158,18 +173,28 @@ class ExternalGate(_Planner):
         self._lock = threading.Lock()
         self._projects: dict[Path, BackgroundReviews] = {}
 
-    def start(self, project_root: Path, load_job: Callable[[str], JobDefinition]) -> None:
-        self.background(project_root, load_job)
+    def start(
+        self, project_root: Path, store: Store, load_job: Callable[[str], JobDefinition]
+    ) -> None:
+        self.background(project_root, store, load_job)
+
+    def close(self) -> None:
+        with self._lock:
+            started, self._projects = list(self._projects.values()), {}
+        for reviews in started:
+            reviews.close()
 
     def background(
-        self, project_root: Path, load_job: Callable[[str], JobDefinition]
+        self, project_root: Path, store: Store, load_job: Callable[[str], JobDefinition]
     ) -> BackgroundReviews:
-        """The project's background reviews, started (and its left-over jobs resumed) once."""
+        """The project's background reviews on its queue in `store`, started (and its left-over
+        jobs resumed) once."""
         root = project_root.resolve()
         with self._lock:
             found = self._projects.get(root)
             if found is None:
-                found = BackgroundReviews(root, self.reviewer, load_job, self.max_parallel)
+                jobs = ReviewJobs(store)
+                found = BackgroundReviews(root, self.reviewer, load_job, self.max_parallel, jobs)
                 self._projects[root] = found
         return found
 
@@ -178,7 +203,7 @@ class ExternalGate(_Planner):
         if not tasks:
             return GatePassed(feedback=_NOTHING_TO_REVIEW, warnings=warnings)
         job = checkpoint.job
-        reviews = self.background(checkpoint.project_root, lambda _name: job)
+        reviews = self.background(checkpoint.project_root, checkpoint.store, lambda _name: job)
         try:
             outcome = reviews.run(checkpoint, tasks, self.wait_seconds, progress)
         except QualityGateError as exc:  # stalled or out of budget: self-review is the way on

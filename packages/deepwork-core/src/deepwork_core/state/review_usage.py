@@ -10,7 +10,6 @@ agent's own tokens, which DeepWork cannot see: they are counted in `self_reviews
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import Final
 
 from pydantic import BaseModel, ConfigDict
@@ -19,6 +18,7 @@ from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.state.event_kinds import EventRecord, ReviewUsageEvent
 from deepwork_core.state.events import read_events
 from deepwork_core.state.sessions import Session
+from deepwork_core.state.store.port import Store
 
 #: Said next to the totals when self-reviews were counted.
 SELF_REVIEW_NOTE: Final = (
@@ -105,10 +105,10 @@ def _note(self_reviews: int, unpriced: int) -> str | None:
     return "; ".join(notes) or None
 
 
-def run_usage(project_root: Path, run_id: str) -> ReviewUsage:
+def run_usage(store: Store, run_id: str) -> ReviewUsage:
     """The totals of run `run_id` (its top-level session id); empty when its log is unreadable."""
     try:
-        return sum_usage(read_events(project_root, run_id))
+        return sum_usage(read_events(store, run_id))
     except DeepWorkError:
         return ReviewUsage()
 

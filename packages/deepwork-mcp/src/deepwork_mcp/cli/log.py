@@ -12,12 +12,13 @@ from pathlib import Path
 import click
 from deepwork_core import DeepWorkError
 from deepwork_core.base.escaping import printable
+from deepwork_core.base.identifiers import check_session_id
 from deepwork_core.state.event_kinds import EventRecord
 from deepwork_core.state.events import read_events
-from deepwork_core.state.sessions import SessionStore
+from deepwork_core.state.sessions import SessionStore, session_not_found
 from pydantic import JsonValue
 
-from deepwork_mcp.cli.options import cli_error, project_option
+from deepwork_mcp.cli.options import cli_error, existing_project_store, project_option
 
 #: Longest value printed on an event's line; --json prints everything.
 _MAX_VALUE = 160
@@ -55,9 +56,12 @@ def log(session_id: str, project: Path, as_json: bool) -> None:
     """Print the event log of one workflow session, oldest event first."""
     root = project.resolve()
     try:
-        events = read_events(root, session_id)
-        if not events:
-            SessionStore(root).load(session_id)  # no log: say whether the session exists
+        with existing_project_store(root) as store:
+            if store is None:  # no store, so no session at all
+                raise session_not_found(check_session_id(session_id))
+            events = read_events(store, session_id)
+            if not events:  # no log: say whether the session exists
+                SessionStore(store, root).load(session_id)
     except DeepWorkError as exc:
         raise cli_error(exc) from None
     if as_json:
