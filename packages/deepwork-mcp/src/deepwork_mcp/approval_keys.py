@@ -57,12 +57,8 @@ def approval_key(state: Path, project_root: Path) -> ApprovalKey:
 def store_is_shared(project_root: Path, env: Mapping[str, str]) -> bool:
     """True when the run state of `project_root` is in a PostgreSQL store other machines
     share: `DEEPWORK_STORE_URL` in `env` names one, else the project's store URL does."""
-    return shared_url(choose_store_url(project_root, env.get(STORE_URL_ENV)))
-
-
-def shared_url(url: str | None) -> bool:
-    """True when the store URL `url` names a PostgreSQL server (None: the SQLite file)."""
-    return (url or "").strip().lower().startswith(_SHARED_SCHEMES)
+    url = choose_store_url(project_root, env.get(STORE_URL_ENV)) or ""
+    return url.strip().lower().startswith(_SHARED_SCHEMES)
 
 
 def trusted_approvers(project_root: Path, env: Mapping[str, str]) -> TrustedApprovers:

@@ -32,7 +32,7 @@ from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools.base import ToolResult
 from mcp.types import CallToolRequestParams
 
-from deepwork_mcp.approval_keys import approval_key, shared_url
+from deepwork_mcp.approval_keys import approval_key
 from deepwork_mcp.approval_keys import state_dir as default_state_dir
 from deepwork_mcp.listing import CompactToolListing
 from deepwork_mcp.roots import ProjectRoot, Projects, ProjectServices, RootsMiddleware
@@ -257,16 +257,15 @@ class _ServicesFactory:
 
     def make(self, folder: Path) -> ProjectServices:
         catalog = JobCatalog.for_project(folder, self.additional_jobs_folders)
-        url: list[str | None] = []
 
         def open_project_store() -> Store:
             from deepwork_core.state.store.opening import choose_store_url, open_store
 
-            url[:] = [choose_store_url(folder, self.store_url)]
-            return open_store(url[0], folder)
+            return open_store(choose_store_url(folder, self.store_url), folder)
 
         def make_engine(store: Store) -> WorkflowEngine:
-            shared = shared_url(url[0]) if self.shared is None else self.shared
+            # A PostgreSQL store is shared by the checkouts that name it (docs/team.md).
+            shared = store.kind == "postgresql" if self.shared is None else self.shared
             return self.engine(folder, catalog, store, shared=shared)
 
         return ProjectServices(folder, catalog, open_project_store, make_engine)
