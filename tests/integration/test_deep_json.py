@@ -17,6 +17,7 @@ from deepwork_core.state.store.port import Store
 from deepwork_mcp.cli import cli
 from deepwork_mcp.server import create_server
 from fastmcp import Client
+from starlette.testclient import TestClient
 
 from tests.fixtures.configs import config
 from tests.fixtures.reviewer import ScriptedReviewer
@@ -26,7 +27,7 @@ from tests.integration.test_quality_gate import root, start_reviewed
 from tests.unit.mcp.dashboard.conftest import Waiting, client_for, waiting_project
 from tests.unit.mcp.hooks.test_hook_cli import run_hook
 
-__all__ = ["root"]  # a fixture, imported for pytest
+__all__ = ["client_for", "root"]  # fixtures, imported for pytest
 
 DEEP = "[" * 100_000 + "]" * 100_000
 
@@ -44,6 +45,7 @@ def waiting(tmp_path: Path, make_store: Callable[..., Store]) -> Waiting:
 
 def test_a_deep_state_file_is_corrupt_state_for_status_and_the_dashboard(
     waiting: Waiting,
+    client_for: Callable[..., TestClient],
 ) -> None:
     write_session_json(
         waiting.store, waiting.session_id, '{"schema_version": 1, "x": ' + DEEP + "}"
@@ -62,7 +64,9 @@ def test_a_deep_stack_marker_trips_no_reader(waiting: Waiting) -> None:
     assert "Traceback" not in out
 
 
-def test_a_deep_event_line_is_a_corrupt_log_for_log_and_the_run_page(waiting: Waiting) -> None:
+def test_a_deep_event_line_is_a_corrupt_log_for_log_and_the_run_page(
+    waiting: Waiting, client_for: Callable[..., TestClient]
+) -> None:
     insert_event_lines(waiting.store, waiting.session_id, ['{"event": "note", "x": ' + DEEP + "}"])
     status, out = _cli("log", waiting.session_id, "--path", str(waiting.root))
     assert status != 0
@@ -72,7 +76,9 @@ def test_a_deep_event_line_is_a_corrupt_log_for_log_and_the_run_page(waiting: Wa
     assert "events.corrupt" in page.text
 
 
-def test_a_deep_approval_request_is_a_corrupt_approval(waiting: Waiting) -> None:
+def test_a_deep_approval_request_is_a_corrupt_approval(
+    waiting: Waiting, client_for: Callable[..., TestClient]
+) -> None:
     store = waiting.store
     with store.write() as tx:
         tx.execute(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,14 +50,23 @@ def waiting(tmp_path: Path, make_store: Callable[..., Store]) -> Waiting:
     return waiting_project(make_store, tmp_path / "project")
 
 
-def client_for(root: Path, *, signed_in: bool = True) -> TestClient:
-    client = TestClient(dashboard_app(root, port=PORT, token=TOKEN), base_url=BASE)
-    if signed_in:
-        assert client.get(f"/?token={TOKEN}").status_code == 200
-    return client
+@pytest.fixture
+def client_for() -> Iterator[Callable[..., TestClient]]:
+    """`client_for(root)`: a client of a dashboard of `root`, signed in unless
+    `signed_in=False`. Each app runs until the test ends, when it stops and closes the store it
+    opened (its lifespan)."""
+    with ExitStack() as running:
+
+        def make(root: Path, *, signed_in: bool = True) -> TestClient:
+            app = dashboard_app(root, port=PORT, token=TOKEN)
+            client = running.enter_context(TestClient(app, base_url=BASE))
+            if signed_in:
+                assert client.get(f"/?token={TOKEN}").status_code == 200
+            return client
+
+        yield make
 
 
 @pytest.fixture
-def client(waiting: Waiting) -> Iterator[TestClient]:
-    with client_for(waiting.root) as signed_in:
-        yield signed_in
+def client(waiting: Waiting, client_for: Callable[..., TestClient]) -> TestClient:
+    return client_for(waiting.root)

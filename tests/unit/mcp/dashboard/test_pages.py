@@ -16,15 +16,16 @@ from deepwork_core.state.sessions import Session, SessionStore
 from deepwork_core.state.store.port import Store
 from deepwork_mcp.cli import cli
 from deepwork_mcp.dashboard.graph_svg import StepState, graph_svg
+from starlette.testclient import TestClient
 
-from tests.unit.mcp.dashboard.conftest import client_for, waiting_project
+from tests.unit.mcp.dashboard.conftest import waiting_project
 
 SCRIPT_GOAL = "<script>window.pwned = 1</script> & more"
 T0 = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
 
 
 def test_a_goal_holding_markup_shows_as_text_everywhere(
-    tmp_path: Path, make_store: Callable[..., Store]
+    tmp_path: Path, make_store: Callable[..., Store], client_for: Callable[..., TestClient]
 ) -> None:
     waiting = waiting_project(make_store, tmp_path / "project", goal=SCRIPT_GOAL)
     client = client_for(waiting.root)
@@ -38,6 +39,7 @@ def test_a_goal_holding_markup_shows_as_text_everywhere(
 def test_the_run_page_draws_the_graph_marks_the_current_step_and_shows_evidence(
     tmp_path: Path,
     make_store: Callable[..., Store],
+    client_for: Callable[..., TestClient],
 ) -> None:
     waiting = waiting_project(make_store, tmp_path / "project")
     page = client_for(waiting.root).get(f"/run/{waiting.session_id}").text
@@ -95,7 +97,9 @@ def test_the_graph_svg_escapes_names_and_marks_states() -> None:
     assert svg.count("<rect") == 3
 
 
-def test_the_stats_table_lists_the_most_failed_criteria_first(tmp_path: Path, store: Store) -> None:
+def test_the_stats_table_lists_the_most_failed_criteria_first(
+    tmp_path: Path, store: Store, client_for: Callable[..., TestClient]
+) -> None:
     append_event(store, StartedEvent(ts=T0, session_id="session0001", job="j", workflow="w"))
     for attempt, (clear, works) in enumerate([(True, False), (True, False), (False, True)]):
         append_event(
@@ -145,7 +149,7 @@ def test_report_of_an_unknown_session_fails_with_the_code(tmp_path: Path) -> Non
 
 
 def test_the_run_page_shows_what_the_reviews_cost(
-    tmp_path: Path, make_store: Callable[..., Store]
+    tmp_path: Path, make_store: Callable[..., Store], client_for: Callable[..., TestClient]
 ) -> None:
     waiting = waiting_project(make_store, tmp_path / "project")
     page = client_for(waiting.root).get(f"/run/{waiting.session_id}").text

@@ -4,13 +4,15 @@ SQLite store, in each state, as `/reviews`, its fragment and the run page show t
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from deepwork_core.gate.background import KIND
 from deepwork_core.state.store.review_jobs import ReviewJobs
 from deepwork_mcp.dashboard.reviews import review_rows
+from starlette.testclient import TestClient
 
-from tests.unit.mcp.dashboard.conftest import Waiting, client_for
+from tests.unit.mcp.dashboard.conftest import Waiting
 
 PASSED = {"result": "verdict", "verdict": {"passed": True}}
 FAILED = {"result": "verdict", "verdict": {"passed": False}}
@@ -47,7 +49,9 @@ def _jobs_in_every_state(waiting: Waiting) -> ReviewJobs:
     return jobs
 
 
-def test_the_reviews_page_lists_live_reviews_first_then_finished_ones(waiting: Waiting) -> None:
+def test_the_reviews_page_lists_live_reviews_first_then_finished_ones(
+    waiting: Waiting, client_for: Callable[..., TestClient]
+) -> None:
     _jobs_in_every_state(waiting)
     client = client_for(waiting.root)
     page = client.get("/reviews").text
@@ -71,7 +75,7 @@ def test_the_reviews_page_lists_live_reviews_first_then_finished_ones(waiting: W
 
 
 def test_a_run_page_shows_its_own_reviews_and_refreshes_them(
-    waiting: Waiting, tmp_path: Path
+    waiting: Waiting, tmp_path: Path, client_for: Callable[..., TestClient]
 ) -> None:
     jobs = _jobs_in_every_state(waiting)
     _enqueue(jobs, "someone_else", "another run's review")
@@ -86,7 +90,9 @@ def test_a_run_page_shows_its_own_reviews_and_refreshes_them(
     assert client.get("/fragment/reviews?session=..%2Fx").status_code == 404
 
 
-def test_a_server_that_stopped_leaves_its_review_shown_as_queued_again(waiting: Waiting) -> None:
+def test_a_server_that_stopped_leaves_its_review_shown_as_queued_again(
+    waiting: Waiting, client_for: Callable[..., TestClient]
+) -> None:
     jobs = ReviewJobs(waiting.store)
     _enqueue(jobs, waiting.session_id, "orphan")
     assert jobs.claim("gone", lease_s=-1, kinds=[KIND]) is not None  # its lease already ran out
@@ -95,7 +101,9 @@ def test_a_server_that_stopped_leaves_its_review_shown_as_queued_again(waiting: 
     assert "its server stopped" in fragment
 
 
-def test_a_project_without_a_store_has_no_reviews_and_gets_none(tmp_path: Path) -> None:
+def test_a_project_without_a_store_has_no_reviews_and_gets_none(
+    tmp_path: Path, client_for: Callable[..., TestClient]
+) -> None:
     root = tmp_path / "empty"
     root.mkdir()
     assert review_rows(None) == []  # what the dashboard shows until the project has a store

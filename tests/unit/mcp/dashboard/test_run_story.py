@@ -25,22 +25,24 @@ from starlette.testclient import TestClient
 from tests.conftest import on_postgres
 from tests.fixtures.evidence_project import key_of, make_evidence_project
 from tests.fixtures.state_rows import insert_event_lines
-from tests.unit.mcp.dashboard.conftest import Waiting, client_for, waiting_project
+from tests.unit.mcp.dashboard.conftest import Waiting, waiting_project
 from tests.unit.mcp.dashboard.test_approvals import decide
 
 T0 = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
 
 
-def finished_run(make_store: Callable[..., Store], root: Path) -> Waiting:
+def finished_run(
+    make_store: Callable[..., Store], client_for: Callable[..., TestClient], root: Path
+) -> Waiting:
     """`approved/main` run to its end: the plan approved on the dashboard, then accepted
     unreviewed; the build (which has no review) accepted with an override reason."""
     waiting = waiting_project(make_store, root)
     if on_postgres():  # a shared store counts only decisions a trusted approver signed
         init = ["approver", "init", "--name", "alice", "--path", str(root)]
         assert CliRunner().invoke(cli, init).exit_code == 0
-    with client_for(root) as client:
-        status, _ = decide(client, waiting, decision="approve", comment="looks right")
-        assert status == 200
+    client = client_for(root)
+    status, _ = decide(client, waiting, decision="approve", comment="looks right")
+    assert status == 200
     waiting.engine.finish({"plan": "plan.md"})
     (root / "result.md").write_text("built\n")
     waiting.engine.finish({"result": "result.md"}, override_reason="the user checked the build")
@@ -68,8 +70,9 @@ def _section(page: str, title: str) -> int:
 def test_the_run_page_opens_with_a_summary_of_outcome_verdicts_approvals_and_cost(
     tmp_path: Path,
     make_store: Callable[..., Store],
+    client_for: Callable[..., TestClient],
 ) -> None:
-    waiting = finished_run(make_store, tmp_path / "project")
+    waiting = finished_run(make_store, client_for, tmp_path / "project")
     page = client_for(waiting.root).get(f"/run/{waiting.session_id}").text
     summary = page[_section(page, "Summary") : _section(page, "Run")]
     assert _section(page, "Summary") < _section(page, "Workflow") < _section(page, "Timeline")
@@ -86,9 +89,9 @@ def test_the_run_page_opens_with_a_summary_of_outcome_verdicts_approvals_and_cos
 
 
 def test_the_timeline_reads_as_sentences_with_every_field_on_demand(
-    tmp_path: Path, make_store: Callable[..., Store]
+    tmp_path: Path, make_store: Callable[..., Store], client_for: Callable[..., TestClient]
 ) -> None:
-    waiting = finished_run(make_store, tmp_path / "project")
+    waiting = finished_run(make_store, client_for, tmp_path / "project")
     page = client_for(waiting.root).get(f"/run/{waiting.session_id}").text
     timeline = page[_section(page, "Timeline") :]
     assert "`plan` submitted `plan.md`" in timeline
@@ -100,7 +103,7 @@ def test_the_timeline_reads_as_sentences_with_every_field_on_demand(
 
 
 def test_a_huge_event_log_gives_a_bounded_page_and_report(
-    tmp_path: Path, make_store: Callable[..., Store]
+    tmp_path: Path, make_store: Callable[..., Store], client_for: Callable[..., TestClient]
 ) -> None:
     waiting = waiting_project(make_store, tmp_path / "project")
     line = {
@@ -126,9 +129,9 @@ def test_a_huge_event_log_gives_a_bounded_page_and_report(
 
 
 def test_the_graph_has_a_legend_and_marks_only_passed_reviews(
-    tmp_path: Path, make_store: Callable[..., Store]
+    tmp_path: Path, make_store: Callable[..., Store], client_for: Callable[..., TestClient]
 ) -> None:
-    waiting = finished_run(make_store, tmp_path / "project")
+    waiting = finished_run(make_store, client_for, tmp_path / "project")
     page = client_for(waiting.root).get(f"/run/{waiting.session_id}").text
     assert 'class="legend"' in page
     assert "passed an external review in this run" in page
@@ -136,9 +139,9 @@ def test_the_graph_has_a_legend_and_marks_only_passed_reviews(
 
 
 def test_costs_show_on_the_run_list_and_the_stats_page(
-    tmp_path: Path, make_store: Callable[..., Store]
+    tmp_path: Path, make_store: Callable[..., Store], client_for: Callable[..., TestClient]
 ) -> None:
-    waiting = finished_run(make_store, tmp_path / "project")
+    waiting = finished_run(make_store, client_for, tmp_path / "project")
     client: TestClient = client_for(waiting.root)
     runs = client.get("/").text
     assert "Review cost" in runs
@@ -148,8 +151,10 @@ def test_costs_show_on_the_run_list_and_the_stats_page(
     assert "0.1250" in stats
 
 
-def test_tables_scroll_inside_their_box(tmp_path: Path, make_store: Callable[..., Store]) -> None:
-    waiting = finished_run(make_store, tmp_path / "project")
+def test_tables_scroll_inside_their_box(
+    tmp_path: Path, make_store: Callable[..., Store], client_for: Callable[..., TestClient]
+) -> None:
+    waiting = finished_run(make_store, client_for, tmp_path / "project")
     client = client_for(waiting.root)
     for path in ("/", f"/run/{waiting.session_id}", "/stats"):
         page = client.get(path).text
@@ -162,6 +167,7 @@ def test_tables_scroll_inside_their_box(tmp_path: Path, make_store: Callable[...
 def test_a_run_whose_reviews_still_run_reads_as_reviewing_and_not_as_an_attempt(
     tmp_path: Path,
     make_store: Callable[..., Store],
+    client_for: Callable[..., TestClient],
 ) -> None:
     root = tmp_path / "project"
     make_evidence_project(root, with_git=False)
