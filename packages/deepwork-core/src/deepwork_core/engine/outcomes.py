@@ -41,7 +41,12 @@ from deepwork_core.jobs.model import Step
 from deepwork_core.state.approval_seal import ApprovalKeyError
 from deepwork_core.state.session_events import SessionEvents
 from deepwork_core.state.sessions import Session, SessionStatus, StateTransaction, StepRecord
-from deepwork_core.state.stacks import StackItem, stack_items
+from deepwork_core.state.stacks import (
+    StackItem,
+    settle_declared,
+    settle_submitted,
+    stack_items,
+)
 
 
 class Outcomes:
@@ -86,6 +91,9 @@ class Outcomes:
             final=session.current_entry_index + 1 >= len(entries), reviewable=self.gate is not None,
             judged=judged,
         )  # fmt: skip
+        if session.instance_of is not None:  # a sibling's submitted files are not its to undo
+            paths = [item.path for item in findings.audit.hashes]
+            settle_submitted(tx, session, paths, self.project_root)
         if session.pending_approval is not None:
             answered = self.approval_answer(tx, session, job, validated, notes, findings)
             if answered is not None:
@@ -238,6 +246,7 @@ class Outcomes:
         session.completed_at = now
         tx.save(session)
         tx.remove_from_stack(session.session_id)
+        settle_declared(tx, session, self.project_root)
         self.events.completed(session)
         parent = waiting_parent(tx, session)
         if parent is not None:
