@@ -138,7 +138,7 @@ def register_workflow_tools(
         ] = None,
         session_id: SessionIdArg = None,
         agent_id: AgentIdArg = None,
-        dry_run: bool = False,
+        dry_run: Annotated[bool, Field(description="Only check; list the reviews.")] = False,
     ) -> ToolResult:
         """Submit this step's outputs; act on `status`."""
         engine = engines()
