@@ -134,5 +134,6 @@ def test_a_siblings_submitted_output_in_the_shared_tree_is_no_undeclared_change(
     again = engine.finish({"section.md": "b.md"}, session_id=second)
     assert again.status is FinishStatus.WORKFLOW_COMPLETE, again.feedback
     brief = active_workflow(engine, started.brief.session_id).brief
-    assert brief is not None and brief.fan_out is not None
+    assert brief is not None
+    assert brief.fan_out is not None
     assert brief.fan_out.counts["done"] == 3

@@ -219,4 +219,5 @@ def test_the_root_help_names_every_jobs_command() -> None:
     assert set(jobs.list_commands(ctx)) == set(words)
     assert all(word in listed for word in words.values())
     code, out, _ = _run("--help")
-    assert code == 0 and "add from the library, draw" in " ".join(out.split())
+    assert code == 0
+    assert "add from the library, draw" in " ".join(out.split())
