@@ -2,8 +2,9 @@
 server's own instructions (issue 26; docs/platforms.md, docs/job-library.md).
 
 - each `deepwork …` command names a command the CLI has, and works as written on every
-  platform we ship: a text that gives the plain form also gives the pinned `uvx` form, and a
-  rendered skill pins the release the plugins run;
+  platform we ship: a skill that gives the plain form also gives the plugins' pinned `uvx` form
+  (pinned to the release the plugins run), a job text sends the agent to the `CLI:` line of the
+  server's instructions (the way the server was started) and pins no release itself;
 - each response field a skill names (`evidence.approval.prompt`, `common_job_info`) exists in
   the tool response models;
 - no platform-specific tool name appears in the server's platform-neutral texts.
@@ -74,13 +75,17 @@ def _resolves(words: str) -> bool:
     return True
 
 
-def _command_problems(where: str, text: str) -> Iterator[str]:
+#: How a skill says to run `deepwork` off `PATH`, and how a job text does.
+SKILL_FORM, JOB_FORM = "uvx deepwork==", "`CLI:` line"
+
+
+def _command_problems(where: str, text: str, form: str = SKILL_FORM) -> Iterator[str]:
     found = list(COMMAND.finditer(text))
     for match in found:
         if not _resolves(match["words"]):
             yield f"{where}: `deepwork {match['words']}` is no command"
-    if any(m["pin"] is None for m in found) and "uvx deepwork==" not in text:
-        yield f"{where}: gives `deepwork …` without the `uvx deepwork==<version>` form"
+    if any(m["pin"] is None for m in found) and form not in _flat(text):
+        yield f"{where}: gives `deepwork …` without saying how to run it off PATH ({form})"
 
 
 def test_every_skill_command_resolves_pinned_to_the_release(skills: dict[str, str]) -> None:
@@ -92,18 +97,34 @@ def test_every_skill_command_resolves_pinned_to_the_release(skills: dict[str, st
 
 @pytest.mark.parametrize("job_dir", JOB_DIRS, ids=[p.name for p in JOB_DIRS])
 def test_every_job_command_resolves_and_says_how_to_run_it(job_dir: Path) -> None:
-    assert list(_command_problems(job_dir.name, _job_text(job_dir))) == []
+    """A job text pins no release (it outlives one, and before the release is on PyPI a pin
+    resolves nowhere): it sends the agent to the server's `CLI:` line instead (issue 44)."""
+    text = _job_text(job_dir)
+    agent_facing = "\n".join(
+        path.read_text(encoding="utf-8")
+        for path in [job_dir / "job.yml", *sorted(job_dir.rglob("*.md"))]
+        if path.is_file() and path.name != "README.md"
+    )
+    assert list(_command_problems(job_dir.name, agent_facing, JOB_FORM)) == []
+    assert "uvx deepwork==" not in text
+    assert "pip install deepwork" not in text
 
 
-def test_the_server_names_the_pinned_command() -> None:
-    line = cli_line(VERSION)
-    assert f"uvx deepwork=={VERSION}" in line
+@pytest.mark.parametrize(
+    "launch", [f"uvx deepwork=={VERSION}", "uvx --from /src/deepwork deepwork", "deepwork"]
+)
+def test_the_server_names_the_command_it_was_started_with(launch: str) -> None:
+    """The `CLI:` line gives the form that started this server, so it works in the user's
+    setup before the release is on PyPI as after it (docs/navigation.md)."""
+    line = cli_line(launch)
+    assert line == f"CLI: `{launch} ...`."
     assert list(_command_problems("instructions", INSTRUCTIONS + "\n" + line)) == []
 
 
 def test_the_command_check_catches_a_missing_command_and_a_missing_uvx_form() -> None:
     problems = list(_command_problems("t", "run `deepwork jobs frobnicate` and `deepwork nope`"))
     assert len(problems) == 3
+    assert len(list(_command_problems("t", "`deepwork jobs list`", JOB_FORM))) == 1
 
 
 # --- response fields --------------------------------------------------------------------------
@@ -155,15 +176,22 @@ def _all_field_names() -> set[str]:
 
 
 def test_every_dotted_field_a_skill_names_exists(skills: dict[str, str]) -> None:
+    """Every dotted name is a response field or an error code the server has."""
+    from deepwork_core.base.error_codes import ErrorCode
+
+    codes = {code.value for code in ErrorCode}
     missing = {
         f"{where}: `{dotted}`"
         for where, text in skills.items()
         for dotted in DOTTED.findall(text)
         if not dotted.startswith(("quality_gate.", "inputs.", "workflow.", "job."))
+        and dotted not in codes
         and not re.fullmatch(r"[a-z_]+\.(md|ya?ml|json)", dotted)
         and not _path_exists(dotted.split("."))
     }
     assert missing == set()
+    named = {dotted for text in skills.values() for dotted in DOTTED.findall(text)}
+    assert {d for d in named if d.startswith("quality_gate.")} <= codes
 
 
 def test_the_field_check_refuses_a_top_level_approval() -> None:
@@ -304,9 +332,10 @@ def test_jobs_convert_is_said_to_write_a_copy() -> None:
 
 def test_the_uvx_rule_is_said_once_per_text(skills: dict[str, str]) -> None:
     job_yml = (JOBS_JOB / "job.yml").read_text(encoding="utf-8")
-    assert _paragraphs_naming(job_yml, "uvx deepwork==") == 1
+    assert _paragraphs_naming(job_yml, "`CLI:` line") == 1
     for name in ("define", "record", "implement", "iterate", "learn", "survey", "fix_jobs"):
         assert "uvx deepwork==" not in _step_text(name), name
+        assert "`CLI:`" not in _step_text(name), name
     for where, text in skills.items():
         assert _paragraphs_naming(text, "uvx deepwork==") <= 1, where
 
