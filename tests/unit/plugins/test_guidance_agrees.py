@@ -429,3 +429,144 @@ def test_the_gate_docs_do_not_promise_common_info_to_reviewers() -> None:
     page = (REPO / "docs" / "quality-gate.md").read_text(encoding="utf-8")
     assert "the common job information, the agent's notes" not in page
     assert "common information does not reach the reviewer" in _flat(page)
+
+
+# --- claims of issue 44: no advice the server then refuses ------------------------------------
+
+REFERENCE = JOBS_JOB / "reference"
+
+
+def _reference(name: str) -> str:
+    return (REFERENCE / f"{name}.md").read_text(encoding="utf-8")
+
+
+def _guidance_texts() -> dict[str, str]:
+    """Every text of the standard and library jobs, by its path."""
+    return {
+        str(path.relative_to(REPO)): path.read_text(encoding="utf-8")
+        for job_dir in JOB_DIRS
+        for path in [job_dir / "job.yml", *sorted(job_dir.rglob("*.md"))]
+        if path.is_file()
+    }
+
+
+def test_no_text_calls_a_supported_feature_a_warning() -> None:
+    """for_each, isolation and concurrent_group validate without a problem (the checkpoint of
+    new_job, learn and repair refused their old `job.extension` warning)."""
+    from deepwork_core.base.error_codes import ErrorCode
+
+    assert "job.extension" not in {code.value for code in ErrorCode}
+    found = [where for where, text in _guidance_texts().items() if "job.extension" in text]
+    assert found == []
+
+
+def test_no_text_asks_a_010_job_for_a_version() -> None:
+    """Each sentence that asks to raise `version` is about 0.9-format jobs (0.10 refuses the
+    key with `job.unknown_key`)."""
+    asks = re.compile(
+        r"(raise|raised|bump|bumped)[^.?]*\bversion|version[^.?]*\b(raise|higher)", re.I
+    )
+    texts = {name: _step_text(name) for name in ("iterate", "learn", "fix_jobs")}
+    texts["job.yml"] = (JOBS_JOB / "job.yml").read_text(encoding="utf-8")
+    found = [
+        f"{where}: {sentence.strip()[:80]}"
+        for where, text in texts.items()
+        for sentence in re.split(r"(?<=[.?])\s+|\n-", _flat(text))
+        if asks.search(sentence) and "0.9" not in sentence
+    ]
+    assert found == []
+    criteria = yaml_criteria("iterate")
+    assert "0.10-format job, which has no version" in criteria["Version raised"]
+
+
+def yaml_criteria(step_id: str) -> dict[str, str]:
+    import yaml
+
+    data = yaml.safe_load((JOBS_JOB / "job.yml").read_text(encoding="utf-8"))
+    step = next(s for s in data["steps"] if s["id"] == step_id)
+    return {k: v for review in step["reviews"] for k, v in review["quality_criteria"].items()}
+
+
+def test_both_formats_are_said_to_have_concurrent_groups() -> None:
+    """define and job_format.md once said in three places that 0.10 has no concurrent groups."""
+    job_format = _reference("job_format")
+    only_09 = [line.split("|")[2] for line in job_format.splitlines() if line.startswith("| ")]
+    assert not any("concurrent" in cell for cell in only_09)
+    assert "Both formats have concurrent groups" in _flat(job_format)
+    for text in (job_format, _step_text("define"), _reference("workflow_patterns")):
+        flat = _flat(text)
+        assert "The 0.10 format has none" not in flat
+        assert "only the 0.9 format has concurrent" not in flat.lower()
+    assert "except job hooks and doc specs" in _flat(_step_text("define"))
+
+
+def test_per_item_instances_in_the_shared_tree_are_told_how_to_stay_apart() -> None:
+    patterns = _flat(_reference("workflow_patterns"))
+    per_item = patterns[patterns.index("## Per-item work") : patterns.index("## Iterative loop")]
+    assert "never have two instances edit one file" in per_item
+    assert "scope_guard: strict" in per_item
+    assert "`may_change`" in per_item
+    assert "need not commit" in per_item
+
+
+def test_iterate_can_submit_the_scripts_it_fixes() -> None:
+    """A fixed script is an output of iterate, reviewed in the same call (no extra round)."""
+    import yaml
+
+    data = yaml.safe_load((JOBS_JOB / "job.yml").read_text(encoding="utf-8"))
+    iterate = next(s for s in data["steps"] if s["id"] == "iterate")
+    assert iterate["outputs"]["support_files"]["type"] == "files"
+    assert "`support_files`" in _step_text("iterate")
+    test = next(s for s in data["steps"] if s["id"] == "test")
+    assert test["may_change"] == [".deepwork/jobs/**"]
+
+
+def test_the_common_job_information_is_said_once_and_small() -> None:
+    """It goes out with every step (3 KB once): the formats live in reference/job_format.md."""
+    from deepwork_core.jobs.parser import parse_job_dir
+
+    job = parse_job_dir(JOBS_JOB).require()
+    common = job.common_job_info_provided_to_all_steps_at_runtime or ""
+    assert len(common.encode("utf-8")) <= 2_000
+    assert "step_arguments" not in common  # the format's keys are the reference's, not repeated
+    assert "`reference/job_format.md`" in _step_text("define")
+    define = _step_text("define")
+    assert len(define.encode("utf-8")) + len(common.encode("utf-8")) <= 17_500
+
+
+def test_the_reference_names_the_keys_a_persona_map_accepts() -> None:
+    from deepwork_core.base.config import EXTERNAL_RUNNERS
+
+    persona = _flat(_reference("job_format"))
+    persona = persona[persona.index("**Reviewer persona**") :][:900]
+    assert all(f"`{runner}`" in persona for runner in EXTERNAL_RUNNERS)
+    assert "gets no persona" in persona
+
+
+def test_the_skill_teaches_fan_out_approvals_and_the_call_again_errors(
+    skills: dict[str, str],
+) -> None:
+    text = _flat(_deepwork_skill(skills))
+    fan = text[text.index("## Fan-out") : text.index("## The quality gate")]
+    for phrase in (
+        "`session_id`", "`get_active_workflow`", "`abort_workflow`", "`allow_partial`",
+        "`fan_out.parent_session_id`", "`outputs: {}`", "`worktree`", "need not commit",
+        "`fan_out.merge_conflict`", "`fan_out.incomplete`", "`workflow_complete` ends that",
+    ):  # fmt: skip
+        assert phrase in fan, phrase
+    loop = text[text.index("## The loop") : text.index("## Concurrent steps")]
+    assert "For an instance of a fanned-out step it means only that this item is done" in loop
+    assert "`quality_gate.outputs_changed`" in loop
+    assert "`session.changed`" in loop
+    approvals = text[text.index("## Approvals") : text.index("## Nested workflows")]
+    for phrase in (
+        "`deepwork dashboard`", "`deepwork approver init`", "`approval.unverified`",
+        "team mode", "signed by a trusted approver",
+    ):  # fmt: skip
+        assert phrase in approvals, phrase
+
+
+def test_the_dry_run_promise_covers_the_stale_evidence_round() -> None:
+    page = _flat((REPO / "docs" / "quality-gate.md").read_text(encoding="utf-8"))
+    dry = page[page.index("## Dry run") : page.index("## Attempts")]
+    assert "earlier step whose accepted output changed" in dry
