@@ -87,11 +87,8 @@ class Curve(_Drawn):
     kind: Literal["input"] = "input"
     label: str
     short_label: str
-    x1: int
-    y1: int
-    x2: int
-    y2: int
-    bend: int
+    #: The curve as SVG path data (`M… C…`).
+    path: str
     label_x: int
     label_y: int
 
@@ -141,11 +138,7 @@ def _edge(
     return Curve(
         label=edge.label,
         short_label=_short(edge.label, 18),
-        x1=x1,
-        y1=y1,
-        x2=x2 + 2,
-        y2=y2,
-        bend=bend,
+        path=f"M{x1},{y1} C{bend},{y1} {bend},{y2} {x2 + 2},{y2}",
         label_x=bend - 6,
         label_y=label_y,
     )

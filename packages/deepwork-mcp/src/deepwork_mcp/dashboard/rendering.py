@@ -5,10 +5,12 @@ template of `templates/` (package data); the Python around them only computes wh
 The environment is built once per process, with autoescaping on and undefined names an error
 (`StrictUndefined`).
 
-Every value a template prints goes through `text`: non-printable characters are made visible
-(`deepwork_core.base.escaping`), then `<`, `>`, `&` and both quotes are HTML-escaped, so a goal
-holding `<script>` shows as those characters and nothing from a run is ever run. Only markup the
-templates make themselves (a macro's output) and the stylesheet constant print as they are.
+Every value a template prints has its non-printable characters made visible
+(`deepwork_core.base.escaping`, the environment's `finalize`) and is then HTML-escaped by
+autoescaping (`<`, `>`, `&` and both quotes), so a goal holding `<script>` shows as those
+characters and nothing from a run is ever run. Only markup the templates make themselves (a
+macro's output) and the stylesheet constant print as they are. A page spells an escaped quote
+`&#x27;` or `&quot;`, as `text` does for the few texts written outside a template.
 
 Templates are written one element a line. As a template is loaded, a run of whitespace holding a
 line break is dropped where it touches a tag (a `>` before it, a `<` after it, or a `{% %}` or
@@ -40,12 +42,28 @@ _TAG_BEFORE: Final = (">", "%}", "#}")
 _TAG_AFTER: Final = ("<", "{%", "{#")
 
 
-def text(value: object) -> Markup:
-    """Untrusted text as HTML: control characters visible, markup characters escaped. Markup the
-    templates made (it has `__html__`) is returned as it is."""
+def text(value: object) -> str:
+    """Untrusted text as HTML outside a template: control characters visible, markup characters
+    escaped, as a template prints it."""
+    return escape(printable(str(value), keep="\n\t"))
+
+
+def _shown(value: object) -> object:
+    """What a template prints of `value` (the environment's `finalize`): markup the templates
+    made, as it is; anything else as text with its non-printable characters made visible, which
+    autoescaping then escapes."""
+    if type(value) is str:  # most of what a page prints: checked first
+        return value if value.isprintable() else printable(value, keep="\n\t")
     if isinstance(value, Markup):
         return value
-    return Markup(escape(printable(str(value), keep="\n\t")))  # noqa: S704 - escaped just now
+    return printable(str(value), keep="\n\t")
+
+
+def _respelled(html: str) -> str:
+    """`html` with the quotes autoescaping wrote as `&#39;` and `&#34;` spelled `&#x27;` and
+    `&quot;`, as `text` (and `html.escape`) writes them. Escaped text never holds those two
+    spellings otherwise: its own `&` became `&amp;`."""
+    return str(html).replace("&#39;", "&#x27;").replace("&#34;", "&quot;")
 
 
 def compact(source: str) -> str:
@@ -74,6 +92,11 @@ def _count(value: int) -> str:
     return f"{value:,}"
 
 
+def _stamp(value: datetime) -> str:
+    """`2026-11-23 10:00:00 UTC`."""
+    return value.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
 def _moment(stamp: float) -> datetime:
     """A store's timestamp (seconds since the epoch) as a time."""
     return datetime.fromtimestamp(stamp, UTC)
@@ -91,18 +114,26 @@ def environment() -> Environment:
         loader=PackageLoader("deepwork_mcp.dashboard", TEMPLATES),
         autoescape=True,
         undefined=StrictUndefined,
-        finalize=text,
+        finalize=_shown,
         extensions=[_Compact],
         auto_reload=False,
     )
-    env.filters.update(count=_count, cost_text=cost_text, moment=_moment, path_part=_path_part)
+    env.filters.update(
+        count=_count,
+        cost_text=cost_text,
+        isoformat=datetime.isoformat,
+        moment=_moment,
+        path_part=_path_part,
+        stamp=_stamp,
+        strftime=datetime.strftime,
+    )
     env.globals["stylesheet"] = Markup(STYLESHEET)  # noqa: S704 - this package's constant
     return env
 
 
 def render(template: str, **context: object) -> str:
     """The text of `template` (a name under `templates/`) laid out with `context`."""
-    return environment().get_template(template).render(context)
+    return _respelled(environment().get_template(template).render(context))
 
 
 def render_macro(template: str, macro: str, *args: object) -> Markup:
@@ -110,4 +141,4 @@ def render_macro(template: str, macro: str, *args: object) -> Markup:
     shown = getattr(environment().get_template(template).module, macro)(*args)
     if not isinstance(shown, Markup):  # pragma: no cover - autoescaped macros return Markup
         raise TypeError(f"{template}: {macro} did not return markup")
-    return shown
+    return Markup(_respelled(shown))  # noqa: S704 - the macro's own, autoescaped output
