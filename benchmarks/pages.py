@@ -5,7 +5,7 @@
     uv run python benchmarks/pages.py --quick
 
 Figures, each the HTML only (the rows and the run are read before the clock starts; reading them
-is `store.*.dashboard_page`):
+is `store.*.dashboard_page`), after one untimed render:
 
 - the runs page of a project holding 100 runs (one full page of the list);
 - the run page of a 50-step run done start to end, with its timeline;
@@ -52,6 +52,9 @@ def _project(root: Path, steps: int) -> str:
 
 
 def _timed(action: Callable[[], object], repeats: int) -> list[float]:
+    """Seconds of `action`, `repeats` times, after one untimed run (the templates' first use
+    compiles them: once per process)."""
+    action()
     samples = []
     for _ in range(repeats):
         began = time.perf_counter()
