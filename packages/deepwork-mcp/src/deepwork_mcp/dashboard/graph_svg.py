@@ -210,13 +210,3 @@ def drawing(
 def svg(drawn: GraphDrawing) -> Markup:
     """`drawn` as an `<svg>` element."""
     return render_macro("graph.svg.j2", "svg", drawn)
-
-
-def graph_svg(
-    graph: WorkflowGraph,
-    states: Mapping[str, StepState] | None = None,
-    passed: frozenset[str] = frozenset(),
-    fan_counts: Mapping[str, Mapping[str, int]] | None = None,
-) -> Markup:
-    """The graph as an `<svg>` element (see `drawing`)."""
-    return svg(drawing(graph, states, passed, fan_counts))

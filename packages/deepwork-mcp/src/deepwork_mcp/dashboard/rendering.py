@@ -52,9 +52,11 @@ def _shown(value: object) -> object:
     """What a template prints of `value` (the environment's `finalize`): markup the templates
     made, as it is; anything else as text with its non-printable characters made visible, which
     autoescaping then escapes."""
-    if type(value) is str:  # most of what a page prints: checked first
-        return value if value.isprintable() else printable(value, keep="\n\t")
     if isinstance(value, Markup):
+        return value
+    if isinstance(value, str):
+        return value if value.isprintable() else printable(value, keep="\n\t")
+    if isinstance(value, int | float):  # a number has nothing to hide
         return value
     return printable(str(value), keep="\n\t")
 
