@@ -77,11 +77,11 @@ def registries(source: str) -> list[str]:
                 or target.id in REGISTRY_NAMES
             ):
                 found.append(f"{node.lineno}: {target.id}")
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and (
-            node.name in REGISTRY_NAMES
+    for defined in ast.walk(tree):
+        if isinstance(defined, ast.FunctionDef | ast.AsyncFunctionDef) and (
+            defined.name in REGISTRY_NAMES
         ):
-            found.append(f"{node.lineno}: def {node.name}")
+            found.append(f"{defined.lineno}: def {defined.name}")
     return found
 
 
