@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from deepwork_core.base import layout
 from deepwork_core.base.errors import DeepWorkError
+from deepwork_core.base.identifiers import parse_session_id
 from deepwork_core.engine.navigation import active_workflow, go_to_step
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.evidence.verdicts import CriterionVerdict, ReviewVerdict, VerdictKind
@@ -83,7 +84,10 @@ def test_only_earlier_or_current_steps_are_targets(engine: WorkflowEngine) -> No
     assert _code(go_to_step, engine, "publish") == "navigation.forward_jump"
     assert _code(go_to_step, engine, "nowhere") == "navigation.unknown_step"
     assert go_to_step(engine, "draft").brief.step_id == "draft"  # the current step restarts
-    assert _code(go_to_step, engine, "gather", session_id="../x") == "identifier.invalid"
+    bad = "../x"  # the engine takes parsed `SessionId`s: a malformed id stops where it comes in
+    assert (
+        _code(lambda: go_to_step(engine, "gather", parse_session_id(bad))) == "identifier.invalid"
+    )
 
 
 def test_a_step_of_a_concurrent_group_restarts_the_whole_group(engine: WorkflowEngine) -> None:

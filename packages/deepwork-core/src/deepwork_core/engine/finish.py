@@ -28,7 +28,7 @@ from types import MappingProxyType
 from deepwork_core.base.config import DEFAULT_REVIEW_DEPTH, OutputsConfig
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import OutputsError, QualityGateError, SessionError
-from deepwork_core.base.identifiers import check_text
+from deepwork_core.base.identifiers import SessionId, check_agent_id, check_text
 from deepwork_core.engine.approver import Approver
 from deepwork_core.engine.briefing import reviewer_inputs
 from deepwork_core.engine.checkpoints import (
@@ -67,7 +67,7 @@ from deepwork_core.state.sessions import (
     SessionStore,
     StateTransaction,
 )
-from deepwork_core.state.stacks import check_target, same_checkpoint, stack_items, target_session
+from deepwork_core.state.stacks import same_checkpoint, stack_items, target_session
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +77,7 @@ class Submission:
     outputs: Mapping[str, object]
     notes: str | None = None
     override_reason: str | None = None
-    session_id: str | None = None
+    session_id: SessionId | None = None
     agent_id: str | None = None
     work_summary: str | None = None
     #: Set by `__post_init__`: a read-only copy of `outputs`.
@@ -100,7 +100,7 @@ class Submission:
         check_text(self.notes, what="notes")
         check_text(why, what="quality_review_override_reason")
         check_text(self.work_summary, what="work_summary")
-        check_target(self.session_id, self.agent_id)
+        check_agent_id(self.agent_id)
         object.__setattr__(self, "frozen", MappingProxyType(dict(self.outputs)))
 
 

@@ -12,7 +12,7 @@ from datetime import datetime
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError
-from deepwork_core.base.identifiers import check_text
+from deepwork_core.base.identifiers import SessionId, check_agent_id, check_text
 from deepwork_core.engine.briefing import StepBrief, build_brief
 from deepwork_core.engine.checkpoints import run_of
 from deepwork_core.engine.fanout.instances import active_fan_out
@@ -22,7 +22,7 @@ from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.state.overview import ActiveEntry, active_entry
 from deepwork_core.state.review_usage import ReviewUsage, run_usage
 from deepwork_core.state.sessions import Session, StepRecord
-from deepwork_core.state.stacks import check_target, stack_items, target_session
+from deepwork_core.state.stacks import stack_items, target_session
 
 
 class NavigationError(DeepWorkError):
@@ -81,7 +81,7 @@ def _rewind(
 def go_to_step(
     engine: WorkflowEngine,
     step_id: str,
-    session_id: str | None = None,
+    session_id: SessionId | None = None,
     agent_id: str | None = None,
 ) -> StartResult:
     """Move the session back to the entry holding `step_id` and begin it again.
@@ -90,7 +90,7 @@ def go_to_step(
     session; files on disk are left alone and the event log keeps the history.
     """
     check_text(step_id, what="step_id")
-    check_target(session_id, agent_id)
+    check_agent_id(agent_id)
     with engine.store.transaction() as tx:
         session = target_session(tx, session_id, agent_id)
         if session.instance_of is not None:
@@ -116,10 +116,10 @@ def go_to_step(
 
 
 def active_workflow(
-    engine: WorkflowEngine, session_id: str | None = None, agent_id: str | None = None
+    engine: WorkflowEngine, session_id: SessionId | None = None, agent_id: str | None = None
 ) -> ActiveWorkflow:
     """The caller's stack and the current brief of `session_id` (default: the stack's top)."""
-    check_target(session_id, agent_id)
+    check_agent_id(agent_id)
     with engine.store.transaction() as tx:
         stack = tx.stack(agent_id)
         if session_id is None and not stack:

@@ -142,9 +142,7 @@ class Outcomes:
         if answer is None:
             return result
         try:
-            self.guards.record_elicited(
-                prompt.session_id, prompt.request_id, answer.approved, answer.comment, answer.client
-            )
+            self.guards.record_elicited(prompt, answer)
         except ApprovalKeyError:
             raise  # the human answered but nothing can be recorded: say so, do not drop it
         except DeepWorkError:

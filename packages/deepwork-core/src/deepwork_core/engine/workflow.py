@@ -15,7 +15,7 @@ from pathlib import Path
 from deepwork_core.base.config import DEFAULT_MAX_QUALITY_ATTEMPTS, OutputsConfig
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import WorkflowNotFoundError
-from deepwork_core.base.identifiers import check_agent_id, check_text
+from deepwork_core.base.identifiers import SessionId, check_agent_id, check_text
 from deepwork_core.engine.approver import Approver
 from deepwork_core.engine.branching import BranchOutcome, abandoned_note
 from deepwork_core.engine.briefing import InstructionReader
@@ -44,7 +44,6 @@ from deepwork_core.state.sessions import (
 )
 from deepwork_core.state.stacks import (
     StackItem,
-    check_target,
     stack_item,
     stack_items,
     target_session,
@@ -183,7 +182,7 @@ class WorkflowEngine:
         *,
         notes: str | None = None,
         override_reason: str | None = None,
-        session_id: str | None = None,
+        session_id: SessionId | None = None,
         progress: ProgressReporter | None = None,
         agent_id: str | None = None,
         work_summary: str | None = None,
@@ -199,7 +198,7 @@ class WorkflowEngine:
         outputs: Mapping[str, object],
         *,
         notes: str | None = None,
-        session_id: str | None = None,
+        session_id: SessionId | None = None,
         agent_id: str | None = None,
         work_summary: str | None = None,
     ) -> FinishResult:
@@ -210,11 +209,11 @@ class WorkflowEngine:
     # --- abort -------------------------------------------------------------------------------
 
     def abort(
-        self, explanation: str, session_id: str | None = None, agent_id: str | None = None
+        self, explanation: str, session_id: SessionId | None = None, agent_id: str | None = None
     ) -> AbortResult:
         """Abort a workflow (the top one unless `session_id` names another) and pop it."""
         check_text(explanation, what="explanation")
-        check_target(session_id, agent_id)
+        check_agent_id(agent_id)
         with self.store.transaction() as tx:
             session = target_session(tx, session_id, agent_id)
             if session.pending_approval is not None:

@@ -1,7 +1,8 @@
 """The workflow tools (docs/runtime.md, JOBS-REQ-001.2–001.6; go_to_step and
 get_active_workflow in docs/navigation.md).
 
-Each tool is a module function: it takes the call's project from `services(ctx)`
+Each tool is a module function: it parses the session id it is given (once: the layers below
+take the `SessionId` and trust it), takes the call's project from `services(ctx)`
 (`deepwork_mcp.tools.services`), calls its `WorkflowEngine` in a worker thread (the engine does
 file I/O and may wait on a lock; the event loop must not) and validates the response model from
 its result. Errors are mapped in one place, the `deepwork_mcp.tool_errors.ToolErrors` middleware.
@@ -15,6 +16,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Annotated, Any
 
 from anyio import from_thread, to_thread
+from deepwork_core.base.identifiers import parse_optional_session_id
 from fastmcp import Context, FastMCP
 from fastmcp.tools.base import ToolResult
 from mcp.types import ToolAnnotations
@@ -90,6 +92,7 @@ async def finished_step(
     dry_run: bool = False,
 ) -> ToolResult:
     """Submit this step's outputs; act on `status`."""
+    target = parse_optional_session_id(session_id)
     found = services(ctx)
     engine = found.project().engine
     if dry_run:  # check and list reviews only (docs/quality-gate.md, "Dry run")
@@ -98,7 +101,7 @@ async def finished_step(
             outputs,
             notes=notes,
             work_summary=work_summary,
-            session_id=session_id,
+            session_id=target,
             agent_id=agent_id,
         )
         return structured(FinishedStepResponse.model_validate(await to_thread.run_sync(check)))
@@ -107,7 +110,7 @@ async def finished_step(
         outputs,
         notes=notes,
         override_reason=quality_review_override_reason,
-        session_id=session_id,
+        session_id=target,
         progress=_progress(ctx),
         agent_id=agent_id,
         work_summary=work_summary,
@@ -124,8 +127,9 @@ async def abort_workflow(
     agent_id: AgentIdArg = None,
 ) -> ToolResult:
     """Abort a workflow; its parent resumes."""
+    target = parse_optional_session_id(session_id)
     engine = services(ctx).project().engine
-    result = await to_thread.run_sync(partial(engine.abort, explanation, session_id, agent_id))
+    result = await to_thread.run_sync(partial(engine.abort, explanation, target, agent_id))
     return structured(AbortWorkflowResponse.model_validate(result))
 
 
@@ -133,10 +137,11 @@ async def go_to_step(
     ctx: Context, step_id: str, session_id: str | None = None, agent_id: AgentIdArg = None
 ) -> ToolResult:
     """Redo from an earlier step (files kept); returns its begin_step."""
+    target = parse_optional_session_id(session_id)
     engine = services(ctx).project().engine
     from deepwork_core.engine.navigation import go_to_step as go_to_step_in
 
-    result = await to_thread.run_sync(partial(go_to_step_in, engine, step_id, session_id, agent_id))
+    result = await to_thread.run_sync(partial(go_to_step_in, engine, step_id, target, agent_id))
     return structured(StartWorkflowResponse.model_validate(result))
 
 
@@ -144,10 +149,11 @@ async def get_active_workflow(
     ctx: Context, session_id: str | None = None, agent_id: AgentIdArg = None
 ) -> ToolResult:
     """Your stack and the current begin_step, to resume."""
+    target = parse_optional_session_id(session_id)
     engine = services(ctx).project().engine
     from deepwork_core.engine.navigation import active_workflow
 
-    found = await to_thread.run_sync(partial(active_workflow, engine, session_id, agent_id))
+    found = await to_thread.run_sync(partial(active_workflow, engine, target, agent_id))
     response = GetActiveWorkflowResponse(
         stack=[ActiveStackEntry.of(entry) for entry in found.stack],
         begin_step=None if found.brief is None else ActiveStepInfo.model_validate(found.brief),
