@@ -2,8 +2,9 @@
 
 The engine is synchronous and knows nothing of MCP. Every transition is one transaction of the
 `SessionStore` (one atomic write of the session, plus one of the stack when it changes).
-`finish()` hands a frozen `Submission` to the finish pipeline (`deepwork_core.engine.finish`:
-validate → evidence and scope → decide → record), where the quality gate decides.
+`finish()` hands the session it names (`Target`) and a frozen `Submission` to the finish
+pipeline (`deepwork_core.engine.finish`: validate → evidence and scope → decide → record), where
+the quality gate decides.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from deepwork_core.state.sessions import (
 )
 from deepwork_core.state.stacks import (
     StackItem,
+    Target,
     stack_item,
     stack_items,
     target_session,
@@ -190,8 +192,9 @@ class WorkflowEngine:
     ) -> FinishResult:
         """Check the current checkpoint's outputs, run the quality gate, then advance: the
         pipeline of `deepwork_core.engine.finish`."""
-        submission = Submission(outputs, notes, override_reason, session_id, agent_id, work_summary)
-        return self.pipeline.finish(submission, progress, approver)
+        submission = Submission(outputs, notes, override_reason, work_summary)
+        target = Target(session_id, agent_id)
+        return self.pipeline.run(target, submission, progress, approver)
 
     def dry_run(
         self,
@@ -203,8 +206,9 @@ class WorkflowEngine:
         work_summary: str | None = None,
     ) -> FinishResult:
         """What `finish` would check and review; nothing is written (docs/quality-gate.md)."""
-        submission = Submission(outputs, notes, None, session_id, agent_id, work_summary)
-        return self.pipeline.dry_run(submission)
+        submission = Submission(outputs, notes, None, work_summary)
+        target = Target(session_id, agent_id)
+        return self.pipeline.dry_run(target, submission)
 
     # --- abort -------------------------------------------------------------------------------
 
@@ -213,9 +217,9 @@ class WorkflowEngine:
     ) -> AbortResult:
         """Abort a workflow (the top one unless `session_id` names another) and pop it."""
         check_text(explanation, what="explanation")
-        check_agent_id(agent_id)
+        target = Target(session_id, agent_id)
         with self.store.transaction() as tx:
-            session = target_session(tx, session_id, agent_id)
+            session = target_session(tx, target)
             if session.pending_approval is not None:
                 self.guards.close_approval(session, None)  # withdrawn: nobody can approve it now
             session.status = SessionStatus.ABORTED

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import SessionError
-from deepwork_core.base.identifiers import SessionId
+from deepwork_core.base.identifiers import SessionId, check_agent_id
 from deepwork_core.state.sessions import Session, SessionStatus, StateTransaction
 
 
@@ -23,10 +23,21 @@ class StackItem:
     step: str
 
 
-def target_session(
-    tx: StateTransaction, session_id: SessionId | None, agent_id: str | None
-) -> Session:
+@dataclass(frozen=True, slots=True)
+class Target:
+    """The session a call names: `session_id`, else the top of `agent_id`'s stack (None: the
+    main stack)."""
+
+    session_id: SessionId | None = None
+    agent_id: str | None = None
+
+    def __post_init__(self) -> None:
+        check_agent_id(self.agent_id)
+
+
+def target_session(tx: StateTransaction, target: Target) -> Session:
     """The active session a call works on (see the module docstring)."""
+    session_id, agent_id = target.session_id, target.agent_id
     if session_id is None:
         top = tx.top(agent_id)
         if top is None:

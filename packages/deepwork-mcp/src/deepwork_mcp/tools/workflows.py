@@ -37,6 +37,7 @@ from deepwork_mcp.tools.services import services
 if TYPE_CHECKING:
     from deepwork_core.engine.approver import Approver
     from deepwork_core.engine.results import FinishResult
+    from deepwork_core.engine.workflow import WorkflowEngine
 
 _READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 # readOnlyHint and idempotentHint default to false; destructiveHint defaults to true.
@@ -94,29 +95,31 @@ async def finished_step(
     """Submit this step's outputs; act on `status`."""
     target = parse_optional_session_id(session_id)
     found = services(ctx)
-    engine = found.project().engine
+    engine: WorkflowEngine = found.project().engine
     if dry_run:  # check and list reviews only (docs/quality-gate.md, "Dry run")
-        check = partial(
-            engine.dry_run,
+        checked = await to_thread.run_sync(
+            lambda: engine.dry_run(
+                outputs,
+                notes=notes,
+                work_summary=work_summary,
+                session_id=target,
+                agent_id=agent_id,
+            )
+        )
+        return structured(FinishedStepResponse.model_validate(checked))
+    progress, approver = _progress(ctx), _approver(ctx)
+    result = await to_thread.run_sync(
+        lambda: engine.finish(
             outputs,
             notes=notes,
-            work_summary=work_summary,
+            override_reason=quality_review_override_reason,
             session_id=target,
+            progress=progress,
             agent_id=agent_id,
+            work_summary=work_summary,
+            approver=approver,
         )
-        return structured(FinishedStepResponse.model_validate(await to_thread.run_sync(check)))
-    call = partial(
-        engine.finish,
-        outputs,
-        notes=notes,
-        override_reason=quality_review_override_reason,
-        session_id=target,
-        progress=_progress(ctx),
-        agent_id=agent_id,
-        work_summary=work_summary,
-        approver=_approver(ctx),
     )
-    result = await to_thread.run_sync(call)
     return structured(FinishedStepResponse.model_validate(with_launch(result, found.launch)))
 
 
