@@ -1,8 +1,8 @@
 """Moving back in a workflow and getting back into one (docs/navigation.md).
 
-`go_to_step` moves a session back to an earlier entry of its workflow and clears the progress
-from there on; `active_workflow` answers where the caller stands and repeats the current step's
-brief. Both work on a `WorkflowEngine`'s store, catalog and instruction reader.
+`go_back` (the `go_to_step` tool) moves a session back to an earlier entry of its workflow and
+clears the progress from there on; `active_workflow` answers where the caller stands and repeats
+the current step's brief. Both work on a `WorkflowEngine`'s store, catalog and instruction reader.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def _rewind(
     return cleared
 
 
-def go_to_step(
+def go_back(
     engine: WorkflowEngine,
     step_id: str,
     session_id: SessionId | None = None,

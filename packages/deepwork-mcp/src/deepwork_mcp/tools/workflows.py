@@ -142,9 +142,9 @@ async def go_to_step(
     """Redo from an earlier step (files kept); returns its begin_step."""
     target = parse_optional_session_id(session_id)
     engine = services(ctx).project().engine
-    from deepwork_core.engine.navigation import go_to_step as go_to_step_in
+    from deepwork_core.engine.navigation import go_back
 
-    result = await to_thread.run_sync(partial(go_to_step_in, engine, step_id, target, agent_id))
+    result = await to_thread.run_sync(partial(go_back, engine, step_id, target, agent_id))
     return structured(StartWorkflowResponse.model_validate(result))
 
 
