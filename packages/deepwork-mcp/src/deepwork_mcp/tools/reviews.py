@@ -1,7 +1,7 @@
 """The review tools: `get_review_instructions`, `get_configured_reviews`, `mark_review_as_passed`.
 
 Each tool is a module function: it takes the call's project folder and the platform from
-`services(ctx)` (`deepwork_mcp.tools.services`), runs the review pipeline in a worker thread (it
+`services()` (`deepwork_mcp.tools.services`), runs the review pipeline in a worker thread (it
 calls git and reads files) and builds its response. Errors are mapped by the
 `deepwork_mcp.tool_errors.ToolErrors` middleware.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Annotated
 
 from anyio import to_thread
-from fastmcp import Context, FastMCP
+from fastmcp import FastMCP
 from fastmcp.tools.base import ToolResult
 from mcp.types import TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
@@ -42,7 +42,6 @@ class ReviewPassRecorded(BaseModel):
 
 
 async def get_review_instructions(
-    ctx: Context,
     files: Annotated[
         list[str] | None,
         Field(description="Project-relative paths; default: files changed vs the default branch."),
@@ -51,26 +50,24 @@ async def get_review_instructions(
     """Review tasks to run in parallel for the changed files, per `.deepreview` rules."""
     from deepwork_review import run_review
 
-    found = services(ctx)
+    found = services()
     call = partial(run_review, found.project().folder, platform=found.platform, files=files)
     run = await to_thread.run_sync(call)
     return run.text
 
 
 async def get_configured_reviews(
-    ctx: Context,
     only_rules_matching_files: Annotated[
         list[str] | None,
         Field(description="Only rules matching one of these project-relative paths."),
     ] = None,
 ) -> ToolResult:
     """List `.deepreview` rules (files with problems appear as `PARSE_ERROR`)."""
-    call = partial(_rule_listing, services(ctx).project().folder, only_rules_matching_files)
+    call = partial(_rule_listing, services().project().folder, only_rules_matching_files)
     return await to_thread.run_sync(call)
 
 
 async def mark_review_as_passed(
-    ctx: Context,
     review_id: Annotated[str, Field(description="From the task's instruction file.")],
     reason: Annotated[str | None, Field(description="Why findings were declined.")] = None,
 ) -> ReviewPassRecorded:
@@ -78,7 +75,7 @@ async def mark_review_as_passed(
     files change."""
     from deepwork_review import mark_review_passed
 
-    folder = services(ctx).project().folder
+    folder = services().project().folder
     await to_thread.run_sync(partial(mark_review_passed, folder, review_id, reason))
     return ReviewPassRecorded(
         review_id=review_id,
@@ -89,7 +86,7 @@ async def mark_review_as_passed(
 
 
 def register_review_tools(mcp: FastMCP) -> None:
-    """List the three review tools on `mcp` (their folder and platform: `services(ctx)`)."""
+    """List the three review tools on `mcp` (their folder and platform: `services()`)."""
     # The instructions are a long text: no output schema, so they go out once (as text) and not
     # a second time as structured content `{"result": ...}`.
     mcp.tool(get_review_instructions, annotations=_READ_ONLY, output_schema=None)

@@ -1,10 +1,12 @@
 """What a tool call works with, handed to the tools in the server's lifespan state.
 
 `create_server` puts one `ToolServices` into the lifespan state; each tool function asks
-`services(ctx)` for it and takes from it the project of the call (`ProjectServices`: its
-catalog and its engine), how the user runs DeepWork, and the platform the review tasks are
-written for. The tools are plain module functions: nothing they need is captured in a closure
-(docs/architecture.md, "The path of a checkpoint").
+`services()` for it and takes from it the project of the call (`ProjectServices`: its catalog
+and its engine), how the user runs DeepWork, and the platform the review tasks are written for.
+The tools are plain module functions: nothing they need is captured in a closure
+(docs/architecture.md, "The path of a checkpoint"). A tool declares a `Context` parameter only
+when it talks to the client (progress, elicitation): FastMCP resolves such a parameter on every
+call, so the others find the call's context without one.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fastmcp import Context, FastMCP
+from fastmcp.server.dependencies import get_context
 
 from deepwork_mcp.tools.answers import ListingCache
 
@@ -49,9 +52,9 @@ def lifespan(tool_services: ToolServices) -> Lifespan:
     return serving
 
 
-def services(ctx: Context) -> ToolServices:
-    """The services of the server serving this call."""
-    found = ctx.lifespan_context.get(SERVICES_KEY)
+def services(ctx: Context | None = None) -> ToolServices:
+    """The services of the server serving this call (`ctx`: its context, when the tool has it)."""
+    found = (ctx or get_context()).lifespan_context.get(SERVICES_KEY)
     if not isinstance(found, ToolServices):
         raise RuntimeError("the DeepWork tools run only on a server made by create_server")
     return found

@@ -2,7 +2,7 @@
 get_active_workflow in docs/navigation.md).
 
 Each tool is a module function: it parses the session id it is given (once: the layers below
-take the `SessionId` and trust it), takes the call's project from `services(ctx)`
+take the `SessionId` and trust it), takes the call's project from `services()`
 (`deepwork_mcp.tools.services`), calls its `WorkflowEngine` in a worker thread (the engine does
 file I/O and may wait on a lock; the event loop must not) and validates the response model from
 its result. Errors are mapped in one place, the `deepwork_mcp.tool_errors.ToolErrors` middleware.
@@ -59,14 +59,13 @@ OverrideReasonArg = Annotated[
 ]
 
 
-def get_workflows(ctx: Context) -> ToolResult:
+def get_workflows() -> ToolResult:
     """List the jobs and workflows you can start. Call this first."""
-    found = services(ctx)
+    found = services()
     return found.listing.get(found.project().catalog)
 
 
 async def start_workflow(
-    ctx: Context,
     goal: str,
     job_name: str,
     workflow_name: Annotated[str, Field(description="Any name if the job has only one.")],
@@ -75,7 +74,7 @@ async def start_workflow(
     inputs: InputsArg = None,
 ) -> ToolResult:
     """Start a workflow (nested if one is running); returns its first step."""
-    engine = services(ctx).project().engine
+    engine = services().project().engine
     result = await to_thread.run_sync(
         partial(engine.start, goal, job_name, workflow_name, instance_id, agent_id, inputs)
     )
@@ -124,24 +123,23 @@ async def finished_step(
 
 
 async def abort_workflow(
-    ctx: Context,
     explanation: str,
     session_id: SessionIdArg = None,
     agent_id: AgentIdArg = None,
 ) -> ToolResult:
     """Abort a workflow; its parent resumes."""
     target = parse_optional_session_id(session_id)
-    engine = services(ctx).project().engine
+    engine = services().project().engine
     result = await to_thread.run_sync(partial(engine.abort, explanation, target, agent_id))
     return structured(AbortWorkflowResponse.model_validate(result))
 
 
 async def go_to_step(
-    ctx: Context, step_id: str, session_id: str | None = None, agent_id: AgentIdArg = None
+    step_id: str, session_id: str | None = None, agent_id: AgentIdArg = None
 ) -> ToolResult:
     """Redo from an earlier step (files kept); returns its begin_step."""
     target = parse_optional_session_id(session_id)
-    engine = services(ctx).project().engine
+    engine = services().project().engine
     from deepwork_core.engine.navigation import go_back
 
     result = await to_thread.run_sync(partial(go_back, engine, step_id, target, agent_id))
@@ -149,11 +147,11 @@ async def go_to_step(
 
 
 async def get_active_workflow(
-    ctx: Context, session_id: str | None = None, agent_id: AgentIdArg = None
+    session_id: str | None = None, agent_id: AgentIdArg = None
 ) -> ToolResult:
     """Your stack and the current begin_step, to resume."""
     target = parse_optional_session_id(session_id)
-    engine = services(ctx).project().engine
+    engine = services().project().engine
     from deepwork_core.engine.navigation import active_workflow
 
     found = await to_thread.run_sync(partial(active_workflow, engine, target, agent_id))
@@ -166,7 +164,7 @@ async def get_active_workflow(
 
 
 def register_workflow_tools(mcp: FastMCP) -> None:
-    """List the workflow tools on `mcp`, in this order (their services: `services(ctx)`)."""
+    """List the workflow tools on `mcp`, in this order (their services: `services()`)."""
     schemas = load_output_schemas()
     mcp.tool(get_workflows, annotations=_READ_ONLY, output_schema=schemas["get_workflows"])
     mcp.tool(start_workflow, annotations=_CHANGES_STATE, output_schema=schemas["start_workflow"])
