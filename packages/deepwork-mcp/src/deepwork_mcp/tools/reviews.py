@@ -19,13 +19,13 @@ from fastmcp.tools.base import ToolResult
 from mcp.types import TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
+from deepwork_mcp.tools.answers import structured
 from deepwork_mcp.tools.schemas import load_output_schemas
 from deepwork_mcp.tools.services import services
 
 _READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-_RECORDS = ToolAnnotations(
-    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-)
+# readOnlyHint defaults to false: not listed.
+_RECORDS = ToolAnnotations(destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
 NO_CONFIGURED_RULES = (
@@ -44,7 +44,7 @@ class ReviewPassRecorded(BaseModel):
 async def get_review_instructions(
     files: Annotated[
         list[str] | None,
-        Field(description="Project-relative paths; default: files changed vs the default branch."),
+        Field(description="Default: the files changed vs the default branch."),
     ] = None,
 ) -> str:
     """Review tasks to run in parallel for the changed files, per `.deepreview` rules."""
@@ -59,7 +59,7 @@ async def get_review_instructions(
 async def get_configured_reviews(
     only_rules_matching_files: Annotated[
         list[str] | None,
-        Field(description="Only rules matching one of these project-relative paths."),
+        Field(description="Only rules matching one of these paths."),
     ] = None,
 ) -> ToolResult:
     """List `.deepreview` rules (files with problems appear as `PARSE_ERROR`)."""
@@ -70,19 +70,20 @@ async def get_configured_reviews(
 async def mark_review_as_passed(
     review_id: Annotated[str, Field(description="From the task's instruction file.")],
     reason: Annotated[str | None, Field(description="Why findings were declined.")] = None,
-) -> ReviewPassRecorded:
+) -> ToolResult:
     """Record a review as passed (no issues, or declined: give `reason`) until its rule or
     files change."""
     from deepwork_review import mark_review_passed
 
     folder = services().project().folder
     await to_thread.run_sync(partial(mark_review_passed, folder, review_id, reason))
-    return ReviewPassRecorded(
+    recorded = ReviewPassRecorded(
         review_id=review_id,
         reason=" ".join((reason or "").split()) or None,
         message="Recorded as passed; this review will not be handed out again until its "
         "rule or files change.",
     )
+    return structured(recorded)
 
 
 def register_review_tools(mcp: FastMCP) -> None:
@@ -92,7 +93,9 @@ def register_review_tools(mcp: FastMCP) -> None:
     mcp.tool(get_review_instructions, annotations=_READ_ONLY, output_schema=None)
     listing = load_output_schemas()["get_configured_reviews"]
     mcp.tool(get_configured_reviews, annotations=_READ_ONLY, output_schema=listing)
-    mcp.tool(mark_review_as_passed, annotations=_RECORDS)
+    # Listed without an output schema (its answer is four plain fields, and the bytes of a schema
+    # are paid in every conversation); the answer still carries them as structured content.
+    mcp.tool(mark_review_as_passed, annotations=_RECORDS, output_schema=None)
 
 
 def _rule_listing(project_root: Path, only_rules_matching_files: list[str] | None) -> ToolResult:

@@ -51,7 +51,7 @@ AgentIdArg = str | None
 InputsArg = dict[str, Any] | None
 OutputsArg = Annotated[
     dict[str, str | list[str]],
-    Field(description="Output name -> path, list of paths, or text (type string)."),
+    Field(description="Output name -> path, paths, or text (string outputs)."),
 ]
 WorkSummaryArg = str | None
 OverrideReasonArg = Annotated[
@@ -89,7 +89,7 @@ async def finished_step(
     quality_review_override_reason: OverrideReasonArg = None,
     session_id: SessionIdArg = None,
     agent_id: AgentIdArg = None,
-    dry_run: bool = False,
+    dry_run: Annotated[bool, Field(description="Only check; list the reviews.")] = False,
 ) -> ToolResult:
     """Submit this step's outputs; act on `status`."""
     target = parse_optional_session_id(session_id)
@@ -137,7 +137,7 @@ async def abort_workflow(
 async def go_to_step(
     step_id: str, session_id: str | None = None, agent_id: AgentIdArg = None
 ) -> ToolResult:
-    """Redo from an earlier step (files kept); returns its begin_step."""
+    """Redo from an earlier step (files kept)."""
     target = parse_optional_session_id(session_id)
     engine = services().project().engine
     from deepwork_core.engine.navigation import go_back

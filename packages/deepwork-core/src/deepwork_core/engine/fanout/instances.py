@@ -44,7 +44,7 @@ from deepwork_core.state.sessions import (
     StepRecord,
     new_session_id,
 )
-from deepwork_core.state.stacks import stack_items
+from deepwork_core.state.stacks import settle_declared, stack_items
 
 
 def active_fan_out(session: Session) -> bool:
@@ -266,6 +266,7 @@ class FanOutRunner:
         instance.completed_at = now
         tx.remove_from_stack(instance.session_id)  # before the save: `ensure` mends either order
         tx.save(instance)
+        settle_declared(tx, instance, self.project_root)
         self.events.completed(instance)
         assert instance.parent_session_id is not None  # an instance has its parent
         parent = tx.load(instance.parent_session_id)
