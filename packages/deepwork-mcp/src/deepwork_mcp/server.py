@@ -1,9 +1,10 @@
 """`create_server()`: the DeepWork MCP server (see `docs/config.md`, `docs/navigation.md`).
 
 It wires the core services (job catalog, session store, workflow engine, quality gate, branch
-maker) to FastMCP and registers the workflow tools and the review tools. The project is the given
-folder, or, when the server follows the client's roots, the client's first root (one set of
-services per folder, made on first use). Every tool call is logged
+maker) to FastMCP, hands them to the tools in the server's lifespan state
+(`deepwork_mcp.tools.services`) and lists the workflow tools and the review tools. The project
+is the given folder, or, when the server follows the client's roots, the client's first root
+(one set of services per folder, made on first use). Every tool call is logged
 to the `deepwork.mcp` logger (stderr under `deepwork serve`) with the tool name and the stack.
 """
 
@@ -34,6 +35,7 @@ from deepwork_mcp.roots import ProjectRoot, Projects, ProjectServices, RootsMidd
 from deepwork_mcp.server_instructions import build_instructions
 from deepwork_mcp.tool_errors import ToolErrors
 from deepwork_mcp.tools.reviews import register_review_tools
+from deepwork_mcp.tools.services import ToolServices, lifespan
 from deepwork_mcp.tools.workflows import register_workflow_tools
 
 if TYPE_CHECKING:
@@ -190,14 +192,10 @@ def create_server(
         version=version("deepwork-mcp"),
         mask_error_details=True,
         middleware=[*outer, CallLog(projects.get), ToolErrors(), CompactToolListing()],
+        lifespan=lifespan(ToolServices(projects.get, launch=launch, platform=config.platform)),
     )
-    register_workflow_tools(
-        mcp,
-        engines=lambda: projects.get().engine,
-        catalogs=lambda: projects.get().catalog,
-        launch=launch,
-    )
-    register_review_tools(mcp, project_root=lambda: projects.get().folder, platform=config.platform)
+    register_workflow_tools(mcp)
+    register_review_tools(mcp)
     return mcp
 
 
