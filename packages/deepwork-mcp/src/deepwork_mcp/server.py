@@ -1,10 +1,11 @@
 """`create_server()`: the DeepWork MCP server (see `docs/config.md`, `docs/navigation.md`).
 
 It wires the core services (job catalog, session store, workflow engine, quality gate, branch
-maker) to FastMCP and registers the workflow tools and the review tools. The project is the given
-folder, or, when the server follows the client's roots, the client's first root (one set of
-services per folder, made on first use). This is the server's composition root: it opens each
-project's store, once, when that project's state is first needed (the URL from
+maker) to FastMCP, hands them to the tools in the server's lifespan state
+(`deepwork_mcp.tools.services`) and lists the workflow tools and the review tools. The project
+is the given folder, or, when the server follows the client's roots, the client's first root
+(one set of services per folder, made on first use). This is the server's composition root: it
+opens each project's store, once, when that project's state is first needed (the URL from
 `DEEPWORK_STORE_URL`, else `store.url` of that project's config, else its SQLite file), hands
 it down, and closes it when the server's lifespan ends. Every tool call is logged
 to the `deepwork.mcp` logger (stderr under `deepwork serve`) with the tool name and the stack.
@@ -16,11 +17,11 @@ import logging
 import os
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 from datetime import date
 from importlib.metadata import version
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from anyio import to_thread
 from deepwork_core import DeepWorkConfig, DeepWorkError, JobCatalog
@@ -39,6 +40,7 @@ from deepwork_mcp.roots import ProjectRoot, Projects, ProjectServices, RootsMidd
 from deepwork_mcp.server_instructions import build_instructions
 from deepwork_mcp.tool_errors import ToolErrors
 from deepwork_mcp.tools.reviews import register_review_tools
+from deepwork_mcp.tools.services import Lifespan, ToolServices, lifespan
 from deepwork_mcp.tools.workflows import register_workflow_tools
 
 if TYPE_CHECKING:
@@ -51,9 +53,6 @@ if TYPE_CHECKING:
     from deepwork_mcp.reviewer import TraceEnv
 
 logger = logging.getLogger("deepwork.mcp")
-
-#: What FastMCP enters around a server's run (or each in-memory client's).
-Lifespan = Callable[[FastMCP], AbstractAsyncContextManager[None]]
 
 SERVER_NAME = "deepwork"
 
@@ -205,30 +204,32 @@ def create_server(
         version=version("deepwork-mcp"),
         mask_error_details=True,
         middleware=[*outer, CallLog(projects.get), ToolErrors(), CompactToolListing()],
-        lifespan=_lifespan(factory.gate, projects),
+        lifespan=_lifespan(
+            ToolServices(projects.get, launch=launch, platform=config.platform), factory, projects
+        ),
     )
-    register_workflow_tools(
-        mcp,
-        engines=lambda: projects.get().engine,
-        catalogs=lambda: projects.get().catalog,
-        launch=launch,
-    )
-    register_review_tools(mcp, project_root=lambda: projects.get().folder, platform=config.platform)
+    register_workflow_tools(mcp)
+    register_review_tools(mcp)
     return mcp
 
 
-def _lifespan(gate: _GateOnce, projects: Projects[ProjectServices]) -> Lifespan:
-    """The server's lifespan: when it ends, the gate's workers stop, then every project's store
-    closes (a later client of the same server opens them again)."""
+def _lifespan(
+    tools: ToolServices, factory: _ServicesFactory, projects: Projects[ProjectServices]
+) -> Lifespan:
+    """The server's lifespan: its state hands the tools their services; when it ends, the
+    gate's workers stop, then every project's store closes (a later client of the same server
+    opens them again)."""
+    serving = lifespan(tools)
 
     @asynccontextmanager
-    async def lifespan(_server: FastMCP) -> AsyncIterator[None]:
+    async def stopping(server: FastMCP[Any]) -> AsyncIterator[dict[str, Any]]:
         try:
-            yield
+            async with serving(server) as state:
+                yield state
         finally:
-            await to_thread.run_sync(_close_projects, gate, projects)
+            await to_thread.run_sync(_close_projects, factory.gate, projects)
 
-    return lifespan
+    return stopping
 
 
 def _close_projects(gate: _GateOnce, projects: Projects[ProjectServices]) -> None:

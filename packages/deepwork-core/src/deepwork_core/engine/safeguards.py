@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from deepwork_core.base.errors import GitError
-from deepwork_core.base.identifiers import check_session_id
+from deepwork_core.engine.approver import HumanAnswer
 from deepwork_core.engine.outputs import ValidatedOutputs
 from deepwork_core.engine.results import (
     ApprovalPrompt,
@@ -402,21 +402,18 @@ class Safeguards:
         session.pending_approval = None
         self.approvals.clear(session.session_id, withdrawn=record is None)
 
-    def record_elicited(
-        self, session_id: str, request_id: str, approved: bool, comment: str | None, client: str
-    ) -> None:
+    def record_elicited(self, prompt: ApprovalPrompt, answer: HumanAnswer) -> None:
         """Record the answer a human gave in the client's form (never from a tool argument)."""
-        check_session_id(session_id)
         record_decision(
             self.approvals,
-            session_id,
-            approved=approved,
-            comment=comment,
+            prompt.session_id,
+            approved=answer.approved,
+            comment=answer.comment,
             channel=ApprovalChannel.ELICITATION,
-            actor=client,
+            actor=answer.client,
             terminal=None,
             now=self.clock(),
-            request_id=request_id,
+            request_id=prompt.request_id,
         )
 
     def _write(self, event: KnownEvent) -> None:

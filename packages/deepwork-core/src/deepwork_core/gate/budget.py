@@ -20,6 +20,7 @@ from typing import Any
 from deepwork_core.base.config import DEFAULT_REVIEW_DEPTH, ReviewBudget
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError, QualityGateError
+from deepwork_core.base.identifiers import SessionId
 from deepwork_core.gate.checkpoint import Checkpoint
 from deepwork_core.gate.quality import (
     QualityReviewTask,
@@ -53,7 +54,7 @@ def is_spent(budget: ReviewBudget, spent: ReviewUsage) -> bool:
     return over_cost or over_tokens
 
 
-def check_budget(store: Store, run_id: str, budget: ReviewBudget) -> ReviewUsage:
+def check_budget(store: Store, run_id: SessionId, budget: ReviewBudget) -> ReviewUsage:
     """What run `run_id` spent; raises `quality_gate.budget_exhausted` when that is the budget."""
     spent = run_usage(store, run_id)
     if is_spent(budget, spent):
@@ -77,7 +78,7 @@ class BudgetLedger:
         self._lock = threading.Lock()
         self._held: dict[str, list[float]] = {}
 
-    def reserve(self, store: Store, run_id: str, slots: int) -> float | None:
+    def reserve(self, store: Store, run_id: SessionId, slots: int) -> float | None:
         """This call's slice in USD (None: no cost budget); raises
         `quality_gate.budget_exhausted` once the run spent or holds its whole budget."""
         if self.budget.max_cost_usd is None and self.budget.max_tokens is None:
@@ -94,7 +95,7 @@ class BudgetLedger:
             held.append(share)
             return share
 
-    def release(self, run_id: str, share: float) -> None:
+    def release(self, run_id: SessionId, share: float) -> None:
         """Give back a slice once the call's real cost is in the log."""
         with self._lock:
             held = self._held.get(run_id, [])
@@ -105,7 +106,7 @@ class BudgetLedger:
 
 
 def budget_exhausted(
-    store: Store, run_id: str, budget: ReviewBudget, spent: ReviewUsage
+    store: Store, run_id: SessionId, budget: ReviewBudget, spent: ReviewUsage
 ) -> QualityGateError:
     """The error answering a checkpoint of a run that spent its budget: what went on what."""
     limits = []
@@ -123,7 +124,7 @@ def budget_exhausted(
     )
 
 
-def spent_on(store: Store, run_id: str) -> str:
+def spent_on(store: Store, run_id: SessionId) -> str:
     """`, on: write/report 0.8000 USD (2 calls); …`, the most expensive reviews first."""
     try:
         events = read_events(store, run_id)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from deepwork_core.base.identifiers import SessionId
 from deepwork_core.evidence.verdicts import ReviewVerdict, VerdictKind
 from deepwork_core.jobs.model import JobDefinition, Step
 from deepwork_core.state.sessions import OutputValue
@@ -57,7 +58,7 @@ class Checkpoint:
     project_root: Path
     #: The project's open store: the gate's review jobs, the run's budget and usage events.
     store: Store
-    session_id: str
+    session_id: SessionId
     job: JobDefinition
     #: The step, or every step of a concurrent group (the first one names the self-review file).
     step_ids: tuple[str, ...]
@@ -74,14 +75,14 @@ class Checkpoint:
     undeclared_changes: tuple[str, ...] = ()
     #: The run's top-level session (None: this session): its log holds the run's review usage
     #: and its budget is counted there (docs/quality-gate.md).
-    run_id: str | None = None
+    run_id: SessionId | None = None
     #: How many entries the session's quality log had when this was submitted: each recorded
     #: verdict or error starts a new round of background reviews, and a verdict is recorded
     #: only while the log is still that long (docs/quality-gate.md, "Background reviews").
     log_length: int = 0
 
     @property
-    def run_session_id(self) -> str:
+    def run_session_id(self) -> SessionId:
         return self.run_id or self.session_id
 
     def undeclared_section(self) -> list[str]:

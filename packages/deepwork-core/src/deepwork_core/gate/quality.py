@@ -21,7 +21,7 @@ from deepwork_core.base.config import DEFAULT_REVIEW_DEPTH, ReviewDepth
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError, QualityGateError
 from deepwork_core.base.fsutil import atomic_write_text
-from deepwork_core.base.identifiers import check_name, check_session_id, resolve_inside
+from deepwork_core.base.identifiers import check_name, resolve_inside
 from deepwork_core.base.layout import TMP_DIR, review_file_name
 from deepwork_core.base.runtime_dir import ensure_tmp_dir
 from deepwork_core.evidence.verdicts import CriterionVerdict, ReviewVerdict
@@ -417,9 +417,8 @@ def combined_feedback(verdicts: Iterable[ReviewVerdict]) -> str:
 
 def self_review_path(checkpoint: Checkpoint) -> Path:
     """`.deepwork/tmp/quality_review_<session>_<step>.md` (step = the first of `step_ids`)."""
-    session = check_session_id(checkpoint.session_id)
     step = check_name(checkpoint.step_ids[0], kind="step_id")
-    return checkpoint.project_root / TMP_DIR / review_file_name(session, step)
+    return checkpoint.project_root / TMP_DIR / review_file_name(checkpoint.session_id, step)
 
 
 def write_self_review_file(checkpoint: Checkpoint, tasks: Sequence[QualityReviewTask]) -> Path:

@@ -38,6 +38,7 @@ from pydantic import (
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.base.fsutil import loads_json
+from deepwork_core.base.identifiers import SessionId
 from deepwork_core.evidence.hashes import OutputEvidence, ShownOutput, StaleEvidence
 from deepwork_core.evidence.verdicts import CriterionVerdict, VerdictKind
 
@@ -136,7 +137,7 @@ class _Record(BaseModel):
 
 class _Known(_Record):
     ts: Stamp
-    session_id: str
+    session_id: SessionId
 
 
 class StartedEvent(_Known):
@@ -148,7 +149,7 @@ class StartedEvent(_Known):
     goal: str | None = None
     instance_id: str | None = None
     agent_id: str | None = None
-    parent_session_id: str | None = None
+    parent_session_id: SessionId | None = None
     branch: str | None = None
 
 

@@ -45,7 +45,7 @@ from typing import Final
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import FileReadError
 from deepwork_core.base.fsutil import read_bytes_file
-from deepwork_core.base.identifiers import check_session_id
+from deepwork_core.base.identifiers import SessionId
 from deepwork_core.base.layout import EVENTS_DIR
 from deepwork_core.state.event_kinds import EVENT_SCHEMA_VERSION as EVENT_SCHEMA_VERSION
 from deepwork_core.state.event_kinds import EventLogError as EventLogError
@@ -65,9 +65,8 @@ def events_dir(project_root: Path) -> Path:
     return project_root / EVENTS_DIR
 
 
-def events_path(project_root: Path, session_id: str) -> Path:
-    """The old log file of `session_id` (checked against the session id pattern)."""
-    check_session_id(session_id)
+def events_path(project_root: Path, session_id: SessionId) -> Path:
+    """The old log file of `session_id`."""
     return events_dir(project_root) / f"{session_id}{EVENTS_SUFFIX}"
 
 
@@ -122,7 +121,6 @@ def append_event(store: Store, event: KnownEvent, *, project_id: str | None = No
     transaction already open on the store, with which it then commits), then tell the
     listeners (`add_event_listener`). `project_id` names another project of the store (a
     decision on a run another checkout serves); its listeners are not this process's."""
-    check_session_id(event.session_id)
     line = event_line(event)
     foreign = project_id is not None and project_id != store.project.project_id
     with store.write() as tx:
@@ -140,9 +138,8 @@ def append_event(store: Store, event: KnownEvent, *, project_id: str | None = No
         _notify(store, event)
 
 
-def read_events(store: Store, session_id: str) -> list[EventRecord]:
+def read_events(store: Store, session_id: SessionId) -> list[EventRecord]:
     """Every event of the session, oldest first; `[]` when the session has no log."""
-    check_session_id(session_id)
     with store.read() as tx:
         rows = tx.execute(
             "SELECT body FROM events WHERE project_id = ? AND session_id = ? ORDER BY seq",
@@ -168,12 +165,11 @@ class EventScan:
 
 
 def scan_events(
-    store: Store, session_id: str, *, keep_last: int, kinds: frozenset[str]
+    store: Store, session_id: SessionId, *, keep_last: int, kinds: frozenset[str]
 ) -> EventScan:
     """The newest `keep_last` events of a session and all its events of `kinds`: the store
     counts the rest without handing them over, so a log of any size costs little memory and
     time. Records are checked as `read_events` checks them (`events.corrupt`)."""
-    check_session_id(session_id)
     key = (store.project.project_id, session_id)
     where = f"store {store.display}, session {session_id}"
     of_kinds = (
@@ -197,9 +193,8 @@ def scan_events(
     )
 
 
-def last_event_at(store: Store, session_id: str) -> datetime | None:
+def last_event_at(store: Store, session_id: SessionId) -> datetime | None:
     """When the session's last event was logged (None: it has none)."""
-    check_session_id(session_id)
     with store.read() as tx:
         rows = tx.execute(
             "SELECT MAX(ts) FROM events WHERE project_id = ? AND session_id = ?",
@@ -254,7 +249,7 @@ def _read_bounded(path: Path) -> bytes | None:
         raise EventLogError(f"event log {exc.message}", code=code) from None
 
 
-def logged_session_ids(store: Store) -> list[str]:
+def logged_session_ids(store: Store) -> list[SessionId]:
     """Ids of the sessions that have events, the one logged to least recently first."""
     with store.read() as tx:
         rows = tx.execute(
@@ -262,13 +257,13 @@ def logged_session_ids(store: Store) -> list[str]:
             "GROUP BY session_id ORDER BY last",
             (store.project.project_id,),
         )
-    return [str(row[0]) for row in rows]
+    return [SessionId(str(row[0])) for row in rows]  # ids it was given as `SessionId`s
 
 
-def delete_event_log(store: Store, session_id: str) -> None:
+def delete_event_log(store: Store, session_id: SessionId) -> None:
     """Remove a session's events (used when the session itself is pruned)."""
     with store.write() as tx:
         tx.execute(
             "DELETE FROM events WHERE project_id = ? AND session_id = ?",
-            (store.project.project_id, check_session_id(session_id)),
+            (store.project.project_id, session_id),
         )

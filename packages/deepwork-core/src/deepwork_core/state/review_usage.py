@@ -15,6 +15,7 @@ from typing import Final
 from pydantic import BaseModel, ConfigDict
 
 from deepwork_core.base.errors import DeepWorkError
+from deepwork_core.base.identifiers import SessionId
 from deepwork_core.state.event_kinds import EventRecord, ReviewUsageEvent
 from deepwork_core.state.events import read_events
 from deepwork_core.state.sessions import Session
@@ -105,7 +106,7 @@ def _note(self_reviews: int, unpriced: int) -> str | None:
     return "; ".join(notes) or None
 
 
-def run_usage(store: Store, run_id: str) -> ReviewUsage:
+def run_usage(store: Store, run_id: SessionId) -> ReviewUsage:
     """The totals of run `run_id` (its top-level session id); empty when its log is unreadable."""
     try:
         return sum_usage(read_events(store, run_id))
@@ -113,7 +114,7 @@ def run_usage(store: Store, run_id: str) -> ReviewUsage:
         return ReviewUsage()
 
 
-def run_id_of(session: Session, load: Callable[[str], Session]) -> str:
+def run_id_of(session: Session, load: Callable[[SessionId], Session]) -> SessionId:
     """The run's top-level session id: `session`'s oldest ancestor that `load` still finds."""
     current, seen = session, {session.session_id}
     while current.parent_session_id is not None and current.parent_session_id not in seen:

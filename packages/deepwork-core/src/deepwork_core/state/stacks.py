@@ -2,9 +2,10 @@
 stacks").
 
 Every agent id has its own stack; no agent id means the main stack. A call without a session id
-works on the top of the caller's stack; an explicit session id names an active session on any
-stack. Answers carry the stack the session is on. A session that leaves its stack hands the files
-it declared to the sessions that waited for it (`settle_declared`).
+works on the top of the caller's stack; an explicit session id (a `SessionId`, parsed where the
+call came in) names an active session on any stack. Answers carry the stack the session is on. A
+session that leaves its stack hands the files it declared to the sessions that waited for it
+(`settle_declared`).
 """
 
 from __future__ import annotations
@@ -15,27 +16,33 @@ from pathlib import Path
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import SessionError
-from deepwork_core.base.identifiers import check_agent_id, check_session_id
+from deepwork_core.base.identifiers import SessionId, check_agent_id
 from deepwork_core.evidence.scope import settled
 from deepwork_core.state.sessions import Session, SessionStatus, StateTransaction
 
 
 @dataclass(frozen=True, slots=True)
 class StackItem:
-    session_id: str
+    session_id: SessionId
     workflow: str
     step: str
 
 
-def check_target(session_id: str | None, agent_id: str | None) -> None:
-    """Reject malformed ids before any file is touched."""
-    if session_id is not None:
-        check_session_id(session_id)
-    check_agent_id(agent_id)
+@dataclass(frozen=True, slots=True)
+class Target:
+    """The session a call names: `session_id`, else the top of `agent_id`'s stack (None: the
+    main stack)."""
+
+    session_id: SessionId | None = None
+    agent_id: str | None = None
+
+    def __post_init__(self) -> None:
+        check_agent_id(self.agent_id)
 
 
-def target_session(tx: StateTransaction, session_id: str | None, agent_id: str | None) -> Session:
+def target_session(tx: StateTransaction, target: Target) -> Session:
     """The active session a call works on (see the module docstring)."""
+    session_id, agent_id = target.session_id, target.agent_id
     if session_id is None:
         top = tx.top(agent_id)
         if top is None:
@@ -65,7 +72,7 @@ def stack_items(tx: StateTransaction, agent_id: str | None) -> list[StackItem]:
     return [stack_item(session) for session in tx.stack(agent_id)]
 
 
-def same_checkpoint(tx: StateTransaction, session_id: str, entry_index: int) -> Session:
+def same_checkpoint(tx: StateTransaction, session_id: SessionId, entry_index: int) -> Session:
     """The session, still active at `entry_index`, after its checkpoint ran unlocked."""
     session = tx.load(session_id)
     if session.status is not SessionStatus.ACTIVE or session.current_entry_index != entry_index:

@@ -25,7 +25,7 @@ from deepwork_core import DeepWorkError
 from deepwork_core.base.errors import FileReadError
 from deepwork_core.base.escaping import indented, printable
 from deepwork_core.base.fsutil import read_bytes_file
-from deepwork_core.base.identifiers import check_session_id
+from deepwork_core.base.identifiers import SessionId, parse_session_id
 from deepwork_core.state.approvals import (
     ApprovalChannel,
     ApprovalRecord,
@@ -76,13 +76,14 @@ def approve(
     root = project.resolve()
     state = state_dir(os.environ)
     try:
+        parsed = parse_session_id(session_id)
         key, trusted = approval_key(state, root), trusted_approvers(root, os.environ)
         signer = local_signer(state, os.environ, approver_name)
         with existing_project_store(root) as opened:
             if opened is None:  # no store, so nothing waits
-                raise nothing_to_decide(check_session_id(session_id))
+                raise nothing_to_decide(parsed)
             store = ApprovalStore(opened, root, key, trusted=trusted, signer=signer)
-            record = _decide(store, session_id, reject=reject, comment=comment, yes=yes)
+            record = _decide(store, parsed, reject=reject, comment=comment, yes=yes)
     except DeepWorkError as exc:
         click.echo(printable(f"{exc.code}: {exc.message}"), err=True)
         raise click.exceptions.Exit(1) from None
@@ -97,7 +98,7 @@ def approve(
 
 
 def _decide(
-    store: ApprovalStore, session_id: str, *, reject: bool, comment: str | None, yes: bool
+    store: ApprovalStore, session_id: SessionId, *, reject: bool, comment: str | None, yes: bool
 ) -> ApprovalRecord:
     """Show the open request, ask (unless `yes`), and record the decision."""
     pending = store.load(session_id)
@@ -166,7 +167,7 @@ def _confirm(record: ApprovalRecord, reject: bool) -> None:
         raise click.exceptions.Exit(1)
 
 
-def _warn_unverified(store: ApprovalStore, session_id: str, record: ApprovalRecord) -> None:
+def _warn_unverified(store: ApprovalStore, session_id: SessionId, record: ApprovalRecord) -> None:
     """Say so when the decision already in the file does not count (this one replaces it)."""
     why = store.why_unverified(session_id, record)
     if why is not None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 from deepwork_core import DeepWorkError
 from deepwork_core.base.escaping import printable
-from deepwork_core.base.identifiers import check_session_id
+from deepwork_core.base.identifiers import parse_session_id
 from deepwork_core.state.event_kinds import EventRecord
 from deepwork_core.state.events import read_events
 from deepwork_core.state.sessions import SessionStore, session_not_found
@@ -56,12 +56,13 @@ def log(session_id: str, project: Path, as_json: bool) -> None:
     """Print the event log of one workflow session, oldest event first."""
     root = project.resolve()
     try:
+        parsed = parse_session_id(session_id)
         with existing_project_store(root) as store:
             if store is None:  # no store, so no session at all
-                raise session_not_found(check_session_id(session_id))
-            events = read_events(store, session_id)
+                raise session_not_found(parsed)
+            events = read_events(store, parsed)
             if not events:  # no log: say whether the session exists
-                SessionStore(store, root).load(session_id)
+                SessionStore(store, root).load(parsed)
     except DeepWorkError as exc:
         raise cli_error(exc) from None
     if as_json:

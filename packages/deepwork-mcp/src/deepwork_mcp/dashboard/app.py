@@ -29,7 +29,7 @@ from urllib.parse import parse_qs
 
 from deepwork_core import DeepWorkError
 from deepwork_core.base.error_codes import ErrorCode
-from deepwork_core.base.identifiers import check_session_id
+from deepwork_core.base.identifiers import SessionId, parse_session_id
 from deepwork_core.state.approvals import (
     ApprovalChannel,
     ApprovalError,
@@ -151,16 +151,15 @@ class DashboardRoutes:
     def run(self, request: Request) -> Response:
         session_id = str(request.path_params["session_id"])
         try:
-            check_session_id(session_id)
+            parsed = parse_session_id(session_id)
             sessions = self.sessions()
             if sessions is None:  # no store, so no run at all
-                raise session_not_found(session_id)
-            approvals = self.approval_store(sessions)
-            page = views.run_page_view(sessions, session_id, approvals)
+                raise session_not_found(parsed)
+            page = views.run_page_view(sessions, parsed, self.approval_store(sessions))
         except DeepWorkError as exc:
             missing = pages.message_page("Not found", f"{exc.code}: {exc.message}")
             return HTMLResponse(missing, status_code=404)
-        rows = reviews.review_rows(sessions.store, session_id)
+        rows = reviews.review_rows(sessions.store, parsed)
         table = reviews.ReviewTable(rows=rows, session_id=session_id)
         return HTMLResponse(run_page(page, token=self.token, reviews=table))
 
@@ -171,7 +170,7 @@ class DashboardRoutes:
         session_id = request.query_params.get("session")
         if session_id is not None:
             try:
-                check_session_id(session_id)
+                parse_session_id(session_id)
             except DeepWorkError as exc:
                 return HTMLResponse(text_of(exc), status_code=404)
         rows = reviews.review_rows(self.stores.get(), session_id)
@@ -220,9 +219,10 @@ class DashboardRoutes:
         project: str | None = None,
     ) -> Response:
         try:
+            approvals, parsed = self._deciding(session_id, project)
             record = record_decision(
-                self._deciding(session_id, project),
-                check_session_id(session_id),
+                approvals,
+                parsed,
                 approved=approved,
                 comment=comment,
                 channel=ApprovalChannel.DASHBOARD,
@@ -241,15 +241,16 @@ class DashboardRoutes:
             200,
         )
 
-    def _deciding(self, session_id: str, project: str | None) -> ApprovalStore:
-        """The approvals a decision goes to, signed: this project's, or (a shared store only)
-        another project's of the same store."""
+    def _deciding(self, session_id: str, project: str | None) -> tuple[ApprovalStore, SessionId]:
+        """The approvals a decision on `session_id` goes to, signed: this project's, or (a
+        shared store only) another project's of the same store; with the id, parsed."""
+        parsed = parse_session_id(session_id)
         sessions = self.sessions()
         if sessions is None:  # no store, so nothing waits
-            raise nothing_to_decide(check_session_id(session_id))
+            raise nothing_to_decide(parsed)
         approvals = self.approval_store(sessions, signing=True)
         if project is None or project == approvals.project_id:
-            return approvals
+            return approvals, parsed
         if not self.trusted.shared:
             raise ApprovalError(
                 "a decision on another project's run needs a shared store (docs/team.md)",
@@ -260,7 +261,7 @@ class DashboardRoutes:
                 raise ApprovalError(
                     f"the store has no project {project!r}", code=ErrorCode.APPROVAL_NONE_PENDING
                 )
-        return self.approval_store(sessions, signing=True, project=project)
+        return self.approval_store(sessions, signing=True, project=project), parsed
 
     def _approvals(self, notice: str, status: int) -> Response:
         page = pages.approvals_page(self._open_approvals(), self.token, notice, ok=status == 200)

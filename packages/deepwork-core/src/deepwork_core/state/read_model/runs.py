@@ -24,6 +24,7 @@ from typing import Final
 from pydantic import BaseModel, ConfigDict, Field
 
 from deepwork_core.base.errors import DeepWorkError, SessionError
+from deepwork_core.base.identifiers import SessionId
 from deepwork_core.evidence.hashes import sha256_file
 from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.state.event_kinds import (
@@ -88,7 +89,7 @@ class _View(BaseModel):
 class Run(_View):
     """One session in a list of runs, with the runs it started nested under it (`run_tree`)."""
 
-    session_id: str
+    session_id: SessionId
     job: str
     workflow: str
     goal: str
@@ -99,7 +100,7 @@ class Run(_View):
     finished_at: datetime | None
     #: When the session's event log was last written (None: no log).
     last_event_at: datetime | None
-    parent_session_id: str | None
+    parent_session_id: SessionId | None
     branch: str | None
     #: The branch the repository was on when the run switched to `branch`.
     started_from_branch: str | None
@@ -315,7 +316,9 @@ def _listed_run(row: ProjectRun, *, reviewing: bool) -> Run:
 _COSTS: dict[tuple[str, str, str], tuple[int, ReviewUsage]] = {}
 
 
-def run_cost(store: Store, session_id: str, mark: tuple[int, float] | None) -> ReviewUsage | None:
+def run_cost(
+    store: Store, session_id: SessionId, mark: tuple[int, float] | None
+) -> ReviewUsage | None:
     """The review totals of a run (None when its log cannot be read); `mark` is its newest
     review call's from `session_marks` (None: it has none), and the calls are read again only
     when it changed."""
@@ -437,7 +440,7 @@ def _outputs(project_root: Path, session: Session) -> list[OutputLine]:
 
 
 def run_detail(
-    store: SessionStore, session_id: str, *, max_events: int = DEFAULT_MAX_EVENTS
+    store: SessionStore, session_id: SessionId, *, max_events: int = DEFAULT_MAX_EVENTS
 ) -> RunDetail:
     """Everything a run page shows. Raises `session.not_found` for an unknown session."""
     session = store.load(session_id)
