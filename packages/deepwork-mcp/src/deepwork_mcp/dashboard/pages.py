@@ -15,9 +15,9 @@ from typing import Final
 
 from deepwork_core.base.escaping import printable
 from deepwork_core.state.read_model.runs import Run
-from deepwork_core.state.review_usage import ReviewUsage, cost_text
 from deepwork_core.state.stats import Stats
 from deepwork_core.state.store.runs import StoredRun
+from deepwork_core.state.usage.pair import RunUsage, cost_text
 
 from deepwork_mcp.dashboard.assets import STYLESHEET
 from deepwork_mcp.dashboard.views import ApprovalView, FilePreview
@@ -72,7 +72,7 @@ def scroll(table: str) -> str:
     return f'<div class="scroll">{table}</div>'
 
 
-def cost(usage: ReviewUsage | None) -> str:
+def cost(usage: RunUsage | None) -> str:
     """`0.7500 USD · 12,345 tokens` (or `-` when nothing was metered)."""
     if usage is None or (usage.calls == 0 and usage.self_reviews == 0):
         return '<span class="muted">-</span>'

@@ -17,7 +17,7 @@ from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.state.event_kinds import ReviewVerdictEvent
 from deepwork_core.state.read_model.runs import OutputLine, Run, RunDetail, RunSummary
 from deepwork_core.state.read_model.timeline import TimelineEntry
-from deepwork_core.state.review_usage import cost_text
+from deepwork_core.state.usage.pair import cost_text
 
 from deepwork_mcp.dashboard.pages import (
     approval_card,

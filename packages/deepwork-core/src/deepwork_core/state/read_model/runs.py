@@ -43,11 +43,12 @@ from deepwork_core.state.read_model.timeline import (
     clip,
     timeline_entry,
 )
-from deepwork_core.state.review_usage import ReviewUsage, sum_usage
 from deepwork_core.state.sessions import Session, SessionStatus, SessionStore
 from deepwork_core.state.store.opening import existing_store
 from deepwork_core.state.store.review_jobs import ReviewJobs, ReviewJobState
 from deepwork_core.state.store.runs import ProjectRun, project_runs
+from deepwork_core.state.usage.pair import RunUsage
+from deepwork_core.state.usage.totals import sum_usage
 
 #: Events the timeline of one run page shows (the newest); older ones are counted, not shown.
 DEFAULT_MAX_EVENTS: Final = 500
@@ -108,7 +109,7 @@ class Run(_View):
     instance_of: InstanceOf | None = None
     #: What the reviews of the run cost, for a top-level run when asked (`list_runs`); a nested
     #: run's reviews are counted in its top-level run's log.
-    review_usage: ReviewUsage | None = None
+    review_usage: RunUsage | None = None
     children: list[Run] = Field(default_factory=list)
 
 
@@ -139,7 +140,7 @@ class RunSummary(_View):
     steps_done: int
     verdicts: list[VerdictLine]
     approvals: list[ApprovalLine]
-    review_usage: ReviewUsage
+    review_usage: RunUsage
 
 
 class OutputLine(_View):
@@ -318,17 +319,17 @@ def _listed_run(row: ProjectRun, *, reviewing: bool) -> Run:
 
 #: (newest review call's number, totals) per run: a run list is redrawn every second, and its
 #: review calls rarely change.
-_COSTS: dict[tuple[Path, str], tuple[int, ReviewUsage]] = {}
+_COSTS: dict[tuple[Path, str], tuple[int, RunUsage]] = {}
 
 
 def run_cost(
     project_root: Path, session_id: str, mark: tuple[int, float] | None
-) -> ReviewUsage | None:
+) -> RunUsage | None:
     """The review totals of a run (None when its log cannot be read); `mark` is its newest
     review call's from `session_marks` (None: it has none), and the calls are read again only
     when it changed."""
     if mark is None:
-        return ReviewUsage()
+        return RunUsage()
     cached = _COSTS.get((project_root, session_id))
     if cached is not None and cached[0] == mark[0]:
         return cached[1]
