@@ -20,7 +20,7 @@ from typing import Any
 
 from deepwork_core.base.config import ReviewBudget
 from deepwork_core.evidence.verdicts import ReviewVerdict
-from deepwork_core.gate.background import BackgroundReviews
+from deepwork_core.gate.background import BackgroundReviews, ReviewPayload
 from deepwork_core.gate.checkpoint import Checkpoint
 from deepwork_core.gate.quality import plan_review_tasks
 from deepwork_core.gate.tasks import QualityReviewTask
@@ -77,7 +77,7 @@ def background_overhead(
     store = open_store(None, root)
     if not fsync and isinstance(store, SqliteStore):
         store._conn.execute("PRAGMA synchronous = NORMAL")  # the bench's variant only
-    jobs = ReviewJobs(store)
+    jobs = ReviewJobs(store, ReviewPayload)
     reviews = BackgroundReviews(root, reviewer, lambda _n: checkpoint.job, 4, jobs=jobs)
     direct: list[float] = []
     background: list[float] = []

@@ -21,6 +21,7 @@ from deepwork_core.gate.quality import (
 from deepwork_core.jobs.parser import load_job
 from deepwork_mcp.reviewer import CliReviewer
 
+from tests.fixtures.review_queue import Note
 from tests.fixtures.reviewer import ScriptedReviewer
 
 JOB_YML = """\
@@ -443,9 +444,9 @@ def test_a_background_call_shares_the_budget_with_the_jobs_of_its_session(env: E
     request = env.request()
     reviewer = env.reviewer(max_parallel=2)
     assert reviewer.parallel_slots(request) == 1  # no store yet: nothing else runs
-    jobs = ReviewJobs(shared_store(env.root))
-    ids = [jobs.enqueue("gate_review", {}, session_id=request.session_id) for _ in range(3)]
-    jobs.enqueue("gate_review", {}, session_id="sess_other")
+    jobs = ReviewJobs(shared_store(env.root), Note)
+    ids = [jobs.enqueue("gate_review", Note(), session_id=request.session_id) for _ in range(3)]
+    jobs.enqueue("gate_review", Note(), session_id="sess_other")
     assert reviewer.parallel_slots(request) == 2  # three live jobs, at most max_parallel
     for job_id in ids[1:]:
         jobs.cancel(job_id)
@@ -470,9 +471,9 @@ def test_parallel_background_calls_share_the_budget_instead_of_each_spending_it(
     env.fake.hold_until(4)  # the four calls really run at once
     request = env.request(pages=pages)
     tasks = plan_review_tasks(request)
-    jobs = ReviewJobs(shared_store(env.root))
+    jobs = ReviewJobs(shared_store(env.root), Note)
     for _ in tasks:  # as the background gate enqueues a checkpoint's tasks, before any runs
-        jobs.enqueue("gate_review", {}, session_id=request.session_id)
+        jobs.enqueue("gate_review", Note(), session_id=request.session_id)
     reviewer = env.reviewer(max_parallel=4, budget=ReviewBudget(max_cost_usd=1.0))
     errors: list[str] = []
 

@@ -44,6 +44,7 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import ProcessOutputError, ProcessTimeoutError, QualityGateError
 from deepwork_core.base.process import Completed
 from deepwork_core.evidence.verdicts import ReviewVerdict
+from deepwork_core.gate.background import ReviewPayload
 from deepwork_core.gate.budget import BudgetLedger, check_budget, review_usage_event, usd_left
 from deepwork_core.gate.checkpoint import Checkpoint
 from deepwork_core.gate.quality import (
@@ -148,7 +149,7 @@ class CliReviewer:
         store = existing_store(checkpoint.project_root)
         if store is None:
             return 1
-        live = ReviewJobs(store).list(session_id=checkpoint.session_id, states=_LIVE)
+        live = ReviewJobs(store, ReviewPayload).list(session_id=checkpoint.session_id, states=_LIVE)
         return max(1, min(self.max_parallel, len(live)))
 
     def timeout_for(self, file_count: int) -> float:

@@ -13,13 +13,13 @@ from deepwork_core.base.config import ReviewBudget
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import QualityGateError
 from deepwork_core.evidence.verdicts import ReviewVerdict
-from deepwork_core.gate.background import BackgroundReviews
+from deepwork_core.gate.background import KIND, BackgroundReviews, ReviewPayload
 from deepwork_core.gate.checkpoint import Checkpoint, GateReviewing
 from deepwork_core.gate.quality import plan_review_tasks
 from deepwork_core.gate.tasks import QualityReviewTask
 from deepwork_core.state.store.opening import open_store
 from deepwork_core.state.store.port import Store
-from deepwork_core.state.store.review_jobs import ReviewJobs, ReviewJobState
+from deepwork_core.state.store.review_jobs import Failed, ReviewJobs, ReviewJobState
 
 from tests.unit.core.gate.test_quality import make_request
 from tests.unit.core.gate.test_quality import project as project
@@ -77,7 +77,11 @@ def reviewer() -> GatedReviewer:
 def reviews(project: Path, store: Store, reviewer: GatedReviewer) -> Iterator[BackgroundReviews]:
     checkpoint = make_request(project)
     found = BackgroundReviews(
-        project, reviewer, lambda _name: checkpoint.job, max_parallel=4, jobs=ReviewJobs(store)
+        project,
+        reviewer,
+        lambda _name: checkpoint.job,
+        max_parallel=4,
+        jobs=ReviewJobs(store, ReviewPayload),
     )
     try:
         yield found
@@ -127,7 +131,7 @@ def test_changed_outputs_cancel_the_reviews_in_flight(
     assert isinstance(second, GateReviewing)
     old = {r.review_id for r in first.reviews}
     assert old.isdisjoint(r.review_id for r in second.reviews)
-    states = {job.job_id: job.state for job in ReviewJobs(store).list()}
+    states = {job.job_id: job.state for job in ReviewJobs(store, ReviewPayload).list()}
     assert {states[job_id] for job_id in old} == {ReviewJobState.CANCELLED}
 
 
@@ -186,7 +190,11 @@ def test_a_job_of_a_dead_worker_runs_again_and_is_answered_once(
     store = open_store(None, project, clock=clock)
     checkpoint = make_request(project)
     first = BackgroundReviews(
-        project, reviewer, lambda _n: checkpoint.job, max_parallel=8, jobs=ReviewJobs(store)
+        project,
+        reviewer,
+        lambda _n: checkpoint.job,
+        max_parallel=8,
+        jobs=ReviewJobs(store, ReviewPayload),
     )
     try:
         answer = first.run(checkpoint, plan_review_tasks(checkpoint), 0.0)
@@ -196,7 +204,11 @@ def test_a_job_of_a_dead_worker_runs_again_and_is_answered_once(
             assert reviewer.started.acquire(timeout=LONG)
         clock.t += 3600  # the first worker stopped renewing: its leases ran out
         second = BackgroundReviews(
-            project, reviewer, lambda _n: checkpoint.job, max_parallel=8, jobs=ReviewJobs(store)
+            project,
+            reviewer,
+            lambda _n: checkpoint.job,
+            max_parallel=8,
+            jobs=ReviewJobs(store, ReviewPayload),
         )
         try:
             for _ in range(total):
@@ -211,7 +223,51 @@ def test_a_job_of_a_dead_worker_runs_again_and_is_answered_once(
         first.close()
         store.close()
     reopened = open_store(None, project)
-    jobs = ReviewJobs(reopened).list()
+    jobs = ReviewJobs(reopened, ReviewPayload).list()
     reopened.close()
     assert [job.attempts for job in jobs] == [2] * total  # each claimed twice, answered once
     assert all(job.state is ReviewJobState.DONE for job in jobs)
+
+
+def test_a_job_this_version_cannot_read_is_failed_with_its_code(
+    project: Path, store: Store, reviewer: GatedReviewer
+) -> None:
+    checkpoint = make_request(project)
+    with store.write() as tx:  # queued by a version whose payload this one does not know
+        tx.execute(
+            "INSERT INTO review_jobs (job_id, project_id, session_id, kind, payload, state, "
+            "enqueued_at) VALUES ('rj-odd', ?, 'sess_elsewhere', ?, '{\"shape\": 2}', 'queued', 0)",
+            (store.project.project_id, KIND),
+        )
+    jobs = ReviewJobs(store, ReviewPayload)
+    one_at_a_time = BackgroundReviews(
+        project, reviewer, lambda _name: checkpoint.job, max_parallel=1, jobs=jobs
+    )
+    try:
+        reviewer.release.set()
+        verdicts = one_at_a_time.run(checkpoint, plan_review_tasks(checkpoint), LONG)
+    finally:
+        one_at_a_time.close()
+    assert isinstance(verdicts, tuple)  # the odd job ran first, and blocked nothing
+    odd = jobs.get("rj-odd")
+    assert odd.state is ReviewJobState.DONE
+    assert isinstance(odd.result, Failed)
+    assert odd.result.code == ErrorCode.STORE_JOB_UNREADABLE
+    assert len(reviewer.calls) == len(verdicts)  # no reviewer was asked about it
+
+
+def test_an_unreadable_job_of_the_session_is_replaced_by_a_fresh_one(
+    project: Path, store: Store, reviews: BackgroundReviews, reviewer: GatedReviewer
+) -> None:
+    checkpoint = make_request(project)
+    with store.write() as tx:
+        tx.execute(
+            "INSERT INTO review_jobs (job_id, project_id, session_id, kind, payload, state, "
+            "enqueued_at) VALUES ('rj-odd', ?, ?, ?, '{}', 'claimed', 0)",
+            (store.project.project_id, checkpoint.session_id, KIND),
+        )
+    reviewer.release.set()
+    verdicts = reviews.run(checkpoint, plan_review_tasks(checkpoint), LONG)
+    assert isinstance(verdicts, tuple)
+    assert all(v.passed for v in verdicts)
+    assert ReviewJobs(store, ReviewPayload).get("rj-odd").state is ReviewJobState.CANCELLED

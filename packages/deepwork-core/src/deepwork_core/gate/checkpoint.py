@@ -1,11 +1,11 @@
 """What the engine hands the quality gate, and what the gate answers (see `docs/quality-gate.md`).
 
 One `Checkpoint` travels from the engine to the gate's planner, payload and prompt builders
-unchanged; the gate answers with one of four verdicts, told apart by type:
-`GatePassed` (advance), `GateNeedsWork` (a reviewer failed the outputs),
-`GateSelfReviewRequested` (self-review mode: the agent must have the outputs reviewed) and
-`GateReviewing` (background reviews still run after `quality_gate.wait_seconds`). Each
-carries `warnings` (`<code>: <message>`), which the engine passes on in its answer.
+unchanged (on the review queue as a `CheckpointRecord`); the gate answers with one of four
+verdicts, told apart by type: `GatePassed` (advance), `GateNeedsWork` (a reviewer failed
+the outputs), `GateSelfReviewRequested` (self-review mode: the agent must have the outputs
+reviewed) and `GateReviewing` (background reviews still run after `quality_gate.wait_seconds`).
+Each carries `warnings` (`<code>: <message>`), which the engine passes on in its answer.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
 
 from deepwork_core.evidence.verdicts import ReviewVerdict, VerdictKind
 from deepwork_core.jobs.model import JobDefinition, Step
@@ -97,6 +99,59 @@ class Checkpoint:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "project_root", self.project_root.resolve())
+
+
+class CheckpointRecord(BaseModel):
+    """A `Checkpoint` as the review queue carries it (docs/quality-gate.md, "Background
+    reviews"): its fields as JSON, the job by name; the worker that reads it knows the project."""
+
+    #: Keys a newer version added are ignored, so its jobs still run here.
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    session_id: str
+    job_name: str
+    step_ids: tuple[str, ...]
+    outputs: dict[str, OutputValue]
+    input_files: list[ResolvedInput]
+    notes: str | None = None
+    attempt: int = 0
+    work_summary: str | None = None
+    undeclared_changes: tuple[str, ...] = ()
+    run_id: str | None = None
+    log_length: int = 0
+
+    @classmethod
+    def of(cls, checkpoint: Checkpoint) -> CheckpointRecord:
+        return cls(
+            session_id=checkpoint.session_id,
+            job_name=checkpoint.job.name,
+            step_ids=checkpoint.step_ids,
+            outputs=checkpoint.outputs,
+            input_files=checkpoint.input_files,
+            notes=checkpoint.notes,
+            attempt=checkpoint.attempt,
+            work_summary=checkpoint.work_summary,
+            undeclared_changes=checkpoint.undeclared_changes,
+            run_id=checkpoint.run_id,
+            log_length=checkpoint.log_length,
+        )
+
+    def checkpoint(self, project_root: Path, job: JobDefinition) -> Checkpoint:
+        """The checkpoint again, in `project_root`, of `job` (the one named `job_name`)."""
+        return Checkpoint(
+            project_root=project_root,
+            session_id=self.session_id,
+            job=job,
+            step_ids=self.step_ids,
+            outputs=dict(self.outputs),
+            input_files=list(self.input_files),
+            notes=self.notes,
+            attempt=self.attempt,
+            work_summary=self.work_summary,
+            undeclared_changes=self.undeclared_changes,
+            run_id=self.run_id,
+            log_length=self.log_length,
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -10,7 +10,7 @@ newest `max_events` events and says how many older ones it left out; the summary
 every verdict, approval and review call of the log. A run whose background reviews are still
 queued or running is `reviewing` (that answer records nothing, and is never an attempt).
 Everything here only reads, through the public state APIs (`SessionStore`, `scan_events`,
-`session_marks`, `ReviewJobs`), so it does not care which database keeps the data.
+`session_marks`, `sessions_with_live_jobs`), so it does not care which database keeps the data.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from deepwork_core.state.read_model.timeline import (
 )
 from deepwork_core.state.sessions import Session, SessionStatus, SessionStore
 from deepwork_core.state.store.opening import existing_store
-from deepwork_core.state.store.review_jobs import ReviewJobs, ReviewJobState
+from deepwork_core.state.store.review_jobs import sessions_with_live_jobs
 from deepwork_core.state.store.runs import ProjectRun, project_runs
 from deepwork_core.state.usage.pair import RunUsage
 from deepwork_core.state.usage.totals import sum_usage
@@ -189,8 +189,7 @@ def reviewing_sessions(project_root: Path) -> set[str]:
     store = existing_store(project_root)
     if store is None:
         return set()
-    live = (ReviewJobState.QUEUED, ReviewJobState.CLAIMED)
-    return {job.session_id for job in ReviewJobs(store).list(states=live) if job.session_id}
+    return sessions_with_live_jobs(store)
 
 
 def _stamp(mark: tuple[int, float] | None) -> datetime | None:
