@@ -12,15 +12,18 @@ import pytest
 from deepwork_core.base.config import ReviewBudget
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import QualityGateError
-from deepwork_core.evidence.verdicts import ReviewVerdict
 from deepwork_core.gate.background import KIND, BackgroundReviews, ReviewPayload
-from deepwork_core.gate.checkpoint import Checkpoint, GateReviewing
+from deepwork_core.gate.calls import ReviewCalls
+from deepwork_core.gate.checkpoint import GateReviewing
 from deepwork_core.gate.quality import plan_review_tasks
+from deepwork_core.gate.reviewer import ReviewBrief, ReviewerReply
 from deepwork_core.gate.tasks import QualityReviewTask
 from deepwork_core.state.store.opening import open_store
 from deepwork_core.state.store.port import Store
 from deepwork_core.state.store.review_jobs import Failed, ReviewJobs, ReviewJobState
+from pydantic import JsonValue
 
+from tests.fixtures.review_queue import Note
 from tests.unit.core.gate.test_quality import make_request
 from tests.unit.core.gate.test_quality import project as project
 
@@ -29,9 +32,10 @@ LONG = 30.0
 
 
 class GatedReviewer:
-    """Passes every task once `release` is set; records each call and whether it was cancelled."""
+    """A `Reviewer` that passes every criterion once `release` is set; records each call and
+    whether it was cancelled."""
 
-    budget = ReviewBudget()
+    name = "gated"
 
     def __init__(self) -> None:
         self.release = threading.Event()
@@ -41,9 +45,8 @@ class GatedReviewer:
         self.error: QualityGateError | None = None
         self.on_review: list[Path] = []
 
-    def review_task(
-        self, checkpoint: Checkpoint, task: QualityReviewTask, cancelled: threading.Event
-    ) -> ReviewVerdict:
+    def review(self, brief: ReviewBrief, cancelled: threading.Event) -> ReviewerReply:
+        task = brief.task
         self.calls.append(task.label)
         self.started.release()
         for path in self.on_review:  # the agent edits a file while it is reviewed
@@ -54,9 +57,15 @@ class GatedReviewer:
                 raise QualityGateError("cancelled", code=ErrorCode.QUALITY_GATE_ERROR)
         if self.error is not None:
             raise self.error
-        return ReviewVerdict(
-            step_id=task.step_id, review_run_each=task.run_each, passed=True, feedback="ok"
-        )
+        return ReviewerReply(reply=passing_reply(task))
+
+
+def passing_reply(task: QualityReviewTask) -> dict[str, JsonValue]:
+    """A reply that passes every criterion of `task`."""
+    results: list[JsonValue] = [
+        {"criterion": name, "passed": True, "feedback": ""} for name in task.criteria
+    ]
+    return {"passed": True, "feedback": "ok", "criteria_results": results}
 
 
 @pytest.fixture
@@ -78,7 +87,7 @@ def reviews(project: Path, store: Store, reviewer: GatedReviewer) -> Iterator[Ba
     checkpoint = make_request(project)
     found = BackgroundReviews(
         project,
-        reviewer,
+        ReviewCalls(reviewer),
         lambda _name: checkpoint.job,
         max_parallel=4,
         jobs=ReviewJobs(store, ReviewPayload),
@@ -191,7 +200,7 @@ def test_a_job_of_a_dead_worker_runs_again_and_is_answered_once(
     checkpoint = make_request(project)
     first = BackgroundReviews(
         project,
-        reviewer,
+        ReviewCalls(reviewer),
         lambda _n: checkpoint.job,
         max_parallel=8,
         jobs=ReviewJobs(store, ReviewPayload),
@@ -205,7 +214,7 @@ def test_a_job_of_a_dead_worker_runs_again_and_is_answered_once(
         clock.t += 3600  # the first worker stopped renewing: its leases ran out
         second = BackgroundReviews(
             project,
-            reviewer,
+            ReviewCalls(reviewer),
             lambda _n: checkpoint.job,
             max_parallel=8,
             jobs=ReviewJobs(store, ReviewPayload),
@@ -241,7 +250,7 @@ def test_a_job_this_version_cannot_read_is_failed_with_its_code(
         )
     jobs = ReviewJobs(store, ReviewPayload)
     one_at_a_time = BackgroundReviews(
-        project, reviewer, lambda _name: checkpoint.job, max_parallel=1, jobs=jobs
+        project, ReviewCalls(reviewer), lambda _name: checkpoint.job, max_parallel=1, jobs=jobs
     )
     try:
         reviewer.release.set()
@@ -271,3 +280,49 @@ def test_an_unreadable_job_of_the_session_is_replaced_by_a_fresh_one(
     assert isinstance(verdicts, tuple)
     assert all(v.passed for v in verdicts)
     assert ReviewJobs(store, ReviewPayload).get("rj-odd").state is ReviewJobState.CANCELLED
+
+
+def test_max_parallel_must_be_positive(project: Path, store: Store) -> None:
+    checkpoint = make_request(project)
+    with pytest.raises(ValueError):
+        BackgroundReviews(
+            project,
+            ReviewCalls(GatedReviewer()),
+            lambda _name: checkpoint.job,
+            max_parallel=0,
+            jobs=ReviewJobs(store, ReviewPayload),
+        )
+
+
+def test_a_call_shares_the_cost_budget_with_the_live_jobs_of_its_session(
+    project: Path, store: Store, reviewer: GatedReviewer
+) -> None:
+    checkpoint = make_request(project)
+    jobs = ReviewJobs(store, Note)
+    budget = ReviewBudget(max_cost_usd=1.0)
+    reviews = BackgroundReviews(
+        project,
+        ReviewCalls(reviewer, budget=budget),
+        lambda _name: checkpoint.job,
+        max_parallel=2,
+        jobs=ReviewJobs(store, ReviewPayload),
+    )
+    unbudgeted = BackgroundReviews(
+        project,
+        ReviewCalls(reviewer),
+        lambda _name: checkpoint.job,
+        max_parallel=2,
+        jobs=ReviewJobs(store, ReviewPayload),
+    )
+    try:
+        assert reviews.slots(checkpoint.session_id) == 1  # nothing else runs
+        ids = [jobs.enqueue("other", Note(), session_id=checkpoint.session_id) for _ in range(3)]
+        jobs.enqueue("other", Note(), session_id="sess_other")
+        assert reviews.slots(checkpoint.session_id) == 2  # three live jobs, at most max_parallel
+        assert unbudgeted.slots(checkpoint.session_id) == 1  # no cost budget to share
+        for job_id in ids[1:]:
+            jobs.cancel(job_id)
+        assert reviews.slots(checkpoint.session_id) == 1
+    finally:
+        reviews.close()
+        unbudgeted.close()

@@ -8,12 +8,14 @@ cancels the session's other jobs (their processes are stopped). It then waits at
 `wait_seconds` and returns the verdicts in task order, or a `GateReviewing` listing each job.
 
 The jobs are rows of the store's `review_jobs` queue (`deepwork_core.state.store.review_jobs`),
-one per task, enqueued under a dedupe key (`<key>:<task>`), so joining is enqueueing again.
-Workers claim jobs with a lease they renew, run at most `max_parallel` at once, and record each
-result with `complete`, which succeeds once per claim: jobs left by a server that stopped or was
-killed are claimed again once their lease runs out, and run once. Each verdict is bound to the
-hashes it judged: when the files changed meanwhile it is marked stale, and the call answers
-`quality_gate.outputs_changed`.
+one per task, each a `ReviewPayload` (the checkpoint as a `CheckpointRecord`, the task, the
+hashes) enqueued under a dedupe key (`<key>:<task>`), so joining is enqueueing again. Workers
+are the threads of one pool: each claims a job with a lease the keeper thread renews, judges it
+synchronously through `ReviewCalls` (the `Reviewer` port), at most `max_parallel` at once, and
+records one `JobResult` with `complete`, which succeeds once per claim: jobs left by a server
+that stopped or was killed are claimed again once their lease runs out, and run once. Each
+verdict is bound to the hashes it judged: when the files changed meanwhile it is `Stale`, and
+the call answers `quality_gate.outputs_changed`.
 """
 
 from __future__ import annotations
@@ -30,15 +32,14 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from pathlib import Path
-from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from deepwork_core.base.config import ReviewBudget
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError, QualityGateError
 from deepwork_core.base.identifiers import resolve_inside
 from deepwork_core.evidence.verdicts import ReviewVerdict
+from deepwork_core.gate.calls import ReviewCalls
 from deepwork_core.gate.checkpoint import (
     Checkpoint,
     CheckpointRecord,
@@ -70,21 +71,8 @@ LEASE_SECONDS = 15.0
 #: The `kind` of the gate's jobs in the queue.
 KIND = "gate_review"
 _MISSING = "missing"
-
-
-class Reviewer(Protocol):
-    """The port a reviewer adapter implements: judge one task, synchronously, in a worker thread.
-
-    It raises `QualityGateError` (with its code) when it can give no verdict, and stops soon
-    after `cancelled` is set (its process killed). `budget` is what a run may spend.
-    """
-
-    @property
-    def budget(self) -> ReviewBudget: ...
-
-    def review_task(
-        self, checkpoint: Checkpoint, task: QualityReviewTask, cancelled: threading.Event
-    ) -> ReviewVerdict: ...
+#: Review jobs that still run, or will.
+_LIVE = (ReviewJobState.QUEUED, ReviewJobState.CLAIMED)
 
 
 class ReviewPayload(BaseModel):
@@ -140,13 +128,16 @@ class BackgroundReviews:
     def __init__(
         self,
         project_root: Path,
-        reviewer: Reviewer,
+        calls: ReviewCalls,
         load_job: Callable[[str], JobDefinition],
         max_parallel: int,
         jobs: ReviewJobs[ReviewPayload] | None = None,
     ) -> None:
+        """`calls` judges one task in a worker thread; at most `max_parallel` run at once."""
+        if max_parallel < 1:
+            raise ValueError("max_parallel must be at least 1")
         self.root = project_root
-        self.reviewer = reviewer
+        self.calls = calls
         self.load_job = load_job
         self.max_parallel = max_parallel
         self.jobs = (
@@ -241,8 +232,7 @@ class BackgroundReviews:
 
     def _cancel(self, session_id: str, keep: str) -> None:
         """Cancel the session's live jobs other than those of submission `keep`."""
-        live = [ReviewJobState.QUEUED, ReviewJobState.CLAIMED]
-        for job in self.jobs.list(session_id=session_id, states=live):
+        for job in self.jobs.list(session_id=session_id, states=_LIVE):
             if job.kind == KIND and (job.payload.key if job.payload else None) != keep:
                 self.jobs.cancel(job.job_id)
                 with self._changed:
@@ -295,7 +285,8 @@ class BackgroundReviews:
         try:
             job_definition = self.load_job(payload.checkpoint.job_name)
             checkpoint = payload.checkpoint.checkpoint(self.root, job_definition)
-            verdict = self.reviewer.review_task(checkpoint, payload.task, cancelled)
+            slots = self.slots(checkpoint.session_id)
+            verdict = self.calls.judge(checkpoint, payload.task, cancelled, slots=slots)
         except DeepWorkError as exc:
             return Failed(code=exc.code, message=exc.message)
         except Exception as exc:  # an adapter's bug must fail the review, not the worker
@@ -304,6 +295,15 @@ class BackgroundReviews:
         if file_hashes(self.root, list(payload.hashes)) != payload.hashes:
             return Stale()
         return Judged(verdict=verdict)
+
+    def slots(self, session_id: str) -> int:
+        """How many reviewer calls of the session may run at once, sharing what is left of the
+        run's cost budget: its jobs still queued or running (the gate enqueues a checkpoint's
+        tasks together, before any starts), at most `max_parallel`; 1 without a cost budget."""
+        if self.calls.budget.max_cost_usd is None:
+            return 1
+        live = self.jobs.list(session_id=session_id, states=_LIVE)
+        return max(1, min(self.max_parallel, len(live)))
 
     def _keep(self) -> None:
         """Renew the leases of running jobs (stopping one whose claim was lost or cancelled),

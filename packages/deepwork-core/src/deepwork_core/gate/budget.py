@@ -181,11 +181,16 @@ def log_self_reviews(checkpoint: Checkpoint, tasks: Sequence[QualityReviewTask])
 
 
 def review_usage_event(
-    checkpoint: Checkpoint, task: QualityReviewTask, **figures: Any
+    checkpoint: Checkpoint,
+    task: QualityReviewTask,
+    usage: RequestUsage | None = None,
+    **figures: Any,
 ) -> ReviewUsageEvent:
     """The `review_usage` event of `task`, for the log of the checkpoint's top-level run:
-    what identifies the review, plus the call's `figures` (mode, outcome, model, tokens...)."""
+    what identifies the review, the call's `usage` (None: a self-review, nothing metered) and
+    its other `figures` (mode, outcome, seconds, runner...)."""
     nested = checkpoint.session_id != checkpoint.run_session_id
+    metered = usage.model_dump() if usage is not None else {}
     return ReviewUsageEvent(
         ts=utc_now(),
         session_id=checkpoint.run_session_id,
@@ -197,5 +202,6 @@ def review_usage_event(
         criteria=len(task.criteria),
         depth=task.depth or DEFAULT_REVIEW_DEPTH,
         attempt=checkpoint.attempt or None,
+        **metered,
         **figures,
     )
