@@ -14,7 +14,7 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import QualityGateError
 from deepwork_core.gate.background import KIND, BackgroundReviews, ReviewPayload
 from deepwork_core.gate.calls import ReviewCalls
-from deepwork_core.gate.checkpoint import GateReviewing
+from deepwork_core.gate.checkpoint import CheckpointRecord, GateReviewing
 from deepwork_core.gate.quality import plan_review_tasks
 from deepwork_core.gate.reviewer import ReviewBrief, ReviewerReply
 from deepwork_core.gate.tasks import QualityReviewTask
@@ -82,16 +82,18 @@ def reviewer() -> GatedReviewer:
     return GatedReviewer()
 
 
+def background(
+    project: Path, store: Store, calls: ReviewCalls, max_parallel: int = 4
+) -> BackgroundReviews:
+    """The background reviews of `project` over `store`, judging through `calls`."""
+    job = make_request(project).job
+    jobs = ReviewJobs(store, ReviewPayload)
+    return BackgroundReviews(project, calls, lambda _name: job, max_parallel, jobs=jobs)
+
+
 @pytest.fixture
 def reviews(project: Path, store: Store, reviewer: GatedReviewer) -> Iterator[BackgroundReviews]:
-    checkpoint = make_request(project)
-    found = BackgroundReviews(
-        project,
-        ReviewCalls(reviewer),
-        lambda _name: checkpoint.job,
-        max_parallel=4,
-        jobs=ReviewJobs(store, ReviewPayload),
-    )
+    found = background(project, store, ReviewCalls(reviewer))
     try:
         yield found
     finally:
@@ -198,13 +200,7 @@ def test_a_job_of_a_dead_worker_runs_again_and_is_answered_once(
     clock = Clock()
     store = open_store(None, project, clock=clock)
     checkpoint = make_request(project)
-    first = BackgroundReviews(
-        project,
-        ReviewCalls(reviewer),
-        lambda _n: checkpoint.job,
-        max_parallel=8,
-        jobs=ReviewJobs(store, ReviewPayload),
-    )
+    first = background(project, store, ReviewCalls(reviewer), max_parallel=8)
     try:
         answer = first.run(checkpoint, plan_review_tasks(checkpoint), 0.0)
         assert isinstance(answer, GateReviewing)
@@ -212,13 +208,7 @@ def test_a_job_of_a_dead_worker_runs_again_and_is_answered_once(
         for _ in range(total):
             assert reviewer.started.acquire(timeout=LONG)
         clock.t += 3600  # the first worker stopped renewing: its leases ran out
-        second = BackgroundReviews(
-            project,
-            ReviewCalls(reviewer),
-            lambda _n: checkpoint.job,
-            max_parallel=8,
-            jobs=ReviewJobs(store, ReviewPayload),
-        )
+        second = background(project, store, ReviewCalls(reviewer), max_parallel=8)
         try:
             for _ in range(total):
                 assert reviewer.started.acquire(timeout=LONG)
@@ -249,9 +239,7 @@ def test_a_job_this_version_cannot_read_is_failed_with_its_code(
             (store.project.project_id, KIND),
         )
     jobs = ReviewJobs(store, ReviewPayload)
-    one_at_a_time = BackgroundReviews(
-        project, ReviewCalls(reviewer), lambda _name: checkpoint.job, max_parallel=1, jobs=jobs
-    )
+    one_at_a_time = background(project, store, ReviewCalls(reviewer), max_parallel=1)
     try:
         reviewer.release.set()
         verdicts = one_at_a_time.run(checkpoint, plan_review_tasks(checkpoint), LONG)
@@ -283,15 +271,8 @@ def test_an_unreadable_job_of_the_session_is_replaced_by_a_fresh_one(
 
 
 def test_max_parallel_must_be_positive(project: Path, store: Store) -> None:
-    checkpoint = make_request(project)
     with pytest.raises(ValueError):
-        BackgroundReviews(
-            project,
-            ReviewCalls(GatedReviewer()),
-            lambda _name: checkpoint.job,
-            max_parallel=0,
-            jobs=ReviewJobs(store, ReviewPayload),
-        )
+        background(project, store, ReviewCalls(GatedReviewer()), max_parallel=0)
 
 
 def test_a_call_shares_the_cost_budget_with_the_live_jobs_of_its_session(
@@ -300,20 +281,8 @@ def test_a_call_shares_the_cost_budget_with_the_live_jobs_of_its_session(
     checkpoint = make_request(project)
     jobs = ReviewJobs(store, Note)
     budget = ReviewBudget(max_cost_usd=1.0)
-    reviews = BackgroundReviews(
-        project,
-        ReviewCalls(reviewer, budget=budget),
-        lambda _name: checkpoint.job,
-        max_parallel=2,
-        jobs=ReviewJobs(store, ReviewPayload),
-    )
-    unbudgeted = BackgroundReviews(
-        project,
-        ReviewCalls(reviewer),
-        lambda _name: checkpoint.job,
-        max_parallel=2,
-        jobs=ReviewJobs(store, ReviewPayload),
-    )
+    reviews = background(project, store, ReviewCalls(reviewer, budget=budget), max_parallel=2)
+    unbudgeted = background(project, store, ReviewCalls(reviewer), max_parallel=2)
     try:
         assert reviews.slots(checkpoint.session_id) == 1  # nothing else runs
         ids = [jobs.enqueue("other", Note(), session_id=checkpoint.session_id) for _ in range(3)]
@@ -326,3 +295,17 @@ def test_a_call_shares_the_cost_budget_with_the_live_jobs_of_its_session(
     finally:
         reviews.close()
         unbudgeted.close()
+
+
+def test_the_queue_carries_a_checkpoint_whole(project: Path) -> None:
+    checkpoint = make_request(
+        project,
+        attempt=2,
+        work_summary="did it",
+        undeclared_changes=("stray.txt",),
+        run_id="sess_parent",
+        log_length=3,
+    )
+    record = CheckpointRecord.model_validate_json(CheckpointRecord.of(checkpoint).model_dump_json())
+    assert record.job_name == checkpoint.job.name
+    assert record.checkpoint(project, checkpoint.job) == checkpoint

@@ -133,6 +133,15 @@ def background(env: Env, calls: ReviewCalls, max_parallel: int) -> Iterator[Back
         store.close()
 
 
+def write_pages(env: Env, count: int) -> list[str]:
+    """`count` page files under `out/`, their project-relative paths."""
+    pages = []
+    for number in range(count):
+        (env.root / "out" / f"p{number}.md").write_text(f"page {number}\n")
+        pages.append(f"out/p{number}.md")
+    return pages
+
+
 def judge_all(calls: ReviewCalls, request: Checkpoint, tasks: list[Any]) -> list[Any]:
     """The verdict of each task, one after the other, in this thread."""
     return [calls.judge(request, task, threading.Event()) for task in tasks]
@@ -391,10 +400,7 @@ def test_first_failure_cancels_the_other_reviewers(env: Env) -> None:
 
 @pytest.mark.slow
 def test_parallel_cap_is_respected(env: Env) -> None:
-    pages = []
-    for number in range(6):
-        (env.root / "out" / f"p{number}.md").write_text(f"page {number}\n")
-        pages.append(f"out/p{number}.md")
+    pages = write_pages(env, 6)
     env.fake.hold_until(2)
     request = env.request(pages=pages)
     tasks = plan_review_tasks(request)
@@ -448,10 +454,7 @@ def test_symlink_to_outside_file_never_reaches_the_reviewer(env: Env, tmp_path: 
 
 
 def _budget_pages(env: Env) -> Checkpoint:
-    pages = []
-    for number in range(3):
-        (env.root / "out" / f"p{number}.md").write_text(f"page {number}\n")
-        pages.append(f"out/p{number}.md")
+    pages = write_pages(env, 3)
     env.fake.spend(0.40)
     env.fake.hold_until(4)  # the four calls really run at once
     return env.request(pages=pages)

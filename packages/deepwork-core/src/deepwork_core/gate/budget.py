@@ -192,12 +192,7 @@ def review_usage_event(
     nested = checkpoint.session_id != checkpoint.run_session_id
     metered = usage.model_dump() if usage is not None else {}
     return ReviewUsageEvent(
-        ts=utc_now(),
-        session_id=checkpoint.run_session_id,
-        job=checkpoint.job.name,
-        step_id=task.step_id,
-        review=task.run_each,
-        target_file=task.target_file,
+        **review_event_fields(checkpoint, task),
         reviewed_session_id=checkpoint.session_id if nested else None,
         criteria=len(task.criteria),
         depth=task.depth or DEFAULT_REVIEW_DEPTH,
@@ -205,3 +200,16 @@ def review_usage_event(
         **metered,
         **figures,
     )
+
+
+def review_event_fields(checkpoint: Checkpoint, task: QualityReviewTask) -> dict[str, Any]:
+    """What names a review in the events of the checkpoint's top-level run (`review_usage`,
+    `review_stalled`): now, the run, the job, the step, the review and its target file."""
+    return {
+        "ts": utc_now(),
+        "session_id": checkpoint.run_session_id,
+        "job": checkpoint.job.name,
+        "step_id": task.step_id,
+        "review": task.run_each,
+        "target_file": task.target_file,
+    }

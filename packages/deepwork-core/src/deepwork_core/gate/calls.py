@@ -38,7 +38,12 @@ from deepwork_core.base.config import (
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import QualityGateError
 from deepwork_core.evidence.verdicts import ReviewVerdict
-from deepwork_core.gate.budget import BudgetLedger, check_budget, review_usage_event
+from deepwork_core.gate.budget import (
+    BudgetLedger,
+    check_budget,
+    review_event_fields,
+    review_usage_event,
+)
 from deepwork_core.gate.checkpoint import Checkpoint
 from deepwork_core.gate.quality import (
     DEFAULT_MAX_INLINE_FILES,
@@ -51,7 +56,6 @@ from deepwork_core.gate.reviewer import ReviewBrief, Reviewer, ReviewerReply
 from deepwork_core.gate.tasks import QualityReviewTask
 from deepwork_core.state.event_kinds import ReviewStalledEvent
 from deepwork_core.state.events import append_event
-from deepwork_core.state.sessions import utc_now
 
 
 class ReviewCalls:
@@ -173,14 +177,9 @@ class ReviewCalls:
         )
 
     def _log_stall(self, call: _Call, try_number: int, *, retrying: bool) -> None:
-        checkpoint, task = call.checkpoint, call.task
+        checkpoint = call.checkpoint
         event = ReviewStalledEvent(
-            ts=utc_now(),
-            session_id=checkpoint.run_session_id,
-            job=checkpoint.job.name,
-            step_id=task.step_id,
-            review=task.run_each,
-            target_file=task.target_file,
+            **review_event_fields(checkpoint, call.task),
             waited_seconds=self.stall_timeout or 0.0,
             try_number=try_number,
             retrying=retrying,

@@ -122,36 +122,20 @@ class CheckpointRecord(BaseModel):
 
     @classmethod
     def of(cls, checkpoint: Checkpoint) -> CheckpointRecord:
-        return cls(
-            session_id=checkpoint.session_id,
-            job_name=checkpoint.job.name,
-            step_ids=checkpoint.step_ids,
-            outputs=checkpoint.outputs,
-            input_files=checkpoint.input_files,
-            notes=checkpoint.notes,
-            attempt=checkpoint.attempt,
-            work_summary=checkpoint.work_summary,
-            undeclared_changes=checkpoint.undeclared_changes,
-            run_id=checkpoint.run_id,
-            log_length=checkpoint.log_length,
-        )
+        carried = {name: getattr(checkpoint, name) for name in _CARRIED}
+        return cls(job_name=checkpoint.job.name, **carried)
 
     def checkpoint(self, project_root: Path, job: JobDefinition) -> Checkpoint:
         """The checkpoint again, in `project_root`, of `job` (the one named `job_name`)."""
-        return Checkpoint(
-            project_root=project_root,
-            session_id=self.session_id,
-            job=job,
-            step_ids=self.step_ids,
-            outputs=dict(self.outputs),
-            input_files=list(self.input_files),
-            notes=self.notes,
-            attempt=self.attempt,
-            work_summary=self.work_summary,
-            undeclared_changes=self.undeclared_changes,
-            run_id=self.run_id,
-            log_length=self.log_length,
-        )
+        carried = {name: getattr(self, name) for name in _CARRIED}
+        carried["outputs"], carried["input_files"] = dict(self.outputs), list(self.input_files)
+        return Checkpoint(project_root=project_root, job=job, **carried)
+
+
+#: The fields a `CheckpointRecord` carries as they are: all but the project root and the job.
+_CARRIED: tuple[str, ...] = tuple(
+    name for name in CheckpointRecord.model_fields if name != "job_name"
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
