@@ -1,13 +1,12 @@
 """What the background path of the quality gate adds to a review that finishes at once.
 
-The same review task is judged twice per sample by a reviewer that answers at once: directly
-(`ReviewCalls.judge` over the `Reviewer` port), and through `BackgroundReviews.run` (a job
-enqueued in the project's store, claimed by a worker, its result recorded and read back). The
-figure is the difference of the medians (docs/quality-gate.md, "Background reviews"); both
-paths build the brief and log the call's usage event.
+The same review task is judged twice per sample by a judge that answers at once (what
+`ReviewCalls` is in the server: the `Reviewer` port under the gate's policy): directly, and
+through `BackgroundReviews.run` (a job enqueued in the project's store, claimed by a worker,
+its result recorded and read back). The figure is the difference of the medians
+(docs/quality-gate.md, "Background reviews").
 
-The path makes three durable commits (enqueue, claim, result) beyond the usage event both
-paths write. The SQLite store now runs at
+The path makes three durable commits (enqueue, claim, result). The SQLite store now runs at
 `synchronous=NORMAL` itself (WAL: safe against a killed process; docs/runtime-layout.md), so
 the two figures measure the same store; the second one sets it explicitly.
 """
@@ -20,30 +19,35 @@ import time
 from pathlib import Path
 from typing import Any
 
+from deepwork_core.base.config import ReviewBudget
+from deepwork_core.evidence.verdicts import ReviewVerdict
 from deepwork_core.gate.background import BackgroundReviews, ReviewPayload
-from deepwork_core.gate.calls import ReviewCalls
 from deepwork_core.gate.checkpoint import Checkpoint
 from deepwork_core.gate.quality import plan_review_tasks
-from deepwork_core.gate.reviewer import ReviewBrief, ReviewerReply
 from deepwork_core.gate.tasks import QualityReviewTask
 from deepwork_core.jobs.discovery import STANDARD_JOBS_DIR
 from deepwork_core.jobs.parser import load_job
-from deepwork_core.state.store.opening import shared_store
+from deepwork_core.state.store.opening import open_store
 from deepwork_core.state.store.review_jobs import ReviewJobs
 from deepwork_core.state.store.sqlite import SqliteStore
-from pydantic import JsonValue
 
 
-class _InstantReviewer:
-    """A `Reviewer` that passes every criterion at once."""
+class _InstantJudge:
+    """Judges every task passed, at once (the `TaskJudge` that `ReviewCalls` is in the server)."""
 
-    name = "instant"
+    budget = ReviewBudget()
 
-    def review(self, brief: ReviewBrief, cancelled: threading.Event) -> ReviewerReply:
-        results: list[JsonValue] = [
-            {"criterion": name, "passed": True, "feedback": ""} for name in brief.task.criteria
-        ]
-        return ReviewerReply(reply={"passed": True, "feedback": "ok", "criteria_results": results})
+    def judge(
+        self,
+        checkpoint: Checkpoint,
+        task: QualityReviewTask,
+        cancelled: threading.Event,
+        *,
+        slots: int = 1,
+    ) -> ReviewVerdict:
+        return ReviewVerdict(
+            step_id=task.step_id, review_run_each=task.run_each, passed=True, feedback="ok"
+        )
 
 
 def _checkpoint(root: Path) -> tuple[Checkpoint, QualityReviewTask]:
@@ -77,14 +81,12 @@ def background_overhead(
     """(overhead, direct, background) medians in milliseconds over `samples` reviews."""
     root.mkdir(parents=True, exist_ok=True)
     checkpoint, task = _checkpoint(root)
-    calls = ReviewCalls(_InstantReviewer())
-    # The store the server uses for both the queue and the event log (the usage events): two
-    # connections to one SQLite file would make each wait on the other's write lock.
-    store = shared_store(root)
+    judge = _InstantJudge()
+    store = open_store(None, root)
     if not fsync and isinstance(store, SqliteStore):
         store._conn.execute("PRAGMA synchronous = NORMAL")  # the bench's variant only
     jobs = ReviewJobs(store, ReviewPayload)
-    reviews = BackgroundReviews(root, calls, lambda _n: checkpoint.job, 4, jobs=jobs)
+    reviews = BackgroundReviews(root, judge, lambda _n: checkpoint.job, 4, jobs=jobs)
     direct: list[float] = []
     background: list[float] = []
     try:
@@ -99,7 +101,7 @@ def background_overhead(
                 notes=f"sample {sample}",
             )
             began = time.perf_counter()
-            calls.judge(fresh, task, threading.Event())
+            judge.judge(fresh, task, threading.Event())
             middle = time.perf_counter()
             answer = reviews.run(fresh, [task], 5.0)
             ended = time.perf_counter()
@@ -110,5 +112,6 @@ def background_overhead(
                 background.append((ended - middle) * 1000)
     finally:
         reviews.close()
+        store.close()
     direct_ms, background_ms = statistics.median(direct), statistics.median(background)
     return background_ms - direct_ms, direct_ms, background_ms

@@ -11,11 +11,12 @@ The jobs are rows of the store's `review_jobs` queue (`deepwork_core.state.store
 one per task, each a `ReviewPayload` (the checkpoint as a `CheckpointRecord`, the task, the
 hashes) enqueued under a dedupe key (`<key>:<task>`), so joining is enqueueing again. Workers
 are the threads of one pool: each claims a job with a lease the keeper thread renews, judges it
-synchronously through `ReviewCalls` (the `Reviewer` port), at most `max_parallel` at once, and
-records one `JobResult` with `complete`, which succeeds once per claim: jobs left by a server
-that stopped or was killed are claimed again once their lease runs out, and run once. Each
-verdict is bound to the hashes it judged: when the files changed meanwhile it is `Stale`, and
-the call answers `quality_gate.outputs_changed`.
+synchronously through a `TaskJudge` (in the server `ReviewCalls`: the `Reviewer` port under the
+gate's policy), at most `max_parallel` at once, and records one `JobResult` with `complete`,
+which succeeds once per claim: jobs left by a server that stopped or was killed are claimed
+again once their lease runs out, and run once. Each verdict is bound to the hashes it judged:
+when the files changed meanwhile it is `Stale`, and the call answers
+`quality_gate.outputs_changed`.
 """
 
 from __future__ import annotations
@@ -32,14 +33,15 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from pathlib import Path
+from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from deepwork_core.base.config import ReviewBudget
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError, QualityGateError
 from deepwork_core.base.identifiers import resolve_inside
 from deepwork_core.evidence.verdicts import ReviewVerdict
-from deepwork_core.gate.calls import ReviewCalls
 from deepwork_core.gate.checkpoint import (
     Checkpoint,
     CheckpointRecord,
@@ -73,6 +75,23 @@ KIND = "gate_review"
 _MISSING = "missing"
 #: Review jobs that still run, or will.
 _LIVE = (ReviewJobState.QUEUED, ReviewJobState.CLAIMED)
+
+
+class TaskJudge(Protocol):
+    """What judges one task in a worker thread: `ReviewCalls` (the `Reviewer` port under the
+    gate's policy), or a double."""
+
+    @property
+    def budget(self) -> ReviewBudget: ...
+
+    def judge(
+        self,
+        checkpoint: Checkpoint,
+        task: QualityReviewTask,
+        cancelled: threading.Event,
+        *,
+        slots: int = 1,
+    ) -> ReviewVerdict: ...
 
 
 class ReviewPayload(BaseModel):
@@ -128,7 +147,7 @@ class BackgroundReviews:
     def __init__(
         self,
         project_root: Path,
-        calls: ReviewCalls,
+        calls: TaskJudge,
         load_job: Callable[[str], JobDefinition],
         max_parallel: int,
         jobs: ReviewJobs[ReviewPayload] | None = None,
@@ -174,7 +193,7 @@ class BackgroundReviews:
         while True:
             with self._changed:
                 seen = self._finished
-            jobs = [self.jobs.get(job_id) for job_id in ids]
+            jobs = self.jobs.get_many(ids)
             told = _tell(progress, jobs, told)
             outcome = self._outcome(checkpoint.session_id, jobs)
             if outcome is not None:
@@ -202,7 +221,7 @@ class BackgroundReviews:
                 job_id = self.jobs.enqueue(
                     KIND, payload, session_id=checkpoint.session_id, dedupe_key=dedupe
                 )
-                if self.jobs.get(job_id).state is not ReviewJobState.CANCELLED:
+                if self.jobs.state(job_id) is not ReviewJobState.CANCELLED:
                     break  # a new job, or one to join
                 dedupe = f"{key}:{index}:after:{job_id}"
             ids.append(job_id)

@@ -122,3 +122,16 @@ def test_a_job_column_nested_without_end_is_a_corrupt_store_not_a_crash(any_stor
     with pytest.raises(StoreError) as caught:
         jobs.get(job_id)
     assert caught.value.code == ErrorCode.STORE_CORRUPT
+
+
+def test_jobs_are_read_together_in_the_order_asked(any_store: Store, clock: ManualClock) -> None:
+    jobs = ReviewJobs(any_store, Note)
+    first = jobs.enqueue("a", Note(n=1))
+    clock.advance(1)
+    second = jobs.enqueue("a", Note(n=2))
+    assert [job.payload for job in jobs.get_many([second, first])] == [Note(n=2), Note(n=1)]
+    assert jobs.state(second) is ReviewJobState.QUEUED
+    for missing in (lambda: jobs.get_many([first, "rj-none"]), lambda: jobs.state("rj-none")):
+        with pytest.raises(StoreError) as caught:
+            missing()
+        assert caught.value.code == ErrorCode.STORE_JOB_NOT_FOUND

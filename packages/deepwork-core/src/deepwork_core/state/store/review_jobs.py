@@ -188,7 +188,8 @@ class ReviewJobs(Generic[PayloadT]):
             payload: PayloadT | None = self.payload_type.model_validate(raw)
         except ValidationError:
             payload = None
-        return ReviewJob[PayloadT](
+        # Built without validating again: each column was read into its type above.
+        return ReviewJob[PayloadT].model_construct(
             job_id=row[0],
             project_id=row[1],
             session_id=row[2],
@@ -316,17 +317,41 @@ class ReviewJobs(Generic[PayloadT]):
 
     def get(self, job_id: str) -> ReviewJob[PayloadT]:
         """The job; raises `store.job_not_found` when the project has none with that id."""
+        [job] = self.get_many([job_id])
+        return job
+
+    def get_many(self, job_ids: Sequence[str]) -> list[ReviewJob[PayloadT]]:
+        """The jobs, in the order asked, read at once; raises `store.job_not_found` when the
+        project has none with one of the ids."""
+        marks = ", ".join("?" for _ in job_ids)
         with self.store.read() as tx:
             rows = tx.execute(
-                f"SELECT {_COLUMNS} FROM review_jobs WHERE job_id = ? AND project_id = ?",  # noqa: S608
+                f"SELECT {_COLUMNS} FROM review_jobs WHERE project_id = ? "  # noqa: S608
+                f"AND job_id IN ({marks})",
+                (self.project_id, *job_ids),
+            )
+        found = {row[0]: row for row in rows}
+        for job_id in job_ids:
+            if job_id not in found:
+                raise self._not_found(job_id)
+        return [self._job(found[job_id]) for job_id in job_ids]
+
+    def state(self, job_id: str) -> ReviewJobState:
+        """Where the job is, without reading its payload; `store.job_not_found` as `get`."""
+        with self.store.read() as tx:
+            rows = tx.execute(
+                "SELECT state FROM review_jobs WHERE job_id = ? AND project_id = ?",
                 (job_id, self.project_id),
             )
         if not rows:
-            raise StoreError(
-                f"there is no review job {job_id!r} in store {self.store.display}",
-                code=ErrorCode.STORE_JOB_NOT_FOUND,
-            )
-        return self._job(rows[0])
+            raise self._not_found(job_id)
+        return ReviewJobState(rows[0][0])
+
+    def _not_found(self, job_id: str) -> StoreError:
+        return StoreError(
+            f"there is no review job {job_id!r} in store {self.store.display}",
+            code=ErrorCode.STORE_JOB_NOT_FOUND,
+        )
 
     def list(
         self, *, session_id: str | None = None, states: Sequence[ReviewJobState] | None = None
