@@ -106,10 +106,22 @@ class ReviewInfo(_Model):
 
 
 def _reviews(value: object) -> object:
-    """A brief's step reviews as the reviews they wrap."""
-    if isinstance(value, (list, tuple)):
-        return [getattr(item, "review", item) for item in value]
-    return value
+    """A brief's step reviews as the reviewer judges them: a 0.10-format review's rules are its
+    one criterion, "Review instructions", not guidance (`gate.process_review.review_criteria`)."""
+    if not isinstance(value, (list, tuple)):
+        return value
+    from deepwork_core.gate.process_review import review_criteria  # with the engine, not before
+    from deepwork_core.jobs.model import Review
+
+    shown: list[object] = []
+    for item in value:
+        review = getattr(item, "review", item)
+        if isinstance(review, Review):
+            criteria, guidance = review_criteria(review)
+            review = {"run_each": review.run_each, "quality_criteria": criteria}
+            review["additional_review_guidance"] = guidance
+        shown.append(review)
+    return shown
 
 
 class StepInputInfo(_Model):

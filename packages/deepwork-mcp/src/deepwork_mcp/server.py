@@ -48,18 +48,23 @@ logger = logging.getLogger("deepwork.mcp")
 
 SERVER_NAME = "deepwork"
 
+#: What a client without the DeepWork skill learns (docs/platforms.md): each status and what to
+#: do, in a sentence each. Later capabilities get a sentence of their own here, in step order.
 INSTRUCTIONS = """\
 DeepWork runs multi-step workflows with quality gates.
 1. Discover: get_workflows (jobs under errors: deepwork_jobs/repair).
-2. Start: start_workflow returns begin_step.
-3. Execute: follow step_instructions; create step_expected_outputs.
-4. Checkpoint: finished_step(outputs); a concurrent group is one checkpoint (a sub-agent per \
-step, one call for all).
-5. Iterate: needs_work -> fix per feedback, call again. Self-review: a fresh sub-agent checks \
-outputs against the named review file; fix, call again with quality_review_override_reason = \
-its outcome (never to skip a criterion).
-6. Continue: next_step -> do its begin_step.
-7. Complete: workflow_complete; a nested workflow returns to its parent.
+2. Start: start_workflow returns begin_step. 3. Execute: follow it.
+4. Checkpoint: finished_step(outputs); a concurrent group is one checkpoint (sub-agents, one \
+call). reviewing: call again unchanged. awaiting_approval: show the person the feedback's \
+command, wait, call again (never approve yourself). Error quality_gate.outputs_changed or \
+session.changed: call again.
+5. Iterate: needs_work -> fix per feedback, call again. Self-review: a fresh sub-agent judges \
+outputs by the named review file; fix, call again with quality_review_override_reason = its \
+outcome (never to skip a criterion).
+6. Continue: next_step -> its begin_step. fan_out: use each instance's session_id with \
+get_active_workflow, finished_step (workflow_complete: item done) or abort_workflow (item given \
+up); then finished_step(parent session_id, outputs {}).
+7. Complete: workflow_complete.
 go_to_step goes back; get_active_workflow resumes. Sub-agents: own agent_id on every call."""
 
 
@@ -181,9 +186,7 @@ def create_server(
     outer = [RootsMiddleware(where)] if follow_client_roots else []
     mcp = FastMCP(
         SERVER_NAME,
-        instructions=build_instructions(
-            INSTRUCTIONS, projects.get(root).catalog.scan(), version("deepwork-mcp")
-        ),
+        instructions=build_instructions(INSTRUCTIONS, projects.get(root).catalog.scan(), launch),
         version=version("deepwork-mcp"),
         mask_error_details=True,
         middleware=[*outer, CallLog(projects.get), ToolErrors(), CompactToolListing()],

@@ -190,9 +190,6 @@ class ErrorCode(StrEnum):
     """Two workflows have the same `name`."""
     JOB_DUPLICATE_WORKFLOW_STEP = "job.duplicate_workflow_step"
     """A workflow lists the same step twice."""
-    JOB_EXTENSION = "job.extension"
-    """Warning: `for_each`, `isolation` on a group or `concurrent_group` (docs/fan-out.md), which
-    DeepWork 0.9.x and 0.10 to 0.14 do not read."""
     JOB_FILE_MISSING = "job.file_missing"
     """A file the job refers to (instructions, doc spec, hook file) does not exist."""
     JOB_INPUT_NOT_DEPENDENCY = "job.input_not_dependency"

@@ -289,19 +289,29 @@ class FinishPipeline:
             run_id = run_of(tx, session)
         evidence, blocked = _dry_audit(self.project_root, session, job.definition, steps, validated)
         gate, tasks = self.gate, []
-        if gate is not None and gate.consulted_for(steps):
+        # At the last step, stale outputs of earlier steps are reviewed again with this one.
+        entries = job.definition.workflows_by_name[session.workflow_name].entries
+        final = session.current_entry_index + 1 >= len(entries)
+        again = _stale_steps(evidence, job.definition) if final and gate is not None else ()
+        if gate is not None and (gate.consulted_for(steps) or again):
+            reviewed = dict(validated.merged)
+            for step_id in again:
+                reviewed.update(session.step_progress[step_id].outputs)
+            more = [job.definition.step(step_id) for step_id in again]
             checkpoint = Checkpoint(
                 project_root=self.project_root,
                 session_id=session.session_id,
                 job=job.definition,
-                step_ids=tuple(session.current_step_ids),
-                outputs=dict(validated.merged),
-                input_files=reviewer_inputs(session, steps, job.definition),
+                step_ids=(*session.current_step_ids, *again),
+                outputs=reviewed,
+                input_files=reviewer_inputs(session, [*steps, *more], job.definition),
                 notes=sub.notes,
                 work_summary=sub.work_summary,
                 run_id=run_id,
             )
             tasks = [_planned(task) for task in gate.tasks(checkpoint)]
+        if final and evidence.stale_evidence and blocked is None:
+            blocked = _stale_note(evidence, validated, again, session.stale_reported)
         invalid = submitted_job_feedback(
             self.project_root, job.definition.name, steps, validated.merged
         )
@@ -352,6 +362,37 @@ def _dry_audit(
         scope_guard_note=audit.guard_note if guard else None,
     )
     return report, blocked
+
+
+def _stale_steps(evidence: EvidenceReport, job: JobDefinition) -> tuple[str, ...]:
+    """The earlier steps whose changed outputs a real call reviews again, when every one of them
+    has a review (else the real call asks for an override instead)."""
+    steps = sorted({item.step_id for item in evidence.stale_evidence})
+    return tuple(steps) if all(job.step(step_id).reviews for step_id in steps) else ()
+
+
+def _stale_note(
+    evidence: EvidenceReport,
+    validated: ValidatedOutputs,
+    again: Sequence[str],
+    reported: Sequence[str],
+) -> str | None:
+    """What a real call at the last step does first about stale outputs (docs/evidence.md)."""
+    paths = sorted(item.path for item in evidence.stale_evidence)
+    if not again:
+        return (
+            f"outputs of earlier steps changed after they were accepted ({', '.join(paths)}) and "
+            "have no review to run again: pass quality_review_override_reason or undo them."
+        )
+    submitted = {p for v in validated.merged.values() for p in ([v] if isinstance(v, str) else v)}
+    if set(paths) <= submitted or paths == list(reported):
+        return None  # submitted again, or named already: reviewed with this call, listed above
+    return (
+        f"outputs of step {', '.join(again)} changed after they were accepted "
+        f"({', '.join(paths)}); a real call names them once, and the call after it runs their "
+        "reviews again with this step's (listed above). Submitting those files among this "
+        "step's outputs saves that call."
+    )
 
 
 def _unrecorded(tx: StateTransaction, pending: _Pending) -> Session:

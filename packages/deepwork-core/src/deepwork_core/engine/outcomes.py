@@ -40,8 +40,19 @@ from deepwork_core.jobs.discovery import JobCatalog, LoadedJob
 from deepwork_core.jobs.model import Step
 from deepwork_core.state.approval_seal import ApprovalKeyError
 from deepwork_core.state.session_events import SessionEvents
-from deepwork_core.state.sessions import Session, SessionStatus, StateTransaction, StepRecord
-from deepwork_core.state.stacks import StackItem, stack_items
+from deepwork_core.state.sessions import (
+    OutputValue,
+    Session,
+    SessionStatus,
+    StateTransaction,
+    StepRecord,
+)
+from deepwork_core.state.stacks import (
+    StackItem,
+    settle_declared,
+    settle_submitted,
+    stack_items,
+)
 
 
 class Outcomes:
@@ -86,6 +97,9 @@ class Outcomes:
             final=session.current_entry_index + 1 >= len(entries), reviewable=self.gate is not None,
             judged=judged,
         )  # fmt: skip
+        if session.instance_of is not None:  # a sibling's submitted files are not its to undo
+            paths = [item.path for item in findings.audit.hashes]
+            settle_submitted(tx, session, paths, self.project_root)
         if session.pending_approval is not None:
             answered = self.approval_answer(tx, session, job, validated, notes, findings)
             if answered is not None:
@@ -238,6 +252,7 @@ class Outcomes:
         session.completed_at = now
         tx.save(session)
         tx.remove_from_stack(session.session_id)
+        settle_declared(tx, session, self.project_root)
         self.events.completed(session)
         parent = waiting_parent(tx, session)
         if parent is not None:
@@ -250,7 +265,7 @@ class Outcomes:
             FinishStatus.WORKFLOW_COMPLETE,
             stack,
             summary=summary,
-            all_outputs=session.all_outputs(),
+            all_outputs=produced_outputs(session),
             post_workflow_instructions=after,
         )
 
@@ -271,13 +286,35 @@ class Outcomes:
         return replace(result, summary=f"{note} {result.summary or ''}".rstrip())
 
 
+def produced_outputs(session: Session) -> dict[str, OutputValue]:
+    """What a completed workflow made (`all_outputs`): every completed step's outputs, in the
+    order the steps completed. When two steps produce an output of the same name, the files of
+    both are kept (one list, in order, without repeats: an improved job.yml is one file, the
+    instruction files of two steps all of them); a later text output replaces an earlier one."""
+    files = {(item.output, item.path) for item in session.evidence}
+    merged: dict[str, OutputValue] = {}
+    done = [r for r in session.step_progress.values() if r.completed_at is not None]
+    for record in sorted(done, key=lambda r: r.completed_at or r.started_at):
+        for name, value in record.outputs.items():
+            paths = [value] if isinstance(value, str) else list(value)
+            earlier = merged.get(name)
+            if earlier is None or not all((name, path) in files for path in paths):
+                merged[name] = value
+                continue
+            kept = [earlier] if isinstance(earlier, str) else list(earlier)
+            kept += [path for path in paths if path not in kept]
+            merged[name] = kept[0] if len(kept) == 1 else kept
+    return merged
+
+
 def awaiting(stack: list[StackItem], prompt: ApprovalPrompt, findings: Findings) -> FinishResult:
     """The `awaiting_approval` answer: the agent shows the user the command and waits."""
     feedback = (
         f"This step needs a human's approval: {prompt.prompt} Show the user this command to run "
         f"in a terminal: `{prompt.command}` (to send it back: `{prompt.command} --reject "
         '--comment "..."`). When they have answered, call finished_step again with the same '
-        "outputs. You cannot approve it yourself."
+        "outputs. You must not approve it yourself, not even by running that command: the "
+        "decision is the person's, and the trail records who answered and how."
     )
     result = FinishResult(FinishStatus.AWAITING_APPROVAL, stack, feedback=feedback)
     return with_findings(result, findings, approval=prompt)

@@ -31,7 +31,7 @@ from deepwork_core.evidence.hashes import (
     hash_outputs,
     merge,
 )
-from deepwork_core.evidence.scope import RepoSnapshot, take_snapshot, under_git
+from deepwork_core.evidence.scope import RepoSnapshot, take_snapshot, undeclared_feedback, under_git
 from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.evidence.watch import ChangeWatch
 from deepwork_core.jobs.model import JobDefinition, ScopeGuard, Step
@@ -216,11 +216,9 @@ class Safeguards:
         blocked: str | None = None
         rereview: tuple[str, ...] = ()
         if audit.undeclared and strict and override_reason is None:
-            blocked = (
-                f"Files changed during this step that it does not declare: "
-                f"{', '.join(audit.undeclared)}. Undo those changes, or pass "
-                "quality_review_override_reason explaining why they belong to this step."
-            )
+            of = session.instance_of
+            shared = of is not None and of.worktree is None
+            blocked = undeclared_feedback(audit.undeclared, shared_instance=shared)
         elif final and audit.stale and override_reason is None:
             resubmitted = _submitted_paths(validated)
             blocked, rereview = self._stale_at_the_end(

@@ -45,6 +45,7 @@ from deepwork_core.state.sessions import (
 from deepwork_core.state.stacks import (
     StackItem,
     check_target,
+    settle_declared,
     stack_item,
     stack_items,
     target_session,
@@ -224,6 +225,7 @@ class WorkflowEngine:
             session.completed_at = self.clock()
             tx.save(session)
             tx.remove_from_stack(session.session_id)
+            settle_declared(tx, session, self.project_root)
             self.fan.aborted(tx, session, explanation)
             self.events.aborted(session, explanation)
             stack = stack_items(tx, session.agent_id)

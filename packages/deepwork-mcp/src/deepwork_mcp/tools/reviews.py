@@ -21,9 +21,8 @@ from pydantic import BaseModel, Field
 from deepwork_mcp.tools.schemas import load_output_schemas
 
 _READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-_RECORDS = ToolAnnotations(
-    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-)
+# readOnlyHint defaults to false: not listed.
+_RECORDS = ToolAnnotations(destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
 NO_CONFIGURED_RULES = (
@@ -72,9 +71,7 @@ def register_review_tools(
     async def get_review_instructions(
         files: Annotated[
             list[str] | None,
-            Field(
-                description="Project-relative paths; default: files changed vs the default branch."
-            ),
+            Field(description="Default: the files changed vs the default branch."),
         ] = None,
     ) -> str:
         """Review tasks to run in parallel for the changed files, per `.deepreview` rules."""
@@ -89,26 +86,31 @@ def register_review_tools(
     async def get_configured_reviews(
         only_rules_matching_files: Annotated[
             list[str] | None,
-            Field(description="Only rules matching one of these project-relative paths."),
+            Field(description="Only rules matching one of these paths."),
         ] = None,
     ) -> ToolResult:
         """List `.deepreview` rules (files with problems appear as `PARSE_ERROR`)."""
         call = partial(_rule_listing, project_root(), only_rules_matching_files)
         return await to_thread.run_sync(call)
 
-    @mcp.tool(annotations=_RECORDS)
+    # Listed without an output schema (its answer is four plain fields, and the bytes of a schema
+    # are paid in every conversation); the answer still carries them as structured content.
+    @mcp.tool(annotations=_RECORDS, output_schema=None)
     async def mark_review_as_passed(
         review_id: Annotated[str, Field(description="From the task's instruction file.")],
         reason: Annotated[str | None, Field(description="Why findings were declined.")] = None,
-    ) -> ReviewPassRecorded:
+    ) -> ToolResult:
         """Record a review as passed (no issues, or declined: give `reason`) until its rule or
         files change."""
         from deepwork_review import mark_review_passed
 
         await to_thread.run_sync(partial(mark_review_passed, project_root(), review_id, reason))
-        return ReviewPassRecorded(
+        recorded = ReviewPassRecorded(
             review_id=review_id,
             reason=" ".join((reason or "").split()) or None,
             message="Recorded as passed; this review will not be handed out again until its "
             "rule or files change.",
-        )
+        ).model_dump(mode="json")
+        text = json.dumps(recorded, ensure_ascii=False, separators=(",", ":"))
+        content = [TextContent(type="text", text=text)]
+        return ToolResult(content=content, structured_content=recorded)

@@ -53,7 +53,7 @@ Catalogs = Callable[[], "JobCatalog"]
 InputsArg = dict[str, Any] | None
 OutputsArg = Annotated[
     dict[str, str | list[str]],
-    Field(description="Output name -> path, list of paths, or text (type string)."),
+    Field(description="Output name -> path, paths, or text (string outputs)."),
 ]
 WorkSummaryArg = str | None
 
@@ -138,7 +138,7 @@ def register_workflow_tools(
         ] = None,
         session_id: SessionIdArg = None,
         agent_id: AgentIdArg = None,
-        dry_run: bool = False,
+        dry_run: Annotated[bool, Field(description="Only check; list the reviews.")] = False,
     ) -> ToolResult:
         """Submit this step's outputs; act on `status`."""
         engine = engines()
@@ -234,7 +234,7 @@ def register_navigation_tools(mcp: FastMCP, engines: Engines) -> None:
     async def go_to_step(
         step_id: str, session_id: str | None = None, agent_id: AgentIdArg = None
     ) -> ToolResult:
-        """Redo from an earlier step (files kept); returns its begin_step."""
+        """Redo from an earlier step (files kept)."""
         engine = engines()
         from deepwork_core.engine.navigation import go_to_step as go_to_step_in
 

@@ -43,7 +43,7 @@ from deepwork_core.state.sessions import (
     StepRecord,
     new_session_id,
 )
-from deepwork_core.state.stacks import stack_items
+from deepwork_core.state.stacks import settle_declared, stack_items
 
 
 def active_fan_out(session: Session) -> bool:
@@ -265,6 +265,7 @@ class FanOutRunner:
         instance.completed_at = now
         tx.remove_from_stack(instance.session_id)  # before the save: `ensure` mends either order
         tx.save(instance)
+        settle_declared(tx, instance, self.project_root)
         self.events.completed(instance)
         parent = tx.load(instance.parent_session_id or "")
         fan = parent.fan_out
