@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from deepwork_core.gate.gates import Gate
     from deepwork_core.state.store.port import Store
 
-    from deepwork_mcp.reviewer import TraceEnv
+    from deepwork_mcp.reviewers.cli import TraceEnv
 
 logger = logging.getLogger("deepwork.mcp")
 
@@ -100,20 +100,20 @@ def build_gate(settings: QualityGateConfig, trace_env: TraceEnv | None = None) -
     runner = settings.external_runner
     if runner is None:
         return SelfReviewGate(rules=rules, review_depth=settings.review_depth)
-    from deepwork_mcp.reviewer import CliReviewer
+    from deepwork_core.gate.calls import ReviewCalls
 
-    reviewer = CliReviewer(
-        runner=runner,
+    from deepwork_mcp.reviewers.cli import CliReviewer
+
+    calls = ReviewCalls(
+        CliReviewer(runner, trace_env=trace_env),
         base_timeout=settings.timeout_seconds,
-        max_parallel=settings.max_parallel,
         stall_timeout=settings.stall_timeout,
         stall_retries=settings.stall_retries,
         models=settings.models,
         budget=settings.budget,
-        trace_env=trace_env,
     )
     return ExternalGate(
-        reviewer,
+        calls,
         rules=rules,
         review_depth=settings.review_depth,
         wait_seconds=settings.wait_seconds,

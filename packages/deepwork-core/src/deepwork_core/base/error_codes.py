@@ -430,6 +430,9 @@ class ErrorCode(StrEnum):
     """The store file or database is not DeepWork's; nothing was written."""
     STORE_JOB_NOT_FOUND = "store.job_not_found"
     """No review job of this project has the given id."""
+    STORE_JOB_UNREADABLE = "store.job_unreadable"
+    """A review job's payload or result does not fit what this version reads (another version
+    wrote it): the job is failed, and the next call of the checkpoint starts a new review."""
     STORE_SCHEMA_NEWER = "store.schema_newer"
     """A newer DeepWork migrated the store; upgrade DeepWork. Nothing was written."""
     STORE_UNAVAILABLE = "store.unavailable"

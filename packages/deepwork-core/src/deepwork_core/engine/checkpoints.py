@@ -10,8 +10,8 @@ from deepwork_core.base.errors import SessionError
 from deepwork_core.base.identifiers import SessionId
 from deepwork_core.jobs.discovery import JobCatalog, LoadedJob
 from deepwork_core.jobs.model import Step
-from deepwork_core.state.review_usage import run_id_of
 from deepwork_core.state.sessions import NOT_AN_ATTEMPT, Session, StateTransaction, StepRecord
+from deepwork_core.state.usage.totals import run_id_of
 
 #: Gate errors that are not an attempt: the reviewer stalled, the budget is spent, or the files
 #: changed under a background review (docs/quality-gate.md, "Attempts").

@@ -20,9 +20,10 @@ from deepwork_core.engine.nesting import begin_checkpoint
 from deepwork_core.engine.results import StartResult
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.state.overview import ActiveEntry, active_entry
-from deepwork_core.state.review_usage import ReviewUsage, run_usage
 from deepwork_core.state.sessions import Session, StepRecord
 from deepwork_core.state.stacks import Target, stack_items, target_session
+from deepwork_core.state.usage.pair import RunUsage
+from deepwork_core.state.usage.totals import run_usage
 
 
 class NavigationError(DeepWorkError):
@@ -39,7 +40,7 @@ class ActiveWorkflow:
     stack: list[ActiveEntry]
     brief: StepBrief | None
     #: What the reviews of the target session's run cost so far.
-    review_usage: ReviewUsage | None = None
+    review_usage: RunUsage | None = None
 
 
 def _target_entry(entries: list[tuple[str, ...]], current: int, step_id: str) -> int:

@@ -27,11 +27,11 @@ from deepwork_core.state.overview import (
     empty_overview,
     project_overview,
 )
-from deepwork_core.state.review_usage import ReviewUsage, cost_text
 from deepwork_core.state.sessions import SessionStore
 from deepwork_core.state.store.opening import StoreWhenItExists
 from deepwork_core.state.store.runs import StoredRun, list_runs
 from deepwork_core.state.store.url import SQLITE_FILE
+from deepwork_core.state.usage.pair import RunUsage, cost_text
 
 from deepwork_mcp.cli.options import cli_error, project_option, project_store, store_url
 
@@ -76,7 +76,7 @@ def _entry_line(entry: ActiveEntry, now: datetime) -> str:
     return printable("  ".join(parts))
 
 
-def usage_line(usage: ReviewUsage) -> str:
+def usage_line(usage: RunUsage) -> str:
     """`reviews: 3 call(s), 1234 tokens, 0.1200 USD` (and the count of self-reviews)."""
     line = (
         f"reviews: {usage.calls} call(s), {usage.tokens} tokens "

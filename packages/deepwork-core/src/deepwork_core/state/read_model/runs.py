@@ -10,7 +10,7 @@ newest `max_events` events and says how many older ones it left out; the summary
 every verdict, approval and review call of the log. A run whose background reviews are still
 queued or running is `reviewing` (that answer records nothing, and is never an attempt).
 Everything here only reads, through the public state APIs (`SessionStore`, `scan_events`,
-`session_marks`, `ReviewJobs`), so it does not care which database keeps the data.
+`session_marks`, `sessions_with_live_jobs`), so it does not care which database keeps the data.
 """
 
 from __future__ import annotations
@@ -44,11 +44,12 @@ from deepwork_core.state.read_model.timeline import (
     clip,
     timeline_entry,
 )
-from deepwork_core.state.review_usage import ReviewUsage, sum_usage
 from deepwork_core.state.sessions import Session, SessionStatus, SessionStore
 from deepwork_core.state.store.port import Store
-from deepwork_core.state.store.review_jobs import ReviewJobs, ReviewJobState
+from deepwork_core.state.store.review_jobs import sessions_with_live_jobs
 from deepwork_core.state.store.runs import ProjectRun, project_runs
+from deepwork_core.state.usage.pair import RunUsage
+from deepwork_core.state.usage.totals import sum_usage
 
 #: Events the timeline of one run page shows (the newest); older ones are counted, not shown.
 DEFAULT_MAX_EVENTS: Final = 500
@@ -109,7 +110,7 @@ class Run(_View):
     instance_of: InstanceOf | None = None
     #: What the reviews of the run cost, for a top-level run when asked (`list_runs`); a nested
     #: run's reviews are counted in its top-level run's log.
-    review_usage: ReviewUsage | None = None
+    review_usage: RunUsage | None = None
     children: list[Run] = Field(default_factory=list)
 
 
@@ -140,7 +141,7 @@ class RunSummary(_View):
     steps_done: int
     verdicts: list[VerdictLine]
     approvals: list[ApprovalLine]
-    review_usage: ReviewUsage
+    review_usage: RunUsage
 
 
 class OutputLine(_View):
@@ -186,8 +187,7 @@ def _status(stored: str, awaiting_approval: bool, reviewing: bool) -> RunStatus:
 
 def reviewing_sessions(store: Store) -> set[str]:
     """The sessions whose background reviews are still queued or running."""
-    live = (ReviewJobState.QUEUED, ReviewJobState.CLAIMED)
-    return {job.session_id for job in ReviewJobs(store).list(states=live) if job.session_id}
+    return sessions_with_live_jobs(store)
 
 
 def _stamp(mark: tuple[int, float] | None) -> datetime | None:
@@ -313,17 +313,17 @@ def _listed_run(row: ProjectRun, *, reviewing: bool) -> Run:
 
 #: (newest review call's number, totals) per store, project and run: a run list is redrawn every
 #: second, and its review calls rarely change.
-_COSTS: dict[tuple[str, str, str], tuple[int, ReviewUsage]] = {}
+_COSTS: dict[tuple[str, str, str], tuple[int, RunUsage]] = {}
 
 
 def run_cost(
     store: Store, session_id: SessionId, mark: tuple[int, float] | None
-) -> ReviewUsage | None:
+) -> RunUsage | None:
     """The review totals of a run (None when its log cannot be read); `mark` is its newest
     review call's from `session_marks` (None: it has none), and the calls are read again only
     when it changed."""
     if mark is None:
-        return ReviewUsage()
+        return RunUsage()
     key = (store.display, store.project.project_id, session_id)
     cached = _COSTS.get(key)
     if cached is not None and cached[0] == mark[0]:
