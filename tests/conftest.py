@@ -13,6 +13,17 @@ from tests.fixtures.postgres import LocalPostgres
 from tests.fixtures.postgres import available as postgres_available
 from tests.fixtures.reviewer import RUNNERS, ScriptedReviewer
 
+#: The per-test timeout of a `slow` test (end to end through real subprocesses, fuzzing); every
+#: other test gets the `timeout` of pyproject.toml, and `@pytest.mark.timeout(N)` wins over both.
+SLOW_TIMEOUT_S = 600
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT_S))
+
+
 PY_RULE = """\
 python:
   description: Python files
