@@ -132,7 +132,8 @@ def _approval_keys_in_tmp(
 
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[LocalPostgres]:
-    """A real PostgreSQL server for the whole test run (tests/fixtures/postgres.py).
+    """A real PostgreSQL server for the whole test run, one per pytest-xdist worker
+    (tests/fixtures/postgres.py).
 
     Skips, saying why, only where one cannot be started; CI (`CI=true`) fails instead, so the
     PostgreSQL half of the suite can never vanish unnoticed.
@@ -152,8 +153,9 @@ def postgres() -> Iterator[LocalPostgres]:
 
 @pytest.fixture
 def pg_url(postgres: LocalPostgres) -> str:
-    """The URL of a new, empty database on the test run's PostgreSQL server."""
-    return postgres.create_database()
+    """The URL of a new, empty store on the test process's PostgreSQL server (a role and its
+    own schema: `LocalPostgres.new_store_url`)."""
+    return postgres.new_store_url()
 
 
 #: `DEEPWORK_TEST_STORE=postgresql` runs the tests on PostgreSQL instead of SQLite (`nox -s
