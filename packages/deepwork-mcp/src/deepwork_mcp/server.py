@@ -12,11 +12,12 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import date
 from importlib.metadata import version
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from anyio import to_thread
 from deepwork_core import DeepWorkConfig, DeepWorkError, JobCatalog
@@ -135,6 +136,28 @@ class _GateOnce:
                 self._built.append(build_gate(self._settings, self._trace_env))
             return self._built[0]
 
+    def close(self) -> None:
+        """Stop the background work of the gate, if one was built (the engines keep it: a
+        later call starts its workers again)."""
+        with self._lock:
+            built = self._built[0] if self._built else None
+        if built is not None:
+            built.close()
+
+
+def _closing(gate: _GateOnce) -> Callable[[FastMCP], AbstractAsyncContextManager[Any]]:
+    """The server's lifespan: when its last client session ends (`deepwork serve` stops, an
+    in-memory client disconnects), the gate's background workers stop."""
+
+    @asynccontextmanager
+    async def lifespan(_server: FastMCP) -> AsyncIterator[Any]:
+        try:
+            yield {}
+        finally:
+            await to_thread.run_sync(gate.close)
+
+    return lifespan
+
 
 def create_server(
     project_root: Path | str,
@@ -174,7 +197,8 @@ def create_server(
     check_gate(gate_settings)
     keys = default_state_dir(os.environ) if state_dir is None else state_dir
     shared = shared_store
-    make_services = _services_factory(config, additional_jobs_folders, keys, shared, trace_env)
+    gate = _GateOnce(gate_settings, trace_env)
+    make_services = _services_factory(config, additional_jobs_folders, keys, shared, gate)
 
     where = ProjectRoot(fixed=None if follow_client_roots else root, fallback=root)
     projects = Projects(where, make_services)
@@ -187,6 +211,7 @@ def create_server(
         version=version("deepwork-mcp"),
         mask_error_details=True,
         middleware=[*outer, CallLog(projects.get), ToolErrors(), CompactToolListing()],
+        lifespan=_closing(gate),
     )
     register_workflow_tools(
         mcp,
@@ -203,11 +228,13 @@ def _services_factory(
     additional_jobs_folders: Sequence[Path],
     keys: Path,
     shared: bool | None,
-    trace_env: TraceEnv | None = None,
+    gate: _GateOnce | None = None,
 ) -> Callable[[Path], ProjectServices]:
-    """What each project folder gets: its job catalog now, its workflow engine on first use."""
+    """What each project folder gets: its job catalog now, its workflow engine on first use
+    (with `gate`, the server's one quality gate; by default one built for `config`)."""
     gate_settings = config.quality_gate
-    gate = _GateOnce(gate_settings, trace_env)
+    if gate is None:
+        gate = _GateOnce(gate_settings, None)
 
     def make_services(folder: Path) -> ProjectServices:
         catalog = JobCatalog.for_project(folder, additional_jobs_folders)
