@@ -196,10 +196,8 @@ def create_server(
         raise ConfigError("quality_gate.max_attempts must be at least 1")
     check_gate(gate_settings)
     keys = default_state_dir(os.environ) if state_dir is None else state_dir
-    shared = shared_store
     gate = _GateOnce(gate_settings, trace_env)
-    make_services = _services_factory(config, additional_jobs_folders, keys, shared, gate)
-
+    make_services = _services_factory(config, additional_jobs_folders, keys, shared_store, gate)
     where = ProjectRoot(fixed=None if follow_client_roots else root, fallback=root)
     projects = Projects(where, make_services)
     outer = [RootsMiddleware(where)] if follow_client_roots else []
