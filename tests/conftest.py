@@ -159,8 +159,8 @@ def pg_url(postgres: LocalPostgres) -> str:
 
 
 #: `DEEPWORK_TEST_STORE=postgresql` runs the tests on PostgreSQL instead of SQLite (`nox -s
-#: tests_postgres`): each test's projects use a fresh database of the test run's server, and the
-#: servers and commands a test starts get it through `DEEPWORK_STORE_URL`.
+#: tests_postgres`): each test's projects use an empty store of its own on the test process's
+#: server, and the servers and commands a test starts get it through `DEEPWORK_STORE_URL`.
 TEST_STORE_ENV = "DEEPWORK_TEST_STORE"
 
 
