@@ -285,6 +285,12 @@ import deepwork_mcp
 mcp_root = pathlib.Path(deepwork_mcp.__file__).parent
 assert (mcp_root / "library_jobs" / "release_notes" / "job.yml").is_file(), mcp_root
 print("deepwork_mcp library jobs ok:", mcp_root / "library_jobs")
+templates = mcp_root / "dashboard" / "templates"
+assert (templates / "layout.html.j2").is_file(), templates
+assert (templates / "run_body.html.j2").is_file(), templates
+from deepwork_mcp.dashboard.pages import message_page
+assert "<h1>&lt;ok&gt;</h1>" in message_page("<ok>", "rendered"), "templates do not render"
+print("deepwork_mcp dashboard templates ok:", templates)
 """
 
 

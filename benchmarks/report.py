@@ -106,6 +106,9 @@ FIGURE_KEYS: tuple[str, ...] = (
     "telemetry.dead_endpoint.finished_step",
     "telemetry.dead_endpoint.added",
     *(f"store.{kind}.{what}" for kind in ("sqlite", "postgresql") for what in _STORE_FIGURES),
+    "pages.runs_list",
+    "pages.run_page",
+    "pages.report",
 )
 
 

@@ -719,6 +719,16 @@ async def store(bench: Bench) -> None:
     await store_speed(bench)
 
 
+# --- the dashboard's pages and report --html (issue 38) ------------------------------------------
+
+
+async def pages(bench: Bench) -> None:
+    """The runs page, the run page and `report --html`, HTML only, in process."""
+    from pages import pages_speed
+
+    await pages_speed(bench)
+
+
 Scenario = Callable[[Bench], Awaitable[None]]
 
 # name -> (scenario, the figure-key prefixes it produces)
@@ -736,5 +746,6 @@ SCENARIOS: dict[str, tuple[Scenario, tuple[str, ...]]] = {
     "fan_out": (fan_out_merge, ("fan_out.",)),
     "telemetry": (telemetry, ("telemetry.",)),
     "store": (store, ("store.",)),
+    "pages": (pages, ("pages.",)),
 }
 ALIASES = {"context": "cold_start", "memory": "get_workflows", "nested": "workflows"}

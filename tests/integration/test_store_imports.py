@@ -1,5 +1,6 @@
 """`deepwork serve` on SQLite never imports the PostgreSQL driver, not even after tool calls
-that open the store; with a `postgresql://` URL it does. The server runs with
+that open the store; with a `postgresql://` URL it does. It never imports the template engine
+(only the dashboard and `report --html` render templates). The server runs with
 `PYTHONPROFILEIMPORTTIME=1`, so its stderr lists every module it imported."""
 
 from __future__ import annotations
@@ -46,6 +47,12 @@ async def test_serving_on_sqlite_never_imports_psycopg(tmp_path: Path) -> None:
     assert "deepwork_core.state.store.sqlite" in imported  # the store was opened
     assert not {name for name in imported if name.split(".")[0] == "psycopg"}
     assert "deepwork_core.state.store.postgres" not in imported
+
+
+async def test_serving_never_imports_the_template_engine(tmp_path: Path) -> None:
+    imported = await _run_workflow(_project(tmp_path), dict(os.environ))
+    assert "deepwork_mcp.server" in imported  # the list is the server's
+    assert not {name for name in imported if name.split(".")[0] in ("jinja2", "markupsafe")}
 
 
 async def test_serving_on_postgresql_imports_it(tmp_path: Path, postgres: LocalPostgres) -> None:

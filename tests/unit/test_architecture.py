@@ -360,6 +360,38 @@ def test_the_dashboard_stays_behind_its_own_command(module: str) -> None:
     assert result.returncode == 0, result.stderr
 
 
+#: The template engine the dashboard's pages and `report --html` are rendered with.
+TEMPLATE_ENGINE = ("jinja2", "markupsafe")
+
+
+@pytest.mark.parametrize(
+    "module", ["deepwork_mcp.server", "deepwork_mcp.cli.serve", "deepwork_mcp.cli.group"]
+)
+def test_the_server_never_imports_the_template_engine(module: str) -> None:
+    """`deepwork serve` loads no jinja2: only the dashboard and `report` render templates
+    (tests/integration/test_store_imports.py checks a serving server too)."""
+    code = (
+        f"import sys, {module}\n"
+        f"loaded = sorted(m for m in sys.modules if m.split('.')[0] in {TEMPLATE_ENGINE!r})\n"
+        "assert not loaded, loaded\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_only_the_dashboard_imports_the_template_engine() -> None:
+    problems = [
+        f"{name} imports {imported}"
+        for _, name, path in _modules()
+        if not name.startswith("deepwork_mcp.dashboard")
+        for imported, _, _ in _imports(path)
+        if imported.split(".")[0] in TEMPLATE_ENGINE
+    ]
+    assert not problems, "\n".join(problems)
+
+
 def test_only_the_dashboard_commands_import_the_dashboard() -> None:
     allowed = {"deepwork_mcp.cli.dashboard", "deepwork_mcp.cli.report"}
     problems = [

@@ -13,7 +13,8 @@ from deepwork_core.state.events import append_event
 from deepwork_core.state.read_model.runs import RunStatus, list_runs, run_tree
 from deepwork_core.state.sessions import Session, SessionStore
 from deepwork_mcp.cli import cli
-from deepwork_mcp.dashboard.graph_svg import StepState, graph_svg
+from deepwork_mcp.dashboard import graph_svg
+from deepwork_mcp.dashboard.graph_svg import StepState, drawing
 
 from tests.unit.mcp.dashboard.conftest import client_for, waiting_project
 
@@ -78,7 +79,7 @@ def test_the_graph_svg_escapes_names_and_marks_states() -> None:
         ((a,), (b, c)),
         (GraphEdge("a", "b", "order"), GraphEdge("a", "c", "input", "<plan>.md")),
     )
-    svg = graph_svg(graph, {"a": StepState.DONE, "b": StepState.CURRENT})
+    svg = graph_svg.svg(drawing(graph, {"a": StepState.DONE, "b": StepState.CURRENT}))
     assert "&lt;b&gt;A &amp; co&lt;/b&gt;" in svg
     assert "&lt;plan&gt;.md" in svg
     assert "<b>" not in svg

@@ -52,6 +52,7 @@ from deepwork_mcp.approval_keys import (
 from deepwork_mcp.dashboard import pages, reviews, views
 from deepwork_mcp.dashboard.assets import SCRIPT, STYLESHEET
 from deepwork_mcp.dashboard.guard import TOKEN_FIELD, DashboardGuard, same_token
+from deepwork_mcp.dashboard.rendering import text
 from deepwork_mcp.dashboard.run_page import run_page
 
 #: A decision form larger than this is refused (a reason is a sentence or two).
@@ -118,8 +119,10 @@ class DashboardRoutes:
         except DeepWorkError as exc:
             missing = pages.message_page("Not found", f"{exc.code}: {exc.message}")
             return HTMLResponse(missing, status_code=404)
-        background = reviews.live_reviews(reviews.review_rows(self.root, session_id), session_id)
-        return HTMLResponse(run_page(page, token=self.token, background=background))
+        table = reviews.ReviewTable(
+            rows=reviews.review_rows(self.root, session_id), session_id=session_id
+        )
+        return HTMLResponse(run_page(page, token=self.token, reviews=table))
 
     def reviews(self, request: Request) -> Response:
         return HTMLResponse(reviews.reviews_page(reviews.review_rows(self.root)))
@@ -132,7 +135,9 @@ class DashboardRoutes:
             except DeepWorkError as exc:
                 return HTMLResponse(text_of(exc), status_code=404)
         rows = reviews.review_rows(self.root, session_id)
-        return HTMLResponse(reviews.reviews_fragment(rows, sessions=session_id is None))
+        return HTMLResponse(
+            reviews.reviews_fragment(reviews.ReviewTable(rows=rows, session_id=session_id))
+        )
 
     def approvals(self, request: Request) -> Response:
         return HTMLResponse(
@@ -238,7 +243,7 @@ def _page(request: Request) -> int:
 
 
 def text_of(exc: DeepWorkError) -> str:
-    return pages.text(f"{exc.code}: {exc.message}")
+    return text(f"{exc.code}: {exc.message}")
 
 
 def dashboard_app(

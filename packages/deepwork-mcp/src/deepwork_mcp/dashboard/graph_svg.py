@@ -5,20 +5,24 @@ the same `WorkflowGraph` here instead, so a page never depends on a program bein
 report stays one self-contained file. The layout is simple and fixed: one row per workflow entry,
 top to bottom, the steps of a concurrent group side by side; order edges are arrows between rows,
 input edges dashed curves on the right labelled with the file (labels that would overlap are
-moved apart). Every text is XML-escaped; the picture is styled by CSS classes (`step`,
-`reviewed`: the step has reviews, `done`, `current`, `passed`: an external review passed it in
-this run, marked ✓; `fanned`: a step run once per item, drawn as a stack with its instances'
-counts), never inline script. The page draws the legend next to it.
+moved apart). `drawing` places every box, line and label (a `GraphDrawing`); the template
+`templates/graph.svg.j2` writes it as SVG, escaping every text as on every page. The picture is
+styled by CSS classes (`step`, `reviewed`: the step has reviews, `done`, `current`, `passed`: an
+external review passed it in this run, marked ✓; `fanned`: a step run once per item, drawn as a
+stack with its instances' counts), never inline script. The page draws the legend next to it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import StrEnum
-from html import escape
-from typing import Final
+from typing import Final, Literal
 
 from deepwork_core.jobs.graph import GraphEdge, WorkflowGraph
+from markupsafe import Markup
+from pydantic import BaseModel, ConfigDict
+
+from deepwork_mcp.dashboard.rendering import render_macro
 
 NODE_W: Final = 190
 NODE_H: Final = 50
@@ -63,30 +67,80 @@ def _positions(graph: WorkflowGraph) -> tuple[dict[str, tuple[int, int]], int, i
 LABEL_H: Final = 14
 
 
+class _Drawn(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Arrow(_Drawn):
+    """An order edge: an arrow from the bottom of one box to the top of the next row's."""
+
+    kind: Literal["order"] = "order"
+    x1: int
+    y1: int
+    x2: int
+    y2: int
+
+
+class Curve(_Drawn):
+    """An input edge: a dashed curve on the right, labelled with the file it carries."""
+
+    kind: Literal["input"] = "input"
+    label: str
+    short_label: str
+    #: The curve as SVG path data (`M… C…`).
+    path: str
+    label_x: int
+    label_y: int
+
+
+class Box(_Drawn):
+    """One step: its box's top-left corner, its classes and its two lines of text."""
+
+    step_id: str
+    name: str
+    short_name: str
+    #: The step's id (✓ when an external review passed it), or a fanned-out step's counts.
+    second_line: str
+    classes: str
+    x: int
+    y: int
+    center: int
+    #: A fanned-out step, drawn as a stack of boxes.
+    stacked: bool
+
+
+class GraphDrawing(_Drawn):
+    """Everything the SVG shows, placed."""
+
+    title: str
+    width: int
+    height: int
+    node_width: int = NODE_W
+    node_height: int = NODE_H
+    edges: list[Arrow | Curve]
+    boxes: list[Box]
+
+
 def _edge(
     edge: GraphEdge, places: Mapping[str, tuple[int, int]], right: int, taken: list[int]
-) -> str:
+) -> Arrow | Curve | None:
     if edge.source not in places or edge.target not in places:
-        return ""
+        return None
     (sx, sy), (tx, ty) = places[edge.source], places[edge.target]
     if edge.kind == "order":
-        x1, y1, x2, y2 = sx + NODE_W // 2, sy + NODE_H, tx + NODE_W // 2, ty
-        return (
-            f'<line class="edge" x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2 - 2}" '
-            'marker-end="url(#dw-arrow)"/>'
-        )
+        return Arrow(x1=sx + NODE_W // 2, y1=sy + NODE_H, x2=tx + NODE_W // 2, y2=ty - 2)
     x1, y1, x2, y2 = sx + NODE_W, sy + NODE_H // 2, tx + NODE_W, ty + NODE_H // 2
     bend = right + 40
-    label = escape(_short(edge.label, 18))
     label_y = (y1 + y2) // 2
     while any(abs(label_y - other) < LABEL_H for other in taken):
         label_y += LABEL_H
     taken.append(label_y)
-    return (
-        f'<g class="input-edge"><title>{escape(edge.label)}</title>'
-        f'<path d="M{x1},{y1} C{bend},{y1} {bend},{y2} {x2 + 2},{y2}" '
-        'marker-end="url(#dw-arrow)"/>'
-        f'<text x="{bend - 6}" y="{label_y}">{label}</text></g>'
+    return Curve(
+        label=edge.label,
+        short_label=_short(edge.label, 18),
+        path=f"M{x1},{y1} C{bend},{y1} {bend},{y2} {x2 + 2},{y2}",
+        label_x=bend - 6,
+        label_y=label_y,
     )
 
 
@@ -102,36 +156,21 @@ def fan_line(for_each: str, counts: Mapping[str, int] | None) -> str:
 _COUNT_LABELS = (("done", "done"), ("running", "run"), ("needs_work", "fix"), ("aborted", "ab"))
 
 
-def _stack(x: int, y: int) -> str:
-    """The box drawn behind a fanned-out step's, so it reads as a stack of instances."""
-    return (
-        f'<rect class="stack" x="{x + 4}" y="{y - 4}" width="{NODE_W}" height="{NODE_H}" rx="8"/>'
-    )
-
-
-def graph_svg(
+def drawing(
     graph: WorkflowGraph,
     states: Mapping[str, StepState] | None = None,
     passed: frozenset[str] = frozenset(),
     fan_counts: Mapping[str, Mapping[str, int]] | None = None,
-) -> str:
-    """The graph as an `<svg>` element; `states` marks steps done, started or current,
-    `passed` the steps an external review passed in this run (✓), and `fan_counts` gives each
-    fanned-out step's instances by state (docs/fan-out.md)."""
+) -> GraphDrawing:
+    """The graph placed; `states` marks steps done, started or current, `passed` the steps an
+    external review passed in this run (✓), and `fan_counts` gives each fanned-out step's
+    instances by state (docs/fan-out.md)."""
     states, fan_counts = states or {}, fan_counts or {}
     taken: list[int] = []
     places, width, height = _positions(graph)
     right = max((x + NODE_W for x, _ in places.values()), default=MARGIN)
-    title = escape(f"{graph.job_name}/{graph.workflow_name}")
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="workflow-graph" width="{width}" '
-        f'height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="{title}">',
-        f"<title>{title}</title>",
-        '<defs><marker id="dw-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
-        'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z"/></marker>'
-        "</defs>",
-    ]
-    parts += [_edge(edge, places, right, taken) for edge in graph.edges]
+    edges = [_edge(edge, places, right, taken) for edge in graph.edges]
+    boxes = []
     for entry in graph.entries:
         for step in entry:
             x, y = places[step.step_id]
@@ -142,19 +181,32 @@ def graph_svg(
                 classes.append(states[step.step_id].value)
             if step.step_id in passed:
                 classes.append("passed")
-            mark = " ✓" if step.step_id in passed else ""
-            second, stack = _short(step.step_id, _NAME_CHARS) + mark, ""
+            second = _short(step.step_id, _NAME_CHARS) + (" ✓" if step.step_id in passed else "")
             if step.for_each is not None:
                 classes.append("fanned")
-                second, stack = fan_line(step.for_each, fan_counts.get(step.step_id)), _stack(x, y)
-            parts.append(
-                f'<g class="{" ".join(classes)}" data-step="{escape(step.step_id)}">'
-                f"<title>{escape(step.name)} ({escape(step.step_id)})</title>{stack}"
-                f'<rect x="{x}" y="{y}" width="{NODE_W}" height="{NODE_H}" rx="8"/>'
-                f'<text class="name" x="{x + NODE_W // 2}" y="{y + 21}">'
-                f"{escape(_short(step.name, _NAME_CHARS))}</text>"
-                f'<text class="id" x="{x + NODE_W // 2}" y="{y + 39}">'
-                f"{escape(second)}</text></g>"
+                second = fan_line(step.for_each, fan_counts.get(step.step_id))
+            boxes.append(
+                Box(
+                    step_id=step.step_id,
+                    name=step.name,
+                    short_name=_short(step.name, _NAME_CHARS),
+                    second_line=second,
+                    classes=" ".join(classes),
+                    x=x,
+                    y=y,
+                    center=x + NODE_W // 2,
+                    stacked=step.for_each is not None,
+                )
             )
-    parts.append("</svg>")
-    return "".join(parts)
+    return GraphDrawing(
+        title=f"{graph.job_name}/{graph.workflow_name}",
+        width=width,
+        height=height,
+        edges=[edge for edge in edges if edge is not None],
+        boxes=boxes,
+    )
+
+
+def svg(drawn: GraphDrawing) -> Markup:
+    """`drawn` as an `<svg>` element."""
+    return render_macro("graph.svg.j2", "svg", drawn)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
-from html import escape
 from pathlib import Path
 from typing import Final
 from urllib.parse import quote
@@ -22,7 +21,7 @@ from deepwork_core.state.store.opening import existing_store
 from deepwork_core.state.store.review_jobs import ReviewJob, ReviewJobs, ReviewJobState
 from pydantic import BaseModel, ConfigDict
 
-from deepwork_mcp.dashboard.pages import layout, status_badge, text
+from deepwork_mcp.dashboard.rendering import render
 
 #: Finished reviews a table lists (the newest); running and queued ones are always listed.
 FINISHED_SHOWN: Final = 50
@@ -104,44 +103,40 @@ def review_rows(project_root: Path, session_id: str | None = None) -> list[Revie
     return live + done[:FINISHED_SHOWN]
 
 
-def _cell_time(value: datetime | None) -> str:
-    if value is None:
-        return '<span class="muted">-</span>'
-    return f'<time datetime="{escape(value.isoformat())}">{value:%H:%M:%S}</time>'
+class ReviewTable(BaseModel):
+    """A table of background reviews as a page shows it, and where the page fetches it again."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rows: list[ReviewRow]
+    #: The run whose reviews these are; None: the whole project's, with a column for the run.
+    session_id: str | None = None
+
+    @property
+    def with_runs(self) -> bool:
+        """The table has a column linking each review's run (it lists the whole project's)."""
+        return self.session_id is None
+
+    @property
+    def url(self) -> str:
+        return fragment_url(self.session_id)
+
+    @property
+    def running(self) -> int:
+        return sum(1 for row in self.rows if row.state == "running")
+
+    @property
+    def queued(self) -> int:
+        return sum(1 for row in self.rows if row.state == "queued")
+
+    @property
+    def finished(self) -> int:
+        return len(self.rows) - self.running - self.queued
 
 
-def reviews_fragment(rows: list[ReviewRow], *, sessions: bool = True) -> str:
-    """The table of reviews (the part of the page the script refreshes); `sessions`: with a
-    column linking each review's run."""
-    if not rows:
-        return '<p class="muted">No review has run in the background yet.</p>'
-    counts = {state: sum(1 for row in rows if row.state == state) for state in _ORDER}
-    summary = (
-        f'<p class="review-counts">{counts["running"]} running, {counts["queued"]} queued, '
-        f"{len(rows) - counts['running'] - counts['queued']} finished</p>"
-    )
-    run_head = "<th>Run</th>" if sessions else ""
-    head = (
-        f"<thead><tr><th>Review</th>{run_head}<th>State</th><th>Claims</th><th>Queued</th>"
-        '<th>Finished</th><th class="num">Seconds</th></tr></thead>'
-    )
-    lines = []
-    for row in rows:
-        run = ""
-        if sessions:
-            link = text(row.session_id or "-")
-            if row.session_id:
-                link = f'<a href="/run/{quote(row.session_id, safe="")}">{link}</a>'
-            run = f"<td>{link}</td>"
-        note = f' <span class="muted">{text(row.note)}</span>' if row.note else ""
-        lines.append(
-            f'<tr data-review="{text(row.review_id)}" data-state="{text(row.state)}">'
-            f'<td class="judges">{text(row.judges)}</td>{run}'
-            f'<td class="state">{status_badge(row.state)}{note}</td>'
-            f'<td class="num">{row.claims}</td><td>{_cell_time(row.enqueued_at)}</td>'
-            f'<td>{_cell_time(row.finished_at)}</td><td class="num">{row.seconds:.1f}</td></tr>'
-        )
-    return f'{summary}<table class="reviews">{head}<tbody>{"".join(lines)}</tbody></table>'
+def reviews_fragment(table: ReviewTable) -> str:
+    """The table of reviews (the part of the page the script refreshes)."""
+    return render("reviews_table.html.j2", table=table)
 
 
 def fragment_url(session_id: str | None = None) -> str:
@@ -151,18 +146,5 @@ def fragment_url(session_id: str | None = None) -> str:
     return f"/fragment/reviews?session={quote(session_id, safe='')}"
 
 
-def live_reviews(rows: list[ReviewRow], session_id: str | None = None) -> str:
-    """The table inside the element the script refreshes from `fragment_url(session_id)`."""
-    url = escape(fragment_url(session_id))
-    table = reviews_fragment(rows, sessions=session_id is None)
-    return f'<div class="live-reviews" data-refresh="{url}">{table}</div>'
-
-
 def reviews_page(rows: list[ReviewRow]) -> str:
-    body = (
-        "<h1>Reviews</h1>"
-        '<p class="muted">The quality gate\'s reviews in the background: running, queued, and '
-        "the most recent finished ones. The list follows changes by itself.</p>"
-        f"{live_reviews(rows)}"
-    )
-    return layout("Reviews", body)
+    return render("reviews.html.j2", table=ReviewTable(rows=rows))

@@ -2,9 +2,9 @@
 
 The runs and a run's detail are core's read model (`deepwork_core.state.read_model.runs`), the
 same one `deepwork report` and `deepwork status` render; this module adds only what the browser
-shows besides: the workflow graph as SVG and the open approval requests with previews of their
-files.
-Every function here only reads. Text in these views is raw; the pages escape it.
+shows besides: the workflow graph, placed (`graph_svg`), and the open approval requests with
+previews of their files.
+Every function here only reads. Text in these views is raw; the templates escape it.
 """
 
 from __future__ import annotations
@@ -39,9 +39,10 @@ from deepwork_core.state.store.approval_rows import undecided_requests
 from deepwork_core.state.store.opening import existing_store
 from deepwork_core.state.store.runs import StoredRun
 from deepwork_core.state.store.runs import list_runs as stored_runs
+from markupsafe import Markup
 from pydantic import BaseModel, ConfigDict, Field
 
-from deepwork_mcp.dashboard.graph_svg import StepState, graph_svg
+from deepwork_mcp.dashboard.graph_svg import GraphDrawing, StepState, drawing, svg
 
 #: The environment variable naming more job folders (as for `deepwork serve`).
 ADDITIONAL_FOLDERS_ENV: Final = "DEEPWORK_ADDITIONAL_JOBS_FOLDERS"
@@ -108,12 +109,17 @@ class RunPage(_View):
     """The run page: core's read model of the run, its workflow graph and its open approval."""
 
     detail: RunDetail
-    #: The workflow graph as SVG, or None (`graph_problem` says why).
-    graph_svg: str | None
+    #: The workflow graph, placed, or None (`graph_problem` says why).
+    graph: GraphDrawing | None
     graph_problem: str | None = None
     approval: ApprovalView | None
     #: The instances of the run's fanned-out steps, by step then item order.
     instances: list[InstanceRow] = Field(default_factory=list)
+
+    @property
+    def graph_svg(self) -> Markup | None:
+        """The workflow graph as an `<svg>` element, or None."""
+        return None if self.graph is None else svg(self.graph)
 
 
 def runs(store: SessionStore, *, limit: int = RUNS_PER_PAGE, offset: int = 0) -> list[Run]:
@@ -167,7 +173,7 @@ def _graph(
     session: Session,
     passed: frozenset[str],
     counts: dict[str, dict[str, int]] | None = None,
-) -> tuple[str | None, str | None]:
+) -> tuple[GraphDrawing | None, str | None]:
     additional = parse_folder_list(os.environ.get(ADDITIONAL_FOLDERS_ENV))
     try:
         catalog = JobCatalog.for_project(
@@ -176,7 +182,7 @@ def _graph(
         graph = build_graph(catalog.get(session.job_name).definition, session.workflow_name)
     except DeepWorkError as exc:
         return None, f"{exc.code}: {exc.message}"
-    return graph_svg(graph, step_states(session), passed, counts), None
+    return drawing(graph, step_states(session), passed, counts), None
 
 
 def run_page_view(
@@ -192,10 +198,10 @@ def run_page_view(
         for step in verdict.step_ids
     )
     instances = instance_rows(store, session)
-    svg, graph_problem = _graph(store.project_root, session, passed, fan_counts(instances))
+    graph, graph_problem = _graph(store.project_root, session, passed, fan_counts(instances))
     return RunPage(
         detail=detail,
-        graph_svg=svg,
+        graph=graph,
         graph_problem=graph_problem,
         approval=pending_approval(approvals or ApprovalStore(store.project_root), session),
         instances=instances,
