@@ -94,9 +94,10 @@ def typecheck(session: nox.Session) -> None:
     _run(session, "mypy", *PACKAGE_SOURCES)
 
 
-#: What every pytest run of `tests` and `tests_postgres` adds: one worker per core
-#: (pytest-xdist; `-n 0` in the arguments runs in this process).
-PARALLEL = ["-n", "auto"]
+#: What every pytest run of `tests` and `tests_postgres` adds: one worker per core, an idle
+#: worker taking tests queued for a busy one (pytest-xdist; `-n 0` in the arguments runs the
+#: tests in this process).
+PARALLEL = ["-n", "auto", "--dist", "worksteal"]
 #: The tests start hundreds of Python processes (servers, hooks, reviewer doubles); with
 #: bytecode caching off each of them would compile every module it imports again.
 WRITE_BYTECODE = {"PYTHONDONTWRITEBYTECODE": None}
