@@ -1,9 +1,10 @@
 """What the background path of the quality gate adds to a review that finishes at once.
 
-The same review task is judged twice per sample by a reviewer that answers at once: directly
-through the `Reviewer` port, and through `BackgroundReviews.run` (a job enqueued in the
-project's store, claimed by a worker, its result recorded and read back). The figure is the
-difference of the medians (docs/quality-gate.md, "Background reviews").
+The same review task is judged twice per sample by a judge that answers at once (what
+`ReviewCalls` is in the server: the `Reviewer` port under the gate's policy): directly, and
+through `BackgroundReviews.run` (a job enqueued in the project's store, claimed by a worker,
+its result recorded and read back). The figure is the difference of the medians
+(docs/quality-gate.md, "Background reviews").
 
 The path makes three durable commits (enqueue, claim, result). The SQLite store now runs at
 `synchronous=NORMAL` itself (WAL: safe against a killed process; docs/runtime-layout.md), so
@@ -20,7 +21,7 @@ from typing import Any
 
 from deepwork_core.base.config import ReviewBudget
 from deepwork_core.evidence.verdicts import ReviewVerdict
-from deepwork_core.gate.background import BackgroundReviews
+from deepwork_core.gate.background import BackgroundReviews, ReviewPayload
 from deepwork_core.gate.checkpoint import Checkpoint
 from deepwork_core.gate.quality import plan_review_tasks
 from deepwork_core.gate.tasks import QualityReviewTask
@@ -31,11 +32,18 @@ from deepwork_core.state.store.review_jobs import ReviewJobs
 from deepwork_core.state.store.sqlite import SqliteStore
 
 
-class _InstantReviewer:
+class _InstantJudge:
+    """Judges every task passed, at once (the `TaskJudge` that `ReviewCalls` is in the server)."""
+
     budget = ReviewBudget()
 
-    def review_task(
-        self, checkpoint: Checkpoint, task: QualityReviewTask, cancelled: threading.Event
+    def judge(
+        self,
+        checkpoint: Checkpoint,
+        task: QualityReviewTask,
+        cancelled: threading.Event,
+        *,
+        slots: int = 1,
     ) -> ReviewVerdict:
         return ReviewVerdict(
             step_id=task.step_id, review_run_each=task.run_each, passed=True, feedback="ok"
@@ -73,12 +81,12 @@ def background_overhead(
     """(overhead, direct, background) medians in milliseconds over `samples` reviews."""
     root.mkdir(parents=True, exist_ok=True)
     checkpoint, task = _checkpoint(root)
-    reviewer = _InstantReviewer()
+    judge = _InstantJudge()
     store = open_store(None, root)
     if not fsync and isinstance(store, SqliteStore):
         store._conn.execute("PRAGMA synchronous = NORMAL")  # the bench's variant only
-    jobs = ReviewJobs(store)
-    reviews = BackgroundReviews(root, reviewer, lambda _n: checkpoint.job, 4, jobs=jobs)
+    jobs = ReviewJobs(store, ReviewPayload)
+    reviews = BackgroundReviews(root, judge, lambda _n: checkpoint.job, 4, jobs=jobs)
     direct: list[float] = []
     background: list[float] = []
     try:
@@ -93,7 +101,7 @@ def background_overhead(
                 notes=f"sample {sample}",
             )
             began = time.perf_counter()
-            reviewer.review_task(fresh, task, threading.Event())
+            judge.judge(fresh, task, threading.Event())
             middle = time.perf_counter()
             answer = reviews.run(fresh, [task], 5.0)
             ended = time.perf_counter()

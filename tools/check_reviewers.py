@@ -2,8 +2,8 @@
 
     python tools/check_reviewers.py [--cache DIR]
 
-The quality gate's `codex` and `gemini` runners (`deepwork_mcp.runners`) build a command line
-and read the events the CLI prints. This check runs the real binaries (pinned, from the npm
+The quality gate's `codex` and `gemini` runners (`deepwork_mcp.reviewers`) build a command
+line and read the events the CLI prints. This check runs the real binaries (pinned, from the npm
 registry, cached like `tools/check_plugins.py` does) with exactly that command line, each
 pointed at a local stand-in for its model endpoint (no account, no network): Codex through a
 `model_provider` given with `-c` (added before the final `-`), the Gemini CLI through
@@ -110,7 +110,7 @@ def endpoint() -> Iterator[str]:
 
 def _plan(scratch: Path, executable: str, model: str | None) -> Any:
     from deepwork_core.gate.quality import QualityReviewTask
-    from deepwork_mcp.runners.events import CallPlan
+    from deepwork_mcp.reviewers.stream import CallPlan
 
     task = QualityReviewTask(step_id="s", run_each="step", criteria={"Clear": "Is it clear?"})
     return CallPlan(executable, task, model, None, PERSONA, scratch, scratch)
@@ -123,7 +123,7 @@ def _call(runner: Any, argv: list[str], env: dict[str, str], cwd: Path, model: s
 
 
 def check_codex(bins: Path, base: str, scratch: Path) -> str:
-    from deepwork_mcp.runners.codex import CodexRunner
+    from deepwork_mcp.reviewers.codex import CodexRunner
 
     runner, home = CodexRunner(), scratch / "home-codex"
     home.mkdir()
@@ -155,7 +155,7 @@ def check_codex(bins: Path, base: str, scratch: Path) -> str:
 
 
 def check_gemini(bins: Path, base: str, scratch: Path) -> str:
-    from deepwork_mcp.runners.gemini import GeminiRunner
+    from deepwork_mcp.reviewers.gemini import GeminiRunner
 
     runner, home = GeminiRunner(), scratch / "home-gemini"
     (home / ".gemini").mkdir(parents=True)

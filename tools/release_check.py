@@ -1,6 +1,6 @@
 """Checks that a version is ready to publish, and the release notes of a version.
 
-    python tools/release_check.py check [--tag vX.Y.Z]   # versions agree, CHANGELOG entry, tag
+    python tools/release_check.py check [--tag vX.Y.Z]   # switch on, versions, CHANGELOG, tag
     python tools/release_check.py notes [X.Y.Z]          # the CHANGELOG section of a version
     python tools/release_check.py probe DEEPWORK_EXE     # `DEEPWORK_EXE serve` lists its tools
 
@@ -108,8 +108,24 @@ def changelog_section(version: str, root: Path = ROOT) -> str | None:
     return None
 
 
+def is_released(root: Path = ROOT) -> bool:
+    """`[tool.deepwork] released` of the root pyproject.toml: the texts are the PyPI ones."""
+    data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    return bool(data.get("tool", {}).get("deepwork", {}).get("released", False))
+
+
+def switch_problems(root: Path = ROOT) -> list[str]:
+    """The release switch left off: the skills would still say the version is not on PyPI."""
+    if is_released(root):
+        return []
+    return [
+        "pyproject.toml: [tool.deepwork] released is false, so the skills still say how to run "
+        "DeepWork from a clone (run `python tools/version.py release`, then `nox -s render`)"
+    ]
+
+
 def release_problems(root: Path = ROOT, tag: str | None = None) -> list[str]:
-    """Everything that stops the current version from being released (empty: ready)."""
+    """What stops the current version from being released besides the switch (empty: ready)."""
     version = project_version(root)
     problems = version_problems(root)
     section = changelog_section(version, root)
@@ -153,7 +169,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
 
     if args.command == "check":
-        problems = release_problems(tag=args.tag)
+        problems = [*switch_problems(), *release_problems(tag=args.tag)]
         for problem in problems:
             print(f"release_check: {problem}", file=sys.stderr)
         if not problems:

@@ -6,8 +6,10 @@ Claude Code, Gemini CLI, Codex CLI, Copilot CLI, Cursor and OpenCode (docs/platf
     python tools/render.py check    # exit 1 listing every stale, missing or extra file
 
 Inputs: `platform/plugin.toml` (skills and hooks), the jinja templates under
-`platform/templates/`, the skill bodies under `platform/`, and `[project]` of the root
-`pyproject.toml` (version, description, author, license, keywords: the one source of each).
+`platform/templates/`, the skill bodies under `platform/`, `[project]` of the root
+`pyproject.toml` (version, description, author, license, keywords: the one source of each) and
+its `[tool.deepwork] released` (whether that version is on PyPI yet: the texts say how to run
+DeepWork from a clone until it is).
 `render()` is pure: both modes and the tests compare its result with the files on disk.
 """
 
@@ -279,6 +281,14 @@ def _json(text: str, comment: bool) -> str:
 Emit = Callable[..., None]
 
 
+def released(root: Path = ROOT) -> bool:
+    """Whether the version is published on PyPI (`[tool.deepwork] released` of the root
+    pyproject.toml, set by `tools/version.py release`). Templates see it as `released`: until it
+    is true, no text may send anyone to PyPI for `deepwork`, a name another program holds there."""
+    data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    return bool(data.get("tool", {}).get("deepwork", {}).get("released", False))
+
+
 def render(root: Path = ROOT) -> dict[Path, str]:
     """Every rendered file: path relative to `root` -> content."""
     project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
@@ -287,6 +297,7 @@ def render(root: Path = ROOT) -> dict[Path, str]:
     env = _environment(root)
     examples = sorted(p.name for p in (root / "platform" / "example_reviews").glob("*.md"))
     common: dict[str, Any] = {"version": version, "project": project, "note": NOTE}
+    common["released"] = released(root)
     skills = all_skills(plugin)
 
     files: dict[Path, str] = {}

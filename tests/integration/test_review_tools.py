@@ -6,8 +6,11 @@ import asyncio
 import re
 
 import pytest
+from deepwork_core.jobs.discovery import JobCatalog
+from deepwork_mcp.roots import ProjectServices
 from deepwork_mcp.tool_errors import ToolErrors
 from deepwork_mcp.tools.reviews import register_review_tools
+from deepwork_mcp.tools.services import ToolServices, lifespan
 from deepwork_review.passes import ReviewPasses
 from fastmcp import Client, FastMCP
 from fastmcp.client.client import CallToolResult
@@ -24,8 +27,17 @@ def _text(result: CallToolResult) -> str:
 
 
 def _server(root, platform: str = "claude") -> FastMCP:
-    mcp = FastMCP("test", mask_error_details=True, middleware=[ToolErrors()])
-    register_review_tools(mcp, project_root=root, platform=platform)
+    """A server with only the review tools, for the project at `root` (no engine is made)."""
+
+    def no_engine():
+        raise AssertionError("the review tools never need the workflow engine")
+
+    project = ProjectServices(root, JobCatalog.for_project(root), no_engine)
+    tools = ToolServices(lambda: project, platform=platform)
+    mcp = FastMCP(
+        "test", mask_error_details=True, middleware=[ToolErrors()], lifespan=lifespan(tools)
+    )
+    register_review_tools(mcp)
     return mcp
 
 

@@ -107,6 +107,10 @@ async def test_session_ids_that_are_paths_are_rejected(
     await call_error(
         client, "abort_workflow", "identifier.invalid", explanation="x", session_id=session_id
     )
+    await call_error(
+        client, "go_to_step", "identifier.invalid", step_id="first", session_id=session_id
+    )
+    await call_error(client, "get_active_workflow", "identifier.invalid", session_id=session_id)
     assert outside(root) == before
 
 

@@ -6,12 +6,15 @@ sentence each (their size is held by `test_tool_list_and_instructions_stay_small
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from deepwork_mcp.server import create_server
 from fastmcp import Client
 
 from tests.fixtures.configs import config
+from tests.fixtures.evidence_project import make_evidence_project
+from tests.fixtures.tool_calls import call_ok
 
 
 async def _guidance(tmp_path: Path) -> tuple[str, dict[str, str]]:
@@ -36,3 +39,86 @@ async def test_the_instructions_carry_the_skill_in_a_sentence_each(tmp_path: Pat
     assert "repair" in text
     assert "reason" in tools["mark_review_as_passed"]
     assert "Self-review" in tools["finished_step"]
+
+
+# --- claims of issue 44, each held against the running server ------------------------------
+
+
+async def test_the_instructions_teach_every_status_and_the_call_again_errors(
+    tmp_path: Path,
+) -> None:
+    """A client without the skill learns each status `finished_step` can answer, that two errors
+    mean "call again", and how to drive a fanned-out step's instances."""
+    from typing import get_args
+
+    from deepwork_mcp.responses import FinishStatusValue
+
+    text, _ = await _guidance(tmp_path)
+    for status in get_args(FinishStatusValue):
+        if status != "dry_run":  # only an explicit dry run answers it
+            assert f"{status}" in text, status
+    assert "never approve yourself" in text
+    for code in ("quality_gate.outputs_changed", "session.changed"):
+        assert code in text
+    assert "call again" in text.split("session.changed", 1)[1][:40]
+    for word in ("fan_out", "abort_workflow", "parent session_id", "outputs {}"):
+        assert word in text, word
+
+
+async def test_every_finished_step_argument_is_described(tmp_path: Path) -> None:
+    _, tools = await _guidance(tmp_path)
+    schema = json.loads(tools["finished_step"])["inputSchema"]["properties"]
+    assert "description" in schema["dry_run"]
+
+
+async def test_the_approval_answer_says_the_agent_must_not_approve(tmp_path: Path) -> None:
+    root = make_evidence_project(tmp_path / "project", with_git=False)
+    async with Client(create_server(root, config())) as client:
+        await call_ok(client, "start_workflow", goal="g", job_name="approved", workflow_name="main")
+        (root / "plan.md").write_text("the plan\n")
+        waiting = await call_ok(client, "finished_step", outputs={"plan": "plan.md"})
+    assert waiting["status"] == "awaiting_approval"
+    feedback = " ".join(waiting["feedback"].split())
+    assert "must not approve it yourself" in feedback
+    assert "cannot approve" not in feedback
+    assert "dashboard" in feedback
+
+
+RULED_JOB = """\
+name: ruled
+summary: "One reviewed step"
+step_arguments:
+  - name: notes.md
+    description: "The notes"
+    type: file_path
+    review:
+      strategy: individual
+      instructions: |
+        - The notes MUST name every change.
+        - Breaking changes MUST come first.
+workflows:
+  main:
+    summary: "Write the notes"
+    steps:
+      - name: write
+        instructions: "Write notes.md."
+        outputs: {notes.md: {}}
+"""
+
+
+async def test_a_010_reviews_rules_arrive_as_its_criterion(tmp_path: Path) -> None:
+    """`step_reviews` holds what the reviewer judges: a 0.10 review's rules are its one
+    criterion, not guidance (the skill calls step_reviews the criteria)."""
+    root = tmp_path / "project"
+    (root / ".deepwork" / "jobs" / "ruled").mkdir(parents=True)
+    (root / ".deepwork" / "jobs" / "ruled" / "job.yml").write_text(RULED_JOB)
+    async with Client(create_server(root, config())) as client:
+        started = await call_ok(
+            client, "start_workflow", goal="g", job_name="ruled", workflow_name="main"
+        )
+    [review] = started["begin_step"]["step_reviews"]
+    [(name, rules)] = review["quality_criteria"].items()
+    assert name == "Review instructions"
+    assert "MUST name every change" in rules
+    assert "Breaking changes MUST come first" in rules
+    assert review.get("additional_review_guidance") is None

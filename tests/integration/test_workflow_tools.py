@@ -15,6 +15,7 @@ from deepwork_core.engine.results import FinishStatus
 from deepwork_core.gate.gates import ExternalGate, SelfReviewGate
 from deepwork_core.state.sessions import SessionStore
 from deepwork_mcp.responses import FinishedStepResponse
+from deepwork_mcp.reviewers.cli import CliReviewer
 from deepwork_mcp.server import build_gate, create_server
 from fastmcp import Client, FastMCP
 from fastmcp.tools import FunctionTool
@@ -97,9 +98,10 @@ def test_external_runner_claude_uses_the_claude_cli_with_five_inline_files() -> 
     gate = build_gate(QualityGateConfig(external_runner="claude", timeout_seconds=77))
     assert isinstance(gate, ExternalGate)
     assert gate.external
-    assert gate.reviewer.executable == "claude"
-    assert gate.reviewer.base_timeout == 77
-    assert gate.reviewer.max_inline_files == 5
+    assert isinstance(gate.calls.reviewer, CliReviewer)
+    assert gate.calls.reviewer.executable == "claude"
+    assert gate.calls.base_timeout == 77
+    assert gate.calls.max_inline_files == 5
 
 
 @pytest.mark.req("JOBS-REQ-001.1.6")

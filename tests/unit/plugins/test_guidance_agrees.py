@@ -2,8 +2,9 @@
 server's own instructions (issue 26; docs/platforms.md, docs/job-library.md).
 
 - each `deepwork …` command names a command the CLI has, and works as written on every
-  platform we ship: a text that gives the plain form also gives the pinned `uvx` form, and a
-  rendered skill pins the release the plugins run;
+  platform we ship: a skill that gives the plain form also gives the plugins' pinned `uvx` form
+  (pinned to the release the plugins run), a job text sends the agent to the `CLI:` line of the
+  server's instructions (the way the server was started) and pins no release itself;
 - each response field a skill names (`evidence.approval.prompt`, `common_job_info`) exists in
   the tool response models;
 - no platform-specific tool name appears in the server's platform-neutral texts.
@@ -74,13 +75,17 @@ def _resolves(words: str) -> bool:
     return True
 
 
-def _command_problems(where: str, text: str) -> Iterator[str]:
+#: How a skill says to run `deepwork` off `PATH`, and how a job text does.
+SKILL_FORM, JOB_FORM = "uvx deepwork==", "`CLI:` line"
+
+
+def _command_problems(where: str, text: str, form: str = SKILL_FORM) -> Iterator[str]:
     found = list(COMMAND.finditer(text))
     for match in found:
         if not _resolves(match["words"]):
             yield f"{where}: `deepwork {match['words']}` is no command"
-    if any(m["pin"] is None for m in found) and "uvx deepwork==" not in text:
-        yield f"{where}: gives `deepwork …` without the `uvx deepwork==<version>` form"
+    if any(m["pin"] is None for m in found) and form not in _flat(text):
+        yield f"{where}: gives `deepwork …` without saying how to run it off PATH ({form})"
 
 
 def test_every_skill_command_resolves_pinned_to_the_release(skills: dict[str, str]) -> None:
@@ -92,18 +97,34 @@ def test_every_skill_command_resolves_pinned_to_the_release(skills: dict[str, st
 
 @pytest.mark.parametrize("job_dir", JOB_DIRS, ids=[p.name for p in JOB_DIRS])
 def test_every_job_command_resolves_and_says_how_to_run_it(job_dir: Path) -> None:
-    assert list(_command_problems(job_dir.name, _job_text(job_dir))) == []
+    """A job text pins no release (it outlives one, and before the release is on PyPI a pin
+    resolves nowhere): it sends the agent to the server's `CLI:` line instead (issue 44)."""
+    text = _job_text(job_dir)
+    agent_facing = "\n".join(
+        path.read_text(encoding="utf-8")
+        for path in [job_dir / "job.yml", *sorted(job_dir.rglob("*.md"))]
+        if path.is_file() and path.name != "README.md"
+    )
+    assert list(_command_problems(job_dir.name, agent_facing, JOB_FORM)) == []
+    assert "uvx deepwork==" not in text
+    assert "pip install deepwork" not in text
 
 
-def test_the_server_names_the_pinned_command() -> None:
-    line = cli_line(VERSION)
-    assert f"uvx deepwork=={VERSION}" in line
+@pytest.mark.parametrize(
+    "launch", [f"uvx deepwork=={VERSION}", "uvx --from /src/deepwork deepwork", "deepwork"]
+)
+def test_the_server_names_the_command_it_was_started_with(launch: str) -> None:
+    """The `CLI:` line gives the form that started this server, so it works in the user's
+    setup before the release is on PyPI as after it (docs/navigation.md)."""
+    line = cli_line(launch)
+    assert line == f"CLI: `{launch} ...`."
     assert list(_command_problems("instructions", INSTRUCTIONS + "\n" + line)) == []
 
 
 def test_the_command_check_catches_a_missing_command_and_a_missing_uvx_form() -> None:
     problems = list(_command_problems("t", "run `deepwork jobs frobnicate` and `deepwork nope`"))
     assert len(problems) == 3
+    assert len(list(_command_problems("t", "`deepwork jobs list`", JOB_FORM))) == 1
 
 
 # --- response fields --------------------------------------------------------------------------
@@ -155,15 +176,22 @@ def _all_field_names() -> set[str]:
 
 
 def test_every_dotted_field_a_skill_names_exists(skills: dict[str, str]) -> None:
+    """Every dotted name is a response field or an error code the server has."""
+    from deepwork_core.base.error_codes import ErrorCode
+
+    codes = {code.value for code in ErrorCode}
     missing = {
         f"{where}: `{dotted}`"
         for where, text in skills.items()
         for dotted in DOTTED.findall(text)
         if not dotted.startswith(("quality_gate.", "inputs.", "workflow.", "job."))
+        and dotted not in codes
         and not re.fullmatch(r"[a-z_]+\.(md|ya?ml|json)", dotted)
         and not _path_exists(dotted.split("."))
     }
     assert missing == set()
+    named = {dotted for text in skills.values() for dotted in DOTTED.findall(text)}
+    assert {d for d in named if d.startswith("quality_gate.")} <= codes
 
 
 def test_the_field_check_refuses_a_top_level_approval() -> None:
@@ -304,9 +332,10 @@ def test_jobs_convert_is_said_to_write_a_copy() -> None:
 
 def test_the_uvx_rule_is_said_once_per_text(skills: dict[str, str]) -> None:
     job_yml = (JOBS_JOB / "job.yml").read_text(encoding="utf-8")
-    assert _paragraphs_naming(job_yml, "uvx deepwork==") == 1
+    assert _paragraphs_naming(job_yml, "`CLI:` line") == 1
     for name in ("define", "record", "implement", "iterate", "learn", "survey", "fix_jobs"):
         assert "uvx deepwork==" not in _step_text(name), name
+        assert "`CLI:`" not in _step_text(name), name
     for where, text in skills.items():
         assert _paragraphs_naming(text, "uvx deepwork==") <= 1, where
 
@@ -400,3 +429,144 @@ def test_the_gate_docs_do_not_promise_common_info_to_reviewers() -> None:
     page = (REPO / "docs" / "quality-gate.md").read_text(encoding="utf-8")
     assert "the common job information, the agent's notes" not in page
     assert "common information does not reach the reviewer" in _flat(page)
+
+
+# --- claims of issue 44: no advice the server then refuses ------------------------------------
+
+REFERENCE = JOBS_JOB / "reference"
+
+
+def _reference(name: str) -> str:
+    return (REFERENCE / f"{name}.md").read_text(encoding="utf-8")
+
+
+def _guidance_texts() -> dict[str, str]:
+    """Every text of the standard and library jobs, by its path."""
+    return {
+        str(path.relative_to(REPO)): path.read_text(encoding="utf-8")
+        for job_dir in JOB_DIRS
+        for path in [job_dir / "job.yml", *sorted(job_dir.rglob("*.md"))]
+        if path.is_file()
+    }
+
+
+def test_no_text_calls_a_supported_feature_a_warning() -> None:
+    """for_each, isolation and concurrent_group validate without a problem (the checkpoint of
+    new_job, learn and repair refused their old `job.extension` warning)."""
+    from deepwork_core.base.error_codes import ErrorCode
+
+    assert "job.extension" not in {code.value for code in ErrorCode}
+    found = [where for where, text in _guidance_texts().items() if "job.extension" in text]
+    assert found == []
+
+
+def test_no_text_asks_a_010_job_for_a_version() -> None:
+    """Each sentence that asks to raise `version` is about 0.9-format jobs (0.10 refuses the
+    key with `job.unknown_key`)."""
+    asks = re.compile(
+        r"(raise|raised|bump|bumped)[^.?]*\bversion|version[^.?]*\b(raise|higher)", re.I
+    )
+    texts = {name: _step_text(name) for name in ("iterate", "learn", "fix_jobs")}
+    texts["job.yml"] = (JOBS_JOB / "job.yml").read_text(encoding="utf-8")
+    found = [
+        f"{where}: {sentence.strip()[:80]}"
+        for where, text in texts.items()
+        for sentence in re.split(r"(?<=[.?])\s+|\n-", _flat(text))
+        if asks.search(sentence) and "0.9" not in sentence
+    ]
+    assert found == []
+    criteria = yaml_criteria("iterate")
+    assert "0.10-format job, which has no version" in criteria["Version raised"]
+
+
+def yaml_criteria(step_id: str) -> dict[str, str]:
+    import yaml
+
+    data = yaml.safe_load((JOBS_JOB / "job.yml").read_text(encoding="utf-8"))
+    step = next(s for s in data["steps"] if s["id"] == step_id)
+    return {k: v for review in step["reviews"] for k, v in review["quality_criteria"].items()}
+
+
+def test_both_formats_are_said_to_have_concurrent_groups() -> None:
+    """define and job_format.md once said in three places that 0.10 has no concurrent groups."""
+    job_format = _reference("job_format")
+    only_09 = [line.split("|")[2] for line in job_format.splitlines() if line.startswith("| ")]
+    assert not any("concurrent" in cell for cell in only_09)
+    assert "Both formats have concurrent groups" in _flat(job_format)
+    for text in (job_format, _step_text("define"), _reference("workflow_patterns")):
+        flat = _flat(text)
+        assert "The 0.10 format has none" not in flat
+        assert "only the 0.9 format has concurrent" not in flat.lower()
+    assert "except job hooks and doc specs" in _flat(_step_text("define"))
+
+
+def test_per_item_instances_in_the_shared_tree_are_told_how_to_stay_apart() -> None:
+    patterns = _flat(_reference("workflow_patterns"))
+    per_item = patterns[patterns.index("## Per-item work") : patterns.index("## Iterative loop")]
+    assert "never have two instances edit one file" in per_item
+    assert "scope_guard: strict" in per_item
+    assert "`may_change`" in per_item
+    assert "need not commit" in per_item
+
+
+def test_iterate_can_submit_the_scripts_it_fixes() -> None:
+    """A fixed script is an output of iterate, reviewed in the same call (no extra round)."""
+    import yaml
+
+    data = yaml.safe_load((JOBS_JOB / "job.yml").read_text(encoding="utf-8"))
+    iterate = next(s for s in data["steps"] if s["id"] == "iterate")
+    assert iterate["outputs"]["support_files"]["type"] == "files"
+    assert "`support_files`" in _step_text("iterate")
+    test = next(s for s in data["steps"] if s["id"] == "test")
+    assert test["may_change"] == [".deepwork/jobs/**"]
+
+
+def test_the_common_job_information_is_said_once_and_small() -> None:
+    """It goes out with every step (3 KB once): the formats live in reference/job_format.md."""
+    from deepwork_core.jobs.parser import parse_job_dir
+
+    job = parse_job_dir(JOBS_JOB).require()
+    common = job.common_job_info_provided_to_all_steps_at_runtime or ""
+    assert len(common.encode("utf-8")) <= 2_000
+    assert "step_arguments" not in common  # the format's keys are the reference's, not repeated
+    assert "`reference/job_format.md`" in _step_text("define")
+    define = _step_text("define")
+    assert len(define.encode("utf-8")) + len(common.encode("utf-8")) <= 17_500
+
+
+def test_the_reference_names_the_keys_a_persona_map_accepts() -> None:
+    from deepwork_core.base.config import EXTERNAL_RUNNERS
+
+    persona = _flat(_reference("job_format"))
+    persona = persona[persona.index("**Reviewer persona**") :][:900]
+    assert all(f"`{runner}`" in persona for runner in EXTERNAL_RUNNERS)
+    assert "gets no persona" in persona
+
+
+def test_the_skill_teaches_fan_out_approvals_and_the_call_again_errors(
+    skills: dict[str, str],
+) -> None:
+    text = _flat(_deepwork_skill(skills))
+    fan = text[text.index("## Fan-out") : text.index("## The quality gate")]
+    for phrase in (
+        "`session_id`", "`get_active_workflow`", "`abort_workflow`", "`allow_partial`",
+        "`fan_out.parent_session_id`", "`outputs: {}`", "`worktree`", "need not commit",
+        "`fan_out.merge_conflict`", "`fan_out.incomplete`", "`workflow_complete` ends that",
+    ):  # fmt: skip
+        assert phrase in fan, phrase
+    loop = text[text.index("## The loop") : text.index("## Concurrent steps")]
+    assert "For an instance of a fanned-out step it means only that this item is done" in loop
+    assert "`quality_gate.outputs_changed`" in loop
+    assert "`session.changed`" in loop
+    approvals = text[text.index("## Approvals") : text.index("## Nested workflows")]
+    for phrase in (
+        "`deepwork dashboard`", "`deepwork approver init`", "`approval.unverified`",
+        "team mode", "signed by a trusted approver",
+    ):  # fmt: skip
+        assert phrase in approvals, phrase
+
+
+def test_the_dry_run_promise_covers_the_stale_evidence_round() -> None:
+    page = _flat((REPO / "docs" / "quality-gate.md").read_text(encoding="utf-8"))
+    dry = page[page.index("## Dry run") : page.index("## Attempts")]
+    assert "earlier step whose accepted output changed" in dry

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from deepwork_core.base.escaping import printable
+from deepwork_core.state.usage.pair import RunUsage
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 # The two names below restate core types instead of importing them: this module is loaded for the
 # first `get_workflows`, and the core modules defining them load the engine's state and gate
 # modules (about 40 ms of a cold start). tests/unit/mcp/tools/test_output_schemas.py keeps them
-# (and `ReviewUsageInfo` below) equal to the core's.
+# equal to the core's. The usage pair is imported as it is: its module loads only pydantic.
 
 #: The values of `deepwork_core.engine.results.FinishStatus`, in its order.
 FinishStatusValue = Literal[
@@ -35,21 +36,6 @@ OutputValue = str | list[str]
 
 class _Model(BaseModel):
     model_config = ConfigDict(from_attributes=True, populate_by_name=True)
-
-
-class ReviewUsageInfo(_Model):
-    """`deepwork_core.state.review_usage.ReviewUsage` as answered (restated, like the names
-    above, so that this module loads no state modules)."""
-
-    calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_creation_tokens: int = 0
-    cost_usd: float = 0.0
-    unpriced_calls: int = 0
-    self_reviews: int = 0
-    note: str | None = None
 
 
 def _is_none(value: object) -> bool:
@@ -120,10 +106,22 @@ class ReviewInfo(_Model):
 
 
 def _reviews(value: object) -> object:
-    """A brief's step reviews as the reviews they wrap."""
-    if isinstance(value, (list, tuple)):
-        return [getattr(item, "review", item) for item in value]
-    return value
+    """A brief's step reviews as the reviewer judges them: a 0.10-format review's rules are its
+    one criterion, "Review instructions", not guidance (`gate.process_review.review_criteria`)."""
+    if not isinstance(value, (list, tuple)):
+        return value
+    from deepwork_core.gate.process_review import review_criteria  # with the engine, not before
+    from deepwork_core.jobs.model import Review
+
+    shown: list[object] = []
+    for item in value:
+        review = getattr(item, "review", item)
+        if isinstance(review, Review):
+            criteria, guidance = review_criteria(review)
+            review = {"run_each": review.run_each, "quality_criteria": criteria}
+            review["additional_review_guidance"] = guidance
+        shown.append(review)
+    return shown
 
 
 class StepInputInfo(_Model):
@@ -361,6 +359,6 @@ class ActiveStackEntry(_Model):
 class GetActiveWorkflowResponse(_Model):
     stack: list[ActiveStackEntry]
     #: What the reviews of the target session's run cost so far (docs/quality-gate.md).
-    review_usage: ReviewUsageInfo | None = _Sparse
+    review_usage: RunUsage | None = _Sparse
     #: The target session's current step again; None when no workflow is active.
     begin_step: ActiveStepInfo | None = Field(validation_alias="brief")

@@ -1,9 +1,10 @@
 """`create_server()`: the DeepWork MCP server (see `docs/config.md`, `docs/navigation.md`).
 
 It wires the core services (job catalog, session store, workflow engine, quality gate, branch
-maker) to FastMCP and registers the workflow tools and the review tools. The project is the given
-folder, or, when the server follows the client's roots, the client's first root (one set of
-services per folder, made on first use). Every tool call is logged
+maker) to FastMCP, hands them to the tools in the server's lifespan state
+(`deepwork_mcp.tools.services`) and lists the workflow tools and the review tools. The project
+is the given folder, or, when the server follows the client's roots, the client's first root
+(one set of services per folder, made on first use). Every tool call is logged
 to the `deepwork.mcp` logger (stderr under `deepwork serve`) with the tool name and the stack.
 """
 
@@ -13,7 +14,7 @@ import logging
 import os
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 from datetime import date
 from importlib.metadata import version
 from pathlib import Path
@@ -35,6 +36,7 @@ from deepwork_mcp.roots import ProjectRoot, Projects, ProjectServices, RootsMidd
 from deepwork_mcp.server_instructions import build_instructions
 from deepwork_mcp.tool_errors import ToolErrors
 from deepwork_mcp.tools.reviews import register_review_tools
+from deepwork_mcp.tools.services import Lifespan, ToolServices, lifespan
 from deepwork_mcp.tools.workflows import register_workflow_tools
 
 if TYPE_CHECKING:
@@ -43,24 +45,29 @@ if TYPE_CHECKING:
     from deepwork_core.evidence.watch import ChangeWatch
     from deepwork_core.gate.gates import Gate
 
-    from deepwork_mcp.reviewer import TraceEnv
+    from deepwork_mcp.reviewers.cli import TraceEnv
 
 logger = logging.getLogger("deepwork.mcp")
 
 SERVER_NAME = "deepwork"
 
+#: What a client without the DeepWork skill learns (docs/platforms.md): each status and what to
+#: do, in a sentence each. Later capabilities get a sentence of their own here, in step order.
 INSTRUCTIONS = """\
 DeepWork runs multi-step workflows with quality gates.
 1. Discover: get_workflows (jobs under errors: deepwork_jobs/repair).
-2. Start: start_workflow returns begin_step.
-3. Execute: follow step_instructions; create step_expected_outputs.
-4. Checkpoint: finished_step(outputs); a concurrent group is one checkpoint (a sub-agent per \
-step, one call for all).
-5. Iterate: needs_work -> fix per feedback, call again. Self-review: a fresh sub-agent checks \
-outputs against the named review file; fix, call again with quality_review_override_reason = \
-its outcome (never to skip a criterion).
-6. Continue: next_step -> do its begin_step.
-7. Complete: workflow_complete; a nested workflow returns to its parent.
+2. Start: start_workflow returns begin_step. 3. Execute: follow it.
+4. Checkpoint: finished_step(outputs); a concurrent group is one checkpoint (sub-agents, one \
+call). reviewing: call again unchanged. awaiting_approval: show the person the feedback's \
+command, wait, call again (never approve yourself). Error quality_gate.outputs_changed or \
+session.changed: call again.
+5. Iterate: needs_work -> fix per feedback, call again. Self-review: a fresh sub-agent judges \
+outputs by the named review file; fix, call again with quality_review_override_reason = its \
+outcome (never to skip a criterion).
+6. Continue: next_step -> its begin_step. fan_out: use each instance's session_id with \
+get_active_workflow, finished_step (workflow_complete: item done) or abort_workflow (item given \
+up); then finished_step(parent session_id, outputs {}).
+7. Complete: workflow_complete.
 go_to_step goes back; get_active_workflow resumes. Sub-agents: own agent_id on every call."""
 
 
@@ -88,20 +95,20 @@ def build_gate(settings: QualityGateConfig, trace_env: TraceEnv | None = None) -
     runner = settings.external_runner
     if runner is None:
         return SelfReviewGate(rules=rules, review_depth=settings.review_depth)
-    from deepwork_mcp.reviewer import CliReviewer
+    from deepwork_core.gate.calls import ReviewCalls
 
-    reviewer = CliReviewer(
-        runner=runner,
+    from deepwork_mcp.reviewers.cli import CliReviewer
+
+    calls = ReviewCalls(
+        CliReviewer(runner, trace_env=trace_env),
         base_timeout=settings.timeout_seconds,
-        max_parallel=settings.max_parallel,
         stall_timeout=settings.stall_timeout,
         stall_retries=settings.stall_retries,
         models=settings.models,
         budget=settings.budget,
-        trace_env=trace_env,
     )
     return ExternalGate(
-        reviewer,
+        calls,
         rules=rules,
         review_depth=settings.review_depth,
         wait_seconds=settings.wait_seconds,
@@ -145,18 +152,19 @@ class _GateOnce:
             built.close()
 
 
-def _closing(gate: _GateOnce) -> Callable[[FastMCP], AbstractAsyncContextManager[Any]]:
-    """The server's lifespan: when its last client session ends (`deepwork serve` stops, an
-    in-memory client disconnects), the gate's background workers stop."""
+def _closing(gate: _GateOnce, serving: Lifespan) -> Lifespan:
+    """`serving`, and when the server's last client session ends (`deepwork serve` stops, an
+    in-memory client disconnects) the gate's background workers stop."""
 
     @asynccontextmanager
-    async def lifespan(_server: FastMCP) -> AsyncIterator[Any]:
+    async def closing(server: FastMCP[Any]) -> AsyncIterator[dict[str, Any]]:
         try:
-            yield {}
+            async with serving(server) as state:
+                yield state
         finally:
             await to_thread.run_sync(gate.close)
 
-    return lifespan
+    return closing
 
 
 def create_server(
@@ -201,23 +209,17 @@ def create_server(
     where = ProjectRoot(fixed=None if follow_client_roots else root, fallback=root)
     projects = Projects(where, make_services)
     outer = [RootsMiddleware(where)] if follow_client_roots else []
+    tools = ToolServices(projects.get, launch=launch, platform=config.platform)
     mcp = FastMCP(
         SERVER_NAME,
-        instructions=build_instructions(
-            INSTRUCTIONS, projects.get(root).catalog.scan(), version("deepwork-mcp")
-        ),
+        instructions=build_instructions(INSTRUCTIONS, projects.get(root).catalog.scan(), launch),
         version=version("deepwork-mcp"),
         mask_error_details=True,
         middleware=[*outer, CallLog(projects.get), ToolErrors(), CompactToolListing()],
-        lifespan=_closing(gate),
+        lifespan=_closing(gate, lifespan(tools)),
     )
-    register_workflow_tools(
-        mcp,
-        engines=lambda: projects.get().engine,
-        catalogs=lambda: projects.get().catalog,
-        launch=launch,
-    )
-    register_review_tools(mcp, project_root=lambda: projects.get().folder, platform=config.platform)
+    register_workflow_tools(mcp)
+    register_review_tools(mcp)
     return mcp
 
 

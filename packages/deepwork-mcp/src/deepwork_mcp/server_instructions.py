@@ -45,19 +45,18 @@ def project_lines(catalog: Catalog) -> list[str]:
     return lines
 
 
-def cli_line(version: str) -> str:
-    """How to run the `deepwork` command the guidance names, pinned to the server's release.
+def cli_line(launch: str) -> str:
+    """How to run the `deepwork` command the guidance names: the way this server was started
+    (`deepwork_mcp.launch`), which works in the user's setup before a release is on PyPI too
+    (`uvx --from <clone> deepwork`, or the plugins' pinned `uvx deepwork==X` found in wheels
+    built from a clone); docs/platforms.md."""
+    return f"CLI: `{launch} ...`."
 
-    A plugin install runs the server through `uvx`, so `deepwork` may not be on `PATH`
-    (docs/platforms.md).
-    """
-    return f"CLI: `deepwork ...` when on PATH, else `uvx deepwork=={version} ...`."
 
-
-def build_instructions(lifecycle: str, catalog: Catalog | None, version: str | None = None) -> str:
-    """`lifecycle`, the CLI line when `version` is given, then the project's lines (not without a
-    catalog)."""
-    head = [lifecycle] if version is None else [lifecycle, cli_line(version)]
+def build_instructions(lifecycle: str, catalog: Catalog | None, launch: str | None = None) -> str:
+    """`lifecycle`, the CLI line when `launch` (how this DeepWork was started) is given, then the
+    project's lines (not without a catalog)."""
+    head = [lifecycle] if launch is None else [lifecycle, cli_line(launch)]
     if catalog is None:
         return "\n".join(head)
     return "\n".join([*head, *project_lines(catalog)])

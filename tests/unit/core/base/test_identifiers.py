@@ -15,8 +15,9 @@ from deepwork_core.base.identifiers import (
     MAX_TEXT_CHARS,
     SHOWN_CHARS,
     check_name,
-    check_session_id,
     check_text,
+    parse_optional_session_id,
+    parse_session_id,
     resolve_inside,
     shown,
 )
@@ -42,7 +43,19 @@ def test_invalid_names_are_rejected_with_the_kind_named(name: object) -> None:
 @pytest.mark.parametrize("session_id", ["../../x", "abc", "a" * 65, "with space1", "", None])
 def test_invalid_session_ids_are_rejected(session_id: object) -> None:
     with pytest.raises(InvalidIdentifierError):
-        check_session_id(session_id)
+        parse_session_id(session_id)
+
+
+@pytest.mark.parametrize("session_id", ["abcdef", "A1_b-c" * 10, "x" * 64])
+def test_a_valid_session_id_is_parsed_to_itself(session_id: str) -> None:
+    assert parse_session_id(session_id) == session_id
+    assert parse_optional_session_id(session_id) == session_id
+
+
+def test_no_session_id_names_the_top_of_the_stack() -> None:
+    assert parse_optional_session_id(None) is None
+    with pytest.raises(InvalidIdentifierError):
+        parse_optional_session_id("../x")
 
 
 def test_rejected_values_are_clipped_in_messages(tmp_path: Path) -> None:
@@ -99,3 +112,27 @@ def test_overlong_text_is_refused() -> None:
         check_text("x" * (MAX_TEXT_CHARS + 1), what="notes")
     assert caught.value.code == "text.too_long"
     assert caught.value.agent_fixable
+
+
+#: Where a session id comes in from outside: a tool's argument, a command's, a dashboard address.
+SESSION_ID_EDGES = {
+    "deepwork-mcp/src/deepwork_mcp/tools/workflows.py",
+    "deepwork-mcp/src/deepwork_mcp/cli/approve.py",
+    "deepwork-mcp/src/deepwork_mcp/cli/log.py",
+    "deepwork-mcp/src/deepwork_mcp/cli/report.py",
+    "deepwork-mcp/src/deepwork_mcp/cli/store.py",
+    "deepwork-mcp/src/deepwork_mcp/dashboard/app.py",
+}
+
+
+def test_session_ids_are_parsed_only_where_they_come_in() -> None:
+    """The layers below the edges take a `SessionId` and never check it again."""
+    packages = Path(__file__).resolve().parents[4] / "packages"
+    parsing = {
+        str(path.relative_to(packages))
+        for path in packages.rglob("*.py")
+        if "parse_session_id(" in (text := path.read_text("utf-8"))
+        or "parse_optional_session_id(" in text
+    }
+    definition = "deepwork-core/src/deepwork_core/base/identifiers.py"
+    assert parsing - {definition} == SESSION_ID_EDGES

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from deepwork_core.base.errors import DeepWorkError, QualityGateError
+from deepwork_core.base.identifiers import parse_session_id
 from deepwork_core.engine.branching import BranchOutcome
 from deepwork_core.engine.results import FinishStatus
 from deepwork_core.engine.workflow import WorkflowEngine
@@ -274,8 +275,9 @@ def test_finished_or_unknown_sessions_cannot_be_targeted(
     raises("session.not_active", engine.finish, {}, session_id=done)
     raises("session.not_active", engine.abort, "x", session_id=done)
     raises("session.not_found", engine.finish, {}, session_id="abcdefgh")
-    raises("identifier.invalid", engine.finish, {}, session_id="../../x")
-    raises("identifier.invalid", engine.abort, "x", session_id="../../x")
+    # The engine takes parsed `SessionId`s: a malformed id stops where it comes in.
+    raises("identifier.invalid", lambda: engine.finish({}, session_id=parse_session_id("../../x")))
+    raises("identifier.invalid", lambda: engine.abort("x", session_id=parse_session_id("../../x")))
     assert not (root.parent / "x").exists()
 
 

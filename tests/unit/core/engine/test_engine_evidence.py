@@ -174,3 +174,28 @@ def test_stats_count_what_the_engine_logged(root: Path) -> None:
     assert plan.first_try_pass_rate == 1.0
     assert [(c.criterion, c.evaluations, c.failures) for c in plan.criteria] == [("Clear", 1, 0)]
     assert (build.step, build.overrides, build.reviewed_runs) == ("build", 1, 0)
+
+
+def test_a_dry_run_at_the_last_step_lists_the_stale_steps_reviews_and_the_extra_call(
+    root: Path,
+) -> None:
+    """`dry_run` promises every review task a real call would run: at the last step that
+    includes the reviews of an earlier step whose output changed (docs/quality-gate.md)."""
+    from deepwork_core.gate.gates import SelfReviewGate
+
+    engine = engine_for(root, SelfReviewGate())
+    engine.start("g", "evidenced", "main")
+    (root / "plan.md").write_text("plan\n")
+    engine.finish({"plan": "plan.md"}, override_reason="Self-review by a sub-agent: all pass.")
+    (root / "plan.md").write_text("plan v2\n")
+    (root / "result.md").write_text("result\n")
+
+    dry = engine.dry_run({"result": "result.md"})
+    assert {task.step_id for task in dry.review_tasks or []} == {"build", "plan"}
+    assert "a real call names them once" in (dry.feedback or "")
+    resubmitted = engine.dry_run({"result": "plan.md"})
+    assert {task.step_id for task in resubmitted.review_tasks or []} == {"build", "plan"}
+    assert "a real call names them once" not in (resubmitted.feedback or "")
+    real = engine.finish({"result": "result.md"})
+    assert real.status is FinishStatus.NEEDS_WORK  # the round the dry run announced
+    assert "changed after their step was accepted" in (real.feedback or "")

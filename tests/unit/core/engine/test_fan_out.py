@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.engine.fanout.fan_in import recover
-from deepwork_core.engine.navigation import active_workflow, go_to_step
+from deepwork_core.engine.navigation import active_workflow, go_back
 from deepwork_core.engine.results import FinishStatus
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
@@ -131,7 +131,7 @@ def test_going_back_to_a_fanned_step_aborts_its_old_instances(tmp_path: Path) ->
     engine = _engine(fan_job(tmp_path / "p"))
     fan = engine.start("g", "fan", "write", inputs={"topics": ["a"]}).brief.fan_out
     assert fan is not None
-    again = go_to_step(engine, "sections", session_id=fan.parent_session_id).brief.fan_out
+    again = go_back(engine, "sections", session_id=fan.parent_session_id).brief.fan_out
     assert again is not None
     assert again.instances[0].session_id != fan.instances[0].session_id
     old = engine.store.load(fan.instances[0].session_id)
@@ -206,5 +206,5 @@ def test_an_instance_cannot_go_back_on_its_own(tmp_path: Path) -> None:
     fan = engine.start("g", "fan", "write", inputs={"topics": ["a"]}).brief.fan_out
     assert fan is not None
     with pytest.raises(DeepWorkError) as refused:
-        go_to_step(engine, "sections", session_id=fan.instances[0].session_id)
+        go_back(engine, "sections", session_id=fan.instances[0].session_id)
     assert _code(refused) == "navigation.error"

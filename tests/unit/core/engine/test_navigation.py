@@ -1,4 +1,4 @@
-"""go_to_step, active_workflow, agent stacks and the events the engine writes."""
+"""go_to_step (`go_back`), active_workflow, agent stacks and the events the engine writes."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from deepwork_core.base import layout
 from deepwork_core.base.errors import DeepWorkError
-from deepwork_core.engine.navigation import active_workflow, go_to_step
+from deepwork_core.base.identifiers import parse_session_id
+from deepwork_core.engine.navigation import active_workflow, go_back
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.evidence.verdicts import CriterionVerdict, ReviewVerdict, VerdictKind
 from deepwork_core.gate.checkpoint import (
@@ -60,7 +61,7 @@ def test_going_back_clears_progress_from_the_target_on(engine: WorkflowEngine) -
             QualityEvent(at=utc_now(), kind=VerdictKind.OVERRIDE, step_ids=["draft"])
         )
         tx.save(session)
-    result = go_to_step(engine, "draft")
+    result = go_back(engine, "draft")
     assert result.brief.step_id == "draft"
     assert [i.paths for i in result.brief.inputs if i.from_step] == [["notes.md"]]
     session = engine.store.load(session_id)
@@ -80,17 +81,18 @@ def test_going_back_clears_progress_from_the_target_on(engine: WorkflowEngine) -
 def test_only_earlier_or_current_steps_are_targets(engine: WorkflowEngine) -> None:
     engine.start("g", "three_step", "main")
     engine.finish({"notes": "notes.md"})
-    assert _code(go_to_step, engine, "publish") == "navigation.forward_jump"
-    assert _code(go_to_step, engine, "nowhere") == "navigation.unknown_step"
-    assert go_to_step(engine, "draft").brief.step_id == "draft"  # the current step restarts
-    assert _code(go_to_step, engine, "gather", session_id="../x") == "identifier.invalid"
+    assert _code(go_back, engine, "publish") == "navigation.forward_jump"
+    assert _code(go_back, engine, "nowhere") == "navigation.unknown_step"
+    assert go_back(engine, "draft").brief.step_id == "draft"  # the current step restarts
+    bad = "../x"  # the engine takes parsed `SessionId`s: a malformed id stops where it comes in
+    assert _code(lambda: go_back(engine, "gather", parse_session_id(bad))) == "identifier.invalid"
 
 
 def test_a_step_of_a_concurrent_group_restarts_the_whole_group(engine: WorkflowEngine) -> None:
     engine.start("g", "concurrent", "par")
     engine.finish({"first_out": "first.md"})
     engine.finish({"left_out": "left.md", "right_out": ["r/1.md"]})
-    result = go_to_step(engine, "right")
+    result = go_back(engine, "right")
     assert list(result.brief.step_ids) == ["left", "right"]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from deepwork_core.engine.navigation import go_to_step
+from deepwork_core.engine.navigation import go_back
 from deepwork_core.engine.results import FinishStatus
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
@@ -64,7 +64,7 @@ def test_going_back_to_a_sub_workflow_step_starts_its_workflow_again(tmp_path: P
     assert back_in_parent.status is FinishStatus.NEXT_STEP
     assert [item.step for item in engine.stack()] == ["wrap"]
 
-    again = go_to_step(engine, "part")
+    again = go_back(engine, "part")
     stack = engine.stack()
     assert [(item.workflow, item.step) for item in stack] == [
         ("nested_loop/main", "part"),

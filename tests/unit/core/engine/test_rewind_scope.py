@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from deepwork_core.engine.navigation import go_to_step
+from deepwork_core.engine.navigation import go_back
 from deepwork_core.engine.results import FinishStatus
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
@@ -20,7 +20,7 @@ def test_an_undeclared_edit_survives_going_back(tmp_path: Path) -> None:
     engine = WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(root))
     engine.start("g", "scoped_strict", "main")
     (root / "src" / "app.py").write_text("print('changed before going back')\n")
-    go_to_step(engine, "edit")
+    go_back(engine, "edit")
     (root / "out.md").write_text("report\n")
 
     blocked = engine.finish({"out": "out.md"})

@@ -12,15 +12,18 @@ import pytest
 from deepwork_core.base.config import ReviewBudget
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import QualityGateError
-from deepwork_core.evidence.verdicts import ReviewVerdict
-from deepwork_core.gate.background import BackgroundReviews
-from deepwork_core.gate.checkpoint import Checkpoint, GateReviewing
+from deepwork_core.gate.background import KIND, BackgroundReviews, ReviewPayload
+from deepwork_core.gate.calls import ReviewCalls
+from deepwork_core.gate.checkpoint import CheckpointRecord, GateReviewing
 from deepwork_core.gate.quality import plan_review_tasks
+from deepwork_core.gate.reviewer import ReviewBrief, ReviewerReply
 from deepwork_core.gate.tasks import QualityReviewTask
 from deepwork_core.state.store.opening import open_store
 from deepwork_core.state.store.port import Store
-from deepwork_core.state.store.review_jobs import ReviewJobs, ReviewJobState
+from deepwork_core.state.store.review_jobs import Failed, ReviewJobs, ReviewJobState
+from pydantic import JsonValue
 
+from tests.fixtures.review_queue import Note
 from tests.unit.core.gate.test_quality import make_request
 from tests.unit.core.gate.test_quality import project as project
 
@@ -29,9 +32,10 @@ LONG = 30.0
 
 
 class GatedReviewer:
-    """Passes every task once `release` is set; records each call and whether it was cancelled."""
+    """A `Reviewer` that passes every criterion once `release` is set; records each call and
+    whether it was cancelled."""
 
-    budget = ReviewBudget()
+    name = "gated"
 
     def __init__(self) -> None:
         self.release = threading.Event()
@@ -41,9 +45,8 @@ class GatedReviewer:
         self.error: QualityGateError | None = None
         self.on_review: list[Path] = []
 
-    def review_task(
-        self, checkpoint: Checkpoint, task: QualityReviewTask, cancelled: threading.Event
-    ) -> ReviewVerdict:
+    def review(self, brief: ReviewBrief, cancelled: threading.Event) -> ReviewerReply:
+        task = brief.task
         self.calls.append(task.label)
         self.started.release()
         for path in self.on_review:  # the agent edits a file while it is reviewed
@@ -54,9 +57,15 @@ class GatedReviewer:
                 raise QualityGateError("cancelled", code=ErrorCode.QUALITY_GATE_ERROR)
         if self.error is not None:
             raise self.error
-        return ReviewVerdict(
-            step_id=task.step_id, review_run_each=task.run_each, passed=True, feedback="ok"
-        )
+        return ReviewerReply(reply=passing_reply(task))
+
+
+def passing_reply(task: QualityReviewTask) -> dict[str, JsonValue]:
+    """A reply that passes every criterion of `task`."""
+    results: list[JsonValue] = [
+        {"criterion": name, "passed": True, "feedback": ""} for name in task.criteria
+    ]
+    return {"passed": True, "feedback": "ok", "criteria_results": results}
 
 
 @pytest.fixture
@@ -73,12 +82,18 @@ def reviewer() -> GatedReviewer:
     return GatedReviewer()
 
 
+def background(
+    project: Path, store: Store, calls: ReviewCalls, max_parallel: int = 4
+) -> BackgroundReviews:
+    """The background reviews of `project` over `store`, judging through `calls`."""
+    job = make_request(project).job
+    jobs = ReviewJobs(store, ReviewPayload)
+    return BackgroundReviews(project, calls, lambda _name: job, max_parallel, jobs=jobs)
+
+
 @pytest.fixture
 def reviews(project: Path, store: Store, reviewer: GatedReviewer) -> Iterator[BackgroundReviews]:
-    checkpoint = make_request(project)
-    found = BackgroundReviews(
-        project, reviewer, lambda _name: checkpoint.job, max_parallel=4, jobs=ReviewJobs(store)
-    )
+    found = background(project, store, ReviewCalls(reviewer))
     try:
         yield found
     finally:
@@ -127,7 +142,7 @@ def test_changed_outputs_cancel_the_reviews_in_flight(
     assert isinstance(second, GateReviewing)
     old = {r.review_id for r in first.reviews}
     assert old.isdisjoint(r.review_id for r in second.reviews)
-    states = {job.job_id: job.state for job in ReviewJobs(store).list()}
+    states = {job.job_id: job.state for job in ReviewJobs(store, ReviewPayload).list()}
     assert {states[job_id] for job_id in old} == {ReviewJobState.CANCELLED}
 
 
@@ -185,9 +200,7 @@ def test_a_job_of_a_dead_worker_runs_again_and_is_answered_once(
     clock = Clock()
     store = open_store(None, project, clock=clock)
     checkpoint = make_request(project)
-    first = BackgroundReviews(
-        project, reviewer, lambda _n: checkpoint.job, max_parallel=8, jobs=ReviewJobs(store)
-    )
+    first = background(project, store, ReviewCalls(reviewer), max_parallel=8)
     try:
         answer = first.run(checkpoint, plan_review_tasks(checkpoint), 0.0)
         assert isinstance(answer, GateReviewing)
@@ -195,9 +208,7 @@ def test_a_job_of_a_dead_worker_runs_again_and_is_answered_once(
         for _ in range(total):
             assert reviewer.started.acquire(timeout=LONG)
         clock.t += 3600  # the first worker stopped renewing: its leases ran out
-        second = BackgroundReviews(
-            project, reviewer, lambda _n: checkpoint.job, max_parallel=8, jobs=ReviewJobs(store)
-        )
+        second = background(project, store, ReviewCalls(reviewer), max_parallel=8)
         try:
             for _ in range(total):
                 assert reviewer.started.acquire(timeout=LONG)
@@ -211,7 +222,90 @@ def test_a_job_of_a_dead_worker_runs_again_and_is_answered_once(
         first.close()
         store.close()
     reopened = open_store(None, project)
-    jobs = ReviewJobs(reopened).list()
+    jobs = ReviewJobs(reopened, ReviewPayload).list()
     reopened.close()
     assert [job.attempts for job in jobs] == [2] * total  # each claimed twice, answered once
     assert all(job.state is ReviewJobState.DONE for job in jobs)
+
+
+def test_a_job_this_version_cannot_read_is_failed_with_its_code(
+    project: Path, store: Store, reviewer: GatedReviewer
+) -> None:
+    checkpoint = make_request(project)
+    with store.write() as tx:  # queued by a version whose payload this one does not know
+        tx.execute(
+            "INSERT INTO review_jobs (job_id, project_id, session_id, kind, payload, state, "
+            "enqueued_at) VALUES ('rj-odd', ?, 'sess_elsewhere', ?, '{\"shape\": 2}', 'queued', 0)",
+            (store.project.project_id, KIND),
+        )
+    jobs = ReviewJobs(store, ReviewPayload)
+    one_at_a_time = background(project, store, ReviewCalls(reviewer), max_parallel=1)
+    try:
+        reviewer.release.set()
+        verdicts = one_at_a_time.run(checkpoint, plan_review_tasks(checkpoint), LONG)
+    finally:
+        one_at_a_time.close()
+    assert isinstance(verdicts, tuple)  # the odd job ran first, and blocked nothing
+    odd = jobs.get("rj-odd")
+    assert odd.state is ReviewJobState.DONE
+    assert isinstance(odd.result, Failed)
+    assert odd.result.code == ErrorCode.STORE_JOB_UNREADABLE
+    assert len(reviewer.calls) == len(verdicts)  # no reviewer was asked about it
+
+
+def test_an_unreadable_job_of_the_session_is_replaced_by_a_fresh_one(
+    project: Path, store: Store, reviews: BackgroundReviews, reviewer: GatedReviewer
+) -> None:
+    checkpoint = make_request(project)
+    with store.write() as tx:
+        tx.execute(
+            "INSERT INTO review_jobs (job_id, project_id, session_id, kind, payload, state, "
+            "enqueued_at) VALUES ('rj-odd', ?, ?, ?, '{}', 'claimed', 0)",
+            (store.project.project_id, checkpoint.session_id, KIND),
+        )
+    reviewer.release.set()
+    verdicts = reviews.run(checkpoint, plan_review_tasks(checkpoint), LONG)
+    assert isinstance(verdicts, tuple)
+    assert all(v.passed for v in verdicts)
+    assert ReviewJobs(store, ReviewPayload).get("rj-odd").state is ReviewJobState.CANCELLED
+
+
+def test_max_parallel_must_be_positive(project: Path, store: Store) -> None:
+    with pytest.raises(ValueError):
+        background(project, store, ReviewCalls(GatedReviewer()), max_parallel=0)
+
+
+def test_a_call_shares_the_cost_budget_with_the_live_jobs_of_its_session(
+    project: Path, store: Store, reviewer: GatedReviewer
+) -> None:
+    checkpoint = make_request(project)
+    jobs = ReviewJobs(store, Note)
+    budget = ReviewBudget(max_cost_usd=1.0)
+    reviews = background(project, store, ReviewCalls(reviewer, budget=budget), max_parallel=2)
+    unbudgeted = background(project, store, ReviewCalls(reviewer), max_parallel=2)
+    try:
+        assert reviews.slots(checkpoint.session_id) == 1  # nothing else runs
+        ids = [jobs.enqueue("other", Note(), session_id=checkpoint.session_id) for _ in range(3)]
+        jobs.enqueue("other", Note(), session_id="sess_other")
+        assert reviews.slots(checkpoint.session_id) == 2  # three live jobs, at most max_parallel
+        assert unbudgeted.slots(checkpoint.session_id) == 1  # no cost budget to share
+        for job_id in ids[1:]:
+            jobs.cancel(job_id)
+        assert reviews.slots(checkpoint.session_id) == 1
+    finally:
+        reviews.close()
+        unbudgeted.close()
+
+
+def test_the_queue_carries_a_checkpoint_whole(project: Path) -> None:
+    checkpoint = make_request(
+        project,
+        attempt=2,
+        work_summary="did it",
+        undeclared_changes=("stray.txt",),
+        run_id="sess_parent",
+        log_length=3,
+    )
+    record = CheckpointRecord.model_validate_json(CheckpointRecord.of(checkpoint).model_dump_json())
+    assert record.job_name == checkpoint.job.name
+    assert record.checkpoint(project, checkpoint.job) == checkpoint

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from deepwork_core.base.errors import DeepWorkError, DocSpecError, QualityGateError
+from deepwork_core.base.identifiers import parse_session_id
 from deepwork_core.evidence.verdicts import ReviewVerdict
 from deepwork_core.gate.checkpoint import Checkpoint, ResolvedInput
 from deepwork_core.gate.quality import (
@@ -533,9 +534,13 @@ def test_self_review_file_is_rewritten_not_appended(project: Path) -> None:
 
 
 def test_self_review_refuses_a_bad_session_id(project: Path) -> None:
-    request = make_request(project, session_id="../../escape")
+    # A checkpoint carries a parsed `SessionId`: a bad id stops before any checkpoint is made.
+    def review_file_of(session_id: str) -> Path:
+        request = make_request(project, session_id=parse_session_id(session_id))
+        return write_self_review_file(request, plan_review_tasks(request))
+
     with pytest.raises(DeepWorkError) as exc:
-        write_self_review_file(request, plan_review_tasks(request))
+        review_file_of("../../escape")
     assert exc.value.code == "identifier.invalid"
     assert not (project / ".deepwork" / "tmp").exists()
 

@@ -21,8 +21,8 @@ def _parse(tmp_path: Path, **step: object) -> list[tuple[str, Severity]]:
     return [(str(p.code), p.severity) for p in parsed.problems]
 
 
-def test_for_each_is_named_as_an_extension(tmp_path: Path) -> None:
-    assert _parse(tmp_path) == [("job.extension", Severity.WARNING)]
+def test_for_each_is_a_supported_key_without_a_warning(tmp_path: Path) -> None:
+    assert _parse(tmp_path) == []
 
 
 def test_for_each_must_name_an_input_of_the_step(tmp_path: Path) -> None:

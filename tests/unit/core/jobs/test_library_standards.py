@@ -81,3 +81,32 @@ def test_the_raised_jobs_got_a_new_minor_version() -> None:
         assert version is not None
         assert tuple(int(x) for x in version.split(".")) >= (1, 1, 0), name
     assert Path(LIBRARY / "data_quality_audit" / "job.yml").is_file()  # 0.10: no version
+
+
+#: The four jobs whose reviews once took the author's word for every source and count (issue 44).
+SPOT_CHECKED = ("research_report", "release_notes", "spec_driven_development", "competitive_report")
+
+
+def test_every_review_of_the_raised_jobs_spot_checks_and_says_what_it_found() -> None:
+    """Each review asks the reviewer to open one source or re-run one command, and to say in its
+    feedback what it checked and what it found."""
+    for name in SPOT_CHECKED:
+        job = _job(name)
+        for step in job.steps:
+            for review in step.reviews:
+                criteria = [f"{k}: {v}" for k, v in review.quality_criteria.items()]
+                text = " ".join([*criteria, review.additional_review_guidance or ""])
+                flat = " ".join(text.split())
+                assert re.search(r"[Ss]pot-check|Re-run one|run `git|[Rr]un one of", flat), (
+                    name,
+                    step.id,
+                    review.run_each,
+                )
+                assert re.search(r"[Ss]ay (in your feedback )?(which|what)", flat), (
+                    name,
+                    step.id,
+                    review.run_each,
+                )
+                assert len(review.quality_criteria) <= 5 or not review.quality_criteria
+        if job.version is not None:
+            assert tuple(int(x) for x in job.version.split(".")) >= (1, 2, 0), name

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
-from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.base.yamlio import parse_yaml
 from deepwork_core.jobs.discovery import STANDARD_JOBS_DIR
@@ -80,8 +79,7 @@ def test_the_expected_jobs_are_shipped() -> None:
 @pytest.mark.parametrize("job_dir", ALL_JOBS, ids=JOB_IDS)
 def test_job_validates_without_errors_or_warnings(job_dir: Path) -> None:
     parsed = parse_job_dir(job_dir, expected_name=job_dir.name)
-    # `job.extension` only names a use of `for_each` (docs/fan-out.md), which library jobs make.
-    assert [str(p) for p in parsed.problems if p.code != ErrorCode.JOB_EXTENSION] == []
+    assert [str(p) for p in parsed.problems] == []
     assert [str(p) for p in check_job_files(parsed)] == []
 
 

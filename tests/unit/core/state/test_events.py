@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from deepwork_core.base.errors import InvalidIdentifierError
+from deepwork_core.base.identifiers import parse_session_id
 from deepwork_core.state import events
 from deepwork_core.state.event_kinds import (
     CompletedEvent,
@@ -104,8 +105,9 @@ def test_an_event_cannot_carry_fields_its_kind_does_not_have(tmp_path: Path) -> 
 
 
 def test_a_hostile_session_id_never_becomes_a_path(tmp_path: Path) -> None:
+    # The log takes parsed `SessionId`s: a hostile id stops where it comes in.
     with pytest.raises(InvalidIdentifierError):
-        append_event(tmp_path, started("../../etc/passwd"))
+        append_event(tmp_path, started(parse_session_id("../../etc/passwd")))
 
 
 def test_an_old_log_line_still_being_written_is_skipped(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from deepwork_core.base.errors import InvalidIdentifierError, SessionError
-from deepwork_core.base.identifiers import SESSION_ID_PATTERN
+from deepwork_core.base.identifiers import SESSION_ID_PATTERN, parse_session_id
 from deepwork_core.state.sessions import (
     SCHEMA_VERSION,
     Session,
@@ -139,8 +139,9 @@ def test_unknown_session_is_not_found(store: SessionStore) -> None:
 def test_malformed_session_ids_are_rejected_before_any_file_access(
     tmp_path: Path, store: SessionStore, bad: str
 ) -> None:
+    # The store takes a parsed `SessionId`: a malformed id stops where it comes in.
     with pytest.raises(InvalidIdentifierError) as caught:
-        store.load(bad)
+        store.load(parse_session_id(bad))
     assert caught.value.code == "identifier.invalid"
     assert not (tmp_path / ".deepwork").exists() or not any(
         p.name.startswith("session_") for p in (tmp_path / ".deepwork/tmp").iterdir()

@@ -201,3 +201,23 @@ def test_validate_reports_every_planted_problem_in_one_run_at_its_line(project: 
     for (code, line), (want, fragment) in zip(found, expected, strict=True):
         assert code == want, out
         assert fragment in lines[line - 1], (code, line, out)
+
+
+def test_the_root_help_names_every_jobs_command() -> None:
+    """`deepwork --help` gives the `jobs` group's own line, which names each of its commands
+    (it once left out `jobs add` and `jobs graph`)."""
+    import click
+    from deepwork_mcp.cli import _COMMANDS
+
+    ctx = click.Context(cli)
+    jobs = cli.get_command(ctx, "jobs")
+    assert isinstance(jobs, click.Group)
+    listed = _COMMANDS["jobs"][2]
+    assert listed == jobs.get_short_help_str(limit=200)
+    words = {"list": "List", "validate": "validate", "new": "scaffold", "add": "add"}
+    words |= {"graph": "draw", "convert": "convert"}
+    assert set(jobs.list_commands(ctx)) == set(words)
+    assert all(word in listed for word in words.values())
+    code, out, _ = _run("--help")
+    assert code == 0
+    assert "add from the library, draw" in " ".join(out.split())

@@ -6,23 +6,25 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from deepwork_core.gate.background import KIND
+from deepwork_core.base.error_codes import ErrorCode
+from deepwork_core.gate.background import KIND, ReviewPayload
 from deepwork_core.state.store.opening import shared_store
-from deepwork_core.state.store.review_jobs import ReviewJobs
+from deepwork_core.state.store.review_jobs import Failed, JobResult, ReviewJobs
 from deepwork_mcp.dashboard.reviews import review_rows
 
+from tests.fixtures.review_queue import gate_payload, judged
 from tests.unit.mcp.dashboard.conftest import Waiting, client_for
 
-PASSED = {"result": "verdict", "verdict": {"passed": True}}
-FAILED = {"result": "verdict", "verdict": {"passed": False}}
-ERROR = {"result": "error", "code": "quality_gate.timeout", "message": "too slow"}
+PASSED = judged(True)
+FAILED = judged(False)
+ERROR = Failed(code=ErrorCode.QUALITY_GATE_TIMEOUT, message="too slow")
 
 
-def _enqueue(jobs: ReviewJobs, session_id: str, label: str) -> str:
-    return jobs.enqueue(KIND, {"label": label}, session_id=session_id)
+def _enqueue(jobs: ReviewJobs[ReviewPayload], session_id: str, label: str) -> str:
+    return jobs.enqueue(KIND, gate_payload(label, session_id), session_id=session_id)
 
 
-def _finish(jobs: ReviewJobs, verdict: dict[str, object]) -> None:
+def _finish(jobs: ReviewJobs[ReviewPayload], verdict: JobResult) -> None:
     claim = jobs.claim("w", kinds=[KIND])
     assert claim is not None
     assert jobs.complete(claim, verdict)
@@ -34,8 +36,8 @@ def _states(html: str) -> dict[str, str]:
     return {judges: state for state, judges in rows}
 
 
-def _jobs_in_every_state(waiting: Waiting) -> ReviewJobs:
-    jobs = ReviewJobs(shared_store(waiting.root))
+def _jobs_in_every_state(waiting: Waiting) -> ReviewJobs[ReviewPayload]:
+    jobs = ReviewJobs(shared_store(waiting.root), ReviewPayload)
     sid = waiting.session_id
     for label, verdict in (("ok <b>", PASSED), ("bad", FAILED), ("slow", ERROR)):
         _enqueue(jobs, sid, label)
@@ -44,7 +46,7 @@ def _jobs_in_every_state(waiting: Waiting) -> ReviewJobs:
     assert jobs.claim("w", kinds=[KIND]) is not None
     _enqueue(jobs, sid, "waiting")
     jobs.cancel(_enqueue(jobs, sid, "dropped"))
-    jobs.enqueue("other_kind", {"label": "not a review"}, session_id=sid)
+    jobs.enqueue("other_kind", gate_payload("not a review", sid), session_id=sid)
     return jobs
 
 
@@ -88,7 +90,7 @@ def test_a_run_page_shows_its_own_reviews_and_refreshes_them(
 
 
 def test_a_server_that_stopped_leaves_its_review_shown_as_queued_again(waiting: Waiting) -> None:
-    jobs = ReviewJobs(shared_store(waiting.root))
+    jobs = ReviewJobs(shared_store(waiting.root), ReviewPayload)
     _enqueue(jobs, waiting.session_id, "orphan")
     assert jobs.claim("gone", lease_s=-1, kinds=[KIND]) is not None  # its lease already ran out
     fragment = client_for(waiting.root).get("/fragment/reviews").text

@@ -22,6 +22,7 @@ from starlette.testclient import TestClient
 
 from tests.conftest import on_postgres
 from tests.fixtures.evidence_project import key_of, make_evidence_project
+from tests.fixtures.review_queue import Note
 from tests.fixtures.state_rows import insert_event_lines
 from tests.unit.mcp.dashboard.conftest import Waiting, client_for, waiting_project
 from tests.unit.mcp.dashboard.test_approvals import decide
@@ -156,8 +157,8 @@ def test_a_run_whose_reviews_still_run_reads_as_reviewing_and_not_as_an_attempt(
     store = SessionStore(root)
     engine = WorkflowEngine(root, JobCatalog.for_project(root), store, approval_key=key_of(root))
     session_id = engine.start("ship it", "approved", "main").brief.session_id
-    jobs = ReviewJobs(store.store)
-    job_id = jobs.enqueue("step_review", {"step": "plan"}, session_id=session_id)
+    jobs = ReviewJobs(store.store, Note)
+    job_id = jobs.enqueue("step_review", Note(step="plan"), session_id=session_id)
 
     [run] = list_runs(store)
     assert run.status is RunStatus.REVIEWING

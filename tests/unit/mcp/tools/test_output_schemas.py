@@ -6,9 +6,9 @@ from typing import get_args
 
 import pytest
 from deepwork_core.engine.results import FinishStatus
-from deepwork_core.state.review_usage import ReviewUsage
 from deepwork_core.state.sessions import OutputValue as CoreOutputValue
-from deepwork_mcp.responses import FinishStatusValue, OutputValue, ReviewUsageInfo
+from deepwork_core.state.usage.pair import RunUsage
+from deepwork_mcp.responses import FinishStatusValue, GetActiveWorkflowResponse, OutputValue
 from deepwork_mcp.tools.schemas import (
     OUTPUT_SCHEMAS_PATH,
     REGENERATE_COMMAND,
@@ -17,7 +17,6 @@ from deepwork_mcp.tools.schemas import (
     output_schemas,
     render_output_schemas,
 )
-from pydantic import BaseModel
 
 
 def test_shipped_schemas_match_the_models() -> None:
@@ -45,10 +44,12 @@ def test_the_restated_core_types_equal_the_core_ones() -> None:
     assert OutputValue == CoreOutputValue
 
 
-def test_the_restated_review_usage_has_the_core_fields() -> None:
-    def fields(model: type[BaseModel]) -> list[tuple[str, object, object]]:
-        return [(n, f.annotation, f.default) for n, f in model.model_fields.items()]
-
-    assert fields(ReviewUsageInfo) == fields(ReviewUsage)
-    usage = ReviewUsage(calls=2, input_tokens=5, cost_usd=0.5, self_reviews=1, note="n")
-    assert ReviewUsageInfo.model_validate(usage).model_dump() == usage.model_dump()
+def test_the_answered_review_usage_is_the_core_run_usage() -> None:
+    field = GetActiveWorkflowResponse.model_fields["review_usage"]
+    assert field.annotation == RunUsage | None
+    usage = RunUsage(calls=2, input_tokens=5, cost_usd=0.5, self_reviews=1, note="n")
+    answered = GetActiveWorkflowResponse.model_validate(
+        {"stack": [], "review_usage": usage, "brief": None}
+    )
+    assert answered.review_usage is not None
+    assert answered.review_usage.model_dump() == usage.model_dump()

@@ -190,9 +190,6 @@ class ErrorCode(StrEnum):
     """Two workflows have the same `name`."""
     JOB_DUPLICATE_WORKFLOW_STEP = "job.duplicate_workflow_step"
     """A workflow lists the same step twice."""
-    JOB_EXTENSION = "job.extension"
-    """Warning: `for_each`, `isolation` on a group or `concurrent_group` (docs/fan-out.md), which
-    DeepWork 0.9.x and 0.10 to 0.14 do not read."""
     JOB_FILE_MISSING = "job.file_missing"
     """A file the job refers to (instructions, doc spec, hook file) does not exist."""
     JOB_INPUT_NOT_DEPENDENCY = "job.input_not_dependency"
@@ -433,6 +430,9 @@ class ErrorCode(StrEnum):
     """The store file or database is not DeepWork's; nothing was written."""
     STORE_JOB_NOT_FOUND = "store.job_not_found"
     """No review job of this project has the given id."""
+    STORE_JOB_UNREADABLE = "store.job_unreadable"
+    """A review job's payload or result does not fit what this version reads (another version
+    wrote it): the job is failed, and the next call of the checkpoint starts a new review."""
     STORE_SCHEMA_NEWER = "store.schema_newer"
     """A newer DeepWork migrated the store; upgrade DeepWork. Nothing was written."""
     STORE_UNAVAILABLE = "store.unavailable"

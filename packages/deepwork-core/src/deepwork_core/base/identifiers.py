@@ -2,12 +2,17 @@
 
 `job_name`, `workflow_name`, `step_id`, `session_id` and output paths come from the agent. They
 are checked here before any file is touched.
+
+A session id is parsed once, where it comes in (a tool's argument, a command's argument, a
+dashboard address), into a `SessionId`; the layers below take a `SessionId` and trust it
+(docs/architecture.md, "The path of a checkpoint").
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import NewType
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import (
@@ -47,13 +52,24 @@ def check_name(value: object, *, kind: str) -> str:
     return value
 
 
-def check_session_id(value: object) -> str:
+#: A session id that was parsed (`parse_session_id`) or made (`new_session_id` of
+#: `deepwork_core.state.sessions`): what the store, the event log, the approvals and the gate take.
+SessionId = NewType("SessionId", str)
+
+
+def parse_session_id(value: object) -> SessionId:
+    """`value` as a `SessionId`, else `identifier.invalid`: called where an id comes in."""
     if not isinstance(value, str) or not _SESSION_RE.fullmatch(value):
         raise InvalidIdentifierError(
             f"session_id {shown(value)} is not a valid session id; use the session_id returned by "
             "start_workflow or finished_step"
         )
-    return value
+    return SessionId(value)
+
+
+def parse_optional_session_id(value: object) -> SessionId | None:
+    """`parse_session_id`, with None for a call that names no session (the top of its stack)."""
+    return None if value is None else parse_session_id(value)
 
 
 def check_agent_id(value: object) -> str | None:

@@ -2,7 +2,10 @@
 
     validate → evidence and scope → decide → record
 
-1. **validate** (under the state lock): the arguments, the session's checkpoint, the outputs;
+`FinishPipeline.run` takes the session a call names (`Target`) and what it submits (`Submission`):
+
+1. **validate** (under the state lock): the session's checkpoint and the outputs, which make the
+   `CheckpointContext` every later stage and `Outcomes` share;
 2. **evidence and scope**: the audit (stale evidence, the scope guard) and an open approval may
    answer at once (`Outcomes.audit_first`); a checkpoint no review applies to, or an override,
    is accepted there and then;
@@ -20,7 +23,7 @@ A dry run (`dry_run`) stops after planning the reviews and writes nothing.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from types import MappingProxyType
@@ -40,10 +43,10 @@ from deepwork_core.engine.checkpoints import (
 )
 from deepwork_core.engine.fanout.fan_in import complete_fan_in
 from deepwork_core.engine.fanout.instances import FanOutRunner
-from deepwork_core.engine.outcomes import Outcomes, needs_work, reviewing
+from deepwork_core.engine.outcomes import CheckpointContext, Outcomes, needs_work, reviewing
 from deepwork_core.engine.outputs import ValidatedOutputs, validate_outputs
 from deepwork_core.engine.results import EvidenceReport, FinishResult, FinishStatus, PlannedReview
-from deepwork_core.engine.safeguards import Findings, override_kind
+from deepwork_core.engine.safeguards import Findings
 from deepwork_core.evidence.audit import audit_checkpoint
 from deepwork_core.evidence.verdicts import ReviewVerdict, VerdictKind
 from deepwork_core.gate.checkpoint import (
@@ -58,7 +61,7 @@ from deepwork_core.gate.checkpoint import (
 from deepwork_core.gate.gates import Gate
 from deepwork_core.gate.job_check import submitted_job_feedback
 from deepwork_core.gate.tasks import QualityReviewTask
-from deepwork_core.jobs.discovery import JobCatalog, LoadedJob
+from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.jobs.model import JobDefinition, ScopeGuard, Step
 from deepwork_core.state.session_events import SessionEvents
 from deepwork_core.state.sessions import (
@@ -67,21 +70,19 @@ from deepwork_core.state.sessions import (
     SessionStore,
     StateTransaction,
 )
-from deepwork_core.state.stacks import check_target, same_checkpoint, stack_items, target_session
+from deepwork_core.state.stacks import Target, same_checkpoint, stack_items, target_session
 
 
 @dataclass(frozen=True, slots=True)
 class Submission:
-    """One `finished_step` call's arguments, checked once and never changed."""
+    """What one `finished_step` call submits, checked once and never changed (the session it
+    names is its `Target`, `deepwork_core.state.stacks`)."""
 
+    #: A read-only copy of the outputs as the agent sent them.
     outputs: Mapping[str, object]
     notes: str | None = None
     override_reason: str | None = None
-    session_id: str | None = None
-    agent_id: str | None = None
     work_summary: str | None = None
-    #: Set by `__post_init__`: a read-only copy of `outputs`.
-    frozen: Mapping[str, object] = field(init=False)
 
     def __post_init__(self) -> None:
         """Reject malformed arguments before any state is touched."""
@@ -100,19 +101,18 @@ class Submission:
         check_text(self.notes, what="notes")
         check_text(why, what="quality_review_override_reason")
         check_text(self.work_summary, what="work_summary")
-        check_target(self.session_id, self.agent_id)
-        object.__setattr__(self, "frozen", MappingProxyType(dict(self.outputs)))
+        object.__setattr__(self, "outputs", MappingProxyType(dict(self.outputs)))
 
 
 @dataclass(frozen=True, slots=True)
 class _Pending:
-    """A checkpoint handed to the gate, and what is needed to record its verdict."""
+    """A checkpoint handed to the gate: its context, what the audit found, what the gate sees,
+    and the entry the session stood at (its verdict is recorded only while it still does)."""
 
-    checkpoint: Checkpoint
-    job: LoadedJob
-    validated: ValidatedOutputs
-    entry_index: int
+    context: CheckpointContext
     findings: Findings
+    checkpoint: Checkpoint
+    entry_index: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,87 +131,84 @@ class FinishPipeline:
     #: The fan-outs of `for_each` steps (docs/fan-out.md); None: no step fans out.
     fan: FanOutRunner | None = None
 
-    def finish(
+    def run(
         self,
+        target: Target,
         submission: Submission,
         progress: ProgressReporter | None = None,
         approver: Approver | None = None,
     ) -> FinishResult:
         """Run the pipeline; a step that needs approval asks `approver` (lock released) and,
         once answered, runs it again at once."""
-        first = self._once(submission, progress)
-        return self.outcomes.answered_by_human(
-            first, approver, lambda: self._once(submission, progress)
-        )
+        result = self._once(target, submission, progress)
+        if self.outcomes.asked_human(result, approver):
+            result = self._once(target, submission, progress)
+        return result
 
-    def _once(self, submission: Submission, progress: ProgressReporter | None) -> FinishResult:
-        pending = self._validate_and_audit(submission)
+    def _once(
+        self, target: Target, submission: Submission, progress: ProgressReporter | None
+    ) -> FinishResult:
+        with self.store.transaction() as tx:
+            pending = self._validate_and_audit(tx, target, submission)
         if isinstance(pending, FinishResult):
             return pending
         verdict = self._decide(pending, progress)
-        result = self._record(pending, verdict, submission.notes)
+        result = self._record(pending, verdict)
         return replace(result, warnings=list(verdict.warnings)) if verdict.warnings else result
 
-    def _validate_and_audit(self, sub: Submission) -> FinishResult | _Pending:
+    def _validate_and_audit(
+        self, tx: StateTransaction, target: Target, sub: Submission
+    ) -> FinishResult | _Pending:
         """Steps 1 and 2: validate, audit; accept at once when no review is due."""
-        gate, outcomes = self.gate, self.outcomes
-        with self.store.transaction() as tx:
-            session = target_session(tx, sub.session_id, sub.agent_id)
-            job, steps = current_checkpoint(self.catalog, session)
-            outputs = sub.frozen
-            if self.fan is not None:
-                if self.fan.mend(tx, job, session):  # the parent of a fan-out: fan in
-                    advance = outcomes.advance
-                    return complete_fan_in(self.fan, tx, job, session, advance, sub.notes)
-                if session.instance_of is not None:  # its worktree's paths, as the project's
-                    outputs = self.fan.submitted(session, outputs)
-            validated = validate_outputs(self.project_root, steps, outputs, self.output_limits)
-            self.events.outputs_submitted(
-                session.session_id, session.current_step_ids, validated.merged, sub.notes
-            )
-            answered, findings = outcomes.audit_first(
-                tx, session, job, steps, validated, sub.notes, sub.override_reason
-            )
-            if answered is not None:
-                return answered
-            reviewed = gate is not None and (gate.consulted_for(steps) or bool(findings.rereview))
-            if gate is None or not reviewed:
-                why = sub.override_reason
-                return outcomes.accept(tx, session, job, validated, sub.notes, findings, why)
-            if sub.override_reason is not None:
-                why = sub.override_reason
-                session.quality_log.append(
-                    QualityEvent(
-                        at=self.clock(),
-                        kind=VerdictKind.OVERRIDE,
-                        step_ids=list(session.current_step_ids),
-                        override_reason=why,
-                    )
-                )
-                self.events.override(session.session_id, session.current_step_ids, why)
-                kind = override_kind(session)
-                return outcomes.accept(tx, session, job, validated, sub.notes, findings, why, kind)
-            # Counted when its verdict is recorded: a call answered `reviewing` is no attempt.
-            attempt = next_attempt(session) if gate.external else 0
-            again = [job.definition.step(step_id) for step_id in findings.rereview]
-            reviewed_outputs = dict(validated.merged)  # plus those of stale steps, reviewed again
-            for step_id in findings.rereview:
-                reviewed_outputs.update(session.step_progress[step_id].outputs)
-            checkpoint = Checkpoint(
-                project_root=self.project_root,
-                session_id=session.session_id,
-                job=job.definition,
-                step_ids=(*session.current_step_ids, *findings.rereview),
-                outputs=reviewed_outputs,
-                input_files=reviewer_inputs(session, [*steps, *again], job.definition),
-                notes=sub.notes,
-                attempt=attempt,
-                work_summary=sub.work_summary,
-                undeclared_changes=tuple(findings.undeclared),
-                run_id=run_of(tx, session),
-                log_length=len(session.quality_log),
-            )
-            return _Pending(checkpoint, job, validated, session.current_entry_index, findings)
+        session = target_session(tx, target)
+        job, steps = current_checkpoint(self.catalog, session)
+        if self.fan is not None and self.fan.mend(tx, job, session):  # a fan-out's parent
+            return complete_fan_in(self.fan, tx, job, session, sub.notes, self.outcomes.advance)
+        validated = self._validated(session, steps, sub)
+        self.events.outputs_submitted(
+            session.session_id, session.current_step_ids, validated.merged, sub.notes
+        )
+        said = (sub.notes, sub.override_reason, sub.work_summary)
+        context = CheckpointContext(tx, session, job, tuple(steps), validated, *said)
+        answered, findings = self.outcomes.audit_first(context)
+        if answered is not None:
+            return answered
+        gate = self.gate
+        if gate is None or not (gate.consulted_for(steps) or findings.rereview):
+            return self.outcomes.accept(context, findings, sub.override_reason)
+        if sub.override_reason is not None:
+            return self.outcomes.overridden(context, findings)
+        # Counted when its verdict is recorded: a call answered `reviewing` is no attempt.
+        attempt = next_attempt(session) if gate.external else 0
+        again = [job.definition.step(step_id) for step_id in findings.rereview]
+        reviewed_outputs = dict(validated.merged)  # plus those of stale steps, reviewed again
+        for step_id in findings.rereview:
+            reviewed_outputs.update(session.step_progress[step_id].outputs)
+        checkpoint = Checkpoint(
+            project_root=self.project_root,
+            session_id=session.session_id,
+            job=job.definition,
+            step_ids=(*session.current_step_ids, *findings.rereview),
+            outputs=reviewed_outputs,
+            input_files=reviewer_inputs(session, [*steps, *again], job.definition),
+            notes=sub.notes,
+            attempt=attempt,
+            work_summary=sub.work_summary,
+            undeclared_changes=tuple(findings.undeclared),
+            run_id=run_of(tx, session),
+            log_length=len(session.quality_log),
+        )
+        return _Pending(context, findings, checkpoint, session.current_entry_index)
+
+    def _validated(
+        self, session: Session, steps: Sequence[Step], sub: Submission
+    ) -> ValidatedOutputs:
+        """The submitted outputs, valid for the checkpoint's steps (an instance's as the
+        project's paths)."""
+        outputs = sub.outputs
+        if self.fan is not None and session.instance_of is not None:
+            outputs = self.fan.submitted(session, outputs)  # its worktree's paths
+        return validate_outputs(self.project_root, steps, outputs, self.output_limits)
 
     def _decide(self, pending: _Pending, progress: ProgressReporter | None) -> GateVerdict:
         """Step 3: the gate's verdict; a gate error is logged on the session, then raised."""
@@ -237,7 +234,7 @@ class FinishPipeline:
                 tx.save(session)
             raise
 
-    def _record(self, pending: _Pending, verdict: GateVerdict, notes: str | None) -> FinishResult:
+    def _record(self, pending: _Pending, verdict: GateVerdict) -> FinishResult:
         """Step 4: log the verdict; advance on a pass, else answer `needs_work` (or hit the
         cap); `reviewing` records nothing."""
         checkpoint, findings = pending.checkpoint, pending.findings
@@ -251,10 +248,10 @@ class FinishPipeline:
             if not isinstance(verdict, GateSelfReviewRequested):
                 self.events.verdicts(session.session_id, verdict.reviews, checkpoint.attempt)
             if isinstance(verdict, GatePassed):
+                context = pending.context.reopened(tx, session)
                 return self.outcomes.accept(
-                    tx, session, pending.job, pending.validated, notes, findings,
-                    verdict=verdict.kind, rereviewed=findings.rereview,
-                )  # fmt: skip
+                    context, findings, verdict=verdict.kind, rereviewed=findings.rereview
+                )
             tx.save(session)
             failed: list[ReviewVerdict] = []
             if isinstance(verdict, GateNeedsWork):
@@ -274,34 +271,41 @@ class FinishPipeline:
 
     # --- dry run (docs/quality-gate.md, "Dry run") ---------------------------------------------
 
-    def dry_run(self, sub: Submission) -> FinishResult:
+    def dry_run(self, target: Target, sub: Submission) -> FinishResult:
         """What `finish` would check and review, as a `dry_run` result: the outputs are
         validated exactly as a real call does and the evidence audit runs read-only (stale
         evidence, the scope guard); no reviewer starts, nothing is recorded."""
         with self.store.transaction() as tx:
-            session = target_session(tx, sub.session_id, sub.agent_id)
+            session = target_session(tx, target)
             job, steps = current_checkpoint(self.catalog, session)
-            outputs = sub.frozen
-            if self.fan is not None and session.instance_of is not None:
-                outputs = self.fan.submitted(session, outputs)
-            validated = validate_outputs(self.project_root, steps, outputs, self.output_limits)
+            validated = self._validated(session, steps, sub)
             stack = stack_items(tx, session.agent_id)
             run_id = run_of(tx, session)
         evidence, blocked = _dry_audit(self.project_root, session, job.definition, steps, validated)
         gate, tasks = self.gate, []
-        if gate is not None and gate.consulted_for(steps):
+        # At the last step, stale outputs of earlier steps are reviewed again with this one.
+        entries = job.definition.workflows_by_name[session.workflow_name].entries
+        final = session.current_entry_index + 1 >= len(entries)
+        again = _stale_steps(evidence, job.definition) if final and gate is not None else ()
+        if gate is not None and (gate.consulted_for(steps) or again):
+            reviewed = dict(validated.merged)
+            for step_id in again:
+                reviewed.update(session.step_progress[step_id].outputs)
+            more = [job.definition.step(step_id) for step_id in again]
             checkpoint = Checkpoint(
                 project_root=self.project_root,
                 session_id=session.session_id,
                 job=job.definition,
-                step_ids=tuple(session.current_step_ids),
-                outputs=dict(validated.merged),
-                input_files=reviewer_inputs(session, steps, job.definition),
+                step_ids=(*session.current_step_ids, *again),
+                outputs=reviewed,
+                input_files=reviewer_inputs(session, [*steps, *more], job.definition),
                 notes=sub.notes,
                 work_summary=sub.work_summary,
                 run_id=run_id,
             )
             tasks = [_planned(task) for task in gate.tasks(checkpoint)]
+        if final and evidence.stale_evidence and blocked is None:
+            blocked = _stale_note(evidence, validated, again, session.stale_reported)
         invalid = submitted_job_feedback(
             self.project_root, job.definition.name, steps, validated.merged
         )
@@ -352,6 +356,37 @@ def _dry_audit(
         scope_guard_note=audit.guard_note if guard else None,
     )
     return report, blocked
+
+
+def _stale_steps(evidence: EvidenceReport, job: JobDefinition) -> tuple[str, ...]:
+    """The earlier steps whose changed outputs a real call reviews again, when every one of them
+    has a review (else the real call asks for an override instead)."""
+    steps = sorted({item.step_id for item in evidence.stale_evidence})
+    return tuple(steps) if all(job.step(step_id).reviews for step_id in steps) else ()
+
+
+def _stale_note(
+    evidence: EvidenceReport,
+    validated: ValidatedOutputs,
+    again: Sequence[str],
+    reported: Sequence[str],
+) -> str | None:
+    """What a real call at the last step does first about stale outputs (docs/evidence.md)."""
+    paths = sorted(item.path for item in evidence.stale_evidence)
+    if not again:
+        return (
+            f"outputs of earlier steps changed after they were accepted ({', '.join(paths)}) and "
+            "have no review to run again: pass quality_review_override_reason or undo them."
+        )
+    submitted = {p for v in validated.merged.values() for p in ([v] if isinstance(v, str) else v)}
+    if set(paths) <= submitted or paths == list(reported):
+        return None  # submitted again, or named already: reviewed with this call, listed above
+    return (
+        f"outputs of step {', '.join(again)} changed after they were accepted "
+        f"({', '.join(paths)}); a real call names them once, and the call after it runs their "
+        "reviews again with this step's (listed above). Submitting those files among this "
+        "step's outputs saves that call."
+    )
 
 
 def _unrecorded(tx: StateTransaction, pending: _Pending) -> Session:

@@ -1,8 +1,8 @@
 """Moving back in a workflow and getting back into one (docs/navigation.md).
 
-`go_to_step` moves a session back to an earlier entry of its workflow and clears the progress
-from there on; `active_workflow` answers where the caller stands and repeats the current step's
-brief. Both work on a `WorkflowEngine`'s store, catalog and instruction reader.
+`go_back` (the `go_to_step` tool) moves a session back to an earlier entry of its workflow and
+clears the progress from there on; `active_workflow` answers where the caller stands and repeats
+the current step's brief. Both work on a `WorkflowEngine`'s store, catalog and instruction reader.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from datetime import datetime
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError
-from deepwork_core.base.identifiers import check_text
+from deepwork_core.base.identifiers import SessionId, check_text
 from deepwork_core.engine.briefing import StepBrief, build_brief
 from deepwork_core.engine.checkpoints import run_of
 from deepwork_core.engine.fanout.instances import active_fan_out
@@ -20,9 +20,10 @@ from deepwork_core.engine.nesting import begin_checkpoint
 from deepwork_core.engine.results import StartResult
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.state.overview import ActiveEntry, active_entry
-from deepwork_core.state.review_usage import ReviewUsage, run_usage
 from deepwork_core.state.sessions import Session, StepRecord
-from deepwork_core.state.stacks import check_target, stack_items, target_session
+from deepwork_core.state.stacks import Target, stack_items, target_session
+from deepwork_core.state.usage.pair import RunUsage
+from deepwork_core.state.usage.totals import run_usage
 
 
 class NavigationError(DeepWorkError):
@@ -39,7 +40,7 @@ class ActiveWorkflow:
     stack: list[ActiveEntry]
     brief: StepBrief | None
     #: What the reviews of the target session's run cost so far.
-    review_usage: ReviewUsage | None = None
+    review_usage: RunUsage | None = None
 
 
 def _target_entry(entries: list[tuple[str, ...]], current: int, step_id: str) -> int:
@@ -78,10 +79,10 @@ def _rewind(
     return cleared
 
 
-def go_to_step(
+def go_back(
     engine: WorkflowEngine,
     step_id: str,
-    session_id: str | None = None,
+    session_id: SessionId | None = None,
     agent_id: str | None = None,
 ) -> StartResult:
     """Move the session back to the entry holding `step_id` and begin it again.
@@ -90,9 +91,9 @@ def go_to_step(
     session; files on disk are left alone and the event log keeps the history.
     """
     check_text(step_id, what="step_id")
-    check_target(session_id, agent_id)
+    target = Target(session_id, agent_id)
     with engine.store.transaction() as tx:
-        session = target_session(tx, session_id, agent_id)
+        session = target_session(tx, target)
         if session.instance_of is not None:
             raise NavigationError(
                 "an instance of a fanned-out step has only its step; call finished_step again, "
@@ -116,15 +117,15 @@ def go_to_step(
 
 
 def active_workflow(
-    engine: WorkflowEngine, session_id: str | None = None, agent_id: str | None = None
+    engine: WorkflowEngine, session_id: SessionId | None = None, agent_id: str | None = None
 ) -> ActiveWorkflow:
     """The caller's stack and the current brief of `session_id` (default: the stack's top)."""
-    check_target(session_id, agent_id)
+    target = Target(session_id, agent_id)
     with engine.store.transaction() as tx:
         stack = tx.stack(agent_id)
         if session_id is None and not stack:
             return ActiveWorkflow([], None)
-        session = target_session(tx, session_id, agent_id)
+        session = target_session(tx, target)
         if session_id is not None:
             stack = tx.stack(session.agent_id)
         entries = [active_entry(s, s.agent_id) for s in stack]

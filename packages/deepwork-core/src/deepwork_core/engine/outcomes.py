@@ -1,16 +1,17 @@
 """How a checkpoint ends, inside the state transaction (docs/evidence.md, docs/runtime.md):
-audit it, accept it (bind its hashes, or first ask a human), advance to the next entry or
-complete the workflow (resuming a waiting parent), and the answers `needs_work`,
-`awaiting_approval` and `reviewing`.
+audit it, accept it (bind its hashes, or first ask a human; unreviewed when overridden),
+advance to the next entry or complete the workflow (resuming a waiting parent), and the
+answers `needs_work`, `awaiting_approval` and `reviewing`.
 
 `Outcomes` is a collaborator of the finish pipeline (`deepwork_core.engine.finish`); it never
-calls back into it.
+calls back into it. Each of its methods takes the checkpoint's `CheckpointContext`, which the
+pipeline builds once, and, where the evidence decides, the audit's `Findings`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -30,7 +31,13 @@ from deepwork_core.engine.results import (
     FinishResult,
     FinishStatus,
 )
-from deepwork_core.engine.safeguards import ApprovalOutcome, Findings, Safeguards, prompt_of
+from deepwork_core.engine.safeguards import (
+    ApprovalOutcome,
+    Findings,
+    Safeguards,
+    override_kind,
+    prompt_of,
+)
 from deepwork_core.evidence.scope import RepoSnapshot
 from deepwork_core.evidence.verdicts import ReviewVerdict, VerdictKind
 from deepwork_core.gate.checkpoint import GateReviewing
@@ -40,12 +47,69 @@ from deepwork_core.jobs.discovery import JobCatalog, LoadedJob
 from deepwork_core.jobs.model import Step
 from deepwork_core.state.approval_seal import ApprovalKeyError
 from deepwork_core.state.session_events import SessionEvents
-from deepwork_core.state.sessions import Session, SessionStatus, StateTransaction, StepRecord
-from deepwork_core.state.stacks import StackItem, stack_items
+from deepwork_core.state.sessions import (
+    OutputValue,
+    QualityEvent,
+    Session,
+    SessionStatus,
+    StateTransaction,
+    StepRecord,
+)
+from deepwork_core.state.stacks import (
+    StackItem,
+    settle_declared,
+    settle_submitted,
+    stack_items,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointContext:
+    """One checkpoint of one `finished_step` call, as the pipeline's stages and every end of it
+    see it: built once its outputs are valid, then moved into the transaction that records its
+    verdict (`reopened`)."""
+
+    tx: StateTransaction
+    session: Session
+    job: LoadedJob
+    #: The steps of the session's current entry (several for a concurrent group).
+    steps: tuple[Step, ...]
+    outputs: ValidatedOutputs
+    notes: str | None = None
+    override_reason: str | None = None
+    work_summary: str | None = None
+
+    @classmethod
+    def of(
+        cls,
+        tx: StateTransaction,
+        session: Session,
+        job: LoadedJob,
+        outputs: ValidatedOutputs,
+        notes: str | None = None,
+    ) -> CheckpointContext:
+        """The context of `session`'s current entry, with nothing said beside its outputs but
+        `notes` (a fan-in, or a finished workflow completing its parent's step)."""
+        steps = tuple(job.definition.step(step_id) for step_id in session.current_step_ids)
+        return cls(tx, session, job, steps, outputs, notes)
+
+    @property
+    def final(self) -> bool:
+        """True at the workflow's last entry."""
+        entries = self.job.definition.workflows_by_name[self.session.workflow_name].entries
+        return self.session.current_entry_index + 1 >= len(entries)
+
+    def stack(self) -> list[StackItem]:
+        """The stack the session is on, as an answer carries it."""
+        return stack_items(self.tx, self.session.agent_id)
+
+    def reopened(self, tx: StateTransaction, session: Session) -> CheckpointContext:
+        """The same checkpoint inside `tx`, with `session` as loaded there."""
+        return replace(self, tx=tx, session=session)
 
 
 class Outcomes:
-    """The ends of a checkpoint, each inside the caller's state transaction."""
+    """The ends of a checkpoint, each inside the transaction of its `CheckpointContext`."""
 
     def __init__(
         self,
@@ -65,46 +129,35 @@ class Outcomes:
         self.gate = gate
         self.clock = clock
 
-    def audit_first(
-        self,
-        tx: StateTransaction,
-        session: Session,
-        job: LoadedJob,
-        steps: Sequence[Step],
-        validated: ValidatedOutputs,
-        notes: str | None,
-        override_reason: str | None,
-    ) -> tuple[FinishResult | None, Findings]:
+    def audit_first(self, context: CheckpointContext) -> tuple[FinishResult | None, Findings]:
         """Audit the checkpoint; the answer when an open approval, the findings or an invalid
         submitted `job.yml` (`gate.job_check`) decide it."""
-        entries = job.definition.workflows_by_name[session.workflow_name].entries
+        session, definition = context.session, context.job.definition
         fan = self.nesting.fan if session.instance_of is not None else None
         # An instance's changes are judged in its worktree (docs/fan-out.md).
-        judged = fan.worktree_undeclared(session, job.definition, validated) if fan else None
+        judged = fan.worktree_undeclared(session, definition, context.outputs) if fan else None
         findings = self.guards.inspect(
-            session, job.definition, steps, validated, override_reason,
-            final=session.current_entry_index + 1 >= len(entries), reviewable=self.gate is not None,
-            judged=judged,
+            session, definition, context.steps, context.outputs, context.override_reason,
+            final=context.final, reviewable=self.gate is not None, judged=judged,
         )  # fmt: skip
+        if session.instance_of is not None:  # a sibling's submitted files are not its to undo
+            paths = [item.path for item in findings.audit.hashes]
+            settle_submitted(context.tx, session, paths, self.project_root)
         if session.pending_approval is not None:
-            answered = self.approval_answer(tx, session, job, validated, notes, findings)
+            answered = self.approval_answer(context, findings)
             if answered is not None:
                 return answered, findings
         blocked = findings.blocked or submitted_job_feedback(
-            self.project_root, job.definition.name, steps, validated.merged
+            self.project_root, definition.name, context.steps, context.outputs.merged
         )
         if blocked is not None:
-            tx.save(session)
-            return needs_work(stack_items(tx, session.agent_id), findings, blocked), findings
+            context.tx.save(session)
+            return needs_work(context.stack(), findings, blocked), findings
         return None, findings
 
     def accept(
         self,
-        tx: StateTransaction,
-        session: Session,
-        job: LoadedJob,
-        validated: ValidatedOutputs,
-        notes: str | None,
+        context: CheckpointContext,
         findings: Findings,
         reason: str | None = None,
         verdict: VerdictKind = VerdictKind.UNREVIEWED,
@@ -112,75 +165,79 @@ class Outcomes:
         approved: bool = False,
     ) -> FinishResult:
         """Bind the evidence and advance, or first ask the human when a step needs approval."""
-        steps = [job.definition.step(step_id) for step_id in session.current_step_ids]
+        session, steps = context.session, context.steps
         if not approved and self.guards.needs_approval(steps):
             ask = self.guards.open_approval(session, steps, findings, verdict, reason, rereviewed)
-            tx.save(session)
-            return awaiting(stack_items(tx, session.agent_id), ask, findings)
+            context.tx.save(session)
+            return awaiting(context.stack(), ask, findings)
         began = session.step_progress[session.current_step_ids[0]].began
         self.guards.accept(session, findings, verdict, reason, rereviewed)
         snapshot = findings.audit.snapshot
         probe = snapshot is None and began is not None  # git failed at the checkpoint: retry
-        result = self.advance(tx, session, job, validated, notes, snapshot, probe)
-        return with_findings(result, findings, session)
+        return with_findings(self.advance(context, snapshot, probe), findings, session)
 
-    def answered_by_human(
-        self,
-        result: FinishResult,
-        approver: Approver | None,
-        again: Callable[[], FinishResult],
-    ) -> FinishResult:
-        """`result`, or, when it awaits an approval that `approver` obtains, the answer after it.
+    def overridden(self, context: CheckpointContext, findings: Findings) -> FinishResult:
+        """Accept, unreviewed, a checkpoint the agent passed `quality_review_override_reason`
+        for: the outcome of the self-review it was asked for, or the user's reason to skip it."""
+        session, why = context.session, context.override_reason
+        assert why is not None
+        session.quality_log.append(
+            QualityEvent(
+                at=self.clock(),
+                kind=VerdictKind.OVERRIDE,
+                step_ids=list(session.current_step_ids),
+                override_reason=why,
+            )
+        )
+        self.events.override(session.session_id, session.current_step_ids, why)
+        return self.accept(context, findings, why, override_kind(session))
 
-        The human's answer is recorded like one from `deepwork approve` (its own channel); the
-        checkpoint then runs again, and the engine's approval path decides (docs/evidence.md).
+    def asked_human(self, result: FinishResult, approver: Approver | None) -> bool:
+        """True when `result` awaits an approval that `approver` obtained and that is recorded:
+        the checkpoint then runs again, and the engine's approval path decides.
+
+        The human's answer is recorded like one from `deepwork approve` (its own channel,
+        docs/evidence.md).
         """
         prompt = result.evidence.approval if result.evidence is not None else None
         if prompt is None or approver is None or self.guards.approvals.trusted.required():
-            return result  # the server cannot sign: where signatures count, a human signs
+            return False  # the server cannot sign: where signatures count, a human signs
         answer = approver(prompt)
         if answer is None:
-            return result
+            return False
         try:
-            self.guards.record_elicited(
-                prompt.session_id, prompt.request_id, answer.approved, answer.comment, answer.client
-            )
+            self.guards.record_elicited(prompt, answer)
         except ApprovalKeyError:
             raise  # the human answered but nothing can be recorded: say so, do not drop it
         except DeepWorkError:
-            return result  # the outputs changed meanwhile: the next finished_step reviews again
-        return again()
+            return False  # the outputs changed meanwhile: the next finished_step reviews again
+        return True
 
     def approval_answer(
-        self,
-        tx: StateTransaction,
-        session: Session,
-        job: LoadedJob,
-        validated: ValidatedOutputs,
-        notes: str | None,
-        findings: Findings,
+        self, context: CheckpointContext, findings: Findings
     ) -> FinishResult | None:
         """The answer while a human approval is open; None when the request is void."""
+        session = context.session
         pending = session.pending_approval
         assert pending is not None
         outcome, record = self.guards.approval_outcome(session, findings)
-        stack = stack_items(tx, session.agent_id)
+        stack = context.stack()
         if outcome is ApprovalOutcome.WAIT and record is not None:
             return awaiting(stack, prompt_of(record.request), findings)
         if outcome is ApprovalOutcome.APPROVED and findings.blocked is not None:
             # An approval covers the files shown, never stale or undeclared ones: the request
             # stays open, so once the agent mends them the same decision still holds.
-            tx.save(session)
+            context.tx.save(session)
             return needs_work(stack, findings, findings.blocked)
         if outcome is ApprovalOutcome.APPROVED and findings.rereview:
             outcome = ApprovalOutcome.VOID  # stale steps are reviewed again, then asked anew
         self.guards.close_approval(session, record)
         if outcome is ApprovalOutcome.APPROVED:
             return self.accept(
-                tx, session, job, validated, notes, findings, pending.override_reason,
-                pending.verdict, pending.rereviewed, approved=True,
+                context, findings, pending.override_reason, pending.verdict, pending.rereviewed,
+                approved=True,
             )  # fmt: skip
-        tx.save(session)
+        context.tx.save(session)
         if outcome is ApprovalOutcome.REJECTED and record is not None and record.decision:
             comment = record.decision.comment or "(no comment)"
             return needs_work(stack, findings, f"The human requested changes: {comment}")
@@ -188,25 +245,24 @@ class Outcomes:
 
     def advance(
         self,
-        tx: StateTransaction,
-        session: Session,
-        job: LoadedJob,
-        validated: ValidatedOutputs,
-        notes: str | None,
+        context: CheckpointContext,
         snapshot: RepoSnapshot | None = None,
         probe: bool = False,
     ) -> FinishResult:
+        """Record the checkpoint's outputs and begin the next entry, or complete the workflow."""
+        tx, session, job = context.tx, context.session, context.job
         fan = self.nesting.fan
         if fan is not None and session.instance_of is not None:
-            return fan.complete(tx, job, session, validated, notes)  # its parent fans in
+            # its parent fans in
+            return fan.complete(tx, job, session, context.outputs, context.notes)
         now = self.clock()
         for step_id in session.current_step_ids:
             record = session.step_progress.setdefault(
                 step_id, StepRecord(step_id=step_id, started_at=now)
             )
             record.completed_at = now
-            record.outputs = validated.by_step.get(step_id, {})
-            record.notes = notes
+            record.outputs = context.outputs.by_step.get(step_id, {})
+            record.notes = context.notes
 
         workflow = job.definition.workflows_by_name[session.workflow_name]
         entries = workflow.entries
@@ -223,26 +279,26 @@ class Outcomes:
             self.events.step_begun(session)
             ids = entries[next_index]
             brief = begin_checkpoint(self.nesting, tx, job, session, ids, pushed=True)
-            return FinishResult(
-                FinishStatus.NEXT_STEP, stack_items(tx, session.agent_id), brief=brief
-            )
+            return FinishResult(FinishStatus.NEXT_STEP, context.stack(), brief=brief)
 
-        return self.complete(tx, session, workflow.post_workflow_instructions, now)
+        return self.complete(context, workflow.post_workflow_instructions, now)
 
     def complete(
-        self, tx: StateTransaction, session: Session, after: str | None, now: datetime
+        self, context: CheckpointContext, after: str | None, now: datetime
     ) -> FinishResult:
         """The workflow's last step is done (at `now`): the session completes, and its parent
         (a `sub_workflow` step waiting for it) goes on."""
+        tx, session = context.tx, context.session
         session.status = SessionStatus.COMPLETED
         session.completed_at = now
         tx.save(session)
         tx.remove_from_stack(session.session_id)
+        settle_declared(tx, session, self.project_root)
         self.events.completed(session)
         parent = waiting_parent(tx, session)
         if parent is not None:
-            return self.resume_parent(tx, session, parent, after)
-        stack = stack_items(tx, session.agent_id)
+            return self.resume_parent(context, parent, after)
+        stack = context.stack()
         resume = (stack[-1].workflow, stack[-1].step) if stack else None
         branch = session.branch_name if session.parent_session_id is None else None
         summary = completed_summary(session.workflow_label, branch, session.previous_branch, resume)
@@ -250,25 +306,46 @@ class Outcomes:
             FinishStatus.WORKFLOW_COMPLETE,
             stack,
             summary=summary,
-            all_outputs=session.all_outputs(),
+            all_outputs=produced_outputs(session),
             post_workflow_instructions=after,
         )
 
     def resume_parent(
-        self, tx: StateTransaction, finished: Session, parent: Session, after: str | None
+        self, finished: CheckpointContext, parent: Session, after: str | None
     ) -> FinishResult:
         """Complete the parent's `sub_workflow` step with the workflow `finished` ran."""
         job = self.catalog.get(parent.job_name)
         step = job.definition.step(parent.current_step_id)
-        outputs = ValidatedOutputs({step.id: handed_up_outputs(step, finished)})
-        result = self.advance(tx, parent, job, outputs, None)
+        outputs = ValidatedOutputs({step.id: handed_up_outputs(step, finished.session)})
+        result = self.advance(CheckpointContext.of(finished.tx, parent, job, outputs))
         note = (
-            f"Workflow '{finished.workflow_label}' completed; step '{step.id}' of "
+            f"Workflow '{finished.session.workflow_label}' completed; step '{step.id}' of "
             f"'{parent.workflow_label}' completed with it."
         )
         if after:
             note += f" Afterwards: {after}"
         return replace(result, summary=f"{note} {result.summary or ''}".rstrip())
+
+
+def produced_outputs(session: Session) -> dict[str, OutputValue]:
+    """What a completed workflow made (`all_outputs`): every completed step's outputs, in the
+    order the steps completed. When two steps produce an output of the same name, the files of
+    both are kept (one list, in order, without repeats: an improved job.yml is one file, the
+    instruction files of two steps all of them); a later text output replaces an earlier one."""
+    files = {(item.output, item.path) for item in session.evidence}
+    merged: dict[str, OutputValue] = {}
+    done = [r for r in session.step_progress.values() if r.completed_at is not None]
+    for record in sorted(done, key=lambda r: r.completed_at or r.started_at):
+        for name, value in record.outputs.items():
+            paths = [value] if isinstance(value, str) else list(value)
+            earlier = merged.get(name)
+            if earlier is None or not all((name, path) in files for path in paths):
+                merged[name] = value
+                continue
+            kept = [earlier] if isinstance(earlier, str) else list(earlier)
+            kept += [path for path in paths if path not in kept]
+            merged[name] = kept[0] if len(kept) == 1 else kept
+    return merged
 
 
 def awaiting(stack: list[StackItem], prompt: ApprovalPrompt, findings: Findings) -> FinishResult:
@@ -277,7 +354,8 @@ def awaiting(stack: list[StackItem], prompt: ApprovalPrompt, findings: Findings)
         f"This step needs a human's approval: {prompt.prompt} Show the user this command to run "
         f"in a terminal: `{prompt.command}` (to send it back: `{prompt.command} --reject "
         '--comment "..."`). When they have answered, call finished_step again with the same '
-        "outputs. You cannot approve it yourself."
+        "outputs. You must not approve it yourself, not even by running that command: the "
+        "decision is the person's, and the trail records who answered and how."
     )
     result = FinishResult(FinishStatus.AWAITING_APPROVAL, stack, feedback=feedback)
     return with_findings(result, findings, approval=prompt)

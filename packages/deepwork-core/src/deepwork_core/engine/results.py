@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from deepwork_core.base.identifiers import SessionId
 from deepwork_core.engine.briefing import StepBrief
 from deepwork_core.evidence.hashes import OutputEvidence, ShownOutput, StaleEvidence
 from deepwork_core.evidence.verdicts import ReviewVerdict
@@ -36,7 +37,7 @@ class StartResult:
 class ApprovalPrompt:
     """A step waiting for a human: what to ask, and the command that answers from a terminal."""
 
-    session_id: str
+    session_id: SessionId
     request_id: str
     step_ids: list[str]
     prompt: str

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from deepwork_core.base.errors import GitError
-from deepwork_core.base.identifiers import check_session_id
+from deepwork_core.engine.approver import HumanAnswer
 from deepwork_core.engine.outputs import ValidatedOutputs
 from deepwork_core.engine.results import (
     ApprovalPrompt,
@@ -31,7 +31,7 @@ from deepwork_core.evidence.hashes import (
     hash_outputs,
     merge,
 )
-from deepwork_core.evidence.scope import RepoSnapshot, take_snapshot, under_git
+from deepwork_core.evidence.scope import RepoSnapshot, take_snapshot, undeclared_feedback, under_git
 from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.evidence.watch import ChangeWatch
 from deepwork_core.jobs.model import JobDefinition, ScopeGuard, Step
@@ -216,11 +216,9 @@ class Safeguards:
         blocked: str | None = None
         rereview: tuple[str, ...] = ()
         if audit.undeclared and strict and override_reason is None:
-            blocked = (
-                f"Files changed during this step that it does not declare: "
-                f"{', '.join(audit.undeclared)}. Undo those changes, or pass "
-                "quality_review_override_reason explaining why they belong to this step."
-            )
+            of = session.instance_of
+            shared = of is not None and of.worktree is None
+            blocked = undeclared_feedback(audit.undeclared, shared_instance=shared)
         elif final and audit.stale and override_reason is None:
             resubmitted = _submitted_paths(validated)
             blocked, rereview = self._stale_at_the_end(
@@ -406,21 +404,18 @@ class Safeguards:
         session.pending_approval = None
         self.approvals.clear(session.session_id, withdrawn=record is None)
 
-    def record_elicited(
-        self, session_id: str, request_id: str, approved: bool, comment: str | None, client: str
-    ) -> None:
+    def record_elicited(self, prompt: ApprovalPrompt, answer: HumanAnswer) -> None:
         """Record the answer a human gave in the client's form (never from a tool argument)."""
-        check_session_id(session_id)
         record_decision(
             self.approvals,
-            session_id,
-            approved=approved,
-            comment=comment,
+            prompt.session_id,
+            approved=answer.approved,
+            comment=answer.comment,
             channel=ApprovalChannel.ELICITATION,
-            actor=client,
+            actor=answer.client,
             terminal=None,
             now=self.clock(),
-            request_id=request_id,
+            request_id=prompt.request_id,
         )
 
     def _write(self, event: KnownEvent) -> None:

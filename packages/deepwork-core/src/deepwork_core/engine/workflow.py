@@ -2,8 +2,9 @@
 
 The engine is synchronous and knows nothing of MCP. Every transition is one transaction of the
 `SessionStore` (one atomic write of the session, plus one of the stack when it changes).
-`finish()` hands a frozen `Submission` to the finish pipeline (`deepwork_core.engine.finish`:
-validate → evidence and scope → decide → record), where the quality gate decides.
+`finish()` hands the session it names (`Target`) and a frozen `Submission` to the finish
+pipeline (`deepwork_core.engine.finish`: validate → evidence and scope → decide → record), where
+the quality gate decides.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 from deepwork_core.base.config import DEFAULT_MAX_QUALITY_ATTEMPTS, OutputsConfig
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import WorkflowNotFoundError
-from deepwork_core.base.identifiers import check_agent_id, check_text
+from deepwork_core.base.identifiers import SessionId, check_agent_id, check_text
 from deepwork_core.engine.approver import Approver
 from deepwork_core.engine.branching import BranchOutcome, abandoned_note
 from deepwork_core.engine.briefing import InstructionReader
@@ -44,7 +45,8 @@ from deepwork_core.state.sessions import (
 )
 from deepwork_core.state.stacks import (
     StackItem,
-    check_target,
+    Target,
+    settle_declared,
     stack_item,
     stack_items,
     target_session,
@@ -183,7 +185,7 @@ class WorkflowEngine:
         *,
         notes: str | None = None,
         override_reason: str | None = None,
-        session_id: str | None = None,
+        session_id: SessionId | None = None,
         progress: ProgressReporter | None = None,
         agent_id: str | None = None,
         work_summary: str | None = None,
@@ -191,32 +193,34 @@ class WorkflowEngine:
     ) -> FinishResult:
         """Check the current checkpoint's outputs, run the quality gate, then advance: the
         pipeline of `deepwork_core.engine.finish`."""
-        submission = Submission(outputs, notes, override_reason, session_id, agent_id, work_summary)
-        return self.pipeline.finish(submission, progress, approver)
+        submission = Submission(outputs, notes, override_reason, work_summary)
+        target = Target(session_id, agent_id)
+        return self.pipeline.run(target, submission, progress, approver)
 
     def dry_run(
         self,
         outputs: Mapping[str, object],
         *,
         notes: str | None = None,
-        session_id: str | None = None,
+        session_id: SessionId | None = None,
         agent_id: str | None = None,
         work_summary: str | None = None,
     ) -> FinishResult:
         """What `finish` would check and review; nothing is written (docs/quality-gate.md)."""
-        submission = Submission(outputs, notes, None, session_id, agent_id, work_summary)
-        return self.pipeline.dry_run(submission)
+        submission = Submission(outputs, notes, None, work_summary)
+        target = Target(session_id, agent_id)
+        return self.pipeline.dry_run(target, submission)
 
     # --- abort -------------------------------------------------------------------------------
 
     def abort(
-        self, explanation: str, session_id: str | None = None, agent_id: str | None = None
+        self, explanation: str, session_id: SessionId | None = None, agent_id: str | None = None
     ) -> AbortResult:
         """Abort a workflow (the top one unless `session_id` names another) and pop it."""
         check_text(explanation, what="explanation")
-        check_target(session_id, agent_id)
+        target = Target(session_id, agent_id)
         with self.store.transaction() as tx:
-            session = target_session(tx, session_id, agent_id)
+            session = target_session(tx, target)
             if session.pending_approval is not None:
                 self.guards.close_approval(session, None)  # withdrawn: nobody can approve it now
             session.status = SessionStatus.ABORTED
@@ -224,6 +228,7 @@ class WorkflowEngine:
             session.completed_at = self.clock()
             tx.save(session)
             tx.remove_from_stack(session.session_id)
+            settle_declared(tx, session, self.project_root)
             self.fan.aborted(tx, session, explanation)
             self.events.aborted(session, explanation)
             stack = stack_items(tx, session.agent_id)

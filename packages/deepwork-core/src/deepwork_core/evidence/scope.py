@@ -20,7 +20,7 @@ runtime folder `.deepwork/tmp/`, are not considered.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -158,6 +158,33 @@ def undeclared(
     outputs = set(declared)
     globs = list(may_change)
     return [path for path in changed if path not in outputs and not matches_any(path, globs)]
+
+
+def settled(before: RepoSnapshot, project_root: Path, paths: Iterable[str]) -> RepoSnapshot:
+    """`before` as if `paths` had been as they are now when it was taken: files another session
+    declared (the outputs of a workflow nested on the step, of a finished sibling instance in
+    the same tree) are then no change of the step that began at `before` (docs/evidence.md)."""
+    dirty = dict(before.dirty)
+    dirty.update((path, _signature(project_root, path)) for path in paths if not _runtime(path))
+    return before.model_copy(update={"dirty": dirty})
+
+
+def undeclared_feedback(paths: Sequence[str], *, shared_instance: bool) -> str:
+    """The `needs_work` feedback of `scope_guard: strict` for the undeclared `paths`.
+
+    An instance of a step that fans out in the shared tree is not told to undo files: a sibling
+    still at work may be writing them (a finished sibling's outputs are already settled)."""
+    found = f"Files changed during this step that it does not declare: {', '.join(paths)}."
+    if shared_instance:
+        return (
+            f"{found} Other instances of this step work in the same tree: if these are one's "
+            "outputs, leave them and call finished_step again once it has finished, or pass "
+            "quality_review_override_reason saying so. Otherwise undo them."
+        )
+    return (
+        f"{found} Undo those changes, or pass quality_review_override_reason explaining why "
+        "they belong to this step."
+    )
 
 
 def _runtime(path: str) -> bool:

@@ -8,11 +8,14 @@ cancels the session's other jobs (their processes are stopped). It then waits at
 `wait_seconds` and returns the verdicts in task order, or a `GateReviewing` listing each job.
 
 The jobs are rows of the store's `review_jobs` queue (`deepwork_core.state.store.review_jobs`),
-one per task, enqueued under a dedupe key (`<key>:<task>`), so joining is enqueueing again.
-Workers claim jobs with a lease they renew, run at most `max_parallel` at once, and record each
-result with `complete`, which succeeds once per claim: jobs left by a server that stopped or was
-killed are claimed again once their lease runs out, and run once. Each verdict is bound to the
-hashes it judged: when the files changed meanwhile it is marked stale, and the call answers
+one per task, each a `ReviewPayload` (the checkpoint as a `CheckpointRecord`, the task, the
+hashes) enqueued under a dedupe key (`<key>:<task>`), so joining is enqueueing again. Workers
+are the threads of one pool: each claims a job with a lease the keeper thread renews, judges it
+synchronously through a `TaskJudge` (in the server `ReviewCalls`: the `Reviewer` port under the
+gate's policy), at most `max_parallel` at once, and records one `JobResult` with `complete`,
+which succeeds once per claim: jobs left by a server that stopped or was killed are claimed
+again once their lease runs out, and run once. Each verdict is bound to the hashes it judged:
+when the files changed meanwhile it is `Stale`, and the call answers
 `quality_gate.outputs_changed`.
 """
 
@@ -29,9 +32,10 @@ import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
-from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
+
+from pydantic import BaseModel, ConfigDict
 
 from deepwork_core.base.config import ReviewBudget
 from deepwork_core.base.error_codes import ErrorCode
@@ -40,19 +44,23 @@ from deepwork_core.base.identifiers import resolve_inside
 from deepwork_core.evidence.verdicts import ReviewVerdict
 from deepwork_core.gate.checkpoint import (
     Checkpoint,
+    CheckpointRecord,
     GateReviewing,
     ProgressReporter,
-    ResolvedInput,
     ReviewProgress,
 )
 from deepwork_core.gate.tasks import QualityReviewTask
 from deepwork_core.jobs.model import JobDefinition
 from deepwork_core.state.store.opening import shared_store
 from deepwork_core.state.store.review_jobs import (
+    Failed,
+    JobResult,
+    Judged,
     ReviewClaim,
     ReviewJob,
     ReviewJobs,
     ReviewJobState,
+    Stale,
 )
 
 logger = logging.getLogger("deepwork.gate")
@@ -65,21 +73,43 @@ LEASE_SECONDS = 15.0
 #: The `kind` of the gate's jobs in the queue.
 KIND = "gate_review"
 _MISSING = "missing"
+#: Review jobs that still run, or will.
+_LIVE = (ReviewJobState.QUEUED, ReviewJobState.CLAIMED)
 
 
-class Reviewer(Protocol):
-    """The port a reviewer adapter implements: judge one task, synchronously, in a worker thread.
-
-    It raises `QualityGateError` (with its code) when it can give no verdict, and stops soon
-    after `cancelled` is set (its process killed). `budget` is what a run may spend.
-    """
+class TaskJudge(Protocol):
+    """What judges one task in a worker thread: `ReviewCalls` (the `Reviewer` port under the
+    gate's policy), or a double."""
 
     @property
     def budget(self) -> ReviewBudget: ...
 
-    def review_task(
-        self, checkpoint: Checkpoint, task: QualityReviewTask, cancelled: threading.Event
+    def judge(
+        self,
+        checkpoint: Checkpoint,
+        task: QualityReviewTask,
+        cancelled: threading.Event,
+        *,
+        slots: int = 1,
     ) -> ReviewVerdict: ...
+
+
+class ReviewPayload(BaseModel):
+    """One job of the gate on the review queue: which submission (`key`), what it judges
+    (`label`), the checkpoint and task to judge, and the hashes of the files under review."""
+
+    #: Keys a newer version added are ignored, so its jobs still run here.
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    key: str
+    label: str
+    checkpoint: CheckpointRecord
+    task: QualityReviewTask
+    hashes: dict[str, str]
+
+
+#: A job of the gate, as the queue gives it back.
+GateJob = ReviewJob[ReviewPayload]
 
 
 def review_key(checkpoint: Checkpoint, tasks: Sequence[QualityReviewTask], hashes: object) -> str:
@@ -117,19 +147,24 @@ class BackgroundReviews:
     def __init__(
         self,
         project_root: Path,
-        reviewer: Reviewer,
+        calls: TaskJudge,
         load_job: Callable[[str], JobDefinition],
         max_parallel: int,
-        jobs: ReviewJobs | None = None,
+        jobs: ReviewJobs[ReviewPayload] | None = None,
     ) -> None:
+        """`calls` judges one task in a worker thread; at most `max_parallel` run at once."""
+        if max_parallel < 1:
+            raise ValueError("max_parallel must be at least 1")
         self.root = project_root
-        self.reviewer = reviewer
+        self.calls = calls
         self.load_job = load_job
         self.max_parallel = max_parallel
-        self.jobs = jobs if jobs is not None else ReviewJobs(shared_store(project_root))
+        self.jobs = (
+            jobs if jobs is not None else ReviewJobs(shared_store(project_root), ReviewPayload)
+        )
         self.worker = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._changed = threading.Condition()
-        self._running: dict[str, tuple[ReviewClaim, threading.Event]] = {}
+        self._running: dict[str, tuple[ReviewClaim[ReviewPayload], threading.Event]] = {}
         #: How many jobs this process finished; a waiter that saw it change looks again.
         self._finished = 0
         self._closed = threading.Event()
@@ -158,7 +193,7 @@ class BackgroundReviews:
         while True:
             with self._changed:
                 seen = self._finished
-            jobs = [self.jobs.get(job_id) for job_id in ids]
+            jobs = self.jobs.get_many(ids)
             told = _tell(progress, jobs, told)
             outcome = self._outcome(checkpoint.session_id, jobs)
             if outcome is not None:
@@ -186,37 +221,38 @@ class BackgroundReviews:
                 job_id = self.jobs.enqueue(
                     KIND, payload, session_id=checkpoint.session_id, dedupe_key=dedupe
                 )
-                if self.jobs.get(job_id).state is not ReviewJobState.CANCELLED:
+                if self.jobs.state(job_id) is not ReviewJobState.CANCELLED:
                     break  # a new job, or one to join
                 dedupe = f"{key}:{index}:after:{job_id}"
             ids.append(job_id)
         return ids
 
-    def _outcome(self, session_id: str, jobs: list[ReviewJob]) -> tuple[ReviewVerdict, ...] | None:
+    def _outcome(self, session_id: str, jobs: list[GateJob]) -> tuple[ReviewVerdict, ...] | None:
         """The verdicts once every job is done; raises for a failed or stale one."""
+        verdicts = []
         for job in jobs:
-            result = job.verdict or {}
-            if job.state is ReviewJobState.CANCELLED or result.get("result") == "stale":
+            result = job.result
+            if job.state is ReviewJobState.CANCELLED or isinstance(result, Stale):
                 self._cancel(session_id, keep="")
                 raise QualityGateError(
-                    f"the files of review {job.payload.get('label')!r} changed while it ran, "
+                    f"the files of review {_label(job)!r} changed while it ran, "
                     "so its verdict was not recorded. Call finished_step again once the files "
                     "are final (not an attempt).",
                     code=ErrorCode.QUALITY_GATE_OUTPUTS_CHANGED,
                 )
-            if result.get("result") == "error":
+            if isinstance(result, Failed):
                 self._cancel(session_id, keep="")
-                message = str(result.get("message") or "the review failed")
-                raise QualityGateError(message, code=_code(result.get("code")))
-        if any(job.state is not ReviewJobState.DONE for job in jobs):
+                raise QualityGateError(result.message or "the review failed", code=result.code)
+            if isinstance(result, Judged):
+                verdicts.append(result.verdict)
+        if len(verdicts) < len(jobs):
             return None
-        return tuple(ReviewVerdict.model_validate((job.verdict or {})["verdict"]) for job in jobs)
+        return tuple(verdicts)
 
     def _cancel(self, session_id: str, keep: str) -> None:
         """Cancel the session's live jobs other than those of submission `keep`."""
-        live = [ReviewJobState.QUEUED, ReviewJobState.CLAIMED]
-        for job in self.jobs.list(session_id=session_id, states=live):
-            if job.kind == KIND and job.payload.get("key") != keep:
+        for job in self.jobs.list(session_id=session_id, states=_LIVE):
+            if job.kind == KIND and (job.payload.key if job.payload else None) != keep:
                 self.jobs.cancel(job.job_id)
                 with self._changed:
                     running = self._running.get(job.job_id)
@@ -237,7 +273,7 @@ class BackgroundReviews:
                 self._running[claim.job.job_id] = (claim, threading.Event())
             self._pool.submit(self._work, claim)
 
-    def _work(self, claim: ReviewClaim) -> None:
+    def _work(self, claim: ReviewClaim[ReviewPayload]) -> None:
         job_id = claim.job.job_id
         try:
             with self._changed:
@@ -257,29 +293,36 @@ class BackgroundReviews:
         with suppress(Exception):  # the keeper tries again
             self.pump()
 
-    def _judge(self, job: ReviewJob, cancelled: threading.Event) -> dict[str, Any]:
+    def _judge(self, job: GateJob, cancelled: threading.Event) -> JobResult:
+        payload = job.payload
+        if payload is None:
+            message = (
+                f"review job {job.job_id} was queued by a version of DeepWork whose jobs this "
+                "one cannot read; call finished_step again to start a new review"
+            )
+            return Failed(code=ErrorCode.STORE_JOB_UNREADABLE, message=message)
         try:
-            checkpoint, task = self._decode(job.payload)
-            verdict = self.reviewer.review_task(checkpoint, task, cancelled)
+            job_definition = self.load_job(payload.checkpoint.job_name)
+            checkpoint = payload.checkpoint.checkpoint(self.root, job_definition)
+            slots = self.slots(checkpoint.session_id)
+            verdict = self.calls.judge(checkpoint, payload.task, cancelled, slots=slots)
         except DeepWorkError as exc:
-            return {"result": "error", "code": str(exc.code), "message": exc.message}
+            return Failed(code=exc.code, message=exc.message)
         except Exception as exc:  # an adapter's bug must fail the review, not the worker
             reason = f"{type(exc).__name__}: {exc}"[:500]
-            code = ErrorCode.QUALITY_GATE_REVIEWER_FAILED
-            return {"result": "error", "code": str(code), "message": reason}
-        hashes: dict[str, str] = job.payload["hashes"]
-        if file_hashes(self.root, list(hashes)) != hashes:
-            return {"result": "stale"}
-        return {"result": "verdict", "verdict": verdict.model_dump(mode="json")}
+            return Failed(code=ErrorCode.QUALITY_GATE_REVIEWER_FAILED, message=reason)
+        if file_hashes(self.root, list(payload.hashes)) != payload.hashes:
+            return Stale()
+        return Judged(verdict=verdict)
 
-    def _decode(self, payload: dict[str, Any]) -> tuple[Checkpoint, QualityReviewTask]:
-        fields = dict(payload["checkpoint"])
-        fields["job"] = self.load_job(fields.pop("job_name"))
-        fields["step_ids"] = tuple(fields["step_ids"])
-        fields["undeclared_changes"] = tuple(fields["undeclared_changes"])
-        fields["input_files"] = [ResolvedInput(**item) for item in fields["input_files"]]
-        checkpoint = Checkpoint(project_root=self.root, **fields)
-        return checkpoint, QualityReviewTask.model_validate(payload["task"])
+    def slots(self, session_id: str) -> int:
+        """How many reviewer calls of the session may run at once, sharing what is left of the
+        run's cost budget: its jobs still queued or running (the gate enqueues a checkpoint's
+        tasks together, before any starts), at most `max_parallel`; 1 without a cost budget."""
+        if self.calls.budget.max_cost_usd is None:
+            return 1
+        live = self.jobs.list(session_id=session_id, states=_LIVE)
+        return max(1, min(self.max_parallel, len(live)))
 
     def _keep(self) -> None:
         """Renew the leases of running jobs (stopping one whose claim was lost or cancelled),
@@ -318,45 +361,27 @@ def _payloads(
     checkpoint: Checkpoint,
     tasks: Sequence[QualityReviewTask],
     hashes: Sequence[dict[str, str]],
-) -> list[dict[str, Any]]:
-    shared = {
-        "session_id": checkpoint.session_id,
-        "job_name": checkpoint.job.name,
-        "step_ids": list(checkpoint.step_ids),
-        "outputs": checkpoint.outputs,
-        "input_files": [asdict(item) for item in checkpoint.input_files],
-        "notes": checkpoint.notes,
-        "attempt": checkpoint.attempt,
-        "work_summary": checkpoint.work_summary,
-        "undeclared_changes": list(checkpoint.undeclared_changes),
-        "run_id": checkpoint.run_id,
-        "log_length": checkpoint.log_length,
-    }
+) -> list[ReviewPayload]:
+    record = CheckpointRecord.of(checkpoint)
     return [
-        {
-            "key": key,
-            "label": task.label,
-            "checkpoint": shared,
-            "task": task.model_dump(mode="json"),
-            "hashes": hashes[index],
-        }
+        ReviewPayload(key=key, label=task.label, checkpoint=record, task=task, hashes=hashes[index])
         for index, task in enumerate(tasks)
     ]
 
 
-def _shown_state(job: ReviewJob) -> str:
+def shown_state(job: GateJob) -> str:
     """`queued`, `running`, `passed` or `failed`."""
     if job.state is ReviewJobState.DONE:
-        verdict = (job.verdict or {}).get("verdict")
-        return "passed" if isinstance(verdict, dict) and verdict.get("passed") else "failed"
+        result = job.result
+        return "passed" if isinstance(result, Judged) and result.verdict.passed else "failed"
     return "running" if job.state is ReviewJobState.CLAIMED else str(job.state)
 
 
-def _label(job: ReviewJob) -> str:
-    return str(job.payload.get("label", job.job_id))
+def _label(job: GateJob) -> str:
+    return job.payload.label if job.payload is not None else job.job_id
 
 
-def _tell(progress: ProgressReporter | None, jobs: list[ReviewJob], told: set[str]) -> set[str]:
+def _tell(progress: ProgressReporter | None, jobs: list[GateJob], told: set[str]) -> set[str]:
     """One progress notification per review that finished since the last look."""
     done = [job for job in jobs if job.state is ReviewJobState.DONE]
     if progress is None:
@@ -364,12 +389,12 @@ def _tell(progress: ProgressReporter | None, jobs: list[ReviewJob], told: set[st
     for job in done:
         if job.job_id not in told:
             told = {*told, job.job_id}
-            progress(len(told), len(jobs), f"review {_label(job)}: {_shown_state(job)}")
+            progress(len(told), len(jobs), f"review {_label(job)}: {shown_state(job)}")
     return told
 
 
-def reviewing(jobs: Sequence[ReviewJob]) -> GateReviewing:
-    shown = tuple(ReviewProgress(job.job_id, _label(job), _shown_state(job)) for job in jobs)
+def reviewing(jobs: Sequence[GateJob]) -> GateReviewing:
+    shown = tuple(ReviewProgress(job.job_id, _label(job), shown_state(job)) for job in jobs)
     finished = sum(1 for job in jobs if job.state is ReviewJobState.DONE)
     feedback = (
         f"{finished} of {len(jobs)} review(s) finished; the others still run in the background. "
@@ -377,10 +402,3 @@ def reviewing(jobs: Sequence[ReviewJob]) -> GateReviewing:
         "changing the outputs cancels them and starts new reviews."
     )
     return GateReviewing(feedback=feedback, reviews=shown)
-
-
-def _code(code: object) -> ErrorCode:
-    try:
-        return ErrorCode(code) if isinstance(code, str) else ErrorCode.QUALITY_GATE_ERROR
-    except ValueError:
-        return ErrorCode.QUALITY_GATE_ERROR

@@ -21,6 +21,7 @@ from typing import Any
 from deepwork_core.base.config import DEFAULT_REVIEW_DEPTH, ReviewBudget
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError, QualityGateError
+from deepwork_core.base.identifiers import SessionId
 from deepwork_core.gate.checkpoint import Checkpoint
 from deepwork_core.gate.quality import (
     QualityReviewTask,
@@ -32,28 +33,29 @@ from deepwork_core.state.event_kinds import (
     ReviewUsageEvent,
 )
 from deepwork_core.state.events import append_event, read_events
-from deepwork_core.state.review_usage import ReviewUsage, run_usage
 from deepwork_core.state.sessions import NOT_AN_ATTEMPT, utc_now
+from deepwork_core.state.usage.pair import RequestUsage, RunUsage
+from deepwork_core.state.usage.totals import run_usage
 
 #: At most this many items are named in the "spent on" list.
 _SPENT_ON_ITEMS = 5
 
 
-def usd_left(budget: ReviewBudget, spent: ReviewUsage) -> float | None:
+def usd_left(budget: ReviewBudget, spent: RunUsage) -> float | None:
     """What is left of the cost budget (never below 0); None when there is no cost budget."""
     if budget.max_cost_usd is None:
         return None
     return max(0.0, round(budget.max_cost_usd - spent.cost_usd, 6))
 
 
-def is_spent(budget: ReviewBudget, spent: ReviewUsage) -> bool:
+def is_spent(budget: ReviewBudget, spent: RunUsage) -> bool:
     """True when the run reached either limit of its budget."""
     over_cost = budget.max_cost_usd is not None and spent.cost_usd >= budget.max_cost_usd
     over_tokens = budget.max_tokens is not None and spent.tokens >= budget.max_tokens
     return over_cost or over_tokens
 
 
-def check_budget(project_root: Path, run_id: str, budget: ReviewBudget) -> ReviewUsage:
+def check_budget(project_root: Path, run_id: SessionId, budget: ReviewBudget) -> RunUsage:
     """What run `run_id` spent; raises `quality_gate.budget_exhausted` when that is the budget."""
     spent = run_usage(project_root, run_id)
     if is_spent(budget, spent):
@@ -77,7 +79,7 @@ class BudgetLedger:
         self._lock = threading.Lock()
         self._held: dict[str, list[float]] = {}
 
-    def reserve(self, project_root: Path, run_id: str, slots: int) -> float | None:
+    def reserve(self, project_root: Path, run_id: SessionId, slots: int) -> float | None:
         """This call's slice in USD (None: no cost budget); raises
         `quality_gate.budget_exhausted` once the run spent or holds its whole budget."""
         if self.budget.max_cost_usd is None and self.budget.max_tokens is None:
@@ -94,7 +96,7 @@ class BudgetLedger:
             held.append(share)
             return share
 
-    def release(self, run_id: str, share: float) -> None:
+    def release(self, run_id: SessionId, share: float) -> None:
         """Give back a slice once the call's real cost is in the log."""
         with self._lock:
             held = self._held.get(run_id, [])
@@ -105,7 +107,7 @@ class BudgetLedger:
 
 
 def budget_exhausted(
-    project_root: Path, run_id: str, budget: ReviewBudget, spent: ReviewUsage
+    project_root: Path, run_id: SessionId, budget: ReviewBudget, spent: RunUsage
 ) -> QualityGateError:
     """The error answering a checkpoint of a run that spent its budget: what went on what."""
     limits = []
@@ -123,18 +125,21 @@ def budget_exhausted(
     )
 
 
-def spent_on(project_root: Path, run_id: str) -> str:
+def spent_on(project_root: Path, run_id: SessionId) -> str:
     """`, on: write/report 0.8000 USD (2 calls); …`, the most expensive reviews first."""
     try:
         events = read_events(project_root, run_id)
     except DeepWorkError:
         return ""
-    costs: dict[str, list[float]] = defaultdict(list)
+    calls: dict[str, list[RequestUsage]] = defaultdict(list)
     for event in events:
         if isinstance(event, ReviewUsageEvent) and event.mode == "external":
-            costs[f"{event.job}/{event.step_id}/{event.review}"].append(event.cost_usd or 0.0)
-    ranked = sorted(costs.items(), key=lambda item: -sum(item[1]))[:_SPENT_ON_ITEMS]
-    listed = [f"{label} {sum(spent):.4f} USD ({len(spent)} call(s))" for label, spent in ranked]
+            calls[f"{event.job}/{event.step_id}/{event.review}"].append(event.usage)
+    totals = {label: RunUsage.of(usages) for label, usages in calls.items()}
+    ranked = sorted(totals.items(), key=lambda item: -item[1].cost_usd)[:_SPENT_ON_ITEMS]
+    listed = [
+        f"{label} {spent.cost_usd:.4f} USD ({spent.calls} call(s))" for label, spent in ranked
+    ]
     return f", on: {'; '.join(listed)}" if listed else ""
 
 
@@ -177,21 +182,35 @@ def log_self_reviews(checkpoint: Checkpoint, tasks: Sequence[QualityReviewTask])
 
 
 def review_usage_event(
-    checkpoint: Checkpoint, task: QualityReviewTask, **figures: Any
+    checkpoint: Checkpoint,
+    task: QualityReviewTask,
+    usage: RequestUsage | None = None,
+    **figures: Any,
 ) -> ReviewUsageEvent:
     """The `review_usage` event of `task`, for the log of the checkpoint's top-level run:
-    what identifies the review, plus the call's `figures` (mode, outcome, model, tokens...)."""
+    what identifies the review, the call's `usage` (None: a self-review, nothing metered) and
+    its other `figures` (mode, outcome, seconds, runner...)."""
     nested = checkpoint.session_id != checkpoint.run_session_id
+    metered = usage.model_dump() if usage is not None else {}
     return ReviewUsageEvent(
-        ts=utc_now(),
-        session_id=checkpoint.run_session_id,
-        job=checkpoint.job.name,
-        step_id=task.step_id,
-        review=task.run_each,
-        target_file=task.target_file,
+        **review_event_fields(checkpoint, task),
         reviewed_session_id=checkpoint.session_id if nested else None,
         criteria=len(task.criteria),
         depth=task.depth or DEFAULT_REVIEW_DEPTH,
         attempt=checkpoint.attempt or None,
+        **metered,
         **figures,
     )
+
+
+def review_event_fields(checkpoint: Checkpoint, task: QualityReviewTask) -> dict[str, Any]:
+    """What names a review in the events of the checkpoint's top-level run (`review_usage`,
+    `review_stalled`): now, the run, the job, the step, the review and its target file."""
+    return {
+        "ts": utc_now(),
+        "session_id": checkpoint.run_session_id,
+        "job": checkpoint.job.name,
+        "step_id": task.step_id,
+        "review": task.run_each,
+        "target_file": task.target_file,
+    }

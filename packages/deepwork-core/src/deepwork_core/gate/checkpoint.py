@@ -1,11 +1,11 @@
 """What the engine hands the quality gate, and what the gate answers (see `docs/quality-gate.md`).
 
 One `Checkpoint` travels from the engine to the gate's planner, payload and prompt builders
-unchanged; the gate answers with one of four verdicts, told apart by type:
-`GatePassed` (advance), `GateNeedsWork` (a reviewer failed the outputs),
-`GateSelfReviewRequested` (self-review mode: the agent must have the outputs reviewed) and
-`GateReviewing` (background reviews still run after `quality_gate.wait_seconds`). Each
-carries `warnings` (`<code>: <message>`), which the engine passes on in its answer.
+unchanged (on the review queue as a `CheckpointRecord`); the gate answers with one of four
+verdicts, told apart by type: `GatePassed` (advance), `GateNeedsWork` (a reviewer failed
+the outputs), `GateSelfReviewRequested` (self-review mode: the agent must have the outputs
+reviewed) and `GateReviewing` (background reviews still run after `quality_gate.wait_seconds`).
+Each carries `warnings` (`<code>: <message>`), which the engine passes on in its answer.
 """
 
 from __future__ import annotations
@@ -14,6 +14,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict
+
+from deepwork_core.base.identifiers import SessionId
 from deepwork_core.evidence.verdicts import ReviewVerdict, VerdictKind
 from deepwork_core.jobs.model import JobDefinition, Step
 from deepwork_core.state.sessions import OutputValue
@@ -54,7 +57,7 @@ class Checkpoint:
 
     #: Absolute and resolved: containment checks compare resolved paths.
     project_root: Path
-    session_id: str
+    session_id: SessionId
     job: JobDefinition
     #: The step, or every step of a concurrent group (the first one names the self-review file).
     step_ids: tuple[str, ...]
@@ -71,14 +74,14 @@ class Checkpoint:
     undeclared_changes: tuple[str, ...] = ()
     #: The run's top-level session (None: this session): its log holds the run's review usage
     #: and its budget is counted there (docs/quality-gate.md).
-    run_id: str | None = None
+    run_id: SessionId | None = None
     #: How many entries the session's quality log had when this was submitted: each recorded
     #: verdict or error starts a new round of background reviews, and a verdict is recorded
     #: only while the log is still that long (docs/quality-gate.md, "Background reviews").
     log_length: int = 0
 
     @property
-    def run_session_id(self) -> str:
+    def run_session_id(self) -> SessionId:
         return self.run_id or self.session_id
 
     def undeclared_section(self) -> list[str]:
@@ -97,6 +100,43 @@ class Checkpoint:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "project_root", self.project_root.resolve())
+
+
+class CheckpointRecord(BaseModel):
+    """A `Checkpoint` as the review queue carries it (docs/quality-gate.md, "Background
+    reviews"): its fields as JSON, the job by name; the worker that reads it knows the project."""
+
+    #: Keys a newer version added are ignored, so its jobs still run here.
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    session_id: str
+    job_name: str
+    step_ids: tuple[str, ...]
+    outputs: dict[str, OutputValue]
+    input_files: list[ResolvedInput]
+    notes: str | None = None
+    attempt: int = 0
+    work_summary: str | None = None
+    undeclared_changes: tuple[str, ...] = ()
+    run_id: str | None = None
+    log_length: int = 0
+
+    @classmethod
+    def of(cls, checkpoint: Checkpoint) -> CheckpointRecord:
+        carried = {name: getattr(checkpoint, name) for name in _CARRIED}
+        return cls(job_name=checkpoint.job.name, **carried)
+
+    def checkpoint(self, project_root: Path, job: JobDefinition) -> Checkpoint:
+        """The checkpoint again, in `project_root`, of `job` (the one named `job_name`)."""
+        carried = {name: getattr(self, name) for name in _CARRIED}
+        carried["outputs"], carried["input_files"] = dict(self.outputs), list(self.input_files)
+        return Checkpoint(project_root=project_root, job=job, **carried)
+
+
+#: The fields a `CheckpointRecord` carries as they are: all but the project root and the job.
+_CARRIED: tuple[str, ...] = tuple(
+    name for name in CheckpointRecord.model_fields if name != "job_name"
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -4,10 +4,11 @@ Start here to see how the gate decides. Two gates share one planner:
 
 - `SelfReviewGate` writes the review instructions for a sub-agent and answers
   `GateSelfReviewRequested`.
-- `ExternalGate` hands every review task to a `Reviewer` (the port the server's adapters, such
-  as the Claude CLI, implement) as a background job (`deepwork_core.gate.background`), waits at
-  most `quality_gate.wait_seconds`, and answers `GatePassed`, `GateNeedsWork` or, while
-  reviews still run, `GateReviewing`.
+- `ExternalGate` hands every review task to a background job (`deepwork_core.gate.background`)
+  that asks a `Reviewer` (the port the server's adapters, one per reviewer CLI, implement)
+  through `ReviewCalls` (`deepwork_core.gate.calls`: budget, retries, usage), waits at most
+  `quality_gate.wait_seconds`, and answers `GatePassed`, `GateNeedsWork` or, while reviews
+  still run, `GateReviewing`.
 
 The planner adds the `.deepreview` rules matching the step's output files through the
 `RuleSource` port (the server passes `deepwork_review`'s); a rule file that fails to load is not
@@ -29,8 +30,8 @@ from deepwork_core.base.config import (
 )
 from deepwork_core.base.errors import QualityGateError
 from deepwork_core.gate.background import BackgroundReviews
-from deepwork_core.gate.background import Reviewer as Reviewer
 from deepwork_core.gate.budget import log_self_reviews, with_self_review
+from deepwork_core.gate.calls import ReviewCalls
 from deepwork_core.gate.checkpoint import (
     Checkpoint,
     GateNeedsWork,
@@ -47,6 +48,7 @@ from deepwork_core.gate.quality import (
     self_review_feedback,
     write_self_review_file,
 )
+from deepwork_core.gate.reviewer import Reviewer as Reviewer
 from deepwork_core.gate.tasks import QualityReviewTask
 from deepwork_core.jobs.model import JobDefinition, Step
 
@@ -144,14 +146,14 @@ class SelfReviewGate(_Planner):
 
 
 class ExternalGate(_Planner):
-    """External mode: each review task is a background job judged by `reviewer`; attempts are
-    counted and capped. One `BackgroundReviews` (job rows and workers) per project folder."""
+    """External mode: each review task is a background job judged through `calls`; attempts
+    are counted and capped. One `BackgroundReviews` (job rows and workers) per project folder."""
 
     external = True
 
     def __init__(
         self,
-        reviewer: Reviewer,
+        calls: ReviewCalls,
         *,
         rules: RuleSource | None = None,
         review_depth: ReviewDepth = DEFAULT_REVIEW_DEPTH,
@@ -159,7 +161,7 @@ class ExternalGate(_Planner):
         max_parallel: int = DEFAULT_MAX_PARALLEL,
     ) -> None:
         super().__init__(rules=rules, review_depth=review_depth)
-        self.reviewer = reviewer
+        self.calls = calls
         self.wait_seconds = wait_seconds
         self.max_parallel = max_parallel
         self._lock = threading.Lock()
@@ -185,7 +187,7 @@ class ExternalGate(_Planner):
         with self._lock:
             found = self._projects.get(root)
             if found is None:
-                found = BackgroundReviews(root, self.reviewer, load_job, self.max_parallel)
+                found = BackgroundReviews(root, self.calls, load_job, self.max_parallel)
                 self._projects[root] = found
         return found
 
@@ -198,7 +200,7 @@ class ExternalGate(_Planner):
         try:
             outcome = reviews.run(checkpoint, tasks, self.wait_seconds, progress)
         except QualityGateError as exc:  # stalled or out of budget: self-review is the way on
-            raise with_self_review(exc, checkpoint, tasks, self.reviewer.budget) from None
+            raise with_self_review(exc, checkpoint, tasks, self.calls.budget) from None
         if isinstance(outcome, GateReviewing):
             return GateReviewing(
                 feedback=outcome.feedback, reviews=outcome.reviews, warnings=warnings

@@ -1,7 +1,8 @@
 """The quality gate's pure half: review tasks, payloads, prompts, verdicts (`docs/quality-gate.md`).
 
-Nothing here runs a reviewer. `deepwork_mcp.reviewer` feeds the payloads built here to an
-external reviewer process; self-review mode writes the file built here for the agent instead.
+Nothing here runs a reviewer. `deepwork_core.gate.calls` hands the payloads built here to an
+external reviewer through the `Reviewer` port; self-review mode writes the file built here for
+the agent instead.
 
 Security: output and input paths come from the agent. Every path is resolved again inside the
 project root right before it is read, and the file is opened without following a final symlink,
@@ -21,7 +22,7 @@ from deepwork_core.base.config import DEFAULT_REVIEW_DEPTH, ReviewDepth
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError, QualityGateError
 from deepwork_core.base.fsutil import atomic_write_text
-from deepwork_core.base.identifiers import check_name, check_session_id, resolve_inside
+from deepwork_core.base.identifiers import check_name, resolve_inside
 from deepwork_core.base.layout import TMP_DIR, review_file_name
 from deepwork_core.base.runtime_dir import ensure_tmp_dir
 from deepwork_core.evidence.verdicts import CriterionVerdict, ReviewVerdict
@@ -38,7 +39,7 @@ from deepwork_core.gate.process_review import (
     text_outputs,
     with_text_outputs,
 )
-from deepwork_core.gate.reply_schema import reviewer_reply_schema
+from deepwork_core.gate.reply_schema import reply_error, reviewer_reply_schema
 from deepwork_core.gate.tasks import QualityReviewTask as QualityReviewTask
 from deepwork_core.jobs.docspec import DocSpec, load_doc_spec
 from deepwork_core.jobs.model import Review, Step
@@ -350,15 +351,10 @@ def verdict_from_reply(task: QualityReviewTask, reply: object) -> ReviewVerdict:
     not match `review_reply_schema(task)` or a failed criterion leaves out its feedback; a null
     or left-out feedback is empty.
     """
-    # Imported here: jsonschema (with referencing, rpds and attrs) adds 3 MiB to a server that
-    # may never run an external review (benchmarks/, peak memory).
-    import jsonschema
-
-    try:
-        jsonschema.validate(reply, review_reply_schema(task))
-    except jsonschema.ValidationError as exc:
-        where = "/".join(str(part) for part in exc.absolute_path) or "reply"
-        raise _bad_reply(task, where, exc.message) from None
+    error = reply_error(reply)  # the schema of every task (`review_reply_schema`)
+    if error is not None:
+        where = "/".join(str(part) for part in error.absolute_path) or "reply"
+        raise _bad_reply(task, where, error.message)
     assert isinstance(reply, dict)
     given: dict[str, CriterionVerdict] = {}
     for index, item in enumerate(reply["criteria_results"]):
@@ -417,9 +413,8 @@ def combined_feedback(verdicts: Iterable[ReviewVerdict]) -> str:
 
 def self_review_path(checkpoint: Checkpoint) -> Path:
     """`.deepwork/tmp/quality_review_<session>_<step>.md` (step = the first of `step_ids`)."""
-    session = check_session_id(checkpoint.session_id)
     step = check_name(checkpoint.step_ids[0], kind="step_id")
-    return checkpoint.project_root / TMP_DIR / review_file_name(session, step)
+    return checkpoint.project_root / TMP_DIR / review_file_name(checkpoint.session_id, step)
 
 
 def write_self_review_file(checkpoint: Checkpoint, tasks: Sequence[QualityReviewTask]) -> Path:

@@ -368,8 +368,7 @@ def check_fan_out(
     report: JobReport, definition: JobDefinition, origins: Mapping[str, KeyPath]
 ) -> None:
     """`for_each` names an input of its step and runs outside a concurrent group; `isolation`
-    without `for_each` is on every step of a concurrent group or on none; each use is named as
-    an extension (docs/fan-out.md)."""
+    without `for_each` is on every step of a concurrent group or on none (docs/fan-out.md)."""
     grouped = {s for w in definition.workflows for e in w.entries if len(e) > 1 for s in e}
     for index, step in enumerate(definition.steps):
         if step.for_each is None:
@@ -390,13 +389,6 @@ def check_fan_out(
                 "a for_each step runs on its own, not in a concurrent group",
                 where,
             )
-        report.add(
-            ErrorCode.JOB_EXTENSION,
-            "for_each (with max_parallel, allow_partial, isolation) is a DeepWork 1.0 extension "
-            "of both formats; DeepWork 0.9.x and 0.10 to 0.14 do not read it",
-            where,
-            severity=Severity.WARNING,
-        )
 
 
 def _check_group_isolation(
@@ -434,10 +426,3 @@ def _check_group_isolation(
             "a step of a concurrent group in worktrees cannot be a sub_workflow step",
             where,
         )
-    report.add(
-        ErrorCode.JOB_EXTENSION,
-        "isolation: worktree on a concurrent group is a DeepWork 1.0 extension of both formats; "
-        "DeepWork 0.9.x and 0.10 to 0.14 do not read it",
-        where,
-        severity=Severity.WARNING,
-    )

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError
-from deepwork_core.base.identifiers import check_session_id
+from deepwork_core.base.identifiers import SessionId
 from deepwork_core.base.layout import APPROVERS_DIR
 from deepwork_core.evidence.hashes import OutputHash, ShownOutput, sha256_file
 from deepwork_core.state.approval_seal import (
@@ -67,7 +67,7 @@ class _Model(BaseModel):
 
 class ApprovalRequest(_Model):
     request_id: str
-    session_id: str
+    session_id: SessionId
     job_name: str
     workflow_name: str
     step_ids: list[str]
@@ -187,7 +187,7 @@ class ApprovalStore:
         if not self.trusted.required():
             channels.append(ApprovalChannel.ELICITATION)
         row = rows.RequestRow(
-            session_id=check_session_id(request.session_id),
+            session_id=request.session_id,
             request_id=request.request_id,
             job=request.job_name,
             workflow=request.workflow_name,
@@ -203,9 +203,8 @@ class ApprovalStore:
             rows.open_request(tx, self.project_id, row, store.now())
         return ApprovalRecord(request=request)
 
-    def load(self, session_id: str) -> ApprovalRecord | None:
+    def load(self, session_id: SessionId) -> ApprovalRecord | None:
         """The session's open request with its decision (None: none open), unverified."""
-        check_session_id(session_id)
         store = existing_store(self.project_root) if self._project_id is None else self.store
         if store is None:
             return None
@@ -228,7 +227,7 @@ class ApprovalStore:
                 code=ErrorCode.APPROVAL_CORRUPT,
             ) from None
 
-    def load_verified(self, session_id: str) -> ApprovalRecord | None:
+    def load_verified(self, session_id: SessionId) -> ApprovalRecord | None:
         """`load`, refusing a request the server did not seal as it is
         (`approval.request_unverified`) and a decision that is not sealed (or signed, where
         signatures are required) and logged (`approval.unverified`)."""
@@ -300,7 +299,7 @@ class ApprovalStore:
             )
         return self.key
 
-    def decide(self, session_id: str, decision: ApprovalDecision) -> ApprovalRecord:
+    def decide(self, session_id: SessionId, decision: ApprovalDecision) -> ApprovalRecord:
         """Seal and record the human's decision on the open request, with its `approval` event
         (one transaction: both or neither).
 
@@ -361,7 +360,7 @@ class ApprovalStore:
             update["mac"] = self._key().mac(fields)
         return decision.model_copy(update=update)
 
-    def clear(self, session_id: str, *, withdrawn: bool = False) -> None:
+    def clear(self, session_id: SessionId, *, withdrawn: bool = False) -> None:
         """Close the session's open request: used by the server, or `withdrawn` (the run was
         aborted, so nobody can decide on it any more)."""
         store = existing_store(self.project_root) if self._project_id is None else self.store
@@ -369,9 +368,7 @@ class ApprovalStore:
             return
         state = rows.WITHDRAWN if withdrawn else rows.CLOSED
         with store.write(lock=self._lock()) as tx:
-            rows.close_requests(
-                tx, self.project_id, check_session_id(session_id), state, store.now()
-            )
+            rows.close_requests(tx, self.project_id, session_id, state, store.now())
 
 
 def _decision_row(session_id: str, decision: ApprovalDecision) -> rows.DecisionRow:
@@ -391,7 +388,7 @@ def _decision_row(session_id: str, decision: ApprovalDecision) -> rows.DecisionR
 
 def record_decision(
     store: ApprovalStore,
-    session_id: str,
+    session_id: SessionId,
     *,
     approved: bool,
     comment: str | None,

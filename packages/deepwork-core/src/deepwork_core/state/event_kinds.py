@@ -38,8 +38,10 @@ from pydantic import (
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.base.fsutil import loads_json
+from deepwork_core.base.identifiers import SessionId
 from deepwork_core.evidence.hashes import OutputEvidence, ShownOutput, StaleEvidence
 from deepwork_core.evidence.verdicts import CriterionVerdict, VerdictKind
+from deepwork_core.state.usage.pair import RequestUsage
 
 #: The version written on every new line; a line without `v` is version 1.
 EVENT_SCHEMA_VERSION: Final = 1
@@ -136,7 +138,7 @@ class _Record(BaseModel):
 
 class _Known(_Record):
     ts: Stamp
-    session_id: str
+    session_id: SessionId
 
 
 class StartedEvent(_Known):
@@ -148,7 +150,7 @@ class StartedEvent(_Known):
     goal: str | None = None
     instance_id: str | None = None
     agent_id: str | None = None
-    parent_session_id: str | None = None
+    parent_session_id: SessionId | None = None
     branch: str | None = None
 
 
@@ -280,7 +282,8 @@ class ReviewUsageEvent(_Known):
 
     `mode` is `external` (one reviewer call: tokens and cost as the reviewer reported them) or
     `self` (a self-review was requested: nothing is metered, it is only counted). `outcome` is
-    `passed`, `failed` or the error code the call ended with.
+    `passed`, `failed` or the error code the call ended with. The usage fields are a
+    `RequestUsage`'s, flat as the log has always held them (`usage` gives them back as one).
     """
 
     event: Literal["review_usage"] = "review_usage"
@@ -306,6 +309,18 @@ class ReviewUsageEvent(_Known):
     #: The reviewer CLI that ran (`claude`, `codex`, `gemini`); None for self-review and for
     #: events written before runners were recorded.
     runner: str | None = None
+
+    @property
+    def usage(self) -> RequestUsage:
+        """The call's usage as the one request type (the fields above, as written)."""
+        return RequestUsage.model_construct(
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cache_read_tokens=self.cache_read_tokens,
+            cache_creation_tokens=self.cache_creation_tokens,
+            cost_usd=self.cost_usd,
+            model=self.model,
+        )
 
 
 class ReviewStalledEvent(_Known):

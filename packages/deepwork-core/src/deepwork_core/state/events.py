@@ -41,7 +41,7 @@ from typing import Final
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import FileReadError
 from deepwork_core.base.fsutil import read_bytes_file
-from deepwork_core.base.identifiers import check_session_id
+from deepwork_core.base.identifiers import SessionId
 from deepwork_core.base.layout import EVENTS_DIR
 from deepwork_core.state.event_kinds import EVENT_SCHEMA_VERSION as EVENT_SCHEMA_VERSION
 from deepwork_core.state.event_kinds import EventLogError as EventLogError
@@ -61,9 +61,8 @@ def events_dir(project_root: Path) -> Path:
     return project_root / EVENTS_DIR
 
 
-def events_path(project_root: Path, session_id: str) -> Path:
-    """The old log file of `session_id` (checked against the session id pattern)."""
-    check_session_id(session_id)
+def events_path(project_root: Path, session_id: SessionId) -> Path:
+    """The old log file of `session_id`."""
     return events_dir(project_root) / f"{session_id}{EVENTS_SUFFIX}"
 
 
@@ -118,7 +117,6 @@ def append_event(project_root: Path, event: KnownEvent, *, project_id: str | Non
     transaction already open on the store, with which it then commits), then tell the
     listeners (`add_event_listener`). `project_id` names another project of the project's
     store (a decision on a run another checkout serves); its listeners are not this process's."""
-    check_session_id(event.session_id)
     line = event_line(event)
     store = shared_store(project_root)
     foreign = project_id is not None and project_id != store.project.project_id
@@ -137,9 +135,8 @@ def append_event(project_root: Path, event: KnownEvent, *, project_id: str | Non
         _notify(project_root, event)
 
 
-def read_events(project_root: Path, session_id: str) -> list[EventRecord]:
+def read_events(project_root: Path, session_id: SessionId) -> list[EventRecord]:
     """Every event of the session, oldest first; `[]` when the session has no log."""
-    check_session_id(session_id)
     store = existing_store(project_root)
     if store is None:
         return []
@@ -168,12 +165,11 @@ class EventScan:
 
 
 def scan_events(
-    project_root: Path, session_id: str, *, keep_last: int, kinds: frozenset[str]
+    project_root: Path, session_id: SessionId, *, keep_last: int, kinds: frozenset[str]
 ) -> EventScan:
     """The newest `keep_last` events of a session and all its events of `kinds`: the store
     counts the rest without handing them over, so a log of any size costs little memory and
     time. Records are checked as `read_events` checks them (`events.corrupt`)."""
-    check_session_id(session_id)
     store = existing_store(project_root)
     if store is None:
         return EventScan(0, [], [])
@@ -200,9 +196,8 @@ def scan_events(
     )
 
 
-def last_event_at(project_root: Path, session_id: str) -> datetime | None:
+def last_event_at(project_root: Path, session_id: SessionId) -> datetime | None:
     """When the session's last event was logged (None: it has none)."""
-    check_session_id(session_id)
     store = existing_store(project_root)
     if store is None:
         return None
@@ -263,7 +258,7 @@ def _read_bounded(path: Path) -> bytes | None:
         raise EventLogError(f"event log {exc.message}", code=code) from None
 
 
-def logged_session_ids(project_root: Path) -> list[str]:
+def logged_session_ids(project_root: Path) -> list[SessionId]:
     """Ids of the sessions that have events, the one logged to least recently first."""
     store = existing_store(project_root)
     if store is None:
@@ -274,14 +269,14 @@ def logged_session_ids(project_root: Path) -> list[str]:
             "GROUP BY session_id ORDER BY last",
             (store.project.project_id,),
         )
-    return [str(row[0]) for row in rows]
+    return [SessionId(str(row[0])) for row in rows]  # ids it was given as `SessionId`s
 
 
-def delete_event_log(project_root: Path, session_id: str) -> None:
+def delete_event_log(project_root: Path, session_id: SessionId) -> None:
     """Remove a session's events (used when the session itself is pruned)."""
     store = shared_store(project_root)
     with store.write() as tx:
         tx.execute(
             "DELETE FROM events WHERE project_id = ? AND session_id = ?",
-            (store.project.project_id, check_session_id(session_id)),
+            (store.project.project_id, session_id),
         )

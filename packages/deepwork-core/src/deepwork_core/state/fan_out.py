@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from deepwork_core.base.identifiers import SessionId
+
 
 class _Record(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=False)
@@ -34,7 +36,7 @@ class FanInstance(_Record):
 
     index: int = Field(ge=0)
     item: str
-    session_id: str
+    session_id: SessionId
     worktree: str | None = None
     branch: str | None = None
     #: True once fan-in merged the instance's branch into the run's branch.

@@ -16,11 +16,12 @@ from deepwork_core.base.errors import GitError
 from deepwork_core.base.git import run_git
 from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.state.read_model.runs import Run, RunStatus, list_runs
-from deepwork_core.state.review_usage import ReviewUsage, run_id_of, run_usage
 from deepwork_core.state.sessions import (
     Session,
     SessionStore,
 )
+from deepwork_core.state.usage.pair import RunUsage
+from deepwork_core.state.usage.totals import run_id_of, run_usage
 
 #: How many finished sessions `project_overview` lists by default.
 DEFAULT_FINISHED = 5
@@ -59,7 +60,7 @@ class StackView(_View):
     agent_id: str | None
     entries: list[ActiveEntry]
     #: What the reviews of the stack's run (its bottom workflow's) cost so far.
-    review_usage: ReviewUsage = ReviewUsage()
+    review_usage: RunUsage = RunUsage()
 
 
 class FinishedEntry(_View):

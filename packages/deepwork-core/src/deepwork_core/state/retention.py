@@ -14,6 +14,7 @@ from collections.abc import Set
 from datetime import timedelta
 from pathlib import Path
 
+from deepwork_core.base.identifiers import SessionId
 from deepwork_core.base.layout import (
     APPROVALS_DIR,
     SESSION_PREFIX,
@@ -37,7 +38,7 @@ def delete_finished(
     now: float,
     max_age: timedelta,
     keep: int,
-) -> list[str]:
+) -> list[SessionId]:
     """Delete the finished sessions past the rule (`now` is a POSIX time); return their ids.
 
     Runs inside the caller's state transaction `db`; `active` are the ids on any stack.

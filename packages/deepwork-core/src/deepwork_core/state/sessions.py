@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import SessionError
 from deepwork_core.base.fsutil import loads_json
-from deepwork_core.base.identifiers import check_session_id
+from deepwork_core.base.identifiers import SessionId
 from deepwork_core.base.layout import STACK_FILE, TMP_DIR, session_file_name
 from deepwork_core.base.runtime_dir import ensure_tmp_dir
 from deepwork_core.evidence.hashes import OutputEvidence, OutputHash
@@ -140,7 +140,7 @@ class Session(_State):
     """One run of a workflow."""
 
     schema_version: Literal[1] = SCHEMA_VERSION
-    session_id: str
+    session_id: SessionId
     job_name: str
     workflow_name: str
     instance_id: str | None = None
@@ -151,7 +151,7 @@ class Session(_State):
     #: The step ids of the current entry (several for a concurrent group).
     current_step_ids: list[str] = Field(min_length=1)
     step_progress: dict[str, StepRecord] = Field(default_factory=dict)
-    parent_session_id: str | None = None
+    parent_session_id: SessionId | None = None
     #: The agent whose stack the session is on (None: the main stack).
     agent_id: str | None = None
     #: Set on a workflow a `sub_workflow` step started: that step of the parent session.
@@ -200,19 +200,19 @@ class Session(_State):
 
 
 #: The stacks by agent id; `None` is the main stack.
-Stacks = dict[str | None, list[str]]
+Stacks = dict[str | None, list[SessionId]]
 
 
 _ID_LEADS = string.ascii_letters + string.digits
 
 
-def new_session_id() -> str:
+def new_session_id() -> SessionId:
     """A fresh URL-safe id (16 characters) matching `SESSION_ID_PATTERN`.
 
     It starts with a letter or digit: an id starting with `-` would read as an option in the
     commands users are told to run (`deepwork approve <id>`, `deepwork log <id>`).
     """
-    return secrets.choice(_ID_LEADS) + secrets.token_urlsafe(12)[:15]
+    return SessionId(secrets.choice(_ID_LEADS) + secrets.token_urlsafe(12)[:15])
 
 
 class SessionStore:
@@ -244,10 +244,9 @@ class SessionStore:
 
     # --- paths -------------------------------------------------------------------------------
 
-    def session_path(self, session_id: str) -> Path:
-        """Where a session's file lay before the store (imported from there once); the id is
-        checked before any path is built."""
-        return self.state_dir / session_file_name(check_session_id(session_id))
+    def session_path(self, session_id: SessionId) -> Path:
+        """Where a session's file lay before the store (imported from there once)."""
+        return self.state_dir / session_file_name(session_id)
 
     @property
     def stack_path(self) -> Path:
@@ -297,12 +296,12 @@ class SessionStore:
         with self.transaction() as tx:
             return {agent: tx.stack(agent) for agent in tx.stacks()}
 
-    def load(self, session_id: str) -> Session:
+    def load(self, session_id: SessionId) -> Session:
         """Any session (active or finished). Raises `session.not_found` when there is none."""
         with self.transaction() as tx:
             return tx.load(session_id)
 
-    def session_ids(self, *, finished: bool = False) -> list[str]:
+    def session_ids(self, *, finished: bool = False) -> list[SessionId]:
         """The ids of the project's sessions (`finished`: only those on no stack), last written
         first. A project without a store yet has none, and gets no store for asking."""
         store = existing_store(self.project_root)
@@ -315,7 +314,7 @@ class SessionStore:
 
     # --- retention ---------------------------------------------------------------------------
 
-    def prune(self, *, now: datetime | None = None, force: bool = False) -> list[str]:
+    def prune(self, *, now: datetime | None = None, force: bool = False) -> list[SessionId]:
         """Delete finished sessions past the retention rule; return the ids deleted.
 
         A finished session is one on no stack. It is deleted when it was last written more than
@@ -348,7 +347,7 @@ class StateTransaction:
         #: The open store transaction (for modules that keep more rows in step with the state).
         self.db = db
         self._stacks: Stacks | None = None
-        self._sessions: dict[str, Session] = {}
+        self._sessions: dict[SessionId, Session] = {}
         self._prefetched: dict[str, str] = {}  # the stacks' top documents, read with them
         #: True once a stack changed (the marker file is rewritten before the commit).
         self.stacks_changed = False
@@ -359,10 +358,10 @@ class StateTransaction:
             self._stacks, self._prefetched = read_stacks_and_tops(self.db, self._project_id)
         return {agent: list(ids) for agent, ids in self._stacks.items()}
 
-    def stack_ids(self, agent_id: str | None = None) -> list[str]:
+    def stack_ids(self, agent_id: str | None = None) -> list[SessionId]:
         return self.stacks().get(agent_id, [])
 
-    def all_stack_ids(self) -> set[str]:
+    def all_stack_ids(self) -> set[SessionId]:
         """The ids of the sessions on any stack."""
         return {session_id for ids in self.stacks().values() for session_id in ids}
 
@@ -373,13 +372,14 @@ class StateTransaction:
         ids = self.stack_ids(agent_id)
         return self._load_listed(ids[-1]) if ids else None
 
-    def load(self, session_id: str) -> Session:
+    def load(self, session_id: SessionId) -> Session:
         """The session (read once per transaction; later calls return the same object)."""
         cached = self._sessions.get(session_id)
         if cached is not None:
             return cached
-        checked = check_session_id(session_id)
-        body = self._prefetched.pop(checked, None) or load_body(self.db, self._project_id, checked)
+        body = self._prefetched.pop(session_id, None) or load_body(
+            self.db, self._project_id, session_id
+        )
         if body is None:
             raise SessionError(
                 f"there is no session {session_id!r}; use a session_id returned by "
@@ -398,7 +398,7 @@ class StateTransaction:
 
     def save(self, session: Session) -> None:
         row = SessionRow(
-            session_id=check_session_id(session.session_id),
+            session_id=session.session_id,
             job=session.job_name,
             workflow=session.workflow_name,
             status=session.status.value,
@@ -418,7 +418,7 @@ class StateTransaction:
         save_session(self.db, self._project_id, self._store.project.machine, row, self._store.now())
         self._sessions[session.session_id] = session
 
-    def set_stack(self, session_ids: list[str], agent_id: str | None = None) -> None:
+    def set_stack(self, session_ids: list[SessionId], agent_id: str | None = None) -> None:
         """Persist one stack (and, when the transaction ends, the marker file the hooks probe:
         `stack.json` exists exactly while some stack is not empty)."""
         stacks = self.stacks()
@@ -438,7 +438,7 @@ class StateTransaction:
         self.save(session)
         self.set_stack([*self.stack_ids(session.agent_id), session.session_id], session.agent_id)
 
-    def remove_from_stack(self, session_id: str) -> None:
+    def remove_from_stack(self, session_id: SessionId) -> None:
         """Take `session_id` off whichever stack holds it, wherever it sits."""
         for agent, ids in self.stacks().items():
             if session_id in ids:
@@ -452,7 +452,7 @@ class StateTransaction:
             ensure_tmp_dir(self._owner.project_root)  # with its .gitignore, in either mode
         write_stack_marker(self._owner.stack_path, self.stacks(), top_job)
 
-    def _load_listed(self, session_id: str) -> Session:
+    def _load_listed(self, session_id: SessionId) -> Session:
         try:
             session = self.load(session_id)
         except SessionError as exc:

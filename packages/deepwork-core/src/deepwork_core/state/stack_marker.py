@@ -8,6 +8,7 @@ job of the main stack's top session (`top_job`). The store never reads it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -31,7 +32,7 @@ class _StackFile(BaseModel):
 
 
 def write_stack_marker(
-    path: Path, stacks: dict[str | None, list[str]], top_job: str | None = None
+    path: Path, stacks: Mapping[str | None, Sequence[str]], top_job: str | None = None
 ) -> None:
     """`stack.json` as the hooks read it: the main stack under `session_ids`, each agent's under
     `agents` (omitted when none), the main top's job under `top_job` (omitted when none); no

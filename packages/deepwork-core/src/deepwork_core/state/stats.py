@@ -37,7 +37,7 @@ from deepwork_core.state.event_kinds import (
     StepFinishedEvent,
 )
 from deepwork_core.state.events import logged_session_ids, read_events
-from deepwork_core.state.review_usage import ReviewCosts, review_costs
+from deepwork_core.state.usage.totals import ReviewCosts, review_costs
 
 
 class _Model(BaseModel):

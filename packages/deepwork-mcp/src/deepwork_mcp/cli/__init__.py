@@ -29,7 +29,7 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
     "jobs": (
         "deepwork_mcp.cli.jobs",
         "jobs",
-        "List, validate, scaffold and convert DeepWork jobs.",
+        "List, validate, scaffold, add from the library, draw and convert DeepWork jobs.",
     ),
     "approve": (
         "deepwork_mcp.cli.approve",

@@ -25,6 +25,7 @@ from deepwork_core import DeepWorkError
 from deepwork_core.base.errors import FileReadError
 from deepwork_core.base.escaping import indented, printable
 from deepwork_core.base.fsutil import read_bytes_file
+from deepwork_core.base.identifiers import SessionId, parse_session_id
 from deepwork_core.state.approvals import (
     ApprovalChannel,
     ApprovalRecord,
@@ -74,23 +75,24 @@ def approve(
     root = project.resolve()
     state = state_dir(os.environ)
     try:
+        parsed = parse_session_id(session_id)
         store = ApprovalStore(
             root,
             approval_key(state, root),
             trusted=trusted_approvers(root, os.environ),
             signer=local_signer(state, os.environ, approver_name),
         )
-        pending = store.load(session_id)
+        pending = store.load(parsed)
         if pending is not None:
             if not store.trusted.shared:
                 store.check_request(pending)
             _describe(pending, root)
-            _warn_unverified(store, session_id, pending)
+            _warn_unverified(store, parsed, pending)
             if not yes:
                 _confirm(pending, reject)
         record = record_decision(
             store,
-            session_id,
+            parsed,
             approved=not reject,
             comment=comment,
             channel=ApprovalChannel.CLI,
@@ -157,7 +159,7 @@ def _confirm(record: ApprovalRecord, reject: bool) -> None:
         raise click.exceptions.Exit(1)
 
 
-def _warn_unverified(store: ApprovalStore, session_id: str, record: ApprovalRecord) -> None:
+def _warn_unverified(store: ApprovalStore, session_id: SessionId, record: ApprovalRecord) -> None:
     """Say so when the decision already in the file does not count (this one replaces it)."""
     why = store.why_unverified(session_id, record)
     if why is not None:

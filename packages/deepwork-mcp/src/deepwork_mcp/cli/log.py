@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 from deepwork_core import DeepWorkError
 from deepwork_core.base.escaping import printable
+from deepwork_core.base.identifiers import parse_session_id
 from deepwork_core.state.event_kinds import EventRecord
 from deepwork_core.state.events import read_events
 from deepwork_core.state.sessions import SessionStore
@@ -55,9 +56,10 @@ def log(session_id: str, project: Path, as_json: bool) -> None:
     """Print the event log of one workflow session, oldest event first."""
     root = project.resolve()
     try:
-        events = read_events(root, session_id)
+        parsed = parse_session_id(session_id)
+        events = read_events(root, parsed)
         if not events:
-            SessionStore(root).load(session_id)  # no log: say whether the session exists
+            SessionStore(root).load(parsed)  # no log: say whether the session exists
     except DeepWorkError as exc:
         raise cli_error(exc) from None
     if as_json:

@@ -13,6 +13,7 @@ import click
 from deepwork_core import DeepWorkError
 from deepwork_core.base.escaping import printable
 from deepwork_core.base.fsutil import atomic_write_text
+from deepwork_core.base.identifiers import parse_session_id
 from deepwork_core.state.sessions import SessionStore
 
 from deepwork_mcp.cli.options import cli_error, project_option
@@ -33,7 +34,7 @@ from deepwork_mcp.dashboard.views import run_page_view
 def report(session_id: str, html_path: Path, project: Path) -> None:
     """Write the run SESSION_ID as one self-contained HTML page."""
     try:
-        page = run_page_view(SessionStore(project.resolve()), session_id)
+        page = run_page_view(SessionStore(project.resolve()), parse_session_id(session_id))
     except DeepWorkError as exc:
         raise cli_error(exc) from None
     atomic_write_text(html_path, run_page(page, token=None))

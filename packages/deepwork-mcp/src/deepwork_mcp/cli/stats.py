@@ -9,8 +9,9 @@ from pathlib import Path
 
 import click
 from deepwork_core.base.escaping import printable
-from deepwork_core.state.review_usage import ReviewCostRow, cost_text
 from deepwork_core.state.stats import Stats, StepStats, collect_stats
+from deepwork_core.state.usage.pair import cost_text
+from deepwork_core.state.usage.totals import ReviewCostRow
 
 from deepwork_mcp.cli.options import project_option
 

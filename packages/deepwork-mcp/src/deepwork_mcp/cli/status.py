@@ -20,11 +20,11 @@ import click
 from deepwork_core import DeepWorkError
 from deepwork_core.base.escaping import printable
 from deepwork_core.state.overview import ActiveEntry, ProjectOverview, project_overview
-from deepwork_core.state.review_usage import ReviewUsage, cost_text
 from deepwork_core.state.sessions import SessionStore
 from deepwork_core.state.store.opening import shared_store
 from deepwork_core.state.store.runs import StoredRun, list_runs
 from deepwork_core.state.store.url import SQLITE_FILE
+from deepwork_core.state.usage.pair import RunUsage, cost_text
 
 from deepwork_mcp.cli.options import cli_error, project_option
 
@@ -69,7 +69,7 @@ def _entry_line(entry: ActiveEntry, now: datetime) -> str:
     return printable("  ".join(parts))
 
 
-def usage_line(usage: ReviewUsage) -> str:
+def usage_line(usage: RunUsage) -> str:
     """`reviews: 3 call(s), 1234 tokens, 0.1200 USD` (and the count of self-reviews)."""
     line = (
         f"reviews: {usage.calls} call(s), {usage.tokens} tokens "

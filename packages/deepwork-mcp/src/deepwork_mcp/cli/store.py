@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 from deepwork_core import DeepWorkError
-from deepwork_core.base.identifiers import check_session_id
+from deepwork_core.base.identifiers import parse_session_id
 from deepwork_core.state.store.opening import shared_store
 
 from deepwork_mcp.cli.options import cli_error, project_option
@@ -28,12 +28,12 @@ def store() -> None:
 def export(project: Path, session_id: str) -> None:
     """Print the event log of SESSION_ID as JSON Lines (one event a line)."""
     try:
-        check_session_id(session_id)
+        parsed = parse_session_id(session_id)
         opened = shared_store(project.resolve())
         with opened.read() as tx:
             rows = tx.execute(
                 "SELECT body FROM events WHERE project_id = ? AND session_id = ? ORDER BY seq",
-                (opened.project.project_id, session_id),
+                (opened.project.project_id, parsed),
             )
     except DeepWorkError as exc:
         raise cli_error(exc) from None

@@ -27,7 +27,7 @@ from urllib.parse import parse_qs
 
 from deepwork_core import DeepWorkError
 from deepwork_core.base.error_codes import ErrorCode
-from deepwork_core.base.identifiers import check_session_id
+from deepwork_core.base.identifiers import parse_session_id
 from deepwork_core.state.approvals import (
     ApprovalChannel,
     ApprovalError,
@@ -114,8 +114,9 @@ class DashboardRoutes:
     def run(self, request: Request) -> Response:
         session_id = str(request.path_params["session_id"])
         try:
-            check_session_id(session_id)
-            page = views.run_page_view(self.store, session_id, self.approval_store())
+            page = views.run_page_view(
+                self.store, parse_session_id(session_id), self.approval_store()
+            )
         except DeepWorkError as exc:
             missing = pages.message_page("Not found", f"{exc.code}: {exc.message}")
             return HTMLResponse(missing, status_code=404)
@@ -131,7 +132,7 @@ class DashboardRoutes:
         session_id = request.query_params.get("session")
         if session_id is not None:
             try:
-                check_session_id(session_id)
+                parse_session_id(session_id)
             except DeepWorkError as exc:
                 return HTMLResponse(text_of(exc), status_code=404)
         rows = reviews.review_rows(self.root, session_id)
@@ -180,7 +181,7 @@ class DashboardRoutes:
         try:
             record = record_decision(
                 self._deciding(project),
-                check_session_id(session_id),
+                parse_session_id(session_id),
                 approved=approved,
                 comment=comment,
                 channel=ApprovalChannel.DASHBOARD,

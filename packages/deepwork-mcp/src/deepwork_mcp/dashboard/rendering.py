@@ -28,7 +28,7 @@ from typing import Final
 from urllib.parse import quote
 
 from deepwork_core.base.escaping import printable
-from deepwork_core.state.review_usage import cost_text
+from deepwork_core.state.usage.pair import cost_text
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from jinja2.ext import Extension
 from markupsafe import Markup

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Final
 from urllib.parse import quote
 
-from deepwork_core.gate.background import KIND
+from deepwork_core.gate.background import KIND, GateJob, ReviewPayload, shown_state
 from deepwork_core.state.store.opening import existing_store
-from deepwork_core.state.store.review_jobs import ReviewJob, ReviewJobs, ReviewJobState
+from deepwork_core.state.store.review_jobs import Failed, ReviewJobs, ReviewJobState, Stale
 from pydantic import BaseModel, ConfigDict
 
 from deepwork_mcp.dashboard.rendering import render
@@ -54,7 +54,7 @@ def _stamp(value: float) -> datetime:
     return datetime.fromtimestamp(value, UTC)
 
 
-def _state(job: ReviewJob, now: float) -> tuple[str, str]:
+def _state(job: GateJob, now: float) -> tuple[str, str]:
     """(state, note) of one job."""
     if job.state is ReviewJobState.CLAIMED:
         if job.lease_until is not None and job.lease_until < now:
@@ -62,22 +62,21 @@ def _state(job: ReviewJob, now: float) -> tuple[str, str]:
         return "running", ""
     if job.state is not ReviewJobState.DONE:
         return str(job.state), ""
-    result = job.verdict or {}
-    if result.get("result") == "error":
-        return "error", str(result.get("code") or "")
-    if result.get("result") == "stale":
+    result = job.result
+    if isinstance(result, Failed):
+        return "error", str(result.code)
+    if isinstance(result, Stale):
         return "stale", "the files changed while it ran"
-    verdict = result.get("verdict")
-    return ("passed" if isinstance(verdict, dict) and verdict.get("passed") else "failed"), ""
+    return shown_state(job), ""
 
 
-def _row(job: ReviewJob, now: float) -> ReviewRow:
+def _row(job: GateJob, now: float) -> ReviewRow:
     state, note = _state(job, now)
     end = job.finished_at if job.finished_at is not None else now
     return ReviewRow(
         review_id=job.job_id,
         session_id=job.session_id,
-        judges=str(job.payload.get("label", job.job_id)),
+        judges=job.payload.label if job.payload is not None else job.job_id,
         state=state,
         note=note,
         claims=job.attempts,
@@ -94,7 +93,8 @@ def review_rows(project_root: Path, session_id: str | None = None) -> list[Revie
     if store is None:
         return []
     now = time.time()
-    jobs = [j for j in ReviewJobs(store).list(session_id=session_id) if j.kind == KIND]
+    queue = ReviewJobs(store, ReviewPayload)
+    jobs = [j for j in queue.list(session_id=session_id) if j.kind == KIND]
     rows = [_row(job, now) for job in jobs]
     live = [row for row in rows if row.state in _ORDER]
     live.sort(key=lambda row: (_ORDER[row.state], row.enqueued_at))

@@ -19,6 +19,7 @@ from deepwork_core import DeepWorkError, JobCatalog
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import FileReadError, SessionError
 from deepwork_core.base.fsutil import read_bytes_file
+from deepwork_core.base.identifiers import SessionId
 from deepwork_core.engine.fanout.instances import instance_state
 from deepwork_core.evidence.hashes import sha256_file
 from deepwork_core.evidence.verdicts import VerdictKind
@@ -186,7 +187,7 @@ def _graph(
 
 
 def run_page_view(
-    store: SessionStore, session_id: str, approvals: ApprovalStore | None = None
+    store: SessionStore, session_id: SessionId, approvals: ApprovalStore | None = None
 ) -> RunPage:
     """Everything the run page shows. Raises `session.not_found` for an unknown session."""
     detail = run_detail(store, session_id)

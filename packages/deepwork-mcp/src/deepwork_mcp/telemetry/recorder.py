@@ -17,6 +17,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 from deepwork_core.base.errors import DeepWorkError
+from deepwork_core.base.identifiers import SessionId
 from deepwork_core.state.event_kinds import ApprovalEvent, KnownEvent, OtherEvent, StartedEvent
 from deepwork_core.state.events import add_event_listener, read_events
 from opentelemetry import metrics, trace
@@ -184,21 +185,21 @@ class Telemetry:
     # -- catching up after a restart ------------------------------------------------------
 
     def _catch_up(self, project_root: Path, event: KnownEvent) -> None:
-        wanted: list[str] = []
+        wanted: list[SessionId] = []
         if isinstance(event, StartedEvent):
             if event.parent_session_id is not None:
                 wanted.append(event.parent_session_id)
         else:
             wanted.append(event.session_id)
             reviewed = getattr(event, "reviewed_session_id", None)
-            if isinstance(reviewed, str):
-                wanted.append(reviewed)
+            if isinstance(reviewed, str):  # the id of a session the log names
+                wanted.append(SessionId(reviewed))
         seen: set[str] = set()
         for session_id in wanted:
             self._replay(project_root, session_id, event, seen)
 
     def _replay(
-        self, project_root: Path, session_id: str, stop: KnownEvent, seen: set[str]
+        self, project_root: Path, session_id: SessionId, stop: KnownEvent, seen: set[str]
     ) -> None:
         """Fold `session_id`'s logged events (up to `stop`) without emitting anything."""
         if self.book.knows(session_id) or session_id in seen:

@@ -395,17 +395,16 @@ class RunBook:
         else:
             self._reviews += 1
             span_id = span_id_for(reviewed, "review", self._reviews, event.review)
-        model = event.model or ""
-        inputs = event.input_tokens + event.cache_read_tokens + event.cache_creation_tokens
+        usage = event.usage
         attrs: Attrs = {
             n.GEN_AI_OPERATION_NAME: n.INVOKE_AGENT,
             n.GEN_AI_PROVIDER_NAME: review_provider(event),
             n.GEN_AI_AGENT_NAME: event.review,
-            n.GEN_AI_REQUEST_MODEL: model,
-            n.GEN_AI_USAGE_INPUT_TOKENS: inputs,
-            n.GEN_AI_USAGE_OUTPUT_TOKENS: event.output_tokens,
-            n.GEN_AI_USAGE_CACHE_READ: event.cache_read_tokens,
-            n.GEN_AI_USAGE_CACHE_CREATION: event.cache_creation_tokens,
+            n.GEN_AI_REQUEST_MODEL: usage.model or "",
+            n.GEN_AI_USAGE_INPUT_TOKENS: usage.all_input_tokens,
+            n.GEN_AI_USAGE_OUTPUT_TOKENS: usage.output_tokens,
+            n.GEN_AI_USAGE_CACHE_READ: usage.cache_read_tokens,
+            n.GEN_AI_USAGE_CACHE_CREATION: usage.cache_creation_tokens,
             n.DW_JOB: event.job,
             n.DW_STEP: event.step_id,
             n.DW_REVIEW_RULE: event.review,
@@ -414,8 +413,8 @@ class RunBook:
             n.DW_REVIEW_CRITERIA: event.criteria,
             n.DW_REVIEW_ATTEMPT: event.attempt or 0,
         }
-        if event.cost_usd is not None:  # codex and gemini report none: no attribute, never 0
-            attrs[n.DW_REVIEW_COST] = event.cost_usd
+        if usage.cost_usd is not None:  # codex and gemini report none: no attribute, never 0
+            attrs[n.DW_REVIEW_COST] = usage.cost_usd
         start = datetime.fromtimestamp(event.ts.timestamp() - event.seconds, tz=event.ts.tzinfo)
         error = None if event.outcome in ("passed", "failed", "unjudged") else event.outcome
         ref = SpanRef(parent.trace_id, span_id)
@@ -427,30 +426,31 @@ class RunBook:
     def _review_measurements(self, event: ReviewUsageEvent) -> list[Emission]:
         if event.mode != "external":
             return []
+        usage = event.usage
         low: Attrs = {
             n.GEN_AI_OPERATION_NAME: n.INVOKE_AGENT,
             n.GEN_AI_PROVIDER_NAME: review_provider(event),
-            n.GEN_AI_REQUEST_MODEL: event.model or "",
+            n.GEN_AI_REQUEST_MODEL: usage.model or "",
             n.DW_JOB: event.job,
             n.DW_STEP: event.step_id,
             n.DW_REVIEW_RULE: event.review,
             n.DW_REVIEW_DEPTH: event.depth,
         }
-        inputs = event.input_tokens + event.cache_read_tokens + event.cache_creation_tokens
+        inputs = usage.all_input_tokens
         out: list[Emission] = [
             Measurement(n.M_TOKEN_USAGE, inputs, {**low, n.GEN_AI_TOKEN_TYPE: "input"}),
             Measurement(
-                n.M_TOKEN_USAGE, event.output_tokens, {**low, n.GEN_AI_TOKEN_TYPE: "output"}
+                n.M_TOKEN_USAGE, usage.output_tokens, {**low, n.GEN_AI_TOKEN_TYPE: "output"}
             ),
             Measurement(n.M_OPERATION_DURATION, event.seconds, low),
         ]
-        if event.cost_usd is not None:
-            out.append(Measurement(n.M_REVIEW_COST, event.cost_usd, low))
+        if usage.cost_usd is not None:
+            out.append(Measurement(n.M_REVIEW_COST, usage.cost_usd, low))
         for kind, value in (
-            ("input", event.input_tokens),
-            ("output", event.output_tokens),
-            ("cache_read", event.cache_read_tokens),
-            ("cache_creation", event.cache_creation_tokens),
+            ("input", usage.input_tokens),
+            ("output", usage.output_tokens),
+            ("cache_read", usage.cache_read_tokens),
+            ("cache_creation", usage.cache_creation_tokens),
         ):
             out.append(Measurement(n.M_REVIEW_TOKENS, value, {**low, n.DW_TOKEN_KIND: kind}))
         return out

@@ -26,8 +26,9 @@ ENDPOINT_ENVS: Final = (
 _TRUE: Final = frozenset({"1", "true", "yes", "on"})
 MISSING_EXTRA: Final = (
     "warning: telemetry was asked for ({why}) but the OpenTelemetry SDK is not installed; "
-    "install deepwork[otel] (e.g. `uvx --from 'deepwork[otel]' deepwork serve`). The server "
-    "runs without telemetry."
+    "install the deepwork[otel] extra of this DeepWork (from a clone: `uvx --from "
+    "'<clone>[otel]' deepwork serve`; not PyPI's `deepwork` before this release is there). The "
+    "server runs without telemetry."
 )
 
 

@@ -1,29 +1,31 @@
 """The review tools: `get_review_instructions`, `get_configured_reviews`, `mark_review_as_passed`.
 
-Each adapter runs the review pipeline in a worker thread (it calls git and reads files) and
-builds its response. Errors are mapped by the `deepwork_mcp.tool_errors.ToolErrors` middleware.
+Each tool is a module function: it takes the call's project folder and the platform from
+`services()` (`deepwork_mcp.tools.services`), runs the review pipeline in a worker thread (it
+calls git and reads files) and builds its response. Errors are mapped by the
+`deepwork_mcp.tool_errors.ToolErrors` middleware.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Annotated
 
-import fastmcp
 from anyio import to_thread
+from fastmcp import FastMCP
 from fastmcp.tools.base import ToolResult
 from mcp.types import TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
+from deepwork_mcp.tools.answers import structured
 from deepwork_mcp.tools.schemas import load_output_schemas
+from deepwork_mcp.tools.services import services
 
 _READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-_RECORDS = ToolAnnotations(
-    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-)
+# readOnlyHint defaults to false: not listed.
+_RECORDS = ToolAnnotations(destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
 NO_CONFIGURED_RULES = (
@@ -39,11 +41,61 @@ class ReviewPassRecorded(BaseModel):
     message: str
 
 
-def _folder_of_call(folder: Path | Callable[[], Path]) -> Callable[[], Path]:
-    """`folder` as a function giving the current call's project folder."""
-    if isinstance(folder, Path):
-        return lambda: folder
-    return folder
+async def get_review_instructions(
+    files: Annotated[
+        list[str] | None,
+        Field(description="Default: the files changed vs the default branch."),
+    ] = None,
+) -> str:
+    """Review tasks to run in parallel for the changed files, per `.deepreview` rules."""
+    from deepwork_review import run_review
+
+    found = services()
+    call = partial(run_review, found.project().folder, platform=found.platform, files=files)
+    run = await to_thread.run_sync(call)
+    return run.text
+
+
+async def get_configured_reviews(
+    only_rules_matching_files: Annotated[
+        list[str] | None,
+        Field(description="Only rules matching one of these paths."),
+    ] = None,
+) -> ToolResult:
+    """List `.deepreview` rules (files with problems appear as `PARSE_ERROR`)."""
+    call = partial(_rule_listing, services().project().folder, only_rules_matching_files)
+    return await to_thread.run_sync(call)
+
+
+async def mark_review_as_passed(
+    review_id: Annotated[str, Field(description="From the task's instruction file.")],
+    reason: Annotated[str | None, Field(description="Why findings were declined.")] = None,
+) -> ToolResult:
+    """Record a review as passed (no issues, or declined: give `reason`) until its rule or
+    files change."""
+    from deepwork_review import mark_review_passed
+
+    folder = services().project().folder
+    await to_thread.run_sync(partial(mark_review_passed, folder, review_id, reason))
+    recorded = ReviewPassRecorded(
+        review_id=review_id,
+        reason=" ".join((reason or "").split()) or None,
+        message="Recorded as passed; this review will not be handed out again until its "
+        "rule or files change.",
+    )
+    return structured(recorded)
+
+
+def register_review_tools(mcp: FastMCP) -> None:
+    """List the three review tools on `mcp` (their folder and platform: `services()`)."""
+    # The instructions are a long text: no output schema, so they go out once (as text) and not
+    # a second time as structured content `{"result": ...}`.
+    mcp.tool(get_review_instructions, annotations=_READ_ONLY, output_schema=None)
+    listing = load_output_schemas()["get_configured_reviews"]
+    mcp.tool(get_configured_reviews, annotations=_READ_ONLY, output_schema=listing)
+    # Listed without an output schema (its answer is four plain fields, and the bytes of a schema
+    # are paid in every conversation); the answer still carries them as structured content.
+    mcp.tool(mark_review_as_passed, annotations=_RECORDS, output_schema=None)
 
 
 def _rule_listing(project_root: Path, only_rules_matching_files: list[str] | None) -> ToolResult:
@@ -57,58 +109,3 @@ def _rule_listing(project_root: Path, only_rules_matching_files: list[str] | Non
     return ToolResult(
         content=[TextContent(type="text", text=text)], structured_content={"result": rules}
     )
-
-
-def register_review_tools(
-    mcp: fastmcp.FastMCP, *, project_root: Path | Callable[[], Path], platform: str
-) -> None:
-    """Register the three review tools on `mcp` for `project_root` (a folder, or a function
-    giving the current call's folder)."""
-    project_root = _folder_of_call(project_root)
-
-    # The answer is a long text: no output schema, so it goes out once (as text) and not a
-    # second time as structured content `{"result": ...}`.
-    @mcp.tool(annotations=_READ_ONLY, output_schema=None)
-    async def get_review_instructions(
-        files: Annotated[
-            list[str] | None,
-            Field(
-                description="Project-relative paths; default: files changed vs the default branch."
-            ),
-        ] = None,
-    ) -> str:
-        """Review tasks to run in parallel for the changed files, per `.deepreview` rules."""
-        from deepwork_review import run_review
-
-        run = await to_thread.run_sync(
-            partial(run_review, project_root(), platform=platform, files=files)
-        )
-        return run.text
-
-    @mcp.tool(annotations=_READ_ONLY, output_schema=load_output_schemas()["get_configured_reviews"])
-    async def get_configured_reviews(
-        only_rules_matching_files: Annotated[
-            list[str] | None,
-            Field(description="Only rules matching one of these project-relative paths."),
-        ] = None,
-    ) -> ToolResult:
-        """List `.deepreview` rules (files with problems appear as `PARSE_ERROR`)."""
-        call = partial(_rule_listing, project_root(), only_rules_matching_files)
-        return await to_thread.run_sync(call)
-
-    @mcp.tool(annotations=_RECORDS)
-    async def mark_review_as_passed(
-        review_id: Annotated[str, Field(description="From the task's instruction file.")],
-        reason: Annotated[str | None, Field(description="Why findings were declined.")] = None,
-    ) -> ReviewPassRecorded:
-        """Record a review as passed (no issues, or declined: give `reason`) until its rule or
-        files change."""
-        from deepwork_review import mark_review_passed
-
-        await to_thread.run_sync(partial(mark_review_passed, project_root(), review_id, reason))
-        return ReviewPassRecorded(
-            review_id=review_id,
-            reason=" ".join((reason or "").split()) or None,
-            message="Recorded as passed; this review will not be handed out again until its "
-            "rule or files change.",
-        )

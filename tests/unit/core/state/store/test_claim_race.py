@@ -18,6 +18,8 @@ import pytest
 from deepwork_core.state.store.opening import open_store
 from deepwork_core.state.store.review_jobs import ReviewClaim, ReviewJobs, ReviewJobState
 
+from tests.fixtures.review_queue import Note, judged
+
 JOBS = 1000
 WORKERS = 4
 CLAIMS_EACH = 2500
@@ -25,14 +27,14 @@ CLAIMS_EACH = 2500
 
 def _worker(url: str, root: str, name: str, out: Any, claimed: Any) -> None:
     store = open_store(url, Path(root))
-    jobs = ReviewJobs(store)
-    claims: list[ReviewClaim] = []
+    jobs = ReviewJobs(store, Note)
+    claims: list[ReviewClaim[Note]] = []
     for _ in range(CLAIMS_EACH):
         claim = jobs.claim(name, lease_s=-1.0)
         assert claim is not None
         claims.append(claim)
     claimed.wait(timeout=600)  # nobody completes while another still claims
-    completed = sum(jobs.complete(claim, {"by": name}) for claim in claims)
+    completed = sum(jobs.complete(claim, judged(True, step_id=name)) for claim in claims)
     out.put(([(c.job.job_id, c.job.attempts, c.token) for c in claims], completed))
     store.close()
 
@@ -48,9 +50,9 @@ def test_ten_thousand_claims_of_a_thousand_jobs_are_never_doubled(
         else request.getfixturevalue("pg_url")
     )
     store = open_store(url, tmp_path)
-    jobs = ReviewJobs(store)
+    jobs = ReviewJobs(store, Note)
     for number in range(JOBS):
-        jobs.enqueue("review", {"n": number})
+        jobs.enqueue("review", Note(n=number))
     context = multiprocessing.get_context("spawn")
     out = context.Queue()
     claimed = context.Barrier(WORKERS)

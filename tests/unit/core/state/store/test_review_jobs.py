@@ -11,32 +11,33 @@ from deepwork_core.state.store.opening import open_store
 from deepwork_core.state.store.port import Store
 from deepwork_core.state.store.review_jobs import ReviewJobs, ReviewJobState
 
+from tests.fixtures.review_queue import Note, judged
 from tests.unit.core.state.store.conftest import ManualClock
 
 
 def test_a_job_goes_from_queued_to_done_once(any_store: Store) -> None:
-    jobs = ReviewJobs(any_store)
-    job_id = jobs.enqueue("step_review", {"step": "draft", "files": ["a.md"]}, session_id="s1")
+    jobs = ReviewJobs(any_store, Note)
+    job_id = jobs.enqueue("step_review", Note(step="draft", files=["a.md"]), session_id="s1")
     assert jobs.get(job_id).state is ReviewJobState.QUEUED
     claim = jobs.claim("w1")
     assert claim is not None
     assert claim.job.job_id == job_id
-    assert claim.job.payload == {"step": "draft", "files": ["a.md"]}
+    assert claim.job.payload == Note(step="draft", files=["a.md"])
     assert claim.job.attempts == 1
     assert jobs.claim("w2") is None  # held by w1
-    assert jobs.complete(claim, {"passed": True})
-    assert not jobs.complete(claim, {"passed": False})  # exactly once
+    assert jobs.complete(claim, judged(True))
+    assert not jobs.complete(claim, judged(False))  # exactly once
     done = jobs.get(job_id)
     assert done.state is ReviewJobState.DONE
-    assert done.verdict == {"passed": True}
+    assert done.result == judged(True)
     assert jobs.claim("w2") is None
 
 
 def test_an_expired_lease_is_claimed_again_and_the_old_claim_is_void(
     any_store: Store, clock: ManualClock
 ) -> None:
-    jobs = ReviewJobs(any_store)
-    jobs.enqueue("step_review", {})
+    jobs = ReviewJobs(any_store, Note)
+    jobs.enqueue("step_review", Note())
     first = jobs.claim("w1", lease_s=30)
     assert first is not None
     clock.advance(20)
@@ -49,33 +50,33 @@ def test_an_expired_lease_is_claimed_again_and_the_old_claim_is_void(
     assert second is not None
     assert second.job.attempts == 2
     assert jobs.heartbeat(first) is None
-    assert not jobs.complete(first, {"passed": True})
-    assert jobs.complete(second, {"passed": False})
-    assert jobs.get(second.job.job_id).verdict == {"passed": False}
+    assert not jobs.complete(first, judged(True))
+    assert jobs.complete(second, judged(False))
+    assert jobs.get(second.job.job_id).result == judged(False)
 
 
 def test_cancel_stops_a_queued_or_claimed_job(any_store: Store) -> None:
-    jobs = ReviewJobs(any_store)
-    queued = jobs.enqueue("a", {})
+    jobs = ReviewJobs(any_store, Note)
+    queued = jobs.enqueue("a", Note())
     assert jobs.cancel(queued)
     assert not jobs.cancel(queued)
-    held_id = jobs.enqueue("a", {})
+    held_id = jobs.enqueue("a", Note())
     held = jobs.claim("w1")
     assert held is not None
     assert held.job.job_id == held_id
     assert jobs.cancel(held_id)
-    assert not jobs.complete(held, {"passed": True})
+    assert not jobs.complete(held, judged(True))
     assert jobs.get(held_id).state is ReviewJobState.CANCELLED
     assert jobs.claim("w1") is None
 
 
 def test_claims_take_the_oldest_of_the_asked_kinds(any_store: Store, clock: ManualClock) -> None:
-    jobs = ReviewJobs(any_store)
-    first = jobs.enqueue("a", {"n": 1})
+    jobs = ReviewJobs(any_store, Note)
+    first = jobs.enqueue("a", Note(n=1))
     clock.advance(1)
-    second = jobs.enqueue("b", {"n": 2})
+    second = jobs.enqueue("b", Note(n=2))
     clock.advance(1)
-    third = jobs.enqueue("a", {"n": 3})
+    third = jobs.enqueue("a", Note(n=3))
     got_b = jobs.claim("w", kinds=["b"])
     assert got_b is not None
     assert got_b.job.job_id == second
@@ -85,10 +86,10 @@ def test_claims_take_the_oldest_of_the_asked_kinds(any_store: Store, clock: Manu
 
 
 def test_a_dedupe_key_queues_a_job_once(any_store: Store) -> None:
-    jobs = ReviewJobs(any_store)
-    one = jobs.enqueue("a", {}, session_id="s", dedupe_key="s:draft:1")
-    assert jobs.enqueue("a", {"other": 1}, session_id="s", dedupe_key="s:draft:1") == one
-    assert jobs.enqueue("a", {}, session_id="s") != one
+    jobs = ReviewJobs(any_store, Note)
+    one = jobs.enqueue("a", Note(), session_id="s", dedupe_key="s:draft:1")
+    assert jobs.enqueue("a", Note(other=1), session_id="s", dedupe_key="s:draft:1") == one
+    assert jobs.enqueue("a", Note(), session_id="s") != one
     assert len(jobs.list(session_id="s")) == 2
 
 
@@ -99,20 +100,20 @@ def test_jobs_belong_to_their_project(store_url: str | None, tmp_path: Path) -> 
     a = open_store(url, tmp_path / "a")
     b = open_store(url, tmp_path / "b")
     try:
-        job_id = ReviewJobs(a).enqueue("x", {})
-        assert ReviewJobs(b).claim("w") is None
+        job_id = ReviewJobs(a, Note).enqueue("x", Note())
+        assert ReviewJobs(b, Note).claim("w") is None
         with pytest.raises(StoreError) as caught:
-            ReviewJobs(b).get(job_id)
+            ReviewJobs(b, Note).get(job_id)
         assert caught.value.code == ErrorCode.STORE_JOB_NOT_FOUND
-        assert ReviewJobs(a).claim("w") is not None
+        assert ReviewJobs(a, Note).claim("w") is not None
     finally:
         a.close()
         b.close()
 
 
 def test_a_job_column_nested_without_end_is_a_corrupt_store_not_a_crash(any_store: Store) -> None:
-    jobs = ReviewJobs(any_store)
-    job_id = jobs.enqueue("step_review", {"step": "draft"})
+    jobs = ReviewJobs(any_store, Note)
+    job_id = jobs.enqueue("step_review", Note(step="draft"))
     with any_store.write() as tx:
         tx.execute(
             "UPDATE review_jobs SET payload = ? WHERE job_id = ?",
@@ -121,3 +122,16 @@ def test_a_job_column_nested_without_end_is_a_corrupt_store_not_a_crash(any_stor
     with pytest.raises(StoreError) as caught:
         jobs.get(job_id)
     assert caught.value.code == ErrorCode.STORE_CORRUPT
+
+
+def test_jobs_are_read_together_in_the_order_asked(any_store: Store, clock: ManualClock) -> None:
+    jobs = ReviewJobs(any_store, Note)
+    first = jobs.enqueue("a", Note(n=1))
+    clock.advance(1)
+    second = jobs.enqueue("a", Note(n=2))
+    assert [job.payload for job in jobs.get_many([second, first])] == [Note(n=2), Note(n=1)]
+    assert jobs.state(second) is ReviewJobState.QUEUED
+    for missing in (lambda: jobs.get_many([first, "rj-none"]), lambda: jobs.state("rj-none")):
+        with pytest.raises(StoreError) as caught:
+            missing()
+        assert caught.value.code == ErrorCode.STORE_JOB_NOT_FOUND

@@ -24,6 +24,7 @@ from deepwork_core.engine.fanout.instances import (
 )
 from deepwork_core.engine.fanout.items import FanOutError
 from deepwork_core.engine.fanout.worktrees import Leftover, Worktrees
+from deepwork_core.engine.outcomes import CheckpointContext
 from deepwork_core.engine.outputs import ValidatedOutputs
 from deepwork_core.engine.results import EvidenceReport, FinishResult
 from deepwork_core.evidence.hashes import OutputEvidence, sha256_file
@@ -37,10 +38,8 @@ from deepwork_core.state.sessions import (
     StateTransaction,
 )
 
-#: The engine's `_advance`: transaction, session, job, outputs, notes.
-Advance = Callable[
-    [StateTransaction, Session, LoadedJob, ValidatedOutputs, str | None], FinishResult
-]
+#: The engine's `Outcomes.advance`: record a checkpoint's outputs and move its session on.
+Advance = Callable[[CheckpointContext], FinishResult]
 
 
 def complete_fan_in(
@@ -48,14 +47,15 @@ def complete_fan_in(
     tx: StateTransaction,
     job: LoadedJob,
     parent: Session,
-    advance: Advance,
     notes: str | None,
+    advance: Advance,
 ) -> FinishResult:
-    """Complete a fanned-out step from its instances, then move the parent on with `advance`."""
+    """Complete a fanned-out step from its instances, then move the parent on with `advance`
+    (with the `notes` of the call that fanned in)."""
     done = fan_in(runner, tx, job, parent)
     parent.evidence.extend(done.evidence)
     outputs = ValidatedOutputs(done.outputs)
-    result = advance(tx, parent, job, outputs, notes)
+    result = advance(CheckpointContext.of(tx, parent, job, outputs, notes))
     result = replace(result, evidence=EvidenceReport(stale_evidence=[], undeclared_changes=[]))
     return replace(result, warnings=done.warnings) if done.warnings else result
 

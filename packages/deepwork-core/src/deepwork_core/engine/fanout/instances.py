@@ -16,6 +16,7 @@ from pathlib import Path
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import SessionError
+from deepwork_core.base.identifiers import SessionId
 from deepwork_core.engine.briefing import FanOutBrief, InstanceView, StepBrief, resolve_inputs
 from deepwork_core.engine.fanout.items import (
     DEFAULT_MAX_INSTANCES,
@@ -43,7 +44,7 @@ from deepwork_core.state.sessions import (
     StepRecord,
     new_session_id,
 )
-from deepwork_core.state.stacks import stack_items
+from deepwork_core.state.stacks import settle_declared, stack_items
 
 
 def active_fan_out(session: Session) -> bool:
@@ -265,8 +266,10 @@ class FanOutRunner:
         instance.completed_at = now
         tx.remove_from_stack(instance.session_id)  # before the save: `ensure` mends either order
         tx.save(instance)
+        settle_declared(tx, instance, self.project_root)
         self.events.completed(instance)
-        parent = tx.load(instance.parent_session_id or "")
+        assert instance.parent_session_id is not None  # an instance has its parent
+        parent = tx.load(instance.parent_session_id)
         fan = parent.fan_out
         waiting = 0
         if fan is not None:
@@ -369,7 +372,7 @@ class FanOutRunner:
         tx.save(parent)
 
 
-def session_exists(tx: StateTransaction, session_id: str) -> bool:
+def session_exists(tx: StateTransaction, session_id: SessionId) -> bool:
     """True when `session_id` has been saved (a crash may have left a noted instance unmade)."""
     try:
         tx.load(session_id)

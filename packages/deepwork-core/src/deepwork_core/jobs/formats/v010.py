@@ -136,8 +136,7 @@ def check_references(report: JobReport, job: JobFileV010) -> None:
 
 
 def _check_groups(report: JobReport, workflow_name: str, steps: Sequence[WorkflowStep]) -> None:
-    """The steps of one `concurrent_group` stand next to each other (docs/fan-out.md); each
-    use is named as an extension."""
+    """The steps of one `concurrent_group` stand next to each other (docs/fan-out.md)."""
     closed: set[str] = set()
     for position, step in enumerate(steps):
         group = step.concurrent_group
@@ -153,13 +152,6 @@ def _check_groups(report: JobReport, workflow_name: str, steps: Sequence[Workflo
                 f"the steps of concurrent_group {group!r} must stand next to each other",
                 where,
             )
-        report.add(
-            ErrorCode.JOB_EXTENSION,
-            "concurrent_group is a DeepWork 1.0 extension of the 0.10 format; DeepWork 0.10 to "
-            "0.14 do not read it",
-            where,
-            severity=Severity.WARNING,
-        )
 
 
 def _check_arguments(report: JobReport, job: JobFileV010) -> None:

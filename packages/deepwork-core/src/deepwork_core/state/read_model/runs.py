@@ -10,7 +10,7 @@ newest `max_events` events and says how many older ones it left out; the summary
 every verdict, approval and review call of the log. A run whose background reviews are still
 queued or running is `reviewing` (that answer records nothing, and is never an attempt).
 Everything here only reads, through the public state APIs (`SessionStore`, `scan_events`,
-`session_marks`, `ReviewJobs`), so it does not care which database keeps the data.
+`session_marks`, `sessions_with_live_jobs`), so it does not care which database keeps the data.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import Final
 from pydantic import BaseModel, ConfigDict, Field
 
 from deepwork_core.base.errors import DeepWorkError, SessionError
+from deepwork_core.base.identifiers import SessionId
 from deepwork_core.evidence.hashes import sha256_file
 from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.state.event_kinds import (
@@ -43,11 +44,12 @@ from deepwork_core.state.read_model.timeline import (
     clip,
     timeline_entry,
 )
-from deepwork_core.state.review_usage import ReviewUsage, sum_usage
 from deepwork_core.state.sessions import Session, SessionStatus, SessionStore
 from deepwork_core.state.store.opening import existing_store
-from deepwork_core.state.store.review_jobs import ReviewJobs, ReviewJobState
+from deepwork_core.state.store.review_jobs import sessions_with_live_jobs
 from deepwork_core.state.store.runs import ProjectRun, project_runs
+from deepwork_core.state.usage.pair import RunUsage
+from deepwork_core.state.usage.totals import sum_usage
 
 #: Events the timeline of one run page shows (the newest); older ones are counted, not shown.
 DEFAULT_MAX_EVENTS: Final = 500
@@ -88,7 +90,7 @@ class _View(BaseModel):
 class Run(_View):
     """One session in a list of runs, with the runs it started nested under it (`run_tree`)."""
 
-    session_id: str
+    session_id: SessionId
     job: str
     workflow: str
     goal: str
@@ -99,7 +101,7 @@ class Run(_View):
     finished_at: datetime | None
     #: When the session's event log was last written (None: no log).
     last_event_at: datetime | None
-    parent_session_id: str | None
+    parent_session_id: SessionId | None
     branch: str | None
     #: The branch the repository was on when the run switched to `branch`.
     started_from_branch: str | None
@@ -108,7 +110,7 @@ class Run(_View):
     instance_of: InstanceOf | None = None
     #: What the reviews of the run cost, for a top-level run when asked (`list_runs`); a nested
     #: run's reviews are counted in its top-level run's log.
-    review_usage: ReviewUsage | None = None
+    review_usage: RunUsage | None = None
     children: list[Run] = Field(default_factory=list)
 
 
@@ -139,7 +141,7 @@ class RunSummary(_View):
     steps_done: int
     verdicts: list[VerdictLine]
     approvals: list[ApprovalLine]
-    review_usage: ReviewUsage
+    review_usage: RunUsage
 
 
 class OutputLine(_View):
@@ -188,8 +190,7 @@ def reviewing_sessions(project_root: Path) -> set[str]:
     store = existing_store(project_root)
     if store is None:
         return set()
-    live = (ReviewJobState.QUEUED, ReviewJobState.CLAIMED)
-    return {job.session_id for job in ReviewJobs(store).list(states=live) if job.session_id}
+    return sessions_with_live_jobs(store)
 
 
 def _stamp(mark: tuple[int, float] | None) -> datetime | None:
@@ -318,17 +319,17 @@ def _listed_run(row: ProjectRun, *, reviewing: bool) -> Run:
 
 #: (newest review call's number, totals) per run: a run list is redrawn every second, and its
 #: review calls rarely change.
-_COSTS: dict[tuple[Path, str], tuple[int, ReviewUsage]] = {}
+_COSTS: dict[tuple[Path, str], tuple[int, RunUsage]] = {}
 
 
 def run_cost(
-    project_root: Path, session_id: str, mark: tuple[int, float] | None
-) -> ReviewUsage | None:
+    project_root: Path, session_id: SessionId, mark: tuple[int, float] | None
+) -> RunUsage | None:
     """The review totals of a run (None when its log cannot be read); `mark` is its newest
     review call's from `session_marks` (None: it has none), and the calls are read again only
     when it changed."""
     if mark is None:
-        return ReviewUsage()
+        return RunUsage()
     cached = _COSTS.get((project_root, session_id))
     if cached is not None and cached[0] == mark[0]:
         return cached[1]
@@ -444,7 +445,7 @@ def _outputs(project_root: Path, session: Session) -> list[OutputLine]:
 
 
 def run_detail(
-    store: SessionStore, session_id: str, *, max_events: int = DEFAULT_MAX_EVENTS
+    store: SessionStore, session_id: SessionId, *, max_events: int = DEFAULT_MAX_EVENTS
 ) -> RunDetail:
     """Everything a run page shows. Raises `session.not_found` for an unknown session."""
     session = store.load(session_id)

@@ -126,10 +126,10 @@ def _usage(e: ReviewUsageEvent) -> str:
     where = f"`{e.step_id}` ({e.review})"
     if e.mode == "self":
         return f"Self-review requested for {where}: not metered"
-    tokens = e.input_tokens + e.output_tokens + e.cache_read_tokens + e.cache_creation_tokens
+    usage = e.usage
+    cost = "cost not reported" if usage.cost_usd is None else f"{usage.cost_usd:.4f} USD"
     return (
-        f"Reviewer call for {where}: {e.outcome}, {tokens} tokens, {e.cost_usd:.4f} USD, "
-        f"{e.seconds:.1f} s"
+        f"Reviewer call for {where}: {e.outcome}, {usage.tokens} tokens, {cost}, {e.seconds:.1f} s"
     )
 
 

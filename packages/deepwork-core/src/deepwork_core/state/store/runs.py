@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final, NamedTuple
 
+from deepwork_core.base.identifiers import SessionId
 from deepwork_core.state.store.port import Tx
 from deepwork_core.state.store.schema import ListColumns
 
@@ -47,7 +48,7 @@ class SessionRow:
 class ProjectRun:
     """One run of a project's list (the dashboard's): its columns, no document."""
 
-    session_id: str
+    session_id: SessionId
     job: str
     workflow: str
     goal: str
@@ -56,7 +57,7 @@ class ProjectRun:
     status: str
     awaiting_approval: bool
     started_at: float
-    parent_session_id: str | None
+    parent_session_id: SessionId | None
     #: When its last event was written (None: it has none).
     last_event_at: float | None
 
@@ -123,14 +124,14 @@ def save_session(tx: Tx, project_id: str, machine: str, row: SessionRow, now: fl
     )
 
 
-def read_stacks(tx: Tx, project_id: str) -> dict[str | None, list[str]]:
+def read_stacks(tx: Tx, project_id: str) -> dict[str | None, list[SessionId]]:
     """Every non-empty stack by agent (None: the main one, first; then by agent id)."""
     return read_stacks_and_tops(tx, project_id)[0]
 
 
 def read_stacks_and_tops(
     tx: Tx, project_id: str
-) -> tuple[dict[str | None, list[str]], dict[str, str]]:
+) -> tuple[dict[str | None, list[SessionId]], dict[str, str]]:
     """Every non-empty stack by agent, and the document of each stack's top session (what
     nearly every call reads next), in one query: one round trip less to PostgreSQL."""
     rows = tx.execute(
@@ -141,10 +142,10 @@ def read_stacks_and_tops(
         "WHERE st.project_id = ? ORDER BY st.agent, st.position",
         (project_id,),
     )
-    stacks: dict[str | None, list[str]] = {}
+    stacks: dict[str | None, list[SessionId]] = {}
     tops: dict[str, str] = {}
-    for agent, session_id, body in rows:
-        stacks.setdefault(agent or None, []).append(str(session_id))
+    for agent, session_id, body in rows:  # ids the store was given as `SessionId`s
+        stacks.setdefault(agent or None, []).append(SessionId(str(session_id)))
         if body is not None:
             tops[str(session_id)] = str(body)
     return stacks, tops
@@ -160,14 +161,14 @@ def write_stack(tx: Tx, project_id: str, agent: str | None, session_ids: Sequenc
         )
 
 
-def session_times(tx: Tx, project_id: str) -> list[tuple[float, str]]:
+def session_times(tx: Tx, project_id: str) -> list[tuple[float, SessionId]]:
     """(last written, id) of every session of the project, newest first."""
     rows = tx.execute(
         "SELECT updated_at, session_id FROM sessions WHERE project_id = ? "
         "ORDER BY updated_at DESC, session_id",
         (project_id,),
     )
-    return [(float(at), str(session_id)) for at, session_id in rows]
+    return [(float(at), SessionId(str(session_id))) for at, session_id in rows]
 
 
 def delete_sessions(tx: Tx, project_id: str, session_ids: Iterable[str]) -> None:

@@ -1,13 +1,14 @@
-"""What every reviewer runner shares: a call's plan, its usage and outcome, and JSON lines.
+"""What the reviewer CLIs share: a call's plan, the runner protocol, and reading JSON lines.
 
 A runner (`claude`, `codex`, `gemini`) is a `ReviewRunner`: it turns a `CallPlan` into the
-command line of one reviewer call and reads that call's output into a `StreamOutcome`: the
-reply (when there is one), what the call used, and the coded error it ended with, if any. The
-usage is kept even when the call failed (a call that ran out of budget, or printed a line that
-is not JSON, still spent it). A runner whose events report no cost leaves `cost_usd` None: "not
-reported", never 0. A cost that is not a finite number ≥ 0, or a token count that is not a
-whole number ≥ 0, fails the call with `quality_gate.bad_output` and counts nothing of it: such
-a figure never reaches the event log.
+command line of one reviewer call and reads that call's output into the port's one result, a
+`ReviewerReply` (`deepwork_core.gate.reviewer`): the reply (when there is one), what the call
+used as a `RequestUsage`, and the coded failure it ended with, if any. The usage is kept even
+when the call failed (a call that ran out of budget, or printed a line that is not JSON, still
+spent it). A runner whose events report no cost leaves `cost_usd` None: "not reported", never 0.
+A cost that is not a finite number ≥ 0, or a token count that is not a whole number ≥ 0, fails
+the call with `quality_gate.bad_output` and counts nothing of it: such a figure never reaches
+the event log.
 """
 
 from __future__ import annotations
@@ -21,44 +22,13 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import QualityGateError
 from deepwork_core.base.fsutil import loads_json
 from deepwork_core.base.process import Completed
-from deepwork_core.gate.quality import QualityReviewTask
+from deepwork_core.gate.reviewer import ReviewerReply
+from deepwork_core.gate.tasks import QualityReviewTask
+from deepwork_core.state.usage.pair import RequestUsage
+from pydantic import JsonValue
 
 _DETAIL_CHARS: Final = 500
 BAD_OUTPUT: Final = ErrorCode.QUALITY_GATE_BAD_OUTPUT
-
-
-@dataclass(frozen=True, slots=True)
-class CallUsage:
-    """Tokens and cost of one reviewer call, as its events reported them.
-
-    `input_tokens` leaves out the cached input (`cache_read_tokens`), whatever the runner's own
-    accounting; `cost_usd` is None when the runner reports no cost.
-    """
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_creation_tokens: int = 0
-    cost_usd: float | None = None
-    model: str | None = None
-
-    @property
-    def tokens(self) -> int:
-        return (
-            self.input_tokens
-            + self.output_tokens
-            + self.cache_read_tokens
-            + self.cache_creation_tokens
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class StreamOutcome:
-    """One call: its reply (None on failure), its usage, and the error it ended with."""
-
-    reply: object
-    usage: CallUsage
-    error: QualityGateError | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +59,7 @@ class ReviewRunner(Protocol):
         """The command line of one call; the review message goes to its stdin."""
         ...
 
-    def read(self, label: str, done: Completed, model: str | None) -> StreamOutcome:
+    def read(self, label: str, done: Completed, model: str | None) -> ReviewerReply:
         """The outcome of one call whose output is `done`; `model` is the one it was asked
         to use (None: the CLI's own)."""
         ...
@@ -144,18 +114,18 @@ def truncated_error(label: str, count: int) -> QualityGateError:
     return QualityGateError(message, code=ErrorCode.QUALITY_GATE_TRUNCATED)
 
 
-def failed(usage: CallUsage, error: QualityGateError) -> StreamOutcome:
-    return StreamOutcome(None, usage, error)
+def failed(usage: RequestUsage, error: QualityGateError) -> ReviewerReply:
+    return ReviewerReply.failed(usage, error)
 
 
-def json_reply(label: str, text: str) -> object | QualityGateError:
+def json_reply(label: str, text: str) -> JsonValue | QualityGateError:
     """The JSON value of a reply given as text (a ```json fence around it is allowed)."""
     body = text.strip()
     if body.startswith("```"):
         body = body.split("\n", 1)[1] if "\n" in body else ""
         body = body.rsplit("```", 1)[0]
     try:
-        reply: object = loads_json(body)
+        reply: JsonValue = loads_json(body)
     except ValueError:
         message = f"the reviewer's answer for {label} is not the JSON verdict: {clip(text)}"
         return QualityGateError(message, code=BAD_OUTPUT)
@@ -178,10 +148,10 @@ def unusable_counts(fields: dict[str, Any], names: tuple[str, ...]) -> str | Non
     return None
 
 
-def unusable_usage(label: str, problem: str, model: str | None) -> StreamOutcome:
+def unusable_usage(label: str, problem: str, model: str | None) -> ReviewerReply:
     """A call whose usage figures cannot be trusted: it fails, and nothing of it is counted."""
     message = f"the reviewer for {label} reported unusable usage figures: {problem}"
-    return failed(CallUsage(model=model), QualityGateError(message, code=BAD_OUTPUT))
+    return failed(RequestUsage(model=model), QualityGateError(message, code=BAD_OUTPUT))
 
 
 def text(value: object) -> str | None:

@@ -14,11 +14,11 @@ import pytest
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.process import Completed
 from deepwork_core.gate.quality import QualityReviewTask
-from deepwork_mcp.runners import runner_for
-from deepwork_mcp.runners.claude import ClaudeRunner
-from deepwork_mcp.runners.codex import CodexRunner
-from deepwork_mcp.runners.events import CallPlan
-from deepwork_mcp.runners.gemini import GeminiRunner
+from deepwork_mcp.reviewers import runner_for
+from deepwork_mcp.reviewers.claude import ClaudeRunner
+from deepwork_mcp.reviewers.codex import CodexRunner
+from deepwork_mcp.reviewers.gemini import GeminiRunner
+from deepwork_mcp.reviewers.stream import CallPlan
 
 VERDICT = {"passed": True, "feedback": "ok", "criteria_results": []}
 

@@ -26,11 +26,11 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import QualityGateError
 from deepwork_core.base.process import Completed
 from deepwork_core.gate.quality import REVIEWER_SYSTEM_PROMPT, reply_schema_json
+from deepwork_core.gate.reviewer import ReviewerReply
+from deepwork_core.state.usage.pair import RequestUsage
 
-from deepwork_mcp.runners.events import (
+from deepwork_mcp.reviewers.stream import (
     CallPlan,
-    CallUsage,
-    StreamOutcome,
     clip,
     count,
     exit_code_error,
@@ -79,7 +79,7 @@ class GeminiRunner:
             argv += ["--model", plan.model]
         return [*argv, "--prompt", answer_prompt(plan)]
 
-    def read(self, label: str, done: Completed, model: str | None) -> StreamOutcome:
+    def read(self, label: str, done: Completed, model: str | None) -> ReviewerReply:
         events, bad_line = json_lines(label, done)
         init_model = next((text(e.get("model")) for e in events if e.get("type") == "init"), None)
         asked = model or (init_model if init_model != "auto" else None)
@@ -90,7 +90,7 @@ class GeminiRunner:
                 if done.returncode
                 else truncated_error(label, len(events))
             )
-            return failed(CallUsage(model=asked), error)
+            return failed(RequestUsage(model=asked), error)
         usage = _usage(result.get("stats"), asked)
         if isinstance(usage, str):  # never log a count that is not a whole number
             return unusable_usage(label, usage, asked)
@@ -109,7 +109,7 @@ class GeminiRunner:
         reply = json_reply(label, answer)
         if isinstance(reply, QualityGateError):
             return failed(usage, reply)
-        return StreamOutcome(reply, usage)
+        return ReviewerReply(reply=reply, usage=usage)
 
 
 def _status_error(label: str, result: dict[str, Any]) -> QualityGateError:
@@ -123,7 +123,7 @@ def _status_error(label: str, result: dict[str, Any]) -> QualityGateError:
     )
 
 
-def _usage(raw: object, model: str | None) -> CallUsage | str:
+def _usage(raw: object, model: str | None) -> RequestUsage | str:
     """The call's usage, or what is wrong with the counts the reviewer reported."""
     stats = raw if isinstance(raw, dict) else {}
     problem = unusable_counts(stats, ("input", "input_tokens", "cached", "output_tokens"))
@@ -133,7 +133,7 @@ def _usage(raw: object, model: str | None) -> CallUsage | str:
     uncached = stats.get("input")
     models = stats.get("models")
     answered = list(models) if isinstance(models, dict) else []
-    return CallUsage(
+    return RequestUsage(
         input_tokens=(
             count(uncached)
             if isinstance(uncached, int)

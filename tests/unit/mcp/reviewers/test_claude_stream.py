@@ -7,7 +7,7 @@ import json
 import pytest
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.process import Completed
-from deepwork_mcp.runners.claude import read_stream
+from deepwork_mcp.reviewers.claude import read_stream
 
 INIT = {"type": "system", "subtype": "init", "model": "m1"}
 USAGE = {

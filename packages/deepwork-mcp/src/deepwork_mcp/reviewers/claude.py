@@ -33,12 +33,12 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import QualityGateError
 from deepwork_core.base.process import Completed
 from deepwork_core.gate.quality import REVIEWER_SYSTEM_PROMPT, reply_schema_json
+from deepwork_core.gate.reviewer import ReviewerReply
+from deepwork_core.state.usage.pair import RequestUsage
 
-from deepwork_mcp.runners.events import (
+from deepwork_mcp.reviewers.stream import (
     BAD_OUTPUT,
     CallPlan,
-    CallUsage,
-    StreamOutcome,
     clip,
     count,
     exit_code_error,
@@ -101,17 +101,17 @@ class ClaudeRunner:
             argv += ["--max-budget-usd", f"{plan.usd_left:g}"]
         return [*argv, "-p", "--"]
 
-    def read(self, label: str, done: Completed, model: str | None) -> StreamOutcome:
+    def read(self, label: str, done: Completed, model: str | None) -> ReviewerReply:
         del model  # the init event names the model the CLI used
         return read_stream(label, done)
 
 
-def read_stream(label: str, done: Completed) -> StreamOutcome:
+def read_stream(label: str, done: Completed) -> ReviewerReply:
     """The outcome of one `claude` call whose output is `done` (see the module docstring)."""
     events, bad_line = json_lines(label, done)
     model = text(next((e.get("model") for e in events if e.get("subtype") == "init"), None))
     result = next((e for e in reversed(events) if e.get("type") == "result"), None)
-    usage = CallUsage(model=model) if result is None else _usage(result, model)
+    usage = RequestUsage(model=model) if result is None else _usage(result, model)
     if isinstance(usage, str):  # never log a cost or count that is not a finite number
         return unusable_usage(label, usage, model)
     if bad_line is not None:  # the call still cost what its result line says
@@ -124,7 +124,7 @@ def read_stream(label: str, done: Completed) -> StreamOutcome:
     failure = _result_error(label, result, done)
     if failure is not None:
         return failed(usage, failure)
-    return StreamOutcome(result["structured_output"], usage)
+    return ReviewerReply(reply=result["structured_output"], usage=usage)
 
 
 def _result_error(label: str, result: dict[str, Any], done: Completed) -> QualityGateError | None:
@@ -153,7 +153,7 @@ _TOKEN_FIELDS: Final = (
 )
 
 
-def _usage(result: dict[str, Any], model: str | None) -> CallUsage | str:
+def _usage(result: dict[str, Any], model: str | None) -> RequestUsage | str:
     """The call's usage, or what is wrong with the figures the reviewer reported."""
     raw = result.get("usage")
     usage = raw if isinstance(raw, dict) else {}
@@ -170,7 +170,7 @@ def _usage(result: dict[str, Any], model: str | None) -> CallUsage | str:
     problem = unusable_counts(usage, _TOKEN_FIELDS)
     if problem is not None:
         return f"usage.{problem}"
-    return CallUsage(
+    return RequestUsage(
         input_tokens=count(usage.get("input_tokens")),
         output_tokens=count(usage.get("output_tokens")),
         cache_read_tokens=count(usage.get("cache_read_input_tokens")),

@@ -1,16 +1,23 @@
-"""The external reviewer through real subprocesses: a fake `claude` first on PATH."""
+"""The external reviewer through real subprocesses: the fake `claude`, `codex` and `gemini` first
+on PATH, each call run by the CLI adapter (`CliReviewer`) under the gate's policy
+(`ReviewCalls`), several at once by the gate's background workers."""
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from deepwork_core.base.config import ReviewBudget
 from deepwork_core.base.errors import QualityGateError
+from deepwork_core.gate.background import BackgroundReviews, ReviewPayload
+from deepwork_core.gate.calls import ReviewCalls
 from deepwork_core.gate.checkpoint import Checkpoint, ResolvedInput
 from deepwork_core.gate.quality import (
     REVIEWER_SYSTEM_PROMPT,
@@ -19,9 +26,16 @@ from deepwork_core.gate.quality import (
     reply_schema_json,
 )
 from deepwork_core.jobs.parser import load_job
-from deepwork_mcp.reviewer import CliReviewer
+from deepwork_core.state.event_kinds import ReviewUsageEvent
+from deepwork_core.state.events import read_events
+from deepwork_core.state.store.opening import open_store
+from deepwork_core.state.store.review_jobs import ReviewJobs
+from deepwork_mcp.reviewers.cli import CliReviewer
 
 from tests.fixtures.reviewer import ScriptedReviewer
+
+#: Long enough that a test never waits it out.
+LONG = 60.0
 
 JOB_YML = """\
 name: demo
@@ -68,8 +82,9 @@ class Env:
         self.fake = fake
         self.vars = fake.env
 
-    def reviewer(self, **kwargs: Any) -> CliReviewer:
-        return CliReviewer(env=self.vars, **kwargs)
+    def reviewer(self, runner: str = "claude", **policy: Any) -> ReviewCalls:
+        """The gate's calls through the CLI adapter of `runner`, the fake first on PATH."""
+        return ReviewCalls(CliReviewer(runner, env=self.vars), **policy)
 
     def calls(self) -> list[dict[str, Any]]:
         return self.fake.calls()
@@ -104,12 +119,40 @@ def env(tmp_path: Path, scripted_reviewer: ScriptedReviewer) -> Env:
     return Env(root, scripted_reviewer)
 
 
+@contextmanager
+def background(env: Env, calls: ReviewCalls, max_parallel: int) -> Iterator[BackgroundReviews]:
+    """The gate's background workers over a real SQLite store of the project."""
+    store = open_store(None, env.root)
+    job = env.request().job
+    jobs = ReviewJobs(store, ReviewPayload)
+    reviews = BackgroundReviews(env.root, calls, lambda _name: job, max_parallel, jobs=jobs)
+    try:
+        yield reviews
+    finally:
+        reviews.close()
+        store.close()
+
+
+def write_pages(env: Env, count: int) -> list[str]:
+    """`count` page files under `out/`, their project-relative paths."""
+    pages = []
+    for number in range(count):
+        (env.root / "out" / f"p{number}.md").write_text(f"page {number}\n")
+        pages.append(f"out/p{number}.md")
+    return pages
+
+
+def judge_all(calls: ReviewCalls, request: Checkpoint, tasks: list[Any]) -> list[Any]:
+    """The verdict of each task, one after the other, in this thread."""
+    return [calls.judge(request, task, threading.Event()) for task in tasks]
+
+
 def set_mode(env: Env, mode: str) -> None:
     env.fake.answer(mode)
 
 
-async def run(env: Env, reviewer: CliReviewer, request: Checkpoint) -> list[Any]:
-    return await reviewer.review(request, plan_review_tasks(request))
+def run(env: Env, reviewer: ReviewCalls, request: Checkpoint) -> list[Any]:
+    return judge_all(reviewer, request, plan_review_tasks(request))
 
 
 def process_gone(pid: int) -> bool:
@@ -135,10 +178,10 @@ def recorded_pids(env: Env) -> list[int]:
 # --- outcomes ---------------------------------------------------------------------------------
 
 
-async def test_pass_sends_exact_argv_and_payload_on_stdin(env: Env) -> None:
+def test_pass_sends_exact_argv_and_payload_on_stdin(env: Env) -> None:
     request = env.request()
     tasks = plan_review_tasks(request)
-    verdicts = await env.reviewer().review(request, tasks)
+    verdicts = judge_all(env.reviewer(), request, tasks)
 
     assert [v.passed for v in verdicts] == [True]
     assert [r.criterion for r in verdicts[0].criteria_results] == ["Cited", "Clear"]
@@ -161,9 +204,9 @@ async def test_pass_sends_exact_argv_and_payload_on_stdin(env: Env) -> None:
     assert Path(call["cwd"]).resolve() == env.root
 
 
-async def test_fail_gives_failed_verdict_with_criteria(env: Env) -> None:
+def test_fail_gives_failed_verdict_with_criteria(env: Env) -> None:
     set_mode(env, "fail_first")
-    [verdict] = await run(env, env.reviewer(), env.request())
+    [verdict] = run(env, env.reviewer(), env.request())
     assert verdict.passed is False  # computed from the criteria, the reply's flag said True
     assert verdict.feedback == "reviewed"
     failed = [r for r in verdict.criteria_results if not r.passed]
@@ -187,10 +230,10 @@ async def test_fail_gives_failed_verdict_with_criteria(env: Env) -> None:
         ("error_unheard_of", "quality_gate.unknown_subtype"),
     ],
 )
-async def test_broken_replies_have_distinct_codes(env: Env, mode: str, code: str) -> None:
+def test_broken_replies_have_distinct_codes(env: Env, mode: str, code: str) -> None:
     set_mode(env, mode)
     with pytest.raises(QualityGateError) as exc:
-        await run(env, env.reviewer(), env.request())
+        run(env, env.reviewer(), env.request())
     assert exc.value.code == code
     if mode == "is_error":
         assert "Invalid API key" in exc.value.message
@@ -219,40 +262,40 @@ OTHER_RUNNER_CODES = {
 
 @pytest.mark.parametrize("mode", sorted(OTHER_RUNNER_CODES))
 @pytest.mark.parametrize("runner", ["codex", "gemini"])
-async def test_codex_and_gemini_broken_replies_have_distinct_codes(
+def test_codex_and_gemini_broken_replies_have_distinct_codes(
     env: Env, runner: str, mode: str
 ) -> None:
     set_mode(env, mode)
     with pytest.raises(QualityGateError) as exc:
-        await run(env, env.reviewer(runner=runner), env.request())
+        run(env, env.reviewer(runner=runner), env.request())
     codex_code, gemini_code = OTHER_RUNNER_CODES[mode]
     assert exc.value.code == f"quality_gate.{codex_code if runner == 'codex' else gemini_code}"
     assert {call["program"] for call in env.calls()} == {runner}
 
 
 @pytest.mark.parametrize("runner", ["codex", "gemini"])
-async def test_codex_and_gemini_verdicts_are_computed_and_reasked_like_claudes(
+def test_codex_and_gemini_verdicts_are_computed_and_reasked_like_claudes(
     env: Env, runner: str
 ) -> None:
     set_mode(env, "partial_once")
-    [verdict] = await run(env, env.reviewer(runner=runner), env.request())
+    [verdict] = run(env, env.reviewer(runner=runner), env.request())
     assert verdict.passed is True
     assert len(env.calls()) == 2  # the incomplete reply was asked again once
     set_mode(env, "fail_first")
-    [verdict] = await run(env, env.reviewer(runner=runner), env.request())
+    [verdict] = run(env, env.reviewer(runner=runner), env.request())
     assert verdict.passed is False  # the reply's own flag said passed
 
 
-async def test_a_reply_missing_a_criterion_is_asked_again_once(env: Env) -> None:
+def test_a_reply_missing_a_criterion_is_asked_again_once(env: Env) -> None:
     set_mode(env, "partial_once")
-    [verdict] = await run(env, env.reviewer(), env.request())
+    [verdict] = run(env, env.reviewer(), env.request())
     assert verdict.passed is True
     assert len(env.calls()) == 2
 
 
-async def test_a_criterion_left_unjudged_twice_fails_naming_it(env: Env) -> None:
+def test_a_criterion_left_unjudged_twice_fails_naming_it(env: Env) -> None:
     set_mode(env, "partial")  # answers "Something else" instead of the last criterion
-    [verdict] = await run(env, env.reviewer(), env.request())
+    [verdict] = run(env, env.reviewer(), env.request())
     assert len(env.calls()) == 2
     assert verdict.passed is False
     [failed] = [r for r in verdict.criteria_results if not r.passed]
@@ -260,31 +303,32 @@ async def test_a_criterion_left_unjudged_twice_fails_naming_it(env: Env) -> None
     assert "unjudged" in (failed.feedback or "")
 
 
-async def test_missing_binary(env: Env, tmp_path: Path) -> None:
+def test_missing_binary(env: Env, tmp_path: Path) -> None:
     empty = tmp_path / "empty-bin"
     empty.mkdir()
     env.vars["PATH"] = str(empty)
     with pytest.raises(QualityGateError) as exc:
-        await run(env, env.reviewer(), env.request())
+        run(env, env.reviewer(), env.request())
     assert exc.value.code == "quality_gate.not_installed"
     absolute = CliReviewer(executable=str(tmp_path / "nowhere" / "claude"), env=env.vars)
     with pytest.raises(QualityGateError) as exc:
-        await run(env, absolute, env.request())
+        run(env, ReviewCalls(absolute), env.request())
     assert exc.value.code == "quality_gate.not_installed"
     assert env.calls() == []
 
 
-async def test_executable_is_looked_up_on_path_at_call_time(
+def test_executable_is_looked_up_on_path_at_call_time(
     env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    reviewer = CliReviewer()  # inherits our environment
+    reviewer = ReviewCalls(CliReviewer())  # inherits our environment
     env.fake.install(monkeypatch)
-    [verdict] = await run(env, reviewer, env.request())
+    [verdict] = run(env, reviewer, env.request())
     assert verdict.passed is True
 
 
-async def test_no_tasks_runs_nothing(env: Env) -> None:
-    assert await env.reviewer().review(env.request(), []) == []
+def test_no_tasks_runs_nothing(env: Env) -> None:
+    with background(env, env.reviewer(), max_parallel=4) as reviews:
+        assert reviews.run(env.request(), [], LONG) == ()
     assert env.calls() == []
 
 
@@ -292,42 +336,47 @@ async def test_no_tasks_runs_nothing(env: Env) -> None:
 
 
 @pytest.mark.slow
-async def test_timeout_kills_the_whole_process_group(env: Env) -> None:
+def test_timeout_kills_the_whole_process_group(env: Env) -> None:
     set_mode(env, "sleep")
-    messages: list[tuple[int, int, str]] = []
-
-    async def progress(done: int, total: int, message: str) -> None:
-        messages.append((done, total, message))
-
-    reviewer = env.reviewer(base_timeout=3, progress_interval=0.2)
+    reviewer = env.reviewer(base_timeout=3)
     with pytest.raises(QualityGateError) as exc:
-        await reviewer.review(env.request(), plan_review_tasks(env.request()), progress)
+        run(env, reviewer, env.request())
     assert exc.value.code == "quality_gate.timeout"
     pids = recorded_pids(env)
     assert len(pids) == 2  # the fake and its `sleep` child
     assert_all_gone(pids)
-    assert any("waiting for 1 review" in message for _, _, message in messages)
-    assert all(total == 1 for _, total, _ in messages)
 
 
 @pytest.mark.slow
-async def test_cancellation_kills_the_process_group(env: Env) -> None:
+def test_cancellation_kills_the_process_group(env: Env) -> None:
     set_mode(env, "sleep")
     reviewer = env.reviewer(base_timeout=120)
-    task = asyncio.create_task(run(env, reviewer, env.request()))
+    [task] = plan_review_tasks(env.request())
+    cancelled = threading.Event()
+    errors: list[QualityGateError] = []
+
+    def judge() -> None:
+        try:
+            reviewer.judge(env.request(), task, cancelled)
+        except QualityGateError as exc:
+            errors.append(exc)
+
+    worker = threading.Thread(target=judge)
+    worker.start()
     deadline = time.monotonic() + 20
     while not env.fake.processes() and time.monotonic() < deadline:
-        await asyncio.sleep(0.02)  # wait until the fake has started its child
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
+        time.sleep(0.02)  # wait until the fake has started its child
+    cancelled.set()
+    worker.join(timeout=30)
+    assert not worker.is_alive()
+    assert [error.code for error in errors] == ["quality_gate.error"]
     pids = recorded_pids(env)
     assert len(pids) == 2
     assert_all_gone(pids)
 
 
 @pytest.mark.slow
-async def test_first_failure_cancels_the_other_reviewers(env: Env) -> None:
+def test_first_failure_cancels_the_other_reviewers(env: Env) -> None:
     for name, body in [("slow1.md", "SLOW PAGE"), ("slow2.md", "SLOW PAGE")]:
         (env.root / "out" / name).write_text(body)
     (env.root / "out" / "bad.md").write_text("BAD PAGE")
@@ -338,9 +387,11 @@ async def test_first_failure_cancels_the_other_reviewers(env: Env) -> None:
     env.fake.answer("sleep", when="SLOW PAGE")
     env.fake.answer("garbage", when="BAD PAGE")
     env.fake.garbage_after(3)
-    reviewer = env.reviewer(base_timeout=120)
-    with pytest.raises(QualityGateError) as exc:
-        await reviewer.review(request, plan_review_tasks(request))
+    with (
+        background(env, env.reviewer(base_timeout=120), max_parallel=4) as reviews,
+        pytest.raises(QualityGateError) as exc,
+    ):
+        reviews.run(request, plan_review_tasks(request), LONG)
     assert exc.value.code == "quality_gate.bad_output"
     pids = recorded_pids(env)
     assert len(pids) == 6
@@ -348,22 +399,21 @@ async def test_first_failure_cancels_the_other_reviewers(env: Env) -> None:
 
 
 @pytest.mark.slow
-async def test_parallel_cap_is_respected(env: Env) -> None:
-    pages = []
-    for number in range(6):
-        (env.root / "out" / f"p{number}.md").write_text(f"page {number}\n")
-        pages.append(f"out/p{number}.md")
+def test_parallel_cap_is_respected(env: Env) -> None:
+    pages = write_pages(env, 6)
     env.fake.hold_until(2)
     request = env.request(pages=pages)
     tasks = plan_review_tasks(request)
     assert len(tasks) == 7
     progress: list[tuple[int, int]] = []
 
-    async def record(done: int, total: int, message: str) -> None:
+    def record(done: int, total: int, message: str) -> None:
         progress.append((done, total))
 
-    verdicts = await env.reviewer(max_parallel=2).review(request, tasks, record)
+    with background(env, env.reviewer(), max_parallel=2) as reviews:
+        verdicts = reviews.run(request, tasks, LONG, record)
 
+    assert isinstance(verdicts, tuple)
     assert [v.target_file for v in verdicts] == [None, *pages]  # task order kept
     assert all(v.passed for v in verdicts)
     seen = env.fake.most_running()
@@ -374,21 +424,16 @@ async def test_parallel_cap_is_respected(env: Env) -> None:
 
 
 def test_timeout_grows_with_files_beyond_five() -> None:
-    reviewer = CliReviewer(base_timeout=240, per_extra_file=30)
+    reviewer = ReviewCalls(CliReviewer(), base_timeout=240, per_extra_file=30)
     assert reviewer.timeout_for(1) == 240
     assert reviewer.timeout_for(5) == 240
     assert reviewer.timeout_for(8) == 330
 
 
-def test_max_parallel_must_be_positive() -> None:
-    with pytest.raises(ValueError):
-        CliReviewer(max_parallel=0)
-
-
 # --- security ---------------------------------------------------------------------------------
 
 
-async def test_symlink_to_outside_file_never_reaches_the_reviewer(env: Env, tmp_path: Path) -> None:
+def test_symlink_to_outside_file_never_reaches_the_reviewer(env: Env, tmp_path: Path) -> None:
     secret = tmp_path / "secret.txt"
     secret.write_text("OUTSIDE-SECRET-991\n")
     (env.root / "out" / "link.md").symlink_to(secret)
@@ -397,7 +442,7 @@ async def test_symlink_to_outside_file_never_reaches_the_reviewer(env: Env, tmp_
     request = dataclasses.replace(
         request, input_files=[ResolvedInput("write", "notes", None, "gather", ["notes-link.md"])]
     )
-    await env.reviewer().review(request, plan_review_tasks(request))
+    judge_all(env.reviewer(), request, plan_review_tasks(request))
     calls = env.calls()
     assert len(calls) == 2
     for call in calls:
@@ -405,80 +450,57 @@ async def test_symlink_to_outside_file_never_reaches_the_reviewer(env: Env, tmp_
         assert "OUTSIDE-SECRET-991" not in json.dumps(call["argv"])
 
 
-@pytest.mark.slow
-async def test_parallel_reviewers_share_the_budget_instead_of_each_spending_it(env: Env) -> None:
-    from deepwork_core.base.config import ReviewBudget
-    from deepwork_core.state.events import read_events
+# --- budget -----------------------------------------------------------------------------------
 
-    pages = []
-    for number in range(3):
-        (env.root / "out" / f"p{number}.md").write_text(f"page {number}\n")
-        pages.append(f"out/p{number}.md")
+
+def _budget_pages(env: Env) -> Checkpoint:
+    pages = write_pages(env, 3)
     env.fake.spend(0.40)
     env.fake.hold_until(4)  # the four calls really run at once
-    request = env.request(pages=pages)
+    return env.request(pages=pages)
+
+
+def _given(env: Env) -> list[float]:
+    return [float(c["argv"][c["argv"].index("--max-budget-usd") + 1]) for c in env.calls()]
+
+
+@pytest.mark.slow
+def test_parallel_reviewers_share_the_budget_instead_of_each_spending_it(env: Env) -> None:
+    request = _budget_pages(env)
     tasks = plan_review_tasks(request)
     assert len(tasks) == 4
-    reviewer = env.reviewer(max_parallel=4, budget=ReviewBudget(max_cost_usd=1.0))
+    reviewer = env.reviewer(budget=ReviewBudget(max_cost_usd=1.0))
 
-    with pytest.raises(QualityGateError) as exc:
-        await reviewer.review(request, tasks)
+    with (
+        background(env, reviewer, max_parallel=4) as reviews,
+        pytest.raises(QualityGateError) as exc,
+    ):
+        reviews.run(request, tasks, LONG)
 
     assert exc.value.code == "quality_gate.budget_exhausted"
-    given = [float(c["argv"][c["argv"].index("--max-budget-usd") + 1]) for c in env.calls()]
+    given = _given(env)
     assert len(given) == 4
     assert sum(given) <= 1.0 + 1e-6  # each started with its slice, not with the whole budget
     spent = sum(
         e.cost_usd
         for e in read_events(env.root, request.run_session_id)
-        if e.event == "review_usage"
+        if isinstance(e, ReviewUsageEvent) and e.cost_usd is not None
     )
     assert spent <= 1.0 + 1e-6
 
 
-def test_a_background_call_shares_the_budget_with_the_jobs_of_its_session(env: Env) -> None:
-    from deepwork_core.state.store.opening import shared_store
-    from deepwork_core.state.store.review_jobs import ReviewJobs
-
-    request = env.request()
-    reviewer = env.reviewer(max_parallel=2)
-    assert reviewer.parallel_slots(request) == 1  # no store yet: nothing else runs
-    jobs = ReviewJobs(shared_store(env.root))
-    ids = [jobs.enqueue("gate_review", {}, session_id=request.session_id) for _ in range(3)]
-    jobs.enqueue("gate_review", {}, session_id="sess_other")
-    assert reviewer.parallel_slots(request) == 2  # three live jobs, at most max_parallel
-    for job_id in ids[1:]:
-        jobs.cancel(job_id)
-    assert reviewer.parallel_slots(request) == 1
-
-
 @pytest.mark.slow
-def test_parallel_background_calls_share_the_budget_instead_of_each_spending_it(
+def test_parallel_calls_in_worker_threads_share_the_budget_instead_of_each_spending_it(
     env: Env,
 ) -> None:
-    import threading
-
-    from deepwork_core.base.config import ReviewBudget
-    from deepwork_core.state.store.opening import shared_store
-    from deepwork_core.state.store.review_jobs import ReviewJobs
-
-    pages = []
-    for number in range(3):
-        (env.root / "out" / f"p{number}.md").write_text(f"page {number}\n")
-        pages.append(f"out/p{number}.md")
-    env.fake.spend(0.40)
-    env.fake.hold_until(4)  # the four calls really run at once
-    request = env.request(pages=pages)
+    request = _budget_pages(env)
     tasks = plan_review_tasks(request)
-    jobs = ReviewJobs(shared_store(env.root))
-    for _ in tasks:  # as the background gate enqueues a checkpoint's tasks, before any runs
-        jobs.enqueue("gate_review", {}, session_id=request.session_id)
-    reviewer = env.reviewer(max_parallel=4, budget=ReviewBudget(max_cost_usd=1.0))
+    reviewer = env.reviewer(budget=ReviewBudget(max_cost_usd=1.0))
     errors: list[str] = []
 
     def one(task: Any) -> None:
-        try:
-            reviewer.review_task(request, task, threading.Event())
+        try:  # as the gate's workers judge a checkpoint's jobs, all enqueued before any runs
+            reviewer.judge(request, task, threading.Event(), slots=len(tasks))
         except QualityGateError as exc:
             errors.append(exc.code)
 
@@ -488,7 +510,7 @@ def test_parallel_background_calls_share_the_budget_instead_of_each_spending_it(
     for thread in threads:
         thread.join()
 
-    given = [float(c["argv"][c["argv"].index("--max-budget-usd") + 1]) for c in env.calls()]
+    given = _given(env)
     assert len(given) == 4
     assert sum(given) <= 1.0 + 1e-6  # each started with its slice, not with the whole budget
     assert "quality_gate.budget_exhausted" in errors

@@ -26,12 +26,12 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import QualityGateError
 from deepwork_core.base.process import Completed
 from deepwork_core.gate.quality import REVIEWER_SYSTEM_PROMPT, review_reply_schema
+from deepwork_core.gate.reviewer import ReviewerReply
+from deepwork_core.state.usage.pair import RequestUsage
 
-from deepwork_mcp.runners.events import (
+from deepwork_mcp.reviewers.stream import (
     BAD_OUTPUT,
     CallPlan,
-    CallUsage,
-    StreamOutcome,
     clip,
     count,
     exit_code_error,
@@ -90,7 +90,7 @@ class CodexRunner:
             argv += ["--model", plan.model]
         return [*argv, "-"]
 
-    def read(self, label: str, done: Completed, model: str | None) -> StreamOutcome:
+    def read(self, label: str, done: Completed, model: str | None) -> ReviewerReply:
         events, bad_line = json_lines(label, done)
         end = next(
             (e for e in reversed(events) if e.get("type") in ("turn.completed", "turn.failed")),
@@ -102,7 +102,7 @@ class CodexRunner:
                 if done.returncode
                 else truncated_error(label, len(events))
             )
-            return failed(CallUsage(model=model), error)
+            return failed(RequestUsage(model=model), error)
         usage = _usage(end.get("usage"), model)
         if isinstance(usage, str):  # never log a count that is not a whole number
             return unusable_usage(label, usage, model)
@@ -129,7 +129,7 @@ class CodexRunner:
         reply = json_reply(label, texts[-1])
         if isinstance(reply, QualityGateError):
             return failed(usage, reply)
-        return StreamOutcome(reply, usage)
+        return ReviewerReply(reply=reply, usage=usage)
 
 
 _TOKEN_FIELDS: Final = (
@@ -140,14 +140,14 @@ _TOKEN_FIELDS: Final = (
 )
 
 
-def _usage(raw: object, model: str | None) -> CallUsage | str:
+def _usage(raw: object, model: str | None) -> RequestUsage | str:
     """The call's usage, or what is wrong with the counts the reviewer reported."""
     usage = raw if isinstance(raw, dict) else {}
     problem = unusable_counts(usage, _TOKEN_FIELDS)
     if problem is not None:
         return f"usage.{problem}"
     cached = count(usage.get("cached_input_tokens"))
-    return CallUsage(
+    return RequestUsage(
         input_tokens=max(0, count(usage.get("input_tokens")) - cached),
         output_tokens=count(usage.get("output_tokens")),
         cache_read_tokens=cached,

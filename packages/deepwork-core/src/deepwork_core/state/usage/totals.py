@@ -1,4 +1,4 @@
-"""What the reviews of a run cost: sums of `review_usage` events (docs/quality-gate.md).
+"""What the reviews of a run cost: totals of its `review_usage` events (docs/quality-gate.md).
 
 Every review task the gate runs appends one `review_usage` event to the log of the run's
 top-level session (a nested workflow's reviews count toward the run that started it). Its totals
@@ -11,109 +11,40 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Final
 
 from pydantic import BaseModel, ConfigDict
 
 from deepwork_core.base.errors import DeepWorkError
+from deepwork_core.base.identifiers import SessionId
 from deepwork_core.state.event_kinds import EventRecord, ReviewUsageEvent
 from deepwork_core.state.events import read_events
 from deepwork_core.state.sessions import Session
-
-#: Said next to the totals when self-reviews were counted.
-SELF_REVIEW_NOTE: Final = (
-    "self-reviews run on the agent's own tokens, which DeepWork cannot see: they are counted "
-    "(self_reviews), not metered"
-)
+from deepwork_core.state.usage.pair import RequestUsage, RunUsage
 
 
-class ReviewUsage(BaseModel):
-    """Totals of review calls: tokens and cost as the reviewers reported them."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_creation_tokens: int = 0
-    #: The cost the reviewers reported; calls whose runner reports none are `unpriced_calls`.
-    cost_usd: float = 0.0
-    unpriced_calls: int = 0
-    self_reviews: int = 0
-    note: str | None = None
-
-    @property
-    def tokens(self) -> int:
-        """Every token counted against `quality_gate.budget.max_tokens`."""
-        return (
-            self.input_tokens
-            + self.output_tokens
-            + self.cache_read_tokens
-            + self.cache_creation_tokens
-        )
-
-
-def sum_usage(events: Iterable[EventRecord]) -> ReviewUsage:
+def sum_usage(events: Iterable[EventRecord]) -> RunUsage:
     """The totals of the `review_usage` events among `events`."""
-    calls = inputs = outputs = cache_read = cache_creation = self_reviews = unpriced = 0
-    cost = 0.0
+    metered: list[RequestUsage] = []
+    self_reviews = 0
     for event in events:
         if not isinstance(event, ReviewUsageEvent):
             continue
         if event.mode == "self":
             self_reviews += 1
-            continue
-        calls += 1
-        inputs += event.input_tokens
-        outputs += event.output_tokens
-        cache_read += event.cache_read_tokens
-        cache_creation += event.cache_creation_tokens
-        if event.cost_usd is None:
-            unpriced += 1
         else:
-            cost += event.cost_usd
-    return ReviewUsage(
-        calls=calls,
-        input_tokens=inputs,
-        output_tokens=outputs,
-        cache_read_tokens=cache_read,
-        cache_creation_tokens=cache_creation,
-        cost_usd=round(cost, 6),
-        unpriced_calls=unpriced,
-        self_reviews=self_reviews,
-        note=_note(self_reviews, unpriced),
-    )
+            metered.append(event.usage)
+    return RunUsage.of(metered, self_reviews=self_reviews)
 
 
-def cost_text(usage: ReviewUsage) -> str:
-    """`0.1200 USD`, and how many calls reported no cost when some did not."""
-    text = f"{usage.cost_usd:.4f} USD"
-    if usage.unpriced_calls:
-        text += f" (cost not reported for {usage.unpriced_calls} call(s))"
-    return text
-
-
-def _note(self_reviews: int, unpriced: int) -> str | None:
-    """What the totals leave out: self-reviews, and calls whose reviewer reports no cost."""
-    notes = [SELF_REVIEW_NOTE] if self_reviews else []
-    if unpriced:
-        notes.append(
-            f"{unpriced} reviewer call(s) reported no cost (codex and gemini do not): cost_usd "
-            "counts the others only"
-        )
-    return "; ".join(notes) or None
-
-
-def run_usage(project_root: Path, run_id: str) -> ReviewUsage:
+def run_usage(project_root: Path, run_id: SessionId) -> RunUsage:
     """The totals of run `run_id` (its top-level session id); empty when its log is unreadable."""
     try:
         return sum_usage(read_events(project_root, run_id))
     except DeepWorkError:
-        return ReviewUsage()
+        return RunUsage()
 
 
-def run_id_of(session: Session, load: Callable[[str], Session]) -> str:
+def run_id_of(session: Session, load: Callable[[SessionId], Session]) -> SessionId:
     """The run's top-level session id: `session`'s oldest ancestor that `load` still finds."""
     current, seen = session, {session.session_id}
     while current.parent_session_id is not None and current.parent_session_id not in seen:
@@ -133,7 +64,7 @@ class ReviewCostRow(BaseModel):
     job: str
     step: str | None = None
     review: str | None = None
-    usage: ReviewUsage
+    usage: RunUsage
     mean_seconds: float | None = None
     #: Share of first-attempt reviewer calls that passed (None: none had a verdict).
     first_attempt_pass_rate: float | None = None

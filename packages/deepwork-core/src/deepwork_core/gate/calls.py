@@ -1,0 +1,229 @@
+"""One review task through the `Reviewer` port: the gate's policy around each reviewer call
+(docs/quality-gate.md).
+
+`ReviewCalls.judge` runs in the background worker that claimed the task, synchronously, and
+returns the task's verdict or raises `QualityGateError`:
+
+- the review message is built at the task's depth, and the task gets a deadline: the base
+  timeout plus `per_extra_file` for each file beyond five, across every try;
+- before each call the run's budget is checked and the call reserves its slice of what is left
+  (`BudgetLedger`, shared with the `slots` calls that may run alongside it); a spent budget
+  starts no reviewer (`quality_gate.budget_exhausted`);
+- a reviewer silent for `stall_timeout` seconds is stopped by the adapter, and started again up
+  to `stall_retries` times, each stall a `review_stalled` event; then
+  `quality_gate.reviewer_stalled`;
+- a reply that leaves a criterion unjudged is asked for once more; if the second also leaves one
+  out, the verdict fails naming it;
+- every call whose output was read is one `review_usage` event in the run's log (tokens and
+  cost as the reviewer reported them, `cost_usd` None where it reports none), and its budget
+  slice is given back once its real cost is there.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+from deepwork_core.base.config import (
+    DEFAULT_REVIEW_DEPTH,
+    DEFAULT_REVIEW_TIMEOUT,
+    DEFAULT_SECONDS_PER_EXTRA_FILE,
+    DEFAULT_STALL_RETRIES,
+    DEFAULT_STALL_TIMEOUT,
+    TIMEOUT_FREE_FILES,
+    ReviewBudget,
+    ReviewModels,
+)
+from deepwork_core.base.error_codes import ErrorCode
+from deepwork_core.base.errors import QualityGateError
+from deepwork_core.evidence.verdicts import ReviewVerdict
+from deepwork_core.gate.budget import (
+    BudgetLedger,
+    check_budget,
+    review_event_fields,
+    review_usage_event,
+)
+from deepwork_core.gate.checkpoint import Checkpoint
+from deepwork_core.gate.quality import (
+    DEFAULT_MAX_INLINE_FILES,
+    build_review_message,
+    task_file_count,
+    unjudged_criteria,
+    verdict_from_reply,
+)
+from deepwork_core.gate.reviewer import ReviewBrief, Reviewer, ReviewerReply
+from deepwork_core.gate.tasks import QualityReviewTask
+from deepwork_core.state.event_kinds import ReviewStalledEvent
+from deepwork_core.state.events import append_event
+
+
+class ReviewCalls:
+    """How the gate asks `reviewer` about a task (see the module). Safe to use from several
+    worker threads at once."""
+
+    def __init__(
+        self,
+        reviewer: Reviewer,
+        *,
+        base_timeout: float = DEFAULT_REVIEW_TIMEOUT,
+        per_extra_file: float = DEFAULT_SECONDS_PER_EXTRA_FILE,
+        max_inline_files: int = DEFAULT_MAX_INLINE_FILES,
+        stall_timeout: float | None = DEFAULT_STALL_TIMEOUT,
+        stall_retries: int = DEFAULT_STALL_RETRIES,
+        models: ReviewModels | None = None,
+        budget: ReviewBudget | None = None,
+    ) -> None:
+        """`stall_timeout` None: a silent reviewer is never stopped. `models`: the model per
+        review depth. `budget`: what a workflow run may spend on reviews."""
+        self.reviewer = reviewer
+        self.base_timeout = base_timeout
+        self.per_extra_file = per_extra_file
+        self.max_inline_files = max_inline_files
+        self.stall_timeout = stall_timeout
+        self.stall_retries = stall_retries
+        self.models = models if models is not None else ReviewModels()
+        self.budget = budget if budget is not None else ReviewBudget()
+        self.ledger = BudgetLedger(self.budget)
+
+    def timeout_for(self, file_count: int) -> float:
+        """Per-task deadline: the base plus `per_extra_file` for each file beyond five."""
+        return self.base_timeout + self.per_extra_file * max(0, file_count - TIMEOUT_FREE_FILES)
+
+    def judge(
+        self,
+        checkpoint: Checkpoint,
+        task: QualityReviewTask,
+        cancelled: threading.Event,
+        *,
+        slots: int = 1,
+    ) -> ReviewVerdict:
+        """The verdict of `task` (see the module); `slots`: how many calls of the run may run
+        alongside this one, sharing what is left of its cost budget. Stops soon after
+        `cancelled` is set (then `quality_gate.error`)."""
+        if self.budget.max_cost_usd is not None or self.budget.max_tokens is not None:
+            check_budget(checkpoint.project_root, checkpoint.run_session_id, self.budget)
+        message = build_review_message(checkpoint, task, self.max_inline_files)
+        deadline = time.monotonic() + self.timeout_for(task_file_count(checkpoint, task))
+        call = _Call(checkpoint, task, message, deadline, slots)
+        try:
+            answer = self._ask(call, cancelled)
+            if unjudged_criteria(task, answer.reply.reply):
+                # Asked once more; a second incomplete reply fails the unjudged criteria.
+                self._log_usage(call, answer, "unjudged")
+                answer = self._ask(call, cancelled)
+            try:
+                verdict = verdict_from_reply(task, answer.reply.reply)
+            except QualityGateError as exc:
+                self._log_usage(call, answer, exc.code)
+                raise
+            self._log_usage(call, answer, "passed" if verdict.passed else "failed")
+            return verdict
+        finally:
+            self._release(call)  # stopped before its usage was logged
+
+    def _ask(self, call: _Call, cancelled: threading.Event) -> _Answer:
+        """One reviewer call with its slice of the budget reserved (`BudgetLedger`); its usage
+        is logged (and its error raised) when it failed."""
+        checkpoint = call.checkpoint
+        call.share = self.ledger.reserve(
+            checkpoint.project_root, checkpoint.run_session_id, call.slots
+        )
+        started = time.monotonic()
+        try:
+            reply = self._call(call, cancelled)
+        except BaseException:
+            self._release(call)
+            raise
+        answer = _Answer(reply, time.monotonic() - started)
+        if reply.error is not None:
+            self._log_usage(call, answer, reply.error.code)
+            raise reply.error.error()
+        return answer
+
+    def _call(self, call: _Call, cancelled: threading.Event) -> ReviewerReply:
+        """The call, started again after a stall up to `stall_retries` times."""
+        total = self.stall_retries + 1
+        for try_number in range(1, total + 1):
+            if cancelled.is_set():
+                raise QualityGateError(
+                    "the review was cancelled", code=ErrorCode.QUALITY_GATE_ERROR
+                )
+            try:
+                return self.reviewer.review(self._brief(call), cancelled)
+            except QualityGateError as exc:
+                if exc.code != ErrorCode.QUALITY_GATE_REVIEWER_STALLED:
+                    raise
+                self._log_stall(call, try_number, retrying=try_number < total)
+        waited = total * (self.stall_timeout or 0.0)
+        raise QualityGateError(
+            f"the reviewer for {call.task.label} sent no event for {self.stall_timeout or 0:g} s "
+            f"and was stopped, {total} time(s) in a row ({waited:g} s waited in all). This was "
+            "not counted as an attempt.",
+            code=ErrorCode.QUALITY_GATE_REVIEWER_STALLED,
+        )
+
+    def _brief(self, call: _Call) -> ReviewBrief:
+        task = call.task
+        return ReviewBrief(
+            task=task,
+            message=call.message,
+            project_root=call.checkpoint.project_root,
+            session_id=call.checkpoint.session_id,
+            model=self.models.for_depth(task.depth or DEFAULT_REVIEW_DEPTH),
+            usd_left=call.share,
+            timeout=max(0.0, call.deadline - time.monotonic()),
+            stall_timeout=self.stall_timeout,
+        )
+
+    def _log_stall(self, call: _Call, try_number: int, *, retrying: bool) -> None:
+        checkpoint = call.checkpoint
+        event = ReviewStalledEvent(
+            **review_event_fields(checkpoint, call.task),
+            waited_seconds=self.stall_timeout or 0.0,
+            try_number=try_number,
+            retrying=retrying,
+        )
+        append_event(checkpoint.project_root, event)
+
+    def _log_usage(self, call: _Call, answer: _Answer, outcome: str) -> None:
+        """One `review_usage` event in the run's log (docs/quality-gate.md)."""
+        checkpoint, task, usage = call.checkpoint, call.task, answer.reply.usage
+        if usage.model is None:  # the CLI did not say: the model it was asked for
+            asked = self.models.for_depth(task.depth or DEFAULT_REVIEW_DEPTH)
+            usage = usage.model_copy(update={"model": asked})
+        event = review_usage_event(
+            checkpoint,
+            task,
+            usage,
+            seconds=round(answer.seconds, 3),
+            outcome=str(outcome),
+            runner=self.reviewer.name,
+        )
+        append_event(checkpoint.project_root, event)
+        self._release(call)  # the real cost is in the log now
+
+    def _release(self, call: _Call) -> None:
+        if call.share is not None:
+            self.ledger.release(call.checkpoint.run_session_id, call.share)
+            call.share = None
+
+
+@dataclass(slots=True)
+class _Call:
+    """One review task being asked."""
+
+    checkpoint: Checkpoint
+    task: QualityReviewTask
+    message: str
+    deadline: float
+    #: Calls of the run that may run alongside this one (they share what is left).
+    slots: int = 1
+    #: The USD this call holds in the ledger while it runs (None: none).
+    share: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    reply: ReviewerReply
+    seconds: float
