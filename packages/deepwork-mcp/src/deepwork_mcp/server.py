@@ -13,11 +13,12 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from datetime import date
 from importlib.metadata import version
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from anyio import to_thread
 from deepwork_core import DeepWorkConfig, DeepWorkError, JobCatalog
@@ -35,7 +36,7 @@ from deepwork_mcp.roots import ProjectRoot, Projects, ProjectServices, RootsMidd
 from deepwork_mcp.server_instructions import build_instructions
 from deepwork_mcp.tool_errors import ToolErrors
 from deepwork_mcp.tools.reviews import register_review_tools
-from deepwork_mcp.tools.services import ToolServices, lifespan
+from deepwork_mcp.tools.services import Lifespan, ToolServices, lifespan
 from deepwork_mcp.tools.workflows import register_workflow_tools
 
 if TYPE_CHECKING:
@@ -142,6 +143,29 @@ class _GateOnce:
                 self._built.append(build_gate(self._settings, self._trace_env))
             return self._built[0]
 
+    def close(self) -> None:
+        """Stop the background work of the gate, if one was built (the engines keep it: a
+        later call starts its workers again)."""
+        with self._lock:
+            built = self._built[0] if self._built else None
+        if built is not None:
+            built.close()
+
+
+def _closing(gate: _GateOnce, serving: Lifespan) -> Lifespan:
+    """`serving`, and when the server's last client session ends (`deepwork serve` stops, an
+    in-memory client disconnects) the gate's background workers stop."""
+
+    @asynccontextmanager
+    async def closing(server: FastMCP[Any]) -> AsyncIterator[dict[str, Any]]:
+        try:
+            async with serving(server) as state:
+                yield state
+        finally:
+            await to_thread.run_sync(gate.close)
+
+    return closing
+
 
 def create_server(
     project_root: Path | str,
@@ -180,19 +204,19 @@ def create_server(
         raise ConfigError("quality_gate.max_attempts must be at least 1")
     check_gate(gate_settings)
     keys = default_state_dir(os.environ) if state_dir is None else state_dir
-    shared = shared_store
-    make_services = _services_factory(config, additional_jobs_folders, keys, shared, trace_env)
-
+    gate = _GateOnce(gate_settings, trace_env)
+    make_services = _services_factory(config, additional_jobs_folders, keys, shared_store, gate)
     where = ProjectRoot(fixed=None if follow_client_roots else root, fallback=root)
     projects = Projects(where, make_services)
     outer = [RootsMiddleware(where)] if follow_client_roots else []
+    tools = ToolServices(projects.get, launch=launch, platform=config.platform)
     mcp = FastMCP(
         SERVER_NAME,
         instructions=build_instructions(INSTRUCTIONS, projects.get(root).catalog.scan(), launch),
         version=version("deepwork-mcp"),
         mask_error_details=True,
         middleware=[*outer, CallLog(projects.get), ToolErrors(), CompactToolListing()],
-        lifespan=lifespan(ToolServices(projects.get, launch=launch, platform=config.platform)),
+        lifespan=_closing(gate, lifespan(tools)),
     )
     register_workflow_tools(mcp)
     register_review_tools(mcp)
@@ -204,11 +228,13 @@ def _services_factory(
     additional_jobs_folders: Sequence[Path],
     keys: Path,
     shared: bool | None,
-    trace_env: TraceEnv | None = None,
+    gate: _GateOnce | None = None,
 ) -> Callable[[Path], ProjectServices]:
-    """What each project folder gets: its job catalog now, its workflow engine on first use."""
+    """What each project folder gets: its job catalog now, its workflow engine on first use
+    (with `gate`, the server's one quality gate; by default one built for `config`)."""
     gate_settings = config.quality_gate
-    gate = _GateOnce(gate_settings, trace_env)
+    if gate is None:
+        gate = _GateOnce(gate_settings, None)
 
     def make_services(folder: Path) -> ProjectServices:
         catalog = JobCatalog.for_project(folder, additional_jobs_folders)

@@ -79,6 +79,10 @@ class Gate(Protocol):
         """Serve `project_root`: resume the review jobs a stopped server left there."""
         ...
 
+    def close(self) -> None:
+        """The server stops: stop what serving started (a later use starts it again)."""
+        ...
+
 
 class RuleSource(Protocol):
     """The `.deepreview` rules at the gate: their tasks for a checkpoint, and load problems."""
@@ -127,6 +131,9 @@ class SelfReviewGate(_Planner):
     def start(self, project_root: Path, load_job: Callable[[str], JobDefinition]) -> None:
         return None  # nothing runs in the background
 
+    def close(self) -> None:
+        return None
+
     def evaluate(self, checkpoint: Checkpoint, progress: ProgressReporter | None) -> GateVerdict:
         tasks, warnings = self.tasks(checkpoint), self.warnings(checkpoint)
         if not tasks:
@@ -162,6 +169,15 @@ class ExternalGate(_Planner):
 
     def start(self, project_root: Path, load_job: Callable[[str], JobDefinition]) -> None:
         self.background(project_root, load_job)
+
+    def close(self) -> None:
+        """Stop the workers of every project; their running reviews are claimed again once
+        their leases run out (docs/quality-gate.md), by the next server or by this gate when
+        it is used again."""
+        with self._lock:
+            projects, self._projects = list(self._projects.values()), {}
+        for reviews in projects:
+            reviews.close()
 
     def background(
         self, project_root: Path, load_job: Callable[[str], JobDefinition]
