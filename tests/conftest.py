@@ -19,6 +19,17 @@ from tests.fixtures.reviewer import RUNNERS, ScriptedReviewer
 if TYPE_CHECKING:
     from deepwork_core.state.store.port import Store
 
+#: The per-test timeout of a `slow` test (end to end through real subprocesses, fuzzing); every
+#: other test gets the `timeout` of pyproject.toml, and `@pytest.mark.timeout(N)` wins over both.
+SLOW_TIMEOUT_S = 600
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT_S))
+
+
 PY_RULE = """\
 python:
   description: Python files
@@ -127,7 +138,8 @@ def _approval_keys_in_tmp(
 
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[LocalPostgres]:
-    """A real PostgreSQL server for the whole test run (tests/fixtures/postgres.py).
+    """A real PostgreSQL server for the whole test run, one per pytest-xdist worker
+    (tests/fixtures/postgres.py).
 
     Skips, saying why, only where one cannot be started; CI (`CI=true`) fails instead, so the
     PostgreSQL half of the suite can never vanish unnoticed.
@@ -147,13 +159,14 @@ def postgres() -> Iterator[LocalPostgres]:
 
 @pytest.fixture
 def pg_url(postgres: LocalPostgres) -> str:
-    """The URL of a new, empty database on the test run's PostgreSQL server."""
-    return postgres.create_database()
+    """The URL of a new, empty store on the test process's PostgreSQL server (a role and its
+    own schema: `LocalPostgres.new_store_url`)."""
+    return postgres.new_store_url()
 
 
 #: `DEEPWORK_TEST_STORE=postgresql` runs the tests on PostgreSQL instead of SQLite (`nox -s
-#: tests_postgres`): each test's projects use a fresh database of the test run's server, and the
-#: servers and commands a test starts get it through `DEEPWORK_STORE_URL`.
+#: tests_postgres`): each test's projects use an empty store of its own on the test process's
+#: server, and the servers and commands a test starts get it through `DEEPWORK_STORE_URL`.
 TEST_STORE_ENV = "DEEPWORK_TEST_STORE"
 
 

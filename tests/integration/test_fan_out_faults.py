@@ -26,7 +26,9 @@ from tests.fixtures.state_rows import all_session_json, event_lines
 from tests.integration.test_fan_out_stdio import fan_job
 from tests.integration.test_worktree_groups_stdio import GROUP, group_job_v09
 
-pytestmark = pytest.mark.slow
+#: 100 runs of two driver processes each: more than the 600 s of a `slow` test under coverage
+#: on a busy 2-core machine (tests/conftest.py).
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 RUNS = int(os.environ.get("FANOUT_FAULT_RUNS", "100"))
 GROUP_RUNS = int(os.environ.get("GROUP_FAULT_RUNS", "20"))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 import psycopg
 import pytest
 
@@ -37,3 +39,22 @@ def test_the_server_stops_and_comes_back_with_its_data(postgres: LocalPostgres) 
         postgres.start()
     with psycopg.connect(url) as conn:
         assert conn.execute("SELECT n FROM kept").fetchall() == [(7,)]
+
+
+def test_each_test_store_is_empty_separate_and_out_of_reach_of_the_others(
+    postgres: LocalPostgres,
+) -> None:
+    first, second = postgres.new_store_url(), postgres.new_store_url()
+    with psycopg.connect(first, autocommit=True) as conn:
+        schema = conn.execute("SELECT current_schema()").fetchone()
+        conn.execute("CREATE TABLE runs (id text)")
+        conn.execute("INSERT INTO runs VALUES ('a')")
+    assert schema is not None
+    assert schema[0] == urlsplit(first).username  # unqualified names land in the role's own
+    with psycopg.connect(second, autocommit=True) as conn:
+        tables = conn.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()"
+        ).fetchone()
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute(f'SELECT * FROM "{schema[0]}".runs')
+    assert tables == (0,)

@@ -11,6 +11,7 @@ private name; it imports `deepwork_review` through that package's `__all__`.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import subprocess
 import sys
@@ -37,6 +38,12 @@ MAX_FUNCTION_LINES = 60
 #: Modules allowed over the limits (none).
 SIZE_ALLOWED: set[str] = set()
 SIZE_CHECKED = ("deepwork_core", "deepwork_review", "deepwork_mcp")
+
+
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """The parsed source of `path`, parsed once for all the checks of this module."""
+    return ast.parse(path.read_text(encoding="utf-8"))
 
 
 def _modules() -> Iterator[tuple[str, str, Path]]:
@@ -68,7 +75,7 @@ def _imports(path: Path) -> Iterator[tuple[str, list[str], bool]]:
             else:
                 yield from visit(child, eager)
 
-    yield from visit(ast.parse(path.read_text(encoding="utf-8")), True)
+    yield from visit(_tree(path), True)
 
 
 def test_imports_follow_the_layers_and_the_public_apis() -> None:
@@ -183,7 +190,7 @@ def test_no_source_folder_holds_too_many_modules() -> None:
 def test_every_public_class_name_is_defined_once() -> None:
     homes: dict[str, list[str]] = {}
     for _, name, path in _modules():
-        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        for node in _tree(path).body:
             if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
                 homes.setdefault(node.name, []).append(name)
     twice = {cls: where for cls, where in homes.items() if len(where) > 1}
@@ -294,7 +301,7 @@ def _sizes() -> Iterator[tuple[str, int, list[tuple[str, int]]]]:
         text = path.read_text(encoding="utf-8")
         functions = [
             (node.name, (node.end_lineno or node.lineno) - node.lineno + 1)
-            for node in ast.walk(ast.parse(text))
+            for node in ast.walk(_tree(path))
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
         ]
         relative = path.relative_to(SOURCES[package].parent).as_posix()

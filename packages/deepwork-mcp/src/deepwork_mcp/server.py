@@ -149,7 +149,8 @@ class _GateOnce:
             return self._built[0]
 
     def close(self) -> None:
-        """Stop the gate's background work, if it was built (a later engine starts it again)."""
+        """Stop the background work of the gate, if one was built (the engine a later call
+        makes starts its workers again)."""
         with self._lock:
             built = self._built[0] if self._built else None
         if built is not None:
@@ -198,15 +199,14 @@ def create_server(
     where = ProjectRoot(fixed=None if follow_client_roots else root, fallback=root)
     projects = Projects(where, factory.make)
     outer = [RootsMiddleware(where)] if follow_client_roots else []
+    tools = ToolServices(projects.get, launch=launch, platform=config.platform)
     mcp = FastMCP(
         SERVER_NAME,
         instructions=build_instructions(INSTRUCTIONS, projects.get(root).catalog.scan(), launch),
         version=version("deepwork-mcp"),
         mask_error_details=True,
         middleware=[*outer, CallLog(projects.get), ToolErrors(), CompactToolListing()],
-        lifespan=_lifespan(
-            ToolServices(projects.get, launch=launch, platform=config.platform), factory, projects
-        ),
+        lifespan=_lifespan(tools, factory, projects),
     )
     register_workflow_tools(mcp)
     register_review_tools(mcp)

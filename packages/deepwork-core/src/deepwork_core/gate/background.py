@@ -351,6 +351,7 @@ class BackgroundReviews:
             for _, cancelled in self._running.values():
                 cancelled.set()
         self._pool.shutdown(wait=True, cancel_futures=True)
+        self._keeper.join()
 
 
 def _payloads(

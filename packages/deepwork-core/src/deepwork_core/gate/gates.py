@@ -85,8 +85,7 @@ class Gate(Protocol):
         ...
 
     def close(self) -> None:
-        """Stop serving every project (before their stores close): background work stops,
-        and what it left is taken up by the next start."""
+        """The server stops: stop what serving started (a later use starts it again)."""
         ...
 
 
@@ -181,9 +180,12 @@ class ExternalGate(_Planner):
         self.background(project_root, store, load_job)
 
     def close(self) -> None:
+        """Stop the workers of every project; their running reviews are claimed again once
+        their leases run out (docs/quality-gate.md), by the next server or by this gate when
+        it is used again."""
         with self._lock:
-            started, self._projects = list(self._projects.values()), {}
-        for reviews in started:
+            projects, self._projects = list(self._projects.values()), {}
+        for reviews in projects:
             reviews.close()
 
     def background(

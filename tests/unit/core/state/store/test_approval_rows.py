@@ -26,6 +26,16 @@ from deepwork_core.state.approvals import (
     seal_fields,
 )
 from deepwork_core.state.events import event_line
+from deepwork_core.state.store.approval_rows import (
+    WITHDRAWN,
+    DecisionRow,
+    RequestRow,
+    close_requests,
+    open_request,
+    save_decision,
+    undecided_requests,
+)
+from deepwork_core.state.store.opening import open_store
 from deepwork_core.state.store.port import Store
 
 from tests.fixtures.state_rows import insert_decision_by_hand
@@ -193,3 +203,42 @@ def test_old_approval_files_are_imported_with_their_seals(
     assert old.with_name(old.name + ".imported").is_file()
     [(state,)] = rows(db, "SELECT state FROM approval_requests")
     assert state == "open"
+
+
+def _row(session_id: str, request_id: str, at: float) -> RequestRow:
+    body = json.dumps({"request_id": request_id})
+    return RequestRow(
+        session_id, request_id, "job", "main", '["plan"]', "[]", "cli", None, at, body
+    )
+
+
+def test_the_undecided_requests_of_every_project_of_a_store_come_newest_first(
+    store_url: str | None, tmp_path: Path
+) -> None:
+    url = store_url or f"sqlite:///{tmp_path / 'shared.sqlite3'}"
+    folders = [tmp_path / "a", tmp_path / "b"]
+    for folder in folders:
+        folder.mkdir()
+    a, b = (open_store(url, folder, machine="laptop") for folder in folders)
+    try:
+        with a.write() as tx:
+            open_request(tx, a.project.project_id, _row("s1", "a-old", 100.0), 100.0)
+            open_request(tx, a.project.project_id, _row("s2", "a-decided", 300.0), 300.0)
+            decision = DecisionRow("s2", "a-decided", True, "cli", "me", None, None, None, 1, "{}")
+            save_decision(tx, a.project.project_id, decision)
+        with b.write() as tx:
+            open_request(tx, b.project.project_id, _row("s1", "b-new", 200.0), 200.0)
+            open_request(tx, b.project.project_id, _row("s3", "b-gone", 400.0), 400.0)
+            close_requests(tx, b.project.project_id, "s3", WITHDRAWN, 401.0)
+        with a.read() as tx:
+            listed = undecided_requests(tx)
+            first = undecided_requests(tx, limit=1)
+    finally:
+        a.close()
+        b.close()
+    assert [(r.project_root, json.loads(r.body)["request_id"]) for r in listed] == [
+        (str(folders[1].resolve()), "b-new"),
+        (str(folders[0].resolve()), "a-old"),
+    ]
+    assert {r.machine for r in listed} == {"laptop"}
+    assert [json.loads(r.body)["request_id"] for r in first] == ["b-new"]
