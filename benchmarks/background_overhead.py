@@ -28,6 +28,7 @@ from deepwork_core.gate.tasks import QualityReviewTask
 from deepwork_core.jobs.discovery import STANDARD_JOBS_DIR
 from deepwork_core.jobs.parser import load_job
 from deepwork_core.state.store.opening import open_store
+from deepwork_core.state.store.port import Store
 from deepwork_core.state.store.review_jobs import ReviewJobs
 from deepwork_core.state.store.sqlite import SqliteStore
 
@@ -50,7 +51,7 @@ class _InstantJudge:
         )
 
 
-def _checkpoint(root: Path) -> tuple[Checkpoint, QualityReviewTask]:
+def _checkpoint(root: Path, store: Store) -> tuple[Checkpoint, QualityReviewTask]:
     """The first review of the standard jobs, its output files written under `root`."""
     for job_dir in sorted(p for p in STANDARD_JOBS_DIR.iterdir() if p.is_dir()):
         job = load_job(job_dir)
@@ -65,6 +66,7 @@ def _checkpoint(root: Path) -> tuple[Checkpoint, QualityReviewTask]:
                 outputs[name] = [path] if spec.type.value == "files" else path
             checkpoint = Checkpoint(
                 project_root=root,
+                store=store,
                 session_id="bench_background",
                 job=job,
                 step_ids=(step.id,),
@@ -80,9 +82,9 @@ def background_overhead(
 ) -> tuple[float, float, float]:
     """(overhead, direct, background) medians in milliseconds over `samples` reviews."""
     root.mkdir(parents=True, exist_ok=True)
-    checkpoint, task = _checkpoint(root)
-    judge = _InstantJudge()
     store = open_store(None, root)
+    checkpoint, task = _checkpoint(root, store)
+    judge = _InstantJudge()
     if not fsync and isinstance(store, SqliteStore):
         store._conn.execute("PRAGMA synchronous = NORMAL")  # the bench's variant only
     jobs = ReviewJobs(store, ReviewPayload)
@@ -93,6 +95,7 @@ def background_overhead(
         for sample in range(samples + 1):
             fresh = Checkpoint(  # another submission each time: nothing to join
                 project_root=root,
+                store=store,
                 session_id=checkpoint.session_id,
                 job=checkpoint.job,
                 step_ids=checkpoint.step_ids,

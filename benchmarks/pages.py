@@ -22,11 +22,14 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 from workloads import LONG_JOB, make_long_workflow
+
+if TYPE_CHECKING:
+    from deepwork_core.state.sessions import SessionStore
 
 #: Runs on the runs page (one full page of the list).
 RUNS = 100
@@ -34,15 +37,15 @@ STEPS = 50
 QUICK_STEPS = 10
 
 
-def _project(root: Path, steps: int) -> str:
+def _project(store: SessionStore, steps: int) -> str:
     """`RUNS` runs of a `steps`-step workflow (each of its own agent, so none nests under
     another), the first one done start to end; its session id."""
     from deepwork_core.engine.workflow import WorkflowEngine
     from deepwork_core.jobs.discovery import JobCatalog
-    from deepwork_core.state.sessions import SessionStore
 
+    root = store.project_root
     outputs = make_long_workflow(root, steps)
-    engine = WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(root))
+    engine = WorkflowEngine(root, JobCatalog.for_project(root), store)
     done = engine.start("the run the page shows", LONG_JOB, "long", inputs={}).brief.session_id
     for index, path in enumerate(outputs, start=1):
         engine.finish({f"s{index:02d}_out.md": path}, session_id=done)
@@ -66,15 +69,15 @@ def _timed(action: Callable[[], object], repeats: int) -> list[float]:
 def rendering(steps: int, repeats: int) -> tuple[list[float], list[float], list[float]]:
     """Seconds of the runs page, the run page and the report, `repeats` times each."""
     from deepwork_core.state.sessions import SessionStore
-    from deepwork_core.state.store.opening import close_shared_stores
+    from deepwork_core.state.store.opening import open_store
     from deepwork_mcp.dashboard import pages, views
     from deepwork_mcp.dashboard.run_page import run_page
 
     with tempfile.TemporaryDirectory(prefix="deepwork-pages-bench-") as folder:
         root = Path(folder)
-        try:
-            session_id = _project(root, steps)
-            store = SessionStore(root)
+        with open_store(None, root) as opened:
+            store = SessionStore(opened, root)
+            session_id = _project(store, steps)
             rows = views.runs(store)
             assert len(rows) == RUNS, len(rows)
             page = views.run_page_view(store, session_id)
@@ -84,8 +87,6 @@ def rendering(steps: int, repeats: int) -> tuple[list[float], list[float], list[
             report = _timed(
                 lambda: run_page(views.run_page_view(store, session_id), token=None), repeats
             )
-        finally:
-            close_shared_stores()
     return run_list, run, report
 
 

@@ -58,24 +58,21 @@ def finished_step(url: str | None, runs: int, steps: int) -> list[float]:
     from deepwork_core.engine.workflow import WorkflowEngine
     from deepwork_core.jobs.discovery import JobCatalog
     from deepwork_core.state.sessions import SessionStore
-    from deepwork_core.state.store.opening import close_shared_stores, use_store_url
+    from deepwork_core.state.store.opening import open_store
 
     samples: list[float] = []
     with tempfile.TemporaryDirectory(prefix="deepwork-store-bench-") as folder:
         root = Path(folder) / "p"
         root.mkdir()
         outputs = make_long_workflow(root, steps)
-        use_store_url(root, url)
-        engine = WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(root))
-        try:
+        with open_store(url, root) as store:
+            engine = WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(store, root))
             for _ in range(runs):
                 engine.start("bench", LONG_JOB, "long", inputs={})
                 for index, path in enumerate(outputs, start=1):
                     began = time.perf_counter()
                     engine.finish({f"s{index:02d}_out.md": path})
                     samples.append(time.perf_counter() - began)
-        finally:
-            close_shared_stores()
     return samples
 
 
@@ -111,7 +108,7 @@ def listing(url: str | None, count: int, repeats: int) -> tuple[list[float], lis
     """Seconds of listing `count` runs of every project, and of the dashboard's first page of a
     project holding `count` runs."""
     from deepwork_core.state.sessions import SessionStore
-    from deepwork_core.state.store.opening import close_shared_stores, shared_store, use_store_url
+    from deepwork_core.state.store.opening import open_store
     from deepwork_core.state.store.runs import list_runs
     from deepwork_mcp.dashboard.views import RUNS_PER_PAGE
     from deepwork_mcp.dashboard.views import runs as dashboard_runs
@@ -122,12 +119,10 @@ def listing(url: str | None, count: int, repeats: int) -> tuple[list[float], lis
         many, one = Path(folder) / "many", Path(folder) / "one"
         many.mkdir()
         one.mkdir()
-        try:
-            for root, projects in ((many, PROJECTS), (one, 1)):
-                use_store_url(root, url)
-                _fill(shared_store(root), count, projects)
-            store = shared_store(many)
-            sessions = SessionStore(one)
+        with open_store(url, many) as store, open_store(url, one) as own:
+            _fill(store, count, PROJECTS)
+            _fill(own, count, 1)
+            sessions = SessionStore(own, one)
             for _ in range(repeats):
                 began = time.perf_counter()
                 with store.read() as tx:
@@ -138,8 +133,6 @@ def listing(url: str | None, count: int, repeats: int) -> tuple[list[float], lis
                 rows = dashboard_runs(sessions)
                 page.append(time.perf_counter() - began)
                 assert len(rows) == min(RUNS_PER_PAGE, count), len(rows)
-        finally:
-            close_shared_stores()
     return every, page
 
 

@@ -1,4 +1,5 @@
-"""Fixtures shared by every test suite: real git repositories and a real PostgreSQL server."""
+"""Fixtures shared by every test suite: real git repositories, a real PostgreSQL server, and
+the store of a test's project (`make_store`)."""
 
 from __future__ import annotations
 
@@ -6,12 +7,17 @@ import os
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
+from deepwork_core.state.store.url import STORE_URL_ENV
 
 from tests.fixtures.postgres import LocalPostgres
 from tests.fixtures.postgres import available as postgres_available
 from tests.fixtures.reviewer import RUNNERS, ScriptedReviewer
+
+if TYPE_CHECKING:
+    from deepwork_core.state.store.port import Store
 
 #: The per-test timeout of a `slow` test (end to end through real subprocesses, fuzzing); every
 #: other test gets the `timeout` of pyproject.toml, and `@pytest.mark.timeout(N)` wins over both.
@@ -169,19 +175,48 @@ def on_postgres() -> bool:
 
 
 @pytest.fixture(autouse=True)
-def _store_of_the_test(
+def _store_url_in_the_environment(
     request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[None]:
-    from deepwork_core.state.store.opening import close_shared_stores
-    from deepwork_core.state.store.url import STORE_URL_ENV, set_default_store_url
-
+) -> None:
+    """What `DEEPWORK_STORE_URL` says to the commands and servers a test starts: nothing (each
+    project's SQLite file), or the test's PostgreSQL database under `DEEPWORK_TEST_STORE`. Only
+    the environment: code the test calls itself is handed a store from `make_store`."""
     monkeypatch.delenv(STORE_URL_ENV, raising=False)
     if on_postgres():
+        monkeypatch.setenv(STORE_URL_ENV, request.getfixturevalue("pg_url"))
+
+
+@pytest.fixture
+def test_store_url(request: pytest.FixtureRequest) -> str | None:
+    """The URL of the test's store: None (each project's SQLite file), or the test's
+    PostgreSQL database under `DEEPWORK_TEST_STORE=postgresql`."""
+    if on_postgres():
         url: str = request.getfixturevalue("pg_url")
-        set_default_store_url(url)
-        monkeypatch.setenv(STORE_URL_ENV, url)
-    try:
-        yield
-    finally:
-        set_default_store_url(None)
-        close_shared_stores()
+        return url
+    return None
+
+
+@pytest.fixture
+def make_store(test_store_url: str | None) -> Iterator[Callable[..., Store]]:
+    """`make_store(root)` opens the store of project `root` as a command or a server the test
+    starts would choose it: `test_store_url` (what their `DEEPWORK_STORE_URL` says), else
+    `store.url` of the project's config, else its SQLite file. Keyword arguments go to
+    `open_store` (`clock`, `machine`). Every store is closed after the test."""
+    from deepwork_core.state.store.opening import choose_store_url, open_store
+
+    opened: list[Store] = []
+
+    def make(root: Path, **options: Any) -> Store:
+        store = open_store(choose_store_url(root, test_store_url), root, **options)
+        opened.append(store)
+        return store
+
+    yield make
+    for store in reversed(opened):
+        store.close()
+
+
+@pytest.fixture
+def store(tmp_path: Path, make_store: Callable[..., Store]) -> Store:
+    """The store of `tmp_path` as a project (`make_store(tmp_path)`)."""
+    return make_store(tmp_path)

@@ -271,6 +271,7 @@ def check_claude_hooks(project: Path, env: Mapping[str, str]) -> str:
     from deepwork_core.engine.workflow import WorkflowEngine
     from deepwork_core.jobs.discovery import JobCatalog
     from deepwork_core.state.sessions import SessionStore
+    from deepwork_core.state.store.opening import open_store
 
     argv = [
         "claude", "-p", "x", "--plugin-dir", str(ROOT / "plugins" / "claude"),
@@ -280,12 +281,15 @@ def check_claude_hooks(project: Path, env: Mapping[str, str]) -> str:
     if not idle or any(r.get("exit_code") != 0 or r.get("stdout") for r in idle):
         raise CheckFailed(f"with no workflow active, SessionStart hooks answered: {idle}")
 
-    engine = WorkflowEngine(project, JobCatalog.for_project(project), SessionStore(project))
-    started = engine.start("check the plugin hooks", "deepwork_jobs", "new_job")
-    try:
-        active = _hook_responses(run(argv, env, cwd=project, timeout=180).stdout, "SessionStart")
-    finally:
-        engine.abort("plugin check done")
+    with open_store(None, project) as store:
+        sessions = SessionStore(store, project)
+        engine = WorkflowEngine(project, JobCatalog.for_project(project), sessions)
+        started = engine.start("check the plugin hooks", "deepwork_jobs", "new_job")
+        try:
+            answered = run(argv, env, cwd=project, timeout=180).stdout
+            active = _hook_responses(answered, "SessionStart")
+        finally:
+            engine.abort("plugin check done")
     briefing = " ".join(str(r.get("stdout", "")) for r in active)
     if started.brief.session_id not in briefing or "deepwork_jobs" not in briefing:
         raise CheckFailed(f"SessionStart did not brief the active workflow: {active}")

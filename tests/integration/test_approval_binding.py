@@ -11,6 +11,7 @@ import http.client
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
@@ -22,6 +23,7 @@ from deepwork_core.state.approval_signatures import ApproverSigner, TrustedAppro
 from deepwork_core.state.approvals import ApprovalChannel, ApprovalStore, record_decision
 from deepwork_core.state.event_kinds import ApprovalEvent
 from deepwork_core.state.events import read_events
+from deepwork_core.state.store.port import Store
 
 from tests.fixtures.dashboard_process import dashboard_process
 from tests.fixtures.evidence_project import key_of, make_evidence_project
@@ -40,6 +42,12 @@ def root(tmp_path: Path) -> Path:
     return make_evidence_project(tmp_path / "project")
 
 
+@pytest.fixture
+def store(root: Path, make_store: Callable[..., Store]) -> Store:
+    """The store of the project `root`, as the server and `deepwork approve` open it."""
+    return make_store(root)
+
+
 def deepwork(*args: str) -> subprocess.CompletedProcess[str]:
     """A `deepwork` command as the human runs it, a process of its own."""
     return subprocess.run(
@@ -56,53 +64,53 @@ def approve(root: Path, session_id: str, *args: str) -> subprocess.CompletedProc
     return deepwork("approve", session_id, "--path", str(root), "--yes", *args)
 
 
-async def waiting(agent: Server, root: Path) -> tuple[str, str]:
+async def waiting(agent: Server, store: Store, root: Path) -> tuple[str, str]:
     """Start the `approved` job and reach its approval: (session id, request id)."""
     started = await agent.ok("start_workflow", goal="g", job_name="approved", workflow_name="main")
     (root / "plan.md").write_text(REAL)
     answer = await agent.ok("finished_step", outputs=PLAN)
     assert answer["status"] == "awaiting_approval"
     session_id: str = started["begin_step"]["session_id"]
-    return session_id, request_id(root, session_id)
+    return session_id, request_id(store, session_id)
 
 
-def request_id(root: Path, session_id: str) -> str:
-    record = approval_json(root, session_id)
+def request_id(store: Store, session_id: str) -> str:
+    record = approval_json(store, session_id)
     found: str = record["request"]["request_id"]
     return found
 
 
-def approval_events(root: Path, session_id: str) -> list[ApprovalEvent]:
-    return [e for e in read_events(root, session_id) if isinstance(e, ApprovalEvent)]
+def approval_events(store: Store, session_id: str) -> list[ApprovalEvent]:
+    return [e for e in read_events(store, session_id) if isinstance(e, ApprovalEvent)]
 
 
-def swap_in_decoy(root: Path, session_id: str) -> None:
+def swap_in_decoy(store: Store, root: Path, session_id: str) -> None:
     """What an agent with a shell can do: point the pending request at a decoy file."""
     (root / "decoy.md").write_text(DECOY)
-    record = approval_json(root, session_id)
+    record = approval_json(store, session_id)
     record["request"]["shown"] = [
         {"output": "plan", "path": "decoy.md", "sha256": sha256_file(root, "decoy.md")}
     ]
     record["request"]["prompt"] = "Is this typo fix fine?"
-    write_approval_json(root, session_id, record)
+    write_approval_json(store, session_id, record)
 
 
-async def test_an_edited_request_never_gets_a_decoy_approved(root: Path) -> None:
+async def test_an_edited_request_never_gets_a_decoy_approved(root: Path, store: Store) -> None:
     async with serve(root) as agent:
-        session_id, first = await waiting(agent, root)
-        swap_in_decoy(root, session_id)
+        session_id, first = await waiting(agent, store, root)
+        swap_in_decoy(store, root, session_id)
 
         refused = approve(root, session_id)
         assert refused.returncode == 1
         assert refused.stderr.startswith("approval.request_unverified: "), refused.stderr
         assert DECOY.strip() not in refused.stdout  # the decoy is never shown as the request
-        assert approval_events(root, session_id) == []  # nothing decided, nothing logged
+        assert approval_events(store, session_id) == []  # nothing decided, nothing logged
 
         # The server does not take the edited request as its own: it asks anew, for the real file.
         again = await agent.ok("finished_step", outputs=PLAN)
         assert again["status"] == "awaiting_approval"
         asked = again["evidence"]["approval"]
-        assert request_id(root, session_id) != first
+        assert request_id(store, session_id) != first
         assert [s["path"] for s in asked["shown"]] == ["plan.md"]
 
         shown = approve(root, session_id)
@@ -111,14 +119,14 @@ async def test_an_edited_request_never_gets_a_decoy_approved(root: Path) -> None
         assert "decoy.md" not in shown.stdout
         moved = await agent.ok("finished_step", outputs=PLAN)
         assert moved["status"] == "next_step"
-        [event] = approval_events(root, session_id)
+        [event] = approval_events(store, session_id)
         assert [s.path for s in event.shown] == ["plan.md"]
 
 
-async def test_the_dashboard_shows_only_the_servers_request(root: Path) -> None:
+async def test_the_dashboard_shows_only_the_servers_request(root: Path, store: Store) -> None:
     async with serve(root) as agent:
-        session_id, request_id = await waiting(agent, root)
-        swap_in_decoy(root, session_id)
+        session_id, request_id = await waiting(agent, store, root)
+        swap_in_decoy(store, root, session_id)
         async with dashboard_process(root) as url:
             page = await get_page(url, "/approvals")
             assert "approval.request_unverified" in page
@@ -128,36 +136,36 @@ async def test_the_dashboard_shows_only_the_servers_request(root: Path) -> None:
             status, answer = await post_decision(url, session_id, request_id)
         assert status == 409
         assert "approval.request_unverified" in answer
-        assert approval_events(root, session_id) == []
+        assert approval_events(store, session_id) == []
         again = await agent.ok("finished_step", outputs=PLAN)
         assert again["status"] == "awaiting_approval"
 
 
-async def test_an_aborted_runs_approval_is_withdrawn(root: Path) -> None:
+async def test_an_aborted_runs_approval_is_withdrawn(root: Path, store: Store) -> None:
     async with serve(root) as agent:
-        session_id, _ = await waiting(agent, root)
+        session_id, _ = await waiting(agent, store, root)
         await agent.ok("abort_workflow", explanation="changed my mind")
 
         refused = approve(root, session_id)
         assert refused.returncode == 1
         assert refused.stderr.startswith("approval.none_pending: "), refused.stderr
-        assert approval_events(root, session_id) == []
+        assert approval_events(store, session_id) == []
 
 
-async def test_the_dashboard_refuses_an_aborted_runs_approval(root: Path) -> None:
+async def test_the_dashboard_refuses_an_aborted_runs_approval(root: Path, store: Store) -> None:
     async with serve(root) as agent:
-        session_id, request_id = await waiting(agent, root)
+        session_id, request_id = await waiting(agent, store, root)
         await agent.ok("abort_workflow", explanation="changed my mind")
         async with dashboard_process(root) as url:
             status, page = await post_decision(url, session_id, request_id)
         assert status == 409
         assert "approval.none_pending" in page
-        assert approval_events(root, session_id) == []
+        assert approval_events(store, session_id) == []
 
 
-async def test_a_replaced_approval_key_is_used_without_a_restart(root: Path) -> None:
+async def test_a_replaced_approval_key_is_used_without_a_restart(root: Path, store: Store) -> None:
     async with serve(root) as agent:
-        session_id, _ = await waiting(agent, root)
+        session_id, _ = await waiting(agent, store, root)
         # The key is deleted, as docs/security.md advises after an unsafe one.
         key_of(root).path.unlink()
         stale = approve(root, session_id)  # makes the new key; the old request no longer counts
@@ -172,15 +180,17 @@ async def test_a_replaced_approval_key_is_used_without_a_restart(root: Path) -> 
         assert moved["status"] == "next_step"
 
 
-async def test_a_project_that_trusts_approvers_counts_only_their_signatures(root: Path) -> None:
+async def test_a_project_that_trusts_approvers_counts_only_their_signatures(
+    root: Path, store: Store
+) -> None:
     made = deepwork("approver", "init", "--name", "alice", "--path", str(root))
     assert made.returncode == 0, made.stderr
     assert (root / APPROVERS_DIR / "alice.pub").read_text().startswith("deepwork-approver ed25519 ")
     async with serve(root) as agent:
-        session_id, _ = await waiting(agent, root)
+        session_id, _ = await waiting(agent, store, root)
         # An agent holding the project's HMAC key (or writing the store directly) records a
         # sealed, logged, unsigned decision: it does not count.
-        unsigned = ApprovalStore(root, key_of(root), trusted=TrustedApprovers(root / "none"))
+        unsigned = ApprovalStore(store, root, key_of(root), trusted=TrustedApprovers(root / "none"))
         record_decision(
             unsigned, session_id, approved=True, comment=None, channel=ApprovalChannel.CLI,
             actor="agent@box", terminal=None, now=_now(),
@@ -193,25 +203,31 @@ async def test_a_project_that_trusts_approvers_counts_only_their_signatures(root
         assert "signed by approver alice" in done.stdout
         moved = await agent.ok("finished_step", outputs=PLAN)
         assert moved["status"] == "next_step"
-        signed = [e for e in approval_events(root, session_id) if e.actor != "agent@box"]
+        signed = [e for e in approval_events(store, session_id) if e.actor != "agent@box"]
         assert len(signed) == 1
 
 
-async def test_a_signature_by_an_untrusted_approver_does_not_count(root: Path) -> None:
+async def test_a_signature_by_an_untrusted_approver_does_not_count(
+    root: Path, store: Store
+) -> None:
     assert deepwork("approver", "init", "--name", "alice", "--path", str(root)).returncode == 0
     assert deepwork("approver", "init", "--name", "mallory", "--no-trust").returncode == 0
     async with serve(root) as agent:
-        session_id, _ = await waiting(agent, root)
+        session_id, _ = await waiting(agent, store, root)
         refused = approve(root, session_id, "--approver", "mallory")
         assert refused.returncode == 1
         assert refused.stderr.startswith("approval.unverified: "), refused.stderr
-        assert approval_events(root, session_id) == []
+        assert approval_events(store, session_id) == []
 
         # An agent with a key of its own writes a signed, sealed, logged decision: no use.
         state = Path(os.environ["DEEPWORK_STATE_DIR"])
         mallory = ApproverSigner("mallory", state / "approvers" / "mallory.key")
         own = ApprovalStore(
-            root, key_of(root), trusted=TrustedApprovers(root / "none"), signer=mallory
+            store,
+            root,
+            key_of(root),
+            trusted=TrustedApprovers(root / "none"),
+            signer=mallory,
         )
         record_decision(
             own, session_id, approved=True, comment=None, channel=ApprovalChannel.CLI,

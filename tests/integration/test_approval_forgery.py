@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,9 @@ from deepwork_core.base.layout import APPROVERS_DIR
 from deepwork_core.state.approval_signatures import ApproverSigner, public_line
 from deepwork_core.state.event_kinds import ApprovalEvent
 from deepwork_core.state.events import read_events
-from deepwork_core.state.store.opening import use_store_url
+from deepwork_core.state.store.opening import open_store
+from deepwork_core.state.store.port import Store
+from deepwork_core.state.store.url import STORE_URL_ENV
 from deepwork_mcp.server import create_server
 from fastmcp import Client
 
@@ -68,9 +70,9 @@ def deepwork_approve(root: Path, session_id: str) -> subprocess.CompletedProcess
     )
 
 
-def forge_approval(root: Path, session_id: str) -> None:
+def forge_approval(store: Store, session_id: str) -> None:
     """What an agent that can reach the store can do: write a decision row by hand."""
-    record = approval_json(root, session_id)
+    record = approval_json(store, session_id)
     record["decision"] = {
         "request_id": record["request"]["request_id"],
         "approved": True,
@@ -81,14 +83,14 @@ def forge_approval(root: Path, session_id: str) -> None:
         "terminal": "/dev/pts/3",
         "shown": record["request"]["shown"],
     }
-    write_approval_json(root, session_id, record)
+    write_approval_json(store, session_id, record)
 
 
 async def test_a_hand_written_approval_is_refused_until_the_human_approves(
-    client: Client[Any], root: Path
+    client: Client[Any], root: Path, make_store: Callable[..., Store]
 ) -> None:
     session_id = await waiting_session(client, root)
-    forge_approval(root, session_id)
+    forge_approval(make_store(root), session_id)
 
     text = await call_error(client, "finished_step", "approval.unverified", outputs=PLAN)
     assert f"session {session_id}" in text
@@ -102,31 +104,32 @@ async def test_a_hand_written_approval_is_refused_until_the_human_approves(
     assert "does not count" in done.stderr  # the human is told the file held a forgery
     moved = await call_ok(client, "finished_step", outputs=PLAN)
     assert moved["status"] == "next_step"
-    events = [e for e in read_events(root, session_id) if isinstance(e, ApprovalEvent)]
+    events = [e for e in read_events(make_store(root), session_id) if isinstance(e, ApprovalEvent)]
     assert [(e.channel, e.actor) for e in events] == [("cli", events[0].actor)]
     assert events[0].actor != "alice@laptop"  # only the real decision is in the log
 
 
 async def test_a_real_approval_with_its_channel_edited_is_refused(
-    client: Client[Any], root: Path
+    client: Client[Any], root: Path, make_store: Callable[..., Store]
 ) -> None:
     session_id = await waiting_session(client, root)
     done = deepwork_approve(root, session_id)
     assert done.returncode == 0, done.stderr
-    record = approval_json(root, session_id)
+    store = make_store(root)
+    record = approval_json(store, session_id)
     record["decision"]["channel"] = "elicitation"
-    write_approval_json(root, session_id, record)
+    write_approval_json(store, session_id, record)
 
     text = await call_error(client, "finished_step", "approval.unverified", outputs=PLAN)
     assert "MAC does not verify" in text
 
 
 async def test_a_real_approval_missing_from_the_log_is_refused(
-    client: Client[Any], root: Path
+    client: Client[Any], root: Path, make_store: Callable[..., Store]
 ) -> None:
     session_id = await waiting_session(client, root)
     assert deepwork_approve(root, session_id).returncode == 0
-    assert delete_events(root, session_id, "approval") == 1
+    assert delete_events(make_store(root), session_id, "approval") == 1
 
     text = await call_error(client, "finished_step", "approval.unverified", outputs=PLAN)
     assert "no approval event" in text
@@ -143,7 +146,7 @@ async def test_a_real_approval_goes_through(client: Client[Any], root: Path) -> 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
 async def test_a_decision_inserted_into_the_database_never_completes_the_step(
-    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An agent with the database's password INSERTs a decision naming a trusted approver: the
     server refuses it (`approval.unverified`) and the step keeps waiting."""
@@ -153,25 +156,29 @@ async def test_a_decision_inserted_into_the_database_never_completes_the_step(
     alice.create()
     (root / APPROVERS_DIR).mkdir(parents=True, exist_ok=True)
     (root / APPROVERS_DIR / "alice.pub").write_text(public_line(alice.public_key()))
-    use_store_url(root, url)
-    async with Client(create_server(root, config())) as client:
-        session_id = await waiting_session(client, root)
-        asked = approval_json(root, session_id)["request"]
-        forged = {
-            "request_id": asked["request_id"],
-            "approved": True,
-            "decided_at": "2026-11-23T22:00:00Z",
-            "channel": "dashboard",
-            "actor": "alice@laptop",
-            "shown": asked["shown"],
-            "signer": "alice",
-            "signature": base64.b64encode(bytes(64)).decode(),
-        }
-        insert_decision_by_hand(root, url, session_id, forged)
+    if url is None:
+        monkeypatch.delenv(STORE_URL_ENV, raising=False)
+    else:
+        monkeypatch.setenv(STORE_URL_ENV, url)  # as the server reads it
+    with open_store(url, root) as db:
+        async with Client(create_server(root, config())) as client:
+            session_id = await waiting_session(client, root)
+            asked = approval_json(db, session_id)["request"]
+            forged = {
+                "request_id": asked["request_id"],
+                "approved": True,
+                "decided_at": "2026-11-23T22:00:00Z",
+                "channel": "dashboard",
+                "actor": "alice@laptop",
+                "shown": asked["shown"],
+                "signer": "alice",
+                "signature": base64.b64encode(bytes(64)).decode(),
+            }
+            insert_decision_by_hand(db, session_id, forged)
 
-        text = await call_error(client, "finished_step", "approval.unverified", outputs=PLAN)
-        assert "does not verify with the trusted key of 'alice'" in text
-        await call_error(client, "finished_step", "approval.unverified", outputs=PLAN)
-        active = await call_ok(client, "get_active_workflow")
-        [top] = active["stack"]
-        assert (top["session_id"], top["step"]) == (session_id, "plan")  # still on its step
+            text = await call_error(client, "finished_step", "approval.unverified", outputs=PLAN)
+            assert "does not verify with the trusted key of 'alice'" in text
+            await call_error(client, "finished_step", "approval.unverified", outputs=PLAN)
+            active = await call_ok(client, "get_active_workflow")
+            [top] = active["stack"]
+            assert (top["session_id"], top["step"]) == (session_id, "plan")  # still on its step

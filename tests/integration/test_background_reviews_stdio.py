@@ -15,6 +15,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ import pytest
 from deepwork_core.state.event_kinds import ReviewVerdictEvent
 from deepwork_core.state.events import read_events
 from deepwork_core.state.sessions import SessionStore
+from deepwork_core.state.store.port import Store
 
 from tests.fixtures.reviewer import ScriptedReviewer
 from tests.fixtures.stdio_server import Server, serve
@@ -47,9 +49,11 @@ def root(tmp_path: Path, runner: str) -> Path:
     return root
 
 
-def state(root: Path, session_id: str) -> dict[str, Any]:
+def state(make_store: Callable[..., Store], root: Path, session_id: str) -> dict[str, Any]:
     """The session as the store holds it (sessions are rows of the store)."""
-    data: dict[str, Any] = SessionStore(root).load(session_id).model_dump(mode="json")
+    data: dict[str, Any] = (
+        SessionStore(make_store(root), root).load(session_id).model_dump(mode="json")
+    )
     return data
 
 
@@ -80,7 +84,7 @@ async def start(server: Server, root: Path) -> str:
 
 @pytest.mark.slow
 async def test_a_long_review_answers_reviewing_then_the_third_call_its_verdict(
-    root: Path, scripted_reviewer: ScriptedReviewer, runner: str
+    root: Path, scripted_reviewer: ScriptedReviewer, runner: str, make_store: Callable[..., Store]
 ) -> None:
     scripted_reviewer.answer("gated")
     async with serve(root, env=scripted_reviewer.env) as server:
@@ -105,7 +109,7 @@ async def test_a_long_review_answers_reviewing_then_the_third_call_its_verdict(
         assert third["status"] == "next_step", third
     [call] = scripted_reviewer.calls()  # the second call joined the review in flight
     assert call["program"] == runner
-    session = state(root, session_id)
+    session = state(make_store, root, session_id)
     assert [(e["kind"], e["attempt"], e["passed"]) for e in session["quality_log"]] == [
         ("review", 1, True)
     ]
@@ -149,7 +153,7 @@ class _Killed(Exception):
 
 @pytest.mark.slow
 async def test_ten_reviews_survive_a_killed_server_with_ten_verdicts(
-    root: Path, scripted_reviewer: ScriptedReviewer
+    root: Path, scripted_reviewer: ScriptedReviewer, make_store: Callable[..., Store]
 ) -> None:
     outputs = {"final": "final.md", "appendix": APPENDICES}
     with suppress(Exception):  # the first client loses its server mid-review
@@ -192,14 +196,14 @@ async def test_ten_reviews_survive_a_killed_server_with_ten_verdicts(
     assert len(rows) == 11
     assert all(row_state == "done" for _, row_state, _ in rows)
     assert [tries for _, _, tries in rows[1:]] == [2] * 10  # claimed again once each
-    log = state(root, session_id)["quality_log"]
+    log = state(make_store, root, session_id)["quality_log"]
     assert [(e["kind"], e["passed"], len(e["reviews"])) for e in log] == [
         ("review", True, 1),
         ("review", True, 10),
     ]
     verdicts = [
         event
-        for event in read_events(root, session_id)
+        for event in read_events(make_store(root), session_id)
         if isinstance(event, ReviewVerdictEvent) and event.step_id == "polish"
     ]
     assert len(verdicts) == 10
@@ -214,7 +218,7 @@ LONG_REVIEW_SECONDS = 10
 
 @pytest.mark.slow
 async def test_a_review_longer_than_two_waits_answers_reviewing_twice_then_its_verdict(
-    root: Path, scripted_reviewer: ScriptedReviewer, runner: str
+    root: Path, scripted_reviewer: ScriptedReviewer, runner: str, make_store: Callable[..., Store]
 ) -> None:
     config = (root / ".deepwork" / "config.yml").read_text()
     (root / ".deepwork" / "config.yml").write_text(
@@ -231,7 +235,7 @@ async def test_a_review_longer_than_two_waits_answers_reviewing_twice_then_its_v
     assert answers == ["reviewing", "reviewing", "next_step"]
     [call] = scripted_reviewer.calls()
     assert call["program"] == runner
-    log = state(root, session_id)["quality_log"]
+    log = state(make_store, root, session_id)["quality_log"]
     assert [(e["kind"], e["attempt"], e["passed"]) for e in log] == [("review", 1, True)]
 
 
@@ -301,7 +305,7 @@ def write_step_stats(root: Path) -> dict[str, Any]:
 
 @pytest.mark.slow
 async def test_reviewing_is_never_an_attempt_in_the_stack_status_stats_or_max_attempts(
-    root: Path, scripted_reviewer: ScriptedReviewer
+    root: Path, scripted_reviewer: ScriptedReviewer, make_store: Callable[..., Store]
 ) -> None:
     config = (root / ".deepwork" / "config.yml").read_text()
     (root / ".deepwork" / "config.yml").write_text(config + "  max_attempts: 2\n")
@@ -333,7 +337,7 @@ async def test_reviewing_is_never_an_attempt_in_the_stack_status_stats_or_max_at
                 break
         assert result.is_error
         assert "quality_gate.max_attempts" in str(result.content)
-    log = state(root, session_id)["quality_log"]
+    log = state(make_store, root, session_id)["quality_log"]
     assert [(e["kind"], e["attempt"], e["passed"]) for e in log] == [
         ("review", 1, False),
         ("review", 2, False),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,10 +13,11 @@ import pytest
 from click.testing import CliRunner
 from deepwork_core.base.layout import STACK_PATH
 from deepwork_core.state.events import read_events
-from deepwork_core.state.store.opening import shared_store
+from deepwork_core.state.store.port import Store
 from deepwork_mcp.cli import cli
 from deepwork_mcp.server import create_server
 from fastmcp import Client
+from starlette.testclient import TestClient
 
 from tests.fixtures.configs import config
 from tests.fixtures.reviewer import ScriptedReviewer
@@ -25,7 +27,7 @@ from tests.integration.test_quality_gate import root, start_reviewed
 from tests.unit.mcp.dashboard.conftest import Waiting, client_for, waiting_project
 from tests.unit.mcp.hooks.test_hook_cli import run_hook
 
-__all__ = ["root"]  # a fixture, imported for pytest
+__all__ = ["client_for", "root"]  # fixtures, imported for pytest
 
 DEEP = "[" * 100_000 + "]" * 100_000
 
@@ -37,14 +39,17 @@ def _cli(*args: str) -> tuple[int, str]:
 
 
 @pytest.fixture
-def waiting(tmp_path: Path) -> Waiting:
-    return waiting_project(tmp_path / "project")
+def waiting(tmp_path: Path, make_store: Callable[..., Store]) -> Waiting:
+    return waiting_project(make_store, tmp_path / "project")
 
 
 def test_a_deep_state_file_is_corrupt_state_for_status_and_the_dashboard(
     waiting: Waiting,
+    client_for: Callable[..., TestClient],
 ) -> None:
-    write_session_json(waiting.root, waiting.session_id, '{"schema_version": 1, "x": ' + DEEP + "}")
+    write_session_json(
+        waiting.store, waiting.session_id, '{"schema_version": 1, "x": ' + DEEP + "}"
+    )
     status, out = _cli("status", "--path", str(waiting.root))
     assert status != 0
     assert "session.state_corrupt" in out
@@ -59,8 +64,10 @@ def test_a_deep_stack_marker_trips_no_reader(waiting: Waiting) -> None:
     assert "Traceback" not in out
 
 
-def test_a_deep_event_line_is_a_corrupt_log_for_log_and_the_run_page(waiting: Waiting) -> None:
-    insert_event_lines(waiting.root, waiting.session_id, ['{"event": "note", "x": ' + DEEP + "}"])
+def test_a_deep_event_line_is_a_corrupt_log_for_log_and_the_run_page(
+    waiting: Waiting, client_for: Callable[..., TestClient]
+) -> None:
+    insert_event_lines(waiting.store, waiting.session_id, ['{"event": "note", "x": ' + DEEP + "}"])
     status, out = _cli("log", waiting.session_id, "--path", str(waiting.root))
     assert status != 0
     assert "events.corrupt" in out
@@ -69,8 +76,10 @@ def test_a_deep_event_line_is_a_corrupt_log_for_log_and_the_run_page(waiting: Wa
     assert "events.corrupt" in page.text
 
 
-def test_a_deep_approval_request_is_a_corrupt_approval(waiting: Waiting) -> None:
-    store = shared_store(waiting.root)
+def test_a_deep_approval_request_is_a_corrupt_approval(
+    waiting: Waiting, client_for: Callable[..., TestClient]
+) -> None:
+    store = waiting.store
     with store.write() as tx:
         tx.execute(
             "UPDATE approval_requests SET body = ? WHERE project_id = ? AND session_id = ?",
@@ -92,7 +101,7 @@ def test_a_deep_hook_event_is_bad_input() -> None:
 
 
 async def test_a_deep_reviewer_line_is_bad_output_and_its_usage_is_still_logged(
-    root: Path, reviewer_on_path: ScriptedReviewer
+    root: Path, reviewer_on_path: ScriptedReviewer, make_store: Callable[..., Store]
 ) -> None:
     reviewer_on_path.answer("deep_line")
     reviewer_on_path.spend(0.25)
@@ -102,20 +111,24 @@ async def test_a_deep_reviewer_line_is_bad_output_and_its_usage_is_still_logged(
         await call_error(
             client, "finished_step", "quality_gate.bad_output", outputs={"report": "report.md"}
         )
-    [usage] = [e.as_written() for e in read_events(root, session_id) if e.event == "review_usage"]
+    [usage] = [
+        e.as_written()
+        for e in read_events(make_store(root), session_id)
+        if e.event == "review_usage"
+    ]
     assert usage["cost_usd"] == pytest.approx(0.25)
     assert usage["output_tokens"] == 50
 
 
-def _strict_lines(root: Path, session_id: str) -> list[dict[str, Any]]:
+def _strict_lines(store: Store, session_id: str) -> list[dict[str, Any]]:
     def refuse(constant: str) -> None:
         raise AssertionError(f"{constant} written to the event log")
 
-    return [json.loads(line, parse_constant=refuse) for line in event_lines(root, session_id)]
+    return [json.loads(line, parse_constant=refuse) for line in event_lines(store, session_id)]
 
 
 async def test_an_infinite_cost_is_refused_and_never_written(
-    root: Path, reviewer_on_path: ScriptedReviewer
+    root: Path, reviewer_on_path: ScriptedReviewer, make_store: Callable[..., Store]
 ) -> None:
     reviewer_on_path.answer("infinite_cost")
     server = create_server(root, config(external_runner="claude"))
@@ -125,7 +138,7 @@ async def test_an_infinite_cost_is_refused_and_never_written(
             client, "finished_step", "quality_gate.bad_output", outputs={"report": "report.md"}
         )
     assert "total_cost_usd" in text
-    records = _strict_lines(root, session_id)
+    records = _strict_lines(make_store(root), session_id)
     usage = [r for r in records if r["event"] == "review_usage"]
     assert usage  # the refused call is still logged, with its cost as not reported
     assert all(r["cost_usd"] is None or math.isfinite(r["cost_usd"]) for r in usage)

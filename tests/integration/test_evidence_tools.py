@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from deepwork_core.state.event_kinds import ApprovalEvent, UndeclaredChangesEvent
 from deepwork_core.state.events import read_events
+from deepwork_core.state.store.port import Store
 from deepwork_mcp.server import create_server
 from fastmcp import Client
 
@@ -37,7 +38,9 @@ async def start(client: Client[Any], job: str) -> str:
 # --- scope guard -------------------------------------------------------------------------------
 
 
-async def test_an_undeclared_edit_is_named(client: Client[Any], root: Path) -> None:
+async def test_an_undeclared_edit_is_named(
+    client: Client[Any], root: Path, make_store: Callable[..., Store]
+) -> None:
     session_id = await start(client, "scoped")
     (root / "out.md").write_text("report\n")
     (root / "src" / "app.py").write_text("print('changed')\n")
@@ -46,7 +49,11 @@ async def test_an_undeclared_edit_is_named(client: Client[Any], root: Path) -> N
     done = await call_ok(client, "finished_step", outputs={"out": "out.md"})
     assert done["status"] == "workflow_complete"
     assert done["evidence"]["undeclared_changes"] == ["src/app.py"]
-    events = [e for e in read_events(root, session_id) if isinstance(e, UndeclaredChangesEvent)]
+    events = [
+        e
+        for e in read_events(make_store(root), session_id)
+        if isinstance(e, UndeclaredChangesEvent)
+    ]
     assert events[0].files == ["src/app.py"]
 
 
@@ -77,18 +84,18 @@ async def test_a_strict_job_sends_undeclared_changes_back(client: Client[Any], r
 
 
 async def test_a_dry_run_runs_the_scope_guard_and_records_nothing(
-    client: Client[Any], root: Path
+    client: Client[Any], root: Path, make_store: Callable[..., Store]
 ) -> None:
     session_id = await start(client, "scoped_strict")
     (root / "out.md").write_text("report\n")
     (root / "src" / "app.py").write_text("print('changed')\n")
-    before = len(read_events(root, session_id))
+    before = len(read_events(make_store(root), session_id))
     dry = await call_ok(client, "finished_step", outputs={"out": "out.md"}, dry_run=True)
     assert dry["status"] == "dry_run"
     assert dry["evidence"]["undeclared_changes"] == ["src/app.py"]
     assert "needs_work" in dry["feedback"]
     assert "src/app.py" in dry["feedback"]
-    assert len(read_events(root, session_id)) == before  # the audit logged nothing
+    assert len(read_events(make_store(root), session_id)) == before  # the audit logged nothing
     blocked = await call_ok(client, "finished_step", outputs={"out": "out.md"})
     assert blocked["status"] == "needs_work"
 
@@ -125,7 +132,9 @@ def answering(decision: str, comment: str = "") -> Any:
     return handler
 
 
-async def test_a_client_with_elicitation_asks_the_human(root: Path) -> None:
+async def test_a_client_with_elicitation_asks_the_human(
+    root: Path, make_store: Callable[..., Store]
+) -> None:
     handler = answering("approve", "Looks right")
     server = create_server(root, config())
     async with Client(server, mode="legacy", elicitation_handler=handler) as client:
@@ -135,7 +144,7 @@ async def test_a_client_with_elicitation_asks_the_human(root: Path) -> None:
         assert moved["status"] == "next_step"
         assert "Is this plan good to go?" in handler.asked[0]
         assert "plan.md" in handler.asked[0]
-    [event] = [e for e in read_events(root, session_id) if isinstance(e, ApprovalEvent)]
+    [event] = [e for e in read_events(make_store(root), session_id) if isinstance(e, ApprovalEvent)]
     assert (event.approved, event.channel, event.comment) == (
         True,
         "elicitation",
@@ -156,7 +165,9 @@ async def test_a_human_who_requests_changes_sends_the_step_back(root: Path) -> N
 
 
 @pytest.mark.parametrize("shared", [False, True])
-async def test_where_signatures_count_the_form_is_not_offered(root: Path, shared: bool) -> None:
+async def test_where_signatures_count_the_form_is_not_offered(
+    root: Path, shared: bool, make_store: Callable[..., Store]
+) -> None:
     """The server holds no approver's key, so it cannot sign what the form answers: with trusted
     approvers (or a shared store) the step waits for a signed `deepwork approve` (docs/team.md)."""
     if not shared:
@@ -172,7 +183,9 @@ async def test_where_signatures_count_the_form_is_not_offered(root: Path, shared
         waiting = await call_ok(client, "finished_step", outputs={"plan": "plan.md"})
     assert waiting["status"] == "awaiting_approval"
     assert handler.asked == []
-    assert not [e for e in read_events(root, session_id) if isinstance(e, ApprovalEvent)]
+    assert not [
+        e for e in read_events(make_store(root), session_id) if isinstance(e, ApprovalEvent)
+    ]
 
 
 async def test_a_client_without_elicitation_waits_for_the_terminal(

@@ -16,9 +16,11 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from deepwork_core.state.store.port import Store
 
 from tests.fixtures.state_rows import all_session_json, event_lines
 from tests.integration.test_fan_out_stdio import fan_job
@@ -50,7 +52,9 @@ def _driver(root: Path, run_name: str, job: str = "fan") -> subprocess.Popen[str
 
 
 @pytest.mark.parametrize("job", ["fan", "grp"], ids=["for_each", "worktree_group"])
-def test_random_kills_leave_no_double_runs_and_no_worktrees(tmp_path: Path, job: str) -> None:
+def test_random_kills_leave_no_double_runs_and_no_worktrees(
+    tmp_path: Path, job: str, make_store: Callable[..., Store]
+) -> None:
     if job == "fan":
         root, runs, items = (
             fan_job(tmp_path / "project", isolation="worktree"),
@@ -81,7 +85,7 @@ def test_random_kills_leave_no_double_runs_and_no_worktrees(tmp_path: Path, job:
         _out, err = again.communicate(timeout=120)
         assert again.returncode == 0, err
         assert (root / f"{name}.done").exists()
-        _check_run(root, name, len(items))
+        _check_run(make_store(root), root, name, len(items))
         _git(root, "add", "-A")  # the run's report is committed like a user would
         _git(root, "commit", "-q", "--allow-empty", "-m", name)
     assert killed > runs // 4  # most kills landed inside a run
@@ -99,17 +103,17 @@ def test_random_kills_leave_no_double_runs_and_no_worktrees(tmp_path: Path, job:
             assert (root / f"run{run:03d}-{item}.md").read_text() == f"run{run:03d} {item}\n"
 
 
-def _check_run(root: Path, name: str, count: int) -> None:
+def _check_run(store: Store, root: Path, name: str, count: int) -> None:
     """Every instance of run `name` completed, each exactly once, and no worktree remains."""
     tmp = root / ".deepwork" / "tmp"
     instances = set()
-    for session in all_session_json(root):
+    for session in all_session_json(store):
         if session["instance_id"] == name and session.get("instance_of"):
             instances.add(session["session_id"])
             assert session["status"] == "completed", session["session_id"]
     completions: Counter[str] = Counter()
     for session_id in instances:
-        for line in event_lines(root, session_id):
+        for line in event_lines(store, session_id):
             completions[session_id] += json.loads(line)["event"] == "completed"
     assert len(instances) == count
     assert set(completions.values()) <= {0, 1}, completions  # never run twice

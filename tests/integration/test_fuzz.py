@@ -13,6 +13,7 @@ import contextlib
 import os
 import re
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ import pytest
 import yaml
 from deepwork_core import DeepWorkError, JobCatalog, WorkflowEngine
 from deepwork_core.state.sessions import SessionStore
+from deepwork_core.state.store.port import Store
 from deepwork_mcp.server import create_server
 from deepwork_review import configured_rules, run_review
 from fastmcp import Client
@@ -229,7 +231,10 @@ def _dump(data: object) -> str:
 @settings(parent=_SETTINGS, max_examples=100)
 @given(job=JOB, raw=st.one_of(st.none(), st.text(max_size=200)))
 def test_generated_job_files_load_or_fail_with_a_code(
-    tmp_path_factory: pytest.TempPathFactory, job: dict[str, Any], raw: str | None
+    tmp_path_factory: pytest.TempPathFactory,
+    job: dict[str, Any],
+    raw: str | None,
+    make_store: Callable[..., Store],
 ) -> None:
     root = tmp_path_factory.mktemp("jobs").resolve()
     folder = root / ".deepwork" / "jobs" / "fz"
@@ -237,7 +242,9 @@ def test_generated_job_files_load_or_fail_with_a_code(
     (folder / "steps" / "one.md").write_text("# One\n")
     text = raw if raw is not None else _dump(job)
     (folder / "job.yml").write_text(text, errors="surrogateescape")
-    engine = WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(root))
+    engine = WorkflowEngine(
+        root, JobCatalog.for_project(root), SessionStore(make_store(root), root)
+    )
     catalog = engine.list_jobs()
     for loaded in catalog.jobs:
         for workflow in loaded.workflows:

@@ -7,6 +7,7 @@ usage run once per runner (`claude`, `codex`, `gemini`).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.state.events import read_events
-from deepwork_core.state.store.opening import shared_store
+from deepwork_core.state.store.port import Store
 from deepwork_mcp.cli import cli
 from deepwork_mcp.server import create_server
 from fastmcp import Client
@@ -30,14 +31,14 @@ LIGHT_FRAME_BYTES = 1000
 EXHAUSTED = ErrorCode.QUALITY_GATE_BUDGET_EXHAUSTED
 
 
-def kinds(root: Path, session_id: str) -> list[str]:
-    return [event.event for event in read_events(root, session_id)]
+def kinds(store: Store, session_id: str) -> list[str]:
+    return [event.event for event in read_events(store, session_id)]
 
 
-def usage_events(root: Path, session_id: str) -> list[dict[str, Any]]:
+def usage_events(store: Store, session_id: str) -> list[dict[str, Any]]:
     return [
         event.as_written()
-        for event in read_events(root, session_id)
+        for event in read_events(store, session_id)
         if event.event == "review_usage"
     ]
 
@@ -89,7 +90,7 @@ async def test_self_review_file_follows_the_depth(root: Path) -> None:
 
 
 async def test_a_stalled_reviewer_is_killed_retried_once_then_answers_stalled(
-    root: Path, reviewer_on_path: ScriptedReviewer, runner: str
+    root: Path, reviewer_on_path: ScriptedReviewer, runner: str, make_store: Callable[..., Store]
 ) -> None:
     reviewer_on_path.answer("stall")
     stall = 1.0
@@ -106,18 +107,18 @@ async def test_a_stalled_reviewer_is_killed_retried_once_then_answers_stalled(
     assert "2 time(s) in a row (2 s waited in all)" in message
     assert f"quality_review_{session_id}_write.md" in message  # self-review is the way on
     assert len(reviewer_on_path.calls()) == 2
-    stalls = [e for e in read_events(root, session_id) if e.event == "review_stalled"]
+    stalls = [e for e in read_events(make_store(root), session_id) if e.event == "review_stalled"]
     assert [(e.details()["try_number"], e.details()["retrying"]) for e in stalls] == [
         (1, True),
         (2, False),
     ]
     assert sum(float(str(e.details()["waited_seconds"])) for e in stalls) < 3 * stall
-    progress = state(root, session_id)["step_progress"]["write"]
+    progress = state(make_store(root), session_id)["step_progress"]["write"]
     assert progress["quality_attempts"] == 0  # not counted as an attempt
 
 
 async def test_a_reviewer_that_stalls_once_is_retried_and_answers(
-    root: Path, reviewer_on_path: ScriptedReviewer, runner: str
+    root: Path, reviewer_on_path: ScriptedReviewer, runner: str, make_store: Callable[..., Store]
 ) -> None:
     reviewer_on_path.answer("stall_once")
     server = create_server(root, config(external_runner=runner, stall_timeout=1.0))
@@ -126,7 +127,7 @@ async def test_a_reviewer_that_stalls_once_is_retried_and_answers(
         result = await call_ok(client, "finished_step", outputs={"report": "report.md"})
     assert result["status"] == "next_step"
     assert len(reviewer_on_path.calls()) == 2
-    assert kinds(root, session_id).count("review_stalled") == 1
+    assert kinds(make_store(root), session_id).count("review_stalled") == 1
 
 
 #: Per runner, over three calls: cache-creation tokens, the cost reported, calls without one.
@@ -135,7 +136,7 @@ USAGE = {"claude": (30, 0.75, 0), "codex": (30, 0.0, 3), "gemini": (0, 0.0, 3)}
 
 
 async def test_usage_is_summed_in_active_workflow_status_and_stats(
-    root: Path, reviewer_on_path: ScriptedReviewer, runner: str
+    root: Path, reviewer_on_path: ScriptedReviewer, runner: str, make_store: Callable[..., Store]
 ) -> None:
     reviewer_on_path.spend(0.25)
     reviewer_on_path.answer("fail")
@@ -159,7 +160,7 @@ async def test_usage_is_summed_in_active_workflow_status_and_stats(
     assert usage["cost_usd"] == pytest.approx(cost)
     assert usage["unpriced_calls"] == unpriced
     assert ("reported no cost" in (usage["note"] or "")) is bool(unpriced)
-    events = usage_events(root, session_id)
+    events = usage_events(make_store(root), session_id)
     assert [(e["attempt"], e["outcome"], e["depth"]) for e in events] == [
         (1, "failed", "standard"),
         (2, "failed", "standard"),
@@ -195,7 +196,7 @@ async def test_usage_is_summed_in_active_workflow_status_and_stats(
 
 
 async def test_a_spent_budget_starts_no_reviewer_and_every_call_got_what_was_left(
-    root: Path, reviewer_on_path: ScriptedReviewer
+    root: Path, reviewer_on_path: ScriptedReviewer, make_store: Callable[..., Store]
 ) -> None:
     reviewer_on_path.spend(0.40)
     reviewer_on_path.answer("fail")
@@ -220,13 +221,13 @@ async def test_a_spent_budget_starts_no_reviewer_and_every_call_got_what_was_lef
         assert f"quality_review_{session_id}_write.md" in message
     assert "1.0000 USD" in fourth  # the third call stopped at the 0.2 USD it was given
     assert "reviewed/write/step 1.0000 USD (3 call(s))" in fourth
-    record = state(root, session_id)["step_progress"]["write"]
+    record = state(make_store(root), session_id)["step_progress"]["write"]
     assert record["quality_attempts"] == 2  # the budget answers were not attempts
-    assert kinds(root, session_id).count("outputs_submitted") == 4  # nothing is lost
-    assert kinds(root, session_id).count("budget_exhausted") == 2
+    assert kinds(make_store(root), session_id).count("outputs_submitted") == 4  # nothing is lost
+    assert kinds(make_store(root), session_id).count("budget_exhausted") == 2
 
 
-def snapshot(folder: Path) -> dict[str, bytes]:
+def snapshot(store: Store, folder: Path) -> dict[str, bytes]:
     """The runtime folder's files and the store's sessions and events."""
     files = {
         str(path.relative_to(folder)): path.read_bytes()
@@ -235,7 +236,6 @@ def snapshot(folder: Path) -> dict[str, bytes]:
         and not path.name.endswith(".lock")
         and not path.name.startswith("deepwork.sqlite3")
     }
-    store = shared_store(folder.parent.parent)
     with store.read() as tx:
         rows = tx.execute("SELECT session_id, body FROM sessions ORDER BY session_id")
         rows += tx.execute("SELECT session_id, body FROM events ORDER BY seq")
@@ -243,16 +243,17 @@ def snapshot(folder: Path) -> dict[str, bytes]:
 
 
 async def test_a_dry_run_lists_the_tasks_and_changes_nothing(
-    root: Path, reviewer_on_path: ScriptedReviewer
+    root: Path, reviewer_on_path: ScriptedReviewer, make_store: Callable[..., Store]
 ) -> None:
     server = create_server(root, config(external_runner="claude"))
     async with Client(server) as client:
         await start_reviewed(client, root)
-        before = snapshot(root / ".deepwork/tmp")
+        store = make_store(root)
+        before = snapshot(store, root / ".deepwork/tmp")
         result = await call_ok(
             client, "finished_step", outputs={"report": "report.md"}, dry_run=True
         )
-        after = snapshot(root / ".deepwork/tmp")
+        after = snapshot(store, root / ".deepwork/tmp")
         problems = await client.call_tool(
             "finished_step",
             {"outputs": {"report": "missing.md"}, "dry_run": True},

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from deepwork_core.state.store.port import Store
 from deepwork_mcp.server import create_server
 from fastmcp import Client
 
@@ -62,7 +64,7 @@ async def test_the_config_switch_turns_rules_off(root: Path) -> None:
 
 
 async def test_external_verdicts_of_rules_land_in_the_audit_trail(
-    root: Path, reviewer_on_path: ScriptedReviewer
+    root: Path, reviewer_on_path: ScriptedReviewer, make_store: Callable[..., Store]
 ) -> None:
     server = create_server(root, config(external_runner="claude"))
     async with Client(server) as client:
@@ -75,7 +77,7 @@ async def test_external_verdicts_of_rules_land_in_the_audit_trail(
         assert answer["status"] == "next_step"
     prompts = [call["argv"] for call in reviewer_on_path.calls()]
     assert len(prompts) == 2  # the step's own review and the rule
-    data: dict[str, Any] = session_json(root, session_id)
+    data: dict[str, Any] = session_json(make_store(root), session_id)
     [event] = [e for e in data["quality_log"] if e["kind"] == "review"]
     runs = sorted(review["review_run_each"] for review in event["reviews"])
     assert runs == [".deepreview:markdown_style", "step"]

@@ -10,12 +10,14 @@ a fake `claude` and the real CLI.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 from deepwork_core.base.config import DeepWorkConfig
+from deepwork_core.state.store.port import Store
 from deepwork_mcp.cli import cli
 from deepwork_mcp.server import create_server
 from fastmcp import Client
@@ -40,8 +42,8 @@ def cli_json(*args: str) -> dict[str, Any]:
     return data
 
 
-def step_finished_verdicts(root: Path, session_id: str) -> list[str]:
-    events = [json.loads(line) for line in event_lines(root, session_id)]
+def step_finished_verdicts(store: Store, session_id: str) -> list[str]:
+    events = [json.loads(line) for line in event_lines(store, session_id)]
     return [event["verdict"] for event in events if event["event"] == "step_finished"]
 
 
@@ -65,14 +67,17 @@ async def finish_first_step(root: Path, settings: DeepWorkConfig, job: str) -> s
     ids=["external", "self_review"],
 )
 async def test_a_pass_with_no_review_is_recorded_unreviewed(
-    root: Path, reviewer_on_path: ScriptedReviewer, settings: DeepWorkConfig
+    root: Path,
+    reviewer_on_path: ScriptedReviewer,
+    settings: DeepWorkConfig,
+    make_store: Callable[..., Store],
 ) -> None:
     session_id = await finish_first_step(root, settings, "three_step")
     assert reviewer_on_path.calls() == []  # the gate was consulted; nothing applied
-    data = state(root, session_id)
+    data = state(make_store(root), session_id)
     assert [(e["kind"], e["passed"]) for e in data["quality_log"]] == [("unreviewed", True)]
     assert [item["verdict"] for item in data["evidence"]] == ["unreviewed"]
-    assert step_finished_verdicts(root, session_id) == ["unreviewed"]
+    assert step_finished_verdicts(make_store(root), session_id) == ["unreviewed"]
 
     [stack] = cli_json("status", "--path", str(root))["stacks"]
     assert stack["entries"][0]["last_verdict"] == "unreviewed"
@@ -83,14 +88,14 @@ async def test_a_pass_with_no_review_is_recorded_unreviewed(
 
 
 async def test_a_reviewers_pass_is_still_recorded_as_the_reviewers(
-    root: Path, reviewer_on_path: ScriptedReviewer
+    root: Path, reviewer_on_path: ScriptedReviewer, make_store: Callable[..., Store]
 ) -> None:
     session_id = await finish_first_step(root, config(external_runner="claude"), "reviewed")
     assert len(reviewer_on_path.calls()) == 1
-    data = state(root, session_id)
+    data = state(make_store(root), session_id)
     assert [(e["kind"], e["passed"]) for e in data["quality_log"]] == [("review", True)]
     assert [item["verdict"] for item in data["evidence"]] == ["reviewer"]
-    assert step_finished_verdicts(root, session_id) == ["reviewer"]
+    assert step_finished_verdicts(make_store(root), session_id) == ["reviewer"]
     [job] = cli_json("stats", "--path", str(root))["jobs"]
     write = next(step for step in job["steps"] if step["step"] == "write")
     assert (write["reviewed_runs"], write["first_try_pass_rate"]) == (1, 1.0)

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from deepwork_core.state.store.port import Store
 from deepwork_mcp.server import create_server
 from fastmcp import Client
 
@@ -36,8 +37,8 @@ def review_brief(call: dict[str, Any]) -> str:
     return stdin.split("====================", 1)[0]
 
 
-def state(root: Path, session_id: str) -> dict[str, Any]:
-    data: dict[str, Any] = session_json(root, session_id)
+def state(store: Store, session_id: str) -> dict[str, Any]:
+    data: dict[str, Any] = session_json(store, session_id)
     return data
 
 
@@ -78,7 +79,9 @@ async def start_reviewed(client: Client[Any], root: Path) -> str:
 
 @pytest.mark.req("JOBS-REQ-001.4.8")
 @pytest.mark.req("JOBS-REQ-001.4.10")
-async def test_self_review_writes_the_review_file_and_needs_work(root: Path) -> None:
+async def test_self_review_writes_the_review_file_and_needs_work(
+    root: Path, make_store: Callable[..., Store]
+) -> None:
     server = create_server(root, config())
     async with Client(server) as client:
         session_id = await start_reviewed(client, root)
@@ -107,7 +110,7 @@ async def test_self_review_writes_the_review_file_and_needs_work(root: Path) -> 
             quality_review_override_reason="A sub-agent reviewed it: every criterion passed.",
         )
         assert done["status"] == "next_step"
-    log = state(root, session_id)["quality_log"]
+    log = state(make_store(root), session_id)["quality_log"]
     assert [entry["kind"] for entry in log] == ["self_review", "self_review", "override"]
     assert log[0]["review_file"] == f".deepwork/tmp/quality_review_{session_id}_write.md"
     assert log[2]["override_reason"] == "A sub-agent reviewed it: every criterion passed."
@@ -136,7 +139,11 @@ async def test_self_review_lists_inputs_from_earlier_steps(root: Path) -> None:
 @pytest.mark.req("JOBS-REQ-001.4.8")
 @pytest.mark.req("JOBS-REQ-001.4.14")
 async def test_passing_review_advances(
-    external: Client[Any], root: Path, reviewer_on_path: ScriptedReviewer, runner: str
+    external: Client[Any],
+    root: Path,
+    reviewer_on_path: ScriptedReviewer,
+    runner: str,
+    make_store: Callable[..., Store],
 ) -> None:
     session_id = await start_reviewed(external, root)
     progress: list[tuple[float, float | None, str | None]] = []
@@ -162,7 +169,7 @@ async def test_passing_review_advances(
     assert "Does the report cover the topic?" in review_brief(call)
     assert progress
     assert progress[-1][:2] == (1, 1)
-    log = state(root, session_id)["quality_log"]
+    log = state(make_store(root), session_id)["quality_log"]
     assert [(e["kind"], e["attempt"], e["passed"]) for e in log] == [("review", 1, True)]
     assert log[0]["reviews"][0]["criteria_results"][0]["criterion"] == "Complete"
 
@@ -174,6 +181,7 @@ async def test_failing_reviews_count_attempts_then_error_at_the_limit(
     external: Client[Any],
     root: Path,
     reviewer_on_path: ScriptedReviewer,
+    make_store: Callable[..., Store],
 ) -> None:
     reviewer_on_path.answer("fail")
     session_id = await start_reviewed(external, root)
@@ -189,7 +197,10 @@ async def test_failing_reviews_count_attempts_then_error_at_the_limit(
         assert review["criteria_results"] == [
             {"criterion": "Complete", "passed": False, "feedback": "Complete failed"}
         ]
-        assert state(root, session_id)["step_progress"]["write"]["quality_attempts"] == attempt
+        assert (
+            state(make_store(root), session_id)["step_progress"]["write"]["quality_attempts"]
+            == attempt
+        )
     text = await call_error(
         external, "finished_step", "quality_gate.max_attempts", outputs={"report": "report.md"}
     )
@@ -200,7 +211,7 @@ async def test_failing_reviews_count_attempts_then_error_at_the_limit(
     reviewer_on_path.answer("pass")
     passed = await call_ok(external, "finished_step", outputs={"report": "report.md"})
     assert passed["status"] == "next_step"
-    log = state(root, session_id)["quality_log"]
+    log = state(make_store(root), session_id)["quality_log"]
     assert [(e["kind"], e["attempt"], e["passed"]) for e in log] == [
         ("review", 1, False),
         ("review", 2, False),
@@ -211,7 +222,10 @@ async def test_failing_reviews_count_attempts_then_error_at_the_limit(
 
 @pytest.mark.req("JOBS-REQ-001.4.9")
 async def test_override_skips_the_reviewer_and_is_recorded(
-    external: Client[Any], root: Path, reviewer_on_path: ScriptedReviewer
+    external: Client[Any],
+    root: Path,
+    reviewer_on_path: ScriptedReviewer,
+    make_store: Callable[..., Store],
 ) -> None:
     session_id = await start_reviewed(external, root)
     result = await call_ok(
@@ -222,7 +236,7 @@ async def test_override_skips_the_reviewer_and_is_recorded(
     )
     assert result["status"] == "next_step"
     assert reviewer_on_path.calls() == []
-    [entry] = state(root, session_id)["quality_log"]
+    [entry] = state(make_store(root), session_id)["quality_log"]
     assert (entry["kind"], entry["override_reason"]) == ("override", "trivial change")
 
 
@@ -302,6 +316,7 @@ async def test_reviewer_failures_are_distinct_tool_errors(
     reviewer_on_path: ScriptedReviewer,
     runner: str,
     mode: str,
+    make_store: Callable[..., Store],
 ) -> None:
     reviewer_on_path.answer(mode)
     session_id = await start_reviewed(external, root)
@@ -313,7 +328,7 @@ async def test_reviewer_failures_are_distinct_tool_errors(
         assert "something broke" in text
     if mode.startswith("error_"):
         assert mode in text  # the reviewer's own words reach the agent
-    saved = state(root, session_id)
+    saved = state(make_store(root), session_id)
     # The attempt was recorded before the reviewer ran, and the failure is in the audit trail.
     assert saved["step_progress"]["write"]["quality_attempts"] == 1
     assert [(e["kind"], e["error_code"]) for e in saved["quality_log"]] == [("error", code)]
@@ -345,7 +360,7 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.slow
 async def test_reviewer_timeout_kills_the_whole_process_group(
-    root: Path, reviewer_on_path: ScriptedReviewer
+    root: Path, reviewer_on_path: ScriptedReviewer, make_store: Callable[..., Store]
 ) -> None:
     reviewer_on_path.answer("sleep")
     server = create_server(root, config(external_runner="claude", timeout_seconds=2))
@@ -359,7 +374,10 @@ async def test_reviewer_timeout_kills_the_whole_process_group(
     while _alive(grandchild) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(grandchild), "the reviewer's child outlived the timeout"
-    assert state(root, session_id)["quality_log"][0]["error_code"] == "quality_gate.timeout"
+    assert (
+        state(make_store(root), session_id)["quality_log"][0]["error_code"]
+        == "quality_gate.timeout"
+    )
 
 
 # --- nothing from outside the project reaches a reviewer ---------------------------------------

@@ -29,10 +29,13 @@ def _text(result: CallToolResult) -> str:
 def _server(root, platform: str = "claude") -> FastMCP:
     """A server with only the review tools, for the project at `root` (no engine is made)."""
 
-    def no_engine():
+    def no_store():
+        raise AssertionError("the review tools never need the store")
+
+    def no_engine(_store):
         raise AssertionError("the review tools never need the workflow engine")
 
-    project = ProjectServices(root, JobCatalog.for_project(root), no_engine)
+    project = ProjectServices(root, JobCatalog.for_project(root), no_store, no_engine)
     tools = ToolServices(lambda: project, platform=platform)
     mcp = FastMCP(
         "test", mask_error_details=True, middleware=[ToolErrors()], lifespan=lifespan(tools)

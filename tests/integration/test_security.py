@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from deepwork_core.state.store.port import Store
 from deepwork_mcp.server import create_server
 from fastmcp import Client
 
@@ -142,15 +143,16 @@ async def test_git_internals_are_never_outputs(client: Client[Any], root: Path) 
 
 
 async def test_a_session_without_current_steps_is_a_coded_error(
-    client: Client[Any], root: Path
+    client: Client[Any], root: Path, make_store: Callable[..., Store]
 ) -> None:
     started = await call_ok(
         client, "start_workflow", goal="g", job_name="three_step", workflow_name="main"
     )
     session_id = started["begin_step"]["session_id"]
-    data = session_json(root, session_id)
+    store = make_store(root)
+    data = session_json(store, session_id)
     data["current_step_ids"] = []
-    write_session_json(root, session_id, data)
+    write_session_json(store, session_id, data)
     await call_ok(client, "get_workflows")
     await call_error(client, "finished_step", "session.state_corrupt", outputs={"notes": "n.md"})
     await call_error(client, "abort_workflow", "session.state_corrupt", explanation="stop")

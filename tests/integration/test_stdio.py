@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 
 import pytest
 from deepwork_core.state.sessions import SessionStatus, SessionStore
+from deepwork_core.state.store.port import Store
 
 from tests.fixtures.reviewer import ScriptedReviewer
 from tests.fixtures.stdio_server import Server, serve
@@ -145,7 +147,9 @@ class _Killed(Exception):
     pass
 
 
-async def test_two_servers_on_one_project_lose_no_update(root: Path) -> None:
+async def test_two_servers_on_one_project_lose_no_update(
+    root: Path, make_store: Callable[..., Store]
+) -> None:
     write_files(root, "one.md")
 
     async def run(server: Server, rounds: int) -> list[str]:
@@ -168,7 +172,7 @@ async def test_two_servers_on_one_project_lose_no_update(root: Path) -> None:
         ids_a, ids_b = await asyncio.gather(run(first, 12), run(second, 12))  # 48 more calls
         assert (await first.ok("get_workflows"))["errors"] == []
 
-    store = SessionStore(root)
+    store = SessionStore(make_store(root), root)
     assert store.stack() == []
     stored = store.session_ids()
     assert len(stored) == 24

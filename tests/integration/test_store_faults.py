@@ -27,8 +27,10 @@ from pathlib import Path
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.state.sessions import SessionStore
+from deepwork_core.state.store.opening import open_store
 root, agent, rounds = Path(sys.argv[1]), sys.argv[2] or None, int(sys.argv[3])
-engine = WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(root))
+sessions = SessionStore(open_store(None, root), root)
+engine = WorkflowEngine(root, JobCatalog.for_project(root), sessions)
 done = 0
 while done < rounds:
     engine.start("g", "three_step", "main", inputs={"topic": "t"}, agent_id=agent)

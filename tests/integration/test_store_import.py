@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from deepwork_core.state.store.port import Store
 from deepwork_mcp.cli import cli
 from deepwork_mcp.server import create_server
 from fastmcp import Client
@@ -95,16 +97,20 @@ async def test_get_active_workflow_answers_as_before(root: Path) -> None:
     assert _known(answer, old) == old
 
 
-def test_the_run_continues_where_the_old_files_left_it(root: Path) -> None:
+def test_the_run_continues_where_the_old_files_left_it(
+    root: Path, make_store: Callable[..., Store]
+) -> None:
     from deepwork_core.engine.workflow import WorkflowEngine
     from deepwork_core.jobs.discovery import JobCatalog
     from deepwork_core.state.sessions import SessionStore
 
     from tests.fixtures.workflow_project import write_files
 
-    engine = WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(root))
+    engine = WorkflowEngine(
+        root, JobCatalog.for_project(root), SessionStore(make_store(root), root)
+    )
     write_files(root, "one.md")
     engine.finish({"one_out": "one.md"})  # the nested run completes ...
-    [top] = SessionStore(root).stack()
+    [top] = SessionStore(make_store(root), root).stack()
     assert top.session_id == IDS["outer"]  # ... and the outer one is on top again
     assert top.current_step_ids == ["draft"]

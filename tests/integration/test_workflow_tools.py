@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,7 @@ from deepwork_core.base.config import DeepWorkConfig, QualityGateConfig
 from deepwork_core.engine.results import FinishStatus
 from deepwork_core.gate.gates import ExternalGate, SelfReviewGate
 from deepwork_core.state.sessions import SessionStore
+from deepwork_core.state.store.port import Store
 from deepwork_mcp.responses import FinishedStepResponse
 from deepwork_mcp.reviewers.cli import CliReviewer
 from deepwork_mcp.server import build_gate, create_server
@@ -44,8 +45,8 @@ async def client(server: FastMCP) -> AsyncIterator[Client[Any]]:
         yield connected
 
 
-def session_state(root: Path, session_id: str) -> dict[str, Any]:
-    data: dict[str, Any] = session_json(root, session_id)
+def session_state(store: Store, session_id: str) -> dict[str, Any]:
+    data: dict[str, Any] = session_json(store, session_id)
     return data
 
 
@@ -334,7 +335,9 @@ async def test_a_workflow_without_steps_cannot_be_started(client: Client[Any], r
 @pytest.mark.req("JOBS-REQ-001.3.10")
 @pytest.mark.req("JOBS-REQ-001.3.11")
 @pytest.mark.req("JOBS-REQ-001.3.12")
-async def test_start_workflow_response_and_session(client: Client[Any], root: Path) -> None:
+async def test_start_workflow_response_and_session(
+    client: Client[Any], root: Path, make_store: Callable[..., Store]
+) -> None:
     result = await call_ok(
         client,
         "start_workflow",
@@ -362,7 +365,7 @@ async def test_start_workflow_response_and_session(client: Client[Any], root: Pa
         {"workflow": "three_step/main", "step": "gather", "session_id": begin["session_id"]}
     ]
     assert result["branch_name"] is None
-    state = session_state(root, begin["session_id"])
+    state = session_state(make_store(root), begin["session_id"])
     assert state["goal"] == "write a report"
     assert state["instance_id"] == "acme"
     assert state["step_progress"]["gather"]["started_at"]
@@ -516,7 +519,9 @@ async def test_non_string_list_elements_are_rejected(client: Client[Any], root: 
 @pytest.mark.req("JOBS-REQ-001.4.16")
 @pytest.mark.req("JOBS-REQ-001.4.17")
 @pytest.mark.req("JOBS-REQ-001.4.19")
-async def test_three_step_workflow_to_completion(client: Client[Any], root: Path) -> None:
+async def test_three_step_workflow_to_completion(
+    client: Client[Any], root: Path, make_store: Callable[..., Store]
+) -> None:
     started = await call_ok(
         client, "start_workflow", goal="g", job_name="three_step", workflow_name="main"
     )
@@ -539,7 +544,7 @@ async def test_three_step_workflow_to_completion(client: Client[Any], root: Path
     assert second["stack"] == [
         {"workflow": "three_step/main", "step": "draft", "session_id": session_id}
     ]
-    state = session_state(root, session_id)
+    state = session_state(make_store(root), session_id)
     assert state["step_progress"]["gather"]["outputs"] == {"notes": "notes.md"}
     assert state["step_progress"]["gather"]["notes"] == "n1"
     assert state["step_progress"]["gather"]["completed_at"]
@@ -558,7 +563,7 @@ async def test_three_step_workflow_to_completion(client: Client[Any], root: Path
     }
     assert done["stack"] == []
     assert done["begin_step"] is None
-    assert session_state(root, session_id)["status"] == "completed"
+    assert session_state(make_store(root), session_id)["status"] == "completed"
 
 
 @pytest.mark.req("JOBS-REQ-001.4.18")
@@ -600,7 +605,9 @@ async def test_abort_without_a_session_is_a_state_error(client: Client[Any]) -> 
 @pytest.mark.req("JOBS-REQ-001.6.6")
 @pytest.mark.req("JOBS-REQ-001.6.7")
 @pytest.mark.req("JOBS-REQ-001.6.8")
-async def test_abort_marks_pops_and_resumes_the_parent(client: Client[Any], root: Path) -> None:
+async def test_abort_marks_pops_and_resumes_the_parent(
+    client: Client[Any], root: Path, make_store: Callable[..., Store]
+) -> None:
     outer = await call_ok(
         client, "start_workflow", goal="g", job_name="three_step", workflow_name="main"
     )
@@ -623,7 +630,7 @@ async def test_abort_marks_pops_and_resumes_the_parent(client: Client[Any], root
         "resumed_step": "gather",
         "branch_note": None,
     }
-    state = session_state(root, inner["begin_step"]["session_id"])
+    state = session_state(make_store(root), inner["begin_step"]["session_id"])
     assert state["status"] == "aborted"
     assert state["abort_reason"] == "blocked"
     last = await call_ok(client, "abort_workflow", explanation="done")
@@ -662,13 +669,13 @@ def test_step_status_values() -> None:
 
 
 async def test_corrupt_state_is_a_tool_error_naming_the_file(
-    client: Client[Any], root: Path
+    client: Client[Any], root: Path, make_store: Callable[..., Store]
 ) -> None:
     started = await call_ok(
         client, "start_workflow", goal="g", job_name="multi", workflow_name="alpha"
     )
     session_id = started["begin_step"]["session_id"]
-    write_session_json(root, session_id, "{oops")
+    write_session_json(make_store(root), session_id, "{oops")
     text = await call_error(client, "finished_step", "session.state_corrupt", outputs={})
     assert session_id in text
     assert " in store " in text
@@ -760,10 +767,14 @@ async def test_text_with_lone_surrogates_is_refused_before_anything_is_stored(
     ],
 )
 async def test_overlong_text_is_refused_before_anything_is_stored(
-    client: Client[Any], root: Path, tool: str, arguments: dict[str, Any]
+    client: Client[Any],
+    root: Path,
+    tool: str,
+    arguments: dict[str, Any],
+    make_store: Callable[..., Store],
 ) -> None:
     if tool != "start_workflow":
         await call_ok(client, "start_workflow", goal="g", job_name="multi", workflow_name="alpha")
     await call_error(client, tool, "text.too_long", **arguments)
-    sessions = SessionStore(root).session_ids()
-    assert all(len(json.dumps(session_json(root, i))) < 60_000 for i in sessions)
+    sessions = SessionStore(make_store(root), root).session_ids()
+    assert all(len(json.dumps(session_json(make_store(root), i))) < 60_000 for i in sessions)

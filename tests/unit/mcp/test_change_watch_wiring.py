@@ -9,7 +9,7 @@ import pytest
 from deepwork_core import DeepWorkConfig
 from deepwork_core.base.config import GitConfig
 from deepwork_core.evidence.watch import ChangeWatch
-from deepwork_mcp.server import _services_factory
+from deepwork_mcp.server import _ServicesFactory
 
 from tests.fixtures.git_repo import commit_all
 
@@ -19,8 +19,11 @@ linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="in
 def _engine_watch(tmp_path: Path, config: DeepWorkConfig) -> ChangeWatch | None:
     (tmp_path / "README.md").write_text("project\n")
     commit_all(tmp_path)
-    services = _services_factory(config, (), tmp_path / "keys", shared=False)(tmp_path)
-    return services.engine.guards.watch
+    services = _ServicesFactory(config, (), tmp_path / "keys", shared=False).make(tmp_path)
+    try:
+        return services.engine.guards.watch
+    finally:
+        services.close()  # the project's store, which the engine opened
 
 
 @linux_only

@@ -75,12 +75,23 @@ class _Engine:
 
 def test_services_make_the_engine_once_and_only_when_needed(tmp_path: Path) -> None:
     made: list[_Engine] = []
+    opened: list[object] = []
 
-    def make() -> _Engine:
+    class _Store:
+        def close(self) -> None:
+            opened.remove(self)
+
+    def open_store() -> _Store:
+        store = _Store()
+        opened.append(store)
+        return store
+
+    def make(store: object) -> _Engine:
+        assert store is opened[-1]  # the engine is made on the project's store
         made.append(_Engine())
         return made[-1]
 
-    services = ProjectServices(tmp_path, catalog=None, make_engine=make)  # type: ignore[arg-type]
+    services = ProjectServices(tmp_path, None, open_store, make)  # type: ignore[arg-type]
     assert services.stack() == []  # no stack file: nothing is running, no engine needed
     assert made == []
     (tmp_path / STACK_PATH).parent.mkdir(parents=True)
@@ -89,3 +100,6 @@ def test_services_make_the_engine_once_and_only_when_needed(tmp_path: Path) -> N
     assert services.engine is services.engine
     assert len(made) == 1
     assert made[0].stack_reads == 1
+    assert len(opened) == 1  # the store was opened once, with the engine ...
+    services.close()
+    assert opened == []  # ... and is closed with the services

@@ -27,7 +27,7 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.layout import APPROVERS_DIR
 from deepwork_core.state.approval_seal import ApprovalKey, ApprovalKeyError
 from deepwork_core.state.approval_signatures import ApproverSigner, TrustedApprovers
-from deepwork_core.state.store.opening import store_url
+from deepwork_core.state.store.opening import choose_store_url
 
 STATE_DIR_ENV: Final = "DEEPWORK_STATE_DIR"
 APPROVER_ENV: Final = "DEEPWORK_APPROVER"
@@ -57,7 +57,7 @@ def approval_key(state: Path, project_root: Path) -> ApprovalKey:
 def store_is_shared(project_root: Path, env: Mapping[str, str]) -> bool:
     """True when the run state of `project_root` is in a PostgreSQL store other machines
     share: `DEEPWORK_STORE_URL` in `env` names one, else the project's store URL does."""
-    url = env.get(STORE_URL_ENV, "").strip() or store_url(project_root) or ""
+    url = choose_store_url(project_root, env.get(STORE_URL_ENV)) or ""
     return url.strip().lower().startswith(_SHARED_SCHEMES)
 
 

@@ -7,7 +7,8 @@ is a local folder; the answer is kept until the client sends `notifications/root
 A client that declares no roots capability, offers none, or fails to answer gets the fallback
 folder (the server's working directory). `RootsMiddleware` does the asking and puts the answer in
 a context variable for the call; `Projects` keeps one set of services per folder
-(`ProjectServices`).
+(`ProjectServices`), each with the project's store, which the server opens for that folder and
+closes when it stops (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from deepwork_core.engine.workflow import WorkflowEngine
     from deepwork_core.jobs.discovery import JobCatalog
     from deepwork_core.state.stacks import StackItem
+    from deepwork_core.state.store.port import Store
 
 logger = logging.getLogger("deepwork.mcp")
 
@@ -154,22 +156,35 @@ class Projects(Generic[_T]):
                 value = self._made[chosen] = self._make(chosen)
             return value
 
+    def forget(self) -> list[_T]:
+        """Every value made so far, forgotten: the next `get` makes a new one."""
+        with self._lock:
+            made, self._made = list(self._made.values()), {}
+        return made
+
 
 class ProjectServices:
-    """The services of one project folder: its job catalog, made at once, and its workflow
-    engine (with the session store and the quality gate), made on first use.
+    """The services of one project folder: its job catalog, made at once, and its store and
+    workflow engine (with the session store and the quality gate), made on first use.
 
     Listing jobs, the first call of a conversation, needs only the catalog; so a new server
-    answers it without importing the engine, the state store or the gate (cold start in
-    packages/deepwork-mcp/BENCHMARKS.md).
+    answers it without importing the engine, the state store or the gate, and opens no store
+    (cold start in packages/deepwork-mcp/BENCHMARKS.md). The store is opened once, with the
+    engine, and kept until `close`.
     """
 
     def __init__(
-        self, folder: Path, catalog: JobCatalog, make_engine: Callable[[], WorkflowEngine]
+        self,
+        folder: Path,
+        catalog: JobCatalog,
+        open_store: Callable[[], Store],
+        make_engine: Callable[[Store], WorkflowEngine],
     ) -> None:
         self.folder = folder
         self.catalog = catalog
+        self._open_store = open_store
         self._make_engine = make_engine
+        self._store: Store | None = None
         self._engine: WorkflowEngine | None = None
         self._lock = threading.Lock()
 
@@ -177,7 +192,8 @@ class ProjectServices:
     def engine(self) -> WorkflowEngine:
         with self._lock:
             if self._engine is None:
-                self._engine = self._make_engine()
+                store = self._store = self._store or self._open_store()
+                self._engine = self._make_engine(store)
             return self._engine
 
     def stack(self, agent_id: str | None = None) -> list[StackItem]:
@@ -186,3 +202,10 @@ class ProjectServices:
         if self._engine is None and not (self.folder / STACK_PATH).exists():
             return []
         return self.engine.stack(agent_id)
+
+    def close(self) -> None:
+        """Close the project's store, if it was opened (the engine goes with it)."""
+        with self._lock:
+            store, self._store, self._engine = self._store, None, None
+        if store is not None:
+            store.close()

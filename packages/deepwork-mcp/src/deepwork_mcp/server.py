@@ -4,7 +4,10 @@ It wires the core services (job catalog, session store, workflow engine, quality
 maker) to FastMCP, hands them to the tools in the server's lifespan state
 (`deepwork_mcp.tools.services`) and lists the workflow tools and the review tools. The project
 is the given folder, or, when the server follows the client's roots, the client's first root
-(one set of services per folder, made on first use). Every tool call is logged
+(one set of services per folder, made on first use). This is the server's composition root: it
+opens each project's store, once, when that project's state is first needed (the URL from
+`DEEPWORK_STORE_URL`, else `store.url` of that project's config, else its SQLite file), hands
+it down, and closes it when the server's lifespan ends. Every tool call is logged
 to the `deepwork.mcp` logger (stderr under `deepwork serve`) with the tool name and the stack.
 """
 
@@ -24,12 +27,13 @@ from anyio import to_thread
 from deepwork_core import DeepWorkConfig, DeepWorkError, JobCatalog
 from deepwork_core.base.config import EXTERNAL_RUNNERS, QualityGateConfig
 from deepwork_core.base.errors import ConfigError
+from deepwork_core.state.store.url import STORE_URL_ENV
 from fastmcp import FastMCP
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools.base import ToolResult
 from mcp.types import CallToolRequestParams
 
-from deepwork_mcp.approval_keys import approval_key, store_is_shared
+from deepwork_mcp.approval_keys import approval_key
 from deepwork_mcp.approval_keys import state_dir as default_state_dir
 from deepwork_mcp.listing import CompactToolListing
 from deepwork_mcp.roots import ProjectRoot, Projects, ProjectServices, RootsMiddleware
@@ -44,6 +48,7 @@ if TYPE_CHECKING:
     from deepwork_core.engine.workflow import BranchMaker, WorkflowEngine
     from deepwork_core.evidence.watch import ChangeWatch
     from deepwork_core.gate.gates import Gate
+    from deepwork_core.state.store.port import Store
 
     from deepwork_mcp.reviewers.cli import TraceEnv
 
@@ -144,27 +149,12 @@ class _GateOnce:
             return self._built[0]
 
     def close(self) -> None:
-        """Stop the background work of the gate, if one was built (the engines keep it: a
-        later call starts its workers again)."""
+        """Stop the background work of the gate, if one was built (the engine a later call
+        makes starts its workers again)."""
         with self._lock:
             built = self._built[0] if self._built else None
         if built is not None:
             built.close()
-
-
-def _closing(gate: _GateOnce, serving: Lifespan) -> Lifespan:
-    """`serving`, and when the server's last client session ends (`deepwork serve` stops, an
-    in-memory client disconnects) the gate's background workers stop."""
-
-    @asynccontextmanager
-    async def closing(server: FastMCP[Any]) -> AsyncIterator[dict[str, Any]]:
-        try:
-            async with serving(server) as state:
-                yield state
-        finally:
-            await to_thread.run_sync(gate.close)
-
-    return closing
 
 
 def create_server(
@@ -204,10 +194,10 @@ def create_server(
         raise ConfigError("quality_gate.max_attempts must be at least 1")
     check_gate(gate_settings)
     keys = default_state_dir(os.environ) if state_dir is None else state_dir
-    gate = _GateOnce(gate_settings, trace_env)
-    make_services = _services_factory(config, additional_jobs_folders, keys, shared_store, gate)
+    factory = _ServicesFactory(config, additional_jobs_folders, keys, shared_store, trace_env)
+
     where = ProjectRoot(fixed=None if follow_client_roots else root, fallback=root)
-    projects = Projects(where, make_services)
+    projects = Projects(where, factory.make)
     outer = [RootsMiddleware(where)] if follow_client_roots else []
     tools = ToolServices(projects.get, launch=launch, platform=config.platform)
     mcp = FastMCP(
@@ -216,61 +206,104 @@ def create_server(
         version=version("deepwork-mcp"),
         mask_error_details=True,
         middleware=[*outer, CallLog(projects.get), ToolErrors(), CompactToolListing()],
-        lifespan=_closing(gate, lifespan(tools)),
+        lifespan=_lifespan(tools, factory, projects),
     )
     register_workflow_tools(mcp)
     register_review_tools(mcp)
     return mcp
 
 
-def _services_factory(
-    config: DeepWorkConfig,
-    additional_jobs_folders: Sequence[Path],
-    keys: Path,
-    shared: bool | None,
-    gate: _GateOnce | None = None,
-) -> Callable[[Path], ProjectServices]:
-    """What each project folder gets: its job catalog now, its workflow engine on first use
-    (with `gate`, the server's one quality gate; by default one built for `config`)."""
-    gate_settings = config.quality_gate
-    if gate is None:
-        gate = _GateOnce(gate_settings, None)
+def _lifespan(
+    tools: ToolServices, factory: _ServicesFactory, projects: Projects[ProjectServices]
+) -> Lifespan:
+    """The server's lifespan: its state hands the tools their services; when it ends, the
+    gate's workers stop, then every project's store closes (a later client of the same server
+    opens them again)."""
+    serving = lifespan(tools)
 
-    def make_services(folder: Path) -> ProjectServices:
-        catalog = JobCatalog.for_project(folder, additional_jobs_folders)
+    @asynccontextmanager
+    async def stopping(server: FastMCP[Any]) -> AsyncIterator[dict[str, Any]]:
+        try:
+            async with serving(server) as state:
+                yield state
+        finally:
+            await to_thread.run_sync(_close_projects, factory.gate, projects)
 
-        def make_engine() -> WorkflowEngine:
-            from deepwork_core.base.layout import APPROVERS_DIR
-            from deepwork_core.engine.fanout.fan_in import recover
-            from deepwork_core.engine.workflow import WorkflowEngine
-            from deepwork_core.state.approval_signatures import TrustedApprovers
-            from deepwork_core.state.sessions import SessionStore
+    return stopping
 
-            engine = WorkflowEngine(
-                folder,
-                catalog,
-                SessionStore(folder),
-                gate=gate(),
-                max_quality_attempts=gate_settings.max_attempts,
-                branch_maker=branch_maker(folder) if config.git.create_branch else None,
-                output_limits=config.outputs,
-                approval_key=approval_key(keys, folder),
-                approvers=TrustedApprovers(
-                    folder / APPROVERS_DIR,
-                    shared=store_is_shared(folder, os.environ) if shared is None else shared,
-                ),
-                max_instances=config.limits.max_instances,
-                watch=_change_watch(folder) if config.git.change_watch else None,
-            )
-            try:  # a crash may have left a fan-out half-made (docs/fan-out.md)
-                recover(engine.fan, engine.store, catalog)
-            except DeepWorkError as exc:  # the calls that touch it will say so
-                logger.warning("fan-out recovery: %s: %s", exc.code, exc.message)
-            return engine
 
-        return ProjectServices(folder, catalog, make_engine)
+def _close_projects(gate: _GateOnce, projects: Projects[ProjectServices]) -> None:
+    gate.close()
+    for services in projects.forget():
+        services.close()
 
-    return make_services
+
+class _ServicesFactory:
+    """What each project folder gets: its job catalog now; its store, opened once, and its
+    workflow engine on first use."""
+
+    def __init__(
+        self,
+        config: DeepWorkConfig,
+        additional_jobs_folders: Sequence[Path],
+        keys: Path,
+        shared: bool | None,
+        trace_env: TraceEnv | None = None,
+    ) -> None:
+        self.config = config
+        self.additional_jobs_folders = additional_jobs_folders
+        self.keys = keys
+        self.shared = shared
+        #: The one quality gate of the server, for every project.
+        self.gate = _GateOnce(config.quality_gate, trace_env)
+        #: `DEEPWORK_STORE_URL` as the server found it at start (it wins over `store.url`).
+        self.store_url = os.environ.get(STORE_URL_ENV) or None
+
+    def make(self, folder: Path) -> ProjectServices:
+        catalog = JobCatalog.for_project(folder, self.additional_jobs_folders)
+
+        def open_project_store() -> Store:
+            from deepwork_core.state.store.opening import choose_store_url, open_store
+
+            return open_store(choose_store_url(folder, self.store_url), folder)
+
+        def make_engine(store: Store) -> WorkflowEngine:
+            # A PostgreSQL store is shared by the checkouts that name it (docs/team.md).
+            shared = store.kind == "postgresql" if self.shared is None else self.shared
+            return self.engine(folder, catalog, store, shared=shared)
+
+        return ProjectServices(folder, catalog, open_project_store, make_engine)
+
+    def engine(
+        self, folder: Path, catalog: JobCatalog, store: Store, *, shared: bool
+    ) -> WorkflowEngine:
+        """The project's engine on its open `store` (`shared`: a store other machines use, so
+        every approval needs a trusted approver's signature)."""
+        from deepwork_core.base.layout import APPROVERS_DIR
+        from deepwork_core.engine.fanout.fan_in import recover
+        from deepwork_core.engine.workflow import WorkflowEngine
+        from deepwork_core.state.approval_signatures import TrustedApprovers
+        from deepwork_core.state.sessions import SessionStore
+
+        config, settings = self.config, self.config.quality_gate
+        engine = WorkflowEngine(
+            folder,
+            catalog,
+            SessionStore(store, folder),
+            gate=self.gate(),
+            max_quality_attempts=settings.max_attempts,
+            branch_maker=branch_maker(folder) if config.git.create_branch else None,
+            output_limits=config.outputs,
+            approval_key=approval_key(self.keys, folder),
+            approvers=TrustedApprovers(folder / APPROVERS_DIR, shared=shared),
+            max_instances=config.limits.max_instances,
+            watch=_change_watch(folder) if config.git.change_watch else None,
+        )
+        try:  # a crash may have left a fan-out half-made (docs/fan-out.md)
+            recover(engine.fan, engine.store, catalog)
+        except DeepWorkError as exc:  # the calls that touch it will say so
+            logger.warning("fan-out recovery: %s: %s", exc.code, exc.message)
+        return engine
 
 
 def _change_watch(folder: Path) -> ChangeWatch:

@@ -4,12 +4,14 @@ output name two steps produce (a job's instruction files written by `implement`,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from deepwork_core.engine.results import FinishStatus
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.state.sessions import SessionStore
+from deepwork_core.state.store.port import Store
 
 JOB = """\
 name: twice
@@ -41,7 +43,9 @@ steps:
 """
 
 
-def test_a_name_two_steps_produce_keeps_the_files_of_both(tmp_path: Path) -> None:
+def test_a_name_two_steps_produce_keeps_the_files_of_both(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
     root = tmp_path.resolve()
     job_dir = root / ".deepwork" / "jobs" / "twice"
     (job_dir / "steps").mkdir(parents=True)
@@ -50,7 +54,9 @@ def test_a_name_two_steps_produce_keeps_the_files_of_both(tmp_path: Path) -> Non
         (job_dir / "steps" / f"{name}.md").write_text(f"# {name}\n")
     for name in ("a.md", "b.md", "c.md", "index.md"):
         (root / name).write_text(f"{name}\n")
-    engine = WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(root))
+    engine = WorkflowEngine(
+        root, JobCatalog.for_project(root), SessionStore(make_store(root), root)
+    )
     engine.start("g", "twice", "main")
     engine.finish({"pages": ["a.md", "b.md"], "index": "index.md"})
     done = engine.finish({"pages": ["b.md", "c.md"], "index": "index.md"})

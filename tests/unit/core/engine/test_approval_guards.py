@@ -4,6 +4,7 @@ agent back, exactly as without the approval."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.state.approvals import ApprovalChannel, ApprovalStore, record_decision
 from deepwork_core.state.sessions import SessionStore
+from deepwork_core.state.store.port import Store
 
 from tests.fixtures.evidence_project import key_of
 from tests.fixtures.reviewer import ScriptedGate, passes_every_step
@@ -24,14 +26,14 @@ def root(tmp_path: Path) -> Path:
     return make_signed_project(tmp_path / "project")
 
 
-def _engine(root: Path, gate: ScriptedGate | None = None) -> WorkflowEngine:
-    catalog, store = JobCatalog.for_project(root), SessionStore(root)
-    return WorkflowEngine(root, catalog, store, gate=gate, approval_key=key_of(root))
+def _engine(store: Store, root: Path, gate: ScriptedGate | None = None) -> WorkflowEngine:
+    catalog, sessions = JobCatalog.for_project(root), SessionStore(store, root)
+    return WorkflowEngine(root, catalog, sessions, gate=gate, approval_key=key_of(root))
 
 
-def _approve(root: Path, session_id: str) -> None:
+def _approve(store: Store, root: Path, session_id: str) -> None:
     record_decision(
-        ApprovalStore(root, key_of(root)),
+        ApprovalStore(store, root, key_of(root)),
         session_id,
         approved=True,
         comment=None,
@@ -42,8 +44,11 @@ def _approve(root: Path, session_id: str) -> None:
     )
 
 
-def test_an_approval_does_not_complete_over_stale_earlier_evidence(root: Path) -> None:
-    engine = _engine(root)
+def test_an_approval_does_not_complete_over_stale_earlier_evidence(
+    root: Path, make_store: Callable[..., Store]
+) -> None:
+    store = make_store(root)
+    engine = _engine(store, root)
     engine.start("g", "signed", "main")
     session_id = engine.stack()[0].session_id
     (root / "prep.md").write_text("prep\n")
@@ -51,7 +56,7 @@ def test_an_approval_does_not_complete_over_stale_earlier_evidence(root: Path) -
     (root / "sig.md").write_text("signed\n")
     assert engine.finish({"sig": "sig.md"}).status is FinishStatus.AWAITING_APPROVAL
     (root / "prep.md").write_text("prep, changed after it was accepted\n")
-    _approve(root, session_id)
+    _approve(store, root, session_id)
 
     blocked = engine.finish({"sig": "sig.md"})
     assert blocked.status is FinishStatus.NEEDS_WORK
@@ -62,14 +67,17 @@ def test_an_approval_does_not_complete_over_stale_earlier_evidence(root: Path) -
     assert engine.finish({"sig": "sig.md"}).status is FinishStatus.WORKFLOW_COMPLETE
 
 
-def test_an_approval_does_not_let_undeclared_changes_through_a_strict_guard(root: Path) -> None:
-    engine = _engine(root)
+def test_an_approval_does_not_let_undeclared_changes_through_a_strict_guard(
+    root: Path, make_store: Callable[..., Store]
+) -> None:
+    store = make_store(root)
+    engine = _engine(store, root)
     engine.start("g", "signed_strict", "main")
     session_id = engine.stack()[0].session_id
     (root / "sig.md").write_text("signed\n")
     assert engine.finish({"sig": "sig.md"}).status is FinishStatus.AWAITING_APPROVAL
     (root / "src.txt").write_text("source, edited without declaring it\n")
-    _approve(root, session_id)
+    _approve(store, root, session_id)
 
     blocked = engine.finish({"sig": "sig.md"})
     assert blocked.status is FinishStatus.NEEDS_WORK
@@ -79,9 +87,12 @@ def test_an_approval_does_not_let_undeclared_changes_through_a_strict_guard(root
     assert done.status is FinishStatus.WORKFLOW_COMPLETE
 
 
-def test_a_stale_reviewed_step_is_reviewed_again_and_the_human_asked_anew(root: Path) -> None:
+def test_a_stale_reviewed_step_is_reviewed_again_and_the_human_asked_anew(
+    root: Path, make_store: Callable[..., Store]
+) -> None:
     gate = ScriptedGate(otherwise=passes_every_step)
-    engine = _engine(root, gate)
+    store = make_store(root)
+    engine = _engine(store, root, gate)
     engine.start("g", "signed_reviewed", "main")
     session_id = engine.stack()[0].session_id
     (root / "prep.md").write_text("prep\n")
@@ -90,7 +101,7 @@ def test_a_stale_reviewed_step_is_reviewed_again_and_the_human_asked_anew(root: 
     first = engine.finish({"sig": "sig.md"})
     assert first.status is FinishStatus.AWAITING_APPROVAL
     (root / "prep.md").write_text("prep, changed after its review\n")
-    _approve(root, session_id)
+    _approve(store, root, session_id)
 
     told = engine.finish({"sig": "sig.md"})
     assert told.status is FinishStatus.NEEDS_WORK  # told once that prep will be reviewed again

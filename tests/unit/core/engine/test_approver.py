@@ -3,6 +3,7 @@ the step needs a human, records the answer on its own channel and goes on in the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.state.approval_seal import ApprovalKeyError
 from deepwork_core.state.approvals import ApprovalChannel
 from deepwork_core.state.sessions import SessionStore
+from deepwork_core.state.store.port import Store
 
 from tests.fixtures.evidence_project import key_of, make_evidence_project
 
@@ -30,10 +32,10 @@ class ScriptedApprover:
 
 
 @pytest.fixture
-def engine(tmp_path: Path) -> WorkflowEngine:
+def engine(tmp_path: Path, make_store: Callable[..., Store]) -> WorkflowEngine:
     root = make_evidence_project(tmp_path / "project")
     (root / "plan.md").write_text("plan\n")
-    catalog, store = JobCatalog.for_project(root), SessionStore(root)
+    catalog, store = JobCatalog.for_project(root), SessionStore(make_store(root), root)
     engine = WorkflowEngine(root, catalog, store, approval_key=key_of(root))
     engine.start("g", "approved", "main")
     return engine

@@ -6,6 +6,7 @@ running sibling's output."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from deepwork_core.engine.navigation import active_workflow
@@ -13,6 +14,7 @@ from deepwork_core.engine.results import FinishStatus
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.state.sessions import SessionStore
+from deepwork_core.state.store.port import Store
 
 from tests.fixtures.git_repo import commit_all
 from tests.integration.test_fan_out_stdio import fan_job
@@ -50,8 +52,10 @@ workflows:
 """
 
 
-def _engine(root: Path) -> WorkflowEngine:
-    return WorkflowEngine(root, JobCatalog.for_project(root, []), SessionStore(root))
+def _engine(make_store: Callable[..., Store], root: Path) -> WorkflowEngine:
+    return WorkflowEngine(
+        root, JobCatalog.for_project(root, []), SessionStore(make_store(root), root)
+    )
 
 
 def _write_jobs(root: Path, **jobs: str) -> Path:
@@ -63,9 +67,11 @@ def _write_jobs(root: Path, **jobs: str) -> Path:
     return root.resolve()
 
 
-def test_a_workflow_run_on_top_of_a_step_hands_it_the_files_it_declared(tmp_path: Path) -> None:
+def test_a_workflow_run_on_top_of_a_step_hands_it_the_files_it_declared(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
     root = _write_jobs(tmp_path / "p", outer=OUTER, inner=INNER)
-    engine = _engine(root)
+    engine = _engine(make_store, root)
     engine.start("g", "outer", "main")
     engine.start("try the inner job", "inner", "main")  # nested by hand, on top of try_it
     (root / "draft.md").write_text("draft\n")
@@ -86,9 +92,10 @@ def test_a_workflow_run_on_top_of_a_step_hands_it_the_files_it_declared(tmp_path
 
 def test_an_aborted_nested_run_hands_over_what_its_accepted_steps_declared(
     tmp_path: Path,
+    make_store: Callable[..., Store],
 ) -> None:
     root = _write_jobs(tmp_path / "p", outer=OUTER, inner=INNER)
-    engine = _engine(root)
+    engine = _engine(make_store, root)
     engine.start("g", "outer", "main")
     engine.start("try the inner job", "inner", "main")
     (root / "draft.md").write_text("draft\n")
@@ -100,12 +107,13 @@ def test_an_aborted_nested_run_hands_over_what_its_accepted_steps_declared(
 
 def test_a_siblings_submitted_output_in_the_shared_tree_is_no_undeclared_change(
     tmp_path: Path,
+    make_store: Callable[..., Store],
 ) -> None:
     root = fan_job(tmp_path / "p", strict=True)
     (root / "README.md").write_text("project\n")
     commit_all(root)
     root = root.resolve()
-    engine = _engine(root)
+    engine = _engine(make_store, root)
     started = engine.start("g", "fan", "write", inputs={"topics": ["a", "b", "c"]})
     fan = started.brief.fan_out
     assert fan is not None

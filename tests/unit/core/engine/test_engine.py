@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from deepwork_core.gate.checkpoint import (
 )
 from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.state.sessions import SessionStatus, SessionStore
+from deepwork_core.state.store.port import Store
 
 from tests.fixtures.paths import FIXTURES
 from tests.fixtures.reviewer import ScriptedGate
@@ -32,13 +34,20 @@ def root(tmp_path: Path) -> Path:
     return make_project(tmp_path / "project")
 
 
-def make_engine(root: Path, **kwargs: object) -> WorkflowEngine:
-    return WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(root), **kwargs)  # type: ignore[arg-type]
+@pytest.fixture
+def store(root: Path, make_store: Callable[..., Store]) -> Store:
+    """The store of the project `root`."""
+    return make_store(root)
+
+
+def make_engine(store: Store, root: Path, **kwargs: object) -> WorkflowEngine:
+    sessions = SessionStore(store, root)
+    return WorkflowEngine(root, JobCatalog.for_project(root), sessions, **kwargs)  # type: ignore[arg-type]
 
 
 @pytest.fixture
-def engine(root: Path) -> WorkflowEngine:
-    return make_engine(root)
+def engine(store: Store, root: Path) -> WorkflowEngine:
+    return make_engine(store, root)
 
 
 def raises(code: str, call: object, *args: object, **kwargs: object) -> DeepWorkError:
@@ -48,15 +57,15 @@ def raises(code: str, call: object, *args: object, **kwargs: object) -> DeepWork
     return caught.value
 
 
-def session_file(root: Path, session_id: str) -> dict[str, object]:
-    data: dict[str, object] = session_json(root, session_id)
+def session_file(store: Store, session_id: str) -> dict[str, object]:
+    data: dict[str, object] = session_json(store, session_id)
     return data
 
 
 # --- start ---------------------------------------------------------------------------------------
 
 
-def test_start_begins_the_first_step(root: Path, engine: WorkflowEngine) -> None:
+def test_start_begins_the_first_step(root: Path, engine: WorkflowEngine, store: Store) -> None:
     result = engine.start("write it", "three_step", "main", "acme")
     brief = result.brief
     assert brief.step_id == "gather"
@@ -70,7 +79,7 @@ def test_start_begins_the_first_step(root: Path, engine: WorkflowEngine) -> None
         ("topic", "What to write about", [])
     ]
     assert [(s.workflow, s.step) for s in result.stack] == [("three_step/main", "gather")]
-    state = session_file(root, brief.session_id)
+    state = session_file(store, brief.session_id)
     assert state["status"] == "active"
     assert state["instance_id"] == "acme"
     assert state["goal"] == "write it"
@@ -128,7 +137,7 @@ def run_three_steps(root: Path, engine: WorkflowEngine) -> str:
     return session_id
 
 
-def test_three_steps_end_to_end(root: Path, engine: WorkflowEngine) -> None:
+def test_three_steps_end_to_end(root: Path, engine: WorkflowEngine, store: Store) -> None:
     session_id = run_three_steps(root, engine)
     done = engine.finish({"final": "final.md"})
     assert done.status is FinishStatus.WORKFLOW_COMPLETE
@@ -139,7 +148,7 @@ def test_three_steps_end_to_end(root: Path, engine: WorkflowEngine) -> None:
         "final": "final.md",
     }
     assert done.stack == []
-    state = session_file(root, session_id)
+    state = session_file(store, session_id)
     assert state["status"] == "completed"
     assert state["completed_at"]
     progress = state["step_progress"]
@@ -148,12 +157,14 @@ def test_three_steps_end_to_end(root: Path, engine: WorkflowEngine) -> None:
     assert all(record["completed_at"] for record in progress.values())
 
 
-def test_a_new_engine_continues_where_the_old_one_stopped(root: Path) -> None:
-    first = make_engine(root)
+def test_a_new_engine_continues_where_the_old_one_stopped(
+    root: Path, store: Store, make_store: Callable[..., Store]
+) -> None:
+    first = make_engine(store, root)
     session_id = first.start("g", "three_step", "main").brief.session_id
     write_files(root, "notes.md")
     first.finish({"notes": "notes.md"})
-    second = make_engine(root)  # a new server process
+    second = make_engine(make_store(root), root)  # a new server process
     assert [s.step for s in second.stack()] == ["draft"]
     write_files(root, "d/1.md")
     result = second.finish({"drafts": ["d/1.md"]})
@@ -167,15 +178,19 @@ def test_finish_without_a_session_is_a_state_error(engine: WorkflowEngine) -> No
     raises("session.none_active", engine.abort, "why")
 
 
-def test_invalid_outputs_leave_the_session_where_it_was(root: Path, engine: WorkflowEngine) -> None:
+def test_invalid_outputs_leave_the_session_where_it_was(
+    root: Path, engine: WorkflowEngine, store: Store
+) -> None:
     session_id = engine.start("g", "three_step", "main").brief.session_id
-    before = session_file(root, session_id)
+    before = session_file(store, session_id)
     raises("outputs.file_not_found", engine.finish, {"notes": "absent.md"})
     raises("path.outside_project", engine.finish, {"notes": "../x"})
-    assert session_file(root, session_id) == before
+    assert session_file(store, session_id) == before
 
 
-def test_concurrent_group_is_one_checkpoint(root: Path, engine: WorkflowEngine) -> None:
+def test_concurrent_group_is_one_checkpoint(
+    root: Path, engine: WorkflowEngine, store: Store
+) -> None:
     engine.start("g", "concurrent", "par")
     write_files(root, "first.md", "left.md", "r1.md", "r2.md")
     group = engine.finish({"first_out": "first.md"})
@@ -195,7 +210,7 @@ def test_concurrent_group_is_one_checkpoint(root: Path, engine: WorkflowEngine) 
     last = engine.finish({"left_out": "left.md", "right_out": ["r1.md", "r2.md"]})
     assert last.brief is not None
     assert last.brief.step_id == "last"
-    progress = session_file(root, brief.session_id)["step_progress"]
+    progress = session_file(store, brief.session_id)["step_progress"]
     assert isinstance(progress, dict)
     assert progress["left"]["outputs"] == {"left_out": "left.md"}
     assert progress["right"]["outputs"] == {"right_out": ["r1.md", "r2.md"]}
@@ -214,10 +229,10 @@ def test_job_edited_mid_run_is_reported(root: Path, engine: WorkflowEngine) -> N
 # --- nesting, targeting, abort -------------------------------------------------------------------
 
 
-def test_nested_workflows_push_and_pop(root: Path, engine: WorkflowEngine) -> None:
+def test_nested_workflows_push_and_pop(root: Path, engine: WorkflowEngine, store: Store) -> None:
     outer = engine.start("outer", "three_step", "main").brief.session_id
     inner = engine.start("inner", "multi", "alpha").brief.session_id
-    state = session_file(root, inner)
+    state = session_file(store, inner)
     assert state["parent_session_id"] == outer
     assert [s.workflow for s in engine.stack()] == ["three_step/main", "multi/alpha"]
     write_files(root, "one.md")
@@ -237,7 +252,7 @@ def test_session_id_targets_a_session_below_the_top(root: Path, engine: Workflow
     assert [s.step for s in result.stack] == ["draft", "one"]
 
 
-def test_abort_resumes_the_parent(root: Path, engine: WorkflowEngine) -> None:
+def test_abort_resumes_the_parent(root: Path, engine: WorkflowEngine, store: Store) -> None:
     engine.start("outer", "three_step", "main")
     inner = engine.start("inner", "multi", "beta").brief.session_id
     result = engine.abort("cannot do it")
@@ -246,7 +261,7 @@ def test_abort_resumes_the_parent(root: Path, engine: WorkflowEngine) -> None:
     assert result.explanation == "cannot do it"
     assert result.resumed_workflow == "three_step/main"
     assert result.resumed_step == "gather"
-    state = session_file(root, inner)
+    state = session_file(store, inner)
     assert state["status"] == "aborted"
     assert state["abort_reason"] == "cannot do it"
 
@@ -284,20 +299,20 @@ def test_finished_or_unknown_sessions_cannot_be_targeted(
 # --- branches -----------------------------------------------------------------------------------
 
 
-def test_branch_is_made_for_top_level_workflows_only(root: Path) -> None:
+def test_branch_is_made_for_top_level_workflows_only(root: Path, store: Store) -> None:
     calls: list[tuple[str, str]] = []
 
     def maker(job: str, label: str) -> BranchOutcome:
         calls.append((job, label))
         return BranchOutcome(branch_name=f"deepwork/{job}-{label}", previous_branch="main")
 
-    engine = make_engine(root, branch_maker=maker)
+    engine = make_engine(store, root, branch_maker=maker)
     top = engine.start("g", "three_step", "main", "acme")
     nested = engine.start("g", "multi", "alpha")
     assert calls == [("three_step", "acme")]
     assert top.branch_name == "deepwork/three_step-acme"
     assert nested.branch_name == "deepwork/three_step-acme"  # stays on the parent's branch
-    assert session_file(root, nested.brief.session_id)["branch_name"] == top.branch_name
+    assert session_file(store, nested.brief.session_id)["branch_name"] == top.branch_name
     assert engine.abort("x").branch_note is None  # the nested one made no branch
     aborted = engine.abort("x")
     assert aborted.branch_note is not None
@@ -307,9 +322,9 @@ def test_branch_is_made_for_top_level_workflows_only(root: Path) -> None:
     assert calls[-1] == ("multi", "beta")
 
 
-def test_branch_note_is_passed_on(root: Path) -> None:
+def test_branch_note_is_passed_on(root: Path, store: Store) -> None:
     engine = make_engine(
-        root, branch_maker=lambda job, label: BranchOutcome(branch_name=None, note="no git")
+        store, root, branch_maker=lambda job, label: BranchOutcome(branch_name=None, note="no git")
     )
     result = engine.start("g", "multi", "alpha")
     assert result.branch_name is None
@@ -332,25 +347,27 @@ PASS = GatePassed(
 )
 
 
-def start_reviewed(root: Path, gate: ScriptedGate, **kwargs: object) -> tuple[WorkflowEngine, str]:
-    engine = make_engine(root, gate=gate, **kwargs)
+def start_reviewed(
+    store: Store, root: Path, gate: ScriptedGate, **kwargs: object
+) -> tuple[WorkflowEngine, str]:
+    engine = make_engine(store, root, gate=gate, **kwargs)
     session_id = engine.start("g", "reviewed", "main").brief.session_id
     write_files(root, "report.md", "final.md")
     return engine, session_id
 
 
-def test_steps_without_reviews_never_reach_the_gate(root: Path) -> None:
+def test_steps_without_reviews_never_reach_the_gate(root: Path, store: Store) -> None:
     gate = ScriptedGate()
-    engine = make_engine(root, gate=gate)
+    engine = make_engine(store, root, gate=gate)
     engine.start("g", "multi", "alpha")
     write_files(root, "one.md")
     assert engine.finish({"one_out": "one.md"}).status is FinishStatus.WORKFLOW_COMPLETE
     assert gate.seen == []
 
 
-def test_failed_reviews_count_attempts_up_to_the_limit(root: Path) -> None:
+def test_failed_reviews_count_attempts_up_to_the_limit(root: Path, store: Store) -> None:
     gate = ScriptedGate(answers=[FAIL, FAIL, FAIL, PASS])
-    engine, session_id = start_reviewed(root, gate, max_quality_attempts=3)
+    engine, session_id = start_reviewed(store, root, gate, max_quality_attempts=3)
     for attempt in (1, 2):
         result = engine.finish({"report": "report.md"})
         assert result.status is FinishStatus.NEEDS_WORK
@@ -362,7 +379,7 @@ def test_failed_reviews_count_attempts_up_to_the_limit(root: Path) -> None:
     assert "too short" in error.message
     passed = engine.finish({"report": "report.md"})
     assert passed.status is FinishStatus.NEXT_STEP
-    state = session_file(root, session_id)
+    state = session_file(store, session_id)
     progress = state["step_progress"]
     assert isinstance(progress, dict)
     assert progress["write"]["quality_attempts"] == 4
@@ -376,9 +393,9 @@ def test_failed_reviews_count_attempts_up_to_the_limit(root: Path) -> None:
     ]
 
 
-def test_the_gate_sees_inputs_from_earlier_steps(root: Path) -> None:
+def test_the_gate_sees_inputs_from_earlier_steps(root: Path, store: Store) -> None:
     gate = ScriptedGate(answers=[PASS, PASS])
-    engine, _ = start_reviewed(root, gate)
+    engine, _ = start_reviewed(store, root, gate)
     engine.finish({"report": "report.md"}, notes="first")
     engine.finish({"final": "final.md"})
     polish = gate.seen[1]
@@ -389,35 +406,35 @@ def test_the_gate_sees_inputs_from_earlier_steps(root: Path) -> None:
     ]
 
 
-def test_override_skips_the_gate_and_is_recorded(root: Path) -> None:
+def test_override_skips_the_gate_and_is_recorded(root: Path, store: Store) -> None:
     gate = ScriptedGate()
-    engine, session_id = start_reviewed(root, gate)
+    engine, session_id = start_reviewed(store, root, gate)
     result = engine.finish({"report": "report.md"}, override_reason="reviewed by a sub-agent")
     assert result.status is FinishStatus.NEXT_STEP
     assert gate.seen == []
-    log = session_file(root, session_id)["quality_log"]
+    log = session_file(store, session_id)["quality_log"]
     assert isinstance(log, list)
     assert [(e["kind"], e["override_reason"]) for e in log] == [
         ("override", "reviewed by a sub-agent")
     ]
 
 
-def test_empty_override_reason_is_rejected(root: Path) -> None:
-    engine, _ = start_reviewed(root, ScriptedGate())
+def test_empty_override_reason_is_rejected(root: Path, store: Store) -> None:
+    engine, _ = start_reviewed(store, root, ScriptedGate())
     raises(
         "quality_gate.override_reason_empty", engine.finish, {"report": "r"}, override_reason=" "
     )
 
 
-def test_self_review_is_needs_work_without_counting_attempts(root: Path) -> None:
+def test_self_review_is_needs_work_without_counting_attempts(root: Path, store: Store) -> None:
     verdict = GateSelfReviewRequested(feedback="review it", review_file=".deepwork/tmp/q.md")
     gate = ScriptedGate(external=False, answers=[verdict] * 5)
-    engine, session_id = start_reviewed(root, gate, max_quality_attempts=1)
+    engine, session_id = start_reviewed(store, root, gate, max_quality_attempts=1)
     for _ in range(3):
         result = engine.finish({"report": "report.md"})
         assert result.status is FinishStatus.NEEDS_WORK
         assert result.feedback == "review it"
-    state = session_file(root, session_id)
+    state = session_file(store, session_id)
     progress = state["step_progress"]
     assert isinstance(progress, dict)
     assert progress["write"]["quality_attempts"] == 0
@@ -427,11 +444,11 @@ def test_self_review_is_needs_work_without_counting_attempts(root: Path) -> None
     assert log[0]["review_file"] == ".deepwork/tmp/q.md"
 
 
-def test_reviewer_errors_count_as_attempts_and_are_recorded(root: Path) -> None:
+def test_reviewer_errors_count_as_attempts_and_are_recorded(root: Path, store: Store) -> None:
     gate = ScriptedGate(answers=[QualityGateError("boom", code="quality_gate.timeout")])
-    engine, session_id = start_reviewed(root, gate)
+    engine, session_id = start_reviewed(store, root, gate)
     raises("quality_gate.timeout", engine.finish, {"report": "report.md"})
-    state = session_file(root, session_id)
+    state = session_file(store, session_id)
     log = state["quality_log"]
     assert isinstance(log, list)
     assert [(e["kind"], e["error_code"], e["attempt"]) for e in log] == [
@@ -440,22 +457,24 @@ def test_reviewer_errors_count_as_attempts_and_are_recorded(root: Path) -> None:
     assert [s.step for s in engine.stack()] == ["write"]
 
 
-def test_a_session_that_moved_on_during_review_is_not_advanced(root: Path) -> None:
+def test_a_session_that_moved_on_during_review_is_not_advanced(root: Path, store: Store) -> None:
     gate = ScriptedGate(answers=[PASS])
-    engine, _ = start_reviewed(root, gate)
-    other = make_engine(root)
+    engine, _ = start_reviewed(store, root, gate)
+    other = make_engine(store, root)
     gate.on_evaluate = lambda: other.abort("gave up meanwhile")
     raises("session.changed", engine.finish, {"report": "report.md"})
     assert engine.stack() == []
 
 
-def test_completed_and_aborted_sessions_stay_on_disk(root: Path, engine: WorkflowEngine) -> None:
+def test_completed_and_aborted_sessions_stay_on_disk(
+    root: Path, engine: WorkflowEngine, make_store: Callable[..., Store]
+) -> None:
     first = engine.start("g", "multi", "alpha").brief.session_id
     engine.abort("x")
     second = engine.start("g", "multi", "beta").brief.session_id
     write_files(root, "two.md")
     engine.finish({"two_out": "two.md"})
-    store = SessionStore(root)
+    store = SessionStore(make_store(root), root)
     assert store.load(first).status is SessionStatus.ABORTED
     assert store.load(second).status is SessionStatus.COMPLETED
 
@@ -474,11 +493,15 @@ def test_broken_doc_spec_is_reported(root: Path, engine: WorkflowEngine) -> None
     assert caught.value.code.startswith("doc_spec.")
 
 
-def test_jobs_from_additional_folders_can_be_started(tmp_path: Path, root: Path) -> None:
+def test_jobs_from_additional_folders_can_be_started(
+    tmp_path: Path, root: Path, make_store: Callable[..., Store]
+) -> None:
     extra = tmp_path / "extra"
     write_job(extra.parent, "extra_job", _rename(root, "multi", "extra_job"))
     folder = extra.parent / ".deepwork" / "jobs"
-    engine = WorkflowEngine(root, JobCatalog.for_project(root, [folder]), SessionStore(root))
+    engine = WorkflowEngine(
+        root, JobCatalog.for_project(root, [folder]), SessionStore(make_store(root), root)
+    )
     assert engine.start("g", "extra_job", "alpha").brief.job_dir == folder / "extra_job"
 
 
@@ -487,17 +510,20 @@ def _rename(root: Path, job: str, new: str) -> str:
     return text.replace(f"name: {job}", f"name: {new}", 1)
 
 
-def test_a_nested_session_starts_at_the_engine_clock(tmp_path: Path) -> None:
+def test_a_nested_session_starts_at_the_engine_clock(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
     root = tmp_path / "project"
     fixtures = FIXTURES / "jobs_v010"
     shutil.copytree(fixtures, root / ".deepwork" / "jobs")
     (root / "plan.md").write_text("# Plan\n")
+    store = make_store(root)
     fixed = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
-    engine = make_engine(root, clock=lambda: fixed)
+    engine = make_engine(store, root, clock=lambda: fixed)
     engine.start("g", "launch_plan", "plan", inputs={"product": "p"})
     nested = engine.finish({"plan.md": "plan.md"})
     assert nested.brief is not None
-    child = session_file(root, nested.brief.session_id)
+    child = session_file(store, nested.brief.session_id)
     assert child["started_for_step"] == "release_notes"
     assert datetime.fromisoformat(str(child["started_at"])) == fixed
 
@@ -520,10 +546,12 @@ def _nesting_job(root: Path, name: str, other: str) -> None:
     )
 
 
-def test_a_sub_workflow_loop_across_jobs_stops_at_the_depth_limit(tmp_path: Path) -> None:
+def test_a_sub_workflow_loop_across_jobs_stops_at_the_depth_limit(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
     root = tmp_path / "project"
     _nesting_job(root, "ping", "pong")
     _nesting_job(root, "pong", "ping")
-    engine = make_engine(root)
+    engine = make_engine(make_store(root), root)
     raises("workflow.sub_workflow_depth", engine.start, "g", "ping", "main")
     assert engine.stack() == []  # the failed start left nothing on the stack

@@ -4,6 +4,7 @@ from the terminal, and edits after an approval."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from deepwork_core.state.approvals import ApprovalChannel, ApprovalStore, record
 from deepwork_core.state.events import read_events
 from deepwork_core.state.sessions import SessionStore
 from deepwork_core.state.stats import collect_stats
+from deepwork_core.state.store.port import Store
 
 from tests.fixtures.evidence_project import key_of, make_evidence_project
 from tests.fixtures.reviewer import ScriptedGate, passes_every_step
@@ -26,18 +28,26 @@ def root(tmp_path: Path) -> Path:
     return make_evidence_project(tmp_path / "project")
 
 
-def engine_for(root: Path, gate: ScriptedGate | None = None) -> WorkflowEngine:
-    catalog, store = JobCatalog.for_project(root), SessionStore(root)
-    return WorkflowEngine(root, catalog, store, gate=gate, approval_key=key_of(root))
+@pytest.fixture
+def store(root: Path, make_store: Callable[..., Store]) -> Store:
+    """The store of the project `root`."""
+    return make_store(root)
+
+
+def engine_for(store: Store, root: Path, gate: ScriptedGate | None = None) -> WorkflowEngine:
+    catalog, sessions = JobCatalog.for_project(root), SessionStore(store, root)
+    return WorkflowEngine(root, catalog, sessions, gate=gate, approval_key=key_of(root))
 
 
 def sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def decide(root: Path, session_id: str, *, approved: bool, comment: str | None = None) -> None:
+def decide(
+    store: Store, root: Path, session_id: str, *, approved: bool, comment: str | None = None
+) -> None:
     record_decision(
-        ApprovalStore(root, key_of(root)),
+        ApprovalStore(store, root, key_of(root)),
         session_id,
         approved=approved,
         comment=comment,
@@ -48,13 +58,13 @@ def decide(root: Path, session_id: str, *, approved: bool, comment: str | None =
     )
 
 
-def test_a_stale_unreviewed_output_needs_an_override(root: Path) -> None:
-    engine = engine_for(root)  # no gate: nothing can be reviewed again
+def test_a_stale_unreviewed_output_needs_an_override(root: Path, store: Store) -> None:
+    engine = engine_for(store, root)  # no gate: nothing can be reviewed again
     engine.start("g", "approved", "main")
     session_id = engine.stack()[0].session_id
     (root / "plan.md").write_text("plan\n")
     assert engine.finish({"plan": "plan.md"}).status is FinishStatus.AWAITING_APPROVAL
-    decide(root, session_id, approved=True)
+    decide(store, root, session_id, approved=True)
     assert engine.finish({"plan": "plan.md"}).status is FinishStatus.NEXT_STEP
 
     (root / "plan.md").write_text("plan, changed\n")
@@ -79,9 +89,9 @@ def test_a_stale_unreviewed_output_needs_an_override(root: Path) -> None:
     assert approval.decision.actor == "alice@host"
 
 
-def test_the_stale_step_is_reviewed_again_with_the_last_one(root: Path) -> None:
+def test_the_stale_step_is_reviewed_again_with_the_last_one(root: Path, store: Store) -> None:
     gate = ScriptedGate(otherwise=passes_every_step)
-    engine = engine_for(root, gate)
+    engine = engine_for(store, root, gate)
     engine.start("g", "evidenced", "main")
     (root / "plan.md").write_text("plan\n")
     engine.finish({"plan": "plan.md"})
@@ -99,11 +109,13 @@ def test_the_stale_step_is_reviewed_again_with_the_last_one(root: Path) -> None:
     }
 
 
-def test_a_changed_output_the_last_step_submits_again_is_reviewed_at_once(root: Path) -> None:
+def test_a_changed_output_the_last_step_submits_again_is_reviewed_at_once(
+    root: Path, store: Store
+) -> None:
     """The agent declares the earlier file as its own output: no round trip to tell it of the
     change (issue 33: `iterate` re-submits `job.yml`), but the earlier reviews still run."""
     gate = ScriptedGate(otherwise=passes_every_step)
-    engine = engine_for(root, gate)
+    engine = engine_for(store, root, gate)
     engine.start("g", "evidenced", "main")
     (root / "plan.md").write_text("plan\n")
     engine.finish({"plan": "plan.md"})
@@ -115,30 +127,30 @@ def test_a_changed_output_the_last_step_submits_again_is_reviewed_at_once(root: 
     assert [c.step_ids for c in gate.seen] == [("plan",), ("build", "plan")]
 
 
-def test_a_rejection_from_the_terminal_sends_the_step_back(root: Path) -> None:
-    engine = engine_for(root)
+def test_a_rejection_from_the_terminal_sends_the_step_back(root: Path, store: Store) -> None:
+    engine = engine_for(store, root)
     engine.start("g", "approved", "main")
     session_id = engine.stack()[0].session_id
     (root / "plan.md").write_text("plan\n")
     engine.finish({"plan": "plan.md"})
-    decide(root, session_id, approved=False, comment="Add a rollback section")
+    decide(store, root, session_id, approved=False, comment="Add a rollback section")
     back = engine.finish({"plan": "plan.md"})
     assert back.status is FinishStatus.NEEDS_WORK
     assert "Add a rollback section" in (back.feedback or "")
     # The next call asks again.
     assert engine.finish({"plan": "plan.md"}).status is FinishStatus.AWAITING_APPROVAL
-    kinds = [e.event for e in read_events(root, session_id)]
+    kinds = [e.event for e in read_events(store, session_id)]
     assert kinds.count("approval_requested") == 2
     assert "approval" in kinds
 
 
-def test_an_edit_after_the_approval_voids_it(root: Path) -> None:
-    engine = engine_for(root)
+def test_an_edit_after_the_approval_voids_it(root: Path, store: Store) -> None:
+    engine = engine_for(store, root)
     engine.start("g", "approved", "main")
     session_id = engine.stack()[0].session_id
     (root / "plan.md").write_text("plan\n")
     first = engine.finish({"plan": "plan.md"})
-    decide(root, session_id, approved=True)
+    decide(store, root, session_id, approved=True)
     (root / "plan.md").write_text("plan, swapped after the approval\n")
     asked_again = engine.finish({"plan": "plan.md"})
     assert asked_again.status is FinishStatus.AWAITING_APPROVAL
@@ -151,8 +163,8 @@ def test_an_edit_after_the_approval_voids_it(root: Path) -> None:
     assert after.shown[0].sha256 == sha(root / "plan.md")
 
 
-def test_an_override_does_not_skip_the_human(root: Path) -> None:
-    engine = engine_for(root)
+def test_an_override_does_not_skip_the_human(root: Path, store: Store) -> None:
+    engine = engine_for(store, root)
     engine.start("g", "approved", "main")
     (root / "plan.md").write_text("plan\n")
     engine.finish({"plan": "plan.md"})
@@ -160,14 +172,14 @@ def test_an_override_does_not_skip_the_human(root: Path) -> None:
     assert again.status is FinishStatus.AWAITING_APPROVAL
 
 
-def test_stats_count_what_the_engine_logged(root: Path) -> None:
-    engine = engine_for(root, ScriptedGate(otherwise=passes_every_step))
+def test_stats_count_what_the_engine_logged(root: Path, store: Store) -> None:
+    engine = engine_for(store, root, ScriptedGate(otherwise=passes_every_step))
     engine.start("g", "evidenced", "main")
     (root / "plan.md").write_text("plan\n")
     (root / "result.md").write_text("result\n")
     engine.finish({"plan": "plan.md"})
     engine.finish({"result": "result.md"}, override_reason="reviewed by hand")
-    [job] = collect_stats(root).jobs
+    [job] = collect_stats(store).jobs
     assert (job.job, job.sessions, job.completed) == ("evidenced", 1, 1)
     build, plan = job.steps
     assert (plan.step, plan.runs, plan.finished, plan.reviewed_runs) == ("plan", 1, 1, 1)
@@ -178,12 +190,13 @@ def test_stats_count_what_the_engine_logged(root: Path) -> None:
 
 def test_a_dry_run_at_the_last_step_lists_the_stale_steps_reviews_and_the_extra_call(
     root: Path,
+    store: Store,
 ) -> None:
     """`dry_run` promises every review task a real call would run: at the last step that
     includes the reviews of an earlier step whose output changed (docs/quality-gate.md)."""
     from deepwork_core.gate.gates import SelfReviewGate
 
-    engine = engine_for(root, SelfReviewGate())
+    engine = engine_for(store, root, SelfReviewGate())
     engine.start("g", "evidenced", "main")
     (root / "plan.md").write_text("plan\n")
     engine.finish({"plan": "plan.md"}, override_reason="Self-review by a sub-agent: all pass.")

@@ -4,6 +4,7 @@ worktrees in a real git repository."""
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,24 +15,35 @@ from deepwork_core.engine.results import FinishStatus
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.state.sessions import SessionStatus, SessionStore
+from deepwork_core.state.store.port import Store
 
 from tests.fixtures.reviewer import ScriptedGate, passes_every_step
 from tests.integration.test_fan_out_stdio import fan_job
 
 
-def _engine(root: Path, *, gate: ScriptedGate | None = None, limit: int = 200) -> WorkflowEngine:
+def _engine(
+    make_store: Callable[..., Store],
+    root: Path,
+    *,
+    gate: ScriptedGate | None = None,
+    limit: int = 200,
+) -> WorkflowEngine:
     catalog = JobCatalog.for_project(root, [])
-    return WorkflowEngine(root, catalog, SessionStore(root), gate=gate, max_instances=limit)
+    return WorkflowEngine(
+        root, catalog, SessionStore(make_store(root), root), gate=gate, max_instances=limit
+    )
 
 
 def _code(exc: pytest.ExceptionInfo[DeepWorkError]) -> str:
     return str(exc.value.code)
 
 
-def test_each_instance_is_gated_alone_and_fan_in_keeps_item_order(tmp_path: Path) -> None:
+def test_each_instance_is_gated_alone_and_fan_in_keeps_item_order(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
     root = fan_job(tmp_path / "p")
     gate = ScriptedGate(otherwise=passes_every_step)
-    engine = _engine(root, gate=gate)
+    engine = _engine(make_store, root, gate=gate)
     fan = engine.start("g", "fan", "write", inputs={"topics": ["z", "a", "m"]}).brief.fan_out
     assert fan is not None
     assert [i.item for i in fan.instances] == ["z", "a", "m"]
@@ -51,8 +63,9 @@ def test_each_instance_is_gated_alone_and_fan_in_keeps_item_order(tmp_path: Path
 
 def test_fan_in_waits_for_every_instance_and_aborted_ones_need_allow_partial(
     tmp_path: Path,
+    make_store: Callable[..., Store],
 ) -> None:
-    engine = _engine(fan_job(tmp_path / "p"))
+    engine = _engine(make_store, fan_job(tmp_path / "p"))
     fan = engine.start("g", "fan", "write", inputs={"topics": ["a", "b"]}).brief.fan_out
     assert fan is not None
     with pytest.raises(DeepWorkError) as running:
@@ -73,8 +86,10 @@ def test_fan_in_waits_for_every_instance_and_aborted_ones_need_allow_partial(
     ]
 
 
-def test_allow_partial_completes_with_the_finished_instances(tmp_path: Path) -> None:
-    engine = _engine(fan_job(tmp_path / "p", allow_partial=True))
+def test_allow_partial_completes_with_the_finished_instances(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    engine = _engine(make_store, fan_job(tmp_path / "p", allow_partial=True))
     fan = engine.start("g", "fan", "write", inputs={"topics": ["a", "b"]}).brief.fan_out
     assert fan is not None
     engine.abort("given up", session_id=fan.instances[0].session_id)
@@ -85,8 +100,10 @@ def test_allow_partial_completes_with_the_finished_instances(tmp_path: Path) -> 
     assert joined.brief.inputs[0].paths == ["b.md"]
 
 
-def test_too_many_items_are_refused_before_anything_exists(tmp_path: Path) -> None:
-    engine = _engine(fan_job(tmp_path / "p"), limit=3)
+def test_too_many_items_are_refused_before_anything_exists(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    engine = _engine(make_store, fan_job(tmp_path / "p"), limit=3)
     with pytest.raises(DeepWorkError) as refused:
         engine.start("g", "fan", "write", inputs={"topics": ["a", "b", "c", "d"]})
     assert _code(refused) == "fan_out.too_many_instances"
@@ -94,13 +111,15 @@ def test_too_many_items_are_refused_before_anything_exists(tmp_path: Path) -> No
     assert not list((engine.project_root / ".deepwork" / "tmp").glob("session_*.json"))
 
 
-def test_a_completed_instance_is_never_run_again(tmp_path: Path) -> None:
-    engine = _engine(fan_job(tmp_path / "p"))
+def test_a_completed_instance_is_never_run_again(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    engine = _engine(make_store, fan_job(tmp_path / "p"))
     fan = engine.start("g", "fan", "write", inputs={"topics": ["a"]}).brief.fan_out
     assert fan is not None
     (engine.project_root / "a.md").write_text("a")
     engine.finish({"section.md": "a.md"}, session_id=fan.instances[0].session_id)
-    again = _engine(engine.project_root)  # a new server process
+    again = _engine(make_store, engine.project_root)  # a new server process
     recover(again.fan, again.store, again.catalog)
     with pytest.raises(DeepWorkError) as refused:
         again.finish({"section.md": "a.md"}, session_id=fan.instances[0].session_id)
@@ -109,8 +128,9 @@ def test_a_completed_instance_is_never_run_again(tmp_path: Path) -> None:
 
 def test_a_crash_before_the_instances_were_made_is_mended_at_the_next_start(
     tmp_path: Path,
+    make_store: Callable[..., Store],
 ) -> None:
-    engine = _engine(fan_job(tmp_path / "p"))
+    engine = _engine(make_store, fan_job(tmp_path / "p"))
     fan = engine.start("g", "fan", "write", inputs={"topics": ["a", "b"]}).brief.fan_out
     assert fan is not None
     lost = fan.instances[1].session_id
@@ -118,7 +138,7 @@ def test_a_crash_before_the_instances_were_made_is_mended_at_the_next_start(
         db.execute("DELETE FROM sessions WHERE session_id = ?", (lost,))
     with engine.store.transaction() as tx:
         tx.remove_from_stack(lost)
-    again = _engine(engine.project_root)
+    again = _engine(make_store, engine.project_root)
     recover(again.fan, again.store, again.catalog)
     session = again.store.load(lost)
     assert session.status is SessionStatus.ACTIVE
@@ -127,8 +147,10 @@ def test_a_crash_before_the_instances_were_made_is_mended_at_the_next_start(
     assert [s.session_id for s in again.store.stack(lost)] == [lost]
 
 
-def test_going_back_to_a_fanned_step_aborts_its_old_instances(tmp_path: Path) -> None:
-    engine = _engine(fan_job(tmp_path / "p"))
+def test_going_back_to_a_fanned_step_aborts_its_old_instances(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    engine = _engine(make_store, fan_job(tmp_path / "p"))
     fan = engine.start("g", "fan", "write", inputs={"topics": ["a"]}).brief.fan_out
     assert fan is not None
     again = go_back(engine, "sections", session_id=fan.parent_session_id).brief.fan_out
@@ -156,9 +178,10 @@ def _repo(root: Path) -> Path:
 
 def test_worktree_instances_merge_in_item_order_and_a_conflict_changes_nothing(
     tmp_path: Path,
+    make_store: Callable[..., Store],
 ) -> None:
     root = _repo(fan_job(tmp_path / "p", isolation="worktree"))
-    engine = _engine(root)
+    engine = _engine(make_store, root)
     fan = engine.start("g", "fan", "write", inputs={"topics": ["a", "b", "c"]}).brief.fan_out
     assert fan is not None
     folders = [root / (i.worktree or "") for i in fan.instances]
@@ -201,8 +224,10 @@ def _resolve(folder: Path, text: str) -> None:
     _git(folder, "commit", "-q", "-m", "resolve")
 
 
-def test_an_instance_cannot_go_back_on_its_own(tmp_path: Path) -> None:
-    engine = _engine(fan_job(tmp_path / "p"))
+def test_an_instance_cannot_go_back_on_its_own(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    engine = _engine(make_store, fan_job(tmp_path / "p"))
     fan = engine.start("g", "fan", "write", inputs={"topics": ["a"]}).brief.fan_out
     assert fan is not None
     with pytest.raises(DeepWorkError) as refused:

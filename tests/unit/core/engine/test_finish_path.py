@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
@@ -17,6 +17,7 @@ import anyio
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.state.sessions import SessionStore
+from deepwork_core.state.store.port import Store
 from deepwork_mcp.roots import ProjectServices
 from deepwork_mcp.tools.services import ToolServices, lifespan
 from deepwork_mcp.tools.workflows import register_workflow_tools
@@ -71,30 +72,32 @@ def tracing(outputs: dict[str, str]) -> Iterator[list[str]]:
         threading.setprofile(None)
 
 
-def started_engine(tmp_path: Path) -> WorkflowEngine:
+def started_engine(tmp_path: Path, make_store: Callable[..., Store]) -> WorkflowEngine:
     """An engine whose gate passes every step, at the first step of `reviewed` with its output."""
     root = make_project(tmp_path / "project")
     gate = ScriptedGate(otherwise=passes_every_step)
-    engine = WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(root), gate=gate)
+    sessions = SessionStore(make_store(root), root)
+    engine = WorkflowEngine(root, JobCatalog.for_project(root), sessions, gate=gate)
     engine.start("g", "reviewed", "main")
     write_files(root, "report.md")
     return engine
 
 
-def outputs_path(tmp_path: Path) -> list[str]:
+def outputs_path(tmp_path: Path, make_store: Callable[..., Store]) -> list[str]:
     """The modules, in call order, of every call that is handed the outputs or a carrier."""
-    engine = started_engine(tmp_path)
+    engine = started_engine(tmp_path, make_store)
     outputs = dict(OUTPUTS)
     with tracing(outputs) as path:
         engine.finish(outputs)
     return path
 
 
-def tool_path(tmp_path: Path) -> list[str]:
+def tool_path(tmp_path: Path, make_store: Callable[..., Store]) -> list[str]:
     """The same, from the `finished_step` tool function, called over MCP on a server whose
     lifespan state holds the engine."""
-    engine = started_engine(tmp_path)
-    project = ProjectServices(engine.project_root, engine.catalog, lambda: engine)
+    engine = started_engine(tmp_path, make_store)
+    store = engine.store.store
+    project = ProjectServices(engine.project_root, engine.catalog, lambda: store, lambda _: engine)
     server = FastMCP("trace", lifespan=lifespan(ToolServices(lambda: project)))
     register_workflow_tools(server)
     outputs = dict(OUTPUTS)
@@ -118,15 +121,19 @@ def figures(path: list[str]) -> tuple[list[str], set[str], list[str]]:
     return stays, set(stays), returns
 
 
-def test_the_outputs_of_a_finished_step_take_a_short_path(tmp_path: Path) -> None:
-    stays, _, returns = figures(outputs_path(tmp_path))
+def test_the_outputs_of_a_finished_step_take_a_short_path(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    stays, _, returns = figures(outputs_path(tmp_path, make_store))
     assert stays[:2] == ["deepwork_core.engine.workflow", "deepwork_core.engine.finish"]
     assert len(stays) <= 10, stays
     assert len(returns) <= 3, stays
 
 
-def test_from_the_tool_function_the_outputs_take_the_same_short_path(tmp_path: Path) -> None:
-    stays, modules, returns = figures(tool_path(tmp_path))
+def test_from_the_tool_function_the_outputs_take_the_same_short_path(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    stays, modules, returns = figures(tool_path(tmp_path, make_store))
     assert stays[:3] == [
         "deepwork_mcp.tools.workflows",
         "deepwork_core.engine.workflow",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from deepwork_core.state.event_kinds import (
 )
 from deepwork_core.state.events import read_events
 from deepwork_core.state.sessions import QualityEvent, SessionStore, utc_now
+from deepwork_core.state.store.port import Store
 
 from tests.fixtures.reviewer import ScriptedGate
 from tests.fixtures.workflow_project import make_project, write_files
@@ -41,8 +43,8 @@ def root(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def engine(root: Path) -> WorkflowEngine:
-    return WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(root))
+def engine(root: Path, make_store: Callable[..., Store]) -> WorkflowEngine:
+    return WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(make_store(root), root))
 
 
 def _code(call: object, *args: object, **kwargs: object) -> str:
@@ -70,7 +72,7 @@ def test_going_back_clears_progress_from_the_target_on(engine: WorkflowEngine) -
     assert session.step_progress["draft"].completed_at is None
     assert "publish" not in session.step_progress
     assert session.quality_log == []
-    events = read_events(engine.project_root, session_id)
+    events = read_events(engine.store.store, session_id)
     [jump] = [e for e in events if isinstance(e, GoToStepEvent)]
     assert jump.from_step_ids == ["publish"]
     assert jump.cleared_step_ids == ["draft", "publish"]
@@ -140,7 +142,7 @@ def test_every_transition_is_an_event(engine: WorkflowEngine) -> None:
     engine.finish({"notes": "notes.md"}, notes="n")
     engine.finish({"drafts": ["d/1.md"]})
     engine.finish({"final": "final.md"})
-    names = [e.event for e in read_events(engine.project_root, session_id)]
+    names = [e.event for e in read_events(engine.store.store, session_id)]
     assert names == [
         "started",
         "step_begun",
@@ -156,28 +158,31 @@ def test_every_transition_is_an_event(engine: WorkflowEngine) -> None:
     ]
     other = engine.start("g", "multi", "alpha").brief.session_id
     engine.abort("stop")
-    last = read_events(engine.project_root, other)[-1]
+    last = read_events(engine.store.store, other)[-1]
     assert isinstance(last, AbortedEvent)
     assert last.reason == "stop"
 
 
-def test_events_carry_the_engine_clock(root: Path) -> None:
+def test_events_carry_the_engine_clock(root: Path, make_store: Callable[..., Store]) -> None:
     fixed = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
     engine = WorkflowEngine(
-        root, JobCatalog.for_project(root), SessionStore(root), clock=lambda: fixed
+        root,
+        JobCatalog.for_project(root),
+        SessionStore(make_store(root), root),
+        clock=lambda: fixed,
     )
     session_id = engine.start("g", "three_step", "main").brief.session_id
     engine.finish({"notes": "notes.md"}, notes="n")
-    stamps = {e.as_written()["ts"] for e in read_events(root, session_id)}
+    stamps = {e.as_written()["ts"] for e in read_events(make_store(root), session_id)}
     assert stamps == {fixed.isoformat()}  # the engine's and the safeguards' events alike
 
 
 def test_pruning_a_session_deletes_its_event_log(engine: WorkflowEngine) -> None:
     session_id = engine.start("g", "multi", "alpha").brief.session_id
     engine.abort("stop")
-    store = SessionStore(engine.project_root, max_age=timedelta(0))
+    store = SessionStore(engine.store.store, engine.project_root, max_age=timedelta(0))
     assert session_id in store.prune(now=utc_now() + timedelta(seconds=5), force=True)
-    assert read_events(engine.project_root, session_id) == []
+    assert read_events(engine.store.store, session_id) == []
 
 
 def _fails_once_then_passes() -> ScriptedGate:
@@ -198,16 +203,21 @@ def _fails_once_then_passes() -> ScriptedGate:
     )
 
 
-def test_verdicts_needs_work_and_overrides_are_events(root: Path) -> None:
+def test_verdicts_needs_work_and_overrides_are_events(
+    root: Path, make_store: Callable[..., Store]
+) -> None:
     engine = WorkflowEngine(
-        root, JobCatalog.for_project(root), SessionStore(root), gate=_fails_once_then_passes()
+        root,
+        JobCatalog.for_project(root),
+        SessionStore(make_store(root), root),
+        gate=_fails_once_then_passes(),
     )
     write_files(root, "report.md", "final.md")
     session_id = engine.start("g", "reviewed", "main").brief.session_id
     assert engine.finish({"report": "report.md"}).status == "needs_work"
     assert engine.finish({"report": "report.md"}).status == "next_step"
     engine.finish({"final": "final.md"}, override_reason="reviewed by hand")
-    events = read_events(root, session_id)
+    events = read_events(make_store(root), session_id)
     verdicts = [e for e in events if isinstance(e, ReviewVerdictEvent)]
     assert [(v.passed, v.attempt) for v in verdicts] == [(False, 1), (True, 2)]
     assert verdicts[0].as_written()["criteria"] == [

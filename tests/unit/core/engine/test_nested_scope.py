@@ -4,12 +4,14 @@ during the child is reported at the child's checkpoint."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from deepwork_core.engine.results import FinishStatus
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.state.sessions import SessionStore
+from deepwork_core.state.store.port import Store
 
 from tests.fixtures.git_repo import commit_all
 
@@ -55,9 +57,13 @@ def _project(tmp_path: Path) -> Path:
     return root
 
 
-def test_an_undeclared_edit_in_a_nested_workflow_is_reported(tmp_path: Path) -> None:
+def test_an_undeclared_edit_in_a_nested_workflow_is_reported(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
     root = _project(tmp_path)
-    engine = WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(root))
+    engine = WorkflowEngine(
+        root, JobCatalog.for_project(root), SessionStore(make_store(root), root)
+    )
     engine.start("g", "nested_strict", "main")
     (root / "plan.md").write_text("plan\n")
     assert engine.finish({"plan.md": "plan.md"}).status is FinishStatus.NEXT_STEP

@@ -4,6 +4,7 @@ without a value."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from deepwork_core.base.errors import InputsError
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.state.sessions import SessionStore
+from deepwork_core.state.store.port import Store
 
 from tests.fixtures.workflow_project import make_project, write_job
 
@@ -73,11 +75,11 @@ workflows:
 
 
 @pytest.fixture
-def engine(tmp_path: Path) -> WorkflowEngine:
+def engine(tmp_path: Path, make_store: Callable[..., Store]) -> WorkflowEngine:
     root = make_project(tmp_path / "project")
     write_job(root, "intake", JOB)
     (root / "brief.md").write_text("the brief\n")
-    return WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(root))
+    return WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(make_store(root), root))
 
 
 def missing(engine: WorkflowEngine, inputs: dict[str, object] | None) -> str:

@@ -3,6 +3,7 @@ reaching the step the first time did (docs/navigation.md)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from deepwork_core.engine.navigation import go_back
@@ -10,6 +11,7 @@ from deepwork_core.engine.results import FinishStatus
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.state.sessions import SessionStore
+from deepwork_core.state.store.port import Store
 
 JOB = """\
 name: nested_loop
@@ -49,12 +51,16 @@ workflows:
 """
 
 
-def test_going_back_to_a_sub_workflow_step_starts_its_workflow_again(tmp_path: Path) -> None:
+def test_going_back_to_a_sub_workflow_step_starts_its_workflow_again(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
     root = tmp_path.resolve()
     job_dir = root / ".deepwork" / "jobs" / "nested_loop"
     job_dir.mkdir(parents=True)
     (job_dir / "job.yml").write_text(JOB)
-    engine = WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(root))
+    engine = WorkflowEngine(
+        root, JobCatalog.for_project(root), SessionStore(make_store(root), root)
+    )
     engine.start("g", "nested_loop", "main")
     for name in ("plan.md", "part.md", "wrap.md"):
         (root / name).write_text(f"{name}\n")

@@ -4,6 +4,7 @@ back is still reported at the next checkpoint."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from deepwork_core.engine.navigation import go_back
@@ -11,13 +12,18 @@ from deepwork_core.engine.results import FinishStatus
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.state.sessions import SessionStore
+from deepwork_core.state.store.port import Store
 
 from tests.fixtures.evidence_project import make_evidence_project
 
 
-def test_an_undeclared_edit_survives_going_back(tmp_path: Path) -> None:
+def test_an_undeclared_edit_survives_going_back(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
     root = make_evidence_project(tmp_path / "project")
-    engine = WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(root))
+    engine = WorkflowEngine(
+        root, JobCatalog.for_project(root), SessionStore(make_store(root), root)
+    )
     engine.start("g", "scoped_strict", "main")
     (root / "src" / "app.py").write_text("print('changed before going back')\n")
     go_back(engine, "edit")

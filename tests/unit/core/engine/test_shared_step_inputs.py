@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ from deepwork_core.engine.results import FinishStatus
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.state.sessions import SessionStore
+from deepwork_core.state.store.port import Store
 
 from tests.fixtures.workflow_project import write_files, write_job
 
@@ -58,12 +60,12 @@ steps:
 
 
 @pytest.fixture
-def engine(tmp_path: Path) -> WorkflowEngine:
+def engine(tmp_path: Path, make_store: Callable[..., Store]) -> WorkflowEngine:
     root = tmp_path / "project"
     write_job(root, "shared", SHARED)
     root = root.resolve()
     write_files(root, "plan.md")
-    return WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(root))
+    return WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(make_store(root), root))
 
 
 @pytest.mark.parametrize(

@@ -86,7 +86,7 @@ def background(
     project: Path, store: Store, calls: ReviewCalls, max_parallel: int = 4
 ) -> BackgroundReviews:
     """The background reviews of `project` over `store`, judging through `calls`."""
-    job = make_request(project).job
+    job = make_request(store, project).job
     jobs = ReviewJobs(store, ReviewPayload)
     return BackgroundReviews(project, calls, lambda _name: job, max_parallel, jobs=jobs)
 
@@ -102,7 +102,7 @@ def reviews(project: Path, store: Store, reviewer: GatedReviewer) -> Iterator[Ba
 
 
 def submit(project: Path, reviews: BackgroundReviews, wait: float = 0.0) -> object:
-    checkpoint = make_request(project)
+    checkpoint = make_request(reviews.jobs.store, project)
     return reviews.run(checkpoint, plan_review_tasks(checkpoint), wait)
 
 
@@ -174,10 +174,11 @@ def test_progress_is_told_once_per_finished_review(
     project: Path,
     reviews: BackgroundReviews,
     reviewer: GatedReviewer,
+    store: Store,
 ) -> None:
     told: list[tuple[int, int, str]] = []
     reviewer.release.set()
-    checkpoint = make_request(project)
+    checkpoint = make_request(store, project)
     tasks = plan_review_tasks(checkpoint)
     verdicts = reviews.run(checkpoint, tasks, LONG, lambda d, t, m: told.append((d, t, m)))
     assert isinstance(verdicts, tuple)
@@ -199,7 +200,7 @@ def test_a_job_of_a_dead_worker_runs_again_and_is_answered_once(
 
     clock = Clock()
     store = open_store(None, project, clock=clock)
-    checkpoint = make_request(project)
+    checkpoint = make_request(store, project)
     first = background(project, store, ReviewCalls(reviewer), max_parallel=8)
     try:
         answer = first.run(checkpoint, plan_review_tasks(checkpoint), 0.0)
@@ -231,7 +232,7 @@ def test_a_job_of_a_dead_worker_runs_again_and_is_answered_once(
 def test_a_job_this_version_cannot_read_is_failed_with_its_code(
     project: Path, store: Store, reviewer: GatedReviewer
 ) -> None:
-    checkpoint = make_request(project)
+    checkpoint = make_request(store, project)
     with store.write() as tx:  # queued by a version whose payload this one does not know
         tx.execute(
             "INSERT INTO review_jobs (job_id, project_id, session_id, kind, payload, state, "
@@ -256,7 +257,7 @@ def test_a_job_this_version_cannot_read_is_failed_with_its_code(
 def test_an_unreadable_job_of_the_session_is_replaced_by_a_fresh_one(
     project: Path, store: Store, reviews: BackgroundReviews, reviewer: GatedReviewer
 ) -> None:
-    checkpoint = make_request(project)
+    checkpoint = make_request(store, project)
     with store.write() as tx:
         tx.execute(
             "INSERT INTO review_jobs (job_id, project_id, session_id, kind, payload, state, "
@@ -278,7 +279,7 @@ def test_max_parallel_must_be_positive(project: Path, store: Store) -> None:
 def test_a_call_shares_the_cost_budget_with_the_live_jobs_of_its_session(
     project: Path, store: Store, reviewer: GatedReviewer
 ) -> None:
-    checkpoint = make_request(project)
+    checkpoint = make_request(store, project)
     jobs = ReviewJobs(store, Note)
     budget = ReviewBudget(max_cost_usd=1.0)
     reviews = background(project, store, ReviewCalls(reviewer, budget=budget), max_parallel=2)
@@ -297,8 +298,9 @@ def test_a_call_shares_the_cost_budget_with_the_live_jobs_of_its_session(
         unbudgeted.close()
 
 
-def test_the_queue_carries_a_checkpoint_whole(project: Path) -> None:
+def test_the_queue_carries_a_checkpoint_whole(project: Path, store: Store) -> None:
     checkpoint = make_request(
+        store,
         project,
         attempt=2,
         work_summary="did it",
@@ -308,4 +310,4 @@ def test_the_queue_carries_a_checkpoint_whole(project: Path) -> None:
     )
     record = CheckpointRecord.model_validate_json(CheckpointRecord.of(checkpoint).model_dump_json())
     assert record.job_name == checkpoint.job.name
-    assert record.checkpoint(project, checkpoint.job) == checkpoint
+    assert record.checkpoint(project, store, checkpoint.job) == checkpoint

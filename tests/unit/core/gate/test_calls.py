@@ -18,6 +18,7 @@ from deepwork_core.gate.quality import build_review_message, plan_review_tasks
 from deepwork_core.gate.reviewer import ReviewBrief, ReviewerReply
 from deepwork_core.state.event_kinds import ReviewStalledEvent, ReviewUsageEvent
 from deepwork_core.state.events import read_events
+from deepwork_core.state.store.port import Store
 from deepwork_core.state.usage.pair import RequestUsage
 
 from tests.unit.core.gate.test_background import passing_reply
@@ -55,12 +56,12 @@ def runs_out(brief: ReviewBrief) -> ReviewerReply:
     return ReviewerReply.failed(RequestUsage(input_tokens=7, cost_usd=None), error)
 
 
-def usage_events(root: Path, session_id: str) -> list[ReviewUsageEvent]:
-    return [e for e in read_events(root, session_id) if isinstance(e, ReviewUsageEvent)]
+def usage_events(store: Store, session_id: str) -> list[ReviewUsageEvent]:
+    return [e for e in read_events(store, session_id) if isinstance(e, ReviewUsageEvent)]
 
 
-def test_a_call_is_briefed_by_the_gate(project: Path) -> None:
-    checkpoint = make_request(project)
+def test_a_call_is_briefed_by_the_gate(project: Path, store: Store) -> None:
+    checkpoint = make_request(store, project)
     task = plan_review_tasks(checkpoint)[0].model_copy(update={"depth": "thorough"})
     port = ScriptedPort(passes)
     calls = ReviewCalls(
@@ -80,15 +81,17 @@ def test_a_call_is_briefed_by_the_gate(project: Path) -> None:
     assert brief.usd_left == 0.5  # the budget shared by the four calls that may run at once
     assert 0 < brief.timeout <= 100
     assert brief.stall_timeout == 7.0
-    [event] = usage_events(project, checkpoint.run_session_id)
+    [event] = usage_events(store, checkpoint.run_session_id)
     assert event.usage == RequestUsage(
         input_tokens=100, output_tokens=10, cost_usd=0.02, model="m-cli"
     )
     assert (event.outcome, event.runner, event.depth) == ("passed", "scripted", "thorough")
 
 
-def test_a_stalled_call_is_started_again_and_each_stall_is_an_event(project: Path) -> None:
-    checkpoint = make_request(project)
+def test_a_stalled_call_is_started_again_and_each_stall_is_an_event(
+    project: Path, store: Store
+) -> None:
+    checkpoint = make_request(store, project)
     [task, *_] = plan_review_tasks(checkpoint)
     port = ScriptedPort(STALLED, passes)
     verdict = ReviewCalls(port, stall_timeout=3.0, stall_retries=1).judge(
@@ -96,14 +99,16 @@ def test_a_stalled_call_is_started_again_and_each_stall_is_an_event(project: Pat
     )
     assert verdict.passed
     assert len(port.briefs) == 2
-    events = read_events(project, checkpoint.run_session_id)
+    events = read_events(store, checkpoint.run_session_id)
     stalls = [e for e in events if isinstance(e, ReviewStalledEvent)]
     assert [(e.try_number, e.retrying, e.waited_seconds) for e in stalls] == [(1, True, 3.0)]
-    assert [e.outcome for e in usage_events(project, checkpoint.run_session_id)] == ["passed"]
+    assert [e.outcome for e in usage_events(store, checkpoint.run_session_id)] == ["passed"]
 
 
-def test_a_reviewer_silent_every_time_is_stalled_and_costs_nothing(project: Path) -> None:
-    checkpoint = make_request(project)
+def test_a_reviewer_silent_every_time_is_stalled_and_costs_nothing(
+    project: Path, store: Store
+) -> None:
+    checkpoint = make_request(store, project)
     [task, *_] = plan_review_tasks(checkpoint)
     port = ScriptedPort(STALLED, STALLED, STALLED)
     with pytest.raises(QualityGateError) as caught:
@@ -112,28 +117,29 @@ def test_a_reviewer_silent_every_time_is_stalled_and_costs_nothing(project: Path
         )
     assert caught.value.code == ErrorCode.QUALITY_GATE_REVIEWER_STALLED
     assert "3 time(s) in a row (6 s waited in all)" in caught.value.message
-    events = read_events(project, checkpoint.run_session_id)
+    events = read_events(store, checkpoint.run_session_id)
     stalls = [e for e in events if isinstance(e, ReviewStalledEvent)]
     assert [(e.try_number, e.retrying) for e in stalls] == [(1, True), (2, True), (3, False)]
-    assert usage_events(project, checkpoint.run_session_id) == []
+    assert usage_events(store, checkpoint.run_session_id) == []
 
 
 def test_a_failed_call_logs_what_it_used_with_its_code_and_the_model_asked(
     project: Path,
+    store: Store,
 ) -> None:
-    checkpoint = make_request(project)
+    checkpoint = make_request(store, project)
     [task, *_] = plan_review_tasks(checkpoint)
     calls = ReviewCalls(ScriptedPort(runs_out), models=ReviewModels(standard="asked-model"))
     with pytest.raises(QualityGateError) as caught:
         calls.judge(checkpoint, task, threading.Event())
     assert caught.value.code == ErrorCode.QUALITY_GATE_EXIT_CODE
-    [event] = usage_events(project, checkpoint.run_session_id)
+    [event] = usage_events(store, checkpoint.run_session_id)
     assert event.outcome == "quality_gate.exit_code"
     assert event.usage == RequestUsage(input_tokens=7, cost_usd=None, model="asked-model")
 
 
-def test_a_cancelled_task_starts_no_reviewer(project: Path) -> None:
-    checkpoint = make_request(project)
+def test_a_cancelled_task_starts_no_reviewer(project: Path, store: Store) -> None:
+    checkpoint = make_request(store, project)
     [task, *_] = plan_review_tasks(checkpoint)
     port = ScriptedPort(passes)
     cancelled = threading.Event()
@@ -144,8 +150,8 @@ def test_a_cancelled_task_starts_no_reviewer(project: Path) -> None:
     assert port.briefs == []
 
 
-def test_a_spent_budget_starts_no_reviewer(project: Path) -> None:
-    checkpoint = make_request(project)
+def test_a_spent_budget_starts_no_reviewer(project: Path, store: Store) -> None:
+    checkpoint = make_request(store, project)
     [task, *_] = plan_review_tasks(checkpoint)
     port = ScriptedPort(passes, passes)
     calls = ReviewCalls(port, budget=ReviewBudget(max_tokens=50))

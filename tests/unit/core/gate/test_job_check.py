@@ -6,6 +6,7 @@ review and counts no attempt; a valid job goes on to the gate as before.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from deepwork_core.gate.job_check import submitted_job_feedback
 from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.jobs.model import Step
 from deepwork_core.state.sessions import SessionStore
+from deepwork_core.state.store.port import Store
 from deepwork_mcp.cli.group import cli
 
 from tests.fixtures.reviewer import ScriptedGate, passes_every_step
@@ -53,8 +55,14 @@ def root(tmp_path: Path) -> Path:
     return project
 
 
-def _engine(root: Path, gate: ScriptedGate | None) -> WorkflowEngine:
-    return WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(root), gate=gate)
+@pytest.fixture
+def store(root: Path, make_store: Callable[..., Store]) -> Store:
+    """The store of the project `root`."""
+    return make_store(root)
+
+
+def _engine(store: Store, root: Path, gate: ScriptedGate | None) -> WorkflowEngine:
+    return WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(store, root), gate=gate)
 
 
 def _write(root: Path, text: str) -> None:
@@ -71,10 +79,10 @@ OUTPUTS = {"job_definition": JOB_FILE, "design_notes": ".deepwork/jobs/demo/DESI
 
 
 def test_an_invalid_job_gets_the_validate_lines_and_no_review(
-    root: Path, monkeypatch: pytest.MonkeyPatch
+    root: Path, monkeypatch: pytest.MonkeyPatch, store: Store
 ) -> None:
     gate = ScriptedGate(otherwise=passes_every_step)
-    engine = _engine(root, gate)
+    engine = _engine(store, root, gate)
     started = engine.start("a demo job", "deepwork_jobs", "new_job", inputs={"job_purpose": "x"})
     _write(root, INVALID)
 
@@ -89,7 +97,7 @@ def test_an_invalid_job_gets_the_validate_lines_and_no_review(
     assert all(line in answer.feedback.splitlines() for line in expected)
     assert f"{JOB_FILE}:8: job.unknown_key" in answer.feedback
     assert gate.seen == []
-    session = SessionStore(root).load(started.brief.session_id)
+    session = SessionStore(store, root).load(started.brief.session_id)
     assert all(r.quality_attempts == 0 for r in session.step_progress.values())
 
     _write(root, VALID)
@@ -98,8 +106,8 @@ def test_an_invalid_job_gets_the_validate_lines_and_no_review(
     assert len(gate.seen) == 1
 
 
-def test_a_dry_run_shows_the_same_problems(root: Path) -> None:
-    engine = _engine(root, None)
+def test_a_dry_run_shows_the_same_problems(root: Path, store: Store) -> None:
+    engine = _engine(store, root, None)
     engine.start("a demo job", "deepwork_jobs", "new_job", inputs={"job_purpose": "x"})
     _write(root, INVALID)
 

@@ -10,6 +10,7 @@ from deepwork_core.gate.checkpoint import Checkpoint
 from deepwork_core.gate.process_review import PROCESS_REQUIREMENTS, RULE_PREFIX, task_scope
 from deepwork_core.gate.quality import combined_feedback, plan_review_tasks, write_self_review_file
 from deepwork_core.jobs.parser import load_job
+from deepwork_core.state.store.port import Store
 
 JOB_YML = """\
 name: newer
@@ -44,7 +45,7 @@ workflows:
 
 
 @pytest.fixture
-def checkpoint(tmp_path: Path) -> Checkpoint:
+def checkpoint(tmp_path: Path, store: Store) -> Checkpoint:
     job_dir = tmp_path / "job"
     job_dir.mkdir()
     (job_dir / "job.yml").write_text(JOB_YML, encoding="utf-8")
@@ -52,6 +53,7 @@ def checkpoint(tmp_path: Path) -> Checkpoint:
         (tmp_path / name).write_text(f"# {name}\n", encoding="utf-8")
     return Checkpoint(
         project_root=tmp_path,
+        store=store,
         session_id="session-1",
         job=load_job(job_dir),
         step_ids=("write",),
@@ -86,6 +88,7 @@ def test_strategies_instructions_text_outputs_and_process(checkpoint: Checkpoint
 def test_without_a_work_summary_the_reviewer_is_told_so(checkpoint: Checkpoint) -> None:
     bare = Checkpoint(
         project_root=checkpoint.project_root,
+        store=checkpoint.store,
         session_id=checkpoint.session_id,
         job=checkpoint.job,
         step_ids=checkpoint.step_ids,

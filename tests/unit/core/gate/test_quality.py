@@ -29,6 +29,7 @@ from deepwork_core.gate.quality import (
     write_self_review_file,
 )
 from deepwork_core.jobs.parser import load_job
+from deepwork_core.state.store.port import Store
 
 JOB_YML = """\
 name: demo
@@ -135,10 +136,11 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
-def make_request(project: Path, **changes: Any) -> Checkpoint:
+def make_request(store: Store, project: Path, **changes: Any) -> Checkpoint:
     job_dir = project / ".deepwork" / "jobs" / "demo"
     fields: dict[str, Any] = {
         "project_root": project,
+        "store": store,
         "session_id": "sess_123456",
         "job": load_job(job_dir),
         "step_ids": ("write",),
@@ -154,8 +156,8 @@ def make_request(project: Path, **changes: Any) -> Checkpoint:
 # --- planning ---------------------------------------------------------------------------------
 
 
-def test_run_each_expansion(project: Path) -> None:
-    tasks = plan_review_tasks(make_request(project))
+def test_run_each_expansion(project: Path, store: Store) -> None:
+    tasks = plan_review_tasks(make_request(store, project))
     assert [(t.run_each, t.target_file, t.files) for t in tasks] == [
         ("step", None, ["out/report.md", "out/p1.md", "out/p2.md"]),
         ("pages", "out/p1.md", ["out/p1.md"]),
@@ -166,9 +168,9 @@ def test_run_each_expansion(project: Path) -> None:
     assert all(task.step_id == "write" for task in tasks)
 
 
-def test_file_output_gives_one_task(project: Path) -> None:
+def test_file_output_gives_one_task(project: Path, store: Store) -> None:
     request = make_request(
-        project, outputs={"report": "out/report.md", "summary": "out/p1.md", "pages": []}
+        store, project, outputs={"report": "out/report.md", "summary": "out/p1.md", "pages": []}
     )
     tasks = plan_review_tasks(request)
     assert [(t.run_each, t.target_file, t.files) for t in tasks] == [
@@ -177,8 +179,10 @@ def test_file_output_gives_one_task(project: Path) -> None:
     ]
 
 
-def test_doc_spec_criteria_join_only_tasks_covering_that_output(project: Path) -> None:
-    tasks = plan_review_tasks(make_request(project))
+def test_doc_spec_criteria_join_only_tasks_covering_that_output(
+    project: Path, store: Store
+) -> None:
+    tasks = plan_review_tasks(make_request(store, project))
     assert tasks[0].criteria == {
         "Complete": "Is the work complete?",
         "Report spec: Summary first": "Does it open with a summary?",
@@ -186,23 +190,24 @@ def test_doc_spec_criteria_join_only_tasks_covering_that_output(project: Path) -
     assert tasks[1].criteria == {"Clear": "Is the page clear?"}
 
 
-def test_missing_doc_spec_is_an_error(project: Path) -> None:
+def test_missing_doc_spec_is_an_error(project: Path, store: Store) -> None:
     (project / ".deepwork" / "doc_specs" / "report.md").unlink()
     with pytest.raises(DocSpecError) as exc:
-        plan_review_tasks(make_request(project))
+        plan_review_tasks(make_request(store, project))
     assert exc.value.code == "doc_spec.unreadable"
 
 
-def test_doc_spec_outside_the_project_is_refused(project: Path) -> None:
+def test_doc_spec_outside_the_project_is_refused(project: Path, store: Store) -> None:
     job_file = project / ".deepwork" / "jobs" / "demo" / "job.yml"
     job_file.write_text(JOB_YML.replace(".deepwork/doc_specs/report.md", "../secret.txt"))
     with pytest.raises(DeepWorkError) as exc:
-        plan_review_tasks(make_request(project))
+        plan_review_tasks(make_request(store, project))
     assert exc.value.code == "path.outside_project"
 
 
-def test_concurrent_group_plans_every_steps_reviews(project: Path) -> None:
+def test_concurrent_group_plans_every_steps_reviews(project: Path, store: Store) -> None:
     request = make_request(
+        store,
         project,
         step_ids=["write", "appendix"],
         outputs={"report": "out/report.md", "extra": "out/extra.md"},
@@ -217,8 +222,8 @@ def test_concurrent_group_plans_every_steps_reviews(project: Path) -> None:
 # --- payload ----------------------------------------------------------------------------------
 
 
-def test_payload_with_inputs_and_outputs(project: Path) -> None:
-    request = make_request(project)
+def test_payload_with_inputs_and_outputs(project: Path, store: Store) -> None:
+    request = make_request(store, project)
     task = plan_review_tasks(request)[0]
     assert build_review_payload(request, task) == (
         f"{INPUTS_BEGIN}\n"
@@ -238,17 +243,18 @@ def test_payload_with_inputs_and_outputs(project: Path) -> None:
     assert task_file_count(request, task) == 4
 
 
-def test_inputs_section_omitted_without_file_inputs(project: Path) -> None:
+def test_inputs_section_omitted_without_file_inputs(project: Path, store: Store) -> None:
     request = make_request(
-        project, step_ids=["appendix"], outputs={"extra": "out/extra.md"}, input_files=[]
+        store, project, step_ids=["appendix"], outputs={"extra": "out/extra.md"}, input_files=[]
     )
     payload = build_review_payload(request, plan_review_tasks(request)[0])
     assert "BEGIN INPUTS" not in payload
     assert payload.startswith(OUTPUTS_BEGIN)
 
 
-def test_inputs_of_another_step_are_not_included(project: Path) -> None:
+def test_inputs_of_another_step_are_not_included(project: Path, store: Store) -> None:
     request = make_request(
+        store,
         project,
         step_ids=["write", "appendix"],
         outputs={"report": "out/report.md", "extra": "out/extra.md"},
@@ -257,10 +263,10 @@ def test_inputs_of_another_step_are_not_included(project: Path) -> None:
     assert "BEGIN INPUTS" not in build_review_payload(request, appendix_task)
 
 
-def test_binary_file_becomes_placeholder_with_absolute_path(project: Path) -> None:
+def test_binary_file_becomes_placeholder_with_absolute_path(project: Path, store: Store) -> None:
     (project / "out" / "p1.md").write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
     (project / "out" / "p2.md").write_bytes(b"text\x00with nul")
-    request = make_request(project)
+    request = make_request(store, project)
     payload = build_review_payload(request, plan_review_tasks(request)[0])
     for name in ("p1.md", "p2.md"):
         assert (
@@ -270,12 +276,12 @@ def test_binary_file_becomes_placeholder_with_absolute_path(project: Path) -> No
     assert "PNG" not in payload
 
 
-def test_more_than_five_files_are_listed_not_inlined(project: Path) -> None:
+def test_more_than_five_files_are_listed_not_inlined(project: Path, store: Store) -> None:
     pages = []
     for number in range(6):
         (project / "out" / f"many{number}.md").write_text(f"content {number}\n")
         pages.append(f"out/many{number}.md")
-    request = make_request(project, outputs={"report": "out/report.md", "pages": pages})
+    request = make_request(store, project, outputs={"report": "out/report.md", "pages": pages})
     task = plan_review_tasks(request)[0]
     payload = build_review_payload(request, task)
     assert "content 0" not in payload
@@ -283,42 +289,44 @@ def test_more_than_five_files_are_listed_not_inlined(project: Path) -> None:
     for path in ["out/report.md", *pages]:
         assert f"- {path}\n" in payload
     assert "-------------------- out/notes.md" in payload  # one input: still inlined
-    exactly_five = make_request(project, outputs={"report": "out/report.md", "pages": pages[:4]})
+    exactly_five = make_request(
+        store, project, outputs={"report": "out/report.md", "pages": pages[:4]}
+    )
     assert "content 3" in build_review_payload(exactly_five, plan_review_tasks(exactly_five)[0])
 
 
-def test_max_inline_zero_lists_everything(project: Path) -> None:
-    request = make_request(project)
+def test_max_inline_zero_lists_everything(project: Path, store: Store) -> None:
+    request = make_request(store, project)
     payload = build_review_payload(request, plan_review_tasks(request)[0], max_inline_files=0)
     assert "the report" not in payload
     assert "the notes" not in payload
     assert "- out/report.md" in payload
 
 
-def test_missing_file_and_empty_outputs(project: Path) -> None:
+def test_missing_file_and_empty_outputs(project: Path, store: Store) -> None:
     (project / "out" / "p1.md").unlink()
-    request = make_request(project)
+    request = make_request(store, project)
     payload = build_review_payload(request, plan_review_tasks(request)[0])
     assert f"[File not found: {project / 'out' / 'p1.md'}]" in payload
-    empty = make_request(project, step_ids=["write"], outputs={"report": "out/report.md"})
+    empty = make_request(store, project, step_ids=["write"], outputs={"report": "out/report.md"})
     task = QualityReviewTask(step_id="write", run_each="step", files=[], criteria={"A": "b"})
     assert "[No files provided]" in build_review_payload(empty, task)
 
 
-def test_directory_is_not_read(project: Path) -> None:
-    request = make_request(project, outputs={"report": "out", "pages": []})
+def test_directory_is_not_read(project: Path, store: Store) -> None:
+    request = make_request(store, project, outputs={"report": "out", "pages": []})
     payload = build_review_payload(request, plan_review_tasks(request)[0])
     assert "[Not a regular file" in payload
 
 
-def test_fifo_and_huge_files_are_not_inlined(project: Path) -> None:
+def test_fifo_and_huge_files_are_not_inlined(project: Path, store: Store) -> None:
     import os
 
     from deepwork_core.gate.quality import MAX_INLINE_BYTES
 
     os.mkfifo(project / "out" / "p1.md.fifo")
     (project / "out" / "p2.md").write_text("y" * (MAX_INLINE_BYTES + 1))
-    request = make_request(project, outputs={"report": "out/report.md", "pages": []})
+    request = make_request(store, project, outputs={"report": "out/report.md", "pages": []})
     task = QualityReviewTask(
         step_id="write", run_each="step", files=["out/p1.md.fifo", "out/p2.md"], criteria={"A": "b"}
     )
@@ -335,7 +343,9 @@ def test_fifo_and_huge_files_are_not_inlined(project: Path) -> None:
     "evil",
     ["symlink", "../secret.txt", "absolute", "sub/../../secret.txt", "symlinked_dir"],
 )
-def test_outside_files_never_reach_payload_or_self_review(project: Path, evil: str) -> None:
+def test_outside_files_never_reach_payload_or_self_review(
+    project: Path, evil: str, store: Store
+) -> None:
     secret = project.parent / "secret.txt"
     if evil == "symlink":
         (project / "out" / "link.md").symlink_to(secret)
@@ -348,6 +358,7 @@ def test_outside_files_never_reach_payload_or_self_review(project: Path, evil: s
     else:
         path = evil
     request = make_request(
+        store,
         project,
         outputs={"report": path, "pages": [path]},
         input_files=[ResolvedInput("write", "notes", None, "gather", [path])],
@@ -369,8 +380,8 @@ def test_outside_files_never_reach_payload_or_self_review(project: Path, evil: s
 # --- prompt, schema, verdicts ----------------------------------------------------------------
 
 
-def test_review_brief_lists_criteria_guidance_and_notes(project: Path) -> None:
-    request = make_request(project)
+def test_review_brief_lists_criteria_guidance_and_notes(project: Path, store: Store) -> None:
+    request = make_request(store, project)
     tasks = plan_review_tasks(request)
     prompt = build_review_brief(request, tasks[1])
     assert "- **Clear**: Is the page clear?" in prompt
@@ -496,8 +507,8 @@ def test_combined_feedback_names_failed_reviews_and_criteria() -> None:
 
 
 @pytest.mark.req("JOBS-REQ-001.4.10")
-def test_self_review_file(project: Path) -> None:
-    request = make_request(project)
+def test_self_review_file(project: Path, store: Store) -> None:
+    request = make_request(store, project)
     tasks = plan_review_tasks(request)
     path = write_self_review_file(request, tasks)
     assert path == project / ".deepwork" / "tmp" / "quality_review_sess_123456_write.md"
@@ -525,18 +536,18 @@ def test_self_review_file(project: Path) -> None:
     assert "sub-agent" in feedback
 
 
-def test_self_review_file_is_rewritten_not_appended(project: Path) -> None:
-    request = make_request(project)
+def test_self_review_file_is_rewritten_not_appended(project: Path, store: Store) -> None:
+    request = make_request(store, project)
     tasks = plan_review_tasks(request)
     first = write_self_review_file(request, tasks).read_text()
     second = write_self_review_file(request, tasks).read_text()
     assert first == second
 
 
-def test_self_review_refuses_a_bad_session_id(project: Path) -> None:
+def test_self_review_refuses_a_bad_session_id(project: Path, store: Store) -> None:
     # A checkpoint carries a parsed `SessionId`: a bad id stops before any checkpoint is made.
     def review_file_of(session_id: str) -> Path:
-        request = make_request(project, session_id=parse_session_id(session_id))
+        request = make_request(store, project, session_id=parse_session_id(session_id))
         return write_self_review_file(request, plan_review_tasks(request))
 
     with pytest.raises(DeepWorkError) as exc:
@@ -545,10 +556,12 @@ def test_self_review_refuses_a_bad_session_id(project: Path) -> None:
     assert not (project / ".deepwork" / "tmp").exists()
 
 
-def test_project_root_given_through_a_symlink_still_reads_files(project: Path) -> None:
+def test_project_root_given_through_a_symlink_still_reads_files(
+    project: Path, store: Store
+) -> None:
     alias = project.parent / "alias"
     alias.symlink_to(project)
-    request = make_request(project, project_root=alias)
+    request = make_request(store, project, project_root=alias)
     assert request.project_root == project
     payload = build_review_payload(request, plan_review_tasks(request)[0])
     assert "the report" in payload

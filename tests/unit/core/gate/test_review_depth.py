@@ -12,19 +12,21 @@ from deepwork_core.gate.checkpoint import Checkpoint, ResolvedInput
 from deepwork_core.gate.quality import plan_review_tasks
 from deepwork_core.jobs.formats.convert import convert_job
 from deepwork_core.jobs.parser import load_job, parse_job_dir
+from deepwork_core.state.store.port import Store
 
 from tests.fixtures.jobdata import changed, valid_job, write_job
 
 FIXTURES = Path(__file__).parents[3] / "fixtures"
 
 
-def checkpoint(tmp_path: Path, depth: str | None) -> Checkpoint:
+def checkpoint(store: Store, tmp_path: Path, depth: str | None) -> Checkpoint:
     data = valid_job()
     if depth is not None:
         data = changed(data, ("steps", 1, "reviews", 0, "depth"), depth)
     job = load_job(write_job(tmp_path, data))
     return Checkpoint(
         project_root=tmp_path,
+        store=store,
         session_id="s1",
         job=job,
         step_ids=("second",),
@@ -34,10 +36,10 @@ def checkpoint(tmp_path: Path, depth: str | None) -> Checkpoint:
     )
 
 
-def test_a_reviews_depth_wins_over_the_default(tmp_path: Path) -> None:
-    [task] = plan_review_tasks(checkpoint(tmp_path, "thorough"), "light")
+def test_a_reviews_depth_wins_over_the_default(tmp_path: Path, store: Store) -> None:
+    [task] = plan_review_tasks(checkpoint(store, tmp_path, "thorough"), "light")
     assert task.depth == "thorough"
-    [task] = plan_review_tasks(checkpoint(tmp_path / "b", None), "light")
+    [task] = plan_review_tasks(checkpoint(store, tmp_path / "b", None), "light")
     assert task.depth == "light"
 
 
@@ -47,8 +49,8 @@ def test_an_unknown_depth_is_refused(tmp_path: Path) -> None:
         load_job(write_job(tmp_path, data))
 
 
-def test_light_brief_is_role_criteria_and_answer_format_only(tmp_path: Path) -> None:
-    cp = checkpoint(tmp_path, "light")
+def test_light_brief_is_role_criteria_and_answer_format_only(tmp_path: Path, store: Store) -> None:
+    cp = checkpoint(store, tmp_path, "light")
     [task] = plan_review_tasks(cp)
     brief = build_review_brief(cp, task)
     assert LIGHT_ROLE in brief
@@ -58,13 +60,13 @@ def test_light_brief_is_role_criteria_and_answer_format_only(tmp_path: Path) -> 
     assert len(brief.encode()) - len("- **Clear**: Is it clear?") <= 1000
 
 
-def test_standard_and_thorough_briefs(tmp_path: Path) -> None:
-    standard_cp = checkpoint(tmp_path, None)
+def test_standard_and_thorough_briefs(tmp_path: Path, store: Store) -> None:
+    standard_cp = checkpoint(store, tmp_path, None)
     [task] = plan_review_tasks(standard_cp)
     standard = build_review_brief(standard_cp, task)
     assert "My notes" in standard
     assert THOROUGH_NOTE not in standard
-    thorough_cp = checkpoint(tmp_path / "t", "thorough")
+    thorough_cp = checkpoint(store, tmp_path / "t", "thorough")
     [task] = plan_review_tasks(thorough_cp)
     assert build_review_brief(thorough_cp, task).endswith(standard.split("\n")[-1])
     assert THOROUGH_NOTE in build_review_brief(thorough_cp, task)

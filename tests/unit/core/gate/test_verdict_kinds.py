@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from deepwork_core.base.layout import TMP_DIR, session_file_name
 from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.state.overview import last_verdict
 from deepwork_core.state.sessions import QualityEvent, Session, SessionStore, new_session_id
+from deepwork_core.state.store.port import Store
 
 from tests.fixtures.state_rows import session_json, write_session_json
 
@@ -51,16 +54,18 @@ def _state_file(session_id: str) -> dict[str, Any]:
 
 
 def test_an_old_state_file_reads_into_the_one_enum_and_writes_back_unchanged(
-    tmp_path: Path,
+    tmp_path: Path, make_store: Callable[..., Store]
 ) -> None:
-    store = SessionStore(tmp_path)
     session_id = new_session_id()
     written = _state_file(session_id)
-    path = store.session_path(session_id)
+    path = tmp_path / TMP_DIR / session_file_name(session_id)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(written), encoding="utf-8")
 
-    session = store.load(session_id)  # imported from the old file on the store's first open
+    db = make_store(tmp_path)  # its first open imports the old file
+    store = SessionStore(db, tmp_path)
+    assert store.session_path(session_id) == path
+    session = store.load(session_id)
     assert [event.kind for event in session.quality_log] == [
         VerdictKind.REVIEWER,
         VerdictKind.SELF_REVIEW,
@@ -75,7 +80,7 @@ def test_an_old_state_file_reads_into_the_one_enum_and_writes_back_unchanged(
     ]
     with store.transaction() as tx:
         tx.save(session)
-    again = session_json(tmp_path, session_id)
+    again = session_json(db, session_id)
     assert [e["kind"] for e in again["quality_log"]] == [e["kind"] for e in written["quality_log"]]
     assert [e["verdict"] for e in again["evidence"]] == [
         "reviewer",
@@ -95,8 +100,11 @@ def test_the_log_spells_the_reviewers_verdict_review_and_the_overview_reads_it()
     assert made.model_dump_json().count('"kind":"review"') == 1
 
 
-def test_the_overview_names_the_newest_verdict(tmp_path: Path) -> None:
-    store = SessionStore(tmp_path)
+def test_the_overview_names_the_newest_verdict(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    db = make_store(tmp_path)
+    store = SessionStore(db, tmp_path)
     session_id = new_session_id()
     written = _state_file(session_id)
     with store.transaction() as tx:
@@ -107,8 +115,8 @@ def test_the_overview_names_the_newest_verdict(tmp_path: Path) -> None:
         ("unreviewed", "unreviewed"),
     ]:
         written["quality_log"] = [_event("review", passed=True), _event(kind)]
-        write_session_json(tmp_path, session_id, written)
+        write_session_json(db, session_id, written)
         assert last_verdict(store.load(session_id)) == expected
     written["quality_log"] = [_event("review", passed=True)]
-    write_session_json(tmp_path, session_id, written)
+    write_session_json(db, session_id, written)
     assert last_verdict(store.load(session_id)) == "passed"

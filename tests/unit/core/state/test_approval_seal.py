@@ -6,6 +6,7 @@ import json
 import os
 import stat
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from deepwork_core.state.approvals import (
     record_decision,
 )
 from deepwork_core.state.events import delete_event_log
+from deepwork_core.state.store.port import Store
 
 from tests.fixtures.state_rows import approval_json, write_approval_json
 
@@ -83,11 +85,11 @@ def test_a_key_that_is_no_plain_32_byte_file_is_refused(tmp_path: Path, kind: st
 # --- decisions ---------------------------------------------------------------------------------
 
 
-def decided_store(tmp_path: Path) -> ApprovalStore:
+def decided_store(tmp_path: Path, make_store: Callable[..., Store]) -> ApprovalStore:
     root = tmp_path / "project"
     root.mkdir()
     (root / "plan.md").write_text("the plan\n")
-    store = ApprovalStore(root, ApprovalKey(tmp_path / "keys" / "project.key"))
+    store = ApprovalStore(make_store(root), root, ApprovalKey(tmp_path / "keys" / "project.key"))
     store.open_request(
         ApprovalRequest(
             request_id="req-1",
@@ -114,9 +116,9 @@ def decided_store(tmp_path: Path) -> ApprovalStore:
 
 
 def edit_decision(store: ApprovalStore, **changes: object) -> None:
-    record = approval_json(store.project_root, SID)
+    record = approval_json(store.store, SID)
     record["decision"].update(changes)
-    write_approval_json(store.project_root, SID, record)
+    write_approval_json(store.store, SID, record)
 
 
 def refusal(store: ApprovalStore) -> str:
@@ -127,8 +129,10 @@ def refusal(store: ApprovalStore) -> str:
     return caught.value.message
 
 
-def test_a_recorded_decision_is_sealed_and_verifies(tmp_path: Path) -> None:
-    store = decided_store(tmp_path)
+def test_a_recorded_decision_is_sealed_and_verifies(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    store = decided_store(tmp_path, make_store)
     record = store.load_verified(SID)
     assert record is not None
     assert record.decision is not None
@@ -147,20 +151,26 @@ def test_a_recorded_decision_is_sealed_and_verifies(tmp_path: Path) -> None:
         {"shown": []},
     ],
 )
-def test_an_edited_field_breaks_the_seal(tmp_path: Path, changes: dict[str, object]) -> None:
-    store = decided_store(tmp_path)
+def test_an_edited_field_breaks_the_seal(
+    tmp_path: Path, changes: dict[str, object], make_store: Callable[..., Store]
+) -> None:
+    store = decided_store(tmp_path, make_store)
     edit_decision(store, **changes)
     assert "MAC does not verify" in refusal(store)
 
 
-def test_a_sealed_decision_without_its_event_is_refused(tmp_path: Path) -> None:
-    store = decided_store(tmp_path)
-    delete_event_log(store.project_root, SID)
+def test_a_sealed_decision_without_its_event_is_refused(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    store = decided_store(tmp_path, make_store)
+    delete_event_log(store.store, SID)
     assert "no approval event" in refusal(store)
 
 
-def test_a_decision_without_a_seal_is_refused_and_can_be_decided_again(tmp_path: Path) -> None:
-    store = decided_store(tmp_path)
+def test_a_decision_without_a_seal_is_refused_and_can_be_decided_again(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    store = decided_store(tmp_path, make_store)
     edit_decision(store, mac=None)  # as a hand-written file, or one from before seals
     assert "no MAC" in refusal(store)
     record_decision(
@@ -179,19 +189,23 @@ def test_a_decision_without_a_seal_is_refused_and_can_be_decided_again(tmp_path:
     assert (record.decision.approved, record.decision.comment) == (False, "not yet")
 
 
-def test_another_projects_key_does_not_verify(tmp_path: Path) -> None:
-    store = decided_store(tmp_path)
-    other = ApprovalStore(store.project_root, ApprovalKey(tmp_path / "other.key"))
+def test_another_projects_key_does_not_verify(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    store = decided_store(tmp_path, make_store)
+    other = ApprovalStore(store.store, store.project_root, ApprovalKey(tmp_path / "other.key"))
     with pytest.raises(ApprovalError) as caught:
         other.load_verified(SID)
     # The request's seal is checked first: under another key it is not this server's request.
     assert caught.value.code == "approval.request_unverified"
 
 
-def test_without_a_key_nothing_is_recorded(tmp_path: Path) -> None:
-    store = decided_store(tmp_path)
+def test_without_a_key_nothing_is_recorded(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    store = decided_store(tmp_path, make_store)
     with pytest.raises(ApprovalKeyError) as caught:
-        ApprovalStore(store.project_root).load_verified(SID)
+        ApprovalStore(store.store, store.project_root).load_verified(SID)
     assert caught.value.code == "approval.key_unavailable"
 
 
@@ -204,12 +218,12 @@ def test_a_replaced_key_file_is_read_again_without_a_new_key_object(tmp_path: Pa
     assert ApprovalKey(key.path).secret() == second
 
 
-def test_an_edited_request_does_not_verify(tmp_path: Path) -> None:
-    store = decided_store(tmp_path)
-    text = json.dumps(approval_json(store.project_root, SID))
-    write_approval_json(
-        store.project_root, SID, json.loads(text.replace('"plan.md"', '"decoy.md"'))
-    )
+def test_an_edited_request_does_not_verify(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    store = decided_store(tmp_path, make_store)
+    text = json.dumps(approval_json(store.store, SID))
+    write_approval_json(store.store, SID, json.loads(text.replace('"plan.md"', '"decoy.md"')))
     record = store.load(SID)
     assert record is not None
     assert store.why_request_unverified(record) is not None

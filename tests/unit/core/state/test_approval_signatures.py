@@ -4,6 +4,7 @@ which decisions count once signatures are required."""
 from __future__ import annotations
 
 import stat
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from deepwork_core.state.approvals import (
     record_decision,
     rehash,
 )
+from deepwork_core.state.store.port import Store
 
 from tests.fixtures.state_rows import approval_json, write_approval_json
 
@@ -41,11 +43,12 @@ def trust(root: Path, approver: ApproverSigner) -> None:
     (folder / f"{approver.name}.pub").write_text(public_line(approver.public_key()))
 
 
-def opened(tmp_path: Path, **kwargs: object) -> ApprovalStore:
+def opened(tmp_path: Path, make_store: Callable[..., Store], **kwargs: object) -> ApprovalStore:
     root = tmp_path / "project"
     root.mkdir(exist_ok=True)
     (root / "plan.md").write_text("the plan\n")
-    store = ApprovalStore(root, ApprovalKey(tmp_path / "keys" / "p.key"), **kwargs)  # type: ignore[arg-type]
+    key = ApprovalKey(tmp_path / "keys" / "p.key")
+    store = ApprovalStore(make_store(root), root, key, **kwargs)  # type: ignore[arg-type]
     store.open_request(
         ApprovalRequest(
             request_id="req-1",
@@ -75,8 +78,10 @@ def test_the_private_key_is_0600_and_made_once(tmp_path: Path) -> None:
     assert len(alice.public_key()) == 32
 
 
-def test_without_trusted_keys_the_seal_decides_as_before(tmp_path: Path) -> None:
-    store = opened(tmp_path)
+def test_without_trusted_keys_the_seal_decides_as_before(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    store = opened(tmp_path, make_store)
     assert not store.trusted.required()
     decide(store)
     record = store.load_verified(SID)
@@ -86,16 +91,18 @@ def test_without_trusted_keys_the_seal_decides_as_before(tmp_path: Path) -> None
     assert record.decision.mac is not None
 
 
-def test_once_a_key_is_trusted_only_a_trusted_signature_counts(tmp_path: Path) -> None:
+def test_once_a_key_is_trusted_only_a_trusted_signature_counts(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
     alice = signer(tmp_path, "alice")
-    store = opened(tmp_path)
+    store = opened(tmp_path, make_store)
     trust(store.project_root, alice)
     with pytest.raises(ApprovalError) as caught:
         decide(store)  # no signer here: refused before anything is written
     assert caught.value.code == "approval.unverified"
     assert store.load(SID).decision is None  # type: ignore[union-attr]
 
-    signed = ApprovalStore(store.project_root, store.key, signer=alice)
+    signed = ApprovalStore(store.store, store.project_root, store.key, signer=alice)
     decide(signed)
     record = store.load_verified(SID)
     assert record is not None
@@ -103,25 +110,29 @@ def test_once_a_key_is_trusted_only_a_trusted_signature_counts(tmp_path: Path) -
     assert record.decision.signer == "alice"
 
 
-def test_an_edited_signed_decision_does_not_verify(tmp_path: Path) -> None:
+def test_an_edited_signed_decision_does_not_verify(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
     alice = signer(tmp_path, "alice")
-    store = opened(tmp_path)
+    store = opened(tmp_path, make_store)
     trust(store.project_root, alice)
-    decide(ApprovalStore(store.project_root, store.key, signer=alice))
-    record = approval_json(store.project_root, SID)
+    decide(ApprovalStore(store.store, store.project_root, store.key, signer=alice))
+    record = approval_json(store.store, SID)
     record["decision"]["approved"] = False
-    write_approval_json(store.project_root, SID, record)
+    write_approval_json(store.store, SID, record)
     record = store.load(SID)
     assert record is not None
     assert "does not verify" in (store.why_unverified(SID, record) or "")
 
 
-def test_a_key_the_project_does_not_trust_cannot_sign(tmp_path: Path) -> None:
+def test_a_key_the_project_does_not_trust_cannot_sign(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
     alice, mallory = signer(tmp_path, "alice"), signer(tmp_path, "mallory")
-    store = opened(tmp_path)
+    store = opened(tmp_path, make_store)
     trust(store.project_root, alice)
     with pytest.raises(ApprovalKeyError) as caught:
-        decide(ApprovalStore(store.project_root, store.key, signer=mallory))
+        decide(ApprovalStore(store.store, store.project_root, store.key, signer=mallory))
     assert caught.value.code == "approval.unverified"
     # A `.pub` named alice that holds mallory's key does not make mallory alice.
     trust(store.project_root, ApproverSigner("alice", mallory.path))
@@ -131,19 +142,27 @@ def test_a_key_the_project_does_not_trust_cannot_sign(tmp_path: Path) -> None:
     assert trusted.why_unsigned({"a": 1}, "alice", mallory.sign({"a": 1})) is None
 
 
-def test_a_shared_store_requires_signatures_and_skips_the_local_seal(tmp_path: Path) -> None:
+def test_a_shared_store_requires_signatures_and_skips_the_local_seal(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
     alice = signer(tmp_path, "alice")
-    store = opened(tmp_path)
+    store = opened(tmp_path, make_store)
     shared = TrustedApprovers(store.project_root / ".deepwork" / "approvers", shared=True)
     assert shared.required()
     with pytest.raises(ApprovalError):
-        decide(ApprovalStore(store.project_root, store.key, trusted=shared))
+        decide(ApprovalStore(store.store, store.project_root, store.key, trusted=shared))
     trust(store.project_root, alice)
     elsewhere = ApprovalStore(
-        store.project_root, ApprovalKey(tmp_path / "other.key"), trusted=shared, signer=alice
+        store.store,
+        store.project_root,
+        ApprovalKey(tmp_path / "other.key"),
+        trusted=shared,
+        signer=alice,
     )
     decide(elsewhere)  # another machine: its own HMAC key cannot check the server's request
-    record = ApprovalStore(store.project_root, store.key, trusted=shared).load_verified(SID)
+    record = ApprovalStore(
+        store.store, store.project_root, store.key, trusted=shared
+    ).load_verified(SID)
     assert record is not None
     assert record.decision is not None
     assert record.decision.mac is None
@@ -174,14 +193,17 @@ def test_an_approver_name_must_be_a_plain_file_name(tmp_path: Path) -> None:
 
 def test_on_a_shared_store_the_decision_binds_to_the_requests_hashes_not_local_bytes(
     tmp_path: Path,
+    make_store: Callable[..., Store],
 ) -> None:
     alice = signer(tmp_path, "alice")
-    server = opened(tmp_path)
+    server = opened(tmp_path, make_store)
     trust(server.project_root, alice)
     shared = TrustedApprovers(server.project_root / ".deepwork" / "approvers", shared=True)
     (server.project_root / "plan.md").write_text("this checkout holds other bytes\n")
-    decide(ApprovalStore(server.project_root, None, trusted=shared, signer=alice))
-    record = ApprovalStore(server.project_root, server.key, trusted=shared).load_verified(SID)
+    decide(ApprovalStore(server.store, server.project_root, None, trusted=shared, signer=alice))
+    record = ApprovalStore(
+        server.store, server.project_root, server.key, trusted=shared
+    ).load_verified(SID)
     assert record is not None
     assert record.decision is not None
     assert record.decision.shown == record.request.shown  # what the human was shown

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from deepwork_core.state.approvals import (
 )
 from deepwork_core.state.event_kinds import ApprovalEvent
 from deepwork_core.state.events import read_events
+from deepwork_core.state.store.port import Store
 
 from tests.fixtures.evidence_project import key_of
 from tests.fixtures.state_rows import approval_json, write_approval_json
@@ -31,9 +33,9 @@ def digest(text: str) -> str:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> ApprovalStore:
+def store(tmp_path: Path, make_store: Callable[..., Store]) -> ApprovalStore:
     (tmp_path / "plan.md").write_text("the plan\n")
-    return ApprovalStore(tmp_path, key_of(tmp_path))
+    return ApprovalStore(make_store(tmp_path), tmp_path, key_of(tmp_path))
 
 
 def open_request(store: ApprovalStore, request_id: str = "req-1") -> ApprovalRequest:
@@ -79,7 +81,7 @@ def test_a_decision_is_recorded_with_who_when_how_and_the_hashes(store: Approval
     )
     assert decision.shown == record.request.shown
     assert record.decision_holds(rehash(store.project_root, record.request.shown))
-    [event] = read_events(store.project_root, SID)
+    [event] = read_events(store.store, SID)
     assert isinstance(event, ApprovalEvent)
     assert (event.approved, event.comment, event.channel) == (False, "Split step 3", "cli")
     assert event.ts == WHEN  # the event is stamped when the decision was taken
@@ -126,9 +128,9 @@ def test_a_new_request_replaces_the_old_decision(store: ApprovalStore) -> None:
 
 def test_a_corrupt_record_is_reported(store: ApprovalStore) -> None:
     open_request(store)
-    record = approval_json(store.project_root, SID)
+    record = approval_json(store.store, SID)
     record["request"]["step_ids"] = "not a list"
-    write_approval_json(store.project_root, SID, record)
+    write_approval_json(store.store, SID, record)
     with pytest.raises(ApprovalError) as caught:
         store.load(SID)
     assert caught.value.code == "approval.corrupt"

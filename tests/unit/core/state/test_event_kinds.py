@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from deepwork_core.state.event_kinds import (
     parse_event,
 )
 from deepwork_core.state.events import EventLogError, append_event, events_path, read_events
-from deepwork_core.state.store.opening import shared_store
+from deepwork_core.state.store.port import Store
 
 FIXTURES = Path(__file__).parents[3] / "fixtures"
 ALL_KINDS = FIXTURES / "event_logs_all_kinds" / "sess_all_kinds.jsonl"
@@ -34,9 +35,8 @@ def lines_of(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-def stored_lines(root: Path) -> str:
+def stored_lines(store: Store) -> str:
     """The records of the store's event log as the lines of an old log file."""
-    store = shared_store(root)
     with store.read() as tx:
         rows = tx.execute("SELECT body FROM events ORDER BY seq")
     return "".join(f"{body}\n" for (body,) in rows)
@@ -69,10 +69,10 @@ def test_every_line_of_the_old_logs_reads_as_a_known_kind() -> None:
         assert not [r for r in map(parse_event, lines_of(log)) if isinstance(r, OtherEvent)]
 
 
-def test_a_written_event_is_byte_for_byte_the_line_of_today(tmp_path: Path) -> None:
+def test_a_written_event_is_byte_for_byte_the_line_of_today(tmp_path: Path, store: Store) -> None:
     criteria = [CriterionVerdict(criterion="Sourced", passed=False, feedback="no links")]
     append_event(
-        tmp_path,
+        store,
         ReviewVerdictEvent(
             ts=WHEN,
             session_id=SID,
@@ -85,7 +85,7 @@ def test_a_written_event_is_byte_for_byte_the_line_of_today(tmp_path: Path) -> N
             attempt=1,
         ),
     )
-    assert stored_lines(tmp_path) == (
+    assert stored_lines(store) == (
         '{"v":1,"ts":"2026-11-22T08:00:00.250000+00:00","session_id":"sess_kinds1",'
         '"event":"review_verdict","step_id":"write","review":"report",'
         '"target_file":"report.md","passed":false,"feedback":"Sources missing",'
@@ -94,14 +94,14 @@ def test_a_written_event_is_byte_for_byte_the_line_of_today(tmp_path: Path) -> N
     )
 
 
-def test_every_new_line_carries_the_version(tmp_path: Path) -> None:
-    append_event(tmp_path, StepBegunEvent(ts=WHEN, session_id=SID, step_ids=["a"]))
-    [line] = [json.loads(text) for text in stored_lines(tmp_path).splitlines()]
+def test_every_new_line_carries_the_version(tmp_path: Path, store: Store) -> None:
+    append_event(store, StepBegunEvent(ts=WHEN, session_id=SID, step_ids=["a"]))
+    [line] = [json.loads(text) for text in stored_lines(store).splitlines()]
     assert line["v"] == EVENT_SCHEMA_VERSION == 1
     assert next(iter(line)) == "v"
 
 
-def test_a_written_event_reads_back_equal(tmp_path: Path) -> None:
+def test_a_written_event_reads_back_equal(tmp_path: Path, store: Store) -> None:
     evidence = OutputEvidence(
         output="report",
         step_id="write",
@@ -117,45 +117,53 @@ def test_a_written_event_reads_back_equal(tmp_path: Path) -> None:
         verdict=VerdictKind.REVIEWER,
         evidence=[evidence],
     )
-    append_event(tmp_path, event)
-    assert read_events(tmp_path, SID) == [event]
+    append_event(store, event)
+    assert read_events(store, SID) == [event]
 
 
-def test_a_line_without_a_version_is_version_one(tmp_path: Path) -> None:
+def test_a_line_without_a_version_is_version_one(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
     write_lines(tmp_path, {"ts": "2026-11-22T08:00:00+00:00", "session_id": SID,
                            "event": "started", "job": "j", "workflow": "w"})  # fmt: skip
-    [event] = read_events(tmp_path, SID)
+    [event] = read_events(make_store(tmp_path), SID)  # importing them
     assert isinstance(event, StartedEvent)
     assert (event.v, event.job, event.goal) == (1, "j", None)
     assert "v" not in event.as_written()
 
 
-def test_a_newer_versions_unknown_kind_reads_as_other_with_all_its_keys(tmp_path: Path) -> None:
+def test_a_newer_versions_unknown_kind_reads_as_other_with_all_its_keys(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
     line = {"v": 7, "ts": "2026-11-22T08:00:00+00:00", "session_id": SID,
             "event": "checkpoint_pruned", "kept": 3}  # fmt: skip
     write_lines(tmp_path, line)
-    [event] = read_events(tmp_path, SID)
+    [event] = read_events(make_store(tmp_path), SID)  # importing them
     assert isinstance(event, OtherEvent)
     assert event.event == "checkpoint_pruned"
     assert event.as_written() == line
     assert event.details() == {"kept": 3}
 
 
-def test_a_known_kind_keeps_keys_a_newer_writer_added(tmp_path: Path) -> None:
+def test_a_known_kind_keeps_keys_a_newer_writer_added(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
     line = {"v": 2, "ts": "2026-11-22T08:00:00+00:00", "session_id": SID,
             "event": "step_begun", "step_ids": ["a"], "reason": "retry"}  # fmt: skip
     write_lines(tmp_path, line)
-    [event] = read_events(tmp_path, SID)
+    [event] = read_events(make_store(tmp_path), SID)  # importing them
     assert isinstance(event, StepBegunEvent)
     assert (event.v, event.step_ids) == (2, ["a"])
     assert event.as_written() == line
 
 
-def test_a_known_kind_whose_fields_do_not_fit_reads_as_other(tmp_path: Path) -> None:
+def test_a_known_kind_whose_fields_do_not_fit_reads_as_other(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
     line = {"v": 1, "ts": "2026-11-22T08:00:00+00:00", "session_id": SID,
             "event": "review_verdict", "step_id": "a", "passed": "perhaps"}  # fmt: skip
     write_lines(tmp_path, line)
-    [event] = read_events(tmp_path, SID)
+    [event] = read_events(make_store(tmp_path), SID)  # importing them
     assert isinstance(event, OtherEvent)
     assert event.event == "review_verdict"
     assert event.as_written() == line
@@ -170,11 +178,11 @@ def test_a_known_kind_whose_fields_do_not_fit_reads_as_other(tmp_path: Path) -> 
     ],
 )
 def test_a_line_whose_header_cannot_be_read_is_corrupt(
-    tmp_path: Path, line: dict[str, Any]
+    tmp_path: Path, line: dict[str, Any], make_store: Callable[..., Store]
 ) -> None:
     write_lines(tmp_path, line)
     with pytest.raises(EventLogError) as caught:
-        read_events(tmp_path, SID)
+        read_events(make_store(tmp_path), SID)  # importing them
     assert caught.value.code == "events.corrupt"
     assert f"session {SID}, event 1:" in caught.value.message  # imported, then refused
 

@@ -31,7 +31,9 @@ from deepwork_core.state.events import (
     read_events,
     scan_events,
 )
-from deepwork_core.state.store.url import STORE_URL_ENV, set_default_store_url
+from deepwork_core.state.store.opening import open_store
+from deepwork_core.state.store.port import Store
+from deepwork_core.state.store.url import STORE_URL_ENV
 
 from tests.conftest import on_postgres
 
@@ -47,11 +49,11 @@ def completed(session_id: str = SID) -> CompletedEvent:
     return CompletedEvent(ts=WHEN, session_id=session_id, steps_completed=1)
 
 
-def test_appended_events_read_back_in_order_with_their_fields(tmp_path: Path) -> None:
-    append_event(tmp_path, started())
-    append_event(tmp_path, StepBegunEvent(ts=WHEN, session_id=SID, step_ids=["one"]))
+def test_appended_events_read_back_in_order_with_their_fields(tmp_path: Path, store: Store) -> None:
+    append_event(store, started())
+    append_event(store, StepBegunEvent(ts=WHEN, session_id=SID, step_ids=["one"]))
 
-    records = read_events(tmp_path, SID)
+    records = read_events(store, SID)
 
     assert [r.event for r in records] == ["started", "step_begun"]
     assert records[0].as_written() == {
@@ -73,8 +75,10 @@ def test_appended_events_read_back_in_order_with_their_fields(tmp_path: Path) ->
 
 
 @pytest.mark.skipif(on_postgres(), reason="the SQLite store's file")
-def test_the_log_lives_in_the_store_under_the_ignored_runtime_folder(tmp_path: Path) -> None:
-    append_event(tmp_path, started())
+def test_the_log_lives_in_the_store_under_the_ignored_runtime_folder(
+    tmp_path: Path, store: Store
+) -> None:
+    append_event(store, started())
     assert (tmp_path / ".deepwork/tmp/deepwork.sqlite3").is_file()
     assert not events_path(tmp_path, SID).exists()
     assert (tmp_path / ".deepwork/tmp/.gitignore").read_text() == "*\n"
@@ -91,23 +95,23 @@ def _line(event: EventRecord) -> bytes:
     return (events.event_line(event) + "\n").encode()
 
 
-def test_a_session_without_a_log_has_no_events(tmp_path: Path) -> None:
-    assert read_events(tmp_path, SID) == []
-    assert logged_session_ids(tmp_path) == []
+def test_a_session_without_a_log_has_no_events(tmp_path: Path, store: Store) -> None:
+    assert read_events(store, SID) == []
+    assert logged_session_ids(store) == []
 
 
-def test_an_event_cannot_carry_fields_its_kind_does_not_have(tmp_path: Path) -> None:
+def test_an_event_cannot_carry_fields_its_kind_does_not_have(tmp_path: Path, store: Store) -> None:
     with pytest.raises(ValueError, match="extra"):
         StartedEvent.model_validate(
             {"ts": WHEN, "session_id": SID, "job": "j", "workflow": "w", "stray": "x"}
         )
-    assert read_events(tmp_path, SID) == []
+    assert read_events(store, SID) == []
 
 
-def test_a_hostile_session_id_never_becomes_a_path(tmp_path: Path) -> None:
+def test_a_hostile_session_id_never_becomes_a_path(store: Store) -> None:
     # The log takes parsed `SessionId`s: a hostile id stops where it comes in.
     with pytest.raises(InvalidIdentifierError):
-        append_event(tmp_path, started(parse_session_id("../../etc/passwd")))
+        append_event(store, started(parse_session_id("../../etc/passwd")))
 
 
 def test_an_old_log_line_still_being_written_is_skipped(tmp_path: Path) -> None:
@@ -125,13 +129,12 @@ def test_a_corrupt_old_line_names_file_and_line(tmp_path: Path) -> None:
     assert f"{SID}.jsonl:2:" in caught.value.message
 
 
-def test_a_corrupt_stored_record_names_session_and_position(tmp_path: Path) -> None:
-    append_event(tmp_path, started())
-    store = events.shared_store(tmp_path)
+def test_a_corrupt_stored_record_names_session_and_position(store: Store) -> None:
+    append_event(store, started())
     with store.write() as tx:
         tx.execute("UPDATE events SET body = '[1, 2]'")
     with pytest.raises(EventLogError) as caught:
-        read_events(tmp_path, SID)
+        read_events(store, SID)
     assert caught.value.code == "events.corrupt"
     assert f"session {SID}, event 1:" in caught.value.message
 
@@ -168,20 +171,18 @@ def test_an_old_log_over_the_size_limit_is_refused(
 
 
 def _append_many(root: str, writer: int, count: int) -> None:
-    set_default_store_url(os.environ.get(STORE_URL_ENV))  # as the CLI does
-    for index in range(count):
-        # Lines far larger than a pipe buffer, so a torn write would show.
-        append_event(
-            Path(root),
-            ReviewVerdictEvent(
+    with open_store(os.environ.get(STORE_URL_ENV), Path(root)) as store:  # as the CLI does
+        for index in range(count):
+            # Lines far larger than a pipe buffer, so a torn write would show.
+            event = ReviewVerdictEvent(
                 ts=WHEN,
                 session_id=SID,
                 step_id=f"w{writer}",
                 passed=True,
                 feedback="p" * 9000,
                 attempt=index,
-            ),
-        )
+            )
+            append_event(store, event)
 
 
 def _attempts_of(records: list[EventRecord], writer: int) -> list[int | None]:
@@ -193,7 +194,7 @@ def _attempts_of(records: list[EventRecord], writer: int) -> list[int | None]:
 
 
 @pytest.mark.slow
-def test_two_processes_appending_at_once_lose_and_mix_nothing(tmp_path: Path) -> None:
+def test_two_processes_appending_at_once_lose_and_mix_nothing(tmp_path: Path, store: Store) -> None:
     context = multiprocessing.get_context("spawn")
     workers = [
         context.Process(target=_append_many, args=(str(tmp_path), writer, 150)) for writer in (1, 2)
@@ -204,7 +205,7 @@ def test_two_processes_appending_at_once_lose_and_mix_nothing(tmp_path: Path) ->
         worker.join(timeout=120)
         assert worker.exitcode == 0
 
-    records = read_events(tmp_path, SID)
+    records = read_events(store, SID)
 
     assert len(records) == 300
     for writer in (1, 2):
@@ -212,53 +213,54 @@ def test_two_processes_appending_at_once_lose_and_mix_nothing(tmp_path: Path) ->
     assert all(json.loads(events.event_line(r)) for r in records)
 
 
-def test_logs_are_listed_and_deleted_by_session(tmp_path: Path) -> None:
-    append_event(tmp_path, started())
-    append_event(tmp_path, started("sess_other1"))
-    assert sorted(logged_session_ids(tmp_path)) == ["sess_abc123", "sess_other1"]
+def test_logs_are_listed_and_deleted_by_session(tmp_path: Path, store: Store) -> None:
+    append_event(store, started())
+    append_event(store, started("sess_other1"))
+    assert sorted(logged_session_ids(store)) == ["sess_abc123", "sess_other1"]
 
-    delete_event_log(tmp_path, SID)
-    delete_event_log(tmp_path, SID)  # a second delete is harmless
+    delete_event_log(store, SID)
+    delete_event_log(store, SID)  # a second delete is harmless
 
-    assert logged_session_ids(tmp_path) == ["sess_other1"]
+    assert logged_session_ids(store) == ["sess_other1"]
 
 
 def test_an_event_with_a_number_that_is_not_finite_is_refused_and_never_stored(
     tmp_path: Path,
+    store: Store,
 ) -> None:
-    append_event(tmp_path, started())
+    append_event(store, started())
     usage = ReviewUsageEvent(
         ts=WHEN, session_id=SID, job="j", step_id="s", review="r", outcome="passed", seconds=1e400
     )
     with pytest.raises(EventLogError) as caught:
-        append_event(tmp_path, usage)
+        append_event(store, usage)
     assert caught.value.code == "events.error"
-    assert [event.event for event in read_events(tmp_path, SID)] == ["started"]
+    assert [event.event for event in read_events(store, SID)] == ["started"]
 
 
-def test_a_stored_record_nested_without_end_is_corrupt_not_a_crash(tmp_path: Path) -> None:
-    append_event(tmp_path, started())
-    store = events.shared_store(tmp_path)
+def test_a_stored_record_nested_without_end_is_corrupt_not_a_crash(store: Store) -> None:
+    append_event(store, started())
     with store.write() as tx:
         tx.execute(
             "UPDATE events SET body = ?",
             ('{"event": "x", "v": ' + "[" * 100_000 + "]" * 100_000 + "}",),
         )
     with pytest.raises(EventLogError) as caught:
-        read_events(tmp_path, SID)
+        read_events(store, SID)
     assert caught.value.code == "events.corrupt"
 
 
 def test_a_scan_counts_every_event_and_reads_only_the_newest_and_the_kinds_asked(
     tmp_path: Path,
+    store: Store,
 ) -> None:
-    append_event(tmp_path, started())
+    append_event(store, started())
     for _ in range(5):
-        append_event(tmp_path, StepBegunEvent(ts=WHEN, session_id=SID, step_ids=["a"]))
-    append_event(tmp_path, completed())
-    scan = scan_events(tmp_path, SID, keep_last=2, kinds=frozenset({"started"}))
+        append_event(store, StepBegunEvent(ts=WHEN, session_id=SID, step_ids=["a"]))
+    append_event(store, completed())
+    scan = scan_events(store, SID, keep_last=2, kinds=frozenset({"started"}))
     assert scan.total == 7
     assert scan.omitted == 5
     assert [event.event for event in scan.recent] == ["step_begun", "completed"]
     assert [event.event for event in scan.selected] == ["started"]
-    assert scan_events(tmp_path, "sess_none", keep_last=2, kinds=frozenset()).total == 0
+    assert scan_events(store, "sess_none", keep_last=2, kinds=frozenset()).total == 0

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -23,6 +24,8 @@ from deepwork_core.state.sessions import (
     StepRecord,
     new_session_id,
 )
+from deepwork_core.state.store.opening import open_existing_store
+from deepwork_core.state.store.port import Store
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 
@@ -42,8 +45,8 @@ def make_session(session_id: str | None = None, **changes: object) -> Session:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> SessionStore:
-    return SessionStore(tmp_path)
+def store(tmp_path: Path, make_store: Callable[..., Store]) -> SessionStore:
+    return SessionStore(make_store(tmp_path), tmp_path)
 
 
 def test_session_ids_are_url_safe_and_match_the_pattern() -> None:
@@ -59,9 +62,20 @@ def test_session_ids_never_start_like_a_command_line_option() -> None:
     assert all(len(new_session_id()) == 16 for _ in range(50))
 
 
-def test_reading_an_empty_project_creates_nothing(tmp_path: Path, store: SessionStore) -> None:
-    assert store.stack() == []
+def test_reading_an_empty_project_creates_nothing(
+    tmp_path: Path, test_store_url: str | None
+) -> None:
+    # A root that only reads opens no store where there is none (a URL names one: PostgreSQL).
+    found = open_existing_store(test_store_url, tmp_path)
+    assert (found is None) == (test_store_url is None)
+    if found is not None:
+        with found:
+            assert SessionStore(found, tmp_path).stack() == []
     assert not (tmp_path / ".deepwork").exists()
+
+
+def test_reading_a_new_store_finds_no_stack(store: SessionStore) -> None:
+    assert store.stack() == []
 
 
 def test_tmp_dir_is_created_lazily_with_a_gitignore(tmp_path: Path, store: SessionStore) -> None:
@@ -71,7 +85,7 @@ def test_tmp_dir_is_created_lazily_with_a_gitignore(tmp_path: Path, store: Sessi
 
 
 def test_push_persists_session_and_stack_with_schema_version(
-    tmp_path: Path, store: SessionStore
+    tmp_path: Path, store: SessionStore, make_store: Callable[..., Store]
 ) -> None:
     first, second = make_session(), make_session()
     with store.transaction() as tx:
@@ -91,7 +105,7 @@ def test_push_persists_session_and_stack_with_schema_version(
     assert json.loads(body)["schema_version"] == SCHEMA_VERSION
     assert status == "active"
     # A fresh store (a new server process) sees the same stack.
-    again = SessionStore(tmp_path)
+    again = SessionStore(make_store(tmp_path), tmp_path)
     assert [s.session_id for s in again.stack()] == [first.session_id, second.session_id]
     assert again.load(second.session_id) == second
 
@@ -189,7 +203,7 @@ def test_a_corrupt_stored_session_is_a_clear_error_naming_it(
     "content", ["{not json", '{"schema_version": 1, "session_id": 5}', b"\xff\xfe\x00"]
 )
 def test_a_corrupt_old_session_file_is_refused_naming_it_and_kept(
-    tmp_path: Path, content: str | bytes
+    tmp_path: Path, content: str | bytes, make_store: Callable[..., Store]
 ) -> None:
     path = _state_file(tmp_path, make_session("sess_broken01"))
     path.parent.mkdir(parents=True)
@@ -198,8 +212,8 @@ def test_a_corrupt_old_session_file_is_refused_naming_it_and_kept(
     (path.parent / "stack.json").write_text(
         '{"schema_version": 1, "session_ids": ["sess_broken01"]}'
     )
-    with pytest.raises(SessionError) as caught:
-        SessionStore(tmp_path).stack()
+    with pytest.raises(SessionError) as caught:  # opening the store imports the old files
+        SessionStore(make_store(tmp_path), tmp_path).stack()
     assert caught.value.code == "session.state_corrupt"
     assert str(path) in caught.value.message
     assert path.read_bytes() == raw
@@ -269,9 +283,9 @@ _BUMP_SCRIPT = """
 import os, sys
 from pathlib import Path
 from deepwork_core.state.sessions import SessionStore
-from deepwork_core.state.store.url import set_default_store_url
-set_default_store_url(os.environ.get("DEEPWORK_STORE_URL"))
-store = SessionStore(Path(sys.argv[1]))
+from deepwork_core.state.store.opening import open_store
+root = Path(sys.argv[1])
+store = SessionStore(open_store(os.environ.get("DEEPWORK_STORE_URL"), root), root)
 for _ in range(int(sys.argv[3])):
     with store.transaction() as tx:
         current = tx.load(sys.argv[2])
@@ -315,8 +329,12 @@ def _age_file(path: Path, days: float) -> None:
     os.utime(path, (stamp, stamp))
 
 
-def test_prune_removes_old_finished_sessions_and_their_review_files(tmp_path: Path) -> None:
-    store = SessionStore(tmp_path, max_age=timedelta(days=7), keep_finished=10)
+def test_prune_removes_old_finished_sessions_and_their_review_files(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    store = SessionStore(
+        make_store(tmp_path), tmp_path, max_age=timedelta(days=7), keep_finished=10
+    )
     active, old, recent = make_session(), make_session(), make_session()
     with store.transaction() as tx:
         tx.push(active)
@@ -337,8 +355,10 @@ def test_prune_removes_old_finished_sessions_and_their_review_files(tmp_path: Pa
     assert _stored(store, active)
 
 
-def test_prune_keeps_at_most_keep_finished(tmp_path: Path) -> None:
-    store = SessionStore(tmp_path, keep_finished=3)
+def test_prune_keeps_at_most_keep_finished(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    store = SessionStore(make_store(tmp_path), tmp_path, keep_finished=3)
     finished = [make_session() for _ in range(6)]
     with store.transaction() as tx:
         for session in finished:
@@ -351,8 +371,8 @@ def test_prune_keeps_at_most_keep_finished(tmp_path: Path) -> None:
     assert all(_stored(store, s) for s in finished[3:])
 
 
-def test_prune_is_throttled(tmp_path: Path) -> None:
-    store = SessionStore(tmp_path, keep_finished=0)
+def test_prune_is_throttled(tmp_path: Path, make_store: Callable[..., Store]) -> None:
+    store = SessionStore(make_store(tmp_path), tmp_path, keep_finished=0)
     store.prune(force=True)
     session = make_session(status=SessionStatus.COMPLETED)
     with store.transaction() as tx:
@@ -382,8 +402,10 @@ def test_all_outputs_merges_in_completion_order() -> None:
     assert session.all_outputs() == {"x": "late.md", "y": ["1.md", "2.md"]}
 
 
-def test_prune_removes_temporary_files_left_by_a_killed_writer(tmp_path: Path) -> None:
-    store = SessionStore(tmp_path)
+def test_prune_removes_temporary_files_left_by_a_killed_writer(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    store = SessionStore(make_store(tmp_path), tmp_path)
     with store.transaction() as tx:
         tx.push(make_session())
     folder = tmp_path / ".deepwork/tmp"

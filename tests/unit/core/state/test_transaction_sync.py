@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from deepwork_core.base import fsutil
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.state.sessions import SessionStore
+from deepwork_core.state.store.port import Store
 
 from tests.fixtures.workflow_project import make_project
 
@@ -37,9 +39,13 @@ def syncs(monkeypatch: pytest.MonkeyPatch) -> Syncs:
     return counter
 
 
-def test_a_nested_start_syncs_only_the_stack_marker(tmp_path: Path, syncs: Syncs) -> None:
+def test_a_nested_start_syncs_only_the_stack_marker(
+    tmp_path: Path, syncs: Syncs, make_store: Callable[..., Store]
+) -> None:
     root = make_project(tmp_path / "project")
-    engine = WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(root))
+    engine = WorkflowEngine(
+        root, JobCatalog.for_project(root), SessionStore(make_store(root), root)
+    )
     engine.start("outer", "three_step", "main")
     syncs.files = syncs.folders = 0
     result = engine.start("inner", "multi", "alpha")  # a new session row and the marker
@@ -47,9 +53,11 @@ def test_a_nested_start_syncs_only_the_stack_marker(tmp_path: Path, syncs: Syncs
     assert (syncs.files, syncs.folders) == (1, 0)
 
 
-def test_a_transaction_without_writes_syncs_nothing(tmp_path: Path, syncs: Syncs) -> None:
+def test_a_transaction_without_writes_syncs_nothing(
+    tmp_path: Path, syncs: Syncs, make_store: Callable[..., Store]
+) -> None:
     root = make_project(tmp_path / "project")
-    store = SessionStore(root)
+    store = SessionStore(make_store(root), root)
     with store.transaction():  # the first one writes .deepwork/tmp/.gitignore
         pass
     syncs.files = syncs.folders = 0

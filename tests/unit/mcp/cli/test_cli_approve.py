@@ -7,6 +7,7 @@ import os
 import stat
 import subprocess
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from deepwork_core.evidence.hashes import ShownOutput, sha256_file
 from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.state.approvals import ApprovalRequest, ApprovalStore
 from deepwork_core.state.sessions import SessionStore
+from deepwork_core.state.store.port import Store
 from deepwork_mcp.approval_keys import state_dir
 from deepwork_mcp.cli import cli
 
@@ -24,9 +26,10 @@ from tests.fixtures.evidence_project import key_of, make_evidence_project
 SID = "sess_approve1"
 
 
-def open_request(root: Path) -> ApprovalStore:
+def open_request(make_store: Callable[..., Store], root: Path) -> ApprovalStore:
     (root / "plan.md").write_text("the plan\n")
-    store = ApprovalStore(root, key_of(root))  # the server seals the request it opens
+    # The server seals the request it opens.
+    store = ApprovalStore(make_store(root), root, key_of(root))
     store.open_request(
         ApprovalRequest(
             request_id="req-1",
@@ -37,7 +40,7 @@ def open_request(root: Path) -> ApprovalStore:
             prompt="Is this plan good to go?",
             shown=[ShownOutput(output="plan", path="plan.md", sha256=sha256_file(root, "plan.md"))],
             requested_at=datetime(2026, 11, 23, tzinfo=UTC),
-        )
+        ),
     )
     return store
 
@@ -63,8 +66,10 @@ def approve(root: Path, *args: str, session_id: str = SID) -> subprocess.Complet
     )
 
 
-def test_approving_shows_the_request_and_records_the_decision(tmp_path: Path) -> None:
-    store = open_request(tmp_path)
+def test_approving_shows_the_request_and_records_the_decision(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    store = open_request(make_store, tmp_path)
     done = approve(tmp_path, "--comment", "fine")
     assert done.returncode == 0, done.stderr
     assert "Is this plan good to go?" in done.stdout
@@ -79,8 +84,8 @@ def test_approving_shows_the_request_and_records_the_decision(tmp_path: Path) ->
     assert "@" in record.decision.actor
 
 
-def test_a_rejection_needs_a_comment(tmp_path: Path) -> None:
-    store = open_request(tmp_path)
+def test_a_rejection_needs_a_comment(tmp_path: Path, make_store: Callable[..., Store]) -> None:
+    store = open_request(make_store, tmp_path)
     done = approve(tmp_path, "--reject")
     assert done.returncode == 2
     assert "--comment" in done.stderr
@@ -95,9 +100,11 @@ def test_without_a_waiting_step_it_fails_with_the_code(tmp_path: Path) -> None:
     assert done.stderr.startswith("approval.none_pending: ")
 
 
-def test_status_shows_a_step_waiting_for_a_human(tmp_path: Path) -> None:
+def test_status_shows_a_step_waiting_for_a_human(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
     root = make_evidence_project(tmp_path / "project", with_git=False)
-    catalog, store = JobCatalog.for_project(root), SessionStore(root)
+    catalog, store = JobCatalog.for_project(root), SessionStore(make_store(root), root)
     engine = WorkflowEngine(root, catalog, store, approval_key=key_of(root))
     session_id = engine.start("g", "approved", "main").brief.session_id
     (root / "plan.md").write_text("the plan\n")
@@ -112,8 +119,10 @@ def test_status_shows_a_step_waiting_for_a_human(tmp_path: Path) -> None:
     assert "AWAITING APPROVAL" not in result.output
 
 
-def test_the_key_is_made_0600_in_the_state_folder_outside_the_project(tmp_path: Path) -> None:
-    open_request(tmp_path)
+def test_the_key_is_made_0600_in_the_state_folder_outside_the_project(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    open_request(make_store, tmp_path)
     assert approve(tmp_path).returncode == 0
     key = key_of(tmp_path).path
     assert key.parent == Path(os.environ["DEEPWORK_STATE_DIR"]) / "keys"
@@ -122,8 +131,10 @@ def test_the_key_is_made_0600_in_the_state_folder_outside_the_project(tmp_path: 
     assert not (tmp_path / ".deepwork").joinpath("keys").exists()
 
 
-def test_a_key_others_may_read_is_refused_with_its_code(tmp_path: Path) -> None:
-    store = open_request(tmp_path)
+def test_a_key_others_may_read_is_refused_with_its_code(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    store = open_request(make_store, tmp_path)
     key = key_of(tmp_path)
     key.secret()
     key.path.chmod(0o644)
@@ -143,8 +154,10 @@ def test_the_state_folder_follows_xdg_then_home() -> None:
     assert state_dir({"HOME": "/h"}) == Path("/h/.local/state/deepwork")
 
 
-def test_the_files_are_shown_with_their_content_before_deciding(tmp_path: Path) -> None:
-    open_request(tmp_path)
+def test_the_files_are_shown_with_their_content_before_deciding(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    open_request(make_store, tmp_path)
     done = approve(tmp_path)
     assert done.returncode == 0, done.stderr
     assert "plan: plan.md  sha256 " in done.stdout
@@ -173,8 +186,10 @@ def _approve_on_a_terminal(root: Path, answer: str) -> tuple[int, str]:
     return process.returncode, out
 
 
-def test_it_asks_on_a_terminal_and_records_nothing_on_no(tmp_path: Path) -> None:
-    store = open_request(tmp_path)
+def test_it_asks_on_a_terminal_and_records_nothing_on_no(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    store = open_request(make_store, tmp_path)
     status, out = _approve_on_a_terminal(tmp_path, "n\n")
     assert status == 1
     assert "Approve step plan as shown above?" in out
@@ -189,8 +204,8 @@ def test_it_asks_on_a_terminal_and_records_nothing_on_no(tmp_path: Path) -> None
     assert record.decision is not None
 
 
-def test_without_a_terminal_it_needs_yes(tmp_path: Path) -> None:
-    store = open_request(tmp_path)
+def test_without_a_terminal_it_needs_yes(tmp_path: Path, make_store: Callable[..., Store]) -> None:
+    store = open_request(make_store, tmp_path)
     done = subprocess.run(
         [sys.executable, "-m", "deepwork_mcp", "approve", SID, "--path", str(tmp_path)],
         capture_output=True,

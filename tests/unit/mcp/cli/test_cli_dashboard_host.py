@@ -70,10 +70,12 @@ def test_behind_a_tls_proxy_the_public_name_is_accepted_and_the_cookie_is_secure
     tmp_path: Path,
 ) -> None:
     app = dashboard_app(tmp_path, port=8765, token="t0k", public_url="https://deepwork.example.com")
-    client = TestClient(app, base_url="https://deepwork.example.com")
-    answer = client.get("/stats?token=t0k", headers={"Origin": "https://deepwork.example.com"})
-    assert answer.status_code == 200
-    assert "; Secure" in answer.headers["set-cookie"]
-    assert client.get("/stats?token=t0k", headers={"Host": "other.example.com"}).status_code == 403
-    assert client.get("/stats").status_code == 200  # the cookie, over https
-    assert TestClient(app, base_url="https://deepwork.example.com").get("/stats").status_code == 401
+    with TestClient(app, base_url="https://deepwork.example.com") as client:  # the app's life
+        answer = client.get("/stats?token=t0k", headers={"Origin": "https://deepwork.example.com"})
+        assert answer.status_code == 200
+        assert "; Secure" in answer.headers["set-cookie"]
+        other = client.get("/stats?token=t0k", headers={"Host": "other.example.com"})
+        assert other.status_code == 403
+        assert client.get("/stats").status_code == 200  # the cookie, over https
+        fresh = TestClient(app, base_url="https://deepwork.example.com")
+        assert fresh.get("/stats").status_code == 401

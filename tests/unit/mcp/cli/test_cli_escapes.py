@@ -8,6 +8,7 @@ recognisable in its escaped form.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.state.approvals import ApprovalRequest, ApprovalStore, ShownOutput
 from deepwork_core.state.events import events_dir
 from deepwork_core.state.sessions import SessionStore
+from deepwork_core.state.store.port import Store
 from deepwork_mcp.cli import cli
 
 from tests.fixtures.evidence_project import key_of
@@ -48,12 +50,18 @@ def root(tmp_path: Path) -> Path:
     return make_project(tmp_path / "project")
 
 
-def _engine(root: Path) -> WorkflowEngine:
-    return WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(root))
+@pytest.fixture
+def store(root: Path, make_store: Callable[..., Store]) -> Store:
+    """The store of the project `root`."""
+    return make_store(root)
 
 
-def test_status_escapes_what_the_agent_wrote(root: Path) -> None:
-    engine = _engine(root)
+def _engine(store: Store, root: Path) -> WorkflowEngine:
+    return WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(store, root))
+
+
+def test_status_escapes_what_the_agent_wrote(root: Path, store: Store) -> None:
+    engine = _engine(store, root)
     engine.start("g", "multi", "alpha")
     engine.abort(f"done {RETITLE} {CSI8}")
     status, out = run("status", "--path", str(root))
@@ -67,8 +75,8 @@ def test_status_escapes_what_the_agent_wrote(root: Path) -> None:
     assert finished["abort_reason"] == f"done {RETITLE} {CSI8}"  # the JSON still decodes
 
 
-def test_log_escapes_goals_and_fields(root: Path) -> None:
-    started = _engine(root).start(f"goal {RETITLE}", "three_step", "main")
+def test_log_escapes_goals_and_fields(root: Path, store: Store) -> None:
+    started = _engine(store, root).start(f"goal {RETITLE}", "three_step", "main")
     session_id = started.brief.session_id
     status, out = run("log", session_id, "--path", str(root))
     assert status == 0, out
@@ -100,9 +108,13 @@ def test_stats_escapes_names_from_the_logs(tmp_path: Path) -> None:
     assert json.loads(out)["jobs"][0]["job"] == f"job{RETITLE}"
 
 
-def test_approve_escapes_the_request_it_shows(tmp_path: Path) -> None:
+def test_approve_escapes_the_request_it_shows(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
     (tmp_path / "plan.md").write_text("the plan\n")
-    ApprovalStore(tmp_path, key_of(tmp_path)).open_request(  # sealed, as the server does
+    ApprovalStore(
+        make_store(tmp_path), tmp_path, key_of(tmp_path)
+    ).open_request(  # sealed, as the server does
         ApprovalRequest(
             request_id="req-1",
             session_id="sess_approve1",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from click.testing import CliRunner
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.state.sessions import SessionStore
-from deepwork_core.state.store.opening import shared_store
+from deepwork_core.state.store.port import Store
 from deepwork_mcp.cli import cli
 from deepwork_mcp.cli.status import age, watch
 
@@ -23,8 +24,14 @@ def root(tmp_path: Path) -> Path:
     return make_project(tmp_path / "project")
 
 
-def _engine(root: Path) -> WorkflowEngine:
-    return WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(root))
+@pytest.fixture
+def store(root: Path, make_store: Callable[..., Store]) -> Store:
+    """The store of the project `root`."""
+    return make_store(root)
+
+
+def _engine(store: Store, root: Path) -> WorkflowEngine:
+    return WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(store, root))
 
 
 def _run(*args: str) -> tuple[int, str]:
@@ -34,8 +41,8 @@ def _run(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-def test_status_json_lists_the_stack_and_the_finished(root: Path) -> None:
-    engine = _engine(root)
+def test_status_json_lists_the_stack_and_the_finished(root: Path, store: Store) -> None:
+    engine = _engine(store, root)
     done = engine.start("short one", "multi", "alpha")
     engine.abort("changed my mind")
     outer = engine.start("outer goal", "three_step", "main")
@@ -63,8 +70,8 @@ def test_status_json_lists_the_stack_and_the_finished(root: Path) -> None:
     assert finished["abort_reason"] == "changed my mind"
 
 
-def test_status_text_nests_the_inner_workflow(root: Path) -> None:
-    engine = _engine(root)
+def test_status_text_nests_the_inner_workflow(root: Path, store: Store) -> None:
+    engine = _engine(store, root)
     engine.start("outer", "three_step", "main")
     engine.start("inner", "concurrent", "par")
     status, out = _run("status", "--path", str(root))
@@ -112,8 +119,8 @@ def test_watch_redraws_on_change_only() -> None:
     assert prints == [1, 2, 3]
 
 
-def test_log_prints_events_readably_and_as_json(root: Path) -> None:
-    engine = _engine(root)
+def test_log_prints_events_readably_and_as_json(root: Path, store: Store) -> None:
+    engine = _engine(store, root)
     session_id = engine.start("goal", "three_step", "main").brief.session_id
     # A line as an older writer left it (no review name, a criterion without feedback).
     line = {
@@ -125,7 +132,6 @@ def test_log_prints_events_readably_and_as_json(root: Path) -> None:
         "passed": False,
         "criteria": [{"criterion": "Clear", "passed": False}],
     }
-    store = shared_store(root)
     with store.write() as tx:
         tx.execute(
             "INSERT INTO events (project_id, session_id, ts, kind, body) VALUES (?, ?, 0, ?, ?)",
@@ -154,8 +160,8 @@ def test_log_of_an_unknown_session_is_a_coded_error(root: Path) -> None:
     assert "identifier.invalid" in out
 
 
-def test_status_shows_each_agent_stack_under_its_id(root: Path) -> None:
-    engine = _engine(root)
+def test_status_shows_each_agent_stack_under_its_id(root: Path, store: Store) -> None:
+    engine = _engine(store, root)
     engine.start("main goal", "three_step", "main")
     engine.start("agent goal", "multi", "alpha", agent_id="worker-1")
     status, out = _run("status", "--path", str(root))

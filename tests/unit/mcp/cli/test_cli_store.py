@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.state.sessions import SessionStore
-from deepwork_core.state.store.opening import close_shared_stores
+from deepwork_core.state.store.port import Store
 from deepwork_core.state.store.schema import SCHEMA_VERSION
 from deepwork_mcp.cli import cli
 
@@ -34,7 +34,6 @@ def shared_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         yield f"sqlite:///{tmp_path / 'team.sqlite3'}"
     else:
         yield request.getfixturevalue("pg_url")
-    close_shared_stores()
 
 
 def _project(folder: Path, url: str) -> Path:
@@ -44,13 +43,15 @@ def _project(folder: Path, url: str) -> Path:
 
 
 def test_status_all_lists_the_runs_of_every_project_in_the_store(
-    tmp_path: Path, shared_url: str
+    tmp_path: Path, shared_url: str, make_store: Callable[..., Store]
 ) -> None:
     first = _project(tmp_path / "first", shared_url)
     second = _project(tmp_path / "second", shared_url)
-    one = WorkflowEngine(first, JobCatalog.for_project(first), SessionStore(first))
+    sessions = SessionStore(make_store(first), first)
+    one = WorkflowEngine(first, JobCatalog.for_project(first), sessions)
     started = one.start("g", "multi", "alpha").brief.session_id
-    two = WorkflowEngine(second, JobCatalog.for_project(second), SessionStore(second))
+    sessions = SessionStore(make_store(second), second)
+    two = WorkflowEngine(second, JobCatalog.for_project(second), sessions)
     other = two.start("g", "three_step", "main", inputs={"topic": "t"}).brief.session_id
     two.abort("done with it")
 
@@ -69,9 +70,11 @@ def test_status_all_lists_the_runs_of_every_project_in_the_store(
     assert started not in run("status", "--json", "--path", str(second))
 
 
-def test_export_prints_one_event_a_line(tmp_path: Path) -> None:
+def test_export_prints_one_event_a_line(tmp_path: Path, make_store: Callable[..., Store]) -> None:
     root = make_project(tmp_path / "p")
-    engine = WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(root))
+    engine = WorkflowEngine(
+        root, JobCatalog.for_project(root), SessionStore(make_store(root), root)
+    )
     session_id = engine.start("g", "multi", "alpha").brief.session_id
     lines = run("store", "export", session_id, "--path", str(root)).splitlines()
     assert [json.loads(line)["event"] for line in lines] == ["started", "step_begun"]
@@ -132,10 +135,8 @@ def test_store_url_in_the_config_chooses_the_store_and_its_password_never_shows(
 def test_a_shared_store_requires_signatures_wherever_its_url_was_set(
     tmp_path: Path, env_url: str | None, config_url: str | None, shared: bool
 ) -> None:
-    from deepwork_core.state.store.url import set_default_store_url
     from deepwork_mcp.approval_keys import trusted_approvers
 
-    set_default_store_url(None)  # the test run's own store plays no part here
     root = make_project(tmp_path / "p")
     if config_url is not None:
         (root / ".deepwork" / "config.yml").write_text(f"store:\n  url: {config_url}\n")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.state.sessions import SessionStore
+from deepwork_core.state.store.port import Store
 from deepwork_mcp.dashboard.app import dashboard_app
 from starlette.testclient import TestClient
 
@@ -25,32 +27,46 @@ class Waiting:
     root: Path
     engine: WorkflowEngine
     session_id: str
+    #: The project's store, as the engine holds it.
+    store: Store
 
 
-def waiting_project(root: Path, goal: str = "ship the plan") -> Waiting:
+def waiting_project(
+    make_store: Callable[..., Store], root: Path, goal: str = "ship the plan"
+) -> Waiting:
     """`approved/main` started, its `plan` step submitted and waiting for approval."""
     make_evidence_project(root, with_git=False)
-    catalog, store = JobCatalog.for_project(root), SessionStore(root)
-    engine = WorkflowEngine(root, catalog, store, approval_key=key_of(root))
+    store = make_store(root)
+    catalog, sessions = JobCatalog.for_project(root), SessionStore(store, root)
+    engine = WorkflowEngine(root, catalog, sessions, approval_key=key_of(root))
     session_id = engine.start(goal, "approved", "main").brief.session_id
     (root / "plan.md").write_text("the plan <b>bold?</b>\n")
     engine.finish({"plan": "plan.md"})
-    return Waiting(root, engine, session_id)
+    return Waiting(root, engine, session_id, store)
 
 
 @pytest.fixture
-def waiting(tmp_path: Path) -> Waiting:
-    return waiting_project(tmp_path / "project")
-
-
-def client_for(root: Path, *, signed_in: bool = True) -> TestClient:
-    client = TestClient(dashboard_app(root, port=PORT, token=TOKEN), base_url=BASE)
-    if signed_in:
-        assert client.get(f"/?token={TOKEN}").status_code == 200
-    return client
+def waiting(tmp_path: Path, make_store: Callable[..., Store]) -> Waiting:
+    return waiting_project(make_store, tmp_path / "project")
 
 
 @pytest.fixture
-def client(waiting: Waiting) -> Iterator[TestClient]:
-    with client_for(waiting.root) as signed_in:
-        yield signed_in
+def client_for() -> Iterator[Callable[..., TestClient]]:
+    """`client_for(root)`: a client of a dashboard of `root`, signed in unless
+    `signed_in=False`. Each app runs until the test ends, when it stops and closes the store it
+    opened (its lifespan)."""
+    with ExitStack() as running:
+
+        def make(root: Path, *, signed_in: bool = True) -> TestClient:
+            app = dashboard_app(root, port=PORT, token=TOKEN)
+            client = running.enter_context(TestClient(app, base_url=BASE))
+            if signed_in:
+                assert client.get(f"/?token={TOKEN}").status_code == 200
+            return client
+
+        yield make
+
+
+@pytest.fixture
+def client(waiting: Waiting, client_for: Callable[..., TestClient]) -> TestClient:
+    return client_for(waiting.root)

@@ -4,14 +4,16 @@ is refused."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from deepwork_core.state.store.opening import project_ref
+from deepwork_core.state.store.port import Store
 from starlette.testclient import TestClient
 
 from tests.fixtures.state_rows import approval_json
 
-from .conftest import TOKEN, Waiting, client_for, waiting_project
+from .conftest import TOKEN, Waiting, waiting_project
 
 
 def test_the_page_lists_every_run_of_the_store_with_its_project_and_machine(
@@ -25,7 +27,9 @@ def test_the_page_lists_every_run_of_the_store_with_its_project_and_machine(
     assert 'href="/all"' in client.get("/").text
 
 
-def test_the_list_follows_new_runs_without_a_reload(waiting: Waiting, client: TestClient) -> None:
+def test_the_list_follows_new_runs_without_a_reload(
+    waiting: Waiting, client: TestClient, client_for: Callable[..., TestClient]
+) -> None:
     page = client.get("/all").text
     assert 'data-refresh="/fragment/all"' in page
     later = waiting.engine.start("a second run", "approved", "main").brief.session_id
@@ -39,26 +43,30 @@ def test_the_list_follows_new_runs_without_a_reload(waiting: Waiting, client: Te
     assert later not in signed_out.get("/fragment/all").text
 
 
-def test_an_empty_project_lists_nothing(tmp_path: Path) -> None:
+def test_an_empty_project_lists_nothing(
+    tmp_path: Path, client_for: Callable[..., TestClient]
+) -> None:
     root = tmp_path / "empty"
     (root / ".deepwork").mkdir(parents=True)
-    with client_for(root) as client:
-        assert "The store holds no run yet." in client.get("/all").text
+    client = client_for(root)
+    assert "The store holds no run yet." in client.get("/all").text
 
 
-def test_a_decision_for_another_project_needs_a_shared_store(tmp_path: Path) -> None:
-    here = waiting_project(tmp_path / "here")
-    request_id = approval_json(here.root, here.session_id)["request"]["request_id"]
-    with client_for(here.root) as client:
-        answer = client.post(
-            f"/approvals/{here.session_id}",
-            data={
-                "token": TOKEN,
-                "request_id": request_id,
-                "decision": "approve",
-                "project": "0123456789abcdef",
-            },
-        )
+def test_a_decision_for_another_project_needs_a_shared_store(
+    tmp_path: Path, make_store: Callable[..., Store], client_for: Callable[..., TestClient]
+) -> None:
+    here = waiting_project(make_store, tmp_path / "here")
+    request_id = approval_json(here.store, here.session_id)["request"]["request_id"]
+    client = client_for(here.root)
+    answer = client.post(
+        f"/approvals/{here.session_id}",
+        data={
+            "token": TOKEN,
+            "request_id": request_id,
+            "decision": "approve",
+            "project": "0123456789abcdef",
+        },
+    )
     assert answer.status_code == 409
     assert "approval.none_pending" in answer.text
-    assert approval_json(here.root, here.session_id)["decision"] is None
+    assert approval_json(here.store, here.session_id)["decision"] is None

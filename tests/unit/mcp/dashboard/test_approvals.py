@@ -33,7 +33,7 @@ def test_the_page_shows_the_files_hashes_and_escaped_previews(
     client: TestClient, waiting: Waiting
 ) -> None:
     page = client.get("/approvals").text
-    record = ApprovalStore(waiting.root).load(waiting.session_id)
+    record = ApprovalStore(waiting.store, waiting.root).load(waiting.session_id)
     assert record is not None
     [shown] = record.request.shown
     assert shown.sha256 is not None
@@ -50,7 +50,7 @@ def test_an_approval_is_recorded_on_the_dashboard_channel_and_unblocks_the_step(
     status, page = decide(client, waiting, decision="approve")
     assert status == 200
     assert "Approved for step plan" in page
-    record = ApprovalStore(waiting.root).load(waiting.session_id)
+    record = ApprovalStore(waiting.store, waiting.root).load(waiting.session_id)
     assert record is not None
     assert record.decision is not None
     assert (record.decision.approved, record.decision.channel) == (True, "dashboard")
@@ -72,7 +72,7 @@ def test_a_file_changed_after_the_page_showed_it_refuses_the_approval(
     assert response.status_code == 409
     assert "approval.outputs_changed" in response.text
     assert "plan.md" in response.text
-    record = ApprovalStore(waiting.root).load(waiting.session_id)
+    record = ApprovalStore(waiting.store, waiting.root).load(waiting.session_id)
     assert record is not None
     assert record.decision is None
 
@@ -92,7 +92,7 @@ def test_a_rejection_needs_a_reason_and_records_it(client: TestClient, waiting: 
     assert "needs a reason" in page
     status, page = decide(client, waiting, decision="reject", comment="say why")
     assert status == 200
-    record = ApprovalStore(waiting.root).load(waiting.session_id)
+    record = ApprovalStore(waiting.store, waiting.root).load(waiting.session_id)
     assert record is not None
     assert record.decision is not None
     assert (record.decision.approved, record.decision.comment) == (False, "say why")
@@ -107,7 +107,7 @@ def test_a_post_without_the_token_in_its_form_is_refused(
         data={"request_id": request_id_on(page), "decision": "approve"},
     )
     assert response.status_code == 403
-    record = ApprovalStore(waiting.root).load(waiting.session_id)
+    record = ApprovalStore(waiting.store, waiting.root).load(waiting.session_id)
     assert record is not None
     assert record.decision is None
 
@@ -128,7 +128,7 @@ def test_where_the_project_trusts_approvers_the_dashboard_signs_with_the_local_k
 
     status, page = decide(client, waiting, decision="approve")
     assert status == 200, page
-    record = ApprovalStore(waiting.root).load(waiting.session_id)
+    record = ApprovalStore(waiting.store, waiting.root).load(waiting.session_id)
     assert record is not None
     assert record.decision is not None
     assert record.decision.signer == "alice"
@@ -147,7 +147,7 @@ def test_where_the_project_trusts_approvers_an_unsigned_click_is_refused(
     status, page = decide(client, waiting, decision="approve")  # no approver key here
     assert status == 409
     assert "approval.unverified" in page
-    record = ApprovalStore(waiting.root).load(waiting.session_id)
+    record = ApprovalStore(waiting.store, waiting.root).load(waiting.session_id)
     assert record is not None
     assert record.decision is None
 
@@ -157,7 +157,7 @@ def test_a_file_changed_since_the_request_shows_its_current_content_under_its_cu
 ) -> None:
     (waiting.root / "plan.md").write_text("a different plan\n")
     page = client.get("/approvals").text
-    record = ApprovalStore(waiting.root).load(waiting.session_id)
+    record = ApprovalStore(waiting.store, waiting.root).load(waiting.session_id)
     assert record is not None
     [shown] = record.request.shown
     now = hashlib.sha256(b"a different plan\n").hexdigest()
@@ -192,7 +192,7 @@ def test_after_a_refusal_for_a_changed_file_the_old_decision_is_disabled_and_nev
     again = client.post(f"/approvals/{waiting.session_id}", data=old_form)
     assert again.status_code == 409
     assert "approval.outputs_changed" in again.text
-    record = ApprovalStore(waiting.root).load(waiting.session_id)
+    record = ApprovalStore(waiting.store, waiting.root).load(waiting.session_id)
     assert record is not None
     assert record.decision is None
     # Submitting again makes a new request on the new bytes, decidable as usual.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -9,6 +10,7 @@ from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.jobs.graph import build_graph, to_dot, to_mermaid
 from deepwork_core.state.sessions import SessionStore
+from deepwork_core.state.store.port import Store
 from deepwork_mcp.cli import cli
 from deepwork_mcp.dashboard.run_page import run_body
 from deepwork_mcp.dashboard.views import run_page_view, runs
@@ -17,9 +19,11 @@ from tests.integration.test_fan_out_stdio import fan_job
 from tests.integration.test_worktree_groups_stdio import GROUP, group_job_v09, repository
 
 
-def test_the_run_page_draws_one_node_with_counts_and_lists_the_instances(tmp_path: Path) -> None:
+def test_the_run_page_draws_one_node_with_counts_and_lists_the_instances(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
     root = fan_job(tmp_path / "p")
-    store = SessionStore(root)
+    store = SessionStore(make_store(root), root)
     engine = WorkflowEngine(root, JobCatalog.for_project(root, []), store)
     fan = engine.start("g", "fan", "write", inputs={"topics": ["x", "y", "z"]}).brief.fan_out
     assert fan is not None
@@ -53,9 +57,12 @@ def test_the_graph_export_marks_a_fanned_step(tmp_path: Path) -> None:
 
 def test_report_html_draws_the_fanned_step_with_counts_and_lists_the_instances(
     tmp_path: Path,
+    make_store: Callable[..., Store],
 ) -> None:
     root = fan_job(tmp_path / "p")
-    engine = WorkflowEngine(root, JobCatalog.for_project(root, []), SessionStore(root))
+    engine = WorkflowEngine(
+        root, JobCatalog.for_project(root, []), SessionStore(make_store(root), root)
+    )
     fan = engine.start("g", "fan", "write", inputs={"topics": ["x", "y"]}).brief.fan_out
     assert fan is not None
     (root / "x.md").write_text("x")
@@ -72,10 +79,12 @@ def test_report_html_draws_the_fanned_step_with_counts_and_lists_the_instances(
     assert all(i.session_id in page for i in fan.instances)
 
 
-def test_the_run_page_lists_the_steps_of_a_group_run_in_worktrees(tmp_path: Path) -> None:
+def test_the_run_page_lists_the_steps_of_a_group_run_in_worktrees(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
     root = group_job_v09(tmp_path / "p")
     repository(root)
-    store = SessionStore(root)
+    store = SessionStore(make_store(root), root)
     engine = WorkflowEngine(root, JobCatalog.for_project(root, []), store)
     fan = engine.start("g", "grp", "build").brief.fan_out
     assert fan is not None

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from tests.unit.mcp.dashboard.conftest import PORT, TOKEN, Waiting, client_for
+from collections.abc import Callable
+
+from starlette.testclient import TestClient
+
+from tests.unit.mcp.dashboard.conftest import PORT, TOKEN, Waiting
 
 
-def test_without_the_token_every_page_is_401(waiting: Waiting) -> None:
+def test_without_the_token_every_page_is_401(
+    waiting: Waiting, client_for: Callable[..., TestClient]
+) -> None:
     client = client_for(waiting.root, signed_in=False)
     for path in ("/", "/approvals", "/stats", f"/run/{waiting.session_id}", "/static/dashboard.js"):
         assert client.get(path).status_code == 401, path
@@ -15,6 +21,7 @@ def test_without_the_token_every_page_is_401(waiting: Waiting) -> None:
 
 def test_the_token_sets_a_strict_http_only_cookie_that_later_requests_use(
     waiting: Waiting,
+    client_for: Callable[..., TestClient],
 ) -> None:
     client = client_for(waiting.root, signed_in=False)
     first = client.get(f"/?token={TOKEN}")
@@ -29,7 +36,9 @@ def test_the_token_sets_a_strict_http_only_cookie_that_later_requests_use(
     assert "set-cookie" not in client.get("/stats").headers
 
 
-def test_a_foreign_host_or_origin_is_403_even_with_the_token(waiting: Waiting) -> None:
+def test_a_foreign_host_or_origin_is_403_even_with_the_token(
+    waiting: Waiting, client_for: Callable[..., TestClient]
+) -> None:
     client = client_for(waiting.root)
     assert client.get(f"/?token={TOKEN}", headers={"Host": "evil.example"}).status_code == 403
     assert client.get("/", headers={"Host": f"127.0.0.1:{PORT + 1}"}).status_code == 403
@@ -40,7 +49,9 @@ def test_a_foreign_host_or_origin_is_403_even_with_the_token(waiting: Waiting) -
     assert client.get("/", headers={"Origin": f"http://127.0.0.1:{PORT}"}).status_code == 200
 
 
-def test_every_answer_forbids_inline_script_framing_and_foreign_referrers(waiting: Waiting) -> None:
+def test_every_answer_forbids_inline_script_framing_and_foreign_referrers(
+    waiting: Waiting, client_for: Callable[..., TestClient]
+) -> None:
     client = client_for(waiting.root)
     for response in (client.get("/"), client_for(waiting.root, signed_in=False).get("/")):
         policy = response.headers["content-security-policy"]
@@ -50,7 +61,9 @@ def test_every_answer_forbids_inline_script_framing_and_foreign_referrers(waitin
         assert response.headers["referrer-policy"] == "same-origin"
 
 
-def test_a_cookie_holding_the_token_does_not_sign_in(waiting: Waiting) -> None:
+def test_a_cookie_holding_the_token_does_not_sign_in(
+    waiting: Waiting, client_for: Callable[..., TestClient]
+) -> None:
     client = client_for(waiting.root, signed_in=False)
     client.cookies.set(f"deepwork_dashboard_{PORT}", TOKEN)
     assert client.get("/stats").status_code == 401

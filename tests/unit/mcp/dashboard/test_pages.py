@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -12,18 +13,22 @@ from deepwork_core.state.event_kinds import ReviewUsageEvent, ReviewVerdictEvent
 from deepwork_core.state.events import append_event
 from deepwork_core.state.read_model.runs import RunStatus, list_runs, run_tree
 from deepwork_core.state.sessions import Session, SessionStore
+from deepwork_core.state.store.port import Store
 from deepwork_mcp.cli import cli
 from deepwork_mcp.dashboard import graph_svg
 from deepwork_mcp.dashboard.graph_svg import StepState, drawing
+from starlette.testclient import TestClient
 
-from tests.unit.mcp.dashboard.conftest import client_for, waiting_project
+from tests.unit.mcp.dashboard.conftest import waiting_project
 
 SCRIPT_GOAL = "<script>window.pwned = 1</script> & more"
 T0 = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
 
 
-def test_a_goal_holding_markup_shows_as_text_everywhere(tmp_path: Path) -> None:
-    waiting = waiting_project(tmp_path / "project", goal=SCRIPT_GOAL)
+def test_a_goal_holding_markup_shows_as_text_everywhere(
+    tmp_path: Path, make_store: Callable[..., Store], client_for: Callable[..., TestClient]
+) -> None:
+    waiting = waiting_project(make_store, tmp_path / "project", goal=SCRIPT_GOAL)
     client = client_for(waiting.root)
     escaped = "&lt;script&gt;window.pwned = 1&lt;/script&gt; &amp; more"
     for path in ("/", "/fragment/runs", f"/run/{waiting.session_id}"):
@@ -34,8 +39,10 @@ def test_a_goal_holding_markup_shows_as_text_everywhere(tmp_path: Path) -> None:
 
 def test_the_run_page_draws_the_graph_marks_the_current_step_and_shows_evidence(
     tmp_path: Path,
+    make_store: Callable[..., Store],
+    client_for: Callable[..., TestClient],
 ) -> None:
-    waiting = waiting_project(tmp_path / "project")
+    waiting = waiting_project(make_store, tmp_path / "project")
     page = client_for(waiting.root).get(f"/run/{waiting.session_id}").text
     assert '<svg xmlns="http://www.w3.org/2000/svg" class="workflow-graph"' in page
     assert 'class="step current" data-step="plan"' in page
@@ -45,8 +52,10 @@ def test_the_run_page_draws_the_graph_marks_the_current_step_and_shows_evidence(
     assert "step_begun" in page  # the timeline
 
 
-def test_runs_are_newest_first_with_nested_runs_under_their_parent(tmp_path: Path) -> None:
-    store = SessionStore(tmp_path)
+def test_runs_are_newest_first_with_nested_runs_under_their_parent(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    store = SessionStore(make_store(tmp_path), tmp_path)
 
     def session(sid: str, minutes: int, parent: str | None = None) -> Session:
         return Session(
@@ -89,11 +98,13 @@ def test_the_graph_svg_escapes_names_and_marks_states() -> None:
     assert svg.count("<rect") == 3
 
 
-def test_the_stats_table_lists_the_most_failed_criteria_first(tmp_path: Path) -> None:
-    append_event(tmp_path, StartedEvent(ts=T0, session_id="session0001", job="j", workflow="w"))
+def test_the_stats_table_lists_the_most_failed_criteria_first(
+    tmp_path: Path, store: Store, client_for: Callable[..., TestClient]
+) -> None:
+    append_event(store, StartedEvent(ts=T0, session_id="session0001", job="j", workflow="w"))
     for attempt, (clear, works) in enumerate([(True, False), (True, False), (False, True)]):
         append_event(
-            tmp_path,
+            store,
             ReviewVerdictEvent(
                 ts=T0,
                 session_id="session0001",
@@ -111,8 +122,10 @@ def test_the_stats_table_lists_the_most_failed_criteria_first(tmp_path: Path) ->
     assert page.index("<td>Works</td>") < page.index("<td>Clear</td>")
 
 
-def test_report_writes_one_self_contained_page(tmp_path: Path) -> None:
-    waiting = waiting_project(tmp_path / "project", goal=SCRIPT_GOAL)
+def test_report_writes_one_self_contained_page(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    waiting = waiting_project(make_store, tmp_path / "project", goal=SCRIPT_GOAL)
     out = tmp_path / "run.html"
     result = CliRunner().invoke(
         cli, ["report", waiting.session_id, "--html", str(out), "--path", str(waiting.root)]
@@ -136,13 +149,15 @@ def test_report_of_an_unknown_session_fails_with_the_code(tmp_path: Path) -> Non
     assert "session.not_found" in result.output
 
 
-def test_the_run_page_shows_what_the_reviews_cost(tmp_path: Path) -> None:
-    waiting = waiting_project(tmp_path / "project")
+def test_the_run_page_shows_what_the_reviews_cost(
+    tmp_path: Path, make_store: Callable[..., Store], client_for: Callable[..., TestClient]
+) -> None:
+    waiting = waiting_project(make_store, tmp_path / "project")
     page = client_for(waiting.root).get(f"/run/{waiting.session_id}").text
     assert "No review call is recorded" in page
     for cost, model in ((0.25, "<b>model-a</b>"), (0.5, "model-b")):
         append_event(
-            waiting.root,
+            waiting.store,
             ReviewUsageEvent(
                 ts=T0,
                 session_id=waiting.session_id,

@@ -4,16 +4,17 @@ SQLite store, in each state, as `/reviews`, its fragment and the run page show t
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.gate.background import KIND, ReviewPayload
-from deepwork_core.state.store.opening import shared_store
 from deepwork_core.state.store.review_jobs import Failed, JobResult, ReviewJobs
 from deepwork_mcp.dashboard.reviews import review_rows
+from starlette.testclient import TestClient
 
 from tests.fixtures.review_queue import gate_payload, judged
-from tests.unit.mcp.dashboard.conftest import Waiting, client_for
+from tests.unit.mcp.dashboard.conftest import Waiting
 
 PASSED = judged(True)
 FAILED = judged(False)
@@ -37,7 +38,7 @@ def _states(html: str) -> dict[str, str]:
 
 
 def _jobs_in_every_state(waiting: Waiting) -> ReviewJobs[ReviewPayload]:
-    jobs = ReviewJobs(shared_store(waiting.root), ReviewPayload)
+    jobs = ReviewJobs(waiting.store, ReviewPayload)
     sid = waiting.session_id
     for label, verdict in (("ok <b>", PASSED), ("bad", FAILED), ("slow", ERROR)):
         _enqueue(jobs, sid, label)
@@ -50,7 +51,9 @@ def _jobs_in_every_state(waiting: Waiting) -> ReviewJobs[ReviewPayload]:
     return jobs
 
 
-def test_the_reviews_page_lists_live_reviews_first_then_finished_ones(waiting: Waiting) -> None:
+def test_the_reviews_page_lists_live_reviews_first_then_finished_ones(
+    waiting: Waiting, client_for: Callable[..., TestClient]
+) -> None:
     _jobs_in_every_state(waiting)
     client = client_for(waiting.root)
     page = client.get("/reviews").text
@@ -74,7 +77,7 @@ def test_the_reviews_page_lists_live_reviews_first_then_finished_ones(waiting: W
 
 
 def test_a_run_page_shows_its_own_reviews_and_refreshes_them(
-    waiting: Waiting, tmp_path: Path
+    waiting: Waiting, tmp_path: Path, client_for: Callable[..., TestClient]
 ) -> None:
     jobs = _jobs_in_every_state(waiting)
     _enqueue(jobs, "someone_else", "another run's review")
@@ -89,8 +92,10 @@ def test_a_run_page_shows_its_own_reviews_and_refreshes_them(
     assert client.get("/fragment/reviews?session=..%2Fx").status_code == 404
 
 
-def test_a_server_that_stopped_leaves_its_review_shown_as_queued_again(waiting: Waiting) -> None:
-    jobs = ReviewJobs(shared_store(waiting.root), ReviewPayload)
+def test_a_server_that_stopped_leaves_its_review_shown_as_queued_again(
+    waiting: Waiting, client_for: Callable[..., TestClient]
+) -> None:
+    jobs = ReviewJobs(waiting.store, ReviewPayload)
     _enqueue(jobs, waiting.session_id, "orphan")
     assert jobs.claim("gone", lease_s=-1, kinds=[KIND]) is not None  # its lease already ran out
     fragment = client_for(waiting.root).get("/fragment/reviews").text
@@ -98,10 +103,12 @@ def test_a_server_that_stopped_leaves_its_review_shown_as_queued_again(waiting: 
     assert "its server stopped" in fragment
 
 
-def test_a_project_without_a_store_has_no_reviews_and_gets_none(tmp_path: Path) -> None:
+def test_a_project_without_a_store_has_no_reviews_and_gets_none(
+    tmp_path: Path, client_for: Callable[..., TestClient]
+) -> None:
     root = tmp_path / "empty"
     root.mkdir()
-    assert review_rows(root) == []
-    assert not (root / ".deepwork").exists()
+    assert review_rows(None) == []  # what the dashboard shows until the project has a store
     fragment = client_for(root).get("/fragment/reviews").text
     assert "No review has run in the background yet." in fragment
+    assert not (root / ".deepwork").exists()  # the dashboard made none for asking

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from deepwork_core.state.event_kinds import ReviewUsageEvent
 from deepwork_core.state.events import append_event
 from deepwork_core.state.read_model.runs import RunStatus, list_runs, run_detail
 from deepwork_core.state.sessions import SessionStore
+from deepwork_core.state.store.port import Store
 from deepwork_core.state.store.review_jobs import ReviewJobs
 from deepwork_mcp.cli import cli
 from starlette.testclient import TestClient
@@ -24,27 +26,29 @@ from tests.conftest import on_postgres
 from tests.fixtures.evidence_project import key_of, make_evidence_project
 from tests.fixtures.review_queue import Note
 from tests.fixtures.state_rows import insert_event_lines
-from tests.unit.mcp.dashboard.conftest import Waiting, client_for, waiting_project
+from tests.unit.mcp.dashboard.conftest import Waiting, waiting_project
 from tests.unit.mcp.dashboard.test_approvals import decide
 
 T0 = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
 
 
-def finished_run(root: Path) -> Waiting:
+def finished_run(
+    make_store: Callable[..., Store], client_for: Callable[..., TestClient], root: Path
+) -> Waiting:
     """`approved/main` run to its end: the plan approved on the dashboard, then accepted
     unreviewed; the build (which has no review) accepted with an override reason."""
-    waiting = waiting_project(root)
+    waiting = waiting_project(make_store, root)
     if on_postgres():  # a shared store counts only decisions a trusted approver signed
         init = ["approver", "init", "--name", "alice", "--path", str(root)]
         assert CliRunner().invoke(cli, init).exit_code == 0
-    with client_for(root) as client:
-        status, _ = decide(client, waiting, decision="approve", comment="looks right")
-        assert status == 200
+    client = client_for(root)
+    status, _ = decide(client, waiting, decision="approve", comment="looks right")
+    assert status == 200
     waiting.engine.finish({"plan": "plan.md"})
     (root / "result.md").write_text("built\n")
     waiting.engine.finish({"result": "result.md"}, override_reason="the user checked the build")
     append_event(
-        root,
+        waiting.store,
         ReviewUsageEvent(
             ts=T0,
             session_id=waiting.session_id,
@@ -66,8 +70,10 @@ def _section(page: str, title: str) -> int:
 
 def test_the_run_page_opens_with_a_summary_of_outcome_verdicts_approvals_and_cost(
     tmp_path: Path,
+    make_store: Callable[..., Store],
+    client_for: Callable[..., TestClient],
 ) -> None:
-    waiting = finished_run(tmp_path / "project")
+    waiting = finished_run(make_store, client_for, tmp_path / "project")
     page = client_for(waiting.root).get(f"/run/{waiting.session_id}").text
     summary = page[_section(page, "Summary") : _section(page, "Run")]
     assert _section(page, "Summary") < _section(page, "Workflow") < _section(page, "Timeline")
@@ -83,8 +89,10 @@ def test_the_run_page_opens_with_a_summary_of_outcome_verdicts_approvals_and_cos
     assert "0.1250 USD, 1,234 tokens in 1 reviewer call(s)" in summary
 
 
-def test_the_timeline_reads_as_sentences_with_every_field_on_demand(tmp_path: Path) -> None:
-    waiting = finished_run(tmp_path / "project")
+def test_the_timeline_reads_as_sentences_with_every_field_on_demand(
+    tmp_path: Path, make_store: Callable[..., Store], client_for: Callable[..., TestClient]
+) -> None:
+    waiting = finished_run(make_store, client_for, tmp_path / "project")
     page = client_for(waiting.root).get(f"/run/{waiting.session_id}").text
     timeline = page[_section(page, "Timeline") :]
     assert "`plan` submitted `plan.md`" in timeline
@@ -95,8 +103,10 @@ def test_the_timeline_reads_as_sentences_with_every_field_on_demand(tmp_path: Pa
     assert "None" not in re.sub(r"<details>.*?</details>", "", timeline, flags=re.S)
 
 
-def test_a_huge_event_log_gives_a_bounded_page_and_report(tmp_path: Path) -> None:
-    waiting = waiting_project(tmp_path / "project")
+def test_a_huge_event_log_gives_a_bounded_page_and_report(
+    tmp_path: Path, make_store: Callable[..., Store], client_for: Callable[..., TestClient]
+) -> None:
+    waiting = waiting_project(make_store, tmp_path / "project")
     line = {
         "v": 1,
         "ts": T0.isoformat(),
@@ -106,7 +116,7 @@ def test_a_huge_event_log_gives_a_bounded_page_and_report(tmp_path: Path) -> Non
         "outputs": {"plan": "plan.md"},
         "notes": "n" * 30_000,
     }
-    insert_event_lines(waiting.root, waiting.session_id, [json.dumps(line)] * 2000)  # 60 MB
+    insert_event_lines(waiting.store, waiting.session_id, [json.dumps(line)] * 2000)  # 60 MB
     response = client_for(waiting.root).get(f"/run/{waiting.session_id}")
     assert response.status_code == 200
     assert len(response.content) < 4 * 1024 * 1024
@@ -119,16 +129,20 @@ def test_a_huge_event_log_gives_a_bounded_page_and_report(tmp_path: Path) -> Non
     assert out.stat().st_size < 4 * 1024 * 1024
 
 
-def test_the_graph_has_a_legend_and_marks_only_passed_reviews(tmp_path: Path) -> None:
-    waiting = finished_run(tmp_path / "project")
+def test_the_graph_has_a_legend_and_marks_only_passed_reviews(
+    tmp_path: Path, make_store: Callable[..., Store], client_for: Callable[..., TestClient]
+) -> None:
+    waiting = finished_run(make_store, client_for, tmp_path / "project")
     page = client_for(waiting.root).get(f"/run/{waiting.session_id}").text
     assert 'class="legend"' in page
     assert "passed an external review in this run" in page
     assert "✓" not in page[: page.index('class="legend"')]  # nothing passed an external review
 
 
-def test_costs_show_on_the_run_list_and_the_stats_page(tmp_path: Path) -> None:
-    waiting = finished_run(tmp_path / "project")
+def test_costs_show_on_the_run_list_and_the_stats_page(
+    tmp_path: Path, make_store: Callable[..., Store], client_for: Callable[..., TestClient]
+) -> None:
+    waiting = finished_run(make_store, client_for, tmp_path / "project")
     client: TestClient = client_for(waiting.root)
     runs = client.get("/").text
     assert "Review cost" in runs
@@ -138,8 +152,10 @@ def test_costs_show_on_the_run_list_and_the_stats_page(tmp_path: Path) -> None:
     assert "0.1250" in stats
 
 
-def test_tables_scroll_inside_their_box(tmp_path: Path) -> None:
-    waiting = finished_run(tmp_path / "project")
+def test_tables_scroll_inside_their_box(
+    tmp_path: Path, make_store: Callable[..., Store], client_for: Callable[..., TestClient]
+) -> None:
+    waiting = finished_run(make_store, client_for, tmp_path / "project")
     client = client_for(waiting.root)
     for path in ("/", f"/run/{waiting.session_id}", "/stats"):
         page = client.get(path).text
@@ -151,10 +167,12 @@ def test_tables_scroll_inside_their_box(tmp_path: Path) -> None:
 
 def test_a_run_whose_reviews_still_run_reads_as_reviewing_and_not_as_an_attempt(
     tmp_path: Path,
+    make_store: Callable[..., Store],
+    client_for: Callable[..., TestClient],
 ) -> None:
     root = tmp_path / "project"
     make_evidence_project(root, with_git=False)
-    store = SessionStore(root)
+    store = SessionStore(make_store(root), root)
     engine = WorkflowEngine(root, JobCatalog.for_project(root), store, approval_key=key_of(root))
     session_id = engine.start("ship it", "approved", "main").brief.session_id
     jobs = ReviewJobs(store.store, Note)

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from deepwork_core.engine.results import FinishStatus
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.state.sessions import SessionStore
+from deepwork_core.state.store.port import Store
 from deepwork_mcp.hooks.active import STACK_PATH, may_have_job_hooks, stack_is_empty
 
 from tests.fixtures.state_rows import write_session_json
@@ -115,8 +117,8 @@ def make_project(root: Path, polish_script: str = "hang.sh") -> Path:
     return root
 
 
-def engine_for(root: Path) -> WorkflowEngine:
-    return WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(root))
+def engine_for(make_store: Callable[..., Store], root: Path) -> WorkflowEngine:
+    return WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(make_store(root), root))
 
 
 def hook(
@@ -158,10 +160,12 @@ def project(tmp_path: Path) -> Path:
 
 
 @pytest.mark.slow
-def test_after_agent_keeps_the_agent_working_until_the_workflow_completes(project: Path) -> None:
+def test_after_agent_keeps_the_agent_working_until_the_workflow_completes(
+    project: Path, make_store: Callable[..., Store]
+) -> None:
     assert hook("workflow", project, STOP) == {}  # no workflow yet: the agent may stop
 
-    engine = engine_for(project)
+    engine = engine_for(make_store, project)
     started = engine.start("Write the Q3 report", "demo", "report")
     session_id = started.brief.session_id
 
@@ -197,8 +201,10 @@ def test_after_agent_keeps_the_agent_working_until_the_workflow_completes(projec
 
 
 @pytest.mark.slow
-def test_a_second_stop_in_the_same_turn_is_let_through_with_the_reminder(project: Path) -> None:
-    engine_for(project).start("Write it", "demo", "report")
+def test_a_second_stop_in_the_same_turn_is_let_through_with_the_reminder(
+    project: Path, make_store: Callable[..., Store]
+) -> None:
+    engine_for(make_store, project).start("Write it", "demo", "report")
     answer = hook("workflow", project, {**STOP, "stop_hook_active": True})
     assert "decision" not in answer
     assert PROMPT in answer["hookSpecificOutput"]["additionalContext"]
@@ -210,8 +216,10 @@ def test_a_second_stop_in_the_same_turn_is_let_through_with_the_reminder(project
     ("mode", "reason"),
     [("block", "check.sh: the summary is missing"), ("exit2", "check.sh: refused by exit code")],
 )
-def test_a_script_decision_is_passed_on(project: Path, mode: str, reason: str) -> None:
-    engine_for(project).start("Write it", "demo", "report")
+def test_a_script_decision_is_passed_on(
+    project: Path, mode: str, reason: str, make_store: Callable[..., Store]
+) -> None:
+    engine_for(make_store, project).start("Write it", "demo", "report")
     (project / ".mode").write_text(mode)
     # before_prompt has only the script: its block refuses the prompt.
     answer = hook("workflow", project, {"hook_event_name": "UserPromptSubmit", "prompt": "hi"})
@@ -223,8 +231,10 @@ def test_a_script_decision_is_passed_on(project: Path, mode: str, reason: str) -
 
 
 @pytest.mark.slow
-def test_script_text_is_context_and_prompt_files_are_read(project: Path) -> None:
-    engine_for(project).start("Write it", "demo", "report")
+def test_script_text_is_context_and_prompt_files_are_read(
+    project: Path, make_store: Callable[..., Store]
+) -> None:
+    engine_for(make_store, project).start("Write it", "demo", "report")
     (project / ".mode").write_text("context")
     answer = hook("workflow", project, {"hook_event_name": "UserPromptSubmit", "prompt": "hi"})
     assert answer["hookSpecificOutput"] == {
@@ -243,8 +253,10 @@ def test_script_text_is_context_and_prompt_files_are_read(project: Path) -> None
 
 
 @pytest.mark.slow
-def test_a_crashing_script_is_reported_without_blocking_the_prompt(project: Path) -> None:
-    engine_for(project).start("Write it", "demo", "report")
+def test_a_crashing_script_is_reported_without_blocking_the_prompt(
+    project: Path, make_store: Callable[..., Store]
+) -> None:
+    engine_for(make_store, project).start("Write it", "demo", "report")
     (project / ".mode").write_text("crash")
     answer = hook("workflow", project, {"hook_event_name": "UserPromptSubmit", "prompt": "hi"})
     assert "decision" not in answer
@@ -254,8 +266,10 @@ def test_a_crashing_script_is_reported_without_blocking_the_prompt(project: Path
 
 
 @pytest.mark.slow
-def test_a_hanging_script_is_killed_at_its_timeout_and_reported(project: Path) -> None:
-    engine = engine_for(project)
+def test_a_hanging_script_is_killed_at_its_timeout_and_reported(
+    project: Path, make_store: Callable[..., Store]
+) -> None:
+    engine = engine_for(make_store, project)
     engine.start("Write it", "demo", "report")
     (project / "report.md").write_text("# Report\n")
     engine.finish({"report.md": "report.md"})  # now at `polish`, whose stop hook hangs
@@ -265,9 +279,12 @@ def test_a_hanging_script_is_killed_at_its_timeout_and_reported(project: Path) -
 
 
 @pytest.mark.slow
-def test_a_corrupt_state_file_is_reported_not_raised(project: Path) -> None:
-    started = engine_for(project).start("Write it", "demo", "report")
-    write_session_json(project, started.brief.session_id, "{not json")
+def test_a_corrupt_state_file_is_reported_not_raised(
+    project: Path, make_store: Callable[..., Store]
+) -> None:
+    engine = engine_for(make_store, project)
+    started = engine.start("Write it", "demo", "report")
+    write_session_json(engine.store.store, started.brief.session_id, "{not json")
     answer = hook("workflow", project, STOP)
     assert "decision" not in answer
     assert "session.state_corrupt" in answer["systemMessage"]
@@ -277,8 +294,9 @@ def test_a_corrupt_state_file_is_reported_not_raised(project: Path) -> None:
 @pytest.mark.slow
 def test_the_project_is_found_from_a_sub_folder_and_from_the_project_variable(
     project: Path,
+    make_store: Callable[..., Store],
 ) -> None:
-    engine_for(project).start("Write it", "demo", "report")
+    engine_for(make_store, project).start("Write it", "demo", "report")
     sub = project / "docs" / "deep"
     sub.mkdir(parents=True)
     assert hook("workflow", sub, STOP)["decision"] == "block"
@@ -299,10 +317,13 @@ def test_the_project_is_found_from_a_sub_folder_and_from_the_project_variable(
     ],
 )
 def test_session_start_briefs_on_the_running_workflow(
-    project: Path, platform_event: dict[str, Any], extra: dict[str, str]
+    project: Path,
+    platform_event: dict[str, Any],
+    extra: dict[str, str],
+    make_store: Callable[..., Store],
 ) -> None:
     assert hook("session_start", project, platform_event, extra) == {}
-    engine = engine_for(project)
+    engine = engine_for(make_store, project)
     parent = engine.start("Write the Q3 report", "demo", "report")
     answer = hook("session_start", project, platform_event, extra)
     brief = answer["hookSpecificOutput"]["additionalContext"]
@@ -328,22 +349,26 @@ def test_session_start_briefs_on_the_running_workflow(
     assert "Nested inside: `demo/report`" in brief
 
 
-def test_the_light_stack_probe_matches_the_store(project: Path) -> None:
+def test_the_light_stack_probe_matches_the_store(
+    project: Path, make_store: Callable[..., Store]
+) -> None:
     assert stack_is_empty(project)
-    engine = engine_for(project)
+    engine = engine_for(make_store, project)
     started = engine.start("Write it", "demo", "report")
     assert not stack_is_empty(project)
     stack_file = json.loads((project / STACK_PATH).read_text())
     assert stack_file[layout.STACK_MAIN_KEY] == [started.brief.session_id]
     assert stack_file[layout.STACK_TOP_JOB_KEY] == "demo"
-    assert SessionStore(project).stack_path == project / STACK_PATH
+    assert engine.store.stack_path == project / STACK_PATH
     engine.abort("not needed")
     assert stack_is_empty(project)
-    assert SessionStore(project).stack() == []
+    assert engine.store.stack() == []
 
 
-def test_the_job_hooks_probe_looks_at_the_top_workflows_job(project: Path) -> None:
-    engine = engine_for(project)
+def test_the_job_hooks_probe_looks_at_the_top_workflows_job(
+    project: Path, make_store: Callable[..., Store]
+) -> None:
+    engine = engine_for(make_store, project)
     engine.start("Write it", "demo", "report")
     for event in ("after_agent", "before_tool", "before_prompt"):
         assert may_have_job_hooks(project, event, None)
@@ -390,18 +415,20 @@ def test_the_no_op_path_does_not_import_pydantic(tmp_path: Path) -> None:
     assert json.loads(done.stdout) == []
 
 
-def _at_polish(project: Path, script: str) -> None:
+def _at_polish(make_store: Callable[..., Store], project: Path, script: str) -> None:
     (project / ".deepwork" / "jobs" / "demo" / "hooks" / "hang.sh").write_text(script)
-    engine = engine_for(project)
+    engine = engine_for(make_store, project)
     engine.start("Write it", "demo", "report")
     (project / "report.md").write_text("# Report\n")
     engine.finish({"report.md": "report.md"})  # now at `polish`, whose stop hook is hang.sh
 
 
 @pytest.mark.slow
-def test_a_child_that_escaped_the_process_group_does_not_hold_the_hook(project: Path) -> None:
+def test_a_child_that_escaped_the_process_group_does_not_hold_the_hook(
+    project: Path, make_store: Callable[..., Store]
+) -> None:
     # The script exits at once, but leaves a child in its own session holding stdout open.
-    _at_polish(project, 'setsid sleep 1000 &\necho "$!" > escaped.pid\nexit 0\n')
+    _at_polish(make_store, project, 'setsid sleep 1000 &\necho "$!" > escaped.pid\nexit 0\n')
     answer = hook("workflow", project, STOP, {"DEEPWORK_HOOK_SCRIPT_TIMEOUT": "3"})
     assert "failed" not in json.dumps(answer)  # the script itself answered in time
     pid = int((project / "escaped.pid").read_text())
@@ -417,15 +444,19 @@ def _proc_state(pid: int) -> str:
 
 
 @pytest.mark.slow
-def test_a_script_printing_without_end_is_stopped_at_the_output_cap(project: Path) -> None:
-    _at_polish(project, "yes deepwork\n")
+def test_a_script_printing_without_end_is_stopped_at_the_output_cap(
+    project: Path, make_store: Callable[..., Store]
+) -> None:
+    _at_polish(make_store, project, "yes deepwork\n")
     answer = hook("workflow", project, STOP, {"DEEPWORK_HOOK_SCRIPT_TIMEOUT": "60"})
     assert "hook.script_output_too_large" in answer["reason"]
 
 
 @pytest.mark.slow
-def test_a_prompt_file_that_is_a_fifo_is_reported_not_waited_on(project: Path) -> None:
-    engine_for(project).start("Write it", "demo", "report")
+def test_a_prompt_file_that_is_a_fifo_is_reported_not_waited_on(
+    project: Path, make_store: Callable[..., Store]
+) -> None:
+    engine_for(make_store, project).start("Write it", "demo", "report")
     note = project / ".deepwork" / "jobs" / "demo" / "hooks" / "tool_note.md"
     note.unlink()
     os.mkfifo(note)
@@ -440,8 +471,10 @@ def test_a_prompt_file_that_is_a_fifo_is_reported_not_waited_on(project: Path) -
 
 
 @pytest.mark.slow
-def test_a_stack_file_that_is_a_fifo_does_not_hold_the_hook(project: Path) -> None:
-    engine_for(project).start("Write it", "demo", "report")
+def test_a_stack_file_that_is_a_fifo_does_not_hold_the_hook(
+    project: Path, make_store: Callable[..., Store]
+) -> None:
+    engine_for(make_store, project).start("Write it", "demo", "report")
     stack = project / ".deepwork" / "tmp" / "stack.json"
     stack.unlink()
     os.mkfifo(stack)

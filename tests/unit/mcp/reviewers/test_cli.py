@@ -8,7 +8,7 @@ import dataclasses
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,7 @@ from deepwork_core.gate.quality import (
 from deepwork_core.jobs.parser import load_job
 from deepwork_core.state.event_kinds import ReviewUsageEvent
 from deepwork_core.state.events import read_events
-from deepwork_core.state.store.opening import open_store
+from deepwork_core.state.store.port import Store
 from deepwork_core.state.store.review_jobs import ReviewJobs
 from deepwork_mcp.reviewers.cli import CliReviewer
 
@@ -77,10 +77,11 @@ steps:
 
 
 class Env:
-    def __init__(self, root: Path, fake: ScriptedReviewer) -> None:
+    def __init__(self, root: Path, fake: ScriptedReviewer, store: Store) -> None:
         self.root = root
         self.fake = fake
         self.vars = fake.env
+        self.store = store
 
     def reviewer(self, runner: str = "claude", **policy: Any) -> ReviewCalls:
         """The gate's calls through the CLI adapter of `runner`, the fake first on PATH."""
@@ -96,6 +97,7 @@ class Env:
             outputs["pages"] = pages
         return Checkpoint(
             project_root=self.root,
+            store=self.store,
             session_id="sess_abcdef",
             job=load_job(job_dir),
             step_ids=("write",),
@@ -106,7 +108,9 @@ class Env:
 
 
 @pytest.fixture
-def env(tmp_path: Path, scripted_reviewer: ScriptedReviewer) -> Env:
+def env(
+    tmp_path: Path, scripted_reviewer: ScriptedReviewer, make_store: Callable[..., Store]
+) -> Env:
     root = (tmp_path / "project").resolve()
     job_dir = root / ".deepwork" / "jobs" / "demo"
     (job_dir / "steps").mkdir(parents=True)
@@ -116,21 +120,19 @@ def env(tmp_path: Path, scripted_reviewer: ScriptedReviewer) -> Env:
     (root / "out").mkdir()
     (root / "out" / "report.md").write_text("The report.\n")
     (root / "notes.md").write_text("The notes.\n")
-    return Env(root, scripted_reviewer)
+    return Env(root, scripted_reviewer, make_store(root))
 
 
 @contextmanager
 def background(env: Env, calls: ReviewCalls, max_parallel: int) -> Iterator[BackgroundReviews]:
-    """The gate's background workers over a real SQLite store of the project."""
-    store = open_store(None, env.root)
+    """The gate's background workers over the project's store."""
     job = env.request().job
-    jobs = ReviewJobs(store, ReviewPayload)
+    jobs = ReviewJobs(env.store, ReviewPayload)
     reviews = BackgroundReviews(env.root, calls, lambda _name: job, max_parallel, jobs=jobs)
     try:
         yield reviews
     finally:
         reviews.close()
-        store.close()
 
 
 def write_pages(env: Env, count: int) -> list[str]:
@@ -483,7 +485,7 @@ def test_parallel_reviewers_share_the_budget_instead_of_each_spending_it(env: En
     assert sum(given) <= 1.0 + 1e-6  # each started with its slice, not with the whole budget
     spent = sum(
         e.cost_usd
-        for e in read_events(env.root, request.run_session_id)
+        for e in read_events(env.store, request.run_session_id)
         if isinstance(e, ReviewUsageEvent) and e.cost_usd is not None
     )
     assert spent <= 1.0 + 1e-6

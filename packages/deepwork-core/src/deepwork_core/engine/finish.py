@@ -186,6 +186,7 @@ class FinishPipeline:
             reviewed_outputs.update(session.step_progress[step_id].outputs)
         checkpoint = Checkpoint(
             project_root=self.project_root,
+            store=self.store.store,
             session_id=session.session_id,
             job=job.definition,
             step_ids=(*session.current_step_ids, *findings.rereview),
@@ -294,6 +295,7 @@ class FinishPipeline:
             more = [job.definition.step(step_id) for step_id in again]
             checkpoint = Checkpoint(
                 project_root=self.project_root,
+                store=self.store.store,
                 session_id=session.session_id,
                 job=job.definition,
                 step_ids=(*session.current_step_ids, *again),

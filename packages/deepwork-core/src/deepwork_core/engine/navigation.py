@@ -135,4 +135,4 @@ def active_workflow(
         engine.fan.mend(tx, job, session)
         if active_fan_out(session):  # each instance's state
             brief = engine.fan.brief(tx, job, session, brief)
-    return ActiveWorkflow(entries, brief, run_usage(engine.project_root, run_id))
+    return ActiveWorkflow(entries, brief, run_usage(engine.store.store, run_id))

@@ -35,8 +35,6 @@ from deepwork_core.evidence.scope import RepoSnapshot, take_snapshot, undeclared
 from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.evidence.watch import ChangeWatch
 from deepwork_core.jobs.model import JobDefinition, ScopeGuard, Step
-from deepwork_core.state.approval_seal import ApprovalKey
-from deepwork_core.state.approval_signatures import TrustedApprovers
 from deepwork_core.state.approvals import (
     ApprovalChannel,
     ApprovalRecord,
@@ -97,15 +95,15 @@ class Safeguards:
         self,
         project_root: Path,
         clock: Callable[[], datetime],
-        approval_key: ApprovalKey | None = None,
-        approvers: TrustedApprovers | None = None,
+        approvals: ApprovalStore,
         watch: ChangeWatch | None = None,
     ) -> None:
         self.project_root = project_root
         self.clock = clock
         #: The project's change watch, when the server keeps one (saves `git status` calls).
         self.watch = watch
-        self.approvals = ApprovalStore(project_root, approval_key, trusted=approvers)
+        #: The project's approvals, in its store (where the events go too).
+        self.approvals = approvals
 
     # --- steps begin ---------------------------------------------------------------------------
 
@@ -419,7 +417,7 @@ class Safeguards:
         )
 
     def _write(self, event: KnownEvent) -> None:
-        append_event(self.project_root, event)
+        append_event(self.approvals.store, event)
 
 
 def prompt_of(request: ApprovalRequest) -> ApprovalPrompt:

@@ -34,6 +34,7 @@ from deepwork_core.jobs.discovery import Catalog, JobCatalog
 from deepwork_core.jobs.lookup import select_workflow
 from deepwork_core.state.approval_seal import ApprovalKey
 from deepwork_core.state.approval_signatures import TrustedApprovers
+from deepwork_core.state.approvals import ApprovalStore
 from deepwork_core.state.session_events import SessionEvents
 from deepwork_core.state.sessions import (
     Session,
@@ -91,8 +92,9 @@ class WorkflowEngine:
         self.clock = clock
         self.output_limits = OutputsConfig() if output_limits is None else output_limits
         self.instructions = InstructionReader(project_root)
-        self.events = SessionEvents(project_root, clock)
-        self.guards = Safeguards(project_root, clock, approval_key, approvers, watch)
+        self.events = SessionEvents(store.store, clock)
+        approvals = ApprovalStore(store.store, project_root, approval_key, trusted=approvers)
+        self.guards = Safeguards(project_root, clock, approvals, watch)
         self.fan = FanOutRunner(project_root, clock, self.events, self.guards, max_instances)
         nested = (catalog, self.instructions, self.events.started, clock, self.guards.begin_nested)
         self.nesting = Nesting(*nested, self.fan)
@@ -104,7 +106,7 @@ class WorkflowEngine:
             self.events, self.outcomes, clock, self.fan,
         )  # fmt: skip
         if gate is not None:  # resumes the review jobs a stopped server left in this project
-            gate.start(project_root, lambda name: catalog.get(name).definition)
+            gate.start(project_root, store.store, lambda name: catalog.get(name).definition)
 
     # --- reads -------------------------------------------------------------------------------
 

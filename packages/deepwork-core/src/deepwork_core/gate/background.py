@@ -51,7 +51,6 @@ from deepwork_core.gate.checkpoint import (
 )
 from deepwork_core.gate.tasks import QualityReviewTask
 from deepwork_core.jobs.model import JobDefinition
-from deepwork_core.state.store.opening import shared_store
 from deepwork_core.state.store.review_jobs import (
     Failed,
     JobResult,
@@ -142,7 +141,8 @@ def file_hashes(root: Path, paths: Sequence[str]) -> dict[str, str]:
 
 
 class BackgroundReviews:
-    """The review jobs of one project and the workers that run them. Thread-safe."""
+    """The review jobs of one project (`jobs`, the queue of its store) and the workers that run
+    them. Thread-safe."""
 
     def __init__(
         self,
@@ -150,7 +150,7 @@ class BackgroundReviews:
         calls: TaskJudge,
         load_job: Callable[[str], JobDefinition],
         max_parallel: int,
-        jobs: ReviewJobs[ReviewPayload] | None = None,
+        jobs: ReviewJobs[ReviewPayload],
     ) -> None:
         """`calls` judges one task in a worker thread; at most `max_parallel` run at once."""
         if max_parallel < 1:
@@ -159,9 +159,7 @@ class BackgroundReviews:
         self.calls = calls
         self.load_job = load_job
         self.max_parallel = max_parallel
-        self.jobs = (
-            jobs if jobs is not None else ReviewJobs(shared_store(project_root), ReviewPayload)
-        )
+        self.jobs = jobs
         self.worker = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._changed = threading.Condition()
         self._running: dict[str, tuple[ReviewClaim[ReviewPayload], threading.Event]] = {}
@@ -303,7 +301,7 @@ class BackgroundReviews:
             return Failed(code=ErrorCode.STORE_JOB_UNREADABLE, message=message)
         try:
             job_definition = self.load_job(payload.checkpoint.job_name)
-            checkpoint = payload.checkpoint.checkpoint(self.root, job_definition)
+            checkpoint = payload.checkpoint.checkpoint(self.root, self.jobs.store, job_definition)
             slots = self.slots(checkpoint.session_id)
             verdict = self.calls.judge(checkpoint, payload.task, cancelled, slots=slots)
         except DeepWorkError as exc:

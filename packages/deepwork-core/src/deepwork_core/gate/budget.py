@@ -15,7 +15,6 @@ from __future__ import annotations
 import threading
 from collections import defaultdict
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from deepwork_core.base.config import DEFAULT_REVIEW_DEPTH, ReviewBudget
@@ -34,6 +33,7 @@ from deepwork_core.state.event_kinds import (
 )
 from deepwork_core.state.events import append_event, read_events
 from deepwork_core.state.sessions import NOT_AN_ATTEMPT, utc_now
+from deepwork_core.state.store.port import Store
 from deepwork_core.state.usage.pair import RequestUsage, RunUsage
 from deepwork_core.state.usage.totals import run_usage
 
@@ -55,11 +55,11 @@ def is_spent(budget: ReviewBudget, spent: RunUsage) -> bool:
     return over_cost or over_tokens
 
 
-def check_budget(project_root: Path, run_id: SessionId, budget: ReviewBudget) -> RunUsage:
+def check_budget(store: Store, run_id: SessionId, budget: ReviewBudget) -> RunUsage:
     """What run `run_id` spent; raises `quality_gate.budget_exhausted` when that is the budget."""
-    spent = run_usage(project_root, run_id)
+    spent = run_usage(store, run_id)
     if is_spent(budget, spent):
-        raise budget_exhausted(project_root, run_id, budget, spent)
+        raise budget_exhausted(store, run_id, budget, spent)
     return spent
 
 
@@ -79,19 +79,19 @@ class BudgetLedger:
         self._lock = threading.Lock()
         self._held: dict[str, list[float]] = {}
 
-    def reserve(self, project_root: Path, run_id: SessionId, slots: int) -> float | None:
+    def reserve(self, store: Store, run_id: SessionId, slots: int) -> float | None:
         """This call's slice in USD (None: no cost budget); raises
         `quality_gate.budget_exhausted` once the run spent or holds its whole budget."""
         if self.budget.max_cost_usd is None and self.budget.max_tokens is None:
             return None
         with self._lock:
-            spent = check_budget(project_root, run_id, self.budget)
+            spent = check_budget(store, run_id, self.budget)
             if self.budget.max_cost_usd is None:
                 return None
             held = self._held.setdefault(run_id, [])
             free = round(self.budget.max_cost_usd - spent.cost_usd - sum(held), 6)
             if free <= 0:
-                raise budget_exhausted(project_root, run_id, self.budget, spent)
+                raise budget_exhausted(store, run_id, self.budget, spent)
             share = round(free / max(1, slots - len(held)), 6)
             held.append(share)
             return share
@@ -107,7 +107,7 @@ class BudgetLedger:
 
 
 def budget_exhausted(
-    project_root: Path, run_id: SessionId, budget: ReviewBudget, spent: RunUsage
+    store: Store, run_id: SessionId, budget: ReviewBudget, spent: RunUsage
 ) -> QualityGateError:
     """The error answering a checkpoint of a run that spent its budget: what went on what."""
     limits = []
@@ -118,17 +118,17 @@ def budget_exhausted(
     return QualityGateError(
         f"the review budget of this workflow run ({' / '.join(limits)}) is spent: "
         f"{spent.cost_usd:.4f} USD and {spent.tokens} tokens in {spent.calls} reviewer "
-        f"call(s){spent_on(project_root, run_id)}. No reviewer was started and this was not "
+        f"call(s){spent_on(store, run_id)}. No reviewer was started and this was not "
         "counted as an attempt; your outputs and notes are recorded. The run continues with "
         "self-review, unless a human raises quality_gate.budget in .deepwork/config.yml.",
         code=ErrorCode.QUALITY_GATE_BUDGET_EXHAUSTED,
     )
 
 
-def spent_on(project_root: Path, run_id: SessionId) -> str:
+def spent_on(store: Store, run_id: SessionId) -> str:
     """`, on: write/report 0.8000 USD (2 calls); …`, the most expensive reviews first."""
     try:
-        events = read_events(project_root, run_id)
+        events = read_events(store, run_id)
     except DeepWorkError:
         return ""
     calls: dict[str, list[RequestUsage]] = defaultdict(list)
@@ -156,9 +156,9 @@ def with_self_review(
     """`exc`, or, when it is not an attempt, `exc` naming the self-review file it wrote."""
     if exc.code not in NOT_AN_ATTEMPT:
         return exc
-    root, run_id = checkpoint.project_root, checkpoint.run_session_id
+    store, run_id = checkpoint.store, checkpoint.run_session_id
     if exc.code == ErrorCode.QUALITY_GATE_BUDGET_EXHAUSTED:
-        spent, limits = run_usage(root, run_id), budget or ReviewBudget()
+        spent, limits = run_usage(store, run_id), budget or ReviewBudget()
         event = BudgetExhaustedEvent(
             ts=utc_now(),
             session_id=run_id,
@@ -169,7 +169,7 @@ def with_self_review(
             max_cost_usd=limits.max_cost_usd,
             max_tokens=limits.max_tokens,
         )
-        append_event(root, event)
+        append_event(store, event)
     path = write_self_review_file(checkpoint, tasks)
     return QualityGateError(f"{exc.message} {self_review_feedback(path)}", code=exc.code)
 
@@ -178,7 +178,7 @@ def log_self_reviews(checkpoint: Checkpoint, tasks: Sequence[QualityReviewTask])
     """One `review_usage` event (mode `self`: counted, not metered) per self-review task."""
     for task in tasks:
         event = review_usage_event(checkpoint, task, mode="self", outcome="requested")
-        append_event(checkpoint.project_root, event)
+        append_event(checkpoint.store, event)
 
 
 def review_usage_event(

@@ -102,7 +102,7 @@ class ReviewCalls:
         alongside this one, sharing what is left of its cost budget. Stops soon after
         `cancelled` is set (then `quality_gate.error`)."""
         if self.budget.max_cost_usd is not None or self.budget.max_tokens is not None:
-            check_budget(checkpoint.project_root, checkpoint.run_session_id, self.budget)
+            check_budget(checkpoint.store, checkpoint.run_session_id, self.budget)
         message = build_review_message(checkpoint, task, self.max_inline_files)
         deadline = time.monotonic() + self.timeout_for(task_file_count(checkpoint, task))
         call = _Call(checkpoint, task, message, deadline, slots)
@@ -126,9 +126,7 @@ class ReviewCalls:
         """One reviewer call with its slice of the budget reserved (`BudgetLedger`); its usage
         is logged (and its error raised) when it failed."""
         checkpoint = call.checkpoint
-        call.share = self.ledger.reserve(
-            checkpoint.project_root, checkpoint.run_session_id, call.slots
-        )
+        call.share = self.ledger.reserve(checkpoint.store, checkpoint.run_session_id, call.slots)
         started = time.monotonic()
         try:
             reply = self._call(call, cancelled)
@@ -184,7 +182,7 @@ class ReviewCalls:
             try_number=try_number,
             retrying=retrying,
         )
-        append_event(checkpoint.project_root, event)
+        append_event(checkpoint.store, event)
 
     def _log_usage(self, call: _Call, answer: _Answer, outcome: str) -> None:
         """One `review_usage` event in the run's log (docs/quality-gate.md)."""
@@ -200,7 +198,7 @@ class ReviewCalls:
             outcome=str(outcome),
             runner=self.reviewer.name,
         )
-        append_event(checkpoint.project_root, event)
+        append_event(checkpoint.store, event)
         self._release(call)  # the real cost is in the log now
 
     def _release(self, call: _Call) -> None:

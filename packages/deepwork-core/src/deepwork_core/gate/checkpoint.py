@@ -20,6 +20,7 @@ from deepwork_core.base.identifiers import SessionId
 from deepwork_core.evidence.verdicts import ReviewVerdict, VerdictKind
 from deepwork_core.jobs.model import JobDefinition, Step
 from deepwork_core.state.sessions import OutputValue
+from deepwork_core.state.store.port import Store
 
 UNDECLARED_BEGIN = "==================== BEGIN UNDECLARED CHANGES ===================="
 UNDECLARED_END = "==================== END UNDECLARED CHANGES ===================="
@@ -57,6 +58,8 @@ class Checkpoint:
 
     #: Absolute and resolved: containment checks compare resolved paths.
     project_root: Path
+    #: The project's open store: the gate's review jobs, the run's budget and usage events.
+    store: Store
     session_id: SessionId
     job: JobDefinition
     #: The step, or every step of a concurrent group (the first one names the self-review file).
@@ -126,14 +129,16 @@ class CheckpointRecord(BaseModel):
         carried = {name: getattr(checkpoint, name) for name in _CARRIED}
         return cls(job_name=checkpoint.job.name, **carried)
 
-    def checkpoint(self, project_root: Path, job: JobDefinition) -> Checkpoint:
-        """The checkpoint again, in `project_root`, of `job` (the one named `job_name`)."""
+    def checkpoint(self, project_root: Path, store: Store, job: JobDefinition) -> Checkpoint:
+        """The checkpoint again, in `project_root` with its open `store`, of `job` (the one
+        named `job_name`)."""
         carried = {name: getattr(self, name) for name in _CARRIED}
         carried["outputs"], carried["input_files"] = dict(self.outputs), list(self.input_files)
-        return Checkpoint(project_root=project_root, job=job, **carried)
+        return Checkpoint(project_root=project_root, store=store, job=job, **carried)
 
 
-#: The fields a `CheckpointRecord` carries as they are: all but the project root and the job.
+#: The fields a `CheckpointRecord` carries as they are: all but the project root, the store and
+#: the job.
 _CARRIED: tuple[str, ...] = tuple(
     name for name in CheckpointRecord.model_fields if name != "job_name"
 )

@@ -29,7 +29,7 @@ from deepwork_core.base.config import (
     ReviewDepth,
 )
 from deepwork_core.base.errors import QualityGateError
-from deepwork_core.gate.background import BackgroundReviews
+from deepwork_core.gate.background import BackgroundReviews, ReviewPayload
 from deepwork_core.gate.budget import log_self_reviews, with_self_review
 from deepwork_core.gate.calls import ReviewCalls
 from deepwork_core.gate.checkpoint import (
@@ -51,6 +51,8 @@ from deepwork_core.gate.quality import (
 from deepwork_core.gate.reviewer import Reviewer as Reviewer
 from deepwork_core.gate.tasks import QualityReviewTask
 from deepwork_core.jobs.model import JobDefinition, Step
+from deepwork_core.state.store.port import Store
+from deepwork_core.state.store.review_jobs import ReviewJobs
 
 _NOTHING_TO_REVIEW = "No review applies to the submitted outputs."
 
@@ -75,8 +77,11 @@ class Gate(Protocol):
         """The review tasks `evaluate` would run for `checkpoint` (a dry run lists them)."""
         ...
 
-    def start(self, project_root: Path, load_job: Callable[[str], JobDefinition]) -> None:
-        """Serve `project_root`: resume the review jobs a stopped server left there."""
+    def start(
+        self, project_root: Path, store: Store, load_job: Callable[[str], JobDefinition]
+    ) -> None:
+        """Serve `project_root`, whose open store is `store`: resume the review jobs a stopped
+        server left there."""
         ...
 
     def close(self) -> None:
@@ -128,7 +133,9 @@ class SelfReviewGate(_Planner):
 
     external = False
 
-    def start(self, project_root: Path, load_job: Callable[[str], JobDefinition]) -> None:
+    def start(
+        self, project_root: Path, store: Store, load_job: Callable[[str], JobDefinition]
+    ) -> None:
         return None  # nothing runs in the background
 
     def close(self) -> None:
@@ -167,8 +174,10 @@ class ExternalGate(_Planner):
         self._lock = threading.Lock()
         self._projects: dict[Path, BackgroundReviews] = {}
 
-    def start(self, project_root: Path, load_job: Callable[[str], JobDefinition]) -> None:
-        self.background(project_root, load_job)
+    def start(
+        self, project_root: Path, store: Store, load_job: Callable[[str], JobDefinition]
+    ) -> None:
+        self.background(project_root, store, load_job)
 
     def close(self) -> None:
         """Stop the workers of every project; their running reviews are claimed again once
@@ -180,14 +189,16 @@ class ExternalGate(_Planner):
             reviews.close()
 
     def background(
-        self, project_root: Path, load_job: Callable[[str], JobDefinition]
+        self, project_root: Path, store: Store, load_job: Callable[[str], JobDefinition]
     ) -> BackgroundReviews:
-        """The project's background reviews, started (and its left-over jobs resumed) once."""
+        """The project's background reviews on its queue in `store`, started (and its left-over
+        jobs resumed) once."""
         root = project_root.resolve()
         with self._lock:
             found = self._projects.get(root)
             if found is None:
-                found = BackgroundReviews(root, self.calls, load_job, self.max_parallel)
+                jobs = ReviewJobs(store, ReviewPayload)
+                found = BackgroundReviews(root, self.calls, load_job, self.max_parallel, jobs)
                 self._projects[root] = found
         return found
 
@@ -196,7 +207,7 @@ class ExternalGate(_Planner):
         if not tasks:
             return GatePassed(feedback=_NOTHING_TO_REVIEW, warnings=warnings)
         job = checkpoint.job
-        reviews = self.background(checkpoint.project_root, lambda _name: job)
+        reviews = self.background(checkpoint.project_root, checkpoint.store, lambda _name: job)
         try:
             outcome = reviews.run(checkpoint, tasks, self.wait_seconds, progress)
         except QualityGateError as exc:  # stalled or out of budget: self-review is the way on

@@ -44,7 +44,6 @@ from deepwork_core.state.approval_signatures import ApproverSigner, TrustedAppro
 from deepwork_core.state.event_kinds import ApprovalEvent, parse_line
 from deepwork_core.state.events import append_event
 from deepwork_core.state.store import approval_rows as rows
-from deepwork_core.state.store.opening import existing_store, shared_store
 from deepwork_core.state.store.port import Store
 
 
@@ -133,7 +132,8 @@ def rehash(project_root: Path, shown: Iterable[ShownOutput]) -> list[ShownOutput
 
 
 class ApprovalStore:
-    """The approvals of one project, in its store (`deepwork_core.state.store.approval_rows`).
+    """The approvals of one project, in its open `store`
+    (`deepwork_core.state.store.approval_rows`).
 
     `key` seals the requests opened and the decisions recorded here and verifies the ones read
     (without it no decision can be recorded or used: `approval.key_unavailable`); `trusted`: the
@@ -144,6 +144,7 @@ class ApprovalStore:
 
     def __init__(
         self,
+        store: Store,
         project_root: Path,
         key: ApprovalKey | None = None,
         *,
@@ -151,6 +152,7 @@ class ApprovalStore:
         signer: ApproverSigner | None = None,
         project_id: str | None = None,
     ) -> None:
+        self.store = store
         self.project_root = project_root
         self.key = key
         self.trusted = (
@@ -158,10 +160,6 @@ class ApprovalStore:
         )
         self.signer = signer
         self._project_id = project_id
-
-    @property
-    def store(self) -> Store:
-        return shared_store(self.project_root)
 
     @property
     def project_id(self) -> str:
@@ -205,10 +203,7 @@ class ApprovalStore:
 
     def load(self, session_id: SessionId) -> ApprovalRecord | None:
         """The session's open request with its decision (None: none open), unverified."""
-        store = existing_store(self.project_root) if self._project_id is None else self.store
-        if store is None:
-            return None
-        with store.read() as tx:
+        with self.store.read() as tx:
             found = rows.open_record(tx, self.project_id, session_id)
         if found is None:
             return None
@@ -330,7 +325,7 @@ class ApprovalStore:
             record = record.model_copy(update={"decision": decision})
             rows.save_decision(tx, self.project_id, _decision_row(session_id, decision))
             append_event(
-                self.project_root,
+                self.store,
                 approval_event(session_id, record.request, decision),
                 project_id=self._project_id,
             )
@@ -363,9 +358,7 @@ class ApprovalStore:
     def clear(self, session_id: SessionId, *, withdrawn: bool = False) -> None:
         """Close the session's open request: used by the server, or `withdrawn` (the run was
         aborted, so nobody can decide on it any more)."""
-        store = existing_store(self.project_root) if self._project_id is None else self.store
-        if store is None:
-            return
+        store = self.store
         state = rows.WITHDRAWN if withdrawn else rows.CLOSED
         with store.write(lock=self._lock()) as tx:
             rows.close_requests(tx, self.project_id, session_id, state, store.now())
@@ -383,6 +376,16 @@ def _decision_row(session_id: str, decision: ApprovalDecision) -> rows.DecisionR
         mac=decision.mac,
         decided_at=decision.decided_at.timestamp(),
         body=decision.model_dump_json(),
+    )
+
+
+def nothing_to_decide(session_id: str) -> ApprovalError:
+    """`approval.none_pending` for a decision on `session_id` (also what a root answers for a
+    project that has no store yet)."""
+    return ApprovalError(
+        f"session {session_id!r} has no approval waiting (none was asked, or the run was "
+        "aborted or moved on)",
+        code=ErrorCode.APPROVAL_NONE_PENDING,
     )
 
 
@@ -408,11 +411,7 @@ def record_decision(
     """
     record = store.load(session_id)
     if record is None:
-        raise ApprovalError(
-            f"session {session_id!r} has no approval waiting (none was asked, or the run was "
-            "aborted or moved on)",
-            code=ErrorCode.APPROVAL_NONE_PENDING,
-        )
+        raise nothing_to_decide(session_id)
     if store.trusted.shared:
         # Decided from any machine: the request's seal and the files' bytes are the serving
         # machine's to check when it uses the decision; this checkout may hold other bytes.

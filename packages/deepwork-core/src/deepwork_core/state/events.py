@@ -20,10 +20,14 @@ Before the store, each session had a JSON Lines file `.deepwork/tmp/events/<sess
 `iter_events` still reads such a file (the store imports them on its first open, and
 `deepwork store export` writes a run in the same form).
 
+Every function takes the project's open `Store` (opened at a composition root and handed down,
+docs/architecture.md); a root that only reads opens none for a project without a store.
+
 Observers (OpenTelemetry export in `deepwork_mcp.telemetry`) follow the log through
-`add_event_listener`: each listener is called with every event after it is written, in the
-writer's thread. A listener must be quick and must not raise; one that raises is removed and the
-write it followed still stands (the log is the record, observers are extras).
+`add_event_listener`: each listener is called with the store and every event after it is
+written, in the writer's thread. A listener must be quick and must not raise; one that raises
+is removed and the write it followed still stands (the log is the record, observers are
+extras).
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ from deepwork_core.state.event_kinds import EVENT_SCHEMA_VERSION as EVENT_SCHEMA
 from deepwork_core.state.event_kinds import EventLogError as EventLogError
 from deepwork_core.state.event_kinds import EventName as EventName
 from deepwork_core.state.event_kinds import EventRecord, KnownEvent, parse_line
-from deepwork_core.state.store.opening import existing_store, shared_store
+from deepwork_core.state.store.port import Store
 
 logger = logging.getLogger("deepwork.events")
 
@@ -66,8 +70,8 @@ def events_path(project_root: Path, session_id: SessionId) -> Path:
     return events_dir(project_root) / f"{session_id}{EVENTS_SUFFIX}"
 
 
-#: Called with the project root and each event after its line is written.
-EventListener = Callable[[Path, KnownEvent], None]
+#: Called with the project's store and each event after its line is written.
+EventListener = Callable[[Store, KnownEvent], None]
 
 _listeners: list[EventListener] = []
 _listeners_lock = threading.Lock()
@@ -85,12 +89,12 @@ def add_event_listener(listener: EventListener) -> Callable[[], None]:
     return remove
 
 
-def _notify(project_root: Path, event: KnownEvent) -> None:
+def _notify(store: Store, event: KnownEvent) -> None:
     with _listeners_lock:
         listeners = tuple(_listeners)
     for listener in listeners:
         try:
-            listener(project_root, event)
+            listener(store, event)
         except Exception:  # an observer must never fail the write it follows
             logger.exception("event listener %r failed; it is removed", listener)
             with _listeners_lock, contextlib.suppress(ValueError):
@@ -112,13 +116,12 @@ def event_line(event: EventRecord) -> str:
         ) from None
 
 
-def append_event(project_root: Path, event: KnownEvent, *, project_id: str | None = None) -> None:
+def append_event(store: Store, event: KnownEvent, *, project_id: str | None = None) -> None:
     """Append `event` to its session's log (committed before this returns, unless it joins a
     transaction already open on the store, with which it then commits), then tell the
-    listeners (`add_event_listener`). `project_id` names another project of the project's
-    store (a decision on a run another checkout serves); its listeners are not this process's."""
+    listeners (`add_event_listener`). `project_id` names another project of the store (a
+    decision on a run another checkout serves); its listeners are not this process's."""
     line = event_line(event)
-    store = shared_store(project_root)
     foreign = project_id is not None and project_id != store.project.project_id
     with store.write() as tx:
         tx.execute(
@@ -132,14 +135,11 @@ def append_event(project_root: Path, event: KnownEvent, *, project_id: str | Non
             ),
         )
     if _listeners and not foreign:
-        _notify(project_root, event)
+        _notify(store, event)
 
 
-def read_events(project_root: Path, session_id: SessionId) -> list[EventRecord]:
+def read_events(store: Store, session_id: SessionId) -> list[EventRecord]:
     """Every event of the session, oldest first; `[]` when the session has no log."""
-    store = existing_store(project_root)
-    if store is None:
-        return []
     with store.read() as tx:
         rows = tx.execute(
             "SELECT body FROM events WHERE project_id = ? AND session_id = ? ORDER BY seq",
@@ -165,14 +165,11 @@ class EventScan:
 
 
 def scan_events(
-    project_root: Path, session_id: SessionId, *, keep_last: int, kinds: frozenset[str]
+    store: Store, session_id: SessionId, *, keep_last: int, kinds: frozenset[str]
 ) -> EventScan:
     """The newest `keep_last` events of a session and all its events of `kinds`: the store
     counts the rest without handing them over, so a log of any size costs little memory and
     time. Records are checked as `read_events` checks them (`events.corrupt`)."""
-    store = existing_store(project_root)
-    if store is None:
-        return EventScan(0, [], [])
     key = (store.project.project_id, session_id)
     where = f"store {store.display}, session {session_id}"
     of_kinds = (
@@ -196,11 +193,8 @@ def scan_events(
     )
 
 
-def last_event_at(project_root: Path, session_id: SessionId) -> datetime | None:
+def last_event_at(store: Store, session_id: SessionId) -> datetime | None:
     """When the session's last event was logged (None: it has none)."""
-    store = existing_store(project_root)
-    if store is None:
-        return None
     with store.read() as tx:
         rows = tx.execute(
             "SELECT MAX(ts) FROM events WHERE project_id = ? AND session_id = ?",
@@ -210,13 +204,10 @@ def last_event_at(project_root: Path, session_id: SessionId) -> datetime | None:
     return datetime.fromtimestamp(float(stamp), UTC) if stamp is not None else None
 
 
-def session_marks(project_root: Path, *, kind: str | None = None) -> dict[str, tuple[int, float]]:
+def session_marks(store: Store, *, kind: str | None = None) -> dict[str, tuple[int, float]]:
     """For each session with events (of `kind`): the number of its newest one, which changes
     whenever one is appended, and when that was logged (a Unix time). One query for a whole
     list of runs."""
-    store = existing_store(project_root)
-    if store is None:
-        return {}
     sql = "SELECT session_id, MAX(seq), MAX(ts) FROM events WHERE project_id = ?"
     params: list[object] = [store.project.project_id]
     if kind is not None:
@@ -258,11 +249,8 @@ def _read_bounded(path: Path) -> bytes | None:
         raise EventLogError(f"event log {exc.message}", code=code) from None
 
 
-def logged_session_ids(project_root: Path) -> list[SessionId]:
+def logged_session_ids(store: Store) -> list[SessionId]:
     """Ids of the sessions that have events, the one logged to least recently first."""
-    store = existing_store(project_root)
-    if store is None:
-        return []
     with store.read() as tx:
         rows = tx.execute(
             "SELECT session_id, MAX(seq) AS last FROM events WHERE project_id = ? "
@@ -272,9 +260,8 @@ def logged_session_ids(project_root: Path) -> list[SessionId]:
     return [SessionId(str(row[0])) for row in rows]  # ids it was given as `SessionId`s
 
 
-def delete_event_log(project_root: Path, session_id: SessionId) -> None:
+def delete_event_log(store: Store, session_id: SessionId) -> None:
     """Remove a session's events (used when the session itself is pruned)."""
-    store = shared_store(project_root)
     with store.write() as tx:
         tx.execute(
             "DELETE FROM events WHERE project_id = ? AND session_id = ?",

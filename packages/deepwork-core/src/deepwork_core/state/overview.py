@@ -1,4 +1,4 @@
-"""What is running in a project and what ran lately, read from the state files
+"""What is running in a project and what ran lately, read from its store
 (`deepwork status`, docs/navigation.md).
 
 `project_overview` reads the workflow stacks, the sessions on them and the newest finished
@@ -135,7 +135,7 @@ def project_overview(
         StackView(
             agent_id=agent,
             entries=[active_entry(s, agent) for s in sessions],
-            review_usage=run_usage(store.project_root, run_id_of(sessions[0], store.load)),
+            review_usage=run_usage(store.store, run_id_of(sessions[0], store.load)),
         )
         for agent, sessions in store.all_stacks().items()
         if sessions
@@ -147,6 +147,11 @@ def project_overview(
         finished=_finished(runs, active, finished_limit),
         branches=workflow_branches(store.project_root, runs),
     )
+
+
+def empty_overview(project_root: Path) -> ProjectOverview:
+    """The overview of a project that has no store yet: nothing ran, only its branches show."""
+    return ProjectOverview(stacks=[], finished=[], branches=workflow_branches(project_root, []))
 
 
 def workflow_branches(project_root: Path, runs: list[Run]) -> list[WorkflowBranch]:

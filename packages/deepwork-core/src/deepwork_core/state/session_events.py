@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from pathlib import Path
 
 from deepwork_core.evidence.verdicts import ReviewVerdict
 from deepwork_core.state.event_kinds import (
@@ -25,18 +24,20 @@ from deepwork_core.state.event_kinds import (
 )
 from deepwork_core.state.events import append_event
 from deepwork_core.state.sessions import OutputValue, Session
+from deepwork_core.state.store.port import Store
 
 
 class SessionEvents:
-    """Writes the events of the sessions of one project, stamped by the engine's clock."""
+    """Writes the events of the sessions of one project to its store, stamped by the engine's
+    clock."""
 
-    def __init__(self, project_root: Path, clock: Callable[[], datetime]) -> None:
-        self.project_root = project_root
+    def __init__(self, store: Store, clock: Callable[[], datetime]) -> None:
+        self.store = store
         self.clock = clock
 
     def started(self, session: Session) -> None:
         append_event(
-            self.project_root,
+            self.store,
             StartedEvent(
                 ts=self.clock(),
                 session_id=session.session_id,
@@ -53,7 +54,7 @@ class SessionEvents:
 
     def step_begun(self, session: Session) -> None:
         append_event(
-            self.project_root,
+            self.store,
             StepBegunEvent(
                 ts=self.clock(),
                 session_id=session.session_id,
@@ -70,7 +71,7 @@ class SessionEvents:
         notes: str | None,
     ) -> None:
         append_event(
-            self.project_root,
+            self.store,
             OutputsSubmittedEvent(
                 ts=self.clock(),
                 session_id=session_id,
@@ -83,7 +84,7 @@ class SessionEvents:
     def verdicts(self, session_id: str, verdicts: Sequence[ReviewVerdict], attempt: int) -> None:
         for verdict in verdicts:
             append_event(
-                self.project_root,
+                self.store,
                 ReviewVerdictEvent(
                     ts=self.clock(),
                     session_id=session_id,
@@ -99,7 +100,7 @@ class SessionEvents:
 
     def override(self, session_id: str, step_ids: Sequence[str], reason: str) -> None:
         append_event(
-            self.project_root,
+            self.store,
             OverrideEvent(
                 ts=self.clock(), session_id=session_id, step_ids=list(step_ids), reason=reason
             ),
@@ -109,7 +110,7 @@ class SessionEvents:
         self, session_id: str, step_ids: Sequence[str], attempt: int, failed: int
     ) -> None:
         append_event(
-            self.project_root,
+            self.store,
             NeedsWorkEvent(
                 ts=self.clock(),
                 session_id=session_id,
@@ -123,7 +124,7 @@ class SessionEvents:
         self, session: Session, from_step_ids: Sequence[str], cleared: Sequence[str]
     ) -> None:
         append_event(
-            self.project_root,
+            self.store,
             GoToStepEvent(
                 ts=self.clock(),
                 session_id=session.session_id,
@@ -136,7 +137,7 @@ class SessionEvents:
 
     def aborted(self, session: Session, reason: str) -> None:
         append_event(
-            self.project_root,
+            self.store,
             AbortedEvent(
                 ts=self.clock(),
                 session_id=session.session_id,
@@ -148,6 +149,6 @@ class SessionEvents:
     def completed(self, session: Session) -> None:
         done = sum(1 for r in session.step_progress.values() if r.completed_at is not None)
         append_event(
-            self.project_root,
+            self.store,
             CompletedEvent(ts=self.clock(), session_id=session.session_id, steps_completed=done),
         )

@@ -41,7 +41,6 @@ from deepwork_core.state.fan_out import FanOut, InstanceOf
 from deepwork_core.state.retention import delete_finished
 from deepwork_core.state.stack_marker import write_stack_marker
 from deepwork_core.state.store.errors import StoreError
-from deepwork_core.state.store.opening import existing_store, shared_store
 from deepwork_core.state.store.port import Store, Tx
 from deepwork_core.state.store.runs import (
     SessionRow,
@@ -215,32 +214,39 @@ def new_session_id() -> SessionId:
     return SessionId(secrets.choice(_ID_LEADS) + secrets.token_urlsafe(12)[:15])
 
 
+def session_not_found(session_id: str) -> SessionError:
+    """`session.not_found` for `session_id` (also what a root answers for a project that has
+    no store yet, so no session at all)."""
+    return SessionError(
+        f"there is no session {session_id!r}; use a session_id returned by "
+        "start_workflow or finished_step (the stack lists the active ones)",
+        code=ErrorCode.SESSION_NOT_FOUND,
+    )
+
+
 class SessionStore:
-    """Reads and writes the sessions and the stacks of one project. Thread- and process-safe.
+    """The sessions and the stacks of one project, in its open `store`. Thread- and process-safe.
 
     Reads that need a consistent view and every mutation run inside `transaction()`: one write
     transaction of the project's store (`deepwork_core.state.store`), holding an in-process lock
-    and the store's cross-process lock for the project.
+    and the store's cross-process lock for the project. The store stays its opener's to close.
     """
 
     def __init__(
         self,
+        store: Store,
         project_root: Path,
         *,
         max_age: timedelta = DEFAULT_MAX_AGE,
         keep_finished: int = DEFAULT_KEEP_FINISHED,
     ) -> None:
+        self.store = store
         self.project_root = project_root
         self.state_dir = project_root / TMP_DIR
         self.max_age = max_age
         self.keep_finished = keep_finished
         self._thread_lock = threading.RLock()
         self._last_prune = float("-inf")
-
-    @property
-    def store(self) -> Store:
-        """The project's open store (opened, migrated and fed any old files on first use)."""
-        return shared_store(self.project_root)
 
     # --- paths -------------------------------------------------------------------------------
 
@@ -303,10 +309,8 @@ class SessionStore:
 
     def session_ids(self, *, finished: bool = False) -> list[SessionId]:
         """The ids of the project's sessions (`finished`: only those on no stack), last written
-        first. A project without a store yet has none, and gets no store for asking."""
-        store = existing_store(self.project_root)
-        if store is None:
-            return []
+        first."""
+        store = self.store
         with store.read() as db:
             dated = session_times(db, store.project.project_id)
             active = {i for ids in read_stacks(db, store.project.project_id).values() for i in ids}
@@ -381,11 +385,7 @@ class StateTransaction:
             self.db, self._project_id, session_id
         )
         if body is None:
-            raise SessionError(
-                f"there is no session {session_id!r}; use a session_id returned by "
-                "start_workflow or finished_step (the stack lists the active ones)",
-                code=ErrorCode.SESSION_NOT_FOUND,
-            )
+            raise session_not_found(session_id)
         where = f"session {session_id!r} in store {self._store.display}"
         session = _session_from(body, where)
         if session.session_id != session_id:

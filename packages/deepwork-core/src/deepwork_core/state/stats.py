@@ -18,10 +18,9 @@ definitions are in docs/evidence.md):
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -37,6 +36,7 @@ from deepwork_core.state.event_kinds import (
     StepFinishedEvent,
 )
 from deepwork_core.state.events import logged_session_ids, read_events
+from deepwork_core.state.store.port import Store
 from deepwork_core.state.usage.totals import ReviewCosts, review_costs
 
 
@@ -110,17 +110,13 @@ class _JobTally:
     steps: dict[str, _StepTally] = field(default_factory=dict)
 
 
-def collect_stats(project_root: Path, *, job: str | None = None) -> Stats:
-    """The figures over every event log of the project (only `job`'s when given)."""
+def collect_stats(store: Store | None, *, job: str | None = None) -> Stats:
+    """The figures over every event log of the project in `store` (only `job`'s when given);
+    none for a project without a store (None)."""
     tallies: dict[str, _JobTally] = {}
     skipped: list[SkippedLog] = []
     seen: list[EventRecord] = []
-    for session_id in logged_session_ids(project_root):
-        try:
-            events = read_events(project_root, session_id)
-        except DeepWorkError as exc:
-            skipped.append(SkippedLog(session_id=session_id, error=f"{exc.code}: {exc.message}"))
-            continue
+    for events in _event_logs(store, skipped):
         seen.extend(events)
         name = _job_of(events)
         if name is None or (job is not None and name != job):
@@ -131,6 +127,17 @@ def collect_stats(project_root: Path, *, job: str | None = None) -> Stats:
         skipped=skipped,
         review_costs=review_costs(seen, job=job),
     )
+
+
+def _event_logs(store: Store | None, skipped: list[SkippedLog]) -> Iterator[list[EventRecord]]:
+    """Every session's event log in `store`; one that cannot be read goes to `skipped`."""
+    if store is None:
+        return
+    for session_id in logged_session_ids(store):
+        try:
+            yield read_events(store, session_id)
+        except DeepWorkError as exc:
+            skipped.append(SkippedLog(session_id=session_id, error=f"{exc.code}: {exc.message}"))
 
 
 def _job_of(events: Iterable[EventRecord]) -> str | None:

@@ -3,12 +3,12 @@
 Every sub-command lives in a module of its own and is imported only when it runs, so that
 `deepwork --version` and `deepwork hook …` never pay for importing FastMCP or pydantic-heavy
 code they do not use. The CLI is the only layer that reads flags, environment variables and the
-working directory; everything below it takes explicit arguments.
+working directory; everything below it takes explicit arguments, the project's store included
+(each command opens it, `deepwork_mcp.cli.options`).
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -64,7 +64,6 @@ def main(argv: list[str] | None = None) -> Any:
     tool call. Every other form, `deepwork hook --help` included, goes through the click group.
     """
     args = sys.argv[1:] if argv is None else argv
-    _use_store_url_of_environment()
     if len(args) == 2 and args[0] == "hook" and not args[1].startswith("-"):
         from deepwork_mcp.hooks.command import main as run_hook_command
 
@@ -72,13 +71,6 @@ def main(argv: list[str] | None = None) -> Any:
     from deepwork_mcp.cli.group import cli
 
     return cli.main(args=argv, prog_name="deepwork")
-
-
-def _use_store_url_of_environment() -> None:
-    """`DEEPWORK_STORE_URL`, when set, is the store of every project this process touches."""
-    from deepwork_core.state.store.url import STORE_URL_ENV, set_default_store_url
-
-    set_default_store_url(os.environ.get(STORE_URL_ENV) or None)
 
 
 def __getattr__(name: str) -> click.Group:

@@ -30,6 +30,7 @@ from deepwork_core.state.approvals import (
     ApprovalChannel,
     ApprovalRecord,
     ApprovalStore,
+    nothing_to_decide,
     record_decision,
 )
 
@@ -39,7 +40,7 @@ from deepwork_mcp.approval_keys import (
     state_dir,
     trusted_approvers,
 )
-from deepwork_mcp.cli.options import project_option
+from deepwork_mcp.cli.options import existing_project_store, project_option
 
 #: A shown file larger than this is not printed; of a text file at most SHOWN_CHARS are.
 MAX_SHOWN_BYTES = 1024 * 1024
@@ -76,30 +77,13 @@ def approve(
     state = state_dir(os.environ)
     try:
         parsed = parse_session_id(session_id)
-        store = ApprovalStore(
-            root,
-            approval_key(state, root),
-            trusted=trusted_approvers(root, os.environ),
-            signer=local_signer(state, os.environ, approver_name),
-        )
-        pending = store.load(parsed)
-        if pending is not None:
-            if not store.trusted.shared:
-                store.check_request(pending)
-            _describe(pending, root)
-            _warn_unverified(store, parsed, pending)
-            if not yes:
-                _confirm(pending, reject)
-        record = record_decision(
-            store,
-            parsed,
-            approved=not reject,
-            comment=comment,
-            channel=ApprovalChannel.CLI,
-            actor=_actor(),
-            terminal=_terminal(),
-            now=datetime.now(UTC),
-        )
+        key, trusted = approval_key(state, root), trusted_approvers(root, os.environ)
+        signer = local_signer(state, os.environ, approver_name)
+        with existing_project_store(root) as opened:
+            if opened is None:  # no store, so nothing waits
+                raise nothing_to_decide(parsed)
+            store = ApprovalStore(opened, root, key, trusted=trusted, signer=signer)
+            record = _decide(store, parsed, reject=reject, comment=comment, yes=yes)
     except DeepWorkError as exc:
         click.echo(printable(f"{exc.code}: {exc.message}"), err=True)
         raise click.exceptions.Exit(1) from None
@@ -110,6 +94,30 @@ def approve(
         printable(f"{verdict} for step {steps} of session {session_id}")
         + (printable(f", signed by approver {signed}") if signed else "")
         + ". The agent's next finished_step call picks it up."
+    )
+
+
+def _decide(
+    store: ApprovalStore, session_id: SessionId, *, reject: bool, comment: str | None, yes: bool
+) -> ApprovalRecord:
+    """Show the open request, ask (unless `yes`), and record the decision."""
+    pending = store.load(session_id)
+    if pending is not None:
+        if not store.trusted.shared:
+            store.check_request(pending)
+        _describe(pending, store.project_root)
+        _warn_unverified(store, session_id, pending)
+        if not yes:
+            _confirm(pending, reject)
+    return record_decision(
+        store,
+        session_id,
+        approved=not reject,
+        comment=comment,
+        channel=ApprovalChannel.CLI,
+        actor=_actor(),
+        terminal=_terminal(),
+        now=datetime.now(UTC),
     )
 
 

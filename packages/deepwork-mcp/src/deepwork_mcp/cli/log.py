@@ -15,10 +15,10 @@ from deepwork_core.base.escaping import printable
 from deepwork_core.base.identifiers import parse_session_id
 from deepwork_core.state.event_kinds import EventRecord
 from deepwork_core.state.events import read_events
-from deepwork_core.state.sessions import SessionStore
+from deepwork_core.state.sessions import SessionStore, session_not_found
 from pydantic import JsonValue
 
-from deepwork_mcp.cli.options import cli_error, project_option
+from deepwork_mcp.cli.options import cli_error, existing_project_store, project_option
 
 #: Longest value printed on an event's line; --json prints everything.
 _MAX_VALUE = 160
@@ -57,9 +57,12 @@ def log(session_id: str, project: Path, as_json: bool) -> None:
     root = project.resolve()
     try:
         parsed = parse_session_id(session_id)
-        events = read_events(root, parsed)
-        if not events:
-            SessionStore(root).load(parsed)  # no log: say whether the session exists
+        with existing_project_store(root) as store:
+            if store is None:  # no store, so no session at all
+                raise session_not_found(parsed)
+            events = read_events(store, parsed)
+            if not events:  # no log: say whether the session exists
+                SessionStore(store, root).load(parsed)
     except DeepWorkError as exc:
         raise cli_error(exc) from None
     if as_json:

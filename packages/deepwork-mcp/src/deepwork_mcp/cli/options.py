@@ -1,12 +1,26 @@
-"""Options and error handling shared by the `deepwork` sub-commands."""
+"""Options, error handling and the project's store, shared by the `deepwork` sub-commands.
+
+Each command is a composition root: it opens the project's store once (`project_store`, or
+`existing_project_store` for a command that only reads), hands it down, and closes it when it
+ends. Which store is chosen here, the same way for every command and the server:
+`DEEPWORK_STORE_URL`, else `store.url` of the project's `.deepwork/config.yml`, else the
+project's SQLite file (docs/runtime-layout.md).
+"""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from deepwork_core import DeepWorkError
 from deepwork_core.base.escaping import printable
+
+if TYPE_CHECKING:
+    from deepwork_core.state.store.port import Store
 
 #: `--path DIR`: the project folder, passed to the command as `project`.
 project_option = click.option(
@@ -25,3 +39,36 @@ def cli_error(exc: DeepWorkError) -> click.ClickException:
     The message is escaped (docs/security.md): it often quotes what an agent or a file gave.
     """
     return click.ClickException(printable(f"{exc.code}: {exc.message}"))
+
+
+def store_url(project: Path) -> str | None:
+    """The URL of the project's store (None: its SQLite file), from `DEEPWORK_STORE_URL`, else
+    `store.url` of its config."""
+    from deepwork_core.state.store.opening import choose_store_url
+    from deepwork_core.state.store.url import STORE_URL_ENV
+
+    return choose_store_url(project, os.environ.get(STORE_URL_ENV))
+
+
+@contextmanager
+def project_store(project: Path) -> Iterator[Store]:
+    """The project's store for this command (made when it has none yet), closed at the end.
+    Raises the store's errors (`store.unavailable`, …)."""
+    from deepwork_core.state.store.opening import open_store
+
+    with open_store(store_url(project), project) as store:
+        yield store
+
+
+@contextmanager
+def existing_project_store(project: Path) -> Iterator[Store | None]:
+    """`project_store` for a command that only reads: None when the project has no store yet,
+    so reading an empty project creates nothing."""
+    from deepwork_core.state.store.opening import open_existing_store
+
+    store = open_existing_store(store_url(project), project)
+    try:
+        yield store
+    finally:
+        if store is not None:
+            store.close()

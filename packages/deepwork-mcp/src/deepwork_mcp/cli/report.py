@@ -14,9 +14,9 @@ from deepwork_core import DeepWorkError
 from deepwork_core.base.escaping import printable
 from deepwork_core.base.fsutil import atomic_write_text
 from deepwork_core.base.identifiers import parse_session_id
-from deepwork_core.state.sessions import SessionStore
+from deepwork_core.state.sessions import SessionStore, session_not_found
 
-from deepwork_mcp.cli.options import cli_error, project_option
+from deepwork_mcp.cli.options import cli_error, existing_project_store, project_option
 from deepwork_mcp.dashboard.run_page import run_page
 from deepwork_mcp.dashboard.views import run_page_view
 
@@ -33,8 +33,13 @@ from deepwork_mcp.dashboard.views import run_page_view
 @project_option
 def report(session_id: str, html_path: Path, project: Path) -> None:
     """Write the run SESSION_ID as one self-contained HTML page."""
+    root = project.resolve()
     try:
-        page = run_page_view(SessionStore(project.resolve()), parse_session_id(session_id))
+        parsed = parse_session_id(session_id)
+        with existing_project_store(root) as store:
+            if store is None:  # no store, so no run at all
+                raise session_not_found(parsed)
+            page = run_page_view(SessionStore(store, root), parsed)
     except DeepWorkError as exc:
         raise cli_error(exc) from None
     atomic_write_text(html_path, run_page(page, token=None))

@@ -8,12 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+from deepwork_core import DeepWorkError
 from deepwork_core.base.escaping import printable
 from deepwork_core.state.stats import Stats, StepStats, collect_stats
 from deepwork_core.state.usage.pair import cost_text
 from deepwork_core.state.usage.totals import ReviewCostRow
 
-from deepwork_mcp.cli.options import project_option
+from deepwork_mcp.cli.options import cli_error, existing_project_store, project_option
 
 
 @click.command()
@@ -27,7 +28,11 @@ def stats(job: str | None, as_json: bool, project: Path) -> None:
     Use them to find criteria that are too strict (often failed, often overridden) or too loose
     (never failed). See docs/evidence.md for how each figure is counted.
     """
-    figures = collect_stats(project.resolve(), job=job)
+    try:
+        with existing_project_store(project.resolve()) as store:
+            figures = collect_stats(store, job=job)
+    except DeepWorkError as exc:
+        raise cli_error(exc) from None
     if as_json:
         click.echo(printable(figures.model_dump_json(indent=2), keep="\n"))
         return

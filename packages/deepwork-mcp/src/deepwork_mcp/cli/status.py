@@ -1,7 +1,8 @@
 """`deepwork status`: the workflows running in a project, as a tree (docs/navigation.md).
 
-Reads the store only; never changes it. `--watch` redraws whenever the state changes (a commit
-of the SQLite store, a stack change) and at least every few seconds so that ages stay current.
+Reads the store only; never changes it, and creates none for a project that has none yet.
+`--watch` redraws whenever the state changes (a commit of the SQLite store, a stack change) and
+at least every few seconds so that ages stay current; it opens the store once a server made it.
 `--all` lists every run of every project in the store instead (team mode: one PostgreSQL for
 many checkouts). Every name and text from the store is shown escaped
 (`deepwork_core.base.escaping`, docs/security.md): an agent can write it.
@@ -19,14 +20,20 @@ from pathlib import Path
 import click
 from deepwork_core import DeepWorkError
 from deepwork_core.base.escaping import printable
-from deepwork_core.state.overview import ActiveEntry, ProjectOverview, project_overview
+from deepwork_core.base.layout import TMP_DIR
+from deepwork_core.state.overview import (
+    ActiveEntry,
+    ProjectOverview,
+    empty_overview,
+    project_overview,
+)
 from deepwork_core.state.sessions import SessionStore
-from deepwork_core.state.store.opening import shared_store
+from deepwork_core.state.store.opening import StoreWhenItExists
 from deepwork_core.state.store.runs import StoredRun, list_runs
 from deepwork_core.state.store.url import SQLITE_FILE
 from deepwork_core.state.usage.pair import RunUsage, cost_text
 
-from deepwork_mcp.cli.options import cli_error, project_option
+from deepwork_mcp.cli.options import cli_error, project_option, project_store, store_url
 
 #: The most runs `--all` lists (newest first).
 ALL_RUNS_LIMIT = 10_000
@@ -145,8 +152,7 @@ def render_runs(runs: list[StoredRun], now: datetime) -> str:
 
 def _print_all_runs(project: Path, as_json: bool, limit: int) -> None:
     try:
-        store = shared_store(project)
-        with store.read() as tx:
+        with project_store(project) as store, store.read() as tx:
             runs = list_runs(tx, limit=limit)
     except DeepWorkError as exc:
         raise cli_error(exc) from None
@@ -200,27 +206,41 @@ def watch(
 )
 def status(project: Path, as_json: bool, watching: bool, finished: int, all_projects: bool) -> None:
     """Show the active workflow stacks and the last finished sessions."""
+    root = project.resolve()
     if all_projects:
-        _print_all_runs(project.resolve(), as_json, ALL_RUNS_LIMIT)
+        _print_all_runs(root, as_json, ALL_RUNS_LIMIT)
         return
-    store = SessionStore(project.resolve())
+    try:
+        stores = StoreWhenItExists(store_url(root), root)
+    except DeepWorkError as exc:
+        raise cli_error(exc) from None
 
     def draw() -> None:
         try:
-            overview = project_overview(store, finished_limit=finished)
+            found = stores.get()  # under --watch: the store a server makes meanwhile
+            sessions = None if found is None else SessionStore(found, root)
+            overview = (
+                empty_overview(root)
+                if sessions is None
+                else project_overview(sessions, finished_limit=finished)
+            )
+            worktrees = "" if sessions is None else _worktrees_text(sessions)
         except DeepWorkError as exc:
             raise cli_error(exc) from None
         if as_json:
             text = printable(overview.model_dump_json(indent=2), keep="\n") + "\n"
         else:
-            text = render_text(overview, datetime.now(UTC)) + _worktrees_text(store)
+            text = render_text(overview, datetime.now(UTC)) + worktrees
         click.echo((_CLEAR if watching else "") + text, nl=False)
 
-    if not watching:
-        draw()
-        return
-    with contextlib.suppress(KeyboardInterrupt):
-        watch(draw, lambda: state_fingerprint(store.state_dir))
+    try:
+        if not watching:
+            draw()
+            return
+        with contextlib.suppress(KeyboardInterrupt):
+            watch(draw, lambda: state_fingerprint(root / TMP_DIR))
+    finally:
+        stores.close()
 
 
 def _worktrees_text(store: SessionStore) -> str:

@@ -12,9 +12,8 @@ from pathlib import Path
 import click
 from deepwork_core import DeepWorkError
 from deepwork_core.base.identifiers import parse_session_id
-from deepwork_core.state.store.opening import shared_store
 
-from deepwork_mcp.cli.options import cli_error, project_option
+from deepwork_mcp.cli.options import cli_error, project_option, project_store
 
 
 @click.group()
@@ -29,8 +28,7 @@ def export(project: Path, session_id: str) -> None:
     """Print the event log of SESSION_ID as JSON Lines (one event a line)."""
     try:
         parsed = parse_session_id(session_id)
-        opened = shared_store(project.resolve())
-        with opened.read() as tx:
+        with project_store(project.resolve()) as opened, opened.read() as tx:
             rows = tx.execute(
                 "SELECT body FROM events WHERE project_id = ? AND session_id = ? ORDER BY seq",
                 (opened.project.project_id, parsed),
@@ -46,8 +44,7 @@ def export(project: Path, session_id: str) -> None:
 def info(project: Path) -> None:
     """Name the project's store (password masked) and its schema version."""
     try:
-        opened = shared_store(project.resolve())
-        with opened.read() as tx:
+        with project_store(project.resolve()) as opened, opened.read() as tx:
             [(version,)] = tx.execute("SELECT value FROM store_meta WHERE key = 'schema_version'")
     except DeepWorkError as exc:
         raise cli_error(exc) from None

@@ -17,9 +17,11 @@ Every route sits behind `DashboardGuard`.
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import os
 import socket
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
@@ -27,16 +29,21 @@ from urllib.parse import parse_qs
 
 from deepwork_core import DeepWorkError
 from deepwork_core.base.error_codes import ErrorCode
-from deepwork_core.base.identifiers import parse_session_id
+from deepwork_core.base.identifiers import SessionId, parse_session_id
 from deepwork_core.state.approvals import (
     ApprovalChannel,
     ApprovalError,
     ApprovalStore,
+    nothing_to_decide,
     record_decision,
 )
-from deepwork_core.state.sessions import SessionStore
+from deepwork_core.state.read_model.runs import Run
+from deepwork_core.state.sessions import SessionStore, session_not_found
 from deepwork_core.state.stats import collect_stats
 from deepwork_core.state.store.approval_rows import project_of
+from deepwork_core.state.store.opening import StoreWhenItExists, choose_store_url
+from deepwork_core.state.store.runs import StoredRun
+from deepwork_core.state.store.url import STORE_URL_ENV
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -71,62 +78,93 @@ def os_actor() -> str:
 class DashboardRoutes:
     """The handlers of one dashboard, bound to one project and one token.
 
+    The dashboard is a composition root: it opens the project's store (chosen as every command
+    chooses it) the first time the project has one, so a dashboard started before any run
+    shows the runs a server starts later, and closes it when the app stops (`lifespan`).
     The handlers that read or write state files are plain functions: Starlette runs them in its
     thread pool, so a state lock held by a server never stalls the event loop.
     """
 
     def __init__(self, project_root: Path, token: str) -> None:
-        self.store = SessionStore(project_root)
+        self.root = project_root
         self.token = token
         self.state = state_dir(os.environ)
         self.approval_key = approval_key(self.state, project_root)
         self.trusted = trusted_approvers(project_root, os.environ)
+        url = choose_store_url(project_root, os.environ.get(STORE_URL_ENV))
+        self.stores = StoreWhenItExists(url, project_root)
+        self._sessions: SessionStore | None = None
 
-    @property
-    def root(self) -> Path:
-        return self.store.project_root
+    def sessions(self) -> SessionStore | None:
+        """The project's sessions, once it has a store (None until then)."""
+        if self._sessions is None:
+            store = self.stores.get()
+            if store is not None:
+                self._sessions = SessionStore(store, self.root)
+        return self._sessions
 
-    def approval_store(self, signing: bool = False, project: str | None = None) -> ApprovalStore:
+    @contextlib.asynccontextmanager
+    async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await run_in_threadpool(self.stores.close)
+
+    def approval_store(
+        self, sessions: SessionStore, signing: bool = False, project: str | None = None
+    ) -> ApprovalStore:
         """The project's approvals under its key; `signing`: with the local approver's key;
         `project`: the approvals of another project of the shared store (docs/team.md)."""
         signer = local_signer(self.state, os.environ, None) if signing else None
-        root = self.store.project_root
         return ApprovalStore(
-            root, self.approval_key, trusted=self.trusted, signer=signer, project_id=project
+            sessions.store,
+            self.root,
+            self.approval_key,
+            trusted=self.trusted,
+            signer=signer,
+            project_id=project,
         )
 
     def all_runs(self, request: Request) -> Response:
-        return HTMLResponse(pages.all_runs_page(views.all_runs(self.store)))
+        return HTMLResponse(pages.all_runs_page(self._all_runs()))
 
     def all_runs_fragment(self, request: Request) -> Response:
-        return HTMLResponse(pages.all_runs_fragment(views.all_runs(self.store)))
+        return HTMLResponse(pages.all_runs_fragment(self._all_runs()))
+
+    def _all_runs(self) -> list[StoredRun]:
+        sessions = self.sessions()
+        return [] if sessions is None else views.all_runs(sessions)
 
     def runs(self, request: Request) -> Response:
         page = _page(request)
-        rows = views.runs(self.store, offset=(page - 1) * views.RUNS_PER_PAGE)
-        return HTMLResponse(pages.runs_page(rows, page, views.RUNS_PER_PAGE))
+        return HTMLResponse(pages.runs_page(self._runs(page), page, views.RUNS_PER_PAGE))
 
     def runs_fragment(self, request: Request) -> Response:
         page = _page(request)
-        rows = views.runs(self.store, offset=(page - 1) * views.RUNS_PER_PAGE)
-        return HTMLResponse(pages.runs_fragment(rows, page, views.RUNS_PER_PAGE))
+        return HTMLResponse(pages.runs_fragment(self._runs(page), page, views.RUNS_PER_PAGE))
+
+    def _runs(self, page: int) -> list[Run]:
+        sessions = self.sessions()
+        offset = (page - 1) * views.RUNS_PER_PAGE
+        return [] if sessions is None else views.runs(sessions, offset=offset)
 
     def run(self, request: Request) -> Response:
         session_id = str(request.path_params["session_id"])
         try:
-            page = views.run_page_view(
-                self.store, parse_session_id(session_id), self.approval_store()
-            )
+            parsed = parse_session_id(session_id)
+            sessions = self.sessions()
+            if sessions is None:  # no store, so no run at all
+                raise session_not_found(parsed)
+            page = views.run_page_view(sessions, parsed, self.approval_store(sessions))
         except DeepWorkError as exc:
             missing = pages.message_page("Not found", f"{exc.code}: {exc.message}")
             return HTMLResponse(missing, status_code=404)
-        table = reviews.ReviewTable(
-            rows=reviews.review_rows(self.root, session_id), session_id=session_id
-        )
+        rows = reviews.review_rows(sessions.store, parsed)
+        table = reviews.ReviewTable(rows=rows, session_id=session_id)
         return HTMLResponse(run_page(page, token=self.token, reviews=table))
 
     def reviews(self, request: Request) -> Response:
-        return HTMLResponse(reviews.reviews_page(reviews.review_rows(self.root)))
+        return HTMLResponse(reviews.reviews_page(reviews.review_rows(self.stores.get())))
 
     def reviews_fragment(self, request: Request) -> Response:
         session_id = request.query_params.get("session")
@@ -135,17 +173,19 @@ class DashboardRoutes:
                 parse_session_id(session_id)
             except DeepWorkError as exc:
                 return HTMLResponse(text_of(exc), status_code=404)
-        rows = reviews.review_rows(self.root, session_id)
+        rows = reviews.review_rows(self.stores.get(), session_id)
         return HTMLResponse(
             reviews.reviews_fragment(reviews.ReviewTable(rows=rows, session_id=session_id))
         )
 
     def approvals(self, request: Request) -> Response:
-        return HTMLResponse(
-            pages.approvals_page(
-                views.open_approvals(self.store, self.approval_store()), self.token
-            )
-        )
+        return HTMLResponse(pages.approvals_page(self._open_approvals(), self.token))
+
+    def _open_approvals(self) -> list[views.ApprovalView]:
+        sessions = self.sessions()
+        if sessions is None:
+            return []
+        return views.open_approvals(sessions, self.approval_store(sessions))
 
     async def decide(self, request: Request) -> Response:
         session_id = str(request.path_params["session_id"])
@@ -179,9 +219,10 @@ class DashboardRoutes:
         project: str | None = None,
     ) -> Response:
         try:
+            approvals, parsed = self._deciding(session_id, project)
             record = record_decision(
-                self._deciding(project),
-                parse_session_id(session_id),
+                approvals,
+                parsed,
                 approved=approved,
                 comment=comment,
                 channel=ApprovalChannel.DASHBOARD,
@@ -200,12 +241,16 @@ class DashboardRoutes:
             200,
         )
 
-    def _deciding(self, project: str | None) -> ApprovalStore:
-        """The approvals a decision goes to, signed: this project's, or (a shared store only)
-        another project's of the same store."""
-        approvals = self.approval_store(signing=True)
+    def _deciding(self, session_id: str, project: str | None) -> tuple[ApprovalStore, SessionId]:
+        """The approvals a decision on `session_id` goes to, signed: this project's, or (a
+        shared store only) another project's of the same store; with the id, parsed."""
+        parsed = parse_session_id(session_id)
+        sessions = self.sessions()
+        if sessions is None:  # no store, so nothing waits
+            raise nothing_to_decide(parsed)
+        approvals = self.approval_store(sessions, signing=True)
         if project is None or project == approvals.project_id:
-            return approvals
+            return approvals, parsed
         if not self.trusted.shared:
             raise ApprovalError(
                 "a decision on another project's run needs a shared store (docs/team.md)",
@@ -216,19 +261,14 @@ class DashboardRoutes:
                 raise ApprovalError(
                     f"the store has no project {project!r}", code=ErrorCode.APPROVAL_NONE_PENDING
                 )
-        return self.approval_store(signing=True, project=project)
+        return self.approval_store(sessions, signing=True, project=project), parsed
 
     def _approvals(self, notice: str, status: int) -> Response:
-        page = pages.approvals_page(
-            views.open_approvals(self.store, self.approval_store()),
-            self.token,
-            notice,
-            ok=status == 200,
-        )
+        page = pages.approvals_page(self._open_approvals(), self.token, notice, ok=status == 200)
         return HTMLResponse(page, status_code=status)
 
     def stats(self, request: Request) -> Response:
-        return HTMLResponse(pages.stats_page(collect_stats(self.store.project_root)))
+        return HTMLResponse(pages.stats_page(collect_stats(self.stores.get())))
 
     def stylesheet(self, request: Request) -> Response:
         return Response(STYLESHEET, media_type="text/css")
@@ -272,6 +312,7 @@ def dashboard_app(
             Route("/stats", routes.stats),
             Route("/static/dashboard.css", routes.stylesheet),
             Route("/static/dashboard.js", routes.script),
-        ]
+        ],
+        lifespan=routes.lifespan,
     )
     return DashboardGuard(app, port=port, token=token, bound=bound, public_url=public_url)

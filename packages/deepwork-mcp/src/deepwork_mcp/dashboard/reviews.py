@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Final
 from urllib.parse import quote
 
 from deepwork_core.gate.background import KIND, GateJob, ReviewPayload, shown_state
-from deepwork_core.state.store.opening import existing_store
+from deepwork_core.state.store.port import Store
 from deepwork_core.state.store.review_jobs import Failed, ReviewJobs, ReviewJobState, Stale
 from pydantic import BaseModel, ConfigDict
 
@@ -86,10 +85,10 @@ def _row(job: GateJob, now: float) -> ReviewRow:
     )
 
 
-def review_rows(project_root: Path, session_id: str | None = None) -> list[ReviewRow]:
-    """The project's (or one session's) background reviews: live ones first, oldest first,
-    then the `FINISHED_SHOWN` most recent finished ones, newest first."""
-    store = existing_store(project_root)
+def review_rows(store: Store | None, session_id: str | None = None) -> list[ReviewRow]:
+    """The project's (or one session's) background reviews in its `store`: live ones first,
+    oldest first, then the `FINISHED_SHOWN` most recent finished ones, newest first; none for
+    a project without a store (None)."""
     if store is None:
         return []
     now = time.time()

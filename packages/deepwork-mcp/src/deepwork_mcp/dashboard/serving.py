@@ -68,7 +68,7 @@ def serve(
         ),
         log_level="warning",
         access_log=False,
-        lifespan="off",
+        lifespan="on",  # the app closes its store when it stops
         server_header=False,
     )
     uvicorn.Server(config).run(sockets=[sock])

@@ -37,7 +37,6 @@ from deepwork_core.state.read_model.runs import (
 )
 from deepwork_core.state.sessions import Session, SessionStatus, SessionStore
 from deepwork_core.state.store.approval_rows import undecided_requests
-from deepwork_core.state.store.opening import existing_store
 from deepwork_core.state.store.runs import StoredRun
 from deepwork_core.state.store.runs import list_runs as stored_runs
 from markupsafe import Markup
@@ -204,7 +203,9 @@ def run_page_view(
         detail=detail,
         graph=graph,
         graph_problem=graph_problem,
-        approval=pending_approval(approvals or ApprovalStore(store.project_root), session),
+        approval=pending_approval(
+            approvals or ApprovalStore(store.store, store.project_root), session
+        ),
         instances=instances,
     )
 
@@ -372,7 +373,7 @@ def open_approvals(
 ) -> list[ApprovalView]:
     """Every open approval request of the project, newest session first, then those of the
     other projects of a shared store."""
-    approvals = approvals or ApprovalStore(store.project_root)
+    approvals = approvals or ApprovalStore(store.store, store.project_root)
     waiting = [run for run in list_runs(store) if run.status is RunStatus.AWAITING_APPROVAL]
     views: list[ApprovalView] = []
     for run in waiting:
@@ -385,8 +386,5 @@ def open_approvals(
 
 def all_runs(store: SessionStore, limit: int = 1000) -> list[StoredRun]:
     """Every run of every project in the project's store, newest first (docs/team.md)."""
-    found = existing_store(store.project_root)
-    if found is None:
-        return []
-    with found.read() as tx:
+    with store.store.read() as tx:
         return stored_runs(tx, limit=limit)

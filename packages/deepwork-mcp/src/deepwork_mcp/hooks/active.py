@@ -4,6 +4,8 @@ The session store (`deepwork_core.state.sessions`) and job discovery are the rea
 state and of jobs; they import pydantic and YAML, which cost several times the whole no-op hook.
 So hooks first probe with plain `json` and text reads, and open the store only when a workflow
 may be running (`stack_is_empty`) and its job may have hooks for the event (`may_have_job_hooks`).
+`load_stack` is then the hook process's composition root for the store: it opens the project's
+store for the one read (never creating one) and closes it.
 The probes are conservative — when in doubt they say "maybe" and the store decides — and read
 the store's file names from `deepwork_core.base.layout`, which imports only the standard library.
 """
@@ -105,23 +107,30 @@ class HookedWorkflow:
         return self.stack[-1]
 
 
-def load_stack(project_root: Path) -> list[Session]:
-    """The active sessions (bottom to top); [] without importing pydantic when there are none."""
+def load_stack(project_root: Path, store_url: str | None = None) -> list[Session]:
+    """The active sessions (bottom to top) in the project's store (`store_url`: the one
+    `DEEPWORK_STORE_URL` names, else the project's own); [] without importing pydantic when
+    there are none."""
     if stack_is_empty(project_root):
         return []
     from deepwork_core.state.sessions import SessionStore
+    from deepwork_core.state.store.opening import choose_store_url, open_existing_store
 
-    return SessionStore(project_root).stack()
+    store = open_existing_store(choose_store_url(project_root, store_url), project_root)
+    if store is None:
+        return []
+    with store:
+        return SessionStore(store, project_root).stack()
 
 
 def load_active_workflow(
-    project_root: Path, additional_jobs_folders: str | None
+    project_root: Path, additional_jobs_folders: str | None, store_url: str | None = None
 ) -> HookedWorkflow | None:
     """The workflow on top of the stack with its job and current steps, or None.
 
     Raises the store's and discovery's errors (`session.state_corrupt`, `job.invalid`, …).
     """
-    stack = load_stack(project_root)
+    stack = load_stack(project_root, store_url)
     if not stack:
         return None
     from deepwork_core import JobCatalog

@@ -40,6 +40,7 @@ def settings_from_environment(env: Mapping[str, str], cwd: Path | None) -> HookS
         fallback_cwd=cwd,
         additional_jobs_folders=env.get("DEEPWORK_ADDITIONAL_JOBS_FOLDERS"),
         script_timeout=_seconds(env, "DEEPWORK_HOOK_SCRIPT_TIMEOUT", DEFAULT_SCRIPT_TIMEOUT),
+        store_url=env.get("DEEPWORK_STORE_URL") or None,
     )
 
 

@@ -36,6 +36,8 @@ class HookSettings:
     fallback_cwd: Path | None = None
     additional_jobs_folders: str | None = None
     script_timeout: float = DEFAULT_SCRIPT_TIMEOUT
+    #: `DEEPWORK_STORE_URL`: the store the hook reads the stack from (else the project's own).
+    store_url: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,8 @@ def session_start(event: HookEvent, context: HookContext) -> HookResult:
     root = context.project_root
     if event.event != SESSION_START or root is None:
         return NO_OP
-    stack = load_stack(root)  # probes the stack file first: [] without pydantic when empty
+    # Probes the stack file first: [] without pydantic when empty.
+    stack = load_stack(root, context.settings.store_url)
     if not stack:
         return NO_OP
     return HookResult(context=briefing(root, stack, context.settings.additional_jobs_folders))

@@ -43,7 +43,7 @@ def workflow(event: HookEvent, context: HookContext) -> HookResult:
     folders = context.settings.additional_jobs_folders
     if not may_have_job_hooks(root, event.event, folders):
         return NO_OP
-    active = load_active_workflow(root, folders)
+    active = load_active_workflow(root, folders, context.settings.store_url)
     if active is None:
         return NO_OP
     texts: list[str] = []  # prompts and failures: what the agent should read

@@ -20,6 +20,7 @@ from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.base.identifiers import SessionId
 from deepwork_core.state.event_kinds import ApprovalEvent, KnownEvent, OtherEvent, StartedEvent
 from deepwork_core.state.events import add_event_listener, read_events
+from deepwork_core.state.store.port import Store
 from opentelemetry import metrics, trace
 from opentelemetry.context import Context
 from opentelemetry.metrics import Counter, Histogram
@@ -135,16 +136,17 @@ class Telemetry:
         self.tracer_provider.shutdown()
         self.meter_provider.shutdown()
 
-    def observe(self, project_root: Path, event: KnownEvent) -> None:
-        """The listener: fold `event` and emit the spans and measurements it completes."""
+    def observe(self, store: Store, event: KnownEvent) -> None:
+        """The listener: fold `event` (written to `store`) and emit the spans and measurements
+        it completes."""
         host = version = None
         if isinstance(event, StartedEvent):
             host = _host_span()
             if self.job_version is not None:
-                version = self.job_version(project_root, event.job)
+                version = self.job_version(Path(store.project.root), event.job)
         with self._lock:
-            self._catch_up(project_root, event)
-            self._decided_elsewhere(project_root, event)
+            self._catch_up(store, event)
+            self._decided_elsewhere(store, event)
             self._emit(self.book.fold(event, host, version))
 
     def _emit(self, emissions: list[Emission]) -> None:
@@ -154,12 +156,12 @@ class Telemetry:
             else:
                 self._measure(emission)
 
-    def _decided_elsewhere(self, project_root: Path, event: KnownEvent) -> None:
+    def _decided_elsewhere(self, store: Store, event: KnownEvent) -> None:
         """Fold the approvals `deepwork approve` (another process) logged since the request."""
         if isinstance(event, ApprovalEvent) or not self.book.awaits_approval(event.session_id):
             return
         try:
-            logged = read_events(project_root, event.session_id)
+            logged = read_events(store, event.session_id)
         except DeepWorkError:
             return
         for past in logged:
@@ -184,7 +186,7 @@ class Telemetry:
 
     # -- catching up after a restart ------------------------------------------------------
 
-    def _catch_up(self, project_root: Path, event: KnownEvent) -> None:
+    def _catch_up(self, store: Store, event: KnownEvent) -> None:
         wanted: list[SessionId] = []
         if isinstance(event, StartedEvent):
             if event.parent_session_id is not None:
@@ -196,17 +198,17 @@ class Telemetry:
                 wanted.append(SessionId(reviewed))
         seen: set[str] = set()
         for session_id in wanted:
-            self._replay(project_root, session_id, event, seen)
+            self._replay(store, session_id, event, seen)
 
     def _replay(
-        self, project_root: Path, session_id: SessionId, stop: KnownEvent, seen: set[str]
+        self, store: Store, session_id: SessionId, stop: KnownEvent, seen: set[str]
     ) -> None:
         """Fold `session_id`'s logged events (up to `stop`) without emitting anything."""
         if self.book.knows(session_id) or session_id in seen:
             return
         seen.add(session_id)
         try:
-            past = read_events(project_root, session_id)
+            past = read_events(store, session_id)
         except DeepWorkError:
             return
         for logged in past:
@@ -215,7 +217,7 @@ class Telemetry:
             if isinstance(logged, OtherEvent):
                 continue
             if isinstance(logged, StartedEvent) and logged.parent_session_id is not None:
-                self._replay(project_root, logged.parent_session_id, stop, seen)
+                self._replay(store, logged.parent_session_id, stop, seen)
             self.book.fold(logged)
 
     # -- emitting -------------------------------------------------------------------------

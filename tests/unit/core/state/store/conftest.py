@@ -45,3 +45,9 @@ def any_store(store_url: str | None, tmp_path: Path, clock: ManualClock) -> Iter
         yield store
     finally:
         store.close()
+
+
+@pytest.fixture
+def test_store_url(store_url: str | None) -> str | None:
+    """Here `store_url` chooses the store `make_store` opens: such a test runs on both."""
+    return store_url

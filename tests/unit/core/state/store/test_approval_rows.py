@@ -5,7 +5,7 @@ database by hand, and the old `approvals/<id>.json` files imported with their se
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -35,12 +35,8 @@ from deepwork_core.state.store.approval_rows import (
     save_decision,
     undecided_requests,
 )
-from deepwork_core.state.store.opening import (
-    close_shared_stores,
-    open_store,
-    shared_store,
-    use_store_url,
-)
+from deepwork_core.state.store.opening import open_store
+from deepwork_core.state.store.port import Store
 
 from tests.fixtures.state_rows import insert_decision_by_hand
 
@@ -49,13 +45,11 @@ WHEN = datetime(2026, 11, 23, 22, 0, tzinfo=UTC)
 
 
 @pytest.fixture
-def root(store_url: str | None, tmp_path: Path) -> Iterator[Path]:
+def root(tmp_path: Path) -> Path:
     project = tmp_path / "project"
     project.mkdir()
     (project / "plan.md").write_text("the plan\n")
-    use_store_url(project, store_url)
-    yield project
-    close_shared_stores()
+    return project
 
 
 def request(root: Path, request_id: str = "req-1") -> ApprovalRequest:
@@ -84,19 +78,19 @@ def decide(store: ApprovalStore) -> ApprovalRecord:
     )
 
 
-def rows(root: Path, sql: str) -> list[tuple[object, ...]]:
-    store = shared_store(root)
+def rows(store: Store, sql: str) -> list[tuple[object, ...]]:
     with store.read() as tx:
         return [tuple(r) for r in tx.execute(sql)]
 
 
 def test_the_request_is_the_servers_record_and_its_decision_is_kept(
-    root: Path, tmp_path: Path
+    root: Path, tmp_path: Path, make_store: Callable[..., Store]
 ) -> None:
-    store = ApprovalStore(root, ApprovalKey(tmp_path / "keys" / "p.key"))
+    db = make_store(root)
+    store = ApprovalStore(db, root, ApprovalKey(tmp_path / "keys" / "p.key"))
     store.open_request(request(root))
     [asked] = rows(
-        root,
+        db,
         "SELECT request_id, session_id, step_ids, shown, channels, state FROM approval_requests",
     )
     assert asked[:2] == ("req-1", SID)
@@ -106,7 +100,7 @@ def test_the_request_is_the_servers_record_and_its_decision_is_kept(
 
     decide(store)
     [decision] = rows(
-        root, "SELECT request_id, approved, channel, actor, mac FROM approval_decisions"
+        db, "SELECT request_id, approved, channel, actor, mac FROM approval_decisions"
     )
     assert decision[:4] == ("req-1", 1, "dashboard", "alice@laptop")
     assert decision[4]  # sealed
@@ -117,13 +111,14 @@ def test_the_request_is_the_servers_record_and_its_decision_is_kept(
 
 
 def test_a_new_request_replaces_the_open_one_and_abort_withdraws_it(
-    root: Path, tmp_path: Path
+    root: Path, tmp_path: Path, make_store: Callable[..., Store]
 ) -> None:
-    store = ApprovalStore(root, ApprovalKey(tmp_path / "keys" / "p.key"))
+    db = make_store(root)
+    store = ApprovalStore(db, root, ApprovalKey(tmp_path / "keys" / "p.key"))
     store.open_request(request(root))
     store.open_request(request(root, "req-2"))
     store.clear(SID, withdrawn=True)
-    states = rows(root, "SELECT request_id, state FROM approval_requests ORDER BY request_id")
+    states = rows(db, "SELECT request_id, state FROM approval_requests ORDER BY request_id")
     assert states == [("req-1", "replaced"), ("req-2", "withdrawn")]
     assert store.load(SID) is None
     with pytest.raises(ApprovalError) as caught:
@@ -132,14 +127,17 @@ def test_a_new_request_replaces_the_open_one_and_abort_withdraws_it(
 
 
 def test_a_decision_inserted_with_plain_sql_is_refused(
-    root: Path, tmp_path: Path, store_url: str | None
+    root: Path, tmp_path: Path, make_store: Callable[..., Store]
 ) -> None:
     alice = ApproverSigner("alice", tmp_path / "state" / "alice.key")
     alice.create()
     (root / ".deepwork" / "approvers").mkdir(parents=True)
     (root / ".deepwork" / "approvers" / "alice.pub").write_text(public_line(alice.public_key()))
     key = ApprovalKey(tmp_path / "keys" / "p.key")
-    server = ApprovalStore(root, key, trusted=TrustedApprovers(root / ".deepwork" / "approvers"))
+    db = make_store(root)
+    server = ApprovalStore(
+        db, root, key, trusted=TrustedApprovers(root / ".deepwork" / "approvers")
+    )
     opened = server.open_request(request(root))
     forged = {
         "request_id": "req-1",
@@ -151,14 +149,14 @@ def test_a_decision_inserted_with_plain_sql_is_refused(
         "signer": "alice",
         "signature": "AAAA",
     }
-    insert_decision_by_hand(root, store_url, SID, forged)
+    insert_decision_by_hand(db, SID, forged)
 
     with pytest.raises(ApprovalError) as caught:
         server.load_verified(SID)
     assert caught.value.code == "approval.unverified"
     assert "does not verify" in caught.value.message
     # The human's real, signed decision replaces the forgery and counts.
-    decide(ApprovalStore(root, key, trusted=server.trusted, signer=alice))
+    decide(ApprovalStore(db, root, key, trusted=server.trusted, signer=alice))
     record = server.load_verified(SID)
     assert record is not None
     assert record.decision is not None
@@ -189,10 +187,13 @@ def _old_files(root: Path, key: ApprovalKey) -> None:
     (root / EVENTS_DIR / f"{SID}.jsonl").write_text(line + "\n")
 
 
-def test_old_approval_files_are_imported_with_their_seals(root: Path, tmp_path: Path) -> None:
+def test_old_approval_files_are_imported_with_their_seals(
+    root: Path, tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
     key = ApprovalKey(tmp_path / "keys" / "p.key")
     _old_files(root, key)
-    record = ApprovalStore(root, key).load_verified(SID)  # the first open imports
+    db = make_store(root)  # its first open imports them
+    record = ApprovalStore(db, root, key).load_verified(SID)
     assert record is not None
     assert record.decision is not None
     assert record.decision.terminal == "/dev/pts/1"
@@ -200,7 +201,7 @@ def test_old_approval_files_are_imported_with_their_seals(root: Path, tmp_path: 
     old = root / APPROVALS_DIR / f"{SID}.json"
     assert not old.exists()
     assert old.with_name(old.name + ".imported").is_file()
-    [(state,)] = rows(root, "SELECT state FROM approval_requests")
+    [(state,)] = rows(db, "SELECT state FROM approval_requests")
     assert state == "open"
 
 

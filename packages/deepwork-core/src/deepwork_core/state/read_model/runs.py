@@ -45,7 +45,7 @@ from deepwork_core.state.read_model.timeline import (
     timeline_entry,
 )
 from deepwork_core.state.sessions import Session, SessionStatus, SessionStore
-from deepwork_core.state.store.opening import existing_store
+from deepwork_core.state.store.port import Store
 from deepwork_core.state.store.review_jobs import sessions_with_live_jobs
 from deepwork_core.state.store.runs import ProjectRun, project_runs
 from deepwork_core.state.usage.pair import RunUsage
@@ -185,11 +185,8 @@ def _status(stored: str, awaiting_approval: bool, reviewing: bool) -> RunStatus:
     return RunStatus.REVIEWING if reviewing else RunStatus.ACTIVE
 
 
-def reviewing_sessions(project_root: Path) -> set[str]:
+def reviewing_sessions(store: Store) -> set[str]:
     """The sessions whose background reviews are still queued or running."""
-    store = existing_store(project_root)
-    if store is None:
-        return set()
     return sessions_with_live_jobs(store)
 
 
@@ -242,11 +239,11 @@ def list_runs(store: SessionStore, *, with_usage: bool = False) -> list[Run]:
     """Every session of the project (active and finished), newest start first, each top-level
     run with its review cost when `with_usage`. A session that cannot be read (pruned
     meanwhile, or corrupt) is left out; `deepwork log` reports it."""
-    root = store.project_root
+    root, db = store.project_root, store.store
     sessions = load_sessions(store)
     if not sessions:
         return []
-    marks, reviewing = session_marks(root), reviewing_sessions(root)
+    marks, reviewing = session_marks(db), reviewing_sessions(db)
     runs = [
         run_of(
             root,
@@ -258,12 +255,12 @@ def list_runs(store: SessionStore, *, with_usage: bool = False) -> list[Run]:
     ]
     if not with_usage:
         return runs
-    usage = session_marks(root, kind=EventName.REVIEW_USAGE)
+    usage = session_marks(db, kind=EventName.REVIEW_USAGE)
     return [
         run
         if run.parent_session_id is not None
         else run.model_copy(
-            update={"review_usage": run_cost(root, run.session_id, usage.get(run.session_id))}
+            update={"review_usage": run_cost(db, run.session_id, usage.get(run.session_id))}
         )
         for run in runs
     ]
@@ -274,21 +271,18 @@ def page_runs(store: SessionStore, *, limit: int, offset: int = 0) -> list[Run]:
     indexed query; no session document is read), each nested run under its parent when both are
     on the page and each top-level run with its review cost. `for_each` instances are left out
     (their parent's page lists them)."""
-    db = existing_store(store.project_root)
-    if db is None:
-        return []
+    db = store.store
     with db.read() as tx:
         rows = project_runs(tx, db.project.project_id, limit=limit, offset=offset)
     if not rows:
         return []
-    root = store.project_root
-    reviewing = reviewing_sessions(root)
-    usage = session_marks(root, kind=EventName.REVIEW_USAGE)
+    reviewing = reviewing_sessions(db)
+    usage = session_marks(db, kind=EventName.REVIEW_USAGE)
     runs = []
     for row in rows:
         run = _listed_run(row, reviewing=row.session_id in reviewing)
         if run.parent_session_id is None:
-            cost = run_cost(root, run.session_id, usage.get(run.session_id))
+            cost = run_cost(db, run.session_id, usage.get(run.session_id))
             run = run.model_copy(update={"review_usage": cost})
         runs.append(run)
     return run_tree(runs)
@@ -317,30 +311,31 @@ def _listed_run(row: ProjectRun, *, reviewing: bool) -> Run:
     )
 
 
-#: (newest review call's number, totals) per run: a run list is redrawn every second, and its
-#: review calls rarely change.
-_COSTS: dict[tuple[Path, str], tuple[int, RunUsage]] = {}
+#: (newest review call's number, totals) per store, project and run: a run list is redrawn every
+#: second, and its review calls rarely change.
+_COSTS: dict[tuple[str, str, str], tuple[int, RunUsage]] = {}
 
 
 def run_cost(
-    project_root: Path, session_id: SessionId, mark: tuple[int, float] | None
+    store: Store, session_id: SessionId, mark: tuple[int, float] | None
 ) -> RunUsage | None:
     """The review totals of a run (None when its log cannot be read); `mark` is its newest
     review call's from `session_marks` (None: it has none), and the calls are read again only
     when it changed."""
     if mark is None:
         return RunUsage()
-    cached = _COSTS.get((project_root, session_id))
+    key = (store.display, store.project.project_id, session_id)
+    cached = _COSTS.get(key)
     if cached is not None and cached[0] == mark[0]:
         return cached[1]
     try:
-        scan = scan_events(project_root, session_id, keep_last=0, kinds=_USAGE)
+        scan = scan_events(store, session_id, keep_last=0, kinds=_USAGE)
     except DeepWorkError:
         return None
     usage = sum_usage(scan.selected)
     if len(_COSTS) > MAX_CACHED_COSTS:
         _COSTS.clear()
-    _COSTS[(project_root, session_id)] = (mark[0], usage)
+    _COSTS[key] = (mark[0], usage)
     return usage
 
 
@@ -449,14 +444,14 @@ def run_detail(
 ) -> RunDetail:
     """Everything a run page shows. Raises `session.not_found` for an unknown session."""
     session = store.load(session_id)
-    root = store.project_root
+    root, db = store.project_root, store.store
     problem = None
     try:
-        scan = scan_events(root, session_id, keep_last=max_events, kinds=SUMMARY_KINDS)
+        scan = scan_events(db, session_id, keep_last=max_events, kinds=SUMMARY_KINDS)
     except DeepWorkError as exc:
         scan, problem = EventScan(0, [], []), f"{exc.code}: {exc.message}"
-    last = last_event_at(root, session_id) if scan.total else None
-    reviewing = session_id in reviewing_sessions(root)
+    last = last_event_at(db, session_id) if scan.total else None
+    reviewing = session_id in reviewing_sessions(db)
     run = run_of(root, session, last_event_at=last, reviewing=reviewing)
     summary = RunSummary(
         outcome=_outcome(run),

@@ -19,7 +19,8 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from types import TracebackType
+from typing import Any, Protocol, Self
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.state.store.errors import StoreError
@@ -54,7 +55,10 @@ class ProjectRef:
 
 
 class Store(abc.ABC):
-    """An open store for one project. Thread-safe; one connection, used by one thread at once."""
+    """An open store for one project. Thread-safe; one connection, used by one thread at once.
+
+    Whoever opened it closes it (`close`, or a `with` block); the modules it is handed to never
+    do."""
 
     #: "sqlite" or "postgresql".
     kind: str = ""
@@ -119,6 +123,17 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def close(self) -> None:
         """Release the connection (the store may not be used afterwards)."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.close()
 
     def now(self) -> float:
         return self.clock()

@@ -88,16 +88,3 @@ def password_of(url: str) -> str | None:
         return urlsplit(url).password
     except ValueError:
         return None
-
-
-_process_default: list[str | None] = [None]
-
-
-def set_default_store_url(url: str | None) -> None:
-    """The URL every project of this process uses unless told otherwise (the CLI sets it from
-    `DEEPWORK_STORE_URL`; it wins over `store.url` of a project's config)."""
-    _process_default[0] = url or None
-
-
-def default_store_url() -> str | None:
-    return _process_default[0]

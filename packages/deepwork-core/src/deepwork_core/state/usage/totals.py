@@ -10,7 +10,6 @@ agent's own tokens, which DeepWork cannot see: they are counted in `self_reviews
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
@@ -19,6 +18,7 @@ from deepwork_core.base.identifiers import SessionId
 from deepwork_core.state.event_kinds import EventRecord, ReviewUsageEvent
 from deepwork_core.state.events import read_events
 from deepwork_core.state.sessions import Session
+from deepwork_core.state.store.port import Store
 from deepwork_core.state.usage.pair import RequestUsage, RunUsage
 
 
@@ -36,10 +36,10 @@ def sum_usage(events: Iterable[EventRecord]) -> RunUsage:
     return RunUsage.of(metered, self_reviews=self_reviews)
 
 
-def run_usage(project_root: Path, run_id: SessionId) -> RunUsage:
+def run_usage(store: Store, run_id: SessionId) -> RunUsage:
     """The totals of run `run_id` (its top-level session id); empty when its log is unreadable."""
     try:
-        return sum_usage(read_events(project_root, run_id))
+        return sum_usage(read_events(store, run_id))
     except DeepWorkError:
         return RunUsage()
 
