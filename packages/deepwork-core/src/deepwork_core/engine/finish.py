@@ -39,7 +39,6 @@ from deepwork_core.engine.checkpoints import (
     count_attempt,
     current_checkpoint,
     next_attempt,
-    run_of,
 )
 from deepwork_core.engine.fanout.fan_in import complete_fan_in
 from deepwork_core.engine.fanout.instances import FanOutRunner
@@ -71,6 +70,7 @@ from deepwork_core.state.sessions import (
     StateTransaction,
 )
 from deepwork_core.state.stacks import Target, same_checkpoint, stack_items, target_session
+from deepwork_core.state.usage.totals import run_id_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,7 +196,7 @@ class FinishPipeline:
             attempt=attempt,
             work_summary=sub.work_summary,
             undeclared_changes=tuple(findings.undeclared),
-            run_id=run_of(tx, session),
+            run_id=run_id_of(session, tx.load),
             log_length=len(session.quality_log),
         )
         return _Pending(context, findings, checkpoint, session.current_entry_index)
@@ -281,7 +281,7 @@ class FinishPipeline:
             job, steps = current_checkpoint(self.catalog, session)
             validated = self._validated(session, steps, sub)
             stack = stack_items(tx, session.agent_id)
-            run_id = run_of(tx, session)
+            run_id = run_id_of(session, tx.load)
         evidence, blocked = _dry_audit(self.project_root, session, job.definition, steps, validated)
         gate, tasks = self.gate, []
         # At the last step, stale outputs of earlier steps are reviewed again with this one.

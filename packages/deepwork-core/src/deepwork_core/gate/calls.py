@@ -102,7 +102,7 @@ class ReviewCalls:
         alongside this one, sharing what is left of its cost budget. Stops soon after
         `cancelled` is set (then `quality_gate.error`)."""
         if self.budget.max_cost_usd is not None or self.budget.max_tokens is not None:
-            check_budget(checkpoint.store, checkpoint.run_session_id, self.budget)
+            check_budget(checkpoint.store, checkpoint.resolved_run_id, self.budget)
         message = build_review_message(checkpoint, task, self.max_inline_files)
         deadline = time.monotonic() + self.timeout_for(task_file_count(checkpoint, task))
         call = _Call(checkpoint, task, message, deadline, slots)
@@ -126,7 +126,7 @@ class ReviewCalls:
         """One reviewer call with its slice of the budget reserved (`BudgetLedger`); its usage
         is logged (and its error raised) when it failed."""
         checkpoint = call.checkpoint
-        call.share = self.ledger.reserve(checkpoint.store, checkpoint.run_session_id, call.slots)
+        call.share = self.ledger.reserve(checkpoint.store, checkpoint.resolved_run_id, call.slots)
         started = time.monotonic()
         try:
             reply = self._call(call, cancelled)
@@ -203,7 +203,7 @@ class ReviewCalls:
 
     def _release(self, call: _Call) -> None:
         if call.share is not None:
-            self.ledger.release(call.checkpoint.run_session_id, call.share)
+            self.ledger.release(call.checkpoint.resolved_run_id, call.share)
             call.share = None
 
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from deepwork_core.base.errors import GitError
 from deepwork_core.base.git import run_git
 from deepwork_core.evidence.verdicts import VerdictKind
-from deepwork_core.state.read_model.runs import Run, RunStatus, list_runs
+from deepwork_core.state.read_model.runs import ListedStatus, SessionView, list_sessions
 from deepwork_core.state.sessions import (
     Session,
     SessionStore,
@@ -141,7 +141,7 @@ def project_overview(
         if sessions
     ]
     active = {entry.session_id for stack in stacks for entry in stack.entries}
-    runs = list_runs(store)
+    runs = list_sessions(store)
     return ProjectOverview(
         stacks=stacks,
         finished=_finished(runs, active, finished_limit),
@@ -154,7 +154,7 @@ def empty_overview(project_root: Path) -> ProjectOverview:
     return ProjectOverview(stacks=[], finished=[], branches=workflow_branches(project_root, []))
 
 
-def workflow_branches(project_root: Path, runs: list[Run]) -> list[WorkflowBranch]:
+def workflow_branches(project_root: Path, runs: list[SessionView]) -> list[WorkflowBranch]:
     """Every local `deepwork/…` branch, with where its run started and whether it is merged
     there; [] outside git or when git fails."""
     listed = _git(project_root, "for-each-ref", "--format=%(refname:short)", "refs/heads/deepwork/")
@@ -178,12 +178,13 @@ def _git(project_root: Path, *args: str) -> str | None:
     return done.stdout if done.returncode == 0 else None
 
 
-def _finished(runs: list[Run], active: set[str], limit: int) -> list[FinishedEntry]:
+def _finished(runs: list[SessionView], active: set[str], limit: int) -> list[FinishedEntry]:
     """The newest `limit` finished runs, newest end first (the read model's list of runs)."""
     finished = [
         run
         for run in runs
-        if run.session_id not in active and run.status in (RunStatus.COMPLETED, RunStatus.ABORTED)
+        if run.session_id not in active
+        and run.status in (ListedStatus.COMPLETED, ListedStatus.ABORTED)
     ]
     finished.sort(key=lambda run: run.finished_at or run.started_at, reverse=True)
     return [

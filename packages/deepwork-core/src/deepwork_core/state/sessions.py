@@ -42,7 +42,8 @@ from deepwork_core.state.retention import delete_finished
 from deepwork_core.state.stack_marker import write_stack_marker
 from deepwork_core.state.store.errors import StoreError
 from deepwork_core.state.store.port import Store, Tx
-from deepwork_core.state.store.runs import (
+from deepwork_core.state.store.schema import ListColumns
+from deepwork_core.state.store.session_rows import (
     SessionRow,
     load_body,
     read_stacks,
@@ -51,7 +52,6 @@ from deepwork_core.state.store.runs import (
     session_times,
     write_stack,
 )
-from deepwork_core.state.store.schema import ListColumns
 
 SCHEMA_VERSION: Literal[1] = 1
 

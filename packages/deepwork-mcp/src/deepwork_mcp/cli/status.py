@@ -29,7 +29,7 @@ from deepwork_core.state.overview import (
 )
 from deepwork_core.state.sessions import SessionStore
 from deepwork_core.state.store.opening import StoreWhenItExists
-from deepwork_core.state.store.runs import StoredRun, list_runs
+from deepwork_core.state.store.session_rows import StoredSession, list_session_rows
 from deepwork_core.state.store.url import SQLITE_FILE
 from deepwork_core.state.usage.pair import RunUsage, cost_text
 
@@ -130,7 +130,7 @@ def state_fingerprint(state_dir: Path) -> int:
     return marks
 
 
-def render_runs(runs: list[StoredRun], now: datetime) -> str:
+def render_runs(runs: list[StoredSession], now: datetime) -> str:
     """Every run of every project in the store, newest first, one line each."""
     if not runs:
         return "No runs in the store.\n"
@@ -153,7 +153,7 @@ def render_runs(runs: list[StoredRun], now: datetime) -> str:
 def _print_all_runs(project: Path, as_json: bool, limit: int) -> None:
     try:
         with project_store(project) as store, store.read() as tx:
-            runs = list_runs(tx, limit=limit)
+            runs = list_session_rows(tx, limit=limit)
     except DeepWorkError as exc:
         raise cli_error(exc) from None
     if as_json:

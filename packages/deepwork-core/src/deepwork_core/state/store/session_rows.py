@@ -1,10 +1,11 @@
-"""The rows of runs: sessions and the per-agent stacks, as SQL over one `Tx`.
+"""The rows of sessions and the per-agent stacks, as SQL over one `Tx`.
 
 A session row keeps the whole `Session` document as JSON (`body`) beside the columns that
 listing runs needs (job, workflow, status, agent, branch, machine, times; goal, current steps,
 parent, instance and approval flags); the document is what `SessionStore` reads back, the
-columns are all that `list_runs` (every project, from one covering index) and `project_runs`
-(one project's page, as the dashboard lists it) read: a list never parses a document.
+columns are all that `list_session_rows` (every project, from one covering index) and
+`project_session_rows` (one project's page, as the dashboard lists it) read: a list never parses
+a document.
 A stack is its ids by position under `(project_id, agent)`; the main stack's agent is `''`.
 """
 
@@ -45,7 +46,7 @@ class SessionRow:
 
 
 @dataclass(frozen=True, slots=True)
-class ProjectRun:
+class ListedSession:
     """One run of a project's list (the dashboard's): its columns, no document."""
 
     session_id: SessionId
@@ -62,7 +63,7 @@ class ProjectRun:
     last_event_at: float | None
 
 
-class StoredRun(NamedTuple):
+class StoredSession(NamedTuple):
     """One run as a list of runs shows it (any project of the store); a tuple, so that ten
     thousand of them are built in a few milliseconds."""
 
@@ -181,9 +182,9 @@ def delete_sessions(tx: Tx, project_id: str, session_ids: Iterable[str]) -> None
             )
 
 
-def list_runs(
+def list_session_rows(
     tx: Tx, *, project_id: str | None = None, limit: int = 10_000, active_only: bool = False
-) -> list[StoredRun]:
+) -> list[StoredSession]:
     """Runs newest first: of one project, or (None) of every project in the store.
 
     One query over the covering index `runs_by_update` (the rows and their documents are not
@@ -202,10 +203,12 @@ def list_runs(
     params.append(limit)
     rows = tx.execute(sql + " ORDER BY s.updated_at DESC, s.session_id LIMIT ?", params)
     roots: dict[str, str] = dict(tx.execute("SELECT project_id, root FROM projects"))
-    return [StoredRun(row[0], roots.get(row[0], ""), *row[1:]) for row in rows]
+    return [StoredSession(row[0], roots.get(row[0], ""), *row[1:]) for row in rows]
 
 
-def project_runs(tx: Tx, project_id: str, *, limit: int, offset: int = 0) -> list[ProjectRun]:
+def project_session_rows(
+    tx: Tx, project_id: str, *, limit: int, offset: int = 0
+) -> list[ListedSession]:
     """One page of a project's runs, newest start first, without `for_each` instances (they are
     listed on their parent's page): one query over the index `runs_by_start`."""
     rows = tx.execute(
@@ -218,7 +221,7 @@ def project_runs(tx: Tx, project_id: str, *, limit: int, offset: int = 0) -> lis
         (project_id, limit, offset),
     )
     return [
-        ProjectRun(
+        ListedSession(
             session_id=row[0],
             job=row[1],
             workflow=row[2],
