@@ -198,7 +198,7 @@ class BackgroundReviews:
                 return outcome
             left = deadline - time.monotonic()
             if left <= 0:
-                return reviewing(jobs)
+                return reviewing_verdict(jobs)
             with self._changed:  # woken by a job of ours finishing; jobs elsewhere are polled
                 if self._finished == seen:
                     self._changed.wait(min(left, _POLL_SECONDS))
@@ -391,7 +391,7 @@ def _tell(progress: ProgressReporter | None, jobs: list[GateJob], told: set[str]
     return told
 
 
-def reviewing(jobs: Sequence[GateJob]) -> GateReviewing:
+def reviewing_verdict(jobs: Sequence[GateJob]) -> GateReviewing:
     shown = tuple(ReviewProgress(job.job_id, _label(job), shown_state(job)) for job in jobs)
     finished = sum(1 for job in jobs if job.state is ReviewJobState.DONE)
     feedback = (
