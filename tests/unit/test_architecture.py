@@ -221,11 +221,11 @@ def test_every_public_function_and_class_name_is_defined_once() -> None:
 
 
 def test_the_name_check_catches_a_function_or_class_defined_twice() -> None:
-    first = ast.parse("def list_runs(): ...\nclass Run: ...\ndef _own(): ...\ndef main(): ...")
-    second = ast.parse("async def list_runs(): ...\ndef Run(): ...\ndef _own(): ...")
+    first = ast.parse("def listing(): ...\nclass Item: ...\ndef _own(): ...\ndef main(): ...")
+    second = ast.parse("async def listing(): ...\ndef Item(): ...\ndef _own(): ...")
     program = ast.parse("def main(): ...\nif __name__ == '__main__':\n    main()")
     twice = _names_defined_twice(iter([("a", first), ("b", second), ("c", program)]))
-    assert twice == {"list_runs": ["a", "b"], "Run": ["a", "b"]}
+    assert twice == {"listing": ["a", "b"], "Item": ["a", "b"]}
     assert _names_defined_twice(iter([("a", first), ("b", ast.parse("def main(): ..."))])) == {
         "main": ["a", "b"]
     }
