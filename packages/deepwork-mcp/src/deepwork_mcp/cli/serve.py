@@ -23,8 +23,8 @@ from deepwork_core.base.config import (
     TIMEOUT_LIMIT_S,
 )
 
+from deepwork_mcp.approvals.launch import launch_prefix, parent_argv
 from deepwork_mcp.cli.options import cli_error
-from deepwork_mcp.launch import launch_prefix, parent_argv
 
 if TYPE_CHECKING:
     from types import FrameType
@@ -138,7 +138,7 @@ def serve(
     # FastMCP is imported only now: `deepwork --version` and `--help` stay cheap.
     import fastmcp
 
-    from deepwork_mcp.approval_keys import state_dir
+    from deepwork_mcp.approvals.keys import state_dir
     from deepwork_mcp.server import create_server
 
     fastmcp.settings.check_for_updates = "off"

@@ -50,7 +50,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
-from deepwork_mcp.approval_keys import (
+from deepwork_mcp.approvals.keys import (
     approval_key,
     local_signer,
     state_dir,
