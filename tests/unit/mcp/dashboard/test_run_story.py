@@ -15,7 +15,8 @@ from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.state.event_kinds import ReviewUsageEvent
 from deepwork_core.state.events import append_event
-from deepwork_core.state.read_model.runs import ListedStatus, list_sessions, session_detail
+from deepwork_core.state.read_model.detail import session_detail
+from deepwork_core.state.read_model.runs import ListedStatus, list_sessions
 from deepwork_core.state.sessions import SessionStore
 from deepwork_core.state.store.port import Store
 from deepwork_core.state.store.review_jobs import ReviewJobs

@@ -1,7 +1,7 @@
 """The run page (`/run/<session>`) and `deepwork report --html`: one run, summary first
 (docs/dashboard.md).
 
-It lays out core's read model (`deepwork_core.state.read_model.runs.SessionDetail`) with the
+It lays out core's read model (`deepwork_core.state.read_model.detail.SessionDetail`) with the
 templates `run.html.j2` and `run_body.html.j2`: the summary (outcome, steps done, every verdict
 labelled as what it is, approvals, review cost, branch), the approval card while a step waits
 for a human, the workflow graph with its legend (and the instances of its fanned-out steps,
