@@ -62,6 +62,12 @@ class ErrorCode(StrEnum):
     """A tool was called with arguments its input schema rejects; the error names each bad
     argument. Call again with arguments that match the schema."""
 
+    CALIBRATION_CASE_INVALID = "calibration.case_invalid"
+    """A calibration case (`library/calibration/`, `.deepwork/calibration/`) is malformed: a
+    criterion without its expected verdict, an unknown kind, no output; names file and line."""
+    CALIBRATION_NO_CASES = "calibration.no_cases"
+    """`deepwork calibrate` has no case to run: none in its folders, or none `--case` names."""
+
     CONFIG_INVALID = "config.invalid"
     """`.deepwork/config.yml` is not valid (unknown key, wrong type, bad value)."""
     CONVERT_FILE_EXISTS = "convert.file_exists"
@@ -329,6 +335,9 @@ class ErrorCode(StrEnum):
     QUALITY_GATE_BUDGET_EXHAUSTED = "quality_gate.budget_exhausted"
     """The run spent its review budget: no reviewer starts; continue with self-review or raise
     `quality_gate.budget` (not an attempt)."""
+    QUALITY_GATE_DAY_BUDGET_EXHAUSTED = "quality_gate.day_budget_exhausted"
+    """The project's reviews spent `quality_gate.max_budget_usd_per_day` today, on every server
+    of the store: no reviewer starts until the day resets (not an attempt)."""
     QUALITY_GATE_DEEPREVIEW_INVALID = "quality_gate.deepreview_invalid"
     """A warning in `finished_step`'s `warnings`: a `.deepreview` file or rule could not be
     loaded, so the rules it concerns were not applied at the gate."""
