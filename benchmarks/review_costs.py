@@ -4,8 +4,8 @@ A step with 20 page outputs, each reviewed on its own (`run_each: pages`), is ju
 reviewer double under the gate's policy (`ReviewCalls`, as in the server): the first round
 passes 19 pages and fails one (`needs_work`), that page is then edited, and the second round is
 judged. Under the default `reuse: passes` the 19 unchanged pages take their kept verdict; the
-figure is the second round's reviewer calls and cost as a share of the first's (docs/quality-gate.md, "Verdicts reused";
-budget <= 10 %).
+figure is the second round's reviewer calls and cost as a share of the first's
+(docs/quality-gate.md, "Verdicts reused"; budget <= 10 %).
 
 The estimate is checked on recorded runs: the double reports tokens and cost in proportion to
 what it is sent, with a spread of +-20 % from page to page (pages differ in length). Before a

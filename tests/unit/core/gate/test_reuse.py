@@ -24,7 +24,9 @@ from tests.unit.core.gate.test_quality import project as project
 
 
 def fails(brief: ReviewBrief) -> ReviewerReply:
-    results = [{"criterion": name, "passed": False, "feedback": "no"} for name in brief.task.criteria]
+    results = [
+        {"criterion": name, "passed": False, "feedback": "no"} for name in brief.task.criteria
+    ]
     reply = {"passed": False, "feedback": "not yet", "criteria_results": results}
     usage = RequestUsage(input_tokens=90, output_tokens=9, cost_usd=0.03, model="m-cli")
     return ReviewerReply(reply=reply, usage=usage)  # type: ignore[arg-type]
@@ -48,7 +50,8 @@ def test_an_unchanged_task_reuses_its_passed_verdict_for_nothing(
     [task, *_] = plan_review_tasks(checkpoint)
     verdict = calls.judge(checkpoint, task, threading.Event())
     assert len(port.briefs) == 3  # no reviewer for the reused one
-    assert verdict.passed and verdict.reused_from is not None
+    assert verdict.passed
+    assert verdict.reused_from is not None
     assert (verdict.reused_from.session_id, verdict.reused_from.step_id) == (
         "sess_123456",
         "write",
