@@ -90,7 +90,7 @@ class _Double:
         ]
         reply = {"passed": passed, "feedback": "ok", "criteria_results": results}
         return ReviewerReply(
-            reply=reply,  # type: ignore[arg-type]
+            reply=reply,
             usage=usage.model_copy(update={"cost_usd": usd, "model": "claude-sonnet-4-5"}),
         )
 

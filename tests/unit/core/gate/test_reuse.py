@@ -29,7 +29,7 @@ def fails(brief: ReviewBrief) -> ReviewerReply:
     ]
     reply = {"passed": False, "feedback": "not yet", "criteria_results": results}
     usage = RequestUsage(input_tokens=90, output_tokens=9, cost_usd=0.03, model="m-cli")
-    return ReviewerReply(reply=reply, usage=usage)  # type: ignore[arg-type]
+    return ReviewerReply(reply=reply, usage=usage)
 
 
 def judge_all(calls: ReviewCalls, store: Store, project: Path, **changes: object) -> list[bool]:
