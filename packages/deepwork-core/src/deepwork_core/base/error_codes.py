@@ -62,12 +62,6 @@ class ErrorCode(StrEnum):
     """A tool was called with arguments its input schema rejects; the error names each bad
     argument. Call again with arguments that match the schema."""
 
-    CALIBRATION_CASE_INVALID = "calibration.case_invalid"
-    """A calibration case (`library/calibration/`, `.deepwork/calibration/`) is malformed: a
-    criterion without its expected verdict, an unknown kind, no output; names file and line."""
-    CALIBRATION_NO_CASES = "calibration.no_cases"
-    """`deepwork calibrate` has no case to run: none in its folders, or none `--case` names."""
-
     CONFIG_INVALID = "config.invalid"
     """`.deepwork/config.yml` is not valid (unknown key, wrong type, bad value)."""
     CONVERT_FILE_EXISTS = "convert.file_exists"

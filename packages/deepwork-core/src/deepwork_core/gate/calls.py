@@ -21,8 +21,6 @@ returns the task's verdict or raises `QualityGateError`:
 - every call whose output was read is one `review_usage` event in the run's log (tokens and
   cost as the reviewer reported them, `cost_usd` None where it reports none) and one row of the
   store's spend ledger, and its budget slices are given back once its real cost is there.
-
-`calibrate` asks the same way for `deepwork calibrate`, without reuse, run budget or events.
 """
 
 from __future__ import annotations
@@ -31,7 +29,7 @@ import threading
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from deepwork_core.base.config import (
     DEFAULT_REUSE,
@@ -74,7 +72,6 @@ from deepwork_core.state.event_kinds import ReviewStalledEvent
 from deepwork_core.state.events import append_event
 from deepwork_core.state.store.spend_rows import SpendRow, record_spent
 from deepwork_core.state.store.verdict_rows import StoredVerdict
-from deepwork_core.state.usage.pair import RequestUsage
 
 
 class ReviewCalls:
@@ -146,24 +143,13 @@ class ReviewCalls:
                 return self._reused(checkpoint, task, found)
         if self.budget.max_cost_usd is not None or self.budget.max_tokens is not None:
             check_budget(checkpoint.store, checkpoint.run_session_id, self.budget)
-        call = self._start(checkpoint, task, slots, record=True)
+        call = self._start(checkpoint, task, slots)
         verdict, complete = self._verdict(call, cancelled)
         if key is not None and complete:
             self._keep(call, key, verdict)
         return verdict
 
-    def calibrate(
-        self, checkpoint: Checkpoint, task: QualityReviewTask, cancelled: threading.Event
-    ) -> tuple[ReviewVerdict, list[RequestUsage]]:
-        """`judge` for `deepwork calibrate`: always a reviewer, counted against the day cap,
-        logged in no run. The verdict and the usage of each call."""
-        call = self._start(checkpoint, task, 1, record=False)
-        verdict, _ = self._verdict(call, cancelled)
-        return verdict, call.usages
-
-    def _start(
-        self, checkpoint: Checkpoint, task: QualityReviewTask, slots: int, *, record: bool
-    ) -> _Call:
+    def _start(self, checkpoint: Checkpoint, task: QualityReviewTask, slots: int) -> _Call:
         message = build_review_message(checkpoint, task, self.max_inline_files)
         deadline = time.monotonic() + self.timeout_for(task_file_count(checkpoint, task))
         row = SpendRow(
@@ -174,7 +160,7 @@ class ReviewCalls:
             model=self.model_for(task) or "",
             runner=self.reviewer.name,
         )
-        return _Call(checkpoint, task, message, deadline, slots, row, record=record)
+        return _Call(checkpoint, task, message, deadline, slots, row)
 
     def _verdict(self, call: _Call, cancelled: threading.Event) -> tuple[ReviewVerdict, bool]:
         """The task's verdict, asked once more when a criterion was left unjudged; and whether
@@ -230,10 +216,7 @@ class ReviewCalls:
         """One reviewer call with its slices of the budgets held (`BudgetLedger`, `DayCap`);
         its usage is logged (and its error raised) when it failed."""
         checkpoint = call.checkpoint
-        if call.record:
-            call.share = self.ledger.reserve(
-                checkpoint.store, checkpoint.run_session_id, call.slots
-            )
+        call.share = self.ledger.reserve(checkpoint.store, checkpoint.run_session_id, call.slots)
         try:
             call.hold = self.day.hold(checkpoint.store, call.row, call.slots)
         except BaseException:
@@ -294,8 +277,6 @@ class ReviewCalls:
         )
 
     def _log_stall(self, call: _Call, try_number: int, *, retrying: bool) -> None:
-        if not call.record:
-            return
         checkpoint = call.checkpoint
         event = ReviewStalledEvent(
             **review_event_fields(checkpoint, call.task),
@@ -313,22 +294,20 @@ class ReviewCalls:
             usage = usage.model_copy(update={"model": self.model_for(task)})
         counted = self.prices.counted(usage, usage.model)
         call.spent += counted
-        call.usages.append(usage)
         if call.hold is not None:
             self.day.settle(checkpoint.store, call.hold, counted, usage.tokens)
             call.hold = None
         else:
             record_spent(checkpoint.store, call.row, counted, usage.tokens)
-        if call.record:
-            event = review_usage_event(
-                checkpoint,
-                task,
-                usage,
-                seconds=round(answer.seconds, 3),
-                outcome=str(outcome),
-                runner=self.reviewer.name,
-            )
-            append_event(checkpoint.store, event)
+        event = review_usage_event(
+            checkpoint,
+            task,
+            usage,
+            seconds=round(answer.seconds, 3),
+            outcome=str(outcome),
+            runner=self.reviewer.name,
+        )
+        append_event(checkpoint.store, event)
         self._release(call)  # the real cost is in the log now
 
     def _release(self, call: _Call) -> None:
@@ -349,17 +328,14 @@ class _Call:
     slots: int
     #: The task in the spend ledger.
     row: SpendRow
-    #: Logged in the run (False: a calibration call).
-    record: bool = True
     #: The USD this call holds in the run's ledger while it runs (None: none).
     share: float | None = None
     #: Its slice of the day, held in the store while it runs (None: no day cap).
     hold: DayHold | None = None
     #: Whether a reviewer process was started for the current call.
     started: bool = False
-    #: What the task's calls cost so far (as counted against the caps), and their usage.
+    #: What the task's calls cost so far (as counted against the caps).
     spent: float = 0.0
-    usages: list[RequestUsage] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

@@ -153,8 +153,7 @@ _V3: Final = (
 #: with the same key reuses it. `review_spend` holds one row per reviewer call: `held` while it
 #: runs (`usd` is the slice of the day's budget it reserved), `spent` once its cost is known; the
 #: day's spending is the sum of the day's rows, and the estimate of a task is the median of the
-#: last tasks (`task_ref`) of the same rule, depth and model. `calibration_runs` holds each run
-#: of `deepwork calibrate` with its report.
+#: last tasks (`task_ref`) of the same rule, depth and model.
 _V4: Final = (
     """CREATE TABLE review_verdicts (
         reuse_key TEXT PRIMARY KEY,
@@ -182,16 +181,6 @@ _V4: Final = (
     )""",
     "CREATE INDEX review_spend_by_day ON review_spend (at)",
     "CREATE INDEX review_spend_by_rule ON review_spend (project_id, rule, depth, model, at)",
-    """CREATE TABLE calibration_runs (
-        run_id TEXT PRIMARY KEY,
-        project_id TEXT NOT NULL,
-        runner TEXT NOT NULL,
-        depth TEXT NOT NULL,
-        model TEXT NOT NULL,
-        finished_at DOUBLE PRECISION NOT NULL,
-        body TEXT NOT NULL
-    )""",
-    "CREATE INDEX calibration_by_runner ON calibration_runs (project_id, runner, finished_at)",
 )
 
 #: Migration n (1-based) as its statements.
