@@ -59,7 +59,7 @@ from deepwork_core.gate.checkpoint import (
     ProgressReporter,
 )
 from deepwork_core.gate.costs.quotes import ReviewPrice, TaskPrice
-from deepwork_core.gate.gates import Gate
+from deepwork_core.gate.gates import Gate, reused_note
 from deepwork_core.gate.job_check import submitted_job_feedback
 from deepwork_core.gate.tasks import QualityReviewTask
 from deepwork_core.jobs.discovery import JobCatalog
@@ -155,6 +155,11 @@ class FinishPipeline:
             return pending
         verdict = self._decide(pending, progress)
         result = self._record(pending, verdict)
+        note = reused_note(verdict.reviews).strip() if isinstance(verdict, GatePassed) else ""
+        if note:  # an accepted step's answer says which verdicts were reused, and from where
+            result = replace(
+                result, feedback=f"{result.feedback} {note}".strip() if result.feedback else note
+            )
         return replace(result, warnings=list(verdict.warnings)) if verdict.warnings else result
 
     def _validate_and_audit(
