@@ -424,6 +424,20 @@ def test_the_skill_says_what_the_gate_judges_and_how_to_see_it(skills: dict[str,
     assert "review_tasks" in responses.FinishedStepResponse.model_fields
 
 
+def test_the_skill_says_reviews_are_priced_reused_and_capped_per_day(
+    skills: dict[str, str],
+) -> None:
+    gate = _flat(_deepwork_skill(skills))
+    for phrase in (
+        "`expected` cost", "total `price`", "reused at no cost",
+        "reused from <session>/<step>, <when>", "`quality_gate.day_budget_exhausted`",
+    ):  # fmt: skip
+        assert phrase in gate, phrase
+    fields = responses.FinishedStepResponse.model_fields
+    assert "price" in fields
+    assert "expected" in responses.PlannedReviewInfo.model_fields
+
+
 def test_the_self_review_fallback_does_not_contradict_itself(skills: dict[str, str]) -> None:
     """A fresh sub-agent where the client has them; an admitted own pass where it has none."""
     for where, text in skills.items():

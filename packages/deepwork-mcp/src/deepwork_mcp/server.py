@@ -112,6 +112,9 @@ def build_gate(settings: QualityGateConfig, trace_env: TraceEnv | None = None) -
         stall_retries=settings.stall_retries,
         models=settings.models,
         budget=settings.budget,
+        reuse=settings.reuse,
+        prices=settings.prices,
+        max_usd_per_day=settings.max_budget_usd_per_day,
     )
     return ExternalGate(
         calls,

@@ -58,7 +58,8 @@ from deepwork_core.gate.checkpoint import (
     GateVerdict,
     ProgressReporter,
 )
-from deepwork_core.gate.gates import Gate
+from deepwork_core.gate.costs.quotes import ReviewPrice, TaskPrice
+from deepwork_core.gate.gates import Gate, reused_note
 from deepwork_core.gate.job_check import submitted_job_feedback
 from deepwork_core.gate.tasks import QualityReviewTask
 from deepwork_core.jobs.discovery import JobCatalog
@@ -154,6 +155,11 @@ class FinishPipeline:
             return pending
         verdict = self._decide(pending, progress)
         result = self._record(pending, verdict)
+        note = reused_note(verdict.reviews).strip() if isinstance(verdict, GatePassed) else ""
+        if note:  # an accepted step's answer says which verdicts were reused, and from where
+            result = replace(
+                result, feedback=f"{result.feedback} {note}".strip() if result.feedback else note
+            )
         return replace(result, warnings=list(verdict.warnings)) if verdict.warnings else result
 
     def _validate_and_audit(
@@ -283,7 +289,9 @@ class FinishPipeline:
             stack = stack_items(tx, session.agent_id)
             run_id = run_of(tx, session)
         evidence, blocked = _dry_audit(self.project_root, session, job.definition, steps, validated)
-        gate, tasks = self.gate, []
+        gate = self.gate
+        tasks: list[PlannedReview] = []
+        price: ReviewPrice | None = None
         # At the last step, stale outputs of earlier steps are reviewed again with this one.
         entries = job.definition.workflows_by_name[session.workflow_name].entries
         final = session.current_entry_index + 1 >= len(entries)
@@ -305,24 +313,20 @@ class FinishPipeline:
                 work_summary=sub.work_summary,
                 run_id=run_id,
             )
-            tasks = [_planned(task) for task in gate.tasks(checkpoint)]
+            tasks, price = _priced_plan(gate, checkpoint)
         if final and evidence.stale_evidence and blocked is None:
             blocked = _stale_note(evidence, validated, again, session.stale_reported)
         invalid = submitted_job_feedback(
             self.project_root, job.definition.name, steps, validated.merged
         )
-        feedback = (
-            f"Dry run: a real call would answer needs_work, before any review. {invalid}"
-            if invalid is not None
-            else f"Dry run: the outputs pass every check; a real call would run {len(tasks)} "
-            "review task(s), listed in review_tasks. Nothing was recorded."
-            if tasks
-            else "Dry run: the outputs pass every check; no review applies. Nothing was recorded."
-        )
-        if blocked is not None:
-            feedback = f"{feedback} But a real call would answer needs_work first: {blocked}"
+        feedback = _dry_feedback(invalid, tasks, price, blocked)
         return FinishResult(
-            FinishStatus.DRY_RUN, stack, feedback=feedback, evidence=evidence, review_tasks=tasks
+            FinishStatus.DRY_RUN,
+            stack,
+            feedback=feedback,
+            evidence=evidence,
+            review_tasks=tasks,
+            price=price,
         )
 
 
@@ -428,8 +432,40 @@ def quality_event(verdict: GateVerdict, checkpoint: Checkpoint, at: datetime) ->
     )
 
 
-def _planned(task: QualityReviewTask) -> PlannedReview:
+def _priced_plan(
+    gate: Gate, checkpoint: Checkpoint
+) -> tuple[list[PlannedReview], ReviewPrice | None]:
+    """The review tasks a real call would run, each with what it is expected to cost."""
+    planned = gate.tasks(checkpoint)
+    price = gate.price(checkpoint, planned) if planned else None
+    expected = price.tasks if price is not None else [None] * len(planned)
+    return [_planned(task, cost) for task, cost in zip(planned, expected, strict=True)], price
+
+
+def _dry_feedback(
+    invalid: str | None,
+    tasks: Sequence[PlannedReview],
+    price: ReviewPrice | None,
+    blocked: str | None,
+) -> str:
+    """What a dry run says: what a real call would answer first, and what it would review."""
+    priced = f" ({price.text})" if price is not None else ""
+    feedback = (
+        f"Dry run: a real call would answer needs_work, before any review. {invalid}"
+        if invalid is not None
+        else f"Dry run: the outputs pass every check; a real call would run {len(tasks)} "
+        f"review task(s), listed in review_tasks{priced}. Nothing was recorded."
+        if tasks
+        else "Dry run: the outputs pass every check; no review applies. Nothing was recorded."
+    )
+    if blocked is not None:
+        feedback = f"{feedback} But a real call would answer needs_work first: {blocked}"
+    return feedback
+
+
+def _planned(task: QualityReviewTask, expected: TaskPrice | None) -> PlannedReview:
     return PlannedReview(
+        expected=expected,
         name=task.label,
         step_id=task.step_id,
         run_each=task.run_each,

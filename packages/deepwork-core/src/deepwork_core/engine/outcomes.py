@@ -376,7 +376,11 @@ def needs_work(
 def reviewing(stack: list[StackItem], findings: Findings, verdict: GateReviewing) -> FinishResult:
     """The `reviewing` answer: background reviews still run (docs/quality-gate.md)."""
     result = FinishResult(
-        FinishStatus.REVIEWING, stack, feedback=verdict.feedback, reviews=list(verdict.reviews)
+        FinishStatus.REVIEWING,
+        stack,
+        feedback=verdict.feedback,
+        reviews=list(verdict.reviews),
+        price=verdict.price,
     )
     return with_findings(result, findings)
 

@@ -97,6 +97,7 @@ class StepRecord(_State):
 #: so the engine gives the attempt back and no count of attempts includes them.
 NOT_AN_ATTEMPT: Final = frozenset(
     {ErrorCode.QUALITY_GATE_REVIEWER_STALLED, ErrorCode.QUALITY_GATE_BUDGET_EXHAUSTED}
+    | {ErrorCode.QUALITY_GATE_DAY_BUDGET_EXHAUSTED}  # the run's cap, the project's day cap
 )
 
 
