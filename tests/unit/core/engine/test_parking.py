@@ -12,6 +12,7 @@ import pytest
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import QualityGateError, SessionError
 from deepwork_core.base.identifiers import SessionId
+from deepwork_core.engine.approver import HumanAnswer
 from deepwork_core.engine.parking import resume
 from deepwork_core.engine.results import FinishStatus
 from deepwork_core.engine.workflow import WorkflowEngine
@@ -92,7 +93,8 @@ def test_a_human_gate_parks_the_run_and_reads_no_decision_until_it_is_resumed(
     assert resumed.parked is None
     assert resumed.current_step_ids == ["sign"]  # prep is not run again
     kinds = [event.event for event in read_events(store, session_id)]
-    assert kinds.count("parked") == 1 and kinds[-1] == "resumed"
+    assert kinds.count("parked") == 1
+    assert kinds[-1] == "resumed"
     assert engine.finish({"sig": "sig.md"}).status is FinishStatus.WORKFLOW_COMPLETE
 
 
@@ -149,9 +151,26 @@ def test_attempts_running_out_park_the_run_and_it_stays_parked(
     assert exhausted.value.code == ErrorCode.QUALITY_GATE_MAX_ATTEMPTS
     assert "Stop now" in exhausted.value.message
     parked = engine.store.load(session_id).parked
-    assert parked is not None and parked.reason is ParkReason.ATTEMPTS_EXHAUSTED
+    assert parked is not None
+    assert parked.reason is ParkReason.ATTEMPTS_EXHAUSTED
 
     with pytest.raises(SessionError) as still:
         engine.finish({"prep": "prep.md"})
     assert still.value.code == ErrorCode.SESSION_PARKED
     assert len(gate.seen) == 3  # a parked run is not reviewed again
+
+
+def test_a_headless_engine_offers_no_form(root: Path, make_store: Callable[..., Store]) -> None:
+    asked: list[object] = []
+
+    def approver(prompt: object) -> HumanAnswer:
+        asked.append(prompt)
+        return HumanAnswer(approved=True, comment=None, client="the agent itself")
+
+    store = make_store(root)
+    engine = _engine(store, root)
+    session_id = _to_the_gate(engine, root)
+    result = engine.finish({"sig": "sig.md"}, approver=approver)
+    assert result.status is FinishStatus.AWAITING_APPROVAL
+    assert asked == []
+    assert engine.store.load(session_id).parked is not None

@@ -204,9 +204,11 @@ class Outcomes:
         the checkpoint then runs again, and the engine's approval path decides.
 
         The human's answer is recorded like one from `deepwork approve` (its own channel,
-        docs/evidence.md).
+        docs/evidence.md). A headless engine never asks.
         """
         prompt = result.evidence.approval if result.evidence is not None else None
+        if self.parking is not None:
+            return False  # headless: no form is offered; the run parks (docs/headless.md)
         if prompt is None or approver is None or self.guards.approvals.trusted.required():
             return False  # the server cannot sign: where signatures count, a human signs
         answer = approver(prompt)

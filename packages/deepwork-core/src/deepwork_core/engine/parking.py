@@ -13,15 +13,18 @@ count as a decision.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 from datetime import datetime
+from typing import Final
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import SessionError
 from deepwork_core.base.identifiers import SessionId
 from deepwork_core.evidence.hashes import find_stale
+from deepwork_core.state.approvals import ApprovalError
 from deepwork_core.state.event_kinds import ParkedEvent, ResumedEvent
-from deepwork_core.state.events import append_event
+from deepwork_core.state.events import EVENTS_CHANNEL, append_event
 from deepwork_core.state.sessions import (
     Parked,
     ParkReason,
@@ -29,7 +32,38 @@ from deepwork_core.state.sessions import (
     SessionStatus,
     SessionStore,
 )
+from deepwork_core.state.store.approval_rows import open_record
 from deepwork_core.state.store.port import Store
+
+#: Set by `deepwork run` in its agent's environment (to the session's id once known, else `1`):
+#: the server there is headless, and `deepwork approve` there refuses (`approval.inside_run`).
+RUN_ENV: Final = "DEEPWORK_RUN"
+
+
+def headless_from_env(environ: Mapping[str, str]) -> bool:
+    """True inside a `deepwork run` agent (`DEEPWORK_RUN`) and on CI (`CI=true`, as GitHub
+    Actions and most CI services set it): no person attends such a server."""
+    if environ.get(RUN_ENV):
+        return True
+    return environ.get("CI", "").strip().lower() in {"true", "1", "yes"}
+
+
+def refuse_inside_run(environ: Mapping[str, str]) -> None:
+    """Raise `approval.inside_run` in the environment `deepwork run` gave its agent: a decision
+    made there never counts (`deepwork approve`, the dashboard)."""
+    if environ.get(RUN_ENV):
+        raise ApprovalError(
+            f"this shell is inside the headless run {environ[RUN_ENV]!r} ({RUN_ENV} is set): a "
+            "decision made from inside a run never counts. A person decides from their own "
+            "shell or the dashboard (docs/headless.md).",
+            code=ErrorCode.APPROVAL_INSIDE_RUN,
+        )
+
+
+#: How often `wait_for_person` reads a store without notifications (SQLite) again.
+POLL_S: Final = 0.25
+#: The longest a listener waits before the run is read again (a lost notification costs this).
+_RELISTEN_S: Final = 5.0
 
 _STOP = (
     "This run is headless: no person can answer inside it. Stop now: end your turn without "
@@ -103,9 +137,7 @@ def still_parked(session: Session) -> SessionError:
     )
 
 
-def resume(
-    sessions: SessionStore, session_id: SessionId, clock: Callable[[], datetime]
-) -> Session:
+def resume(sessions: SessionStore, session_id: SessionId, clock: Callable[[], datetime]) -> Session:
     """Hand a run over to a new agent (`deepwork run --resume`): check that every completed
     step's output still has the bytes it was accepted with, clear the `parked` mark and log a
     `resumed` event. Nothing runs again: the agent continues at the current step.
@@ -126,8 +158,9 @@ def resume(
         stale = find_stale(sessions.project_root, session.evidence)
         if stale:
             named = ", ".join(
-                f"{item.path} (step {item.step_id}, " + ("gone)" if item.new_sha256 is None
-                else "changed)") for item in stale
+                f"{item.path} (step {item.step_id}, "
+                + ("gone)" if item.new_sha256 is None else "changed)")
+                for item in stale
             )
             raise SessionError(
                 f"session {session_id!r} cannot be resumed here: completed outputs differ from "
@@ -151,3 +184,40 @@ def resume(
             ),
         )
     return session
+
+
+def awaits_person(sessions: SessionStore, session_id: SessionId) -> bool:
+    """True while the run waits for a person: it is active and has an open approval request
+    nobody decided yet, or it is parked (`attempts_exhausted` and `budget_exhausted` wait for
+    `deepwork run --resume`)."""
+    session = sessions.load(session_id)
+    if session.status is not SessionStatus.ACTIVE:
+        return False
+    if session.pending_approval is not None:
+        store = sessions.store
+        with store.read() as tx:
+            found = open_record(tx, store.project.project_id, session_id)
+        return found is not None and found[1] is None
+    return session.parked is not None
+
+
+def wait_for_person(
+    sessions: SessionStore,
+    session_id: SessionId,
+    timeout: float,
+    clock: Callable[[], float] = time.monotonic,
+) -> bool:
+    """Block until the run no longer `awaits_person` (True) or `timeout` seconds passed (False).
+    On PostgreSQL it wakes on the store's announcement of the session's next event (`LISTEN`);
+    on SQLite it reads the run again every `POLL_S`."""
+    deadline = clock() + timeout
+    with sessions.store.listener(EVENTS_CHANNEL) as listener:
+        while awaits_person(sessions, session_id):
+            left = deadline - clock()
+            if left <= 0:
+                return False
+            if listener is None:
+                time.sleep(min(left, POLL_S))
+            else:
+                listener.wait(min(left, _RELISTEN_S))
+    return True

@@ -110,6 +110,13 @@ _GATE = _DEFAULTS.quality_gate
     default=False,
     help="Do not create a git branch per top-level workflow (default: config git.create_branch).",
 )
+@click.option(
+    "--headless",
+    is_flag=True,
+    default=False,
+    help="No person attends: a human gate parks the run instead of waiting (docs/headless.md; "
+    "implied by CI=true and inside `deepwork run`).",
+)
 def serve(
     project_path: Path | None,
     no_quality_gate: bool,
@@ -122,6 +129,7 @@ def serve(
     max_quality_attempts: int | None,
     quality_gate_timeout: int | None,
     no_branch: bool,
+    headless: bool,
 ) -> None:
     """Run the DeepWork MCP server for a project."""
     # Importing FastMCP and our models creates hundreds of thousands of objects; the cyclic GC
@@ -131,6 +139,7 @@ def serve(
     token = None if transport == "stdio" else _http_token(host, allow_remote)
     gc.disable()
     from deepwork_core import DeepWorkError, load_config
+    from deepwork_core.engine.parking import headless_from_env
     from deepwork_core.jobs.discovery import parse_folder_list
 
     _configure_logging()
@@ -162,6 +171,7 @@ def serve(
             state_dir=state_dir(os.environ),
             launch=launch_prefix(parent_argv()),
             trace_env=None if telemetry is None else telemetry.reviewer_env,
+            headless=headless or headless_from_env(os.environ),
         )
     except DeepWorkError as exc:
         raise cli_error(exc) from None
