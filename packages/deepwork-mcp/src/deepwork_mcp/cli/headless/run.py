@@ -129,3 +129,47 @@ def _report(outcome: Outcome, root: Path) -> None:
         shown = "\n".join(printable(line) for line in outcome.tail.splitlines())
         click.echo("The agent's last output:\n" + shown, err=True)
     write_github_files(os.environ, outcome, root)
+    _notify(outcome, root)
+
+
+def _notify(outcome: Outcome, root: Path) -> None:
+    """`notify.webhook`, waited for at most `webhook.WAIT_S` (docs/headless.md)."""
+    from deepwork_core import load_config
+
+    from deepwork_mcp.cli.headless import webhook
+    from deepwork_mcp.cli.headless.github import outputs_of
+
+    try:
+        config = load_config(root).notify.webhook
+    except DeepWorkError as exc:
+        click.echo(f"warning: notify.webhook not sent: {exc.code}: {exc.message}", err=True)
+        return
+    if config is None:
+        return
+    session = outcome.session
+    values = outputs_of(outcome)
+    payload: dict[str, object] = {
+        "status": values["status"],
+        "summary": outcome.summary,
+        "project": str(root),
+        "run": values["session"],
+        "job": None if session is None else session.job_name,
+        "workflow": None if session is None else session.workflow_name,
+        "step": [] if session is None else list(session.current_step_ids),
+        "asks": _asks(outcome),
+        "approve_command": values["approve-command"] or None,
+        "dashboard": f"deepwork dashboard --path {root}",
+    }
+    warn = lambda text: click.echo(text, err=True)  # noqa: E731
+    webhook.post(config, payload, os.environ, warn).join(webhook.WAIT_S)
+
+
+def _asks(outcome: Outcome) -> str | None:
+    """What the person is asked, for a parked or exhausted run."""
+    session = outcome.session
+    parked = None if session is None else session.parked
+    if parked is None:
+        return None
+    if outcome.exit is RunExit.PARKED:
+        return f"approve step {', '.join(parked.step_ids)}"
+    return parked.feedback or parked.reason.value
