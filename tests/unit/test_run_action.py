@@ -11,8 +11,8 @@ from typing import Any
 
 import yaml
 from deepwork_mcp.cli.headless.exits import RunExit
-from deepwork_mcp.cli.headless.github import outputs_of
 from deepwork_mcp.cli.headless.follow import Outcome
+from deepwork_mcp.cli.headless.github import outputs_of
 
 ROOT = Path(__file__).resolve().parents[2]
 ACTION = ROOT / "run" / "action.yml"

@@ -8,8 +8,8 @@ import http.server
 import json
 import socket
 import threading
-from email.message import Message
 from collections.abc import Iterator
+from email.message import Message
 from typing import Any
 
 import pytest
