@@ -10,14 +10,13 @@ from typing import Any
 
 import pytest
 from deepwork_core.engine.parking import headless_from_env
-from deepwork_core.state.approvals import ApprovalChannel, ApprovalStore, record_decision
 from deepwork_core.state.sessions import SessionStore
 from deepwork_core.state.store.port import Store
 from deepwork_mcp.server import create_server
 from fastmcp import Client
 
 from tests.fixtures.configs import config
-from tests.fixtures.evidence_project import key_of, make_evidence_project
+from tests.fixtures.evidence_project import decide_outside, make_evidence_project
 from tests.fixtures.tool_calls import call_ok
 
 
@@ -38,8 +37,6 @@ def test_ci_and_a_run_s_agent_imply_headless(environ: dict[str, str], headless: 
 async def test_a_human_gate_parks_the_run_and_no_form_is_offered(
     tmp_path: Path, make_store: Callable[..., Store]
 ) -> None:
-    from datetime import UTC, datetime
-
     root = make_evidence_project(tmp_path / "project")
     (root / "plan.md").write_text("plan\n")
     forms: list[str] = []
@@ -64,16 +61,7 @@ async def test_a_human_gate_parks_the_run_and_no_form_is_offered(
         assert session.parked is not None
         assert session.parked.reason.value == "awaiting_approval"
         # Even a recorded decision is not read while the run is parked.
-        record_decision(
-            ApprovalStore(store, root, key_of(root)),
-            session_id,
-            approved=True,
-            comment=None,
-            channel=ApprovalChannel.CLI,
-            actor="agent@ci",
-            terminal=None,
-            now=datetime.now(UTC),
-        )
+        decide_outside(store, root, session_id, actor="agent@ci")
         again = await call_ok(client, "finished_step", outputs={"plan": "plan.md"})
         assert again["status"] == "awaiting_approval"
     assert forms == []

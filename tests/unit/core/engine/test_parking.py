@@ -19,13 +19,12 @@ from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.evidence.verdicts import ReviewVerdict
 from deepwork_core.gate.checkpoint import GateNeedsWork
 from deepwork_core.jobs.discovery import JobCatalog
-from deepwork_core.state.approvals import ApprovalChannel, ApprovalStore, record_decision
 from deepwork_core.state.events import read_events
 from deepwork_core.state.read_model.runs import RunStatus, run_status
 from deepwork_core.state.sessions import ParkReason, SessionStore
 from deepwork_core.state.store.port import Store
 
-from tests.fixtures.evidence_project import key_of
+from tests.fixtures.evidence_project import decide_outside, key_of
 from tests.fixtures.reviewer import ScriptedGate
 from tests.fixtures.signed_jobs import make_signed_project
 
@@ -41,19 +40,6 @@ def _engine(
     catalog, sessions = JobCatalog.for_project(root), SessionStore(store, root)
     return WorkflowEngine(
         root, catalog, sessions, gate=gate, approval_key=key_of(root), headless=headless
-    )
-
-
-def _approve(store: Store, root: Path, session_id: str) -> None:
-    record_decision(
-        ApprovalStore(store, root, key_of(root)),
-        session_id,
-        approved=True,
-        comment=None,
-        channel=ApprovalChannel.CLI,
-        actor="alice@host",
-        terminal=None,
-        now=datetime.now(UTC),
     )
 
 
@@ -84,7 +70,7 @@ def test_a_human_gate_parks_the_run_and_reads_no_decision_until_it_is_resumed(
     assert run_status(session) is RunStatus.PARKED
 
     # A decision made while it is parked is not read by the run (it may come from inside it).
-    _approve(store, root, session_id)
+    decide_outside(store, root, session_id)
     again = engine.finish({"sig": "sig.md"})
     assert again.status is FinishStatus.AWAITING_APPROVAL
     assert engine.store.load(session_id).parked is not None

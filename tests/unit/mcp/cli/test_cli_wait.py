@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -17,13 +16,12 @@ from deepwork_core.engine.parking import wait_for_person
 from deepwork_core.engine.results import FinishStatus
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
-from deepwork_core.state.approvals import ApprovalChannel, ApprovalStore, record_decision
 from deepwork_core.state.sessions import SessionStore
 from deepwork_core.state.store.opening import open_store
 from deepwork_core.state.store.port import Store
 from deepwork_mcp.cli import cli
 
-from tests.fixtures.evidence_project import key_of
+from tests.fixtures.evidence_project import decide_outside, key_of
 from tests.fixtures.signed_jobs import make_signed_project
 
 
@@ -37,19 +35,6 @@ def _parked_run(store: Store, root: Path) -> SessionId:
     (root / "sig.md").write_text("signed\n")
     assert engine.finish({"sig": "sig.md"}).status is FinishStatus.AWAITING_APPROVAL
     return session_id
-
-
-def _decide(store: Store, root: Path, session_id: str) -> None:
-    record_decision(
-        ApprovalStore(store, root, key_of(root)),
-        session_id,
-        approved=True,
-        comment=None,
-        channel=ApprovalChannel.CLI,
-        actor="alice@laptop",
-        terminal=None,
-        now=datetime.now(UTC),
-    )
 
 
 def _wait(root: Path, session_id: str) -> tuple[int, str]:
@@ -66,7 +51,7 @@ def test_wait_exits_3_while_the_run_waits_and_0_once_it_is_decided(
     code, output = _wait(root, session_id)
     assert code == 3
     assert "still waits for a person" in output
-    _decide(store, root, session_id)
+    decide_outside(store, root, session_id)
     assert _wait(root, session_id)[0] == 0
 
 
@@ -100,7 +85,7 @@ def test_a_waiter_on_postgresql_wakes_on_the_decision(
         )
         waiter.start()
         assert listening.wait(60)
-        _decide(store, root, session_id)
+        decide_outside(store, root, session_id)
         waiter.join(120)
         assert woke == [True]
 
