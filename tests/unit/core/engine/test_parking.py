@@ -160,3 +160,19 @@ def test_a_headless_engine_offers_no_form(root: Path, make_store: Callable[..., 
     assert result.status is FinishStatus.AWAITING_APPROVAL
     assert asked == []
     assert engine.store.load(session_id).parked is not None
+
+
+def test_a_spent_budget_parks_the_run(root: Path, make_store: Callable[..., Store]) -> None:
+    spent = QualityGateError("budget spent", code=ErrorCode.QUALITY_GATE_BUDGET_EXHAUSTED)
+    store = make_store(root)
+    engine = _engine(store, root, gate=ScriptedGate(answers=[spent]))
+    engine.start("g", "signed_reviewed", "main")
+    session_id = engine.stack()[0].session_id
+    (root / "prep.md").write_text("prep\n")
+    with pytest.raises(QualityGateError) as exhausted:
+        engine.finish({"prep": "prep.md"})
+    assert exhausted.value.code == ErrorCode.QUALITY_GATE_BUDGET_EXHAUSTED
+    assert "Stop now" in exhausted.value.message
+    parked = engine.store.load(session_id).parked
+    assert parked is not None
+    assert parked.reason is ParkReason.BUDGET_EXHAUSTED
