@@ -629,3 +629,15 @@ def test_the_dry_run_promise_covers_the_stale_evidence_round() -> None:
     page = _flat((REPO / "docs" / "quality-gate.md").read_text(encoding="utf-8"))
     dry = page[page.index("## Dry run") : page.index("## Attempts")]
     assert "earlier step whose accepted output changed" in dry
+
+
+def test_the_skill_and_a_parked_answer_agree_on_stopping(skills: dict[str, str]) -> None:
+    from deepwork_core.engine.parking import stop_note
+
+    skill = _flat(_deepwork_skill(skills))
+    note = stop_note("sess_x")
+    assert "Stop now" in note
+    assert "stop at once and end your turn" in skill
+    for words in ("parked", "deepwork run --resume"):
+        assert words in note
+        assert words in skill

@@ -171,6 +171,7 @@ def create_server(
     launch: str = "deepwork",
     trace_env: TraceEnv | None = None,
     shared_store: bool | None = None,
+    headless: bool = False,
 ) -> FastMCP:
     """Build the server for `project_root` (resolved to an absolute path).
 
@@ -189,7 +190,8 @@ def create_server(
     `trace_env` gives each external reviewer process its trace variables (docs/telemetry.md).
     `shared_store` (default: the project's store is a PostgreSQL server, named by
     `DEEPWORK_STORE_URL` or else by `store.url` of its config) makes every approval need a
-    trusted approver's signature (docs/team.md).
+    trusted approver's signature (docs/team.md). `headless`: no person attends, so a run parks
+    where it would wait for one (docs/headless.md).
     """
     config = DeepWorkConfig() if config is None else config
     root = Path(project_root).resolve()
@@ -198,7 +200,9 @@ def create_server(
         raise ConfigError("quality_gate.max_attempts must be at least 1")
     check_gate(gate_settings)
     keys = default_state_dir(os.environ) if state_dir is None else state_dir
-    factory = _ServicesFactory(config, additional_jobs_folders, keys, shared_store, trace_env)
+    factory = _ServicesFactory(
+        config, additional_jobs_folders, keys, shared_store, trace_env, headless=headless
+    )
 
     where = ProjectRoot(fixed=None if follow_client_roots else root, fallback=root)
     projects = Projects(where, factory.make)
@@ -260,8 +264,11 @@ class _ServicesFactory:
         keys: Path,
         shared: bool | None,
         trace_env: TraceEnv | None = None,
+        *,
+        headless: bool = False,
     ) -> None:
         self.config = config
+        self.headless = headless
         self.additional_jobs_folders = additional_jobs_folders
         self.keys = keys
         self.shared = shared
@@ -309,6 +316,7 @@ class _ServicesFactory:
             approvers=TrustedApprovers(folder / APPROVERS_DIR, shared=shared),
             max_instances=config.limits.max_instances,
             watch=_change_watch(folder) if config.git.change_watch else None,
+            headless=self.headless,
         )
         try:  # a crash may have left a fan-out half-made (docs/fan-out.md)
             recover(engine.fan, engine.store, catalog)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.evidence.hashes import ShownOutput, sha256_file
@@ -216,6 +217,20 @@ def test_without_a_terminal_it_needs_yes(tmp_path: Path, make_store: Callable[..
     )
     assert done.returncode == 2
     assert "--yes" in done.stderr
+    record = store.load(SID)
+    assert record is not None
+    assert record.decision is None
+
+
+def test_approving_from_inside_a_headless_run_is_refused_and_records_nothing(
+    tmp_path: Path, make_store: Callable[..., Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = open_request(make_store, tmp_path)
+    monkeypatch.setenv("DEEPWORK_RUN", SID)  # as `deepwork run` marks its agent's environment
+    for command in (["approve", SID, "--yes"], ["dashboard", "--no-open"]):
+        result = CliRunner().invoke(cli, [*command, "--path", str(tmp_path)])
+        assert result.exit_code == 1
+        assert "approval.inside_run" in result.output
     record = store.load(SID)
     assert record is not None
     assert record.decision is None

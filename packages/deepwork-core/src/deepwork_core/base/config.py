@@ -155,6 +155,20 @@ class LimitsConfig(_Section):
     max_instances: int = Field(default=200, ge=1, le=100_000)
 
 
+class WebhookConfig(_Section):
+    """Where `deepwork run` posts when a run parks, completes or fails (docs/headless.md)."""
+
+    url: str = Field(pattern=r"^https?://\S+$")
+    #: The environment variable holding the HMAC secret (the secret never goes in the file).
+    secret_env: str = Field(default="DEEPWORK_WEBHOOK_SECRET", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class NotifyConfig(_Section):
+    """Whom a run no person attends tells (docs/headless.md)."""
+
+    webhook: WebhookConfig | None = None
+
+
 class DeepWorkConfig(_Section):
     version: str = "1.0"
     platforms: list[Platform] = Field(default_factory=lambda: [DEFAULT_PLATFORM])
@@ -163,6 +177,7 @@ class DeepWorkConfig(_Section):
     outputs: OutputsConfig = Field(default_factory=OutputsConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    notify: NotifyConfig = Field(default_factory=NotifyConfig)
 
     @property
     def platform(self) -> str:

@@ -45,6 +45,7 @@ from deepwork_core.engine.fanout.fan_in import complete_fan_in
 from deepwork_core.engine.fanout.instances import FanOutRunner
 from deepwork_core.engine.outcomes import CheckpointContext, Outcomes, needs_work, reviewing
 from deepwork_core.engine.outputs import ValidatedOutputs, validate_outputs
+from deepwork_core.engine.parking import still_parked, stop_note
 from deepwork_core.engine.results import EvidenceReport, FinishResult, FinishStatus, PlannedReview
 from deepwork_core.engine.safeguards import Findings
 from deepwork_core.evidence.audit import audit_checkpoint
@@ -66,6 +67,7 @@ from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.jobs.model import JobDefinition, ScopeGuard, Step
 from deepwork_core.state.session_events import SessionEvents
 from deepwork_core.state.sessions import (
+    ParkReason,
     QualityEvent,
     Session,
     SessionStore,
@@ -167,6 +169,7 @@ class FinishPipeline:
     ) -> FinishResult | _Pending:
         """Steps 1 and 2: validate, audit; accept at once when no review is due."""
         session = target_session(tx, target)
+        self._check_parked(session)
         job, steps = current_checkpoint(self.catalog, session)
         if self.fan is not None and self.fan.mend(tx, job, session):  # a fan-out's parent
             return complete_fan_in(self.fan, tx, job, session, sub.notes, self.outcomes.advance)
@@ -207,6 +210,28 @@ class FinishPipeline:
         )
         return _Pending(context, findings, checkpoint, session.current_entry_index)
 
+    def _check_parked(self, session: Session) -> None:
+        """A headless server answers a parked run's checkpoint as parked (an approval's below,
+        with what it asks); an attended one clears the mark: a person is there now."""
+        if session.parked is None:
+            return
+        if self.outcomes.parking is None:
+            session.parked = None
+        elif session.pending_approval is None:
+            raise still_parked(session)
+
+    def _park(
+        self, session: Session, reason: ParkReason, exc: QualityGateError
+    ) -> QualityGateError | None:
+        """On a headless server, park `session` for `reason` (the caller saves it): the error
+        the agent gets then tells it to stop. None on an attended server."""
+        parking = self.outcomes.parking
+        if parking is None:
+            return None
+        parking.park(session, reason, feedback=exc.message)
+        note = stop_note(session.session_id)
+        return QualityGateError(f"{exc.message} {note}", code=exc.code)
+
     def _validated(
         self, session: Session, steps: Sequence[Step], sub: Submission
     ) -> ValidatedOutputs:
@@ -238,7 +263,12 @@ class FinishPipeline:
                         feedback=exc.message,
                     )
                 )
+                parked = None
+                if exc.code == ErrorCode.QUALITY_GATE_BUDGET_EXHAUSTED:
+                    parked = self._park(session, ParkReason.BUDGET_EXHAUSTED, exc)
                 tx.save(session)
+            if parked is not None:
+                raise parked from None
             raise
 
     def _record(self, pending: _Pending, verdict: GateVerdict) -> FinishResult:
@@ -259,6 +289,17 @@ class FinishPipeline:
                 return self.outcomes.accept(
                     context, findings, verdict=verdict.kind, rereviewed=findings.rereview
                 )
+            exhausted = None
+            if isinstance(verdict, GateNeedsWork) and checkpoint.attempt >= self.max_attempts:
+                exhausted = QualityGateError(
+                    f"Quality gate failed after {checkpoint.attempt} attempts. Feedback: "
+                    f"{verdict.feedback}. Stop and show this feedback to the user; pass "
+                    "quality_review_override_reason only if the user tells you to accept the "
+                    "outputs as they are.",
+                    code=ErrorCode.QUALITY_GATE_MAX_ATTEMPTS,
+                )
+                parked = self._park(session, ParkReason.ATTEMPTS_EXHAUSTED, exhausted)
+                exhausted = parked or exhausted
             tx.save(session)
             failed: list[ReviewVerdict] = []
             if isinstance(verdict, GateNeedsWork):
@@ -266,14 +307,8 @@ class FinishPipeline:
             self.events.needs_work(
                 session.session_id, checkpoint.step_ids, checkpoint.attempt, len(failed)
             )
-            if isinstance(verdict, GateNeedsWork) and checkpoint.attempt >= self.max_attempts:
-                raise QualityGateError(
-                    f"Quality gate failed after {checkpoint.attempt} attempts. Feedback: "
-                    f"{verdict.feedback}. Stop and show this feedback to the user; pass "
-                    "quality_review_override_reason only if the user tells you to accept the "
-                    "outputs as they are.",
-                    code=ErrorCode.QUALITY_GATE_MAX_ATTEMPTS,
-                )
+            if exhausted is not None:
+                raise exhausted
             return needs_work(stack_items(tx, session.agent_id), findings, verdict.feedback, failed)
 
     # --- dry run (docs/quality-gate.md, "Dry run") ---------------------------------------------

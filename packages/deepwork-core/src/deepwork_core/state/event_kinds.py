@@ -72,6 +72,8 @@ class EventName(StrEnum):
     REVIEW_USAGE = "review_usage"
     REVIEW_STALLED = "review_stalled"
     BUDGET_EXHAUSTED = "budget_exhausted"
+    PARKED = "parked"
+    RESUMED = "resumed"
 
 
 def _iso(value: datetime) -> str:
@@ -365,6 +367,28 @@ class BudgetExhaustedEvent(_Known):
     resets_at: Stamp | None = Field(default=None, exclude_if=unset)
 
 
+class ParkedEvent(_Known):
+    """A headless run stopped for a person (`reason`: `awaiting_approval`,
+    `attempts_exhausted` or `budget_exhausted`; docs/headless.md)."""
+
+    event: Literal["parked"] = "parked"
+    step_ids: list[str]
+    reason: str
+    request_id: str | None = None
+    machine: str = ""
+
+
+class ResumedEvent(_Known):
+    """`deepwork run --resume` started an agent on the run again, on `machine` in the checkout
+    `root` (`from_root`: the checkout that served it before, when another one did)."""
+
+    event: Literal["resumed"] = "resumed"
+    step_ids: list[str]
+    machine: str
+    root: str
+    from_root: str | None = None
+
+
 class OtherEvent(_Record):
     """A line of a kind this version does not know, or whose fields do not fit its kind.
 
@@ -397,6 +421,8 @@ KnownEvent = (
     | ReviewUsageEvent
     | ReviewStalledEvent
     | BudgetExhaustedEvent
+    | ParkedEvent
+    | ResumedEvent
 )
 
 _OTHER: Final = "other"
@@ -428,6 +454,8 @@ EventRecord = Annotated[
     | Annotated[ReviewUsageEvent, Tag("review_usage")]
     | Annotated[ReviewStalledEvent, Tag("review_stalled")]
     | Annotated[BudgetExhaustedEvent, Tag("budget_exhausted")]
+    | Annotated[ParkedEvent, Tag("parked")]
+    | Annotated[ResumedEvent, Tag("resumed")]
     | Annotated[OtherEvent, Tag(_OTHER)],
     Discriminator(_kind),
 ]
