@@ -11,12 +11,8 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.state.store.errors import StoreError
 from deepwork_core.state.store.opening import open_store, project_ref
 from deepwork_core.state.store.port import Store
-from deepwork_core.state.store.runs import (
-    SessionRow,
-    list_runs,
-    project_runs,
-    save_session,
-)
+from deepwork_core.state.store.run_lists import list_runs, project_runs
+from deepwork_core.state.store.runs import SessionRow, save_session
 from deepwork_core.state.store.schema import MIGRATIONS, SCHEMA_VERSION, ListColumns
 from deepwork_core.state.store.url import parse_store_url
 

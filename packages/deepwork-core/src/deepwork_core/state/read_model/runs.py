@@ -47,7 +47,7 @@ from deepwork_core.state.read_model.timeline import (
 from deepwork_core.state.sessions import Session, SessionStatus, SessionStore
 from deepwork_core.state.store.port import Store
 from deepwork_core.state.store.review_jobs import sessions_with_live_jobs
-from deepwork_core.state.store.runs import ProjectRun, project_runs
+from deepwork_core.state.store.run_lists import ProjectRun, project_runs
 from deepwork_core.state.usage.pair import RunUsage
 from deepwork_core.state.usage.totals import sum_usage
 
