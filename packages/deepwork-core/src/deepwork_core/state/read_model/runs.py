@@ -112,6 +112,8 @@ class Run(_View):
     #: run's reviews are counted in its top-level run's log.
     review_usage: RunUsage | None = None
     children: list[Run] = Field(default_factory=list)
+    #: Why the store's row of the run does not read (a list shows it as bad; its page says more).
+    problem: str | None = None
 
 
 class VerdictLine(_View):
@@ -308,6 +310,7 @@ def _listed_run(row: ProjectRun, *, reviewing: bool) -> Run:
         branch=None,
         started_from_branch=None,
         abort_reason=None,
+        problem=row.problem,
     )
 
 
