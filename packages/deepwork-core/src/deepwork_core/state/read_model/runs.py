@@ -279,7 +279,8 @@ def page_runs(store: SessionStore, *, limit: int, offset: int = 0) -> list[Run]:
     if not rows:
         return []
     reviewing = reviewing_sessions(db)
-    usage = session_marks(db, kind=EventName.REVIEW_USAGE)
+    tops = [row.session_id for row in rows if row.parent_session_id is None]
+    usage = session_marks(db, kind=EventName.REVIEW_USAGE, session_ids=tops)
     runs = []
     for row in rows:
         run = _listed_run(row, reviewing=row.session_id in reviewing)

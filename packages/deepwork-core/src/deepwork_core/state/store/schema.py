@@ -153,7 +153,8 @@ _V3: Final = (
 #: their branch started (`started_from`) and when a finished run ended (`ended_at`, None while
 #: active; filled for the rows written before), with indexes for the newest finished runs, a
 #: branch's first run, a run's instances and the runs awaiting a human
-#: (`deepwork_core.state.store.run_lists`).
+#: (`deepwork_core.state.store.run_lists`), and one for a run's events of some kinds (a run
+#: page's summary, the review cost of the runs on a page).
 _V4: Final = (
     "ALTER TABLE sessions ADD COLUMN started_from TEXT",
     "ALTER TABLE sessions ADD COLUMN ended_at DOUBLE PRECISION",
@@ -161,6 +162,7 @@ _V4: Final = (
     "CREATE INDEX runs_by_branch ON sessions (project_id, branch, started_at)",
     "CREATE INDEX runs_by_parent ON sessions (project_id, parent_session_id, is_instance)",
     "CREATE INDEX runs_awaiting ON sessions (project_id, awaiting_approval, started_at)",
+    "CREATE INDEX events_by_kind ON events (project_id, session_id, kind, seq)",
 )
 
 #: Migration n (1-based) as its statements.
