@@ -12,11 +12,9 @@ error that hides the other rows.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Final, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from deepwork_core.base.fsutil import loads_json
 from deepwork_core.base.identifiers import SessionId
@@ -30,19 +28,19 @@ _RUN_COLUMNS: Final = (
 _BRANCHES_PER_QUERY: Final = 200
 
 
+#: The Unix times a date can show (the years 1 to 9999, with a day to spare either side).
+_EARLIEST: Final = -62_135_596_800.0 + 86_400
+_LATEST: Final = 253_402_300_799.0 - 86_400
+
+
 def checked_time(value: object) -> float | None:
     """`value` as a Unix time a date can show, or None (NaN, infinite, out of range, not a
     number): a row another program or another project wrote is not trusted."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     seconds = float(value)
-    if not math.isfinite(seconds):
-        return None
-    try:
-        datetime.fromtimestamp(seconds, UTC)
-    except (OverflowError, OSError, ValueError):
-        return None
-    return seconds
+    # NaN fails both comparisons; an infinity or a time past the years of a date, one of them.
+    return seconds if _EARLIEST <= seconds <= _LATEST else None
 
 
 class StoredRun(NamedTuple):
@@ -65,29 +63,23 @@ class StoredRun(NamedTuple):
     problem: str | None = None
 
 
-def _stored_run(root: str, row: Sequence[object]) -> StoredRun:
-    started, updated, completed = (checked_time(value) for value in row[8:11])
-    bad = [
-        name for name, value in (("started_at", started), ("updated_at", updated)) if value is None
-    ]
-    if completed is None and row[10] is not None:
-        bad.append("completed_at")
-    texts = [None if value is None else str(value) for value in row[:8]]
+def _stored_run(root: str, row: Sequence[Any]) -> StoredRun:
+    project, machine, session, job, workflow, status, agent, branch = row[:8]
+    started, updated, completed = checked_time(row[8]), checked_time(row[9]), None
+    bad = []
+    if started is None:
+        bad.append("started_at")
+    if updated is None:
+        bad.append("updated_at")
+    if row[10] is not None:
+        completed = checked_time(row[10])
+        if completed is None:
+            bad.append("completed_at")
     return StoredRun(
-        str(texts[0]),
-        root,
-        texts[1] or "",
-        texts[2] or "",
-        texts[3] or "",
-        texts[4] or "",
-        texts[5] or "",
-        texts[6],
-        texts[7],
-        started,
-        updated,
-        completed,
+        project, root, machine, session, job, workflow, status, agent, branch,
+        started, updated, completed,
         f"bad row: {', '.join(bad)} is not a date" if bad else None,
-    )
+    )  # fmt: skip
 
 
 def _where(project_id: str | None, active_only: bool) -> tuple[str, list[object]]:
