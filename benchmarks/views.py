@@ -3,8 +3,8 @@
     uv run python benchmarks/views.py                  # 100,000 runs, SQLite and PostgreSQL
     uv run python benchmarks/views.py --runs 10000 --no-postgres
 
-The store is seeded through its own write path: a few real runs are made by the engine (a
-completed 5-step run, an aborted one, an active one), then each is written again under new
+The store is seeded through its own write path: two real runs are made by the engine (a
+completed 5-step run and an aborted one), then each is written again under new
 session ids with `save_session` and its event rows, as an import writes them, until the
 project holds `--runs` runs. Each view is then timed in process, server side (what the
 command or page handler runs, without the HTTP or terminal around it):
@@ -44,7 +44,7 @@ _BATCH = 2_000
 
 
 def _templates(root: Path, store: Any) -> list[str]:
-    """Three real runs made by the engine: completed, aborted, and one left active."""
+    """Two real runs made by the engine: one completed, one aborted after its first step."""
     from deepwork_core.engine.workflow import WorkflowEngine
     from deepwork_core.jobs.discovery import JobCatalog
     from deepwork_core.state.sessions import SessionStore
