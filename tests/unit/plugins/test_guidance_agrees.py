@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -130,8 +131,12 @@ def test_the_command_check_catches_a_missing_command_and_a_missing_uvx_form() ->
 # --- response fields --------------------------------------------------------------------------
 
 
-def _schemas() -> list[dict[str, Any]]:
-    return [model.model_json_schema(by_alias=True, mode="serialization") for model in RESPONSES]
+@cache
+def _schemas() -> tuple[dict[str, Any], ...]:
+    """The response models' schemas, built once: each dotted name of each skill walks them all."""
+    return tuple(
+        model.model_json_schema(by_alias=True, mode="serialization") for model in RESPONSES
+    )
 
 
 def _children(node: dict[str, Any], defs: dict[str, Any]) -> Iterator[dict[str, Any]]:
