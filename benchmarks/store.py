@@ -109,7 +109,7 @@ def listing(url: str | None, count: int, repeats: int) -> tuple[list[float], lis
     project holding `count` runs."""
     from deepwork_core.state.sessions import SessionStore
     from deepwork_core.state.store.opening import open_store
-    from deepwork_core.state.store.runs import list_runs
+    from deepwork_core.state.store.run_lists import list_runs
     from deepwork_mcp.dashboard.views import RUNS_PER_PAGE
     from deepwork_mcp.dashboard.views import runs as dashboard_runs
 

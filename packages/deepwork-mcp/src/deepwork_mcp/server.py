@@ -283,7 +283,10 @@ class _ServicesFactory:
         def open_project_store() -> Store:
             from deepwork_core.state.store.opening import choose_store_url, open_store
 
-            return open_store(choose_store_url(folder, self.store_url), folder)
+            store = open_store(choose_store_url(folder, self.store_url), folder)
+            for notice in store.notices:
+                logger.warning("%s", notice)
+            return store
 
         def make_engine(store: Store) -> WorkflowEngine:
             # A PostgreSQL store is shared by the checkouts that name it (docs/team.md).

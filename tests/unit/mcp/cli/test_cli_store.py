@@ -144,3 +144,53 @@ def test_a_shared_store_requires_signatures_wherever_its_url_was_set(
     trusted = trusted_approvers(root, env)
     assert trusted.shared is shared
     assert trusted.required() is shared
+
+
+def test_status_all_lists_a_page_and_says_how_many_more(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    root = make_project(tmp_path / "p")
+    engine = WorkflowEngine(
+        root, JobCatalog.for_project(root), SessionStore(make_store(root), root)
+    )
+    started = []
+    for n in range(5):
+        started.append(engine.start(f"g{n}", "three_step", "main", inputs={"topic": "t"}))
+        engine.abort("next")
+    ids = [s.brief.session_id for s in started]
+    first = run("status", "--all", "--per-page", "2", "--path", str(root))
+    assert [f"session {i}" in first for i in ids] == [False, False, False, True, True]
+    assert first.endswith("3 more runs: deepwork status --all --page 2 --per-page 2\n")
+    last = run("status", "--all", "--per-page", "2", "--page", "3", "--path", str(root))
+    assert f"session {ids[0]}" in last
+    assert "more runs" not in last
+    result = CliRunner().invoke(
+        cli, ["status", "--all", "--json", "--per-page", "4", "--path", str(root)]
+    )
+    assert result.exit_code == 0
+    assert len(json.loads(result.stdout)) == 4
+    assert "1 more runs: deepwork status --all --page 2 --per-page 4" in result.stderr
+
+
+def test_status_all_shows_a_bad_row_of_another_project_as_bad(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    root = make_project(tmp_path / "p")
+    store = make_store(root)
+    engine = WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(store, root))
+    mine = engine.start("g", "multi", "alpha").brief.session_id
+    with store.write() as tx:  # another project's row, with a time that is not a date
+        tx.execute(
+            "INSERT INTO sessions (project_id, session_id, job, workflow, status, machine, "
+            "started_at, updated_at, body) SELECT 'ffffffffffffffff', 'sess_badrow01', job, "
+            "workflow, status, machine, started_at, ?, body FROM sessions WHERE session_id = ?",
+            (1e300, mine),
+        )
+    text = run("status", "--all", "--path", str(root))
+    assert "bad        session sess_badrow01" in text
+    assert "bad row: updated_at is not a date" in text
+    assert f"session {mine}" in text
+    listed = json.loads(run("status", "--all", "--json", "--path", str(root)))
+    bad = next(row for row in listed if row["session_id"] == "sess_badrow01")
+    assert bad["updated_at"] is None
+    assert bad["problem"] == "bad row: updated_at is not a date"

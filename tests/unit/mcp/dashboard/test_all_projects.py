@@ -70,3 +70,28 @@ def test_a_decision_for_another_project_needs_a_shared_store(
     assert answer.status_code == 409
     assert "approval.none_pending" in answer.text
     assert approval_json(here.store, here.session_id)["decision"] is None
+
+
+def test_a_bad_row_of_another_project_is_shown_as_bad_and_the_rest_still_shows(
+    waiting: Waiting, client: TestClient
+) -> None:
+    later = waiting.engine.start("a second run", "approved", "main").brief.session_id
+    with waiting.store.write() as tx:  # another program wrote a time that is not a date
+        tx.execute(
+            "INSERT INTO sessions (project_id, session_id, job, workflow, status, machine, "
+            "started_at, updated_at, body) SELECT 'ffffffffffffffff', 'sess_badrow01', job, "
+            "workflow, status, machine, started_at, ?, body FROM sessions WHERE session_id = ?",
+            (1e300, later),
+        )
+        tx.execute("UPDATE sessions SET steps = ? WHERE session_id = ?", ("[" * 100_000, later))
+    for path in ("/all", "/fragment/all"):
+        page = client.get(path)
+        assert page.status_code == 200
+        assert "sess_badrow01" in page.text
+        assert "bad row: updated_at is not a date" in page.text
+        assert waiting.session_id in page.text
+    for path in ("/", "/fragment/runs"):
+        page = client.get(path)
+        assert page.status_code == 200
+        assert "bad row: its current steps do not read" in page.text
+        assert waiting.session_id in page.text

@@ -276,11 +276,12 @@ class StateTransaction:
             completed_at=session.completed_at.timestamp() if session.completed_at else None,
             body=session.model_dump_json(),
             listed=ListColumns(
-                session.goal,
-                json.dumps(session.current_step_ids),
-                session.parent_session_id,
-                session.instance_of is not None,
-                session.pending_approval is not None,
+                goal=session.goal,
+                steps=json.dumps(session.current_step_ids),
+                parent_session_id=session.parent_session_id,
+                is_instance=session.instance_of is not None,
+                awaiting_approval=session.pending_approval is not None,
+                started_from=session.previous_branch,
             ),
         )
         save_session(self.db, self._project_id, self._store.project.machine, row, self._store.now())

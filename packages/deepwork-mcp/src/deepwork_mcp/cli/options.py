@@ -50,6 +50,15 @@ def store_url(project: Path) -> str | None:
     return choose_store_url(project, os.environ.get(STORE_URL_ENV))
 
 
+def show_notices(store: Store | None) -> None:
+    """Print the store's warnings of its opening (an old file set aside) on stderr, once."""
+    if store is None:
+        return
+    for notice in store.notices:
+        click.echo(printable(f"warning: {notice}"), err=True)
+    store.notices.clear()
+
+
 @contextmanager
 def project_store(project: Path) -> Iterator[Store]:
     """The project's store for this command (made when it has none yet), closed at the end.
@@ -57,6 +66,7 @@ def project_store(project: Path) -> Iterator[Store]:
     from deepwork_core.state.store.opening import open_store
 
     with open_store(store_url(project), project) as store:
+        show_notices(store)
         yield store
 
 
@@ -67,6 +77,7 @@ def existing_project_store(project: Path) -> Iterator[Store | None]:
     from deepwork_core.state.store.opening import open_existing_store
 
     store = open_existing_store(store_url(project), project)
+    show_notices(store)
     try:
         yield store
     finally:

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from deepwork_core.state.read_model.runs import Run
 from deepwork_core.state.stats import Stats
-from deepwork_core.state.store.runs import StoredRun
+from deepwork_core.state.store.run_lists import StoredRun
 
 from deepwork_mcp.dashboard.rendering import render
 from deepwork_mcp.dashboard.views import ApprovalView

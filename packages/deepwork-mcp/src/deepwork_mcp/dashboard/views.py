@@ -29,16 +29,13 @@ from deepwork_core.state.approvals import ApprovalRecord, ApprovalRequest, Appro
 from deepwork_core.state.read_model.runs import (
     Run,
     RunDetail,
-    RunStatus,
-    list_runs,
-    load_sessions,
     page_runs,
     run_detail,
 )
 from deepwork_core.state.sessions import Session, SessionStatus, SessionStore
 from deepwork_core.state.store.approval_rows import undecided_requests
-from deepwork_core.state.store.runs import StoredRun
-from deepwork_core.state.store.runs import list_runs as stored_runs
+from deepwork_core.state.store.run_lists import StoredRun, awaiting_ids, instance_ids
+from deepwork_core.state.store.run_lists import list_runs as stored_runs
 from markupsafe import Markup
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -140,9 +137,13 @@ def step_states(session: Session) -> dict[str, StepState]:
 
 
 def instance_rows(store: SessionStore, session: Session) -> list[InstanceRow]:
-    """The instances `session`'s fanned-out steps started, by step then item order."""
+    """The instances `session`'s fanned-out steps started, by step then item order: their ids
+    from one indexed query, then only their documents (one that cannot be read is left out)."""
+    db = store.store
+    with db.read() as tx:
+        ids = instance_ids(tx, db.project.project_id, session.session_id)
     rows = []
-    for other in load_sessions(store):
+    for other in _loaded(store, ids):
         of = other.instance_of
         if of is None or other.parent_session_id != session.session_id:
             continue
@@ -374,14 +375,27 @@ def open_approvals(
     """Every open approval request of the project, newest session first, then those of the
     other projects of a shared store."""
     approvals = approvals or ApprovalStore(store.store, store.project_root)
-    waiting = [run for run in list_runs(store) if run.status is RunStatus.AWAITING_APPROVAL]
+    db = store.store
+    with db.read() as tx:
+        waiting = awaiting_ids(tx, db.project.project_id)
     views: list[ApprovalView] = []
-    for run in waiting:
-        with contextlib.suppress(SessionError):  # pruned or changed meanwhile
-            view = pending_approval(approvals, store.load(run.session_id))
-            if view is not None:
-                views.append(view)
+    for session in _loaded(store, waiting):  # one pruned or changed meanwhile is left out
+        view = pending_approval(approvals, session)
+        if view is not None:
+            views.append(view)
     return views + other_projects_approvals(approvals)
+
+
+def _loaded(store: SessionStore, session_ids: list[SessionId]) -> list[Session]:
+    """The sessions of `session_ids` that can be read, in that order, in one transaction."""
+    sessions: list[Session] = []
+    if not session_ids:
+        return sessions
+    with store.transaction() as tx:
+        for session_id in session_ids:
+            with contextlib.suppress(SessionError):
+                sessions.append(tx.load(session_id))
+    return sessions
 
 
 def all_runs(store: SessionStore, limit: int = 1000) -> list[StoredRun]:

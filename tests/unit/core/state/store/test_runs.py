@@ -11,12 +11,13 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.state.store.errors import StoreError
 from deepwork_core.state.store.opening import open_store, project_ref
 from deepwork_core.state.store.port import Store
-from deepwork_core.state.store.runs import (
-    SessionRow,
+from deepwork_core.state.store.run_lists import (
+    branch_origins,
+    finished_ids,
     list_runs,
     project_runs,
-    save_session,
 )
+from deepwork_core.state.store.runs import SessionRow, save_session
 from deepwork_core.state.store.schema import MIGRATIONS, SCHEMA_VERSION, ListColumns
 from deepwork_core.state.store.url import parse_store_url
 
@@ -137,6 +138,45 @@ def test_migrating_a_version_1_store_fills_the_list_columns(
     assert version == [(str(SCHEMA_VERSION),)]
     assert (run.goal, run.steps, run.parent_session_id) == ("ship it", ["draft", "edit"], "s0000")
     assert run.awaiting_approval
+
+
+def test_migrating_a_version_3_store_fills_where_runs_started_and_ended(
+    store_url: str | None, tmp_path: Path
+) -> None:
+    old = _open_unmigrated(store_url, tmp_path)
+    with old.write() as tx:
+        for migration in MIGRATIONS[:3]:
+            for statement in migration:
+                tx.execute(statement.replace("{identity}", old._identity()))
+        tx.execute("INSERT INTO store_meta (key, value) VALUES ('application', 'deepwork')")
+        tx.execute("INSERT INTO store_meta (key, value) VALUES ('schema_version', '3')")
+        for sid, status, completed, previous in (
+            ("s0001", "completed", 9.0, "main"),
+            ("s0002", "aborted", None, None),
+            ("s0003", "active", None, "dev"),
+        ):
+            tx.execute(
+                "INSERT INTO sessions (project_id, session_id, job, workflow, status, machine, "
+                "started_at, updated_at, completed_at, body, branch) "
+                "VALUES (?, ?, 'j', 'w', ?, 'm', 5, 5, ?, ?, 'deepwork/x')",
+                (
+                    old.project.project_id, sid, status, completed,
+                    json.dumps({"session_id": sid, "previous_branch": previous}),
+                ),
+            )  # fmt: skip
+    old.close()
+    store = open_store(store_url, tmp_path)
+    try:
+        project = store.project.project_id
+        with store.read() as tx:
+            ended = finished_ids(tx, project, limit=10)
+            origins = branch_origins(tx, project, ["deepwork/x"])
+            rows = dict(tx.execute("SELECT session_id, started_from FROM sessions"))
+    finally:
+        store.close()
+    assert ended == ["s0001", "s0002"]  # by when they ended (an abort: when it started)
+    assert rows == {"s0001": "main", "s0002": None, "s0003": "dev"}
+    assert origins == {"deepwork/x": "main"}  # its first run (a tie: the smaller id)
 
 
 def test_a_failing_write_rolls_back_the_whole_transaction(any_store: Store) -> None:

@@ -47,7 +47,7 @@ from deepwork_core.state.read_model.timeline import (
 from deepwork_core.state.sessions import Session, SessionStatus, SessionStore
 from deepwork_core.state.store.port import Store
 from deepwork_core.state.store.review_jobs import sessions_with_live_jobs
-from deepwork_core.state.store.runs import ProjectRun, project_runs
+from deepwork_core.state.store.run_lists import ProjectRun, project_runs
 from deepwork_core.state.usage.pair import RunUsage
 from deepwork_core.state.usage.totals import sum_usage
 
@@ -114,6 +114,8 @@ class Run(_View):
     #: run's reviews are counted in its top-level run's log.
     review_usage: RunUsage | None = None
     children: list[Run] = Field(default_factory=list)
+    #: Why the store's row of the run does not read (a list shows it as bad; its page says more).
+    problem: str | None = None
 
 
 class VerdictLine(_View):
@@ -281,7 +283,8 @@ def page_runs(store: SessionStore, *, limit: int, offset: int = 0) -> list[Run]:
     if not rows:
         return []
     reviewing = reviewing_sessions(db)
-    usage = session_marks(db, kind=EventName.REVIEW_USAGE)
+    tops = [row.session_id for row in rows if row.parent_session_id is None]
+    usage = session_marks(db, kind=EventName.REVIEW_USAGE, session_ids=tops)
     runs = []
     for row in rows:
         run = _listed_run(row, reviewing=row.session_id in reviewing)
@@ -312,6 +315,7 @@ def _listed_run(row: ProjectRun, *, reviewing: bool) -> Run:
         branch=None,
         started_from_branch=None,
         abort_reason=None,
+        problem=row.problem,
     )
 
 

@@ -48,7 +48,8 @@ def open_store(
     older DeepWork kept (`deepwork_core.state.store.legacy`) on its first open.
 
     Raises `store.url_invalid`, `store.corrupt`, `store.foreign`, `store.schema_newer`,
-    `store.auth_failed` or `store.unavailable`; on any of them nothing was written.
+    `store.auth_failed` or `store.unavailable`; on any of them nothing was written. An old
+    file that cannot be imported is set aside, with a warning in the store's `notices`.
     """
     location = parse_store_url(url, project_root)
     project = project_ref(project_root, machine)
@@ -67,7 +68,7 @@ def open_store(
         store = SqliteStore(location, project, clock)
     try:
         store.migrate()
-        import_legacy(store, project_root)
+        store.notices.extend(import_legacy(store, project_root))
     except BaseException:
         store.close()
         raise

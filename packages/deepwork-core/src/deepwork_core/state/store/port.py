@@ -81,6 +81,8 @@ class Store(abc.ABC):
         self._lock = threading.RLock()
         self._tx: Tx | None = None
         self._tx_writes = False
+        #: Coded warnings of the opening (an old file set aside on import), for the root to show.
+        self.notices: list[str] = []
 
     @property
     def display(self) -> str:
@@ -176,8 +178,6 @@ class Store(abc.ABC):
             for number in range(version + 1, SCHEMA_VERSION + 1):
                 for statement in MIGRATIONS[number - 1]:
                     tx.execute(statement.replace("{identity}", self._identity()))
-                if number in FILLS_RUN_COLUMNS and version > 0:
-                    fill_run_columns(tx)
                 if number == 1:
                     tx.execute(
                         "INSERT INTO store_meta (key, value) VALUES ('application', ?)",
@@ -189,6 +189,8 @@ class Store(abc.ABC):
                         "UPDATE store_meta SET value = ? WHERE key = 'schema_version'",
                         (str(number),),
                     )
+            if version > 0:
+                _fill(tx, version)
             tx.execute(
                 "INSERT INTO projects (project_id, root, machine, created_at) VALUES (?, ?, ?, ?)"
                 " ON CONFLICT (project_id) DO NOTHING",
@@ -232,6 +234,12 @@ class Store(abc.ABC):
             "DEEPWORK_STORE_URL elsewhere, or move the file away; nothing was written",
             code=ErrorCode.STORE_FOREIGN,
         )
+
+
+def _fill(tx: Tx, version: int) -> None:
+    """What rows written before the migrations from `version` on need filled in."""
+    if any(number > version for number in FILLS_RUN_COLUMNS):
+        fill_run_columns(tx)
 
 
 def wall_clock() -> float:
