@@ -75,12 +75,18 @@ def approver_path(state: Path, name: str) -> Path:
     return state / "approvers" / f"{name}.key"
 
 
-def local_signer(state: Path, env: Mapping[str, str], name: str | None) -> ApproverSigner | None:
+def local_signer(
+    state: Path, env: Mapping[str, str], name: str | None, trusted: TrustedApprovers
+) -> ApproverSigner | None:
     """The approver who signs here: `name`, else `DEEPWORK_APPROVER`, else the only key in
-    `<state>/approvers/`; None when there is none. Several keys and no name: an error."""
+    `<state>/approvers/`; None when there is none. Several keys and no name: an error, but only
+    where `trusted` requires a signature; elsewhere the project's seal decides and no key is
+    chosen (docs/team.md)."""
     chosen = name or env.get(APPROVER_ENV) or None
     if chosen is not None:
         return ApproverSigner(chosen, approver_path(state, chosen))
+    if not trusted.required():
+        return None
     try:
         names = sorted(p.stem for p in (state / "approvers").glob("*.key"))
     except OSError:

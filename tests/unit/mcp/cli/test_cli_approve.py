@@ -219,3 +219,22 @@ def test_without_a_terminal_it_needs_yes(tmp_path: Path, make_store: Callable[..
     record = store.load(SID)
     assert record is not None
     assert record.decision is None
+
+
+def test_several_approver_keys_do_not_block_a_decision_that_needs_no_signature(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    """On a local store whose base branch trusts no key the seal decides: no key is chosen, so
+    several keys in the state folder are no reason to refuse (docs/team.md)."""
+    project = tmp_path / "project"
+    project.mkdir()
+    store = open_request(make_store, project)
+    for name in ("alice", "bob"):
+        made = CliRunner().invoke(cli, ["approver", "init", "--name", name, "--no-trust"])
+        assert made.exit_code == 0, made.output
+    done = CliRunner().invoke(cli, ["approve", SID, "--path", str(project), "--yes"])
+    assert done.exit_code == 0, done.output
+    assert "signed by" not in done.output
+    record = store.load(SID)
+    assert record is not None and record.decision is not None
+    assert record.decision.approved and record.decision.signer is None
