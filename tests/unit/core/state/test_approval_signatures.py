@@ -21,6 +21,9 @@ from deepwork_core.state.approvals import (
     record_decision,
     rehash,
 )
+from deepwork_core.state.event_kinds import ApprovalEvent, decided_by, parse_line
+from deepwork_core.state.read_model.timeline import sentence
+from deepwork_core.state.store.approval_rows import approval_event_lines
 from deepwork_core.state.store.port import Store
 
 from tests.fixtures.state_rows import approval_json, write_approval_json
@@ -105,6 +108,28 @@ def test_once_a_key_is_trusted_only_a_trusted_signature_counts(
     assert record is not None
     assert record.decision is not None
     assert record.decision.signer == "alice"
+
+
+def test_the_signer_is_who_decided_in_every_view_the_os_user_only_where_and_as_whom(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    """The approver's name is shown wherever a decision appears (docs/team.md): the logged
+    event, the timeline sentence `deepwork log` and the run page print."""
+    alice = signer(tmp_path, "alice")
+    store = opened(tmp_path, make_store)
+    trust(store.project_root, alice)
+    decide(ApprovalStore(store.store, store.project_root, store.key, signer=alice))
+    with store.store.read() as tx:
+        lines = approval_event_lines(tx, store.project_id, SID)
+    events = [parse_line(line, SID) for line in lines]
+    assert [type(e) for e in events] == [ApprovalEvent]
+    event = events[0]
+    assert isinstance(event, ApprovalEvent)
+    assert event.signer == "alice"
+    assert event.decided_by == "approver alice (on host as alice)"
+    assert sentence(event).startswith("Approver alice (on host as alice) approved `plan`")
+    assert decided_by(None, "root@vm") == "an unsigned decision (on vm as root)"
+    assert decided_by(None, "claude-code 2.1") == "an unsigned decision (through claude-code 2.1)"
 
 
 def test_an_edited_signed_decision_does_not_verify(

@@ -465,6 +465,7 @@ def approval_event(
         terminal=decision.terminal,
         decided_at=decision.decided_at,
         shown=list(decision.shown),
+        signer=decision.signer,
     )
 
 
