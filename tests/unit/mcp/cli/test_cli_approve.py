@@ -112,7 +112,15 @@ def test_status_shows_a_step_waiting_for_a_human(
 
     result = CliRunner().invoke(cli, ["status", "--path", str(root)])
     assert f"AWAITING APPROVAL: deepwork approve {session_id}" in result.output
+    listed = CliRunner().invoke(cli, ["status", "--all", "--path", str(root)])
+    assert listed.output.startswith("awaiting approval  approved/main"), listed.output
     assert approve(root, session_id=session_id).returncode == 0
+    # Decided, not yet picked up: no view says it still waits for a person.
+    result = CliRunner().invoke(cli, ["status", "--path", str(root)])
+    assert "APPROVED, waiting for the agent's next finished_step" in result.output
+    assert "AWAITING APPROVAL" not in result.output
+    listed = CliRunner().invoke(cli, ["status", "--all", "--path", str(root)])
+    assert listed.output.startswith("approved, waiting for the agent  approved/main")
     engine.finish({"plan": "plan.md"})
     result = CliRunner().invoke(cli, ["status", "--path", str(root)])
     assert "approvals 1" in result.output
