@@ -55,6 +55,10 @@ BUDGETS: dict[str, Budget] = {
     "store.postgresql.list_runs": Budget(100, "≤ 100 ms"),
     "store.sqlite.dashboard_page": Budget(100, "≤ 100 ms"),
     "store.postgresql.dashboard_page": Budget(100, "≤ 100 ms"),
+    # Issue 42: what reviews cost.
+    "review_costs.rereview_calls": Budget(10, "≤ 10 % of the first round", size_dependent=False),
+    "review_costs.rereview_cost": Budget(10, "≤ 10 % of the first round", size_dependent=False),
+    "review_costs.estimate_gap": Budget(25, "within ±25 % of spent", size_dependent=False),
 }
 
 _STORE_FIGURES = ("finished_step", "list_runs", "dashboard_page")
@@ -109,6 +113,9 @@ FIGURE_KEYS: tuple[str, ...] = (
     "pages.runs_list",
     "pages.run_page",
     "pages.report",
+    "review_costs.rereview_calls",
+    "review_costs.rereview_cost",
+    "review_costs.estimate_gap",
 )
 
 

@@ -729,6 +729,27 @@ async def pages(bench: Bench) -> None:
     await pages_speed(bench)
 
 
+# --- what reviews cost: reuse after a needs_work round, the price before the run (issue 42) -----
+
+
+async def review_costs(bench: Bench) -> None:
+    """The second round's share of the first after one page changed; the estimate's gap."""
+    from review_costs import estimate_error, rereview_share
+
+    share = rereview_share(bench.folder("review_costs_reuse"))
+    for key, label, value in (
+        ("calls", "re-review after one of 20 pages changed: calls", share["calls_pct"]),
+        ("cost", "re-review after one of 20 pages changed: cost", share["cost_pct"]),
+    ):
+        figure = bench.figure(f"review_costs.rereview_{key}", label, "%", **share)
+        figure.samples.append(value)
+    gaps = estimate_error(bench.folder("review_costs_estimate"))
+    figure = bench.figure(
+        "review_costs.estimate_gap", "price before the run: worst gap to spent", "%", **gaps
+    )
+    figure.samples.append(abs(gaps["worst_pct"]))
+
+
 Scenario = Callable[[Bench], Awaitable[None]]
 
 # name -> (scenario, the figure-key prefixes it produces)
@@ -747,5 +768,6 @@ SCENARIOS: dict[str, tuple[Scenario, tuple[str, ...]]] = {
     "telemetry": (telemetry, ("telemetry.",)),
     "store": (store, ("store.",)),
     "pages": (pages, ("pages.",)),
+    "review_costs": (review_costs, ("review_costs.",)),
 }
 ALIASES = {"context": "cold_start", "memory": "get_workflows", "nested": "workflows"}

@@ -65,6 +65,9 @@ COST_DEFAULTS = {
     "budget": {"max_cost_usd": None, "max_tokens": None},
     "max_parallel": 4,
     "wait_seconds": 20.0,  # background reviews (issue 30)
+    "reuse": "passes",  # what reviews cost (issue 42)
+    "prices": {},
+    "max_budget_usd_per_day": None,
 }
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -130,8 +131,12 @@ def test_the_command_check_catches_a_missing_command_and_a_missing_uvx_form() ->
 # --- response fields --------------------------------------------------------------------------
 
 
-def _schemas() -> list[dict[str, Any]]:
-    return [model.model_json_schema(by_alias=True, mode="serialization") for model in RESPONSES]
+@cache
+def _schemas() -> tuple[dict[str, Any], ...]:
+    """The response models' schemas, built once: each dotted name of each skill walks them all."""
+    return tuple(
+        model.model_json_schema(by_alias=True, mode="serialization") for model in RESPONSES
+    )
 
 
 def _children(node: dict[str, Any], defs: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -419,6 +424,20 @@ def test_the_skill_says_what_the_gate_judges_and_how_to_see_it(skills: dict[str,
     assert "review_tasks" in responses.FinishedStepResponse.model_fields
 
 
+def test_the_skill_says_reviews_are_priced_reused_and_capped_per_day(
+    skills: dict[str, str],
+) -> None:
+    gate = _flat(_deepwork_skill(skills))
+    for phrase in (
+        "`expected` cost", "total `price`", "reused at no cost",
+        "reused from <session>/<step>, <when>", "`quality_gate.day_budget_exhausted`",
+    ):  # fmt: skip
+        assert phrase in gate, phrase
+    fields = responses.FinishedStepResponse.model_fields
+    assert "price" in fields
+    assert "expected" in responses.PlannedReviewInfo.model_fields
+
+
 def test_the_self_review_fallback_does_not_contradict_itself(skills: dict[str, str]) -> None:
     """A fresh sub-agent where the client has them; an admitted own pass where it has none."""
     for where, text in skills.items():
@@ -610,3 +629,15 @@ def test_the_dry_run_promise_covers_the_stale_evidence_round() -> None:
     page = _flat((REPO / "docs" / "quality-gate.md").read_text(encoding="utf-8"))
     dry = page[page.index("## Dry run") : page.index("## Attempts")]
     assert "earlier step whose accepted output changed" in dry
+
+
+def test_the_skill_and_a_parked_answer_agree_on_stopping(skills: dict[str, str]) -> None:
+    from deepwork_core.engine.parking import stop_note
+
+    skill = _flat(_deepwork_skill(skills))
+    note = stop_note("sess_x")
+    assert "Stop now" in note
+    assert "stop at once and end your turn" in skill
+    for words in ("parked", "deepwork run --resume"):
+        assert words in note
+        assert words in skill

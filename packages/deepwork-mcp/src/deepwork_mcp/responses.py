@@ -197,12 +197,20 @@ class QualityCriteriaResult(_Model):
     feedback: str | None
 
 
+def _reuse_text(value: object) -> object:
+    """A `ReusedFrom` as every view says it: `reused from <session>/<step>, <when>`."""
+    return getattr(value, "text", value)
+
+
 class ReviewResult(_Model):
     review_run_each: str
     target_file: str | None
     passed: bool
     feedback: str
     criteria_results: list[QualityCriteriaResult]
+    #: Set when no reviewer ran: the verdict was judged earlier (docs/quality-gate.md). Kept
+    #: out of the listed schema (every byte of tools/list is paid in every conversation).
+    reused_from: SkipJsonSchema[Annotated[str | None, BeforeValidator(_reuse_text)]] = _Sparse
 
 
 class StaleEvidenceInfo(_Model):
@@ -283,6 +291,26 @@ class EvidenceInfo(_Model):
     approvals: Annotated[list[ApprovalGiven] | None, BeforeValidator(_approvals)] = None
 
 
+class TaskPriceInfo(_Model):
+    """What one review task is expected to cost (`deepwork_core.gate.costs.quotes.TaskPrice`)."""
+
+    label: str
+    tokens: int
+    usd: float | None
+    basis: str
+
+
+class ReviewPriceInfo(_Model):
+    """What a step's reviews are expected to cost in all (docs/quality-gate.md, "A price
+    before the run")."""
+
+    tokens: int
+    usd: float
+    unpriced: int
+    basis: str
+    text: str
+
+
 class PlannedReviewInfo(_Model):
     """A review task a dry run found (docs/quality-gate.md, "Dry run")."""
 
@@ -295,6 +323,8 @@ class PlannedReviewInfo(_Model):
     agent: dict[str, str] | None = _Sparse
     #: What the review's `additional_context` adds to the brief; left out when it asks none.
     context: list[str] | None = _Sparse
+    #: What it is expected to cost, and on what basis; left out under self-review.
+    expected: TaskPriceInfo | None = _Sparse
 
 
 class ReviewProgressInfo(_Model):
@@ -304,6 +334,8 @@ class ReviewProgressInfo(_Model):
     judges: str
     #: `queued`, `running`, `passed` or `failed`.
     state: str
+    #: What it is expected to cost, and on what basis.
+    expected: TaskPriceInfo | None = _Sparse
 
 
 class FinishedStepResponse(_Model):
@@ -327,6 +359,9 @@ class FinishedStepResponse(_Model):
     #: With `reviewing` only: each background review and how far it got (kept out of the
     #: listed schema like `review_tasks`).
     reviews: SkipJsonSchema[list[ReviewProgressInfo] | None] = _Sparse
+    #: With `dry_run` and `reviewing` under an external reviewer: what the reviews are expected
+    #: to cost in all, with its basis (kept out of the listed schema like `review_tasks`).
+    price: SkipJsonSchema[ReviewPriceInfo | None] = _Sparse
 
 
 class AbortWorkflowResponse(_Model):

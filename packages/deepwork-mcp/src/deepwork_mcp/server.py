@@ -19,6 +19,7 @@ import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import date
+from functools import cache
 from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -111,6 +112,9 @@ def build_gate(settings: QualityGateConfig, trace_env: TraceEnv | None = None) -
         stall_retries=settings.stall_retries,
         models=settings.models,
         budget=settings.budget,
+        reuse=settings.reuse,
+        prices=settings.prices,
+        max_usd_per_day=settings.max_budget_usd_per_day,
     )
     return ExternalGate(
         calls,
@@ -167,6 +171,7 @@ def create_server(
     launch: str = "deepwork",
     trace_env: TraceEnv | None = None,
     shared_store: bool | None = None,
+    headless: bool = False,
 ) -> FastMCP:
     """Build the server for `project_root` (resolved to an absolute path).
 
@@ -185,7 +190,8 @@ def create_server(
     `trace_env` gives each external reviewer process its trace variables (docs/telemetry.md).
     `shared_store` (default: the project's store is a PostgreSQL server, named by
     `DEEPWORK_STORE_URL` or else by `store.url` of its config) makes every approval need a
-    trusted approver's signature (docs/team.md).
+    trusted approver's signature (docs/team.md). `headless`: no person attends, so a run parks
+    where it would wait for one (docs/headless.md).
     """
     config = DeepWorkConfig() if config is None else config
     root = Path(project_root).resolve()
@@ -194,7 +200,9 @@ def create_server(
         raise ConfigError("quality_gate.max_attempts must be at least 1")
     check_gate(gate_settings)
     keys = default_state_dir(os.environ) if state_dir is None else state_dir
-    factory = _ServicesFactory(config, additional_jobs_folders, keys, shared_store, trace_env)
+    factory = _ServicesFactory(
+        config, additional_jobs_folders, keys, shared_store, trace_env, headless=headless
+    )
 
     where = ProjectRoot(fixed=None if follow_client_roots else root, fallback=root)
     projects = Projects(where, factory.make)
@@ -203,7 +211,7 @@ def create_server(
     mcp = FastMCP(
         SERVER_NAME,
         instructions=build_instructions(INSTRUCTIONS, projects.get(root).catalog.scan(), launch),
-        version=version("deepwork-mcp"),
+        version=_version(),
         mask_error_details=True,
         middleware=[*outer, CallLog(projects.get), ToolErrors(), CompactToolListing()],
         lifespan=_lifespan(tools, factory, projects),
@@ -211,6 +219,13 @@ def create_server(
     register_workflow_tools(mcp)
     register_review_tools(mcp)
     return mcp
+
+
+@cache
+def _version() -> str:
+    """This package's version (reading the installed metadata costs more than the rest of a
+    server start)."""
+    return version("deepwork-mcp")
 
 
 def _lifespan(
@@ -249,8 +264,11 @@ class _ServicesFactory:
         keys: Path,
         shared: bool | None,
         trace_env: TraceEnv | None = None,
+        *,
+        headless: bool = False,
     ) -> None:
         self.config = config
+        self.headless = headless
         self.additional_jobs_folders = additional_jobs_folders
         self.keys = keys
         self.shared = shared
@@ -300,6 +318,7 @@ class _ServicesFactory:
             ),
             max_instances=config.limits.max_instances,
             watch=_change_watch(folder) if config.git.change_watch else None,
+            headless=self.headless,
         )
         try:  # a crash may have left a fan-out half-made (docs/fan-out.md)
             recover(engine.fan, engine.store, catalog)

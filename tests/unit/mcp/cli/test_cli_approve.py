@@ -11,6 +11,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.evidence.hashes import ShownOutput, sha256_file
@@ -246,3 +247,17 @@ def test_several_approver_keys_do_not_block_a_decision_that_needs_no_signature(
     record = store.load(SID)
     assert record is not None and record.decision is not None
     assert record.decision.approved and record.decision.signer is None
+
+
+def test_approving_from_inside_a_headless_run_is_refused_and_records_nothing(
+    tmp_path: Path, make_store: Callable[..., Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = open_request(make_store, tmp_path)
+    monkeypatch.setenv("DEEPWORK_RUN", SID)  # as `deepwork run` marks its agent's environment
+    for command in (["approve", SID, "--yes"], ["dashboard", "--no-open"]):
+        result = CliRunner().invoke(cli, [*command, "--path", str(tmp_path)])
+        assert result.exit_code == 1
+        assert "approval.inside_run" in result.output
+    record = store.load(SID)
+    assert record is not None
+    assert record.decision is None

@@ -38,6 +38,7 @@ AREAS: dict[str, str] = {
     "process": "Subprocesses.",
     "quality_gate": "The quality gate and its reviewer.",
     "review": "DeepWork Reviews: `.deepreview` files, changed files, review tasks.",
+    "run": "`deepwork run`: a job run by an agent no person attends (docs/headless.md).",
     "scaffold": "`deepwork jobs new`.",
     "session": "Workflow sessions and the stack under `.deepwork/tmp/`.",
     "store": "The store of run state: SQLite or PostgreSQL (docs/runtime-layout.md).",

@@ -32,6 +32,10 @@ class ErrorCode(StrEnum):
     cannot be read; have the agent call `finished_step` again, which opens a new request."""
     APPROVAL_ERROR = "approval.error"
     """Generic approval error."""
+    APPROVAL_INSIDE_RUN = "approval.inside_run"
+    """`deepwork approve` (or the dashboard) was started inside a headless run's agent
+    (`DEEPWORK_RUN` is set): a decision from inside the run never counts. A person decides from
+    their own shell (docs/headless.md)."""
     APPROVAL_KEY_UNAVAILABLE = "approval.key_unavailable"
     """The project's approval key could not be read or created (or none was given to the
     engine), so no decision can be recorded or verified; the message names the file and why."""
@@ -332,6 +336,9 @@ class ErrorCode(StrEnum):
     QUALITY_GATE_BUDGET_EXHAUSTED = "quality_gate.budget_exhausted"
     """The run spent its review budget: no reviewer starts; continue with self-review or raise
     `quality_gate.budget` (not an attempt)."""
+    QUALITY_GATE_DAY_BUDGET_EXHAUSTED = "quality_gate.day_budget_exhausted"
+    """The project's reviews spent `quality_gate.max_budget_usd_per_day` today, on every server
+    of the store: no reviewer starts until the day resets (not an attempt)."""
     QUALITY_GATE_DEEPREVIEW_INVALID = "quality_gate.deepreview_invalid"
     """A warning in `finished_step`'s `warnings`: a `.deepreview` file or rule could not be
     loaded, so the rules it concerns were not applied at the gate."""
@@ -403,6 +410,20 @@ class ErrorCode(StrEnum):
     REVIEW_UNSUPPORTED_PLATFORM = "review.unsupported_platform"
     """The review tasks were asked for a platform DeepWork does not format for."""
 
+    RUN_AGENT_MISSING = "run.agent_missing"
+    """`deepwork run --agent X`: the agent's CLI is not on `PATH`, or (Gemini CLI) the DeepWork
+    extension is not installed; the message says what to install."""
+    RUN_NOT_RESUMABLE = "run.not_resumable"
+    """`deepwork run --resume`: the session is not an active top-level run of this store
+    (completed, aborted, nested, or in no project of it)."""
+    RUN_OUTPUT_CHANGED = "run.output_changed"
+    """`deepwork run --resume`: a completed step's output differs in this checkout from the
+    bytes its step was accepted with (or is missing); it is named, and nothing is run again
+    (docs/headless.md)."""
+    RUN_WRONG_BRANCH = "run.wrong_branch"
+    """`deepwork run --resume`: this checkout is not on the run's branch and cannot switch to it
+    (it does not exist here); fetch and check it out first."""
+
     SCAFFOLD_TEMPLATE = "scaffold.template"
     """A job template has a placeholder the scaffold does not fill (a bug)."""
 
@@ -418,6 +439,9 @@ class ErrorCode(StrEnum):
     """The given session exists but is completed or aborted."""
     SESSION_NOT_FOUND = "session.not_found"
     """No session has the given id."""
+    SESSION_PARKED = "session.parked"
+    """A headless run is parked for a person (docs/headless.md); the agent stops, and
+    `deepwork run --resume SESSION` continues it after the person acted."""
     SESSION_STATE_CORRUPT = "session.state_corrupt"
     """A session in the store, or an old state file being imported, cannot be read; it is named."""
 

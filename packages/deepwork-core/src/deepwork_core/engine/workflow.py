@@ -24,6 +24,7 @@ from deepwork_core.engine.fanout.instances import FanOutRunner
 from deepwork_core.engine.finish import FinishPipeline, Submission
 from deepwork_core.engine.nesting import Nesting, begin_checkpoint
 from deepwork_core.engine.outcomes import Outcomes
+from deepwork_core.engine.parking import Parking
 from deepwork_core.engine.results import AbortResult, FinishResult, StartResult
 from deepwork_core.engine.safeguards import Safeguards, join_notes
 from deepwork_core.engine.start_inputs import check_start_inputs
@@ -65,6 +66,8 @@ class WorkflowEngine:
     `approvers` are the human approvers whose signatures count (by default the project's
     `.deepwork/approvers/`, with signatures required only once it trusts a key).
     `watch`, a started `ChangeWatch` of the project, lets the scope guard skip `git status`.
+    `headless`: no person attends the runs of this engine, so where one would wait for a person
+    the run parks instead (`deepwork_core.engine.parking`, docs/headless.md).
     """
 
     def __init__(
@@ -82,6 +85,7 @@ class WorkflowEngine:
         approvers: TrustedApprovers | None = None,
         max_instances: int | None = None,
         watch: ChangeWatch | None = None,
+        headless: bool = False,
     ) -> None:
         self.project_root = project_root
         self.catalog = catalog
@@ -98,8 +102,10 @@ class WorkflowEngine:
         self.fan = FanOutRunner(project_root, clock, self.events, self.guards, max_instances)
         nested = (catalog, self.instructions, self.events.started, clock, self.guards.begin_nested)
         self.nesting = Nesting(*nested, self.fan)
+        machine = store.store.project.machine
+        parking = Parking(store.store, clock, machine) if headless else None
         self.outcomes = Outcomes(
-            project_root, catalog, self.guards, self.events, self.nesting, gate, clock
+            project_root, catalog, self.guards, self.events, self.nesting, gate, clock, parking
         )
         self.pipeline = FinishPipeline(
             project_root, catalog, store, gate, max_quality_attempts, self.output_limits,

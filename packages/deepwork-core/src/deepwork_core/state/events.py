@@ -116,6 +116,11 @@ def event_line(event: EventRecord) -> str:
         ) from None
 
 
+#: The store's announcement channel of appended events; the payload is the session's id
+#: (`deepwork wait` listens on it, docs/headless.md).
+EVENTS_CHANNEL: Final = "deepwork_events"
+
+
 def append_event(store: Store, event: KnownEvent, *, project_id: str | None = None) -> None:
     """Append `event` to its session's log (committed before this returns, unless it joins a
     transaction already open on the store, with which it then commits), then tell the
@@ -134,6 +139,7 @@ def append_event(store: Store, event: KnownEvent, *, project_id: str | None = No
                 line,
             ),
         )
+        store.announce(tx, EVENTS_CHANNEL, event.session_id)
     if _listeners and not foreign:
         _notify(store, event)
 

@@ -54,6 +54,16 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
     ),
     "report": ("deepwork_mcp.cli.report", "report", "Write one run as a self-contained HTML page."),
     "store": ("deepwork_mcp.cli.store", "store", "Where run state lives; export a run as JSONL."),
+    "run": (
+        "deepwork_mcp.cli.headless.run",
+        "run",
+        "Run a job with an agent no person attends (CI, scripts).",
+    ),
+    "wait": (
+        "deepwork_mcp.cli.headless.wait",
+        "wait",
+        "Wait until the person a parked run waits for has decided.",
+    ),
 }
 
 

@@ -110,6 +110,13 @@ _GATE = _DEFAULTS.quality_gate
     default=False,
     help="Do not create a git branch per top-level workflow (default: config git.create_branch).",
 )
+@click.option(
+    "--headless",
+    is_flag=True,
+    default=False,
+    help="No person attends: a human gate parks the run instead of waiting (docs/headless.md; "
+    "implied by CI=true and inside `deepwork run`).",
+)
 def serve(
     project_path: Path | None,
     no_quality_gate: bool,
@@ -122,6 +129,7 @@ def serve(
     max_quality_attempts: int | None,
     quality_gate_timeout: int | None,
     no_branch: bool,
+    headless: bool,
 ) -> None:
     """Run the DeepWork MCP server for a project."""
     # Importing FastMCP and our models creates hundreds of thousands of objects; the cyclic GC
@@ -131,15 +139,11 @@ def serve(
     token = None if transport == "stdio" else _http_token(host, allow_remote)
     gc.disable()
     from deepwork_core import DeepWorkError, load_config
-    from deepwork_core.jobs.discovery import parse_folder_list
 
     _configure_logging()
     root = (project_path or Path.cwd()).resolve()
     # FastMCP is imported only now: `deepwork --version` and `--help` stay cheap.
     import fastmcp
-
-    from deepwork_mcp.approval_keys import state_dir
-    from deepwork_mcp.server import create_server
 
     fastmcp.settings.check_for_updates = "off"
     try:
@@ -152,17 +156,7 @@ def serve(
             quality_gate_timeout=quality_gate_timeout,
             no_branch=no_branch,
         )
-        additional = parse_folder_list(os.environ.get(ADDITIONAL_JOBS_ENV))
-        telemetry = _start_telemetry(config.platform, additional)
-        server = create_server(
-            root,
-            config,
-            additional_jobs_folders=additional,
-            follow_client_roots=project_path is None,
-            state_dir=state_dir(os.environ),
-            launch=launch_prefix(parent_argv()),
-            trace_env=None if telemetry is None else telemetry.reviewer_env,
-        )
+        server = _server(root, config, follow_client_roots=project_path is None, headless=headless)
     except DeepWorkError as exc:
         raise cli_error(exc) from None
     finally:
@@ -170,6 +164,32 @@ def serve(
         gc.enable()
     _stop_children_on_exit()
     _run(server, transport, host, port, token)
+
+
+def _server(
+    root: Path, config: DeepWorkConfig, *, follow_client_roots: bool, headless: bool
+) -> FastMCP:
+    """The server for `root` with the settings the environment adds: additional job folders,
+    telemetry, the approval keys' folder, how the user launches DeepWork, and whether a person
+    attends (`--headless`, `CI=true`, inside `deepwork run`: docs/headless.md)."""
+    from deepwork_core.engine.parking import headless_from_env
+    from deepwork_core.jobs.discovery import parse_folder_list
+
+    from deepwork_mcp.approval_keys import state_dir
+    from deepwork_mcp.server import create_server
+
+    additional = parse_folder_list(os.environ.get(ADDITIONAL_JOBS_ENV))
+    telemetry = _start_telemetry(config.platform, additional)
+    return create_server(
+        root,
+        config,
+        additional_jobs_folders=additional,
+        follow_client_roots=follow_client_roots,
+        state_dir=state_dir(os.environ),
+        launch=launch_prefix(parent_argv()),
+        trace_env=None if telemetry is None else telemetry.reviewer_env,
+        headless=headless or headless_from_env(os.environ),
+    )
 
 
 def _start_telemetry(platform: str, additional_jobs_folders: list[Path]) -> Telemetry | None:

@@ -79,6 +79,8 @@ class RunStatus(StrEnum):
     #: Active, with background reviews still queued or running (docs/quality-gate.md).
     REVIEWING = "reviewing"
     AWAITING_APPROVAL = "awaiting approval"
+    #: A headless run stopped for a person (docs/headless.md).
+    PARKED = "parked"
     COMPLETED = "completed"
     ABORTED = "aborted"
 
@@ -178,6 +180,8 @@ class RunDetail(_View):
 
 def run_status(session: Session, reviewing: bool = False) -> RunStatus:
     """Where the session is; `reviewing`: it has background reviews queued or running."""
+    if session.status is SessionStatus.ACTIVE and session.parked is not None:
+        return RunStatus.PARKED
     return _status(session.status.value, session.pending_approval is not None, reviewing)
 
 
@@ -370,6 +374,8 @@ def _outcome(run: Run) -> str:
         return f"aborted: {clip(run.abort_reason or 'no reason given')}"
     if run.status is RunStatus.AWAITING_APPROVAL:
         return f"waiting for a human to approve step {steps}"
+    if run.status is RunStatus.PARKED:
+        return f"parked at step {steps}, waiting for a person (docs/headless.md)"
     if run.status is RunStatus.REVIEWING:
         return f"in progress, at step {steps}, its reviews still running"
     return f"in progress, at step {steps}"

@@ -54,6 +54,15 @@ class ProjectRef:
     machine: str
 
 
+class Listener(Protocol):
+    """Waits for announcements on one channel (`Store.listener`)."""
+
+    def wait(self, timeout: float) -> list[str]:
+        """The payloads announced within `timeout` seconds (returns at the first; [] when none
+        came)."""
+        ...
+
+
 class Store(abc.ABC):
     """An open store for one project. Thread-safe; one connection, used by one thread at once.
 
@@ -137,6 +146,18 @@ class Store(abc.ABC):
 
     def now(self) -> float:
         return self.clock()
+
+    # --- change announcements (`deepwork wait`, docs/headless.md) ----------------------------
+
+    def announce(self, tx: Tx, channel: str, payload: str) -> None:
+        """Tell the store's listeners on `channel` that `payload` changed, when `tx` commits.
+        A store without notifications (SQLite) does nothing: its waiters poll."""
+        del tx, channel, payload
+
+    def listener(self, channel: str) -> contextlib.AbstractContextManager[Listener | None]:
+        """A `Listener` on `channel` for the block, or None where the store has no
+        notifications (its waiters poll)."""
+        return contextlib.nullcontext(None)
 
     # --- schema ------------------------------------------------------------------------------
 

@@ -147,8 +147,44 @@ _V3: Final = (
     "CREATE INDEX runs_by_start ON sessions (project_id, is_instance, started_at, session_id)",
 )
 
+#: Version 4: what reviews cost and judged, kept for every server of the store
+#: (docs/quality-gate.md). `review_verdicts` holds each verdict under the key of what it judged
+#: (the brief, the runner and model, the SHA-256 of every file the reviewer saw), so a later task
+#: with the same key reuses it. `review_spend` holds one row per reviewer call: `held` while it
+#: runs (`usd` is the slice of the day's budget it reserved), `spent` once its cost is known; the
+#: day's spending is the sum of the day's rows, and the estimate of a task is the median of the
+#: last tasks (`task_ref`) of the same rule, depth and model.
+_V4: Final = (
+    """CREATE TABLE review_verdicts (
+        reuse_key TEXT PRIMARY KEY,
+        passed INTEGER NOT NULL,
+        verdict TEXT NOT NULL,
+        project_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        step_id TEXT NOT NULL,
+        judged_at DOUBLE PRECISION NOT NULL,
+        cost_usd DOUBLE PRECISION
+    )""",
+    """CREATE TABLE review_spend (
+        spend_id TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        task_ref TEXT NOT NULL,
+        rule TEXT NOT NULL,
+        depth TEXT NOT NULL,
+        model TEXT NOT NULL,
+        runner TEXT NOT NULL,
+        state TEXT NOT NULL,
+        usd DOUBLE PRECISION NOT NULL,
+        tokens INTEGER NOT NULL,
+        at DOUBLE PRECISION NOT NULL
+    )""",
+    "CREATE INDEX review_spend_by_day ON review_spend (at)",
+    "CREATE INDEX review_spend_by_rule ON review_spend (project_id, rule, depth, model, at)",
+)
+
 #: Migration n (1-based) as its statements.
-MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (_V1, _V2, _V3)
+MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (_V1, _V2, _V3, _V4)
 #: The migrations after which rows written before need columns filled from their documents.
 FILLS_RUN_COLUMNS: Final = frozenset({3})
 SCHEMA_VERSION: Final = len(MIGRATIONS)
