@@ -148,6 +148,16 @@ class StoreConfig(_Section):
     url: str | None = None
 
 
+class ApprovalsConfig(_Section):
+    """Human approvals (docs/team.md): `trusted_ref` is the git ref whose committed
+    `.deepwork/approvers/*.pub` files are trusted (None: `origin/HEAD`, else `main`, else
+    `master`)."""
+
+    trusted_ref: str | None = Field(
+        default=None, min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_./@{}^~+-]*$"
+    )
+
+
 class LimitsConfig(_Section):
     """Caps on what one run may start (docs/limits.md)."""
 
@@ -177,6 +187,7 @@ class DeepWorkConfig(_Section):
     outputs: OutputsConfig = Field(default_factory=OutputsConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
     notify: NotifyConfig = Field(default_factory=NotifyConfig)
 
     @property

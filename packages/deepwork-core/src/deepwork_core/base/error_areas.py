@@ -43,6 +43,7 @@ AREAS: dict[str, str] = {
     "session": "Workflow sessions and the stack under `.deepwork/tmp/`.",
     "store": "The store of run state: SQLite or PostgreSQL (docs/runtime-layout.md).",
     "text": "Free text sent by an agent.",
+    "trust": "Public keys trusted as committed on the base ref (docs/security.md).",
     "workflow": "Workflows of a job.",
     "yaml": "Reading any YAML file safely.",
 }

@@ -18,6 +18,7 @@ from typing import Any, Final, NamedTuple
 
 from deepwork_core.base.fsutil import loads_json
 from deepwork_core.base.identifiers import SessionId
+from deepwork_core.state.store.approval_rows import open_decisions
 from deepwork_core.state.store.port import Tx
 
 _RUN_COLUMNS: Final = (
@@ -114,7 +115,26 @@ def list_runs(
     )
     projects = tx.execute("SELECT project_id, root FROM projects")
     roots = {str(project): str(root) for project, root in projects}
-    return [_stored_run(roots.get(str(row[0]), ""), row) for row in rows]
+    found = [_stored_run(roots.get(str(row[0]), ""), row) for row in rows]
+    waiting = open_decisions(tx, project_id)
+    if not waiting:
+        return found
+    return [_with_approval(run, waiting) for run in found]
+
+
+#: What a list shows for an active run with an open approval request, by its decision.
+WAITING_STATUS: Final = {
+    None: "awaiting approval",
+    True: "approved, waiting for the agent",
+    False: "changes requested, waiting for the agent",
+}
+
+
+def _with_approval(run: StoredRun, waiting: dict[tuple[str, str], bool | None]) -> StoredRun:
+    key = (run.project_id, run.session_id)
+    if run.status != "active" or key not in waiting:
+        return run
+    return run._replace(status=WAITING_STATUS[waiting[key]])
 
 
 def count_runs(tx: Tx, *, project_id: str | None = None, active_only: bool = False) -> int:
