@@ -308,6 +308,7 @@ class Outcomes:
             summary=summary,
             all_outputs=produced_outputs(session),
             post_workflow_instructions=after,
+            completed=(session.session_id,),
         )
 
     def resume_parent(
@@ -324,7 +325,8 @@ class Outcomes:
         )
         if after:
             note += f" Afterwards: {after}"
-        return replace(result, summary=f"{note} {result.summary or ''}".rstrip())
+        done = (finished.session.session_id, *result.completed)
+        return replace(result, summary=f"{note} {result.summary or ''}".rstrip(), completed=done)
 
 
 def produced_outputs(session: Session) -> dict[str, OutputValue]:

@@ -197,6 +197,17 @@ def under_git(folder: Path) -> bool:
     return any((candidate / ".git").exists() for candidate in (folder, *folder.parents))
 
 
+def head_commit(project_root: Path, *, timeout: float = SCOPE_GIT_TIMEOUT) -> str | None:
+    """The commit HEAD points at; None without git, outside a repository, before the first
+    commit, or when git fails."""
+    try:
+        result = run_git(["rev-parse", "--verify", "-q", "HEAD"], cwd=project_root,
+                         timeout=timeout, check=False)  # fmt: skip
+    except GitError:
+        return None
+    return result.stdout.strip() or None if result.returncode == 0 else None
+
+
 def _parse_status(text: str) -> tuple[str | None, list[str]]:
     head: str | None = None
     paths: list[str] = []

@@ -309,6 +309,10 @@ class ReviewUsageEvent(_Known):
     #: The reviewer CLI that ran (`claude`, `codex`, `gemini`); None for self-review and for
     #: events written before runners were recorded.
     runner: str | None = None
+    #: SHA-256 of the review's criteria as given (None: written before it was recorded).
+    criteria_sha256: str | None = None
+    #: The project files beside job.yml that define the review (a `.deepreview` rule's).
+    sources: list[str] = []
 
     @property
     def usage(self) -> RequestUsage:
