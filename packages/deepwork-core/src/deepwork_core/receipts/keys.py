@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Final
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError
+from deepwork_core.base.layout import CI_KEYS_DIR, GATE_KEYS_DIR
 from deepwork_core.receipts.codes import ReceiptCode
 from deepwork_core.state.approval_seal import (
     ApprovalKeyError,
@@ -42,9 +43,6 @@ if TYPE_CHECKING:
 RECEIPT_LABEL: Final = "deepwork-receipt-signature-v1"
 #: Binds a countersignature to what it covers.
 COUNTERSIGN_LABEL: Final = "deepwork-receipt-countersignature-v1"
-#: The project folders of the public keys that sign receipts (committed, trusted from the base).
-GATE_KEYS_DIR: Final = ".deepwork/gate_keys"
-CI_KEYS_DIR: Final = ".deepwork/ci_keys"
 #: The first word of `DEEPWORK_CI_KEY`'s value.
 CI_SECRET_PREFIX: Final = "deepwork-ci-key"  # noqa: S105 - a label, not a secret
 #: A key's name: the stem of its `.pub` file.

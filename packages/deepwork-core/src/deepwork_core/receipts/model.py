@@ -17,10 +17,10 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
+from deepwork_core.base.layout import RECEIPTS_DIR
+
 #: The `format` of every receipt this version writes and reads.
 RECEIPT_FORMAT: Final = "deepwork-receipt/1"
-#: Where a project's receipts live: `<RECEIPTS_DIR>/<job>/<session>.json`.
-RECEIPTS_DIR: Final = ".deepwork/receipts"
 #: The largest receipt `deepwork verify` reads (docs/limits.md); real ones are a few KiB.
 MAX_RECEIPT_BYTES: Final = 2 * 1024 * 1024
 
