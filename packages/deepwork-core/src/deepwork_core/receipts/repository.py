@@ -1,0 +1,113 @@
+"""What `deepwork verify` asks git (docs/verify.md): the base ref, the files the change touches,
+the files and key listings as committed on the base ref, and whether one commit descends from
+another. Every question runs `git` through `base.git` (bounded, never prompting); a failing
+answer is a `GitError` the caller turns into a finding, never a pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from deepwork_core.base.errors import GitError
+from deepwork_core.base.git import run_git
+
+#: The base refs tried, in order, when `--base` is not given.
+DEFAULT_BASES: Final = ("origin/HEAD", "main", "master")
+#: A listed `.pub` file larger than this is not a key (real ones are under 100 bytes).
+MAX_PUB_BYTES: Final = 4096
+
+
+@dataclass
+class Repository:
+    """The git work tree at `root`, checked against the commit `base`."""
+
+    root: Path
+    base: str
+    #: name -> text of the `.pub` files of each folder on the base ref (read once per folder).
+    _listed: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: commit -> (known here, an ancestor of HEAD), asked once per commit.
+    _commits: dict[str, tuple[bool, bool]] = field(default_factory=dict)
+
+    @staticmethod
+    def find_base(root: Path, wanted: str | None) -> str | None:
+        """The commit `wanted` (else the first of `DEFAULT_BASES` that exists) names; None when
+        there is none."""
+        for ref in (wanted,) if wanted else DEFAULT_BASES:
+            result = run_git(
+                ["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], cwd=root, check=False
+            )
+            if result.returncode == 0 and result.stdout.strip():
+                return result.stdout.strip()
+        return None
+
+    def git(self, *args: str) -> str:
+        return run_git(list(args), cwd=self.root).stdout
+
+    def changed_files(self) -> list[str]:
+        """Every file the change since the base touches: committed since the merge base with
+        HEAD, staged, unstaged, or untracked (and not ignored)."""
+        fork = self.git("merge-base", self.base, "HEAD").strip()
+        changed = self.git("diff", "--name-only", "--no-renames", "-z", fork, "--")
+        untracked = self.git("ls-files", "--others", "--exclude-standard", "-z")
+        return sorted({p for p in (changed + untracked).split("\0") if p})
+
+    def tracked_under(self, folder: str) -> list[str]:
+        """The files under `folder` in the work tree: tracked (index) or untracked."""
+        tracked = self.git("ls-files", "-z", "--cached", "--others", "--exclude-standard", folder)
+        return sorted({p for p in tracked.split("\0") if p})
+
+    def listed_at_base(self, folder: str) -> dict[str, str]:
+        """`<name>` -> text of each `<folder>/<name>.pub` committed on the base ref."""
+        if folder not in self._listed:
+            self._listed[folder] = self._read_listing(self.base, folder)
+        return self._listed[folder]
+
+    def listed_now(self, folder: str) -> set[str]:
+        """The names of the `.pub` files in `folder` of the work tree (of the change)."""
+        try:
+            return {p.name[: -len(".pub")] for p in (self.root / folder).glob("*.pub")}
+        except OSError:
+            return set()
+
+    def _read_listing(self, ref: str, folder: str) -> dict[str, str]:
+        if not self.has_folder_at_base(folder):
+            return {}
+        listing = self.git("ls-tree", "-z", "--full-tree", f"{ref}:{folder}")
+        found = {}
+        for entry in filter(None, listing.split("\0")):
+            meta, _, name = entry.partition("\t")
+            mode, kind, blob = meta.split(" ")[:3]
+            if kind != "blob" or mode != "100644" or not name.endswith(".pub"):
+                continue
+            size = int(self.git("cat-file", "-s", blob).strip())
+            if size <= MAX_PUB_BYTES:
+                found[name[: -len(".pub")]] = self.git("cat-file", "blob", blob)
+        return found
+
+    def has_folder_at_base(self, folder: str) -> bool:
+        result = run_git(["cat-file", "-e", f"{self.base}:{folder}"], cwd=self.root, check=False)
+        return result.returncode == 0
+
+    def file_at_base(self, path: str) -> bytes | None:
+        """The bytes of `path` as committed on the base ref; None when it is not there."""
+        result = run_git(["cat-file", "-e", f"{self.base}:{path}"], cwd=self.root, check=False)
+        if result.returncode != 0:
+            return None
+        return self.git("cat-file", "blob", f"{self.base}:{path}").encode()
+
+    def commit_standing(self, commit: str) -> tuple[bool, bool]:
+        """(the commit is in this repository, it is an ancestor of HEAD or HEAD itself)."""
+        if commit not in self._commits:
+            known = run_git(["cat-file", "-e", f"{commit}^{{commit}}"], cwd=self.root, check=False)
+            if known.returncode != 0:
+                self._commits[commit] = (False, False)
+            else:
+                result = run_git(
+                    ["merge-base", "--is-ancestor", commit, "HEAD"], cwd=self.root, check=False
+                )
+                if result.returncode not in (0, 1):
+                    raise GitError(f"git merge-base --is-ancestor: {result.stderr.strip()}")
+                self._commits[commit] = (True, result.returncode == 0)
+        return self._commits[commit]
