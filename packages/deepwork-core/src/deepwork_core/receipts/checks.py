@@ -57,6 +57,9 @@ class Checked:
     findings: list[Finding]
     approved_steps: frozenset[str]
     countersigned: bool
+    #: The gate's signature holds, by a key trusted on the base ref: what the receipt claims,
+    #: a run did claim (its outputs may have been edited since).
+    signed: bool
 
 
 def trusted_key(repo: Repository, folder: str, name: str) -> bytes | ReceiptCode:
@@ -90,7 +93,7 @@ def check_receipt(
     _placement(finding, relative, receipt)
     if body.status != "completed" or body.completed_at is None:
         finding.add(ReceiptCode.VERIFY_RUN_INCOMPLETE, f"the run is {body.status}, not completed")
-    _signature(finding, repo, receipt)
+    signed = _signature(finding, repo, receipt)
     _outputs(finding, repo.root, receipt)
     _definition(finding, repo.root, receipt)
     _start_commit(finding, repo, body.start_commit)
@@ -102,7 +105,7 @@ def check_receipt(
             "the policy requires a countersignature (verify.require_countersign) and none by "
             "a trusted CI key holds: run `deepwork verify --rereview` in CI",
         )
-    return Checked(finding.items, approved, countersigned)
+    return Checked(finding.items, approved, countersigned, signed)
 
 
 class _Findings:
@@ -129,25 +132,27 @@ def _placement(finding: _Findings, relative: str, receipt: Receipt) -> None:
         )
 
 
-def _signature(finding: _Findings, repo: Repository, receipt: Receipt) -> None:
+def _signature(finding: _Findings, repo: Repository, receipt: Receipt) -> bool:
     name = receipt.signature.key
     if not repo.listed_at_base(GATE_KEYS_DIR):
         finding.add(
             ReceiptCode.VERIFY_NO_TRUSTED_KEYS,
             f"the base ref lists no gate key under {GATE_KEYS_DIR}/: nothing can be trusted",
         )
-        return
+        return False
     public = trusted_key(repo, GATE_KEYS_DIR, name)
     if isinstance(public, ReceiptCode):
         finding.add(public, f"signed by the gate key {name!r}, {_untrusted(public)}")
-    elif not signature_holds(
-        public, receipt.body.model_dump(mode="json"), RECEIPT_LABEL, receipt.signature.ed25519
-    ):
+        return False
+    body = receipt.body.model_dump(mode="json")
+    if not signature_holds(public, body, RECEIPT_LABEL, receipt.signature.ed25519):
         finding.add(
             ReceiptCode.VERIFY_SIGNATURE_INVALID,
             f"the signature does not verify with the gate key {name!r}: a signed field was "
             "edited after the run",
         )
+        return False
+    return True
 
 
 def _untrusted(code: ReceiptCode) -> str:

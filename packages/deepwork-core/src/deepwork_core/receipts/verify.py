@@ -42,6 +42,8 @@ class VerifyReport:
     receipts: list[str] = field(default_factory=list)
     #: The receipts that hold, with the steps whose approval counts.
     valid: dict[str, tuple[Receipt, Checked]] = field(default_factory=dict)
+    #: The receipts whose gate signature holds (valid or not): what runs claimed.
+    signed: dict[str, Receipt] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -83,9 +85,11 @@ def _run(repo: Repository, report: VerifyReport, everything: bool) -> None:
             continue
         checked = check_receipt(repo, relative, read, policy.require_countersign)
         report.findings += checked.findings
+        if checked.signed:
+            report.signed[relative] = read
         if not checked.findings:
             report.valid[relative] = (read, checked)
-    report.findings += _conflicts(report.valid)
+    report.findings += _conflicts(report.signed)
     live = [p for p in changed if not matches_any(p, _OWN) and (repo.root / p).exists()]
     for path in live:
         report.findings += _required(repo.root, path, policy.require, report.valid)
@@ -110,9 +114,9 @@ def _policy(repo: Repository, report: VerifyReport) -> VerifyConfig:
     return config.verify
 
 
-def _conflicts(valid: dict[str, tuple[Receipt, Checked]]) -> list[Finding]:
+def _conflicts(signed: dict[str, Receipt]) -> list[Finding]:
     claims: dict[str, dict[str, str]] = {}
-    for relative, (receipt, _) in valid.items():
+    for relative, receipt in signed.items():
         for step in receipt.body.steps:
             for output in step.outputs:
                 if output.sha256 is not None:
