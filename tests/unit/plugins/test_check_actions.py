@@ -17,7 +17,8 @@ ROOT = Path(__file__).resolve().parents[3]
 @pytest.fixture(scope="module")
 def checker() -> ModuleType:
     spec = importlib.util.spec_from_file_location("check_actions", ROOT / "tools/check_actions.py")
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules.setdefault("check_actions", module)
     spec.loader.exec_module(module)
@@ -54,5 +55,6 @@ def test_a_broken_file_fails(
     assert old in text
     path.write_text(text.replace(old, new))
     failures = checker.check(copy)
-    assert failures and all(f.startswith(f"{name}: ") for f in failures), failures
+    assert failures
+    assert all(f.startswith(f"{name}: ") for f in failures), failures
     assert any(expected in f for f in failures), failures
