@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 from deepwork_core.base.layout import APPROVERS_DIR, GATE_KEYS_DIR
-from deepwork_core.receipts.keys import GateKey
-from deepwork_core.receipts.model import MAX_RECEIPT_BYTES
+from deepwork_core.receipts.checks import countersign_fields
+from deepwork_core.receipts.keys import COUNTERSIGN_LABEL, CiKey, GateKey
+from deepwork_core.receipts.model import MAX_RECEIPT_BYTES, Countersignature, Receipt
 from deepwork_core.state.approval_signatures import ApproverSigner, public_line
 
 from tests.fixtures.receipt_repo import ReceiptRepo, build_template
@@ -361,3 +362,45 @@ def test_github_format_annotates_the_file(repo: ReceiptRepo) -> None:
     assert output.splitlines()[0].startswith(
         "::error file=final.md,title=verify.output_changed::step publish: "
     )
+
+
+def _countersign(repo: ReceiptRepo, key: CiKey) -> None:
+    """Countersign the receipt with `key`, as `--rereview` would after every review held."""
+    receipt = Receipt.model_validate(repo.document())
+    unsigned = Countersignature(
+        key=key.name, signed_at="2026-12-01T00:00:00+00:00", runner="claude", reviews=[], ed25519=""
+    )
+    signed = key.sign(countersign_fields(receipt, unsigned), COUNTERSIGN_LABEL)
+    countersigned = receipt.model_copy(
+        update={"countersignatures": [unsigned.model_copy(update={"ed25519": signed})]}
+    )
+    repo.receipt.write_bytes(countersigned.text())
+
+
+def _trust_ci_key(repo: ReceiptRepo, key: CiKey) -> None:
+    repo.git("checkout", "-q", "main")
+    listing = repo.root / key.pub_path
+    listing.parent.mkdir(parents=True, exist_ok=True)
+    listing.write_text(key.public_line())
+    repo.commit("trust the CI key")
+    repo.git("checkout", "-q", "feature")
+    repo.git("rebase", "-q", "main")
+
+
+def test_a_trusted_countersignature_meets_require_countersign(repo: ReceiptRepo) -> None:
+    repo.set_base_policy("verify:\n  require_countersign: true\n")
+    assert repo.codes() == {"verify.countersign_missing"}
+    key = CiKey.new("ci")
+    _trust_ci_key(repo, key)
+    _countersign(repo, key)
+    status, output = repo.verify()
+    assert status == 0, output
+
+
+def test_a_countersignature_by_an_untrusted_or_edited_key_is_refused(repo: ReceiptRepo) -> None:
+    key = CiKey.new("ci")
+    _countersign(repo, key)
+    assert repo.codes() == {"verify.countersign_invalid"}
+    repo.commit("countersigned")
+    _trust_ci_key(repo, CiKey.new("ci"))  # another key under the same name
+    assert repo.codes() == {"verify.countersign_invalid"}

@@ -42,9 +42,6 @@ class ReceiptCode(Code):
     VERIFY_CI_KEY_INVALID = "verify.ci_key_invalid"
     """`--rereview` needs the CI key in `DEEPWORK_CI_KEY` (`deepwork-ci-key NAME BASE64`, as
     `deepwork ci-key NAME` printed it); it is missing or malformed."""
-    VERIFY_CI_KEY_UNTRUSTED = "verify.ci_key_untrusted"
-    """The CI key in `DEEPWORK_CI_KEY` is not listed under `.deepwork/ci_keys/` on the base ref,
-    so its countersignature would not count; nothing was countersigned."""
     VERIFY_COMMIT_NOT_ANCESTOR = "verify.commit_not_ancestor"
     """The commit the run started from is not an ancestor of the commit verified: the receipt
     was copied from another branch."""
@@ -96,9 +93,6 @@ class ReceiptCode(Code):
     """The receipt is larger than a receipt can be (docs/limits.md)."""
     VERIFY_RECEIPT_UNREADABLE = "verify.receipt_unreadable"
     """The receipt cannot be read (permissions, an I/O error, not UTF-8)."""
-    VERIFY_REREVIEW_FAILED = "verify.rereview_failed"
-    """`--rereview` judged a review again and it failed, or the reviewer could not give a
-    verdict; the receipt was not countersigned."""
     VERIFY_RUN_INCOMPLETE = "verify.run_incomplete"
     """The receipt is of a run that did not complete (aborted or unfinished)."""
     VERIFY_SIGNATURE_INVALID = "verify.signature_invalid"
