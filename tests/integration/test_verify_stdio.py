@@ -1,5 +1,6 @@
 """The receipt of a real run, end to end: `deepwork serve` over stdio runs a workflow, the
-completion answer names the receipt to commit, and `deepwork verify` (a process of its own)
+completion answer names the receipt to commit, `deepwork receipt` writes the same bytes again,
+and `deepwork verify` (a process of its own)
 accepts it on a fresh clone in another folder, and refuses it once an output is edited."""
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ from tests.fixtures.stdio_server import serve
 from tests.fixtures.workflow_project import make_project, write_files
 
 
-def deepwork_verify(where: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def deepwork(where: Path, command: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "deepwork_mcp", "verify", "--path", str(where), *args],
+        [sys.executable, "-m", "deepwork_mcp", command, "--path", str(where), *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -48,6 +49,12 @@ async def test_a_real_runs_receipt_verifies_on_a_fresh_clone(tmp_path: Path) -> 
     (note,) = done["evidence"]["receipts"]
     assert note["key"] == key.name
     assert "git add " + note["path"] in json.dumps(done)
+    receipt = root / note["path"]
+    written = receipt.read_bytes()
+    receipt.unlink()
+    again = deepwork(root, "receipt", note["session_id"])
+    assert again.returncode == 0, again.stderr
+    assert receipt.read_bytes() == written  # the same run, the same key: the same bytes
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "the run, with its receipt")
 
@@ -55,12 +62,12 @@ async def test_a_real_runs_receipt_verifies_on_a_fresh_clone(tmp_path: Path) -> 
     clone.parent.mkdir()
     git(tmp_path, "clone", "-q", "--branch", "feature", str(root), str(clone))
     for args in ((), ("--all",)):
-        result = deepwork_verify(clone, "--base", "origin/main", *args)
+        result = deepwork(clone, "verify", "--base", "origin/main", *args)
         assert result.returncode == 0, result.stdout + result.stderr
         assert "1 receipt checked, all hold" in result.stdout
 
     (clone / "final.md").write_text("edited on the clone\n")
-    refused = deepwork_verify(clone, "--base", "origin/main", "--format", "json")
+    refused = deepwork(clone, "verify", "--base", "origin/main", "--format", "json")
     assert refused.returncode == 1
     (finding,) = [json.loads(line) for line in refused.stdout.splitlines()]
     assert finding["code"] == "verify.output_changed"

@@ -53,6 +53,11 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
         "Serve the runs, approvals and stats of a project in the browser.",
     ),
     "report": ("deepwork_mcp.cli.report", "report", "Write one run as a self-contained HTML page."),
+    "receipt": (
+        "deepwork_mcp.cli.receipt",
+        "receipt",
+        "Write the signed receipt of a completed run again.",
+    ),
     "verify": (
         "deepwork_mcp.cli.verify",
         "verify",
