@@ -729,6 +729,16 @@ async def pages(bench: Bench) -> None:
     await pages_speed(bench)
 
 
+# --- deepwork verify over many receipts (issue 40) ---------------------------------------------
+
+
+async def verify(bench: Bench) -> None:
+    """`deepwork verify --all` over 200 receipts in a repository of 10,000 tracked files."""
+    from verify import verify_speed
+
+    await verify_speed(bench)
+
+
 Scenario = Callable[[Bench], Awaitable[None]]
 
 # name -> (scenario, the figure-key prefixes it produces)
@@ -747,5 +757,6 @@ SCENARIOS: dict[str, tuple[Scenario, tuple[str, ...]]] = {
     "telemetry": (telemetry, ("telemetry.",)),
     "store": (store, ("store.",)),
     "pages": (pages, ("pages.",)),
+    "verify": (verify, ("verify.",)),
 }
 ALIASES = {"context": "cold_start", "memory": "get_workflows", "nested": "workflows"}

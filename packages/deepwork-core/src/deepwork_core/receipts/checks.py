@@ -14,11 +14,9 @@ import hashlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Final
 
 from deepwork_core.base.layout import APPROVERS_DIR, CI_KEYS_DIR, GATE_KEYS_DIR
-from deepwork_core.evidence.hashes import sha256_file
 from deepwork_core.receipts.codes import ReceiptCode
 from deepwork_core.receipts.definition import changed_files
 from deepwork_core.receipts.findings import Finding
@@ -94,8 +92,8 @@ def check_receipt(
     if body.status != "completed" or body.completed_at is None:
         finding.add(ReceiptCode.VERIFY_RUN_INCOMPLETE, f"the run is {body.status}, not completed")
     signed = _signature(finding, repo, receipt)
-    _outputs(finding, repo.root, receipt)
-    _definition(finding, repo.root, receipt)
+    _outputs(finding, repo, receipt)
+    _definition(finding, repo, receipt)
     _start_commit(finding, repo, body.start_commit)
     approved = _approvals(finding, repo, receipt)
     countersigned = _countersignatures(finding, repo, receipt)
@@ -161,7 +159,7 @@ def _untrusted(code: ReceiptCode) -> str:
     return "which the base ref does not list (or lists with another key)"
 
 
-def _outputs(finding: _Findings, root: Path, receipt: Receipt) -> None:
+def _outputs(finding: _Findings, repo: Repository, receipt: Receipt) -> None:
     for step in receipt.body.steps:
         for output in step.outputs:
             why = unsafe_path(output.path)
@@ -170,7 +168,7 @@ def _outputs(finding: _Findings, root: Path, receipt: Receipt) -> None:
                 continue
             if output.sha256 is None:
                 continue
-            now = sha256_file(root, output.path)
+            now = repo.current_sha256(output.path)
             if now != output.sha256:
                 state = "is gone" if now is None else "was edited after the run"
                 finding.add(
@@ -181,7 +179,7 @@ def _outputs(finding: _Findings, root: Path, receipt: Receipt) -> None:
                 )
 
 
-def _definition(finding: _Findings, root: Path, receipt: Receipt) -> None:
+def _definition(finding: _Findings, repo: Repository, receipt: Receipt) -> None:
     files = receipt.body.job_definition.files
     for item in files:
         why = unsafe_path(item.path)
@@ -193,7 +191,7 @@ def _definition(finding: _Findings, root: Path, receipt: Receipt) -> None:
             ReceiptCode.VERIFY_JOB_OUTSIDE_PROJECT,
             f"job {receipt.body.job!r} came from a folder outside the project",
         )
-    changed = changed_files(root, receipt.body.job_definition)
+    changed = changed_files(repo.root, receipt.body.job_definition, repo.definition_hashes)
     if changed:
         finding.add(
             ReceiptCode.VERIFY_JOB_CHANGED,

@@ -68,13 +68,22 @@ def hash_definition_file(project_root: Path, root: DefinitionRoot, path: str) ->
     return sha256_file(_root_folder(project_root, root, None), path)
 
 
-def changed_files(project_root: Path, recorded: JobDefinitionHash) -> list[str]:
-    """`path (what)` of each file of `recorded` that differs now or is gone."""
+def changed_files(
+    project_root: Path,
+    recorded: JobDefinitionHash,
+    known: dict[tuple[DefinitionRoot, str], str | None] | None = None,
+) -> list[str]:
+    """`path (what)` of each file of `recorded` that differs now or is gone; `known` keeps the
+    hashes already taken (many receipts name one job.yml)."""
     changed = []
+    hashes = {} if known is None else known
     for item in recorded.files:
         if item.root == "additional":
             continue
-        now = hash_definition_file(project_root, item.root, item.path)
+        key = (item.root, item.path)
+        if key not in hashes:
+            hashes[key] = hash_definition_file(project_root, item.root, item.path)
+        now = hashes[key]
         if now != item.sha256:
             where = item.path if item.root == "project" else f"{item.path} (standard job)"
             changed.append(f"{where} ({'gone' if now is None else 'changed'})")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from pathlib import Path, PurePosixPath
 from typing import Final
@@ -21,6 +22,8 @@ from deepwork_core.receipts.model import MAX_RECEIPT_BYTES, Receipt, canonical_b
 
 #: The deepest a receipt's JSON nests (a real one: about 8 levels).
 MAX_DEPTH: Final = 32
+_STRINGS: Final = re.compile(r'"(?:[^"\\]|\\.)*"')
+_BRACKETS: Final = re.compile(r"[\[\]{}]")
 
 
 def read_receipt(root: Path, relative: str) -> Receipt | Finding:
@@ -114,20 +117,7 @@ def _read_regular(path: Path) -> bytes:
 def _depth(text: str) -> int:
     """How deeply the JSON `text` nests (counting brackets outside strings)."""
     deepest = depth = 0
-    in_string = escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif char in "]}":
-            depth -= 1
+    for bracket in _BRACKETS.findall(_STRINGS.sub("", text)):
+        depth += 1 if bracket in "[{" else -1
+        deepest = max(deepest, depth)
     return deepest

@@ -6,12 +6,17 @@ answer is a `GitError` the caller turns into a finding, never a pass.
 
 from __future__ import annotations
 
+import hashlib
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
 from deepwork_core.base.errors import GitError
 from deepwork_core.base.git import run_git
+from deepwork_core.evidence.hashes import sha256_file
+from deepwork_core.receipts.model import DefinitionRoot
 
 #: The base refs tried, in order, when `--base` is not given.
 DEFAULT_BASES: Final = ("origin/HEAD", "main", "master")
@@ -29,6 +34,10 @@ class Repository:
     _listed: dict[str, dict[str, str]] = field(default_factory=dict)
     #: commit -> (known here, an ancestor of HEAD), asked once per commit.
     _commits: dict[str, tuple[bool, bool]] = field(default_factory=dict)
+    #: The hashes of job definition files taken so far (`definition.changed_files`).
+    definition_hashes: dict[tuple[DefinitionRoot, str], str | None] = field(default_factory=dict)
+    #: Resolved folders of the work tree by relative path (None: outside the project).
+    _folders: dict[str, Path | None] = field(default_factory=dict)
 
     @staticmethod
     def find_base(root: Path, wanted: str | None) -> str | None:
@@ -41,6 +50,27 @@ class Repository:
             if result.returncode == 0 and result.stdout.strip():
                 return result.stdout.strip()
         return None
+
+    def current_sha256(self, path: str) -> str | None:
+        """The SHA-256 of the regular file `path` of the work tree now (None: gone, not a
+        regular file, or outside the project), as `evidence.hashes.sha256_file` gives it; each
+        folder is resolved once, which checking many receipts repeats most."""
+        folder, _, name = path.rpartition("/")
+        if folder not in self._folders:
+            resolved = (self.root / folder).resolve()
+            inside = resolved == self.root or resolved.is_relative_to(self.root)
+            self._folders[folder] = resolved if inside else None
+        parent = self._folders[folder]
+        if parent is None:
+            return None
+        try:
+            fd = os.open(parent / name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        except OSError:  # gone, or a link inside the project: as the evidence hashed it
+            return sha256_file(self.root, path)
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return None
+            return hashlib.file_digest(handle, "sha256").hexdigest()
 
     def git(self, *args: str) -> str:
         return run_git(list(args), cwd=self.root).stdout
