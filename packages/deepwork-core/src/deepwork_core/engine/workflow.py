@@ -32,8 +32,9 @@ from deepwork_core.evidence.scope import head_commit, under_git
 from deepwork_core.evidence.watch import ChangeWatch
 from deepwork_core.gate.checkpoint import ProgressReporter
 from deepwork_core.gate.gates import Gate
-from deepwork_core.jobs.discovery import Catalog, JobCatalog
+from deepwork_core.jobs.discovery import Catalog, JobCatalog, LoadedJob
 from deepwork_core.jobs.lookup import select_workflow
+from deepwork_core.jobs.model import Workflow
 from deepwork_core.receipts.keys import GateKey
 from deepwork_core.receipts.writer import ReceiptWriter, commit_advice
 from deepwork_core.state.approval_seal import ApprovalKey
@@ -41,6 +42,7 @@ from deepwork_core.state.approval_signatures import TrustedApprovers
 from deepwork_core.state.approvals import ApprovalStore
 from deepwork_core.state.session_events import SessionEvents
 from deepwork_core.state.sessions import (
+    OutputValue,
     Session,
     SessionStatus,
     SessionStore,
@@ -142,19 +144,8 @@ class WorkflowEngine:
         check_text(goal, what="goal")
         check_text(instance_id, what="instance_id")
         check_agent_id(agent_id)
-        job = self.catalog.get(job_name)
-        workflow = select_workflow(job, workflow_name)
-        given = check_start_inputs(
-            self.project_root, job.definition, workflow, inputs,
-            enforce_required=job.parsed.format == "0.10",
-        )  # fmt: skip
+        job, workflow, given = self._start_inputs(job_name, workflow_name, inputs)
         entries = workflow.entries
-        if not entries:
-            raise WorkflowNotFoundError(
-                f"workflow {workflow.name!r} of job {job.name!r} has no steps",
-                code=ErrorCode.WORKFLOW_EMPTY,
-            )
-
         outcome = BranchOutcome(branch_name=None)
         if agent_id is None and self.branch_maker is not None and self._main_stack_empty():
             outcome = self.branch_maker(job.name, instance_id or workflow.name)
@@ -260,6 +251,24 @@ class WorkflowEngine:
         )
 
     # --- internals ---------------------------------------------------------------------------
+
+    def _start_inputs(
+        self, job_name: str, workflow_name: str, inputs: Mapping[str, object] | None
+    ) -> tuple[LoadedJob, Workflow, dict[str, OutputValue]]:
+        """The job and workflow a start names, with its checked inputs; a workflow without
+        steps cannot start."""
+        job = self.catalog.get(job_name)
+        workflow = select_workflow(job, workflow_name)
+        given = check_start_inputs(
+            self.project_root, job.definition, workflow, inputs,
+            enforce_required=job.parsed.format == "0.10",
+        )  # fmt: skip
+        if not workflow.entries:
+            raise WorkflowNotFoundError(
+                f"workflow {workflow.name!r} of job {job.name!r} has no steps",
+                code=ErrorCode.WORKFLOW_EMPTY,
+            )
+        return job, workflow, given
 
     def _with_receipts(self, result: FinishResult) -> FinishResult:
         """`result` with the receipt of each run it completed written, and the answer telling

@@ -54,12 +54,12 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
     ),
     "report": ("deepwork_mcp.cli.report", "report", "Write one run as a self-contained HTML page."),
     "receipt": (
-        "deepwork_mcp.cli.receipt",
+        "deepwork_mcp.cli.receipts.write",
         "receipt",
         "Write the signed receipt of a completed run again.",
     ),
     "verify": (
-        "deepwork_mcp.cli.verify",
+        "deepwork_mcp.cli.receipts.verify",
         "verify",
         "Check the receipts of a change: signed, unchanged, as the base ref's policy asks.",
     ),
