@@ -16,6 +16,7 @@ from fastmcp import Client
 from tests.fixtures.configs import config
 from tests.fixtures.evidence_project import make_evidence_project
 from tests.fixtures.tool_calls import call_ok
+from tests.fixtures.trust import commit_on_base
 
 
 @pytest.fixture
@@ -171,10 +172,8 @@ async def test_where_signatures_count_the_form_is_not_offered(
     """The server holds no approver's key, so it cannot sign what the form answers: with trusted
     approvers (or a shared store) the step waits for a signed `deepwork approve` (docs/team.md)."""
     if not shared:
-        (root / ".deepwork" / "approvers").mkdir(parents=True)
-        (root / ".deepwork" / "approvers" / "alice.pub").write_text(
-            "deepwork-approver ed25519 " + "A" * 43 + "=\n"
-        )
+        line = "deepwork-approver ed25519 " + "A" * 43 + "=\n"
+        commit_on_base(root, ".deepwork/approvers/alice.pub", line)
     handler = answering("approve", "Looks right")
     server = create_server(root, config(), shared_store=shared)
     async with Client(server, mode="legacy", elicitation_handler=handler) as client:

@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 from deepwork_core.base.layout import APPROVERS_DIR, GATE_KEYS_DIR
+from deepwork_core.evidence.trusted_keys import public_line
 from deepwork_core.receipts.checks import countersign_fields
 from deepwork_core.receipts.keys import COUNTERSIGN_LABEL, CiKey, GateKey
 from deepwork_core.receipts.model import MAX_RECEIPT_BYTES, Countersignature, Receipt
-from deepwork_core.state.approval_signatures import ApproverSigner, public_line
+from deepwork_core.state.approval_signatures import ApproverSigner
 
 from tests.fixtures.receipt_repo import ReceiptRepo, build_template
 

@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
+from deepwork_core.base.config import load_config
 from deepwork_core.base.error_codes import ErrorCode
-from deepwork_core.base.layout import APPROVERS_DIR
 from deepwork_core.receipts.keys import GateKey
 from deepwork_core.state.approval_seal import ApprovalKey, ApprovalKeyError
 from deepwork_core.state.approval_signatures import ApproverSigner, TrustedApprovers
@@ -71,20 +71,31 @@ def store_is_shared(project_root: Path, env: Mapping[str, str]) -> bool:
 
 
 def trusted_approvers(project_root: Path, env: Mapping[str, str]) -> TrustedApprovers:
-    """The approvers `project_root` trusts (`.deepwork/approvers/`), shared as its store is."""
-    return TrustedApprovers(project_root / APPROVERS_DIR, shared=store_is_shared(project_root, env))
+    """The approvers `project_root` trusts (`.deepwork/approvers/` as committed on the ref
+    `approvals.trusted_ref` of its config names, else its base branch), shared as its store is."""
+    return TrustedApprovers(
+        project_root,
+        ref=load_config(project_root).approvals.trusted_ref,
+        shared=store_is_shared(project_root, env),
+    )
 
 
 def approver_path(state: Path, name: str) -> Path:
     return state / "approvers" / f"{name}.key"
 
 
-def local_signer(state: Path, env: Mapping[str, str], name: str | None) -> ApproverSigner | None:
+def local_signer(
+    state: Path, env: Mapping[str, str], name: str | None, trusted: TrustedApprovers
+) -> ApproverSigner | None:
     """The approver who signs here: `name`, else `DEEPWORK_APPROVER`, else the only key in
-    `<state>/approvers/`; None when there is none. Several keys and no name: an error."""
+    `<state>/approvers/`; None when there is none. Several keys and no name: an error, but only
+    where `trusted` requires a signature; elsewhere the project's seal decides and no key is
+    chosen (docs/team.md)."""
     chosen = name or env.get(APPROVER_ENV) or None
     if chosen is not None:
         return ApproverSigner(chosen, approver_path(state, chosen))
+    if not trusted.required():
+        return None
     try:
         names = sorted(p.stem for p in (state / "approvers").glob("*.key"))
     except OSError:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from deepwork_core.base.escaping import printable
+from deepwork_core.state.event_kinds import decided_by
 from deepwork_core.state.usage.pair import RunUsage
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
@@ -248,6 +249,10 @@ class ApprovalGiven(_Model):
     terminal: str | None
     decided_at: datetime
     shown: list[ShownFile]
+    #: The trusted approver whose key signed; None: unsigned.
+    signer: str | None = None
+    #: Who decided, in a person's words: the signer, the OS user only as "on <host> as <user>".
+    decided_by: str = ""
 
 
 def _approvals(value: object) -> object:
@@ -261,7 +266,9 @@ def _approvals(value: object) -> object:
         if decision is None or request is None:
             flat.append(record)
             continue
-        flat.append({"step_ids": request.step_ids, **decision.model_dump(exclude={"mac"})})
+        fields = decision.model_dump(exclude={"mac"})
+        who = decided_by(decision.signer, decision.actor)
+        flat.append({"step_ids": request.step_ids, **fields, "decided_by": who})
     return flat
 
 

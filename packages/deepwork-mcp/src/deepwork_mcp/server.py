@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from anyio import to_thread
 from deepwork_core import DeepWorkConfig, DeepWorkError, JobCatalog
-from deepwork_core.base.config import EXTERNAL_RUNNERS, QualityGateConfig
+from deepwork_core.base.config import EXTERNAL_RUNNERS, QualityGateConfig, load_config
 from deepwork_core.base.errors import ConfigError
 from deepwork_core.state.store.url import STORE_URL_ENV
 from fastmcp import FastMCP
@@ -280,7 +280,6 @@ class _ServicesFactory:
     ) -> WorkflowEngine:
         """The project's engine on its open `store` (`shared`: a store other machines use, so
         every approval needs a trusted approver's signature)."""
-        from deepwork_core.base.layout import APPROVERS_DIR
         from deepwork_core.engine.fanout.fan_in import recover
         from deepwork_core.engine.workflow import WorkflowEngine
         from deepwork_core.state.approval_signatures import TrustedApprovers
@@ -296,7 +295,10 @@ class _ServicesFactory:
             branch_maker=branch_maker(folder) if config.git.create_branch else None,
             output_limits=config.outputs,
             approval_key=approval_key(self.keys, folder),
-            approvers=TrustedApprovers(folder / APPROVERS_DIR, shared=shared),
+            # Each project's own base ref says whom it trusts (docs/team.md).
+            approvers=TrustedApprovers(
+                folder, ref=load_config(folder).approvals.trusted_ref, shared=shared
+            ),
             max_instances=config.limits.max_instances,
             watch=_change_watch(folder) if config.git.change_watch else None,
             receipt_key=gate_key(self.keys),

@@ -112,7 +112,15 @@ def test_status_shows_a_step_waiting_for_a_human(
 
     result = CliRunner().invoke(cli, ["status", "--path", str(root)])
     assert f"AWAITING APPROVAL: deepwork approve {session_id}" in result.output
+    listed = CliRunner().invoke(cli, ["status", "--all", "--path", str(root)])
+    assert listed.output.startswith("awaiting approval  approved/main"), listed.output
     assert approve(root, session_id=session_id).returncode == 0
+    # Decided, not yet picked up: no view says it still waits for a person.
+    result = CliRunner().invoke(cli, ["status", "--path", str(root)])
+    assert "APPROVED, waiting for the agent's next finished_step" in result.output
+    assert "AWAITING APPROVAL" not in result.output
+    listed = CliRunner().invoke(cli, ["status", "--all", "--path", str(root)])
+    assert listed.output.startswith("approved, waiting for the agent  approved/main")
     engine.finish({"plan": "plan.md"})
     result = CliRunner().invoke(cli, ["status", "--path", str(root)])
     assert "approvals 1" in result.output
@@ -219,3 +227,22 @@ def test_without_a_terminal_it_needs_yes(tmp_path: Path, make_store: Callable[..
     record = store.load(SID)
     assert record is not None
     assert record.decision is None
+
+
+def test_several_approver_keys_do_not_block_a_decision_that_needs_no_signature(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    """On a local store whose base branch trusts no key the seal decides: no key is chosen, so
+    several keys in the state folder are no reason to refuse (docs/team.md)."""
+    project = tmp_path / "project"
+    project.mkdir()
+    store = open_request(make_store, project)
+    for name in ("alice", "bob"):
+        made = CliRunner().invoke(cli, ["approver", "init", "--name", name, "--no-trust"])
+        assert made.exit_code == 0, made.output
+    done = CliRunner().invoke(cli, ["approve", SID, "--path", str(project), "--yes"])
+    assert done.exit_code == 0, done.output
+    assert "signed by" not in done.output
+    record = store.load(SID)
+    assert record is not None and record.decision is not None
+    assert record.decision.approved and record.decision.signer is None

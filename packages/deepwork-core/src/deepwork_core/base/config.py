@@ -139,6 +139,16 @@ class VerifyConfig(_Section):
     require_countersign: bool = False
 
 
+class ApprovalsConfig(_Section):
+    """Human approvals (docs/team.md): `trusted_ref` is the git ref whose committed
+    `.deepwork/approvers/*.pub` files are trusted (None: `origin/HEAD`, else `main`, else
+    `master`)."""
+
+    trusted_ref: str | None = Field(
+        default=None, min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_./@{}^~+-]*$"
+    )
+
+
 class LimitsConfig(_Section):
     """Caps on what one run may start (docs/limits.md)."""
 
@@ -155,6 +165,7 @@ class DeepWorkConfig(_Section):
     store: StoreConfig = Field(default_factory=StoreConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     verify: VerifyConfig = Field(default_factory=VerifyConfig)
+    approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
 
     @property
     def platform(self) -> str:

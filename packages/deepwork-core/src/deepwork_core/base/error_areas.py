@@ -45,6 +45,7 @@ AREAS: dict[str, str] = {
     "store": "The store of run state: SQLite or PostgreSQL (docs/runtime-layout.md).",
     "text": "Free text sent by an agent.",
     "verify": "`deepwork verify`: the findings about receipts, keys and policy (docs/verify.md).",
+    "trust": "Public keys trusted as committed on the base ref (docs/security.md).",
     "workflow": "Workflows of a job.",
     "yaml": "Reading any YAML file safely.",
 }

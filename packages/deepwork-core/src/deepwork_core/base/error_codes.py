@@ -62,6 +62,9 @@ class ErrorCode(Code):
     """The approval request is not the one the server opened: its seal does not verify with the
     project's approval key (the file was edited, or the key was replaced since). Nothing is
     decided or logged; the agent calls `finished_step` again and the server asks anew."""
+    APPROVAL_UNTRUSTED_KEY = "approval.untrusted_key"
+    """The signer's `.pub` is not committed on the trusted ref (only in the working tree,
+    untracked, or on the run's branch): it counts once merged there. Nothing is recorded."""
     APPROVAL_UNVERIFIED = "approval.unverified"
     """An approval decision was refused: its MAC does not verify with the project's approval key,
     it lacks a valid signature by an approver the project trusts (`.deepwork/approvers/`) where
@@ -455,6 +458,13 @@ class ErrorCode(Code):
     """Text is not valid Unicode (a lone surrogate)."""
     TEXT_TOO_LONG = "text.too_long"
     """Text is longer than the limit for that argument."""
+
+    TRUST_KEY_MALFORMED = "trust.key_malformed"
+    """A `.pub` file as committed on the trusted ref is not one public key; the message names
+    it. No key of its folder is trusted until it is fixed there (docs/security.md)."""
+    TRUST_REF_NOT_FOUND = "trust.ref_not_found"
+    """The ref keys are trusted from (`approvals.trusted_ref`, else `origin/HEAD`, `main`,
+    `master`) names no commit, or the project is not in git; the message names the ref."""
 
     WORKFLOW_EMPTY = "workflow.empty"
     """The workflow has no steps."""

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
 from deepwork_core.base.layout import APPROVERS_DIR, CI_KEYS_DIR, GATE_KEYS_DIR
+from deepwork_core.evidence.trusted_keys import APPROVER_KIND, TrustError
 from deepwork_core.receipts.codes import ReceiptCode
 from deepwork_core.receipts.definition import changed_files
 from deepwork_core.receipts.findings import Finding
@@ -25,7 +25,6 @@ from deepwork_core.receipts.keys import (
     KEY_NAME,
     RECEIPT_LABEL,
     KeyKind,
-    parse_public_line,
     signature_holds,
 )
 from deepwork_core.receipts.model import (
@@ -41,10 +40,11 @@ from deepwork_core.state import approval_signatures
 
 #: A commit id as git prints it (SHA-1 or SHA-256).
 _COMMIT: Final = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
-_PARSERS: Final[dict[str, Callable[[str], bytes | None]]] = {
-    GATE_KEYS_DIR: lambda text: parse_public_line(KeyKind.GATE, text),
-    CI_KEYS_DIR: lambda text: parse_public_line(KeyKind.CI, text),
-    APPROVERS_DIR: approval_signatures.parse_public_line,
+#: The first word of the `.pub` lines of each folder of keys.
+_KINDS: Final = {
+    GATE_KEYS_DIR: KeyKind.GATE.prefix[0],
+    CI_KEYS_DIR: KeyKind.CI.prefix[0],
+    APPROVERS_DIR: APPROVER_KIND,
 }
 
 
@@ -63,10 +63,11 @@ class Checked:
 def trusted_key(repo: Repository, folder: str, name: str) -> bytes | ReceiptCode:
     """The public key `name` of `folder` as committed on the base ref, or why it is not
     trusted."""
-    listed = repo.listed_at_base(folder)
+    listed = repo.keys_at_base(folder, _KINDS[folder])
+    if isinstance(listed, TrustError):
+        return ReceiptCode.VERIFY_UNTRUSTED_KEY
     if KEY_NAME.fullmatch(name) and name in listed:
-        public = _PARSERS[folder](listed[name])
-        return ReceiptCode.VERIFY_UNTRUSTED_KEY if public is None else public
+        return listed[name]
     if KEY_NAME.fullmatch(name) and name in repo.listed_now(folder):
         return ReceiptCode.VERIFY_KEY_ADDED_IN_CHANGE
     return ReceiptCode.VERIFY_UNTRUSTED_KEY
@@ -132,10 +133,12 @@ def _placement(finding: _Findings, relative: str, receipt: Receipt) -> None:
 
 def _signature(finding: _Findings, repo: Repository, receipt: Receipt) -> bool:
     name = receipt.signature.key
-    if not repo.listed_at_base(GATE_KEYS_DIR):
+    listed = repo.keys_at_base(GATE_KEYS_DIR, _KINDS[GATE_KEYS_DIR])
+    if not listed or isinstance(listed, TrustError):
+        why = listed.message if isinstance(listed, TrustError) else "the base ref lists none"
         finding.add(
             ReceiptCode.VERIFY_NO_TRUSTED_KEYS,
-            f"the base ref lists no gate key under {GATE_KEYS_DIR}/: nothing can be trusted",
+            f"no gate key under {GATE_KEYS_DIR}/ can be trusted: {why}",
         )
         return False
     public = trusted_key(repo, GATE_KEYS_DIR, name)

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Final
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.base.layout import CI_KEYS_DIR, GATE_KEYS_DIR
+from deepwork_core.evidence import trusted_keys
 from deepwork_core.receipts.codes import ReceiptCode
 from deepwork_core.state.approval_seal import (
     ApprovalKeyError,
@@ -75,15 +76,12 @@ class KeyKind(StrEnum):
 
 def public_line(kind: KeyKind, public: bytes) -> str:
     """The content of a `.pub` file of `kind` for the raw public key `public`."""
-    return f"{' '.join(kind.prefix)} {base64.b64encode(public).decode()}\n"
+    return trusted_keys.public_line(public, kind.prefix[0])
 
 
 def parse_public_line(kind: KeyKind, text: str) -> bytes | None:
     """The raw 32-byte public key of a `.pub` file of `kind`; None when it is not one."""
-    words = text.split()
-    if len(words) != 3 or tuple(words[:2]) != kind.prefix:
-        return None
-    return _raw_key(words[2])
+    return trusted_keys.parse_public_line(text, kind.prefix[0])
 
 
 def _raw_key(text: str) -> bytes | None:

@@ -1,5 +1,6 @@
 """What `deepwork verify` asks git (docs/verify.md): the base ref, the files the change touches,
-the files and key listings as committed on the base ref, and whether one commit descends from
+the files and trusted keys as committed on the base ref (read by `evidence.trusted_keys`, as
+the approvals' are), and whether one commit descends from
 another. Every question runs `git` through `base.git` (bounded, never prompting); a failing
 answer is a `GitError` the caller turns into a finding, never a pass.
 """
@@ -16,12 +17,11 @@ from typing import Final
 from deepwork_core.base.errors import GitError
 from deepwork_core.base.git import run_git
 from deepwork_core.evidence.hashes import sha256_file
+from deepwork_core.evidence.trusted_keys import TrustedRef, TrustError, trusted_keys
 from deepwork_core.receipts.model import DefinitionRoot
 
 #: The base refs tried, in order, when `--base` is not given.
 DEFAULT_BASES: Final = ("origin/HEAD", "main", "master")
-#: A listed `.pub` file larger than this is not a key (real ones are under 100 bytes).
-MAX_PUB_BYTES: Final = 4096
 
 
 @dataclass
@@ -30,8 +30,10 @@ class Repository:
 
     root: Path
     base: str
-    #: name -> text of the `.pub` files of each folder on the base ref (read once per folder).
-    _listed: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: How messages name the base ref (`--base` as given).
+    base_name: str | None = None
+    #: The trusted keys of each folder on the base ref, read once per folder.
+    _listed: dict[str, dict[str, bytes] | TrustError] = field(default_factory=dict)
     #: commit -> (known here, an ancestor of HEAD), asked once per commit.
     _commits: dict[str, tuple[bool, bool]] = field(default_factory=dict)
     #: The hashes of job definition files taken so far (`definition.changed_files`).
@@ -88,11 +90,18 @@ class Repository:
         tracked = self.git("ls-files", "-z", "--cached", "--others", "--exclude-standard", folder)
         return sorted({p for p in tracked.split("\0") if p})
 
-    def listed_at_base(self, folder: str) -> dict[str, str]:
-        """`<name>` -> text of each `<folder>/<name>.pub` committed on the base ref."""
+    def keys_at_base(self, folder: str, kind: str) -> dict[str, bytes] | TrustError:
+        """`{name: public key}` of the `<name>.pub` lines of `kind` in `folder` as committed on
+        the base ref (`evidence.trusted_keys`), or why none of them can be trusted."""
         if folder not in self._listed:
-            self._listed[folder] = self._read_listing(self.base, folder)
+            try:
+                self._listed[folder] = trusted_keys(self.root, self._ref(), folder, kind=kind)
+            except TrustError as exc:
+                self._listed[folder] = exc
         return self._listed[folder]
+
+    def _ref(self) -> TrustedRef:
+        return TrustedRef(name=self.base_name or self.base[:12], commit=self.base)
 
     def listed_now(self, folder: str) -> set[str]:
         """The names of the `.pub` files in `folder` of the work tree (of the change)."""
@@ -100,25 +109,6 @@ class Repository:
             return {p.name[: -len(".pub")] for p in (self.root / folder).glob("*.pub")}
         except OSError:
             return set()
-
-    def _read_listing(self, ref: str, folder: str) -> dict[str, str]:
-        if not self.has_folder_at_base(folder):
-            return {}
-        listing = self.git("ls-tree", "-z", "--full-tree", f"{ref}:{folder}")
-        found = {}
-        for entry in filter(None, listing.split("\0")):
-            meta, _, name = entry.partition("\t")
-            mode, kind, blob = meta.split(" ")[:3]
-            if kind != "blob" or mode != "100644" or not name.endswith(".pub"):
-                continue
-            size = int(self.git("cat-file", "-s", blob).strip())
-            if size <= MAX_PUB_BYTES:
-                found[name[: -len(".pub")]] = self.git("cat-file", "blob", blob)
-        return found
-
-    def has_folder_at_base(self, folder: str) -> bool:
-        result = run_git(["cat-file", "-e", f"{self.base}:{folder}"], cwd=self.root, check=False)
-        return result.returncode == 0
 
     def file_at_base(self, path: str) -> bytes | None:
         """The bytes of `path` as committed on the base ref; None when it is not there."""

@@ -65,7 +65,7 @@ def verify(project: Path, base: str | None, *, everything: bool) -> VerifyReport
             _global(ReceiptCode.VERIFY_BASE_MISSING, f"no base ref {wanted} in this repository")
         )
         return report
-    repo = Repository(root=root.resolve(), base=commit)
+    repo = Repository(root=root.resolve(), base=commit, base_name=base)
     try:
         _run(repo, report, everything)
     except DeepWorkError as exc:

@@ -260,6 +260,22 @@ class ApprovalEvent(_Known):
     terminal: str | None = None
     decided_at: Stamp
     shown: list[ShownOutput] = []
+    #: The trusted approver whose key signed the decision; None: unsigned (the seal decided).
+    signer: str | None = None
+
+    @property
+    def decided_by(self) -> str:
+        """Who decided, in a person's words (`decided_by`)."""
+        return decided_by(self.signer, self.actor)
+
+
+def decided_by(signer: str | None, actor: str) -> str:
+    """Who decided, in a person's words: the approver's name when a trusted key signed, with the
+    OS user only as "on <machine> as <user>" (`actor` is `user@host` from the command line and
+    the dashboard, the client's name and version from a client's form)."""
+    user, at, host = actor.rpartition("@")
+    where = f"on {host} as {user}" if at and user and host else f"through {actor}"
+    return f"approver {signer} ({where})" if signer else f"an unsigned decision ({where})"
 
 
 class AbortedEvent(_Known):

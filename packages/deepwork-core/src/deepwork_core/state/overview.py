@@ -20,6 +20,7 @@ from deepwork_core.state.sessions import (
     Session,
     SessionStore,
 )
+from deepwork_core.state.store.approval_rows import open_decisions
 from deepwork_core.state.usage.pair import RunUsage
 from deepwork_core.state.usage.totals import run_id_of, run_usage
 
@@ -50,6 +51,9 @@ class ActiveEntry(_View):
     goal: str
     #: True while the current step waits for a human (`deepwork approve`, docs/evidence.md).
     awaiting_approval: bool = False
+    #: While it waits: the human's decision the agent has not picked up yet (True approved,
+    #: False changes requested); None: not decided yet.
+    decided: bool | None = None
     #: Decisions humans gave in this session so far (approved or not).
     approvals: int = 0
 
@@ -110,7 +114,10 @@ def gate_attempts(session: Session) -> int:
     )
 
 
-def active_entry(session: Session, agent_id: str | None) -> ActiveEntry:
+def active_entry(
+    session: Session, agent_id: str | None, decided: bool | None = None
+) -> ActiveEntry:
+    waiting = session.pending_approval is not None
     return ActiveEntry(
         session_id=session.session_id,
         agent_id=agent_id,
@@ -122,7 +129,8 @@ def active_entry(session: Session, agent_id: str | None) -> ActiveEntry:
         last_verdict=last_verdict(session),
         branch=session.branch_name,
         goal=session.goal,
-        awaiting_approval=session.pending_approval is not None,
+        awaiting_approval=waiting,
+        decided=decided if waiting else None,
         approvals=len(session.approvals),
     )
 
@@ -131,10 +139,15 @@ def project_overview(
     store: SessionStore, *, finished_limit: int = DEFAULT_FINISHED
 ) -> ProjectOverview:
     """The stacks of `store`'s project and its `finished_limit` newest finished sessions."""
+    project_id = store.store.project.project_id
+    with store.store.read() as tx:
+        waiting = open_decisions(tx, project_id)
     stacks = [
         StackView(
             agent_id=agent,
-            entries=[active_entry(s, agent) for s in sessions],
+            entries=[
+                active_entry(s, agent, waiting.get((project_id, s.session_id))) for s in sessions
+            ],
             review_usage=run_usage(store.store, run_id_of(sessions[0], store.load)),
         )
         for agent, sessions in store.all_stacks().items()

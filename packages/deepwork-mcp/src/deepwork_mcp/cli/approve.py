@@ -78,7 +78,7 @@ def approve(
     try:
         parsed = parse_session_id(session_id)
         key, trusted = approval_key(state, root), trusted_approvers(root, os.environ)
-        signer = local_signer(state, os.environ, approver_name)
+        signer = local_signer(state, os.environ, approver_name, trusted)
         with existing_project_store(root) as opened:
             if opened is None:  # no store, so nothing waits
                 raise nothing_to_decide(parsed)

@@ -71,7 +71,10 @@ def _entry_line(entry: ActiveEntry, now: datetime) -> str:
         parts.append(f"branch {entry.branch}")
     if entry.approvals:
         parts.append(f"approvals {entry.approvals}")
-    if entry.awaiting_approval:
+    if entry.awaiting_approval and entry.decided is not None:
+        decision = "APPROVED" if entry.decided else "CHANGES REQUESTED"
+        parts.append(f"{decision}, waiting for the agent's next finished_step")
+    elif entry.awaiting_approval:
         parts.append(f"AWAITING APPROVAL: deepwork approve {entry.session_id}")
     return printable("  ".join(parts))
 

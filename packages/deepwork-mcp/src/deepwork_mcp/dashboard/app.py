@@ -115,7 +115,7 @@ class DashboardRoutes:
     ) -> ApprovalStore:
         """The project's approvals under its key; `signing`: with the local approver's key;
         `project`: the approvals of another project of the shared store (docs/team.md)."""
-        signer = local_signer(self.state, os.environ, None) if signing else None
+        signer = local_signer(self.state, os.environ, None, self.trusted) if signing else None
         return ApprovalStore(
             sessions.store,
             self.root,

@@ -285,14 +285,25 @@ def _stale(approvals: ApprovalStore, files: list[FilePreview]) -> str | None:
     )
 
 
-def _previews(approvals: ApprovalStore, request: ApprovalRequest) -> list[FilePreview]:
-    """The shown files as this checkout holds them, only where they have the asked-about bytes."""
+def _previews(
+    approvals: ApprovalStore, request: ApprovalRequest, elsewhere: str | None = None
+) -> list[FilePreview]:
+    """The shown files as this checkout holds them, only where they have the asked-about bytes.
+    `elsewhere`: the request is another project's, served there; a file of that name here that
+    holds other bytes is no preview of it and is never shown."""
     files = []
     for shown in request.shown:
         text, note = preview(approvals.project_root, shown.path)
         now = sha256_file(approvals.project_root, shown.path)
         changed = now != shown.sha256  # never show other bytes under the hash asked about:
-        if changed:  # the current content is shown under its current hash
+        if changed and elsewhere is not None:
+            text, now = None, None
+            note = (
+                "this checkout does not hold the bytes asked about (its file of that name, if "
+                f"any, is not this request's): not shown. Read them where the run is served, "
+                f"{elsewhere}, before deciding"
+            )
+        elif changed:  # the current content is shown under its current hash
             note = _changed_note(approvals, now) + (f"; {note}" if note else "")
         files.append(
             FilePreview(
@@ -323,6 +334,9 @@ def other_projects_approvals(approvals: ApprovalStore) -> list[ApprovalView]:
             request = ApprovalRequest.model_validate_json(row.body)
         except ValueError:
             continue  # not a request: nothing a human could decide
+        served = f"{row.project_root} on {row.machine}"
+        files = _previews(approvals, request, served)
+        unseen = [f.path for f in files if f.changed]
         views.append(
             ApprovalView(
                 session_id=request.session_id,
@@ -332,9 +346,15 @@ def other_projects_approvals(approvals: ApprovalStore) -> list[ApprovalView]:
                 step_ids=list(request.step_ids),
                 prompt=request.prompt,
                 requested_at=request.requested_at,
-                files=_previews(approvals, request),
+                files=files,
+                stale=(
+                    f"{', '.join(unseen)} cannot be shown here with the bytes asked about, so "
+                    f"this request cannot be decided from this checkout: decide it at {served}"
+                    if unseen
+                    else None
+                ),
                 project_id=row.project_id,
-                project=f"{row.project_root} on {row.machine}",
+                project=served,
             )
         )
     return views

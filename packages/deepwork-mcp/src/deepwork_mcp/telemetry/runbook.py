@@ -353,6 +353,8 @@ class RunBook:
             n.DW_APPROVAL_EVIDENCE_MATCHED: matched,
             n.DW_APPROVAL_FILES: len(event.shown),
         }
+        if event.signer:
+            attrs[n.DW_APPROVAL_SIGNER] = event.signer
         events: tuple[tuple[str, Attrs], ...] = ()
         if self.log_content and event.comment:
             events = (_content(n.EVENT_COMMENT, event.comment),)

@@ -132,6 +132,10 @@ class ApprovalLine(_View):
     actor: str
     channel: str
     comment: str | None
+    #: The trusted approver who signed; None: unsigned.
+    signer: str | None = None
+    #: Who decided in a person's words (`event_kinds.decided_by`).
+    decided_by: str = ""
 
 
 class RunSummary(_View):
@@ -415,6 +419,8 @@ def _approvals(events: list[EventRecord]) -> list[ApprovalLine]:
             actor=e.actor,
             channel=e.channel,
             comment=e.comment,
+            signer=e.signer,
+            decided_by=e.decided_by,
         )
         for e in events
         if isinstance(e, ApprovalEvent)

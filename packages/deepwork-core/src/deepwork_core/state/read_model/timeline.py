@@ -119,7 +119,8 @@ def _go_to(e: GoToStepEvent) -> str:
 def _approval(e: ApprovalEvent) -> str:
     decision = "approved" if e.approved else "requested changes to"
     comment = f": {clip(e.comment)}" if e.comment else ""
-    return f"{e.actor} {decision} {names(e.step_ids)} on the {e.channel}{comment}"
+    who = e.decided_by
+    return f"{who[0].upper()}{who[1:]} {decision} {names(e.step_ids)} on the {e.channel}{comment}"
 
 
 def _usage(e: ReviewUsageEvent) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Final, NamedTuple
 
 from deepwork_core.base.identifiers import SessionId
+from deepwork_core.state.store.approval_rows import open_decisions
 from deepwork_core.state.store.port import Tx
 from deepwork_core.state.store.schema import ListColumns
 
@@ -202,7 +203,26 @@ def list_runs(
     params.append(limit)
     rows = tx.execute(sql + " ORDER BY s.updated_at DESC, s.session_id LIMIT ?", params)
     roots: dict[str, str] = dict(tx.execute("SELECT project_id, root FROM projects"))
-    return [StoredRun(row[0], roots.get(row[0], ""), *row[1:]) for row in rows]
+    found = [StoredRun(row[0], roots.get(row[0], ""), *row[1:]) for row in rows]
+    waiting = open_decisions(tx, project_id)
+    if not waiting:
+        return found
+    return [_with_approval(run, waiting) for run in found]
+
+
+#: What a list shows for an active run with an open approval request, by its decision.
+WAITING_STATUS: Final = {
+    None: "awaiting approval",
+    True: "approved, waiting for the agent",
+    False: "changes requested, waiting for the agent",
+}
+
+
+def _with_approval(run: StoredRun, waiting: dict[tuple[str, str], bool | None]) -> StoredRun:
+    key = (run.project_id, run.session_id)
+    if run.status != "active" or key not in waiting:
+        return run
+    return run._replace(status=WAITING_STATUS[waiting[key]])
 
 
 def project_runs(tx: Tx, project_id: str, *, limit: int, offset: int = 0) -> list[ProjectRun]:
