@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 from deepwork_core.base.error_codes import ErrorCode
-from deepwork_core.receipts.codes import ReceiptCode
 from deepwork_core.base.errors import DeepWorkError, GitError, Problem
+from deepwork_core.receipts.codes import ReceiptCode
 
 
 def test_a_code_reads_as_its_plain_text_everywhere_it_is_shown() -> None:

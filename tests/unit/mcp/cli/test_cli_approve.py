@@ -244,5 +244,7 @@ def test_several_approver_keys_do_not_block_a_decision_that_needs_no_signature(
     assert done.exit_code == 0, done.output
     assert "signed by" not in done.output
     record = store.load(SID)
-    assert record is not None and record.decision is not None
-    assert record.decision.approved and record.decision.signer is None
+    assert record is not None
+    assert record.decision is not None
+    assert record.decision.approved
+    assert record.decision.signer is None
