@@ -750,6 +750,16 @@ async def review_costs(bench: Bench) -> None:
     figure.samples.append(abs(gaps["worst_pct"]))
 
 
+# --- deepwork verify over many receipts (issue 40) ---------------------------------------------
+
+
+async def verify(bench: Bench) -> None:
+    """`deepwork verify --all` over 200 receipts in a repository of 10,000 tracked files."""
+    from verify import verify_speed
+
+    await verify_speed(bench)
+
+
 Scenario = Callable[[Bench], Awaitable[None]]
 
 # name -> (scenario, the figure-key prefixes it produces)
@@ -769,5 +779,6 @@ SCENARIOS: dict[str, tuple[Scenario, tuple[str, ...]]] = {
     "store": (store, ("store.",)),
     "pages": (pages, ("pages.",)),
     "review_costs": (review_costs, ("review_costs.",)),
+    "verify": (verify, ("verify.",)),
 }
 ALIASES = {"context": "cold_start", "memory": "get_workflows", "nested": "workflows"}

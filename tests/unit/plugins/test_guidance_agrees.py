@@ -641,3 +641,22 @@ def test_the_skill_and_a_parked_answer_agree_on_stopping(skills: dict[str, str])
     for words in ("parked", "deepwork run --resume"):
         assert words in note
         assert words in skill
+
+
+def test_the_skill_teaches_receipts_as_the_server_and_cli_have_them(
+    skills: dict[str, str],
+) -> None:
+    """The receipt's path, the answer's fields and the commands the skill names are real."""
+    from deepwork_core.base.layout import GATE_KEYS_DIR, RECEIPTS_DIR
+    from deepwork_core.receipts.model import receipt_path
+
+    text = _flat(_deepwork_skill(skills))
+    section = text[text.index("## Receipts") : text.index("## Nested workflows")]
+    assert f"`{receipt_path('<job>', '<session>')}`" in section
+    assert RECEIPTS_DIR in section
+    assert f"`{GATE_KEYS_DIR}/`" in section
+    assert "receipts" in responses.EvidenceInfo.model_fields
+    assert {"path", "listed_key"} <= set(responses.ReceiptInfo.model_fields)
+    for command in ("deepwork verify", "deepwork receipt <session>"):
+        assert f"`{command}`" in section
+        assert _resolves(command.removeprefix("deepwork ").split(" <")[0]), command

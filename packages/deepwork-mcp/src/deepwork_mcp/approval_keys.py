@@ -7,7 +7,9 @@ writes freely. It is `<state>/keys/<sha256 of the resolved project root>.key`, w
 reads the environment and passes the folder down; `deepwork serve` and `deepwork approve` of one
 project therefore find the same key.
 
-The same folder holds the local human approver's Ed25519 key, `<state>/approvers/<name>.key`
+The same folder holds this machine's gate key, `<state>/gate/gate.key`, which signs the receipt
+of every completed run (docs/verify.md), named after the host; and the local human approver's
+Ed25519 key, `<state>/approvers/<name>.key`
 (`deepwork approver init`), with which `deepwork approve` and the dashboard sign decisions. Which
 approver signs: `--approver NAME`, else `DEEPWORK_APPROVER`, else the only key there is. Whether
 the run state is shared with other machines (so signatures are required): the project's store
@@ -19,12 +21,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+import socket
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
 from deepwork_core.base.config import load_config
 from deepwork_core.base.error_codes import ErrorCode
+from deepwork_core.receipts.keys import GateKey
 from deepwork_core.state.approval_seal import ApprovalKey, ApprovalKeyError
 from deepwork_core.state.approval_signatures import ApproverSigner, TrustedApprovers
 from deepwork_core.state.store.opening import choose_store_url
@@ -52,6 +56,11 @@ def approval_key(state: Path, project_root: Path) -> ApprovalKey:
     """The approval key of `project_root` under the state folder `state` (made on first use)."""
     digest = hashlib.sha256(os.fsencode(project_root.resolve())).hexdigest()
     return ApprovalKey(state / "keys" / f"{digest}.key")
+
+
+def gate_key(state: Path) -> GateKey:
+    """This machine's gate key under the state folder `state` (made on first use)."""
+    return GateKey(state / "gate" / "gate.key", socket.gethostname())
 
 
 def store_is_shared(project_root: Path, env: Mapping[str, str]) -> bool:

@@ -280,6 +280,20 @@ def _approvals(value: object) -> object:
     return flat
 
 
+class ReceiptInfo(_Model):
+    """The receipt a completed run left (docs/verify.md): commit it with the outputs."""
+
+    session_id: str
+    #: Project-relative path of the receipt; left out when none was written.
+    path: str | None = _Sparse
+    #: The gate key that signed it (`.deepwork/gate_keys/<key>.pub`).
+    key: str | None = _Sparse
+    #: The key's `.pub`, when this run listed it in the project (commit it too).
+    listed_key: str | None = _Sparse
+    #: `<code>: <message>` when no receipt was written.
+    error: str | None = _Sparse
+
+
 class EvidenceInfo(_Model):
     """What the checkpoint's audit found; at `workflow_complete` also the evidence summary."""
 
@@ -289,6 +303,8 @@ class EvidenceInfo(_Model):
     approval: ApprovalInfo | None = None
     outputs: list[OutputEvidenceInfo] | None = None
     approvals: Annotated[list[ApprovalGiven] | None, BeforeValidator(_approvals)] = None
+    #: The receipt of each run the call completed; left out when none completed.
+    receipts: list[ReceiptInfo] | None = _Sparse
 
 
 class TaskPriceInfo(_Model):

@@ -34,7 +34,7 @@ from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools.base import ToolResult
 from mcp.types import CallToolRequestParams
 
-from deepwork_mcp.approval_keys import approval_key
+from deepwork_mcp.approval_keys import approval_key, gate_key
 from deepwork_mcp.approval_keys import state_dir as default_state_dir
 from deepwork_mcp.listing import CompactToolListing
 from deepwork_mcp.roots import ProjectRoot, Projects, ProjectServices, RootsMiddleware
@@ -183,8 +183,9 @@ def create_server(
     self-review quality gate, three external attempts, a 240 s external review timeout per task
     (plus 30 s per reviewed file beyond five), a workflow branch per top-level workflow.
     `additional_jobs_folders` are searched for jobs after the project's and the standard ones.
-    `state_dir` holds the projects' approval keys (docs/security.md); by default the one
-    `deepwork approve` uses, from `DEEPWORK_STATE_DIR`, `XDG_STATE_HOME` or the home folder.
+    `state_dir` holds the projects' approval keys (docs/security.md) and the gate key that signs
+    receipts (docs/verify.md); by default the one `deepwork approve` uses, from
+    `DEEPWORK_STATE_DIR`, `XDG_STATE_HOME` or the home folder.
     `launch` is how the user runs this DeepWork (`uvx deepwork==1.0.0`, `deepwork`): the
     approval answer tells them `<launch> approve <session>` (`deepwork_mcp.launch`).
     `trace_env` gives each external reviewer process its trace variables (docs/telemetry.md).
@@ -322,6 +323,7 @@ class _ServicesFactory:
             max_instances=config.limits.max_instances,
             watch=_change_watch(folder) if config.git.change_watch else None,
             headless=self.headless,
+            receipt_key=gate_key(self.keys),
         )
         try:  # a crash may have left a fan-out half-made (docs/fan-out.md)
             recover(engine.fan, engine.store, catalog)

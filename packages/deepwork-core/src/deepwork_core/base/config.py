@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from deepwork_core.base.errors import ConfigError, YamlError
 from deepwork_core.base.layout import CONFIG_FILE
-from deepwork_core.base.yamlio import read_yaml_file
+from deepwork_core.base.yamlio import YamlDocument, parse_yaml, read_yaml_file
 
 #: The external reviewers `quality_gate.external_runner` may name (None: self-review).
 ExternalRunner = Literal["claude", "codex", "gemini"]
@@ -148,6 +148,24 @@ class StoreConfig(_Section):
     url: str | None = None
 
 
+class VerifyRule(_Section):
+    """One rule of `verify.require` (docs/verify.md): a changed file matching `paths` needs a
+    valid receipt of `job` (and `workflow`) that declares it, approved or reviewed if asked."""
+
+    paths: list[str] = Field(min_length=1)
+    job: str | None = None
+    workflow: str | None = None
+    approval: bool = False
+    reviewed: bool = False
+
+
+class VerifyConfig(_Section):
+    """What `deepwork verify` requires, as committed on the base ref (docs/verify.md)."""
+
+    require: list[VerifyRule] = Field(default_factory=list)
+    require_countersign: bool = False
+
+
 class ApprovalsConfig(_Section):
     """Human approvals (docs/team.md): `trusted_ref` is the git ref whose committed
     `.deepwork/approvers/*.pub` files are trusted (None: `origin/HEAD`, else `main`, else
@@ -187,6 +205,7 @@ class DeepWorkConfig(_Section):
     outputs: OutputsConfig = Field(default_factory=OutputsConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    verify: VerifyConfig = Field(default_factory=VerifyConfig)
     approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
     notify: NotifyConfig = Field(default_factory=NotifyConfig)
 
@@ -205,6 +224,20 @@ def load_config(project_root: Path) -> DeepWorkConfig:
         document = read_yaml_file(path)
     except YamlError as exc:
         raise ConfigError(f"{path}: {exc.message}") from None
+    return _validate(document, str(path))
+
+
+def parse_config(raw: bytes, where: str) -> DeepWorkConfig:
+    """The settings in `raw`, the bytes of a config file named `where` in errors (a file as
+    committed on a git ref: `deepwork verify`)."""
+    try:
+        document = parse_yaml(raw)
+    except YamlError as exc:
+        raise ConfigError(f"{where}: {exc.message}") from None
+    return _validate(document, where)
+
+
+def _validate(document: YamlDocument, path: str) -> DeepWorkConfig:
     data = document.data
     if data is None:
         return DeepWorkConfig()

@@ -21,7 +21,18 @@ from deepwork_core.base.error_areas import area_of as area_of
 from deepwork_core.base.error_areas import member_meanings
 
 
-class ErrorCode(StrEnum):
+class Code(StrEnum):
+    """What every family of codes shares (no members of its own): `ErrorCode` here, and a
+    family a subpackage keeps beside the code that reports it when its codes are many
+    (`deepwork_core.receipts.codes`). One page, docs/errors.md, lists them all."""
+
+    @property
+    def meaning(self) -> str:
+        """What the code means and what to do about it (the string under the member)."""
+        return member_meanings(type(self))[self.name]
+
+
+class ErrorCode(Code):
     """A stable error code; the string literal under each member says what it means."""
 
     APPROVAL_ALREADY_DECIDED = "approval.already_decided"
@@ -420,9 +431,6 @@ class ErrorCode(StrEnum):
     """`deepwork run --resume`: a completed step's output differs in this checkout from the
     bytes its step was accepted with (or is missing); it is named, and nothing is run again
     (docs/headless.md)."""
-    RUN_WRONG_BRANCH = "run.wrong_branch"
-    """`deepwork run --resume`: this checkout is not on the run's branch and cannot switch to it
-    (it does not exist here); fetch and check it out first."""
 
     SCAFFOLD_TEMPLATE = "scaffold.template"
     """A job template has a placeholder the scaffold does not fill (a bug)."""
@@ -505,8 +513,3 @@ class ErrorCode(StrEnum):
     """The file is larger than allowed."""
     YAML_UNREADABLE = "yaml.unreadable"
     """The file cannot be read."""
-
-    @property
-    def meaning(self) -> str:
-        """What the code means and what to do about it (the string under the member)."""
-        return member_meanings()[self.name]

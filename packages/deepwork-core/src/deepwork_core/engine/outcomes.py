@@ -321,6 +321,7 @@ class Outcomes:
             summary=summary,
             all_outputs=produced_outputs(session),
             post_workflow_instructions=after,
+            completed=(session.session_id,),
         )
 
     def resume_parent(
@@ -337,7 +338,8 @@ class Outcomes:
         )
         if after:
             note += f" Afterwards: {after}"
-        return replace(result, summary=f"{note} {result.summary or ''}".rstrip())
+        done = (finished.session.session_id, *result.completed)
+        return replace(result, summary=f"{note} {result.summary or ''}".rstrip(), completed=done)
 
 
 def produced_outputs(session: Session) -> dict[str, OutputValue]:

@@ -11,6 +11,7 @@ from deepwork_core.evidence.hashes import OutputEvidence, ShownOutput, StaleEvid
 from deepwork_core.evidence.verdicts import ReviewVerdict
 from deepwork_core.gate.checkpoint import ReviewProgress
 from deepwork_core.gate.costs.quotes import ReviewPrice, TaskPrice
+from deepwork_core.receipts.writer import ReceiptNote
 from deepwork_core.state.approvals import ApprovalRecord
 from deepwork_core.state.sessions import OutputValue
 from deepwork_core.state.stacks import StackItem
@@ -61,6 +62,8 @@ class EvidenceReport:
     approval: ApprovalPrompt | None = None
     outputs: list[OutputEvidence] | None = None
     approvals: list[ApprovalRecord] | None = None
+    #: The receipt of each run this call completed (docs/verify.md); None when none completed.
+    receipts: list[ReceiptNote] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +88,8 @@ class FinishResult:
     #: Set with `DRY_RUN` and `REVIEWING` under an external reviewer: what the reviews are
     #: expected to cost in all, with its basis (docs/quality-gate.md).
     price: ReviewPrice | None = None
+    #: The runs this call completed (the workflow's, and a nested one whose parent goes on).
+    completed: tuple[SessionId, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -215,6 +215,8 @@ def review_usage_event(
         **review_event_fields(checkpoint, task),
         reviewed_session_id=checkpoint.session_id if nested else None,
         criteria=len(task.criteria),
+        criteria_sha256=task.criteria_sha256,
+        **({"sources": list(task.sources)} if task.sources else {}),
         depth=task.depth or DEFAULT_REVIEW_DEPTH,
         attempt=checkpoint.attempt or None,
         **metered,

@@ -335,6 +335,10 @@ class ReviewUsageEvent(_Known):
     #: With `mode: reused`: where the verdict was judged, and what it cost then.
     reused_from: ReusedFrom | None = Field(default=None, exclude_if=unset)
     saved_usd: float | None = Field(default=None, exclude_if=unset)
+    #: SHA-256 of the review's criteria as given (None: written before it was recorded).
+    criteria_sha256: str | None = None
+    #: The project files beside job.yml that define the review (a `.deepreview` rule's).
+    sources: list[str] = []
 
     @property
     def usage(self) -> RequestUsage:

@@ -153,6 +153,7 @@ class Session(_State):
     #: The branch the repository was on before the workflow's branch was checked out.
     previous_branch: str | None = None
     started_at: datetime
+    start_commit: str | None = None  # HEAD when the run started: its receipt's (docs/verify.md)
     completed_at: datetime | None = None
     abort_reason: str | None = None
     quality_log: list[QualityEvent] = Field(default_factory=list)
