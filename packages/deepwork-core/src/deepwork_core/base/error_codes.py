@@ -107,6 +107,9 @@ class ErrorCode(StrEnum):
     """An instance's branch conflicts (instance and files named); the run's tree is unchanged."""
     FAN_OUT_TOO_MANY_INSTANCES = "fan_out.too_many_instances"
     """More items than `limits.max_instances`; refused before any instance is created."""
+    FAN_OUT_UNJUDGED_CHANGES = "fan_out.unjudged_changes"
+    """Warning: files written in an instance's worktree after it was accepted were not merged;
+    they are kept on the branch named (`scope_guard: strict` refuses the fan-in instead)."""
     FILE_NOT_FOUND = "file.not_found"
     """A project file that was to be read does not exist."""
     FILE_NOT_REGULAR = "file.not_regular"
