@@ -81,6 +81,20 @@ def test_export_prints_one_event_a_line(tmp_path: Path, make_store: Callable[...
     assert f"(schema version {SCHEMA_VERSION})" in run("store", "info", "--path", str(root))
 
 
+def test_export_of_an_unknown_session_answers_session_not_found(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    """Issue 43, item 13: like `deepwork log`, not an empty success."""
+    root = make_project(tmp_path / "p")
+    engine = WorkflowEngine(
+        root, JobCatalog.for_project(root), SessionStore(make_store(root), root)
+    )
+    engine.start("g", "multi", "alpha")
+    done = CliRunner().invoke(cli, ["store", "export", "AAAAAAAAAAAAAAAA", "--path", str(root)])
+    assert done.exit_code == 1
+    assert "session.not_found" in done.stderr
+
+
 def test_the_environment_url_wins_and_its_password_never_shows(tmp_path: Path) -> None:
     root = make_project(tmp_path / "p")
     env = {"DEEPWORK_STORE_URL": "postgresql://me:s3cret-pw@127.0.0.1:1/none", "PATH": ""}

@@ -438,6 +438,9 @@ class ErrorCode(StrEnum):
     wrote it): the job is failed, and the next call of the checkpoint starts a new review."""
     STORE_SCHEMA_NEWER = "store.schema_newer"
     """A newer DeepWork migrated the store; upgrade DeepWork. Nothing was written."""
+    STORE_NOT_A_FOLDER = "store.not_a_folder"
+    """The folder the SQLite store lives in (`.deepwork/tmp` or a parent) is a file, a FIFO or
+    another non-folder (the path is named); move it away. Nothing was written."""
     STORE_UNAVAILABLE = "store.unavailable"
     """PostgreSQL cannot be reached: start it or fix the URL; the next call reconnects."""
     STORE_URL_INVALID = "store.url_invalid"

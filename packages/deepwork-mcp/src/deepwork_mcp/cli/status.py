@@ -33,7 +33,12 @@ from deepwork_core.state.store.runs import StoredRun, list_runs
 from deepwork_core.state.store.url import SQLITE_FILE
 from deepwork_core.state.usage.pair import RunUsage, cost_text
 
-from deepwork_mcp.cli.options import cli_error, project_option, project_store, store_url
+from deepwork_mcp.cli.options import (
+    cli_error,
+    existing_project_store,
+    project_option,
+    store_url,
+)
 
 #: The most runs `--all` lists (newest first).
 ALL_RUNS_LIMIT = 10_000
@@ -152,8 +157,12 @@ def render_runs(runs: list[StoredRun], now: datetime) -> str:
 
 def _print_all_runs(project: Path, as_json: bool, limit: int) -> None:
     try:
-        with project_store(project) as store, store.read() as tx:
-            runs = list_runs(tx, limit=limit)
+        with existing_project_store(project) as store:  # a read never creates a store
+            if store is None:
+                runs = []
+            else:
+                with store.read() as tx:
+                    runs = list_runs(tx, limit=limit)
     except DeepWorkError as exc:
         raise cli_error(exc) from None
     if as_json:
