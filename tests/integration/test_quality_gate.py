@@ -286,6 +286,21 @@ async def test_doc_spec_criteria_are_added_to_the_review(
     assert "one-paragraph summary" in prompt
 
 
+async def test_a_doc_spec_without_a_review_is_reviewed_once(
+    external: Client[Any], root: Path, reviewer_on_path: ScriptedReviewer
+) -> None:
+    """Issue 43, item 10: the spec's own review runs once, not twice with the same brief."""
+    job = root / ".deepwork" / "jobs" / "speced" / "job.yml"
+    text = job.read_text()
+    job.write_text(text[: text.index("    reviews:")] + "    reviews: []\n")
+    await call_ok(external, "start_workflow", goal="g", job_name="speced", workflow_name="main")
+    write_files(root, "report.md")
+    done = await call_ok(external, "finished_step", outputs={"report": "report.md"})
+    assert done["status"] == "workflow_complete"
+    [call] = reviewer_on_path.calls()
+    assert "Monthly report: Has summary" in review_brief(call)
+
+
 # --- external runner: failures, each distinct -----------------------------------------------
 
 
