@@ -241,3 +241,11 @@ async def test_no_tool_argument_can_approve(client: Client[Any]) -> None:
     for tool in await client.list_tools():
         arguments = set(tool.input_schema.get("properties", {}))
         assert not any("approv" in name for name in arguments), (tool.name, arguments)
+
+
+async def test_start_workflows_workflow_name_says_it_is_required(client: Client[Any]) -> None:
+    """Issue 43, item 22: the argument is required, so its description does not say otherwise."""
+    [tool] = [tool for tool in await client.list_tools() if tool.name == "start_workflow"]
+    assert "workflow_name" in tool.input_schema["required"]
+    described = tool.input_schema["properties"]["workflow_name"]["description"]
+    assert described.startswith("Required")
