@@ -8,6 +8,7 @@ answering in its CLI's format.
 
 from __future__ import annotations
 
+import re
 import shutil
 import time
 from collections.abc import AsyncIterator, Callable
@@ -169,6 +170,9 @@ async def test_passing_review_advances(
     assert "Does the report cover the topic?" in review_brief(call)
     assert progress
     assert progress[-1][:2] == (1, 1)
+    # Issue 43, item 15: each notification carries the tokens the run's reviews used so far.
+    tokens = re.search(r"; ([\d,]+) tokens so far$", progress[-1][2] or "")
+    assert tokens is not None, progress[-1][2]
     log = state(make_store(root), session_id)["quality_log"]
     assert [(e["kind"], e["attempt"], e["passed"]) for e in log] == [("review", 1, True)]
     assert log[0]["reviews"][0]["criteria_results"][0]["criterion"] == "Complete"
