@@ -367,6 +367,7 @@ async def test_missing_reviewer_binary(
             client, "finished_step", "quality_gate.not_installed", outputs={"report": "report.md"}
         )
     assert "claude" in text
+    assert "--external-runner none" in text  # issue 43, item 21: the way to self-review
 
 
 def _alive(pid: int) -> bool:
