@@ -57,3 +57,5 @@ def test_reading_commands_create_no_store(tmp_path: Path, command: list[str]) ->
     if UNKNOWN in command:
         assert done.exit_code == 1
         assert "session.not_found" in done.stderr
+        assert "start_workflow" not in done.stderr  # issue 43, item 21: the CLI's own words
+        assert "deepwork status" in done.stderr

@@ -155,6 +155,8 @@ class SessionError(DeepWorkError):
     """Workflow session state problems (`session.*` codes)."""
 
     code = ErrorCode.SESSION_ERROR
+    #: The session a `session.not_found` names (so that each edge words it for its reader).
+    session_id: str | None = None
 
 
 class GitError(DeepWorkError):
