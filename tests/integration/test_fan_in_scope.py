@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from deepwork_mcp.server import create_server
 from fastmcp import Client
 
-from deepwork_mcp.server import create_server
 from tests.fixtures.configs import config
 from tests.fixtures.git_repo import git, init_repo
 from tests.fixtures.tool_calls import call_ok

@@ -42,7 +42,8 @@ async def test_a_runtime_folder_that_is_no_folder_is_refused_with_its_path(
             workflow_name="main",
         )  # fmt: skip
     assert ".deepwork/tmp" in text
-    assert tmp.exists() and not tmp.is_dir()
+    assert tmp.exists()
+    assert not tmp.is_dir()
 
 
 @pytest.mark.parametrize(

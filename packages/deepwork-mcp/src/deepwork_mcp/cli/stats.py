@@ -39,10 +39,10 @@ def stats(job: str | None, as_json: bool, project: Path) -> None:
     _print_table(figures, job)
 
 
-def _print_table(figures: Stats, job: str | None = None) -> None:
-    if not figures.jobs and job is not None:
+def _print_table(figures: Stats, only: str | None = None) -> None:
+    if not figures.jobs and only is not None:
         click.echo(
-            f"No runs of job {printable(job)!r} recorded yet in this project's store "
+            f"No runs of job {printable(only)!r} recorded yet in this project's store "
             "(`deepwork stats` without --job shows every job's)."
         )
     elif not figures.jobs:

@@ -41,8 +41,7 @@ def export(project: Path, session_id: str) -> None:
                 raise session_not_found(parsed)
             with opened.read() as tx:
                 rows = tx.execute(
-                    "SELECT body FROM events WHERE project_id = ? AND session_id = ? "
-                    "ORDER BY seq",
+                    "SELECT body FROM events WHERE project_id = ? AND session_id = ? ORDER BY seq",
                     (opened.project.project_id, parsed),
                 )
             if not rows:  # no log: session.not_found unless the session exists

@@ -82,15 +82,14 @@ def _require_folders(folder: Path, project_root: Path) -> None:
     """Raise `store.not_a_folder` naming the first of `folder` and its parents that exists
     and is no folder (a plain file, a FIFO…), so that nothing is created in its place."""
     for path in reversed([folder, *folder.parents]):
-        if path.exists() or path.is_symlink():
-            if not path.is_dir():
-                shown = path.relative_to(project_root) if path.is_relative_to(project_root) else path
-                raise StoreError(
-                    f"the store's folder {shown} is not a folder (a file or a FIFO is in its "
-                    "place); move it away or delete it, and the next call makes the folder. "
-                    "Nothing was written",
-                    code=ErrorCode.STORE_NOT_A_FOLDER,
-                )
+        if (path.exists() or path.is_symlink()) and not path.is_dir():
+            shown = path.relative_to(project_root) if path.is_relative_to(project_root) else path
+            raise StoreError(
+                f"the store's folder {shown} is not a folder (a file or a FIFO is in its "
+                "place); move it away or delete it, and the next call makes the folder. "
+                "Nothing was written",
+                code=ErrorCode.STORE_NOT_A_FOLDER,
+            )
 
 
 def has_store(url: str | None, project_root: Path) -> bool:
