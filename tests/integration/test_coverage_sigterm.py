@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -11,6 +10,8 @@ from pathlib import Path
 
 import pytest
 from coverage import CoverageData
+
+from tests.fixtures.coverage_env import unmeasured
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -31,9 +32,7 @@ INITIALIZE = (
 
 
 def _run_until_terminated(folder: Path, *command: str, ready: bytes) -> None:
-    env = {**os.environ, "COVERAGE_FILE": str(folder / ".coverage")}
-    env.pop("COVERAGE_PROCESS_START", None)
-    env.pop("COVERAGE_PROCESS_CONFIG", None)
+    env = {**unmeasured(), "COVERAGE_FILE": str(folder / ".coverage")}
     rcfile = f"--rcfile={REPO / 'pyproject.toml'}"
     process = subprocess.Popen(
         [sys.executable, "-m", "coverage", "run", rcfile, "-m", *command],

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from deepwork_core.state.store.port import Store
 
+from tests.fixtures.coverage_env import unmeasured
 from tests.fixtures.state_rows import all_session_json, event_lines
 from tests.integration.test_fan_out_stdio import fan_job
 from tests.integration.test_worktree_groups_stdio import GROUP, group_job_v09
@@ -41,13 +42,18 @@ def _git(root: Path, *args: str) -> str:
     ).stdout
 
 
-def _driver(root: Path, run_name: str, job: str = "fan") -> subprocess.Popen[str]:
+def _driver(
+    root: Path, run_name: str, job: str = "fan", *, victim: bool = False
+) -> subprocess.Popen[str]:
+    """A driver process; a `victim` (killed at a random moment) is not measured by coverage:
+    killed, it would write no data (the run that finishes after it is measured)."""
     return subprocess.Popen(
         [sys.executable, "-m", "tests.fixtures.fan_out_driver", str(root), run_name, job],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env=unmeasured() if victim else None,
     )
 
 
@@ -73,7 +79,7 @@ def test_random_kills_leave_no_double_runs_and_no_worktrees(
     killed = 0
     for run in range(runs):
         name = f"run{run:03d}"
-        victim = _driver(root, name, job)
+        victim = _driver(root, name, job, victim=True)
         assert victim.stdout is not None
         assert victim.stdout.readline().strip() == "ready"
         time.sleep(chance.uniform(0, 0.4))  # the fault: a kill at a random moment of the run

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -130,8 +131,12 @@ def test_the_command_check_catches_a_missing_command_and_a_missing_uvx_form() ->
 # --- response fields --------------------------------------------------------------------------
 
 
-def _schemas() -> list[dict[str, Any]]:
-    return [model.model_json_schema(by_alias=True, mode="serialization") for model in RESPONSES]
+@cache
+def _schemas() -> tuple[dict[str, Any], ...]:
+    """The response models' schemas, built once: each dotted name of each skill walks them all."""
+    return tuple(
+        model.model_json_schema(by_alias=True, mode="serialization") for model in RESPONSES
+    )
 
 
 def _children(node: dict[str, Any], defs: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -256,10 +261,50 @@ def test_define_is_small_and_points_at_its_reference() -> None:
     """The first answer of new_job stays small; the reference is read only when needed."""
     define = _step_text("define")
     assert len(define.encode("utf-8")) <= 20_000
-    for part in ("reference/job_format.md", "reference/workflow_patterns.md"):
+    for part in DEFINE_READS:
         assert f"`{part}`" in define
-    assert "`reference/reviews.md`" in define
-    assert "`templates/job.v010.yml.template`" in define
+    for name in ("recurring_jobs", "format_0_9"):
+        assert re.search(rf"only for a job [^;]*`reference/{name}.md`", _flat(define)), name
+
+
+# What `define` sends the author of a new (0.10, one-off) job to read, one file per need.
+DEFINE_READS = (
+    "templates/job.v010.yml.template",
+    "reference/job_format.md",
+    "reference/workflow_patterns.md",
+    "reference/reviews.md",
+)
+
+
+def test_what_define_sends_a_new_job_to_read_is_smaller_than_it_was() -> None:
+    """Issue 44: the on-demand reads were 23-31 KB; a new 0.10 job's are now under 23 KB."""
+    total = sum(len((JOBS_JOB / part).read_bytes()) for part in DEFINE_READS)
+    assert total < 23_000
+    every_reference = sorted(REFERENCE.glob("*.md"))
+    assert {p.stem for p in every_reference} == {
+        "job_format",
+        "workflow_patterns",
+        "reviews",
+        "recurring_jobs",
+        "format_0_9",
+    }
+    job_yml = (JOBS_JOB / "job.yml").read_text(encoding="utf-8")
+    assert all(f"`{p.name}`" in _flat(job_yml) for p in every_reference)
+
+
+def _sentences(text: str) -> set[str]:
+    flat = _flat(re.sub(r"^#.*$", "", text, flags=re.M))
+    return {s for s in re.split(r"(?<=[.:;])\s+", flat) if len(s) >= 60}
+
+
+def test_no_sentence_is_said_in_two_reference_files() -> None:
+    """One file per need: a long sentence lives in one reference file or the template, not two."""
+    files = [*sorted(REFERENCE.glob("*.md")), JOBS_JOB / "templates" / "job.v010.yml.template"]
+    seen: dict[str, str] = {}
+    for path in files:
+        for sentence in _sentences(path.read_text(encoding="utf-8")):
+            assert sentence not in seen, f"{path.name} repeats {seen[sentence]}: {sentence}"
+            seen[sentence] = path.name
 
 
 def test_define_teaches_the_010_format_first_with_a_complete_template() -> None:
@@ -323,7 +368,7 @@ def test_repair_knows_every_config_key() -> None:
 
 def test_jobs_convert_is_said_to_write_a_copy() -> None:
     """`deepwork jobs convert` writes job.converted-<format>.yml unless --in-place."""
-    reference = (JOBS_JOB / "reference" / "job_format.md").read_text(encoding="utf-8")
+    reference = (JOBS_JOB / "reference" / "format_0_9.md").read_text(encoding="utf-8")
     for text in (reference, _step_text("fix_jobs")):
         assert "job.converted-<format>.yml" in text
         assert "--in-place" in text
@@ -342,7 +387,7 @@ def test_the_uvx_rule_is_said_once_per_text(skills: dict[str, str]) -> None:
 
 def test_nobody_is_told_the_agent_cannot_approve(skills: dict[str, str]) -> None:
     texts = [*skills.values(), _step_text("define")]
-    texts.append((JOBS_JOB / "reference" / "job_format.md").read_text(encoding="utf-8"))
+    texts.extend(_reference(name) for name in ("job_format", "format_0_9"))
     assert all("cannot approve" not in text for text in texts)
     assert "must not approve" in _flat(_deepwork_skill(skills))
 
@@ -359,7 +404,7 @@ def test_hooks_are_said_to_run_only_where_the_platform_runs_them(render_tool: Mo
     names = {"claude": "Claude Code", "gemini": "Gemini CLI", "codex": "Codex"}
     running = {p.key for p in render_tool.PLATFORMS if p.runs_hooks}
     assert running == set(names)
-    reference = (JOBS_JOB / "reference" / "job_format.md").read_text(encoding="utf-8")
+    reference = (JOBS_JOB / "reference" / "format_0_9.md").read_text(encoding="utf-8")
     hooks = reference[reference.index("**Job hooks**") :]
     hooks = hooks[: hooks.index("\n\n**")]
     assert "run only where the platform runs" in _flat(hooks)

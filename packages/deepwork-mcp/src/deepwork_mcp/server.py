@@ -19,6 +19,7 @@ import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import date
+from functools import cache
 from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -203,7 +204,7 @@ def create_server(
     mcp = FastMCP(
         SERVER_NAME,
         instructions=build_instructions(INSTRUCTIONS, projects.get(root).catalog.scan(), launch),
-        version=version("deepwork-mcp"),
+        version=_version(),
         mask_error_details=True,
         middleware=[*outer, CallLog(projects.get), ToolErrors(), CompactToolListing()],
         lifespan=_lifespan(tools, factory, projects),
@@ -211,6 +212,13 @@ def create_server(
     register_workflow_tools(mcp)
     register_review_tools(mcp)
     return mcp
+
+
+@cache
+def _version() -> str:
+    """This package's version (reading the installed metadata costs more than the rest of a
+    server start)."""
+    return version("deepwork-mcp")
 
 
 def _lifespan(

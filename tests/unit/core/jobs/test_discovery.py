@@ -187,6 +187,20 @@ def test_unchanged_jobs_are_not_parsed_again(folders: dict[SourceKind, Path]) ->
     assert catalog.parse_count == 2
 
 
+def test_catalogs_of_one_process_share_each_standard_job_parsed_once(tmp_path: Path) -> None:
+    standard = JobFolder(tmp_path / "standard", SourceKind.STANDARD)
+    project = JobFolder(tmp_path / "project", SourceKind.PROJECT)
+    write_job(standard.path, valid_job("shipped"), "shipped")
+    write_job(project.path, valid_job("own"), "own")
+    first, second = JobCatalog([standard, project]), JobCatalog([standard, project])
+    assert second.get("shipped").parsed is first.get("shipped").parsed
+    # A project's job is its own catalog's: its files may change between two servers.
+    assert second.get("own").parsed is not first.get("own").parsed
+    assert (first.parse_count, second.parse_count) == (2, 2)  # each catalog's own misses
+    write_job(standard.path, changed(valid_job("shipped"), ("summary",), "edited"), "shipped")
+    assert _summary_of(JobCatalog([standard]), "shipped") == "edited"
+
+
 def test_a_scan_lists_what_the_definitions_say(folders: dict[SourceKind, Path]) -> None:
     write_job(folders[SourceKind.PROJECT], valid_job("demo"), "demo")
     catalog = _catalog(folders)

@@ -9,7 +9,8 @@ What listing needs of each job (`JobListing`: name, summary, description, workfl
 summaries) is cached by the `job.yml` path and revalidated by its stat (device, inode, size, mtime
 and ctime in nanoseconds), so listing unchanged jobs does not parse them again, and an edited
 `job.yml` is seen at once. Full definitions are kept only for the jobs last used through
-`JobCatalog.get` (a small LRU), which parses a job again when its definition was dropped.
+`JobCatalog.get` (a small LRU), which parses a job again when its definition was dropped. The
+standard jobs ship with the package: each is parsed once per process, for every catalog.
 
 File timestamps are coarser than they look (a kernel tick, or a whole second on some file
 systems), so two writes in one tick can leave the stat unchanged. Like git's
@@ -173,7 +174,8 @@ class JobCatalog:
 
     @property
     def parse_count(self) -> int:
-        """How many times this catalog parsed a job.yml (cache misses), for diagnostics."""
+        """How many times this catalog parsed a job.yml (its cache misses; a standard job
+        another catalog of the process parsed is taken from there), for diagnostics."""
         return self._parse_count
 
     def scan(self) -> Catalog:
@@ -294,7 +296,7 @@ class JobCatalog:
                     self._cache[path] = entry
                 self._keep_loaded(path, loaded, use=True)
                 return entry, loaded[1]
-        parsed = parse_job_source(raw, job_dir=job_dir, expected_name=name).without_lines()
+        parsed = _parse(raw, digest, job_dir, name, folder)
         job: LoadedJob | None = None
         outcome: JobListing | JobLoadError
         if parsed.definition is not None:
@@ -328,6 +330,28 @@ class JobCatalog:
                 kept[path] = loaded
                 while self._keep is not None and len(kept) > self._keep:
                     kept.popitem(last=False)
+
+
+#: The standard jobs parsed in this process, by job folder and job.yml digest: they ship with the
+#: package and never change under a running process, so every catalog (one per server and project)
+#: shares them instead of parsing them again.
+_STANDARD_PARSED: dict[tuple[str, bytes], ParsedJob] = {}
+_STANDARD_LOCK = threading.Lock()
+
+
+def _parse(raw: bytes, digest: bytes, job_dir: Path, name: str, folder: JobFolder) -> ParsedJob:
+    """`raw`, the job.yml of `job_dir`, parsed (a standard job at most once per process)."""
+    key = (str(job_dir), digest)
+    if folder.kind is SourceKind.STANDARD:
+        with _STANDARD_LOCK:
+            known = _STANDARD_PARSED.get(key)
+        if known is not None:
+            return known
+    parsed = parse_job_source(raw, job_dir=job_dir, expected_name=name).without_lines()
+    if folder.kind is SourceKind.STANDARD:
+        with _STANDARD_LOCK:
+            _STANDARD_PARSED[key] = parsed
+    return parsed
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,18 +9,18 @@ calls git and reads files) and builds its response. Errors are mapped by the
 from __future__ import annotations
 
 import json
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 from typing import Annotated
 
 from anyio import to_thread
 from fastmcp import FastMCP
-from fastmcp.tools.base import ToolResult
+from fastmcp.tools.base import Tool, ToolResult
 from mcp.types import TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from deepwork_mcp.tools.answers import structured
-from deepwork_mcp.tools.schemas import load_output_schemas
+from deepwork_mcp.tools.schemas import listed, load_output_schemas
 from deepwork_mcp.tools.services import services
 
 _READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
@@ -88,14 +88,24 @@ async def mark_review_as_passed(
 
 def register_review_tools(mcp: FastMCP) -> None:
     """List the three review tools on `mcp` (their folder and platform: `services()`)."""
-    # The instructions are a long text: no output schema, so they go out once (as text) and not
-    # a second time as structured content `{"result": ...}`.
-    mcp.tool(get_review_instructions, annotations=_READ_ONLY, output_schema=None)
+    for tool in review_tools():
+        mcp.add_tool(tool)
+
+
+@cache
+def review_tools() -> tuple[Tool, ...]:
+    """The review tools, built once per process (as `workflow_tools`)."""
     listing = load_output_schemas()["get_configured_reviews"]
-    mcp.tool(get_configured_reviews, annotations=_READ_ONLY, output_schema=listing)
-    # Listed without an output schema (its answer is four plain fields, and the bytes of a schema
-    # are paid in every conversation); the answer still carries them as structured content.
-    mcp.tool(mark_review_as_passed, annotations=_RECORDS, output_schema=None)
+    return (
+        # The instructions are a long text: no output schema, so they go out once (as text)
+        # and not a second time as structured content `{"result": ...}`.
+        listed(get_review_instructions, _READ_ONLY, None),
+        listed(get_configured_reviews, _READ_ONLY, listing),
+        # Listed without an output schema (its answer is four plain fields, and the bytes of a
+        # schema are paid in every conversation); the answer still carries them as structured
+        # content.
+        listed(mark_review_as_passed, _RECORDS, None),
+    )
 
 
 def _rule_listing(project_root: Path, only_rules_matching_files: list[str] | None) -> ToolResult:

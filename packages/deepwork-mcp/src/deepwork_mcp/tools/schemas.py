@@ -8,6 +8,8 @@ model of `deepwork_mcp.responses` or `deepwork_review.ConfiguredRule`:
 
     uv run python -m deepwork_mcp.tools.schemas          # rewrite the shipped file
     uv run python -m deepwork_mcp.tools.schemas --check  # exit 1 when it is out of date
+
+`listed` makes a tool as it is listed, with its output schema and annotations.
 """
 
 from __future__ import annotations
@@ -15,7 +17,13 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from fastmcp.tools.base import Tool
+    from mcp.types import ToolAnnotations
 
 OUTPUT_SCHEMAS_PATH = Path(__file__).resolve().parent / "output_schemas.json"
 REGENERATE_COMMAND = "uv run python -m deepwork_mcp.tools.schemas"
@@ -25,6 +33,18 @@ def load_output_schemas() -> dict[str, dict[str, Any]]:
     """The shipped schemas by tool name (a new object on each call: FastMCP keeps what it gets)."""
     schemas: dict[str, dict[str, Any]] = json.loads(OUTPUT_SCHEMAS_PATH.read_text("utf-8"))
     return schemas
+
+
+def listed(
+    function: Callable[..., Any], annotations: ToolAnnotations, schema: dict[str, Any] | None
+) -> Tool:
+    """The tool of `function` as `FastMCP.tool` registers it (no task support, run in a
+    thread), with these annotations and output schema (None: listed without one)."""
+    from fastmcp.tools.base import Tool
+
+    return Tool.from_function(
+        function, annotations=annotations, output_schema=schema, task=False, run_in_thread=True
+    )
 
 
 def output_schemas() -> dict[str, dict[str, Any]]:

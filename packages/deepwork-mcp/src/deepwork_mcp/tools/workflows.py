@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from functools import partial
+from functools import cache, partial
 from typing import TYPE_CHECKING, Annotated, Any
 
 from anyio import from_thread, to_thread
 from deepwork_core.base.identifiers import parse_optional_session_id
 from fastmcp import Context, FastMCP
-from fastmcp.tools.base import ToolResult
+from fastmcp.tools.base import Tool, ToolResult
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
@@ -31,7 +31,7 @@ from deepwork_mcp.responses import (
     StartWorkflowResponse,
 )
 from deepwork_mcp.tools.answers import structured
-from deepwork_mcp.tools.schemas import load_output_schemas
+from deepwork_mcp.tools.schemas import listed, load_output_schemas
 from deepwork_mcp.tools.services import services
 
 if TYPE_CHECKING:
@@ -165,13 +165,23 @@ async def get_active_workflow(
 
 def register_workflow_tools(mcp: FastMCP) -> None:
     """List the workflow tools on `mcp`, in this order (their services: `services()`)."""
+    for tool in workflow_tools():
+        mcp.add_tool(tool)
+
+
+@cache
+def workflow_tools() -> tuple[Tool, ...]:
+    """The workflow tools, built once per process: each server lists the same objects (building
+    one from its function's signature is most of what a server start costs)."""
     schemas = load_output_schemas()
-    mcp.tool(get_workflows, annotations=_READ_ONLY, output_schema=schemas["get_workflows"])
-    mcp.tool(start_workflow, annotations=_CHANGES_STATE, output_schema=schemas["start_workflow"])
-    mcp.tool(finished_step, annotations=_CHANGES_STATE, output_schema=schemas["finished_step"])
-    mcp.tool(abort_workflow, annotations=_CHANGES_STATE, output_schema=schemas["abort_workflow"])
-    mcp.tool(go_to_step, annotations=_CHANGES_STATE, output_schema=None)
-    mcp.tool(get_active_workflow, annotations=_READ_ONLY, output_schema=None)
+    return (
+        listed(get_workflows, _READ_ONLY, schemas["get_workflows"]),
+        listed(start_workflow, _CHANGES_STATE, schemas["start_workflow"]),
+        listed(finished_step, _CHANGES_STATE, schemas["finished_step"]),
+        listed(abort_workflow, _CHANGES_STATE, schemas["abort_workflow"]),
+        listed(go_to_step, _CHANGES_STATE, None),
+        listed(get_active_workflow, _READ_ONLY, None),
+    )
 
 
 def with_launch(result: FinishResult, launch: str) -> FinishResult:
