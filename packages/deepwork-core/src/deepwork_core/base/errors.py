@@ -155,8 +155,13 @@ class SessionError(DeepWorkError):
     """Workflow session state problems (`session.*` codes)."""
 
     code = ErrorCode.SESSION_ERROR
-    #: The session a `session.not_found` names (so that each edge words it for its reader).
-    session_id: str | None = None
+
+    def __init__(
+        self, message: str, *, code: ErrorCode | None = None, session_id: str | None = None
+    ) -> None:
+        super().__init__(message, code=code)
+        #: The session a `session.not_found` names (so that each edge words it for its reader).
+        self.session_id = session_id
 
 
 class GitError(DeepWorkError):

@@ -217,13 +217,12 @@ def new_session_id() -> SessionId:
 def session_not_found(session_id: str) -> SessionError:
     """`session.not_found` for `session_id` (also what a root answers for a project that has
     no store yet, so no session at all)."""
-    error = SessionError(
+    return SessionError(
         f"there is no session {session_id!r}; use a session_id returned by "
         "start_workflow or finished_step (the stack lists the active ones)",
         code=ErrorCode.SESSION_NOT_FOUND,
+        session_id=session_id,
     )
-    error.session_id = session_id
-    return error
 
 
 class SessionStore:

@@ -27,7 +27,7 @@ from deepwork_core.engine.fanout.instances import (
     session_exists,
 )
 from deepwork_core.engine.fanout.items import FanOutError
-from deepwork_core.engine.fanout.worktrees import WORKTREES_DIR, Judged, Leftover, Worktrees
+from deepwork_core.engine.fanout.worktrees import WORKTREES_DIR, AcceptedTree, Leftover, Worktrees
 from deepwork_core.engine.outcomes import CheckpointContext, Outcomes, needs_work, with_findings
 from deepwork_core.engine.outputs import ValidatedOutputs
 from deepwork_core.engine.results import EvidenceReport, FinishResult
@@ -88,10 +88,10 @@ def complete_fan_in(
 
 def _judge_worktrees(
     runner: FanOutRunner, fan: FanOut, sessions: list[Session]
-) -> dict[str, tuple[str, Judged]]:
+) -> dict[str, tuple[str, AcceptedTree]]:
     """Each completed worktree instance still to merge: its folder and what it holds beyond
     the tree its gate accepted (by instance session id)."""
-    judged: dict[str, tuple[str, Judged]] = {}
+    judged: dict[str, tuple[str, AcceptedTree]] = {}
     for instance, session in zip(fan.instances, sessions, strict=True):
         of = session.instance_of
         if instance.worktree is None or instance.merged or of is None:
@@ -146,7 +146,7 @@ def fan_in(
     tx: StateTransaction,
     job: LoadedJob,
     parent: Session,
-    judged: dict[str, tuple[str, Judged]],
+    judged: dict[str, tuple[str, AcceptedTree]],
     *,
     take_all: bool = False,
 ) -> FanIn:
@@ -199,7 +199,7 @@ def _merge_one(
     parent: Session,
     instance: FanInstance,
     session: Session,
-    judged: Judged,
+    judged: AcceptedTree,
     take_all: bool,
 ) -> list[str]:
     """Merge one instance into the run's branch: a commit of the tree its gate accepted (all it

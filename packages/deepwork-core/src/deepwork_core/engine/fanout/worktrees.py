@@ -36,7 +36,7 @@ SESSION_ID = re.compile(SESSION_ID_PATTERN)
 
 
 @dataclass(frozen=True, slots=True)
-class Judged:
+class AcceptedTree:
     """An instance's worktree at fan-in: the tree the gate accepted (with the run's own files
     where the agent merged the run's branch in to resolve a conflict), the tree it holds now,
     and the files that differ between them (written after the instance was accepted)."""
@@ -135,7 +135,7 @@ class Worktrees:
             self._git("add", "-A", cwd=folder, env=env)
             return self._git("write-tree", cwd=folder, env=env).strip()
 
-    def judged(self, instance: FanInstance, accepted: str | None, base: str) -> Judged:
+    def judged(self, instance: FanInstance, accepted: str | None, base: str) -> AcceptedTree:
         """What fan-in may merge of `instance`: the tree the gate `accepted` (None: not
         recorded, so everything the worktree holds), beside what it holds now. When the agent
         merged the run's branch into the worktree (to resolve a conflict), the files the run's
@@ -144,14 +144,14 @@ class Worktrees:
         head = self._git("rev-parse", "HEAD", cwd=folder).strip()
         now = self.snapshot(instance.worktree or "")
         if accepted is None or accepted == now:
-            return Judged(head, now, now, [])
+            return AcceptedTree(head, now, now, [])
         tree = accepted
         merged_in = self._git("merge-base", head, "HEAD").strip()
         if merged_in != base:
             listed = self._git("diff", "--name-only", "-z", "--no-renames", base, merged_in)
             tree = self._overlay(folder, accepted, now, [p for p in listed.split("\0") if p])
         listed = self._git("diff-tree", "-r", "-z", "--name-only", "--no-renames", tree, now)
-        return Judged(head, tree, now, sorted(p for p in listed.split("\0") if p))
+        return AcceptedTree(head, tree, now, sorted(p for p in listed.split("\0") if p))
 
     def _overlay(self, folder: Path, tree: str, source: str, paths: list[str]) -> str:
         """`tree` with `paths` as `source` holds them (absent there: removed)."""
