@@ -105,6 +105,14 @@ def test_a_project_without_logs(tmp_path: Path) -> None:
     code, out, _ = run("--path", str(tmp_path))
     assert code == 0
     assert "No workflow runs recorded yet" in out
+    assert "events/" not in out  # issue 43, item 21: the folder of older versions is gone
+
+
+def test_a_job_without_runs_beside_others_says_so(project: Path) -> None:
+    code, out, _ = run("--path", str(project), "--job", "nothing_ran")
+    assert code == 0
+    assert "No runs of job 'nothing_ran' recorded yet" in out
+    assert "events/" not in out
 
 
 @pytest.mark.parametrize("content", ["garbage\n", "[" * 100_000])

@@ -81,6 +81,20 @@ def test_export_prints_one_event_a_line(tmp_path: Path, make_store: Callable[...
     assert f"(schema version {SCHEMA_VERSION})" in run("store", "info", "--path", str(root))
 
 
+def test_export_of_an_unknown_session_answers_session_not_found(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    """Issue 43, item 13: like `deepwork log`, not an empty success."""
+    root = make_project(tmp_path / "p")
+    engine = WorkflowEngine(
+        root, JobCatalog.for_project(root), SessionStore(make_store(root), root)
+    )
+    engine.start("g", "multi", "alpha")
+    done = CliRunner().invoke(cli, ["store", "export", "AAAAAAAAAAAAAAAA", "--path", str(root)])
+    assert done.exit_code == 1
+    assert "session.not_found" in done.stderr
+
+
 def test_the_environment_url_wins_and_its_password_never_shows(tmp_path: Path) -> None:
     root = make_project(tmp_path / "p")
     env = {"DEEPWORK_STORE_URL": "postgresql://me:s3cret-pw@127.0.0.1:1/none", "PATH": ""}
@@ -98,6 +112,27 @@ def test_the_environment_url_wins_and_its_password_never_shows(tmp_path: Path) -
     assert "s3cret-pw" not in done.stderr + done.stdout
     assert "me:***@127.0.0.1" in done.stderr
     assert not (root / ".deepwork" / "tmp" / "deepwork.sqlite3").exists()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://me@127.0.0.1:1/none?password=s3cret-pw",
+        "postgresql:///none?host=127.0.0.1&port=1&user=me&password=s3cret-pw&sslmode=disable",
+        "postgresql://me:s3cret#pw@127.0.0.1:1/none",
+        "postgresql://me:s3cret?pw@127.0.0.1:1/none",
+    ],
+)
+def test_a_password_in_any_form_libpq_reads_never_shows(tmp_path: Path, url: str) -> None:
+    """Issue 43, item 9: in the query, entirely in the query, or holding `#` or `?`."""
+    root = make_project(tmp_path / "p")
+    (root / ".deepwork" / "config.yml").write_text(f"store:\n  url: '{url}'\n")
+    for command in (["store", "info"], ["status", "--all"], ["status"]):
+        done = CliRunner().invoke(cli, [*command, "--path", str(root)])
+        assert done.exit_code != 0, command
+        assert "store.unavailable" in done.stderr, (command, done.stderr)
+        assert "s3cret" not in done.output + done.stderr, command
+        assert "***" in done.stderr, command
 
 
 def test_store_url_in_the_config_chooses_the_store_and_its_password_never_shows(

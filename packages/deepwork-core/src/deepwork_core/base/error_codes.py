@@ -125,6 +125,9 @@ class ErrorCode(Code):
     """An instance's branch conflicts (instance and files named); the run's tree is unchanged."""
     FAN_OUT_TOO_MANY_INSTANCES = "fan_out.too_many_instances"
     """More items than `limits.max_instances`; refused before any instance is created."""
+    FAN_OUT_UNJUDGED_CHANGES = "fan_out.unjudged_changes"
+    """Warning: files written in an instance's worktree after it was accepted were not merged;
+    they are kept on the branch named (`scope_guard: strict` refuses the fan-in instead)."""
     FILE_NOT_FOUND = "file.not_found"
     """A project file that was to be read does not exist."""
     FILE_NOT_REGULAR = "file.not_regular"
@@ -470,6 +473,9 @@ class ErrorCode(Code):
     wrote it): the job is failed, and the next call of the checkpoint starts a new review."""
     STORE_SCHEMA_NEWER = "store.schema_newer"
     """A newer DeepWork migrated the store; upgrade DeepWork. Nothing was written."""
+    STORE_NOT_A_FOLDER = "store.not_a_folder"
+    """The folder the SQLite store lives in (`.deepwork/tmp` or a parent) is a file, a FIFO or
+    another non-folder (the path is named); move it away. Nothing was written."""
     STORE_UNAVAILABLE = "store.unavailable"
     """PostgreSQL cannot be reached: start it or fix the URL; the next call reconnects."""
     STORE_URL_INVALID = "store.url_invalid"

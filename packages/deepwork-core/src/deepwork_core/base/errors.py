@@ -157,6 +157,13 @@ class SessionError(DeepWorkError):
 
     code = ErrorCode.SESSION_ERROR
 
+    def __init__(
+        self, message: str, *, code: ErrorCode | None = None, session_id: str | None = None
+    ) -> None:
+        super().__init__(message, code=code)
+        #: The session a `session.not_found` names (so that each edge words it for its reader).
+        self.session_id = session_id
+
 
 class GitError(DeepWorkError):
     """A git command failed or timed out (`git.*` codes)."""

@@ -172,7 +172,9 @@ class FinishPipeline:
         self._check_parked(session)
         job, steps = current_checkpoint(self.catalog, session)
         if self.fan is not None and self.fan.mend(tx, job, session):  # a fan-out's parent
-            return complete_fan_in(self.fan, tx, job, session, sub.notes, self.outcomes.advance)
+            return complete_fan_in(
+                self.fan, self.outcomes, tx, job, session, sub.notes, sub.override_reason
+            )
         validated = self._validated(session, steps, sub)
         self.events.outputs_submitted(
             session.session_id, session.current_step_ids, validated.merged, sub.notes

@@ -62,6 +62,7 @@ from deepwork_core.state.store.review_jobs import (
     ReviewJobState,
     Stale,
 )
+from deepwork_core.state.usage.totals import run_usage
 
 logger = logging.getLogger("deepwork.gate")
 
@@ -198,7 +199,7 @@ class BackgroundReviews:
             with self._changed:
                 seen = self._finished
             jobs = self.jobs.get_many(ids)
-            told = _tell(progress, jobs, told)
+            told = _tell(progress, jobs, told, checkpoint)
             outcome = self._outcome(checkpoint.session_id, jobs)
             if outcome is not None:
                 return outcome
@@ -385,15 +386,19 @@ def _label(job: GateJob) -> str:
     return job.payload.label if job.payload is not None else job.job_id
 
 
-def _tell(progress: ProgressReporter | None, jobs: list[GateJob], told: set[str]) -> set[str]:
-    """One progress notification per review that finished since the last look."""
-    done = [job for job in jobs if job.state is ReviewJobState.DONE]
-    if progress is None:
+def _tell(
+    progress: ProgressReporter | None, jobs: list[GateJob], told: set[str], checkpoint: Checkpoint
+) -> set[str]:
+    """One progress notification per review that finished since the last look, with the
+    tokens the run's reviews used so far (docs/quality-gate.md)."""
+    done = [job for job in jobs if job.state is ReviewJobState.DONE and job.job_id not in told]
+    if progress is None or not done:
         return told
+    tokens = run_usage(checkpoint.store, checkpoint.run_session_id).tokens
     for job in done:
-        if job.job_id not in told:
-            told = {*told, job.job_id}
-            progress(len(told), len(jobs), f"review {_label(job)}: {shown_state(job)}")
+        told = {*told, job.job_id}
+        message = f"review {_label(job)}: {shown_state(job)}; {tokens:,} tokens so far"
+        progress(len(told), len(jobs), message)
     return told
 
 

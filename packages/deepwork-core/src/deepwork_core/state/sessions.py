@@ -89,6 +89,7 @@ def session_not_found(session_id: str) -> SessionError:
         f"there is no session {session_id!r}; use a session_id returned by "
         "start_workflow or finished_step (the stack lists the active ones)",
         code=ErrorCode.SESSION_NOT_FOUND,
+        session_id=session_id,
     )
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import click
 from deepwork_core import DeepWorkError
+from deepwork_core.base.errors import SessionError
 from deepwork_core.base.escaping import printable
 
 if TYPE_CHECKING:
@@ -38,7 +39,13 @@ def cli_error(exc: DeepWorkError) -> click.ClickException:
 
     The message is escaped (docs/security.md): it often quotes what an agent or a file gave.
     """
-    return click.ClickException(printable(f"{exc.code}: {exc.message}"))
+    message = exc.message
+    if isinstance(exc, SessionError) and exc.session_id is not None:  # session.not_found
+        message = (
+            f"there is no session {exc.session_id!r} in this project's store; `deepwork "
+            "status` lists the active runs (`deepwork status --all` every project's)"
+        )
+    return click.ClickException(printable(f"{exc.code}: {message}"))
 
 
 def store_url(project: Path) -> str | None:

@@ -233,26 +233,30 @@ def _http_token(host: str, allow_remote: bool) -> str | None:
     """The bearer token every http/sse request must carry (None: loopback without token).
 
     A bind address other than loopback exposes the project to the network: it needs
-    `--allow-remote` and a token in DEEPWORK_HTTP_TOKEN, and a warning says so.
+    `--allow-remote` and a token in DEEPWORK_HTTP_TOKEN, and then a warning says so (a refused
+    one is refused without the warning).
     """
     from deepwork_mcp.http_guard import is_loopback
 
     token = os.environ.get(HTTP_TOKEN_ENV) or None
     if is_loopback(host):
         return token
-    click.echo(
-        f"warning: --host {host} makes this server reachable from other machines; anyone who "
-        "can reach it and holds the token can run workflows and read review files of this "
-        "project",
-        err=True,
-    )
     if not allow_remote:
-        raise click.UsageError(f"--host {host} is not loopback; pass --allow-remote to confirm")
+        raise click.UsageError(
+            f"--host {host} is not loopback: it makes this server reachable from other "
+            f"machines; pass --allow-remote (and a token in {HTTP_TOKEN_ENV}) to confirm"
+        )
     if token is None or len(token) < MIN_TOKEN_LENGTH:
         raise click.UsageError(
             f"--allow-remote needs a bearer token of at least {MIN_TOKEN_LENGTH} characters "
             f"in {HTTP_TOKEN_ENV}"
         )
+    click.echo(  # warned only once the server is really going to listen there
+        f"warning: --host {host} makes this server reachable from other machines; anyone who "
+        "can reach it and holds the token can run workflows and read review files of this "
+        "project",
+        err=True,
+    )
     return token
 
 

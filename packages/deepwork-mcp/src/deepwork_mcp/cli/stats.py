@@ -36,12 +36,17 @@ def stats(job: str | None, as_json: bool, project: Path) -> None:
     if as_json:
         click.echo(printable(figures.model_dump_json(indent=2), keep="\n"))
         return
-    _print_table(figures)
+    _print_table(figures, job)
 
 
-def _print_table(figures: Stats) -> None:
-    if not figures.jobs:
-        click.echo("No workflow runs recorded yet (.deepwork/tmp/events/ is empty).")
+def _print_table(figures: Stats, only: str | None = None) -> None:
+    if not figures.jobs and only is not None:
+        click.echo(
+            f"No runs of job {printable(only)!r} recorded yet in this project's store "
+            "(`deepwork stats` without --job shows every job's)."
+        )
+    elif not figures.jobs:
+        click.echo("No workflow runs recorded yet in this project's store.")
     for job in figures.jobs:
         click.echo(
             f"{printable(job.job)}: {job.sessions} session(s), {job.completed} completed, "

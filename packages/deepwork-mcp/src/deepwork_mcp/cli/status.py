@@ -35,8 +35,8 @@ from deepwork_core.state.usage.pair import RunUsage, cost_text
 
 from deepwork_mcp.cli.options import (
     cli_error,
+    existing_project_store,
     project_option,
-    project_store,
     show_notices,
     store_url,
 )
@@ -176,9 +176,13 @@ def more_text(total: int, page: int, per_page: int) -> str | None:
 
 def _print_all_runs(project: Path, as_json: bool, page: int, per_page: int) -> None:
     try:
-        with project_store(project) as store, store.read() as tx:
-            runs = list_runs(tx, limit=per_page, offset=(page - 1) * per_page)
-            total = count_runs(tx)
+        with existing_project_store(project) as store:  # a read never creates a store
+            runs: list[StoredRun] = []
+            total = 0
+            if store is not None:
+                with store.read() as tx:
+                    runs = list_runs(tx, limit=per_page, offset=(page - 1) * per_page)
+                    total = count_runs(tx)
     except DeepWorkError as exc:
         raise cli_error(exc) from None
     more = more_text(total, page, per_page)

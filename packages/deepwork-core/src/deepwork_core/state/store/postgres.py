@@ -27,7 +27,7 @@ import psycopg.sql
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.state.store.errors import StoreError
 from deepwork_core.state.store.port import Clock, Listener, ProjectRef, Row, Store, Tx
-from deepwork_core.state.store.url import StoreLocation, password_of
+from deepwork_core.state.store.url import StoreLocation, passwords_of
 
 CONNECT_TIMEOUT_S: Final = 5
 _AUTH_HINTS: Final = ("password authentication failed", "no password supplied", "role ")
@@ -187,8 +187,7 @@ class PostgresStore(Store):
 
     def _error(self, exc: psycopg.Error, *, connecting: bool = False) -> StoreError:
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        secret = password_of(self._url)
-        if secret:
+        for secret in passwords_of(self._url):
             text = text.replace(secret, "***")
         if connecting and any(hint in text for hint in _AUTH_HINTS):
             return StoreError(
