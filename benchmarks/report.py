@@ -38,6 +38,7 @@ BUDGETS: dict[str, Budget] = {
     "navigation.get_active_workflow": Budget(5, "≤ 5 ms", size_dependent=False),
     "navigation.abort_workflow": Budget(5, "≤ 5 ms", size_dependent=False),
     "reviews.get_review_instructions": Budget(150, "≤ 150 ms"),
+    "verify.all": Budget(2000, "≤ 2,000 ms (issue 40)"),
     "reviews.get_configured_reviews": Budget(20, "≤ 20 ms"),
     "hook.no_op": Budget(80, "≤ 80 ms", size_dependent=False),
     "memory.peak_rss": Budget(110, "≤ 110 MiB"),
@@ -55,6 +56,10 @@ BUDGETS: dict[str, Budget] = {
     "store.postgresql.list_runs": Budget(100, "≤ 100 ms"),
     "store.sqlite.dashboard_page": Budget(100, "≤ 100 ms"),
     "store.postgresql.dashboard_page": Budget(100, "≤ 100 ms"),
+    # Issue 42: what reviews cost.
+    "review_costs.rereview_calls": Budget(10, "≤ 10 % of the first round", size_dependent=False),
+    "review_costs.rereview_cost": Budget(10, "≤ 10 % of the first round", size_dependent=False),
+    "review_costs.estimate_gap": Budget(25, "within ±25 % of spent", size_dependent=False),
 }
 
 _STORE_FIGURES = ("finished_step", "list_runs", "dashboard_page")
@@ -109,6 +114,10 @@ FIGURE_KEYS: tuple[str, ...] = (
     "pages.runs_list",
     "pages.run_page",
     "pages.report",
+    "review_costs.rereview_calls",
+    "review_costs.rereview_cost",
+    "review_costs.estimate_gap",
+    "verify.all",
 )
 
 

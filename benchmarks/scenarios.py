@@ -729,6 +729,37 @@ async def pages(bench: Bench) -> None:
     await pages_speed(bench)
 
 
+# --- what reviews cost: reuse after a needs_work round, the price before the run (issue 42) -----
+
+
+async def review_costs(bench: Bench) -> None:
+    """The second round's share of the first after one page changed; the estimate's gap."""
+    from review_costs import estimate_error, rereview_share
+
+    share = rereview_share(bench.folder("review_costs_reuse"))
+    for key, label, value in (
+        ("calls", "re-review after one of 20 pages changed: calls", share["calls_pct"]),
+        ("cost", "re-review after one of 20 pages changed: cost", share["cost_pct"]),
+    ):
+        figure = bench.figure(f"review_costs.rereview_{key}", label, "%", **share)
+        figure.samples.append(value)
+    gaps = estimate_error(bench.folder("review_costs_estimate"))
+    figure = bench.figure(
+        "review_costs.estimate_gap", "price before the run: worst gap to spent", "%", **gaps
+    )
+    figure.samples.append(abs(gaps["worst_pct"]))
+
+
+# --- deepwork verify over many receipts (issue 40) ---------------------------------------------
+
+
+async def verify(bench: Bench) -> None:
+    """`deepwork verify --all` over 200 receipts in a repository of 10,000 tracked files."""
+    from verify import verify_speed
+
+    await verify_speed(bench)
+
+
 Scenario = Callable[[Bench], Awaitable[None]]
 
 # name -> (scenario, the figure-key prefixes it produces)
@@ -747,5 +778,7 @@ SCENARIOS: dict[str, tuple[Scenario, tuple[str, ...]]] = {
     "telemetry": (telemetry, ("telemetry.",)),
     "store": (store, ("store.",)),
     "pages": (pages, ("pages.",)),
+    "review_costs": (review_costs, ("review_costs.",)),
+    "verify": (verify, ("verify.",)),
 }
 ALIASES = {"context": "cold_start", "memory": "get_workflows", "nested": "workflows"}

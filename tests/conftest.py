@@ -136,6 +136,18 @@ def _approval_keys_in_tmp(
     monkeypatch.setenv("DEEPWORK_STATE_DIR", str(tmp_path_factory.mktemp("deepwork-state")))
 
 
+#: Whether the suite runs on CI, read before `_attended_unless_asked` hides `CI` from the tests.
+ON_CI = os.environ.get("CI") == "true"
+
+
+@pytest.fixture(autouse=True)
+def _attended_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The servers a test starts are attended unless the test says otherwise: `CI=true` (as on
+    CI) and `DEEPWORK_RUN` would make them headless (docs/headless.md)."""
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("DEEPWORK_RUN", raising=False)
+
+
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[LocalPostgres]:
     """A real PostgreSQL server for the whole test run, one per pytest-xdist worker
@@ -146,7 +158,7 @@ def postgres() -> Iterator[LocalPostgres]:
     """
     reason = postgres_available()
     if reason is not None:
-        if os.environ.get("CI") == "true":
+        if ON_CI:
             pytest.fail(reason)
         pytest.skip(reason)
     server = LocalPostgres()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from deepwork_core.base.error_areas import AREAS
-from deepwork_core.base.error_codes import ErrorCode, area_of
+from deepwork_core.base.error_codes import area_of
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -19,8 +19,13 @@ sys.path.insert(0, str(ROOT / "tools"))
 import gen_errors_doc  # noqa: E402
 
 _LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
-#: The one module where code text is written; everywhere else uses `ErrorCode` members.
-CODES_MODULE = ROOT / "packages/deepwork-core/src/deepwork_core/base/error_codes.py"
+#: The modules where code text is written (one per family of codes); everywhere else uses
+#: their members.
+CODES_MODULES = {
+    ROOT / "packages/deepwork-core/src/deepwork_core/base/error_codes.py",
+    ROOT / "packages/deepwork-core/src/deepwork_core/receipts/codes.py",
+}
+FAMILY_NAMES = {family.__name__ for family in gen_errors_doc.FAMILIES}
 
 
 def _code_literals(source: str) -> list[str]:
@@ -29,7 +34,7 @@ def _code_literals(source: str) -> list[str]:
     A string (or the start of an f-string) that is a code or starts with `<code>:`, and any text
     given as `code=` or assigned to `code`.
     """
-    known = {code.value for code in ErrorCode}
+    known = {code.value for code in gen_errors_doc.every_code()}
     found: dict[tuple[int, int], str] = {}
     for node in ast.walk(ast.parse(source)):
         given = _given_as_code(node)
@@ -56,13 +61,13 @@ def _given_as_code(node: ast.AST) -> ast.expr | None:
 
 
 def _members_used(source: str) -> set[str]:
-    """Names of the `ErrorCode` members `source` refers to (`ErrorCode.GIT_FAILED`)."""
+    """`Family.MEMBER` of every code member `source` refers to (`ErrorCode.GIT_FAILED`)."""
     return {
-        node.attr
+        f"{node.value.id}.{node.attr}"
         for node in ast.walk(ast.parse(source))
         if isinstance(node, ast.Attribute)
         and isinstance(node.value, ast.Name)
-        and node.value.id == "ErrorCode"
+        and node.value.id in FAMILY_NAMES
     }
 
 
@@ -92,7 +97,7 @@ def test_no_error_code_is_written_as_text_in_the_packages() -> None:
     literals = {
         str(path.relative_to(ROOT)): found
         for path in PACKAGE_SOURCES
-        if path != CODES_MODULE and (found := _code_literals(path.read_text(encoding="utf-8")))
+        if path not in CODES_MODULES and (found := _code_literals(path.read_text(encoding="utf-8")))
     }
     assert literals == {}, (
         "use an ErrorCode member (add it to deepwork_core/base/error_codes.py with its meaning, "
@@ -117,16 +122,30 @@ def test_the_literal_check_catches_codes_written_as_text() -> None:
 def test_every_error_code_is_used() -> None:
     used: set[str] = set()
     for path in PACKAGE_SOURCES:
-        if path != CODES_MODULE:
+        if path not in CODES_MODULES:
             used |= _members_used(path.read_text(encoding="utf-8"))
-    unused = sorted(code.value for code in ErrorCode if code.name not in used)
-    assert unused == [], f"defined in deepwork_core/base/error_codes.py but never used: {unused}"
-    assert used <= {code.name for code in ErrorCode}
+    defined = {f"{type(code).__name__}.{code.name}": code for code in gen_errors_doc.every_code()}
+    unused = sorted(code.value for name, code in defined.items() if name not in used)
+    assert unused == [], f"defined in a family of codes but never used: {unused}"
+    assert used <= set(defined)
 
 
 def test_every_code_belongs_to_a_described_area() -> None:
-    assert {area_of(code) for code in ErrorCode} == set(AREAS)
-    assert all(re.fullmatch(r"[a-z]+(_[a-z]+)*\.[a-z]+(_[a-z]+)*", code) for code in ErrorCode)
+    codes = gen_errors_doc.every_code()
+    assert {area_of(code) for code in codes} == set(AREAS)
+    assert all(re.fullmatch(r"[a-z]+(_[a-z]+)*\.[a-z]+(_[a-z]+)*", code) for code in codes)
+
+
+def test_no_code_is_in_two_families() -> None:
+    values = [code.value for code in gen_errors_doc.every_code()]
+    assert len(values) == len(set(values))
+    families = {area_of(code): type(code) for code in gen_errors_doc.every_code()}
+    mixed = [
+        area
+        for area in families
+        if {type(c) for c in gen_errors_doc.every_code() if area_of(c) == area} != {families[area]}
+    ]
+    assert mixed == [], f"an area's codes belong to one family: {mixed}"
 
 
 def test_the_check_command_reports_drift(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

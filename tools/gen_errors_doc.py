@@ -1,6 +1,7 @@
-"""Generate docs/errors.md, the table of every error code, from `deepwork_core.base.error_codes`.
+"""Generate docs/errors.md, the table of every error code, from the families of codes: `ErrorCode`
+(`deepwork_core.base.error_codes`) and `ReceiptCode` (`deepwork_core.receipts.codes`).
 
-Each `ErrorCode` member gives a row: its value (the code) and the string under it (the meaning).
+Each member gives a row: its value (the code) and the string under it (the meaning).
 
     python tools/gen_errors_doc.py write   # rewrite docs/errors.md
     python tools/gen_errors_doc.py check   # exit 1 if docs/errors.md is out of date
@@ -15,7 +16,11 @@ import sys
 from pathlib import Path
 
 from deepwork_core.base.error_areas import AREAS
-from deepwork_core.base.error_codes import ErrorCode, area_of
+from deepwork_core.base.error_codes import Code, ErrorCode, area_of
+from deepwork_core.receipts.codes import ReceiptCode
+
+#: Every family of codes; the page lists all their members, area by area.
+FAMILIES: tuple[type[Code], ...] = (ErrorCode, ReceiptCode)
 
 ROOT = Path(__file__).resolve().parent.parent
 ERRORS_DOC = ROOT / "docs" / "errors.md"
@@ -24,7 +29,8 @@ COMMAND = "uv run python tools/gen_errors_doc.py write"
 _INTRO = """\
 # Error codes
 
-<!-- Generated from deepwork_core/base/error_codes.py by `{command}`; do not edit. -->
+<!-- Generated from deepwork_core/base/error_codes.py and deepwork_core/receipts/codes.py by
+`{command}`; do not edit. -->
 
 Every error DeepWork reports on purpose carries a stable code, `area.snake_case`. Codes never
 change meaning; messages may be reworded. Where a code shows up:
@@ -39,17 +45,23 @@ change meaning; messages may be reworded. Where a code shows up:
 Codes of the form `<area>.error` (and `deepwork.error`) are the generic codes of a family; the
 code raised is normally a more specific one.
 
-In Python each code is a member of `deepwork_core.base.error_codes.ErrorCode`, named after its
+In Python each code is a member of `deepwork_core.base.error_codes.ErrorCode` (the codes of
+receipts and `deepwork verify`: of `deepwork_core.receipts.codes.ReceiptCode`), named after its
 text (`ErrorCode.SESSION_NONE_ACTIVE` is `session.none_active`). A member is a `str` equal to
 its text, so `exc.code == "session.none_active"` holds and printing it gives the plain code.
 """
+
+
+def every_code() -> list[Code]:
+    """Every member of every family."""
+    return [code for family in FAMILIES for code in family]
 
 
 def render() -> str:
     """The whole page, from `ErrorCode` and `AREAS`."""
     lines = [_INTRO.format(command=COMMAND)]
     for area in sorted(AREAS):
-        codes = sorted(code for code in ErrorCode if area_of(code) == area)
+        codes = sorted(code for code in every_code() if area_of(code) == area)
         lines.append(f"## `{area}`\n\n{AREAS[area]}\n\n| code | meaning |\n|---|---|")
         lines.extend(f"| `{code}` | {code.meaning} |" for code in codes)
         lines.append("")

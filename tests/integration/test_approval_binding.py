@@ -29,6 +29,7 @@ from tests.fixtures.dashboard_process import dashboard_process
 from tests.fixtures.evidence_project import key_of, make_evidence_project
 from tests.fixtures.state_rows import approval_json, write_approval_json
 from tests.fixtures.stdio_server import Server, serve
+from tests.fixtures.trust import commit_on_base
 
 pytestmark = pytest.mark.slow  # each test runs real server, CLI and dashboard processes
 
@@ -185,7 +186,9 @@ async def test_a_project_that_trusts_approvers_counts_only_their_signatures(
 ) -> None:
     made = deepwork("approver", "init", "--name", "alice", "--path", str(root))
     assert made.returncode == 0, made.stderr
-    assert (root / APPROVERS_DIR / "alice.pub").read_text().startswith("deepwork-approver ed25519 ")
+    written = (root / APPROVERS_DIR / "alice.pub").read_text()
+    assert written.startswith("deepwork-approver ed25519 ")
+    merge_into_base(root, "alice")
     async with serve(root) as agent:
         session_id, _ = await waiting(agent, store, root)
         # An agent holding the project's HMAC key (or writing the store directly) records a
@@ -211,12 +214,21 @@ async def test_a_signature_by_an_untrusted_approver_does_not_count(
     root: Path, store: Store
 ) -> None:
     assert deepwork("approver", "init", "--name", "alice", "--path", str(root)).returncode == 0
+    merge_into_base(root, "alice")
     assert deepwork("approver", "init", "--name", "mallory", "--no-trust").returncode == 0
     async with serve(root) as agent:
         session_id, _ = await waiting(agent, store, root)
         refused = approve(root, session_id, "--approver", "mallory")
         assert refused.returncode == 1
-        assert refused.stderr.startswith("approval.unverified: "), refused.stderr
+        assert refused.stderr.startswith("approval.untrusted_key: "), refused.stderr
+        assert approval_events(store, session_id) == []
+        # The agent drops mallory's `.pub` into the checkout (untracked): still not trusted.
+        planting = deepwork("approver", "init", "--name", "mallory", "--path", str(root))
+        assert planting.returncode == 0, planting.stderr
+        planted = approve(root, session_id, "--approver", "mallory")
+        assert planted.returncode == 1
+        assert planted.stderr.startswith("approval.untrusted_key: "), planted.stderr
+        assert "mallory.pub is only in the working tree" in planted.stderr
         assert approval_events(store, session_id) == []
 
         # An agent with a key of its own writes a signed, sealed, logged decision: no use.
@@ -233,8 +245,15 @@ async def test_a_signature_by_an_untrusted_approver_does_not_count(
             own, session_id, approved=True, comment=None, channel=ApprovalChannel.CLI,
             actor="agent@box", terminal=None, now=_now(),
         )  # fmt: skip
-        text = await agent.error("finished_step", "approval.unverified", outputs=PLAN)
-        assert "'mallory' is not a trusted approver" in text
+        text = await agent.error("finished_step", "approval.untrusted_key", outputs=PLAN)
+        assert "'mallory' is not trusted" in text
+
+
+def merge_into_base(root: Path, name: str) -> None:
+    """Commit the `.pub` `deepwork approver init` wrote for `name` onto the base branch, as the
+    project's owners do once they accept the approver (docs/team.md)."""
+    relative = f"{APPROVERS_DIR}/{name}.pub"
+    commit_on_base(root, relative, (root / relative).read_text())
 
 
 def _now() -> datetime:

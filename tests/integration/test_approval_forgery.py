@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deepwork_core.base.layout import APPROVERS_DIR
-from deepwork_core.state.approval_signatures import ApproverSigner, public_line
+from deepwork_core.state.approval_signatures import ApproverSigner
 from deepwork_core.state.event_kinds import ApprovalEvent
 from deepwork_core.state.events import read_events
 from deepwork_core.state.store.opening import open_store
@@ -31,6 +30,7 @@ from tests.fixtures.state_rows import (
     write_approval_json,
 )
 from tests.fixtures.tool_calls import call_error, call_ok
+from tests.fixtures.trust import trust_on_base
 
 PLAN = {"plan": "plan.md"}
 
@@ -154,8 +154,7 @@ async def test_a_decision_inserted_into_the_database_never_completes_the_step(
     root = make_evidence_project(tmp_path / "team")
     alice = ApproverSigner("alice", tmp_path / "alice.key")
     alice.create()
-    (root / APPROVERS_DIR).mkdir(parents=True, exist_ok=True)
-    (root / APPROVERS_DIR / "alice.pub").write_text(public_line(alice.public_key()))
+    trust_on_base(root, alice)
     if url is None:
         monkeypatch.delenv(STORE_URL_ENV, raising=False)
     else:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -271,7 +272,8 @@ async def test_each_finished_review_is_a_progress_notification_to_a_client_that_
                 break
         assert answer["status"] == "needs_work", answer
     assert [(done, total) for done, total, _ in heard] == [(n, 10) for n in range(1, 11)]
-    messages = [message or "" for _, _, message in heard]
+    assert all(re.search(r"; [\d,]+ tokens so far$", message or "") for _, _, message in heard)
+    messages = [(message or "").rsplit("; ", 1)[0] for _, _, message in heard]
     assert sorted(messages) == sorted(
         [
             f"review polish: output 'appendix' ({name}): passed"

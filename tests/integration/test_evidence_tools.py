@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from deepwork_core.base.config import GitConfig
+from deepwork_core.evidence.watch import ChangeWatch
 from deepwork_core.state.event_kinds import ApprovalEvent, UndeclaredChangesEvent
 from deepwork_core.state.events import read_events
 from deepwork_core.state.store.port import Store
-from deepwork_mcp.server import create_server
+from deepwork_mcp.server import _change_watch, create_server
 from fastmcp import Client
 
 from tests.fixtures.configs import config
-from tests.fixtures.evidence_project import make_evidence_project
+from tests.fixtures.evidence_project import git, make_evidence_project
 from tests.fixtures.tool_calls import call_ok
+from tests.fixtures.trust import commit_on_base
 
 
 @pytest.fixture
@@ -118,6 +122,40 @@ async def test_outside_git_the_guard_says_it_is_off_once(tmp_path: Path) -> None
         assert step2["evidence"]["undeclared_changes"] == []
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the change watch is inotify's")
+@pytest.mark.parametrize("change_watch", [True, False])
+async def test_a_folder_git_stops_ignoring_is_judged_like_git_status_would(
+    root: Path, monkeypatch: pytest.MonkeyPatch, change_watch: bool
+) -> None:
+    """The change watch started while `build/` was ignored; once the rule is gone, a file the
+    step writes there is as undeclared as `git status` says (issue 43, item 1)."""
+    (root / ".gitignore").write_text("build/\n")
+    (root / "build").mkdir()
+    (root / "build" / "old.txt").write_text("built before\n")
+    git(root, "add", ".gitignore")
+    git(root, "commit", "-q", "-m", "ignore build")
+    watches: list[ChangeWatch] = []
+
+    def capture(folder: Path) -> ChangeWatch:
+        watches.append(made := _change_watch(folder))
+        return made
+
+    monkeypatch.setattr("deepwork_mcp.server._change_watch", capture)
+    settings = config().model_copy(update={"git": GitConfig(change_watch=change_watch)})
+    async with Client(create_server(root, settings)) as client:
+        first = await start(client, "scoped")  # the engine, and its watch, are made
+        assert [watch.start() for watch in watches] == ([True] if change_watch else [])
+        await call_ok(client, "abort_workflow", session_id=first, explanation="only the watch")
+        (root / ".gitignore").write_text("")
+        git(root, "commit", "-q", "-am", "stop ignoring build")
+        await start(client, "scoped_strict")
+        (root / "out.md").write_text("report\n")
+        (root / "build" / "new.txt").write_text("written by the step\n")
+        done = await call_ok(client, "finished_step", outputs={"out": "out.md"})
+    assert done["status"] == "needs_work"
+    assert "build/new.txt" in done["evidence"]["undeclared_changes"]
+
+
 # --- approvals through elicitation -------------------------------------------------------------
 
 
@@ -171,10 +209,8 @@ async def test_where_signatures_count_the_form_is_not_offered(
     """The server holds no approver's key, so it cannot sign what the form answers: with trusted
     approvers (or a shared store) the step waits for a signed `deepwork approve` (docs/team.md)."""
     if not shared:
-        (root / ".deepwork" / "approvers").mkdir(parents=True)
-        (root / ".deepwork" / "approvers" / "alice.pub").write_text(
-            "deepwork-approver ed25519 " + "A" * 43 + "=\n"
-        )
+        line = "deepwork-approver ed25519 " + "A" * 43 + "=\n"
+        commit_on_base(root, ".deepwork/approvers/alice.pub", line)
     handler = answering("approve", "Looks right")
     server = create_server(root, config(), shared_store=shared)
     async with Client(server, mode="legacy", elicitation_handler=handler) as client:
@@ -204,3 +240,11 @@ async def test_no_tool_argument_can_approve(client: Client[Any]) -> None:
     for tool in await client.list_tools():
         arguments = set(tool.input_schema.get("properties", {}))
         assert not any("approv" in name for name in arguments), (tool.name, arguments)
+
+
+async def test_start_workflows_workflow_name_says_it_is_required(client: Client[Any]) -> None:
+    """Issue 43, item 22: the argument is required, so its description does not say otherwise."""
+    [tool] = [tool for tool in await client.list_tools() if tool.name == "start_workflow"]
+    assert "workflow_name" in tool.input_schema["required"]
+    described = tool.input_schema["properties"]["workflow_name"]["description"]
+    assert described.startswith("Required")

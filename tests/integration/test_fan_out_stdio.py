@@ -278,11 +278,13 @@ async def test_bytes_changed_after_the_instance_finished_are_warned_at_fan_in(
                 "finished_step", outputs={"section.md": f"{instance['item']}.md"},
                 session_id=instance["session_id"],
             )  # fmt: skip
-        # After its instance finished, `b.md` changes in the worktree: the merged bytes differ.
+        # After its instance finished, `b.md` changes in the worktree: nobody judged those bytes,
+        # so the ones its review covered are merged and the change is warned about and kept.
         (root / fan["instances"][1]["worktree"] / "b.md").write_text("changed later\n")
         joined = await agent.ok("finished_step", outputs={}, session_id=fan["parent_session_id"])
         assert joined["status"] == "next_step"
-        warned = [w for w in joined.get("warnings", []) if w.startswith("fan_out.evidence_changed")]
+        warned = [w for w in joined.get("warnings", []) if w.startswith("fan_out.unjudged_changes")]
         assert len(warned) == 1
         assert "b.md" in warned[0]
-    assert (root / "b.md").read_text() == "changed later\n"
+        assert not [w for w in joined["warnings"] if w.startswith("fan_out.evidence_changed")]
+    assert (root / "b.md").read_text() == "as finished\n"

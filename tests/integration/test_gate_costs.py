@@ -264,6 +264,13 @@ async def test_a_dry_run_lists_the_tasks_and_changes_nothing(
         )
     assert result["status"] == "dry_run"
     [task] = result["review_tasks"]
+    expected = task.pop("expected")
+    assert expected["basis"] == "estimated from size"
+    assert expected["tokens"] > 0
+    assert expected["usd"] > 0  # the claude runner's default model has a price
+    price = result["price"]
+    assert (price["tokens"], price["usd"]) == (expected["tokens"], expected["usd"])
+    assert price["text"] in result["feedback"]
     assert task == {
         "name": "write: all outputs",
         "run_each": "step",

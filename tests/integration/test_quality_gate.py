@@ -8,6 +8,7 @@ answering in its CLI's format.
 
 from __future__ import annotations
 
+import re
 import shutil
 import time
 from collections.abc import AsyncIterator, Callable
@@ -169,6 +170,9 @@ async def test_passing_review_advances(
     assert "Does the report cover the topic?" in review_brief(call)
     assert progress
     assert progress[-1][:2] == (1, 1)
+    # Issue 43, item 15: each notification carries the tokens the run's reviews used so far.
+    tokens = re.search(r"; ([\d,]+) tokens so far$", progress[-1][2] or "")
+    assert tokens is not None, progress[-1][2]
     log = state(make_store(root), session_id)["quality_log"]
     assert [(e["kind"], e["attempt"], e["passed"]) for e in log] == [("review", 1, True)]
     assert log[0]["reviews"][0]["criteria_results"][0]["criterion"] == "Complete"
@@ -286,6 +290,21 @@ async def test_doc_spec_criteria_are_added_to_the_review(
     assert "one-paragraph summary" in prompt
 
 
+async def test_a_doc_spec_without_a_review_is_reviewed_once(
+    external: Client[Any], root: Path, reviewer_on_path: ScriptedReviewer
+) -> None:
+    """Issue 43, item 10: the spec's own review runs once, not twice with the same brief."""
+    job = root / ".deepwork" / "jobs" / "speced" / "job.yml"
+    text = job.read_text()
+    job.write_text(text[: text.index("    reviews:")] + "    reviews: []\n")
+    await call_ok(external, "start_workflow", goal="g", job_name="speced", workflow_name="main")
+    write_files(root, "report.md")
+    done = await call_ok(external, "finished_step", outputs={"report": "report.md"})
+    assert done["status"] == "workflow_complete"
+    [call] = reviewer_on_path.calls()
+    assert "Monthly report: Has summary" in review_brief(call)
+
+
 # --- external runner: failures, each distinct -----------------------------------------------
 
 
@@ -348,6 +367,7 @@ async def test_missing_reviewer_binary(
             client, "finished_step", "quality_gate.not_installed", outputs={"report": "report.md"}
         )
     assert "claude" in text
+    assert "--external-runner none" in text  # issue 43, item 21: the way to self-review
 
 
 def _alive(pid: int) -> bool:

@@ -65,6 +65,9 @@ COST_DEFAULTS = {
     "budget": {"max_cost_usd": None, "max_tokens": None},
     "max_parallel": 4,
     "wait_seconds": 20.0,  # background reviews (issue 30)
+    "reuse": "passes",  # what reviews cost (issue 42)
+    "prices": {},
+    "max_budget_usd_per_day": None,
 }
 
 
@@ -347,11 +350,14 @@ def test_a_remote_bind_address_needs_allow_remote_and_a_token(project: Path) -> 
     base = ["serve", "--path", str(project), "--transport", "http", "--host", "0.0.0.0"]
     refused = runner.invoke(cli, base, env={"DEEPWORK_HTTP_TOKEN": ""})
     assert refused.exit_code == 2
-    assert "warning: --host 0.0.0.0" in refused.output
     assert "--allow-remote" in refused.output
+    assert "reachable from other machines" in refused.output
+    # Issue 43, item 21: nothing warns of a server that is refused and never listens.
+    assert "warning:" not in refused.output
     no_token = runner.invoke(cli, [*base, "--allow-remote"], env={"DEEPWORK_HTTP_TOKEN": ""})
     assert no_token.exit_code == 2
     assert "DEEPWORK_HTTP_TOKEN" in no_token.output
+    assert "warning:" not in no_token.output
 
 
 @pytest.mark.slow

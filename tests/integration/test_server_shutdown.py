@@ -35,7 +35,8 @@ async def test_the_reviewers_threads_end_with_the_last_client_and_come_back_with
 ) -> None:
     root = make_project(tmp_path / "project")
     before = workers()
-    server = create_server(root, config(external_runner=runner))
+    # Reuse off: the second client's review must start a reviewer, not take the first verdict.
+    server = create_server(root, config(external_runner=runner, reuse="off"))
     async with Client(server) as client:
         assert await review_one_step(client, root) == "next_step"
         assert workers() - before  # the review ran in the background workers

@@ -105,6 +105,7 @@ async def test_a_run_is_one_trace_whose_tree_matches_the_run(
     assert approval["deepwork.approval.decision"] == "approved"
     assert approval["deepwork.approval.channel"] == "elicitation"
     assert approval["deepwork.approval.evidence_matched"] is True
+    assert "deepwork.approval.signer" not in approval  # unsigned: the seal decided
     # Content is off by default: no goal, feedback or comment leaves the process.
     for span in spans:
         assert not span.events

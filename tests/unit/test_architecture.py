@@ -30,7 +30,7 @@ LAYER = {"deepwork_core": 0, "deepwork_review": 1, "deepwork_mcp": 2}
 #: Packages whose modules other packages import directly (their names, not their `__all__`).
 MODULE_API = {"deepwork_core"}
 #: Core's subpackages, lowest first: each may import only itself and those before it.
-CORE_LAYERS = ("base", "jobs", "evidence", "state", "gate", "engine")
+CORE_LAYERS = ("base", "jobs", "evidence", "state", "gate", "receipts", "engine")
 MAX_FOLDER_MODULES = 15
 
 MAX_MODULE_LINES = 500

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError, GitError, Problem
+from deepwork_core.receipts.codes import ReceiptCode
 
 
 def test_a_code_reads_as_its_plain_text_everywhere_it_is_shown() -> None:
@@ -36,12 +37,21 @@ def test_a_code_text_finds_its_member() -> None:
         ErrorCode("yaml.nonsense")
 
 
-@pytest.mark.parametrize("code", list(ErrorCode), ids=str)
+@pytest.mark.parametrize("code", [*ErrorCode, *ReceiptCode], ids=str)
 def test_every_code_is_named_after_its_text_and_has_a_meaning(code: ErrorCode) -> None:
     assert code.name == code.value.upper().replace(".", "_")
     assert code.meaning
     assert code.meaning == " ".join(code.meaning.split()), "wrapped lines join with one space"
     assert code.meaning.endswith("."), code.meaning
+
+
+def test_a_family_beside_error_code_reads_its_own_meanings() -> None:
+    assert ReceiptCode.VERIFY_RUN_INCOMPLETE.meaning == (
+        "The receipt is of a run that did not complete (aborted or unfinished)."
+    )
+    assert str(ReceiptCode.VERIFY_RUN_INCOMPLETE) == "verify.run_incomplete"
+    error = DeepWorkError("x", code=ReceiptCode.VERIFY_BASE_MISSING)
+    assert f"{error.code}: {error}" == "verify.base_missing: x"
 
 
 def test_meanings_are_read_from_the_string_under_each_member() -> None:

@@ -424,6 +424,20 @@ def test_the_skill_says_what_the_gate_judges_and_how_to_see_it(skills: dict[str,
     assert "review_tasks" in responses.FinishedStepResponse.model_fields
 
 
+def test_the_skill_says_reviews_are_priced_reused_and_capped_per_day(
+    skills: dict[str, str],
+) -> None:
+    gate = _flat(_deepwork_skill(skills))
+    for phrase in (
+        "`expected` cost", "total `price`", "reused at no cost",
+        "reused from <session>/<step>, <when>", "`quality_gate.day_budget_exhausted`",
+    ):  # fmt: skip
+        assert phrase in gate, phrase
+    fields = responses.FinishedStepResponse.model_fields
+    assert "price" in fields
+    assert "expected" in responses.PlannedReviewInfo.model_fields
+
+
 def test_the_self_review_fallback_does_not_contradict_itself(skills: dict[str, str]) -> None:
     """A fresh sub-agent where the client has them; an admitted own pass where it has none."""
     for where, text in skills.items():
@@ -615,3 +629,34 @@ def test_the_dry_run_promise_covers_the_stale_evidence_round() -> None:
     page = _flat((REPO / "docs" / "quality-gate.md").read_text(encoding="utf-8"))
     dry = page[page.index("## Dry run") : page.index("## Attempts")]
     assert "earlier step whose accepted output changed" in dry
+
+
+def test_the_skill_and_a_parked_answer_agree_on_stopping(skills: dict[str, str]) -> None:
+    from deepwork_core.engine.parking import stop_note
+
+    skill = _flat(_deepwork_skill(skills))
+    note = stop_note("sess_x")
+    assert "Stop now" in note
+    assert "stop at once and end your turn" in skill
+    for words in ("parked", "deepwork run --resume"):
+        assert words in note
+        assert words in skill
+
+
+def test_the_skill_teaches_receipts_as_the_server_and_cli_have_them(
+    skills: dict[str, str],
+) -> None:
+    """The receipt's path, the answer's fields and the commands the skill names are real."""
+    from deepwork_core.base.layout import GATE_KEYS_DIR, RECEIPTS_DIR
+    from deepwork_core.receipts.model import receipt_path
+
+    text = _flat(_deepwork_skill(skills))
+    section = text[text.index("## Receipts") : text.index("## Nested workflows")]
+    assert f"`{receipt_path('<job>', '<session>')}`" in section
+    assert RECEIPTS_DIR in section
+    assert f"`{GATE_KEYS_DIR}/`" in section
+    assert "receipts" in responses.EvidenceInfo.model_fields
+    assert {"path", "listed_key"} <= set(responses.ReceiptInfo.model_fields)
+    for command in ("deepwork verify", "deepwork receipt <session>"):
+        assert f"`{command}`" in section
+        assert _resolves(command.removeprefix("deepwork ").split(" <")[0]), command

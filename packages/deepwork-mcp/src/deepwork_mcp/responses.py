@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from deepwork_core.base.escaping import printable
+from deepwork_core.state.event_kinds import decided_by
 from deepwork_core.state.usage.pair import RunUsage
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
@@ -196,12 +197,20 @@ class QualityCriteriaResult(_Model):
     feedback: str | None
 
 
+def _reuse_text(value: object) -> object:
+    """A `ReusedFrom` as every view says it: `reused from <session>/<step>, <when>`."""
+    return getattr(value, "text", value)
+
+
 class ReviewResult(_Model):
     review_run_each: str
     target_file: str | None
     passed: bool
     feedback: str
     criteria_results: list[QualityCriteriaResult]
+    #: Set when no reviewer ran: the verdict was judged earlier (docs/quality-gate.md). Kept
+    #: out of the listed schema (every byte of tools/list is paid in every conversation).
+    reused_from: SkipJsonSchema[Annotated[str | None, BeforeValidator(_reuse_text)]] = _Sparse
 
 
 class StaleEvidenceInfo(_Model):
@@ -248,6 +257,10 @@ class ApprovalGiven(_Model):
     terminal: str | None
     decided_at: datetime
     shown: list[ShownFile]
+    #: The trusted approver whose key signed; None: unsigned.
+    signer: str | None = None
+    #: Who decided, in a person's words: the signer, the OS user only as "on <host> as <user>".
+    decided_by: str = ""
 
 
 def _approvals(value: object) -> object:
@@ -261,8 +274,24 @@ def _approvals(value: object) -> object:
         if decision is None or request is None:
             flat.append(record)
             continue
-        flat.append({"step_ids": request.step_ids, **decision.model_dump(exclude={"mac"})})
+        fields = decision.model_dump(exclude={"mac"})
+        who = decided_by(decision.signer, decision.actor)
+        flat.append({"step_ids": request.step_ids, **fields, "decided_by": who})
     return flat
+
+
+class ReceiptInfo(_Model):
+    """The receipt a completed run left (docs/verify.md): commit it with the outputs."""
+
+    session_id: str
+    #: Project-relative path of the receipt; left out when none was written.
+    path: str | None = _Sparse
+    #: The gate key that signed it (`.deepwork/gate_keys/<key>.pub`).
+    key: str | None = _Sparse
+    #: The key's `.pub`, when this run listed it in the project (commit it too).
+    listed_key: str | None = _Sparse
+    #: `<code>: <message>` when no receipt was written.
+    error: str | None = _Sparse
 
 
 class EvidenceInfo(_Model):
@@ -274,6 +303,28 @@ class EvidenceInfo(_Model):
     approval: ApprovalInfo | None = None
     outputs: list[OutputEvidenceInfo] | None = None
     approvals: Annotated[list[ApprovalGiven] | None, BeforeValidator(_approvals)] = None
+    #: The receipt of each run the call completed; left out when none completed.
+    receipts: list[ReceiptInfo] | None = _Sparse
+
+
+class TaskPriceInfo(_Model):
+    """What one review task is expected to cost (`deepwork_core.gate.costs.quotes.TaskPrice`)."""
+
+    label: str
+    tokens: int
+    usd: float | None
+    basis: str
+
+
+class ReviewPriceInfo(_Model):
+    """What a step's reviews are expected to cost in all (docs/quality-gate.md, "A price
+    before the run")."""
+
+    tokens: int
+    usd: float
+    unpriced: int
+    basis: str
+    text: str
 
 
 class PlannedReviewInfo(_Model):
@@ -288,6 +339,8 @@ class PlannedReviewInfo(_Model):
     agent: dict[str, str] | None = _Sparse
     #: What the review's `additional_context` adds to the brief; left out when it asks none.
     context: list[str] | None = _Sparse
+    #: What it is expected to cost, and on what basis; left out under self-review.
+    expected: TaskPriceInfo | None = _Sparse
 
 
 class ReviewProgressInfo(_Model):
@@ -297,6 +350,8 @@ class ReviewProgressInfo(_Model):
     judges: str
     #: `queued`, `running`, `passed` or `failed`.
     state: str
+    #: What it is expected to cost, and on what basis.
+    expected: TaskPriceInfo | None = _Sparse
 
 
 class FinishedStepResponse(_Model):
@@ -320,6 +375,9 @@ class FinishedStepResponse(_Model):
     #: With `reviewing` only: each background review and how far it got (kept out of the
     #: listed schema like `review_tasks`).
     reviews: SkipJsonSchema[list[ReviewProgressInfo] | None] = _Sparse
+    #: With `dry_run` and `reviewing` under an external reviewer: what the reviews are expected
+    #: to cost in all, with its basis (kept out of the listed schema like `review_tasks`).
+    price: SkipJsonSchema[ReviewPriceInfo | None] = _Sparse
 
 
 class AbortWorkflowResponse(_Model):

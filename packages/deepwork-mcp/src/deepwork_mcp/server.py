@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from anyio import to_thread
 from deepwork_core import DeepWorkConfig, DeepWorkError, JobCatalog
-from deepwork_core.base.config import EXTERNAL_RUNNERS, QualityGateConfig
+from deepwork_core.base.config import EXTERNAL_RUNNERS, QualityGateConfig, load_config
 from deepwork_core.base.errors import ConfigError
 from deepwork_core.state.store.url import STORE_URL_ENV
 from fastmcp import FastMCP
@@ -34,8 +34,8 @@ from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools.base import ToolResult
 from mcp.types import CallToolRequestParams
 
-from deepwork_mcp.approvals.keys import approval_key
-from deepwork_mcp.approvals.keys import state_dir as default_state_dir
+from deepwork_mcp.approval_keys import approval_key, gate_key
+from deepwork_mcp.approval_keys import state_dir as default_state_dir
 from deepwork_mcp.listing import CompactToolListing
 from deepwork_mcp.roots import ProjectRoot, Projects, ProjectServices, RootsMiddleware
 from deepwork_mcp.server_instructions import build_instructions
@@ -112,6 +112,9 @@ def build_gate(settings: QualityGateConfig, trace_env: TraceEnv | None = None) -
         stall_retries=settings.stall_retries,
         models=settings.models,
         budget=settings.budget,
+        reuse=settings.reuse,
+        prices=settings.prices,
+        max_usd_per_day=settings.max_budget_usd_per_day,
     )
     return ExternalGate(
         calls,
@@ -168,6 +171,7 @@ def create_server(
     launch: str = "deepwork",
     trace_env: TraceEnv | None = None,
     shared_store: bool | None = None,
+    headless: bool = False,
 ) -> FastMCP:
     """Build the server for `project_root` (resolved to an absolute path).
 
@@ -179,14 +183,16 @@ def create_server(
     self-review quality gate, three external attempts, a 240 s external review timeout per task
     (plus 30 s per reviewed file beyond five), a workflow branch per top-level workflow.
     `additional_jobs_folders` are searched for jobs after the project's and the standard ones.
-    `state_dir` holds the projects' approval keys (docs/security.md); by default the one
-    `deepwork approve` uses, from `DEEPWORK_STATE_DIR`, `XDG_STATE_HOME` or the home folder.
+    `state_dir` holds the projects' approval keys (docs/security.md) and the gate key that signs
+    receipts (docs/verify.md); by default the one `deepwork approve` uses, from
+    `DEEPWORK_STATE_DIR`, `XDG_STATE_HOME` or the home folder.
     `launch` is how the user runs this DeepWork (`uvx deepwork==1.0.0`, `deepwork`): the
-    approval answer tells them `<launch> approve <session>` (`deepwork_mcp.approvals.launch`).
+    approval answer tells them `<launch> approve <session>` (`deepwork_mcp.launch`).
     `trace_env` gives each external reviewer process its trace variables (docs/telemetry.md).
     `shared_store` (default: the project's store is a PostgreSQL server, named by
     `DEEPWORK_STORE_URL` or else by `store.url` of its config) makes every approval need a
-    trusted approver's signature (docs/team.md).
+    trusted approver's signature (docs/team.md). `headless`: no person attends, so a run parks
+    where it would wait for one (docs/headless.md).
     """
     config = DeepWorkConfig() if config is None else config
     root = Path(project_root).resolve()
@@ -195,7 +201,9 @@ def create_server(
         raise ConfigError("quality_gate.max_attempts must be at least 1")
     check_gate(gate_settings)
     keys = default_state_dir(os.environ) if state_dir is None else state_dir
-    factory = _ServicesFactory(config, additional_jobs_folders, keys, shared_store, trace_env)
+    factory = _ServicesFactory(
+        config, additional_jobs_folders, keys, shared_store, trace_env, headless=headless
+    )
 
     where = ProjectRoot(fixed=None if follow_client_roots else root, fallback=root)
     projects = Projects(where, factory.make)
@@ -257,8 +265,11 @@ class _ServicesFactory:
         keys: Path,
         shared: bool | None,
         trace_env: TraceEnv | None = None,
+        *,
+        headless: bool = False,
     ) -> None:
         self.config = config
+        self.headless = headless
         self.additional_jobs_folders = additional_jobs_folders
         self.keys = keys
         self.shared = shared
@@ -273,7 +284,10 @@ class _ServicesFactory:
         def open_project_store() -> Store:
             from deepwork_core.state.store.opening import choose_store_url, open_store
 
-            return open_store(choose_store_url(folder, self.store_url), folder)
+            store = open_store(choose_store_url(folder, self.store_url), folder)
+            for notice in store.notices:
+                logger.warning("%s", notice)
+            return store
 
         def make_engine(store: Store) -> WorkflowEngine:
             # A PostgreSQL store is shared by the checkouts that name it (docs/team.md).
@@ -287,7 +301,6 @@ class _ServicesFactory:
     ) -> WorkflowEngine:
         """The project's engine on its open `store` (`shared`: a store other machines use, so
         every approval needs a trusted approver's signature)."""
-        from deepwork_core.base.layout import APPROVERS_DIR
         from deepwork_core.engine.fanout.fan_in import recover
         from deepwork_core.engine.workflow import WorkflowEngine
         from deepwork_core.state.approval_signatures import TrustedApprovers
@@ -303,9 +316,14 @@ class _ServicesFactory:
             branch_maker=branch_maker(folder) if config.git.create_branch else None,
             output_limits=config.outputs,
             approval_key=approval_key(self.keys, folder),
-            approvers=TrustedApprovers(folder / APPROVERS_DIR, shared=shared),
+            # Each project's own base ref says whom it trusts (docs/team.md).
+            approvers=TrustedApprovers(
+                folder, ref=load_config(folder).approvals.trusted_ref, shared=shared
+            ),
             max_instances=config.limits.max_instances,
             watch=_change_watch(folder) if config.git.change_watch else None,
+            headless=self.headless,
+            receipt_key=gate_key(self.keys),
         )
         try:  # a crash may have left a fan-out half-made (docs/fan-out.md)
             recover(engine.fan, engine.store, catalog)

@@ -86,6 +86,7 @@ def _gate_task(step_id: str, task: ReviewTask) -> QualityReviewTask:
         files=list(task.files),
         criteria={rule.display_name: f"{rule.description}\n\n{rule.instructions.strip()}"},
         guidance="\n".join(context) or None,
+        sources=[rule.source, *([rule.instructions_file] if rule.instructions_file else [])],
     )
 
 

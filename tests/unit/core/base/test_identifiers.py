@@ -121,6 +121,7 @@ SESSION_ID_EDGES = {
     "deepwork-mcp/src/deepwork_mcp/cli/log.py",
     "deepwork-mcp/src/deepwork_mcp/cli/report.py",
     "deepwork-mcp/src/deepwork_mcp/cli/store.py",
+    "deepwork-mcp/src/deepwork_mcp/cli/receipts/write.py",
     "deepwork-mcp/src/deepwork_mcp/dashboard/app.py",
 }
 

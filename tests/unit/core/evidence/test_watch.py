@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from deepwork_core.evidence.ignore_check import IgnoreChecker
 from deepwork_core.evidence.scope import (
     RepoSnapshot,
     changed_between,
@@ -206,3 +207,60 @@ def test_a_new_exclude_rule_of_git_is_read_again(repo: Path, watch: ChangeWatch)
     (repo / "more.md").write_text("ignored now\n")
     (repo / "src" / "f0.txt").write_text("edited\n")
     assert by_watch(repo, again, watch) == by_git(repo, again) == ["src/f0.txt"]
+
+
+def test_a_folder_git_stops_ignoring_is_watched_from_then_on(repo: Path, tmp_path: Path) -> None:
+    (repo / "build" / "deep").mkdir(parents=True)
+    (repo / "build" / "deep" / "old.bin").write_text("built before the watch\n")
+    watch = ChangeWatch(repo, global_excludes=tmp_path / "no-user-ignore-file")
+    assert watch.start()  # `build/` is ignored: not watched
+    try:
+        (repo / ".gitignore").write_text("*.log\n")  # and now it is not
+        before = begin(repo, watch)
+        (repo / "build" / "deep" / "new.bin").write_text("written during the step\n")
+        (repo / "build" / "top.bin").write_text("and here\n")
+        expected = ["build/deep/new.bin", "build/top.bin"]
+        assert by_git(repo, before) == expected
+        assert by_watch(repo, before, watch) == expected
+    finally:
+        watch.close()
+
+
+def test_a_folder_left_alone_is_asked_about_again_when_git_cannot_say(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (repo / "build").mkdir()
+    watch = ChangeWatch(repo, global_excludes=tmp_path / "no-user-ignore-file")
+    assert watch.start()
+    try:
+        (repo / ".gitignore").write_text("")
+        (repo / "fresh").mkdir()  # a new folder git cannot be asked about either
+        monkeypatch.setattr(IgnoreChecker, "check", lambda self, paths: None)
+        assert watch.mark() is None  # whether to watch `build/` is unknown: no vouching
+        assert watch.mark() is None  # nor later, until git can say
+        monkeypatch.undo()
+        before = begin(repo, watch)
+        (repo / "build" / "new.bin").write_text("seen\n")
+        (repo / "fresh" / "new.txt").write_text("seen too\n")
+        expected = ["build/new.bin", "fresh/new.txt"]
+        assert by_watch(repo, before, watch) == by_git(repo, before) == expected
+    finally:
+        watch.close()
+
+
+def test_an_ignore_file_above_the_project_is_a_rule_change(repo: Path) -> None:
+    (repo / "src" / "gen").mkdir()
+    (repo / ".gitignore").write_text("gen/\n")
+    git(repo, "commit", "-q", "-am", "ignore gen")
+    project = repo / "src"
+    watch = ChangeWatch(project)
+    assert watch.start()
+    try:
+        before = begin(project, watch)
+        (repo / ".gitignore").write_text("")
+        assert by_watch(project, before, watch) is None  # the rules moved: git decides
+        again = begin(project, watch)
+        (project / "gen" / "out.py").write_text("generated\n")
+        assert by_watch(project, again, watch) == by_git(project, again) == ["gen/out.py"]
+    finally:
+        watch.close()

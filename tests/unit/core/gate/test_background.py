@@ -185,7 +185,8 @@ def test_progress_is_told_once_per_finished_review(
     assert [(done, total) for done, total, _ in told] == [
         (n, len(tasks)) for n in range(1, len(tasks) + 1)
     ]
-    assert all(message.endswith(": passed") for _, _, message in told)
+    assert all(message.rsplit("; ", 1)[0].endswith(": passed") for _, _, message in told)
+    assert all(message.endswith(" tokens so far") for _, _, message in told)
 
 
 def test_a_job_of_a_dead_worker_runs_again_and_is_answered_once(

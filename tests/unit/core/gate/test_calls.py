@@ -154,7 +154,8 @@ def test_a_spent_budget_starts_no_reviewer(project: Path, store: Store) -> None:
     checkpoint = make_request(store, project)
     [task, *_] = plan_review_tasks(checkpoint)
     port = ScriptedPort(passes, passes)
-    calls = ReviewCalls(port, budget=ReviewBudget(max_tokens=50))
+    # Reuse off: the same task again would otherwise take the verdict just judged, for free.
+    calls = ReviewCalls(port, budget=ReviewBudget(max_tokens=50), reuse="off")
     calls.judge(checkpoint, task, threading.Event())  # 110 tokens: the run spent its budget
     with pytest.raises(QualityGateError) as caught:
         calls.judge(checkpoint, task, threading.Event())

@@ -10,12 +10,9 @@ from pathlib import Path
 
 import pytest
 from deepwork_core.evidence.hashes import ShownOutput, sha256_file
+from deepwork_core.evidence.trusted_keys import TrustError
 from deepwork_core.state.approval_seal import ApprovalKey, ApprovalKeyError
-from deepwork_core.state.approval_signatures import (
-    ApproverSigner,
-    TrustedApprovers,
-    public_line,
-)
+from deepwork_core.state.approval_signatures import ApproverSigner, TrustedApprovers
 from deepwork_core.state.approvals import (
     ApprovalChannel,
     ApprovalError,
@@ -24,9 +21,13 @@ from deepwork_core.state.approvals import (
     record_decision,
     rehash,
 )
+from deepwork_core.state.event_kinds import ApprovalEvent, decided_by, parse_line
+from deepwork_core.state.read_model.timeline import sentence
+from deepwork_core.state.store.approval_rows import approval_event_lines
 from deepwork_core.state.store.port import Store
 
 from tests.fixtures.state_rows import approval_json, write_approval_json
+from tests.fixtures.trust import commit_on_base, trust_on_base
 
 SID = "sess_signed1"
 
@@ -38,9 +39,8 @@ def signer(tmp_path: Path, name: str) -> ApproverSigner:
 
 
 def trust(root: Path, approver: ApproverSigner) -> None:
-    folder = root / ".deepwork" / "approvers"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{approver.name}.pub").write_text(public_line(approver.public_key()))
+    """Trust `approver` as the project does: its `.pub` committed on the base branch."""
+    trust_on_base(root, approver)
 
 
 def opened(tmp_path: Path, make_store: Callable[..., Store], **kwargs: object) -> ApprovalStore:
@@ -110,6 +110,28 @@ def test_once_a_key_is_trusted_only_a_trusted_signature_counts(
     assert record.decision.signer == "alice"
 
 
+def test_the_signer_is_who_decided_in_every_view_the_os_user_only_where_and_as_whom(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    """The approver's name is shown wherever a decision appears (docs/team.md): the logged
+    event, the timeline sentence `deepwork log` and the run page print."""
+    alice = signer(tmp_path, "alice")
+    store = opened(tmp_path, make_store)
+    trust(store.project_root, alice)
+    decide(ApprovalStore(store.store, store.project_root, store.key, signer=alice))
+    with store.store.read() as tx:
+        lines = approval_event_lines(tx, store.project_id, SID)
+    events = [parse_line(line, SID) for line in lines]
+    assert [type(e) for e in events] == [ApprovalEvent]
+    event = events[0]
+    assert isinstance(event, ApprovalEvent)
+    assert event.signer == "alice"
+    assert event.decided_by == "approver alice (on host as alice)"
+    assert sentence(event).startswith("Approver alice (on host as alice) approved `plan`")
+    assert decided_by(None, "root@vm") == "an unsigned decision (on vm as root)"
+    assert decided_by(None, "claude-code 2.1") == "an unsigned decision (through claude-code 2.1)"
+
+
 def test_an_edited_signed_decision_does_not_verify(
     tmp_path: Path, make_store: Callable[..., Store]
 ) -> None:
@@ -133,10 +155,10 @@ def test_a_key_the_project_does_not_trust_cannot_sign(
     trust(store.project_root, alice)
     with pytest.raises(ApprovalKeyError) as caught:
         decide(ApprovalStore(store.store, store.project_root, store.key, signer=mallory))
-    assert caught.value.code == "approval.unverified"
+    assert caught.value.code == "approval.untrusted_key"
     # A `.pub` named alice that holds mallory's key does not make mallory alice.
     trust(store.project_root, ApproverSigner("alice", mallory.path))
-    trusted = TrustedApprovers(store.project_root / ".deepwork" / "approvers")
+    trusted = TrustedApprovers(store.project_root)
     assert trusted.public_key("alice") == mallory.public_key()
     assert trusted.why_unsigned({"a": 1}, "alice", alice.sign({"a": 1})) is not None
     assert trusted.why_unsigned({"a": 1}, "alice", mallory.sign({"a": 1})) is None
@@ -147,7 +169,7 @@ def test_a_shared_store_requires_signatures_and_skips_the_local_seal(
 ) -> None:
     alice = signer(tmp_path, "alice")
     store = opened(tmp_path, make_store)
-    shared = TrustedApprovers(store.project_root / ".deepwork" / "approvers", shared=True)
+    shared = TrustedApprovers(store.project_root, shared=True)
     assert shared.required()
     with pytest.raises(ApprovalError):
         decide(ApprovalStore(store.store, store.project_root, store.key, trusted=shared))
@@ -173,16 +195,16 @@ def test_a_shared_store_requires_signatures_and_skips_the_local_seal(
     "text",
     ["", "ssh-ed25519 AAAA", "deepwork-approver ed25519 !!!", "deepwork-approver ed25519 AAAA"],
 )
-def test_a_malformed_pub_file_trusts_nobody_but_still_requires_signatures(
+def test_a_malformed_pub_file_on_the_base_branch_trusts_nobody_and_is_an_error(
     tmp_path: Path, text: str
 ) -> None:
-    folder = tmp_path / "approvers"
-    folder.mkdir()
-    (folder / "eve.pub").write_text(text)
-    trusted = TrustedApprovers(folder)
-    assert trusted.required()
-    assert trusted.public_key("eve") is None
-    assert "not a trusted approver" in (trusted.why_unsigned({}, "eve", "AAAA") or "")
+    commit_on_base(tmp_path, ".deepwork/approvers/eve.pub", text)
+    trusted = TrustedApprovers(tmp_path)
+    for ask in (trusted.required, lambda: trusted.public_key("eve")):
+        with pytest.raises(TrustError) as caught:
+            ask()
+        assert caught.value.code == "trust.key_malformed"
+        assert ".deepwork/approvers/eve.pub" in caught.value.message
 
 
 def test_an_approver_name_must_be_a_plain_file_name(tmp_path: Path) -> None:
@@ -198,7 +220,7 @@ def test_on_a_shared_store_the_decision_binds_to_the_requests_hashes_not_local_b
     alice = signer(tmp_path, "alice")
     server = opened(tmp_path, make_store)
     trust(server.project_root, alice)
-    shared = TrustedApprovers(server.project_root / ".deepwork" / "approvers", shared=True)
+    shared = TrustedApprovers(server.project_root, shared=True)
     (server.project_root / "plan.md").write_text("this checkout holds other bytes\n")
     decide(ApprovalStore(server.store, server.project_root, None, trusted=shared, signer=alice))
     record = ApprovalStore(

@@ -202,21 +202,31 @@ def test_a_corrupt_stored_session_is_a_clear_error_naming_it(
 @pytest.mark.parametrize(
     "content", ["{not json", '{"schema_version": 1, "session_id": 5}', b"\xff\xfe\x00"]
 )
-def test_a_corrupt_old_session_file_is_refused_naming_it_and_kept(
+def test_a_corrupt_old_session_file_is_set_aside_naming_it_and_kept(
     tmp_path: Path, content: str | bytes, make_store: Callable[..., Store]
 ) -> None:
+    good = make_session("sess_good0001")
+    good_path = _state_file(tmp_path, good)
     path = _state_file(tmp_path, make_session("sess_broken01"))
     path.parent.mkdir(parents=True)
+    good_path.write_text(good.model_dump_json())
     raw = content if isinstance(content, bytes) else content.encode()
     path.write_bytes(raw)
     (path.parent / "stack.json").write_text(
-        '{"schema_version": 1, "session_ids": ["sess_broken01"]}'
+        '{"schema_version": 1, "session_ids": ["sess_good0001", "sess_broken01"]}'
     )
-    with pytest.raises(SessionError) as caught:  # opening the store imports the old files
-        SessionStore(make_store(tmp_path), tmp_path).stack()
-    assert caught.value.code == "session.state_corrupt"
-    assert str(path) in caught.value.message
-    assert path.read_bytes() == raw
+    opened = make_store(tmp_path)  # opening the store imports the old files
+    store = SessionStore(opened, tmp_path)
+    # The file that does not read is named in one coded warning and kept, renamed; the rest
+    # came in and every view still shows it.
+    [notice] = opened.notices
+    assert notice.startswith("session.state_corrupt: ")
+    assert str(path) in notice
+    aside = path.with_name(path.name + ".unreadable")
+    assert str(aside) in notice
+    assert aside.read_bytes() == raw
+    assert not path.exists()
+    assert [s.session_id for s in store.stack()] == ["sess_good0001"]
 
 
 def test_the_stack_marker_mirrors_the_store_and_is_never_read_by_it(

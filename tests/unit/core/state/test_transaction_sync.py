@@ -1,8 +1,10 @@
 """A state transaction is made durable by the store's commit; the only file it writes is the
-stack marker for the hooks, synced once, without a sync of the folder (docs/runtime-layout.md)."""
+stack marker for the hooks, never synced: it mirrors what the store committed
+(docs/runtime-layout.md)."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from collections.abc import Callable
@@ -39,7 +41,7 @@ def syncs(monkeypatch: pytest.MonkeyPatch) -> Syncs:
     return counter
 
 
-def test_a_nested_start_syncs_only_the_stack_marker(
+def test_a_nested_start_syncs_no_file_not_even_the_stack_marker(
     tmp_path: Path, syncs: Syncs, make_store: Callable[..., Store]
 ) -> None:
     root = make_project(tmp_path / "project")
@@ -50,7 +52,11 @@ def test_a_nested_start_syncs_only_the_stack_marker(
     syncs.files = syncs.folders = 0
     result = engine.start("inner", "multi", "alpha")  # a new session row and the marker
     assert [item.workflow for item in result.stack] == ["three_step/main", "multi/alpha"]
-    assert (syncs.files, syncs.folders) == (1, 0)
+    # The marker mirrors the stacks the store committed: written, never synced (its
+    # durability: docs/runtime-layout.md).
+    assert (syncs.files, syncs.folders) == (0, 0)
+    marker = json.loads((root / ".deepwork" / "tmp" / "stack.json").read_text())
+    assert len(marker["session_ids"]) == 2
 
 
 def test_a_transaction_without_writes_syncs_nothing(

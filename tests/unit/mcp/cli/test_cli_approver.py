@@ -8,8 +8,11 @@ import stat
 from pathlib import Path
 
 from click.testing import CliRunner
-from deepwork_core.state.approval_signatures import TrustedApprovers, parse_public_line
+from deepwork_core.evidence.trusted_keys import parse_public_line
+from deepwork_core.state.approval_signatures import TrustedApprovers
 from deepwork_mcp.cli import cli
+
+from tests.fixtures.trust import commit_on_base
 
 
 def test_init_makes_a_0600_key_and_writes_the_projects_pub(tmp_path: Path) -> None:
@@ -23,7 +26,11 @@ def test_init_makes_a_0600_key_and_writes_the_projects_pub(tmp_path: Path) -> No
     pub = tmp_path / ".deepwork" / "approvers" / "alice.pub"
     assert parse_public_line(pub.read_text()) is not None
     assert "commit it" in result.output
-    assert TrustedApprovers(pub.parent).names() == ["alice"]
+    assert "merge it into the base branch" in result.output
+    # Written, not yet trusted: a key counts once it is committed on the base branch.
+    assert TrustedApprovers(tmp_path).names() == []
+    commit_on_base(tmp_path, ".deepwork/approvers/alice.pub", pub.read_text())
+    assert TrustedApprovers(tmp_path).names() == ["alice"]
 
     first = pub.read_text()
     again = CliRunner().invoke(

@@ -105,3 +105,28 @@ def test_a_project_without_logs(tmp_path: Path) -> None:
     code, out, _ = run("--path", str(tmp_path))
     assert code == 0
     assert "No workflow runs recorded yet" in out
+    assert "events/" not in out  # issue 43, item 21: the folder of older versions is gone
+
+
+def test_a_job_without_runs_beside_others_says_so(project: Path) -> None:
+    code, out, _ = run("--path", str(project), "--job", "nothing_ran")
+    assert code == 0
+    assert "No runs of job 'nothing_ran' recorded yet" in out
+    assert "events/" not in out
+
+
+@pytest.mark.parametrize("content", ["garbage\n", "[" * 100_000])
+def test_an_old_state_file_that_does_not_read_is_set_aside_and_the_figures_still_show(
+    project: Path, content: str
+) -> None:
+    broken = project / ".deepwork" / "tmp" / "session_sess_broken01.json"
+    broken.write_text(content)
+    code, out, err = run("--json", "--path", str(project))
+    assert code == 0, err
+    assert json.loads(out)["jobs"]  # the logs still came in and are counted
+    assert "warning: session.state_corrupt: cannot import state file" in err
+    assert str(broken) in err
+    assert (broken.parent / "session_sess_broken01.json.unreadable").read_text() == content
+    code, _, err = run("--json", "--path", str(project))  # set aside once, not warned again
+    assert code == 0
+    assert "warning" not in err

@@ -81,6 +81,20 @@ def test_export_prints_one_event_a_line(tmp_path: Path, make_store: Callable[...
     assert f"(schema version {SCHEMA_VERSION})" in run("store", "info", "--path", str(root))
 
 
+def test_export_of_an_unknown_session_answers_session_not_found(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    """Issue 43, item 13: like `deepwork log`, not an empty success."""
+    root = make_project(tmp_path / "p")
+    engine = WorkflowEngine(
+        root, JobCatalog.for_project(root), SessionStore(make_store(root), root)
+    )
+    engine.start("g", "multi", "alpha")
+    done = CliRunner().invoke(cli, ["store", "export", "AAAAAAAAAAAAAAAA", "--path", str(root)])
+    assert done.exit_code == 1
+    assert "session.not_found" in done.stderr
+
+
 def test_the_environment_url_wins_and_its_password_never_shows(tmp_path: Path) -> None:
     root = make_project(tmp_path / "p")
     env = {"DEEPWORK_STORE_URL": "postgresql://me:s3cret-pw@127.0.0.1:1/none", "PATH": ""}
@@ -98,6 +112,27 @@ def test_the_environment_url_wins_and_its_password_never_shows(tmp_path: Path) -
     assert "s3cret-pw" not in done.stderr + done.stdout
     assert "me:***@127.0.0.1" in done.stderr
     assert not (root / ".deepwork" / "tmp" / "deepwork.sqlite3").exists()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://me@127.0.0.1:1/none?password=s3cret-pw",
+        "postgresql:///none?host=127.0.0.1&port=1&user=me&password=s3cret-pw&sslmode=disable",
+        "postgresql://me:s3cret#pw@127.0.0.1:1/none",
+        "postgresql://me:s3cret?pw@127.0.0.1:1/none",
+    ],
+)
+def test_a_password_in_any_form_libpq_reads_never_shows(tmp_path: Path, url: str) -> None:
+    """Issue 43, item 9: in the query, entirely in the query, or holding `#` or `?`."""
+    root = make_project(tmp_path / "p")
+    (root / ".deepwork" / "config.yml").write_text(f"store:\n  url: '{url}'\n")
+    for command in (["store", "info"], ["status", "--all"], ["status"]):
+        done = CliRunner().invoke(cli, [*command, "--path", str(root)])
+        assert done.exit_code != 0, command
+        assert "store.unavailable" in done.stderr, (command, done.stderr)
+        assert "s3cret" not in done.output + done.stderr, command
+        assert "***" in done.stderr, command
 
 
 def test_store_url_in_the_config_chooses_the_store_and_its_password_never_shows(
@@ -144,3 +179,53 @@ def test_a_shared_store_requires_signatures_wherever_its_url_was_set(
     trusted = trusted_approvers(root, env)
     assert trusted.shared is shared
     assert trusted.required() is shared
+
+
+def test_status_all_lists_a_page_and_says_how_many_more(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    root = make_project(tmp_path / "p")
+    engine = WorkflowEngine(
+        root, JobCatalog.for_project(root), SessionStore(make_store(root), root)
+    )
+    started = []
+    for n in range(5):
+        started.append(engine.start(f"g{n}", "three_step", "main", inputs={"topic": "t"}))
+        engine.abort("next")
+    ids = [s.brief.session_id for s in started]
+    first = run("status", "--all", "--per-page", "2", "--path", str(root))
+    assert [f"session {i}" in first for i in ids] == [False, False, False, True, True]
+    assert first.endswith("3 more runs: deepwork status --all --page 2 --per-page 2\n")
+    last = run("status", "--all", "--per-page", "2", "--page", "3", "--path", str(root))
+    assert f"session {ids[0]}" in last
+    assert "more runs" not in last
+    result = CliRunner().invoke(
+        cli, ["status", "--all", "--json", "--per-page", "4", "--path", str(root)]
+    )
+    assert result.exit_code == 0
+    assert len(json.loads(result.stdout)) == 4
+    assert "1 more runs: deepwork status --all --page 2 --per-page 4" in result.stderr
+
+
+def test_status_all_shows_a_bad_row_of_another_project_as_bad(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    root = make_project(tmp_path / "p")
+    store = make_store(root)
+    engine = WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(store, root))
+    mine = engine.start("g", "multi", "alpha").brief.session_id
+    with store.write() as tx:  # another project's row, with a time that is not a date
+        tx.execute(
+            "INSERT INTO sessions (project_id, session_id, job, workflow, status, machine, "
+            "started_at, updated_at, body) SELECT 'ffffffffffffffff', 'sess_badrow01', job, "
+            "workflow, status, machine, started_at, ?, body FROM sessions WHERE session_id = ?",
+            (1e300, mine),
+        )
+    text = run("status", "--all", "--path", str(root))
+    assert "bad        session sess_badrow01" in text
+    assert "bad row: updated_at is not a date" in text
+    assert f"session {mine}" in text
+    listed = json.loads(run("status", "--all", "--json", "--path", str(root)))
+    bad = next(row for row in listed if row["session_id"] == "sess_badrow01")
+    assert bad["updated_at"] is None
+    assert bad["problem"] == "bad row: updated_at is not a date"

@@ -7,8 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from deepwork_core.state.approval_signatures import TrustedApprovers
+from deepwork_core.state.approvals import ApprovalStore
 from deepwork_core.state.store.opening import project_ref
 from deepwork_core.state.store.port import Store
+from deepwork_mcp.dashboard.views import other_projects_approvals
 from starlette.testclient import TestClient
 
 from tests.fixtures.state_rows import approval_json
@@ -70,3 +73,55 @@ def test_a_decision_for_another_project_needs_a_shared_store(
     assert answer.status_code == 409
     assert "approval.none_pending" in answer.text
     assert approval_json(here.store, here.session_id)["decision"] is None
+
+
+def test_a_bad_row_of_another_project_is_shown_as_bad_and_the_rest_still_shows(
+    waiting: Waiting, client: TestClient
+) -> None:
+    later = waiting.engine.start("a second run", "approved", "main").brief.session_id
+    with waiting.store.write() as tx:  # another program wrote a time that is not a date
+        tx.execute(
+            "INSERT INTO sessions (project_id, session_id, job, workflow, status, machine, "
+            "started_at, updated_at, body) SELECT 'ffffffffffffffff', 'sess_badrow01', job, "
+            "workflow, status, machine, started_at, ?, body FROM sessions WHERE session_id = ?",
+            (1e300, later),
+        )
+        tx.execute("UPDATE sessions SET steps = ? WHERE session_id = ?", ("[" * 100_000, later))
+    for path in ("/all", "/fragment/all"):
+        page = client.get(path)
+        assert page.status_code == 200
+        assert "sess_badrow01" in page.text
+        assert "bad row: updated_at is not a date" in page.text
+        assert waiting.session_id in page.text
+    for path in ("/", "/fragment/runs"):
+        page = client.get(path)
+        assert page.status_code == 200
+        assert "bad row: its current steps do not read" in page.text
+        assert waiting.session_id in page.text
+
+
+def test_another_projects_request_never_previews_this_checkouts_file_of_that_name(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    """A request of another project names `plan.md` with its hash; the viewer's checkout holds a
+    `plan.md` of its own, with other bytes. The card shows neither those bytes nor their hash,
+    says where the run is served, and cannot be decided here."""
+    here = waiting_project(make_store, tmp_path / "here")
+    viewer = tmp_path / "viewer"
+    (viewer / ".deepwork").mkdir(parents=True)
+    database = here.root / ".deepwork" / "tmp" / "deepwork.sqlite3"
+    (viewer / ".deepwork" / "config.yml").write_text(f"store:\n  url: sqlite:///{database}\n")
+    (viewer / "plan.md").write_text("the viewer's own secret\n")
+    approvals = ApprovalStore(
+        make_store(viewer), viewer, trusted=TrustedApprovers(viewer, shared=True)
+    )
+    [card] = other_projects_approvals(approvals)
+    assert card.session_id == here.session_id
+    [shown] = card.files
+    assert shown.path == "plan.md"
+    assert shown.changed
+    assert shown.text is None
+    assert shown.now_sha256 is None
+    assert "not shown" in (shown.note or "")
+    assert str(here.root) in (card.stale or "")
+    assert (card.project or "").startswith(str(here.root))

@@ -8,11 +8,11 @@ import os
 import re
 from pathlib import Path
 
-from deepwork_core.base.layout import APPROVERS_DIR
-from deepwork_core.state.approval_signatures import ApproverSigner, public_line
+from deepwork_core.state.approval_signatures import ApproverSigner
 from deepwork_core.state.approvals import ApprovalStore
 from starlette.testclient import TestClient
 
+from tests.fixtures.trust import trust_on_base
 from tests.unit.mcp.dashboard.conftest import TOKEN, Waiting
 
 
@@ -122,9 +122,7 @@ def test_where_the_project_trusts_approvers_the_dashboard_signs_with_the_local_k
     state = Path(os.environ["DEEPWORK_STATE_DIR"])
     alice = ApproverSigner("alice", state / "approvers" / "alice.key")
     alice.create()
-    folder = waiting.root / APPROVERS_DIR
-    folder.mkdir(parents=True)
-    (folder / "alice.pub").write_text(public_line(alice.public_key()))
+    trust_on_base(waiting.root, alice)
 
     status, page = decide(client, waiting, decision="approve")
     assert status == 200, page
@@ -138,11 +136,9 @@ def test_where_the_project_trusts_approvers_the_dashboard_signs_with_the_local_k
 def test_where_the_project_trusts_approvers_an_unsigned_click_is_refused(
     client: TestClient, waiting: Waiting
 ) -> None:
-    folder = waiting.root / APPROVERS_DIR
-    folder.mkdir(parents=True)
     somebody = ApproverSigner("bob", waiting.root.parent / "bob.key")
     somebody.create()
-    (folder / "bob.pub").write_text(public_line(somebody.public_key()))
+    trust_on_base(waiting.root, somebody)
 
     status, page = decide(client, waiting, decision="approve")  # no approver key here
     assert status == 409

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.gate.background import KIND, ReviewPayload
+from deepwork_core.gate.costs.quotes import TaskPrice
 from deepwork_core.state.store.review_jobs import Failed, JobResult, ReviewJobs
 from deepwork_mcp.dashboard.reviews import review_rows
 from starlette.testclient import TestClient
@@ -112,3 +113,16 @@ def test_a_project_without_a_store_has_no_reviews_and_gets_none(
     fragment = client_for(root).get("/fragment/reviews").text
     assert "No review has run in the background yet." in fragment
     assert not (root / ".deepwork").exists()  # the dashboard made none for asking
+
+
+def test_a_queued_review_shows_what_it_is_expected_to_cost(
+    waiting: Waiting, client_for: Callable[..., TestClient]
+) -> None:
+    jobs = ReviewJobs(waiting.store, ReviewPayload)
+    price = TaskPrice(label="priced", tokens=4100, usd=0.0123, basis="estimated from size")
+    payload = gate_payload("priced", waiting.session_id).model_copy(update={"expected": price})
+    jobs.enqueue(KIND, payload, session_id=waiting.session_id)
+    _enqueue(jobs, waiting.session_id, "unpriced")
+    fragment = client_for(waiting.root).get("/fragment/reviews").text
+    assert '<td class="expected">0.0123 USD, 4,100 tokens (estimated from size)</td>' in fragment
+    assert '<td class="expected">-</td>' in fragment

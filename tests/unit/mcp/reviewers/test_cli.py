@@ -84,7 +84,9 @@ class Env:
         self.store = store
 
     def reviewer(self, runner: str = "claude", **policy: Any) -> ReviewCalls:
-        """The gate's calls through the CLI adapter of `runner`, the fake first on PATH."""
+        """The gate's calls through the CLI adapter of `runner`, the fake first on PATH; no
+        verdict reused unless `policy` says (each call here must reach the CLI)."""
+        policy = {"reuse": "off", **policy}
         return ReviewCalls(CliReviewer(runner, env=self.vars), **policy)
 
     def calls(self) -> list[dict[str, Any]]:

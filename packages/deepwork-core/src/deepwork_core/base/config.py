@@ -8,13 +8,13 @@ file: the CLI applies them with `model_copy(update=...)`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Final, Literal, get_args
+from typing import Annotated, Final, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from deepwork_core.base.errors import ConfigError, YamlError
 from deepwork_core.base.layout import CONFIG_FILE
-from deepwork_core.base.yamlio import read_yaml_file
+from deepwork_core.base.yamlio import YamlDocument, parse_yaml, read_yaml_file
 
 #: The external reviewers `quality_gate.external_runner` may name (None: self-review).
 ExternalRunner = Literal["claude", "codex", "gemini"]
@@ -54,6 +54,9 @@ DEFAULT_WAIT_SECONDS: Final = 20.0
 #: Hosts end a tool call after about 60 s; a call waits at most this long.
 WAIT_SECONDS_LIMIT: Final = 45.0
 MAX_PARALLEL_LIMIT: Final = 64
+#: Which earlier verdicts a review task may reuse (docs/quality-gate.md, "Verdicts reused").
+ReuseMode = Literal["passes", "all", "off"]
+DEFAULT_REUSE: Final[ReuseMode] = "passes"
 
 
 class _Section(BaseModel):
@@ -80,6 +83,22 @@ class ReviewBudget(_Section):
     max_tokens: int | None = Field(default=None, gt=0, strict=True)
 
 
+class ModelPrice(_Section):
+    """What one model costs, in USD per million tokens (docs/quality-gate.md, "Prices").
+
+    Strict: finite numbers of at least 0. Cached input is priced as plain input unless
+    `cache_read` / `cache_write` say otherwise."""
+
+    input: float = Field(ge=0, allow_inf_nan=False, strict=True)
+    output: float = Field(ge=0, allow_inf_nan=False, strict=True)
+    cache_read: float | None = Field(default=None, ge=0, allow_inf_nan=False, strict=True)
+    cache_write: float | None = Field(default=None, ge=0, allow_inf_nan=False, strict=True)
+
+
+#: A model name (or the start of one, `claude-sonnet`) -> its price.
+PriceTable = dict[Annotated[str, Field(min_length=1, max_length=200)], ModelPrice]
+
+
 class QualityGateConfig(_Section):
     enabled: bool = True
     #: None = self-review by the agent; else the CLI run as the reviewer (claude, codex, gemini).
@@ -97,6 +116,14 @@ class QualityGateConfig(_Section):
     max_parallel: int = Field(default=DEFAULT_MAX_PARALLEL, ge=1, le=MAX_PARALLEL_LIMIT)
     #: How long `finished_step` waits for its reviews before answering `reviewing`.
     wait_seconds: float = Field(default=DEFAULT_WAIT_SECONDS, ge=0, le=WAIT_SECONDS_LIMIT)
+    #: Which verdicts of the same brief over the same bytes a review task reuses.
+    reuse: ReuseMode = DEFAULT_REUSE
+    #: Prices per model over the defaults (`deepwork_core.gate.costs.prices`).
+    prices: PriceTable = Field(default_factory=dict)
+    #: What the project's reviews may spend per day (UTC), across every server on the store.
+    max_budget_usd_per_day: float | None = Field(
+        default=None, gt=0, allow_inf_nan=False, strict=True
+    )
 
 
 class GitConfig(_Section):
@@ -121,11 +148,53 @@ class StoreConfig(_Section):
     url: str | None = None
 
 
+class VerifyRule(_Section):
+    """One rule of `verify.require` (docs/verify.md): a changed file matching `paths` needs a
+    valid receipt of `job` (and `workflow`) that declares it, approved or reviewed if asked."""
+
+    paths: list[str] = Field(min_length=1)
+    job: str | None = None
+    workflow: str | None = None
+    approval: bool = False
+    reviewed: bool = False
+
+
+class VerifyConfig(_Section):
+    """What `deepwork verify` requires, as committed on the base ref (docs/verify.md)."""
+
+    require: list[VerifyRule] = Field(default_factory=list)
+    require_countersign: bool = False
+
+
+class ApprovalsConfig(_Section):
+    """Human approvals (docs/team.md): `trusted_ref` is the git ref whose committed
+    `.deepwork/approvers/*.pub` files are trusted (None: `origin/HEAD`, else `main`, else
+    `master`)."""
+
+    trusted_ref: str | None = Field(
+        default=None, min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_./@{}^~+-]*$"
+    )
+
+
 class LimitsConfig(_Section):
     """Caps on what one run may start (docs/limits.md)."""
 
     #: The most instances one `for_each` step may fan out to (docs/fan-out.md).
     max_instances: int = Field(default=200, ge=1, le=100_000)
+
+
+class WebhookConfig(_Section):
+    """Where `deepwork run` posts when a run parks, completes or fails (docs/headless.md)."""
+
+    url: str = Field(pattern=r"^https?://\S+$")
+    #: The environment variable holding the HMAC secret (the secret never goes in the file).
+    secret_env: str = Field(default="DEEPWORK_WEBHOOK_SECRET", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class NotifyConfig(_Section):
+    """Whom a run no person attends tells (docs/headless.md)."""
+
+    webhook: WebhookConfig | None = None
 
 
 class DeepWorkConfig(_Section):
@@ -136,6 +205,9 @@ class DeepWorkConfig(_Section):
     outputs: OutputsConfig = Field(default_factory=OutputsConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    verify: VerifyConfig = Field(default_factory=VerifyConfig)
+    approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
+    notify: NotifyConfig = Field(default_factory=NotifyConfig)
 
     @property
     def platform(self) -> str:
@@ -152,6 +224,20 @@ def load_config(project_root: Path) -> DeepWorkConfig:
         document = read_yaml_file(path)
     except YamlError as exc:
         raise ConfigError(f"{path}: {exc.message}") from None
+    return _validate(document, str(path))
+
+
+def parse_config(raw: bytes, where: str) -> DeepWorkConfig:
+    """The settings in `raw`, the bytes of a config file named `where` in errors (a file as
+    committed on a git ref: `deepwork verify`)."""
+    try:
+        document = parse_yaml(raw)
+    except YamlError as exc:
+        raise ConfigError(f"{where}: {exc.message}") from None
+    return _validate(document, where)
+
+
+def _validate(document: YamlDocument, path: str) -> DeepWorkConfig:
     data = document.data
     if data is None:
         return DeepWorkConfig()

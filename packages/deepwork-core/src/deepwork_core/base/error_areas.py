@@ -1,7 +1,8 @@
 """The areas of the error codes: the part of a code before the dot, and what it is about.
 
 `docs/errors.md` has one section per area (`python tools/gen_errors_doc.py write`); a test
-checks that every `ErrorCode` (deepwork_core.base.error_codes) falls in one of these areas.
+checks that every code of every family (`deepwork_core.base.error_codes.ErrorCode`,
+`deepwork_core.receipts.codes.ReceiptCode`) falls in one of these areas.
 """
 
 from __future__ import annotations
@@ -37,11 +38,15 @@ AREAS: dict[str, str] = {
     "path": "Paths sent by an agent.",
     "process": "Subprocesses.",
     "quality_gate": "The quality gate and its reviewer.",
+    "receipt": "The receipt a completed run leaves in `.deepwork/receipts/` (docs/verify.md).",
     "review": "DeepWork Reviews: `.deepreview` files, changed files, review tasks.",
+    "run": "`deepwork run`: a job run by an agent no person attends (docs/headless.md).",
     "scaffold": "`deepwork jobs new`.",
     "session": "Workflow sessions and the stack under `.deepwork/tmp/`.",
     "store": "The store of run state: SQLite or PostgreSQL (docs/runtime-layout.md).",
     "text": "Free text sent by an agent.",
+    "verify": "`deepwork verify`: the findings about receipts, keys and policy (docs/verify.md).",
+    "trust": "Public keys trusted as committed on the base ref (docs/security.md).",
     "workflow": "Workflows of a job.",
     "yaml": "Reading any YAML file safely.",
 }
@@ -53,19 +58,24 @@ def area_of(code: str) -> str:
 
 
 @cache
-def member_meanings() -> dict[str, str]:
-    """Member name -> meaning, read from the string under each member of `ErrorCode`.
+def member_meanings(family: type) -> dict[str, str]:
+    """Member name -> meaning, read from the string under each member of the code family
+    `family` (`ErrorCode`, or another family of `Code`).
 
-    Parsed from `error_codes.py`'s source when first asked for (by the docs generator and the
+    Parsed from the family's module source when first asked for (by the docs generator and the
     tests), so the server, which never needs a meaning, never pays for it.
     """
     import ast
+    import sys
     from itertools import pairwise
     from pathlib import Path
 
-    source = Path(__file__).with_name("error_codes.py").read_text(encoding="utf-8")
+    module = sys.modules[family.__module__]
+    source = Path(str(module.__file__)).read_text(encoding="utf-8")
     tree = ast.parse(source)
-    body = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ErrorCode").body
+    body = next(
+        n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == family.__name__
+    ).body
     meanings: dict[str, str] = {}
     for member, doc in pairwise(body):
         if (

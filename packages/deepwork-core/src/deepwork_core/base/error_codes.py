@@ -21,7 +21,18 @@ from deepwork_core.base.error_areas import area_of as area_of
 from deepwork_core.base.error_areas import member_meanings
 
 
-class ErrorCode(StrEnum):
+class Code(StrEnum):
+    """What every family of codes shares (no members of its own): `ErrorCode` here, and a
+    family a subpackage keeps beside the code that reports it when its codes are many
+    (`deepwork_core.receipts.codes`). One page, docs/errors.md, lists them all."""
+
+    @property
+    def meaning(self) -> str:
+        """What the code means and what to do about it (the string under the member)."""
+        return member_meanings(type(self))[self.name]
+
+
+class ErrorCode(Code):
     """A stable error code; the string literal under each member says what it means."""
 
     APPROVAL_ALREADY_DECIDED = "approval.already_decided"
@@ -32,6 +43,10 @@ class ErrorCode(StrEnum):
     cannot be read; have the agent call `finished_step` again, which opens a new request."""
     APPROVAL_ERROR = "approval.error"
     """Generic approval error."""
+    APPROVAL_INSIDE_RUN = "approval.inside_run"
+    """`deepwork approve` (or the dashboard) was started inside a headless run's agent
+    (`DEEPWORK_RUN` is set): a decision from inside the run never counts. A person decides from
+    their own shell (docs/headless.md)."""
     APPROVAL_KEY_UNAVAILABLE = "approval.key_unavailable"
     """The project's approval key could not be read or created (or none was given to the
     engine), so no decision can be recorded or verified; the message names the file and why."""
@@ -51,6 +66,9 @@ class ErrorCode(StrEnum):
     """The approval request is not the one the server opened: its seal does not verify with the
     project's approval key (the file was edited, or the key was replaced since). Nothing is
     decided or logged; the agent calls `finished_step` again and the server asks anew."""
+    APPROVAL_UNTRUSTED_KEY = "approval.untrusted_key"
+    """The signer's `.pub` is not committed on the trusted ref (only in the working tree,
+    untracked, or on the run's branch): it counts once merged there. Nothing is recorded."""
     APPROVAL_UNVERIFIED = "approval.unverified"
     """An approval decision was refused: its MAC does not verify with the project's approval key,
     it lacks a valid signature by an approver the project trusts (`.deepwork/approvers/`) where
@@ -107,6 +125,9 @@ class ErrorCode(StrEnum):
     """An instance's branch conflicts (instance and files named); the run's tree is unchanged."""
     FAN_OUT_TOO_MANY_INSTANCES = "fan_out.too_many_instances"
     """More items than `limits.max_instances`; refused before any instance is created."""
+    FAN_OUT_UNJUDGED_CHANGES = "fan_out.unjudged_changes"
+    """Warning: files written in an instance's worktree after it was accepted were not merged;
+    they are kept on the branch named (`scope_guard: strict` refuses the fan-in instead)."""
     FILE_NOT_FOUND = "file.not_found"
     """A project file that was to be read does not exist."""
     FILE_NOT_REGULAR = "file.not_regular"
@@ -329,6 +350,9 @@ class ErrorCode(StrEnum):
     QUALITY_GATE_BUDGET_EXHAUSTED = "quality_gate.budget_exhausted"
     """The run spent its review budget: no reviewer starts; continue with self-review or raise
     `quality_gate.budget` (not an attempt)."""
+    QUALITY_GATE_DAY_BUDGET_EXHAUSTED = "quality_gate.day_budget_exhausted"
+    """The project's reviews spent `quality_gate.max_budget_usd_per_day` today, on every server
+    of the store: no reviewer starts until the day resets (not an attempt)."""
     QUALITY_GATE_DEEPREVIEW_INVALID = "quality_gate.deepreview_invalid"
     """A warning in `finished_step`'s `warnings`: a `.deepreview` file or rule could not be
     loaded, so the rules it concerns were not applied at the gate."""
@@ -400,6 +424,17 @@ class ErrorCode(StrEnum):
     REVIEW_UNSUPPORTED_PLATFORM = "review.unsupported_platform"
     """The review tasks were asked for a platform DeepWork does not format for."""
 
+    RUN_AGENT_MISSING = "run.agent_missing"
+    """`deepwork run --agent X`: the agent's CLI is not on `PATH`, or (Gemini CLI) the DeepWork
+    extension is not installed; the message says what to install."""
+    RUN_NOT_RESUMABLE = "run.not_resumable"
+    """`deepwork run --resume`: the session is not an active top-level run of this store
+    (completed, aborted, nested, or in no project of it)."""
+    RUN_OUTPUT_CHANGED = "run.output_changed"
+    """`deepwork run --resume`: a completed step's output differs in this checkout from the
+    bytes its step was accepted with (or is missing); it is named, and nothing is run again
+    (docs/headless.md)."""
+
     SCAFFOLD_TEMPLATE = "scaffold.template"
     """A job template has a placeholder the scaffold does not fill (a bug)."""
 
@@ -415,6 +450,9 @@ class ErrorCode(StrEnum):
     """The given session exists but is completed or aborted."""
     SESSION_NOT_FOUND = "session.not_found"
     """No session has the given id."""
+    SESSION_PARKED = "session.parked"
+    """A headless run is parked for a person (docs/headless.md); the agent stops, and
+    `deepwork run --resume SESSION` continues it after the person acted."""
     SESSION_STATE_CORRUPT = "session.state_corrupt"
     """A session in the store, or an old state file being imported, cannot be read; it is named."""
 
@@ -435,6 +473,9 @@ class ErrorCode(StrEnum):
     wrote it): the job is failed, and the next call of the checkpoint starts a new review."""
     STORE_SCHEMA_NEWER = "store.schema_newer"
     """A newer DeepWork migrated the store; upgrade DeepWork. Nothing was written."""
+    STORE_NOT_A_FOLDER = "store.not_a_folder"
+    """The folder the SQLite store lives in (`.deepwork/tmp` or a parent) is a file, a FIFO or
+    another non-folder (the path is named); move it away. Nothing was written."""
     STORE_UNAVAILABLE = "store.unavailable"
     """PostgreSQL cannot be reached: start it or fix the URL; the next call reconnects."""
     STORE_URL_INVALID = "store.url_invalid"
@@ -444,6 +485,13 @@ class ErrorCode(StrEnum):
     """Text is not valid Unicode (a lone surrogate)."""
     TEXT_TOO_LONG = "text.too_long"
     """Text is longer than the limit for that argument."""
+
+    TRUST_KEY_MALFORMED = "trust.key_malformed"
+    """A `.pub` file as committed on the trusted ref is not one public key; the message names
+    it. No key of its folder is trusted until it is fixed there (docs/security.md)."""
+    TRUST_REF_NOT_FOUND = "trust.ref_not_found"
+    """The ref keys are trusted from (`approvals.trusted_ref`, else `origin/HEAD`, `main`,
+    `master`) names no commit, or the project is not in git; the message names the ref."""
 
     WORKFLOW_EMPTY = "workflow.empty"
     """The workflow has no steps."""
@@ -471,8 +519,3 @@ class ErrorCode(StrEnum):
     """The file is larger than allowed."""
     YAML_UNREADABLE = "yaml.unreadable"
     """The file cannot be read."""
-
-    @property
-    def meaning(self) -> str:
-        """What the code means and what to do about it (the string under the member)."""
-        return member_meanings()[self.name]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from deepwork_core.base.error_codes import ErrorCode
+from deepwork_core.base.error_codes import Code, ErrorCode
 
 
 class Severity(StrEnum):
@@ -27,7 +27,7 @@ class Severity(StrEnum):
 class Problem:
     """One finding about a user-written file: where it is, what is wrong, how bad it is."""
 
-    code: ErrorCode
+    code: Code
     message: str
     file: Path | None = None
     line: int | None = None
@@ -48,14 +48,15 @@ class Problem:
 class DeepWorkError(Exception):
     """Root of every error DeepWork raises on purpose."""
 
-    code: ErrorCode = ErrorCode.DEEPWORK_ERROR
+    #: A code of any family (`Code`: `ErrorCode`, or a family a subpackage keeps).
+    code: Code = ErrorCode.DEEPWORK_ERROR
     #: True when the agent can fix the cause itself (wrong name, missing file, bad path …).
     agent_fixable: bool = False
     #: Every problem behind the error, each with its own code (most serious first), when there
     #: is more than one.
     problems: tuple[Problem, ...] = ()
 
-    def __init__(self, message: str, *, code: ErrorCode | None = None) -> None:
+    def __init__(self, message: str, *, code: Code | None = None) -> None:
         super().__init__(message)
         self.message = message
         if code is not None:
@@ -155,6 +156,13 @@ class SessionError(DeepWorkError):
     """Workflow session state problems (`session.*` codes)."""
 
     code = ErrorCode.SESSION_ERROR
+
+    def __init__(
+        self, message: str, *, code: ErrorCode | None = None, session_id: str | None = None
+    ) -> None:
+        super().__init__(message, code=code)
+        #: The session a `session.not_found` names (so that each edge words it for its reader).
+        self.session_id = session_id
 
 
 class GitError(DeepWorkError):

@@ -132,12 +132,16 @@ class LockTimeout(TimeoutError):
         self.timeout = timeout
 
 
-def atomic_write_text(path: Path, text: str, *, sync_folder: bool = True) -> None:
+def atomic_write_text(
+    path: Path, text: str, *, sync_folder: bool = True, sync: bool = True
+) -> None:
     """Write `text` to `path` so that readers see the old or the new content, never a mix.
 
     Temporary file in the same folder, flush, fsync, rename, then fsync the folder. A caller
     that writes several files of one folder in a row may pass `sync_folder=False` and call
     `fsync_folder` once after the last rename (the session store does, once per transaction).
+    `sync=False` skips the file's fsync too: for a file that only mirrors what is durable
+    elsewhere, which a power loss may leave at an earlier content.
     """
     import tempfile  # only writers pay for it; hooks that merely read start faster
 
@@ -147,7 +151,8 @@ def atomic_write_text(path: Path, text: str, *, sync_folder: bool = True) -> Non
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
-            os.fsync(handle.fileno())
+            if sync:
+                os.fsync(handle.fileno())
         Path(tmp_name).replace(path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from deepwork_core.base.error_codes import ErrorCode
@@ -27,16 +27,24 @@ def run_git(
     cwd: Path,
     timeout: float = DEFAULT_TIMEOUT,
     check: bool = True,
+    env: Mapping[str, str] | None = None,
+    input_text: str | None = None,
 ) -> Completed:
-    """Run `git <args>` in `cwd`.
+    """Run `git <args>` in `cwd` (with `env` added to git's environment, and `input_text` on
+    its standard input).
 
     Raises `GitError` with code `git.not_installed`, `git.timeout`, `git.output_too_large`, or
     (when `check` is true and git exits non-zero) `git.failed` carrying git's own message.
     """
-    env = git_env()
+    environment = {**git_env(), **(env or {})}
     try:
         result = run_bounded(
-            ["git", *args], cwd=cwd, timeout=timeout, env=env, output_limit=OUTPUT_LIMIT
+            ["git", *args],
+            cwd=cwd,
+            timeout=timeout,
+            env=environment,
+            input_text=input_text,
+            output_limit=OUTPUT_LIMIT,
         )
     except FileNotFoundError:
         raise GitError(

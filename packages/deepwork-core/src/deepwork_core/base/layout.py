@@ -38,6 +38,12 @@ EVENTS_DIR: Final = f"{TMP_DIR}/events"
 APPROVALS_DIR: Final = f"{TMP_DIR}/approvals"
 #: The public keys of the human approvers the project trusts, `<name>.pub` (committed).
 APPROVERS_DIR: Final = ".deepwork/approvers"
+#: The receipts of completed runs, `<job>/<session>.json` (committed; docs/verify.md).
+RECEIPTS_DIR: Final = ".deepwork/receipts"
+#: The public keys that sign receipts: each machine's gate key and the CI keys that countersign
+#: (`<name>.pub`, committed, trusted as they are on the base ref).
+GATE_KEYS_DIR: Final = ".deepwork/gate_keys"
+CI_KEYS_DIR: Final = ".deepwork/ci_keys"
 #: The project's own jobs; the first folder of the job search path.
 PROJECT_JOBS_DIR: Final = ".deepwork/jobs"
 #: The standard jobs' folder name inside the `deepwork_core` package (the second folder).

@@ -44,6 +44,7 @@ from deepwork_core.engine.fanout.fan_in import complete_fan_in
 from deepwork_core.engine.fanout.instances import FanOutRunner
 from deepwork_core.engine.outcomes import CheckpointContext, Outcomes, needs_work, reviewing
 from deepwork_core.engine.outputs import ValidatedOutputs, validate_outputs
+from deepwork_core.engine.parking import still_parked, stop_note
 from deepwork_core.engine.results import EvidenceReport, FinishResult, FinishStatus, PlannedReview
 from deepwork_core.engine.safeguards import Findings
 from deepwork_core.evidence.audit import audit_checkpoint
@@ -57,13 +58,15 @@ from deepwork_core.gate.checkpoint import (
     GateVerdict,
     ProgressReporter,
 )
-from deepwork_core.gate.gates import Gate
+from deepwork_core.gate.costs.quotes import ReviewPrice, TaskPrice
+from deepwork_core.gate.gates import Gate, reused_note
 from deepwork_core.gate.job_check import submitted_job_feedback
 from deepwork_core.gate.tasks import QualityReviewTask
 from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.jobs.model import JobDefinition, ScopeGuard, Step
 from deepwork_core.state.session_events import SessionEvents
 from deepwork_core.state.sessions import (
+    ParkReason,
     QualityEvent,
     Session,
     SessionStore,
@@ -154,6 +157,11 @@ class FinishPipeline:
             return pending
         verdict = self._decide(pending, progress)
         result = self._record(pending, verdict)
+        note = reused_note(verdict.reviews).strip() if isinstance(verdict, GatePassed) else ""
+        if note:  # an accepted step's answer says which verdicts were reused, and from where
+            result = replace(
+                result, feedback=f"{result.feedback} {note}".strip() if result.feedback else note
+            )
         return replace(result, warnings=list(verdict.warnings)) if verdict.warnings else result
 
     def _validate_and_audit(
@@ -161,9 +169,12 @@ class FinishPipeline:
     ) -> FinishResult | _Pending:
         """Steps 1 and 2: validate, audit; accept at once when no review is due."""
         session = target_session(tx, target)
+        self._check_parked(session)
         job, steps = current_checkpoint(self.catalog, session)
         if self.fan is not None and self.fan.mend(tx, job, session):  # a fan-out's parent
-            return complete_fan_in(self.fan, tx, job, session, sub.notes, self.outcomes.advance)
+            return complete_fan_in(
+                self.fan, self.outcomes, tx, job, session, sub.notes, sub.override_reason
+            )
         validated = self._validated(session, steps, sub)
         self.events.outputs_submitted(
             session.session_id, session.current_step_ids, validated.merged, sub.notes
@@ -201,6 +212,28 @@ class FinishPipeline:
         )
         return _Pending(context, findings, checkpoint, session.current_entry_index)
 
+    def _check_parked(self, session: Session) -> None:
+        """A headless server answers a parked run's checkpoint as parked (an approval's below,
+        with what it asks); an attended one clears the mark: a person is there now."""
+        if session.parked is None:
+            return
+        if self.outcomes.parking is None:
+            session.parked = None
+        elif session.pending_approval is None:
+            raise still_parked(session)
+
+    def _park(
+        self, session: Session, reason: ParkReason, exc: QualityGateError
+    ) -> QualityGateError | None:
+        """On a headless server, park `session` for `reason` (the caller saves it): the error
+        the agent gets then tells it to stop. None on an attended server."""
+        parking = self.outcomes.parking
+        if parking is None:
+            return None
+        parking.park(session, reason, feedback=exc.message)
+        note = stop_note(session.session_id)
+        return QualityGateError(f"{exc.message} {note}", code=exc.code)
+
     def _validated(
         self, session: Session, steps: Sequence[Step], sub: Submission
     ) -> ValidatedOutputs:
@@ -232,7 +265,12 @@ class FinishPipeline:
                         feedback=exc.message,
                     )
                 )
+                parked = None
+                if exc.code == ErrorCode.QUALITY_GATE_BUDGET_EXHAUSTED:
+                    parked = self._park(session, ParkReason.BUDGET_EXHAUSTED, exc)
                 tx.save(session)
+            if parked is not None:
+                raise parked from None
             raise
 
     def _record(self, pending: _Pending, verdict: GateVerdict) -> FinishResult:
@@ -253,6 +291,17 @@ class FinishPipeline:
                 return self.outcomes.accept(
                     context, findings, verdict=verdict.kind, rereviewed=findings.rereview
                 )
+            exhausted = None
+            if isinstance(verdict, GateNeedsWork) and checkpoint.attempt >= self.max_attempts:
+                exhausted = QualityGateError(
+                    f"Quality gate failed after {checkpoint.attempt} attempts. Feedback: "
+                    f"{verdict.feedback}. Stop and show this feedback to the user; pass "
+                    "quality_review_override_reason only if the user tells you to accept the "
+                    "outputs as they are.",
+                    code=ErrorCode.QUALITY_GATE_MAX_ATTEMPTS,
+                )
+                parked = self._park(session, ParkReason.ATTEMPTS_EXHAUSTED, exhausted)
+                exhausted = parked or exhausted
             tx.save(session)
             failed: list[ReviewVerdict] = []
             if isinstance(verdict, GateNeedsWork):
@@ -260,14 +309,8 @@ class FinishPipeline:
             self.events.needs_work(
                 session.session_id, checkpoint.step_ids, checkpoint.attempt, len(failed)
             )
-            if isinstance(verdict, GateNeedsWork) and checkpoint.attempt >= self.max_attempts:
-                raise QualityGateError(
-                    f"Quality gate failed after {checkpoint.attempt} attempts. Feedback: "
-                    f"{verdict.feedback}. Stop and show this feedback to the user; pass "
-                    "quality_review_override_reason only if the user tells you to accept the "
-                    "outputs as they are.",
-                    code=ErrorCode.QUALITY_GATE_MAX_ATTEMPTS,
-                )
+            if exhausted is not None:
+                raise exhausted
             return needs_work(stack_items(tx, session.agent_id), findings, verdict.feedback, failed)
 
     # --- dry run (docs/quality-gate.md, "Dry run") ---------------------------------------------
@@ -283,7 +326,9 @@ class FinishPipeline:
             stack = stack_items(tx, session.agent_id)
             run_id = run_id_of(session, tx.load)
         evidence, blocked = _dry_audit(self.project_root, session, job.definition, steps, validated)
-        gate, tasks = self.gate, []
+        gate = self.gate
+        tasks: list[PlannedReview] = []
+        price: ReviewPrice | None = None
         # At the last step, stale outputs of earlier steps are reviewed again with this one.
         entries = job.definition.workflows_by_name[session.workflow_name].entries
         final = session.current_entry_index + 1 >= len(entries)
@@ -305,24 +350,20 @@ class FinishPipeline:
                 work_summary=sub.work_summary,
                 run_id=run_id,
             )
-            tasks = [_planned(task) for task in gate.tasks(checkpoint)]
+            tasks, price = _priced_plan(gate, checkpoint)
         if final and evidence.stale_evidence and blocked is None:
             blocked = _stale_note(evidence, validated, again, session.stale_reported)
         invalid = submitted_job_feedback(
             self.project_root, job.definition.name, steps, validated.merged
         )
-        feedback = (
-            f"Dry run: a real call would answer needs_work, before any review. {invalid}"
-            if invalid is not None
-            else f"Dry run: the outputs pass every check; a real call would run {len(tasks)} "
-            "review task(s), listed in review_tasks. Nothing was recorded."
-            if tasks
-            else "Dry run: the outputs pass every check; no review applies. Nothing was recorded."
-        )
-        if blocked is not None:
-            feedback = f"{feedback} But a real call would answer needs_work first: {blocked}"
+        feedback = _dry_feedback(invalid, tasks, price, blocked)
         return FinishResult(
-            FinishStatus.DRY_RUN, stack, feedback=feedback, evidence=evidence, review_tasks=tasks
+            FinishStatus.DRY_RUN,
+            stack,
+            feedback=feedback,
+            evidence=evidence,
+            review_tasks=tasks,
+            price=price,
         )
 
 
@@ -428,8 +469,40 @@ def quality_event(verdict: GateVerdict, checkpoint: Checkpoint, at: datetime) ->
     )
 
 
-def _planned(task: QualityReviewTask) -> PlannedReview:
+def _priced_plan(
+    gate: Gate, checkpoint: Checkpoint
+) -> tuple[list[PlannedReview], ReviewPrice | None]:
+    """The review tasks a real call would run, each with what it is expected to cost."""
+    planned = gate.tasks(checkpoint)
+    price = gate.price(checkpoint, planned) if planned else None
+    expected = price.tasks if price is not None else [None] * len(planned)
+    return [_planned(task, cost) for task, cost in zip(planned, expected, strict=True)], price
+
+
+def _dry_feedback(
+    invalid: str | None,
+    tasks: Sequence[PlannedReview],
+    price: ReviewPrice | None,
+    blocked: str | None,
+) -> str:
+    """What a dry run says: what a real call would answer first, and what it would review."""
+    priced = f" ({price.text})" if price is not None else ""
+    feedback = (
+        f"Dry run: a real call would answer needs_work, before any review. {invalid}"
+        if invalid is not None
+        else f"Dry run: the outputs pass every check; a real call would run {len(tasks)} "
+        f"review task(s), listed in review_tasks{priced}. Nothing was recorded."
+        if tasks
+        else "Dry run: the outputs pass every check; no review applies. Nothing was recorded."
+    )
+    if blocked is not None:
+        feedback = f"{feedback} But a real call would answer needs_work first: {blocked}"
+    return feedback
+
+
+def _planned(task: QualityReviewTask, expected: TaskPrice | None) -> PlannedReview:
     return PlannedReview(
+        expected=expected,
         name=task.label,
         step_id=task.step_id,
         run_each=task.run_each,

@@ -141,6 +141,7 @@ def start_child(
         inputs={name: value for name, value in known.items() if name in parameters},
         branch_name=parent.branch_name,
         started_at=now,
+        start_commit=parent.start_commit,
     )
     return child_job, child
 

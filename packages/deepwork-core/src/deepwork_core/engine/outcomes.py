@@ -25,6 +25,7 @@ from deepwork_core.engine.nesting import (
     waiting_parent,
 )
 from deepwork_core.engine.outputs import ValidatedOutputs
+from deepwork_core.engine.parking import Parking, approval_feedback
 from deepwork_core.engine.results import (
     ApprovalPrompt,
     EvidenceReport,
@@ -49,6 +50,7 @@ from deepwork_core.state.approval_seal import ApprovalKeyError
 from deepwork_core.state.session_events import SessionEvents
 from deepwork_core.state.sessions import (
     OutputValue,
+    ParkReason,
     QualityEvent,
     Session,
     SessionStatus,
@@ -120,6 +122,7 @@ class Outcomes:
         nesting: Nesting,
         gate: Gate | None,
         clock: Callable[[], datetime],
+        parking: Parking | None = None,
     ) -> None:
         self.project_root = project_root
         self.catalog = catalog
@@ -128,6 +131,8 @@ class Outcomes:
         self.nesting = nesting
         self.gate = gate
         self.clock = clock
+        #: Set on a headless server: runs park where they would wait for a person.
+        self.parking = parking
 
     def audit_first(self, context: CheckpointContext) -> tuple[FinishResult | None, Findings]:
         """Audit the checkpoint; the answer when an open approval, the findings or an invalid
@@ -168,8 +173,10 @@ class Outcomes:
         session, steps = context.session, context.steps
         if not approved and self.guards.needs_approval(steps):
             ask = self.guards.open_approval(session, steps, findings, verdict, reason, rereviewed)
+            if self.parking is not None:
+                self.parking.park(session, ParkReason.AWAITING_APPROVAL, request_id=ask.request_id)
             context.tx.save(session)
-            return awaiting(context.stack(), ask, findings)
+            return awaiting(context.stack(), ask, findings, parked=session.parked is not None)
         began = session.step_progress[session.current_step_ids[0]].began
         self.guards.accept(session, findings, verdict, reason, rereviewed)
         snapshot = findings.audit.snapshot
@@ -197,9 +204,11 @@ class Outcomes:
         the checkpoint then runs again, and the engine's approval path decides.
 
         The human's answer is recorded like one from `deepwork approve` (its own channel,
-        docs/evidence.md).
+        docs/evidence.md). A headless engine never asks.
         """
         prompt = result.evidence.approval if result.evidence is not None else None
+        if self.parking is not None:
+            return False  # headless: no form is offered; the run parks (docs/headless.md)
         if prompt is None or approver is None or self.guards.approvals.trusted.required():
             return False  # the server cannot sign: where signatures count, a human signs
         answer = approver(prompt)
@@ -220,6 +229,10 @@ class Outcomes:
         session = context.session
         pending = session.pending_approval
         assert pending is not None
+        if self.parking is not None and session.parked is not None:
+            record = self.guards.approvals.load(session.session_id)
+            if record is not None:  # what it asks; no decision is read while parked
+                return awaiting(context.stack(), prompt_of(record.request), findings, parked=True)
         outcome, record = self.guards.approval_outcome(session, findings)
         stack = context.stack()
         if outcome is ApprovalOutcome.WAIT and record is not None:
@@ -308,6 +321,7 @@ class Outcomes:
             summary=summary,
             all_outputs=produced_outputs(session),
             post_workflow_instructions=after,
+            completed=(session.session_id,),
         )
 
     def resume_parent(
@@ -324,7 +338,8 @@ class Outcomes:
         )
         if after:
             note += f" Afterwards: {after}"
-        return replace(result, summary=f"{note} {result.summary or ''}".rstrip())
+        done = (finished.session.session_id, *result.completed)
+        return replace(result, summary=f"{note} {result.summary or ''}".rstrip(), completed=done)
 
 
 def produced_outputs(session: Session) -> dict[str, OutputValue]:
@@ -348,8 +363,15 @@ def produced_outputs(session: Session) -> dict[str, OutputValue]:
     return merged
 
 
-def awaiting(stack: list[StackItem], prompt: ApprovalPrompt, findings: Findings) -> FinishResult:
-    """The `awaiting_approval` answer: the agent shows the user the command and waits."""
+def awaiting(
+    stack: list[StackItem], prompt: ApprovalPrompt, findings: Findings, *, parked: bool = False
+) -> FinishResult:
+    """The `awaiting_approval` answer: the agent shows the user the command and waits, or, in a
+    `parked` headless run, stops at once (docs/headless.md)."""
+    if parked:
+        feedback = approval_feedback(prompt.session_id, prompt.prompt)
+        result = FinishResult(FinishStatus.AWAITING_APPROVAL, stack, feedback=feedback)
+        return with_findings(result, findings, approval=prompt)
     feedback = (
         f"This step needs a human's approval: {prompt.prompt} Show the user this command to run "
         f"in a terminal: `{prompt.command}` (to send it back: `{prompt.command} --reject "
@@ -376,7 +398,11 @@ def needs_work(
 def reviewing(stack: list[StackItem], findings: Findings, verdict: GateReviewing) -> FinishResult:
     """The `reviewing` answer: background reviews still run (docs/quality-gate.md)."""
     result = FinishResult(
-        FinishStatus.REVIEWING, stack, feedback=verdict.feedback, reviews=list(verdict.reviews)
+        FinishStatus.REVIEWING,
+        stack,
+        feedback=verdict.feedback,
+        reviews=list(verdict.reviews),
+        price=verdict.price,
     )
     return with_findings(result, findings)
 

@@ -10,6 +10,8 @@ from deepwork_core.engine.briefing import StepBrief
 from deepwork_core.evidence.hashes import OutputEvidence, ShownOutput, StaleEvidence
 from deepwork_core.evidence.verdicts import ReviewVerdict
 from deepwork_core.gate.checkpoint import ReviewProgress
+from deepwork_core.gate.costs.quotes import ReviewPrice, TaskPrice
+from deepwork_core.receipts.writer import ReceiptNote
 from deepwork_core.state.approvals import ApprovalRecord
 from deepwork_core.state.sessions import OutputValue
 from deepwork_core.state.stacks import StackItem
@@ -60,6 +62,8 @@ class EvidenceReport:
     approval: ApprovalPrompt | None = None
     outputs: list[OutputEvidence] | None = None
     approvals: list[ApprovalRecord] | None = None
+    #: The receipt of each run this call completed (docs/verify.md); None when none completed.
+    receipts: list[ReceiptNote] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +85,11 @@ class FinishResult:
     review_tasks: list[PlannedReview] | None = None
     #: Set with `REVIEWING`: each background review, what it judges and how far it got.
     reviews: list[ReviewProgress] | None = None
+    #: Set with `DRY_RUN` and `REVIEWING` under an external reviewer: what the reviews are
+    #: expected to cost in all, with its basis (docs/quality-gate.md).
+    price: ReviewPrice | None = None
+    #: The runs this call completed (the workflow's, and a nested one whose parent goes on).
+    completed: tuple[SessionId, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +107,8 @@ class PlannedReview:
     agent: dict[str, str] | None = None
     #: What the review's `additional_context` adds to the brief, one line each.
     context: list[str] | None = None
+    #: What it is expected to cost (None: self-review, which DeepWork cannot meter).
+    expected: TaskPrice | None = None
 
 
 @dataclass(frozen=True, slots=True)

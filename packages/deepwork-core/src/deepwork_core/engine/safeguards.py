@@ -189,11 +189,13 @@ class Safeguards:
         final: bool,
         reviewable: bool,
         judged: list[str] | None = None,
+        extra: Sequence[str] = (),
     ) -> Findings:
         """Audit the checkpoint and decide whether its findings alone send the agent back.
 
         `judged`: the undeclared changes, when they were judged elsewhere than in the project's
-        tree (an instance's worktree, docs/fan-out.md)."""
+        tree (an instance's worktree, docs/fan-out.md); `extra`: undeclared changes found
+        beside the project's tree (files written in worktrees after their instances passed)."""
         step_ids = [step.id for step in steps]
         began = session.step_progress[step_ids[0]].began
         guard = job.scope_guard is not ScopeGuard.OFF and began is not None
@@ -203,8 +205,9 @@ class Safeguards:
             self.project_root, validated.by_step, earlier, began,
             may_change=may_change, guard=guard, watch=self.watch,
         )  # fmt: skip
-        if judged is not None:
-            audit = replace(audit, undeclared=judged)
+        if judged is not None or extra:
+            found = audit.undeclared if judged is None else judged
+            audit = replace(audit, undeclared=[*found, *extra])
         note = None
         if guard and audit.guard_note is not None and not session.scope_guard_noted:
             session.scope_guard_noted = True

@@ -10,6 +10,7 @@ the quality gate decides.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -24,19 +25,25 @@ from deepwork_core.engine.fanout.instances import FanOutRunner
 from deepwork_core.engine.finish import FinishPipeline, Submission
 from deepwork_core.engine.nesting import Nesting, begin_checkpoint
 from deepwork_core.engine.outcomes import Outcomes
-from deepwork_core.engine.results import AbortResult, FinishResult, StartResult
+from deepwork_core.engine.parking import Parking
+from deepwork_core.engine.results import AbortResult, EvidenceReport, FinishResult, StartResult
 from deepwork_core.engine.safeguards import Safeguards, join_notes
 from deepwork_core.engine.start_inputs import check_start_inputs
+from deepwork_core.evidence.scope import head_commit, under_git
 from deepwork_core.evidence.watch import ChangeWatch
 from deepwork_core.gate.checkpoint import ProgressReporter
 from deepwork_core.gate.gates import Gate
-from deepwork_core.jobs.discovery import Catalog, JobCatalog
+from deepwork_core.jobs.discovery import Catalog, JobCatalog, LoadedJob
 from deepwork_core.jobs.lookup import select_workflow
+from deepwork_core.jobs.model import Workflow
+from deepwork_core.receipts.keys import GateKey
+from deepwork_core.receipts.writer import ReceiptWriter, commit_advice
 from deepwork_core.state.approval_seal import ApprovalKey
 from deepwork_core.state.approval_signatures import TrustedApprovers
 from deepwork_core.state.approvals import ApprovalStore
 from deepwork_core.state.session_events import SessionEvents
 from deepwork_core.state.sessions import (
+    OutputValue,
     Session,
     SessionStatus,
     SessionStore,
@@ -65,6 +72,10 @@ class WorkflowEngine:
     `approvers` are the human approvers whose signatures count (by default the project's
     `.deepwork/approvers/`, with signatures required only once it trusts a key).
     `watch`, a started `ChangeWatch` of the project, lets the scope guard skip `git status`.
+    `headless`: no person attends the runs of this engine, so where one would wait for a person
+    the run parks instead (`deepwork_core.engine.parking`, docs/headless.md).
+    `receipt_key`, the machine's gate key, signs the receipt each completed run leaves in the
+    project (docs/verify.md); without it no receipt is written.
     """
 
     def __init__(
@@ -82,6 +93,8 @@ class WorkflowEngine:
         approvers: TrustedApprovers | None = None,
         max_instances: int | None = None,
         watch: ChangeWatch | None = None,
+        headless: bool = False,
+        receipt_key: GateKey | None = None,
     ) -> None:
         self.project_root = project_root
         self.catalog = catalog
@@ -98,13 +111,18 @@ class WorkflowEngine:
         self.fan = FanOutRunner(project_root, clock, self.events, self.guards, max_instances)
         nested = (catalog, self.instructions, self.events.started, clock, self.guards.begin_nested)
         self.nesting = Nesting(*nested, self.fan)
+        machine = store.store.project.machine
+        parking = Parking(store.store, clock, machine) if headless else None
         self.outcomes = Outcomes(
-            project_root, catalog, self.guards, self.events, self.nesting, gate, clock
+            project_root, catalog, self.guards, self.events, self.nesting, gate, clock, parking
         )
         self.pipeline = FinishPipeline(
             project_root, catalog, store, gate, max_quality_attempts, self.output_limits,
             self.events, self.outcomes, clock, self.fan,
         )  # fmt: skip
+        self.receipts = (
+            ReceiptWriter(project_root, catalog, store, receipt_key) if receipt_key else None
+        )
         if gate is not None:  # resumes the review jobs a stopped server left in this project
             gate.start(project_root, store.store, lambda name: catalog.get(name).definition)
 
@@ -132,19 +150,8 @@ class WorkflowEngine:
         check_text(goal, what="goal")
         check_text(instance_id, what="instance_id")
         check_agent_id(agent_id)
-        job = self.catalog.get(job_name)
-        workflow = select_workflow(job, workflow_name)
-        given = check_start_inputs(
-            self.project_root, job.definition, workflow, inputs,
-            enforce_required=job.parsed.format == "0.10",
-        )  # fmt: skip
+        job, workflow, given = self._start_inputs(job_name, workflow_name, inputs)
         entries = workflow.entries
-        if not entries:
-            raise WorkflowNotFoundError(
-                f"workflow {workflow.name!r} of job {job.name!r} has no steps",
-                code=ErrorCode.WORKFLOW_EMPTY,
-            )
-
         outcome = BranchOutcome(branch_name=None)
         if agent_id is None and self.branch_maker is not None and self._main_stack_empty():
             outcome = self.branch_maker(job.name, instance_id or workflow.name)
@@ -173,6 +180,7 @@ class WorkflowEngine:
                 started_at=now,
             )
             guard_note = self.guards.begin(session, job.definition, entries[0], snapshot)
+            session.start_commit = self._start_commit(session, parent)
             brief = begin_checkpoint(self.nesting, tx, job, session, entries[0])
             stack = stack_items(tx, agent_id)
         if parent is None:
@@ -197,7 +205,7 @@ class WorkflowEngine:
         pipeline of `deepwork_core.engine.finish`."""
         submission = Submission(outputs, notes, override_reason, work_summary)
         target = Target(session_id, agent_id)
-        return self.pipeline.run(target, submission, progress, approver)
+        return self._with_receipts(self.pipeline.run(target, submission, progress, approver))
 
     def dry_run(
         self,
@@ -249,6 +257,45 @@ class WorkflowEngine:
         )
 
     # --- internals ---------------------------------------------------------------------------
+
+    def _start_inputs(
+        self, job_name: str, workflow_name: str, inputs: Mapping[str, object] | None
+    ) -> tuple[LoadedJob, Workflow, dict[str, OutputValue]]:
+        """The job and workflow a start names, with its checked inputs; a workflow without
+        steps cannot start."""
+        job = self.catalog.get(job_name)
+        workflow = select_workflow(job, workflow_name)
+        given = check_start_inputs(
+            self.project_root, job.definition, workflow, inputs,
+            enforce_required=job.parsed.format == "0.10",
+        )  # fmt: skip
+        if not workflow.entries:
+            raise WorkflowNotFoundError(
+                f"workflow {workflow.name!r} of job {job.name!r} has no steps",
+                code=ErrorCode.WORKFLOW_EMPTY,
+            )
+        return job, workflow, given
+
+    def _with_receipts(self, result: FinishResult) -> FinishResult:
+        """`result` with the receipt of each run it completed written, and the answer telling
+        the agent to commit them (written after the transactions that completed the runs)."""
+        if not result.completed or self.receipts is None:
+            return result
+        notes = [self.receipts.write(session_id) for session_id in result.completed]
+        evidence = result.evidence or EvidenceReport(stale_evidence=[], undeclared_changes=[])
+        advice = commit_advice(notes)
+        summary = " ".join(part for part in (result.summary, advice) if part) or None
+        return replace(result, evidence=replace(evidence, receipts=notes), summary=summary)
+
+    def _start_commit(self, session: Session, parent: Session | None) -> str | None:
+        """The commit the run starts from (docs/verify.md): the one the scope guard noted for
+        its first step, else the parent's, else HEAD (one git call, only without the guard)."""
+        began = session.step_progress[session.current_step_ids[0]].began
+        if began is not None:
+            return began.head
+        if parent is not None:
+            return parent.start_commit
+        return head_commit(self.project_root) if under_git(self.project_root) else None
 
     def _main_stack_empty(self) -> bool:
         """No workflow on the main stack (the lock is taken only when the stack file exists)."""

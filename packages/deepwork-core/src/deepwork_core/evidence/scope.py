@@ -30,14 +30,16 @@ from deepwork_core.base.errors import GitError
 from deepwork_core.base.fsutil import path_signature
 from deepwork_core.base.git import run_git
 from deepwork_core.base.globs import matches_any
-from deepwork_core.base.layout import TMP_DIR
+from deepwork_core.base.layout import GATE_KEYS_DIR, RECEIPTS_DIR, TMP_DIR
 from deepwork_core.evidence.watch import ChangeWatch, clean_in_index
 
 #: Bound of each git call the guard makes (it runs at every checkpoint).
 SCOPE_GIT_TIMEOUT = 10.0
 #: The signature of a file that does not exist.
 _GONE = "-"
-_RUNTIME_PREFIX = f"{TMP_DIR}/"
+#: What DeepWork itself writes into the project: its runtime folder, and the receipts (with the
+#: gate key's listing) that a run completing on top of a step leaves.
+_RUNTIME_PREFIXES = (f"{TMP_DIR}/", f"{RECEIPTS_DIR}/", f"{GATE_KEYS_DIR}/")
 
 
 class RepoSnapshot(BaseModel):
@@ -188,13 +190,25 @@ def undeclared_feedback(paths: Sequence[str], *, shared_instance: bool) -> str:
 
 
 def _runtime(path: str) -> bool:
-    """DeepWork's own runtime files (`.deepwork/tmp/`) are never a step's change."""
-    return path.startswith(_RUNTIME_PREFIX)
+    """DeepWork's own files (`.deepwork/tmp/`, the receipts and the gate keys' listing) are
+    never a step's change."""
+    return path.startswith(_RUNTIME_PREFIXES)
 
 
 def under_git(folder: Path) -> bool:
     """True when `folder` or a parent holds `.git` (a folder, or a file in a linked work tree)."""
     return any((candidate / ".git").exists() for candidate in (folder, *folder.parents))
+
+
+def head_commit(project_root: Path, *, timeout: float = SCOPE_GIT_TIMEOUT) -> str | None:
+    """The commit HEAD points at; None without git, outside a repository, before the first
+    commit, or when git fails."""
+    try:
+        result = run_git(["rev-parse", "--verify", "-q", "HEAD"], cwd=project_root,
+                         timeout=timeout, check=False)  # fmt: skip
+    except GitError:
+        return None
+    return result.stdout.strip() or None if result.returncode == 0 else None
 
 
 def _parse_status(text: str) -> tuple[str | None, list[str]]:

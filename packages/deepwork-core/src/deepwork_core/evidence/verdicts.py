@@ -7,6 +7,7 @@ evidence (docs/evidence.md) and on each entry of a session's quality-gate log
 
 from __future__ import annotations
 
+from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Final
 
@@ -48,6 +49,11 @@ LoggedVerdictKind = Annotated[
 ]
 
 
+def unset(value: object) -> bool:
+    """Whether an optional field is left out of a dump (`exclude_if`): it is None."""
+    return value is None
+
+
 class _Verdict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -60,6 +66,21 @@ class CriterionVerdict(_Verdict):
     feedback: str | None = None
 
 
+class ReusedFrom(_Verdict):
+    """Where a reused verdict was judged: the session and step whose reviewer gave it, and when
+    (docs/quality-gate.md, "Verdicts reused")."""
+
+    session_id: str
+    step_id: str
+    judged_at: datetime
+
+    @property
+    def text(self) -> str:
+        """`reused from <session>/<step>, <when>`, as every view says it."""
+        when = self.judged_at.isoformat(timespec="seconds").replace("+00:00", "Z")
+        return f"reused from {self.session_id}/{self.step_id}, {when}"
+
+
 class ReviewVerdict(_Verdict):
     """The outcome of one review task (with the step it belongs to; docs/quality-gate.md)."""
 
@@ -69,3 +90,6 @@ class ReviewVerdict(_Verdict):
     passed: bool
     feedback: str
     criteria_results: list[CriterionVerdict] = Field(default_factory=list)
+    #: Set when no reviewer ran: the verdict of the same brief over the same bytes, judged
+    #: earlier (it cost nothing now).
+    reused_from: ReusedFrom | None = Field(default=None, exclude_if=unset)

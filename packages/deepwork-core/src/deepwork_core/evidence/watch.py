@@ -13,7 +13,10 @@ The watch is a shortcut, never the judge: `touched_since` answers None, and the 
 - the kernel's event queue overflowed, a folder was moved or renamed, or the project folder
   itself went away;
 - git's own files changed (a commit, `git add`, a checkout: anything that moves HEAD or the
-  index) or a `.gitignore` / `.gitattributes` changed;
+  index) or a `.gitignore` / `.gitattributes` changed (in the project or a folder above it);
+- the ignore rules changed and a folder the watch left alone because git ignored it could not
+  be checked again (it stops vouching until it could: a folder git no longer ignores is then
+  watched like any other, its files counted as written);
 - a touched file needs git's view that the watch does not hold (an ignore check that fails, a
   file marked assume-unchanged or skip-worktree).
 
@@ -27,23 +30,21 @@ or compared; nothing runs in the background.
 from __future__ import annotations
 
 import ctypes
-import errno
 import hashlib
 import os
 import secrets
-import select
 import stat
 import struct
 import subprocess
 import sys
 import threading
-import time
 import weakref
 from pathlib import Path
 
 from deepwork_core.base.errors import DeepWorkError
-from deepwork_core.base.git import git_env, run_git
+from deepwork_core.base.git import run_git
 from deepwork_core.base.layout import TMP_DIR
+from deepwork_core.evidence.ignore_check import IgnoreChecker
 from deepwork_core.evidence.ignore_rules import IgnoreRules
 
 # inotify(7)
@@ -62,8 +63,6 @@ MAX_FOLDERS = 50_000
 MAX_TOUCHED = 100_000
 #: Paths one ignore check asks git about at most (more: `git status` instead).
 MAX_IGNORE_CHECK = 500
-#: Bound of one exchange with the `git check-ignore` helper.
-IGNORE_TIMEOUT = 5.0
 _RULE_FILES = frozenset({".gitignore", ".gitattributes"})
 _RUNTIME = TMP_DIR + "/"
 #: (mode, object id) of a tracked file as the index holds it; mode "" for a special entry.
@@ -83,10 +82,15 @@ class ChangeWatch:
         self._ident = secrets.token_hex(6)
         self._lock = threading.Lock()
         self._setup_lock = threading.Lock()
-        self._handles = _Handles(_IgnoreChecker(self.root))
+        self._handles = _Handles(IgnoreChecker(self.root))
         self._live = False
         self._dirs: dict[int, str] = {}  # watch descriptor -> project-relative folder ("" top)
         self._git_dirs: dict[int, Path] = {}  # watch descriptor -> a folder of git's own
+        self._rule_dirs: dict[int, str] = {}  # watch descriptor -> the ignore file named there
+        #: Folders not watched because git ignored them, asked again when the rules may have
+        #: moved (`_recheck`): one git stops ignoring must be watched from then on.
+        self._unwatched: set[str] = set()
+        self._recheck = False
         self._epoch = 1
         self._valid_from = 1  # tokens of an earlier epoch are not trusted
         self._touched: dict[str, int] = {}
@@ -195,6 +199,7 @@ class ChangeWatch:
         self._ignored.clear()
         self._rules = None  # read the ignore files again
         self._ignore.close()  # and a fresh `git check-ignore` reads the rules and index again
+        self._recheck = bool(self._unwatched)  # and asks again about the folders left alone
         self._valid_from = self._epoch  # a token issued from now on is trusted again
 
     def _set_up(self) -> bool:
@@ -210,27 +215,35 @@ class ChangeWatch:
         ).stdout
         ignored = {entry.rstrip("/") for entry in listed.split("\0") if entry.endswith("/")}
         self._load_index()
-        self._note_rule_files(top, git_dir)
+        rule_folders = self._note_rule_files(top, git_dir)
         self._handles.fd = _inotify().inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
         if self._handles.fd < 0:
             return False
+        for folder, name in rule_folders:
+            self._rule_dirs[self._add(folder, None)] = name
         self._add_git_folder(git_dir, recursive=False)
         for below in ("refs", "logs", "info"):
             self._add_git_folder(git_dir / below, recursive=True)
         return self._watch_tree("", ignored, skip_git=top == self.root) is not None
 
-    def _note_rule_files(self, top: Path, git_dir: Path) -> None:
+    def _note_rule_files(self, top: Path, git_dir: Path) -> list[tuple[Path, str]]:
         """The ignore files above the project, git's own and the user's (the tree's own are
-        noted as the tree is walked)."""
+        noted as the tree is walked); the folders outside the project to watch for a change of
+        one, each with the name of its ignore file."""
         above = [folder for folder in self.root.parents if folder.is_relative_to(top)]
         self._rule_files.update(folder / ".gitignore" for folder in above)
+        watched = [(folder, ".gitignore") for folder in above]
         self._rule_files.add(git_dir / "info" / "exclude")
         configured = run_git(["config", "--path", "--get", "core.excludesFile"], cwd=self.root,
                              check=False).stdout.strip()  # fmt: skip
         excludes = Path(configured) if configured else self._global_excludes
         self._excludes_known = excludes is not None
         if excludes is not None:
-            self._rule_files.add(excludes if excludes.is_absolute() else self.root / excludes)
+            excludes = excludes if excludes.is_absolute() else self.root / excludes
+            self._rule_files.add(excludes)
+            if excludes.parent.is_dir() and not excludes.parent.is_relative_to(self.root):
+                watched.append((excludes.parent, excludes.name))
+        return watched
 
     def _add_git_folder(self, folder: Path, *, recursive: bool) -> None:
         """Watch a folder of git's own (HEAD, the index, refs, reflogs, excludes): any change
@@ -251,6 +264,7 @@ class ChangeWatch:
                 if not (skip_git and rel == "" and ".git" in dirnames):
                     return None  # a nested repository or submodule: git's view is its own
                 dirnames.remove(".git")
+            self._unwatched.update(_join(rel, d) for d in dirnames if _join(rel, d) in ignored)
             dirnames[:] = [d for d in dirnames if not _skipped(_join(rel, d), ignored)]
             if len(self._dirs) >= MAX_FOLDERS:
                 return None
@@ -298,6 +312,8 @@ class ChangeWatch:
             self._new_folder(folder)
         if len(self._touched) > MAX_TOUCHED:
             self._reset()
+        if self._recheck and self._live:
+            return self._cover_unignored()
         return self._live
 
     def _events(self, data: bytes, new_folders: list[str]) -> None:
@@ -310,6 +326,10 @@ class ChangeWatch:
             if mask & _IN_Q_OVERFLOW or wd in self._git_dirs:
                 self._reset()
                 self._git_event(wd, mask, name)
+                continue
+            if wd in self._rule_dirs:
+                if name == self._rule_dirs[wd] or mask & (_IN_DELETE_SELF | _IN_MOVE_SELF):
+                    self._reset()  # an ignore file above the project, or the user's, changed
                 continue
             folder = self._dirs.get(wd)
             if folder is None:
@@ -350,10 +370,16 @@ class ChangeWatch:
         """A folder appeared: watch it unless git ignores it, and count its files as touched."""
         answer = self._ignore.check([relative + "/"])
         if answer is None:
+            self._unwatched.add(relative)  # asked again before the watch vouches again
             self._reset()
             return
         if answer:
+            self._unwatched.add(relative)
             return
+        self._new_folder_files(relative)
+
+    def _new_folder_files(self, relative: str) -> None:
+        """Watch a folder git does not ignore and count its files as touched."""
         try:
             files = self._watch_tree(relative, set(), skip_git=False)
         except OSError:
@@ -367,10 +393,30 @@ class ChangeWatch:
             if path.rsplit("/", 1)[-1] in _RULE_FILES:
                 self._reset()
 
+    def _cover_unignored(self) -> bool:
+        """The ignore rules may have moved: watch each folder left alone that git no longer
+        ignores, counting its files as written. False (vouch for nothing yet) when git could
+        not say; the next question asks again."""
+        folders = sorted(self._unwatched)
+        if len(folders) > MAX_IGNORE_CHECK:
+            self._live = False  # too many to ask at each change of the rules: git status
+            return False
+        answer = self._ignore.check([folder + "/" for folder in folders])
+        if answer is None:
+            return False
+        self._recheck = False
+        for folder in folders:
+            if folder + "/" in answer:
+                continue
+            self._unwatched.discard(folder)
+            self._new_folder_files(folder)
+        return self._live
+
     def _close_fd(self) -> None:
         self._handles.close_fd()
         self._dirs.clear()
         self._git_dirs.clear()
+        self._rule_dirs.clear()
 
 
 def clean_in_index(entry: IndexEntry, file: Path) -> bool:
@@ -390,80 +436,10 @@ def clean_in_index(entry: IndexEntry, file: Path) -> bool:
     return digest(b"blob %d\0" % len(data) + data).hexdigest() == oid
 
 
-class _IgnoreChecker:
-    """A long-lived `git check-ignore --stdin`: asks git's ignore rules without a new process."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def check(self, paths: list[str]) -> set[str] | None:
-        if not paths:
-            return set()
-        try:
-            process = self._process()
-            assert process.stdin is not None
-            assert process.stdout is not None
-            process.stdin.write(b"".join(os.fsencode(p) + b"\0" for p in paths))
-            process.stdin.flush()
-            fields = _read_fields(process.stdout.fileno(), 4 * len(paths))
-        except (OSError, subprocess.SubprocessError, TimeoutError):
-            self.close()
-            return None
-        ignored: set[str] = set()
-        for i, path in enumerate(paths):
-            source, _line, pattern = fields[4 * i : 4 * i + 3]
-            if source and not pattern.startswith("!"):  # a `!` pattern matched: not ignored
-                ignored.add(path)
-        return ignored
-
-    def _process(self) -> subprocess.Popen[bytes]:
-        if self.process is None or self.process.poll() is not None:
-            self.close()
-            self.process = subprocess.Popen(
-                ["git", "check-ignore", "--stdin", "-z", "-v", "-n"],
-                cwd=self.root,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                env=git_env(),
-            )
-        return self.process
-
-    def close(self) -> None:
-        process, self.process = self.process, None
-        if process is not None:
-            _stop(process)
-
-
-def _read_fields(fd: int, count: int) -> list[str]:
-    """`count` NUL-terminated fields from `fd`, within `IGNORE_TIMEOUT`."""
-    deadline = time.monotonic() + IGNORE_TIMEOUT
-    data = b""
-    while data.count(b"\0") < count:
-        left = deadline - time.monotonic()
-        if left <= 0 or not select.select([fd], [], [], left)[0]:
-            raise TimeoutError("git check-ignore did not answer")
-        chunk = os.read(fd, 65536)
-        if not chunk:
-            raise OSError(errno.EPIPE, "git check-ignore ended")
-        data += chunk
-    return [os.fsdecode(field) for field in data.split(b"\0")[:count]]
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    for stream in (process.stdin, process.stdout):
-        if stream is not None:
-            stream.close()
-    if process.poll() is None:
-        process.kill()
-    process.wait()
-
-
 class _Handles:
     """What a watch holds open (released when the watch is closed or collected)."""
 
-    def __init__(self, ignore: _IgnoreChecker) -> None:
+    def __init__(self, ignore: IgnoreChecker) -> None:
         self.fd = -1
         self.ignore = ignore
 

@@ -35,13 +35,13 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Protocol
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from deepwork_core.base.config import ReviewBudget
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError, QualityGateError
 from deepwork_core.base.identifiers import resolve_inside
-from deepwork_core.evidence.verdicts import ReviewVerdict
+from deepwork_core.evidence.verdicts import ReviewVerdict, unset
 from deepwork_core.gate.checkpoint import (
     Checkpoint,
     CheckpointRecord,
@@ -49,6 +49,7 @@ from deepwork_core.gate.checkpoint import (
     ProgressReporter,
     ReviewProgress,
 )
+from deepwork_core.gate.costs.quotes import TaskPrice
 from deepwork_core.gate.tasks import QualityReviewTask
 from deepwork_core.jobs.model import JobDefinition
 from deepwork_core.state.store.review_jobs import (
@@ -61,6 +62,7 @@ from deepwork_core.state.store.review_jobs import (
     ReviewJobState,
     Stale,
 )
+from deepwork_core.state.usage.totals import run_usage
 
 logger = logging.getLogger("deepwork.gate")
 
@@ -105,6 +107,8 @@ class ReviewPayload(BaseModel):
     checkpoint: CheckpointRecord
     task: QualityReviewTask
     hashes: dict[str, str]
+    #: What the review was expected to cost when it was queued (the dashboard shows it).
+    expected: TaskPrice | None = Field(default=None, exclude_if=unset)
 
 
 #: A job of the gate, as the queue gives it back.
@@ -179,20 +183,23 @@ class BackgroundReviews:
         tasks: Sequence[QualityReviewTask],
         wait_seconds: float,
         progress: ProgressReporter | None = None,
+        expected: Sequence[TaskPrice] | None = None,
     ) -> tuple[ReviewVerdict, ...] | GateReviewing:
-        """Join or start the jobs of this submission and wait for them (see the module)."""
+        """Join or start the jobs of this submission and wait for them (see the module);
+        `expected`: what each task is expected to cost, kept with its job."""
         deadline = time.monotonic() + wait_seconds
         hashes = [file_hashes(checkpoint.project_root, task.files) for task in tasks]
         key = review_key(checkpoint, tasks, hashes)
         self._cancel(checkpoint.session_id, keep=key)
-        ids = self._enqueue(key, checkpoint, tasks, hashes)
+        payloads = _payloads(key, checkpoint, tasks, hashes, expected)
+        ids = self._enqueue(key, checkpoint.session_id, payloads)
         self.pump()
         told: set[str] = set()
         while True:
             with self._changed:
                 seen = self._finished
             jobs = self.jobs.get_many(ids)
-            told = _tell(progress, jobs, told)
+            told = _tell(progress, jobs, told, checkpoint)
             outcome = self._outcome(checkpoint.session_id, jobs)
             if outcome is not None:
                 return outcome
@@ -203,22 +210,14 @@ class BackgroundReviews:
                 if self._finished == seen:
                     self._changed.wait(min(left, _POLL_SECONDS))
 
-    def _enqueue(
-        self,
-        key: str,
-        checkpoint: Checkpoint,
-        tasks: Sequence[QualityReviewTask],
-        hashes: Sequence[dict[str, str]],
-    ) -> list[str]:
+    def _enqueue(self, key: str, session_id: str, payloads: Sequence[ReviewPayload]) -> list[str]:
         """The job ids of the submission: its jobs in the queue, or new ones. A job cancelled
         earlier (the outputs changed, then changed back) is followed by a fresh one."""
         ids = []
-        for index, payload in enumerate(_payloads(key, checkpoint, tasks, hashes)):
+        for index, payload in enumerate(payloads):
             dedupe = f"{key}:{index}"
             while True:
-                job_id = self.jobs.enqueue(
-                    KIND, payload, session_id=checkpoint.session_id, dedupe_key=dedupe
-                )
+                job_id = self.jobs.enqueue(KIND, payload, session_id=session_id, dedupe_key=dedupe)
                 if self.jobs.state(job_id) is not ReviewJobState.CANCELLED:
                     break  # a new job, or one to join
                 dedupe = f"{key}:{index}:after:{job_id}"
@@ -359,10 +358,18 @@ def _payloads(
     checkpoint: Checkpoint,
     tasks: Sequence[QualityReviewTask],
     hashes: Sequence[dict[str, str]],
+    expected: Sequence[TaskPrice] | None = None,
 ) -> list[ReviewPayload]:
     record = CheckpointRecord.of(checkpoint)
     return [
-        ReviewPayload(key=key, label=task.label, checkpoint=record, task=task, hashes=hashes[index])
+        ReviewPayload(
+            key=key,
+            label=task.label,
+            checkpoint=record,
+            task=task,
+            hashes=hashes[index],
+            expected=expected[index] if expected is not None else None,
+        )
         for index, task in enumerate(tasks)
     ]
 
@@ -379,15 +386,19 @@ def _label(job: GateJob) -> str:
     return job.payload.label if job.payload is not None else job.job_id
 
 
-def _tell(progress: ProgressReporter | None, jobs: list[GateJob], told: set[str]) -> set[str]:
-    """One progress notification per review that finished since the last look."""
-    done = [job for job in jobs if job.state is ReviewJobState.DONE]
-    if progress is None:
+def _tell(
+    progress: ProgressReporter | None, jobs: list[GateJob], told: set[str], checkpoint: Checkpoint
+) -> set[str]:
+    """One progress notification per review that finished since the last look, with the
+    tokens the run's reviews used so far (docs/quality-gate.md)."""
+    done = [job for job in jobs if job.state is ReviewJobState.DONE and job.job_id not in told]
+    if progress is None or not done:
         return told
+    tokens = run_usage(checkpoint.store, checkpoint.run_session_id).tokens
     for job in done:
-        if job.job_id not in told:
-            told = {*told, job.job_id}
-            progress(len(told), len(jobs), f"review {_label(job)}: {shown_state(job)}")
+        told = {*told, job.job_id}
+        message = f"review {_label(job)}: {shown_state(job)}; {tokens:,} tokens so far"
+        progress(len(told), len(jobs), message)
     return told
 
 

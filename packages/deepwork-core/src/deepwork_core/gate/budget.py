@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 from collections import defaultdict
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from deepwork_core.base.config import DEFAULT_REVIEW_DEPTH, ReviewBudget
@@ -22,6 +23,7 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError, QualityGateError
 from deepwork_core.base.identifiers import SessionId
 from deepwork_core.gate.checkpoint import Checkpoint
+from deepwork_core.gate.costs.day_cap import day_window
 from deepwork_core.gate.quality import (
     QualityReviewTask,
     self_review_feedback,
@@ -34,6 +36,7 @@ from deepwork_core.state.event_kinds import (
 from deepwork_core.state.events import append_event, read_events
 from deepwork_core.state.sessions import NOT_AN_ATTEMPT, utc_now
 from deepwork_core.state.store.port import Store
+from deepwork_core.state.store.spend_rows import spent_today
 from deepwork_core.state.usage.pair import RequestUsage, RunUsage
 from deepwork_core.state.usage.totals import run_usage
 
@@ -152,8 +155,10 @@ def with_self_review(
     checkpoint: Checkpoint,
     tasks: Sequence[QualityReviewTask],
     budget: ReviewBudget | None = None,
+    day_cap: float | None = None,
 ) -> QualityGateError:
-    """`exc`, or, when it is not an attempt, `exc` naming the self-review file it wrote."""
+    """`exc`, or, when it is not an attempt, `exc` naming the self-review file it wrote; a
+    spent budget (the run's `budget`, the project's `day_cap`) is logged as `budget_exhausted`."""
     if exc.code not in NOT_AN_ATTEMPT:
         return exc
     store, run_id = checkpoint.store, checkpoint.resolved_run_id
@@ -170,6 +175,20 @@ def with_self_review(
             max_tokens=limits.max_tokens,
         )
         append_event(store, event)
+    elif exc.code == ErrorCode.QUALITY_GATE_DAY_BUDGET_EXHAUSTED and day_cap is not None:
+        start, end = day_window(store.now())
+        day_event = BudgetExhaustedEvent(
+            ts=utc_now(),
+            session_id=run_id,
+            job=checkpoint.job.name,
+            step_ids=list(checkpoint.step_ids),
+            spent_usd=spent_today(store, start, end),
+            spent_tokens=0,
+            max_cost_usd=day_cap,
+            cap="day",
+            resets_at=datetime.fromtimestamp(end, UTC),
+        )
+        append_event(store, day_event)
     path = write_self_review_file(checkpoint, tasks)
     return QualityGateError(f"{exc.message} {self_review_feedback(path)}", code=exc.code)
 
@@ -196,6 +215,8 @@ def review_usage_event(
         **review_event_fields(checkpoint, task),
         reviewed_session_id=checkpoint.session_id if nested else None,
         criteria=len(task.criteria),
+        criteria_sha256=task.criteria_sha256,
+        **({"sources": list(task.sources)} if task.sources else {}),
         depth=task.depth or DEFAULT_REVIEW_DEPTH,
         attempt=checkpoint.attempt or None,
         **metered,

@@ -4,34 +4,43 @@
 `ReviewCalls.judge` runs in the background worker that claimed the task, synchronously, and
 returns the task's verdict or raises `QualityGateError`:
 
+- a verdict kept in the store for the same brief over the same bytes is reused when
+  `quality_gate.reuse` allows (`deepwork_core.gate.reuse`): no reviewer runs, a `review_usage`
+  event with `mode: reused` and cost 0 is logged, and the verdict says where it was judged;
 - the review message is built at the task's depth, and the task gets a deadline: the base
   timeout plus `per_extra_file` for each file beyond five, across every try;
 - before each call the run's budget is checked and the call reserves its slice of what is left
-  (`BudgetLedger`, shared with the `slots` calls that may run alongside it); a spent budget
-  starts no reviewer (`quality_gate.budget_exhausted`);
+  (`BudgetLedger`, shared with the `slots` calls that may run alongside it), and its slice of the
+  day's budget in the store (`DayCap`, shared by every server); a spent budget starts no
+  reviewer (`quality_gate.budget_exhausted`, `quality_gate.day_budget_exhausted`);
 - a reviewer silent for `stall_timeout` seconds is stopped by the adapter, and started again up
   to `stall_retries` times, each stall a `review_stalled` event; then
   `quality_gate.reviewer_stalled`;
 - a reply that leaves a criterion unjudged is asked for once more; if the second also leaves one
-  out, the verdict fails naming it;
+  out, the verdict fails naming it (and is not kept for reuse);
 - every call whose output was read is one `review_usage` event in the run's log (tokens and
-  cost as the reviewer reported them, `cost_usd` None where it reports none), and its budget
-  slice is given back once its real cost is there.
+  cost as the reviewer reported them, `cost_usd` None where it reports none) and one row of the
+  store's spend ledger, and its budget slices are given back once its real cost is there.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from deepwork_core.base.config import (
+    DEFAULT_REUSE,
     DEFAULT_REVIEW_DEPTH,
     DEFAULT_REVIEW_TIMEOUT,
     DEFAULT_SECONDS_PER_EXTRA_FILE,
     DEFAULT_STALL_RETRIES,
     DEFAULT_STALL_TIMEOUT,
     TIMEOUT_FREE_FILES,
+    ModelPrice,
+    ReuseMode,
     ReviewBudget,
     ReviewModels,
 )
@@ -45,6 +54,10 @@ from deepwork_core.gate.budget import (
     review_usage_event,
 )
 from deepwork_core.gate.checkpoint import Checkpoint
+from deepwork_core.gate.costs.day_cap import DayCap, DayHold
+from deepwork_core.gate.costs.estimates import Estimator, rule_of
+from deepwork_core.gate.costs.prices import Prices
+from deepwork_core.gate.costs.quotes import ReviewPrice
 from deepwork_core.gate.quality import (
     DEFAULT_MAX_INLINE_FILES,
     build_review_message,
@@ -52,10 +65,13 @@ from deepwork_core.gate.quality import (
     unjudged_criteria,
     verdict_from_reply,
 )
+from deepwork_core.gate.reuse import VerdictReuse, reuse_key
 from deepwork_core.gate.reviewer import ReviewBrief, Reviewer, ReviewerReply
 from deepwork_core.gate.tasks import QualityReviewTask
 from deepwork_core.state.event_kinds import ReviewStalledEvent
 from deepwork_core.state.events import append_event
+from deepwork_core.state.store.spend_rows import SpendRow, record_spent
+from deepwork_core.state.store.verdict_rows import StoredVerdict
 
 
 class ReviewCalls:
@@ -73,9 +89,13 @@ class ReviewCalls:
         stall_retries: int = DEFAULT_STALL_RETRIES,
         models: ReviewModels | None = None,
         budget: ReviewBudget | None = None,
+        reuse: ReuseMode = DEFAULT_REUSE,
+        prices: dict[str, ModelPrice] | None = None,
+        max_usd_per_day: float | None = None,
     ) -> None:
         """`stall_timeout` None: a silent reviewer is never stopped. `models`: the model per
-        review depth. `budget`: what a workflow run may spend on reviews."""
+        review depth. `budget`: what a workflow run may spend on reviews. `reuse`: which kept
+        verdicts a task takes. `prices`: `quality_gate.prices`. `max_usd_per_day`: the day cap."""
         self.reviewer = reviewer
         self.base_timeout = base_timeout
         self.per_extra_file = per_extra_file
@@ -85,10 +105,24 @@ class ReviewCalls:
         self.models = models if models is not None else ReviewModels()
         self.budget = budget if budget is not None else ReviewBudget()
         self.ledger = BudgetLedger(self.budget)
+        self.reuse = VerdictReuse(reuse)
+        self.prices = Prices(prices)
+        self.day = DayCap(max_usd_per_day)
+        self.estimator = Estimator(
+            reviewer.name, self.models, self.prices, self.reuse, max_inline_files
+        )
 
     def timeout_for(self, file_count: int) -> float:
         """Per-task deadline: the base plus `per_extra_file` for each file beyond five."""
         return self.base_timeout + self.per_extra_file * max(0, file_count - TIMEOUT_FREE_FILES)
+
+    def model_for(self, task: QualityReviewTask) -> str | None:
+        """The model asked for at the task's depth (None: the CLI's own)."""
+        return self.models.for_depth(task.depth or DEFAULT_REVIEW_DEPTH)
+
+    def price(self, checkpoint: Checkpoint, tasks: Sequence[QualityReviewTask]) -> ReviewPrice:
+        """What `tasks` are expected to cost (`deepwork_core.gate.costs.estimates`)."""
+        return self.estimator.review(checkpoint, tasks)
 
     def judge(
         self,
@@ -101,36 +135,100 @@ class ReviewCalls:
         """The verdict of `task` (see the module); `slots`: how many calls of the run may run
         alongside this one, sharing what is left of its cost budget. Stops soon after
         `cancelled` is set (then `quality_gate.error`)."""
+        key = None
+        if self.reuse.mode != "off":
+            key = reuse_key(checkpoint, task, self.reviewer.name, self.model_for(task))
+            found = self.reuse.lookup(checkpoint.store, key)
+            if found is not None:
+                return self._reused(checkpoint, task, found)
         if self.budget.max_cost_usd is not None or self.budget.max_tokens is not None:
-            check_budget(checkpoint.store, checkpoint.resolved_run_id, self.budget)
+            check_budget(checkpoint.store, checkpoint.run_session_id, self.budget)
+        call = self._start(checkpoint, task, slots)
+        verdict, complete = self._verdict(call, cancelled)
+        if key is not None and complete:
+            self._keep(call, key, verdict)
+        return verdict
+
+    def _start(self, checkpoint: Checkpoint, task: QualityReviewTask, slots: int) -> _Call:
         message = build_review_message(checkpoint, task, self.max_inline_files)
         deadline = time.monotonic() + self.timeout_for(task_file_count(checkpoint, task))
-        call = _Call(checkpoint, task, message, deadline, slots)
+        row = SpendRow(
+            session_id=checkpoint.session_id,
+            task_ref=uuid.uuid4().hex,
+            rule=rule_of(checkpoint, task),
+            depth=task.depth or DEFAULT_REVIEW_DEPTH,
+            model=self.model_for(task) or "",
+            runner=self.reviewer.name,
+        )
+        return _Call(checkpoint, task, message, deadline, slots, row)
+
+    def _verdict(self, call: _Call, cancelled: threading.Event) -> tuple[ReviewVerdict, bool]:
+        """The task's verdict, asked once more when a criterion was left unjudged; and whether
+        every criterion was judged (only then is it kept)."""
+        task = call.task
         try:
             answer = self._ask(call, cancelled)
             if unjudged_criteria(task, answer.reply.reply):
                 # Asked once more; a second incomplete reply fails the unjudged criteria.
                 self._log_usage(call, answer, "unjudged")
                 answer = self._ask(call, cancelled)
+            complete = not unjudged_criteria(task, answer.reply.reply)
             try:
                 verdict = verdict_from_reply(task, answer.reply.reply)
             except QualityGateError as exc:
                 self._log_usage(call, answer, exc.code)
                 raise
             self._log_usage(call, answer, "passed" if verdict.passed else "failed")
-            return verdict
+            return verdict, complete
         finally:
             self._release(call)  # stopped before its usage was logged
 
+    def _reused(
+        self, checkpoint: Checkpoint, task: QualityReviewTask, found: StoredVerdict
+    ) -> ReviewVerdict:
+        """A kept verdict as this task's: logged as a `reused` use costing 0."""
+        verdict = self.reuse.reused(found, task)
+        event = review_usage_event(
+            checkpoint,
+            task,
+            mode="reused",
+            outcome="passed" if verdict.passed else "failed",
+            runner=self.reviewer.name,
+            model=self.model_for(task),
+            cost_usd=0.0,
+            reused_from=found.origin,
+            saved_usd=found.cost_usd,
+        )
+        append_event(checkpoint.store, event)
+        return verdict
+
+    def _keep(self, call: _Call, key: str, verdict: ReviewVerdict) -> None:
+        """Keep a fresh verdict for reuse, if the files it judged are still the ones hashed."""
+        checkpoint, task = call.checkpoint, call.task
+        if reuse_key(checkpoint, task, self.reviewer.name, self.model_for(task)) != key:
+            return  # a file changed while the reviewer read it: the background drops it too
+        cost = round(call.spent, 6)
+        self.reuse.keep(
+            checkpoint.store, key, verdict, session_id=checkpoint.session_id, cost_usd=cost
+        )
+
     def _ask(self, call: _Call, cancelled: threading.Event) -> _Answer:
-        """One reviewer call with its slice of the budget reserved (`BudgetLedger`); its usage
-        is logged (and its error raised) when it failed."""
+        """One reviewer call with its slices of the budgets held (`BudgetLedger`, `DayCap`);
+        its usage is logged (and its error raised) when it failed."""
         checkpoint = call.checkpoint
-        call.share = self.ledger.reserve(checkpoint.store, checkpoint.resolved_run_id, call.slots)
+        call.share = self.ledger.reserve(checkpoint.store, checkpoint.run_session_id, call.slots)
+        try:
+            call.hold = self.day.hold(checkpoint.store, call.row, call.slots)
+        except BaseException:
+            self._release(call)
+            raise
         started = time.monotonic()
         try:
             reply = self._call(call, cancelled)
         except BaseException:
+            if call.hold is not None and not call.started:  # no reviewer ran: nothing spent
+                self.day.release(checkpoint.store, call.hold)
+            call.hold = None  # else it counts in full: the reviewer may have spent it
             self._release(call)
             raise
         answer = _Answer(reply, time.monotonic() - started)
@@ -148,8 +246,11 @@ class ReviewCalls:
                     "the review was cancelled", code=ErrorCode.QUALITY_GATE_ERROR
                 )
             try:
+                call.started = True
                 return self.reviewer.review(self._brief(call), cancelled)
             except QualityGateError as exc:
+                if exc.code == ErrorCode.QUALITY_GATE_NOT_INSTALLED:
+                    call.started = False  # no process ran
                 if exc.code != ErrorCode.QUALITY_GATE_REVIEWER_STALLED:
                     raise
                 self._log_stall(call, try_number, retrying=try_number < total)
@@ -163,13 +264,14 @@ class ReviewCalls:
 
     def _brief(self, call: _Call) -> ReviewBrief:
         task = call.task
+        slices = [usd for usd in (call.share, call.hold.usd if call.hold else None) if usd]
         return ReviewBrief(
             task=task,
             message=call.message,
             project_root=call.checkpoint.project_root,
             session_id=call.checkpoint.session_id,
-            model=self.models.for_depth(task.depth or DEFAULT_REVIEW_DEPTH),
-            usd_left=call.share,
+            model=self.model_for(task),
+            usd_left=min(slices) if slices else None,
             timeout=max(0.0, call.deadline - time.monotonic()),
             stall_timeout=self.stall_timeout,
         )
@@ -185,11 +287,18 @@ class ReviewCalls:
         append_event(checkpoint.store, event)
 
     def _log_usage(self, call: _Call, answer: _Answer, outcome: str) -> None:
-        """One `review_usage` event in the run's log (docs/quality-gate.md)."""
+        """One `review_usage` event in the run's log (docs/quality-gate.md) and one row of the
+        spend ledger, settling the call's hold on the day."""
         checkpoint, task, usage = call.checkpoint, call.task, answer.reply.usage
         if usage.model is None:  # the CLI did not say: the model it was asked for
-            asked = self.models.for_depth(task.depth or DEFAULT_REVIEW_DEPTH)
-            usage = usage.model_copy(update={"model": asked})
+            usage = usage.model_copy(update={"model": self.model_for(task)})
+        counted = self.prices.counted(usage, usage.model)
+        call.spent += counted
+        if call.hold is not None:
+            self.day.settle(checkpoint.store, call.hold, counted, usage.tokens)
+            call.hold = None
+        else:
+            record_spent(checkpoint.store, call.row, counted, usage.tokens)
         event = review_usage_event(
             checkpoint,
             task,
@@ -203,7 +312,7 @@ class ReviewCalls:
 
     def _release(self, call: _Call) -> None:
         if call.share is not None:
-            self.ledger.release(call.checkpoint.resolved_run_id, call.share)
+            self.ledger.release(call.checkpoint.run_session_id, call.share)
             call.share = None
 
 
@@ -216,9 +325,17 @@ class _Call:
     message: str
     deadline: float
     #: Calls of the run that may run alongside this one (they share what is left).
-    slots: int = 1
-    #: The USD this call holds in the ledger while it runs (None: none).
+    slots: int
+    #: The task in the spend ledger.
+    row: SpendRow
+    #: The USD this call holds in the run's ledger while it runs (None: none).
     share: float | None = None
+    #: Its slice of the day, held in the store while it runs (None: no day cap).
+    hold: DayHold | None = None
+    #: Whether a reviewer process was started for the current call.
+    started: bool = False
+    #: What the task's calls cost so far (as counted against the caps).
+    spent: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

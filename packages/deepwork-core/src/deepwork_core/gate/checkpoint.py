@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from deepwork_core.base.identifiers import SessionId
 from deepwork_core.evidence.verdicts import ReviewVerdict, VerdictKind
+from deepwork_core.gate.costs.quotes import ReviewPrice, TaskPrice
 from deepwork_core.jobs.model import JobDefinition, Step
 from deepwork_core.state.sessions import OutputValue
 from deepwork_core.state.store.port import Store
@@ -186,6 +187,8 @@ class ReviewProgress:
     judges: str
     #: `queued`, `running`, `passed` or `failed`.
     state: str
+    #: What it is expected to cost, and on what basis (docs/quality-gate.md).
+    expected: TaskPrice | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -195,6 +198,8 @@ class GateReviewing:
     feedback: str
     reviews: tuple[ReviewProgress, ...]
     warnings: tuple[str, ...] = ()
+    #: What the reviews are expected to cost in all (None: the gate cannot say).
+    price: ReviewPrice | None = None
 
 
 GateVerdict = GatePassed | GateNeedsWork | GateSelfReviewRequested | GateReviewing

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
@@ -29,6 +30,7 @@ from deepwork_core.base.config import (
     ReviewDepth,
 )
 from deepwork_core.base.errors import QualityGateError
+from deepwork_core.evidence.verdicts import ReviewVerdict
 from deepwork_core.gate.background import BackgroundReviews, ReviewPayload
 from deepwork_core.gate.budget import log_self_reviews, with_self_review
 from deepwork_core.gate.calls import ReviewCalls
@@ -42,6 +44,8 @@ from deepwork_core.gate.checkpoint import (
     ProgressReporter,
     has_own_reviews,
 )
+from deepwork_core.gate.costs.quotes import ReviewPrice
+from deepwork_core.gate.process_review import feedback_scope
 from deepwork_core.gate.quality import (
     combined_feedback,
     plan_review_tasks,
@@ -55,6 +59,8 @@ from deepwork_core.state.store.port import Store
 from deepwork_core.state.store.review_jobs import ReviewJobs
 
 _NOTHING_TO_REVIEW = "No review applies to the submitted outputs."
+#: At most this many reused verdicts are named in an answer's feedback.
+_REUSED_LISTED = 5
 
 
 class Gate(Protocol):
@@ -75,6 +81,12 @@ class Gate(Protocol):
 
     def tasks(self, checkpoint: Checkpoint) -> list[QualityReviewTask]:
         """The review tasks `evaluate` would run for `checkpoint` (a dry run lists them)."""
+        ...
+
+    def price(
+        self, checkpoint: Checkpoint, tasks: Sequence[QualityReviewTask]
+    ) -> ReviewPrice | None:
+        """What `tasks` are expected to cost (None: nothing DeepWork can meter)."""
         ...
 
     def start(
@@ -116,6 +128,11 @@ class _Planner:
         if self.rules is not None:
             tasks += self.rules.tasks(checkpoint)
         return [t if t.depth else t.model_copy(update={"depth": self.review_depth}) for t in tasks]
+
+    def price(
+        self, checkpoint: Checkpoint, tasks: Sequence[QualityReviewTask]
+    ) -> ReviewPrice | None:
+        return None  # self-review runs on the agent's own tokens
 
     def warnings(self, checkpoint: Checkpoint) -> tuple[str, ...]:
         steps = [checkpoint.job.step(step_id) for step_id in checkpoint.step_ids]
@@ -202,21 +219,54 @@ class ExternalGate(_Planner):
                 self._projects[root] = found
         return found
 
+    def price(
+        self, checkpoint: Checkpoint, tasks: Sequence[QualityReviewTask]
+    ) -> ReviewPrice | None:
+        return self.calls.price(checkpoint, tasks)
+
     def evaluate(self, checkpoint: Checkpoint, progress: ProgressReporter | None) -> GateVerdict:
         tasks, warnings = self.tasks(checkpoint), self.warnings(checkpoint)
         if not tasks:
             return GatePassed(feedback=_NOTHING_TO_REVIEW, warnings=warnings)
         job = checkpoint.job
         reviews = self.background(checkpoint.project_root, checkpoint.store, lambda _name: job)
+        price = self.calls.price(checkpoint, tasks)
         try:
-            outcome = reviews.run(checkpoint, tasks, self.wait_seconds, progress)
+            outcome = reviews.run(checkpoint, tasks, self.wait_seconds, progress, price.tasks)
         except QualityGateError as exc:  # stalled or out of budget: self-review is the way on
-            raise with_self_review(exc, checkpoint, tasks, self.calls.budget) from None
+            calls = self.calls
+            raise with_self_review(
+                exc, checkpoint, tasks, calls.budget, calls.day.max_usd
+            ) from None
         if isinstance(outcome, GateReviewing):
+            expected = tuple(
+                replace(r, expected=e) for r, e in zip(outcome.reviews, price.tasks, strict=True)
+            )
+            feedback = f"{outcome.feedback} Reviews {price.text}."
             return GateReviewing(
-                feedback=outcome.feedback, reviews=outcome.reviews, warnings=warnings
+                feedback=feedback, reviews=expected, warnings=warnings, price=price
             )
         if all(verdict.passed for verdict in outcome):
-            return GatePassed(feedback="All reviews passed.", reviews=outcome, warnings=warnings)
-        feedback = combined_feedback(outcome)
+            passed = "All reviews passed." + reused_note(outcome)
+            return GatePassed(feedback=passed, reviews=outcome, warnings=warnings)
+        feedback = combined_feedback(outcome) + reused_note(outcome)
         return GateNeedsWork(feedback=feedback, reviews=outcome, warnings=warnings)
+
+
+def reused_note(verdicts: Sequence[ReviewVerdict]) -> str:
+    """` 2 of 5 verdicts were reused, costing nothing: polish: output 'a' (a.md) reused from
+    s1/polish, 2026-11-27T10:00:00Z; …` (empty when none was)."""
+    reused = [v for v in verdicts if v.reused_from is not None]
+    if not reused:
+        return ""
+    listed = "; ".join(
+        f"{v.step_id}: {feedback_scope(v.review_run_each)}"
+        f"{f' ({v.target_file})' if v.target_file else ''} {v.reused_from.text}"
+        for v in reused[:_REUSED_LISTED]
+        if v.reused_from is not None
+    )
+    more = f"; and {len(reused) - _REUSED_LISTED} more" if len(reused) > _REUSED_LISTED else ""
+    return (
+        f" {len(reused)} of {len(verdicts)} verdict(s) were reused from earlier reviews of the "
+        f"same brief over the same bytes, costing nothing: {listed}{more}."
+    )

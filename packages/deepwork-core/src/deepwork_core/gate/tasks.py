@@ -6,6 +6,9 @@ without importing each other.
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from deepwork_core.base.config import ReviewDepth
@@ -35,6 +38,15 @@ class QualityReviewTask(_Model):
     agent: dict[str, str] | None = None
     #: What the review's `additional_context` asks for, one line each; in the brief at any depth.
     context: list[str] = Field(default_factory=list)
+    #: The project files beside job.yml that define the review: a `.deepreview` rule's file and
+    #: its instructions file (a receipt hashes them, docs/verify.md).
+    sources: list[str] = Field(default_factory=list)
+
+    @property
+    def criteria_sha256(self) -> str:
+        """The SHA-256 of the criteria as the reviewer is given them (names and questions)."""
+        text = json.dumps(self.criteria, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+        return hashlib.sha256(text.encode("ascii")).hexdigest()
 
     @property
     def label(self) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic_core import ErrorDetails
 
-from deepwork_core.base.error_codes import ErrorCode
+from deepwork_core.base.error_codes import Code, ErrorCode
 from deepwork_core.base.errors import Problem, Severity
 from deepwork_core.base.yamlio import KeyPath, YamlDocument
 
@@ -61,7 +61,7 @@ class JobReport:
         return any(p.severity is Severity.ERROR for p in self.problems)
 
     def add(
-        self, code: ErrorCode, message: str, path: KeyPath, *, severity: Severity = Severity.ERROR
+        self, code: Code, message: str, path: KeyPath, *, severity: Severity = Severity.ERROR
     ) -> None:
         key = dotted(path) or None
         step = self._step_at(path)

@@ -49,6 +49,8 @@ _OPEN_TO_OTHERS: Final = 0o077
 _LABEL: Final = "deepwork-approval-v2"
 #: Binds a request's seal to its purpose and canonical form.
 REQUEST_LABEL: Final = "deepwork-approval-request-v1"
+#: How the errors of `read_secret` and `create_secret` name the project's approval key.
+APPROVAL_KEY: Final = "approval key"
 
 
 class ApprovalKeyError(DeepWorkError):
@@ -111,8 +113,9 @@ def load_or_create_secret(path: Path) -> tuple[bytes, tuple[int, int, int, int] 
         raise ApprovalKeyError(f"approval key {path} vanished right after it was made") from None
 
 
-def read_secret(path: Path) -> bytes:
-    """The secret in `path`; FileNotFoundError when there is no key file yet."""
+def read_secret(path: Path, *, what: str = APPROVAL_KEY) -> bytes:
+    """The secret in `path`; FileNotFoundError when there is no key file yet. `what` names the
+    key in the errors (the approval key, an approver's key, the gate key)."""
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
         fd = os.open(path, flags)
@@ -120,32 +123,32 @@ def read_secret(path: Path) -> bytes:
         raise
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise _unsafe(path, "is a symbolic link") from None
-        raise _unavailable(path, exc) from None
+            raise _unsafe(path, "is a symbolic link", what) from None
+        raise _unavailable(path, exc, what) from None
     try:
         info = os.fstat(fd)
-        _check_file(path, info)
+        _check_file(path, info, what)
         data = os.read(fd, KEY_BYTES + 1)
     except OSError as exc:
-        raise _unavailable(path, exc) from None
+        raise _unavailable(path, exc, what) from None
     finally:
         os.close(fd)
     if len(data) != KEY_BYTES:
-        raise _unsafe(path, f"holds {len(data)} bytes, not a {KEY_BYTES}-byte key")
+        raise _unsafe(path, f"holds {len(data)} bytes, not a {KEY_BYTES}-byte key", what)
     return data
 
 
-def _check_file(path: Path, info: os.stat_result) -> None:
+def _check_file(path: Path, info: os.stat_result, what: str) -> None:
     if not stat.S_ISREG(info.st_mode):
-        raise _unsafe(path, "is not a regular file")
+        raise _unsafe(path, "is not a regular file", what)
     mode = stat.S_IMODE(info.st_mode)
     if mode & _OPEN_TO_OTHERS:
-        raise _unsafe(path, f"has mode {mode:04o}; only its owner may read it (chmod 600)")
+        raise _unsafe(path, f"has mode {mode:04o}; only its owner may read it (chmod 600)", what)
     if info.st_uid != os.geteuid():
-        raise _unsafe(path, f"belongs to user id {info.st_uid}, not to this user")
+        raise _unsafe(path, f"belongs to user id {info.st_uid}, not to this user", what)
 
 
-def create_secret(path: Path) -> None:
+def create_secret(path: Path, *, what: str = APPROVAL_KEY) -> None:
     """Make a new 32-byte key file at `path` (mode 0600), unless another process makes one
     first."""
     try:
@@ -153,7 +156,7 @@ def create_secret(path: Path) -> None:
         draft = path.with_name(f".{path.name}.{secrets.token_hex(8)}.new")
         fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     except OSError as exc:
-        raise _unavailable(path, exc) from None
+        raise _unavailable(path, exc, what) from None
     try:
         try:
             os.fchmod(fd, 0o600)
@@ -164,7 +167,7 @@ def create_secret(path: Path) -> None:
         with contextlib.suppress(FileExistsError):  # another process made it first: keep theirs
             os.link(draft, path, follow_symlinks=False)
     except OSError as exc:
-        raise _unavailable(path, exc) from None
+        raise _unavailable(path, exc, what) from None
     finally:
         with contextlib.suppress(OSError):
             draft.unlink()
@@ -176,17 +179,17 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def _unsafe(path: Path, why: str) -> ApprovalKeyError:
+def _unsafe(path: Path, why: str, what: str) -> ApprovalKeyError:
+    after = ", and decisions sealed with the old one stop counting" if what == APPROVAL_KEY else ""
     return ApprovalKeyError(
-        f"approval key {path} {why}; fix it or delete it (a new key is made, and decisions "
-        "sealed with the old one stop counting)",
+        f"{what} {path} {why}; fix it or delete it (a new key is made{after})",
         code=ErrorCode.APPROVAL_KEY_UNSAFE,
     )
 
 
-def _unavailable(path: Path, exc: OSError) -> ApprovalKeyError:
+def _unavailable(path: Path, exc: OSError, what: str) -> ApprovalKeyError:
     return ApprovalKeyError(
-        f"approval key {path} cannot be used: {exc.strerror or exc}",
+        f"{what} {path} cannot be used: {exc.strerror or exc}",
         code=ErrorCode.APPROVAL_KEY_UNAVAILABLE,
     )
 

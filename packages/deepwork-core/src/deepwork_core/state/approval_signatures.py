@@ -3,16 +3,18 @@
 An approver's private key is a 32-byte Ed25519 seed in the user's state directory
 (`<state>/approvers/<name>.key`, mode 0600, made by `deepwork approver init`, checked like the
 project's approval key in `deepwork_core.state.approval_seal`). The project lists the approvers it
-trusts as `.deepwork/approvers/<name>.pub` (committed): one line, `deepwork-approver ed25519
-<base64 of the 32-byte public key>`. The command line and the dashboard sign a decision with the
-local approver's key; the server verifies it against the trusted public keys and never holds a
-private key.
+trusts as `.deepwork/approvers/<name>.pub`: one line, `deepwork-approver ed25519 <base64 of the
+32-byte public key>`, trusted only as committed on the project's base ref
+(`deepwork_core.evidence.trusted_keys`), never as the working tree holds it. The command line and
+the dashboard sign a decision with the local approver's key; the server verifies it against the
+trusted public keys and never holds a private key.
 
-Signatures are required (`TrustedApprovers.required`) once the project trusts any key, or when the
+Signatures are required (`TrustedApprovers.required`) once the base ref trusts any key, or when the
 run state lives in a shared store; a decision without a valid signature by a trusted approver is
-then refused (`approval.unverified`). Otherwise the project's HMAC seal decides, as before. The
-trusted keys are read again on every check, so a key added or removed counts at once. What this
-does and does not stop is on docs/security.md ("Approvals") and docs/team.md.
+then refused (`approval.unverified`; `approval.untrusted_key` when the signer's key is not on the
+base ref). Otherwise the project's HMAC seal decides, as before. The trusted keys are read again
+on every check (at the commit the ref names then), so a key merged or removed counts at once.
+What this does and does not stop is on docs/security.md ("Approvals") and docs/team.md.
 
 `cryptography` is imported only when a key is used, so the paths that never sign stay light.
 """
@@ -21,13 +23,21 @@ from __future__ import annotations
 
 import base64
 import binascii
-import os
-import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from deepwork_core.base.error_codes import ErrorCode
+from deepwork_core.base.layout import APPROVERS_DIR
+from deepwork_core.evidence.trusted_keys import (
+    KEY_NAME,
+    TrustedRef,
+    TrustError,
+    resolve_trusted_ref,
+    trusted_keys,
+    where_key_is,
+)
 from deepwork_core.state.approval_seal import (
     ApprovalKeyError,
     canonical,
@@ -40,40 +50,17 @@ if TYPE_CHECKING:
 
 #: Binds a signature to its purpose and canonical form.
 SIGNATURE_LABEL: Final = "deepwork-approval-signature-v1"
-#: The first two words of a `.pub` file.
-_PUB_PREFIX: Final = ("deepwork-approver", "ed25519")
-#: An approver's name: the stem of their `.pub` and `.key` files.
-_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-#: A `.pub` file larger than this is refused; real ones are under 100 bytes.
-_MAX_PUB_BYTES: Final = 4096
 
 
 def check_approver_name(name: str) -> str:
     """`name` when it can name an approver (letters, digits, `._-`, up to 64); else an error."""
-    if not _NAME.fullmatch(name):
+    if not KEY_NAME.fullmatch(name):
         raise ApprovalKeyError(
             f"{name!r} cannot name an approver: use letters, digits, '.', '_' and '-' "
             "(at most 64, starting with a letter or digit)",
             code=ErrorCode.APPROVAL_KEY_UNAVAILABLE,
         )
     return name
-
-
-def public_line(public: bytes) -> str:
-    """The content of a `.pub` file for the raw public key `public`."""
-    return f"{' '.join(_PUB_PREFIX)} {base64.b64encode(public).decode()}\n"
-
-
-def parse_public_line(text: str) -> bytes | None:
-    """The raw 32-byte public key of a `.pub` file's text; None when it is not one."""
-    words = text.split()
-    if len(words) != 3 or tuple(words[:2]) != _PUB_PREFIX:
-        return None
-    try:
-        raw = base64.b64decode(words[2], validate=True)
-    except (binascii.Error, ValueError):
-        return None
-    return raw if len(raw) == 32 else None
 
 
 class ApproverSigner:
@@ -118,70 +105,107 @@ class ApproverSigner:
         return Ed25519PrivateKey.from_private_bytes(seed)
 
 
-class TrustedApprovers:
-    """The approvers whose `.pub` files are in `folder`; `shared`: the run state lives in a store
-    other machines write too, so signatures are required even before any key is trusted."""
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why a decision does not count, with the code to refuse it with."""
 
-    def __init__(self, folder: Path, *, shared: bool = False) -> None:
-        self.folder = folder
+    code: ErrorCode
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
+class ApproverRing:
+    """The approvers trusted at one moment: their keys as committed on `ref` (None: no ref
+    names any, as in a project with no base branch yet)."""
+
+    keys: Mapping[str, bytes]
+    ref: TrustedRef | None
+
+
+class TrustedApprovers:
+    """The approvers `project_root` trusts: the `.pub` files of `.deepwork/approvers/` as
+    committed on the trusted ref (`ref`: `approvals.trusted_ref`; None: the default refs).
+    `shared`: the run state lives in a store other machines write too, so signatures are
+    required even before any key is trusted."""
+
+    def __init__(self, project_root: Path, *, ref: str | None = None, shared: bool = False) -> None:
+        self.project_root = project_root
+        self.configured_ref = ref
         self.shared = shared
+        self.folder = project_root / APPROVERS_DIR
+
+    def ring(self) -> ApproverRing:
+        """The trusted keys now. A missing ref is `trust.ref_not_found` when the project named
+        one or signatures are required anyway (shared); otherwise no key is trusted. A
+        malformed `.pub` on the ref is `trust.key_malformed`, naming it."""
+        try:
+            ref = resolve_trusted_ref(self.project_root, self.configured_ref)
+        except TrustError:
+            if self.configured_ref or self.shared:
+                raise
+            return ApproverRing(keys={}, ref=None)
+        return ApproverRing(keys=trusted_keys(self.project_root, ref, APPROVERS_DIR), ref=ref)
 
     def names(self) -> list[str]:
-        """The stems of every `.pub` file in the folder, valid or not, sorted."""
-        try:
-            entries = list(os.scandir(self.folder))
-        except OSError:
-            return []
-        return sorted(e.name[: -len(".pub")] for e in entries if e.name.endswith(".pub"))
+        """The trusted approvers' names, sorted."""
+        return sorted(self.ring().keys)
 
     def required(self) -> bool:
         """True when a decision counts only with a trusted signature."""
-        return self.shared or bool(self.names())
+        return True if self.shared else bool(self.ring().keys)
 
     def public_key(self, name: str) -> bytes | None:
         """The trusted public key of `name`; None when the project does not trust that name."""
-        if not _NAME.fullmatch(name):
-            return None
-        path = self.folder / f"{name}.pub"
-        try:
-            with path.open("rb") as handle:
-                data = handle.read(_MAX_PUB_BYTES + 1)
-        except OSError:
-            return None
-        if len(data) > _MAX_PUB_BYTES:
-            return None
-        return parse_public_line(data.decode("ascii", errors="replace"))
+        return self.ring().keys.get(name)
+
+    def untrusted(self, ring: ApproverRing, name: str) -> Refusal:
+        """`approval.untrusted_key` for `name`, saying where its `.pub` is instead."""
+        if ring.ref is None:
+            where = f"no base branch names any key (commit {APPROVERS_DIR}/{name}.pub to it)"
+        else:
+            where = where_key_is(self.project_root, ring.ref, APPROVERS_DIR, name)
+        return Refusal(
+            ErrorCode.APPROVAL_UNTRUSTED_KEY,
+            f"approver {name!r} is not trusted: {where}. A key counts once it is merged into "
+            "the base branch (docs/team.md)",
+        )
 
     def check_signer(self, signer: ApproverSigner) -> None:
-        """Refuse (`approval.unverified`) to sign where `signer`'s key would not count."""
-        if not self.required() or self.public_key(signer.name) == signer.public_key():
+        """Refuse (`approval.untrusted_key`) to sign where `signer`'s key would not count."""
+        ring = self.ring()
+        if not (self.shared or ring.keys) or ring.keys.get(signer.name) == signer.public_key():
             return
+        refusal = self.untrusted(ring, signer.name)
         raise ApprovalKeyError(
-            f"your approver key {signer.name!r} ({signer.path}) is not trusted here: "
-            f"{self.folder / (signer.name + '.pub')} is missing or holds another key. Nothing "
-            "was decided; have the project trust it (`deepwork approver init` writes the file "
-            "to commit) or sign with a trusted key (--approver NAME)",
-            code=ErrorCode.APPROVAL_UNVERIFIED,
+            f"your approver key {signer.name!r} ({signer.path}) does not count here: "
+            f"{refusal.why}. Nothing was decided",
+            code=refusal.code,
         )
 
     def why_unsigned(
         self, fields: Mapping[str, object], signer: str | None, signature: str | None
-    ) -> str | None:
+    ) -> Refusal | None:
         """Why `signature` by `signer` over `fields` does not count; None when it does."""
         from cryptography.exceptions import InvalidSignature
         from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
         if signer is None or signature is None:
-            return "the decision carries no approver's signature, and this project requires one"
-        public = self.public_key(signer)
+            return Refusal(
+                ErrorCode.APPROVAL_UNVERIFIED,
+                "the decision carries no approver's signature, and this project requires one",
+            )
+        ring = self.ring()
+        public = ring.keys.get(signer)
         if public is None:
-            where = self.folder / f"{signer}.pub"
-            return f"the signer {signer!r} is not a trusted approver ({where} holds no valid key)"
+            return self.untrusted(ring, signer)
         try:
             raw = base64.b64decode(signature, validate=True)
             Ed25519PublicKey.from_public_bytes(public).verify(
                 raw, canonical(fields, SIGNATURE_LABEL)
             )
         except (binascii.Error, ValueError, InvalidSignature):
-            return f"the signature does not verify with the trusted key of {signer!r}"
+            return Refusal(
+                ErrorCode.APPROVAL_UNVERIFIED,
+                f"the signature does not verify with the trusted key of {signer!r}",
+            )
         return None

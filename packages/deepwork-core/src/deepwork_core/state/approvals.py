@@ -31,7 +31,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.base.identifiers import SessionId
-from deepwork_core.base.layout import APPROVERS_DIR
 from deepwork_core.evidence.hashes import OutputHash, ShownOutput, sha256_file
 from deepwork_core.state.approval_seal import (
     REQUEST_LABEL,
@@ -40,7 +39,7 @@ from deepwork_core.state.approval_seal import (
     request_fields,
     seal_fields,
 )
-from deepwork_core.state.approval_signatures import ApproverSigner, TrustedApprovers
+from deepwork_core.state.approval_signatures import ApproverSigner, Refusal, TrustedApprovers
 from deepwork_core.state.event_kinds import ApprovalEvent, parse_line
 from deepwork_core.state.events import append_event
 from deepwork_core.state.store import approval_rows as rows
@@ -155,9 +154,7 @@ class ApprovalStore:
         self.store = store
         self.project_root = project_root
         self.key = key
-        self.trusted = (
-            TrustedApprovers(project_root / APPROVERS_DIR) if trusted is None else trusted
-        )
+        self.trusted = TrustedApprovers(project_root) if trusted is None else trusted
         self.signer = signer
         self._project_id = project_id
 
@@ -230,13 +227,14 @@ class ApprovalStore:
         if record is None:
             return None
         self.check_request(record)
-        why = self.why_unverified(session_id, record)
-        if why is not None:
+        refusal = self.refusal(session_id, record)
+        if refusal is not None:
             raise ApprovalError(
-                f"{self.where(session_id)}: {why}. It was not recorded by `deepwork approve`, "
-                "the dashboard or the client's form, or was changed since, so it does not count "
-                f"and the step keeps waiting: ask the user to run `deepwork approve {session_id}`",
-                code=ErrorCode.APPROVAL_UNVERIFIED,
+                f"{self.where(session_id)}: {refusal.why}. It was not recorded by `deepwork "
+                "approve`, the dashboard or the client's form by a trusted approver, or was "
+                "changed since, so it does not count and the step keeps waiting: ask the user to "
+                f"run `deepwork approve {session_id}`",
+                code=refusal.code,
             )
         return record
 
@@ -264,26 +262,36 @@ class ApprovalStore:
 
     def why_unverified(self, session_id: str, record: ApprovalRecord) -> str | None:
         """Why the decision of `record` does not count; None when it does (or there is none)."""
+        refusal = self.refusal(session_id, record)
+        return None if refusal is None else refusal.why
+
+    def refusal(self, session_id: str, record: ApprovalRecord) -> Refusal | None:
+        """Why the decision of `record` does not count, with its code; None when it does."""
         decision = record.decision
         if decision is None:
             return None
         fields = seal_fields(session_id, record.request, decision)
+        unverified = ErrorCode.APPROVAL_UNVERIFIED
         if self.trusted.required():
-            why = self.trusted.why_unsigned(fields, decision.signer, decision.signature)
-            if why is not None:
-                return why
+            refusal = self.trusted.why_unsigned(fields, decision.signer, decision.signature)
+            if refusal is not None:
+                return refusal
         elif decision.mac is None:
-            return "the decision carries no MAC"
+            return Refusal(unverified, "the decision carries no MAC")
         elif not self._key().verifies(fields, decision.mac):
-            return "the decision's MAC does not verify with this project's approval key"
+            return Refusal(
+                unverified, "the decision's MAC does not verify with this project's approval key"
+            )
         try:
             with self.store.read() as tx:
                 lines = rows.approval_event_lines(tx, self.project_id, session_id)
             events = [parse_line(line, f"session {session_id}") for line in lines]
         except DeepWorkError as exc:
-            return f"the session's event log cannot be read ({exc.code}: {exc.message})"
+            why = f"the session's event log cannot be read ({exc.code}: {exc.message})"
+            return Refusal(unverified, why)
         if not any(_logs(event, decision) for event in events):
-            return f"the event log has no approval event of request {decision.request_id!r}"
+            why = f"the event log has no approval event of request {decision.request_id!r}"
+            return Refusal(unverified, why)
         return None
 
     def _key(self) -> ApprovalKey:
@@ -457,6 +465,7 @@ def approval_event(
         terminal=decision.terminal,
         decided_at=decision.decided_at,
         shown=list(decision.shown),
+        signer=decision.signer,
     )
 
 

@@ -25,6 +25,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Discriminator,
+    Field,
     JsonValue,
     ModelWrapValidatorHandler,
     PlainSerializer,
@@ -40,7 +41,7 @@ from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.base.fsutil import loads_json
 from deepwork_core.base.identifiers import SessionId
 from deepwork_core.evidence.hashes import OutputEvidence, ShownOutput, StaleEvidence
-from deepwork_core.evidence.verdicts import CriterionVerdict, VerdictKind
+from deepwork_core.evidence.verdicts import CriterionVerdict, ReusedFrom, VerdictKind, unset
 from deepwork_core.state.usage.pair import RequestUsage
 
 #: The version written on every new line; a line without `v` is version 1.
@@ -71,6 +72,8 @@ class EventName(StrEnum):
     REVIEW_USAGE = "review_usage"
     REVIEW_STALLED = "review_stalled"
     BUDGET_EXHAUSTED = "budget_exhausted"
+    PARKED = "parked"
+    RESUMED = "resumed"
 
 
 def _iso(value: datetime) -> str:
@@ -183,6 +186,8 @@ class ReviewVerdictEvent(_Known):
     criteria: list[CriterionVerdict] = []
     #: The gate attempt the verdict belongs to, counted from 1.
     attempt: int | None = None
+    #: Set when no reviewer ran: the verdict was judged earlier (docs/quality-gate.md).
+    reused_from: ReusedFrom | None = Field(default=None, exclude_if=unset)
 
 
 class OverrideEvent(_Known):
@@ -260,6 +265,22 @@ class ApprovalEvent(_Known):
     terminal: str | None = None
     decided_at: Stamp
     shown: list[ShownOutput] = []
+    #: The trusted approver whose key signed the decision; None: unsigned (the seal decided).
+    signer: str | None = None
+
+    @property
+    def decided_by(self) -> str:
+        """Who decided, in a person's words (`decided_by`)."""
+        return decided_by(self.signer, self.actor)
+
+
+def decided_by(signer: str | None, actor: str) -> str:
+    """Who decided, in a person's words: the approver's name when a trusted key signed, with the
+    OS user only as "on <machine> as <user>" (`actor` is `user@host` from the command line and
+    the dashboard, the client's name and version from a client's form)."""
+    user, at, host = actor.rpartition("@")
+    where = f"on {host} as {user}" if at and user and host else f"through {actor}"
+    return f"approver {signer} ({where})" if signer else f"an unsigned decision ({where})"
 
 
 class AbortedEvent(_Known):
@@ -280,8 +301,10 @@ class CompletedEvent(_Known):
 class ReviewUsageEvent(_Known):
     """What one review task cost, in the log of the run's top-level session (docs/quality-gate.md).
 
-    `mode` is `external` (one reviewer call: tokens and cost as the reviewer reported them) or
-    `self` (a self-review was requested: nothing is metered, it is only counted). `outcome` is
+    `mode` is `external` (one reviewer call: tokens and cost as the reviewer reported them),
+    `reused` (no reviewer ran: the verdict of the same brief over the same bytes was taken from
+    `reused_from`; it costs 0, and `saved_usd` is what it cost when it was judged) or `self` (a
+    self-review was requested: nothing is metered, it is only counted). `outcome` is
     `passed`, `failed` or the error code the call ended with. The usage fields are a
     `RequestUsage`'s, flat as the log has always held them (`usage` gives them back as one).
     """
@@ -293,7 +316,7 @@ class ReviewUsageEvent(_Known):
     target_file: str | None = None
     #: The nested session the step belongs to, when it is not the run's own session.
     reviewed_session_id: str | None = None
-    mode: Literal["external", "self"] = "external"
+    mode: Literal["external", "reused", "self"] = "external"
     criteria: int = 0
     depth: str = "standard"
     model: str | None = None
@@ -309,6 +332,13 @@ class ReviewUsageEvent(_Known):
     #: The reviewer CLI that ran (`claude`, `codex`, `gemini`); None for self-review and for
     #: events written before runners were recorded.
     runner: str | None = None
+    #: With `mode: reused`: where the verdict was judged, and what it cost then.
+    reused_from: ReusedFrom | None = Field(default=None, exclude_if=unset)
+    saved_usd: float | None = Field(default=None, exclude_if=unset)
+    #: SHA-256 of the review's criteria as given (None: written before it was recorded).
+    criteria_sha256: str | None = None
+    #: The project files beside job.yml that define the review (a `.deepreview` rule's).
+    sources: list[str] = []
 
     @property
     def usage(self) -> RequestUsage:
@@ -337,6 +367,10 @@ class ReviewStalledEvent(_Known):
     retrying: bool
 
 
+def _is_run(cap: object) -> bool:
+    return cap == "run"  # the cap every line before day caps meant: left out
+
+
 class BudgetExhaustedEvent(_Known):
     """The run spent its review budget: the gate started no reviewer for these steps."""
 
@@ -347,6 +381,32 @@ class BudgetExhaustedEvent(_Known):
     spent_tokens: int
     max_cost_usd: float | None = None
     max_tokens: int | None = None
+    #: Which cap stopped it: the run's `budget`, or the project's `max_budget_usd_per_day`
+    #: (then `spent_usd` is the day's spending on the store, and `resets_at` when it resets).
+    cap: Literal["run", "day"] = Field(default="run", exclude_if=_is_run)
+    resets_at: Stamp | None = Field(default=None, exclude_if=unset)
+
+
+class ParkedEvent(_Known):
+    """A headless run stopped for a person (`reason`: `awaiting_approval`,
+    `attempts_exhausted` or `budget_exhausted`; docs/headless.md)."""
+
+    event: Literal["parked"] = "parked"
+    step_ids: list[str]
+    reason: str
+    request_id: str | None = None
+    machine: str = ""
+
+
+class ResumedEvent(_Known):
+    """`deepwork run --resume` started an agent on the run again, on `machine` in the checkout
+    `root` (`from_root`: the checkout that served it before, when another one did)."""
+
+    event: Literal["resumed"] = "resumed"
+    step_ids: list[str]
+    machine: str
+    root: str
+    from_root: str | None = None
 
 
 class OtherEvent(_Record):
@@ -381,6 +441,8 @@ KnownEvent = (
     | ReviewUsageEvent
     | ReviewStalledEvent
     | BudgetExhaustedEvent
+    | ParkedEvent
+    | ResumedEvent
 )
 
 _OTHER: Final = "other"
@@ -412,6 +474,8 @@ EventRecord = Annotated[
     | Annotated[ReviewUsageEvent, Tag("review_usage")]
     | Annotated[ReviewStalledEvent, Tag("review_stalled")]
     | Annotated[BudgetExhaustedEvent, Tag("budget_exhausted")]
+    | Annotated[ParkedEvent, Tag("parked")]
+    | Annotated[ResumedEvent, Tag("resumed")]
     | Annotated[OtherEvent, Tag(_OTHER)],
     Discriminator(_kind),
 ]

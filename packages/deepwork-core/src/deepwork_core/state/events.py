@@ -36,7 +36,7 @@ import contextlib
 import json
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -116,6 +116,11 @@ def event_line(event: EventRecord) -> str:
         ) from None
 
 
+#: The store's announcement channel of appended events; the payload is the session's id
+#: (`deepwork wait` listens on it, docs/headless.md).
+EVENTS_CHANNEL: Final = "deepwork_events"
+
+
 def append_event(store: Store, event: KnownEvent, *, project_id: str | None = None) -> None:
     """Append `event` to its session's log (committed before this returns, unless it joins a
     transaction already open on the store, with which it then commits), then tell the
@@ -134,6 +139,7 @@ def append_event(store: Store, event: KnownEvent, *, project_id: str | None = No
                 line,
             ),
         )
+        store.announce(tx, EVENTS_CHANNEL, event.session_id)
     if _listeners and not foreign:
         _notify(store, event)
 
@@ -204,12 +210,19 @@ def last_event_at(store: Store, session_id: SessionId) -> datetime | None:
     return datetime.fromtimestamp(float(stamp), UTC) if stamp is not None else None
 
 
-def session_marks(store: Store, *, kind: str | None = None) -> dict[str, tuple[int, float]]:
-    """For each session with events (of `kind`): the number of its newest one, which changes
-    whenever one is appended, and when that was logged (a Unix time). One query for a whole
-    list of runs."""
+def session_marks(
+    store: Store, *, kind: str | None = None, session_ids: Sequence[str] | None = None
+) -> dict[str, tuple[int, float]]:
+    """For each session with events (of `kind`; of `session_ids` only, when given): the number
+    of its newest one, which changes whenever one is appended, and when that was logged (a Unix
+    time). One query for a whole list of runs; with `session_ids`, it reads only their rows."""
     sql = "SELECT session_id, MAX(seq), MAX(ts) FROM events WHERE project_id = ?"
     params: list[object] = [store.project.project_id]
+    if session_ids is not None:
+        if not session_ids:
+            return {}
+        sql += f" AND session_id IN ({', '.join('?' for _ in session_ids)})"
+        params.extend(session_ids)
     if kind is not None:
         sql += " AND kind = ?"
         params.append(kind)

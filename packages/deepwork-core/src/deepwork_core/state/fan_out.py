@@ -29,6 +29,9 @@ class InstanceOf(_Record):
     branch: str | None = None
     #: True when the instance is one step of a concurrent group (its item is the step id).
     group: bool = False
+    #: The git tree of everything the worktree held when the gate accepted the instance: what
+    #: fan-in merges (docs/fan-out.md); None before it was accepted.
+    accepted_tree: str | None = None
 
 
 class FanInstance(_Record):

@@ -2,24 +2,28 @@
 (`deepwork status`, docs/navigation.md).
 
 `project_overview` reads the workflow stacks, the sessions on them and the newest finished
-sessions (from the read model of runs, `deepwork_core.state.read_model.runs`); it writes nothing.
+sessions; it writes nothing. What it reads does not grow with the project's history: the
+finished runs and the branches' first runs come from indexed queries of the list columns
+(`deepwork_core.state.store.run_lists`), and only the documents of the runs shown are parsed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from deepwork_core.base.errors import GitError
+from deepwork_core.base.errors import GitError, SessionError
 from deepwork_core.base.git import run_git
 from deepwork_core.evidence.verdicts import VerdictKind
-from deepwork_core.state.read_model.runs import ListedStatus, SessionView, list_sessions
 from deepwork_core.state.sessions import (
     Session,
     SessionStore,
 )
+from deepwork_core.state.store.approval_rows import open_decisions
+from deepwork_core.state.store.run_lists import branch_origins, finished_ids
 from deepwork_core.state.usage.pair import RunUsage
 from deepwork_core.state.usage.totals import run_id_of, run_usage
 
@@ -50,6 +54,9 @@ class ActiveEntry(_View):
     goal: str
     #: True while the current step waits for a human (`deepwork approve`, docs/evidence.md).
     awaiting_approval: bool = False
+    #: While it waits: the human's decision the agent has not picked up yet (True approved,
+    #: False changes requested); None: not decided yet.
+    decided: bool | None = None
     #: Decisions humans gave in this session so far (approved or not).
     approvals: int = 0
 
@@ -110,7 +117,10 @@ def gate_attempts(session: Session) -> int:
     )
 
 
-def active_entry(session: Session, agent_id: str | None) -> ActiveEntry:
+def active_entry(
+    session: Session, agent_id: str | None, decided: bool | None = None
+) -> ActiveEntry:
+    waiting = session.pending_approval is not None
     return ActiveEntry(
         session_id=session.session_id,
         agent_id=agent_id,
@@ -122,7 +132,8 @@ def active_entry(session: Session, agent_id: str | None) -> ActiveEntry:
         last_verdict=last_verdict(session),
         branch=session.branch_name,
         goal=session.goal,
-        awaiting_approval=session.pending_approval is not None,
+        awaiting_approval=waiting,
+        decided=decided if waiting else None,
         approvals=len(session.approvals),
     )
 
@@ -131,38 +142,54 @@ def project_overview(
     store: SessionStore, *, finished_limit: int = DEFAULT_FINISHED
 ) -> ProjectOverview:
     """The stacks of `store`'s project and its `finished_limit` newest finished sessions."""
+    project_id = store.store.project.project_id
+    with store.store.read() as tx:
+        waiting = open_decisions(tx, project_id)
     stacks = [
         StackView(
             agent_id=agent,
-            entries=[active_entry(s, agent) for s in sessions],
+            entries=[
+                active_entry(s, agent, waiting.get((project_id, s.session_id))) for s in sessions
+            ],
             review_usage=run_usage(store.store, run_id_of(sessions[0], store.load)),
         )
         for agent, sessions in store.all_stacks().items()
         if sessions
     ]
     active = {entry.session_id for stack in stacks for entry in stack.entries}
-    runs = list_sessions(store)
+    db = store.store
+
+    def origins(names: list[str]) -> dict[str, str | None]:
+        with db.read() as tx:
+            return branch_origins(tx, db.project.project_id, names)
+
     return ProjectOverview(
         stacks=stacks,
-        finished=_finished(runs, active, finished_limit),
-        branches=workflow_branches(store.project_root, runs),
+        finished=_finished(store, active, finished_limit),
+        branches=workflow_branches(store.project_root, origins),
     )
 
 
 def empty_overview(project_root: Path) -> ProjectOverview:
     """The overview of a project that has no store yet: nothing ran, only its branches show."""
-    return ProjectOverview(stacks=[], finished=[], branches=workflow_branches(project_root, []))
+    return ProjectOverview(
+        stacks=[], finished=[], branches=workflow_branches(project_root, lambda names: {})
+    )
 
 
-def workflow_branches(project_root: Path, runs: list[SessionView]) -> list[WorkflowBranch]:
-    """Every local `deepwork/…` branch, with where its run started and whether it is merged
-    there; [] outside git or when git fails."""
+def workflow_branches(
+    project_root: Path, origins: Callable[[list[str]], dict[str, str | None]]
+) -> list[WorkflowBranch]:
+    """Every local `deepwork/…` branch, with where its run started (`origins` answers that for
+    the branches listed: where each one's first run started) and whether it is merged there;
+    [] outside git or when git fails."""
     listed = _git(project_root, "for-each-ref", "--format=%(refname:short)", "refs/heads/deepwork/")
     if listed is None:
         return []
-    origin = {run.branch: run.started_from_branch for run in runs if run.branch}
+    names = sorted(filter(None, listed.splitlines()))
+    origin = origins(names) if names else {}
     branches = []
-    for name in sorted(filter(None, listed.splitlines())):
+    for name in names:
         base = origin.get(name)
         merged = _git(project_root, "merge-base", "--is-ancestor", name, base or "HEAD") is not None
         branches.append(WorkflowBranch(name=name, started_from=base, merged=merged))
@@ -178,24 +205,33 @@ def _git(project_root: Path, *args: str) -> str | None:
     return done.stdout if done.returncode == 0 else None
 
 
-def _finished(runs: list[SessionView], active: set[str], limit: int) -> list[FinishedEntry]:
-    """The newest `limit` finished runs, newest end first (the read model's list of runs)."""
-    finished = [
-        run
-        for run in runs
-        if run.session_id not in active
-        and run.status in (ListedStatus.COMPLETED, ListedStatus.ABORTED)
-    ]
-    finished.sort(key=lambda run: run.finished_at or run.started_at, reverse=True)
-    return [
-        FinishedEntry(
-            session_id=run.session_id,
-            job=run.job,
-            workflow=run.workflow,
-            status=run.status.value,
-            started_at=run.started_at,
-            finished_at=run.finished_at,
-            abort_reason=run.abort_reason,
-        )
-        for run in finished[:limit]
-    ]
+def _finished(store: SessionStore, active: set[str], limit: int) -> list[FinishedEntry]:
+    """The newest `limit` finished runs, newest end first: their ids from one indexed query,
+    then only their documents (one that cannot be read is left out; `deepwork log` reports
+    it)."""
+    if limit <= 0:
+        return []
+    db = store.store
+    with db.read() as tx:
+        ids = finished_ids(tx, db.project.project_id, limit=limit + len(active))
+    entries: list[FinishedEntry] = []
+    with store.transaction() as tx:
+        for session_id in ids:
+            if session_id in active or len(entries) == limit:
+                continue
+            try:
+                session = tx.load(session_id)
+            except SessionError:
+                continue
+            entries.append(
+                FinishedEntry(
+                    session_id=session.session_id,
+                    job=session.job_name,
+                    workflow=session.workflow_name,
+                    status=session.status.value,
+                    started_at=session.started_at,
+                    finished_at=session.completed_at,
+                    abort_reason=session.abort_reason,
+                )
+            )
+    return entries

@@ -95,6 +95,7 @@ class SessionEvents:
                     feedback=verdict.feedback,
                     criteria=list(verdict.criteria_results),
                     attempt=attempt,
+                    **({"reused_from": verdict.reused_from} if verdict.reused_from else {}),
                 ),
             )
 

@@ -8,7 +8,8 @@ stays for inspection until the retention rule prunes it. `stack.json` in `.deepw
 mirrors the stacks for the hooks (it exists exactly while some stack is not empty), rewritten in
 the transaction that changed a stack. Every read-modify-write is one store transaction; a row
 that does not parse or match the model raises `session.state_corrupt`, never a silent reset.
-Old files are imported on the store's first open (`deepwork_core.state.store.legacy`).
+Old files are imported on the store's first open (`deepwork_core.state.store.legacy`). The
+document itself, `Session`, is `deepwork_core.state.session_model`'s (imported from here too).
 """
 
 from __future__ import annotations
@@ -20,12 +21,10 @@ import string
 import threading
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
-from enum import StrEnum
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import SessionError
@@ -33,12 +32,18 @@ from deepwork_core.base.fsutil import loads_json
 from deepwork_core.base.identifiers import SessionId
 from deepwork_core.base.layout import STACK_FILE, TMP_DIR, session_file_name
 from deepwork_core.base.runtime_dir import ensure_tmp_dir
-from deepwork_core.evidence.hashes import OutputEvidence, OutputHash
-from deepwork_core.evidence.scope import RepoSnapshot
-from deepwork_core.evidence.verdicts import LoggedVerdictKind, ReviewVerdict, VerdictKind
-from deepwork_core.state.approvals import ApprovalRecord
-from deepwork_core.state.fan_out import FanOut, InstanceOf
 from deepwork_core.state.retention import delete_finished
+from deepwork_core.state.session_model import NOT_AN_ATTEMPT as NOT_AN_ATTEMPT
+from deepwork_core.state.session_model import SCHEMA_VERSION
+from deepwork_core.state.session_model import OutputValue as OutputValue
+from deepwork_core.state.session_model import Parked as Parked
+from deepwork_core.state.session_model import ParkReason as ParkReason
+from deepwork_core.state.session_model import PendingApproval as PendingApproval
+from deepwork_core.state.session_model import QualityEvent as QualityEvent
+from deepwork_core.state.session_model import Session as Session
+from deepwork_core.state.session_model import SessionStatus as SessionStatus
+from deepwork_core.state.session_model import StepRecord as StepRecord
+from deepwork_core.state.session_model import utc_now as utc_now
 from deepwork_core.state.stack_marker import write_stack_marker
 from deepwork_core.state.store.errors import StoreError
 from deepwork_core.state.store.port import Store, Tx
@@ -53,149 +58,12 @@ from deepwork_core.state.store.session_rows import (
     write_stack,
 )
 
-SCHEMA_VERSION: Literal[1] = 1
-
 #: Finished sessions older than this are pruned ...
 DEFAULT_MAX_AGE = timedelta(days=14)
 #: ... and of the finished ones, at most this many newest are kept.
 DEFAULT_KEEP_FINISHED = 200
 #: Pruning runs at most this often per store.
 _PRUNE_INTERVAL_S = 300.0
-
-OutputValue = str | list[str]
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
-class SessionStatus(StrEnum):
-    ACTIVE = "active"
-    COMPLETED = "completed"
-    ABORTED = "aborted"
-
-
-class _State(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=False)
-
-
-class StepRecord(_State):
-    """What happened to one step of a session."""
-
-    step_id: str
-    started_at: datetime
-    completed_at: datetime | None = None
-    outputs: dict[str, OutputValue] = Field(default_factory=dict)
-    notes: str | None = None
-    #: Quality-gate evaluations of the checkpoint this step belongs to (external reviewer).
-    quality_attempts: int = 0
-    #: The repository when the step began (the scope guard's baseline); None outside git.
-    began: RepoSnapshot | None = None
-
-
-#: Gate errors that are not an attempt (docs/quality-gate.md): no reviewer judged the outputs,
-#: so the engine gives the attempt back and no count of attempts includes them.
-NOT_AN_ATTEMPT: Final = frozenset(
-    {ErrorCode.QUALITY_GATE_REVIEWER_STALLED, ErrorCode.QUALITY_GATE_BUDGET_EXHAUSTED}
-)
-
-
-class QualityEvent(_State):
-    """One entry of a session's quality-gate audit trail."""
-
-    at: datetime
-    kind: LoggedVerdictKind
-    step_ids: list[str]
-    attempt: int | None = None
-    passed: bool | None = None
-    feedback: str | None = None
-    override_reason: str | None = None
-    error_code: str | None = None
-    review_file: str | None = None
-    reviews: list[ReviewVerdict] = Field(default_factory=list)
-
-    @property
-    def is_attempt(self) -> bool:
-        """False for the gate errors in `NOT_AN_ATTEMPT`."""
-        return self.error_code not in NOT_AN_ATTEMPT
-
-
-class PendingApproval(_State):
-    """A checkpoint that passed its reviews and waits for a human (docs/evidence.md)."""
-
-    request_id: str
-    entry_index: int
-    step_ids: list[str]
-    #: The verdict the evidence is bound to once the human approves.
-    verdict: VerdictKind
-    override_reason: str | None = None
-    #: The checkpoint's files as reviewed; a change voids the request.
-    hashes: list[OutputHash] = Field(default_factory=list)
-    #: Steps whose stale outputs were reviewed again with this checkpoint.
-    rereviewed: list[str] = Field(default_factory=list)
-
-
-class Session(_State):
-    """One run of a workflow."""
-
-    schema_version: Literal[1] = SCHEMA_VERSION
-    session_id: SessionId
-    job_name: str
-    workflow_name: str
-    instance_id: str | None = None
-    goal: str
-    status: SessionStatus = SessionStatus.ACTIVE
-    #: Index into the workflow's entries (a concurrent group counts once).
-    current_entry_index: int = 0
-    #: The step ids of the current entry (several for a concurrent group).
-    current_step_ids: list[str] = Field(min_length=1)
-    step_progress: dict[str, StepRecord] = Field(default_factory=dict)
-    parent_session_id: SessionId | None = None
-    #: The agent whose stack the session is on (None: the main stack).
-    agent_id: str | None = None
-    #: Set on a workflow a `sub_workflow` step started: that step of the parent session.
-    started_for_step: str | None = None
-    #: Values given at `start_workflow` (argument name -> text or project-relative path(s)).
-    inputs: dict[str, OutputValue] = Field(default_factory=dict)
-    branch_name: str | None = None
-    #: The branch the repository was on before the workflow's branch was checked out.
-    previous_branch: str | None = None
-    started_at: datetime
-    completed_at: datetime | None = None
-    abort_reason: str | None = None
-    quality_log: list[QualityEvent] = Field(default_factory=list)
-    #: The hash of every accepted output file with the verdict that covers it.
-    evidence: list[OutputEvidence] = Field(default_factory=list)
-    #: Stale files already reported at the last checkpoint (the next call reviews them again).
-    stale_reported: list[str] = Field(default_factory=list)
-    pending_approval: PendingApproval | None = None
-    approvals: list[ApprovalRecord] = Field(default_factory=list)
-    #: True once the answer said the scope guard is off (it says so once per session).
-    scope_guard_noted: bool = False
-    #: The fan-out of the current step, when it has `for_each` (docs/fan-out.md).
-    fan_out: FanOut | None = None
-    #: Set on an instance of a fanned-out step: its item.
-    instance_of: InstanceOf | None = None
-
-    @property
-    def workflow_label(self) -> str:
-        """`job_name/workflow_name`, as stack entries and abort responses name a workflow."""
-        return f"{self.job_name}/{self.workflow_name}"
-
-    @property
-    def current_step_id(self) -> str:
-        return self.current_step_ids[0]
-
-    def all_outputs(self) -> dict[str, OutputValue]:
-        """Outputs of every completed step, merged in completion order (later steps win)."""
-        merged: dict[str, OutputValue] = {}
-        records = sorted(
-            (r for r in self.step_progress.values() if r.completed_at is not None),
-            key=lambda r: r.completed_at or r.started_at,
-        )
-        for record in records:
-            merged.update(record.outputs)
-        return merged
 
 
 #: The stacks by agent id; `None` is the main stack.
@@ -221,6 +89,7 @@ def session_not_found(session_id: str) -> SessionError:
         f"there is no session {session_id!r}; use a session_id returned by "
         "start_workflow or finished_step (the stack lists the active ones)",
         code=ErrorCode.SESSION_NOT_FOUND,
+        session_id=session_id,
     )
 
 
@@ -408,11 +277,12 @@ class StateTransaction:
             completed_at=session.completed_at.timestamp() if session.completed_at else None,
             body=session.model_dump_json(),
             listed=ListColumns(
-                session.goal,
-                json.dumps(session.current_step_ids),
-                session.parent_session_id,
-                session.instance_of is not None,
-                session.pending_approval is not None,
+                goal=session.goal,
+                steps=json.dumps(session.current_step_ids),
+                parent_session_id=session.parent_session_id,
+                is_instance=session.instance_of is not None,
+                awaiting_approval=session.pending_approval is not None,
+                started_from=session.previous_branch,
             ),
         )
         save_session(self.db, self._project_id, self._store.project.machine, row, self._store.now())

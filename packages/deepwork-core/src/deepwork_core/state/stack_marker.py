@@ -4,10 +4,16 @@ The store holds the stacks; the plugins' hook commands test for this file before
 Python, and the hooks' light path reads it with plain `json` (`deepwork_mcp.hooks.active`). It
 exists, in the format `stack.json` always had, exactly while some stack is not empty, plus the
 job of the main stack's top session (`top_job`). The store never reads it.
+
+It is rewritten only when what a hook reads changes, and without an fsync: it mirrors what
+the store's transactions already made durable, so a power loss can at worst leave it at an
+earlier content until the next change of a stack (docs/runtime-layout.md says what that means
+for the hooks).
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Literal
@@ -47,6 +53,9 @@ def write_stack_marker(
         text = marker.model_dump_json(
             indent=2, exclude=empty | ({"top_job"} if not top_job else set())
         )
-        atomic_write_text(path, text + "\n", sync_folder=False)
+        with contextlib.suppress(OSError):
+            if path.read_text(encoding="utf-8") == text + "\n":
+                return  # what the hooks read is unchanged
+        atomic_write_text(path, text + "\n", sync_folder=False, sync=False)
     else:
         path.unlink(missing_ok=True)

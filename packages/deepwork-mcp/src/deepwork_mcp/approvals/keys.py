@@ -7,7 +7,9 @@ writes freely. It is `<state>/keys/<sha256 of the resolved project root>.key`, w
 reads the environment and passes the folder down; `deepwork serve` and `deepwork approve` of one
 project therefore find the same key.
 
-The same folder holds the local human approver's Ed25519 key, `<state>/approvers/<name>.key`
+The same folder holds this machine's gate key, `<state>/gate/gate.key`, which signs the receipt
+of every completed run (docs/verify.md), named after the host; and the local human approver's
+Ed25519 key, `<state>/approvers/<name>.key`
 (`deepwork approver init`), with which `deepwork approve` and the dashboard sign decisions. Which
 approver signs: `--approver NAME`, else `DEEPWORK_APPROVER`, else the only key there is. Whether
 the run state is shared with other machines (so signatures are required): the project's store
@@ -19,12 +21,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+import socket
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
+from deepwork_core.base.config import load_config
 from deepwork_core.base.error_codes import ErrorCode
-from deepwork_core.base.layout import APPROVERS_DIR
+from deepwork_core.receipts.keys import GateKey
 from deepwork_core.state.approval_seal import ApprovalKey, ApprovalKeyError
 from deepwork_core.state.approval_signatures import ApproverSigner, TrustedApprovers
 from deepwork_core.state.store.opening import choose_store_url
@@ -54,6 +58,11 @@ def approval_key(state: Path, project_root: Path) -> ApprovalKey:
     return ApprovalKey(state / "keys" / f"{digest}.key")
 
 
+def gate_key(state: Path) -> GateKey:
+    """This machine's gate key under the state folder `state` (made on first use)."""
+    return GateKey(state / "gate" / "gate.key", socket.gethostname())
+
+
 def store_is_shared(project_root: Path, env: Mapping[str, str]) -> bool:
     """True when the run state of `project_root` is in a PostgreSQL store other machines
     share: `DEEPWORK_STORE_URL` in `env` names one, else the project's store URL does."""
@@ -62,20 +71,31 @@ def store_is_shared(project_root: Path, env: Mapping[str, str]) -> bool:
 
 
 def trusted_approvers(project_root: Path, env: Mapping[str, str]) -> TrustedApprovers:
-    """The approvers `project_root` trusts (`.deepwork/approvers/`), shared as its store is."""
-    return TrustedApprovers(project_root / APPROVERS_DIR, shared=store_is_shared(project_root, env))
+    """The approvers `project_root` trusts (`.deepwork/approvers/` as committed on the ref
+    `approvals.trusted_ref` of its config names, else its base branch), shared as its store is."""
+    return TrustedApprovers(
+        project_root,
+        ref=load_config(project_root).approvals.trusted_ref,
+        shared=store_is_shared(project_root, env),
+    )
 
 
 def approver_path(state: Path, name: str) -> Path:
     return state / "approvers" / f"{name}.key"
 
 
-def local_signer(state: Path, env: Mapping[str, str], name: str | None) -> ApproverSigner | None:
+def local_signer(
+    state: Path, env: Mapping[str, str], name: str | None, trusted: TrustedApprovers
+) -> ApproverSigner | None:
     """The approver who signs here: `name`, else `DEEPWORK_APPROVER`, else the only key in
-    `<state>/approvers/`; None when there is none. Several keys and no name: an error."""
+    `<state>/approvers/`; None when there is none. Several keys and no name: an error, but only
+    where `trusted` requires a signature; elsewhere the project's seal decides and no key is
+    chosen (docs/team.md)."""
     chosen = name or env.get(APPROVER_ENV) or None
     if chosen is not None:
         return ApproverSigner(chosen, approver_path(state, chosen))
+    if not trusted.required():
+        return None
     try:
         names = sorted(p.stem for p in (state / "approvers").glob("*.key"))
     except OSError:

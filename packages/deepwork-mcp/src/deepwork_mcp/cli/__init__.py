@@ -53,7 +53,27 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
         "Serve the runs, approvals and stats of a project in the browser.",
     ),
     "report": ("deepwork_mcp.cli.report", "report", "Write one run as a self-contained HTML page."),
+    "receipt": (
+        "deepwork_mcp.cli.receipts.write",
+        "receipt",
+        "Write the signed receipt of a completed run again.",
+    ),
+    "verify": (
+        "deepwork_mcp.cli.receipts.verify",
+        "verify",
+        "Check the receipts of a change: signed, unchanged, as the base ref's policy asks.",
+    ),
     "store": ("deepwork_mcp.cli.store", "store", "Where run state lives; export a run as JSONL."),
+    "run": (
+        "deepwork_mcp.cli.headless.run",
+        "run",
+        "Run a job with an agent no person attends (CI, scripts).",
+    ),
+    "wait": (
+        "deepwork_mcp.cli.headless.wait",
+        "wait",
+        "Wait until the person a parked run waits for has decided.",
+    ),
 }
 
 

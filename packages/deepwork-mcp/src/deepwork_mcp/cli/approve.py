@@ -8,7 +8,9 @@ signed with the local approver's key when there is one (`deepwork approver init`
 and logged as an `approval` event. What it shows is the server's sealed request, refused when the
 seal does not verify (`approval.request_unverified`), and escaped (docs/security.md): the step,
 the question and each shown file with its hash and its content. Then it asks for confirmation
-(`--yes` answers yes, for scripts; without a terminal to ask on, `--yes` is needed).
+(`--yes` answers yes, for scripts; without a terminal to ask on, `--yes` is needed). Inside a
+headless run's agent (`DEEPWORK_RUN` set by `deepwork run`) it refuses (`approval.inside_run`):
+a decision from inside the run never counts (docs/headless.md).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from deepwork_core.base.errors import FileReadError
 from deepwork_core.base.escaping import indented, printable
 from deepwork_core.base.fsutil import read_bytes_file
 from deepwork_core.base.identifiers import SessionId, parse_session_id
+from deepwork_core.engine.parking import refuse_inside_run
 from deepwork_core.state.approvals import (
     ApprovalChannel,
     ApprovalRecord,
@@ -76,9 +79,10 @@ def approve(
     root = project.resolve()
     state = state_dir(os.environ)
     try:
+        refuse_inside_run(os.environ)
         parsed = parse_session_id(session_id)
         key, trusted = approval_key(state, root), trusted_approvers(root, os.environ)
-        signer = local_signer(state, os.environ, approver_name)
+        signer = local_signer(state, os.environ, approver_name, trusted)
         with existing_project_store(root) as opened:
             if opened is None:  # no store, so nothing waits
                 raise nothing_to_decide(parsed)

@@ -1,8 +1,9 @@
 """`deepwork approver init`: make this user's approver key pair and have the project trust it.
 
 The private key goes to the user's state directory (`<state>/approvers/<name>.key`, mode 0600);
-the public key to `.deepwork/approvers/<name>.pub` in the project, to be committed. Once a project
-trusts any key, decisions count only when a trusted approver signed them (docs/team.md).
+the public key to `.deepwork/approvers/<name>.pub` in the project, to be committed and merged into
+the base branch: keys are trusted only as committed there. Once the base branch trusts any key,
+decisions count only when a trusted approver signed them (docs/team.md).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from deepwork_core import DeepWorkError
 from deepwork_core.base.escaping import printable
 from deepwork_core.base.fsutil import atomic_write_text
 from deepwork_core.base.layout import APPROVERS_DIR
-from deepwork_core.state.approval_signatures import ApproverSigner, public_line
+from deepwork_core.evidence.trusted_keys import public_line
+from deepwork_core.state.approval_signatures import ApproverSigner
 
 from deepwork_mcp.approvals.keys import approver_path, state_dir
 from deepwork_mcp.cli.options import cli_error, project_option
@@ -53,8 +55,10 @@ def init(name: str | None, no_trust: bool, project: Path) -> None:
         click.echo(printable(f"Public key: {line.strip()}"))
         return
     click.echo(
-        printable(f"Wrote {target}; commit it. ")
-        + "From now on this project counts only approvals signed by a trusted approver."
+        printable(f"Wrote {target}; commit it and merge it into the base branch. ")
+        + "It counts once it is on the base branch (approvals.trusted_ref, else origin/HEAD, "
+        "main or master); from then on this project counts only approvals signed by a "
+        "trusted approver."
     )
 
 

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 import click
 from deepwork_core import DeepWorkError
+from deepwork_core.engine.parking import refuse_inside_run
 
 from deepwork_mcp.cli.options import cli_error, project_option
 from deepwork_mcp.dashboard.guard import new_token
@@ -53,6 +54,7 @@ def dashboard(project: Path, port: int, host: str, public_url: str | None, no_op
     """Serve the runs, approvals and stats of the project on 127.0.0.1 until interrupted."""
     _check_public_url(host, public_url)
     try:
+        refuse_inside_run(os.environ)  # its decisions would come from inside the run
         sock = bind_loopback(port, host)
     except DeepWorkError as exc:
         raise cli_error(exc) from None

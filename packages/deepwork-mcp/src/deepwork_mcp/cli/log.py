@@ -35,6 +35,9 @@ def render_event(event: EventRecord) -> list[str]:
     that hold lists of objects (e.g. a verdict's criteria), keys in the order of its line."""
     stamp = event.ts.isoformat()[:19].replace("T", " ") if event.ts is not None else ""
     fields = event.details()
+    origin = getattr(event, "reused_from", None)
+    if origin is not None:  # a reused verdict says so as every view does
+        fields["reused_from"] = origin.text
     nested: dict[str, list[dict[str, JsonValue]]] = {}
     for key, value in fields.items():
         if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import click
 from deepwork_core import DeepWorkError
+from deepwork_core.base.errors import SessionError
 from deepwork_core.base.escaping import printable
 
 if TYPE_CHECKING:
@@ -38,7 +39,13 @@ def cli_error(exc: DeepWorkError) -> click.ClickException:
 
     The message is escaped (docs/security.md): it often quotes what an agent or a file gave.
     """
-    return click.ClickException(printable(f"{exc.code}: {exc.message}"))
+    message = exc.message
+    if isinstance(exc, SessionError) and exc.session_id is not None:  # session.not_found
+        message = (
+            f"there is no session {exc.session_id!r} in this project's store; `deepwork "
+            "status` lists the active runs (`deepwork status --all` every project's)"
+        )
+    return click.ClickException(printable(f"{exc.code}: {message}"))
 
 
 def store_url(project: Path) -> str | None:
@@ -50,6 +57,15 @@ def store_url(project: Path) -> str | None:
     return choose_store_url(project, os.environ.get(STORE_URL_ENV))
 
 
+def show_notices(store: Store | None) -> None:
+    """Print the store's warnings of its opening (an old file set aside) on stderr, once."""
+    if store is None:
+        return
+    for notice in store.notices:
+        click.echo(printable(f"warning: {notice}"), err=True)
+    store.notices.clear()
+
+
 @contextmanager
 def project_store(project: Path) -> Iterator[Store]:
     """The project's store for this command (made when it has none yet), closed at the end.
@@ -57,6 +73,7 @@ def project_store(project: Path) -> Iterator[Store]:
     from deepwork_core.state.store.opening import open_store
 
     with open_store(store_url(project), project) as store:
+        show_notices(store)
         yield store
 
 
@@ -67,6 +84,7 @@ def existing_project_store(project: Path) -> Iterator[Store | None]:
     from deepwork_core.state.store.opening import open_existing_store
 
     store = open_existing_store(store_url(project), project)
+    show_notices(store)
     try:
         yield store
     finally:

@@ -23,8 +23,8 @@ from deepwork_core.base.config import (
     TIMEOUT_LIMIT_S,
 )
 
-from deepwork_mcp.approvals.launch import launch_prefix, parent_argv
 from deepwork_mcp.cli.options import cli_error
+from deepwork_mcp.launch import launch_prefix, parent_argv
 
 if TYPE_CHECKING:
     from types import FrameType
@@ -110,6 +110,13 @@ _GATE = _DEFAULTS.quality_gate
     default=False,
     help="Do not create a git branch per top-level workflow (default: config git.create_branch).",
 )
+@click.option(
+    "--headless",
+    is_flag=True,
+    default=False,
+    help="No person attends: a human gate parks the run instead of waiting (docs/headless.md; "
+    "implied by CI=true and inside `deepwork run`).",
+)
 def serve(
     project_path: Path | None,
     no_quality_gate: bool,
@@ -122,6 +129,7 @@ def serve(
     max_quality_attempts: int | None,
     quality_gate_timeout: int | None,
     no_branch: bool,
+    headless: bool,
 ) -> None:
     """Run the DeepWork MCP server for a project."""
     # Importing FastMCP and our models creates hundreds of thousands of objects; the cyclic GC
@@ -131,15 +139,11 @@ def serve(
     token = None if transport == "stdio" else _http_token(host, allow_remote)
     gc.disable()
     from deepwork_core import DeepWorkError, load_config
-    from deepwork_core.jobs.discovery import parse_folder_list
 
     _configure_logging()
     root = (project_path or Path.cwd()).resolve()
     # FastMCP is imported only now: `deepwork --version` and `--help` stay cheap.
     import fastmcp
-
-    from deepwork_mcp.approvals.keys import state_dir
-    from deepwork_mcp.server import create_server
 
     fastmcp.settings.check_for_updates = "off"
     try:
@@ -152,17 +156,7 @@ def serve(
             quality_gate_timeout=quality_gate_timeout,
             no_branch=no_branch,
         )
-        additional = parse_folder_list(os.environ.get(ADDITIONAL_JOBS_ENV))
-        telemetry = _start_telemetry(config.platform, additional)
-        server = create_server(
-            root,
-            config,
-            additional_jobs_folders=additional,
-            follow_client_roots=project_path is None,
-            state_dir=state_dir(os.environ),
-            launch=launch_prefix(parent_argv()),
-            trace_env=None if telemetry is None else telemetry.reviewer_env,
-        )
+        server = _server(root, config, follow_client_roots=project_path is None, headless=headless)
     except DeepWorkError as exc:
         raise cli_error(exc) from None
     finally:
@@ -170,6 +164,32 @@ def serve(
         gc.enable()
     _stop_children_on_exit()
     _run(server, transport, host, port, token)
+
+
+def _server(
+    root: Path, config: DeepWorkConfig, *, follow_client_roots: bool, headless: bool
+) -> FastMCP:
+    """The server for `root` with the settings the environment adds: additional job folders,
+    telemetry, the approval keys' folder, how the user launches DeepWork, and whether a person
+    attends (`--headless`, `CI=true`, inside `deepwork run`: docs/headless.md)."""
+    from deepwork_core.engine.parking import headless_from_env
+    from deepwork_core.jobs.discovery import parse_folder_list
+
+    from deepwork_mcp.approval_keys import state_dir
+    from deepwork_mcp.server import create_server
+
+    additional = parse_folder_list(os.environ.get(ADDITIONAL_JOBS_ENV))
+    telemetry = _start_telemetry(config.platform, additional)
+    return create_server(
+        root,
+        config,
+        additional_jobs_folders=additional,
+        follow_client_roots=follow_client_roots,
+        state_dir=state_dir(os.environ),
+        launch=launch_prefix(parent_argv()),
+        trace_env=None if telemetry is None else telemetry.reviewer_env,
+        headless=headless or headless_from_env(os.environ),
+    )
 
 
 def _start_telemetry(platform: str, additional_jobs_folders: list[Path]) -> Telemetry | None:
@@ -213,26 +233,30 @@ def _http_token(host: str, allow_remote: bool) -> str | None:
     """The bearer token every http/sse request must carry (None: loopback without token).
 
     A bind address other than loopback exposes the project to the network: it needs
-    `--allow-remote` and a token in DEEPWORK_HTTP_TOKEN, and a warning says so.
+    `--allow-remote` and a token in DEEPWORK_HTTP_TOKEN, and then a warning says so (a refused
+    one is refused without the warning).
     """
     from deepwork_mcp.http_guard import is_loopback
 
     token = os.environ.get(HTTP_TOKEN_ENV) or None
     if is_loopback(host):
         return token
-    click.echo(
-        f"warning: --host {host} makes this server reachable from other machines; anyone who "
-        "can reach it and holds the token can run workflows and read review files of this "
-        "project",
-        err=True,
-    )
     if not allow_remote:
-        raise click.UsageError(f"--host {host} is not loopback; pass --allow-remote to confirm")
+        raise click.UsageError(
+            f"--host {host} is not loopback: it makes this server reachable from other "
+            f"machines; pass --allow-remote (and a token in {HTTP_TOKEN_ENV}) to confirm"
+        )
     if token is None or len(token) < MIN_TOKEN_LENGTH:
         raise click.UsageError(
             f"--allow-remote needs a bearer token of at least {MIN_TOKEN_LENGTH} characters "
             f"in {HTTP_TOKEN_ENV}"
         )
+    click.echo(  # warned only once the server is really going to listen there
+        f"warning: --host {host} makes this server reachable from other machines; anyone who "
+        "can reach it and holds the token can run workflows and read review files of this "
+        "project",
+        err=True,
+    )
     return token
 
 

@@ -11,7 +11,7 @@ import click
 from deepwork_core import DeepWorkError
 from deepwork_core.base.escaping import printable
 from deepwork_core.state.stats import Stats, StepStats, collect_stats
-from deepwork_core.state.usage.pair import cost_text
+from deepwork_core.state.usage.pair import RunUsage, cost_text
 from deepwork_core.state.usage.totals import ReviewCostRow
 
 from deepwork_mcp.cli.options import cli_error, existing_project_store, project_option
@@ -36,12 +36,17 @@ def stats(job: str | None, as_json: bool, project: Path) -> None:
     if as_json:
         click.echo(printable(figures.model_dump_json(indent=2), keep="\n"))
         return
-    _print_table(figures)
+    _print_table(figures, job)
 
 
-def _print_table(figures: Stats) -> None:
-    if not figures.jobs:
-        click.echo("No workflow runs recorded yet (.deepwork/tmp/events/ is empty).")
+def _print_table(figures: Stats, only: str | None = None) -> None:
+    if not figures.jobs and only is not None:
+        click.echo(
+            f"No runs of job {printable(only)!r} recorded yet in this project's store "
+            "(`deepwork stats` without --job shows every job's)."
+        )
+    elif not figures.jobs:
+        click.echo("No workflow runs recorded yet in this project's store.")
     for job in figures.jobs:
         click.echo(
             f"{printable(job.job)}: {job.sessions} session(s), {job.completed} completed, "
@@ -73,9 +78,16 @@ def _cost_line(row: ReviewCostRow) -> str:
     usage, mean = row.usage, "-" if row.mean_seconds is None else f"{row.mean_seconds:.1f} s"
     return (
         f"{cost_text(usage)}, {usage.tokens} tokens, {usage.calls} call(s), "
-        f"{usage.self_reviews} self-review(s), mean {mean}, "
+        f"{usage.self_reviews} self-review(s), {_reused(usage)}mean {mean}, "
         f"first-attempt pass {_percent(row.first_attempt_pass_rate)}"
     )
+
+
+def _reused(usage: RunUsage) -> str:
+    """`3 reused (saved 0.0600 USD), ` or nothing: verdicts reused cost 0 and add no call."""
+    if not usage.reused_verdicts:
+        return ""
+    return f"{usage.reused_verdicts} reused (saved {usage.saved_usd:.4f} USD), "
 
 
 def _step_line(step: StepStats) -> str:

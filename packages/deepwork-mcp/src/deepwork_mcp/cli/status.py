@@ -29,14 +29,20 @@ from deepwork_core.state.overview import (
 )
 from deepwork_core.state.sessions import SessionStore
 from deepwork_core.state.store.opening import StoreWhenItExists
-from deepwork_core.state.store.session_rows import StoredSession, list_session_rows
+from deepwork_core.state.store.run_lists import StoredRun, count_runs, list_runs
 from deepwork_core.state.store.url import SQLITE_FILE
 from deepwork_core.state.usage.pair import RunUsage, cost_text
 
-from deepwork_mcp.cli.options import cli_error, project_option, project_store, store_url
+from deepwork_mcp.cli.options import (
+    cli_error,
+    existing_project_store,
+    project_option,
+    show_notices,
+    store_url,
+)
 
-#: The most runs `--all` lists (newest first).
-ALL_RUNS_LIMIT = 10_000
+#: The runs one page of `--all` lists (newest first) unless `--per-page` says otherwise.
+ALL_RUNS_PAGE = 1_000
 #: Seconds between two looks at the state folder under --watch.
 POLL_SECONDS = 0.5
 #: Seconds after which --watch redraws even without a change (ages move on).
@@ -71,7 +77,10 @@ def _entry_line(entry: ActiveEntry, now: datetime) -> str:
         parts.append(f"branch {entry.branch}")
     if entry.approvals:
         parts.append(f"approvals {entry.approvals}")
-    if entry.awaiting_approval:
+    if entry.awaiting_approval and entry.decided is not None:
+        decision = "APPROVED" if entry.decided else "CHANGES REQUESTED"
+        parts.append(f"{decision}, waiting for the agent's next finished_step")
+    elif entry.awaiting_approval:
         parts.append(f"AWAITING APPROVAL: deepwork approve {entry.session_id}")
     return printable("  ".join(parts))
 
@@ -130,12 +139,17 @@ def state_fingerprint(state_dir: Path) -> int:
     return marks
 
 
-def render_runs(runs: list[StoredSession], now: datetime) -> str:
-    """Every run of every project in the store, newest first, one line each."""
+def render_runs(runs: list[StoredRun], now: datetime) -> str:
+    """Runs of every project in the store, newest first, one line each; a row that does not
+    read is one line saying so."""
     if not runs:
         return "No runs in the store.\n"
     lines = []
     for run in runs:
+        if run.problem is not None or run.updated_at is None:
+            shown = f"session {run.session_id}  project {run.project_root}  {run.problem}"
+            lines.append(printable(f"{'bad':<9}  {shown}"))
+            continue
         parts = [
             f"{run.status:<9}",
             f"{run.job}/{run.workflow}",
@@ -150,17 +164,37 @@ def render_runs(runs: list[StoredSession], now: datetime) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _print_all_runs(project: Path, as_json: bool, limit: int) -> None:
+def more_text(total: int, page: int, per_page: int) -> str | None:
+    """What a page of `--all` leaves out, with the command that shows the next page (None:
+    nothing after it)."""
+    after = total - page * per_page
+    if after <= 0:
+        return None
+    size = "" if per_page == ALL_RUNS_PAGE else f" --per-page {per_page}"
+    return f"{after:,} more runs: deepwork status --all --page {page + 1}{size}"
+
+
+def _print_all_runs(project: Path, as_json: bool, page: int, per_page: int) -> None:
     try:
-        with project_store(project) as store, store.read() as tx:
-            runs = list_session_rows(tx, limit=limit)
+        with existing_project_store(project) as store:  # a read never creates a store
+            runs: list[StoredRun] = []
+            total = 0
+            if store is not None:
+                with store.read() as tx:
+                    runs = list_runs(tx, limit=per_page, offset=(page - 1) * per_page)
+                    total = count_runs(tx)
     except DeepWorkError as exc:
         raise cli_error(exc) from None
+    more = more_text(total, page, per_page)
     if as_json:
         text = json.dumps([run._asdict() for run in runs], indent=2)
         click.echo(printable(text, keep="\n"))
-    else:
-        click.echo(render_runs(runs, datetime.now(UTC)), nl=False)
+        if more is not None:
+            click.echo(more, err=True)
+        return
+    click.echo(render_runs(runs, datetime.now(UTC)), nl=False)
+    if more is not None:
+        click.echo(more)
 
 
 def watch(
@@ -202,13 +236,36 @@ def watch(
     "--all",
     "all_projects",
     is_flag=True,
-    help="List every run of every project in the store (project, machine, branch, agent).",
+    help="List the runs of every project in the store (project, machine, branch, agent), "
+    "newest first, a page at a time.",
 )
-def status(project: Path, as_json: bool, watching: bool, finished: int, all_projects: bool) -> None:
+@click.option(
+    "--page",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="With --all: the page to list.",
+)
+@click.option(
+    "--per-page",
+    type=click.IntRange(min=1, max=10_000),
+    default=ALL_RUNS_PAGE,
+    show_default=True,
+    help="With --all: runs per page.",
+)
+def status(
+    project: Path,
+    as_json: bool,
+    watching: bool,
+    finished: int,
+    all_projects: bool,
+    page: int,
+    per_page: int,
+) -> None:
     """Show the active workflow stacks and the last finished sessions."""
     root = project.resolve()
     if all_projects:
-        _print_all_runs(root, as_json, ALL_RUNS_LIMIT)
+        _print_all_runs(root, as_json, page, per_page)
         return
     try:
         stores = StoreWhenItExists(store_url(root), root)
@@ -218,6 +275,7 @@ def status(project: Path, as_json: bool, watching: bool, finished: int, all_proj
     def draw() -> None:
         try:
             found = stores.get()  # under --watch: the store a server makes meanwhile
+            show_notices(found)
             sessions = None if found is None else SessionStore(found, root)
             overview = (
                 empty_overview(root)

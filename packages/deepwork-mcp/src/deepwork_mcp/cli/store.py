@@ -12,8 +12,15 @@ from pathlib import Path
 import click
 from deepwork_core import DeepWorkError
 from deepwork_core.base.identifiers import parse_session_id
+from deepwork_core.state.sessions import SessionStore, session_not_found
+from deepwork_core.state.store.url import parse_store_url
 
-from deepwork_mcp.cli.options import cli_error, project_option, project_store
+from deepwork_mcp.cli.options import (
+    cli_error,
+    existing_project_store,
+    project_option,
+    store_url,
+)
 
 
 @click.group()
@@ -28,11 +35,17 @@ def export(project: Path, session_id: str) -> None:
     """Print the event log of SESSION_ID as JSON Lines (one event a line)."""
     try:
         parsed = parse_session_id(session_id)
-        with project_store(project.resolve()) as opened, opened.read() as tx:
-            rows = tx.execute(
-                "SELECT body FROM events WHERE project_id = ? AND session_id = ? ORDER BY seq",
-                (opened.project.project_id, parsed),
-            )
+        root = project.resolve()
+        with existing_project_store(root) as opened:  # a read never creates a store
+            if opened is None:
+                raise session_not_found(parsed)
+            with opened.read() as tx:
+                rows = tx.execute(
+                    "SELECT body FROM events WHERE project_id = ? AND session_id = ? ORDER BY seq",
+                    (opened.project.project_id, parsed),
+                )
+            if not rows:  # no log: session.not_found unless the session exists
+                SessionStore(opened, root).load(parsed)
     except DeepWorkError as exc:
         raise cli_error(exc) from None
     for (body,) in rows:
@@ -43,9 +56,17 @@ def export(project: Path, session_id: str) -> None:
 @project_option
 def info(project: Path) -> None:
     """Name the project's store (password masked) and its schema version."""
+    root = project.resolve()
     try:
-        with project_store(project.resolve()) as opened, opened.read() as tx:
-            [(version,)] = tx.execute("SELECT value FROM store_meta WHERE key = 'schema_version'")
+        with existing_project_store(root) as opened:  # a read never creates a store
+            if opened is None:
+                where = parse_store_url(store_url(root), root)
+                click.echo(f"{where.kind} {where.display} (not created yet: the first run does)")
+                return
+            with opened.read() as tx:
+                [(version,)] = tx.execute(
+                    "SELECT value FROM store_meta WHERE key = 'schema_version'"
+                )
     except DeepWorkError as exc:
         raise cli_error(exc) from None
     click.echo(f"{opened.kind} {opened.display} (schema version {version})")

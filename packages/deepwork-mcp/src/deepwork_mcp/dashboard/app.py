@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import getpass
+import logging
 import os
 import socket
 from collections.abc import AsyncIterator
@@ -37,12 +38,13 @@ from deepwork_core.state.approvals import (
     nothing_to_decide,
     record_decision,
 )
-from deepwork_core.state.read_model.runs import SessionView
+from deepwork_core.state.read_model.runs import Run
 from deepwork_core.state.sessions import SessionStore, session_not_found
 from deepwork_core.state.stats import collect_stats
 from deepwork_core.state.store.approval_rows import project_of
 from deepwork_core.state.store.opening import StoreWhenItExists, choose_store_url
-from deepwork_core.state.store.session_rows import StoredSession
+from deepwork_core.state.store.port import Store
+from deepwork_core.state.store.run_lists import StoredRun
 from deepwork_core.state.store.url import STORE_URL_ENV
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -50,7 +52,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
-from deepwork_mcp.approvals.keys import (
+from deepwork_mcp.approval_keys import (
     approval_key,
     local_signer,
     state_dir,
@@ -61,6 +63,8 @@ from deepwork_mcp.dashboard.assets import SCRIPT, STYLESHEET
 from deepwork_mcp.dashboard.guard import TOKEN_FIELD, DashboardGuard, same_token
 from deepwork_mcp.dashboard.rendering import text
 from deepwork_mcp.dashboard.run_page import run_page
+
+logger = logging.getLogger("deepwork.dashboard")
 
 #: A decision form larger than this is refused (a reason is a sentence or two).
 MAX_FORM_BYTES: Final = 64 * 1024
@@ -95,10 +99,20 @@ class DashboardRoutes:
         self.stores = StoreWhenItExists(url, project_root)
         self._sessions: SessionStore | None = None
 
+    def store(self) -> Store | None:
+        """The project's store, once it has one (None until then); the warnings of its opening
+        (an old file set aside) go to the log."""
+        store = self.stores.get()
+        if store is not None:
+            for notice in store.notices:
+                logger.warning("%s", notice)
+            store.notices.clear()
+        return store
+
     def sessions(self) -> SessionStore | None:
         """The project's sessions, once it has a store (None until then)."""
         if self._sessions is None:
-            store = self.stores.get()
+            store = self.store()
             if store is not None:
                 self._sessions = SessionStore(store, self.root)
         return self._sessions
@@ -115,7 +129,7 @@ class DashboardRoutes:
     ) -> ApprovalStore:
         """The project's approvals under its key; `signing`: with the local approver's key;
         `project`: the approvals of another project of the shared store (docs/team.md)."""
-        signer = local_signer(self.state, os.environ, None) if signing else None
+        signer = local_signer(self.state, os.environ, None, self.trusted) if signing else None
         return ApprovalStore(
             sessions.store,
             self.root,
@@ -131,7 +145,7 @@ class DashboardRoutes:
     def all_runs_fragment(self, request: Request) -> Response:
         return HTMLResponse(pages.all_runs_fragment(self._all_runs()))
 
-    def _all_runs(self) -> list[StoredSession]:
+    def _all_runs(self) -> list[StoredRun]:
         sessions = self.sessions()
         return [] if sessions is None else views.all_runs(sessions)
 
@@ -143,7 +157,7 @@ class DashboardRoutes:
         page = _page(request)
         return HTMLResponse(pages.runs_fragment(self._runs(page), page, views.RUNS_PER_PAGE))
 
-    def _runs(self, page: int) -> list[SessionView]:
+    def _runs(self, page: int) -> list[Run]:
         sessions = self.sessions()
         offset = (page - 1) * views.RUNS_PER_PAGE
         return [] if sessions is None else views.runs(sessions, offset=offset)
@@ -155,7 +169,7 @@ class DashboardRoutes:
             sessions = self.sessions()
             if sessions is None:  # no store, so no run at all
                 raise session_not_found(parsed)
-            page = views.session_page_view(sessions, parsed, self.approval_store(sessions))
+            page = views.run_page_view(sessions, parsed, self.approval_store(sessions))
         except DeepWorkError as exc:
             missing = pages.message_page("Not found", f"{exc.code}: {exc.message}")
             return HTMLResponse(missing, status_code=404)
@@ -164,7 +178,7 @@ class DashboardRoutes:
         return HTMLResponse(run_page(page, token=self.token, reviews=table))
 
     def reviews(self, request: Request) -> Response:
-        return HTMLResponse(reviews.reviews_page(reviews.review_rows(self.stores.get())))
+        return HTMLResponse(reviews.reviews_page(reviews.review_rows(self.store())))
 
     def reviews_fragment(self, request: Request) -> Response:
         session_id = request.query_params.get("session")
@@ -173,7 +187,7 @@ class DashboardRoutes:
                 parse_session_id(session_id)
             except DeepWorkError as exc:
                 return HTMLResponse(text_of(exc), status_code=404)
-        rows = reviews.review_rows(self.stores.get(), session_id)
+        rows = reviews.review_rows(self.store(), session_id)
         return HTMLResponse(
             reviews.reviews_fragment(reviews.ReviewTable(rows=rows, session_id=session_id))
         )
@@ -268,7 +282,7 @@ class DashboardRoutes:
         return HTMLResponse(page, status_code=status)
 
     def stats(self, request: Request) -> Response:
-        return HTMLResponse(pages.stats_page(collect_stats(self.stores.get())))
+        return HTMLResponse(pages.stats_page(collect_stats(self.store())))
 
     def stylesheet(self, request: Request) -> Response:
         return Response(STYLESHEET, media_type="text/css")

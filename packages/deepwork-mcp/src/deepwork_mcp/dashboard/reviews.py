@@ -47,6 +47,9 @@ class ReviewRow(BaseModel):
     finished_at: datetime | None = None
     #: Seconds from being queued to being finished (or to now, while it is live).
     seconds: float
+    #: What it was expected to cost when queued, with its basis (docs/quality-gate.md, "A
+    #: price before the run"): `0.0123 USD, 4,100 tokens (estimated from size)`; "" if unknown.
+    expected: str = ""
 
 
 def _stamp(value: float) -> datetime:
@@ -82,7 +85,16 @@ def _row(job: GateJob, now: float) -> ReviewRow:
         enqueued_at=_stamp(job.enqueued_at),
         finished_at=_stamp(job.finished_at) if job.finished_at is not None else None,
         seconds=max(0.0, end - job.enqueued_at),
+        expected=_expected(job),
     )
+
+
+def _expected(job: GateJob) -> str:
+    price = job.payload.expected if job.payload is not None else None
+    if price is None:
+        return ""
+    usd = "no price" if price.usd is None else f"{price.usd:.4f} USD"
+    return f"{usd}, {price.tokens:,} tokens ({price.basis})"
 
 
 def review_rows(store: Store | None, session_id: str | None = None) -> list[ReviewRow]:

@@ -26,17 +26,16 @@ from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.jobs.discovery import parse_folder_list
 from deepwork_core.jobs.graph import build_graph
 from deepwork_core.state.approvals import ApprovalRecord, ApprovalRequest, ApprovalStore
-from deepwork_core.state.read_model.detail import SessionDetail, session_detail
 from deepwork_core.state.read_model.runs import (
-    ListedStatus,
-    SessionView,
-    list_sessions,
-    load_sessions,
-    page_sessions,
+    Run,
+    RunDetail,
+    page_runs,
+    run_detail,
 )
 from deepwork_core.state.sessions import Session, SessionStatus, SessionStore
 from deepwork_core.state.store.approval_rows import undecided_requests
-from deepwork_core.state.store.session_rows import StoredSession, list_session_rows
+from deepwork_core.state.store.run_lists import StoredRun, awaiting_ids, instance_ids
+from deepwork_core.state.store.run_lists import list_runs as stored_runs
 from markupsafe import Markup
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -103,10 +102,10 @@ class InstanceRow(_View):
     abort_reason: str | None = None
 
 
-class SessionPage(_View):
+class RunPage(_View):
     """The run page: core's read model of the run, its workflow graph and its open approval."""
 
-    detail: SessionDetail
+    detail: RunDetail
     #: The workflow graph, placed, or None (`graph_problem` says why).
     graph: GraphDrawing | None
     graph_problem: str | None = None
@@ -120,11 +119,11 @@ class SessionPage(_View):
         return None if self.graph is None else svg(self.graph)
 
 
-def runs(store: SessionStore, *, limit: int = RUNS_PER_PAGE, offset: int = 0) -> list[SessionView]:
+def runs(store: SessionStore, *, limit: int = RUNS_PER_PAGE, offset: int = 0) -> list[Run]:
     """One page of runs, newest start first, each nested run under its parent when both are on
-    the page: the read model's `page_sessions`, one indexed query of the store's list columns and no
+    the page: the read model's `page_runs`, one indexed query of the store's list columns and no
     session document read. Instances of a fanned-out step are listed on their parent's page."""
-    return page_sessions(store, limit=limit, offset=offset)
+    return page_runs(store, limit=limit, offset=offset)
 
 
 def step_states(session: Session) -> dict[str, StepState]:
@@ -138,9 +137,13 @@ def step_states(session: Session) -> dict[str, StepState]:
 
 
 def instance_rows(store: SessionStore, session: Session) -> list[InstanceRow]:
-    """The instances `session`'s fanned-out steps started, by step then item order."""
+    """The instances `session`'s fanned-out steps started, by step then item order: their ids
+    from one indexed query, then only their documents (one that cannot be read is left out)."""
+    db = store.store
+    with db.read() as tx:
+        ids = instance_ids(tx, db.project.project_id, session.session_id)
     rows = []
-    for other in load_sessions(store):
+    for other in _loaded(store, ids):
         of = other.instance_of
         if of is None or other.parent_session_id != session.session_id:
             continue
@@ -183,11 +186,11 @@ def _graph(
     return drawing(graph, step_states(session), passed, counts), None
 
 
-def session_page_view(
+def run_page_view(
     store: SessionStore, session_id: SessionId, approvals: ApprovalStore | None = None
-) -> SessionPage:
+) -> RunPage:
     """Everything the run page shows. Raises `session.not_found` for an unknown session."""
-    detail = session_detail(store, session_id)
+    detail = run_detail(store, session_id)
     session = store.load(session_id)
     passed = frozenset(
         step
@@ -197,7 +200,7 @@ def session_page_view(
     )
     instances = instance_rows(store, session)
     graph, graph_problem = _graph(store.project_root, session, passed, fan_counts(instances))
-    return SessionPage(
+    return RunPage(
         detail=detail,
         graph=graph,
         graph_problem=graph_problem,
@@ -283,14 +286,25 @@ def _stale(approvals: ApprovalStore, files: list[FilePreview]) -> str | None:
     )
 
 
-def _previews(approvals: ApprovalStore, request: ApprovalRequest) -> list[FilePreview]:
-    """The shown files as this checkout holds them, only where they have the asked-about bytes."""
+def _previews(
+    approvals: ApprovalStore, request: ApprovalRequest, elsewhere: str | None = None
+) -> list[FilePreview]:
+    """The shown files as this checkout holds them, only where they have the asked-about bytes.
+    `elsewhere`: the request is another project's, served there; a file of that name here that
+    holds other bytes is no preview of it and is never shown."""
     files = []
     for shown in request.shown:
         text, note = preview(approvals.project_root, shown.path)
         now = sha256_file(approvals.project_root, shown.path)
         changed = now != shown.sha256  # never show other bytes under the hash asked about:
-        if changed:  # the current content is shown under its current hash
+        if changed and elsewhere is not None:
+            text, now = None, None
+            note = (
+                "this checkout does not hold the bytes asked about (its file of that name, if "
+                f"any, is not this request's): not shown. Read them where the run is served, "
+                f"{elsewhere}, before deciding"
+            )
+        elif changed:  # the current content is shown under its current hash
             note = _changed_note(approvals, now) + (f"; {note}" if note else "")
         files.append(
             FilePreview(
@@ -321,6 +335,9 @@ def other_projects_approvals(approvals: ApprovalStore) -> list[ApprovalView]:
             request = ApprovalRequest.model_validate_json(row.body)
         except ValueError:
             continue  # not a request: nothing a human could decide
+        served = f"{row.project_root} on {row.machine}"
+        files = _previews(approvals, request, served)
+        unseen = [f.path for f in files if f.changed]
         views.append(
             ApprovalView(
                 session_id=request.session_id,
@@ -330,9 +347,15 @@ def other_projects_approvals(approvals: ApprovalStore) -> list[ApprovalView]:
                 step_ids=list(request.step_ids),
                 prompt=request.prompt,
                 requested_at=request.requested_at,
-                files=_previews(approvals, request),
+                files=files,
+                stale=(
+                    f"{', '.join(unseen)} cannot be shown here with the bytes asked about, so "
+                    f"this request cannot be decided from this checkout: decide it at {served}"
+                    if unseen
+                    else None
+                ),
                 project_id=row.project_id,
-                project=f"{row.project_root} on {row.machine}",
+                project=served,
             )
         )
     return views
@@ -372,17 +395,30 @@ def open_approvals(
     """Every open approval request of the project, newest session first, then those of the
     other projects of a shared store."""
     approvals = approvals or ApprovalStore(store.store, store.project_root)
-    waiting = [run for run in list_sessions(store) if run.status is ListedStatus.AWAITING_APPROVAL]
+    db = store.store
+    with db.read() as tx:
+        waiting = awaiting_ids(tx, db.project.project_id)
     views: list[ApprovalView] = []
-    for run in waiting:
-        with contextlib.suppress(SessionError):  # pruned or changed meanwhile
-            view = pending_approval(approvals, store.load(run.session_id))
-            if view is not None:
-                views.append(view)
+    for session in _loaded(store, waiting):  # one pruned or changed meanwhile is left out
+        view = pending_approval(approvals, session)
+        if view is not None:
+            views.append(view)
     return views + other_projects_approvals(approvals)
 
 
-def all_runs(store: SessionStore, limit: int = 1000) -> list[StoredSession]:
+def _loaded(store: SessionStore, session_ids: list[SessionId]) -> list[Session]:
+    """The sessions of `session_ids` that can be read, in that order, in one transaction."""
+    sessions: list[Session] = []
+    if not session_ids:
+        return sessions
+    with store.transaction() as tx:
+        for session_id in session_ids:
+            with contextlib.suppress(SessionError):
+                sessions.append(tx.load(session_id))
+    return sessions
+
+
+def all_runs(store: SessionStore, limit: int = 1000) -> list[StoredRun]:
     """Every run of every project in the project's store, newest first (docs/team.md)."""
     with store.store.read() as tx:
-        return list_session_rows(tx, limit=limit)
+        return stored_runs(tx, limit=limit)

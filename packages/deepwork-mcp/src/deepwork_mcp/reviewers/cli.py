@@ -91,7 +91,9 @@ class CliReviewer:
             raise QualityGateError(
                 f"the reviewer command {self.executable!r} was not found on PATH; install the "
                 f"{self.runner.name} CLI (or put it on PATH), or run the quality gate in "
-                "self-review mode",
+                "self-review mode: start the server with `--external-runner none` (a flag "
+                "wins over .deepwork/config.yml), or leave `quality_gate.external_runner` "
+                "unset",
                 code=ErrorCode.QUALITY_GATE_NOT_INSTALLED,
             )
         return found

@@ -51,6 +51,7 @@ DW_APPROVAL_CHANNEL: Final = "deepwork.approval.channel"
 DW_APPROVAL_DECISION: Final = "deepwork.approval.decision"
 DW_APPROVAL_EVIDENCE_MATCHED: Final = "deepwork.approval.evidence_matched"
 DW_APPROVAL_FILES: Final = "deepwork.approval.files"
+DW_APPROVAL_SIGNER: Final = "deepwork.approval.signer"
 DW_REVIEW_RULE: Final = "deepwork.review.rule"
 DW_REVIEW_DEPTH: Final = "deepwork.review.depth"
 DW_REVIEW_VERDICT: Final = "deepwork.review.verdict"
@@ -72,6 +73,7 @@ M_OPERATION_DURATION: Final = "gen_ai.client.operation.duration"
 M_WORKFLOW_DURATION: Final = "deepwork.workflow.duration"
 M_REVIEW_COST: Final = "deepwork.review.cost"
 M_REVIEW_TOKENS: Final = "deepwork.review.tokens"
+M_REVIEW_REUSED: Final = "deepwork.review.reused"
 M_STEP_ATTEMPTS: Final = "deepwork.step.attempts"
 M_GATE_FIRST_PASS: Final = "deepwork.gate.first_pass"
 M_APPROVAL_WAIT: Final = "deepwork.approval.wait.duration"
@@ -83,6 +85,7 @@ METRICS: Final[dict[str, tuple[str, str, str]]] = {
     M_WORKFLOW_DURATION: ("histogram", "s", "Duration of each workflow session"),
     M_REVIEW_COST: ("counter", "USD", "What review calls cost, as the reviewer reported it"),
     M_REVIEW_TOKENS: ("counter", "{token}", "Review tokens by kind, as deepwork stats counts them"),
+    M_REVIEW_REUSED: ("counter", "{verdict}", "Verdicts reused from earlier reviews, at 0 USD"),
     M_STEP_ATTEMPTS: ("histogram", "{attempt}", "Gate attempts of each reviewed step"),
     M_GATE_FIRST_PASS: ("counter", "{step}", "Reviewed steps, by whether the first attempt passed"),
     M_APPROVAL_WAIT: ("histogram", "s", "Time from an approval request to its decision"),

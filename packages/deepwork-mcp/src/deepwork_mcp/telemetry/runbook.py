@@ -353,6 +353,8 @@ class SessionBook:
             n.DW_APPROVAL_EVIDENCE_MATCHED: matched,
             n.DW_APPROVAL_FILES: len(event.shown),
         }
+        if event.signer:
+            attrs[n.DW_APPROVAL_SIGNER] = event.signer
         events: tuple[tuple[str, Attrs], ...] = ()
         if self.log_content and event.comment:
             events = (_content(n.EVENT_COMMENT, event.comment),)
@@ -381,6 +383,8 @@ class SessionBook:
     # -- reviews --------------------------------------------------------------------------
 
     def _review(self, event: ReviewUsageEvent) -> list[Emission]:
+        if event.mode == "reused":  # no reviewer ran: counted, costing nothing
+            return [Measurement(n.M_REVIEW_REUSED, 1, self._review_attrs(event))]
         if event.mode != "external":
             return []
         reviewed = event.reviewed_session_id or event.session_id
@@ -423,19 +427,22 @@ class SessionBook:
         )
         return [span, *self._review_measurements(event)]
 
-    def _review_measurements(self, event: ReviewUsageEvent) -> list[Emission]:
-        if event.mode != "external":
-            return []
-        usage = event.usage
-        low: Attrs = {
+    def _review_attrs(self, event: ReviewUsageEvent) -> Attrs:
+        """The low-cardinality attributes of a review's measurements."""
+        return {
             n.GEN_AI_OPERATION_NAME: n.INVOKE_AGENT,
             n.GEN_AI_PROVIDER_NAME: review_provider(event),
-            n.GEN_AI_REQUEST_MODEL: usage.model or "",
+            n.GEN_AI_REQUEST_MODEL: event.model or "",
             n.DW_JOB: event.job,
             n.DW_STEP: event.step_id,
             n.DW_REVIEW_RULE: event.review,
             n.DW_REVIEW_DEPTH: event.depth,
         }
+
+    def _review_measurements(self, event: ReviewUsageEvent) -> list[Emission]:
+        if event.mode != "external":
+            return []
+        usage, low = event.usage, self._review_attrs(event)
         inputs = usage.all_input_tokens
         out: list[Emission] = [
             Measurement(n.M_TOKEN_USAGE, inputs, {**low, n.GEN_AI_TOKEN_TYPE: "input"}),

@@ -68,7 +68,7 @@ def get_workflows() -> ToolResult:
 async def start_workflow(
     goal: str,
     job_name: str,
-    workflow_name: Annotated[str, Field(description="Any name if the job has only one.")],
+    workflow_name: Annotated[str, Field(description="Required; a one-workflow job takes any.")],
     instance_id: Annotated[str | None, Field(description="Run name, e.g. 'acme'.")] = None,
     agent_id: AgentIdArg = None,
     inputs: InputsArg = None,

@@ -13,7 +13,7 @@ import pytest
 from deepwork_core.base.layout import APPROVALS_DIR, EVENTS_DIR
 from deepwork_core.evidence.hashes import ShownOutput, sha256_file
 from deepwork_core.state.approval_seal import REQUEST_LABEL, ApprovalKey, request_fields
-from deepwork_core.state.approval_signatures import ApproverSigner, TrustedApprovers, public_line
+from deepwork_core.state.approval_signatures import ApproverSigner, TrustedApprovers
 from deepwork_core.state.approvals import (
     ApprovalChannel,
     ApprovalDecision,
@@ -39,6 +39,7 @@ from deepwork_core.state.store.opening import open_store
 from deepwork_core.state.store.port import Store
 
 from tests.fixtures.state_rows import insert_decision_by_hand
+from tests.fixtures.trust import trust_on_base
 
 SID = "sess_rows1"
 WHEN = datetime(2026, 11, 23, 22, 0, tzinfo=UTC)
@@ -131,13 +132,10 @@ def test_a_decision_inserted_with_plain_sql_is_refused(
 ) -> None:
     alice = ApproverSigner("alice", tmp_path / "state" / "alice.key")
     alice.create()
-    (root / ".deepwork" / "approvers").mkdir(parents=True)
-    (root / ".deepwork" / "approvers" / "alice.pub").write_text(public_line(alice.public_key()))
+    trust_on_base(root, alice)
     key = ApprovalKey(tmp_path / "keys" / "p.key")
     db = make_store(root)
-    server = ApprovalStore(
-        db, root, key, trusted=TrustedApprovers(root / ".deepwork" / "approvers")
-    )
+    server = ApprovalStore(db, root, key, trusted=TrustedApprovers(root))
     opened = server.open_request(request(root))
     forged = {
         "request_id": "req-1",

@@ -1,17 +1,21 @@
 """Fan-in: the parent's step completes once every instance has (docs/fan-out.md).
 
-`fan_in` is the one entry point the engine calls when `finished_step` names a parent standing at
-a fanned-out step. It checks that every instance finished, merges worktree instances into the
-run's branch one at a time in item order (stopping at a conflict, with the run's tree as before
-that merge), re-checks each merged output against the bytes its verdict covered, removes the
-worktrees that are done with, and returns the step's outputs as one list per output. A concurrent
-group run in worktrees fans in the same way, its steps merged in declared order, each step
-keeping its own outputs.
+`complete_fan_in` is the one entry point the engine calls when `finished_step` names a parent
+standing at a fanned-out step. It checks that every instance finished; for worktree instances it
+judges the run's own tree like any checkpoint (the scope guard against the step's beginning) and
+finds what each worktree holds beyond the tree its gate accepted; under `scope_guard: strict`
+either sends the agent back before anything is merged. Then it merges worktree instances into
+the run's branch one at a time in item order, each as the tree its gate accepted (what was
+written after is kept on a branch of its own and reported, or merged too when the agent gave
+`quality_review_override_reason`), stopping at a conflict with the run's tree as before that
+merge; re-checks each merged output against the bytes its verdict covered, removes the worktrees
+that are done with, and returns the step's outputs as one list per output. A concurrent group
+run in worktrees fans in the same way, its steps merged in declared order, each step keeping its
+own outputs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from deepwork_core.base.error_codes import ErrorCode
@@ -23,13 +27,14 @@ from deepwork_core.engine.fanout.instances import (
     session_exists,
 )
 from deepwork_core.engine.fanout.items import FanOutError
-from deepwork_core.engine.fanout.worktrees import Leftover, Worktrees
-from deepwork_core.engine.outcomes import CheckpointContext
+from deepwork_core.engine.fanout.worktrees import WORKTREES_DIR, AcceptedTree, Leftover, Worktrees
+from deepwork_core.engine.outcomes import CheckpointContext, Outcomes, needs_work, with_findings
 from deepwork_core.engine.outputs import ValidatedOutputs
 from deepwork_core.engine.results import EvidenceReport, FinishResult
+from deepwork_core.engine.safeguards import Findings
 from deepwork_core.evidence.hashes import OutputEvidence, sha256_file
 from deepwork_core.jobs.discovery import JobCatalog, LoadedJob
-from deepwork_core.state.fan_out import FanInstance
+from deepwork_core.state.fan_out import FanInstance, FanOut
 from deepwork_core.state.sessions import (
     OutputValue,
     Session,
@@ -37,27 +42,80 @@ from deepwork_core.state.sessions import (
     SessionStore,
     StateTransaction,
 )
-
-#: The engine's `Outcomes.advance`: record a checkpoint's outputs and move its session on.
-Advance = Callable[[CheckpointContext], FinishResult]
+from deepwork_core.state.stacks import stack_items
 
 
 def complete_fan_in(
     runner: FanOutRunner,
+    outcomes: Outcomes,
     tx: StateTransaction,
     job: LoadedJob,
     parent: Session,
     notes: str | None,
-    advance: Advance,
+    override_reason: str | None = None,
 ) -> FinishResult:
-    """Complete a fanned-out step from its instances, then move the parent on with `advance`
-    (with the `notes` of the call that fanned in)."""
-    done = fan_in(runner, tx, job, parent)
+    """Complete a fanned-out step from its instances, then move the parent on (with the
+    `notes` of the call that fanned in); `needs_work` instead when the scope guard is strict
+    and the run's tree or a worktree holds changes nobody judged, unless `override_reason`."""
+    fan = parent.fan_out
+    assert fan is not None
+    sessions = runner.ensure(tx, job, parent)
+    require_all_done(sessions, job.definition.step(fan.step_id).allow_partial)
+    judged = _judge_worktrees(runner, fan, sessions)
+    findings: Findings | None = None
+    if any(instance.worktree is not None for instance in fan.instances):
+        # The run's own tree is judged like at any checkpoint: instances worked elsewhere.
+        steps = tuple(job.definition.step(step_id) for step_id in parent.current_step_ids)
+        unjudged = [f"{w}/{path}" for w, one in judged.values() for path in one.unjudged]
+        findings = outcomes.guards.inspect(
+            parent, job.definition, steps, ValidatedOutputs({}), override_reason,
+            final=False, reviewable=False, extra=unjudged,
+        )  # fmt: skip
+        if findings.blocked is not None:
+            tx.save(parent)
+            return needs_work(stack_items(tx, parent.agent_id), findings, _refusal(findings))
+    take_all = override_reason is not None
+    done = fan_in(runner, tx, job, parent, judged, take_all=take_all)
     parent.evidence.extend(done.evidence)
     outputs = ValidatedOutputs(done.outputs)
-    result = advance(CheckpointContext.of(tx, parent, job, outputs, notes))
-    result = replace(result, evidence=EvidenceReport(stale_evidence=[], undeclared_changes=[]))
+    result = outcomes.advance(CheckpointContext.of(tx, parent, job, outputs, notes))
+    if findings is None:
+        result = replace(result, evidence=EvidenceReport(stale_evidence=[], undeclared_changes=[]))
+    else:
+        result = with_findings(result, findings)
     return replace(result, warnings=done.warnings) if done.warnings else result
+
+
+def _judge_worktrees(
+    runner: FanOutRunner, fan: FanOut, sessions: list[Session]
+) -> dict[str, tuple[str, AcceptedTree]]:
+    """Each completed worktree instance still to merge: its folder and what it holds beyond
+    the tree its gate accepted (by instance session id)."""
+    judged: dict[str, tuple[str, AcceptedTree]] = {}
+    for instance, session in zip(fan.instances, sessions, strict=True):
+        of = session.instance_of
+        if instance.worktree is None or instance.merged or of is None:
+            continue
+        if session.status is not SessionStatus.COMPLETED or runner.worktrees.gone(instance):
+            continue
+        base = fan.base_commit or runner.worktrees.base_commit()
+        judged[session.session_id] = (
+            instance.worktree,
+            runner.worktrees.judged(instance, of.accepted_tree, base),
+        )
+    return judged
+
+
+def _refusal(findings: Findings) -> str:
+    """The `needs_work` feedback of a fan-in the strict scope guard refused."""
+    feedback = findings.blocked or ""
+    if any(path.startswith(WORKTREES_DIR + "/") for path in findings.undeclared):
+        feedback += (
+            f" Files under {WORKTREES_DIR}/ were written in an instance's worktree after the "
+            "instance was accepted, so no review covered them: fan-in merges only what was "
+            "accepted. Nothing was merged."
+        )
+    return feedback
 
 
 def recover(runner: FanOutRunner, store: SessionStore, catalog: JobCatalog) -> list[str]:
@@ -83,13 +141,21 @@ class FanIn:
     warnings: list[str]
 
 
-def fan_in(runner: FanOutRunner, tx: StateTransaction, job: LoadedJob, parent: Session) -> FanIn:
-    """Complete the fan-out of `parent`'s current step, or raise a `fan_out.*` error."""
+def fan_in(
+    runner: FanOutRunner,
+    tx: StateTransaction,
+    job: LoadedJob,
+    parent: Session,
+    judged: dict[str, tuple[str, AcceptedTree]],
+    *,
+    take_all: bool = False,
+) -> FanIn:
+    """Complete the fan-out of `parent`'s current step, or raise a `fan_out.*` error. Each
+    worktree instance merges the tree its gate accepted (`take_all`: all it holds now)."""
     fan = parent.fan_out
     assert fan is not None
     step = job.definition.step(fan.step_id)
     sessions = runner.ensure(tx, job, parent)
-    require_all_done(sessions, step.allow_partial)
     warnings: list[str] = []
     strip: dict[str, str] = {}
     for instance, session in zip(fan.instances, sessions, strict=True):
@@ -102,7 +168,8 @@ def fan_in(runner: FanOutRunner, tx: StateTransaction, job: LoadedJob, parent: S
                 # commits the transaction whole, git's side of it was already done.
                 instance.merged = True
             else:
-                _merge_one(runner, tx, parent, instance, session)
+                _, one = judged[session.session_id]  # judged alike: completed, still to merge
+                warnings += _merge_one(runner, tx, parent, instance, session, one, take_all)
                 warnings += _recheck(runner, session, instance.worktree)
         if not instance.cleaned:
             runner.worktrees.remove(instance)
@@ -132,7 +199,11 @@ def _merge_one(
     parent: Session,
     instance: FanInstance,
     session: Session,
-) -> None:
+    judged: AcceptedTree,
+    take_all: bool,
+) -> list[str]:
+    """Merge one instance into the run's branch: a commit of the tree its gate accepted (all it
+    holds with `take_all`); what was written after is kept on a branch and warned about."""
     fan = parent.fan_out
     group = fan is not None and bool(fan.group)
     label = (
@@ -141,9 +212,12 @@ def _merge_one(
         else f"instance {instance.index + 1} ({instance.item})"
     )
     message = f"{parent.job_name}/{parent.current_step_id}: {label}"
-    runner.worktrees.commit(instance, message)
-    conflicted = runner.worktrees.merge(instance, f"Merge {message}")
+    at = f"@{int((session.completed_at or session.started_at).timestamp())} +0000"
+    tree = judged.now if take_all else judged.tree
+    commit = runner.worktrees.commit_tree(tree, judged.head, message, at)
+    conflicted = runner.worktrees.merge(instance, f"Merge {message}", commit)
     if conflicted:
+        runner.worktrees.commit(instance, message)  # so that the run's branch merges in there
         raise FanOutError(
             f"{label}, session {session.session_id}, conflicts with the run's branch in: "
             f"{', '.join(conflicted)}. The run's tree is as it was before this merge. Resolve it "
@@ -152,8 +226,21 @@ def _merge_one(
             f"finished_step with session_id '{parent.session_id}' again",
             code=ErrorCode.FAN_OUT_MERGE_CONFLICT,
         )
+    warnings: list[str] = []
+    if judged.unjudged and not take_all:
+        after = runner.worktrees.commit_tree(
+            judged.now, commit, f"{message}: written after it was accepted, not merged", at
+        )
+        branch = runner.worktrees.keep(instance, after)
+        warnings.append(
+            f"{ErrorCode.FAN_OUT_UNJUDGED_CHANGES}: {label} holds files written in its worktree "
+            f"after it was accepted, not merged: {', '.join(judged.unjudged)}. They are kept on "
+            f"the branch {branch} (`git merge {branch}` takes them; `git branch -D {branch}` "
+            "drops them)"
+        )
     instance.merged = True
     tx.save(parent)
+    return warnings
 
 
 def _strip(path: str, folder: str | None) -> str:

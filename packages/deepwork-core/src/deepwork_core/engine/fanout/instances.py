@@ -264,6 +264,9 @@ class FanOutRunner:
         record.notes = notes
         instance.status = SessionStatus.COMPLETED
         instance.completed_at = now
+        of = instance.instance_of
+        if of is not None and of.worktree is not None:  # what fan-in may merge (fan_in.py)
+            of.accepted_tree = self.worktrees.snapshot(of.worktree)
         tx.remove_from_stack(instance.session_id)  # before the save: `ensure` mends either order
         tx.save(instance)
         settle_declared(tx, instance, self.project_root)

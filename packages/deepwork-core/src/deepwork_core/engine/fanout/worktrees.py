@@ -2,16 +2,20 @@
 
 Each instance works in `.deepwork/tmp/worktrees/<parent session>/<instance session>` on the branch
 `deepwork/<parent session>/<instance session>`, made from the run's commit when the step begins.
-At fan-in its changes are committed there and merged into the run's branch, one instance at a
-time in item order; a conflict is undone at once (`git merge --abort`) and reported with its
-files. A worktree goes when its instance is merged or aborted, and `sweep` removes those a crash
-left behind.
+When an instance is accepted, everything its worktree holds is written to git's object store as
+one tree (`snapshot`), without touching the worktree or its index: that tree is what the gate
+accepted. At fan-in a commit of that tree (`judged`: nothing written after the instance passed)
+is merged into the run's branch, one instance at a time in item order; a conflict is undone at
+once (`git merge --abort`) and reported with its files. A worktree goes when its instance is
+merged or aborted, and `sweep` removes those a crash left behind.
 """
 
 from __future__ import annotations
 
 import re
 import shutil
+import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +36,18 @@ SESSION_ID = re.compile(SESSION_ID_PATTERN)
 
 
 @dataclass(frozen=True, slots=True)
+class AcceptedTree:
+    """An instance's worktree at fan-in: the tree the gate accepted (with the run's own files
+    where the agent merged the run's branch in to resolve a conflict), the tree it holds now,
+    and the files that differ between them (written after the instance was accepted)."""
+
+    head: str
+    tree: str
+    now: str
+    unjudged: list[str]
+
+
+@dataclass(frozen=True, slots=True)
 class Leftover:
     """A worktree folder still on disk, and why (`deepwork status`)."""
 
@@ -45,9 +61,19 @@ class Worktrees:
     def __init__(self, project_root: Path) -> None:
         self.project_root = project_root
 
-    def _git(self, *args: str, cwd: Path | None = None, check: bool = True) -> str:
+    def _git(
+        self,
+        *args: str,
+        cwd: Path | None = None,
+        check: bool = True,
+        env: Mapping[str, str] | None = None,
+        input_text: str | None = None,
+    ) -> str:
         try:
-            result = run_git(list(args), cwd=cwd or self.project_root, check=check)
+            result = run_git(
+                list(args), cwd=cwd or self.project_root, check=check, env=env,
+                input_text=input_text,
+            )  # fmt: skip
         except GitError as exc:
             raise FanOutError(str(exc), code=ErrorCode.GIT_FAILED) from None
         return result.stdout
@@ -93,10 +119,74 @@ class Worktrees:
         if self._git("status", "--porcelain", cwd=folder).strip():
             self._git(*self._identity(), "commit", "-q", "--no-verify", "-m", message, cwd=folder)
 
-    def merge(self, instance: FanInstance, message: str) -> list[str]:
-        """Merge the instance's branch into the run's; the conflicted files (merge undone)."""
+    def snapshot(self, worktree: str) -> str:
+        """The tree of everything the worktree holds now (its commits, staged, unstaged and
+        untracked files git does not ignore), written to git's object store; the worktree and
+        its index are left as they are."""
+        folder = self.project_root / worktree
+        index = Path(self._git("rev-parse", "--path-format=absolute", "--git-path", "index",
+                               cwd=folder).strip())  # fmt: skip
+        with tempfile.TemporaryDirectory(prefix="deepwork-index-") as scratch:
+            env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
+            if index.is_file():  # its stat data spares hashing the files that did not change
+                shutil.copyfile(index, env["GIT_INDEX_FILE"])
+            else:
+                self._git("read-tree", "HEAD", cwd=folder, env=env)
+            self._git("add", "-A", cwd=folder, env=env)
+            return self._git("write-tree", cwd=folder, env=env).strip()
+
+    def judged(self, instance: FanInstance, accepted: str | None, base: str) -> AcceptedTree:
+        """What fan-in may merge of `instance`: the tree the gate `accepted` (None: not
+        recorded, so everything the worktree holds), beside what it holds now. When the agent
+        merged the run's branch into the worktree (to resolve a conflict), the files the run's
+        branch changed since `base` are taken as they are now: they are the resolution."""
+        folder = self.project_root / (instance.worktree or "")
+        head = self._git("rev-parse", "HEAD", cwd=folder).strip()
+        now = self.snapshot(instance.worktree or "")
+        if accepted is None or accepted == now:
+            return AcceptedTree(head, now, now, [])
+        tree = accepted
+        merged_in = self._git("merge-base", head, "HEAD").strip()
+        if merged_in != base:
+            listed = self._git("diff", "--name-only", "-z", "--no-renames", base, merged_in)
+            tree = self._overlay(folder, accepted, now, [p for p in listed.split("\0") if p])
+        listed = self._git("diff-tree", "-r", "-z", "--name-only", "--no-renames", tree, now)
+        return AcceptedTree(head, tree, now, sorted(p for p in listed.split("\0") if p))
+
+    def _overlay(self, folder: Path, tree: str, source: str, paths: list[str]) -> str:
+        """`tree` with `paths` as `source` holds them (absent there: removed)."""
+        if not paths:
+            return tree
+        entries = self._git("ls-tree", "-r", "-z", "--full-tree", source, "--", *paths, cwd=folder)
+        found = {line.split("\t", 1)[1]: line for line in entries.split("\0") if line}
+        gone = "0 " + "0" * len(tree)  # mode 0: remove the path
+        lines = [found.get(path, f"{gone}\t{path}") for path in paths]  # ls-tree's lines as-is
+        with tempfile.TemporaryDirectory(prefix="deepwork-index-") as scratch:
+            env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
+            self._git("read-tree", tree, cwd=folder, env=env)
+            self._git("update-index", "-z", "--index-info", cwd=folder, env=env,
+                      input_text="".join(line + "\0" for line in lines))  # fmt: skip
+            return self._git("write-tree", cwd=folder, env=env).strip()
+
+    def commit_tree(self, tree: str, parent: str, message: str, at: str) -> str:
+        """A commit of `tree` on `parent`, dated `at` (the same commit when made again)."""
+        env = {"GIT_AUTHOR_DATE": at, "GIT_COMMITTER_DATE": at}
+        args = ("commit-tree", tree, "-p", parent, "-m", message)
+        return self._git(*self._identity(), *args, env=env).strip()
+
+    def keep(self, instance: FanInstance, commit: str) -> str:
+        """Keep `commit` (an instance's unjudged changes, not merged) on a branch of its own,
+        which no cleanup removes; its name."""
         assert instance.branch is not None
-        args = ("merge", "--no-ff", "--no-edit", "-q", "-m", message, instance.branch)
+        branch = "deepwork/unmerged/" + instance.branch.removeprefix("deepwork/")
+        self._git("branch", "-f", branch, commit)
+        return branch
+
+    def merge(self, instance: FanInstance, message: str, commit: str | None = None) -> list[str]:
+        """Merge `commit` (default: the instance's branch) into the run's branch; the
+        conflicted files (merge undone)."""
+        assert instance.branch is not None
+        args = ("merge", "--no-ff", "--no-edit", "-q", "-m", message, commit or instance.branch)
         result = run_git([*self._identity(), *args], cwd=self.project_root, check=False)
         if result.returncode == 0:
             return []

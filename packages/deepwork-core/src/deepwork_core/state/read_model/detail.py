@@ -83,6 +83,10 @@ class ApprovalLine(_View):
     actor: str
     channel: str
     comment: str | None
+    #: The trusted approver who signed; None: unsigned.
+    signer: str | None = None
+    #: Who decided in a person's words (`event_kinds.decided_by`).
+    decided_by: str = ""
 
 
 class SessionSummary(_View):
@@ -131,6 +135,8 @@ def _outcome(run: SessionView) -> str:
         return f"aborted: {clip(run.abort_reason or 'no reason given')}"
     if run.status is ListedStatus.AWAITING_APPROVAL:
         return f"waiting for a human to approve step {steps}"
+    if run.status is ListedStatus.PARKED:
+        return f"parked at step {steps}, waiting for a person (docs/headless.md)"
     if run.status is ListedStatus.REVIEWING:
         return f"in progress, at step {steps}, its reviews still running"
     return f"in progress, at step {steps}"
@@ -180,6 +186,8 @@ def _approvals(events: list[EventRecord]) -> list[ApprovalLine]:
             actor=e.actor,
             channel=e.channel,
             comment=e.comment,
+            signer=e.signer,
+            decided_by=e.decided_by,
         )
         for e in events
         if isinstance(e, ApprovalEvent)

@@ -29,7 +29,7 @@ from deepwork_core.state.fan_out import InstanceOf
 from deepwork_core.state.sessions import Session, SessionStatus, SessionStore
 from deepwork_core.state.store.port import Store
 from deepwork_core.state.store.review_jobs import sessions_with_live_jobs
-from deepwork_core.state.store.session_rows import ListedSession, project_session_rows
+from deepwork_core.state.store.run_lists import ProjectRun, project_runs
 from deepwork_core.state.usage.pair import RunUsage
 from deepwork_core.state.usage.totals import sum_usage
 
@@ -47,6 +47,8 @@ class ListedStatus(StrEnum):
     #: Active, with background reviews still queued or running (docs/quality-gate.md).
     REVIEWING = "reviewing"
     AWAITING_APPROVAL = "awaiting approval"
+    #: A headless run stopped for a person (docs/headless.md).
+    PARKED = "parked"
     COMPLETED = "completed"
     ABORTED = "aborted"
 
@@ -81,10 +83,15 @@ class SessionView(_View):
     #: nested session's reviews are counted in its run's log.
     review_usage: RunUsage | None = None
     children: list[SessionView] = Field(default_factory=list)
+    #: Why the store's row of the session does not read (a list shows it as bad; its page says
+    #: more).
+    problem: str | None = None
 
 
 def listed_status(session: Session, reviewing: bool = False) -> ListedStatus:
     """Where the session is; `reviewing`: it has background reviews queued or running."""
+    if session.status is SessionStatus.ACTIVE and session.parked is not None:
+        return RunStatus.PARKED
     return _status(session.status.value, session.pending_approval is not None, reviewing)
 
 
@@ -188,7 +195,8 @@ def page_sessions(store: SessionStore, *, limit: int, offset: int = 0) -> list[S
     if not rows:
         return []
     reviewing = reviewing_sessions(db)
-    usage = session_marks(db, kind=EventName.REVIEW_USAGE)
+    tops = [row.session_id for row in rows if row.parent_session_id is None]
+    usage = session_marks(db, kind=EventName.REVIEW_USAGE, session_ids=tops)
     runs = []
     for row in rows:
         run = _listed_session(row, reviewing=row.session_id in reviewing)
@@ -219,6 +227,7 @@ def _listed_session(row: ListedSession, *, reviewing: bool) -> SessionView:
         branch=None,
         started_from_branch=None,
         abort_reason=None,
+        problem=row.problem,
     )
 
 

@@ -27,6 +27,8 @@ from deepwork_core.state.event_kinds import (
     NeedsWorkEvent,
     OutputsSubmittedEvent,
     OverrideEvent,
+    ParkedEvent,
+    ResumedEvent,
     ReviewStalledEvent,
     ReviewUsageEvent,
     ReviewVerdictEvent,
@@ -119,7 +121,8 @@ def _go_to(e: GoToStepEvent) -> str:
 def _approval(e: ApprovalEvent) -> str:
     decision = "approved" if e.approved else "requested changes to"
     comment = f": {clip(e.comment)}" if e.comment else ""
-    return f"{e.actor} {decision} {names(e.step_ids)} on the {e.channel}{comment}"
+    who = e.decided_by
+    return f"{who[0].upper()}{who[1:]} {decision} {names(e.step_ids)} on the {e.channel}{comment}"
 
 
 def _usage(e: ReviewUsageEvent) -> str:
@@ -176,6 +179,15 @@ _SENTENCES: Final[dict[type[Any], Callable[[Any], str]]] = {
         f"(try {e.try_number})" + ("; started again" if e.retrying else "")
     ),
     BudgetExhaustedEvent: _budget,
+    ParkedEvent: lambda e: (
+        f"Parked at {names(e.step_ids)} ({e.reason.replace('_', ' ')})"
+        + (f" on {e.machine}" if e.machine else "")
+        + ": the agent stopped; a person decides, then `deepwork run --resume`"
+    ),
+    ResumedEvent: lambda e: (
+        f"Resumed at {names(e.step_ids)} on {e.machine} in {e.root}"
+        + (f" (served from {e.from_root} before)" if e.from_root else "")
+    ),
 }
 
 

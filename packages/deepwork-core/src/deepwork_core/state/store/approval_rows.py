@@ -160,6 +160,25 @@ class OpenRequest:
     body: str
 
 
+def open_decisions(tx: Tx, project_id: str | None = None) -> dict[tuple[str, str], bool | None]:
+    """`{(project id, session id): decision}` of every open request (of `project_id`, else of
+    every project): True approved, False changes requested, None not decided yet. Open requests
+    are the few runs waiting for a person, so this is one small query."""
+    sql = (
+        "SELECT r.project_id, r.session_id, d.approved FROM approval_requests r "
+        "LEFT JOIN approval_decisions d "
+        "ON d.project_id = r.project_id AND d.request_id = r.request_id WHERE r.state = ?"
+    )
+    params: list[object] = [OPEN]
+    if project_id is not None:
+        sql += " AND r.project_id = ?"
+        params.append(project_id)
+    return {
+        (str(project), str(session)): None if approved is None else bool(approved)
+        for project, session, approved in tx.execute(sql, params)
+    }
+
+
 def undecided_requests(tx: Tx, *, limit: int = 1000) -> list[OpenRequest]:
     """The open requests no decision answers yet, of every project in the store, newest first."""
     rows = tx.execute(

@@ -10,14 +10,17 @@ harmless (a session already in the store is kept, a session that already has eve
 store gets none added). The approval files `approvals/<id>.json` come in too: each request
 as the session's open one and its decision, seals and signature as they were, so an imported
 run's approval reads (and verifies) as before; a request already in the store is kept. A file
-that cannot be read is an error naming it, and nothing is imported. The seals' keys stay where
-they are (the user's state directory).
+that cannot be read is set aside, renamed with `.unreadable` appended, and the rest is
+imported: `import_legacy` answers one coded warning per file set aside, naming it, which the
+root that opened the store shows. The seals' keys stay where they are (the user's state
+directory).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
@@ -35,6 +38,7 @@ from deepwork_core.base.layout import (
     TMP_DIR,
 )
 from deepwork_core.state.store import approval_rows as rows
+from deepwork_core.state.store.errors import StoreError
 from deepwork_core.state.store.port import Store, Tx
 from deepwork_core.state.store.schema import list_columns
 from deepwork_core.state.store.session_rows import (
@@ -77,36 +81,68 @@ def _listed(folder: Path, prefix: str, suffix: str) -> list[Path]:
     return [path for _, _, path in sorted(dated)]
 
 
-def import_legacy(store: Store, project_root: Path) -> int:
-    """Import the project's old files (module docstring); the number of files imported."""
+#: Appended to the name of an old file that could not be imported (it stays for a person).
+SET_ASIDE_SUFFIX: Final = ".unreadable"
+
+
+def import_legacy(store: Store, project_root: Path) -> list[str]:
+    """Import the project's old files (module docstring). A file that cannot be read is set
+    aside (renamed with `.unreadable` appended) and the others come in; returns one coded
+    warning per file set aside, naming it."""
     sessions, logs = legacy_files(project_root)
     approvals = legacy_approvals(project_root)
     if not sessions and not logs and not approvals:
-        return 0
+        return []
     project_id = store.project.project_id
+    imported: list[Path] = []
+    unreadable: list[tuple[Path, DeepWorkError]] = []
     with store.write(lock=f"deepwork.state:{project_id}") as tx:
-        for path in sessions:
-            _import_session(tx, store, path)
-        if sessions:
-            _import_stacks(tx, project_id, project_root / TMP_DIR / STACK_FILE)
-        for path in logs:
-            _import_log(tx, project_id, path)
-        for path in approvals:
-            _import_approval(tx, project_id, path, store.now())
+        steps: list[tuple[list[Path], Callable[[Path], None]]] = [
+            (sessions, lambda path: _import_session(tx, store, path)),
+            (logs, lambda path: _import_log(tx, project_id, path)),
+            (approvals, lambda path: _import_approval(tx, project_id, path, store.now())),
+        ]
+        for paths, importing in steps:
+            for path in paths:
+                try:
+                    importing(path)
+                except StoreError:
+                    raise  # the database failed: nothing is imported
+                except DeepWorkError as exc:
+                    unreadable.append((path, exc))
+                else:
+                    imported.append(path)
+            if paths is sessions and sessions:
+                stack = project_root / TMP_DIR / STACK_FILE
+                try:
+                    _import_stacks(tx, project_id, stack)
+                except SessionError as exc:
+                    unreadable.append((stack, exc))
         tx.execute(
             "UPDATE projects SET imported_at = ? WHERE project_id = ?", (store.now(), project_id)
         )
-    for path in [*sessions, *logs, *approvals]:
+    for path in imported:
         with contextlib.suppress(FileNotFoundError):
             path.rename(path.with_name(path.name + IMPORTED_SUFFIX))
-    return len(sessions) + len(logs) + len(approvals)
+    return [_set_aside(path, exc) for path, exc in unreadable]
+
+
+def _set_aside(path: Path, exc: DeepWorkError) -> str:
+    """Rename a file that could not be imported out of the way; the warning that says so."""
+    aside = path.with_name(path.name + SET_ASIDE_SUFFIX)
+    with contextlib.suppress(OSError):
+        path.rename(aside)
+    return (
+        f"{exc.code}: {exc.message} It was set aside as {aside} and the other old files were "
+        "imported; fix it and remove the suffix to import it on the next start, or delete it."
+    )
 
 
 def _read(path: Path, code: ErrorCode) -> bytes:
     try:
         return read_bytes_file(path, limit=_MAX_FILE_BYTES, follow_symlinks=False)
     except FileReadError as exc:
-        raise DeepWorkError(f"cannot import {path}: {exc}", code=code) from None
+        raise DeepWorkError(f"cannot import {path}: {exc}.", code=code) from None
 
 
 def _import_session(tx: Tx, store: Store, path: Path) -> None:
@@ -128,7 +164,7 @@ def _import_session(tx: Tx, store: Store, path: Path) -> None:
         )
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise SessionError(
-            f"cannot import state file {path}: {exc}; fix or delete it",
+            f"cannot import state file {path}: {exc}.",
             code=ErrorCode.SESSION_STATE_CORRUPT,
         ) from None
     if tx.execute(
@@ -163,14 +199,28 @@ def _import_stacks(tx: Tx, project_id: str, path: Path) -> None:
         return  # no stack file: nothing was running
     except ValueError:
         raise SessionError(
-            f"cannot import state file {path}: not valid JSON; fix or delete it",
+            f"cannot import state file {path}: not valid JSON.",
             code=ErrorCode.SESSION_STATE_CORRUPT,
         ) from None
     if not isinstance(data, dict):
         return
-    write_stack(tx, project_id, None, [str(i) for i in data.get("session_ids", [])])
+    write_stack(tx, project_id, None, _held(tx, project_id, data.get("session_ids", [])))
     for agent, ids in dict(data.get("agents", {})).items():
-        write_stack(tx, project_id, str(agent), [str(i) for i in ids])
+        write_stack(tx, project_id, str(agent), _held(tx, project_id, ids))
+
+
+def _held(tx: Tx, project_id: str, ids: object) -> list[str]:
+    """The ids of an old stack that the store holds, in order (a session file set aside is not
+    on a stack: the run is left out, the others still show)."""
+    listed = [str(i) for i in ids] if isinstance(ids, list) else []
+    return [
+        session_id
+        for session_id in listed
+        if tx.execute(
+            "SELECT 1 FROM sessions WHERE project_id = ? AND session_id = ?",
+            (project_id, session_id),
+        )
+    ]
 
 
 def _import_log(tx: Tx, project_id: str, path: Path) -> None:
@@ -181,10 +231,12 @@ def _import_log(tx: Tx, project_id: str, path: Path) -> None:
     ):
         return
     lines = _read(path, ErrorCode.EVENTS_CORRUPT).split(b"\n")
-    for raw in lines[:-1]:  # the rest is a line cut off mid-write
-        if not raw.strip():
-            continue
-        text = raw.decode("utf-8", errors="replace").strip()
+    texts = [
+        raw.decode("utf-8", errors="replace").strip()
+        for raw in lines[:-1]  # the rest is a line cut off mid-write
+        if raw.strip()
+    ]
+    for text in texts:
         kind, stamp = _header(text)
         tx.execute(
             "INSERT INTO events (project_id, session_id, ts, kind, body) VALUES (?, ?, ?, ?, ?)",
@@ -233,7 +285,7 @@ def _import_approval(tx: Tx, project_id: str, path: Path, now: float) -> None:
         decided = None if decision is None else _decision_row(session_id, dict(decision))
     except (ValueError, KeyError, TypeError) as exc:
         raise DeepWorkError(
-            f"cannot import approval file {path}: {exc}; fix or delete it",
+            f"cannot import approval file {path}: {exc}.",
             code=ErrorCode.APPROVAL_CORRUPT,
         ) from None
     if tx.execute(

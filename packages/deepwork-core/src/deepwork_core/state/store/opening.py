@@ -19,7 +19,9 @@ import threading
 from pathlib import Path
 
 from deepwork_core.base.config import load_config
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.runtime_dir import ensure_tmp_dir
+from deepwork_core.state.store.errors import StoreError
 from deepwork_core.state.store.legacy import import_legacy, legacy_approvals, legacy_files
 from deepwork_core.state.store.port import Clock, ProjectRef, Store, wall_clock
 from deepwork_core.state.store.url import default_sqlite_path, parse_store_url
@@ -48,7 +50,8 @@ def open_store(
     older DeepWork kept (`deepwork_core.state.store.legacy`) on its first open.
 
     Raises `store.url_invalid`, `store.corrupt`, `store.foreign`, `store.schema_newer`,
-    `store.auth_failed` or `store.unavailable`; on any of them nothing was written.
+    `store.auth_failed` or `store.unavailable`; on any of them nothing was written. An old
+    file that cannot be imported is set aside, with a warning in the store's `notices`.
     """
     location = parse_store_url(url, project_root)
     project = project_ref(project_root, machine)
@@ -60,18 +63,34 @@ def open_store(
     else:
         from deepwork_core.state.store.sqlite import SqliteStore
 
+        assert location.path is not None
+        _require_folders(location.path.parent, project_root)
         if location.path == default_sqlite_path(project_root):
             ensure_tmp_dir(project_root)
-        elif location.path is not None:
+        else:
             location.path.parent.mkdir(parents=True, exist_ok=True)
         store = SqliteStore(location, project, clock)
     try:
         store.migrate()
-        import_legacy(store, project_root)
+        store.notices.extend(import_legacy(store, project_root))
     except BaseException:
         store.close()
         raise
     return store
+
+
+def _require_folders(folder: Path, project_root: Path) -> None:
+    """Raise `store.not_a_folder` naming the first of `folder` and its parents that exists
+    and is no folder (a plain file, a FIFO…), so that nothing is created in its place."""
+    for path in reversed([folder, *folder.parents]):
+        if (path.exists() or path.is_symlink()) and not path.is_dir():
+            shown = path.relative_to(project_root) if path.is_relative_to(project_root) else path
+            raise StoreError(
+                f"the store's folder {shown} is not a folder (a file or a FIFO is in its "
+                "place); move it away or delete it, and the next call makes the folder. "
+                "Nothing was written",
+                code=ErrorCode.STORE_NOT_A_FOLDER,
+            )
 
 
 def has_store(url: str | None, project_root: Path) -> bool:

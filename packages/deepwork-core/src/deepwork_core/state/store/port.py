@@ -54,6 +54,15 @@ class ProjectRef:
     machine: str
 
 
+class Listener(Protocol):
+    """Waits for announcements on one channel (`Store.listener`)."""
+
+    def wait(self, timeout: float) -> list[str]:
+        """The payloads announced within `timeout` seconds (returns at the first; [] when none
+        came)."""
+        ...
+
+
 class Store(abc.ABC):
     """An open store for one project. Thread-safe; one connection, used by one thread at once.
 
@@ -72,6 +81,8 @@ class Store(abc.ABC):
         self._lock = threading.RLock()
         self._tx: Tx | None = None
         self._tx_writes = False
+        #: Coded warnings of the opening (an old file set aside on import), for the root to show.
+        self.notices: list[str] = []
 
     @property
     def display(self) -> str:
@@ -138,6 +149,18 @@ class Store(abc.ABC):
     def now(self) -> float:
         return self.clock()
 
+    # --- change announcements (`deepwork wait`, docs/headless.md) ----------------------------
+
+    def announce(self, tx: Tx, channel: str, payload: str) -> None:
+        """Tell the store's listeners on `channel` that `payload` changed, when `tx` commits.
+        A store without notifications (SQLite) does nothing: its waiters poll."""
+        del tx, channel, payload
+
+    def listener(self, channel: str) -> contextlib.AbstractContextManager[Listener | None]:
+        """A `Listener` on `channel` for the block, or None where the store has no
+        notifications (its waiters poll)."""
+        return contextlib.nullcontext(None)
+
     # --- schema ------------------------------------------------------------------------------
 
     def migrate(self) -> None:
@@ -155,8 +178,6 @@ class Store(abc.ABC):
             for number in range(version + 1, SCHEMA_VERSION + 1):
                 for statement in MIGRATIONS[number - 1]:
                     tx.execute(statement.replace("{identity}", self._identity()))
-                if number in FILLS_RUN_COLUMNS and version > 0:
-                    fill_run_columns(tx)
                 if number == 1:
                     tx.execute(
                         "INSERT INTO store_meta (key, value) VALUES ('application', ?)",
@@ -168,6 +189,8 @@ class Store(abc.ABC):
                         "UPDATE store_meta SET value = ? WHERE key = 'schema_version'",
                         (str(number),),
                     )
+            if version > 0:
+                _fill(tx, version)
             tx.execute(
                 "INSERT INTO projects (project_id, root, machine, created_at) VALUES (?, ?, ?, ?)"
                 " ON CONFLICT (project_id) DO NOTHING",
@@ -211,6 +234,12 @@ class Store(abc.ABC):
             "DEEPWORK_STORE_URL elsewhere, or move the file away; nothing was written",
             code=ErrorCode.STORE_FOREIGN,
         )
+
+
+def _fill(tx: Tx, version: int) -> None:
+    """What rows written before the migrations from `version` on need filled in."""
+    if any(number > version for number in FILLS_RUN_COLUMNS):
+        fill_run_columns(tx)
 
 
 def wall_clock() -> float:

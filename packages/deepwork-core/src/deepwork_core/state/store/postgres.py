@@ -8,7 +8,9 @@ masked, and the driver's own text is scrubbed of it too.
 
 Writes run in READ COMMITTED with, when the caller names a lock, a transaction-scoped advisory
 lock on it (`pg_advisory_xact_lock`): one project's state is read-modified-written by one
-transaction at a time, on any machine. Claims use `FOR UPDATE SKIP LOCKED`.
+transaction at a time, on any machine. Claims use `FOR UPDATE SKIP LOCKED`. Announcements are
+`pg_notify` in the writing transaction (delivered when it commits) and `LISTEN` on a connection
+of the listener's own (`deepwork wait`, docs/headless.md).
 """
 
 from __future__ import annotations
@@ -20,11 +22,12 @@ from collections.abc import Iterator, Sequence
 from typing import Final
 
 import psycopg
+import psycopg.sql
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.state.store.errors import StoreError
-from deepwork_core.state.store.port import Clock, ProjectRef, Row, Store, Tx
-from deepwork_core.state.store.url import StoreLocation, password_of
+from deepwork_core.state.store.port import Clock, Listener, ProjectRef, Row, Store, Tx
+from deepwork_core.state.store.url import StoreLocation, passwords_of
 
 CONNECT_TIMEOUT_S: Final = 5
 _AUTH_HINTS: Final = ("password authentication failed", "no password supplied", "role ")
@@ -160,14 +163,31 @@ class PostgresStore(Store):
         )
         return {str(row[0]) for row in rows}
 
+    def announce(self, tx: Tx, channel: str, payload: str) -> None:
+        tx.execute("SELECT pg_notify(?, ?)", (channel, payload))
+
+    @contextlib.contextmanager
+    def listener(self, channel: str) -> Iterator[Listener | None]:
+        try:
+            conn = psycopg.connect(self._url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
+        except psycopg.Error as exc:
+            raise self._error(exc, connecting=True) from None
+        try:
+            conn.execute(psycopg.sql.SQL("LISTEN {}").format(psycopg.sql.Identifier(channel)))
+            yield _PgListener(conn)
+        except psycopg.Error as exc:
+            raise self._error(exc) from None
+        finally:
+            with contextlib.suppress(psycopg.Error):
+                conn.close()
+
     def close(self) -> None:
         with self._lock:
             self._drop()
 
     def _error(self, exc: psycopg.Error, *, connecting: bool = False) -> StoreError:
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        secret = password_of(self._url)
-        if secret:
+        for secret in passwords_of(self._url):
             text = text.replace(secret, "***")
         if connecting and any(hint in text for hint in _AUTH_HINTS):
             return StoreError(
@@ -183,3 +203,13 @@ class PostgresStore(Store):
                 code=ErrorCode.STORE_UNAVAILABLE,
             )
         return StoreError(f"store {self.display}: {text}", code=ErrorCode.STORE_ERROR)
+
+
+class _PgListener:
+    """`LISTEN` on a connection of its own."""
+
+    def __init__(self, conn: psycopg.Connection[Row]) -> None:
+        self._conn = conn
+
+    def wait(self, timeout: float) -> list[str]:
+        return [n.payload for n in self._conn.notifies(timeout=timeout, stop_after=1)]

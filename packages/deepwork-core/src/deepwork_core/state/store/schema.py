@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
+from deepwork_core.base.fsutil import loads_json
+
 #: Identifies a DeepWork store in `store_meta` (a SQLite file without it is someone else's).
 APPLICATION: Final = "deepwork"
 
@@ -147,10 +149,62 @@ _V3: Final = (
     "CREATE INDEX runs_by_start ON sessions (project_id, is_instance, started_at, session_id)",
 )
 
+#: Version 4: what reviews cost and judged, kept for every server of the store
+#: (docs/quality-gate.md). `review_verdicts` holds each verdict under the key of what it judged
+#: (the brief, the runner and model, the SHA-256 of every file the reviewer saw), so a later task
+#: with the same key reuses it. `review_spend` holds one row per reviewer call: `held` while it
+#: runs (`usd` is the slice of the day's budget it reserved), `spent` once its cost is known; the
+#: day's spending is the sum of the day's rows, and the estimate of a task is the median of the
+#: last tasks (`task_ref`) of the same rule, depth and model.
+_V4: Final = (
+    """CREATE TABLE review_verdicts (
+        reuse_key TEXT PRIMARY KEY,
+        passed INTEGER NOT NULL,
+        verdict TEXT NOT NULL,
+        project_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        step_id TEXT NOT NULL,
+        judged_at DOUBLE PRECISION NOT NULL,
+        cost_usd DOUBLE PRECISION
+    )""",
+    """CREATE TABLE review_spend (
+        spend_id TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        task_ref TEXT NOT NULL,
+        rule TEXT NOT NULL,
+        depth TEXT NOT NULL,
+        model TEXT NOT NULL,
+        runner TEXT NOT NULL,
+        state TEXT NOT NULL,
+        usd DOUBLE PRECISION NOT NULL,
+        tokens INTEGER NOT NULL,
+        at DOUBLE PRECISION NOT NULL
+    )""",
+    "CREATE INDEX review_spend_by_day ON review_spend (at)",
+    "CREATE INDEX review_spend_by_rule ON review_spend (project_id, rule, depth, model, at)",
+)
+
+#: Version 5: every view reads only the rows it shows (docs/limits.md, "Views"). Runs gain where
+#: their branch started (`started_from`) and when a finished run ended (`ended_at`, None while
+#: active; filled for the rows written before), with indexes for the newest finished runs, a
+#: branch's first run, a run's instances and the runs awaiting a human
+#: (`deepwork_core.state.store.run_lists`), and one for a run's events of some kinds (a run
+#: page's summary, the review cost of the runs on a page).
+_V5: Final = (
+    "ALTER TABLE sessions ADD COLUMN started_from TEXT",
+    "ALTER TABLE sessions ADD COLUMN ended_at DOUBLE PRECISION",
+    "CREATE INDEX runs_by_end ON sessions (project_id, ended_at)",
+    "CREATE INDEX runs_by_branch ON sessions (project_id, branch, started_at)",
+    "CREATE INDEX runs_by_parent ON sessions (project_id, parent_session_id, is_instance)",
+    "CREATE INDEX runs_awaiting ON sessions (project_id, awaiting_approval, started_at)",
+    "CREATE INDEX events_by_kind ON events (project_id, session_id, kind, seq)",
+)
+
 #: Migration n (1-based) as its statements.
-MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (_V1, _V2, _V3)
+MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (_V1, _V2, _V3, _V4, _V5)
 #: The migrations after which rows written before need columns filled from their documents.
-FILLS_RUN_COLUMNS: Final = frozenset({3})
+FILLS_RUN_COLUMNS: Final = frozenset({3, 5})
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 
 
@@ -170,40 +224,48 @@ class ListColumns:
     parent_session_id: str | None = None
     is_instance: bool = False
     awaiting_approval: bool = False
+    #: The branch the repository was on when the run switched to its own.
+    started_from: str | None = None
 
 
 def list_columns(document: Mapping[str, Any]) -> ListColumns:
     """The list columns of a session document (a parsed `Session` JSON)."""
     steps = document.get("current_step_ids") or []
     parent = document.get("parent_session_id")
+    previous = document.get("previous_branch")
     return ListColumns(
         goal=str(document.get("goal") or ""),
         steps=json.dumps([str(step) for step in steps]),
         parent_session_id=str(parent) if parent else None,
         is_instance=document.get("instance_of") is not None,
         awaiting_approval=document.get("pending_approval") is not None,
+        started_from=str(previous) if previous else None,
     )
 
 
 def fill_run_columns(tx: Executes) -> None:
     """Fill the list columns of every row from its document (rows written before they existed);
     a document that does not parse keeps the defaults (reading the run reports it)."""
+    tx.execute(
+        "UPDATE sessions SET ended_at = COALESCE(completed_at, started_at) WHERE status <> 'active'"
+    )
     rows = tx.execute("SELECT project_id, session_id, body FROM sessions")
     for project_id, session_id, body in rows:
         try:
-            document = json.loads(body)
+            document = loads_json(body)
             listed = list_columns(document if isinstance(document, dict) else {})
         except (ValueError, TypeError):
             continue
         tx.execute(
             "UPDATE sessions SET goal = ?, steps = ?, parent_session_id = ?, is_instance = ?, "
-            "awaiting_approval = ? WHERE project_id = ? AND session_id = ?",
+            "awaiting_approval = ?, started_from = ? WHERE project_id = ? AND session_id = ?",
             (
                 listed.goal,
                 listed.steps,
                 listed.parent_session_id,
                 int(listed.is_instance),
                 int(listed.awaiting_approval),
+                listed.started_from,
                 project_id,
                 session_id,
             ),

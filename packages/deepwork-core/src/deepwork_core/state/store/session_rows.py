@@ -1,20 +1,18 @@
-"""The rows of sessions and the per-agent stacks, as SQL over one `Tx`.
+"""The rows of runs: sessions and the per-agent stacks, as SQL over one `Tx`.
 
 A session row keeps the whole `Session` document as JSON (`body`) beside the columns that
 listing runs needs (job, workflow, status, agent, branch, machine, times; goal, current steps,
 parent, instance and approval flags); the document is what `SessionStore` reads back, the
-columns are all that `list_session_rows` (every project, from one covering index) and
-`project_session_rows` (one project's page, as the dashboard lists it) read: a list never parses
-a document.
+columns are what lists of runs read (`deepwork_core.state.store.run_lists`): a list never
+parses a document.
 A stack is its ids by position under `(project_id, agent)`; the main stack's agent is `''`.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Final, NamedTuple
+from typing import Final
 
 from deepwork_core.base.identifiers import SessionId
 from deepwork_core.state.store.port import Tx
@@ -22,10 +20,6 @@ from deepwork_core.state.store.schema import ListColumns
 
 #: The `agent` column of the main stack.
 MAIN_AGENT: Final = ""
-_RUN_COLUMNS: Final = (
-    "s.project_id, s.machine, s.session_id, s.job, s.workflow, s.status, s.agent, "
-    "s.branch, s.started_at, s.updated_at, s.completed_at"
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,42 +39,6 @@ class SessionRow:
     listed: ListColumns = field(default_factory=lambda: ListColumns())
 
 
-@dataclass(frozen=True, slots=True)
-class ListedSession:
-    """One run of a project's list (the dashboard's): its columns, no document."""
-
-    session_id: SessionId
-    job: str
-    workflow: str
-    goal: str
-    agent: str | None
-    steps: list[str]
-    status: str
-    awaiting_approval: bool
-    started_at: float
-    parent_session_id: SessionId | None
-    #: When its last event was written (None: it has none).
-    last_event_at: float | None
-
-
-class StoredSession(NamedTuple):
-    """One run as a list of runs shows it (any project of the store); a tuple, so that ten
-    thousand of them are built in a few milliseconds."""
-
-    project_id: str
-    project_root: str
-    machine: str
-    session_id: str
-    job: str
-    workflow: str
-    status: str
-    agent: str | None
-    branch: str | None
-    started_at: float
-    updated_at: float
-    completed_at: float | None
-
-
 def load_body(tx: Tx, project_id: str, session_id: str) -> str | None:
     rows = tx.execute(
         "SELECT body FROM sessions WHERE project_id = ? AND session_id = ?",
@@ -91,18 +49,22 @@ def load_body(tx: Tx, project_id: str, session_id: str) -> str | None:
 
 def save_session(tx: Tx, project_id: str, machine: str, row: SessionRow, now: float) -> None:
     listed = row.listed
+    ended = None
+    if row.status != "active":
+        ended = row.completed_at if row.completed_at is not None else row.started_at
     tx.execute(
         "INSERT INTO sessions (project_id, session_id, job, workflow, status, agent, branch, "
         "machine, started_at, updated_at, completed_at, body, goal, steps, parent_session_id, "
-        "is_instance, awaiting_approval) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "is_instance, awaiting_approval, started_from, ended_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
         "ON CONFLICT (project_id, session_id) DO UPDATE SET job = excluded.job, "
         "workflow = excluded.workflow, status = excluded.status, agent = excluded.agent, "
         "branch = excluded.branch, machine = excluded.machine, "
         "started_at = excluded.started_at, updated_at = excluded.updated_at, "
         "completed_at = excluded.completed_at, body = excluded.body, goal = excluded.goal, "
         "steps = excluded.steps, parent_session_id = excluded.parent_session_id, "
-        "is_instance = excluded.is_instance, awaiting_approval = excluded.awaiting_approval",
+        "is_instance = excluded.is_instance, awaiting_approval = excluded.awaiting_approval, "
+        "started_from = excluded.started_from, ended_at = excluded.ended_at",
         (
             project_id,
             row.session_id,
@@ -121,6 +83,8 @@ def save_session(tx: Tx, project_id: str, machine: str, row: SessionRow, now: fl
             listed.parent_session_id,
             int(listed.is_instance),
             int(listed.awaiting_approval),
+            listed.started_from,
+            ended,
         ),
     )
 
@@ -180,59 +144,3 @@ def delete_sessions(tx: Tx, project_id: str, session_ids: Iterable[str]) -> None
                 f"DELETE FROM {table} WHERE project_id = ? AND session_id = ?",  # noqa: S608
                 (project_id, session_id),
             )
-
-
-def list_session_rows(
-    tx: Tx, *, project_id: str | None = None, limit: int = 10_000, active_only: bool = False
-) -> list[StoredSession]:
-    """Runs newest first: of one project, or (None) of every project in the store.
-
-    One query over the covering index `runs_by_update` (the rows and their documents are not
-    read); the projects' roots come from one more query of the small `projects` table.
-    """
-    sql = f"SELECT {_RUN_COLUMNS} FROM sessions s"  # noqa: S608
-    clauses: list[str] = []
-    params: list[object] = []
-    if project_id is not None:
-        clauses.append("s.project_id = ?")
-        params.append(project_id)
-    if active_only:
-        clauses.append("s.status = 'active'")
-    if clauses:
-        sql += " WHERE " + " AND ".join(clauses)
-    params.append(limit)
-    rows = tx.execute(sql + " ORDER BY s.updated_at DESC, s.session_id LIMIT ?", params)
-    roots: dict[str, str] = dict(tx.execute("SELECT project_id, root FROM projects"))
-    return [StoredSession(row[0], roots.get(row[0], ""), *row[1:]) for row in rows]
-
-
-def project_session_rows(
-    tx: Tx, project_id: str, *, limit: int, offset: int = 0
-) -> list[ListedSession]:
-    """One page of a project's runs, newest start first, without `for_each` instances (they are
-    listed on their parent's page): one query over the index `runs_by_start`."""
-    rows = tx.execute(
-        "SELECT s.session_id, s.job, s.workflow, s.goal, s.agent, s.steps, s.status, "
-        "s.awaiting_approval, s.started_at, s.parent_session_id, "
-        "(SELECT e.ts FROM events e WHERE e.project_id = s.project_id "
-        "AND e.session_id = s.session_id ORDER BY e.seq DESC LIMIT 1) "
-        "FROM sessions s WHERE s.project_id = ? AND s.is_instance = 0 "
-        "ORDER BY s.started_at DESC, s.session_id LIMIT ? OFFSET ?",
-        (project_id, limit, offset),
-    )
-    return [
-        ListedSession(
-            session_id=row[0],
-            job=row[1],
-            workflow=row[2],
-            goal=row[3],
-            agent=row[4],
-            steps=[str(step) for step in json.loads(row[5])],
-            status=row[6],
-            awaiting_approval=bool(row[7]),
-            started_at=row[8],
-            parent_session_id=row[9],
-            last_event_at=row[10],
-        )
-        for row in rows
-    ]

@@ -7,10 +7,11 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.layout import TMP_DIR
@@ -22,6 +23,8 @@ STORE_URL_ENV: Final = "DEEPWORK_STORE_URL"
 SQLITE_FILE: Final = "deepwork.sqlite3"
 _PG_SCHEMES: Final = ("postgresql", "postgres")
 _MASK: Final = "***"
+#: A `password=` parameter of a URL's query (its value ends at the next `&`).
+_QUERY_PASSWORD: Final = re.compile(r"((?:^|[?&])password=)([^&]*)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,23 +71,44 @@ def parse_store_url(url: str | None, project_root: Path) -> StoreLocation:
 
 
 def mask_url(url: str) -> str:
-    """`url` with the password of its user part replaced by `***` (the rest unchanged)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return _MASK
-    netloc = parts.netloc
-    if "@" not in netloc:
-        return url
-    user, host = netloc.rsplit("@", 1)
+    """`url` with every password libpq would read from it replaced by `***`: the one in its
+    user part (which may hold `#` or `?`) and any `password=` of its query; the rest as is."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return _mask_query(url)
+    authority, path = _split_authority(rest)
+    if "@" in authority:
+        user, host = authority.rsplit("@", 1)
+        if ":" in user:
+            user = user.split(":", 1)[0] + ":" + _MASK
+        authority = f"{user}@{host}"
+    return f"{scheme}{sep}{authority}{_mask_query(path)}"
+
+
+def _split_authority(rest: str) -> tuple[str, str]:
+    """The user-and-host part of what follows `scheme://`, and the path and query after it.
+    As libpq reads it, the user part ends at the `@` before the first `/` (so a password may
+    hold `#` or `?`); the host ends at the next `/` or `?`."""
+    head = rest.split("/", 1)[0]
+    start = head.rfind("@") + 1
+    tail = re.search(r"[/?]", rest[start:])
+    end = len(rest) if tail is None else start + tail.start()
+    return rest[:end], rest[end:]
+
+
+def _mask_query(text: str) -> str:
+    """`text` with the value of every `password=` parameter masked."""
+    return _QUERY_PASSWORD.sub(lambda found: found.group(1) + _MASK, text)
+
+
+def passwords_of(url: str) -> list[str]:
+    """Every password in `url`, as written and decoded, longest first (to scrub them from
+    driver messages)."""
+    found: list[str] = []
+    _, sep, rest = url.partition("://")
+    user = _split_authority(rest)[0].rsplit("@", 1)[0] if sep and "@" in rest else ""
     if ":" in user:
-        user = user.split(":", 1)[0] + ":" + _MASK
-    return urlunsplit(parts._replace(netloc=f"{user}@{host}"))
-
-
-def password_of(url: str) -> str | None:
-    """The password in `url` (to scrub it from driver messages), or None."""
-    try:
-        return urlsplit(url).password
-    except ValueError:
-        return None
+        found.append(user.split(":", 1)[1])
+    found += [match.group(2) for match in _QUERY_PASSWORD.finditer(url)]
+    found += [unquote(one) for one in found]
+    return sorted({one for one in found if one}, key=len, reverse=True)

@@ -67,6 +67,10 @@ class RequestUsage(_Sums, BaseModel):
     model: str | None = None
 
 
+def _none_yet(value: object) -> bool:
+    return value == 0  # left out of a dump until a verdict is reused: older answers unchanged
+
+
 class RunUsage(_Sums, BaseModel):
     """Totals of reviewer calls: tokens and cost as the reviewers reported them, plus the
     self-reviews counted beside them (which DeepWork cannot meter). Made by `of`."""
@@ -82,11 +86,22 @@ class RunUsage(_Sums, BaseModel):
     cost_usd: float = 0.0
     unpriced_calls: int = 0
     self_reviews: int = 0
+    #: Verdicts taken from an earlier review of the same brief and bytes: no call, cost 0.
+    reused_verdicts: int = Field(default=0, exclude_if=_none_yet)
+    #: What those verdicts cost when they were judged (the reviews reuse saved).
+    saved_usd: float = Field(default=0.0, exclude_if=_none_yet)
     note: str | None = None
 
     @classmethod
-    def of(cls, requests: Iterable[RequestUsage], *, self_reviews: int = 0) -> RunUsage:
-        """The sum of `requests`, with `self_reviews` counted: the one way usage is summed."""
+    def of(
+        cls,
+        requests: Iterable[RequestUsage],
+        *,
+        self_reviews: int = 0,
+        reused: Iterable[float | None] = (),
+    ) -> RunUsage:
+        """The sum of `requests`, with `self_reviews` counted and the `reused` verdicts (what
+        each cost when judged): the one way usage is summed."""
         calls = inputs = outputs = cache_read = cache_creation = unpriced = 0
         cost = 0.0
         for usage in requests:
@@ -99,7 +114,10 @@ class RunUsage(_Sums, BaseModel):
                 unpriced += 1
             else:
                 cost += usage.cost_usd
+        saved = list(reused)
         return cls(
+            reused_verdicts=len(saved),
+            saved_usd=round(sum(cost or 0.0 for cost in saved), 6),
             calls=calls,
             input_tokens=inputs,
             output_tokens=outputs,

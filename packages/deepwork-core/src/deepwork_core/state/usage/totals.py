@@ -25,15 +25,18 @@ from deepwork_core.state.usage.pair import RequestUsage, RunUsage
 def sum_usage(events: Iterable[EventRecord]) -> RunUsage:
     """The totals of the `review_usage` events among `events`."""
     metered: list[RequestUsage] = []
+    reused: list[float | None] = []
     self_reviews = 0
     for event in events:
         if not isinstance(event, ReviewUsageEvent):
             continue
         if event.mode == "self":
             self_reviews += 1
+        elif event.mode == "reused":
+            reused.append(event.saved_usd)
         else:
             metered.append(event.usage)
-    return RunUsage.of(metered, self_reviews=self_reviews)
+    return RunUsage.of(metered, self_reviews=self_reviews, reused=reused)
 
 
 def run_usage(store: Store, run_id: SessionId) -> RunUsage:

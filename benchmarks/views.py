@@ -1,0 +1,201 @@
+"""Every view at 100,000 runs (issue 45): what a person or agent reads must not grow with history.
+
+    uv run python benchmarks/views.py                  # 100,000 runs, SQLite and PostgreSQL
+    uv run python benchmarks/views.py --runs 10000 --no-postgres
+
+The store is seeded through its own write path: two real runs are made by the engine (a
+completed 5-step run and an aborted one), then each is written again under new
+session ids with `save_session` and its event rows, as an import writes them, until the
+project holds `--runs` runs. Each view is then timed in process, server side (what the
+command or page handler runs, without the HTTP or terminal around it):
+
+- `status`: `project_overview` (the stacks, the five newest finished runs, the branches);
+- `status --all`: one page of `list_runs` and `count_runs`;
+- the dashboard's run list (`views.runs`), a run page (`views.run_page_view`), the Approvals
+  page (`views.open_approvals`) and the Reviews page (`reviews.review_rows`);
+- the reference, measured in the same run: the read model's `list_runs`, which parses every
+  session document of the project (what `status` and the run page's instance list read before).
+
+The peak of Python memory allocated while the dashboard's views run once is reported too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).parent))
+
+from workloads import LONG_JOB, make_long_workflow  # noqa: E402
+
+RUNS = 100_000
+#: The budget of each view, server side (issue 45).
+BUDGET_MS = 150.0
+_BATCH = 2_000
+
+
+def _templates(root: Path, store: Any) -> list[str]:
+    """Two real runs made by the engine: one completed, one aborted after its first step."""
+    from deepwork_core.engine.workflow import WorkflowEngine
+    from deepwork_core.jobs.discovery import JobCatalog
+    from deepwork_core.state.sessions import SessionStore
+
+    outputs = make_long_workflow(root, 5)
+    engine = WorkflowEngine(root, JobCatalog.for_project(root), SessionStore(store, root))
+    made = []
+    made.append(engine.start("done", LONG_JOB, "long", inputs={}).brief.session_id)
+    for index, path in enumerate(outputs, start=1):
+        engine.finish({f"s{index:02d}_out.md": path})
+    made.append(engine.start("given up", LONG_JOB, "long", inputs={}).brief.session_id)
+    engine.finish({"s01_out.md": outputs[0]})
+    engine.abort("not needed")
+    return made
+
+
+def seed(store: Any, root: Path, count: int) -> str:
+    """Fill the project with `count` finished runs; the id of one of them (for its page)."""
+    import json
+
+    from deepwork_core.state.store.runs import SessionRow, save_session
+    from deepwork_core.state.store.schema import list_columns
+
+    project = store.project.project_id
+    templates = _templates(root, store)
+    with store.read() as tx:
+        rows = {
+            sid: tx.execute(
+                "SELECT job, workflow, status, agent, branch, started_at, completed_at, body "
+                "FROM sessions WHERE project_id = ? AND session_id = ?",
+                (project, sid),
+            )[0]
+            for sid in templates
+        }
+        events = {
+            sid: tx.execute(
+                "SELECT ts, kind, body FROM events WHERE project_id = ? AND session_id = ? "
+                "ORDER BY seq",
+                (project, sid),
+            )
+            for sid in templates
+        }
+    for start in range(0, count - len(templates), _BATCH):
+        with store.write() as tx:
+            for n in range(start, min(start + _BATCH, count - len(templates))):
+                source = templates[n % len(templates)]
+                job, workflow, status, agent, branch, began, completed, body = rows[source]
+                new = f"sess_{n:012x}"
+                shift = float(n)
+                text = str(body).replace(source, new)
+                listed = list_columns(json.loads(text))
+                row = SessionRow(
+                    new, job, workflow, status, agent, branch, began - count + shift,
+                    None if completed is None else completed - count + shift, text, listed,
+                )  # fmt: skip
+                save_session(tx, project, store.project.machine, row, began - count + shift)
+                for ts, kind, line in events[source]:
+                    tx.execute(
+                        "INSERT INTO events (project_id, session_id, ts, kind, body) "
+                        "VALUES (?, ?, ?, ?, ?)",
+                        (project, new, ts - count + shift, kind, str(line).replace(source, new)),
+                    )
+    return templates[0]
+
+
+def _time(call: Callable[[], object], repeats: int) -> list[float]:
+    samples = []
+    for _ in range(repeats):
+        began = time.perf_counter()
+        call()
+        samples.append((time.perf_counter() - began) * 1000)
+    return samples
+
+
+def measure(url: str | None, count: int, repeats: int) -> dict[str, list[float]]:
+    """Milliseconds of each view over a project of `count` runs (see the module)."""
+    from deepwork_core.state.overview import project_overview
+    from deepwork_core.state.read_model.runs import list_runs as every_run
+    from deepwork_core.state.sessions import SessionStore
+    from deepwork_core.state.store.opening import open_store
+    from deepwork_core.state.store.run_lists import count_runs, list_runs
+    from deepwork_mcp.dashboard import reviews, views
+
+    with tempfile.TemporaryDirectory(prefix="deepwork-views-bench-") as folder:
+        root = Path(folder) / "p"
+        root.mkdir()
+        with open_store(url, root) as store:
+            began = time.perf_counter()
+            shown = seed(store, root, count)
+            print(f"  seeded {count:,} runs in {time.perf_counter() - began:.1f} s", flush=True)
+            sessions = SessionStore(store, root)
+
+            def status_all() -> None:
+                with store.read() as tx:
+                    list_runs(tx, limit=1000)
+                    count_runs(tx)
+
+            checks: dict[str, Callable[[], object]] = {
+                "status": lambda: project_overview(sessions),
+                "status --all (one page)": status_all,
+                "dashboard run list": lambda: views.runs(sessions),
+                "dashboard run page": lambda: views.run_page_view(sessions, shown),  # type: ignore[arg-type]
+                "dashboard approvals": lambda: views.open_approvals(sessions),
+                "dashboard reviews": lambda: reviews.review_rows(store),
+            }
+            figures = {name: _time(call, repeats) for name, call in checks.items()}
+            tracemalloc.start()
+            for name in ("dashboard run list", "dashboard run page", "dashboard approvals"):
+                checks[name]()
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+            figures["dashboard views, peak MiB"] = [peak / 2**20]
+            figures["reference: every document parsed"] = _time(lambda: every_run(sessions), 1)
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=RUNS)
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--no-postgres", action="store_true", help="SQLite only")
+    args = parser.parse_args()
+    from store import _postgres
+
+    server, reason = (None, "--no-postgres") if args.no_postgres else _postgres()
+    try:
+        targets: list[tuple[str, Callable[[], str | None]]] = [("sqlite", lambda: None)]
+        if server is not None:
+            targets.append(("postgresql", server.create_database))
+        else:
+            print(f"postgresql: skipped ({reason})")
+        for name, url in targets:
+            print(f"{name}: {args.runs:,} runs", flush=True)
+            figures = measure(url(), args.runs, args.repeats)
+            reference = statistics.median(figures["reference: every document parsed"])
+            for view, samples in figures.items():
+                if view.endswith("MiB"):
+                    print(f"  {view}: {samples[0]:.1f} MiB (budget 250)")
+                    continue
+                median = statistics.median(samples)
+                worst = max(samples)
+                verdict = "ok" if median <= BUDGET_MS or view.startswith("reference") else "OVER"
+                print(
+                    f"  {view}: median {median:.2f} ms, max {worst:.2f} ms, "
+                    f"{median / reference:.4f}x the reference  [{verdict}]",
+                    flush=True,
+                )
+    finally:
+        if server is not None:
+            server.destroy()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,89 @@
+"""The day cap: `quality_gate.max_budget_usd_per_day` (docs/quality-gate.md, "Budgets").
+
+Beside the budget of one run, a project may cap what its reviews spend in a day (UTC, midnight
+to midnight). The day's spending is counted in the store (`deepwork_core.state.store.spend_rows`),
+so every server and machine on the store counts it, and it survives restarts. Before each
+reviewer call the gate holds its slice of what is left, in one transaction under a lock every
+server takes: what is left is shared among the calls that may start alongside it, and the slice
+is passed on as the call's budget (`--max-budget-usd` for claude, whose CLI stops there). The
+slice counts in full until the call's real cost replaces it, and in full for ever when its
+server died meanwhile: the day is never overshot by calls whose CLI keeps to its budget. A call
+whose CLI reports no cost (codex, gemini) counts its tokens at `quality_gate.prices`.
+
+Once nothing is left no reviewer starts: `quality_gate.day_budget_exhausted`, naming the cap,
+what was spent and when the day resets; it is not an attempt (the run goes on with self-review).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Final
+
+from deepwork_core.base.error_codes import ErrorCode
+from deepwork_core.base.errors import QualityGateError
+from deepwork_core.state.store.port import Store
+from deepwork_core.state.store.spend_rows import SpendRow, hold_within, release, settle
+
+DAY_SECONDS: Final = 86_400.0
+
+
+def day_window(now: float) -> tuple[float, float]:
+    """The UTC day holding `now` (seconds since the epoch): its start and its end."""
+    start = math.floor(now / DAY_SECONDS) * DAY_SECONDS
+    return start, start + DAY_SECONDS
+
+
+@dataclass(frozen=True, slots=True)
+class DayHold:
+    """A call's slice of the day, held in the store until its cost is known."""
+
+    spend_id: str
+    usd: float
+
+
+class DayCap:
+    """The day cap of the project's reviews; `max_usd` None: no cap (nothing is held)."""
+
+    def __init__(self, max_usd: float | None) -> None:
+        self.max_usd = max_usd
+
+    def hold(self, store: Store, row: SpendRow, slots: int) -> DayHold | None:
+        """Hold this call's slice (None without a cap); raises
+        `quality_gate.day_budget_exhausted` when the day has nothing left."""
+        if self.max_usd is None:
+            return None
+        start, end = day_window(store.now())
+        spend_id, usd, spent = hold_within(
+            store, row, cap=self.max_usd, start=start, end=end, slots=slots
+        )
+        if spend_id is None:
+            raise day_budget_exhausted(self.max_usd, spent, end, store.now())
+        return DayHold(spend_id, usd)
+
+    def settle(self, store: Store, hold: DayHold, usd: float, tokens: int) -> None:
+        settle(store, hold.spend_id, usd, tokens)
+
+    def release(self, store: Store, hold: DayHold) -> None:
+        release(store, hold.spend_id)
+
+
+def resets_text(end: float, now: float) -> str:
+    """`2026-11-28T00:00:00Z (in 3 h 12 min)`."""
+    when = datetime.fromtimestamp(end, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    minutes = max(0, math.ceil((end - now) / 60))
+    return f"{when} (in {minutes // 60} h {minutes % 60} min)"
+
+
+def day_budget_exhausted(cap: float, spent: float, end: float, now: float) -> QualityGateError:
+    """The stop of a spent day: which cap, what was spent, when it resets."""
+    return QualityGateError(
+        f"the project's review budget for the day (quality_gate.max_budget_usd_per_day: "
+        f"{cap:g} USD) is spent: {spent:.4f} USD spent or held today (UTC) by the reviews of "
+        f"every server on this store. It resets at {resets_text(end, now)}. No reviewer was "
+        "started and this was not counted as an attempt; your outputs and notes are recorded. "
+        "The run continues with self-review, unless a human raises the cap in "
+        ".deepwork/config.yml.",
+        code=ErrorCode.QUALITY_GATE_DAY_BUDGET_EXHAUSTED,
+    )

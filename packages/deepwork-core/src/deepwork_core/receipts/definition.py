@@ -1,0 +1,107 @@
+"""The job definition a receipt binds (docs/verify.md): which files make it, hashed, and how
+they compare with the files as they are now.
+
+A run's definition is its `job.yml`, the instruction file of each step of the workflow it ran,
+the doc spec of each of those steps' outputs, and the `.deepreview` files (with their
+instruction files) whose rules the gate applied. A project job's files are hashed inside the
+project; a standard job's inside DeepWork's standard jobs (so `deepwork verify` compares them
+with the DeepWork it runs); a job from an additional folder outside the project is named, and
+cannot be checked (`verify.job_outside_project`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from deepwork_core.base.layout import JOB_FILE
+from deepwork_core.evidence.hashes import sha256_file
+from deepwork_core.jobs.discovery import STANDARD_JOBS_DIR, LoadedJob, SourceKind
+from deepwork_core.receipts.model import (
+    DefinitionFile,
+    DefinitionRoot,
+    JobDefinitionHash,
+    definition_digest,
+)
+
+_ROOTS: dict[SourceKind, DefinitionRoot] = {
+    SourceKind.PROJECT: "project",
+    SourceKind.STANDARD: "standard",
+    SourceKind.ADDITIONAL: "additional",
+}
+
+
+def job_definition(
+    project_root: Path, job: LoadedJob, workflow: str, sources: Iterable[str] = ()
+) -> JobDefinitionHash:
+    """The definition of `job`'s `workflow` as it is now, with the project files `sources`
+    (the `.deepreview` files and their instruction files the gate applied) beside it."""
+    root = _ROOTS[job.source.kind]
+    base = _root_folder(project_root, root, job.source.path)
+    folder = _relative(job.job_dir, base)
+    definition = job.definition
+    files: dict[tuple[DefinitionRoot, str], None] = {(root, f"{folder}{JOB_FILE}"): None}
+    project_files: dict[str, None] = {}
+    for step_id in definition.workflows_by_name[workflow].step_ids:
+        step = definition.step(step_id)
+        if step.instructions_file:
+            files[(root, f"{folder}{step.instructions_file}")] = None
+        for spec in step.outputs.values():
+            if spec.doc_spec:
+                project_files[spec.doc_spec] = None
+    project_files.update(dict.fromkeys(sources))
+    files.update({("project", path): None for path in project_files})
+    listed = [
+        DefinitionFile(
+            root=where, path=path, sha256=hash_definition_file(project_root, where, path)
+        )
+        for where, path in sorted(files)
+    ]
+    return JobDefinitionHash(files=listed, sha256=definition_digest(listed))
+
+
+def hash_definition_file(project_root: Path, root: DefinitionRoot, path: str) -> str | None:
+    """The SHA-256 of one definition file as it is now; None when it is gone (or its root is
+    not on this machine: an additional folder)."""
+    if root == "additional":
+        return None
+    return sha256_file(_root_folder(project_root, root, None), path)
+
+
+def changed_files(
+    project_root: Path,
+    recorded: JobDefinitionHash,
+    known: dict[tuple[DefinitionRoot, str], str | None] | None = None,
+) -> list[str]:
+    """`path (what)` of each file of `recorded` that differs now or is gone; `known` keeps the
+    hashes already taken (many receipts name one job.yml)."""
+    changed = []
+    hashes = {} if known is None else known
+    for item in recorded.files:
+        if item.root == "additional":
+            continue
+        key = (item.root, item.path)
+        if key not in hashes:
+            hashes[key] = hash_definition_file(project_root, item.root, item.path)
+        now = hashes[key]
+        if now != item.sha256:
+            where = item.path if item.root == "project" else f"{item.path} (standard job)"
+            changed.append(f"{where} ({'gone' if now is None else 'changed'})")
+    return changed
+
+
+def _root_folder(project_root: Path, root: DefinitionRoot, additional: Path | None) -> Path:
+    if root == "standard":
+        return STANDARD_JOBS_DIR
+    if root == "additional" and additional is not None:
+        return additional
+    return project_root
+
+
+def _relative(job_dir: Path, base: Path) -> str:
+    """`job_dir` relative to `base` with a trailing `/` (`""` when they are one folder)."""
+    try:
+        relative = job_dir.resolve().relative_to(base.resolve()).as_posix()
+    except ValueError:
+        return f"{job_dir.name}/"
+    return "" if relative == "." else f"{relative}/"

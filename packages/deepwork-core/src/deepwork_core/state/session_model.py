@@ -1,0 +1,193 @@
+"""The session document: one workflow run as the store keeps it (`docs/runtime-layout.md`).
+
+`Session` is the JSON document of a `sessions` row, with what happened to each step
+(`StepRecord`), its quality-gate trail (`QualityEvent`), the approval it waits for
+(`PendingApproval`) and, for a run no person attends, why it stopped (`Parked`,
+docs/headless.md). `deepwork_core.state.sessions` keeps the documents in the store.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from deepwork_core.base.error_codes import ErrorCode
+from deepwork_core.base.identifiers import SessionId
+from deepwork_core.evidence.hashes import OutputEvidence, OutputHash
+from deepwork_core.evidence.scope import RepoSnapshot
+from deepwork_core.evidence.verdicts import LoggedVerdictKind, ReviewVerdict, VerdictKind
+from deepwork_core.state.approvals import ApprovalRecord
+from deepwork_core.state.fan_out import FanOut, InstanceOf
+
+SCHEMA_VERSION: Literal[1] = 1
+
+OutputValue = str | list[str]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class SessionStatus(StrEnum):
+    ACTIVE = "active"
+    COMPLETED = "completed"
+    ABORTED = "aborted"
+
+
+class _State(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=False)
+
+
+class StepRecord(_State):
+    """What happened to one step of a session."""
+
+    step_id: str
+    started_at: datetime
+    completed_at: datetime | None = None
+    outputs: dict[str, OutputValue] = Field(default_factory=dict)
+    notes: str | None = None
+    #: Quality-gate evaluations of the checkpoint this step belongs to (external reviewer).
+    quality_attempts: int = 0
+    #: The repository when the step began (the scope guard's baseline); None outside git.
+    began: RepoSnapshot | None = None
+
+
+#: Gate errors that are not an attempt (docs/quality-gate.md): no reviewer judged the outputs,
+#: so the engine gives the attempt back and no count of attempts includes them.
+NOT_AN_ATTEMPT: Final = frozenset(
+    {ErrorCode.QUALITY_GATE_REVIEWER_STALLED, ErrorCode.QUALITY_GATE_BUDGET_EXHAUSTED}
+    | {ErrorCode.QUALITY_GATE_DAY_BUDGET_EXHAUSTED}  # the run's cap, the project's day cap
+)
+
+
+class QualityEvent(_State):
+    """One entry of a session's quality-gate audit trail."""
+
+    at: datetime
+    kind: LoggedVerdictKind
+    step_ids: list[str]
+    attempt: int | None = None
+    passed: bool | None = None
+    feedback: str | None = None
+    override_reason: str | None = None
+    error_code: str | None = None
+    review_file: str | None = None
+    reviews: list[ReviewVerdict] = Field(default_factory=list)
+
+    @property
+    def is_attempt(self) -> bool:
+        """False for the gate errors in `NOT_AN_ATTEMPT`."""
+        return self.error_code not in NOT_AN_ATTEMPT
+
+
+class PendingApproval(_State):
+    """A checkpoint that passed its reviews and waits for a human (docs/evidence.md)."""
+
+    request_id: str
+    entry_index: int
+    step_ids: list[str]
+    #: The verdict the evidence is bound to once the human approves.
+    verdict: VerdictKind
+    override_reason: str | None = None
+    #: The checkpoint's files as reviewed; a change voids the request.
+    hashes: list[OutputHash] = Field(default_factory=list)
+    #: Steps whose stale outputs were reviewed again with this checkpoint.
+    rereviewed: list[str] = Field(default_factory=list)
+
+
+class ParkReason(StrEnum):
+    """Why a run no person attends stopped for one (docs/headless.md)."""
+
+    #: A step waits for a human's approval.
+    AWAITING_APPROVAL = "awaiting_approval"
+    #: The quality gate's attempts at a checkpoint ran out.
+    ATTEMPTS_EXHAUSTED = "attempts_exhausted"
+    #: The run's review budget is spent.
+    BUDGET_EXHAUSTED = "budget_exhausted"
+
+
+class Parked(_State):
+    """A headless run stopped for a person: no agent works on it until `deepwork run --resume`
+    starts one (docs/headless.md). While it is set, a headless server answers every
+    `finished_step` of the run as parked and counts no decision."""
+
+    reason: ParkReason
+    at: datetime
+    step_ids: list[str]
+    #: The approval request a person decides (`awaiting_approval` only).
+    request_id: str | None = None
+    #: The machine whose server parked the run.
+    machine: str = ""
+    #: The checkout whose server parked the run.
+    root: str = ""
+    #: What the gate said last (the exhausted reasons).
+    feedback: str | None = None
+
+
+class Session(_State):
+    """One run of a workflow."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    session_id: SessionId
+    job_name: str
+    workflow_name: str
+    instance_id: str | None = None
+    goal: str
+    status: SessionStatus = SessionStatus.ACTIVE
+    #: Index into the workflow's entries (a concurrent group counts once).
+    current_entry_index: int = 0
+    #: The step ids of the current entry (several for a concurrent group).
+    current_step_ids: list[str] = Field(min_length=1)
+    step_progress: dict[str, StepRecord] = Field(default_factory=dict)
+    parent_session_id: SessionId | None = None
+    #: The agent whose stack the session is on (None: the main stack).
+    agent_id: str | None = None
+    #: Set on a workflow a `sub_workflow` step started: that step of the parent session.
+    started_for_step: str | None = None
+    #: Values given at `start_workflow` (argument name -> text or project-relative path(s)).
+    inputs: dict[str, OutputValue] = Field(default_factory=dict)
+    branch_name: str | None = None
+    #: The branch the repository was on before the workflow's branch was checked out.
+    previous_branch: str | None = None
+    started_at: datetime
+    start_commit: str | None = None  # HEAD when the run started: its receipt's (docs/verify.md)
+    completed_at: datetime | None = None
+    abort_reason: str | None = None
+    quality_log: list[QualityEvent] = Field(default_factory=list)
+    #: The hash of every accepted output file with the verdict that covers it.
+    evidence: list[OutputEvidence] = Field(default_factory=list)
+    #: Stale files already reported at the last checkpoint (the next call reviews them again).
+    stale_reported: list[str] = Field(default_factory=list)
+    pending_approval: PendingApproval | None = None
+    #: Set while a headless run is parked for a person (docs/headless.md).
+    parked: Parked | None = None
+    approvals: list[ApprovalRecord] = Field(default_factory=list)
+    #: True once the answer said the scope guard is off (it says so once per session).
+    scope_guard_noted: bool = False
+    #: The fan-out of the current step, when it has `for_each` (docs/fan-out.md).
+    fan_out: FanOut | None = None
+    #: Set on an instance of a fanned-out step: its item.
+    instance_of: InstanceOf | None = None
+
+    @property
+    def workflow_label(self) -> str:
+        """`job_name/workflow_name`, as stack entries and abort responses name a workflow."""
+        return f"{self.job_name}/{self.workflow_name}"
+
+    @property
+    def current_step_id(self) -> str:
+        return self.current_step_ids[0]
+
+    def all_outputs(self) -> dict[str, OutputValue]:
+        """Outputs of every completed step, merged in completion order (later steps win)."""
+        merged: dict[str, OutputValue] = {}
+        records = sorted(
+            (r for r in self.step_progress.values() if r.completed_at is not None),
+            key=lambda r: r.completed_at or r.started_at,
+        )
+        for record in records:
+            merged.update(record.outputs)
+        return merged

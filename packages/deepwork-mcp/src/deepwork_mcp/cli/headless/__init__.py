@@ -1,0 +1,1 @@
+"""The commands of runs no person attends (docs/headless.md): `deepwork wait`."""

@@ -1,0 +1,129 @@
+"""`deepwork run` end to end with the agent doubles of tests/fixtures/agent_double.py (each a
+process driving the real headless server over stdio with the official MCP client): a run
+completes (0), parks at a human gate (3) and is resumed after a person's approval with no step
+run again, an agent that tries to approve inside the run leaves it parked, and an agent that
+crashes or hangs ends with 5 and its output's tail (docs/headless.md)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from deepwork_core.state.event_kinds import StepBegunEvent
+from deepwork_core.state.events import read_events
+from deepwork_core.state.sessions import SessionStatus, SessionStore
+from deepwork_core.state.store.port import Store
+from deepwork_mcp.cli import cli
+from deepwork_mcp.cli.headless.agents import server_argv
+
+from tests.fixtures.agent_double import gemini_extension, install_agent_doubles
+from tests.fixtures.evidence_project import key_of
+from tests.fixtures.git_repo import git
+from tests.fixtures.signed_jobs import SIGNED, make_signed_project
+from tests.fixtures.workflow_project import write_job
+
+pytestmark = pytest.mark.slow  # each run starts an agent double and a server process
+
+AGENTS = ("claude", "codex", "gemini")
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = make_signed_project(tmp_path / "project")
+    plain = SIGNED.replace("name: signed\n", "name: prepped\n", 1)
+    write_job(root, "prepped", plain.replace("steps: [prep, sign]", "steps: [prep]", 1))
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "prepped")
+    bin_dir = install_agent_doubles(tmp_path / "bin")
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    gemini_extension(tmp_path / "home", server_argv(root))
+    key_of(root)  # the approval key the server and `deepwork approve` share
+    return root
+
+
+def deepwork_run(root: Path, *args: str) -> Result:
+    return CliRunner().invoke(cli, ["run", *args, "--path", str(root)])
+
+
+def session_of(result: Result) -> str:
+    line = next(text for text in result.output.splitlines() if text.startswith("deepwork run:"))
+    return line.split("(session ", 1)[1].split(",", 1)[0]
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_a_run_completes_with_each_agent(
+    root: Path, agent: str, make_store: Callable[..., Store]
+) -> None:
+    result = deepwork_run(root, "prepped", "--agent", agent, "--goal", "ship it")
+    assert result.exit_code == 0, result.output
+    session = SessionStore(make_store(root), root).load(session_of(result))
+    assert session.status is SessionStatus.COMPLETED
+    assert "completed" in result.output
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_a_human_gate_parks_then_an_outside_approval_and_resume_finish_it(
+    root: Path, agent: str, make_store: Callable[..., Store], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    github_output = tmp_path / "github_output"
+    monkeypatch.setenv("GITHUB_OUTPUT", str(github_output))
+    parked = deepwork_run(root, "signed", "--agent", agent)
+    assert parked.exit_code == 3, parked.output
+    session_id = session_of(parked)
+    assert f"deepwork approve {session_id}" in parked.output
+    assert f"session={session_id}\n" in github_output.read_text()
+    assert "status=parked\n" in github_output.read_text()
+
+    approved = CliRunner().invoke(cli, ["approve", session_id, "--yes", "--path", str(root)])
+    assert approved.exit_code == 0, approved.output
+    waited = CliRunner().invoke(cli, ["wait", session_id, "--timeout", "0", "--path", str(root)])
+    assert waited.exit_code == 0
+
+    resumed = deepwork_run(root, "--resume", session_id, "--agent", agent)
+    assert resumed.exit_code == 0, resumed.output
+    store = make_store(root)
+    assert SessionStore(store, root).load(session_id).status is SessionStatus.COMPLETED
+    begun = [e for e in read_events(store, session_id) if isinstance(e, StepBegunEvent)]
+    assert [e.step_ids for e in begun] == [["prep"], ["sign"]]  # prep is not run again
+    assert [e.event for e in read_events(store, session_id)].count("resumed") == 1
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_an_approval_from_inside_the_run_leaves_it_parked(
+    root: Path, agent: str, make_store: Callable[..., Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DEEPWORK_DOUBLE", "approve")
+    result = deepwork_run(root, "signed", "--agent", agent)
+    assert result.exit_code == 3, result.output
+    session = SessionStore(make_store(root), root).load(session_of(result))
+    assert session.parked is not None
+    assert session.pending_approval is not None
+
+
+@pytest.mark.parametrize(("mode", "agent"), [(m, a) for m in ("crash", "hang") for a in AGENTS])
+def test_an_agent_that_crashes_or_hangs_ends_with_5(
+    root: Path, mode: str, agent: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DEEPWORK_DOUBLE", mode)
+    result = deepwork_run(root, "prepped", "--agent", agent, "--timeout", "2")
+    assert result.exit_code == 5, result.output
+    expected = "out of memory" if mode == "crash" else "thinking forever"
+    assert expected in result.output
+
+
+def test_a_missing_agent_is_named(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    result = deepwork_run(root, "prepped", "--agent", "codex")
+    assert result.exit_code == 1
+    assert "run.agent_missing" in result.output
+
+
+def test_usage_errors_exit_2(root: Path) -> None:
+    assert deepwork_run(root, "--agent", "claude").exit_code == 2
+    assert deepwork_run(root, "prepped", "--resume", "sess_x", "--agent", "claude").exit_code == 2
+    assert deepwork_run(root, "prepped", "--input", "novalue", "--agent", "claude").exit_code == 2

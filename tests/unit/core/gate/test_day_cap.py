@@ -1,0 +1,160 @@
+"""The day cap (`deepwork_core.gate.costs.day_cap`, docs/quality-gate.md, "Budgets"): every
+reviewer call holds its slice of what the day has left in the store, so servers sharing the
+store never spend past `quality_gate.max_budget_usd_per_day` together, a killed server's hold
+keeps counting, and the stop names the cap, the spending and the reset."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from deepwork_core.base.config import load_config
+from deepwork_core.base.error_codes import ErrorCode
+from deepwork_core.base.errors import DeepWorkError, QualityGateError
+from deepwork_core.gate.calls import ReviewCalls
+from deepwork_core.gate.costs.day_cap import DayCap, day_window
+from deepwork_core.gate.quality import plan_review_tasks
+from deepwork_core.gate.reviewer import ReviewBrief, ReviewerReply
+from deepwork_core.state.store.opening import open_store
+from deepwork_core.state.store.port import Store
+from deepwork_core.state.store.spend_rows import SpendRow, spent_today
+from deepwork_core.state.usage.pair import RequestUsage
+
+from tests.unit.core.gate.test_background import passing_reply
+from tests.unit.core.gate.test_calls import usage_events
+from tests.unit.core.gate.test_quality import make_request
+from tests.unit.core.gate.test_quality import project as project
+
+#: What one review would cost if its CLI had no budget to keep to.
+FULL_COST = 0.3
+
+
+class KeepsToItsBudget:
+    """A reviewer that, like `claude --max-budget-usd`, spends at most the budget it is given."""
+
+    name = "claude"
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.lock = threading.Lock()
+
+    def review(self, brief: ReviewBrief, cancelled: threading.Event) -> ReviewerReply:
+        with self.lock:
+            self.calls += 1
+        cost = FULL_COST if brief.usd_left is None else min(FULL_COST, brief.usd_left)
+        usage = RequestUsage(input_tokens=1000, output_tokens=50, cost_usd=cost, model="sonnet")
+        return ReviewerReply(reply=passing_reply(brief.task), usage=usage)
+
+
+def today(store: Store) -> float:
+    return spent_today(store, *day_window(store.now()))
+
+
+def test_a_spent_day_starts_no_reviewer_and_says_which_cap_and_when(
+    project: Path, store: Store
+) -> None:
+    port = KeepsToItsBudget()
+    calls = ReviewCalls(port, reuse="off", max_usd_per_day=0.5)
+    checkpoint = make_request(store, project)
+    [task, *_] = plan_review_tasks(checkpoint)
+    calls.judge(checkpoint, task, threading.Event())  # 0.3
+    calls.judge(checkpoint, task, threading.Event())  # the 0.2 left
+    with pytest.raises(QualityGateError) as caught:
+        calls.judge(checkpoint, task, threading.Event())
+    assert caught.value.code == ErrorCode.QUALITY_GATE_DAY_BUDGET_EXHAUSTED
+    message = caught.value.message
+    assert "quality_gate.max_budget_usd_per_day: 0.5 USD" in message
+    assert "0.5000 USD spent or held today" in message
+    assert "T00:00:00Z (in " in message
+    assert port.calls == 2
+    assert today(store) == 0.5
+    assert [e.cost_usd for e in usage_events(store, checkpoint.run_session_id)] == [0.3, 0.2]
+
+
+def test_a_hold_of_a_killed_server_still_counts_after_a_restart(
+    project: Path, tmp_path: Path
+) -> None:
+    url = f"sqlite:///{tmp_path / 'day.sqlite3'}"
+    first = open_store(url, project)
+    row = SpendRow("sess_1", "task-1", "demo/write/step", "standard", "", "claude")
+    hold = DayCap(1.0).hold(first, row, slots=2)
+    assert hold is not None
+    assert hold.usd == 0.5
+    first.close()  # the server died with its reviewer running: the hold is never settled
+    second = open_store(url, project)
+    try:
+        assert today(second) == 0.5
+        again = DayCap(1.0).hold(second, row, slots=1)
+        assert again is not None
+        assert again.usd == 0.5  # only what was left
+        with pytest.raises(QualityGateError):
+            DayCap(1.0).hold(second, row, slots=1)
+    finally:
+        second.close()
+
+
+def test_four_servers_with_parallel_reviewers_never_overshoot_a_1_usd_day(
+    project: Path, pg_url: str
+) -> None:
+    """Four stores on one PostgreSQL database stand for four servers (each its own connection
+    and machine name), each with three reviewers at once, all on one 1 USD day."""
+    servers = [open_store(pg_url, project, machine=f"server-{n}") for n in range(4)]
+    port = KeepsToItsBudget()
+    stops: list[str] = []
+    errors: list[BaseException] = []
+
+    def reviewers_of(store: Store) -> Callable[[], None]:
+        calls = ReviewCalls(port, reuse="off", max_usd_per_day=1.0)
+
+        def work() -> None:
+            checkpoint = make_request(store, project, session_id=f"sess_{store.project.machine}")
+            [task, *_] = plan_review_tasks(checkpoint)
+            for _ in range(4):
+                try:
+                    calls.judge(checkpoint, task, threading.Event(), slots=3)
+                except QualityGateError as exc:
+                    stops.append(exc.code)
+                except BaseException as exc:  # reported below
+                    errors.append(exc)
+
+        return work
+
+    threads = [threading.Thread(target=reviewers_of(store)) for store in servers for _ in range(3)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=300)
+        assert errors == []
+        spent = today(servers[0])
+        assert spent <= 1.0
+        assert spent > 0.9  # the day was used, not refused early
+        assert stops
+        assert set(stops) == {ErrorCode.QUALITY_GATE_DAY_BUDGET_EXHAUSTED}
+        assert port.calls + len(stops) == 4 * 3 * 4
+    finally:
+        for store in servers:
+            store.close()
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "field"),
+    [
+        ("  max_budget_usd_per_day: -1\n", 3, "quality_gate.max_budget_usd_per_day"),
+        ("  prices:\n    my-model: {input: 1}\n", 4, "quality_gate.prices.my-model.output"),
+        ("  prices:\n    my-model: {input: 1, output: nope}\n", 4, "quality_gate.prices"),
+        ("  reuse: sometimes\n", 3, "quality_gate.reuse"),
+    ],
+)
+def test_a_bad_cap_price_or_reuse_is_a_coded_error_naming_file_and_line(
+    tmp_path: Path, text: str, line: int, field: str
+) -> None:
+    config = tmp_path / ".deepwork" / "config.yml"
+    config.parent.mkdir()
+    config.write_text("quality_gate:\n  external_runner: claude\n" + text)
+    with pytest.raises(DeepWorkError) as caught:
+        load_config(tmp_path)
+    assert caught.value.code == ErrorCode.CONFIG_INVALID
+    assert f"{config}:{line}: {field}" in caught.value.message
