@@ -394,7 +394,7 @@ def _tell(
     done = [job for job in jobs if job.state is ReviewJobState.DONE and job.job_id not in told]
     if progress is None or not done:
         return told
-    tokens = run_usage(checkpoint.store, checkpoint.run_session_id).tokens
+    tokens = run_usage(checkpoint.store, checkpoint.resolved_run_id).tokens
     for job in done:
         told = {*told, job.job_id}
         message = f"review {_label(job)}: {shown_state(job)}; {tokens:,} tokens so far"

@@ -29,7 +29,7 @@ from deepwork_core.state.fan_out import InstanceOf
 from deepwork_core.state.sessions import Session, SessionStatus, SessionStore
 from deepwork_core.state.store.port import Store
 from deepwork_core.state.store.review_jobs import sessions_with_live_jobs
-from deepwork_core.state.store.run_lists import ProjectRun, project_runs
+from deepwork_core.state.store.session_lists import ListedSession, project_session_rows
 from deepwork_core.state.usage.pair import RunUsage
 from deepwork_core.state.usage.totals import sum_usage
 
@@ -91,7 +91,7 @@ class SessionView(_View):
 def listed_status(session: Session, reviewing: bool = False) -> ListedStatus:
     """Where the session is; `reviewing`: it has background reviews queued or running."""
     if session.status is SessionStatus.ACTIVE and session.parked is not None:
-        return RunStatus.PARKED
+        return ListedStatus.PARKED
     return _status(session.status.value, session.pending_approval is not None, reviewing)
 
 
