@@ -60,7 +60,7 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
     ),
     "verify": (
         "deepwork_mcp.cli.receipts.verify",
-        "verify",
+        "verify_command",
         "Check the receipts of a change: signed, unchanged, as the base ref's policy asks.",
     ),
     "store": ("deepwork_mcp.cli.store", "store", "Where run state lives; export a run as JSONL."),
