@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import inspect
 import re
 import sys
 from pathlib import Path
@@ -21,10 +22,8 @@ import gen_errors_doc  # noqa: E402
 _LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 #: The modules where code text is written (one per family of codes); everywhere else uses
 #: their members.
-CODES_MODULES = {
-    ROOT / "packages/deepwork-core/src/deepwork_core/base/error_codes.py",
-    ROOT / "packages/deepwork-core/src/deepwork_core/receipts/codes.py",
-}
+#: The modules that define a family of codes (their members are the codes written as text).
+CODES_MODULES = {Path(inspect.getfile(family)).resolve() for family in gen_errors_doc.FAMILIES}
 FAMILY_NAMES = {family.__name__ for family in gen_errors_doc.FAMILIES}
 
 

@@ -125,7 +125,7 @@ def test_the_outputs_of_a_finished_step_take_a_short_path(
     tmp_path: Path, make_store: Callable[..., Store]
 ) -> None:
     stays, _, returns = figures(outputs_path(tmp_path, make_store))
-    assert stays[:2] == ["deepwork_core.engine.workflow", "deepwork_core.engine.finish"]
+    assert stays[:2] == ["deepwork_core.engine.workflow", "deepwork_core.engine.finishing.finish"]
     assert len(stays) <= 10, stays
     assert len(returns) <= 3, stays
 
@@ -137,7 +137,7 @@ def test_from_the_tool_function_the_outputs_take_the_same_short_path(
     assert stays[:3] == [
         "deepwork_mcp.tools.workflows",
         "deepwork_core.engine.workflow",
-        "deepwork_core.engine.finish",
+        "deepwork_core.engine.finishing.finish",
     ]
     assert len(stays) <= 12, stays
     assert len(modules) <= 10, stays

@@ -18,6 +18,7 @@ from deepwork_core.gate.checkpoint import CheckpointRecord, GateReviewing
 from deepwork_core.gate.quality import plan_review_tasks
 from deepwork_core.gate.reviewer import ReviewBrief, ReviewerReply
 from deepwork_core.gate.tasks import QualityReviewTask
+from deepwork_core.state.store.codes import StoreCode
 from deepwork_core.state.store.opening import open_store
 from deepwork_core.state.store.port import Store
 from deepwork_core.state.store.review_jobs import Failed, ReviewJobs, ReviewJobState
@@ -251,7 +252,7 @@ def test_a_job_this_version_cannot_read_is_failed_with_its_code(
     odd = jobs.get("rj-odd")
     assert odd.state is ReviewJobState.DONE
     assert isinstance(odd.result, Failed)
-    assert odd.result.code == ErrorCode.STORE_JOB_UNREADABLE
+    assert odd.result.code == StoreCode.STORE_JOB_UNREADABLE
     assert len(reviewer.calls) == len(verdicts)  # no reviewer was asked about it
 
 

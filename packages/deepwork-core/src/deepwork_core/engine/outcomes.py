@@ -3,9 +3,9 @@ audit it, accept it (bind its hashes, or first ask a human; unreviewed when over
 advance to the next entry or complete the workflow (resuming a waiting parent), and the
 answers `needs_work`, `awaiting_approval` and `reviewing`.
 
-`Outcomes` is a collaborator of the finish pipeline (`deepwork_core.engine.finish`); it never
-calls back into it. Each of its methods takes the checkpoint's `CheckpointContext`, which the
-pipeline builds once, and, where the evidence decides, the audit's `Findings`.
+`Outcomes` is a collaborator of the finish pipeline (`deepwork_core.engine.finishing.finish`);
+it never calls back into it. Each of its methods takes the checkpoint's `CheckpointContext`,
+which the pipeline builds once, and, where the evidence decides, the audit's `Findings`.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 The engine is synchronous and knows nothing of MCP. Every transition is one transaction of the
 `SessionStore` (one atomic write of the session, plus one of the stack when it changes).
 `finish()` hands the session it names (`Target`) and a frozen `Submission` to the finish
-pipeline (`deepwork_core.engine.finish`: validate → evidence and scope → decide → record), where
-the quality gate decides.
+pipeline (`deepwork_core.engine.finishing.finish`: validate → evidence and scope → decide →
+record), where the quality gate decides; `dry_run()` asks `engine.finishing.dry_run` instead.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from deepwork_core.engine.approver import Approver
 from deepwork_core.engine.branching import BranchOutcome, abandoned_note
 from deepwork_core.engine.briefing import InstructionReader
 from deepwork_core.engine.fanout.instances import FanOutRunner
-from deepwork_core.engine.finish import FinishPipeline, Submission
+from deepwork_core.engine.finishing.dry_run import dry_run
+from deepwork_core.engine.finishing.finish import FinishPipeline, Submission
 from deepwork_core.engine.nesting import Nesting, begin_checkpoint
 from deepwork_core.engine.outcomes import Outcomes
 from deepwork_core.engine.parking import Parking
@@ -202,7 +203,7 @@ class WorkflowEngine:
         approver: Approver | None = None,
     ) -> FinishResult:
         """Check the current checkpoint's outputs, run the quality gate, then advance: the
-        pipeline of `deepwork_core.engine.finish`."""
+        pipeline of `deepwork_core.engine.finishing.finish`."""
         submission = Submission(outputs, notes, override_reason, work_summary)
         target = Target(session_id, agent_id)
         return self._with_receipts(self.pipeline.run(target, submission, progress, approver))
@@ -219,7 +220,7 @@ class WorkflowEngine:
         """What `finish` would check and review; nothing is written (docs/quality-gate.md)."""
         submission = Submission(outputs, notes, None, work_summary)
         target = Target(session_id, agent_id)
-        return self.pipeline.dry_run(target, submission)
+        return dry_run(self.pipeline, target, submission)
 
     # --- abort -------------------------------------------------------------------------------
 

@@ -52,6 +52,7 @@ from deepwork_core.gate.checkpoint import (
 from deepwork_core.gate.costs.quotes import TaskPrice
 from deepwork_core.gate.tasks import QualityReviewTask
 from deepwork_core.jobs.model import JobDefinition
+from deepwork_core.state.store.codes import StoreCode
 from deepwork_core.state.store.review_jobs import (
     Failed,
     JobResult,
@@ -297,7 +298,7 @@ class BackgroundReviews:
                 f"review job {job.job_id} was queued by a version of DeepWork whose jobs this "
                 "one cannot read; call finished_step again to start a new review"
             )
-            return Failed(code=ErrorCode.STORE_JOB_UNREADABLE, message=message)
+            return Failed(code=StoreCode.STORE_JOB_UNREADABLE, message=message)
         try:
             job_definition = self.load_job(payload.checkpoint.job_name)
             checkpoint = payload.checkpoint.checkpoint(self.root, self.jobs.store, job_definition)

@@ -17,23 +17,15 @@ them back from `read_events`, so nothing reads an event by string keys.
 from __future__ import annotations
 
 import contextlib
-from datetime import datetime
 from enum import StrEnum
-from typing import Annotated, Any, Final, Literal, Self
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import (
-    BaseModel,
     ConfigDict,
     Discriminator,
     Field,
-    JsonValue,
-    ModelWrapValidatorHandler,
-    PlainSerializer,
-    PrivateAttr,
     Tag,
     TypeAdapter,
-    ValidationInfo,
-    model_validator,
 )
 
 from deepwork_core.base.error_codes import ErrorCode
@@ -42,14 +34,10 @@ from deepwork_core.base.fsutil import loads_json
 from deepwork_core.base.identifiers import SessionId
 from deepwork_core.evidence.hashes import OutputEvidence, ShownOutput, StaleEvidence
 from deepwork_core.evidence.verdicts import CriterionVerdict, ReusedFrom, VerdictKind, unset
+from deepwork_core.state.event_line import EVENT_SCHEMA_VERSION as EVENT_SCHEMA_VERSION
+from deepwork_core.state.event_line import HEADER_KEYS as HEADER_KEYS
+from deepwork_core.state.event_line import READING, EventLine, KnownLine, Stamp
 from deepwork_core.state.usage.pair import RequestUsage
-
-#: The version written on every new line; a line without `v` is version 1.
-EVENT_SCHEMA_VERSION: Final = 1
-#: Keys every line has before its kind's fields.
-HEADER_KEYS: Final = ("v", "ts", "session_id", "event")
-#: Validation context under which a record is being read from a log line (see `_Record`).
-_READING: Final = "reading an event line"
 
 
 class EventName(StrEnum):
@@ -76,75 +64,7 @@ class EventName(StrEnum):
     RESUMED = "resumed"
 
 
-def _iso(value: datetime) -> str:
-    return value.isoformat()
-
-
-#: A time written as `datetime.isoformat()` (`+00:00`, not pydantic's `Z`), as lines always were.
-Stamp = Annotated[datetime, PlainSerializer(_iso, return_type=str, when_used="json")]
-
-
-class _Record(BaseModel):
-    """What every line has, and how a line read from a log keeps its shape for display."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    v: int = EVENT_SCHEMA_VERSION
-
-    #: The line's keys in their order (empty for a record built in code).
-    _line_keys: tuple[str, ...] = PrivateAttr(default=())
-    #: Keys of the line the model does not know (a newer writer's), with their values.
-    _unknown: dict[str, Any] = PrivateAttr(default_factory=dict)
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _keep_the_line(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Self], info: ValidationInfo
-    ) -> Self:
-        reading = isinstance(info.context, dict) and info.context.get(_READING) is True
-        if not reading or not isinstance(data, dict):
-            return handler(data)
-        unknown: dict[str, Any] = {}
-        if cls.model_config.get("extra") == "forbid":
-            unknown = {k: v for k, v in data.items() if k not in cls.model_fields}
-            data = {k: v for k, v in data.items() if k in cls.model_fields}
-        record = handler(data)
-        record._line_keys = tuple(str(key) for key in [*data, *unknown])
-        record._unknown = unknown
-        return record
-
-    def __eq__(self, other: object) -> bool:
-        """Same kind, same fields (and the same unknown keys); the line's key order is not
-        compared, so a record read back equals the one that was written."""
-        if not isinstance(other, _Record) or type(other) is not type(self):
-            return NotImplemented
-        return self.model_dump() == other.model_dump() and self._unknown == other._unknown
-
-    def as_written(self) -> dict[str, JsonValue]:
-        """The record as its line had it: the same keys, in the same order.
-
-        Keys the line did not have (defaults of fields added later) are left out. A record
-        built in code gives its set fields in model order.
-        """
-        dumped: dict[str, JsonValue] = {
-            **self.model_dump(mode="json", exclude_unset=True),
-            **self._unknown,
-        }
-        order = [key for key in self._line_keys if key in dumped]
-        order += [key for key in dumped if key not in order]
-        return {key: dumped[key] for key in order}
-
-    def details(self) -> dict[str, JsonValue]:
-        """`as_written` without the header keys (`v`, `ts`, `session_id`, `event`)."""
-        return {k: v for k, v in self.as_written().items() if k not in HEADER_KEYS}
-
-
-class _Known(_Record):
-    ts: Stamp
-    session_id: SessionId
-
-
-class StartedEvent(_Known):
+class StartedEvent(KnownLine):
     """A workflow session started (a nested one names its parent)."""
 
     event: Literal["started"] = "started"
@@ -157,7 +77,7 @@ class StartedEvent(_Known):
     branch: str | None = None
 
 
-class StepBegunEvent(_Known):
+class StepBegunEvent(KnownLine):
     """The session moved to a step (several for a concurrent group)."""
 
     event: Literal["step_begun"] = "step_begun"
@@ -165,16 +85,16 @@ class StepBegunEvent(_Known):
     entry_index: int | None = None
 
 
-class OutputsSubmittedEvent(_Known):
+class OutputsSubmittedEvent(KnownLine):
     """The agent called `finished_step` with these outputs."""
 
     event: Literal["outputs_submitted"] = "outputs_submitted"
     step_ids: list[str]
-    outputs: dict[str, str | list[str]] = {}
+    outputs: dict[str, str | list[str]] = Field(default_factory=dict)
     notes: str | None = None
 
 
-class ReviewVerdictEvent(_Known):
+class ReviewVerdictEvent(KnownLine):
     """One reviewer verdict: one review of one step (or one target file) in one attempt."""
 
     event: Literal["review_verdict"] = "review_verdict"
@@ -183,14 +103,14 @@ class ReviewVerdictEvent(_Known):
     target_file: str | None = None
     passed: bool
     feedback: str | None = None
-    criteria: list[CriterionVerdict] = []
+    criteria: list[CriterionVerdict] = Field(default_factory=list)
     #: The gate attempt the verdict belongs to, counted from 1.
     attempt: int | None = None
     #: Set when no reviewer ran: the verdict was judged earlier (docs/quality-gate.md).
     reused_from: ReusedFrom | None = Field(default=None, exclude_if=unset)
 
 
-class OverrideEvent(_Known):
+class OverrideEvent(KnownLine):
     """The agent skipped the reviews with a reason."""
 
     event: Literal["override"] = "override"
@@ -198,7 +118,7 @@ class OverrideEvent(_Known):
     reason: str
 
 
-class NeedsWorkEvent(_Known):
+class NeedsWorkEvent(KnownLine):
     """An attempt failed the gate: the agent must revise."""
 
     event: Literal["needs_work"] = "needs_work"
@@ -207,25 +127,25 @@ class NeedsWorkEvent(_Known):
     failed_reviews: int | None = None
 
 
-class GoToStepEvent(_Known):
+class GoToStepEvent(KnownLine):
     """`go_to_step` moved the session back (or forward), clearing these steps' progress."""
 
     event: Literal["go_to_step"] = "go_to_step"
-    from_step_ids: list[str] = []
+    from_step_ids: list[str] = Field(default_factory=list)
     to_step_ids: list[str]
-    cleared_step_ids: list[str] = []
+    cleared_step_ids: list[str] = Field(default_factory=list)
 
 
-class StepFinishedEvent(_Known):
+class StepFinishedEvent(KnownLine):
     """A checkpoint was accepted under `verdict`, binding the hashes in `evidence`."""
 
     event: Literal["step_finished"] = "step_finished"
     step_ids: list[str]
     verdict: VerdictKind
-    evidence: list[OutputEvidence] = []
+    evidence: list[OutputEvidence] = Field(default_factory=list)
 
 
-class StaleEvidenceEvent(_Known):
+class StaleEvidenceEvent(KnownLine):
     """Outputs of accepted steps changed since their checkpoint."""
 
     event: Literal["stale_evidence"] = "stale_evidence"
@@ -233,7 +153,7 @@ class StaleEvidenceEvent(_Known):
     stale: list[StaleEvidence]
 
 
-class UndeclaredChangesEvent(_Known):
+class UndeclaredChangesEvent(KnownLine):
     """Files changed during the step that no output declares."""
 
     event: Literal["undeclared_changes"] = "undeclared_changes"
@@ -242,17 +162,17 @@ class UndeclaredChangesEvent(_Known):
     strict: bool
 
 
-class ApprovalRequestedEvent(_Known):
+class ApprovalRequestedEvent(KnownLine):
     """The step waits for a human's approval of the files in `shown`."""
 
     event: Literal["approval_requested"] = "approval_requested"
     step_ids: list[str]
     request_id: str
     prompt: str
-    shown: list[ShownOutput] = []
+    shown: list[ShownOutput] = Field(default_factory=list)
 
 
-class ApprovalEvent(_Known):
+class ApprovalEvent(KnownLine):
     """A human approved or rejected a request (`channel` is `cli` or `elicitation`)."""
 
     event: Literal["approval"] = "approval"
@@ -264,7 +184,7 @@ class ApprovalEvent(_Known):
     actor: str
     terminal: str | None = None
     decided_at: Stamp
-    shown: list[ShownOutput] = []
+    shown: list[ShownOutput] = Field(default_factory=list)
     #: The trusted approver whose key signed the decision; None: unsigned (the seal decided).
     signer: str | None = None
 
@@ -283,22 +203,22 @@ def decided_by(signer: str | None, actor: str) -> str:
     return f"approver {signer} ({where})" if signer else f"an unsigned decision ({where})"
 
 
-class AbortedEvent(_Known):
+class AbortedEvent(KnownLine):
     """The session was abandoned."""
 
     event: Literal["aborted"] = "aborted"
-    step_ids: list[str] = []
+    step_ids: list[str] = Field(default_factory=list)
     reason: str
 
 
-class CompletedEvent(_Known):
+class CompletedEvent(KnownLine):
     """The workflow ran to its end."""
 
     event: Literal["completed"] = "completed"
     steps_completed: int | None = None
 
 
-class ReviewUsageEvent(_Known):
+class ReviewUsageEvent(KnownLine):
     """What one review task cost, in the log of the run's top-level session (docs/quality-gate.md).
 
     `mode` is `external` (one reviewer call: tokens and cost as the reviewer reported them),
@@ -338,7 +258,7 @@ class ReviewUsageEvent(_Known):
     #: SHA-256 of the review's criteria as given (None: written before it was recorded).
     criteria_sha256: str | None = None
     #: The project files beside job.yml that define the review (a `.deepreview` rule's).
-    sources: list[str] = []
+    sources: list[str] = Field(default_factory=list)
 
     @property
     def usage(self) -> RequestUsage:
@@ -353,7 +273,7 @@ class ReviewUsageEvent(_Known):
         )
 
 
-class ReviewStalledEvent(_Known):
+class ReviewStalledEvent(KnownLine):
     """A reviewer went silent for `waited_seconds` and was killed; `retrying` says whether it
     was started once more."""
 
@@ -371,7 +291,7 @@ def _is_run(cap: object) -> bool:
     return cap == "run"  # the cap every line before day caps meant: left out
 
 
-class BudgetExhaustedEvent(_Known):
+class BudgetExhaustedEvent(KnownLine):
     """The run spent its review budget: the gate started no reviewer for these steps."""
 
     event: Literal["budget_exhausted"] = "budget_exhausted"
@@ -387,7 +307,7 @@ class BudgetExhaustedEvent(_Known):
     resets_at: Stamp | None = Field(default=None, exclude_if=unset)
 
 
-class ParkedEvent(_Known):
+class ParkedEvent(KnownLine):
     """A headless run stopped for a person (`reason`: `awaiting_approval`,
     `attempts_exhausted` or `budget_exhausted`; docs/headless.md)."""
 
@@ -398,7 +318,7 @@ class ParkedEvent(_Known):
     machine: str = ""
 
 
-class ResumedEvent(_Known):
+class ResumedEvent(KnownLine):
     """`deepwork run --resume` started an agent on the run again, on `machine` in the checkout
     `root` (`from_root`: the checkout that served it before, when another one did)."""
 
@@ -409,7 +329,7 @@ class ResumedEvent(_Known):
     from_root: str | None = None
 
 
-class OtherEvent(_Record):
+class OtherEvent(EventLine):
     """A line of a kind this version does not know, or whose fields do not fit its kind.
 
     It keeps every key of the line; `deepwork log` shows it, `deepwork stats` passes it by.
@@ -489,7 +409,7 @@ def parse_event(record: dict[str, Any]) -> EventRecord:
     Raises pydantic's `ValidationError` only when the line's header (`v`, `ts`, `session_id`)
     cannot be read at all.
     """
-    context = {_READING: True}
+    context = {READING: True}
     try:
         return _EVENT_RECORD.validate_python(record, context=context)
     except ValueError:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from deepwork_core.base.error_codes import ErrorCode
+from deepwork_core.state.store.codes import StoreCode
 from deepwork_core.state.store.errors import StoreError
 from deepwork_core.state.store.opening import open_store, project_ref
 from deepwork_core.state.store.port import Store
@@ -61,7 +62,7 @@ def test_a_newer_schema_is_refused_and_nothing_is_written(
     other_project.mkdir()
     with pytest.raises(StoreError) as caught:
         open_store(store_url or f"sqlite:///{default_sqlite_path(tmp_path)}", other_project)
-    assert caught.value.code == ErrorCode.STORE_SCHEMA_NEWER
+    assert caught.value.code == StoreCode.STORE_SCHEMA_NEWER
     if store_url is None:
         assert default_sqlite_path(tmp_path).read_bytes() == before
     else:
@@ -75,8 +76,8 @@ def test_a_newer_schema_is_refused_and_nothing_is_written(
 @pytest.mark.parametrize(
     ("content", "code"),
     [
-        (b"this is not a database at all " * 200, ErrorCode.STORE_CORRUPT),
-        (None, ErrorCode.STORE_FOREIGN),
+        (b"this is not a database at all " * 200, StoreCode.STORE_CORRUPT),
+        (None, StoreCode.STORE_FOREIGN),
     ],
 )
 def test_a_corrupt_or_foreign_sqlite_file_is_refused_untouched(
@@ -107,7 +108,7 @@ def test_a_wrong_password_is_a_coded_error_that_masks_it(
     url = postgres.url(password="not-the-password-42")
     with pytest.raises(StoreError) as caught:
         open_store(url, tmp_path)
-    assert caught.value.code == ErrorCode.STORE_AUTH_FAILED
+    assert caught.value.code == StoreCode.STORE_AUTH_FAILED
     assert "not-the-password-42" not in str(caught.value)
     assert "deepwork:***@127.0.0.1" in str(caught.value)
 
@@ -116,7 +117,7 @@ def test_a_wrong_port_is_unavailable(postgres: LocalPostgres, tmp_path: Path) ->
     url = postgres.url().replace(f":{postgres.port}/", ":1/")
     with pytest.raises(StoreError) as caught:
         open_store(url, tmp_path)
-    assert caught.value.code == ErrorCode.STORE_UNAVAILABLE
+    assert caught.value.code == StoreCode.STORE_UNAVAILABLE
     assert postgres.password not in str(caught.value)
 
 
@@ -129,11 +130,11 @@ def test_a_stopped_server_is_unavailable_and_the_store_recovers(
         try:
             with pytest.raises(StoreError) as caught, store.read() as tx:
                 tx.execute("SELECT 1")
-            assert caught.value.code == ErrorCode.STORE_UNAVAILABLE
+            assert caught.value.code == StoreCode.STORE_UNAVAILABLE
             assert postgres.password not in str(caught.value)
             with pytest.raises(StoreError) as again, store.write() as tx:
                 tx.execute("SELECT 1")
-            assert again.value.code == ErrorCode.STORE_UNAVAILABLE
+            assert again.value.code == StoreCode.STORE_UNAVAILABLE
         finally:
             postgres.start()
         with store.read() as tx:
@@ -145,7 +146,7 @@ def test_a_stopped_server_is_unavailable_and_the_store_recovers(
 def test_an_unknown_scheme_is_refused(tmp_path: Path) -> None:
     with pytest.raises(StoreError) as caught:
         parse_store_url("mysql://root:hunter2@db/x", tmp_path)
-    assert caught.value.code == ErrorCode.STORE_URL_INVALID
+    assert caught.value.code == StoreCode.STORE_URL_INVALID
     assert "hunter2" not in str(caught.value)
 
 

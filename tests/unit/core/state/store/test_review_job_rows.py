@@ -7,6 +7,7 @@ import json
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.gate.background import KIND, ReviewPayload
+from deepwork_core.state.store.codes import StoreCode
 from deepwork_core.state.store.port import Store
 from deepwork_core.state.store.review_jobs import (
     Cancelled,
@@ -146,5 +147,5 @@ def test_a_row_this_version_cannot_read_is_told_not_raised(any_store: Store) -> 
     assert odd.state is ReviewJobState.QUEUED
     future = jobs.get("rj-future").result
     assert isinstance(future, Failed)
-    assert future.code == ErrorCode.STORE_JOB_UNREADABLE
+    assert future.code == StoreCode.STORE_JOB_UNREADABLE
     assert jobs.get("rj-code").result == Failed(code=ErrorCode.QUALITY_GATE_ERROR, message="m")

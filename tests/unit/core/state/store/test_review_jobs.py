@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from deepwork_core.base.error_codes import ErrorCode
+from deepwork_core.state.store.codes import StoreCode
 from deepwork_core.state.store.errors import StoreError
 from deepwork_core.state.store.opening import open_store
 from deepwork_core.state.store.port import Store
@@ -104,7 +104,7 @@ def test_jobs_belong_to_their_project(store_url: str | None, tmp_path: Path) -> 
         assert ReviewJobs(b, Note).claim("w") is None
         with pytest.raises(StoreError) as caught:
             ReviewJobs(b, Note).get(job_id)
-        assert caught.value.code == ErrorCode.STORE_JOB_NOT_FOUND
+        assert caught.value.code == StoreCode.STORE_JOB_NOT_FOUND
         assert ReviewJobs(a, Note).claim("w") is not None
     finally:
         a.close()
@@ -121,7 +121,7 @@ def test_a_job_column_nested_without_end_is_a_corrupt_store_not_a_crash(any_stor
         )
     with pytest.raises(StoreError) as caught:
         jobs.get(job_id)
-    assert caught.value.code == ErrorCode.STORE_CORRUPT
+    assert caught.value.code == StoreCode.STORE_CORRUPT
 
 
 def test_jobs_are_read_together_in_the_order_asked(any_store: Store, clock: ManualClock) -> None:
@@ -134,4 +134,4 @@ def test_jobs_are_read_together_in_the_order_asked(any_store: Store, clock: Manu
     for missing in (lambda: jobs.get_many([first, "rj-none"]), lambda: jobs.state("rj-none")):
         with pytest.raises(StoreError) as caught:
             missing()
-        assert caught.value.code == ErrorCode.STORE_JOB_NOT_FOUND
+        assert caught.value.code == StoreCode.STORE_JOB_NOT_FOUND

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from deepwork_core.base.error_codes import ErrorCode
+from deepwork_core.state.store.codes import StoreCode
 from deepwork_core.state.store.errors import StoreError
 from deepwork_core.state.store.opening import open_store, project_ref
 from deepwork_core.state.store.port import Store
@@ -196,6 +196,6 @@ def test_a_failing_write_rolls_back_the_whole_transaction(any_store: Store) -> N
 
     with pytest.raises(StoreError) as caught:
         write_twice()
-    assert caught.value.code == ErrorCode.STORE_ERROR
+    assert caught.value.code == StoreCode.STORE_ERROR
     with any_store.read() as tx:  # the store is usable, and the first write did not land
         assert [run.session_id for run in project_session_rows(tx, project, limit=10)] == ["s0001"]

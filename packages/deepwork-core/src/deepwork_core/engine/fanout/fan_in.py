@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from deepwork_core.base.error_codes import ErrorCode
+from deepwork_core.engine.fanout.codes import FanOutCode
 from deepwork_core.engine.fanout.instances import (
     FanOutRunner,
     active_fan_out,
@@ -224,7 +224,7 @@ def _merge_one(
             f"in the instance's worktree `{instance.worktree}`: run `git merge "
             f"{runner.worktrees.base_branch()}` there, fix those files and commit; then call "
             f"finished_step with session_id '{parent.session_id}' again",
-            code=ErrorCode.FAN_OUT_MERGE_CONFLICT,
+            code=FanOutCode.FAN_OUT_MERGE_CONFLICT,
         )
     warnings: list[str] = []
     if judged.unjudged and not take_all:
@@ -233,7 +233,7 @@ def _merge_one(
         )
         branch = runner.worktrees.keep(instance, after)
         warnings.append(
-            f"{ErrorCode.FAN_OUT_UNJUDGED_CHANGES}: {label} holds files written in its worktree "
+            f"{FanOutCode.FAN_OUT_UNJUDGED_CHANGES}: {label} holds files written in its worktree "
             f"after it was accepted, not merged: {', '.join(judged.unjudged)}. They are kept on "
             f"the branch {branch} (`git merge {branch}` takes them; `git branch -D {branch}` "
             "drops them)"
@@ -260,7 +260,7 @@ def _recheck(runner: FanOutRunner, session: Session, folder: str) -> list[str]:
         merged = _strip(item.path, folder)
         if item.sha256 is not None and sha256_file(runner.project_root, merged) != item.sha256:
             changed.append(
-                f"{ErrorCode.FAN_OUT_EVIDENCE_CHANGED}: {merged} (output {item.output!r}) differs "
+                f"{FanOutCode.FAN_OUT_EVIDENCE_CHANGED}: {merged} (output {item.output!r}) differs "
                 "after the merge from the bytes its review covered"
             )
     return changed

@@ -18,6 +18,7 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import SessionError
 from deepwork_core.base.identifiers import SessionId
 from deepwork_core.engine.briefing import FanOutBrief, InstanceView, StepBrief, resolve_inputs
+from deepwork_core.engine.fanout.codes import FanOutCode
 from deepwork_core.engine.fanout.items import (
     DEFAULT_MAX_INSTANCES,
     FanOutError,
@@ -450,14 +451,14 @@ def require_all_done(sessions: list[Session], allow_partial: bool) -> None:
                           for s in running[:10])  # fmt: skip
         raise FanOutError(
             f"{len(running)} instance(s) have not finished: {names}; finish or abort them first",
-            code=ErrorCode.FAN_OUT_INCOMPLETE,
+            code=FanOutCode.FAN_OUT_INCOMPLETE,
         )
     aborted = [s for s in sessions if s.status is SessionStatus.ABORTED]
     if aborted and not allow_partial:
         raise FanOutError(
             f"{len(aborted)} instance(s) were aborted and the step does not set allow_partial; "
             "use go_to_step to run the step again, or abort the workflow",
-            code=ErrorCode.FAN_OUT_INCOMPLETE,
+            code=FanOutCode.FAN_OUT_INCOMPLETE,
         )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError
+from deepwork_core.engine.fanout.codes import FanOutCode
 from deepwork_core.jobs.fan_out_keys import Isolation
 from deepwork_core.jobs.model import JobDefinition, Step
 from deepwork_core.state.sessions import Session
@@ -16,7 +17,7 @@ DEFAULT_MAX_INSTANCES = 200
 class FanOutError(DeepWorkError):
     """A fan-out that cannot begin or fan in (`fan_out.*` codes)."""
 
-    code = ErrorCode.FAN_OUT_INCOMPLETE
+    code = FanOutCode.FAN_OUT_INCOMPLETE
     agent_fixable = True
 
 
@@ -71,7 +72,7 @@ def fan_out_items(session: Session, step: Step, max_instances: int) -> list[str]
             f"step {step.id!r} would run {len(items)} instances, more than limits.max_instances "
             f"({max_instances}); nothing was started. Split the items or raise the limit in "
             ".deepwork/config.yml",
-            code=ErrorCode.FAN_OUT_TOO_MANY_INSTANCES,
+            code=FanOutCode.FAN_OUT_TOO_MANY_INSTANCES,
         )
     return items
 

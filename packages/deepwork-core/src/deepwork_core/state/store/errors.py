@@ -3,11 +3,11 @@ masked (`deepwork_core.state.store.url.mask_url`)."""
 
 from __future__ import annotations
 
-from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError
+from deepwork_core.state.store.codes import StoreCode
 
 
 class StoreError(DeepWorkError):
     """The store could not be opened, read or written (`store.*` codes)."""
 
-    code = ErrorCode.STORE_ERROR
+    code = StoreCode.STORE_ERROR

@@ -19,8 +19,8 @@ import threading
 from pathlib import Path
 
 from deepwork_core.base.config import load_config
-from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.runtime_dir import ensure_tmp_dir
+from deepwork_core.state.store.codes import StoreCode
 from deepwork_core.state.store.errors import StoreError
 from deepwork_core.state.store.legacy import import_legacy, legacy_approvals, legacy_files
 from deepwork_core.state.store.port import Clock, ProjectRef, Store, wall_clock
@@ -89,7 +89,7 @@ def _require_folders(folder: Path, project_root: Path) -> None:
                 f"the store's folder {shown} is not a folder (a file or a FIFO is in its "
                 "place); move it away or delete it, and the next call makes the folder. "
                 "Nothing was written",
-                code=ErrorCode.STORE_NOT_A_FOLDER,
+                code=StoreCode.STORE_NOT_A_FOLDER,
             )
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Protocol, Self
 
-from deepwork_core.base.error_codes import ErrorCode
+from deepwork_core.state.store.codes import StoreCode
 from deepwork_core.state.store.errors import StoreError
 from deepwork_core.state.store.schema import (
     APPLICATION,
@@ -216,7 +216,7 @@ class Store(abc.ABC):
             raise StoreError(
                 f"store {self.display} has no readable schema_version; restore it from a "
                 "backup or move it away",
-                code=ErrorCode.STORE_CORRUPT,
+                code=StoreCode.STORE_CORRUPT,
             ) from None
 
     def _refuse_newer(self, version: int) -> None:
@@ -225,14 +225,14 @@ class Store(abc.ABC):
                 f"store {self.display} has schema version {version}; this DeepWork knows up to "
                 f"{SCHEMA_VERSION}. Upgrade DeepWork (a newer version migrated this store); "
                 "nothing was written",
-                code=ErrorCode.STORE_SCHEMA_NEWER,
+                code=StoreCode.STORE_SCHEMA_NEWER,
             )
 
     def _foreign(self, why: str) -> StoreError:
         return StoreError(
             f"{self.display} is not a DeepWork store: {why}. Point store.url or "
             "DEEPWORK_STORE_URL elsewhere, or move the file away; nothing was written",
-            code=ErrorCode.STORE_FOREIGN,
+            code=StoreCode.STORE_FOREIGN,
         )
 
 

@@ -24,7 +24,7 @@ from typing import Final
 import psycopg
 import psycopg.sql
 
-from deepwork_core.base.error_codes import ErrorCode
+from deepwork_core.state.store.codes import StoreCode
 from deepwork_core.state.store.errors import StoreError
 from deepwork_core.state.store.port import Clock, Listener, ProjectRef, Row, Store, Tx
 from deepwork_core.state.store.url import StoreLocation, passwords_of
@@ -193,16 +193,16 @@ class PostgresStore(Store):
             return StoreError(
                 f"store {self.display} refused the user or password ({text}); fix the URL in "
                 "DEEPWORK_STORE_URL or store.url",
-                code=ErrorCode.STORE_AUTH_FAILED,
+                code=StoreCode.STORE_AUTH_FAILED,
             )
         if connecting or isinstance(exc, psycopg.OperationalError):
             return StoreError(
                 f"store {self.display} is unavailable ({text}); check that PostgreSQL runs and "
                 "that the host and port in the URL are right. Nothing was written; the next "
                 "call connects again",
-                code=ErrorCode.STORE_UNAVAILABLE,
+                code=StoreCode.STORE_UNAVAILABLE,
             )
-        return StoreError(f"store {self.display}: {text}", code=ErrorCode.STORE_ERROR)
+        return StoreError(f"store {self.display}: {text}", code=StoreCode.STORE_ERROR)
 
 
 class _PgListener:

@@ -49,6 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.fsutil import loads_json
 from deepwork_core.evidence.verdicts import ReviewVerdict
+from deepwork_core.state.store.codes import StoreCode
 from deepwork_core.state.store.errors import StoreError
 from deepwork_core.state.store.port import Row, Store
 
@@ -86,19 +87,21 @@ class Failed(_Result):
     """No verdict: the coded error the review ended with."""
 
     result: Literal["error"] = "error"
-    code: ErrorCode
+    code: ErrorCode | StoreCode
     message: str
 
     @field_validator("code", mode="before")
     @classmethod
     def _known(cls, value: object) -> object:
         """A code this version does not know (a newer one's) reads as `quality_gate.error`."""
-        if not isinstance(value, str):
+        if not isinstance(value, str) or isinstance(value, ErrorCode | StoreCode):
             return value
-        try:
-            return ErrorCode(value)
-        except ValueError:
-            return ErrorCode.QUALITY_GATE_ERROR
+        for family in (ErrorCode, StoreCode):
+            try:
+                return family(value)
+            except ValueError:
+                continue
+        return ErrorCode.QUALITY_GATE_ERROR
 
 
 class Stale(_Result):
@@ -158,7 +161,7 @@ def _json(text: str, job_id: str) -> Any:
     except ValueError:
         raise StoreError(
             f"review job {job_id!r} holds a column that is not valid JSON",
-            code=ErrorCode.STORE_CORRUPT,
+            code=StoreCode.STORE_CORRUPT,
         ) from None
 
 
@@ -170,7 +173,7 @@ def _result(row: Row) -> JobResult | None:
         return _RESULT.validate_python(_json(text, job_id))
     except ValidationError:
         message = f"review job {job_id!r} holds a result this version of DeepWork cannot read"
-        return Failed(code=ErrorCode.STORE_JOB_UNREADABLE, message=message)
+        return Failed(code=StoreCode.STORE_JOB_UNREADABLE, message=message)
 
 
 class ReviewJobs(Generic[PayloadT]):
@@ -350,7 +353,7 @@ class ReviewJobs(Generic[PayloadT]):
     def _not_found(self, job_id: str) -> StoreError:
         return StoreError(
             f"there is no review job {job_id!r} in store {self.store.display}",
-            code=ErrorCode.STORE_JOB_NOT_FOUND,
+            code=StoreCode.STORE_JOB_NOT_FOUND,
         )
 
     def list(

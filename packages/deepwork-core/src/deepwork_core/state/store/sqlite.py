@@ -17,7 +17,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Final
 
-from deepwork_core.base.error_codes import ErrorCode
+from deepwork_core.state.store.codes import StoreCode
 from deepwork_core.state.store.errors import StoreError
 from deepwork_core.state.store.port import Clock, ProjectRef, Row, Store, Tx
 from deepwork_core.state.store.url import StoreLocation
@@ -72,7 +72,7 @@ class SqliteStore(Store):
         if not mode or str(mode[0][0]).lower() != "wal":
             raise StoreError(
                 f"store {self.display} cannot use WAL mode (is it on a network file system?)",
-                code=ErrorCode.STORE_UNAVAILABLE,
+                code=StoreCode.STORE_UNAVAILABLE,
             )
         super().migrate()
 
@@ -117,7 +117,7 @@ class SqliteStore(Store):
             return StoreError(
                 f"store {self.display} stayed locked by another process for over "
                 f"{BUSY_TIMEOUT_S:.0f} s ({text}); try again",
-                code=ErrorCode.STORE_BUSY,
+                code=StoreCode.STORE_BUSY,
             )
         if isinstance(exc, sqlite3.DatabaseError) and not isinstance(
             exc, sqlite3.OperationalError | sqlite3.IntegrityError
@@ -125,6 +125,6 @@ class SqliteStore(Store):
             return StoreError(
                 f"store {self.display} is not a readable SQLite database ({text}); restore it "
                 "from a backup or move it away (DeepWork then starts an empty one)",
-                code=ErrorCode.STORE_CORRUPT,
+                code=StoreCode.STORE_CORRUPT,
             )
-        return StoreError(f"store {self.display}: {text}", code=ErrorCode.STORE_ERROR)
+        return StoreError(f"store {self.display}: {text}", code=StoreCode.STORE_ERROR)

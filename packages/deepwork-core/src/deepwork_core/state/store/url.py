@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Final, Literal
 from urllib.parse import unquote
 
-from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.layout import TMP_DIR
+from deepwork_core.state.store.codes import StoreCode
 from deepwork_core.state.store.errors import StoreError
 
 #: The environment variable the CLI reads the store URL from (core itself never reads it).
@@ -66,7 +66,7 @@ def parse_store_url(url: str | None, project_root: Path) -> StoreLocation:
     raise StoreError(
         f"store URL {mask_url(url)!r} is neither sqlite: nor postgresql://; set "
         "DEEPWORK_STORE_URL or store.url in .deepwork/config.yml to one of those",
-        code=ErrorCode.STORE_URL_INVALID,
+        code=StoreCode.STORE_URL_INVALID,
     )
 
 

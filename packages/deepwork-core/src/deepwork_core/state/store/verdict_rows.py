@@ -13,9 +13,9 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.fsutil import loads_json
 from deepwork_core.evidence.verdicts import ReusedFrom, ReviewVerdict
+from deepwork_core.state.store.codes import StoreCode
 from deepwork_core.state.store.errors import StoreError
 from deepwork_core.state.store.port import Store
 
@@ -48,7 +48,7 @@ def find_verdict(store: Store, key: str) -> StoredVerdict | None:
     except (ValueError, ValidationError):
         raise StoreError(
             f"the kept verdict {key[:16]}… in store {store.display} does not read",
-            code=ErrorCode.STORE_CORRUPT,
+            code=StoreCode.STORE_CORRUPT,
         ) from None
     origin = ReusedFrom(
         session_id=session_id,

@@ -17,7 +17,8 @@
    `needs_work`, `reviewing`, `awaiting_approval` or `workflow_complete`. An attempt is counted
    here, when a reviewer's verdict or error is recorded; `reviewing` records nothing.
 
-A dry run (`dry_run`) stops after planning the reviews and writes nothing.
+A dry run (`deepwork_core.engine.finishing.dry_run`) stops after planning the reviews and writes
+nothing.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from datetime import datetime
 from pathlib import Path
 from types import MappingProxyType
 
-from deepwork_core.base.config import DEFAULT_REVIEW_DEPTH, OutputsConfig
+from deepwork_core.base.config import OutputsConfig
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import OutputsError, QualityGateError, SessionError
 from deepwork_core.base.identifiers import check_text
@@ -39,15 +40,15 @@ from deepwork_core.engine.checkpoints import (
     count_attempt,
     current_checkpoint,
     next_attempt,
+    run_of,
 )
 from deepwork_core.engine.fanout.fan_in import complete_fan_in
 from deepwork_core.engine.fanout.instances import FanOutRunner
 from deepwork_core.engine.outcomes import CheckpointContext, Outcomes, needs_work, reviewing
 from deepwork_core.engine.outputs import ValidatedOutputs, validate_outputs
 from deepwork_core.engine.parking import still_parked, stop_note
-from deepwork_core.engine.results import EvidenceReport, FinishResult, FinishStatus, PlannedReview
+from deepwork_core.engine.results import FinishResult
 from deepwork_core.engine.safeguards import Findings
-from deepwork_core.evidence.audit import audit_checkpoint
 from deepwork_core.evidence.verdicts import ReviewVerdict, VerdictKind
 from deepwork_core.gate.checkpoint import (
     Checkpoint,
@@ -58,12 +59,9 @@ from deepwork_core.gate.checkpoint import (
     GateVerdict,
     ProgressReporter,
 )
-from deepwork_core.gate.costs.quotes import ReviewPrice, TaskPrice
 from deepwork_core.gate.gates import Gate, reused_note
-from deepwork_core.gate.job_check import submitted_job_feedback
-from deepwork_core.gate.tasks import QualityReviewTask
 from deepwork_core.jobs.discovery import JobCatalog
-from deepwork_core.jobs.model import JobDefinition, ScopeGuard, Step
+from deepwork_core.jobs.model import Step
 from deepwork_core.state.session_events import SessionEvents
 from deepwork_core.state.sessions import (
     ParkReason,
@@ -73,7 +71,6 @@ from deepwork_core.state.sessions import (
     StateTransaction,
 )
 from deepwork_core.state.stacks import Target, same_checkpoint, stack_items, target_session
-from deepwork_core.state.usage.totals import run_id_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +172,7 @@ class FinishPipeline:
             return complete_fan_in(
                 self.fan, self.outcomes, tx, job, session, sub.notes, sub.override_reason
             )
-        validated = self._validated(session, steps, sub)
+        validated = self.validated(session, steps, sub)
         self.events.outputs_submitted(
             session.session_id, session.current_step_ids, validated.merged, sub.notes
         )
@@ -207,7 +204,7 @@ class FinishPipeline:
             attempt=attempt,
             work_summary=sub.work_summary,
             undeclared_changes=tuple(findings.undeclared),
-            run_id=run_id_of(session, tx.load),
+            run_id=run_of(tx, session),
             log_length=len(session.quality_log),
         )
         return _Pending(context, findings, checkpoint, session.current_entry_index)
@@ -234,7 +231,7 @@ class FinishPipeline:
         note = stop_note(session.session_id)
         return QualityGateError(f"{exc.message} {note}", code=exc.code)
 
-    def _validated(
+    def validated(
         self, session: Session, steps: Sequence[Step], sub: Submission
     ) -> ValidatedOutputs:
         """The submitted outputs, valid for the checkpoint's steps (an instance's as the
@@ -315,122 +312,6 @@ class FinishPipeline:
 
     # --- dry run (docs/quality-gate.md, "Dry run") ---------------------------------------------
 
-    def dry_run(self, target: Target, sub: Submission) -> FinishResult:
-        """What `finish` would check and review, as a `dry_run` result: the outputs are
-        validated exactly as a real call does and the evidence audit runs read-only (stale
-        evidence, the scope guard); no reviewer starts, nothing is recorded."""
-        with self.store.transaction() as tx:
-            session = target_session(tx, target)
-            job, steps = current_checkpoint(self.catalog, session)
-            validated = self._validated(session, steps, sub)
-            stack = stack_items(tx, session.agent_id)
-            run_id = run_id_of(session, tx.load)
-        evidence, blocked = _dry_audit(self.project_root, session, job.definition, steps, validated)
-        gate = self.gate
-        tasks: list[PlannedReview] = []
-        price: ReviewPrice | None = None
-        # At the last step, stale outputs of earlier steps are reviewed again with this one.
-        entries = job.definition.workflows_by_name[session.workflow_name].entries
-        final = session.current_entry_index + 1 >= len(entries)
-        again = _stale_steps(evidence, job.definition) if final and gate is not None else ()
-        if gate is not None and (gate.consulted_for(steps) or again):
-            reviewed = dict(validated.merged)
-            for step_id in again:
-                reviewed.update(session.step_progress[step_id].outputs)
-            more = [job.definition.step(step_id) for step_id in again]
-            checkpoint = Checkpoint(
-                project_root=self.project_root,
-                store=self.store.store,
-                session_id=session.session_id,
-                job=job.definition,
-                step_ids=(*session.current_step_ids, *again),
-                outputs=reviewed,
-                input_files=reviewer_inputs(session, [*steps, *more], job.definition),
-                notes=sub.notes,
-                work_summary=sub.work_summary,
-                run_id=run_id,
-            )
-            tasks, price = _priced_plan(gate, checkpoint)
-        if final and evidence.stale_evidence and blocked is None:
-            blocked = _stale_note(evidence, validated, again, session.stale_reported)
-        invalid = submitted_job_feedback(
-            self.project_root, job.definition.name, steps, validated.merged
-        )
-        feedback = _dry_feedback(invalid, tasks, price, blocked)
-        return FinishResult(
-            FinishStatus.DRY_RUN,
-            stack,
-            feedback=feedback,
-            evidence=evidence,
-            review_tasks=tasks,
-            price=price,
-        )
-
-
-def _dry_audit(
-    project_root: Path,
-    session: Session,
-    job: JobDefinition,
-    steps: Sequence[Step],
-    validated: ValidatedOutputs,
-) -> tuple[EvidenceReport, str | None]:
-    """The checkpoint's evidence audit, read-only, and what a strict scope guard would say."""
-    step_ids = {step.id for step in steps}
-    record = session.step_progress.get(steps[0].id)
-    began = record.began if record is not None else None
-    guard = job.scope_guard is not ScopeGuard.OFF and began is not None
-    audit = audit_checkpoint(
-        project_root,
-        validated.by_step,
-        [item for item in session.evidence if item.step_id not in step_ids],
-        began,
-        may_change=[glob for step in steps for glob in step.may_change],
-        guard=guard,
-    )
-    blocked = None
-    if audit.undeclared and job.scope_guard is ScopeGuard.STRICT:
-        blocked = (
-            "files changed during this step that it does not declare: "
-            f"{', '.join(audit.undeclared)} (scope_guard: strict)."
-        )
-    report = EvidenceReport(
-        stale_evidence=list(audit.stale),
-        undeclared_changes=list(audit.undeclared),
-        scope_guard_note=audit.guard_note if guard else None,
-    )
-    return report, blocked
-
-
-def _stale_steps(evidence: EvidenceReport, job: JobDefinition) -> tuple[str, ...]:
-    """The earlier steps whose changed outputs a real call reviews again, when every one of them
-    has a review (else the real call asks for an override instead)."""
-    steps = sorted({item.step_id for item in evidence.stale_evidence})
-    return tuple(steps) if all(job.step(step_id).reviews for step_id in steps) else ()
-
-
-def _stale_note(
-    evidence: EvidenceReport,
-    validated: ValidatedOutputs,
-    again: Sequence[str],
-    reported: Sequence[str],
-) -> str | None:
-    """What a real call at the last step does first about stale outputs (docs/evidence.md)."""
-    paths = sorted(item.path for item in evidence.stale_evidence)
-    if not again:
-        return (
-            f"outputs of earlier steps changed after they were accepted ({', '.join(paths)}) and "
-            "have no review to run again: pass quality_review_override_reason or undo them."
-        )
-    submitted = {p for v in validated.merged.values() for p in ([v] if isinstance(v, str) else v)}
-    if set(paths) <= submitted or paths == list(reported):
-        return None  # submitted again, or named already: reviewed with this call, listed above
-    return (
-        f"outputs of step {', '.join(again)} changed after they were accepted "
-        f"({', '.join(paths)}); a real call names them once, and the call after it runs their "
-        "reviews again with this step's (listed above). Submitting those files among this "
-        "step's outputs saves that call."
-    )
-
 
 def _unrecorded(tx: StateTransaction, pending: _Pending) -> Session:
     """The session, still at the checkpoint and with nothing recorded since the submission
@@ -466,50 +347,4 @@ def quality_event(verdict: GateVerdict, checkpoint: Checkpoint, at: datetime) ->
         passed=isinstance(verdict, GatePassed),
         feedback=verdict.feedback,
         reviews=list(verdict.reviews),
-    )
-
-
-def _priced_plan(
-    gate: Gate, checkpoint: Checkpoint
-) -> tuple[list[PlannedReview], ReviewPrice | None]:
-    """The review tasks a real call would run, each with what it is expected to cost."""
-    planned = gate.tasks(checkpoint)
-    price = gate.price(checkpoint, planned) if planned else None
-    expected = price.tasks if price is not None else [None] * len(planned)
-    return [_planned(task, cost) for task, cost in zip(planned, expected, strict=True)], price
-
-
-def _dry_feedback(
-    invalid: str | None,
-    tasks: Sequence[PlannedReview],
-    price: ReviewPrice | None,
-    blocked: str | None,
-) -> str:
-    """What a dry run says: what a real call would answer first, and what it would review."""
-    priced = f" ({price.text})" if price is not None else ""
-    feedback = (
-        f"Dry run: a real call would answer needs_work, before any review. {invalid}"
-        if invalid is not None
-        else f"Dry run: the outputs pass every check; a real call would run {len(tasks)} "
-        f"review task(s), listed in review_tasks{priced}. Nothing was recorded."
-        if tasks
-        else "Dry run: the outputs pass every check; no review applies. Nothing was recorded."
-    )
-    if blocked is not None:
-        feedback = f"{feedback} But a real call would answer needs_work first: {blocked}"
-    return feedback
-
-
-def _planned(task: QualityReviewTask, expected: TaskPrice | None) -> PlannedReview:
-    return PlannedReview(
-        expected=expected,
-        name=task.label,
-        step_id=task.step_id,
-        run_each=task.run_each,
-        target_file=task.target_file,
-        criteria=list(task.criteria),
-        depth=task.depth or DEFAULT_REVIEW_DEPTH,
-        files=list(task.files),
-        agent=dict(task.agent) if task.agent else None,
-        context=list(task.context) or None,
     )
