@@ -554,7 +554,9 @@ async def test_three_step_workflow_to_completion(
         client, "finished_step", outputs={"final": "final.md", "extra": "extra.md"}
     )
     assert done["status"] == "workflow_complete"
-    assert done["summary"] == "Workflow 'three_step/main' completed successfully!"
+    # The completion answer also tells the agent to commit the run's receipt (docs/verify.md).
+    assert done["summary"].startswith("Workflow 'three_step/main' completed successfully! ")
+    assert f".deepwork/receipts/three_step/{session_id}.json" in done["summary"]
     assert done["all_outputs"] == {
         "notes": "notes.md",
         "drafts": ["d/1.md", "d/2.md"],

@@ -183,8 +183,12 @@ def _all_field_names() -> set[str]:
 def test_every_dotted_field_a_skill_names_exists(skills: dict[str, str]) -> None:
     """Every dotted name is a response field or an error code the server has."""
     from deepwork_core.base.error_codes import ErrorCode
+    from deepwork_core.engine.fanout.codes import FanOutCode
+    from deepwork_core.receipts.codes import ReceiptCode
+    from deepwork_core.state.store.codes import StoreCode
 
-    codes = {code.value for code in ErrorCode}
+    families = (ErrorCode, FanOutCode, ReceiptCode, StoreCode)
+    codes = {code.value for family in families for code in family}
     missing = {
         f"{where}: `{dotted}`"
         for where, text in skills.items()
@@ -660,3 +664,17 @@ def test_the_skill_teaches_receipts_as_the_server_and_cli_have_them(
     for command in ("deepwork verify", "deepwork receipt <session>"):
         assert f"`{command}`" in section
         assert _resolves(command.removeprefix("deepwork ").split(" <")[0]), command
+
+
+def test_the_skill_says_keys_count_only_from_the_base_branch(skills: dict[str, str]) -> None:
+    """Issue 39: a `.pub` only in the working tree is refused; the skill says so with the code
+    the server answers, and that the trusted ref is a setting that exists."""
+    from deepwork_core.base.config import ApprovalsConfig
+    from deepwork_core.base.error_codes import ErrorCode
+
+    text = _flat(_deepwork_skill(skills))
+    approvals = text[text.index("## Approvals") : text.index("## Receipts")]
+    assert f"`{ErrorCode.APPROVAL_UNTRUSTED_KEY}`" in approvals
+    assert "committed on the base branch" in approvals
+    assert "never lets you approve" in approvals
+    assert "trusted_ref" in ApprovalsConfig.model_fields

@@ -122,6 +122,8 @@ SESSION_ID_EDGES = {
     "deepwork-mcp/src/deepwork_mcp/cli/report.py",
     "deepwork-mcp/src/deepwork_mcp/cli/store.py",
     "deepwork-mcp/src/deepwork_mcp/cli/receipts/write.py",
+    "deepwork-mcp/src/deepwork_mcp/cli/headless/run.py",
+    "deepwork-mcp/src/deepwork_mcp/cli/headless/wait.py",
     "deepwork-mcp/src/deepwork_mcp/dashboard/app.py",
 }
 
