@@ -80,12 +80,12 @@ def rendering(steps: int, repeats: int) -> tuple[list[float], list[float], list[
             session_id = _project(store, steps)
             rows = views.runs(store)
             assert len(rows) == RUNS, len(rows)
-            page = views.run_page_view(store, session_id)
+            page = views.session_page_view(store, session_id)
             assert len(page.detail.timeline) > steps, len(page.detail.timeline)
             run_list = _timed(lambda: pages.runs_page(rows, 1, views.RUNS_PER_PAGE), repeats)
             run = _timed(lambda: run_page(page, token="t"), repeats)
             report = _timed(
-                lambda: run_page(views.run_page_view(store, session_id), token=None), repeats
+                lambda: run_page(views.session_page_view(store, session_id), token=None), repeats
             )
     return run_list, run, report
 

@@ -128,10 +128,10 @@ def _round(calls: ReviewCalls, checkpoint: Checkpoint) -> tuple[float, float]:
     """(expected USD, spent USD) of one round of every task of `checkpoint`."""
     tasks = plan_review_tasks(checkpoint)
     expected = calls.price(checkpoint, tasks).usd
-    before = run_usage(checkpoint.store, checkpoint.run_session_id).cost_usd
+    before = run_usage(checkpoint.store, checkpoint.resolved_run_id).cost_usd
     for task in tasks:
         calls.judge(checkpoint, task, threading.Event())
-    spent = run_usage(checkpoint.store, checkpoint.run_session_id).cost_usd - before
+    spent = run_usage(checkpoint.store, checkpoint.resolved_run_id).cost_usd - before
     return expected, spent
 
 

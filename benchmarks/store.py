@@ -10,8 +10,8 @@ Figures, each on SQLite and on PostgreSQL:
   tool runs in its worker thread after parsing the arguments (the MCP round trip is
   `workflow_50.finished_step`). The 50-step workflow of `workflow_50`, without reviews, run
   start to end several times.
-- Listing 10,000 runs of 100 projects (`list_runs`, as `deepwork status --all` reads them), each
-  row with a session document of about 4 KB.
+- Listing 10,000 sessions of 100 projects (`list_session_rows`, as `deepwork status --all` reads
+  them), each row with a session document of about 4 KB.
 - The dashboard's list: the first page of a project holding 10,000 runs (`views.runs`, the rows
   the runs page renders, with their last event).
 
@@ -78,8 +78,8 @@ def finished_step(url: str | None, runs: int, steps: int) -> list[float]:
 
 def _fill(store: Any, count: int, projects: int) -> None:
     """`count` runs over `projects` projects (the store's own project first), an event each."""
-    from deepwork_core.state.store.runs import SessionRow, save_session
     from deepwork_core.state.store.schema import ListColumns
+    from deepwork_core.state.store.session_rows import SessionRow, save_session
 
     own = store.project.project_id
     names = [own, *(f"p{n:03d}" for n in range(1, projects))]
@@ -109,7 +109,7 @@ def listing(url: str | None, count: int, repeats: int) -> tuple[list[float], lis
     project holding `count` runs."""
     from deepwork_core.state.sessions import SessionStore
     from deepwork_core.state.store.opening import open_store
-    from deepwork_core.state.store.run_lists import list_runs
+    from deepwork_core.state.store.session_lists import list_session_rows
     from deepwork_mcp.dashboard.views import RUNS_PER_PAGE
     from deepwork_mcp.dashboard.views import runs as dashboard_runs
 
@@ -126,7 +126,7 @@ def listing(url: str | None, count: int, repeats: int) -> tuple[list[float], lis
             for _ in range(repeats):
                 began = time.perf_counter()
                 with store.read() as tx:
-                    runs = list_runs(tx, limit=count)
+                    runs = list_session_rows(tx, limit=count)
                 every.append(time.perf_counter() - began)
                 assert len(runs) == count, len(runs)
                 began = time.perf_counter()

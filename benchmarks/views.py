@@ -10,10 +10,10 @@ project holds `--runs` runs. Each view is then timed in process, server side (wh
 command or page handler runs, without the HTTP or terminal around it):
 
 - `status`: `project_overview` (the stacks, the five newest finished runs, the branches);
-- `status --all`: one page of `list_runs` and `count_runs`;
-- the dashboard's run list (`views.runs`), a run page (`views.run_page_view`), the Approvals
+- `status --all`: one page of `list_session_rows` and `count_session_rows`;
+- the dashboard's run list (`views.runs`), a run page (`views.session_page_view`), the Approvals
   page (`views.open_approvals`) and the Reviews page (`reviews.review_rows`);
-- the reference, measured in the same run: the read model's `list_runs`, which parses every
+- the reference, measured in the same run: the read model's `list_sessions`, which parses every
   session document of the project (what `status` and the run page's instance list read before).
 
 The peak of Python memory allocated while the dashboard's views run once is reported too.
@@ -65,8 +65,8 @@ def seed(store: Any, root: Path, count: int) -> str:
     """Fill the project with `count` finished runs; the id of one of them (for its page)."""
     import json
 
-    from deepwork_core.state.store.runs import SessionRow, save_session
     from deepwork_core.state.store.schema import list_columns
+    from deepwork_core.state.store.session_rows import SessionRow, save_session
 
     project = store.project.project_id
     templates = _templates(root, store)
@@ -122,10 +122,10 @@ def _time(call: Callable[[], object], repeats: int) -> list[float]:
 def measure(url: str | None, count: int, repeats: int) -> dict[str, list[float]]:
     """Milliseconds of each view over a project of `count` runs (see the module)."""
     from deepwork_core.state.overview import project_overview
-    from deepwork_core.state.read_model.runs import list_runs as every_run
+    from deepwork_core.state.read_model.runs import list_sessions as every_run
     from deepwork_core.state.sessions import SessionStore
     from deepwork_core.state.store.opening import open_store
-    from deepwork_core.state.store.run_lists import count_runs, list_runs
+    from deepwork_core.state.store.session_lists import count_session_rows, list_session_rows
     from deepwork_mcp.dashboard import reviews, views
 
     with tempfile.TemporaryDirectory(prefix="deepwork-views-bench-") as folder:
@@ -139,14 +139,14 @@ def measure(url: str | None, count: int, repeats: int) -> dict[str, list[float]]
 
             def status_all() -> None:
                 with store.read() as tx:
-                    list_runs(tx, limit=1000)
-                    count_runs(tx)
+                    list_session_rows(tx, limit=1000)
+                    count_session_rows(tx)
 
             checks: dict[str, Callable[[], object]] = {
                 "status": lambda: project_overview(sessions),
                 "status --all (one page)": status_all,
                 "dashboard run list": lambda: views.runs(sessions),
-                "dashboard run page": lambda: views.run_page_view(sessions, shown),  # type: ignore[arg-type]
+                "dashboard run page": lambda: views.session_page_view(sessions, shown),  # type: ignore[arg-type]
                 "dashboard approvals": lambda: views.open_approvals(sessions),
                 "dashboard reviews": lambda: reviews.review_rows(store),
             }

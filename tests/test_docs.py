@@ -168,3 +168,32 @@ def test_the_sources_point_at_docs_and_nothing_outside_the_repository() -> None:
         if outside.search(line)
     ]
     assert hits == [], f"point these at a page of docs/ instead: {hits}"
+
+
+def _module_file(module: str) -> Path:
+    """The source of a module the glossary names (`state/sessions`: one of the core's)."""
+    if module.startswith("deepwork_"):
+        package, _, rest = module.partition(".")
+        base = ROOT / "packages" / package.replace("_", "-") / "src" / package
+        path = base / rest.replace(".", "/")
+    else:
+        path = ROOT / "packages/deepwork-core/src/deepwork_core" / module
+    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+
+
+def test_the_glossary_names_types_its_modules_define() -> None:
+    page = (DOCS / "architecture.md").read_text(encoding="utf-8")
+    table = page.split("## Glossary", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split(" | ") for line in table.splitlines() if line.startswith("| ")][2:]
+    assert len(rows) >= 20
+    words, problems = [], []
+    for word, _, types, modules in rows:
+        words.append(word.strip("| "))
+        sources = "\n".join(
+            _module_file(m).read_text(encoding="utf-8") for m in re.findall(r"`([\w./]+)`", modules)
+        )
+        for name in re.findall(r"`([A-Z]\w*)`", types):
+            if not re.search(rf"^(class {name}\b|{name} = )", sources, re.MULTILINE):
+                problems.append(f"{word.strip('| ')}: {name}")
+    assert not problems, problems
+    assert len(words) == len(set(words)), "a word is explained twice"

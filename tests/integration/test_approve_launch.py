@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from deepwork_mcp.launch import launch_prefix
+from deepwork_mcp.approvals.launch import launch_prefix
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from tests.fixtures.evidence_project import make_evidence_project

@@ -23,7 +23,7 @@ from deepwork_core.evidence.trusted_keys import public_line
 from deepwork_core.state.approval_signatures import ApproverSigner
 from deepwork_core.state.store.opening import project_ref
 from deepwork_core.state.store.url import STORE_URL_ENV
-from deepwork_mcp.approval_keys import approver_path
+from deepwork_mcp.approvals.keys import approver_path
 
 from tests.fixtures.dashboard_process import dashboard_process
 from tests.fixtures.evidence_project import commit_all, git, make_evidence_project

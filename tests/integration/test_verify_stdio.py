@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from deepwork_core.base.layout import GATE_KEYS_DIR
-from deepwork_mcp.approval_keys import gate_key
+from deepwork_mcp.approvals.keys import gate_key
 
 from tests.fixtures.git_repo import commit_all, git
 from tests.fixtures.receipt_repo import OUTPUTS

@@ -187,14 +187,48 @@ def test_no_source_folder_holds_too_many_modules() -> None:
     assert not problems, "\n".join(problems)
 
 
-def test_every_public_class_name_is_defined_once() -> None:
+#: The one name a program's entry point may share: `main` of a module run as a program.
+ENTRY_POINT = "main"
+
+
+def _is_program(tree: ast.Module, module: str) -> bool:
+    """Whether `module` is run as a program: it calls `main` under `if __name__ == "__main__":`
+    or is the console script of pyproject.toml (`deepwork = "deepwork_mcp.cli:main"`)."""
+    return module == "deepwork_mcp.cli" or any(
+        isinstance(node, ast.If) and "__main__" in ast.unparse(node.test) for node in tree.body
+    )
+
+
+def _names_defined_twice(modules: Iterator[tuple[str, ast.Module]]) -> dict[str, list[str]]:
+    """Each public module-level function or class name defined in more than one module, with
+    those modules (a program's `main` excepted)."""
     homes: dict[str, list[str]] = {}
-    for _, name, path in _modules():
-        for node in _tree(path).body:
-            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
-                homes.setdefault(node.name, []).append(name)
-    twice = {cls: where for cls, where in homes.items() if len(where) > 1}
+    for module, tree in modules:
+        for node in tree.body:
+            if not isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            if node.name.startswith("_"):
+                continue
+            if node.name == ENTRY_POINT and _is_program(tree, module):
+                continue
+            homes.setdefault(node.name, []).append(module)
+    return {name: where for name, where in homes.items() if len(where) > 1}
+
+
+def test_every_public_function_and_class_name_is_defined_once() -> None:
+    twice = _names_defined_twice((name, _tree(path)) for _, name, path in _modules())
     assert not twice, twice
+
+
+def test_the_name_check_catches_a_function_or_class_defined_twice() -> None:
+    first = ast.parse("def listing(): ...\nclass Item: ...\ndef _own(): ...\ndef main(): ...")
+    second = ast.parse("async def listing(): ...\ndef Item(): ...\ndef _own(): ...")
+    program = ast.parse("def main(): ...\nif __name__ == '__main__':\n    main()")
+    twice = _names_defined_twice(iter([("a", first), ("b", second), ("c", program)]))
+    assert twice == {"listing": ["a", "b"], "Item": ["a", "b"]}
+    assert _names_defined_twice(iter([("a", first), ("b", ast.parse("def main(): ..."))])) == {
+        "main": ["a", "b"]
+    }
 
 
 def test_every_public_name_resolves() -> None:

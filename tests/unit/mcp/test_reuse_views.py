@@ -19,7 +19,7 @@ from deepwork_core.state.store.port import Store
 from deepwork_mcp.cli import cli
 from deepwork_mcp.cli.log import render_event
 from deepwork_mcp.telemetry import names
-from deepwork_mcp.telemetry.runbook import Measurement, RunBook
+from deepwork_mcp.telemetry.runbook import Measurement, SessionBook
 
 from tests.unit.core.gate.test_calls import ScriptedPort, passes
 from tests.unit.core.gate.test_quality import make_request
@@ -34,7 +34,7 @@ def judged_twice(store: Store, project: Path) -> list[ReviewUsageEvent]:
     for task in tasks:
         calls.judge(checkpoint, task, threading.Event())
     assert calls.judge(checkpoint, tasks[0], threading.Event()).reused_from is not None
-    events = read_events(store, checkpoint.run_session_id)
+    events = read_events(store, checkpoint.resolved_run_id)
     return [e for e in events if isinstance(e, ReviewUsageEvent)]
 
 
@@ -58,7 +58,7 @@ def test_log_stats_and_telemetry_say_reused_and_add_up(
     assert usage["cost_usd"] == round(fresh, 6) == 0.06
     assert usage["saved_usd"] == 0.02
 
-    book = RunBook()
+    book = SessionBook()
     emitted = [m for event in events for m in book.fold(event) if isinstance(m, Measurement)]
     counted = [m for m in emitted if m.instrument == names.M_REVIEW_REUSED]
     assert [m.value for m in counted] == [1]

@@ -23,7 +23,7 @@ from deepwork_mcp.telemetry import names
 from deepwork_mcp.telemetry.exporting import ExportFailures, build_providers
 from deepwork_mcp.telemetry.ids import SpanRef, trace_id_for
 from deepwork_mcp.telemetry.recorder import catalog_job_versions
-from deepwork_mcp.telemetry.runbook import Measurement, RunBook, SpanRecord
+from deepwork_mcp.telemetry.runbook import Measurement, SessionBook, SpanRecord
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
@@ -40,7 +40,7 @@ def at(seconds: float) -> datetime:
     return T0 + timedelta(seconds=seconds)
 
 
-def fold_all(book: RunBook, events: list[KnownEvent]) -> list[SpanRecord | Measurement]:
+def fold_all(book: SessionBook, events: list[KnownEvent]) -> list[SpanRecord | Measurement]:
     out: list[SpanRecord | Measurement] = []
     for event in events:
         out += book.fold(event)
@@ -58,7 +58,7 @@ def spans(emitted: list[SpanRecord | Measurement]) -> dict[str, SpanRecord]:
 
 
 def test_a_jump_back_ends_the_step_as_left_and_its_next_run_is_another_span() -> None:
-    book = RunBook()
+    book = SessionBook()
     emitted = fold_all(
         book,
         [
@@ -83,7 +83,7 @@ def test_a_jump_back_ends_the_step_as_left_and_its_next_run_is_another_span() ->
 
 
 def test_an_abort_ends_open_steps_and_the_run_with_its_status() -> None:
-    book = RunBook()
+    book = SessionBook()
     emitted = fold_all(
         book,
         [
@@ -105,7 +105,7 @@ def test_an_abort_ends_open_steps_and_the_run_with_its_status() -> None:
 
 
 def test_a_run_started_in_a_host_trace_sits_under_the_hosts_span() -> None:
-    book = RunBook()
+    book = SessionBook()
     host = SpanRef(trace_id=0xABC, span_id=0xDEF)
     book.fold(started(), host)
     nested = started("s2", parent=SESSION)
@@ -119,7 +119,7 @@ def test_a_run_started_in_a_host_trace_sits_under_the_hosts_span() -> None:
 
 
 def test_a_self_review_is_neither_a_span_nor_metered() -> None:
-    book = RunBook()
+    book = SessionBook()
     book.fold(started())
     usage = ReviewUsageEvent(
         ts=at(1), session_id=SESSION, job="j", step_id="a", review="r", mode="self", outcome="x"
@@ -128,7 +128,7 @@ def test_a_self_review_is_neither_a_span_nor_metered() -> None:
 
 
 def test_the_reserved_review_span_is_the_one_exported() -> None:
-    book = RunBook()
+    book = SessionBook()
     book.fold(started())
     book.fold(StepBegunEvent(ts=at(1), session_id=SESSION, step_ids=["a"]))
     reserved = book.reserve_review(SESSION, "a", "r", None)
@@ -154,7 +154,7 @@ def test_the_reserved_review_span_is_the_one_exported() -> None:
 
 
 def test_a_codex_review_names_its_provider_and_carries_no_cost() -> None:
-    book = RunBook()
+    book = SessionBook()
     book.fold(started())
     book.fold(StepBegunEvent(ts=at(1), session_id=SESSION, step_ids=["a"]))
     usage = ReviewUsageEvent(
@@ -221,7 +221,7 @@ def test_the_run_span_carries_its_jobs_version_from_the_projects_catalog(tmp_pat
     version_of = catalog_job_versions()
     assert version_of(root, "three_step") == "1.0.0"
     assert version_of(root, "no_such_job") is None
-    book = RunBook()
+    book = SessionBook()
     book.fold(started(), job_version=version_of(root, "three_step"))
     emitted = book.fold(AbortedEvent(ts=at(1), session_id=SESSION, reason="r"))
     assert spans(emitted)["invoke_workflow j.w"].attributes["deepwork.job.version"] == "1.0.0"

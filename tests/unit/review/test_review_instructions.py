@@ -16,7 +16,7 @@ from deepwork_review.instructions import (
     TOUCH_AFTER_SECONDS,
     write_instruction_files,
 )
-from deepwork_review.pipeline import ReviewRun, run_review
+from deepwork_review.pipeline import ReviewReport, run_review
 
 DOCS_RULE = """\
 prose:
@@ -42,7 +42,7 @@ def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
     }
 
 
-def _files_by_path(run: ReviewRun) -> dict[tuple[str, ...], str]:
+def _files_by_path(run: ReviewReport) -> dict[tuple[str, ...], str]:
     return {task.files: path for task, path in zip(run.tasks, run.instruction_files, strict=True)}
 
 
@@ -120,7 +120,7 @@ def test_concurrent_runs_on_different_input_keep_both_runs_files(repo) -> None:
     stale.parent.mkdir(parents=True)
     stale.write_text("old")
     _age(stale, MAX_AGE_SECONDS + 60)
-    runs: dict[int, ReviewRun] = {}
+    runs: dict[int, ReviewReport] = {}
     barrier = threading.Barrier(2)
 
     def review(part: int) -> None:

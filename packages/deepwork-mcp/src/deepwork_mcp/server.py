@@ -34,8 +34,8 @@ from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools.base import ToolResult
 from mcp.types import CallToolRequestParams
 
-from deepwork_mcp.approval_keys import approval_key, gate_key
-from deepwork_mcp.approval_keys import state_dir as default_state_dir
+from deepwork_mcp.approvals.keys import approval_key, gate_key
+from deepwork_mcp.approvals.keys import state_dir as default_state_dir
 from deepwork_mcp.listing import CompactToolListing
 from deepwork_mcp.roots import ProjectRoot, Projects, ProjectServices, RootsMiddleware
 from deepwork_mcp.server_instructions import build_instructions
@@ -187,7 +187,7 @@ def create_server(
     receipts (docs/verify.md); by default the one `deepwork approve` uses, from
     `DEEPWORK_STATE_DIR`, `XDG_STATE_HOME` or the home folder.
     `launch` is how the user runs this DeepWork (`uvx deepwork==1.0.0`, `deepwork`): the
-    approval answer tells them `<launch> approve <session>` (`deepwork_mcp.launch`).
+    approval answer tells them `<launch> approve <session>` (`deepwork_mcp.approvals.launch`).
     `trace_env` gives each external reviewer process its trace variables (docs/telemetry.md).
     `shared_store` (default: the project's store is a PostgreSQL server, named by
     `DEEPWORK_STORE_URL` or else by `store.url` of its config) makes every approval need a

@@ -47,9 +47,9 @@ def project_lines(catalog: Catalog) -> list[str]:
 
 def cli_line(launch: str) -> str:
     """How to run the `deepwork` command the guidance names: the way this server was started
-    (`deepwork_mcp.launch`), which works in the user's setup before a release is on PyPI too
-    (`uvx --from <clone> deepwork`, or the plugins' pinned `uvx deepwork==X` found in wheels
-    built from a clone); docs/platforms.md."""
+    (`deepwork_mcp.approvals.launch`), which works in the user's setup before a release is on
+    PyPI too (`uvx --from <clone> deepwork`, or the plugins' pinned `uvx deepwork==X` found in
+    wheels built from a clone); docs/platforms.md."""
     return f"CLI: `{launch} ...`."
 
 

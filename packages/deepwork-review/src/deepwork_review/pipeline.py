@@ -52,8 +52,8 @@ class ReviewStatus(StrEnum):
     ALL_PASSED = "all_passed"
 
 
-class ReviewRun(BaseModel):
-    """The outcome of one review run; `text` is what the agent reads."""
+class ReviewReport(BaseModel):
+    """What one `run_review` call found; `text` is what the agent reads."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -88,7 +88,7 @@ def run_review(
     base_ref: str | None = None,
     cache: RuleCache = DEFAULT_CACHE,
     hasher: ContentHasher = DEFAULT_HASHER,
-) -> ReviewRun:
+) -> ReviewReport:
     """Review the changed files (or `files`) of the project at `project_root`."""
     check_platform(platform)
     root = _project_root(project_root)
@@ -146,7 +146,7 @@ def _issue(
     ruleset: RuleSet,
     tasks: Sequence[ReviewTask],
     changed: tuple[str, ...],
-) -> ReviewRun:
+) -> ReviewReport:
     """Drop the reviews that already passed; write and format the others."""
     passes = ReviewPasses(root)
     passed = passes.passed_ids()
@@ -163,7 +163,7 @@ def _issue(
     written = write_instruction_files(root, pending)
     passes.record_issued(task.review_id for task in pending)
     text = format_tasks(platform, pending, written, already_passed=len(skipped))
-    return ReviewRun(
+    return ReviewReport(
         status=ReviewStatus.TASKS,
         text=_with_problems(text, ruleset.problems),
         tasks=tuple(pending),
@@ -176,9 +176,9 @@ def _issue(
 
 def _informational(
     ruleset: RuleSet, status: ReviewStatus, message: str, **fields: object
-) -> ReviewRun:
+) -> ReviewReport:
     """A run without tasks: `message`, after the rule files' problems."""
-    return ReviewRun.model_validate(
+    return ReviewReport.model_validate(
         {
             "status": status,
             "text": _with_problems(message, ruleset.problems),

@@ -20,7 +20,7 @@ from deepwork_core.evidence.verdicts import ReviewVerdict
 from deepwork_core.gate.checkpoint import GateNeedsWork
 from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.state.events import read_events
-from deepwork_core.state.read_model.runs import RunStatus, run_status
+from deepwork_core.state.read_model.runs import ListedStatus, listed_status
 from deepwork_core.state.sessions import ParkReason, SessionStore
 from deepwork_core.state.store.port import Store
 
@@ -67,7 +67,7 @@ def test_a_human_gate_parks_the_run_and_reads_no_decision_until_it_is_resumed(
     assert session.parked is not None
     assert session.parked.reason is ParkReason.AWAITING_APPROVAL
     assert session.parked.request_id == session.pending_approval.request_id  # type: ignore[union-attr]
-    assert run_status(session) is RunStatus.PARKED
+    assert listed_status(session) is ListedStatus.PARKED
 
     # A decision made while it is parked is not read by the run (it may come from inside it).
     decide_outside(store, root, session_id)

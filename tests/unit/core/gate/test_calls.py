@@ -81,7 +81,7 @@ def test_a_call_is_briefed_by_the_gate(project: Path, store: Store) -> None:
     assert brief.usd_left == 0.5  # the budget shared by the four calls that may run at once
     assert 0 < brief.timeout <= 100
     assert brief.stall_timeout == 7.0
-    [event] = usage_events(store, checkpoint.run_session_id)
+    [event] = usage_events(store, checkpoint.resolved_run_id)
     assert event.usage == RequestUsage(
         input_tokens=100, output_tokens=10, cost_usd=0.02, model="m-cli"
     )
@@ -99,10 +99,10 @@ def test_a_stalled_call_is_started_again_and_each_stall_is_an_event(
     )
     assert verdict.passed
     assert len(port.briefs) == 2
-    events = read_events(store, checkpoint.run_session_id)
+    events = read_events(store, checkpoint.resolved_run_id)
     stalls = [e for e in events if isinstance(e, ReviewStalledEvent)]
     assert [(e.try_number, e.retrying, e.waited_seconds) for e in stalls] == [(1, True, 3.0)]
-    assert [e.outcome for e in usage_events(store, checkpoint.run_session_id)] == ["passed"]
+    assert [e.outcome for e in usage_events(store, checkpoint.resolved_run_id)] == ["passed"]
 
 
 def test_a_reviewer_silent_every_time_is_stalled_and_costs_nothing(
@@ -117,10 +117,10 @@ def test_a_reviewer_silent_every_time_is_stalled_and_costs_nothing(
         )
     assert caught.value.code == ErrorCode.QUALITY_GATE_REVIEWER_STALLED
     assert "3 time(s) in a row (6 s waited in all)" in caught.value.message
-    events = read_events(store, checkpoint.run_session_id)
+    events = read_events(store, checkpoint.resolved_run_id)
     stalls = [e for e in events if isinstance(e, ReviewStalledEvent)]
     assert [(e.try_number, e.retrying) for e in stalls] == [(1, True), (2, True), (3, False)]
-    assert usage_events(store, checkpoint.run_session_id) == []
+    assert usage_events(store, checkpoint.resolved_run_id) == []
 
 
 def test_a_failed_call_logs_what_it_used_with_its_code_and_the_model_asked(
@@ -133,7 +133,7 @@ def test_a_failed_call_logs_what_it_used_with_its_code_and_the_model_asked(
     with pytest.raises(QualityGateError) as caught:
         calls.judge(checkpoint, task, threading.Event())
     assert caught.value.code == ErrorCode.QUALITY_GATE_EXIT_CODE
-    [event] = usage_events(store, checkpoint.run_session_id)
+    [event] = usage_events(store, checkpoint.resolved_run_id)
     assert event.outcome == "quality_gate.exit_code"
     assert event.usage == RequestUsage(input_tokens=7, cost_usd=None, model="asked-model")
 

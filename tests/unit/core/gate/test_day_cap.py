@@ -70,7 +70,7 @@ def test_a_spent_day_starts_no_reviewer_and_says_which_cap_and_when(
     assert "T00:00:00Z (in " in message
     assert port.calls == 2
     assert today(store) == 0.5
-    assert [e.cost_usd for e in usage_events(store, checkpoint.run_session_id)] == [0.3, 0.2]
+    assert [e.cost_usd for e in usage_events(store, checkpoint.resolved_run_id)] == [0.3, 0.2]
 
 
 def test_a_hold_of_a_killed_server_still_counts_after_a_restart(

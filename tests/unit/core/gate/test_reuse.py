@@ -59,7 +59,7 @@ def test_an_unchanged_task_reuses_its_passed_verdict_for_nothing(
     assert verdict.reused_from.text.startswith("reused from sess_123456/write, 20")
     reused = usage_events(store, "sess_second")
     assert [(e.mode, e.cost_usd, e.saved_usd) for e in reused] == [("reused", 0.0, 0.02)]
-    totals = run_usage(store, checkpoint.run_session_id)
+    totals = run_usage(store, checkpoint.resolved_run_id)
     assert (totals.calls, totals.cost_usd, totals.reused_verdicts, totals.saved_usd) == (
         0,
         0.0,

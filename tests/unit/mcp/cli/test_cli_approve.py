@@ -19,7 +19,7 @@ from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.state.approvals import ApprovalRequest, ApprovalStore
 from deepwork_core.state.sessions import SessionStore
 from deepwork_core.state.store.port import Store
-from deepwork_mcp.approval_keys import state_dir
+from deepwork_mcp.approvals.keys import state_dir
 from deepwork_mcp.cli import cli
 
 from tests.fixtures.evidence_project import key_of, make_evidence_project

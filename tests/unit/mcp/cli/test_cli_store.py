@@ -170,7 +170,7 @@ def test_store_url_in_the_config_chooses_the_store_and_its_password_never_shows(
 def test_a_shared_store_requires_signatures_wherever_its_url_was_set(
     tmp_path: Path, env_url: str | None, config_url: str | None, shared: bool
 ) -> None:
-    from deepwork_mcp.approval_keys import trusted_approvers
+    from deepwork_mcp.approvals.keys import trusted_approvers
 
     root = make_project(tmp_path / "p")
     if config_url is not None:

@@ -13,7 +13,7 @@ from deepwork_core.state.sessions import SessionStore
 from deepwork_core.state.store.port import Store
 from deepwork_mcp.cli import cli
 from deepwork_mcp.dashboard.run_page import run_body
-from deepwork_mcp.dashboard.views import run_page_view, runs
+from deepwork_mcp.dashboard.views import runs, session_page_view
 
 from tests.integration.test_fan_out_stdio import fan_job
 from tests.integration.test_worktree_groups_stdio import GROUP, group_job_v09, repository
@@ -31,7 +31,7 @@ def test_the_run_page_draws_one_node_with_counts_and_lists_the_instances(
     engine.finish({"section.md": "x.md"}, session_id=fan.instances[0].session_id)
     engine.abort("no material", session_id=fan.instances[2].session_id)
 
-    detail = run_page_view(store, fan.parent_session_id)
+    detail = session_page_view(store, fan.parent_session_id)
     assert [(r.item, r.state) for r in detail.instances] == [
         ("x", "done"),
         ("y", "running"),
@@ -89,7 +89,7 @@ def test_the_run_page_lists_the_steps_of_a_group_run_in_worktrees(
     fan = engine.start("g", "grp", "build").brief.fan_out
     assert fan is not None
     assert fan.group == GROUP
-    detail = run_page_view(store, fan.parent_session_id)
+    detail = session_page_view(store, fan.parent_session_id)
     assert [(r.step_id, r.item, r.state) for r in detail.instances] == sorted(
         (step_id, step_id, "running") for step_id in GROUP
     )

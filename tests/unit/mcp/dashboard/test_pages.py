@@ -11,7 +11,7 @@ from deepwork_core.evidence.verdicts import CriterionVerdict
 from deepwork_core.jobs.graph import GraphEdge, GraphStep, WorkflowGraph
 from deepwork_core.state.event_kinds import ReviewUsageEvent, ReviewVerdictEvent, StartedEvent
 from deepwork_core.state.events import append_event
-from deepwork_core.state.read_model.runs import RunStatus, list_runs, run_tree
+from deepwork_core.state.read_model.runs import ListedStatus, list_sessions, session_tree
 from deepwork_core.state.sessions import Session, SessionStore
 from deepwork_core.state.store.port import Store
 from deepwork_mcp.cli import cli
@@ -72,10 +72,10 @@ def test_runs_are_newest_first_with_nested_runs_under_their_parent(
         tx.save(session("older1", 1))
         tx.save(session("child1", 3, parent="older1"))
         tx.save(session("newer1", 5))
-    rows = run_tree(list_runs(store))
+    rows = session_tree(list_sessions(store))
     assert [r.session_id for r in rows] == ["newer1", "older1"]
     assert [c.session_id for c in rows[1].children] == ["child1"]
-    assert rows[0].status is RunStatus.ACTIVE
+    assert rows[0].status is ListedStatus.ACTIVE
 
 
 def test_the_graph_svg_escapes_names_and_marks_states() -> None:

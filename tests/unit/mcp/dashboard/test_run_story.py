@@ -15,7 +15,8 @@ from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.state.event_kinds import ReviewUsageEvent
 from deepwork_core.state.events import append_event
-from deepwork_core.state.read_model.runs import RunStatus, list_runs, run_detail
+from deepwork_core.state.read_model.detail import session_detail
+from deepwork_core.state.read_model.runs import ListedStatus, list_sessions
 from deepwork_core.state.sessions import SessionStore
 from deepwork_core.state.store.port import Store
 from deepwork_core.state.store.review_jobs import ReviewJobs
@@ -178,10 +179,10 @@ def test_a_run_whose_reviews_still_run_reads_as_reviewing_and_not_as_an_attempt(
     jobs = ReviewJobs(store.store, Note)
     job_id = jobs.enqueue("step_review", Note(step="plan"), session_id=session_id)
 
-    [run] = list_runs(store)
-    assert run.status is RunStatus.REVIEWING
-    detail = run_detail(store, session_id)
-    assert detail.run.status is RunStatus.REVIEWING
+    [run] = list_sessions(store)
+    assert run.status is ListedStatus.REVIEWING
+    detail = session_detail(store, session_id)
+    assert detail.run.status is ListedStatus.REVIEWING
     assert "its reviews still running" in detail.summary.outcome
     assert detail.summary.verdicts == []  # nothing was recorded, so no attempt either
     assert store.load(session_id).step_progress["plan"].quality_attempts == 0
@@ -189,4 +190,4 @@ def test_a_run_whose_reviews_still_run_reads_as_reviewing_and_not_as_an_attempt(
     assert '<span class="status reviewing">reviewing</span>' in page
 
     assert jobs.cancel(job_id)
-    assert list_runs(store)[0].status is RunStatus.ACTIVE
+    assert list_sessions(store)[0].status is ListedStatus.ACTIVE

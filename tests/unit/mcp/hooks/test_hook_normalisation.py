@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from deepwork_core.base.errors import HookError
-from deepwork_mcp.hooks.event import parse_event
+from deepwork_mcp.hooks.event import parse_hook_event
 from deepwork_mcp.hooks.platforms import (
     EVENTS,
     PLATFORMS,
@@ -174,7 +174,7 @@ def test_event_normalises_with_the_hint_and_from_its_shape(
 ) -> None:
     text = json.dumps(payload)
     for hint in (platform, None):
-        event = parse_event(text, platform_hint=hint)
+        event = parse_hook_event(text, platform_hint=hint)
         assert event.platform == platform
         assert event.platform_event == payload["hook_event_name"]
         assert event.session_id == payload["session_id"]
@@ -296,8 +296,8 @@ def test_matchers_cover_every_alias() -> None:
 
 def test_shared_session_events_default_to_claude_without_gemini_signs() -> None:
     payload = {**_CLAUDE_BASE, "hook_event_name": "SessionStart", "source": "startup"}
-    assert parse_event(json.dumps(payload), platform_hint=None).platform == "claude"
-    assert parse_event(json.dumps(payload), platform_hint=None, gemini_env=True).platform == (
+    assert parse_hook_event(json.dumps(payload), platform_hint=None).platform == "claude"
+    assert parse_hook_event(json.dumps(payload), platform_hint=None, gemini_env=True).platform == (
         "gemini"
     )
 
@@ -313,11 +313,11 @@ def test_shared_session_events_default_to_claude_without_gemini_signs() -> None:
 )
 def test_malformed_input_is_a_clear_error(text: str, code: str) -> None:
     with pytest.raises(HookError) as caught:
-        parse_event(text, platform_hint="claude")
+        parse_hook_event(text, platform_hint="claude")
     assert caught.value.code == code
 
 
 def test_unknown_platform_hint_is_an_error() -> None:
     with pytest.raises(HookError) as caught:
-        parse_event('{"hook_event_name": "Stop"}', platform_hint="cursor")
+        parse_hook_event('{"hook_event_name": "Stop"}', platform_hint="cursor")
     assert caught.value.code == "hook.bad_platform"

@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 import pytest
-from deepwork_mcp.hooks.event import HookEvent, parse_event
-from deepwork_mcp.hooks.output import render
+from deepwork_mcp.hooks.event import HookEvent, parse_hook_event
+from deepwork_mcp.hooks.output import render_hook_output
 from deepwork_mcp.hooks.platforms import Platform
 from deepwork_mcp.hooks.result import HookResult, combine
 
@@ -17,7 +17,7 @@ STOP = HookResult(stop=True, stop_reason="Budget exhausted.")
 
 
 def _event(platform: Platform, name: str) -> HookEvent:
-    return parse_event(json.dumps({"hook_event_name": name}), platform_hint=platform)
+    return parse_hook_event(json.dumps({"hook_event_name": name}), platform_hint=platform)
 
 
 GOLDEN: list[tuple[Platform, str, HookResult, dict[str, Any]]] = [
@@ -162,7 +162,7 @@ GOLDEN: list[tuple[Platform, str, HookResult, dict[str, Any]]] = [
 def test_answer_in_platform_format(
     platform: Platform, name: str, result: HookResult, expected: dict[str, Any]
 ) -> None:
-    assert render(_event(platform, name), result) == expected
+    assert render_hook_output(_event(platform, name), result) == expected
 
 
 def test_combine_blocks_when_any_blocks_and_keeps_every_text() -> None:

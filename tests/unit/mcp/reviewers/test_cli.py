@@ -487,7 +487,7 @@ def test_parallel_reviewers_share_the_budget_instead_of_each_spending_it(env: En
     assert sum(given) <= 1.0 + 1e-6  # each started with its slice, not with the whole budget
     spent = sum(
         e.cost_usd
-        for e in read_events(env.store, request.run_session_id)
+        for e in read_events(env.store, request.resolved_run_id)
         if isinstance(e, ReviewUsageEvent) and e.cost_usd is not None
     )
     assert spent <= 1.0 + 1e-6

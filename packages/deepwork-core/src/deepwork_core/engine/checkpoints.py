@@ -7,11 +7,9 @@ from datetime import datetime
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import SessionError
-from deepwork_core.base.identifiers import SessionId
 from deepwork_core.jobs.discovery import JobCatalog, LoadedJob
 from deepwork_core.jobs.model import Step
-from deepwork_core.state.sessions import NOT_AN_ATTEMPT, Session, StateTransaction, StepRecord
-from deepwork_core.state.usage.totals import run_id_of
+from deepwork_core.state.sessions import NOT_AN_ATTEMPT, Session, StepRecord
 
 #: Gate errors that are not an attempt: the reviewer stalled, the budget is spent, or the files
 #: changed under a background review (docs/quality-gate.md, "Attempts").
@@ -59,8 +57,3 @@ def next_attempt(session: Session) -> int:
         if (record := session.step_progress.get(step_id)) is not None
     ]
     return max(counts, default=0) + 1
-
-
-def run_of(tx: StateTransaction, session: Session) -> SessionId:
-    """The run's top-level session id: where its review usage and budget are counted."""
-    return run_id_of(session, tx.load)

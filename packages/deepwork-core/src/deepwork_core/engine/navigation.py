@@ -14,7 +14,6 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.base.identifiers import SessionId, check_text
 from deepwork_core.engine.briefing import StepBrief, build_brief
-from deepwork_core.engine.checkpoints import run_of
 from deepwork_core.engine.fanout.instances import active_fan_out
 from deepwork_core.engine.nesting import begin_checkpoint
 from deepwork_core.engine.results import StartResult
@@ -23,7 +22,7 @@ from deepwork_core.state.overview import ActiveEntry, active_entry
 from deepwork_core.state.sessions import Session, StepRecord
 from deepwork_core.state.stacks import Target, stack_items, target_session
 from deepwork_core.state.usage.pair import RunUsage
-from deepwork_core.state.usage.totals import run_usage
+from deepwork_core.state.usage.totals import run_id_of, run_usage
 
 
 class NavigationError(DeepWorkError):
@@ -129,7 +128,7 @@ def active_workflow(
         if session_id is not None:
             stack = tx.stack(session.agent_id)
         entries = [active_entry(s, s.agent_id) for s in stack]
-        run_id = run_of(tx, session)
+        run_id = run_id_of(session, tx.load)
         job = engine.catalog.get(session.job_name)
         brief = build_brief(job, session, session.current_step_ids, engine.instructions)
         engine.fan.mend(tx, job, session)

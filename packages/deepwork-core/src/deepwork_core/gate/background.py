@@ -206,7 +206,7 @@ class BackgroundReviews:
                 return outcome
             left = deadline - time.monotonic()
             if left <= 0:
-                return reviewing(jobs)
+                return reviewing_verdict(jobs)
             with self._changed:  # woken by a job of ours finishing; jobs elsewhere are polled
                 if self._finished == seen:
                     self._changed.wait(min(left, _POLL_SECONDS))
@@ -395,7 +395,7 @@ def _tell(
     done = [job for job in jobs if job.state is ReviewJobState.DONE and job.job_id not in told]
     if progress is None or not done:
         return told
-    tokens = run_usage(checkpoint.store, checkpoint.run_session_id).tokens
+    tokens = run_usage(checkpoint.store, checkpoint.resolved_run_id).tokens
     for job in done:
         told = {*told, job.job_id}
         message = f"review {_label(job)}: {shown_state(job)}; {tokens:,} tokens so far"
@@ -403,7 +403,7 @@ def _tell(
     return told
 
 
-def reviewing(jobs: Sequence[GateJob]) -> GateReviewing:
+def reviewing_verdict(jobs: Sequence[GateJob]) -> GateReviewing:
     shown = tuple(ReviewProgress(job.job_id, _label(job), shown_state(job)) for job in jobs)
     finished = sum(1 for job in jobs if job.state is ReviewJobState.DONE)
     feedback = (

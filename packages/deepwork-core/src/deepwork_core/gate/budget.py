@@ -161,7 +161,7 @@ def with_self_review(
     spent budget (the run's `budget`, the project's `day_cap`) is logged as `budget_exhausted`."""
     if exc.code not in NOT_AN_ATTEMPT:
         return exc
-    store, run_id = checkpoint.store, checkpoint.run_session_id
+    store, run_id = checkpoint.store, checkpoint.resolved_run_id
     if exc.code == ErrorCode.QUALITY_GATE_BUDGET_EXHAUSTED:
         spent, limits = run_usage(store, run_id), budget or ReviewBudget()
         event = BudgetExhaustedEvent(
@@ -209,7 +209,7 @@ def review_usage_event(
     """The `review_usage` event of `task`, for the log of the checkpoint's top-level run:
     what identifies the review, the call's `usage` (None: a self-review, nothing metered) and
     its other `figures` (mode, outcome, seconds, runner...)."""
-    nested = checkpoint.session_id != checkpoint.run_session_id
+    nested = checkpoint.session_id != checkpoint.resolved_run_id
     metered = usage.model_dump() if usage is not None else {}
     return ReviewUsageEvent(
         **review_event_fields(checkpoint, task),
@@ -229,7 +229,7 @@ def review_event_fields(checkpoint: Checkpoint, task: QualityReviewTask) -> dict
     `review_stalled`): now, the run, the job, the step, the review and its target file."""
     return {
         "ts": utc_now(),
-        "session_id": checkpoint.run_session_id,
+        "session_id": checkpoint.resolved_run_id,
         "job": checkpoint.job.name,
         "step_id": task.step_id,
         "review": task.run_each,

@@ -142,7 +142,7 @@ class ReviewCalls:
             if found is not None:
                 return self._reused(checkpoint, task, found)
         if self.budget.max_cost_usd is not None or self.budget.max_tokens is not None:
-            check_budget(checkpoint.store, checkpoint.run_session_id, self.budget)
+            check_budget(checkpoint.store, checkpoint.resolved_run_id, self.budget)
         call = self._start(checkpoint, task, slots)
         verdict, complete = self._verdict(call, cancelled)
         if key is not None and complete:
@@ -216,7 +216,7 @@ class ReviewCalls:
         """One reviewer call with its slices of the budgets held (`BudgetLedger`, `DayCap`);
         its usage is logged (and its error raised) when it failed."""
         checkpoint = call.checkpoint
-        call.share = self.ledger.reserve(checkpoint.store, checkpoint.run_session_id, call.slots)
+        call.share = self.ledger.reserve(checkpoint.store, checkpoint.resolved_run_id, call.slots)
         try:
             call.hold = self.day.hold(checkpoint.store, call.row, call.slots)
         except BaseException:
@@ -312,7 +312,7 @@ class ReviewCalls:
 
     def _release(self, call: _Call) -> None:
         if call.share is not None:
-            self.ledger.release(call.checkpoint.run_session_id, call.share)
+            self.ledger.release(call.checkpoint.resolved_run_id, call.share)
             call.share = None
 
 

@@ -85,7 +85,7 @@ class Checkpoint:
     log_length: int = 0
 
     @property
-    def run_session_id(self) -> SessionId:
+    def resolved_run_id(self) -> SessionId:
         return self.run_id or self.session_id
 
     def undeclared_section(self) -> list[str]:

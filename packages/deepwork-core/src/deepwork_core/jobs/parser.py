@@ -166,7 +166,7 @@ def parse_job_document(
 def _read_v09(
     document: YamlDocument, data: dict[str, Any], job_dir: Path
 ) -> tuple[JobReport, JobDefinition | None]:
-    report = JobReport(job_dir / JOB_FILE, document, allowed_keys=v09.allowed_keys)
+    report = JobReport(job_dir / JOB_FILE, document, allowed_keys=v09.allowed_keys_v09)
     for code, message, path in v09.check_v09_subset(data):
         report.add(code, message, path)
     job: v09.JobFileV09 | None = None

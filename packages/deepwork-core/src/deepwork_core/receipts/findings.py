@@ -29,7 +29,7 @@ class Finding(BaseModel):
     message: str
 
 
-def render(findings: Iterable[Finding], checked: int, fmt: OutputFormat) -> str:
+def render_findings(findings: Iterable[Finding], checked: int, fmt: OutputFormat) -> str:
     """The report of a run of `deepwork verify` that checked `checked` receipts."""
     listed = list(findings)
     if fmt == "json":

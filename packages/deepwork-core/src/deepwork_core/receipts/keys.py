@@ -74,16 +74,6 @@ class KeyKind(StrEnum):
         return GATE_KEYS_DIR if self is KeyKind.GATE else CI_KEYS_DIR
 
 
-def public_line(kind: KeyKind, public: bytes) -> str:
-    """The content of a `.pub` file of `kind` for the raw public key `public`."""
-    return trusted_keys.public_line(public, kind.prefix[0])
-
-
-def parse_public_line(kind: KeyKind, text: str) -> bytes | None:
-    """The raw 32-byte public key of a `.pub` file of `kind`; None when it is not one."""
-    return trusted_keys.parse_public_line(text, kind.prefix[0])
-
-
 def _raw_key(text: str) -> bytes | None:
     try:
         raw = base64.b64decode(text, validate=True)
@@ -134,7 +124,7 @@ class _Signer:
         )
 
     def public_line(self) -> str:
-        return public_line(self.kind, self.public_key())
+        return trusted_keys.public_line(self.public_key(), self.kind.prefix[0])
 
     @property
     def pub_path(self) -> str:

@@ -47,7 +47,8 @@ from deepwork_core.state.session_model import utc_now as utc_now
 from deepwork_core.state.stack_marker import write_stack_marker
 from deepwork_core.state.store.errors import StoreError
 from deepwork_core.state.store.port import Store, Tx
-from deepwork_core.state.store.runs import (
+from deepwork_core.state.store.schema import ListColumns
+from deepwork_core.state.store.session_rows import (
     SessionRow,
     load_body,
     read_stacks,
@@ -56,7 +57,6 @@ from deepwork_core.state.store.runs import (
     session_times,
     write_stack,
 )
-from deepwork_core.state.store.schema import ListColumns
 
 #: Finished sessions older than this are pruned ...
 DEFAULT_MAX_AGE = timedelta(days=14)

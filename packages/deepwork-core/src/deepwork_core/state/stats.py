@@ -84,7 +84,7 @@ class Stats(_Model):
 
 
 @dataclass
-class _Run:
+class _StepPass:
     begun: datetime
     #: attempt number -> whether every verdict of the step in that attempt passed.
     attempts: dict[int, bool] = field(default_factory=dict)
@@ -97,7 +97,7 @@ class _Run:
 
 @dataclass
 class _StepTally:
-    runs: list[_Run] = field(default_factory=list)
+    runs: list[_StepPass] = field(default_factory=list)
     overrides: int = 0
     criteria: dict[str, list[bool]] = field(default_factory=dict)
 
@@ -149,11 +149,11 @@ def _job_of(events: Iterable[EventRecord]) -> str | None:
 
 def _tally_session(tally: _JobTally, events: Iterable[EventRecord]) -> None:
     tally.sessions += 1
-    current: dict[str, _Run] = {}
+    current: dict[str, _StepPass] = {}
     for event in events:
         if isinstance(event, StepBegunEvent):
             for step in event.step_ids:
-                run = _Run(begun=event.ts)
+                run = _StepPass(begun=event.ts)
                 current[step] = run
                 tally.steps.setdefault(step, _StepTally()).runs.append(run)
         elif isinstance(event, ReviewVerdictEvent):
@@ -171,7 +171,9 @@ def _tally_session(tally: _JobTally, events: Iterable[EventRecord]) -> None:
             tally.aborted += 1
 
 
-def _tally_verdict(tally: _JobTally, current: dict[str, _Run], event: ReviewVerdictEvent) -> None:
+def _tally_verdict(
+    tally: _JobTally, current: dict[str, _StepPass], event: ReviewVerdictEvent
+) -> None:
     """One reviewer verdict (one review of one step) of attempt `event.attempt`."""
     step = event.step_id
     run = current.get(step)

@@ -60,7 +60,7 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
     ),
     "verify": (
         "deepwork_mcp.cli.receipts.verify",
-        "verify",
+        "verify_command",
         "Check the receipts of a change: signed, unchanged, as the base ref's policy asks.",
     ),
     "store": ("deepwork_mcp.cli.store", "store", "Where run state lives; export a run as JSONL."),
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> Any:
     """
     args = sys.argv[1:] if argv is None else argv
     if len(args) == 2 and args[0] == "hook" and not args[1].startswith("-"):
-        from deepwork_mcp.hooks.command import main as run_hook_command
+        from deepwork_mcp.hooks.command import run_hook_command
 
         return run_hook_command(args[1])
     from deepwork_mcp.cli.group import cli

@@ -37,7 +37,7 @@ from deepwork_core.state.approvals import (
     record_decision,
 )
 
-from deepwork_mcp.approval_keys import (
+from deepwork_mcp.approvals.keys import (
     approval_key,
     local_signer,
     state_dir,

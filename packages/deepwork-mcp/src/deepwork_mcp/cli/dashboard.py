@@ -22,7 +22,7 @@ from deepwork_core.engine.parking import refuse_inside_run
 
 from deepwork_mcp.cli.options import cli_error, project_option
 from deepwork_mcp.dashboard.guard import new_token
-from deepwork_mcp.dashboard.serving import LOOPBACK, bind_loopback, dashboard_url, serve
+from deepwork_mcp.dashboard.serving import LOOPBACK, bind_loopback, dashboard_url, serve_dashboard
 
 _WILDCARDS = ("0.0.0.0", "::", "")  # noqa: S104 - names refused without --public-url
 
@@ -63,11 +63,11 @@ def dashboard(project: Path, port: int, host: str, public_url: str | None, no_op
     click.echo(url)
     sys.stdout.flush()
     if no_open:
-        serve(project.resolve(), sock, token, public_url)
+        serve_dashboard(project.resolve(), sock, token, public_url)
         return
     with tempfile.TemporaryDirectory(prefix="deepwork-dashboard-") as folder:
         webbrowser.open(redirect_file(Path(folder), url).as_uri())
-        serve(project.resolve(), sock, token, public_url)
+        serve_dashboard(project.resolve(), sock, token, public_url)
 
 
 def redirect_file(folder: Path, url: str) -> Path:

@@ -19,6 +19,6 @@ def hook(name: str) -> None:
     Exit code 0 carries the answer on stdout; 1 means the input could not be used (the message
     is on stderr and nothing the agent does is blocked).
     """
-    from deepwork_mcp.hooks.command import main
+    from deepwork_mcp.hooks.command import run_hook_command
 
-    raise SystemExit(main(name))
+    raise SystemExit(run_hook_command(name))

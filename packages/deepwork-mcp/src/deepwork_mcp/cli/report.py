@@ -18,7 +18,7 @@ from deepwork_core.state.sessions import SessionStore, session_not_found
 
 from deepwork_mcp.cli.options import cli_error, existing_project_store, project_option
 from deepwork_mcp.dashboard.run_page import run_page
-from deepwork_mcp.dashboard.views import run_page_view
+from deepwork_mcp.dashboard.views import session_page_view
 
 
 @click.command()
@@ -39,7 +39,7 @@ def report(session_id: str, html_path: Path, project: Path) -> None:
         with existing_project_store(root) as store:
             if store is None:  # no store, so no run at all
                 raise session_not_found(parsed)
-            page = run_page_view(SessionStore(store, root), parsed)
+            page = session_page_view(SessionStore(store, root), parsed)
     except DeepWorkError as exc:
         raise cli_error(exc) from None
     atomic_write_text(html_path, run_page(page, token=None))

@@ -23,8 +23,8 @@ from deepwork_core.base.config import (
     TIMEOUT_LIMIT_S,
 )
 
+from deepwork_mcp.approvals.launch import launch_prefix, parent_argv
 from deepwork_mcp.cli.options import cli_error
-from deepwork_mcp.launch import launch_prefix, parent_argv
 
 if TYPE_CHECKING:
     from types import FrameType
@@ -175,7 +175,7 @@ def _server(
     from deepwork_core.engine.parking import headless_from_env
     from deepwork_core.jobs.discovery import parse_folder_list
 
-    from deepwork_mcp.approval_keys import state_dir
+    from deepwork_mcp.approvals.keys import state_dir
     from deepwork_mcp.server import create_server
 
     additional = parse_folder_list(os.environ.get(ADDITIONAL_JOBS_ENV))

@@ -29,7 +29,11 @@ from deepwork_core.state.overview import (
 )
 from deepwork_core.state.sessions import SessionStore
 from deepwork_core.state.store.opening import StoreWhenItExists
-from deepwork_core.state.store.run_lists import StoredRun, count_runs, list_runs
+from deepwork_core.state.store.session_lists import (
+    StoredSession,
+    count_session_rows,
+    list_session_rows,
+)
 from deepwork_core.state.store.url import SQLITE_FILE
 from deepwork_core.state.usage.pair import RunUsage, cost_text
 
@@ -139,7 +143,7 @@ def state_fingerprint(state_dir: Path) -> int:
     return marks
 
 
-def render_runs(runs: list[StoredRun], now: datetime) -> str:
+def render_runs(runs: list[StoredSession], now: datetime) -> str:
     """Runs of every project in the store, newest first, one line each; a row that does not
     read is one line saying so."""
     if not runs:
@@ -177,12 +181,12 @@ def more_text(total: int, page: int, per_page: int) -> str | None:
 def _print_all_runs(project: Path, as_json: bool, page: int, per_page: int) -> None:
     try:
         with existing_project_store(project) as store:  # a read never creates a store
-            runs: list[StoredRun] = []
+            runs: list[StoredSession] = []
             total = 0
             if store is not None:
                 with store.read() as tx:
-                    runs = list_runs(tx, limit=per_page, offset=(page - 1) * per_page)
-                    total = count_runs(tx)
+                    runs = list_session_rows(tx, limit=per_page, offset=(page - 1) * per_page)
+                    total = count_session_rows(tx)
     except DeepWorkError as exc:
         raise cli_error(exc) from None
     more = more_text(total, page, per_page)

@@ -38,13 +38,13 @@ from deepwork_core.state.approvals import (
     nothing_to_decide,
     record_decision,
 )
-from deepwork_core.state.read_model.runs import Run
+from deepwork_core.state.read_model.runs import SessionView
 from deepwork_core.state.sessions import SessionStore, session_not_found
 from deepwork_core.state.stats import collect_stats
 from deepwork_core.state.store.approval_rows import project_of
 from deepwork_core.state.store.opening import StoreWhenItExists, choose_store_url
 from deepwork_core.state.store.port import Store
-from deepwork_core.state.store.run_lists import StoredRun
+from deepwork_core.state.store.session_lists import StoredSession
 from deepwork_core.state.store.url import STORE_URL_ENV
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -52,7 +52,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
-from deepwork_mcp.approval_keys import (
+from deepwork_mcp.approvals.keys import (
     approval_key,
     local_signer,
     state_dir,
@@ -145,7 +145,7 @@ class DashboardRoutes:
     def all_runs_fragment(self, request: Request) -> Response:
         return HTMLResponse(pages.all_runs_fragment(self._all_runs()))
 
-    def _all_runs(self) -> list[StoredRun]:
+    def _all_runs(self) -> list[StoredSession]:
         sessions = self.sessions()
         return [] if sessions is None else views.all_runs(sessions)
 
@@ -157,7 +157,7 @@ class DashboardRoutes:
         page = _page(request)
         return HTMLResponse(pages.runs_fragment(self._runs(page), page, views.RUNS_PER_PAGE))
 
-    def _runs(self, page: int) -> list[Run]:
+    def _runs(self, page: int) -> list[SessionView]:
         sessions = self.sessions()
         offset = (page - 1) * views.RUNS_PER_PAGE
         return [] if sessions is None else views.runs(sessions, offset=offset)
@@ -169,7 +169,7 @@ class DashboardRoutes:
             sessions = self.sessions()
             if sessions is None:  # no store, so no run at all
                 raise session_not_found(parsed)
-            page = views.run_page_view(sessions, parsed, self.approval_store(sessions))
+            page = views.session_page_view(sessions, parsed, self.approval_store(sessions))
         except DeepWorkError as exc:
             missing = pages.message_page("Not found", f"{exc.code}: {exc.message}")
             return HTMLResponse(missing, status_code=404)

@@ -9,19 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from deepwork_core.state.read_model.runs import Run
+from deepwork_core.state.read_model.runs import SessionView
 from deepwork_core.state.stats import Stats
-from deepwork_core.state.store.run_lists import StoredRun
+from deepwork_core.state.store.session_lists import StoredSession
 
 from deepwork_mcp.dashboard.rendering import render
 from deepwork_mcp.dashboard.views import ApprovalView
 
 
-def _counted(rows: Iterable[Run]) -> int:
+def _counted(rows: Iterable[SessionView]) -> int:
     return sum(1 + _counted(row.children) for row in rows)
 
 
-def _runs_context(rows: list[Run], page: int, per_page: int) -> dict[str, object]:
+def _runs_context(rows: list[SessionView], page: int, per_page: int) -> dict[str, object]:
     """The list's rows and whether there are newer and older pages of it."""
     return {
         "rows": rows,
@@ -31,22 +31,22 @@ def _runs_context(rows: list[Run], page: int, per_page: int) -> dict[str, object
     }
 
 
-def runs_fragment(rows: list[Run], page: int = 1, per_page: int = 0) -> str:
+def runs_fragment(rows: list[SessionView], page: int = 1, per_page: int = 0) -> str:
     """The table of runs (the part of the page the script refreshes), with links to the newer
     and older pages when there are any."""
     return render("runs_table.html.j2", **_runs_context(rows, page, per_page))
 
 
-def runs_page(rows: list[Run], page: int = 1, per_page: int = 0) -> str:
+def runs_page(rows: list[SessionView], page: int = 1, per_page: int = 0) -> str:
     return render("runs.html.j2", **_runs_context(rows, page, per_page))
 
 
-def all_runs_fragment(runs: list[StoredRun]) -> str:
+def all_runs_fragment(runs: list[StoredSession]) -> str:
     """The table of every project's runs (the part of the All projects page that refreshes)."""
     return render("all_runs_table.html.j2", runs=runs)
 
 
-def all_runs_page(runs: list[StoredRun]) -> str:
+def all_runs_page(runs: list[StoredSession]) -> str:
     """Every run of every project in the store, with where each runs (docs/team.md); the table
     follows changes by itself, as the Runs page's does."""
     return render("all_runs.html.j2", runs=runs)

@@ -53,7 +53,7 @@ def dashboard_url(sock: socket.socket, token: str, public_url: str | None = None
     return f"http://{shown}:{port}/?token={token}"
 
 
-def serve(
+def serve_dashboard(
     project_root: Path,
     sock: socket.socket,
     token: str,

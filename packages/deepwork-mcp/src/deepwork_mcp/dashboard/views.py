@@ -26,16 +26,16 @@ from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.jobs.discovery import parse_folder_list
 from deepwork_core.jobs.graph import build_graph
 from deepwork_core.state.approvals import ApprovalRecord, ApprovalRequest, ApprovalStore
-from deepwork_core.state.read_model.runs import (
-    Run,
-    RunDetail,
-    page_runs,
-    run_detail,
-)
+from deepwork_core.state.read_model.detail import SessionDetail, session_detail
+from deepwork_core.state.read_model.runs import SessionView, page_sessions
 from deepwork_core.state.sessions import Session, SessionStatus, SessionStore
 from deepwork_core.state.store.approval_rows import undecided_requests
-from deepwork_core.state.store.run_lists import StoredRun, awaiting_ids, instance_ids
-from deepwork_core.state.store.run_lists import list_runs as stored_runs
+from deepwork_core.state.store.session_lists import (
+    StoredSession,
+    awaiting_ids,
+    instance_ids,
+    list_session_rows,
+)
 from markupsafe import Markup
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -102,10 +102,10 @@ class InstanceRow(_View):
     abort_reason: str | None = None
 
 
-class RunPage(_View):
+class SessionPage(_View):
     """The run page: core's read model of the run, its workflow graph and its open approval."""
 
-    detail: RunDetail
+    detail: SessionDetail
     #: The workflow graph, placed, or None (`graph_problem` says why).
     graph: GraphDrawing | None
     graph_problem: str | None = None
@@ -119,11 +119,11 @@ class RunPage(_View):
         return None if self.graph is None else svg(self.graph)
 
 
-def runs(store: SessionStore, *, limit: int = RUNS_PER_PAGE, offset: int = 0) -> list[Run]:
+def runs(store: SessionStore, *, limit: int = RUNS_PER_PAGE, offset: int = 0) -> list[SessionView]:
     """One page of runs, newest start first, each nested run under its parent when both are on
-    the page: the read model's `page_runs`, one indexed query of the store's list columns and no
+    the page: the read model's `page_sessions`, one indexed query of the store's list columns and no
     session document read. Instances of a fanned-out step are listed on their parent's page."""
-    return page_runs(store, limit=limit, offset=offset)
+    return page_sessions(store, limit=limit, offset=offset)
 
 
 def step_states(session: Session) -> dict[str, StepState]:
@@ -186,11 +186,11 @@ def _graph(
     return drawing(graph, step_states(session), passed, counts), None
 
 
-def run_page_view(
+def session_page_view(
     store: SessionStore, session_id: SessionId, approvals: ApprovalStore | None = None
-) -> RunPage:
+) -> SessionPage:
     """Everything the run page shows. Raises `session.not_found` for an unknown session."""
-    detail = run_detail(store, session_id)
+    detail = session_detail(store, session_id)
     session = store.load(session_id)
     passed = frozenset(
         step
@@ -200,7 +200,7 @@ def run_page_view(
     )
     instances = instance_rows(store, session)
     graph, graph_problem = _graph(store.project_root, session, passed, fan_counts(instances))
-    return RunPage(
+    return SessionPage(
         detail=detail,
         graph=graph,
         graph_problem=graph_problem,
@@ -418,7 +418,7 @@ def _loaded(store: SessionStore, session_ids: list[SessionId]) -> list[Session]:
     return sessions
 
 
-def all_runs(store: SessionStore, limit: int = 1000) -> list[StoredRun]:
+def all_runs(store: SessionStore, limit: int = 1000) -> list[StoredSession]:
     """Every run of every project in the project's store, newest first (docs/team.md)."""
     with store.store.read() as tx:
-        return stored_runs(tx, limit=limit)
+        return list_session_rows(tx, limit=limit)

@@ -1,7 +1,8 @@
 """The process side of `deepwork hook NAME`: environment, stdin, stdout and the exit code.
 
-`deepwork_mcp.cli.main` calls `main` directly for `deepwork hook NAME`, without click, because
-the hook runs on every tool call; the click command `deepwork_mcp.cli.hook.hook` calls it too.
+`deepwork_mcp.cli.main` calls `run_hook_command` directly for `deepwork hook NAME`, without
+click, because the hook runs on every tool call; the click command
+`deepwork_mcp.cli.hook.hook` calls it too.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def settings_from_environment(env: Mapping[str, str], cwd: Path | None) -> HookS
     )
 
 
-def main(name: str) -> int:
+def run_hook_command(name: str) -> int:
     """Run hook `name` on the event on stdin; print its answer; return the exit code."""
     env = os.environ
     try:

@@ -95,7 +95,9 @@ def detect_platform(payload: dict[str, Any], *, gemini_env: bool) -> Platform:
     return "claude"
 
 
-def parse_event(text: str, *, platform_hint: str | None, gemini_env: bool = False) -> HookEvent:
+def parse_hook_event(
+    text: str, *, platform_hint: str | None, gemini_env: bool = False
+) -> HookEvent:
     """Parse and normalise one event; `HookError` (`hook.bad_input`) when it is not one."""
     try:
         payload = loads_json(text)

@@ -31,7 +31,7 @@ _CLAUDE_CONTEXT = {AFTER_AGENT, BEFORE_TOOL, AFTER_TOOL, BEFORE_PROMPT, SESSION_
 _GEMINI_CONTEXT = {AFTER_TOOL, BEFORE_PROMPT, SESSION_START}
 
 
-def render(event: HookEvent, result: HookResult) -> dict[str, Any]:
+def render_hook_output(event: HookEvent, result: HookResult) -> dict[str, Any]:
     """The JSON object to print for `result` in `event`'s platform format."""
     if event.platform == "claude":
         return _claude(event, result)

@@ -11,8 +11,8 @@ from deepwork_core import DeepWorkError
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import HookError
 
-from deepwork_mcp.hooks.event import HookEvent, parse_event
-from deepwork_mcp.hooks.output import dumps, render
+from deepwork_mcp.hooks.event import HookEvent, parse_hook_event
+from deepwork_mcp.hooks.output import dumps, render_hook_output
 from deepwork_mcp.hooks.project import find_project_root
 from deepwork_mcp.hooks.result import HookResult
 
@@ -83,7 +83,7 @@ def run_hook(name: str, text: str, settings: HookSettings) -> Answer:
     """Run hook `name` on the event in `text`; every outcome is an `Answer`, never an exception."""
     try:
         check_hook_name(name)
-        event = parse_event(
+        event = parse_hook_event(
             text, platform_hint=settings.platform_hint, gemini_env=settings.gemini_env
         )
     except DeepWorkError as error:
@@ -92,7 +92,7 @@ def run_hook(name: str, text: str, settings: HookSettings) -> Answer:
         result = _load(name)(event, HookContext(_project_root(event, settings), settings))
     except Exception as error:  # a hook must answer, whatever went wrong inside it
         result = _failed(name, error)
-    return Answer(dumps(render(event, result)), "", 0)
+    return Answer(dumps(render_hook_output(event, result)), "", 0)
 
 
 def _load(name: str) -> HookFunction:

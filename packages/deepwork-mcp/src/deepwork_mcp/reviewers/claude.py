@@ -39,12 +39,12 @@ from deepwork_core.state.usage.pair import RequestUsage
 from deepwork_mcp.reviewers.stream import (
     BAD_OUTPUT,
     CallPlan,
-    clip,
+    clip_detail,
     count,
     exit_code_error,
     failed,
     json_lines,
-    text,
+    nonempty_text,
     truncated_error,
     unusable_counts,
     unusable_usage,
@@ -109,7 +109,9 @@ class ClaudeRunner:
 def read_stream(label: str, done: Completed) -> ReviewerReply:
     """The outcome of one `claude` call whose output is `done` (see the module docstring)."""
     events, bad_line = json_lines(label, done)
-    model = text(next((e.get("model") for e in events if e.get("subtype") == "init"), None))
+    model = nonempty_text(
+        next((e.get("model") for e in events if e.get("subtype") == "init"), None)
+    )
     result = next((e for e in reversed(events) if e.get("type") == "result"), None)
     usage = RequestUsage(model=model) if result is None else _usage(result, model)
     if isinstance(usage, str):  # never log a cost or count that is not a finite number
@@ -129,10 +131,14 @@ def read_stream(label: str, done: Completed) -> ReviewerReply:
 
 def _result_error(label: str, result: dict[str, Any], done: Completed) -> QualityGateError | None:
     subtype = result.get("subtype")
-    detail = clip(str(result.get("result") or result.get("errors") or subtype or "no detail"))
+    detail = clip_detail(
+        str(result.get("result") or result.get("errors") or subtype or "no detail")
+    )
     if subtype not in (None, "success"):
         code = _SUBTYPES.get(str(subtype), ErrorCode.QUALITY_GATE_UNKNOWN_SUBTYPE)
-        message = f"the reviewer for {label} ended with subtype {clip(str(subtype))}: {detail}"
+        message = (
+            f"the reviewer for {label} ended with subtype {clip_detail(str(subtype))}: {detail}"
+        )
         return QualityGateError(message, code=code)
     if result.get("is_error") is True:
         message = f"the reviewer reported an error for {label}: {detail}"
@@ -166,7 +172,7 @@ def _usage(result: dict[str, Any], model: str | None) -> RequestUsage | str:
         or not math.isfinite(cost)
         or cost < 0
     ):
-        return f"total_cost_usd {clip(json.dumps(cost))} is not a finite number ≥ 0"
+        return f"total_cost_usd {clip_detail(json.dumps(cost))} is not a finite number ≥ 0"
     problem = unusable_counts(usage, _TOKEN_FIELDS)
     if problem is not None:
         return f"usage.{problem}"

@@ -32,7 +32,7 @@ from deepwork_core.state.usage.pair import RequestUsage
 from deepwork_mcp.reviewers.stream import (
     BAD_OUTPUT,
     CallPlan,
-    clip,
+    clip_detail,
     count,
     exit_code_error,
     failed,
@@ -110,7 +110,9 @@ class CodexRunner:
             return failed(usage, bad_line)
         if end["type"] == "turn.failed":
             raw = end.get("error")
-            detail = clip(str(raw.get("message") if isinstance(raw, dict) else raw or "no detail"))
+            detail = clip_detail(
+                str(raw.get("message") if isinstance(raw, dict) else raw or "no detail")
+            )
             message = f"the reviewer for {label} failed its turn: {detail}"
             return failed(
                 usage, QualityGateError(message, code=ErrorCode.QUALITY_GATE_EXECUTION_ERROR)

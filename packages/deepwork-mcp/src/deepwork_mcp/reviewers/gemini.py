@@ -31,13 +31,13 @@ from deepwork_core.state.usage.pair import RequestUsage
 
 from deepwork_mcp.reviewers.stream import (
     CallPlan,
-    clip,
+    clip_detail,
     count,
     exit_code_error,
     failed,
     json_lines,
     json_reply,
-    text,
+    nonempty_text,
     truncated_error,
     unusable_counts,
     unusable_usage,
@@ -81,7 +81,9 @@ class GeminiRunner:
 
     def read(self, label: str, done: Completed, model: str | None) -> ReviewerReply:
         events, bad_line = json_lines(label, done)
-        init_model = next((text(e.get("model")) for e in events if e.get("type") == "init"), None)
+        init_model = next(
+            (nonempty_text(e.get("model")) for e in events if e.get("type") == "init"), None
+        )
         asked = model or (init_model if init_model != "auto" else None)
         result = next((e for e in reversed(events) if e.get("type") == "result"), None)
         if result is None:
@@ -116,10 +118,10 @@ def _status_error(label: str, result: dict[str, Any]) -> QualityGateError:
     raw = result.get("error")
     error = raw if isinstance(raw, dict) else {}
     kind = str(error.get("type") or result.get("status") or "unknown")
-    detail = clip(str(error.get("message") or kind))
+    detail = clip_detail(str(error.get("message") or kind))
     code = _ERROR_TYPES.get(kind, ErrorCode.QUALITY_GATE_EXECUTION_ERROR)
     return QualityGateError(
-        f"the reviewer for {label} ended with an error ({clip(kind)}): {detail}", code=code
+        f"the reviewer for {label} ended with an error ({clip_detail(kind)}): {detail}", code=code
     )
 
 

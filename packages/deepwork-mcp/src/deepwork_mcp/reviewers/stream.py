@@ -65,7 +65,7 @@ class ReviewRunner(Protocol):
         ...
 
 
-def clip(text: str) -> str:
+def clip_detail(text: str) -> str:
     return text if len(text) <= _DETAIL_CHARS else text[:_DETAIL_CHARS] + "…"
 
 
@@ -91,15 +91,14 @@ def json_lines(label: str, done: Completed) -> tuple[list[dict[str, Any]], Quali
             if done.returncode != 0:
                 error = exit_code_error(label, done)
             else:
-                message = (
-                    f"the reviewer's answer for {label} is not a JSON event stream: {clip(line)}"
-                )
+                shown = clip_detail(line)
+                message = f"the reviewer's answer for {label} is not a JSON event stream: {shown}"
                 error = QualityGateError(message, code=BAD_OUTPUT)
     return events, error
 
 
 def exit_code_error(label: str, done: Completed) -> QualityGateError:
-    detail = clip(done.stderr.strip() or done.stdout.strip() or "no output")
+    detail = clip_detail(done.stderr.strip() or done.stdout.strip() or "no output")
     return QualityGateError(
         f"the reviewer for {label} exited with code {done.returncode}: {detail}",
         code=ErrorCode.QUALITY_GATE_EXIT_CODE,
@@ -127,7 +126,7 @@ def json_reply(label: str, text: str) -> JsonValue | QualityGateError:
     try:
         reply: JsonValue = loads_json(body)
     except ValueError:
-        message = f"the reviewer's answer for {label} is not the JSON verdict: {clip(text)}"
+        message = f"the reviewer's answer for {label} is not the JSON verdict: {clip_detail(text)}"
         return QualityGateError(message, code=BAD_OUTPUT)
     return reply
 
@@ -144,7 +143,7 @@ def unusable_counts(fields: dict[str, Any], names: tuple[str, ...]) -> str | Non
         if value is not None and (
             isinstance(value, bool) or not isinstance(value, int) or value < 0
         ):
-            return f"{name} {clip(json.dumps(value))} is not a whole number ≥ 0"
+            return f"{name} {clip_detail(json.dumps(value))} is not a whole number ≥ 0"
     return None
 
 
@@ -154,5 +153,5 @@ def unusable_usage(label: str, problem: str, model: str | None) -> ReviewerReply
     return failed(RequestUsage(model=model), QualityGateError(message, code=BAD_OUTPUT))
 
 
-def text(value: object) -> str | None:
+def nonempty_text(value: object) -> str | None:
     return value if isinstance(value, str) and value else None

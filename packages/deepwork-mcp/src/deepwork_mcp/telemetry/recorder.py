@@ -39,7 +39,7 @@ from deepwork_mcp.telemetry import names
 from deepwork_mcp.telemetry.exporting import ExportFailures, build_providers
 from deepwork_mcp.telemetry.forced_ids import ForcedIdGenerator
 from deepwork_mcp.telemetry.ids import SpanRef
-from deepwork_mcp.telemetry.runbook import Emission, Measurement, RunBook, SpanRecord
+from deepwork_mcp.telemetry.runbook import Emission, Measurement, SessionBook, SpanRecord
 
 INSTRUMENTATION: str = "deepwork"
 
@@ -85,7 +85,7 @@ class Telemetry:
         self.tracer_provider, self.meter_provider = tracer_provider, meter_provider
         self.job_version = job_version
         self.failures = failures if failures is not None else ExportFailures()
-        self.book = RunBook(platform=platform, log_content=log_content)
+        self.book = SessionBook(platform=platform, log_content=log_content)
         self._lock = threading.Lock()
         ids = tracer_provider.id_generator
         self._ids = ids if isinstance(ids, ForcedIdGenerator) else None

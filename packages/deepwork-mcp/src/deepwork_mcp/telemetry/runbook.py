@@ -1,6 +1,6 @@
 """The fold from a session's events to the spans and measurements of its run (no SDK here).
 
-`RunBook.fold` takes each event as the log records it and returns what it completes: a span
+`SessionBook.fold` takes each event as the log records it and returns what it completes: a span
 (`SpanRecord`, with its ids, times and attributes) or a measurement (`Measurement`). Spans are
 emitted when they end, with the start time of the event that began them:
 
@@ -119,7 +119,7 @@ class _Session:
         return next(iter(self.steps.values())).ref if self.steps else self.ref
 
 
-class RunBook:
+class SessionBook:
     """What is open in each session this process has seen, and the spans that close."""
 
     def __init__(self, *, platform: str | None = None, log_content: bool = False) -> None:

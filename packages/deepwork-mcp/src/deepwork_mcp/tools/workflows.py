@@ -213,6 +213,6 @@ def _progress(ctx: Context) -> Callable[[int, int, str], None]:
 
 def _approver(ctx: Context) -> Approver:
     """The approver of one `finished_step` call, imported when a step first asks for approval."""
-    from deepwork_mcp.approval import ElicitingApprover
+    from deepwork_mcp.approvals.elicitation import ElicitingApprover
 
     return ElicitingApprover(ctx)

@@ -16,7 +16,6 @@ from deepwork_core.base.config import DEFAULT_REVIEW_DEPTH
 from deepwork_core.engine.briefing import reviewer_inputs
 from deepwork_core.engine.checkpoints import (
     current_checkpoint,
-    run_of,
 )
 from deepwork_core.engine.finishing.finish import FinishPipeline, Submission
 from deepwork_core.engine.outputs import ValidatedOutputs
@@ -34,6 +33,7 @@ from deepwork_core.state.sessions import (
     Session,
 )
 from deepwork_core.state.stacks import Target, stack_items, target_session
+from deepwork_core.state.usage.totals import run_id_of
 
 
 def dry_run(pipeline: FinishPipeline, target: Target, sub: Submission) -> FinishResult:
@@ -45,7 +45,7 @@ def dry_run(pipeline: FinishPipeline, target: Target, sub: Submission) -> Finish
         job, steps = current_checkpoint(pipeline.catalog, session)
         validated = pipeline.validated(session, steps, sub)
         stack = stack_items(tx, session.agent_id)
-        run_id = run_of(tx, session)
+        run_id = run_id_of(session, tx.load)
     evidence, blocked = _dry_audit(pipeline.project_root, session, job.definition, steps, validated)
     gate = pipeline.gate
     tasks: list[PlannedReview] = []

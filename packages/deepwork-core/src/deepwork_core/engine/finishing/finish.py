@@ -40,7 +40,6 @@ from deepwork_core.engine.checkpoints import (
     count_attempt,
     current_checkpoint,
     next_attempt,
-    run_of,
 )
 from deepwork_core.engine.fanout.fan_in import complete_fan_in
 from deepwork_core.engine.fanout.instances import FanOutRunner
@@ -71,6 +70,7 @@ from deepwork_core.state.sessions import (
     StateTransaction,
 )
 from deepwork_core.state.stacks import Target, same_checkpoint, stack_items, target_session
+from deepwork_core.state.usage.totals import run_id_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,7 +204,7 @@ class FinishPipeline:
             attempt=attempt,
             work_summary=sub.work_summary,
             undeclared_changes=tuple(findings.undeclared),
-            run_id=run_of(tx, session),
+            run_id=run_id_of(session, tx.load),
             log_length=len(session.quality_log),
         )
         return _Pending(context, findings, checkpoint, session.current_entry_index)

@@ -58,7 +58,7 @@ def read_v010(
     document: YamlDocument, job_file: Path
 ) -> tuple[JobReport, JobDefinition | None, dict[str, KeyPath]]:
     """Check a 0.10 document; the translated definition when it has no error, step origins."""
-    report = JobReport(job_file, document, allowed_keys=allowed_keys)
+    report = JobReport(job_file, document, allowed_keys=allowed_keys_v010)
     try:
         job = JobFileV010.model_validate(document.data)
     except ValidationError as exc:
@@ -72,7 +72,7 @@ def read_v010(
     return report, definition, origins
 
 
-def allowed_keys(path: KeyPath) -> Sequence[str] | None:
+def allowed_keys_v010(path: KeyPath) -> Sequence[str] | None:
     """The keys a 0.10-format file may write at `path` (for "did you mean")."""
     model: type[BaseModel] | None = None
     match path:

@@ -136,7 +136,7 @@ def model_at(path: KeyPath) -> type[BaseModel] | None:
     return None
 
 
-def allowed_keys(path: KeyPath) -> Sequence[str] | None:
+def allowed_keys_v09(path: KeyPath) -> Sequence[str] | None:
     """The keys a 0.9-format file may write at `path`."""
     model = model_at(path)
     if model is None:
@@ -157,7 +157,7 @@ def check_v09_subset(data: dict[str, Any]) -> Iterator[tuple[ErrorCode, str, Key
         if model is None:
             continue
         for key in sorted(V010_ONLY.get(model, frozenset()) & node.keys()):
-            hint = ", ".join(allowed_keys(path) or [])
+            hint = ", ".join(allowed_keys_v09(path) or [])
             yield (
                 ErrorCode.JOB_UNKNOWN_KEY,
                 f"unknown key {key!r} (allowed here: {hint}); {key!r} belongs to the 0.10 format "

@@ -1,4 +1,5 @@
-"""The one read model of runs (docs/dashboard.md): `runs` (`Run`, `RunDetail`), which the
-dashboard, `deepwork report` and `deepwork status` render, and `timeline`, each event of a run
-told as a sentence. Read only, through the public state APIs and the store's queries.
+"""The one read model of runs (docs/dashboard.md): `runs` (`SessionView`, each session of a run as
+the dashboard, `deepwork report` and `deepwork status` list it), `detail` (`SessionDetail`, one
+session in full, as its run page shows it) and `timeline`, each event of a run told as a
+sentence. Read only, through the public state APIs and the store's queries.
 """

@@ -40,13 +40,13 @@ from deepwork_core.base.layout import (
 from deepwork_core.state.store import approval_rows as rows
 from deepwork_core.state.store.errors import StoreError
 from deepwork_core.state.store.port import Store, Tx
-from deepwork_core.state.store.runs import (
+from deepwork_core.state.store.schema import list_columns
+from deepwork_core.state.store.session_rows import (
     SessionRow,
     read_stacks,
     save_session,
     write_stack,
 )
-from deepwork_core.state.store.schema import list_columns
 
 #: Appended to the name of every file the store imported.
 IMPORTED_SUFFIX: Final = ".imported"

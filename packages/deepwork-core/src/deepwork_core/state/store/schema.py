@@ -189,7 +189,7 @@ _V4: Final = (
 #: their branch started (`started_from`) and when a finished run ended (`ended_at`, None while
 #: active; filled for the rows written before), with indexes for the newest finished runs, a
 #: branch's first run, a run's instances and the runs awaiting a human
-#: (`deepwork_core.state.store.run_lists`), and one for a run's events of some kinds (a run
+#: (`deepwork_core.state.store.session_lists`), and one for a run's events of some kinds (a run
 #: page's summary, the review cost of the runs on a page).
 _V5: Final = (
     "ALTER TABLE sessions ADD COLUMN started_from TEXT",

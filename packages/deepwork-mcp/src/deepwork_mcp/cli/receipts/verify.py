@@ -33,14 +33,14 @@ from deepwork_mcp.cli.options import project_option
     show_default=True,
     help="text for people, json one finding per line, github annotations.",
 )
-def verify(project: Path, base: str | None, everything: bool, fmt: str) -> None:
+def verify_command(project: Path, base: str | None, everything: bool, fmt: str) -> None:
     """Check the receipts the change adds or touches: signatures by keys trusted on the base
     ref, outputs and job definition unchanged since the run, and the base ref's policy."""
-    from deepwork_core.receipts.findings import OutputFormat, render
+    from deepwork_core.receipts.findings import OutputFormat, render_findings
     from deepwork_core.receipts.verify import verify as run_verify
 
     chosen: OutputFormat = next(f for f in get_args(OutputFormat) if f == fmt)
     report = run_verify(project.resolve(), base, everything=everything)
-    text = render(report.findings, len(report.receipts), chosen)
+    text = render_findings(report.findings, len(report.receipts), chosen)
     click.echo(text, nl=False)
     raise SystemExit(0 if report.passed else 1)

@@ -27,7 +27,7 @@ def receipt(session_id: str, project: Path) -> None:
     from deepwork_core.receipts.writer import ReceiptWriter, commit_advice
     from deepwork_core.state.sessions import SessionStore, session_not_found
 
-    from deepwork_mcp.approval_keys import gate_key, state_dir
+    from deepwork_mcp.approvals.keys import gate_key, state_dir
     from deepwork_mcp.cli.serve import ADDITIONAL_JOBS_ENV
 
     root = project.resolve()

@@ -1,23 +1,23 @@
-"""The bounded lists of runs (state/store/run_lists.py): each reads only the rows it shows, and a
-row that does not read is shown as bad instead of failing the list."""
+"""The bounded lists of sessions (state/store/session_lists.py): each reads only the rows it
+shows, and a row that does not read is shown as bad instead of failing the list."""
 
 from __future__ import annotations
 
 import json
 
 from deepwork_core.state.store.port import Store
-from deepwork_core.state.store.run_lists import (
+from deepwork_core.state.store.schema import ListColumns
+from deepwork_core.state.store.session_lists import (
     awaiting_ids,
     branch_origins,
     checked_time,
-    count_runs,
+    count_session_rows,
     finished_ids,
     instance_ids,
-    list_runs,
-    project_runs,
+    list_session_rows,
+    project_session_rows,
 )
-from deepwork_core.state.store.runs import SessionRow, save_session
-from deepwork_core.state.store.schema import ListColumns
+from deepwork_core.state.store.session_rows import SessionRow, save_session
 
 
 def _row(
@@ -98,9 +98,9 @@ def test_every_run_comes_a_page_at_a_time_with_the_count_of_all(any_store: Store
         for n in range(1, 6):
             save_session(tx, project, "m", _row(n), now=float(n))
     with any_store.read() as tx:
-        first = list_runs(tx, limit=2)
-        last = list_runs(tx, limit=2, offset=4)
-        total = count_runs(tx)
+        first = list_session_rows(tx, limit=2)
+        last = list_session_rows(tx, limit=2, offset=4)
+        total = count_session_rows(tx)
     assert [run.session_id for run in first] == ["s0005", "s0004"]
     assert [run.session_id for run in last] == ["s0001"]
     assert total == 5
@@ -113,7 +113,7 @@ def test_a_row_whose_times_are_not_dates_is_listed_as_bad(any_store: Store) -> N
         save_session(tx, project, "m", _row(2), now=20.0)
         tx.execute("UPDATE sessions SET updated_at = ? WHERE session_id = 's0002'", (1e300,))
     with any_store.read() as tx:
-        runs = {run.session_id: run for run in list_runs(tx)}
+        runs = {run.session_id: run for run in list_session_rows(tx)}
     assert runs["s0002"].updated_at is None
     assert runs["s0002"].problem == "bad row: updated_at is not a date"
     assert runs["s0001"].problem is None
@@ -127,7 +127,7 @@ def test_a_row_whose_steps_do_not_parse_is_listed_as_bad(any_store: Store) -> No
         save_session(tx, project, "m", _row(2), 0.0)
         tx.execute("UPDATE sessions SET steps = ? WHERE session_id = 's0002'", ("[" * 100_000,))
     with any_store.read() as tx:
-        runs = {str(run.session_id): run for run in project_runs(tx, project, limit=10)}
+        runs = {str(run.session_id): run for run in project_session_rows(tx, project, limit=10)}
     assert runs["s0002"].steps == []
     assert runs["s0002"].problem is not None
     assert runs["s0002"].problem.startswith("bad row: its current steps do not read")

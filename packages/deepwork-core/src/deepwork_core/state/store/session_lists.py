@@ -1,8 +1,9 @@
-"""Lists of runs read from the sessions' list columns, each one indexed query that reads only the
+"""Lists of sessions read from their list columns, each one indexed query that reads only the
 rows it shows (docs/limits.md, "Views"): a list never parses a session document.
 
-`list_runs` (every project, or one, newest write first; `count_runs` says how many there are
-in all, for "N more"), `project_runs` (one project's page, as the dashboard lists it),
+`list_session_rows` (every project, or one, newest write first, nested sessions included;
+`count_session_rows` says how many there are in all, for "N more"), `project_session_rows` (one
+project's page of sessions, as the dashboard lists it, nested under their runs),
 `finished_ids` (the newest finished runs), `branch_origins` (where each named branch's first run
 started), `instance_ids` (a run's `for_each` instances) and `awaiting_ids` (the runs waiting
 for a human). A row is checked where it is read: a time that is not a real date or a list
@@ -44,8 +45,8 @@ def checked_time(value: object) -> float | None:
     return seconds if _EARLIEST <= seconds <= _LATEST else None
 
 
-class StoredRun(NamedTuple):
-    """One run as a list of runs shows it (any project of the store); a tuple, so that ten
+class StoredSession(NamedTuple):
+    """One session as a list shows it (any project of the store); a tuple, so that ten
     thousand of them are built in a few milliseconds. `problem` says why a row is shown as bad
     (its bad times are None)."""
 
@@ -64,7 +65,7 @@ class StoredRun(NamedTuple):
     problem: str | None = None
 
 
-def _stored_run(root: str, row: Sequence[Any]) -> StoredRun:
+def _stored_session(root: str, row: Sequence[Any]) -> StoredSession:
     project, machine, session, job, workflow, status, agent, branch = row[:8]
     started, updated, completed = checked_time(row[8]), checked_time(row[9]), None
     bad = []
@@ -76,7 +77,7 @@ def _stored_run(root: str, row: Sequence[Any]) -> StoredRun:
         completed = checked_time(row[10])
         if completed is None:
             bad.append("completed_at")
-    return StoredRun(
+    return StoredSession(
         project, root, machine, session, job, workflow, status, agent, branch,
         started, updated, completed,
         f"bad row: {', '.join(bad)} is not a date" if bad else None,
@@ -94,14 +95,14 @@ def _where(project_id: str | None, active_only: bool) -> tuple[str, list[object]
     return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
 
 
-def list_runs(
+def list_session_rows(
     tx: Tx,
     *,
     project_id: str | None = None,
     limit: int = 10_000,
     offset: int = 0,
     active_only: bool = False,
-) -> list[StoredRun]:
+) -> list[StoredSession]:
     """Runs newest write first: of one project, or (None) of every project in the store.
 
     One query over the covering index `runs_by_update` (the rows and their documents are not
@@ -115,7 +116,7 @@ def list_runs(
     )
     projects = tx.execute("SELECT project_id, root FROM projects")
     roots = {str(project): str(root) for project, root in projects}
-    found = [_stored_run(roots.get(str(row[0]), ""), row) for row in rows]
+    found = [_stored_session(roots.get(str(row[0]), ""), row) for row in rows]
     waiting = open_decisions(tx, project_id)
     if not waiting:
         return found
@@ -130,23 +131,25 @@ WAITING_STATUS: Final = {
 }
 
 
-def _with_approval(run: StoredRun, waiting: dict[tuple[str, str], bool | None]) -> StoredRun:
+def _with_approval(
+    run: StoredSession, waiting: dict[tuple[str, str], bool | None]
+) -> StoredSession:
     key = (run.project_id, run.session_id)
     if run.status != "active" or key not in waiting:
         return run
     return run._replace(status=WAITING_STATUS[waiting[key]])
 
 
-def count_runs(tx: Tx, *, project_id: str | None = None, active_only: bool = False) -> int:
-    """How many runs `list_runs` would list without a limit."""
+def count_session_rows(tx: Tx, *, project_id: str | None = None, active_only: bool = False) -> int:
+    """How many sessions `list_session_rows` would list without a limit."""
     where, params = _where(project_id, active_only)
     [(count,)] = tx.execute(f"SELECT COUNT(*) FROM sessions s{where}", params)  # noqa: S608
     return int(count)
 
 
 @dataclass(frozen=True, slots=True)
-class ProjectRun:
-    """One run of a project's list (the dashboard's): its columns, no document. `problem` says
+class ListedSession:
+    """One session of a project's list (the dashboard's): its columns, no document. `problem` says
     why a row is shown as bad (what could not be read is left empty)."""
 
     session_id: SessionId
@@ -164,7 +167,7 @@ class ProjectRun:
     problem: str | None = None
 
 
-def _project_run(row: Sequence[object]) -> ProjectRun:
+def _listed_session_row(row: Sequence[object]) -> ListedSession:
     problems: list[str] = []
     try:
         parsed = loads_json(str(row[5]))
@@ -178,7 +181,7 @@ def _project_run(row: Sequence[object]) -> ProjectRun:
     if started is None:
         problems.append("started_at is not a date")
     last = None if row[10] is None else checked_time(row[10])
-    return ProjectRun(
+    return ListedSession(
         session_id=SessionId(str(row[0])),
         job=str(row[1]),
         workflow=str(row[2]),
@@ -194,8 +197,10 @@ def _project_run(row: Sequence[object]) -> ProjectRun:
     )
 
 
-def project_runs(tx: Tx, project_id: str, *, limit: int, offset: int = 0) -> list[ProjectRun]:
-    """One page of a project's runs, newest start first, without `for_each` instances (they are
+def project_session_rows(
+    tx: Tx, project_id: str, *, limit: int, offset: int = 0
+) -> list[ListedSession]:
+    """One page of a project's sessions, newest start first, without `for_each` instances (they are
     listed on their parent's page): one query over the index `runs_by_start`."""
     rows = tx.execute(
         "SELECT s.session_id, s.job, s.workflow, s.goal, s.agent, s.steps, s.status, "
@@ -206,7 +211,7 @@ def project_runs(tx: Tx, project_id: str, *, limit: int, offset: int = 0) -> lis
         "ORDER BY s.started_at DESC, s.session_id LIMIT ? OFFSET ?",
         (project_id, limit, offset),
     )
-    return [_project_run(row) for row in rows]
+    return [_listed_session_row(row) for row in rows]
 
 
 def finished_ids(tx: Tx, project_id: str, *, limit: int) -> list[SessionId]:

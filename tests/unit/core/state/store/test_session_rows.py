@@ -11,14 +11,14 @@ from deepwork_core.state.store.codes import StoreCode
 from deepwork_core.state.store.errors import StoreError
 from deepwork_core.state.store.opening import open_store, project_ref
 from deepwork_core.state.store.port import Store
-from deepwork_core.state.store.run_lists import (
+from deepwork_core.state.store.schema import MIGRATIONS, SCHEMA_VERSION, ListColumns
+from deepwork_core.state.store.session_lists import (
     branch_origins,
     finished_ids,
-    list_runs,
-    project_runs,
+    list_session_rows,
+    project_session_rows,
 )
-from deepwork_core.state.store.runs import SessionRow, save_session
-from deepwork_core.state.store.schema import MIGRATIONS, SCHEMA_VERSION, ListColumns
+from deepwork_core.state.store.session_rows import SessionRow, save_session
 from deepwork_core.state.store.url import parse_store_url
 
 from tests.unit.core.state.store.conftest import ManualClock
@@ -57,9 +57,9 @@ def test_a_projects_runs_come_a_page_at_a_time_newest_start_first(any_store: Sto
             (project, "s0008", 42.5, "started", "{}"),
         )
     with any_store.read() as tx:
-        first = project_runs(tx, project, limit=3)
-        second = project_runs(tx, project, limit=3, offset=3)
-        rest = project_runs(tx, project, limit=10, offset=6)
+        first = project_session_rows(tx, project, limit=3)
+        second = project_session_rows(tx, project, limit=3, offset=3)
+        rest = project_session_rows(tx, project, limit=10, offset=6)
     assert [run.session_id for run in first] == ["s0008", "s0007", "s0006"]
     assert [run.session_id for run in second] == ["s0005", "s0004", "s0003"]
     assert [run.session_id for run in rest] == ["s0002", "s0001"]  # the instance is not listed
@@ -80,9 +80,9 @@ def test_every_projects_runs_are_listed_by_last_write(any_store: Store) -> None:
         save_session(tx, "other", "m2", _row(2), now=20.0)
         save_session(tx, any_store.project.project_id, "m", _row(3), now=30.0)
     with any_store.read() as tx:
-        runs = list_runs(tx)
-        mine = list_runs(tx, project_id=any_store.project.project_id, limit=1)
-        active = list_runs(tx, active_only=True)
+        runs = list_session_rows(tx)
+        mine = list_session_rows(tx, project_id=any_store.project.project_id, limit=1)
+        active = list_session_rows(tx, active_only=True)
     assert [(run.session_id, run.project_root) for run in runs] == [
         ("s0003", any_store.project.root),
         ("s0002", "/srv/other"),
@@ -132,7 +132,7 @@ def test_migrating_a_version_1_store_fills_the_list_columns(
     try:
         with store.read() as tx:
             version = tx.execute("SELECT value FROM store_meta WHERE key = 'schema_version'")
-            (run,) = project_runs(tx, store.project.project_id, limit=10)
+            (run,) = project_session_rows(tx, store.project.project_id, limit=10)
     finally:
         store.close()
     assert version == [(str(SCHEMA_VERSION),)]
@@ -198,4 +198,4 @@ def test_a_failing_write_rolls_back_the_whole_transaction(any_store: Store) -> N
         write_twice()
     assert caught.value.code == StoreCode.STORE_ERROR
     with any_store.read() as tx:  # the store is usable, and the first write did not land
-        assert [run.session_id for run in project_runs(tx, project, limit=10)] == ["s0001"]
+        assert [run.session_id for run in project_session_rows(tx, project, limit=10)] == ["s0001"]
