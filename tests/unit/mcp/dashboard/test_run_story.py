@@ -27,6 +27,7 @@ from tests.conftest import on_postgres
 from tests.fixtures.evidence_project import key_of, make_evidence_project
 from tests.fixtures.review_queue import Note
 from tests.fixtures.state_rows import insert_event_lines
+from tests.fixtures.trust import commit_on_base
 from tests.unit.mcp.dashboard.conftest import Waiting, waiting_project
 from tests.unit.mcp.dashboard.test_approvals import decide
 
@@ -42,6 +43,8 @@ def finished_run(
     if on_postgres():  # a shared store counts only decisions a trusted approver signed
         init = ["approver", "init", "--name", "alice", "--path", str(root)]
         assert CliRunner().invoke(cli, init).exit_code == 0
+        key = ".deepwork/approvers/alice.pub"  # trusted once committed on the base branch
+        commit_on_base(root, key, (root / key).read_text(encoding="utf-8"))
     client = client_for(root)
     status, _ = decide(client, waiting, decision="approve", comment="looks right")
     assert status == 200
