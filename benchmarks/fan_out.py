@@ -36,7 +36,7 @@ def _repository(root: Path, files: int) -> None:
 
 async def fan_out_merge(bench: Any) -> None:
     from deepwork_core.engine.fanout.worktrees import WORKTREES_DIR, Worktrees
-    from deepwork_core.state.fan_out import FanInstance
+    from deepwork_core.state.session_model import FanInstance
 
     root = bench.scratch / "fan_out_repo"
     files = bench.sizes.fan_out_files  # TRACKED_FILES at full size

@@ -20,7 +20,7 @@ from deepwork_core.base.error_areas import AREAS
 from deepwork_core.base.error_codes import Code, ErrorCode, area_of
 from deepwork_core.engine.fanout.codes import FanOutCode
 from deepwork_core.receipts.codes import ReceiptCode
-from deepwork_core.state.store.codes import StoreCode
+from deepwork_core.state.store.errors import StoreCode
 
 #: Every family of codes; the page lists all their members, area by area.
 FAMILIES: tuple[type[Code], ...] = (ErrorCode, StoreCode, FanOutCode, ReceiptCode)
@@ -33,7 +33,7 @@ _INTRO = """\
 # Error codes
 
 <!-- Generated from deepwork_core/base/error_codes.py and the families of codes beside the code
-that reports them (state/store/codes.py, engine/fanout/codes.py, receipts/codes.py) by
+that reports them (state/store/errors.py, engine/fanout/codes.py, receipts/codes.py) by
 `{command}`; do not edit. -->
 
 Every error DeepWork reports on purpose carries a stable code, `area.snake_case`. Codes never
@@ -50,7 +50,7 @@ Codes of the form `<area>.error` (and `deepwork.error`) are the generic codes of
 code raised is normally a more specific one.
 
 In Python each code is a member of `deepwork_core.base.error_codes.ErrorCode`, or of a family
-kept beside the code that reports it (`store.*`: `deepwork_core.state.store.codes.StoreCode`;
+kept beside the code that reports it (`store.*`: `deepwork_core.state.store.errors.StoreCode`;
 `fan_out.*`: `deepwork_core.engine.fanout.codes.FanOutCode`; receipts and `deepwork verify`:
 `deepwork_core.receipts.codes.ReceiptCode`), named after its
 text (`ErrorCode.SESSION_NONE_ACTIVE` is `session.none_active`). A member is a `str` equal to

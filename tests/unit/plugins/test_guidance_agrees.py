@@ -185,7 +185,7 @@ def test_every_dotted_field_a_skill_names_exists(skills: dict[str, str]) -> None
     from deepwork_core.base.error_codes import ErrorCode
     from deepwork_core.engine.fanout.codes import FanOutCode
     from deepwork_core.receipts.codes import ReceiptCode
-    from deepwork_core.state.store.codes import StoreCode
+    from deepwork_core.state.store.errors import StoreCode
 
     families = (ErrorCode, FanOutCode, ReceiptCode, StoreCode)
     codes = {code.value for family in families for code in family}

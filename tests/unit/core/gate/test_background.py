@@ -18,7 +18,7 @@ from deepwork_core.gate.checkpoint import CheckpointRecord, GateReviewing
 from deepwork_core.gate.quality import plan_review_tasks
 from deepwork_core.gate.reviewer import ReviewBrief, ReviewerReply
 from deepwork_core.gate.tasks import QualityReviewTask
-from deepwork_core.state.store.codes import StoreCode
+from deepwork_core.state.store.errors import StoreCode
 from deepwork_core.state.store.opening import open_store
 from deepwork_core.state.store.port import Store
 from deepwork_core.state.store.review_jobs import Failed, ReviewJobs, ReviewJobState

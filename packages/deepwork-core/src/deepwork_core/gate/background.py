@@ -52,7 +52,7 @@ from deepwork_core.gate.checkpoint import (
 from deepwork_core.gate.costs.quotes import TaskPrice
 from deepwork_core.gate.tasks import QualityReviewTask
 from deepwork_core.jobs.model import JobDefinition
-from deepwork_core.state.store.codes import StoreCode
+from deepwork_core.state.store.errors import StoreCode
 from deepwork_core.state.store.review_jobs import (
     Failed,
     JobResult,

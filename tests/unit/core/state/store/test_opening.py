@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 from deepwork_core.base.error_codes import ErrorCode
-from deepwork_core.state.store.codes import StoreCode
-from deepwork_core.state.store.errors import StoreError
+from deepwork_core.state.store.errors import StoreCode, StoreError
 from deepwork_core.state.store.opening import open_store, project_ref
 from deepwork_core.state.store.port import Store
 from deepwork_core.state.store.schema import SCHEMA_VERSION

@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from deepwork_core.state.store.codes import StoreCode
-from deepwork_core.state.store.errors import StoreError
+from deepwork_core.state.store.errors import StoreCode, StoreError
 from deepwork_core.state.store.opening import open_store
 from deepwork_core.state.store.port import Store
 from deepwork_core.state.store.review_jobs import ReviewJobs, ReviewJobState

@@ -7,8 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from deepwork_core.state.store.codes import StoreCode
-from deepwork_core.state.store.errors import StoreError
+from deepwork_core.state.store.errors import StoreCode, StoreError
 from deepwork_core.state.store.opening import open_store, project_ref
 from deepwork_core.state.store.port import Store
 from deepwork_core.state.store.schema import MIGRATIONS, SCHEMA_VERSION, ListColumns

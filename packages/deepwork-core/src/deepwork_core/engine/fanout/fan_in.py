@@ -34,7 +34,7 @@ from deepwork_core.engine.results import EvidenceReport, FinishResult
 from deepwork_core.engine.safeguards import Findings
 from deepwork_core.evidence.hashes import OutputEvidence, sha256_file
 from deepwork_core.jobs.discovery import JobCatalog, LoadedJob
-from deepwork_core.state.fan_out import FanInstance, FanOut
+from deepwork_core.state.session_model import FanInstance, FanOut
 from deepwork_core.state.sessions import (
     OutputValue,
     Session,

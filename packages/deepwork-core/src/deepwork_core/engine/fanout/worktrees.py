@@ -25,7 +25,7 @@ from deepwork_core.base.git import run_git
 from deepwork_core.base.identifiers import SESSION_ID_PATTERN
 from deepwork_core.base.layout import TMP_DIR
 from deepwork_core.engine.fanout.items import FanOutError
-from deepwork_core.state.fan_out import FanInstance
+from deepwork_core.state.session_model import FanInstance
 from deepwork_core.state.sessions import Session
 
 #: Where the worktrees live, relative to the project (inside the ignored runtime folder).

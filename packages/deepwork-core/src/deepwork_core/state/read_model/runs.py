@@ -25,7 +25,7 @@ from deepwork_core.state.event_kinds import (
     EventName,
 )
 from deepwork_core.state.events import scan_events, session_marks
-from deepwork_core.state.fan_out import InstanceOf
+from deepwork_core.state.session_model import InstanceOf
 from deepwork_core.state.sessions import Session, SessionStatus, SessionStore
 from deepwork_core.state.store.port import Store
 from deepwork_core.state.store.review_jobs import sessions_with_live_jobs

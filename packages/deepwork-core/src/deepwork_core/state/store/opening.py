@@ -20,8 +20,7 @@ from pathlib import Path
 
 from deepwork_core.base.config import load_config
 from deepwork_core.base.runtime_dir import ensure_tmp_dir
-from deepwork_core.state.store.codes import StoreCode
-from deepwork_core.state.store.errors import StoreError
+from deepwork_core.state.store.errors import StoreCode, StoreError
 from deepwork_core.state.store.legacy import import_legacy, legacy_approvals, legacy_files
 from deepwork_core.state.store.port import Clock, ProjectRef, Store, wall_clock
 from deepwork_core.state.store.url import default_sqlite_path, parse_store_url

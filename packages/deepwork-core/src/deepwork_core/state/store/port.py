@@ -22,8 +22,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Protocol, Self
 
-from deepwork_core.state.store.codes import StoreCode
-from deepwork_core.state.store.errors import StoreError
+from deepwork_core.state.store.errors import StoreCode, StoreError
 from deepwork_core.state.store.schema import (
     APPLICATION,
     FILLS_RUN_COLUMNS,

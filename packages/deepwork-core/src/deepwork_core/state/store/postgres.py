@@ -24,8 +24,7 @@ from typing import Final
 import psycopg
 import psycopg.sql
 
-from deepwork_core.state.store.codes import StoreCode
-from deepwork_core.state.store.errors import StoreError
+from deepwork_core.state.store.errors import StoreCode, StoreError
 from deepwork_core.state.store.port import Clock, Listener, ProjectRef, Row, Store, Tx
 from deepwork_core.state.store.url import StoreLocation, passwords_of
 

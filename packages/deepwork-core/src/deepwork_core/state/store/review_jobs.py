@@ -49,8 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.fsutil import loads_json
 from deepwork_core.evidence.verdicts import ReviewVerdict
-from deepwork_core.state.store.codes import StoreCode
-from deepwork_core.state.store.errors import StoreError
+from deepwork_core.state.store.errors import StoreCode, StoreError
 from deepwork_core.state.store.port import Row, Store
 
 #: The lease of a claim unless the worker asks for another.

@@ -17,8 +17,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Final
 
-from deepwork_core.state.store.codes import StoreCode
-from deepwork_core.state.store.errors import StoreError
+from deepwork_core.state.store.errors import StoreCode, StoreError
 from deepwork_core.state.store.port import Clock, ProjectRef, Row, Store, Tx
 from deepwork_core.state.store.url import StoreLocation
 

@@ -14,8 +14,7 @@ from typing import Final, Literal
 from urllib.parse import unquote
 
 from deepwork_core.base.layout import TMP_DIR
-from deepwork_core.state.store.codes import StoreCode
-from deepwork_core.state.store.errors import StoreError
+from deepwork_core.state.store.errors import StoreCode, StoreError
 
 #: The environment variable the CLI reads the store URL from (core itself never reads it).
 STORE_URL_ENV: Final = "DEEPWORK_STORE_URL"

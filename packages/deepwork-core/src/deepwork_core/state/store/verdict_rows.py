@@ -15,8 +15,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from deepwork_core.base.fsutil import loads_json
 from deepwork_core.evidence.verdicts import ReusedFrom, ReviewVerdict
-from deepwork_core.state.store.codes import StoreCode
-from deepwork_core.state.store.errors import StoreError
+from deepwork_core.state.store.errors import StoreCode, StoreError
 from deepwork_core.state.store.port import Store
 
 
