@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.engine.fanout.fan_in import recover
+from deepwork_core.engine.fanout.worktrees import Worktrees
 from deepwork_core.engine.navigation import active_workflow, go_back
 from deepwork_core.engine.results import FinishStatus
 from deepwork_core.engine.workflow import WorkflowEngine
@@ -222,6 +223,72 @@ def _resolve(folder: Path, text: str) -> None:
     (folder / "shared.txt").write_text(text + "\n")
     _git(folder, "add", "-A")
     _git(folder, "commit", "-q", "-m", "resolve")
+
+
+class _Killed(BaseException):
+    """What a SIGKILL does to the call: it stops there, and its transaction is not committed."""
+
+
+def _finished_worktree_instances(
+    make_store: Callable[..., Store], root: Path
+) -> tuple[WorkflowEngine, str, list[Path]]:
+    """A worktree fan-out over a and b whose instances both finished: the engine, the parent
+    session and the instances' folders."""
+    engine = _engine(make_store, _repo(fan_job(root, isolation="worktree")))
+    fan = engine.start("g", "fan", "write", inputs={"topics": ["a", "b"]}).brief.fan_out
+    assert fan is not None
+    folders = [root / (i.worktree or "") for i in fan.instances]
+    for folder, instance in zip(folders, fan.instances, strict=True):
+        (folder / f"{instance.item}.md").write_text(instance.item)
+        engine.finish({"section.md": f"{instance.item}.md"}, session_id=instance.session_id)
+    return engine, fan.parent_session_id, folders
+
+
+def test_a_kill_between_removing_a_merged_worktree_and_its_branch_merges_nothing_twice(
+    tmp_path: Path, make_store: Callable[..., Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine, parent, folders = _finished_worktree_instances(make_store, tmp_path / "p")
+    remove_folder = Worktrees.remove_folder
+
+    def killed_after_the_folder(self: Worktrees, folder: str) -> None:
+        remove_folder(self, folder)
+        raise _Killed  # instance a is merged and its folder gone; its branch is still there
+
+    with monkeypatch.context() as patched:
+        patched.setattr(Worktrees, "remove_folder", killed_after_the_folder)
+        with pytest.raises(_Killed):
+            engine.finish({}, session_id=parent)
+    assert not folders[0].exists()
+    assert f"deepwork/{parent}/" in _git(engine.project_root, "branch", "--list")
+    again = _engine(make_store, engine.project_root)  # the next server process
+    recover(again.fan, again.store, again.catalog)
+    joined = again.finish({}, session_id=parent)
+    assert joined.status is FinishStatus.NEXT_STEP
+    merges = _git(engine.project_root, "log", "--merges", "--format=%s").splitlines()
+    assert [m.rsplit(" ", 1)[-1] for m in merges] == ["(b)", "(a)"]  # each merged once
+    assert "deepwork/" not in _git(engine.project_root, "branch", "--list")
+    assert [(engine.project_root / f"{t}.md").read_text() for t in "ab"] == ["a", "b"]
+
+
+def test_a_worktree_removed_by_hand_with_unmerged_commits_is_not_taken_as_merged(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    engine, parent, folders = _finished_worktree_instances(make_store, tmp_path / "p")
+    _git(folders[1], "add", "-A")
+    _git(folders[1], "commit", "-q", "-m", "work kept on the branch")
+    _git(engine.project_root, "worktree", "remove", "--force", str(folders[1]))
+    head = _git(engine.project_root, "rev-parse", "HEAD")
+    with pytest.raises(DeepWorkError) as lost:
+        engine.finish({}, session_id=parent)
+    assert _code(lost) == "fan_out.worktree_lost"
+    assert "instance 2 (b)" in lost.value.message
+    assert f"git worktree add {folders[1].relative_to(engine.project_root)}" in lost.value.message
+    assert _git(engine.project_root, "rev-parse", "HEAD") == head  # the transaction rolled back
+    branch = lost.value.message.split("its branch ", 1)[1].split(" ", 1)[0]
+    _git(engine.project_root, "worktree", "add", "-q", str(folders[1]), branch)
+    joined = engine.finish({}, session_id=parent)
+    assert joined.status is FinishStatus.NEXT_STEP
+    assert (engine.project_root / "b.md").read_text() == "b"
 
 
 def test_an_instance_cannot_go_back_on_its_own(

@@ -34,9 +34,15 @@ def run_git(
     its standard input).
 
     Raises `GitError` with code `git.not_installed`, `git.timeout`, `git.output_too_large`, or
-    (when `check` is true and git exits non-zero) `git.failed` carrying git's own message.
+    (when `check` is true and git exits non-zero, or `cwd` is not a folder) `git.failed`
+    carrying git's own message.
     """
     environment = {**git_env(), **(env or {})}
+    if not cwd.is_dir():  # as `git -C` answers it: not mistaken for git missing from PATH
+        result = Completed(
+            ("git", *args), 128, "", f"fatal: cannot change to '{cwd}': No such file or directory"
+        )
+        return _checked(args, result, check)
     try:
         result = run_bounded(
             ["git", *args],
@@ -56,6 +62,10 @@ def run_git(
         raise GitError(
             f"git {' '.join(args)}: {exc}", code=ErrorCode.GIT_OUTPUT_TOO_LARGE
         ) from None
+    return _checked(args, result, check)
+
+
+def _checked(args: Sequence[str], result: Completed, check: bool) -> Completed:
     if check and result.returncode != 0:
         detail = result.stderr.strip() or result.stdout.strip() or f"exit {result.returncode}"
         raise GitError(f"git {' '.join(args)} failed: {detail}", code=ErrorCode.GIT_FAILED)

@@ -23,3 +23,6 @@ class FanOutCode(Code):
     FAN_OUT_UNJUDGED_CHANGES = "fan_out.unjudged_changes"
     """Warning: files written in an instance's worktree after it was accepted were not merged;
     they are kept on the branch named (`scope_guard: strict` refuses the fan-in instead)."""
+    FAN_OUT_WORKTREE_LOST = "fan_out.worktree_lost"
+    """A completed instance's worktree was removed by hand while its branch holds commits the
+    run's branch lacks; fan-in merges nothing until the worktree is made again (command named)."""

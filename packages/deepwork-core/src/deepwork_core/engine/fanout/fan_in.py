@@ -96,8 +96,11 @@ def _judge_worktrees(
         of = session.instance_of
         if instance.worktree is None or instance.merged or of is None:
             continue
-        if session.status is not SessionStatus.COMPLETED or runner.worktrees.gone(instance):
+        if session.status is not SessionStatus.COMPLETED:
             continue
+        if not runner.worktrees.intact(instance):
+            _require_nothing_lost(runner, instance)  # before anything is merged
+            continue  # merged before a crash (see `fan_in`)
         base = fan.base_commit or runner.worktrees.base_commit()
         judged[session.session_id] = (
             instance.worktree,
@@ -163,9 +166,10 @@ def fan_in(
             continue
         strip[session.session_id] = instance.worktree
         if session.status is SessionStatus.COMPLETED and not instance.merged:
-            if runner.worktrees.gone(instance):
-                # Merged and removed by a fan-in whose state a crash rolled back: the store
-                # commits the transaction whole, git's side of it was already done.
+            if not runner.worktrees.intact(instance):
+                # Fan-in removes a completed instance's worktree only once it is merged, so this
+                # one was merged (and its removal begun) by a fan-in whose state a crash rolled
+                # back: the store commits the transaction whole, git's side was already done.
                 instance.merged = True
             else:
                 _, one = judged[session.session_id]  # judged alike: completed, still to merge
@@ -241,6 +245,19 @@ def _merge_one(
     instance.merged = True
     tx.save(parent)
     return warnings
+
+
+def _require_nothing_lost(runner: FanOutRunner, instance: FanInstance) -> None:
+    """Refuse to take a completed instance without its worktree as merged when its branch
+    holds commits the run's branch lacks: its folder was removed by hand, not by fan-in."""
+    if runner.worktrees.unmerged_commits(instance):
+        raise FanOutError(
+            f"instance {instance.index + 1} ({instance.item}): its worktree `{instance.worktree}` "
+            f"is gone but its branch {instance.branch} holds commits the run's branch does not. "
+            f"Make the worktree again with `git worktree add {instance.worktree} "
+            f"{instance.branch}`, then call finished_step again",
+            code=FanOutCode.FAN_OUT_WORKTREE_LOST,
+        )
 
 
 def _strip(path: str, folder: str | None) -> str:

@@ -99,15 +99,26 @@ class Worktrees:
         self.remove(instance)
         self._git("worktree", "add", "-q", "-b", instance.branch, instance.worktree, base)
 
-    def gone(self, instance: FanInstance) -> bool:
-        """True when neither the instance's folder nor its branch exists any more."""
-        if instance.worktree is None or instance.branch is None:
-            return True
-        if (self.project_root / instance.worktree).is_dir():
+    def intact(self, instance: FanInstance) -> bool:
+        """True when the instance's worktree is on disk as git made it (its `.git` file is
+        there); a removal interrupted part way leaves it not intact."""
+        if instance.worktree is None:
+            return False
+        return (self.project_root / instance.worktree / ".git").is_file()
+
+    def unmerged_commits(self, instance: FanInstance) -> bool:
+        """True when the instance's branch still exists and holds commits the run's branch
+        does not (gone, or already merged: False)."""
+        if instance.branch is None:
             return False
         ref = f"refs/heads/{instance.branch}"
         found = run_git(["rev-parse", "--verify", "-q", ref], cwd=self.project_root, check=False)
-        return found.returncode != 0
+        if found.returncode != 0:
+            return False
+        ancestor = run_git(
+            ["merge-base", "--is-ancestor", ref, "HEAD"], cwd=self.project_root, check=False
+        )
+        return ancestor.returncode != 0
 
     def commit(self, instance: FanInstance, message: str) -> None:
         """Commit everything the instance changed in its worktree (nothing when unchanged, and
