@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.coverage_env import unmeasured
+
 PACKAGES = Path(__file__).resolve().parents[2] / "packages"
 SOURCES = {
     "deepwork_core": PACKAGES / "deepwork-core" / "src" / "deepwork_core",
@@ -366,10 +368,16 @@ def test_the_size_allow_list_names_real_files() -> None:
 @functools.cache
 def _loaded_by(module: str) -> tuple[str, ...]:
     """Every module a fresh interpreter holds after `import <module>` (one process per module
-    and test process: the checks below read the same import)."""
+    and test process: the checks below read the same import). Coverage does not measure it:
+    the test processes run the same module-level code."""
     code = f"import json, sys, {module}\nprint(json.dumps(sorted(sys.modules)))\n"
     result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=unmeasured(),
     )
     assert result.returncode == 0, result.stderr
     return tuple(json.loads(result.stdout))
