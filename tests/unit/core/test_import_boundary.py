@@ -6,6 +6,8 @@ import subprocess
 import sys
 import textwrap
 
+from tests.fixtures.coverage_env import unmeasured
+
 BLOCKED = ("mcp", "fastmcp", "click", "jinja2")
 
 _SCRIPT = textwrap.dedent(
@@ -33,8 +35,14 @@ _SCRIPT = textwrap.dedent(
 
 def _run(body: str) -> subprocess.CompletedProcess[str]:
     script = _SCRIPT.format(blocked=BLOCKED, body=textwrap.dedent(body))
+    # Unmeasured: every module it imports, the test processes import too.
     return subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=unmeasured(),
     )
 
 

@@ -142,19 +142,27 @@ def test_store_url_in_the_config_chooses_the_store_and_its_password_never_shows(
     config = root / ".deepwork" / "config.yml"
     config.write_text("store:\n  url: postgresql://me:s3cret-pw@127.0.0.1:1/none\n")
     code = "import sys; from deepwork_mcp.cli import main; sys.exit(main())"
-    for command in (["store", "info"], ["status", "--all"], ["status"]):
-        done = subprocess.run(
-            [sys.executable, "-c", code, *command, "--path", str(root)],
-            capture_output=True,
-            text=True,
-            env={"PATH": ""},
-            timeout=60,
-            check=False,
-        )
-        assert done.returncode != 0, command
-        assert "store.unavailable" in done.stderr, command
-        assert "s3cret-pw" not in done.stderr + done.stdout
-        assert "me:***@127.0.0.1" in done.stderr
+    # `store info` as a process of its own, with nothing of this environment (what the driver
+    # itself may print counts too); the other commands in this process.
+    done = subprocess.run(
+        [sys.executable, "-c", code, "store", "info", "--path", str(root)],
+        capture_output=True,
+        text=True,
+        env={"PATH": ""},
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert "store.unavailable" in done.stderr
+    assert "s3cret-pw" not in done.stderr + done.stdout
+    assert "me:***@127.0.0.1" in done.stderr
+    for command in (["status", "--all"], ["status"]):
+        no_url = CliRunner(env={"DEEPWORK_STORE_URL": None})  # the config's URL decides
+        result = no_url.invoke(cli, [*command, "--path", str(root)])
+        assert result.exit_code != 0, command
+        assert "store.unavailable" in result.stderr, command
+        assert "s3cret-pw" not in result.stderr + result.stdout
+        assert "me:***@127.0.0.1" in result.stderr
     assert not (root / ".deepwork" / "tmp" / "deepwork.sqlite3").exists()
 
 
