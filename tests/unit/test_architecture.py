@@ -14,14 +14,12 @@ import ast
 import functools
 import importlib
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.fixtures.coverage_env import unmeasured
+from tests.fixtures.coverage_env import python_unmeasured
 
 PACKAGES = Path(__file__).resolve().parents[2] / "packages"
 SOURCES = {
@@ -371,14 +369,7 @@ def _loaded_by(module: str) -> tuple[str, ...]:
     and test process: the checks below read the same import). Coverage does not measure it:
     the test processes run the same module-level code."""
     code = f"import json, sys, {module}\nprint(json.dumps(sorted(sys.modules)))\n"
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env=unmeasured(),
-    )
+    result = python_unmeasured(code)
     assert result.returncode == 0, result.stderr
     return tuple(json.loads(result.stdout))
 

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 import textwrap
 
-from tests.fixtures.coverage_env import unmeasured
+from tests.fixtures.coverage_env import python_unmeasured
 
 BLOCKED = ("mcp", "fastmcp", "click", "jinja2")
 
@@ -36,14 +35,7 @@ _SCRIPT = textwrap.dedent(
 def _run(body: str) -> subprocess.CompletedProcess[str]:
     script = _SCRIPT.format(blocked=BLOCKED, body=textwrap.dedent(body))
     # Unmeasured: every module it imports, the test processes import too.
-    return subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env=unmeasured(),
-    )
+    return python_unmeasured(script, timeout=120)
 
 
 def test_every_core_module_imports_with_the_frameworks_blocked() -> None:
