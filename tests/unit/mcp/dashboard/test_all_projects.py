@@ -4,6 +4,7 @@ is refused."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -103,10 +104,13 @@ def test_a_bad_row_of_another_project_is_shown_as_bad_and_the_rest_still_shows(
 def test_another_projects_request_never_previews_this_checkouts_file_of_that_name(
     tmp_path: Path, make_store: Callable[..., Store]
 ) -> None:
-    """A request of another project names `plan.md` with its hash; the viewer's checkout holds a
-    `plan.md` of its own, with other bytes. The card shows neither those bytes nor their hash,
-    says where the run is served, and cannot be decided here."""
+    """A request of another project names `plan.md` with its hash, and the store keeps none of
+    its bytes (it was made before the store kept them); the viewer's checkout holds a `plan.md`
+    of its own, with other bytes. The card shows neither those bytes nor their hash, says where
+    the run is served, and cannot be decided here."""
     here = waiting_project(make_store, tmp_path / "here")
+    with here.store.write() as tx:
+        tx.execute("DELETE FROM approval_contents")
     viewer = tmp_path / "viewer"
     (viewer / ".deepwork").mkdir(parents=True)
     database = here.root / ".deepwork" / "tmp" / "deepwork.sqlite3"
@@ -125,3 +129,40 @@ def test_another_projects_request_never_previews_this_checkouts_file_of_that_nam
     assert "not shown" in (shown.note or "")
     assert str(here.root) in (card.stale or "")
     assert (card.project or "").startswith(str(here.root))
+
+
+def viewer_of(here: Waiting, tmp_path: Path, make_store: Callable[..., Store]) -> ApprovalStore:
+    """A second checkout on `here`'s store, holding a `plan.md` of its own."""
+    viewer = tmp_path / "viewer"
+    (viewer / ".deepwork").mkdir(parents=True)
+    database = here.root / ".deepwork" / "tmp" / "deepwork.sqlite3"
+    (viewer / ".deepwork" / "config.yml").write_text(f"store:\n  url: sqlite:///{database}\n")
+    (viewer / "plan.md").write_text("the viewer's own secret\n")
+    return ApprovalStore(make_store(viewer), viewer, trusted=TrustedApprovers(viewer, shared=True))
+
+
+def test_another_projects_card_shows_the_bytes_the_store_keeps(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    here = waiting_project(make_store, tmp_path / "here")
+    [card] = other_projects_approvals(viewer_of(here, tmp_path, make_store))
+    [shown] = card.files
+    assert shown.text == "the plan <b>bold?</b>\n"  # the served checkout's bytes, as asked
+    assert shown.sha256 == hashlib.sha256(shown.text.encode()).hexdigest()
+    assert (shown.changed, shown.incomplete, shown.size) == (False, False, 22)
+    assert card.stale is None  # every byte is kept: it can be decided here
+
+
+def test_another_projects_card_says_what_the_store_could_not_keep_and_where_to_decide(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    here = waiting_project(make_store, tmp_path / "here")
+    with here.store.write() as tx:  # as a file over 256 KiB is kept
+        tx.execute("UPDATE approval_contents SET kept = 'first_part', size = 300000")
+    [card] = other_projects_approvals(viewer_of(here, tmp_path, make_store))
+    [shown] = card.files
+    assert shown.text == "the plan <b>bold?</b>\n"
+    assert shown.incomplete
+    assert "300000 bytes: only the first 256 KiB are kept" in (shown.note or "")
+    assert "every byte" in (card.stale or "")
+    assert str(here.root) in (card.stale or "")

@@ -38,6 +38,11 @@ class ErrorCode(Code):
     APPROVAL_ALREADY_DECIDED = "approval.already_decided"
     """The approval request was already approved or rejected; a request is decided once (the
     next `finished_step` opens a new one if needed)."""
+    APPROVAL_BYTES_NOT_STORED = "approval.bytes_not_stored"
+    """A decision away from the checkout that serves the run was refused: the store does not
+    hold every byte of a shown file (larger than 256 KiB, binary, over the request's 2 MiB, or
+    requested before the store kept bytes), so nobody could see it there. Decide where the run
+    is served; the message names the project and machine. Nothing is recorded."""
     APPROVAL_CORRUPT = "approval.corrupt"
     """An approval in the store (or an old file under `.deepwork/tmp/approvals/` being imported)
     cannot be read; have the agent call `finished_step` again, which opens a new request."""

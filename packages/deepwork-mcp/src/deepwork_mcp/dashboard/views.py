@@ -36,10 +36,13 @@ from deepwork_core.state.store.session_lists import (
     instance_ids,
     list_session_rows,
 )
+from deepwork_core.state.store.shown_bytes import Kept
+from deepwork_core.state.store.shown_bytes import load as load_shown
 from markupsafe import Markup
 from pydantic import BaseModel, ConfigDict, Field
 
 from deepwork_mcp.dashboard.graph_svg import GraphDrawing, StepState, drawing, svg
+from deepwork_mcp.dashboard.shown_files import FilePreview, stored_preview
 
 #: The environment variable naming more job folders (as for `deepwork serve`).
 ADDITIONAL_FOLDERS_ENV: Final = "DEEPWORK_ADDITIONAL_JOBS_FOLDERS"
@@ -53,20 +56,6 @@ RUNS_PER_PAGE: Final = 100
 
 class _View(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class FilePreview(_View):
-    output: str
-    path: str
-    sha256: str | None
-    #: The start of the file when it is UTF-8 text; None otherwise (`note` says why). When the
-    #: file changed since the request (`now_sha256` differs), this is the CURRENT content.
-    text: str | None
-    note: str | None = None
-    #: The file's hash now, when it differs from the asked-about `sha256` (None: unchanged).
-    now_sha256: str | None = None
-    #: The file's bytes differ from the ones asked about (or it is gone).
-    changed: bool = False
 
 
 class ApprovalView(_View):
@@ -287,30 +276,38 @@ def _stale(approvals: ApprovalStore, files: list[FilePreview]) -> str | None:
 
 
 def _previews(
-    approvals: ApprovalStore, request: ApprovalRequest, elsewhere: str | None = None
+    approvals: ApprovalStore,
+    request: ApprovalRequest,
+    elsewhere: tuple[str, str] | None = None,
 ) -> list[FilePreview]:
-    """The shown files as this checkout holds them, only where they have the asked-about bytes.
-    `elsewhere`: the request is another project's, served there; a file of that name here that
-    holds other bytes is no preview of it and is never shown."""
+    """The shown files with the bytes the store keeps of them (docs/team.md).
+
+    `elsewhere`: the request is of another project (its id, and where it is served): only the
+    stored bytes are shown, never a file of that name in this checkout. On the serving checkout
+    a file that changed since shows its current content under its current hash (an approval
+    would be refused); one the store keeps nothing of (a request from before it kept bytes) is
+    previewed from the checkout, where it has the asked-about bytes.
+    """
+    project_id = approvals.project_id if elsewhere is None else elsewhere[0]
+    with approvals.store.read() as tx:
+        kept = load_shown(tx, project_id, request.request_id, request.shown)
+    if elsewhere is not None:
+        return [stored_preview(f, elsewhere[1]) for f in kept]
     files = []
-    for shown in request.shown:
-        text, note = preview(approvals.project_root, shown.path)
-        now = sha256_file(approvals.project_root, shown.path)
-        changed = now != shown.sha256  # never show other bytes under the hash asked about:
-        if changed and elsewhere is not None:
-            text, now = None, None
-            note = (
-                "this checkout does not hold the bytes asked about (its file of that name, if "
-                f"any, is not this request's): not shown. Read them where the run is served, "
-                f"{elsewhere}, before deciding"
-            )
-        elif changed:  # the current content is shown under its current hash
+    for stored in kept:
+        now = sha256_file(approvals.project_root, stored.path)
+        changed = now != stored.sha256
+        if not changed and stored.kept is not Kept.NOT_STORED:
+            files.append(stored_preview(stored, None))
+            continue
+        text, note = preview(approvals.project_root, stored.path)
+        if changed:  # the current content is shown under its current hash
             note = _changed_note(approvals, now) + (f"; {note}" if note else "")
         files.append(
             FilePreview(
-                output=shown.output,
-                path=shown.path,
-                sha256=shown.sha256,
+                output=stored.output,
+                path=stored.path,
+                sha256=stored.sha256,
                 text=text,
                 note=note,
                 now_sha256=now if changed else None,
@@ -336,8 +333,8 @@ def other_projects_approvals(approvals: ApprovalStore) -> list[ApprovalView]:
         except ValueError:
             continue  # not a request: nothing a human could decide
         served = f"{row.project_root} on {row.machine}"
-        files = _previews(approvals, request, served)
-        unseen = [f.path for f in files if f.changed]
+        files = _previews(approvals, request, (row.project_id, served))
+        unseen = [f.path for f in files if f.changed or f.incomplete]
         views.append(
             ApprovalView(
                 session_id=request.session_id,
@@ -349,7 +346,7 @@ def other_projects_approvals(approvals: ApprovalStore) -> list[ApprovalView]:
                 requested_at=request.requested_at,
                 files=files,
                 stale=(
-                    f"{', '.join(unseen)} cannot be shown here with the bytes asked about, so "
+                    f"{', '.join(unseen)} cannot be shown here with every byte asked about, so "
                     f"this request cannot be decided from this checkout: decide it at {served}"
                     if unseen
                     else None

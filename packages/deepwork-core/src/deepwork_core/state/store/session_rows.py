@@ -137,9 +137,10 @@ def session_times(tx: Tx, project_id: str) -> list[tuple[float, SessionId]]:
 
 
 def delete_sessions(tx: Tx, project_id: str, session_ids: Iterable[str]) -> None:
-    """Delete sessions with their events and approvals."""
+    """Delete sessions with their events and approvals (with the shown bytes they keep)."""
+    tables = ("sessions", "events", "approval_requests", "approval_decisions", "approval_contents")
     for session_id in session_ids:
-        for table in ("sessions", "events", "approval_requests", "approval_decisions"):
+        for table in tables:
             tx.execute(
                 f"DELETE FROM {table} WHERE project_id = ? AND session_id = ?",  # noqa: S608
                 (project_id, session_id),
