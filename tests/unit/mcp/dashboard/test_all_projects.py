@@ -166,3 +166,53 @@ def test_another_projects_card_says_what_the_store_could_not_keep_and_where_to_d
     assert "300000 bytes: only the first 256 KiB are kept" in (shown.note or "")
     assert "every byte" in (card.stale or "")
     assert str(here.root) in (card.stale or "")
+
+
+def viewer_client(
+    here: Waiting, tmp_path: Path, client_for: Callable[..., TestClient]
+) -> TestClient:
+    """A dashboard of a second checkout on `here`'s store."""
+    viewer = tmp_path / "viewer"
+    (viewer / ".deepwork").mkdir(parents=True)
+    database = here.root / ".deepwork" / "tmp" / "deepwork.sqlite3"
+    (viewer / ".deepwork" / "config.yml").write_text(f"store:\n  url: sqlite:///{database}\n")
+    (viewer / "plan.md").write_text("the viewer's own secret\n")
+    return client_for(viewer)
+
+
+def test_another_projects_run_opens_from_its_all_projects_row_read_from_the_store(
+    tmp_path: Path, make_store: Callable[..., Store], client_for: Callable[..., TestClient]
+) -> None:
+    here = waiting_project(make_store, tmp_path / "here")
+    client = viewer_client(here, tmp_path, client_for)
+    link = f"/run/{here.session_id}?project={here.store.project.project_id}"
+    assert f'href="{link}"' in client.get("/all").text
+    page = client.get(link)
+    assert page.status_code == 200
+    assert "Waiting for approval" in page.text
+    assert "the plan &lt;b&gt;bold?&lt;/b&gt;" in page.text  # the stored bytes, escaped
+    assert "the viewer&#x27;s own secret" not in page.text
+    assert f'name="project" value="{here.store.project.project_id}"' in page.text
+    assert str(here.root) in page.text  # where it is served
+    assert "ship the plan" in page.text  # the run's goal, from the store
+    assert "is drawn by the dashboard of" in page.text
+    # The same session id without the project is not a run of the viewer's project.
+    assert client.get(f"/run/{here.session_id}").status_code == 404
+
+
+def test_a_run_that_cannot_be_opened_says_so_in_a_persons_words_on_a_styled_page(
+    waiting: Waiting, client: TestClient
+) -> None:
+    cases = {
+        "/run/sess_nothere1": (404, "There is no run sess_nothere1 in this store"),
+        "/run/not..a..run": (400, "is not the name of a run"),
+        f"/run/{waiting.session_id}?project=0123456789abcdef": (404, "no project"),
+    }
+    for path, (status, words) in cases.items():
+        page = client.get(path)
+        assert page.status_code == status, path
+        assert words in page.text
+        assert 'href="/static/dashboard.css"' in page.text  # styled, with the navigation
+        assert 'href="/all"' in page.text
+        assert "start_workflow" not in page.text
+        assert "session.not_found" not in page.text

@@ -176,9 +176,17 @@ def _graph(
 
 
 def session_page_view(
-    store: SessionStore, session_id: SessionId, approvals: ApprovalStore | None = None
+    store: SessionStore,
+    session_id: SessionId,
+    approvals: ApprovalStore | None = None,
+    served: str | None = None,
 ) -> SessionPage:
-    """Everything the run page shows. Raises `session.not_found` for an unknown session."""
+    """Everything the run page shows. Raises `session.not_found` for an unknown session.
+
+    `served`: the run is another project's of the store (`root on machine`), read from the
+    store alone: its approval card shows the stored bytes only and its workflow picture is
+    drawn where it is served (its job files are not here).
+    """
     detail = session_detail(store, session_id)
     session = store.load(session_id)
     passed = frozenset(
@@ -188,13 +196,19 @@ def session_page_view(
         for step in verdict.step_ids
     )
     instances = instance_rows(store, session)
-    graph, graph_problem = _graph(store.project_root, session, passed, fan_counts(instances))
+    if served is None:
+        graph, graph_problem = _graph(store.project_root, session, passed, fan_counts(instances))
+    else:
+        graph, graph_problem = (
+            None,
+            (f"the workflow picture is drawn by the dashboard of {served}, which holds the job"),
+        )
     return SessionPage(
         detail=detail,
         graph=graph,
         graph_problem=graph_problem,
         approval=pending_approval(
-            approvals or ApprovalStore(store.store, store.project_root), session
+            approvals or ApprovalStore(store.store, store.project_root), session, served
         ),
         instances=instances,
     )
@@ -222,8 +236,11 @@ def preview(project_root: Path, relative: str) -> tuple[str | None, str | None]:
     return text, None
 
 
-def pending_approval(approvals: ApprovalStore, session: Session) -> ApprovalView | None:
-    """The open, undecided approval request of `session`, with previews of its files.
+def pending_approval(
+    approvals: ApprovalStore, session: Session, served: str | None = None
+) -> ApprovalView | None:
+    """The open, undecided approval request of `session`, with previews of its files;
+    `served`: where the run is served, when it is another project's (only stored bytes shown).
 
     With the project's key (`approvals.key`) the request is shown only when its seal verifies:
     what the human sees is what the server asked, never an agent's edit of the file.
@@ -247,6 +264,9 @@ def pending_approval(approvals: ApprovalStore, session: Session) -> ApprovalView
         requested_at=request.requested_at,
         files=[],
     )
+    if served is not None:
+        files = _previews(approvals, request, (approvals.project_id, served))
+        return _elsewhere(view, request, files, served, approvals.project_id)
     problem = _request_problem(approvals, record)
     if problem is not None:
         return view.model_copy(update={"problem": problem})
@@ -320,7 +340,7 @@ def _previews(
 def other_projects_approvals(approvals: ApprovalStore) -> list[ApprovalView]:
     """The open, undecided requests of the other projects of a shared store (docs/team.md),
     newest first; none on a store of this project's own. Their seals are the serving
-    machines' to check; the files are previewed where this checkout has the same bytes."""
+    machines' to check; the files are shown with the bytes the store keeps of them."""
     if not approvals.trusted.shared:
         return []
     own = approvals.project_id
@@ -334,28 +354,45 @@ def other_projects_approvals(approvals: ApprovalStore) -> list[ApprovalView]:
             continue  # not a request: nothing a human could decide
         served = f"{row.project_root} on {row.machine}"
         files = _previews(approvals, request, (row.project_id, served))
-        unseen = [f.path for f in files if f.changed or f.incomplete]
-        views.append(
-            ApprovalView(
-                session_id=request.session_id,
-                request_id=request.request_id,
-                job=request.job_name,
-                workflow=request.workflow_name,
-                step_ids=list(request.step_ids),
-                prompt=request.prompt,
-                requested_at=request.requested_at,
-                files=files,
-                stale=(
-                    f"{', '.join(unseen)} cannot be shown here with every byte asked about, so "
-                    f"this request cannot be decided from this checkout: decide it at {served}"
-                    if unseen
-                    else None
-                ),
-                project_id=row.project_id,
-                project=served,
-            )
+        view = ApprovalView(
+            session_id=request.session_id,
+            request_id=request.request_id,
+            job=request.job_name,
+            workflow=request.workflow_name,
+            step_ids=list(request.step_ids),
+            prompt="",
+            requested_at=request.requested_at,
+            files=[],
         )
+        views.append(_elsewhere(view, request, files, served, row.project_id))
     return views
+
+
+def _elsewhere(
+    view: ApprovalView,
+    request: ApprovalRequest,
+    files: list[FilePreview],
+    served: str,
+    project_id: str,
+) -> ApprovalView:
+    """`view` of another project's request, with its stored files; stale (not decidable here)
+    when a file is not kept whole, saying where it can be decided."""
+    unseen = [f.path for f in files if f.changed or f.incomplete]
+    return view.model_copy(
+        update={
+            "step_ids": list(request.step_ids),
+            "prompt": request.prompt,
+            "files": files,
+            "stale": (
+                f"{', '.join(unseen)} cannot be shown here with every byte asked about, so "
+                f"this request cannot be decided from this checkout: decide it at {served}"
+                if unseen
+                else None
+            ),
+            "project_id": project_id,
+            "project": served,
+        }
+    )
 
 
 def _changed_note(approvals: ApprovalStore, now: str | None) -> str:
