@@ -117,7 +117,7 @@ def test_overlong_text_is_refused() -> None:
 #: Where a session id comes in from outside: a tool's argument, a command's, a dashboard address.
 SESSION_ID_EDGES = {
     "deepwork-mcp/src/deepwork_mcp/tools/workflows.py",
-    "deepwork-mcp/src/deepwork_mcp/cli/approve.py",
+    "deepwork-mcp/src/deepwork_mcp/cli/team/approve.py",
     "deepwork-mcp/src/deepwork_mcp/cli/log.py",
     "deepwork-mcp/src/deepwork_mcp/cli/report.py",
     "deepwork-mcp/src/deepwork_mcp/cli/store.py",
