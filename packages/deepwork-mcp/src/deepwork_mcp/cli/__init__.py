@@ -41,6 +41,11 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
         "approver",
         "Set up the key with which you sign approvals.",
     ),
+    "audit": (
+        "deepwork_mcp.cli.team.audit",
+        "audit",
+        "Export a run's approvals as one signed record; check one offline.",
+    ),
     "stats": ("deepwork_mcp.cli.stats", "stats", "Quality-gate figures per job, step, criterion."),
     "install": (
         "deepwork_mcp.cli.install",
