@@ -39,7 +39,7 @@ def audit() -> None:
     help="Write the record to FILE (default: standard output).",
 )
 @project_option
-def export(session_id: str, out: Path | None, project: Path) -> None:
+def audit_export(session_id: str, out: Path | None, project: Path) -> None:
     """Write the audit record of the run SESSION_ID: its approval requests and decisions."""
     import os
 
@@ -78,7 +78,7 @@ def export(session_id: str, out: Path | None, project: Path) -> None:
     help="The ref whose keys are trusted (default: origin/HEAD, else main, else master).",
 )
 @project_option
-def verify(record: Path, base: str | None, project: Path) -> None:
+def audit_verify(record: Path, base: str | None, project: Path) -> None:
     """Check the audit record RECORD offline against the keys committed on the base ref."""
     from deepwork_core.base.errors import FileReadError
     from deepwork_core.base.escaping import printable
