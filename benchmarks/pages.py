@@ -119,7 +119,7 @@ def other_run(repeats: int, events: int = EVENTS) -> list[float]:
     times: the project looked up, the run read from the store, the page rendered."""
     from deepwork_core.engine.workflow import WorkflowEngine
     from deepwork_core.jobs.discovery import JobCatalog
-    from deepwork_core.state.approvals import ApprovalStore
+    from deepwork_core.state.approvals.store import ApprovalStore
     from deepwork_core.state.sessions import SessionStore
     from deepwork_core.state.store.opening import open_store
     from deepwork_mcp.dashboard import reviews, views

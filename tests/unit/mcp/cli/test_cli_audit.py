@@ -15,8 +15,10 @@ from click.testing import CliRunner
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.receipts.keys import GateKey
-from deepwork_core.state.approval_signatures import ApproverSigner, TrustedApprovers
-from deepwork_core.state.approvals import ApprovalChannel, ApprovalStore, record_decision
+from deepwork_core.state.approvals.decide import record_decision
+from deepwork_core.state.approvals.models import ApprovalChannel
+from deepwork_core.state.approvals.signatures import ApproverSigner, TrustedApprovers
+from deepwork_core.state.approvals.store import ApprovalStore
 from deepwork_core.state.sessions import SessionStore
 from deepwork_core.state.store.port import Store
 from deepwork_mcp.approvals.keys import gate_key, state_dir

@@ -25,9 +25,9 @@ from deepwork_core.receipts.codes import ReceiptCode
 from deepwork_core.receipts.findings import Finding
 from deepwork_core.receipts.keys import GateKey, signature_holds
 from deepwork_core.receipts.repository import Repository
-from deepwork_core.state import approval_signatures
-from deepwork_core.state.approval_seal import seal_fields
-from deepwork_core.state.approvals import ApprovalDecision, ApprovalRequest
+from deepwork_core.state.approvals import signatures as approval_signatures
+from deepwork_core.state.approvals.models import ApprovalDecision, ApprovalRequest
+from deepwork_core.state.approvals.seal import seal_fields
 from deepwork_core.state.store import approval_rows, shown_bytes
 from deepwork_core.state.store.port import Store, Tx
 from deepwork_core.state.store.session_lists import run_session_ids

@@ -11,15 +11,11 @@ from pathlib import Path
 
 import pytest
 from deepwork_core.evidence.hashes import ShownOutput, sha256_file
-from deepwork_core.state.approval_seal import ApprovalKey
-from deepwork_core.state.approval_signatures import ApproverSigner, TrustedApprovers
-from deepwork_core.state.approvals import (
-    ApprovalChannel,
-    ApprovalError,
-    ApprovalRequest,
-    ApprovalStore,
-    record_decision,
-)
+from deepwork_core.state.approvals.decide import record_decision
+from deepwork_core.state.approvals.models import ApprovalChannel, ApprovalError, ApprovalRequest
+from deepwork_core.state.approvals.seal import ApprovalKey
+from deepwork_core.state.approvals.signatures import ApproverSigner, TrustedApprovers
+from deepwork_core.state.approvals.store import ApprovalStore
 from deepwork_core.state.store.opening import open_store
 from deepwork_core.state.store.port import Store
 from deepwork_core.state.store.shown_bytes import (
