@@ -31,7 +31,7 @@ from deepwork_core.engine.fanout.worktrees import WORKTREES_DIR, AcceptedTree, L
 from deepwork_core.engine.outcomes import CheckpointContext, Outcomes, needs_work, with_findings
 from deepwork_core.engine.outputs import ValidatedOutputs
 from deepwork_core.engine.results import EvidenceReport, FinishResult
-from deepwork_core.engine.safeguards import Findings
+from deepwork_core.engine.safeguards.findings import Findings
 from deepwork_core.evidence.hashes import OutputEvidence, sha256_file
 from deepwork_core.jobs.discovery import JobCatalog, LoadedJob
 from deepwork_core.state.session_model import FanInstance, FanOut

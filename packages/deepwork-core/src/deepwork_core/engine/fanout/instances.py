@@ -30,7 +30,7 @@ from deepwork_core.engine.fanout.items import (
 from deepwork_core.engine.fanout.worktrees import Worktrees
 from deepwork_core.engine.outputs import ValidatedOutputs
 from deepwork_core.engine.results import FinishResult, FinishStatus
-from deepwork_core.engine.safeguards import Safeguards
+from deepwork_core.engine.safeguards.evidence import Safeguards
 from deepwork_core.evidence.scope import undeclared
 from deepwork_core.jobs.discovery import LoadedJob
 from deepwork_core.jobs.fan_out_keys import Isolation
