@@ -184,10 +184,11 @@ def test_every_dotted_field_a_skill_names_exists(skills: dict[str, str]) -> None
     """Every dotted name is a response field or an error code the server has."""
     from deepwork_core.base.error_codes import ErrorCode
     from deepwork_core.engine.fanout.codes import FanOutCode
+    from deepwork_core.jobs.errors import JobCode
     from deepwork_core.receipts.codes import ReceiptCode
     from deepwork_core.state.store.errors import StoreCode
 
-    families = (ErrorCode, FanOutCode, ReceiptCode, StoreCode)
+    families = (ErrorCode, FanOutCode, JobCode, ReceiptCode, StoreCode)
     codes = {code.value for family in families for code in family}
     missing = {
         f"{where}: `{dotted}`"
