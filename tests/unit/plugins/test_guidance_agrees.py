@@ -314,8 +314,8 @@ def test_no_sentence_is_said_in_two_reference_files() -> None:
 
 def test_define_teaches_the_010_format_first_with_a_complete_template() -> None:
     from deepwork_core.base.yamlio import parse_yaml
-    from deepwork_core.jobs.model import OutputType
     from deepwork_core.jobs.parser import parse_job_document
+    from deepwork_core.jobs.step_parts import OutputType
 
     define = _step_text("define")
     assert define.index("0.10 format") < define.index("0.9")

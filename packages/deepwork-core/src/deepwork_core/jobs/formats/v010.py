@@ -36,20 +36,18 @@ from deepwork_core.jobs.formats.v010_model import (
     WorkflowStep,
 )
 from deepwork_core.jobs.json_schemas import json_schema_findings
-from deepwork_core.jobs.model import (
+from deepwork_core.jobs.model import JobDefinition, Step, Workflow
+from deepwork_core.jobs.report import JobReport
+from deepwork_core.jobs.step_parts import (
     Approval,
     InputType,
-    JobDefinition,
     OutputSpec,
     OutputType,
     Review,
     ReviewContext,
-    Step,
     StepInput,
     SubWorkflowRef,
-    Workflow,
 )
-from deepwork_core.jobs.report import JobReport
 
 QUALIFIER = "__"
 

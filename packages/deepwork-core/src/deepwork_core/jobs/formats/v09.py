@@ -18,17 +18,15 @@ from pydantic import BaseModel, Field, StrictBool, ValidationError
 
 from deepwork_core.base.yamlio import KeyPath
 from deepwork_core.jobs.errors import JobCode
-from deepwork_core.jobs.model import (
+from deepwork_core.jobs.model import JobDefinition, Step, Workflow
+from deepwork_core.jobs.step_parts import (
     HookAction,
     InputType,
-    JobDefinition,
     OutputSpec,
     OutputType,
     Review,
-    Step,
     StepHooks,
     StepInput,
-    Workflow,
 )
 
 #: The step keys 0.9.x files may still give; the job model has none of them.
