@@ -18,16 +18,15 @@ from deepwork_core.engine.results import ApprovalPrompt
 from deepwork_core.engine.safeguards.findings import Findings
 from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.jobs.model import Step
-from deepwork_core.state.approvals import (
+from deepwork_core.state.approvals.decide import record_decision, rehash
+from deepwork_core.state.approvals.models import (
     ApprovalChannel,
     ApprovalRecord,
     ApprovalRequest,
-    ApprovalStore,
     new_request_id,
-    record_decision,
-    rehash,
     shown_outputs,
 )
+from deepwork_core.state.approvals.store import ApprovalStore
 from deepwork_core.state.event_kinds import ApprovalRequestedEvent, KnownEvent
 from deepwork_core.state.events import append_event
 from deepwork_core.state.sessions import PendingApproval, Session

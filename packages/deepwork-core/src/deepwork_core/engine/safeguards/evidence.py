@@ -31,7 +31,7 @@ from deepwork_core.evidence.scope import RepoSnapshot, take_snapshot, undeclared
 from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.evidence.watch import ChangeWatch
 from deepwork_core.jobs.model import JobDefinition, ScopeGuard, Step
-from deepwork_core.state.approvals import ApprovalStore
+from deepwork_core.state.approvals.store import ApprovalStore
 from deepwork_core.state.event_kinds import (
     StaleEvidenceEvent,
     StepFinishedEvent,
