@@ -8,7 +8,6 @@ import pytest
 from deepwork_core.base.errors import (
     InvalidIdentifierError,
     InvalidTextError,
-    JobNotFoundError,
     PathOutsideProjectError,
 )
 from deepwork_core.base.identifiers import (
@@ -22,6 +21,7 @@ from deepwork_core.base.identifiers import (
     shown,
 )
 from deepwork_core.jobs.discovery import JobCatalog
+from deepwork_core.jobs.errors import JobNotFoundError
 
 
 @pytest.mark.parametrize("name", ["a", "job_1", "x9_y"])

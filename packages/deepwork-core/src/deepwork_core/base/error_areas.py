@@ -2,7 +2,8 @@
 
 `docs/errors.md` has one section per area (`python tools/gen_errors_doc.py write`); a test
 checks that every code of every family (`deepwork_core.base.error_codes.ErrorCode`,
-`deepwork_core.receipts.codes.ReceiptCode`) falls in one of these areas.
+`deepwork_core.jobs.errors.JobCode`, `deepwork_core.receipts.codes.ReceiptCode`) falls in one
+of these areas.
 """
 
 from __future__ import annotations

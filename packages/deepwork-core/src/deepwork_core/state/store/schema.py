@@ -247,6 +247,18 @@ class ListColumns:
     #: The branch the repository was on when the run switched to its own.
     started_from: str | None = None
 
+    def values(self) -> tuple[str | int | None, ...]:
+        """The columns' values in table order, as SQL parameters (goal, steps,
+        parent_session_id, is_instance, awaiting_approval, started_from)."""
+        return (
+            self.goal,
+            self.steps,
+            self.parent_session_id,
+            int(self.is_instance),
+            int(self.awaiting_approval),
+            self.started_from,
+        )
+
 
 def list_columns(document: Mapping[str, Any]) -> ListColumns:
     """The list columns of a session document (a parsed `Session` JSON)."""
@@ -280,12 +292,7 @@ def fill_run_columns(tx: Executes) -> None:
             "UPDATE sessions SET goal = ?, steps = ?, parent_session_id = ?, is_instance = ?, "
             "awaiting_approval = ?, started_from = ? WHERE project_id = ? AND session_id = ?",
             (
-                listed.goal,
-                listed.steps,
-                listed.parent_session_id,
-                int(listed.is_instance),
-                int(listed.awaiting_approval),
-                listed.started_from,
+                *listed.values(),
                 project_id,
                 session_id,
             ),

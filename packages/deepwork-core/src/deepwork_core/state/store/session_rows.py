@@ -78,12 +78,7 @@ def save_session(tx: Tx, project_id: str, machine: str, row: SessionRow, now: fl
             now,
             row.completed_at,
             row.body,
-            listed.goal,
-            listed.steps,
-            listed.parent_session_id,
-            int(listed.is_instance),
-            int(listed.awaiting_approval),
-            listed.started_from,
+            *listed.values(),
             ended,
         ),
     )
