@@ -31,7 +31,12 @@ from deepwork_core.base.identifiers import SessionId, parse_session_id
 from deepwork_core.engine.parking import refuse_inside_run
 from deepwork_core.state.approvals.decide import record_decision
 from deepwork_core.state.approvals.models import ApprovalChannel, ApprovalRecord
-from deepwork_core.state.approvals.store import ApprovalStore, nothing_to_decide
+from deepwork_core.state.approvals.store import (
+    ApprovalStore,
+    nothing_to_decide,
+    serving_project,
+)
+from deepwork_core.state.store.port import ProjectRef
 
 from deepwork_mcp.approvals.keys import (
     approval_key,
@@ -82,8 +87,19 @@ def approve(
         with existing_project_store(root) as opened:
             if opened is None:  # no store, so nothing waits
                 raise nothing_to_decide(parsed)
-            store = ApprovalStore(opened, root, key, trusted=trusted, signer=signer)
-            record = _decide(store, parsed, reject=reject, comment=comment, yes=yes)
+            serving = serving_project(opened, parsed, shared=trusted.shared)
+            if serving is None:
+                raise nothing_to_decide(parsed)
+            elsewhere = serving.project_id != opened.project.project_id
+            store = ApprovalStore(
+                opened,
+                root,
+                key,
+                trusted=trusted,
+                signer=signer,
+                project_id=serving.project_id if elsewhere else None,
+            )
+            record = _decide(store, parsed, serving, reject=reject, comment=comment, yes=yes)
     except DeepWorkError as exc:
         click.echo(printable(f"{exc.code}: {exc.message}"), err=True)
         raise click.exceptions.Exit(1) from None
@@ -93,19 +109,29 @@ def approve(
     click.echo(
         printable(f"{verdict} for step {steps} of session {session_id}")
         + (printable(f", signed by approver {signed}") if signed else "")
-        + ". The agent's next finished_step call picks it up."
+        + printable(f". The run is served by {_where(serving)}")
+        + ": the agent's next finished_step call picks it up."
     )
 
 
 def _decide(
-    store: ApprovalStore, session_id: SessionId, *, reject: bool, comment: str | None, yes: bool
+    store: ApprovalStore,
+    session_id: SessionId,
+    serving: ProjectRef,
+    *,
+    reject: bool,
+    comment: str | None,
+    yes: bool,
 ) -> ApprovalRecord:
-    """Show the open request, ask (unless `yes`), and record the decision."""
+    """Show the open request (read from the store, of the project `serving` the run), ask
+    (unless `yes`), and record the decision."""
     pending = store.load(session_id)
     if pending is not None:
         if not store.trusted.shared:
             store.check_request(pending)
-        _describe(pending, store.project_root)
+        click.echo(printable(f"Run served by {_where(serving)}"))
+        here = serving.project_id == store.store.project.project_id
+        _describe(pending, store.project_root if here else None, serving)
         _warn_unverified(store, session_id, pending)
         if not yes:
             _confirm(pending, reject)
@@ -121,7 +147,13 @@ def _decide(
     )
 
 
-def _describe(record: ApprovalRecord, root: Path) -> None:
+def _where(serving: ProjectRef) -> str:
+    return f"project {serving.root} on {serving.machine}"
+
+
+def _describe(record: ApprovalRecord, root: Path | None, serving: ProjectRef) -> None:
+    """The request as the store holds it; each file's content from `root`, the checkout that
+    serves the run (None: another checkout does, whose bytes this one may not hold)."""
     request = record.request
     steps = ", ".join(request.step_ids)
     click.echo(printable(f"{request.job_name}/{request.workflow_name}, step {steps}"))
@@ -130,7 +162,13 @@ def _describe(record: ApprovalRecord, root: Path) -> None:
         sha = shown.sha256 or "(missing)"
         click.echo("")
         click.echo("  " + printable(f"{shown.output}: {shown.path}  sha256 {sha}"))
-        click.echo(indented(_content(root, shown.path), "  | "))
+        content = (
+            _content(root, shown.path)
+            if root is not None
+            else f"(not shown: the file is on {serving.machine} in {serving.root}; the "
+            "decision binds to the sha256 above, which that server checks before it counts)"
+        )
+        click.echo(indented(content, "  | "))
 
 
 def _content(root: Path, relative: str) -> str:

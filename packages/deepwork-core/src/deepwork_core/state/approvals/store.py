@@ -30,7 +30,7 @@ from deepwork_core.state.approvals.signatures import ApproverSigner, Refusal, Tr
 from deepwork_core.state.event_kinds import parse_line
 from deepwork_core.state.events import append_event
 from deepwork_core.state.store import approval_rows as rows
-from deepwork_core.state.store.port import Store
+from deepwork_core.state.store.port import ProjectRef, Store
 
 
 class ApprovalStore:
@@ -288,6 +288,21 @@ def _decision_row(session_id: str, decision: ApprovalDecision) -> rows.DecisionR
         decided_at=decision.decided_at.timestamp(),
         body=decision.model_dump_json(),
     )
+
+
+def serving_project(store: Store, session_id: str, *, shared: bool) -> ProjectRef | None:
+    """The project whose server waits on the open approval of `session_id`: the one `store` was
+    opened for when it does; on a `shared` store, whichever project of it does (a checkout
+    deciding on a run another one serves, docs/team.md); None when none waits."""
+    here = store.project
+    with store.read() as tx:
+        waiting = rows.projects_waiting(tx, session_id)
+    if any(project_id == here.project_id for project_id, _, _ in waiting):
+        return here
+    if not (shared and waiting):
+        return None
+    project_id, root, machine = waiting[0]
+    return ProjectRef(project_id=project_id, root=root, machine=machine)
 
 
 def nothing_to_decide(session_id: str) -> ApprovalError:

@@ -191,3 +191,15 @@ def undecided_requests(tx: Tx, *, limit: int = 1000) -> list[OpenRequest]:
         (OPEN, limit),
     )
     return [OpenRequest(str(a), str(b), str(c), str(d)) for a, b, c, d in rows]
+
+
+def projects_waiting(tx: Tx, session_id: str) -> list[tuple[str, str, str]]:
+    """`(project id, root, machine)` of each project of the store with an open request of
+    `session_id`, newest request first (a session id is one project's, so at most one)."""
+    rows = tx.execute(
+        "SELECT r.project_id, p.root, p.machine FROM approval_requests r "
+        "JOIN projects p ON p.project_id = r.project_id "
+        "WHERE r.session_id = ? AND r.state = ? ORDER BY r.requested_at DESC",
+        (session_id, OPEN),
+    )
+    return [(str(a), str(b), str(c)) for a, b, c in rows]
