@@ -79,7 +79,8 @@ def test_approve_from_a_second_checkout_decides_the_run_the_first_one_serves(
         record = served.load_verified(SID)  # the signature counts where the run is served
     finally:
         store.close()
-    assert record is not None and record.decision is not None
+    assert record is not None
+    assert record.decision is not None
     assert record.decision.approved
     assert record.decision.signer == "alice"
 
