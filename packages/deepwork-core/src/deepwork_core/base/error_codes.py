@@ -38,11 +38,16 @@ class ErrorCode(Code):
     APPROVAL_ALREADY_DECIDED = "approval.already_decided"
     """The approval request was already approved or rejected; a request is decided once (the
     next `finished_step` opens a new one if needed)."""
+    APPROVAL_CANCELLED = "approval.cancelled"
+    """The request was cancelled (the run was aborted or moved back): nothing was recorded."""
     APPROVAL_CORRUPT = "approval.corrupt"
     """An approval in the store (or an old file under `.deepwork/tmp/approvals/` being imported)
     cannot be read; have the agent call `finished_step` again, which opens a new request."""
     APPROVAL_ERROR = "approval.error"
     """Generic approval error."""
+    APPROVAL_EXPIRED = "approval.expired"
+    """The request's `expires_after` passed before enough approvers approved: nothing completes
+    and no decision is recorded; the agent calls `go_to_step` to ask anew, or aborts."""
     APPROVAL_INSIDE_RUN = "approval.inside_run"
     """`deepwork approve` (or the dashboard) was started inside a headless run's agent
     (`DEEPWORK_RUN` is set): a decision from inside the run never counts. A person decides from
@@ -56,6 +61,9 @@ class ErrorCode(Code):
     delete it (a new key is made; decisions sealed with the old one stop counting)."""
     APPROVAL_NONE_PENDING = "approval.none_pending"
     """The session has no step waiting for approval."""
+    APPROVAL_NOT_ELIGIBLE = "approval.not_eligible"
+    """The step's policy does not let this approver count: not in its `approvers`, the run's
+    author under `not_by_author`, or already counted. Nothing is recorded."""
     APPROVAL_OUTPUTS_CHANGED = "approval.outputs_changed"
     """A file shown for approval changed after the request was opened; the agent must call
     `finished_step` again so the new content is reviewed first."""

@@ -29,6 +29,7 @@ from pydantic_core import PydanticCustomError
 
 from deepwork_core.base.config import ReviewDepth
 from deepwork_core.base.identifiers import NAME_PATTERN
+from deepwork_core.jobs.approval_policy import Approval
 from deepwork_core.jobs.fan_out_keys import (
     AllowPartial,
     ForEach,
@@ -251,17 +252,6 @@ class SubWorkflowRef(_Strict):
 
     workflow_name: Name
     workflow_job: Name | None = None
-
-
-class Approval(_Strict):
-    """A human sign-off a step needs after its reviews pass (see docs/evidence.md)."""
-
-    prompt: NonEmptyText = Field(description="The question put to the human.")
-    show: list[NonEmptyText] = Field(
-        default_factory=list,
-        description="Names of the step's outputs shown to the human; the approval is bound to "
-        "their SHA-256 hashes.",
-    )
 
 
 def check_evidence_fields(

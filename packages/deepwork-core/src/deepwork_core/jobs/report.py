@@ -33,6 +33,7 @@ _SHAPE_CODES = {
     "step_body_shape": ErrorCode.JOB_INVALID_STEP_BODY,
     "may_change_glob": ErrorCode.JOB_INVALID_MAY_CHANGE,
     "approval_show": ErrorCode.JOB_INVALID_APPROVAL,
+    "approval_policy": ErrorCode.JOB_INVALID_APPROVAL,
     "fan_out_shape": ErrorCode.JOB_INVALID_FOR_EACH,
 }
 

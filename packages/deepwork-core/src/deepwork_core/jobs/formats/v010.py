@@ -24,6 +24,7 @@ from pydantic import BaseModel, ValidationError
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import Severity
 from deepwork_core.base.yamlio import KeyPath, YamlDocument
+from deepwork_core.jobs.approval_policy import Approval
 from deepwork_core.jobs.checks import check_semantics
 from deepwork_core.jobs.formats.v010_model import (
     ArgumentType,
@@ -37,7 +38,6 @@ from deepwork_core.jobs.formats.v010_model import (
 )
 from deepwork_core.jobs.json_schemas import json_schema_findings
 from deepwork_core.jobs.model import (
-    Approval,
     InputType,
     JobDefinition,
     OutputSpec,
