@@ -20,9 +20,7 @@ from typing import Any
 from deepwork_core.base.errors import GitError
 from deepwork_core.engine.approver import HumanAnswer
 from deepwork_core.engine.outputs import ValidatedOutputs
-from deepwork_core.engine.results import (
-    ApprovalPrompt,
-)
+from deepwork_core.engine.results import ApprovalPrompt, prompt_of
 from deepwork_core.evidence.audit import SNAPSHOT_POOL, Audit, audit_checkpoint
 from deepwork_core.evidence.hashes import (
     OutputEvidence,
@@ -43,7 +41,8 @@ from deepwork_core.state.approvals.models import (
     new_request_id,
     shown_outputs,
 )
-from deepwork_core.state.approvals.store import ApprovalStore
+from deepwork_core.state.approvals.policy import request_policy
+from deepwork_core.state.approvals.store import ApprovalStore, expired
 from deepwork_core.state.event_kinds import (
     ApprovalRequestedEvent,
     KnownEvent,
@@ -333,6 +332,7 @@ class Safeguards:
         """Open a request for the human; the session waits for it (`pending_approval`)."""
         asks = [step.approval for step in steps if step.approval is not None]
         names = [name for ask in asks for name in ask.show]
+        now = self.clock()
         request = ApprovalRequest(
             request_id=new_request_id(),
             session_id=session.session_id,
@@ -341,7 +341,8 @@ class Safeguards:
             step_ids=list(session.current_step_ids),
             prompt="\n\n".join(ask.prompt for ask in asks),
             shown=shown_outputs(findings.audit.hashes, names),
-            requested_at=self.clock(),
+            requested_at=now,
+            policy=request_policy(asks, session.author, now),
         )
         self.approvals.open_request(request)
         session.pending_approval = PendingApproval(
@@ -363,7 +364,7 @@ class Safeguards:
                 shown=list(request.shown),
             )
         )
-        return prompt_of(request)
+        return prompt_of(ApprovalRecord(request=request))
 
     def approval_outcome(
         self, session: Session, findings: Findings
@@ -388,6 +389,9 @@ class Safeguards:
         record = self.approvals.load_verified(session.session_id)
         if record is None or not _asks_for(record, pending):
             return ApprovalOutcome.VOID, None
+        policy = record.request.policy
+        if record.decision is None and policy is not None and policy.expired(self.clock()):
+            raise expired(session.session_id, policy)  # nothing completes, nothing is recorded
         if record.decision is None:
             return ApprovalOutcome.WAIT, record
         if not record.decision_holds(rehash(self.project_root, record.request.shown)):
@@ -420,19 +424,6 @@ class Safeguards:
 
     def _write(self, event: KnownEvent) -> None:
         append_event(self.approvals.store, event)
-
-
-def prompt_of(request: ApprovalRequest) -> ApprovalPrompt:
-    return ApprovalPrompt(
-        session_id=request.session_id,
-        request_id=request.request_id,
-        step_ids=list(request.step_ids),
-        prompt=request.prompt,
-        command=f"deepwork approve {request.session_id}",
-        shown=list(request.shown),
-        job_name=request.job_name,
-        workflow_name=request.workflow_name,
-    )
 
 
 def _asks_for(record: ApprovalRecord, pending: PendingApproval) -> bool:

@@ -92,19 +92,21 @@ def check_expiry(text: str | None) -> str | None:
 
 def check_required(required: int, approvers: list[str] | None) -> int:
     """`required` when the named `approvers` (None: any trusted one) can meet it."""
-    if approvers is not None:
-        if len(set(approvers)) != len(approvers):
-            raise PydanticCustomError(
-                "approval_policy", "approval.approvers names an approver twice", {}
-            )
-        if required > len(approvers):
-            raise PydanticCustomError(
-                "approval_policy",
-                "approval.required is {required}, but approval.approvers names only {count}: "
-                "the step could never be approved",
-                {"required": required, "count": len(approvers)},
-            )
+    if approvers is not None and required > len(approvers):
+        raise PydanticCustomError(
+            "approval_policy",
+            "approval.required is {required}, but approval.approvers names only {count}: "
+            "the step could never be approved",
+            {"required": required, "count": len(approvers)},
+        )
     return required
+
+
+def check_approvers(approvers: list[str] | None) -> list[str] | None:
+    """`approvers` when it names each approver once."""
+    if approvers is not None and len(set(approvers)) != len(approvers):
+        raise PydanticCustomError("approval_policy", "approval.approvers names an approver twice")
+    return approvers
 
 
 class Approval(BaseModel):
@@ -123,6 +125,11 @@ class Approval(BaseModel):
     required: RequiredSigners = 1
     not_by_author: NotByAuthor = False
     expires_after: ExpiresAfter = None
+
+    @field_validator("approvers")
+    @classmethod
+    def _each_once(cls, approvers: list[str] | None) -> list[str] | None:
+        return check_approvers(approvers)
 
     @field_validator("required")
     @classmethod
