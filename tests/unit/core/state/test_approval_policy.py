@@ -103,7 +103,8 @@ def refused(call: Callable[[], object]) -> str:
 def test_two_of_three_counts_one_approver_once_and_completes_with_a_second(
     tmp_path: Path, make_store: Callable[..., Store]
 ) -> None:
-    crew = team(tmp_path, make_store, RequestPolicy(required=2, approvers=["alice", "bob", "carol"]))
+    three = ["alice", "bob", "carol"]
+    crew = team(tmp_path, make_store, RequestPolicy(required=2, approvers=three))
     crew.decide("alice")
     partial = crew.verified()
     assert partial.decision is None  # 1 of 2: the step keeps waiting
