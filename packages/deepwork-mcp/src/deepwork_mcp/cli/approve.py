@@ -27,6 +27,7 @@ from deepwork_core import DeepWorkError
 from deepwork_core.base.errors import FileReadError
 from deepwork_core.base.escaping import indented, printable
 from deepwork_core.base.fsutil import read_bytes_file
+from deepwork_core.base.git import user_email
 from deepwork_core.base.identifiers import SessionId, parse_session_id
 from deepwork_core.engine.parking import refuse_inside_run
 from deepwork_core.state.approvals.decide import record_decision
@@ -106,9 +107,12 @@ def approve(
     verdict = "Approved" if not reject else "Changes requested"
     steps = ", ".join(record.request.step_ids)
     signed = record.decision.signer if record.decision is not None else None
+    policy = record.request.policy
+    standing = record.standing()
     click.echo(
         printable(f"{verdict} for step {steps} of session {session_id}")
         + (printable(f", signed by approver {signed}") if signed else "")
+        + (f" ({standing.text()})" if policy is not None and policy.required > 1 else "")
         + printable(f". The run is served by {_where(serving)}")
         + ": the agent's next finished_step call picks it up."
     )
@@ -144,6 +148,7 @@ def _decide(
         actor=_actor(),
         terminal=_terminal(),
         now=datetime.now(UTC),
+        email=user_email(store.project_root),
     )
 
 
