@@ -5,13 +5,14 @@ request never completes its step."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.identifiers import SessionId
-from deepwork_core.engine.results import FinishStatus
+from deepwork_core.engine.results import FinishResult, FinishStatus
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.state.approvals.decide import record_decision
@@ -99,19 +100,45 @@ def decide(store: Store, root: Path, who: ApproverSigner, session_id: str, at: d
     )
 
 
-def test_two_of_three_not_by_author_completes_only_with_two_non_author_signatures(
-    tmp_path: Path, make_store: Callable[..., Store]
-) -> None:
+@dataclass
+class Waiting:
+    """A run of `policed` whose step waits for approval (started by alice)."""
+
+    run: WorkflowEngine
+    store: Store
+    root: Path
+    signers: dict[str, ApproverSigner]
+    clock: Clock
+    session_id: str
+    answer: FinishResult
+
+
+def waiting(tmp_path: Path, make_store: Callable[..., Store]) -> Waiting:
     root, signers = project(tmp_path)
     store, clock = make_store(root), Clock()
     run = engine(store, root, clock)
     run.start("sign it", "policed", "main")
     session_id = run.stack()[0].session_id
     (root / "sig.md").write_text("signed\n")
-    waiting = run.finish({"sig": "sig.md"})
-    assert waiting.status is FinishStatus.AWAITING_APPROVAL
-    assert "0 of 2 approvals" in (waiting.feedback or "")
-    assert "expires at 2026-12-01T10:00:00+00:00" in (waiting.feedback or "")
+    answer = run.finish({"sig": "sig.md"})
+    assert answer.status is FinishStatus.AWAITING_APPROVAL
+    return Waiting(run, store, root, signers, clock, session_id, answer)
+
+
+def test_two_of_three_not_by_author_completes_only_with_two_non_author_signatures(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    w = waiting(tmp_path, make_store)
+    run, store, root, signers, clock, session_id = (
+        w.run,
+        w.store,
+        w.root,
+        w.signers,
+        w.clock,
+        w.session_id,
+    )
+    assert "0 of 2 approvals" in (w.answer.feedback or "")
+    assert "expires at 2026-12-01T10:00:00+00:00" in (w.answer.feedback or "")
 
     with pytest.raises(ApprovalError) as author:
         decide(store, root, signers["alice"], session_id, clock.now)
@@ -131,13 +158,15 @@ def test_two_of_three_not_by_author_completes_only_with_two_non_author_signature
 def test_an_expired_request_never_completes_its_step(
     tmp_path: Path, make_store: Callable[..., Store]
 ) -> None:
-    root, signers = project(tmp_path)
-    store, clock = make_store(root), Clock()
-    run = engine(store, root, clock)
-    run.start("sign it", "policed", "main")
-    session_id = run.stack()[0].session_id
-    (root / "sig.md").write_text("signed\n")
-    assert run.finish({"sig": "sig.md"}).status is FinishStatus.AWAITING_APPROVAL
+    w = waiting(tmp_path, make_store)
+    run, store, root, signers, clock, session_id = (
+        w.run,
+        w.store,
+        w.root,
+        w.signers,
+        w.clock,
+        w.session_id,
+    )
     decide(store, root, signers["bob"], session_id, clock.now)
 
     clock.now += timedelta(hours=1, seconds=1)
