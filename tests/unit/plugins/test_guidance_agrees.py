@@ -679,3 +679,26 @@ def test_the_skill_says_keys_count_only_from_the_base_branch(skills: dict[str, s
     assert "committed on the base branch" in approvals
     assert "never lets you approve" in approvals
     assert "trusted_ref" in ApprovalsConfig.model_fields
+
+
+def test_the_skill_and_the_reference_teach_approval_policies_as_the_server_has_them(
+    skills: dict[str, str],
+) -> None:
+    """Issue 39: the policy keys the texts name are the `approval:` model's, the answer the
+    skill quotes is the one `Standing` writes, and the expiry code is the server's."""
+    from deepwork_core.base.error_codes import ErrorCode
+    from deepwork_core.jobs.approval_policy import Approval
+    from deepwork_core.state.approvals.policy import Standing
+
+    text = _flat(_deepwork_skill(skills))
+    approvals = text[text.index("## Approvals") : text.index("## Receipts")]
+    reference = _flat((REFERENCE / "job_format.md").read_text(encoding="utf-8"))
+    for key in ("required", "approvers", "not_by_author", "expires_after"):
+        assert key in Approval.model_fields, key
+        assert f"`{key}" in reference, key
+    for key in ("required", "not_by_author", "expires_after"):
+        assert f"`{key}" in approvals, key
+    assert f"`{ErrorCode.APPROVAL_EXPIRED}`" in approvals
+    quoted = Standing(required=2, approved_by=["alice"]).text()
+    assert f"`{quoted}`" in approvals
+    assert "`go_to_step`" in approvals

@@ -34,7 +34,7 @@ from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools.base import ToolResult
 from mcp.types import CallToolRequestParams
 
-from deepwork_mcp.approvals.keys import approval_key, gate_key
+from deepwork_mcp.approvals.keys import approval_key, approver_name, gate_key
 from deepwork_mcp.approvals.keys import state_dir as default_state_dir
 from deepwork_mcp.listing import CompactToolListing
 from deepwork_mcp.roots import ProjectRoot, Projects, ProjectServices, RootsMiddleware
@@ -324,6 +324,7 @@ class _ServicesFactory:
             watch=_change_watch(folder) if config.git.change_watch else None,
             headless=self.headless,
             receipt_key=gate_key(self.keys),
+            author_approver=approver_name(self.keys, os.environ),
         )
         try:  # a crash may have left a fan-out half-made (docs/fan-out.md)
             recover(engine.fan, engine.store, catalog)

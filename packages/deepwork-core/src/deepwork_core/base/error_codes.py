@@ -44,11 +44,16 @@ class ErrorCode(Code):
     hold every byte of a shown file (larger than 256 KiB, binary, over the request's 2 MiB, or
     requested before the store kept bytes), so nobody could see it there. Decide where the run
     is served; the message names the project and machine. Nothing is recorded."""
+    APPROVAL_CANCELLED = "approval.cancelled"
+    """The request was cancelled (the run was aborted or moved back): nothing was recorded."""
     APPROVAL_CORRUPT = "approval.corrupt"
     """An approval in the store (or an old file under `.deepwork/tmp/approvals/` being imported)
     cannot be read; have the agent call `finished_step` again, which opens a new request."""
     APPROVAL_ERROR = "approval.error"
     """Generic approval error."""
+    APPROVAL_EXPIRED = "approval.expired"
+    """The request's `expires_after` passed before enough approvers approved: nothing completes
+    and no decision is recorded; the agent calls `go_to_step` to ask anew, or aborts."""
     APPROVAL_INSIDE_RUN = "approval.inside_run"
     """`deepwork approve` (or the dashboard) was started inside a headless run's agent
     (`DEEPWORK_RUN` is set): a decision from inside the run never counts. A person decides from
@@ -62,6 +67,9 @@ class ErrorCode(Code):
     delete it (a new key is made; decisions sealed with the old one stop counting)."""
     APPROVAL_NONE_PENDING = "approval.none_pending"
     """The session has no step waiting for approval."""
+    APPROVAL_NOT_ELIGIBLE = "approval.not_eligible"
+    """The step's policy does not let this approver count: not in its `approvers`, the run's
+    author under `not_by_author`, or already counted. Nothing is recorded."""
     APPROVAL_OUTPUTS_CHANGED = "approval.outputs_changed"
     """A file shown for approval changed after the request was opened; the agent must call
     `finished_step` again so the new content is reviewed first."""

@@ -77,6 +77,15 @@ def git_env() -> dict[str, str]:
     return {**os.environ, **_ENV_OVERRIDES}
 
 
+def user_email(root: Path) -> str | None:
+    """git's `user.email` as the repository at `root` sees it; None when unset or no git."""
+    try:
+        result = run_git(["config", "--get", "user.email"], cwd=root, check=False)
+    except GitError:
+        return None
+    return (result.stdout.strip() or None) if result.returncode == 0 else None
+
+
 def repository_root(path: Path, *, timeout: float = DEFAULT_TIMEOUT) -> Path | None:
     """The top-level folder of the work tree containing `path`, or None outside git."""
     result = run_git(["rev-parse", "--show-toplevel"], cwd=path, timeout=timeout, check=False)

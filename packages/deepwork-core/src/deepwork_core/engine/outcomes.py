@@ -31,8 +31,9 @@ from deepwork_core.engine.results import (
     EvidenceReport,
     FinishResult,
     FinishStatus,
+    prompt_of,
 )
-from deepwork_core.engine.safeguards.approvals import ApprovalOutcome, prompt_of
+from deepwork_core.engine.safeguards.approvals import ApprovalOutcome
 from deepwork_core.engine.safeguards.evidence import Safeguards, override_kind
 from deepwork_core.engine.safeguards.findings import Findings
 from deepwork_core.evidence.scope import RepoSnapshot
@@ -228,11 +229,11 @@ class Outcomes:
         if self.parking is not None and session.parked is not None:
             record = self.guards.approvals.load(session.session_id)
             if record is not None:  # what it asks; no decision is read while parked
-                return awaiting(context.stack(), prompt_of(record.request), findings, parked=True)
+                return awaiting(context.stack(), prompt_of(record), findings, parked=True)
         outcome, record = self.guards.approval_outcome(session, findings)
         stack = context.stack()
         if outcome is ApprovalOutcome.WAIT and record is not None:
-            return awaiting(stack, prompt_of(record.request), findings)
+            return awaiting(stack, prompt_of(record), findings)
         if outcome is ApprovalOutcome.APPROVED and findings.blocked is not None:
             # An approval covers the files shown, never stale or undeclared ones: the request
             # stays open, so once the agent mends them the same decision still holds.
@@ -375,6 +376,10 @@ def awaiting(
         "outputs. You must not approve it yourself, not even by running that command: the "
         "decision is the person's, and the trail records who answered and how."
     )
+    if prompt.standing is not None:
+        feedback += f" So far {prompt.standing}: each approver runs the command themselves."
+    if prompt.expires_at is not None:
+        feedback += f" The request expires at {prompt.expires_at.isoformat()}."
     result = FinishResult(FinishStatus.AWAITING_APPROVAL, stack, feedback=feedback)
     return with_findings(result, findings, approval=prompt)
 

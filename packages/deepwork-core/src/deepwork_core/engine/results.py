@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 
 from deepwork_core.base.identifiers import SessionId
@@ -47,6 +48,29 @@ class ApprovalPrompt:
     shown: list[ShownOutput]
     job_name: str
     workflow_name: str
+    #: Where the approvals stand where several must sign (`1 of 2 approvals (alice)`).
+    standing: str | None = None
+    #: When the request expires (its step's `expires_after`); None: never.
+    expires_at: datetime | None = None
+
+
+def prompt_of(record: ApprovalRecord) -> ApprovalPrompt:
+    """What the agent is told of the open request `record` (its decisions as read verified)."""
+    request = record.request
+    policy = request.policy
+    several = policy is not None and policy.required > 1
+    return ApprovalPrompt(
+        session_id=request.session_id,
+        request_id=request.request_id,
+        step_ids=list(request.step_ids),
+        prompt=request.prompt,
+        command=f"deepwork approve {request.session_id}",
+        shown=list(request.shown),
+        job_name=request.job_name,
+        workflow_name=request.workflow_name,
+        standing=record.standing().text() if several else None,
+        expires_at=None if policy is None else policy.expires_at,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from pathlib import Path
 from deepwork_core.base.config import DEFAULT_MAX_QUALITY_ATTEMPTS, OutputsConfig
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import WorkflowNotFoundError
+from deepwork_core.base.git import user_email
 from deepwork_core.base.identifiers import SessionId, check_agent_id, check_text
 from deepwork_core.engine.approver import Approver
 from deepwork_core.engine.branching import BranchOutcome, abandoned_note
@@ -36,9 +37,10 @@ from deepwork_core.gate.checkpoint import ProgressReporter
 from deepwork_core.gate.gates import Gate
 from deepwork_core.jobs.discovery import Catalog, JobCatalog, LoadedJob
 from deepwork_core.jobs.lookup import select_workflow
-from deepwork_core.jobs.model import Workflow
+from deepwork_core.jobs.model import JobDefinition, Workflow
 from deepwork_core.receipts.keys import GateKey
 from deepwork_core.receipts.writer import ReceiptWriter, commit_advice
+from deepwork_core.state.approvals.policy import RunAuthor
 from deepwork_core.state.approvals.seal import ApprovalKey
 from deepwork_core.state.approvals.signatures import TrustedApprovers
 from deepwork_core.state.approvals.store import ApprovalStore
@@ -96,8 +98,11 @@ class WorkflowEngine:
         watch: ChangeWatch | None = None,
         headless: bool = False,
         receipt_key: GateKey | None = None,
+        author_approver: str | None = None,
     ) -> None:
         self.project_root = project_root
+        #: The local approver of the user this engine runs as (a run's author, docs/team.md).
+        self.author_approver = author_approver
         self.catalog = catalog
         self.store = store
         self.gate = gate
@@ -179,6 +184,7 @@ class WorkflowEngine:
                 branch_name=branch_name,
                 previous_branch=outcome.previous_branch if parent is None else None,
                 started_at=now,
+                author=self._author(job.definition, parent),
             )
             guard_note = self.guards.begin(session, job.definition, entries[0], snapshot)
             session.start_commit = self._start_commit(session, parent)
@@ -297,6 +303,15 @@ class WorkflowEngine:
         if parent is not None:
             return parent.start_commit
         return head_commit(self.project_root) if under_git(self.project_root) else None
+
+    def _author(self, job: JobDefinition, parent: Session | None) -> RunAuthor | None:
+        """Who starts the run, recorded only for a job with a `not_by_author` approval (a
+        nested run keeps its parent's author)."""
+        if parent is not None:
+            return parent.author
+        if not any(s.approval is not None and s.approval.not_by_author for s in job.steps):
+            return None
+        return RunAuthor(approver=self.author_approver, email=user_email(self.project_root))
 
     def _main_stack_empty(self) -> bool:
         """No workflow on the main stack (the lock is taken only when the stack file exists)."""

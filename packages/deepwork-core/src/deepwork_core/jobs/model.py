@@ -23,6 +23,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from deepwork_core.jobs.approval_policy import Approval
 from deepwork_core.jobs.fan_out_keys import (
     AllowPartial,
     ForEach,
@@ -33,7 +34,6 @@ from deepwork_core.jobs.fan_out_keys import (
 )
 from deepwork_core.jobs.step_parts import (
     HOOK_EVENTS,
-    Approval,
     HookAction,
     Name,
     NonEmptyText,

@@ -34,6 +34,7 @@ _SHAPE_CODES = {
     "step_body_shape": JobCode.JOB_INVALID_STEP_BODY,
     "may_change_glob": JobCode.JOB_INVALID_MAY_CHANGE,
     "approval_show": JobCode.JOB_INVALID_APPROVAL,
+    "approval_policy": JobCode.JOB_INVALID_APPROVAL,
     "fan_out_shape": JobCode.JOB_INVALID_FOR_EACH,
 }
 

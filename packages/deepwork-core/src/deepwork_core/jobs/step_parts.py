@@ -22,6 +22,7 @@ from pydantic_core import PydanticCustomError
 
 from deepwork_core.base.config import ReviewDepth
 from deepwork_core.base.identifiers import NAME_PATTERN
+from deepwork_core.jobs.approval_policy import Approval
 
 Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
 NonEmptyText = Annotated[str, StringConstraints(min_length=1)]
@@ -233,17 +234,6 @@ class SubWorkflowRef(_Strict):
 
     workflow_name: Name
     workflow_job: Name | None = None
-
-
-class Approval(_Strict):
-    """A human sign-off a step needs after its reviews pass (see docs/evidence.md)."""
-
-    prompt: NonEmptyText = Field(description="The question put to the human.")
-    show: list[NonEmptyText] = Field(
-        default_factory=list,
-        description="Names of the step's outputs shown to the human; the approval is bound to "
-        "their SHA-256 hashes.",
-    )
 
 
 def check_evidence_fields(

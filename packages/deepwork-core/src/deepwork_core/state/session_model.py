@@ -26,6 +26,7 @@ from deepwork_core.evidence.hashes import OutputEvidence, OutputHash
 from deepwork_core.evidence.scope import RepoSnapshot
 from deepwork_core.evidence.verdicts import LoggedVerdictKind, ReviewVerdict, VerdictKind
 from deepwork_core.state.approvals.models import ApprovalRecord
+from deepwork_core.state.approvals.policy import RunAuthor
 
 SCHEMA_VERSION: Literal[1] = 1
 
@@ -212,6 +213,8 @@ class Session(_State):
     previous_branch: str | None = None
     started_at: datetime
     start_commit: str | None = None  # HEAD when the run started: its receipt's (docs/verify.md)
+    #: Who started the run, for `not_by_author` approvals (docs/job-format.md#approval-policy).
+    author: RunAuthor | None = None
     completed_at: datetime | None = None
     abort_reason: str | None = None
     quality_log: list[QualityEvent] = Field(default_factory=list)

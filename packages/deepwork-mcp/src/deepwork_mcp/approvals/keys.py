@@ -84,6 +84,19 @@ def approver_path(state: Path, name: str) -> Path:
     return state / "approvers" / f"{name}.key"
 
 
+def approver_name(state: Path, env: Mapping[str, str]) -> str | None:
+    """The approver the user at `state` signs as: `DEEPWORK_APPROVER`, else their only key in
+    `<state>/approvers/`; None when that says no one (a run's author, for `not_by_author`)."""
+    chosen = env.get(APPROVER_ENV) or None
+    if chosen is not None:
+        return chosen
+    try:
+        names = sorted(p.stem for p in (state / "approvers").glob("*.key"))
+    except OSError:
+        return None
+    return names[0] if len(names) == 1 else None
+
+
 def local_signer(
     state: Path, env: Mapping[str, str], name: str | None, trusted: TrustedApprovers
 ) -> ApproverSigner | None:

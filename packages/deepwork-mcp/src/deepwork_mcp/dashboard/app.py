@@ -31,6 +31,7 @@ from urllib.parse import parse_qs
 
 from deepwork_core import DeepWorkError
 from deepwork_core.base.error_codes import ErrorCode
+from deepwork_core.base.git import user_email
 from deepwork_core.base.identifiers import SessionId, parse_session_id
 from deepwork_core.state.approvals.decide import record_decision
 from deepwork_core.state.approvals.models import ApprovalChannel, ApprovalError
@@ -257,6 +258,7 @@ class DashboardRoutes:
                 terminal=None,
                 now=datetime.now(UTC),
                 request_id=request_id,
+                email=user_email(self.root),
             )
         except DeepWorkError as exc:
             return self._approvals(f"Refused: {exc.code}: {exc.message}", 409)

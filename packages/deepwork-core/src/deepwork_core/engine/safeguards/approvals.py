@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from deepwork_core.engine.approver import HumanAnswer
-from deepwork_core.engine.results import ApprovalPrompt
+from deepwork_core.engine.results import ApprovalPrompt, prompt_of
 from deepwork_core.engine.safeguards.findings import Findings
 from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.jobs.model import Step
@@ -26,7 +26,8 @@ from deepwork_core.state.approvals.models import (
     new_request_id,
     shown_outputs,
 )
-from deepwork_core.state.approvals.store import ApprovalStore
+from deepwork_core.state.approvals.policy import request_policy
+from deepwork_core.state.approvals.store import ApprovalStore, expired
 from deepwork_core.state.event_kinds import ApprovalRequestedEvent, KnownEvent
 from deepwork_core.state.events import append_event
 from deepwork_core.state.sessions import PendingApproval, Session
@@ -65,6 +66,7 @@ class ApprovalGuards:
         """Open a request for the human; the session waits for it (`pending_approval`)."""
         asks = [step.approval for step in steps if step.approval is not None]
         names = [name for ask in asks for name in ask.show]
+        now = self.clock()
         request = ApprovalRequest(
             request_id=new_request_id(),
             session_id=session.session_id,
@@ -73,7 +75,8 @@ class ApprovalGuards:
             step_ids=list(session.current_step_ids),
             prompt="\n\n".join(ask.prompt for ask in asks),
             shown=shown_outputs(findings.audit.hashes, names),
-            requested_at=self.clock(),
+            requested_at=now,
+            policy=request_policy(asks, session.author, now),
         )
         self.approvals.open_request(request)
         session.pending_approval = PendingApproval(
@@ -95,7 +98,7 @@ class ApprovalGuards:
                 shown=list(request.shown),
             )
         )
-        return prompt_of(request)
+        return prompt_of(ApprovalRecord(request=request))
 
     def approval_outcome(
         self, session: Session, findings: Findings
@@ -120,6 +123,9 @@ class ApprovalGuards:
         record = self.approvals.load_verified(session.session_id)
         if record is None or not _asks_for(record, pending):
             return ApprovalOutcome.VOID, None
+        policy = record.request.policy
+        if record.decision is None and policy is not None and policy.expired(self.clock()):
+            raise expired(session.session_id, policy)  # nothing completes, nothing is recorded
         if record.decision is None:
             return ApprovalOutcome.WAIT, record
         if not record.decision_holds(rehash(self.project_root, record.request.shown)):
@@ -152,19 +158,6 @@ class ApprovalGuards:
 
     def _write(self, event: KnownEvent) -> None:
         append_event(self.approvals.store, event)
-
-
-def prompt_of(request: ApprovalRequest) -> ApprovalPrompt:
-    return ApprovalPrompt(
-        session_id=request.session_id,
-        request_id=request.request_id,
-        step_ids=list(request.step_ids),
-        prompt=request.prompt,
-        command=f"deepwork approve {request.session_id}",
-        shown=list(request.shown),
-        job_name=request.job_name,
-        workflow_name=request.workflow_name,
-    )
 
 
 def _asks_for(record: ApprovalRecord, pending: PendingApproval) -> bool:

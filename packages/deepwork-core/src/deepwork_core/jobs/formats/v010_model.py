@@ -14,6 +14,7 @@ from typing import Annotated, Any
 from pydantic import Field, StrictBool, StringConstraints
 
 from deepwork_core.base.config import ReviewDepth
+from deepwork_core.jobs.approval_policy import Approval
 from deepwork_core.jobs.fan_out_keys import (
     AllowPartial,
     ConcurrentGroup,
@@ -29,7 +30,6 @@ from deepwork_core.jobs.model import (
     StepRules,
 )
 from deepwork_core.jobs.step_parts import (
-    Approval,
     Name,
     NonEmptyText,
     ReviewContext,

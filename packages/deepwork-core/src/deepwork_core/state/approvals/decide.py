@@ -16,7 +16,7 @@ from deepwork_core.state.approvals.models import (
     ApprovalError,
     ApprovalRecord,
 )
-from deepwork_core.state.approvals.store import ApprovalStore, nothing_to_decide
+from deepwork_core.state.approvals.store import ApprovalStore
 
 
 def rehash(project_root: Path, shown: Iterable[ShownOutput]) -> list[ShownOutput]:
@@ -34,18 +34,20 @@ def record_decision(
     terminal: str | None,
     now: datetime,
     request_id: str | None = None,
+    email: str | None = None,
 ) -> ApprovalRecord:
     """Decide the open request of `session_id`, bound to the shown outputs' current hashes
     (on a shared store: to the request's hashes, which the serving machine compares with its
     files' bytes before it uses the decision).
 
-    `request_id` pins the request the human looked at (None: the open one). Raises
+    `request_id` pins the request the human looked at (None: the open one); `email`: the
+    deciding checkout's git `user.email` (for `not_by_author`). Raises
     `approval.outputs_changed` when a shown output changed since the request was opened: the
     human would approve bytes the reviewers never saw.
     """
     record = store.load(session_id)
     if record is None:
-        raise nothing_to_decide(session_id)
+        raise store.nothing_open(session_id)
     store.check_bytes_travelled(record.request)
     if store.trusted.shared:
         # Decided from any machine: the request's seal and the files' bytes are the serving
@@ -72,5 +74,6 @@ def record_decision(
         actor=actor,
         terminal=terminal,
         shown=current,
+        email=email,
     )
     return store.decide(session_id, decision)

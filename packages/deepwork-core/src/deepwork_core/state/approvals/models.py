@@ -17,6 +17,7 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.base.identifiers import SessionId
 from deepwork_core.evidence.hashes import OutputHash, ShownOutput
+from deepwork_core.state.approvals.policy import RequestPolicy, Standing, standing
 
 
 class ApprovalError(DeepWorkError):
@@ -48,6 +49,8 @@ class ApprovalRequest(_Model):
     #: HMAC-SHA256 (hex) of the request under the project's approval key, set by the server that
     #: opened it (`request_fields`); None: unsealed, never shown for a decision nor used.
     mac: str | None = None
+    #: The step's approval policy, sealed with the request; None: one trusted decision counts.
+    policy: RequestPolicy | None = None
 
 
 class ApprovalDecision(_Model):
@@ -68,12 +71,22 @@ class ApprovalDecision(_Model):
     signer: str | None = None
     #: The base64 Ed25519 signature over the same fields as the MAC; None: unsigned.
     signature: str | None = None
+    #: The deciding checkout's git `user.email` (for `not_by_author`); None: unset.
+    email: str | None = None
 
 
 class ApprovalRecord(_Model):
     schema_version: Literal[1] = 1
     request: ApprovalRequest
+    #: The decision that settles the request (read verified: the one that completed its policy's
+    #: count or rejected it; None while it waits), as read unverified: the latest one.
     decision: ApprovalDecision | None = None
+    #: Every decision recorded on the request, oldest first (several where several must sign).
+    decisions: list[ApprovalDecision] = Field(default_factory=list)
+
+    def standing(self) -> Standing:
+        """Where the decisions stand under the request's policy (all of them, unverified)."""
+        return standing(self.request.policy, self.decisions)
 
     def decision_holds(self, current: Iterable[ShownOutput]) -> bool:
         """True when a decision exists and covers exactly the requested and `current` hashes."""

@@ -215,6 +215,14 @@ class SealedRequest(Protocol):
     def requested_at(self) -> datetime: ...
     @property
     def mac(self) -> str | None: ...
+    @property
+    def policy(self) -> SealedPolicy | None: ...
+
+
+class SealedPolicy(Protocol):
+    """What a request's seal covers of its approval policy."""
+
+    def sealed(self) -> dict[str, object]: ...
 
 
 class SealedDecision(Protocol):
@@ -238,11 +246,14 @@ class SealedDecision(Protocol):
     def terminal(self) -> str | None: ...
     @property
     def decided_at(self) -> datetime: ...
+    @property
+    def email(self) -> str | None: ...
 
 
 def request_fields(request: SealedRequest) -> dict[str, object]:
-    """What a request's seal covers, as JSON values (docs/security.md)."""
-    return {
+    """What a request's seal covers, as JSON values (docs/security.md); its policy only when it
+    has one, so the seals of requests without stay as they were."""
+    fields: dict[str, object] = {
         "session_id": request.session_id,
         "request_id": request.request_id,
         "job_name": request.job_name,
@@ -252,6 +263,9 @@ def request_fields(request: SealedRequest) -> dict[str, object]:
         "shown": [[s.output, s.path, s.sha256] for s in request.shown],
         "requested_at": _utc(request.requested_at),
     }
+    if request.policy is not None:
+        fields["policy"] = request.policy.sealed()
+    return fields
 
 
 def seal_fields(
@@ -260,7 +274,7 @@ def seal_fields(
     """What a decision's MAC and signature cover, as JSON values (docs/security.md): the
     decision, and the request's seal, so it binds to exactly the request the server opened."""
     shown = [[s.output, s.path, s.sha256] for s in decision.shown]
-    return {
+    fields: dict[str, object] = {
         "request_mac": request.mac,
         "signer": decision.signer,
         "session_id": session_id,
@@ -274,6 +288,9 @@ def seal_fields(
         "terminal": decision.terminal,
         "decided_at": _utc(decision.decided_at),
     }
+    if decision.email is not None:  # only when given, so earlier seals stay as they were
+        fields["email"] = decision.email
+    return fields
 
 
 def _utc(moment: datetime) -> str:

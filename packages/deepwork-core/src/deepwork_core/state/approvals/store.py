@@ -19,6 +19,7 @@ from deepwork_core.state.approvals.models import (
     ApprovalRecord,
     ApprovalRequest,
 )
+from deepwork_core.state.approvals.policy import RequestPolicy, standing, why_not_counted
 from deepwork_core.state.approvals.seal import (
     REQUEST_LABEL,
     ApprovalKey,
@@ -31,7 +32,7 @@ from deepwork_core.state.event_kinds import parse_line
 from deepwork_core.state.events import append_event
 from deepwork_core.state.store import approval_rows as rows
 from deepwork_core.state.store import shown_bytes
-from deepwork_core.state.store.port import Store
+from deepwork_core.state.store.port import ProjectRef, Store
 
 
 class ApprovalStore:
@@ -83,7 +84,8 @@ class ApprovalStore:
                 update={"mac": self.key.mac(request_fields(request), REQUEST_LABEL)}
             )
         channels = [ApprovalChannel.CLI, ApprovalChannel.DASHBOARD]
-        if not self.trusted.required():
+        policy = request.policy
+        if not (self.trusted.required() or (policy is not None and policy.needs_signatures)):
             channels.append(ApprovalChannel.ELICITATION)
         row = rows.RequestRow(
             session_id=request.session_id,
@@ -96,6 +98,7 @@ class ApprovalStore:
             mac=request.mac,
             requested_at=request.requested_at.timestamp(),
             body=request.model_dump_json(),
+            required=1 if policy is None else policy.required,
         )
         store = self.store
         files = shown_bytes.capture(self.project_root, request.shown)
@@ -114,18 +117,18 @@ class ApprovalStore:
                 raise ApprovalError(why, code=ErrorCode.APPROVAL_BYTES_NOT_STORED)
 
     def load(self, session_id: SessionId) -> ApprovalRecord | None:
-        """The session's open request with its decision (None: none open), unverified."""
+        """The session's open request with its decisions (None: none open), unverified."""
         with self.store.read() as tx:
             found = rows.open_record(tx, self.project_id, session_id)
         if found is None:
             return None
-        request, decision = found
+        request, bodies = found
         try:
+            decisions = [ApprovalDecision.model_validate_json(body) for body in bodies]
             return ApprovalRecord(
                 request=ApprovalRequest.model_validate_json(request),
-                decision=None
-                if decision is None
-                else ApprovalDecision.model_validate_json(decision),
+                decision=decisions[-1] if decisions else None,
+                decisions=decisions,
             )
         except ValidationError as exc:
             raise ApprovalError(
@@ -142,8 +145,15 @@ class ApprovalStore:
         if record is None:
             return None
         self.check_request(record)
-        refusal = self.refusal(session_id, record)
-        if refusal is not None:
+        verified: list[ApprovalDecision] = []
+        refusal: Refusal | None = None
+        for decision in record.decisions:
+            why = self.refusal_of(session_id, record, decision)
+            if why is None:
+                verified.append(decision)
+            refusal = refusal or why
+        settled = standing(record.request.policy, verified).concluding
+        if settled is None and refusal is not None:
             raise ApprovalError(
                 f"{self.where(session_id)}: {refusal.why}. It was not recorded by `deepwork "
                 "approve`, the dashboard or the client's form by a trusted approver, or was "
@@ -151,7 +161,8 @@ class ApprovalStore:
                 f"run `deepwork approve {session_id}`",
                 code=refusal.code,
             )
-        return record
+        concluding = None if settled is None else verified[settled]
+        return record.model_copy(update={"decision": concluding, "decisions": verified})
 
     def why_request_unverified(self, record: ApprovalRecord) -> str | None:
         """Why `record`'s request is not the one the server opened; None when it is."""
@@ -183,11 +194,17 @@ class ApprovalStore:
     def refusal(self, session_id: str, record: ApprovalRecord) -> Refusal | None:
         """Why the decision of `record` does not count, with its code; None when it does."""
         decision = record.decision
-        if decision is None:
-            return None
+        return None if decision is None else self.refusal_of(session_id, record, decision)
+
+    def refusal_of(
+        self, session_id: str, record: ApprovalRecord, decision: ApprovalDecision
+    ) -> Refusal | None:
+        """Why `decision` on `record`'s request is not the genuine one it claims to be, with
+        its code; None when it is (whether its policy counts it is `policy.why_not_counted`)."""
         fields = seal_fields(session_id, record.request, decision)
         unverified = ErrorCode.APPROVAL_UNVERIFIED
-        if self.trusted.required():
+        policy = record.request.policy
+        if self.trusted.required() or (policy is not None and policy.needs_signatures):
             refusal = self.trusted.why_unsigned(fields, decision.signer, decision.signature)
             if refusal is not None:
                 return refusal
@@ -229,24 +246,27 @@ class ApprovalStore:
         with self.store.write(lock=self._lock()) as tx:
             record = self.load(session_id)
             if record is None:
-                raise ApprovalError(
-                    f"session {session_id!r} has no approval waiting",
-                    code=ErrorCode.APPROVAL_NONE_PENDING,
-                )
+                raise self.nothing_open(session_id)
             if record.request.request_id != decision.request_id:
                 raise ApprovalError(
                     "the approval request was replaced by a newer one; look at it again",
                     code=ErrorCode.APPROVAL_REQUEST_CHANGED,
                 )
-            if record.decision is not None and self.why_unverified(session_id, record) is None:
-                raise ApprovalError(
-                    f"this request was already {_verb(record.decision)} "
-                    f"at {record.decision.decided_at.isoformat()}",
-                    code=ErrorCode.APPROVAL_ALREADY_DECIDED,
-                )
+            policy = record.request.policy
+            if policy is not None and policy.expired(decision.decided_at):
+                raise expired(session_id, policy)
+            verified = [
+                d for d in record.decisions if self.refusal_of(session_id, record, d) is None
+            ]
             decision = self._sealed(session_id, record.request, decision)
-            record = record.model_copy(update={"decision": decision})
-            rows.save_decision(tx, self.project_id, _decision_row(session_id, decision))
+            _check_counts(policy, verified, decision)
+            seat = "" if policy is None else policy.seat(decision.signer)
+            kept = [d for d in record.decisions if _seat(policy, d) != seat]
+            record = record.model_copy(
+                update={"decision": decision, "decisions": [*kept, decision]}
+            )
+            row = _decision_row(session_id, decision, seat)
+            rows.save_decision(tx, self.project_id, row)
             append_event(
                 self.store,
                 approval_event(session_id, record.request, decision),
@@ -270,6 +290,13 @@ class ApprovalStore:
                 "`deepwork approver init`, commit the .pub file it writes, and decide again",
                 code=ErrorCode.APPROVAL_UNVERIFIED,
             )
+        elif request.policy is not None and request.policy.needs_signatures:
+            raise ApprovalError(
+                "this step's approval policy counts only decisions signed by a trusted "
+                "approver, and no approver's key is set up here: run `deepwork approver init`, "
+                "have the .pub file it writes merged into the base branch, and decide again",
+                code=ErrorCode.APPROVAL_UNVERIFIED,
+            )
         decision = decision.model_copy(update=update)
         fields = seal_fields(session_id, request, decision)
         if self.signer is not None:
@@ -277,6 +304,19 @@ class ApprovalStore:
         if not self.trusted.shared:
             update["mac"] = self._key().mac(fields)
         return decision.model_copy(update=update)
+
+    def nothing_open(self, session_id: str) -> ApprovalError:
+        """Why there is no open request of `session_id` to decide: it was cancelled (the run was
+        aborted or moved back: `approval.cancelled`), or none waits (`approval.none_pending`)."""
+        with self.store.read() as tx:
+            last = rows.last_state(tx, self.project_id, session_id)
+        if last == rows.WITHDRAWN:
+            return ApprovalError(
+                f"the approval request of session {session_id!r} was cancelled (the run was "
+                "aborted or moved back): nothing was recorded",
+                code=ErrorCode.APPROVAL_CANCELLED,
+            )
+        return nothing_to_decide(session_id)
 
     def clear(self, session_id: SessionId, *, withdrawn: bool = False) -> None:
         """Close the session's open request: used by the server, or `withdrawn` (the run was
@@ -287,10 +327,54 @@ class ApprovalStore:
             rows.close_requests(tx, self.project_id, session_id, state, store.now())
 
 
-def _decision_row(session_id: str, decision: ApprovalDecision) -> rows.DecisionRow:
+def _check_counts(
+    policy: RequestPolicy | None, verified: list[ApprovalDecision], decision: ApprovalDecision
+) -> None:
+    """Refuse `decision` when the request is settled already (`approval.already_decided`: by
+    the `verified` decisions, or by this signer before) or its policy does not let it count
+    (`approval.not_eligible`)."""
+    now = standing(policy, verified)
+    if now.concluding is not None:
+        settled = verified[now.concluding]
+        raise ApprovalError(
+            f"this request was already {_verb(settled)} at {settled.decided_at.isoformat()}",
+            code=ErrorCode.APPROVAL_ALREADY_DECIDED,
+        )
+    why = why_not_counted(policy, decision.signer, decision.email)
+    if why is not None:
+        raise ApprovalError(
+            f"{why}: your decision would not count, so nothing was recorded",
+            code=ErrorCode.APPROVAL_NOT_ELIGIBLE,
+        )
+    seat = "" if policy is None else policy.seat(decision.signer)
+    if seat and any(_seat(policy, d) == seat for d in verified):
+        raise ApprovalError(
+            f"approver {decision.signer!r} already decided this request ({now.text()}); "
+            "another approver must decide",
+            code=ErrorCode.APPROVAL_ALREADY_DECIDED,
+        )
+
+
+def _seat(policy: RequestPolicy | None, decision: ApprovalDecision) -> str:
+    return "" if policy is None else policy.seat(decision.signer)
+
+
+def expired(session_id: str, policy: RequestPolicy) -> ApprovalError:
+    """`approval.expired` for the request of `session_id`."""
+    at = policy.expires_at.isoformat() if policy.expires_at is not None else "its time"
+    return ApprovalError(
+        f"the approval request of session {session_id!r} expired at {at} before enough "
+        "approvers approved: nothing completes and no decision is recorded; the agent calls "
+        "go_to_step to redo the step and ask anew, or abort_workflow",
+        code=ErrorCode.APPROVAL_EXPIRED,
+    )
+
+
+def _decision_row(session_id: str, decision: ApprovalDecision, seat: str) -> rows.DecisionRow:
     return rows.DecisionRow(
         session_id=session_id,
         request_id=decision.request_id,
+        seat=seat,
         approved=decision.approved,
         channel=decision.channel.value,
         actor=decision.actor,
@@ -300,6 +384,21 @@ def _decision_row(session_id: str, decision: ApprovalDecision) -> rows.DecisionR
         decided_at=decision.decided_at.timestamp(),
         body=decision.model_dump_json(),
     )
+
+
+def serving_project(store: Store, session_id: str, *, shared: bool) -> ProjectRef | None:
+    """The project whose server waits on the open approval of `session_id`: the one `store` was
+    opened for when it does; on a `shared` store, whichever project of it does (a checkout
+    deciding on a run another one serves, docs/team.md); None when none waits."""
+    here = store.project
+    with store.read() as tx:
+        waiting = rows.projects_waiting(tx, session_id)
+    if any(project_id == here.project_id for project_id, _, _ in waiting):
+        return here
+    if not (shared and waiting):
+        return None
+    project_id, root, machine = waiting[0]
+    return ProjectRef(project_id=project_id, root=root, machine=machine)
 
 
 def nothing_to_decide(session_id: str) -> ApprovalError:

@@ -6,7 +6,8 @@ its seal, and the whole request document as `body`). A session has at most one `
 opening another marks the earlier one `replaced`; the server marks a request `closed` once it
 used it and `withdrawn` when the run is aborted. Nothing is deleted but with its session.
 
-A decision row (`approval_decisions`, one per request) keeps the decision document (`body`,
+A decision row (`approval_decisions`, one per request and `seat`: the signer where the
+request's policy wants several, else '') keeps the decision document (`body`,
 with its seal and its approver's signature) beside the columns a listing reads. Whether a
 decision counts is not this module's business: `deepwork_core.state.approvals` verifies the
 document against the project's key or its trusted approvers every time it is read, so a row
@@ -42,6 +43,8 @@ class RequestRow:
     mac: str | None
     requested_at: float
     body: str
+    #: How many distinct approvers must approve (the request's policy).
+    required: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +61,8 @@ class DecisionRow:
     mac: str | None
     decided_at: float
     body: str
+    #: One decision a seat: the signer where several must sign, else ''.
+    seat: str = ""
 
 
 def open_request(tx: Tx, project_id: str, row: RequestRow, now: float) -> None:
@@ -65,8 +70,8 @@ def open_request(tx: Tx, project_id: str, row: RequestRow, now: float) -> None:
     close_requests(tx, project_id, row.session_id, REPLACED, now)
     tx.execute(
         "INSERT INTO approval_requests (project_id, session_id, request_id, job, workflow, "
-        "step_ids, shown, channels, mac, state, requested_at, closed_at, body) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)",
+        "step_ids, shown, channels, mac, state, requested_at, closed_at, body, required) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)",
         (
             project_id,
             row.session_id,
@@ -80,33 +85,51 @@ def open_request(tx: Tx, project_id: str, row: RequestRow, now: float) -> None:
             OPEN,
             row.requested_at,
             row.body,
+            row.required,
         ),
     )
 
 
-def open_record(tx: Tx, project_id: str, session_id: str) -> tuple[str, str | None] | None:
-    """The open request of the session and its decision, as their documents; None: none open."""
+def open_record(tx: Tx, project_id: str, session_id: str) -> tuple[str, list[str]] | None:
+    """The open request of the session and its decisions (oldest first), as their documents;
+    None: none open."""
     rows = tx.execute(
-        "SELECT r.body, d.body FROM approval_requests r LEFT JOIN approval_decisions d "
-        "ON d.project_id = r.project_id AND d.request_id = r.request_id "
-        "WHERE r.project_id = ? AND r.session_id = ? AND r.state = ? "
-        "ORDER BY r.requested_at DESC LIMIT 1",
+        "SELECT request_id, body FROM approval_requests "
+        "WHERE project_id = ? AND session_id = ? AND state = ? "
+        "ORDER BY requested_at DESC LIMIT 1",
         (project_id, session_id, OPEN),
     )
     if not rows:
         return None
-    request, decision = rows[0]
-    return str(request), (None if decision is None else str(decision))
+    request_id, request = rows[0]
+    decisions = tx.execute(
+        "SELECT body FROM approval_decisions WHERE project_id = ? AND request_id = ? "
+        "ORDER BY decided_at, seat",
+        (project_id, str(request_id)),
+    )
+    return str(request), [str(body) for (body,) in decisions]
+
+
+def last_state(tx: Tx, project_id: str, session_id: str) -> str | None:
+    """The state of the session's newest request (`open`, `closed`, `withdrawn`, ...); None
+    when it never had one."""
+    rows = tx.execute(
+        "SELECT state FROM approval_requests WHERE project_id = ? AND session_id = ? "
+        "ORDER BY requested_at DESC LIMIT 1",
+        (project_id, session_id),
+    )
+    return str(rows[0][0]) if rows else None
 
 
 def save_decision(tx: Tx, project_id: str, row: DecisionRow) -> None:
-    """Record `row`, replacing an earlier decision of the same request (the caller checked
-    that the earlier one does not count)."""
+    """Record `row`, replacing an earlier decision of the same request and seat (the caller
+    checked that the earlier one does not count)."""
     tx.execute(
-        "INSERT INTO approval_decisions (project_id, session_id, request_id, approved, channel, "
-        "actor, signer, signature, mac, decided_at, body) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-        "ON CONFLICT (project_id, request_id) DO UPDATE SET session_id = excluded.session_id, "
+        "INSERT INTO approval_decisions (project_id, session_id, request_id, seat, approved, "
+        "channel, actor, signer, signature, mac, decided_at, body) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (project_id, request_id, seat) DO UPDATE SET "
+        "session_id = excluded.session_id, "
         "approved = excluded.approved, channel = excluded.channel, actor = excluded.actor, "
         "signer = excluded.signer, signature = excluded.signature, mac = excluded.mac, "
         "decided_at = excluded.decided_at, body = excluded.body",
@@ -114,6 +137,7 @@ def save_decision(tx: Tx, project_id: str, row: DecisionRow) -> None:
             project_id,
             row.session_id,
             row.request_id,
+            row.seat,
             int(row.approved),
             row.channel,
             row.actor,
@@ -162,10 +186,13 @@ class OpenRequest:
 
 def open_decisions(tx: Tx, project_id: str | None = None) -> dict[tuple[str, str], bool | None]:
     """`{(project id, session id): decision}` of every open request (of `project_id`, else of
-    every project): True approved, False changes requested, None not decided yet. Open requests
-    are the few runs waiting for a person, so this is one small query."""
+    every project): True approved (by as many as it requires), False changes requested, None
+    not decided yet (or only partly). Open requests are the few runs waiting for a person, so
+    this is one small query. A listing's hint: the server verifies each decision it uses."""
     sql = (
-        "SELECT r.project_id, r.session_id, d.approved FROM approval_requests r "
+        "SELECT r.project_id, r.session_id, r.required, "
+        "SUM(CASE WHEN d.approved = 1 THEN 1 ELSE 0 END), "
+        "SUM(CASE WHEN d.approved = 0 THEN 1 ELSE 0 END) FROM approval_requests r "
         "LEFT JOIN approval_decisions d "
         "ON d.project_id = r.project_id AND d.request_id = r.request_id WHERE r.state = ?"
     )
@@ -173,20 +200,28 @@ def open_decisions(tx: Tx, project_id: str | None = None) -> dict[tuple[str, str
     if project_id is not None:
         sql += " AND r.project_id = ?"
         params.append(project_id)
-    return {
-        (str(project), str(session)): None if approved is None else bool(approved)
-        for project, session, approved in tx.execute(sql, params)
-    }
+    sql += " GROUP BY r.project_id, r.session_id, r.request_id, r.required"
+    found: dict[tuple[str, str], bool | None] = {}
+    for project, session, required, approvals, rejections in tx.execute(sql, params):
+        settled: bool | None = None
+        if rejections:
+            settled = False
+        elif (approvals or 0) >= int(required):
+            settled = True
+        found[(str(project), str(session))] = settled
+    return found
 
 
 def undecided_requests(tx: Tx, *, limit: int = 1000) -> list[OpenRequest]:
-    """The open requests no decision answers yet, of every project in the store, newest first."""
+    """The open requests no decision settles yet (none rejects them and fewer approve them
+    than they require), of every project in the store, newest first."""
     rows = tx.execute(
         "SELECT r.project_id, p.root, p.machine, r.body FROM approval_requests r "
         "JOIN projects p ON p.project_id = r.project_id "
-        "LEFT JOIN approval_decisions d "
-        "ON d.project_id = r.project_id AND d.request_id = r.request_id "
-        "WHERE r.state = ? AND d.request_id IS NULL "
+        "WHERE r.state = ? AND NOT EXISTS (SELECT 1 FROM approval_decisions d "
+        "WHERE d.project_id = r.project_id AND d.request_id = r.request_id AND d.approved = 0) "
+        "AND (SELECT COUNT(*) FROM approval_decisions d WHERE d.project_id = r.project_id "
+        "AND d.request_id = r.request_id AND d.approved = 1) < r.required "
         "ORDER BY r.requested_at DESC LIMIT ?",
         (OPEN, limit),
     )
@@ -228,3 +263,15 @@ def event_kinds_after(
         (project_id, session_id, *kinds),
     )
     return [(str(kind), str(body)) for kind, body in rows]
+
+
+def projects_waiting(tx: Tx, session_id: str) -> list[tuple[str, str, str]]:
+    """`(project id, root, machine)` of each project of the store with an open request of
+    `session_id`, newest request first (a session id is one project's, so at most one)."""
+    rows = tx.execute(
+        "SELECT r.project_id, p.root, p.machine FROM approval_requests r "
+        "JOIN projects p ON p.project_id = r.project_id "
+        "WHERE r.session_id = ? AND r.state = ? ORDER BY r.requested_at DESC",
+        (session_id, OPEN),
+    )
+    return [(str(a), str(b), str(c)) for a, b, c in rows]

@@ -302,6 +302,7 @@ def _decision_row(session_id: str, decision: dict[str, Any]) -> rows.DecisionRow
     return rows.DecisionRow(
         session_id=session_id,
         request_id=str(decision["request_id"]),
+        seat="",
         approved=bool(decision["approved"]),
         channel=str(decision["channel"]),
         actor=str(decision["actor"]),

@@ -221,8 +221,37 @@ _V6: Final = (
     )""",
 )
 
+#: Version 7: approval policies (docs/job-format.md#approval-policy). A request keeps how many
+#: distinct approvers must approve it (`required`, 1 for the requests before), and a request may
+#: hold several decisions, one per `seat`: the signer where several must sign, else '' (one
+#: decision a request, as before; the rows written before get '').
+_V7: Final = (
+    "ALTER TABLE approval_requests ADD COLUMN required INTEGER NOT NULL DEFAULT 1",
+    """CREATE TABLE approval_decisions_v7 (
+        project_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        request_id TEXT NOT NULL,
+        seat TEXT NOT NULL DEFAULT '',
+        approved INTEGER NOT NULL,
+        channel TEXT NOT NULL,
+        actor TEXT NOT NULL,
+        signer TEXT,
+        signature TEXT,
+        mac TEXT,
+        decided_at DOUBLE PRECISION NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (project_id, request_id, seat)
+    )""",
+    "INSERT INTO approval_decisions_v7 (project_id, session_id, request_id, seat, approved, "
+    "channel, actor, signer, signature, mac, decided_at, body) SELECT project_id, session_id, "
+    "request_id, '', approved, channel, actor, signer, signature, mac, decided_at, body "
+    "FROM approval_decisions",
+    "DROP TABLE approval_decisions",
+    "ALTER TABLE approval_decisions_v7 RENAME TO approval_decisions",
+)
+
 #: Migration n (1-based) as its statements.
-MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (_V1, _V2, _V3, _V4, _V5, _V6)
+MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
 #: The migrations after which rows written before need columns filled from their documents.
 FILLS_RUN_COLUMNS: Final = frozenset({3, 5})
 SCHEMA_VERSION: Final = len(MIGRATIONS)

@@ -28,11 +28,17 @@ from deepwork_core import DeepWorkError
 from deepwork_core.base.errors import FileReadError
 from deepwork_core.base.escaping import indented, printable
 from deepwork_core.base.fsutil import read_bytes_file
+from deepwork_core.base.git import user_email
 from deepwork_core.base.identifiers import SessionId, parse_session_id
 from deepwork_core.engine.parking import refuse_inside_run
 from deepwork_core.state.approvals.decide import record_decision
 from deepwork_core.state.approvals.models import ApprovalChannel, ApprovalRecord
-from deepwork_core.state.approvals.store import ApprovalStore, nothing_to_decide
+from deepwork_core.state.approvals.store import (
+    ApprovalStore,
+    nothing_to_decide,
+    serving_project,
+)
+from deepwork_core.state.store.port import ProjectRef
 from deepwork_core.state.store.shown_bytes import Kept, ShownBytes
 from deepwork_core.state.store.shown_bytes import load as load_shown
 
@@ -85,30 +91,54 @@ def approve(
         with existing_project_store(root) as opened:
             if opened is None:  # no store, so nothing waits
                 raise nothing_to_decide(parsed)
-            store = ApprovalStore(opened, root, key, trusted=trusted, signer=signer)
-            record = _decide(store, parsed, reject=reject, comment=comment, yes=yes)
+            serving = serving_project(opened, parsed, shared=trusted.shared)
+            if serving is None:
+                raise nothing_to_decide(parsed)
+            elsewhere = serving.project_id != opened.project.project_id
+            store = ApprovalStore(
+                opened,
+                root,
+                key,
+                trusted=trusted,
+                signer=signer,
+                project_id=serving.project_id if elsewhere else None,
+            )
+            record = _decide(store, parsed, serving, reject=reject, comment=comment, yes=yes)
     except DeepWorkError as exc:
         click.echo(printable(f"{exc.code}: {exc.message}"), err=True)
         raise click.exceptions.Exit(1) from None
     verdict = "Approved" if not reject else "Changes requested"
     steps = ", ".join(record.request.step_ids)
     signed = record.decision.signer if record.decision is not None else None
+    policy = record.request.policy
+    standing = record.standing()
     click.echo(
         printable(f"{verdict} for step {steps} of session {session_id}")
         + (printable(f", signed by approver {signed}") if signed else "")
-        + ". The agent's next finished_step call picks it up."
+        + (f" ({standing.text()})" if policy is not None and policy.required > 1 else "")
+        + printable(f". The run is served by {_where(serving)}")
+        + ": the agent's next finished_step call picks it up."
     )
 
 
 def _decide(
-    store: ApprovalStore, session_id: SessionId, *, reject: bool, comment: str | None, yes: bool
+    store: ApprovalStore,
+    session_id: SessionId,
+    serving: ProjectRef,
+    *,
+    reject: bool,
+    comment: str | None,
+    yes: bool,
 ) -> ApprovalRecord:
-    """Show the open request, ask (unless `yes`), and record the decision."""
+    """Show the open request (read from the store, of the project `serving` the run), ask
+    (unless `yes`), and record the decision."""
     pending = store.load(session_id)
     if pending is not None:
         if not store.trusted.shared:
             store.check_request(pending)
-        _describe(store, pending)
+        click.echo(printable(f"Run served by {_where(serving)}"))
+        here = serving.project_id == store.store.project.project_id
+        _describe(store, pending, store.project_root if here else None, serving)
         _warn_unverified(store, session_id, pending)
         if not yes:
             _confirm(pending, reject)
@@ -121,12 +151,20 @@ def _decide(
         actor=_actor(),
         terminal=_terminal(),
         now=datetime.now(UTC),
+        email=user_email(store.project_root),
     )
 
 
-def _describe(store: ApprovalStore, record: ApprovalRecord) -> None:
+def _where(serving: ProjectRef) -> str:
+    return f"project {serving.root} on {serving.machine}"
+
+
+def _describe(
+    store: ApprovalStore, record: ApprovalRecord, root: Path | None, serving: ProjectRef
+) -> None:
     """The step, the question and each shown file: the bytes the store keeps of it (a request
-    from before it kept them: the file as this checkout holds it)."""
+    from before it kept them: the file as `root`, the checkout serving the run, holds it; None:
+    another checkout serves it, whose bytes this one may not hold)."""
     request = record.request
     steps = ", ".join(request.step_ids)
     click.echo(printable(f"{request.job_name}/{request.workflow_name}, step {steps}"))
@@ -138,16 +176,21 @@ def _describe(store: ApprovalStore, record: ApprovalRecord) -> None:
         size = "" if shown.size is None else f"  {shown.size} bytes"
         click.echo("")
         click.echo("  " + printable(f"{shown.output}: {shown.path}  sha256 {sha}{size}"))
-        click.echo(indented(_content(store.project_root, shown), "  | "))
+        click.echo(indented(_content(root, shown, serving), "  | "))
 
 
-def _content(root: Path, shown: ShownBytes) -> str:
+def _content(root: Path | None, shown: ShownBytes, serving: ProjectRef) -> str:
     """The shown file as text (the bytes the store keeps), or why it is not shown."""
     if shown.complete:
         return shown.text if shown.kept is Kept.WHOLE else "(absent when asked about)"
     if shown.kept is Kept.FIRST_PART:
         return f"{shown.text}\n… ({shown.why_incomplete()})"
     if shown.kept is Kept.NOT_STORED:
+        if root is None:
+            return (
+                f"(not shown: the file is on {serving.machine} in {serving.root}; the decision "
+                "binds to the sha256 above, which that server checks before it counts)"
+            )
         return _checkout_content(root, shown.path)
     return f"({shown.why_incomplete()}: not shown)"
 

@@ -1,0 +1,181 @@
+"""Approval policies through the engine (docs/job-format.md#approval-policy): a 2-of-3
+`not_by_author` step completes only with two distinct non-author signatures, and an expired
+request never completes its step."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from deepwork_core.base.error_codes import ErrorCode
+from deepwork_core.base.identifiers import SessionId
+from deepwork_core.engine.results import FinishResult, FinishStatus
+from deepwork_core.engine.workflow import WorkflowEngine
+from deepwork_core.jobs.discovery import JobCatalog
+from deepwork_core.state.approvals.decide import record_decision
+from deepwork_core.state.approvals.models import ApprovalChannel, ApprovalError
+from deepwork_core.state.approvals.signatures import ApproverSigner, TrustedApprovers
+from deepwork_core.state.approvals.store import ApprovalStore
+from deepwork_core.state.sessions import SessionStatus, SessionStore
+from deepwork_core.state.store.port import Store
+
+from tests.fixtures.evidence_project import key_of
+from tests.fixtures.git_repo import git, init_repo
+from tests.fixtures.trust import trust_on_base
+from tests.fixtures.workflow_project import write_job
+
+POLICED = """name: policed
+version: "1.0.0"
+summary: Sign off under a policy
+common_job_info_provided_to_all_steps_at_runtime: Policy fixture.
+workflows:
+  - name: main
+    summary: sign
+    steps: [sign]
+steps:
+  - id: sign
+    name: Sign
+    description: Sign it off
+    instructions_file: steps/sign.md
+    outputs:
+      sig: {type: file, description: The signature, required: true}
+    reviews: []
+    approval:
+      prompt: Sign this off?
+      show: [sig]
+      required: 2
+      approvers: [alice, bob, carol]
+      not_by_author: true
+      expires_after: 1h
+"""
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = datetime(2026, 12, 1, 9, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def project(tmp_path: Path) -> tuple[Path, dict[str, ApproverSigner]]:
+    root = tmp_path / "project"
+    write_job(root, "policed", POLICED)
+    init_repo(root)
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "project")
+    signers = {}
+    for name in ("alice", "bob", "carol"):
+        signers[name] = ApproverSigner(name, tmp_path / "state" / "approvers" / f"{name}.key")
+        signers[name].create()
+        trust_on_base(root, signers[name])
+    return root.resolve(), signers
+
+
+def engine(store: Store, root: Path, clock: Clock) -> WorkflowEngine:
+    return WorkflowEngine(
+        root,
+        JobCatalog.for_project(root),
+        SessionStore(store, root),
+        approval_key=key_of(root),
+        approvers=TrustedApprovers(root),
+        clock=clock,
+        author_approver="alice",  # alice starts the run
+    )
+
+
+def decide(store: Store, root: Path, who: ApproverSigner, session_id: str, at: datetime) -> None:
+    record_decision(
+        ApprovalStore(store, root, key_of(root), trusted=TrustedApprovers(root), signer=who),
+        SessionId(session_id),
+        approved=True,
+        comment=None,
+        channel=ApprovalChannel.CLI,
+        actor=f"{who.name}@laptop",
+        terminal=None,
+        now=at,
+    )
+
+
+@dataclass
+class Waiting:
+    """A run of `policed` whose step waits for approval (started by alice)."""
+
+    run: WorkflowEngine
+    store: Store
+    root: Path
+    signers: dict[str, ApproverSigner]
+    clock: Clock
+    session_id: str
+    answer: FinishResult
+
+
+def waiting(tmp_path: Path, make_store: Callable[..., Store]) -> Waiting:
+    root, signers = project(tmp_path)
+    store, clock = make_store(root), Clock()
+    run = engine(store, root, clock)
+    run.start("sign it", "policed", "main")
+    session_id = run.stack()[0].session_id
+    (root / "sig.md").write_text("signed\n")
+    answer = run.finish({"sig": "sig.md"})
+    assert answer.status is FinishStatus.AWAITING_APPROVAL
+    return Waiting(run, store, root, signers, clock, session_id, answer)
+
+
+def test_two_of_three_not_by_author_completes_only_with_two_non_author_signatures(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    w = waiting(tmp_path, make_store)
+    run, store, root, signers, clock, session_id = (
+        w.run,
+        w.store,
+        w.root,
+        w.signers,
+        w.clock,
+        w.session_id,
+    )
+    assert "0 of 2 approvals" in (w.answer.feedback or "")
+    assert "expires at 2026-12-01T10:00:00+00:00" in (w.answer.feedback or "")
+
+    with pytest.raises(ApprovalError) as author:
+        decide(store, root, signers["alice"], session_id, clock.now)
+    assert author.value.code == ErrorCode.APPROVAL_NOT_ELIGIBLE
+    decide(store, root, signers["bob"], session_id, clock.now)
+    with pytest.raises(ApprovalError) as twice:
+        decide(store, root, signers["bob"], session_id, clock.now)
+    assert twice.value.code == ErrorCode.APPROVAL_ALREADY_DECIDED
+    partial = run.finish({"sig": "sig.md"})
+    assert partial.status is FinishStatus.AWAITING_APPROVAL
+    assert "1 of 2 approvals (bob)" in (partial.feedback or "")
+
+    decide(store, root, signers["carol"], session_id, clock.now)
+    assert run.finish({"sig": "sig.md"}).status is FinishStatus.WORKFLOW_COMPLETE
+
+
+def test_an_expired_request_never_completes_its_step(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    w = waiting(tmp_path, make_store)
+    run, store, root, signers, clock, session_id = (
+        w.run,
+        w.store,
+        w.root,
+        w.signers,
+        w.clock,
+        w.session_id,
+    )
+    decide(store, root, signers["bob"], session_id, clock.now)
+
+    clock.now += timedelta(hours=1, seconds=1)
+    with pytest.raises(ApprovalError) as late:
+        decide(store, root, signers["carol"], session_id, clock.now)
+    assert late.value.code == ErrorCode.APPROVAL_EXPIRED
+    with pytest.raises(ApprovalError) as answered:
+        run.finish({"sig": "sig.md"})
+    assert answered.value.code == ErrorCode.APPROVAL_EXPIRED
+    session = SessionStore(store, root).load(SessionId(session_id))
+    assert session.status is SessionStatus.ACTIVE
+    assert session.pending_approval is not None  # nothing completed
