@@ -27,11 +27,12 @@ from deepwork_core.base.config import (
     DEFAULT_MAX_PARALLEL,
     DEFAULT_REVIEW_DEPTH,
     DEFAULT_WAIT_SECONDS,
+    QualityGateConfig,
     ReviewDepth,
 )
 from deepwork_core.base.errors import QualityGateError
 from deepwork_core.evidence.verdicts import ReviewVerdict
-from deepwork_core.gate.background import BackgroundReviews, ReviewPayload
+from deepwork_core.gate.background import BackgroundReviews, JudgeFactory, ReviewPayload
 from deepwork_core.gate.budget import log_self_reviews, with_self_review
 from deepwork_core.gate.calls import ReviewCalls
 from deepwork_core.gate.checkpoint import (
@@ -183,9 +184,15 @@ class ExternalGate(_Planner):
         review_depth: ReviewDepth = DEFAULT_REVIEW_DEPTH,
         wait_seconds: float = DEFAULT_WAIT_SECONDS,
         max_parallel: int = DEFAULT_MAX_PARALLEL,
+        settings: QualityGateConfig | None = None,
+        judge_for: JudgeFactory | None = None,
     ) -> None:
+        """`settings`: what `calls` was built from, kept with each queued job; `judge_for`:
+        the judge of a job another server queued under other settings."""
         super().__init__(rules=rules, review_depth=review_depth)
         self.calls = calls
+        self.settings = settings
+        self.judge_for = judge_for
         self.wait_seconds = wait_seconds
         self.max_parallel = max_parallel
         self._lock = threading.Lock()
@@ -215,7 +222,15 @@ class ExternalGate(_Planner):
             found = self._projects.get(root)
             if found is None:
                 jobs = ReviewJobs(store, ReviewPayload)
-                found = BackgroundReviews(root, self.calls, load_job, self.max_parallel, jobs)
+                found = BackgroundReviews(
+                    root,
+                    self.calls,
+                    load_job,
+                    self.max_parallel,
+                    jobs,
+                    settings=self.settings,
+                    judge_for=self.judge_for,
+                )
                 self._projects[root] = found
         return found
 
