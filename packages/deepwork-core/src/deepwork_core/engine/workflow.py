@@ -32,6 +32,7 @@ from deepwork_core.engine.safeguards import Safeguards, join_notes
 from deepwork_core.engine.start_inputs import check_start_inputs
 from deepwork_core.evidence.scope import head_commit, under_git
 from deepwork_core.evidence.watch import ChangeWatch
+from deepwork_core.gate.background import cancel_reviews
 from deepwork_core.gate.checkpoint import ProgressReporter
 from deepwork_core.gate.gates import Gate
 from deepwork_core.jobs.discovery import Catalog, JobCatalog, LoadedJob
@@ -243,6 +244,7 @@ class WorkflowEngine:
             self.fan.aborted(tx, session, explanation)
             self.events.aborted(session, explanation)
             stack = stack_items(tx, session.agent_id)
+        self.cancel_reviews(session)
         top = stack[-1] if stack else None
         note = None
         if session.parent_session_id is None and session.branch_name is not None:
@@ -256,6 +258,17 @@ class WorkflowEngine:
             resumed_step=top.step if top else None,
             branch_note=note,
         )
+
+    def cancel_reviews(self, session: Session) -> None:
+        """Cancel the review jobs of `session` and of its fanned-out instances, and stop the
+        reviewers running them: an aborted or rewound run pays for no review after."""
+        ids = [session.session_id]
+        if session.fan_out is not None:
+            ids += [instance.session_id for instance in session.fan_out.instances]
+        if self.gate is not None:
+            self.gate.cancel(self.project_root, self.store.store, ids)
+        else:
+            cancel_reviews(self.store.store, ids)
 
     # --- internals ---------------------------------------------------------------------------
 

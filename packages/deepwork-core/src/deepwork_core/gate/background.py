@@ -57,6 +57,7 @@ from deepwork_core.gate.costs.quotes import TaskPrice
 from deepwork_core.gate.tasks import QualityReviewTask
 from deepwork_core.jobs.model import JobDefinition
 from deepwork_core.state.store.errors import StoreCode
+from deepwork_core.state.store.port import Store
 from deepwork_core.state.store.review_jobs import (
     Failed,
     JobResult,
@@ -272,6 +273,12 @@ class BackgroundReviews:
             return None
         return tuple(verdicts)
 
+    def cancel_sessions(self, session_ids: Sequence[str]) -> None:
+        """Cancel every live job of these sessions and stop their reviewers at once (the run
+        was aborted, or went back past the step under review)."""
+        for session_id in session_ids:
+            self._cancel(session_id, keep="")
+
     def _cancel(self, session_id: str, keep: str) -> None:
         """Cancel the session's live jobs other than those of submission `keep`."""
         for job in self.jobs.list(session_id=session_id, states=_LIVE):
@@ -391,6 +398,17 @@ class BackgroundReviews:
                 cancelled.set()
         self._pool.shutdown(wait=True, cancel_futures=True)
         self._keeper.join()
+
+
+def cancel_reviews(store: Store, session_ids: Sequence[str]) -> None:
+    """Cancel every live gate job of these sessions in `store`, where no `BackgroundReviews`
+    of this process runs them: a server running one stops its reviewer when its next lease
+    renewal finds the job cancelled."""
+    jobs = ReviewJobs(store, ReviewPayload)
+    for session_id in session_ids:
+        for job in jobs.list(session_id=session_id, states=_LIVE):
+            if job.kind == KIND:
+                jobs.cancel(job.job_id)
 
 
 def _payloads(

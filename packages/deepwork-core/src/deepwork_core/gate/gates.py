@@ -32,7 +32,12 @@ from deepwork_core.base.config import (
 )
 from deepwork_core.base.errors import QualityGateError
 from deepwork_core.evidence.verdicts import ReviewVerdict
-from deepwork_core.gate.background import BackgroundReviews, JudgeFactory, ReviewPayload
+from deepwork_core.gate.background import (
+    BackgroundReviews,
+    JudgeFactory,
+    ReviewPayload,
+    cancel_reviews,
+)
 from deepwork_core.gate.budget import log_self_reviews, with_self_review
 from deepwork_core.gate.calls import ReviewCalls
 from deepwork_core.gate.checkpoint import (
@@ -101,6 +106,11 @@ class Gate(Protocol):
         """The server stops: stop what serving started (a later use starts it again)."""
         ...
 
+    def cancel(self, project_root: Path, store: Store, session_ids: Sequence[str]) -> None:
+        """The runs `session_ids` were aborted or went back: cancel their queued reviews and
+        stop the running ones, so none is paid for after."""
+        ...
+
 
 class RuleSource(Protocol):
     """The `.deepreview` rules at the gate: their tasks for a checkpoint, and load problems."""
@@ -159,6 +169,9 @@ class SelfReviewGate(_Planner):
     def close(self) -> None:
         return None
 
+    def cancel(self, project_root: Path, store: Store, session_ids: Sequence[str]) -> None:
+        cancel_reviews(store, session_ids)  # jobs an external gate of another server queued
+
     def evaluate(self, checkpoint: Checkpoint, progress: ProgressReporter | None) -> GateVerdict:
         tasks, warnings = self.tasks(checkpoint), self.warnings(checkpoint)
         if not tasks:
@@ -211,6 +224,14 @@ class ExternalGate(_Planner):
             projects, self._projects = list(self._projects.values()), {}
         for reviews in projects:
             reviews.close()
+
+    def cancel(self, project_root: Path, store: Store, session_ids: Sequence[str]) -> None:
+        with self._lock:
+            found = self._projects.get(project_root.resolve())
+        if found is not None:
+            found.cancel_sessions(session_ids)
+        else:
+            cancel_reviews(store, session_ids)
 
     def background(
         self, project_root: Path, store: Store, load_job: Callable[[str], JobDefinition]
