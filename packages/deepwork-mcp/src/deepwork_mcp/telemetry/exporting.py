@@ -27,6 +27,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from deepwork_mcp.telemetry.forced_ids import ForcedIdGenerator
+from deepwork_mcp.telemetry.redaction import Redacted
 
 logger = logging.getLogger("deepwork.telemetry")
 
@@ -121,8 +122,10 @@ def build_providers(
     *,
     span_exporter: SpanExporter | None = None,
     metric_reader: MetricReader | None = None,
+    log_content: bool = False,
 ) -> tuple[TracerProvider, MeterProvider]:
-    """The tracer and meter providers; OTLP/HTTP exporters unless others are given (tests)."""
+    """The tracer and meter providers; OTLP/HTTP exporters unless others are given (tests).
+    Without `log_content` every span is exported redacted (`telemetry.redaction`)."""
     for name in _OTLP_LOGGERS:  # ExportFailures says it once instead of every batch
         logging.getLogger(name).setLevel(logging.CRITICAL)
     resource = resource_for(env)
@@ -130,6 +133,8 @@ def build_providers(
         span_exporter = _otlp_spans(env)
     tracer_provider = TracerProvider(resource=resource, id_generator=ForcedIdGenerator())
     if span_exporter is not None:
+        if not log_content:
+            span_exporter = Redacted(span_exporter)
         counted = _CountedSpans(span_exporter, failures)
         tracer_provider.add_span_processor(
             BatchSpanProcessor(counted, max_queue_size=MAX_QUEUED_SPANS)

@@ -109,7 +109,7 @@ class Telemetry:
         """OTLP export configured from `env`, as the process's global providers (so FastMCP's
         tool-call spans go out too), following the event log from now on."""
         failures = ExportFailures()
-        tracer_provider, meter_provider = build_providers(env, failures)
+        tracer_provider, meter_provider = build_providers(env, failures, log_content=log_content)
         trace.set_tracer_provider(tracer_provider)
         metrics.set_meter_provider(meter_provider)
         telemetry = cls(
