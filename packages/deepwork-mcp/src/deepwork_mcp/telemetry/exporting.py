@@ -131,7 +131,10 @@ def build_providers(
     resource = resource_for(env)
     if span_exporter is None and not _switched_off(env, "TRACES"):
         span_exporter = _otlp_spans(env)
-    tracer_provider = TracerProvider(resource=resource, id_generator=ForcedIdGenerator())
+    # No shutdown of their own at exit: `Telemetry.shutdown` stops them, bounded in time.
+    tracer_provider = TracerProvider(
+        resource=resource, id_generator=ForcedIdGenerator(), shutdown_on_exit=False
+    )
     if span_exporter is not None:
         if not log_content:
             span_exporter = Redacted(span_exporter)
@@ -143,7 +146,9 @@ def build_providers(
         # Every OTEL_METRIC_EXPORT_INTERVAL (the SDK's default: 60 s), and when the server stops.
         metric_reader = PeriodicExportingMetricReader(_CountedMetrics(_otlp_metrics(env), failures))
     readers = [] if metric_reader is None else [metric_reader]
-    meter_provider = MeterProvider(resource=resource, metric_readers=readers)
+    meter_provider = MeterProvider(
+        resource=resource, metric_readers=readers, shutdown_on_exit=False
+    )
     return tracer_provider, meter_provider
 
 
