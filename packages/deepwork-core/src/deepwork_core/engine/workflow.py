@@ -106,7 +106,7 @@ class WorkflowEngine:
         self.branch_maker = branch_maker
         self.clock = clock
         self.output_limits = OutputsConfig() if output_limits is None else output_limits
-        self.instructions = InstructionReader(project_root)
+        self.instructions = InstructionReader(project_root, reviews_run=gate is not None)
         self.events = SessionEvents(store.store, clock)
         approvals = ApprovalStore(store.store, project_root, approval_key, trusted=approvers)
         self.guards = Safeguards(project_root, clock, approvals, watch)
