@@ -8,6 +8,7 @@ or discarded. Any refusal or git problem becomes a note; the workflow starts any
 
 from __future__ import annotations
 
+import contextlib
 import re
 from datetime import date
 from pathlib import Path
@@ -95,6 +96,15 @@ def completed_summary(
     if resume is not None:
         summary += f" Resume the parent workflow '{resume[0]}' at step '{resume[1]}'."
     return summary
+
+
+def undo_switch(project_root: Path, outcome: BranchOutcome) -> None:
+    """Put HEAD back where it was before `outcome` switched it (a start that failed after the
+    switch leaves the repository as it found it); nothing when it did not switch."""
+    if outcome.branch_name is None or outcome.note is None:
+        return  # no branch, or HEAD was already on it
+    with contextlib.suppress(GitError):
+        run_git(["switch", "-"], cwd=project_root, check=False)
 
 
 def workflow_branch_name(job_name: str, label: str, today: date) -> str:

@@ -19,7 +19,7 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import WorkflowNotFoundError
 from deepwork_core.base.identifiers import SessionId, check_agent_id, check_text
 from deepwork_core.engine.approver import Approver
-from deepwork_core.engine.branching import BranchOutcome, abandoned_note
+from deepwork_core.engine.branching import BranchOutcome, abandoned_note, undo_switch
 from deepwork_core.engine.briefing import InstructionReader
 from deepwork_core.engine.fanout.instances import FanOutRunner
 from deepwork_core.engine.finishing.dry_run import dry_run
@@ -153,12 +153,31 @@ class WorkflowEngine:
         check_text(instance_id, what="instance_id")
         check_agent_id(agent_id)
         job, workflow, given = self._start_inputs(job_name, workflow_name, inputs)
-        entries = workflow.entries
         outcome = BranchOutcome(branch_name=None)
         if agent_id is None and self.branch_maker is not None and self._main_stack_empty():
             outcome = self.branch_maker(job.name, instance_id or workflow.name)
-        branch_name, branch_note = outcome.branch_name, outcome.note
+        try:
+            result = self._begin(goal, job, workflow, given, outcome, instance_id, agent_id)
+        except BaseException:
+            undo_switch(self.project_root, outcome)  # nothing was written: HEAD goes back too
+            raise
+        if result.stack and len(result.stack) == 1:
+            self.store.prune()
+        return result
 
+    def _begin(
+        self,
+        goal: str,
+        job: LoadedJob,
+        workflow: Workflow,
+        given: dict[str, OutputValue],
+        outcome: BranchOutcome,
+        instance_id: str | None,
+        agent_id: str | None,
+    ) -> StartResult:
+        """The new session of `start`, on the branch `outcome` put HEAD on."""
+        entries = workflow.entries
+        branch_name, branch_note = outcome.branch_name, outcome.note
         now, snapshot = self.clock(), self.guards.prefetch(job.definition)
         with self.store.transaction() as tx:
             parent = tx.top(agent_id)
@@ -185,8 +204,6 @@ class WorkflowEngine:
             session.start_commit = self._start_commit(session, parent)
             brief = begin_checkpoint(self.nesting, tx, job, session, entries[0])
             stack = stack_items(tx, agent_id)
-        if parent is None:
-            self.store.prune()
         return StartResult(brief, stack, branch_name, join_notes(branch_note, guard_note))
 
     # --- finish ------------------------------------------------------------------------------
