@@ -44,3 +44,22 @@ async def test_a_workflow_branch_is_announced_named_at_the_end_and_listed(tmp_pa
     git(root, "switch", home)
     git(root, "merge", "--no-edit", branch)
     assert f"{branch}  merged into {home}" in _status(root)
+
+
+async def test_a_run_that_committed_nothing_says_so_instead_of_merged(tmp_path: Path) -> None:
+    root = make_evidence_project(tmp_path / "project")
+    home = git(root, "branch", "--show-current").strip()
+    async with Client(create_server(root, config(create_branch=True))) as client:
+        await call_ok(client, "start_workflow", goal="g", job_name="scoped", workflow_name="main")
+        branch = git(root, "branch", "--show-current").strip()
+        (root / "out.md").write_text("report\n")
+        done = await call_ok(client, "finished_step", outputs={"out": "out.md"})
+    assert done["status"] == "workflow_complete"
+    summary = done["summary"]
+    assert "Its work is on the branch" not in summary  # the branch holds nothing of the run
+    assert f"Its outputs are not committed yet: the branch `{branch}`" in summary
+    assert "Commit them first" in summary
+    assert f"`git switch {home} && git merge {branch}`" in summary  # once they are committed
+    status = _status(root)
+    assert f"{branch}  merged into" not in status
+    assert f"{branch}  no commits yet (its run's outputs are uncommitted)" in status

@@ -33,13 +33,19 @@ def root(tmp_path: Path) -> Path:
 
 
 class Recorded:
-    def __init__(self) -> None:
+    def __init__(self, *, log_content: bool = False) -> None:
         self.spans = InMemorySpanExporter()
         self.reader = InMemoryMetricReader()
         tracer_provider, meter_provider = build_providers(
-            {}, ExportFailures(), span_exporter=self.spans, metric_reader=self.reader
+            {},
+            ExportFailures(),
+            span_exporter=self.spans,
+            metric_reader=self.reader,
+            log_content=log_content,
         )
-        self.telemetry = Telemetry(tracer_provider, meter_provider, platform="claude")
+        self.telemetry = Telemetry(
+            tracer_provider, meter_provider, platform="claude", log_content=log_content
+        )
 
     def finished(self) -> list[ReadableSpan]:
         self.telemetry.tracer_provider.force_flush()
@@ -203,8 +209,7 @@ async def test_a_server_started_again_mid_run_continues_the_same_trace(
 async def test_content_is_exported_when_the_user_asks_for_it(
     root: Path, reviewer_on_path: ScriptedReviewer
 ) -> None:
-    recording = Recorded()
-    recording.telemetry.book.log_content = True
+    recording = Recorded(log_content=True)
     recording.telemetry.install()
     try:
         await traced_run(root, recording, reviewer_on_path)

@@ -26,7 +26,12 @@ from typing import TYPE_CHECKING, Any
 
 from anyio import to_thread
 from deepwork_core import DeepWorkConfig, DeepWorkError, JobCatalog
-from deepwork_core.base.config import EXTERNAL_RUNNERS, QualityGateConfig, load_config
+from deepwork_core.base.config import (
+    EXTERNAL_RUNNERS,
+    ExternalRunner,
+    QualityGateConfig,
+    load_config,
+)
 from deepwork_core.base.errors import ConfigError
 from deepwork_core.state.store.url import STORE_URL_ENV
 from fastmcp import FastMCP
@@ -48,6 +53,8 @@ if TYPE_CHECKING:
     from deepwork_core.engine.branching import BranchOutcome
     from deepwork_core.engine.workflow import BranchMaker, WorkflowEngine
     from deepwork_core.evidence.watch import ChangeWatch
+    from deepwork_core.gate.background import TaskJudge
+    from deepwork_core.gate.calls import ReviewCalls
     from deepwork_core.gate.gates import Gate
     from deepwork_core.state.store.port import Store
 
@@ -101,11 +108,31 @@ def build_gate(settings: QualityGateConfig, trace_env: TraceEnv | None = None) -
     runner = settings.external_runner
     if runner is None:
         return SelfReviewGate(rules=rules, review_depth=settings.review_depth)
-    from deepwork_core.gate.calls import ReviewCalls
+
+    def judge_for(queued: QualityGateConfig) -> TaskJudge:
+        """The judge of a job another server queued under its settings (its reviewer CLI)."""
+        return review_calls(queued, queued.external_runner or runner, trace_env)
+
+    return ExternalGate(
+        review_calls(settings, runner, trace_env),
+        rules=rules,
+        review_depth=settings.review_depth,
+        wait_seconds=settings.wait_seconds,
+        max_parallel=settings.max_parallel,
+        settings=settings,
+        judge_for=judge_for,
+    )
+
+
+def review_calls(
+    settings: QualityGateConfig, runner: ExternalRunner, trace_env: TraceEnv | None
+) -> ReviewCalls:
+    """The gate's policy around `runner`'s CLI under `settings`."""
+    from deepwork_core.gate.calls import ReviewCalls  # with the engine
 
     from deepwork_mcp.reviewers.cli import CliReviewer
 
-    calls = ReviewCalls(
+    return ReviewCalls(
         CliReviewer(runner, trace_env=trace_env),
         base_timeout=settings.timeout_seconds,
         stall_timeout=settings.stall_timeout,
@@ -115,13 +142,6 @@ def build_gate(settings: QualityGateConfig, trace_env: TraceEnv | None = None) -
         reuse=settings.reuse,
         prices=settings.prices,
         max_usd_per_day=settings.max_budget_usd_per_day,
-    )
-    return ExternalGate(
-        calls,
-        rules=rules,
-        review_depth=settings.review_depth,
-        wait_seconds=settings.wait_seconds,
-        max_parallel=settings.max_parallel,
     )
 
 

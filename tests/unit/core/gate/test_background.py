@@ -9,9 +9,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from deepwork_core.base.config import ReviewBudget
+from deepwork_core.base.config import QualityGateConfig, ReviewBudget
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import QualityGateError
+from deepwork_core.evidence.verdicts import ReviewVerdict
 from deepwork_core.gate.background import KIND, BackgroundReviews, ReviewPayload
 from deepwork_core.gate.calls import ReviewCalls
 from deepwork_core.gate.checkpoint import CheckpointRecord, GateReviewing
@@ -313,3 +314,83 @@ def test_the_queue_carries_a_checkpoint_whole(project: Path, store: Store) -> No
     record = CheckpointRecord.model_validate_json(CheckpointRecord.of(checkpoint).model_dump_json())
     assert record.job_name == checkpoint.job.name
     assert record.checkpoint(project, store, checkpoint.job) == checkpoint
+
+
+class RecordingJudge:
+    """A judge that records what it was asked and fails it, as a server without a reviewer."""
+
+    def __init__(self, budget: ReviewBudget | None = None) -> None:
+        self.budget = budget if budget is not None else ReviewBudget()
+        self.asked: list[str] = []
+
+    def judge(
+        self, checkpoint: object, task: QualityReviewTask, cancelled: object, *, slots: int = 1
+    ) -> ReviewVerdict:
+        self.asked.append(task.label)
+        raise QualityGateError("no reviewer here", code=ErrorCode.QUALITY_GATE_NOT_INSTALLED)
+
+
+def test_a_queued_job_is_held_for_its_live_server_then_judged_under_its_settings(
+    project: Path, reviewer: GatedReviewer
+) -> None:
+    class Clock:
+        t = 1_800_000_000.0
+
+        def __call__(self) -> float:
+            return self.t
+
+    clock = Clock()
+    store = open_store(None, project, clock=clock)
+    other_store = open_store(None, project, clock=clock)  # a second server on the project
+    checkpoint = make_request(store, project)
+    job = checkpoint.job
+    queued_with = QualityGateConfig(external_runner="claude", timeout_seconds=321)
+    first = BackgroundReviews(
+        project,
+        ReviewCalls(reviewer),
+        lambda _name: job,
+        1,
+        ReviewJobs(store, ReviewPayload),
+        settings=queued_with,
+    )
+    stranger = RecordingJudge()
+    built: list[QualityGateConfig] = []
+    faithful = ReviewCalls(reviewer)
+
+    def judge_for(settings: QualityGateConfig) -> ReviewCalls:
+        built.append(settings)
+        return faithful
+
+    second = BackgroundReviews(
+        project,
+        stranger,
+        lambda _name: job,
+        4,
+        ReviewJobs(other_store, ReviewPayload),
+        settings=QualityGateConfig(external_runner="codex"),
+        judge_for=judge_for,
+    )
+    try:
+        answer = first.run(checkpoint, plan_review_tasks(checkpoint), 0.0)
+        assert isinstance(answer, GateReviewing)
+        assert len(answer.reviews) > 1  # one runs on the first server, the others wait there
+        assert reviewer.started.acquire(timeout=LONG)
+        second.pump()
+        assert stranger.asked == []  # the first server lives: its queued jobs are its own
+        states = [j.state for j in ReviewJobs(store, ReviewPayload).list()]
+        assert states.count(ReviewJobState.QUEUED) == len(answer.reviews) - 1
+        clock.t += 3600  # the first server stopped renewing its hold: the others take over
+        reviewer.release.set()
+        second.pump()
+        verdicts = second.run(checkpoint, plan_review_tasks(checkpoint), LONG)
+        assert isinstance(verdicts, tuple)
+        assert all(v.passed for v in verdicts)
+        assert stranger.asked == []  # never judged under the second server's settings
+        assert built
+        assert all(s == queued_with for s in built)
+    finally:
+        reviewer.release.set()
+        second.close()
+        first.close()
+        other_store.close()
+        store.close()

@@ -8,6 +8,7 @@ or discarded. Any refusal or git problem becomes a note; the workflow starts any
 
 from __future__ import annotations
 
+import contextlib
 import re
 from datetime import date
 from pathlib import Path
@@ -56,8 +57,17 @@ def abandoned_note(branch: str, previous: str | None) -> str:
     )
 
 
-def completed_note(branch: str, previous: str | None) -> str:
-    """What the user is told when a workflow on its own branch completes."""
+def completed_note(branch: str, previous: str | None, committed: bool = True) -> str:
+    """What the user is told when a workflow on its own branch completes; `committed`: the
+    branch has commits of the run (else its outputs are still uncommitted in the work tree)."""
+    back = f"`git switch {previous}`" if previous else "`git switch -`"
+    if not committed:
+        merge = f" and merge it: `git switch {previous} && git merge {branch}`" if previous else ""
+        return (
+            f"Its outputs are not committed yet: the branch `{branch}` (still checked out) has "
+            f"no commit of this run. Commit them first (`git add <the outputs> && git commit`)"
+            f"{merge}; switching away now with {back} takes them along uncommitted."
+        )
     if previous is None:
         return (
             f"Its work is on the branch `{branch}` (still checked out); merge it where it belongs, "
@@ -66,21 +76,35 @@ def completed_note(branch: str, previous: str | None) -> str:
     return (
         f"Its work is on the branch `{branch}` (still checked out), started from `{previous}`. "
         f"To merge it: `git switch {previous} && git merge {branch}`; to go back without "
-        f"merging: `git switch {previous}`."
+        f"merging: {back}."
     )
 
 
 def completed_summary(
-    label: str, branch: str | None, previous: str | None, resume: tuple[str, str] | None
+    label: str,
+    branch: str | None,
+    previous: str | None,
+    resume: tuple[str, str] | None,
+    committed: bool = True,
 ) -> str:
     """What `finished_step` says when a workflow completes: where its work is (`branch`, for a
-    top-level run on its own branch) and which parent workflow and step to resume, if any."""
+    top-level run on its own branch; `committed`: whether the run committed to it) and which
+    parent workflow and step to resume, if any."""
     summary = f"Workflow '{label}' completed successfully!"
     if branch is not None:
-        summary += " " + completed_note(branch, previous)
+        summary += " " + completed_note(branch, previous, committed)
     if resume is not None:
         summary += f" Resume the parent workflow '{resume[0]}' at step '{resume[1]}'."
     return summary
+
+
+def undo_switch(project_root: Path, outcome: BranchOutcome) -> None:
+    """Put HEAD back where it was before `outcome` switched it (a start that failed after the
+    switch leaves the repository as it found it); nothing when it did not switch."""
+    if outcome.branch_name is None or outcome.note is None:
+        return  # no branch, or HEAD was already on it
+    with contextlib.suppress(GitError):
+        run_git(["switch", "-"], cwd=project_root, check=False)
 
 
 def workflow_branch_name(job_name: str, label: str, today: date) -> str:

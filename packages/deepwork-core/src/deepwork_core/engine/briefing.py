@@ -98,8 +98,11 @@ class StepBrief:
 class InstructionReader:
     """Reads step instruction files and doc specs, cached by path, revalidated by mtime and size."""
 
-    def __init__(self, project_root: Path) -> None:
+    def __init__(self, project_root: Path, *, reviews_run: bool = True) -> None:
+        """`reviews_run` False: the quality gate is off, so briefs list no step reviews (none
+        will run)."""
         self.project_root = project_root
+        self.reviews_run = reviews_run
         self._cache: dict[Path, tuple[int, int, str]] = {}
         self._specs: dict[Path, tuple[int, int, str]] = {}
 
@@ -227,7 +230,9 @@ def build_brief(
             for step in steps
             for name, spec in step.outputs.items()
         ],
-        reviews=[StepReview(step.id, review) for step in steps for review in step.reviews],
+        reviews=[StepReview(step.id, review) for step in steps for review in step.reviews]
+        if reader.reviews_run
+        else [],
         inputs=resolve_inputs(session, steps, definition),
         agent=_workflow_agent(definition, session.workflow_name),
     )

@@ -112,6 +112,7 @@ def go_back(
         tx.save(session)
         engine.events.went_to_step(session, from_steps, cleared)
         stack = stack_items(tx, session.agent_id)
+    engine.cancel_reviews(session)  # their step is cleared: no verdict of them could count
     return StartResult(brief, stack, session.branch_name, None)
 
 

@@ -36,7 +36,7 @@ from deepwork_core.engine.results import (
 from deepwork_core.engine.safeguards.approvals import ApprovalOutcome
 from deepwork_core.engine.safeguards.evidence import Safeguards, override_kind
 from deepwork_core.engine.safeguards.findings import Findings
-from deepwork_core.evidence.scope import RepoSnapshot
+from deepwork_core.evidence.scope import RepoSnapshot, head_commit
 from deepwork_core.evidence.verdicts import ReviewVerdict, VerdictKind
 from deepwork_core.gate.checkpoint import GateReviewing
 from deepwork_core.gate.gates import Gate
@@ -311,7 +311,12 @@ class Outcomes:
         stack = context.stack()
         resume = (stack[-1].workflow, stack[-1].step) if stack else None
         branch = session.branch_name if session.parent_session_id is None else None
-        summary = completed_summary(session.workflow_label, branch, session.previous_branch, resume)
+        # HEAD still at the run's start commit: nothing of the run is committed on its branch.
+        committed = branch is None or session.start_commit is None
+        committed = committed or head_commit(self.project_root) != session.start_commit
+        summary = completed_summary(
+            session.workflow_label, branch, session.previous_branch, resume, committed
+        )
         return FinishResult(
             FinishStatus.WORKFLOW_COMPLETE,
             stack,

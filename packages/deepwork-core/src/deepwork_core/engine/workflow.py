@@ -20,7 +20,7 @@ from deepwork_core.base.errors import WorkflowNotFoundError
 from deepwork_core.base.git import user_email
 from deepwork_core.base.identifiers import SessionId, check_agent_id, check_text
 from deepwork_core.engine.approver import Approver
-from deepwork_core.engine.branching import BranchOutcome, abandoned_note
+from deepwork_core.engine.branching import BranchOutcome, abandoned_note, undo_switch
 from deepwork_core.engine.briefing import InstructionReader
 from deepwork_core.engine.fanout.instances import FanOutRunner
 from deepwork_core.engine.finishing.dry_run import dry_run
@@ -33,6 +33,7 @@ from deepwork_core.engine.safeguards.evidence import Safeguards, join_notes
 from deepwork_core.engine.start_inputs import check_start_inputs
 from deepwork_core.evidence.scope import head_commit, under_git
 from deepwork_core.evidence.watch import ChangeWatch
+from deepwork_core.gate.background import cancel_reviews
 from deepwork_core.gate.checkpoint import ProgressReporter
 from deepwork_core.gate.gates import Gate
 from deepwork_core.jobs.discovery import Catalog, JobCatalog, LoadedJob
@@ -110,7 +111,7 @@ class WorkflowEngine:
         self.branch_maker = branch_maker
         self.clock = clock
         self.output_limits = OutputsConfig() if output_limits is None else output_limits
-        self.instructions = InstructionReader(project_root)
+        self.instructions = InstructionReader(project_root, reviews_run=gate is not None)
         self.events = SessionEvents(store.store, clock)
         approvals = ApprovalStore(store.store, project_root, approval_key, trusted=approvers)
         self.guards = Safeguards(project_root, clock, approvals, watch)
@@ -157,12 +158,31 @@ class WorkflowEngine:
         check_text(instance_id, what="instance_id")
         check_agent_id(agent_id)
         job, workflow, given = self._start_inputs(job_name, workflow_name, inputs)
-        entries = workflow.entries
         outcome = BranchOutcome(branch_name=None)
         if agent_id is None and self.branch_maker is not None and self._main_stack_empty():
             outcome = self.branch_maker(job.name, instance_id or workflow.name)
-        branch_name, branch_note = outcome.branch_name, outcome.note
+        try:
+            result = self._begin(goal, job, workflow, given, outcome, instance_id, agent_id)
+        except BaseException:
+            undo_switch(self.project_root, outcome)  # nothing was written: HEAD goes back too
+            raise
+        if result.stack and len(result.stack) == 1:
+            self.store.prune()
+        return result
 
+    def _begin(
+        self,
+        goal: str,
+        job: LoadedJob,
+        workflow: Workflow,
+        given: dict[str, OutputValue],
+        outcome: BranchOutcome,
+        instance_id: str | None,
+        agent_id: str | None,
+    ) -> StartResult:
+        """The new session of `start`, on the branch `outcome` put HEAD on."""
+        entries = workflow.entries
+        branch_name, branch_note = outcome.branch_name, outcome.note
         now, snapshot = self.clock(), self.guards.prefetch(job.definition)
         with self.store.transaction() as tx:
             parent = tx.top(agent_id)
@@ -190,8 +210,6 @@ class WorkflowEngine:
             session.start_commit = self._start_commit(session, parent)
             brief = begin_checkpoint(self.nesting, tx, job, session, entries[0])
             stack = stack_items(tx, agent_id)
-        if parent is None:
-            self.store.prune()
         return StartResult(brief, stack, branch_name, join_notes(branch_note, guard_note))
 
     # --- finish ------------------------------------------------------------------------------
@@ -249,6 +267,7 @@ class WorkflowEngine:
             self.fan.aborted(tx, session, explanation)
             self.events.aborted(session, explanation)
             stack = stack_items(tx, session.agent_id)
+        self.cancel_reviews(session)
         top = stack[-1] if stack else None
         note = None
         if session.parent_session_id is None and session.branch_name is not None:
@@ -262,6 +281,17 @@ class WorkflowEngine:
             resumed_step=top.step if top else None,
             branch_note=note,
         )
+
+    def cancel_reviews(self, session: Session) -> None:
+        """Cancel the review jobs of `session` and of its fanned-out instances, and stop the
+        reviewers running them: an aborted or rewound run pays for no review after."""
+        ids = [session.session_id]
+        if session.fan_out is not None:
+            ids += [instance.session_id for instance in session.fan_out.instances]
+        if self.gate is not None:
+            self.gate.cancel(self.project_root, self.store.store, ids)
+        else:
+            cancel_reviews(self.store.store, ids)
 
     # --- internals ---------------------------------------------------------------------------
 

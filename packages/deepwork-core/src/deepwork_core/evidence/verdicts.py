@@ -13,6 +13,10 @@ from typing import Annotated, Final
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
 
+#: The reason bound to a checkpoint accepted while the quality gate was off (`--no-quality-gate`,
+#: `quality_gate.enabled: false`) although its steps declare reviews: every view says so.
+GATE_OFF_REASON: Final = "not reviewed: quality gate off"
+
 
 class VerdictKind(StrEnum):
     """Who vouched for a checkpoint's outputs, or what became of its review.

@@ -10,7 +10,11 @@ cancels the session's other jobs (their processes are stopped). It then waits at
 The jobs are rows of the store's `review_jobs` queue (`deepwork_core.state.store.review_jobs`),
 one per task, each a `ReviewPayload` (the checkpoint as a `CheckpointRecord`, the task, the
 hashes) enqueued under a dedupe key (`<key>:<task>`), so joining is enqueueing again. Workers
-are the threads of one pool: each claims a job with a lease the keeper thread renews, judges it
+are the threads of one pool. A job is held for the server that queued it while that server
+lives (the keeper renews its hold with the leases): another server on the same project takes it
+only once the hold ran out, and judges it under the gate settings it was queued with (kept in
+the payload; `judge_for` builds the judge of other settings). Each worker claims a job with a
+lease the keeper thread renews, judges it
 synchronously through a `TaskJudge` (in the server `ReviewCalls`: the `Reviewer` port under the
 gate's policy), at most `max_parallel` at once, and records one `JobResult` with `complete`,
 which succeeds once per claim: jobs left by a server that stopped or was killed are claimed
@@ -37,7 +41,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from deepwork_core.base.config import ReviewBudget
+from deepwork_core.base.config import QualityGateConfig, ReviewBudget
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError, QualityGateError
 from deepwork_core.base.identifiers import resolve_inside
@@ -53,6 +57,7 @@ from deepwork_core.gate.costs.quotes import TaskPrice
 from deepwork_core.gate.tasks import QualityReviewTask
 from deepwork_core.jobs.model import JobDefinition
 from deepwork_core.state.store.errors import StoreCode
+from deepwork_core.state.store.port import Store
 from deepwork_core.state.store.review_jobs import (
     Failed,
     JobResult,
@@ -110,6 +115,13 @@ class ReviewPayload(BaseModel):
     hashes: dict[str, str]
     #: What the review was expected to cost when it was queued (the dashboard shows it).
     expected: TaskPrice | None = Field(default=None, exclude_if=unset)
+    #: The gate settings of the server that queued it: a server taking the job over judges it
+    #: under them, not its own.
+    settings: QualityGateConfig | None = Field(default=None, exclude_if=unset)
+
+
+#: Builds the judge of a job queued under other gate settings (another server's).
+JudgeFactory = Callable[[QualityGateConfig], TaskJudge]
 
 
 #: A job of the gate, as the queue gives it back.
@@ -156,12 +168,19 @@ class BackgroundReviews:
         load_job: Callable[[str], JobDefinition],
         max_parallel: int,
         jobs: ReviewJobs[ReviewPayload],
+        settings: QualityGateConfig | None = None,
+        judge_for: JudgeFactory | None = None,
     ) -> None:
-        """`calls` judges one task in a worker thread; at most `max_parallel` run at once."""
+        """`calls` judges one task in a worker thread; at most `max_parallel` run at once.
+        `settings`: the gate settings `calls` was built from, kept with each job queued here;
+        `judge_for`: the judge of a job queued under other settings (None: `calls` judges all)."""
         if max_parallel < 1:
             raise ValueError("max_parallel must be at least 1")
         self.root = project_root
         self.calls = calls
+        self.settings = settings
+        self.judge_for = judge_for
+        self._judges: dict[str, TaskJudge] = {}
         self.load_job = load_job
         self.max_parallel = max_parallel
         self.jobs = jobs
@@ -192,7 +211,7 @@ class BackgroundReviews:
         hashes = [file_hashes(checkpoint.project_root, task.files) for task in tasks]
         key = review_key(checkpoint, tasks, hashes)
         self._cancel(checkpoint.session_id, keep=key)
-        payloads = _payloads(key, checkpoint, tasks, hashes, expected)
+        payloads = _payloads(key, checkpoint, tasks, hashes, expected, self.settings)
         ids = self._enqueue(key, checkpoint.session_id, payloads)
         self.pump()
         told: set[str] = set()
@@ -218,7 +237,14 @@ class BackgroundReviews:
         for index, payload in enumerate(payloads):
             dedupe = f"{key}:{index}"
             while True:
-                job_id = self.jobs.enqueue(KIND, payload, session_id=session_id, dedupe_key=dedupe)
+                job_id = self.jobs.enqueue(
+                    KIND,
+                    payload,
+                    session_id=session_id,
+                    dedupe_key=dedupe,
+                    owner=self.worker,
+                    lease_s=LEASE_SECONDS,
+                )
                 if self.jobs.state(job_id) is not ReviewJobState.CANCELLED:
                     break  # a new job, or one to join
                 dedupe = f"{key}:{index}:after:{job_id}"
@@ -246,6 +272,12 @@ class BackgroundReviews:
         if len(verdicts) < len(jobs):
             return None
         return tuple(verdicts)
+
+    def cancel_sessions(self, session_ids: Sequence[str]) -> None:
+        """Cancel every live job of these sessions and stop their reviewers at once (the run
+        was aborted, or went back past the step under review)."""
+        for session_id in session_ids:
+            self._cancel(session_id, keep="")
 
     def _cancel(self, session_id: str, keep: str) -> None:
         """Cancel the session's live jobs other than those of submission `keep`."""
@@ -303,7 +335,8 @@ class BackgroundReviews:
             job_definition = self.load_job(payload.checkpoint.job_name)
             checkpoint = payload.checkpoint.checkpoint(self.root, self.jobs.store, job_definition)
             slots = self.slots(checkpoint.session_id)
-            verdict = self.calls.judge(checkpoint, payload.task, cancelled, slots=slots)
+            judge = self._judge_of(payload.settings)
+            verdict = judge.judge(checkpoint, payload.task, cancelled, slots=slots)
         except DeepWorkError as exc:
             return Failed(code=exc.code, message=exc.message)
         except Exception as exc:  # an adapter's bug must fail the review, not the worker
@@ -312,6 +345,18 @@ class BackgroundReviews:
         if file_hashes(self.root, list(payload.hashes)) != payload.hashes:
             return Stale()
         return Judged(verdict=verdict)
+
+    def _judge_of(self, settings: QualityGateConfig | None) -> TaskJudge:
+        """The judge of a job queued under `settings`: `calls` for this server's own (or
+        unknown) settings, else one built from them once."""
+        if settings is None or settings == self.settings or self.judge_for is None:
+            return self.calls
+        text = settings.model_dump_json()
+        with self._changed:
+            found = self._judges.get(text)
+            if found is None:
+                found = self._judges[text] = self.judge_for(settings)
+        return found
 
     def slots(self, session_id: str) -> int:
         """How many reviewer calls of the session may run at once, sharing what is left of the
@@ -333,6 +378,7 @@ class BackgroundReviews:
                 logger.warning("background reviews of %s: %s", self.root, exc)
 
     def _renew(self) -> None:
+        self.jobs.hold(self.worker, lease_s=LEASE_SECONDS)
         with self._changed:
             running = dict(self._running)
         for job_id, (claim, cancelled) in running.items():
@@ -354,12 +400,24 @@ class BackgroundReviews:
         self._keeper.join()
 
 
+def cancel_reviews(store: Store, session_ids: Sequence[str]) -> None:
+    """Cancel every live gate job of these sessions in `store`, where no `BackgroundReviews`
+    of this process runs them: a server running one stops its reviewer when its next lease
+    renewal finds the job cancelled."""
+    jobs = ReviewJobs(store, ReviewPayload)
+    for session_id in session_ids:
+        for job in jobs.list(session_id=session_id, states=_LIVE):
+            if job.kind == KIND:
+                jobs.cancel(job.job_id)
+
+
 def _payloads(
     key: str,
     checkpoint: Checkpoint,
     tasks: Sequence[QualityReviewTask],
     hashes: Sequence[dict[str, str]],
     expected: Sequence[TaskPrice] | None = None,
+    settings: QualityGateConfig | None = None,
 ) -> list[ReviewPayload]:
     record = CheckpointRecord.of(checkpoint)
     return [
@@ -370,6 +428,7 @@ def _payloads(
             task=task,
             hashes=hashes[index],
             expected=expected[index] if expected is not None else None,
+            settings=settings,
         )
         for index, task in enumerate(tasks)
     ]

@@ -27,11 +27,17 @@ from deepwork_core.base.config import (
     DEFAULT_MAX_PARALLEL,
     DEFAULT_REVIEW_DEPTH,
     DEFAULT_WAIT_SECONDS,
+    QualityGateConfig,
     ReviewDepth,
 )
 from deepwork_core.base.errors import QualityGateError
 from deepwork_core.evidence.verdicts import ReviewVerdict
-from deepwork_core.gate.background import BackgroundReviews, ReviewPayload
+from deepwork_core.gate.background import (
+    BackgroundReviews,
+    JudgeFactory,
+    ReviewPayload,
+    cancel_reviews,
+)
 from deepwork_core.gate.budget import log_self_reviews, with_self_review
 from deepwork_core.gate.calls import ReviewCalls
 from deepwork_core.gate.checkpoint import (
@@ -100,6 +106,11 @@ class Gate(Protocol):
         """The server stops: stop what serving started (a later use starts it again)."""
         ...
 
+    def cancel(self, project_root: Path, store: Store, session_ids: Sequence[str]) -> None:
+        """The runs `session_ids` were aborted or went back: cancel their queued reviews and
+        stop the running ones, so none is paid for after."""
+        ...
+
 
 class RuleSource(Protocol):
     """The `.deepreview` rules at the gate: their tasks for a checkpoint, and load problems."""
@@ -158,6 +169,9 @@ class SelfReviewGate(_Planner):
     def close(self) -> None:
         return None
 
+    def cancel(self, project_root: Path, store: Store, session_ids: Sequence[str]) -> None:
+        cancel_reviews(store, session_ids)  # jobs an external gate of another server queued
+
     def evaluate(self, checkpoint: Checkpoint, progress: ProgressReporter | None) -> GateVerdict:
         tasks, warnings = self.tasks(checkpoint), self.warnings(checkpoint)
         if not tasks:
@@ -183,9 +197,15 @@ class ExternalGate(_Planner):
         review_depth: ReviewDepth = DEFAULT_REVIEW_DEPTH,
         wait_seconds: float = DEFAULT_WAIT_SECONDS,
         max_parallel: int = DEFAULT_MAX_PARALLEL,
+        settings: QualityGateConfig | None = None,
+        judge_for: JudgeFactory | None = None,
     ) -> None:
+        """`settings`: what `calls` was built from, kept with each queued job; `judge_for`:
+        the judge of a job another server queued under other settings."""
         super().__init__(rules=rules, review_depth=review_depth)
         self.calls = calls
+        self.settings = settings
+        self.judge_for = judge_for
         self.wait_seconds = wait_seconds
         self.max_parallel = max_parallel
         self._lock = threading.Lock()
@@ -205,6 +225,14 @@ class ExternalGate(_Planner):
         for reviews in projects:
             reviews.close()
 
+    def cancel(self, project_root: Path, store: Store, session_ids: Sequence[str]) -> None:
+        with self._lock:
+            found = self._projects.get(project_root.resolve())
+        if found is not None:
+            found.cancel_sessions(session_ids)
+        else:
+            cancel_reviews(store, session_ids)
+
     def background(
         self, project_root: Path, store: Store, load_job: Callable[[str], JobDefinition]
     ) -> BackgroundReviews:
@@ -215,7 +243,15 @@ class ExternalGate(_Planner):
             found = self._projects.get(root)
             if found is None:
                 jobs = ReviewJobs(store, ReviewPayload)
-                found = BackgroundReviews(root, self.calls, load_job, self.max_parallel, jobs)
+                found = BackgroundReviews(
+                    root,
+                    self.calls,
+                    load_job,
+                    self.max_parallel,
+                    jobs,
+                    settings=self.settings,
+                    judge_for=self.judge_for,
+                )
                 self._projects[root] = found
         return found
 

@@ -87,6 +87,9 @@ class WorkflowBranch(_View):
     name: str
     started_from: str | None
     merged: bool
+    #: False when nothing was ever committed on the branch (its reflog holds only its
+    #: creation): "merged" would then say nothing, the run's outputs are uncommitted.
+    committed: bool = True
 
 
 class ProjectOverview(_View):
@@ -192,7 +195,11 @@ def workflow_branches(
     for name in names:
         base = origin.get(name)
         merged = _git(project_root, "merge-base", "--is-ancestor", name, base or "HEAD") is not None
-        branches.append(WorkflowBranch(name=name, started_from=base, merged=merged))
+        log = _git(project_root, "reflog", "show", "--format=%H", f"refs/heads/{name}")
+        committed = log is None or len(log.split()) != 1  # no reflog: not known, say nothing
+        branches.append(
+            WorkflowBranch(name=name, started_from=base, merged=merged, committed=committed)
+        )
     return branches
 
 

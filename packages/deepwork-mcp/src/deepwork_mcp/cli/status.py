@@ -128,6 +128,8 @@ def render_text(overview: ProjectOverview, now: datetime) -> str:
         for branch in overview.branches:
             base = branch.started_from or "HEAD"
             state = f"merged into {base}" if branch.merged else f"not merged into {base}"
+            if not branch.committed:
+                state = "no commits yet (its run's outputs are uncommitted)"
             lines.append("  " + printable(f"{branch.name}  {state}"))
     return "\n".join(lines) + "\n"
 

@@ -27,6 +27,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from deepwork_mcp.telemetry.forced_ids import ForcedIdGenerator
+from deepwork_mcp.telemetry.redaction import Redacted
 
 logger = logging.getLogger("deepwork.telemetry")
 
@@ -121,15 +122,22 @@ def build_providers(
     *,
     span_exporter: SpanExporter | None = None,
     metric_reader: MetricReader | None = None,
+    log_content: bool = False,
 ) -> tuple[TracerProvider, MeterProvider]:
-    """The tracer and meter providers; OTLP/HTTP exporters unless others are given (tests)."""
+    """The tracer and meter providers; OTLP/HTTP exporters unless others are given (tests).
+    Without `log_content` every span is exported redacted (`telemetry.redaction`)."""
     for name in _OTLP_LOGGERS:  # ExportFailures says it once instead of every batch
         logging.getLogger(name).setLevel(logging.CRITICAL)
     resource = resource_for(env)
     if span_exporter is None and not _switched_off(env, "TRACES"):
         span_exporter = _otlp_spans(env)
-    tracer_provider = TracerProvider(resource=resource, id_generator=ForcedIdGenerator())
+    # No shutdown of their own at exit: `Telemetry.shutdown` stops them, bounded in time.
+    tracer_provider = TracerProvider(
+        resource=resource, id_generator=ForcedIdGenerator(), shutdown_on_exit=False
+    )
     if span_exporter is not None:
+        if not log_content:
+            span_exporter = Redacted(span_exporter)
         counted = _CountedSpans(span_exporter, failures)
         tracer_provider.add_span_processor(
             BatchSpanProcessor(counted, max_queue_size=MAX_QUEUED_SPANS)
@@ -138,7 +146,9 @@ def build_providers(
         # Every OTEL_METRIC_EXPORT_INTERVAL (the SDK's default: 60 s), and when the server stops.
         metric_reader = PeriodicExportingMetricReader(_CountedMetrics(_otlp_metrics(env), failures))
     readers = [] if metric_reader is None else [metric_reader]
-    meter_provider = MeterProvider(resource=resource, metric_readers=readers)
+    meter_provider = MeterProvider(
+        resource=resource, metric_readers=readers, shutdown_on_exit=False
+    )
     return tracer_provider, meter_provider
 
 

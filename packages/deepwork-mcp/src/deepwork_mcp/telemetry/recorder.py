@@ -10,11 +10,13 @@ The run's `started` event takes the tool call's span as its parent when the host
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from importlib.metadata import version
 from pathlib import Path
+from typing import Final
 
 from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.base.identifiers import SessionId
@@ -43,6 +45,12 @@ from deepwork_mcp.telemetry.ids import SpanRef
 from deepwork_mcp.telemetry.runbook import SessionBook
 
 INSTRUMENTATION: str = "deepwork"
+#: How long `shutdown` waits for the exporters to send what is still queued: an endpoint that
+#: is down or answers 503 (which the OTLP exporter retries for its whole timeout) costs the
+#: server's exit no more than this.
+SHUTDOWN_SECONDS: Final = 2.0
+
+logger = logging.getLogger("deepwork.telemetry")
 
 #: The version of a job of a project (None: unknown), for the run's span.
 JobVersion = Callable[[Path, str], str | None]
@@ -110,7 +118,7 @@ class Telemetry:
         """OTLP export configured from `env`, as the process's global providers (so FastMCP's
         tool-call spans go out too), following the event log from now on."""
         failures = ExportFailures()
-        tracer_provider, meter_provider = build_providers(env, failures)
+        tracer_provider, meter_provider = build_providers(env, failures, log_content=log_content)
         trace.set_tracer_provider(tracer_provider)
         metrics.set_meter_provider(meter_provider)
         telemetry = cls(
@@ -128,14 +136,29 @@ class Telemetry:
         """Follow the event log (`add_event_listener`)."""
         self._remove.append(add_event_listener(self.observe))
 
-    def shutdown(self) -> None:
-        """Stop following the log and send what is queued (bounded by the exporters' timeouts)."""
+    def shutdown(self, timeout_s: float = SHUTDOWN_SECONDS) -> None:
+        """Stop following the log and send what is queued, waiting at most `timeout_s`: what
+        the exporters have not sent by then is dropped, and said so once on stderr."""
         for remove in self._remove:
             if callable(remove):
                 remove()
         self._remove.clear()
+        # In a daemon thread: an exporter still retrying when the time is up ends with the process.
+        stopping = threading.Thread(
+            target=self._stop_providers, args=(timeout_s,), name="deepwork-otel-stop", daemon=True
+        )
+        stopping.start()
+        stopping.join(timeout_s)
+        if stopping.is_alive():
+            logger.warning(
+                "telemetry: the OpenTelemetry endpoint took more than %.0f s to take the last "
+                "spans and metrics; they were dropped",
+                timeout_s,
+            )
+
+    def _stop_providers(self, timeout_s: float) -> None:
         self.tracer_provider.shutdown()
-        self.meter_provider.shutdown()
+        self.meter_provider.shutdown(timeout_millis=timeout_s * 1000)
 
     def observe(self, store: Store, event: KnownEvent) -> None:
         """The listener: fold `event` (written to `store`) and emit the spans and measurements

@@ -54,6 +54,34 @@ def test_an_expired_lease_is_claimed_again_and_the_old_claim_is_void(
     assert jobs.get(second.job.job_id).result == judged(False)
 
 
+def test_a_job_queued_with_an_owner_is_its_own_while_the_owner_holds_it(
+    any_store: Store, clock: ManualClock
+) -> None:
+    jobs = ReviewJobs(any_store, Note)
+    held_id = jobs.enqueue("a", Note(n=1), owner="w1", lease_s=30)
+    clock.advance(1)
+    free_id = jobs.enqueue("a", Note(n=2))
+    other = jobs.claim("w2")
+    assert other is not None
+    assert other.job.job_id == free_id  # the older job is w1's: w2 takes the free one
+    assert jobs.claim("w2") is None
+    assert jobs.complete(other, judged(True))
+    clock.advance(20)
+    assert jobs.hold("w1", lease_s=30) == 1
+    clock.advance(20)  # past the first lease, inside the renewed one
+    assert jobs.claim("w2") is None
+    own = jobs.claim("w1")
+    assert own is not None
+    assert own.job.job_id == held_id
+    assert jobs.hold("w1") == 0  # claimed: nothing queued is held any more
+    assert jobs.complete(own, judged(True))
+    late_id = jobs.enqueue("a", Note(n=3), owner="w1", lease_s=30)
+    clock.advance(31)  # w1 stopped renewing: anyone takes its job
+    taken = jobs.claim("w2")
+    assert taken is not None
+    assert taken.job.job_id == late_id
+
+
 def test_cancel_stops_a_queued_or_claimed_job(any_store: Store) -> None:
     jobs = ReviewJobs(any_store, Note)
     queued = jobs.enqueue("a", Note())

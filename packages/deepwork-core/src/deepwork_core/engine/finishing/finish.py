@@ -48,7 +48,7 @@ from deepwork_core.engine.outputs import ValidatedOutputs, validate_outputs
 from deepwork_core.engine.parking import still_parked, stop_note
 from deepwork_core.engine.results import FinishResult
 from deepwork_core.engine.safeguards.findings import Findings
-from deepwork_core.evidence.verdicts import ReviewVerdict, VerdictKind
+from deepwork_core.evidence.verdicts import GATE_OFF_REASON, ReviewVerdict, VerdictKind
 from deepwork_core.gate.checkpoint import (
     Checkpoint,
     GateNeedsWork,
@@ -57,6 +57,7 @@ from deepwork_core.gate.checkpoint import (
     GateSelfReviewRequested,
     GateVerdict,
     ProgressReporter,
+    has_own_reviews,
 )
 from deepwork_core.gate.gates import Gate, reused_note
 from deepwork_core.jobs.discovery import JobCatalog
@@ -182,6 +183,8 @@ class FinishPipeline:
         if answered is not None:
             return answered
         gate = self.gate
+        if gate is None and sub.override_reason is None and has_own_reviews(steps):
+            return self.outcomes.accept(context, findings, GATE_OFF_REASON)
         if gate is None or not (gate.consulted_for(steps) or findings.rereview):
             return self.outcomes.accept(context, findings, sub.override_reason)
         if sub.override_reason is not None:

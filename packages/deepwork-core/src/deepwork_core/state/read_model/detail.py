@@ -36,9 +36,9 @@ from deepwork_core.state.read_model.runs import (
     session_view,
 )
 from deepwork_core.state.read_model.timeline import (
-    VERDICT_LABELS,
     TimelineEntry,
     clip,
+    finished_label,
     timeline_entry,
 )
 from deepwork_core.state.sessions import Session, SessionStore
@@ -167,7 +167,7 @@ def _verdicts(events: list[EventRecord]) -> list[VerdictLine]:
                     at=event.ts,
                     step_ids=list(steps),
                     kind=event.verdict,
-                    label=VERDICT_LABELS[event.verdict],
+                    label=finished_label(event),
                     reason=clip(reason) if reason else None,
                 )
             )

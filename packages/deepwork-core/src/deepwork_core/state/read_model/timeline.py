@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict
 
-from deepwork_core.evidence.verdicts import VerdictKind
+from deepwork_core.evidence.verdicts import GATE_OFF_REASON, VerdictKind
 from deepwork_core.state.event_kinds import (
     AbortedEvent,
     ApprovalEvent,
@@ -52,6 +52,14 @@ VERDICT_LABELS: Final = {
     VerdictKind.UNREVIEWED: "unreviewed (no review applied)",
     VerdictKind.ERROR: "reviewer error",
 }
+
+
+def finished_label(event: StepFinishedEvent) -> str:
+    """How an accepted checkpoint's verdict reads: "not reviewed: quality gate off" for one
+    accepted while the gate was off, else its kind's label."""
+    if any(e.override_reason == GATE_OFF_REASON for e in event.evidence):
+        return GATE_OFF_REASON
+    return VERDICT_LABELS[event.verdict]
 
 
 class TimelineEntry(BaseModel):
@@ -156,7 +164,7 @@ _SENTENCES: Final[dict[type[Any], Callable[[Any], str]]] = {
     OverrideEvent: lambda e: f"{names(e.step_ids)} accepted by override: {clip(e.reason)}",
     NeedsWorkEvent: _needs_work,
     GoToStepEvent: _go_to,
-    StepFinishedEvent: lambda e: f"{names(e.step_ids)} finished, {VERDICT_LABELS[e.verdict]}",
+    StepFinishedEvent: lambda e: f"{names(e.step_ids)} finished, {finished_label(e)}",
     StaleEvidenceEvent: lambda e: (
         f"Files changed after their step was accepted: {names(s.path for s in e.stale)}"
     ),

@@ -6,8 +6,9 @@ model of the caller's (`ReviewJobs(store, Payload)`), and its `result` one of th
 `payload` and `verdict` columns. Its life:
 
     enqueue ──> queued ──claim──> claimed ──complete──> done      (the result, exactly once)
-                  ^                  │  └──heartbeat (extends the lease)
-                  └── lease expired ─┘  (the next claim takes it again, attempts + 1)
+      │           ^                  │  └──heartbeat (extends the lease)
+      │           └── lease expired ─┘  (the next claim takes it again, attempts + 1)
+      └── owner: held for the worker that queued it while `hold` renews its lease
     cancel: queued or claimed ──> cancelled                       (result `Cancelled`)
 
 Usage by a worker (any process, any machine sharing the store):
@@ -28,6 +29,9 @@ Guarantees:
   changes nothing.
 - A worker that dies stops heartbeating; once `lease_until` passes, `claim` hands the job out
   again. Leases use the store's clock (`Store.now`), injectable in tests.
+- A job enqueued with an `owner` is claimed by that worker only while its lease lives (`hold`
+  renews the leases of every job the worker queued and has not claimed yet); once the lease runs
+  out (the owner stopped), any worker may claim it. A queued row's `claimed_by` names its owner.
 - `enqueue` with a `dedupe_key` already used in the project returns the existing job's id.
 - Rows are read with the bounded JSON parser: a column that is not JSON is `store.corrupt`. A
   payload that does not fit the model (another kind's, or another version's shape) reads as
@@ -214,13 +218,18 @@ class ReviewJobs(Generic[PayloadT]):
         *,
         session_id: str | None = None,
         dedupe_key: str | None = None,
+        owner: str | None = None,
+        lease_s: float = DEFAULT_LEASE_S,
     ) -> str:
-        """Queue a job; its id (the existing job's when `dedupe_key` was used before)."""
+        """Queue a job; its id (the existing job's when `dedupe_key` was used before).
+        `owner`: the worker that alone may claim it while `lease_s` (renewed by `hold`) lives."""
         job_id = "rj-" + secrets.token_hex(8)
+        now = self.store.now()
         with self.store.write() as tx:
             rows = tx.execute(
                 "INSERT INTO review_jobs (job_id, project_id, session_id, dedupe_key, kind, "
-                "payload, state, enqueued_at) VALUES (?, ?, ?, ?, ?, ?, 'queued', ?) "
+                "payload, state, enqueued_at, claimed_by, lease_until) "
+                "VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?) "
                 "ON CONFLICT (project_id, dedupe_key) DO NOTHING RETURNING job_id",
                 (
                     job_id,
@@ -229,7 +238,9 @@ class ReviewJobs(Generic[PayloadT]):
                     dedupe_key,
                     kind,
                     payload.model_dump_json(),
-                    self.store.now(),
+                    now,
+                    owner,
+                    now + lease_s if owner is not None else None,
                 ),
             )
             if rows:
@@ -247,11 +258,12 @@ class ReviewJobs(Generic[PayloadT]):
         lease_s: float = DEFAULT_LEASE_S,
         kinds: Sequence[str] | None = None,
     ) -> ReviewClaim[PayloadT] | None:
-        """Take the oldest queued job (or one whose lease ran out); None when there is none."""
+        """Take the oldest queued job no other live worker holds (or one whose lease ran out);
+        None when there is none."""
         token = secrets.token_hex(12)
         now = self.store.now()
         kind_filter = ""
-        params: list[object] = [worker, token, now + lease_s, self.project_id, now]
+        params: list[object] = [worker, token, now + lease_s, self.project_id, worker, now, now]
         if kinds:
             kind_filter = f" AND kind IN ({', '.join('?' for _ in kinds)})"
             params.extend(kinds)
@@ -260,8 +272,9 @@ class ReviewJobs(Generic[PayloadT]):
             rows = tx.execute(
                 "UPDATE review_jobs SET state = 'claimed', claimed_by = ?, claim_token = ?, "  # noqa: S608
                 "lease_until = ?, attempts = attempts + 1 WHERE job_id = ("
-                "SELECT job_id FROM review_jobs WHERE project_id = ? AND (state = 'queued' OR "
-                f"(state = 'claimed' AND lease_until < ?)){kind_filter} "
+                "SELECT job_id FROM review_jobs WHERE project_id = ? AND ((state = 'queued' AND "
+                "(claimed_by IS NULL OR claimed_by = ? OR lease_until IS NULL OR lease_until < ?)) "
+                f"OR (state = 'claimed' AND lease_until < ?)){kind_filter} "
                 f"ORDER BY enqueued_at, job_id LIMIT 1{self.store.skip_locked}) "
                 f"RETURNING {_COLUMNS}",
                 params,
@@ -284,6 +297,16 @@ class ReviewJobs(Generic[PayloadT]):
                 (until, claim.job.job_id, claim.token),
             )
         return claim.model_copy(update={"lease_until": until}) if rows else None
+
+    def hold(self, owner: str, *, lease_s: float = DEFAULT_LEASE_S) -> int:
+        """Renew the lease of every job `owner` queued and no one claimed yet; how many."""
+        with self.store.write() as tx:
+            rows = tx.execute(
+                "UPDATE review_jobs SET lease_until = ? WHERE project_id = ? AND claimed_by = ? "
+                "AND state = 'queued' RETURNING job_id",
+                (self.store.now() + lease_s, self.project_id, owner),
+            )
+        return len(rows)
 
     def complete(self, claim: ReviewClaim[PayloadT], result: JobResult) -> bool:
         """Record the result; True when this call did, False when the claim was lost."""
