@@ -22,7 +22,12 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import SessionError
 from deepwork_core.base.identifiers import SessionId
 from deepwork_core.evidence.hashes import find_stale
-from deepwork_core.state.approvals.models import ApprovalError
+from deepwork_core.state.approvals.models import (
+    ApprovalDecision,
+    ApprovalError,
+    ApprovalRecord,
+    ApprovalRequest,
+)
 from deepwork_core.state.event_kinds import ParkedEvent, ResumedEvent
 from deepwork_core.state.events import EVENTS_CHANNEL, append_event
 from deepwork_core.state.sessions import (
@@ -197,8 +202,20 @@ def awaits_person(sessions: SessionStore, session_id: SessionId) -> bool:
         store = sessions.store
         with store.read() as tx:
             found = open_record(tx, store.project.project_id, session_id)
-        return found is not None and found[1] is None
+        return found is not None and _undecided(*found)
     return session.parked is not None
+
+
+def _undecided(request: str, decisions: list[str]) -> bool:
+    """True while the open request's decisions (documents, oldest first) settle nothing under
+    its policy: none yet, or fewer approvals than it requires (`1 of 2`)."""
+    if not decisions:
+        return True
+    record = ApprovalRecord(
+        request=ApprovalRequest.model_validate_json(request),
+        decisions=[ApprovalDecision.model_validate_json(body) for body in decisions],
+    )
+    return record.standing().concluding is None
 
 
 def wait_for_person(
