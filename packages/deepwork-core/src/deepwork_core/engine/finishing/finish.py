@@ -206,6 +206,7 @@ class FinishPipeline:
             undeclared_changes=tuple(findings.undeclared),
             run_id=run_id_of(session, tx.load),
             log_length=len(session.quality_log),
+            watch=self.outcomes.guards.watch,
         )
         return _Pending(context, findings, checkpoint, session.current_entry_index)
 
