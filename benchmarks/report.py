@@ -56,6 +56,8 @@ BUDGETS: dict[str, Budget] = {
     "store.postgresql.list_runs": Budget(100, "≤ 100 ms"),
     "store.sqlite.dashboard_page": Budget(100, "≤ 100 ms"),
     "store.postgresql.dashboard_page": Budget(100, "≤ 100 ms"),
+    # Issue 45: the external gate on a step without review.
+    "gate_cost.added": Budget(1, "≤ 1 ms more than the gate off", size_dependent=False),
     # Issue 42: what reviews cost.
     "review_costs.rereview_calls": Budget(10, "≤ 10 % of the first round", size_dependent=False),
     "review_costs.rereview_cost": Budget(10, "≤ 10 % of the first round", size_dependent=False),
@@ -118,6 +120,9 @@ FIGURE_KEYS: tuple[str, ...] = (
     "review_costs.rereview_cost",
     "review_costs.estimate_gap",
     "verify.all",
+    "gate_cost.off",
+    "gate_cost.on",
+    "gate_cost.added",
 )
 
 

@@ -760,6 +760,16 @@ async def verify(bench: Bench) -> None:
     await verify_speed(bench)
 
 
+# --- the gate on a step without review (issue 45) ----------------------------------------------
+
+
+async def gate_cost(bench: Bench) -> None:
+    """`finished_step` of a step without review, gate off and external gate on, by turns."""
+    from gate_cost import gate_cost_figures
+
+    await gate_cost_figures(bench)
+
+
 Scenario = Callable[[Bench], Awaitable[None]]
 
 # name -> (scenario, the figure-key prefixes it produces)
@@ -780,5 +790,6 @@ SCENARIOS: dict[str, tuple[Scenario, tuple[str, ...]]] = {
     "pages": (pages, ("pages.",)),
     "review_costs": (review_costs, ("review_costs.",)),
     "verify": (verify, ("verify.",)),
+    "gate_cost": (gate_cost, ("gate_cost.",)),
 }
 ALIASES = {"context": "cold_start", "memory": "get_workflows", "nested": "workflows"}

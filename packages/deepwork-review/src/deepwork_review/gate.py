@@ -112,6 +112,9 @@ class GateRules:
     def tasks(self, checkpoint: Checkpoint) -> list[QualityReviewTask]:
         return rule_review_tasks(checkpoint, self._files)
 
+    def known(self, checkpoint: Checkpoint) -> bool:
+        return self._files.kept(checkpoint.project_root, checkpoint.watch) is not None
+
     def warnings(self, checkpoint: Checkpoint) -> tuple[str, ...]:
         """One `quality_gate.deepreview_invalid` warning per rule file or rule that failed to
         load (the rules it concerns were not applied)."""

@@ -201,19 +201,30 @@ class RuleFiles:
         self._known: dict[Path, tuple[str, tuple[str, ...]]] = {}
         self._lock = threading.Lock()
 
+    def kept(self, project_root: Path, watch: ChangeWatch | None) -> tuple[str, ...] | None:
+        """The files as last listed while `watch` vouches that none of them changed since;
+        None when they must be listed again (nothing is run to find out)."""
+        if watch is None:
+            return None
+        with self._lock:
+            known = self._known.get(project_root)
+        answer = None if known is None else watch.touched_since(known[0])
+        if known is None or answer is None:
+            return None
+        touched, fresh = answer
+        if any(_names_rule_file(path) for path in touched):
+            return None
+        with self._lock:
+            self._known[project_root] = (fresh, known[1])
+        return known[1]
+
     def sources(self, project_root: Path, watch: ChangeWatch | None) -> tuple[str, ...]:
         """The project's `.deepreview` files, sorted (`project_root` resolved)."""
         token: str | None = None
         if watch is not None:
-            with self._lock:
-                known = self._known.get(project_root)
-            answer = None if known is None else watch.touched_since(known[0])
-            if known is not None and answer is not None:
-                touched, fresh = answer
-                if not any(_names_rule_file(path) for path in touched):
-                    with self._lock:
-                        self._known[project_root] = (fresh, known[1])
-                    return known[1]
+            kept = self.kept(project_root, watch)
+            if kept is not None:
+                return kept
             token = watch.mark()  # before listing: a file written meanwhile shows next time
         listed = tuple(deepreview_sources(list_project_files(project_root, only_name=FILE_NAME).all))
         with self._lock:
