@@ -58,6 +58,8 @@ BUDGETS: dict[str, Budget] = {
     "store.postgresql.dashboard_page": Budget(100, "≤ 100 ms"),
     # Issue 45: the external gate on a step without review.
     "gate_cost.added": Budget(1, "≤ 1 ms more than the gate off", size_dependent=False),
+    "starts.top_level_ratio": Budget(10, "≤ 10 × the FastMCP round trip", size_dependent=False),
+    "starts.nested_ratio": Budget(4, "≤ 4 × the FastMCP round trip", size_dependent=False),
     # Issue 42: what reviews cost.
     "review_costs.rereview_calls": Budget(10, "≤ 10 % of the first round", size_dependent=False),
     "review_costs.rereview_cost": Budget(10, "≤ 10 % of the first round", size_dependent=False),
@@ -123,6 +125,11 @@ FIGURE_KEYS: tuple[str, ...] = (
     "gate_cost.off",
     "gate_cost.on",
     "gate_cost.added",
+    "starts.floor_call",
+    "starts.top_level",
+    "starts.nested",
+    "starts.top_level_ratio",
+    "starts.nested_ratio",
 )
 
 

@@ -770,6 +770,13 @@ async def gate_cost(bench: Bench) -> None:
     await gate_cost_figures(bench)
 
 
+async def starts(bench: Bench) -> None:
+    """Top-level and nested `start_workflow` against the FastMCP round trip (starts.py)."""
+    from starts import starts as run
+
+    await run(bench)
+
+
 Scenario = Callable[[Bench], Awaitable[None]]
 
 # name -> (scenario, the figure-key prefixes it produces)
@@ -791,5 +798,6 @@ SCENARIOS: dict[str, tuple[Scenario, tuple[str, ...]]] = {
     "review_costs": (review_costs, ("review_costs.",)),
     "verify": (verify, ("verify.",)),
     "gate_cost": (gate_cost, ("gate_cost.",)),
+    "starts": (starts, ("starts.",)),
 }
 ALIASES = {"context": "cold_start", "memory": "get_workflows", "nested": "workflows"}
