@@ -60,6 +60,11 @@ BUDGETS: dict[str, Budget] = {
     "gate_cost.added": Budget(1, "≤ 1 ms more than the gate off", size_dependent=False),
     "starts.top_level_ratio": Budget(10, "≤ 10 × the FastMCP round trip", size_dependent=False),
     "starts.nested_ratio": Budget(4, "≤ 4 × the FastMCP round trip", size_dependent=False),
+    **{
+        f"agents.{kind}.{agents}.cpu_ms": Budget(3, "≤ 3 ms CPU", size_dependent=False)
+        for kind in ("sqlite", "postgresql")
+        for agents in (8, 32)
+    },
     # Issue 42: what reviews cost.
     "review_costs.rereview_calls": Budget(10, "≤ 10 % of the first round", size_dependent=False),
     "review_costs.rereview_cost": Budget(10, "≤ 10 % of the first round", size_dependent=False),
@@ -130,6 +135,12 @@ FIGURE_KEYS: tuple[str, ...] = (
     "starts.nested",
     "starts.top_level_ratio",
     "starts.nested_ratio",
+    *(
+        f"agents.{kind}.{agents}.{what}"
+        for kind in ("sqlite", "postgresql")
+        for agents in (8, 32)
+        for what in ("per_second", "p50", "p95", "p99", "cpu_ms")
+    ),
 )
 
 

@@ -777,6 +777,13 @@ async def starts(bench: Bench) -> None:
     await run(bench)
 
 
+async def concurrency(bench: Bench) -> None:
+    """8 and 32 agents checkpointing at once on SQLite and PostgreSQL (concurrency.py)."""
+    from concurrency import concurrency as run
+
+    await run(bench)
+
+
 Scenario = Callable[[Bench], Awaitable[None]]
 
 # name -> (scenario, the figure-key prefixes it produces)
@@ -799,5 +806,6 @@ SCENARIOS: dict[str, tuple[Scenario, tuple[str, ...]]] = {
     "verify": (verify, ("verify.",)),
     "gate_cost": (gate_cost, ("gate_cost.",)),
     "starts": (starts, ("starts.",)),
+    "concurrency": (concurrency, ("agents.",)),
 }
 ALIASES = {"context": "cold_start", "memory": "get_workflows", "nested": "workflows"}
