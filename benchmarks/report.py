@@ -65,6 +65,12 @@ BUDGETS: dict[str, Budget] = {
         for kind in ("sqlite", "postgresql")
         for agents in (8, 32)
     },
+    **{
+        f"views.{kind}.{view}": Budget(150, "≤ 150 ms")
+        for kind in ("sqlite", "postgresql")
+        for view in ("status", "status_all", "run_list", "run_page", "approvals", "reviews")
+    },
+    **{f"views.{kind}.peak_mib": Budget(250, "≤ 250 MiB") for kind in ("sqlite", "postgresql")},
     # Issue 42: what reviews cost.
     "review_costs.rereview_calls": Budget(10, "≤ 10 % of the first round", size_dependent=False),
     "review_costs.rereview_cost": Budget(10, "≤ 10 % of the first round", size_dependent=False),
@@ -140,6 +146,14 @@ FIGURE_KEYS: tuple[str, ...] = (
         for kind in ("sqlite", "postgresql")
         for agents in (8, 32)
         for what in ("per_second", "p50", "p95", "p99", "cpu_ms")
+    ),
+    *(
+        f"views.{kind}.{view}"
+        for kind in ("sqlite", "postgresql")
+        for view in (
+            "status", "status_all", "run_list", "run_page", "approvals", "reviews",
+            "peak_mib", "reference",
+        )  # fmt: skip
     ),
 )
 

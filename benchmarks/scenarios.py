@@ -784,6 +784,13 @@ async def concurrency(bench: Bench) -> None:
     await run(bench)
 
 
+async def views(bench: Bench) -> None:
+    """Every view of a project of 100,000 runs, SQLite and PostgreSQL (views.py)."""
+    from views import views_figures
+
+    await views_figures(bench)
+
+
 Scenario = Callable[[Bench], Awaitable[None]]
 
 # name -> (scenario, the figure-key prefixes it produces)
@@ -807,5 +814,6 @@ SCENARIOS: dict[str, tuple[Scenario, tuple[str, ...]]] = {
     "gate_cost": (gate_cost, ("gate_cost.",)),
     "starts": (starts, ("starts.",)),
     "concurrency": (concurrency, ("agents.",)),
+    "views": (views, ("views.",)),
 }
 ALIASES = {"context": "cold_start", "memory": "get_workflows", "nested": "workflows"}
