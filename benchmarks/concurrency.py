@@ -27,7 +27,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from workloads import LONG_JOB, make_long_workflow, write_job
+from workloads import LONG_JOB, make_long_workflow
 
 STEPS = 10
 AGENTS = (8, 32)

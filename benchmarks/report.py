@@ -151,9 +151,15 @@ FIGURE_KEYS: tuple[str, ...] = (
         f"views.{kind}.{view}"
         for kind in ("sqlite", "postgresql")
         for view in (
-            "status", "status_all", "run_list", "run_page", "approvals", "reviews",
-            "peak_mib", "reference",
-        )  # fmt: skip
+            "status",
+            "status_all",
+            "run_list",
+            "run_page",
+            "approvals",
+            "reviews",
+            "peak_mib",
+            "reference",
+        )
     ),
 )
 

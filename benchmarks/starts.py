@@ -35,9 +35,10 @@ async def starts(bench: Any) -> None:
     nested = bench.figure("starts.nested", f"start_workflow, nested at depth {DEPTH}", **params)
     args = ["serve", "--path", str(root), "--no-quality-gate"]
     with bench.stderr_log("starts") as log:
-        async with bench.floor(root, log) as fl, connect(
-            bench.deepwork, args, cwd=root, stderr=log
-        ) as server:
+        async with (
+            bench.floor(root, log) as fl,
+            connect(bench.deepwork, args, cwd=root, stderr=log) as server,
+        ):
             await fl.list_tools()
             await server.list_tools()
             for round_ in range(rounds + 2):
@@ -50,7 +51,9 @@ async def starts(bench: Any) -> None:
                 if timed:
                     top.add(elapsed)
                 if not (isinstance(payload, dict) and payload.get("branch_name")):
-                    raise CallFailed(f"a top-level start made no branch: {json.dumps(payload)[:300]}")
+                    raise CallFailed(
+                        f"a top-level start made no branch: {json.dumps(payload)[:300]}"
+                    )
                 for level in range(2, DEPTH + 1):
                     elapsed, _ = await _start(server, f"level {level}", level)
                 if timed:

@@ -248,7 +248,9 @@ async def views_figures(bench: Any) -> None:
             for view, samples in measured.items():
                 figures[view].samples.extend(samples)
                 if not view.endswith("MiB"):
-                    figures[view].params["ratio_to_reference"] = statistics.median(samples) / reference
+                    figures[view].params["ratio_to_reference"] = (
+                        statistics.median(samples) / reference
+                    )
     finally:
         if server is not None:
             server.destroy()

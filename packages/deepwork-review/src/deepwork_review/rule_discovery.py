@@ -226,7 +226,9 @@ class RuleFiles:
             if kept is not None:
                 return kept
             token = watch.mark()  # before listing: a file written meanwhile shows next time
-        listed = tuple(deepreview_sources(list_project_files(project_root, only_name=FILE_NAME).all))
+        listed = tuple(
+            deepreview_sources(list_project_files(project_root, only_name=FILE_NAME).all)
+        )
         with self._lock:
             if token is None:
                 self._known.pop(project_root, None)

@@ -54,14 +54,16 @@ def test_a_later_snapshot_comes_from_the_watch_and_matches_git(
 ) -> None:
     snapshots = Snapshots(repo, watch)
     first = snapshots.take()
-    assert first is not None and first.dirty == {}
+    assert first is not None
+    assert first.dirty == {}
     (repo / "src" / "a.txt").write_text("changed\n")
     (repo / "src" / "new.txt").write_text("new\n")
     (repo / "debug.log").write_text("ignored\n")
     later = snapshots.take()
     assert len(by_git) == 1  # the first one only
     truth = take_snapshot(repo)
-    assert later is not None and truth is not None
+    assert later is not None
+    assert truth is not None
     assert (later.head, later.prefix, later.dirty) == (truth.head, truth.prefix, truth.dirty)
 
 
@@ -76,7 +78,9 @@ def test_git_is_asked_again_when_the_watch_cannot_vouch(
     later = snapshots.take()
     assert len(by_git) == 2
     truth = take_snapshot(repo)
-    assert later is not None and truth is not None and later.head == truth.head
+    assert later is not None
+    assert truth is not None
+    assert later.head == truth.head
 
 
 def test_without_a_watch_every_snapshot_is_git_s(repo: Path, by_git: list[Path]) -> None:

@@ -132,11 +132,7 @@ class Safeguards:
         taken: RepoSnapshot | None = snapshot if isinstance(snapshot, RepoSnapshot) else None
         if isinstance(snapshot, Future) or (snapshot is None and probe):
             try:
-                taken = (
-                    snapshot.result()
-                    if isinstance(snapshot, Future)
-                    else self.snapshots.take()
-                )
+                taken = snapshot.result() if isinstance(snapshot, Future) else self.snapshots.take()
             except GitError as exc:
                 note = f"Scope guard off for this step: {exc.code}: {exc.message}"
             else:

@@ -17,8 +17,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from deepwork_core.base.identifiers import SessionId
-from deepwork_core.evidence.watch import ChangeWatch
 from deepwork_core.evidence.verdicts import ReviewVerdict, VerdictKind
+from deepwork_core.evidence.watch import ChangeWatch
 from deepwork_core.gate.costs.quotes import ReviewPrice, TaskPrice
 from deepwork_core.jobs.model import JobDefinition, Step
 from deepwork_core.state.sessions import OutputValue
