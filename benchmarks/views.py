@@ -197,10 +197,6 @@ def main() -> None:
             server.destroy()
 
 
-if __name__ == "__main__":
-    main()
-
-
 # --- the figures of `benchmarks/run.py` -------------------------------------------------------
 
 #: The figure key of each view of `measure`.
@@ -254,3 +250,7 @@ async def views_figures(bench: Any) -> None:
     finally:
         if server is not None:
             server.destroy()
+
+
+if __name__ == "__main__":
+    main()

@@ -12,7 +12,7 @@ from deepwork_core.evidence.watch import ChangeWatch
 from deepwork_review import rule_discovery
 from deepwork_review.rule_discovery import RuleFiles
 
-from tests.fixtures.git_repo import git, init_repo
+from tests.fixtures.git_repo import git, init_repo, live_watch
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
 
@@ -32,10 +32,8 @@ def repo(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def watch(repo: Path, tmp_path: Path) -> Iterator[ChangeWatch]:
-    watch = ChangeWatch(repo, global_excludes=tmp_path / "no-user-ignore-file")
-    assert watch.start()
-    yield watch
-    watch.close()
+    with live_watch(repo, tmp_path) as started:
+        yield started
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from deepwork_core.evidence.scope import RepoSnapshot, take_snapshot
 from deepwork_core.evidence.snapshots import Snapshots
 from deepwork_core.evidence.watch import ChangeWatch
 
-from tests.fixtures.git_repo import git, init_repo
+from tests.fixtures.git_repo import git, init_repo, live_watch
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
 
@@ -31,10 +31,8 @@ def repo(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def watch(repo: Path, tmp_path: Path) -> Iterator[ChangeWatch]:
-    watch = ChangeWatch(repo, global_excludes=tmp_path / "no-user-ignore-file")
-    assert watch.start()
-    yield watch
-    watch.close()
+    with live_watch(repo, tmp_path) as started:
+        yield started
 
 
 @pytest.fixture
