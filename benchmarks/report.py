@@ -58,6 +58,21 @@ BUDGETS: dict[str, Budget] = {
     "store.postgresql.dashboard_page": Budget(100, "≤ 100 ms"),
     # Issue 39: a run of another project opens from any dashboard.
     "pages.other_run_page": Budget(150, "≤ 150 ms (issue 39)"),
+    # Issue 45: the external gate on a step without review.
+    "gate_cost.added": Budget(1, "≤ 1 ms more than the gate off", size_dependent=False),
+    "starts.top_level_ratio": Budget(10, "≤ 10 × the FastMCP round trip", size_dependent=False),
+    "starts.nested_ratio": Budget(4, "≤ 4 × the FastMCP round trip", size_dependent=False),
+    **{
+        f"agents.{kind}.{agents}.cpu_ms": Budget(3, "≤ 3 ms CPU", size_dependent=False)
+        for kind in ("sqlite", "postgresql")
+        for agents in (8, 32)
+    },
+    **{
+        f"views.{kind}.{view}": Budget(150, "≤ 150 ms")
+        for kind in ("sqlite", "postgresql")
+        for view in ("status", "status_all", "run_list", "run_page", "approvals", "reviews")
+    },
+    **{f"views.{kind}.peak_mib": Budget(250, "≤ 250 MiB") for kind in ("sqlite", "postgresql")},
     # Issue 42: what reviews cost.
     "review_costs.rereview_calls": Budget(10, "≤ 10 % of the first round", size_dependent=False),
     "review_costs.rereview_cost": Budget(10, "≤ 10 % of the first round", size_dependent=False),
@@ -121,6 +136,34 @@ FIGURE_KEYS: tuple[str, ...] = (
     "review_costs.rereview_cost",
     "review_costs.estimate_gap",
     "verify.all",
+    "gate_cost.off",
+    "gate_cost.on",
+    "gate_cost.added",
+    "starts.floor_call",
+    "starts.top_level",
+    "starts.nested",
+    "starts.top_level_ratio",
+    "starts.nested_ratio",
+    *(
+        f"agents.{kind}.{agents}.{what}"
+        for kind in ("sqlite", "postgresql")
+        for agents in (8, 32)
+        for what in ("per_second", "p50", "p95", "p99", "cpu_ms")
+    ),
+    *(
+        f"views.{kind}.{view}"
+        for kind in ("sqlite", "postgresql")
+        for view in (
+            "status",
+            "status_all",
+            "run_list",
+            "run_page",
+            "approvals",
+            "reviews",
+            "peak_mib",
+            "reference",
+        )
+    ),
 )
 
 

@@ -760,6 +760,37 @@ async def verify(bench: Bench) -> None:
     await verify_speed(bench)
 
 
+# --- the gate on a step without review (issue 45) ----------------------------------------------
+
+
+async def gate_cost(bench: Bench) -> None:
+    """`finished_step` of a step without review, gate off and external gate on, by turns."""
+    from gate_cost import gate_cost_figures
+
+    await gate_cost_figures(bench)
+
+
+async def starts(bench: Bench) -> None:
+    """Top-level and nested `start_workflow` against the FastMCP round trip (starts.py)."""
+    from starts import starts as run
+
+    await run(bench)
+
+
+async def concurrency(bench: Bench) -> None:
+    """8 and 32 agents checkpointing at once on SQLite and PostgreSQL (concurrency.py)."""
+    from concurrency import concurrency as run
+
+    await run(bench)
+
+
+async def views(bench: Bench) -> None:
+    """Every view of a project of 100,000 runs, SQLite and PostgreSQL (views.py)."""
+    from views import views_figures
+
+    await views_figures(bench)
+
+
 Scenario = Callable[[Bench], Awaitable[None]]
 
 # name -> (scenario, the figure-key prefixes it produces)
@@ -780,5 +811,9 @@ SCENARIOS: dict[str, tuple[Scenario, tuple[str, ...]]] = {
     "pages": (pages, ("pages.",)),
     "review_costs": (review_costs, ("review_costs.",)),
     "verify": (verify, ("verify.",)),
+    "gate_cost": (gate_cost, ("gate_cost.",)),
+    "starts": (starts, ("starts.",)),
+    "concurrency": (concurrency, ("agents.",)),
+    "views": (views, ("views.",)),
 }
 ALIASES = {"context": "cold_start", "memory": "get_workflows", "nested": "workflows"}

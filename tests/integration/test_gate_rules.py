@@ -81,3 +81,23 @@ async def test_external_verdicts_of_rules_land_in_the_audit_trail(
     [event] = [e for e in data["quality_log"] if e["kind"] == "review"]
     runs = sorted(review["review_run_each"] for review in event["reviews"])
     assert runs == [".deepreview:markdown_style", "step"]
+
+
+async def test_a_rule_file_written_during_a_run_applies_at_the_next_checkpoint(
+    tmp_path: Path,
+) -> None:
+    # The rule files are listed once and kept while the change watch sees none written.
+    root = make_project(tmp_path / "project")
+    subprocess.run(["git", "init", "-q", str(root)], check=True, timeout=60)
+    async with Client(create_server(root, config())) as client:
+        await call_ok(
+            client, "start_workflow", goal="g", job_name="three_step", workflow_name="main"
+        )
+        write_files(root, "notes.md", "d1.md")
+        answer = await call_ok(client, "finished_step", outputs={"notes": "notes.md"})
+        assert answer["status"] == "next_step"  # no rule, no review of its own
+        (root / ".deepreview").write_text(RULES, encoding="utf-8")
+        answer = await call_ok(client, "finished_step", outputs={"drafts": ["d1.md"]})
+        assert answer["status"] == "needs_work"
+        [review_file] = (root / ".deepwork/tmp").glob("quality_review_*_draft.md")
+        assert "rule 'markdown_style'" in review_file.read_text()

@@ -23,6 +23,7 @@ from deepwork_review.pipeline import normalise_paths
 from deepwork_review.rule_discovery import (
     DEFAULT_CACHE,
     RuleCache,
+    RuleFiles,
     list_project_files,
     project_rules,
     rule_file_problems,
@@ -30,8 +31,11 @@ from deepwork_review.rule_discovery import (
 from deepwork_review.tasks import ReviewTask, build_tasks
 
 
-def rule_review_tasks(checkpoint: Checkpoint) -> list[QualityReviewTask]:
-    """The rule reviews of the checkpoint's output files (its `string` outputs left out)."""
+def rule_review_tasks(
+    checkpoint: Checkpoint, rule_files: RuleFiles | None = None
+) -> list[QualityReviewTask]:
+    """The rule reviews of the checkpoint's output files (its `string` outputs left out);
+    `rule_files` keeps the project's `.deepreview` files between checkpoints."""
     files: list[str] = []
     for step_id in checkpoint.step_ids:
         declared = checkpoint.job.step(step_id).outputs
@@ -41,7 +45,8 @@ def rule_review_tasks(checkpoint: Checkpoint) -> list[QualityReviewTask]:
     if not files:
         return []
     try:
-        return gate_rule_tasks(checkpoint.project_root, files, checkpoint.step_ids[0])
+        sources = _sources(checkpoint, rule_files)
+        return gate_rule_tasks(checkpoint.project_root, files, checkpoint.step_ids[0], sources)
     except (GitError, ReviewError):
         return []  # no git, or not a repository: rules cannot be found, the step's own apply
 
@@ -50,16 +55,17 @@ def gate_rule_tasks(
     project_root: Path,
     output_files: Sequence[str],
     step_id: str,
+    sources: Sequence[str] | None = None,
     *,
     cache: RuleCache = DEFAULT_CACHE,
 ) -> list[QualityReviewTask]:
     """The rule reviews of step `step_id`'s `output_files` (project-relative); [] when none
-    applies."""
+    applies. `sources`: the project's `.deepreview` files when known (else git lists them)."""
     root = project_root.resolve()
     paths = normalise_paths(root, output_files)
     if not paths:
         return []
-    ruleset = project_rules(root, cache)
+    ruleset = project_rules(root, cache, sources)
     if not ruleset.rules:
         return []
     tasks = build_tasks(
@@ -69,6 +75,12 @@ def gate_rule_tasks(
         all_files=lambda: list_project_files(root).all,
     )
     return [_gate_task(step_id, task) for task in tasks]
+
+
+def _sources(checkpoint: Checkpoint, rule_files: RuleFiles | None) -> tuple[str, ...] | None:
+    if rule_files is None:
+        return None
+    return rule_files.sources(checkpoint.project_root, checkpoint.watch)
 
 
 def _gate_task(step_id: str, task: ReviewTask) -> QualityReviewTask:
@@ -91,16 +103,24 @@ def _gate_task(step_id: str, task: ReviewTask) -> QualityReviewTask:
 
 
 class GateRules:
-    """The `.deepreview` rules as the quality gate's `RuleSource` (docs/quality-gate.md)."""
+    """The `.deepreview` rules as the quality gate's `RuleSource` (docs/quality-gate.md): the
+    rule files of each project are listed once and kept fresh by its change watch."""
+
+    def __init__(self) -> None:
+        self._files = RuleFiles()
 
     def tasks(self, checkpoint: Checkpoint) -> list[QualityReviewTask]:
-        return rule_review_tasks(checkpoint)
+        return rule_review_tasks(checkpoint, self._files)
+
+    def known(self, checkpoint: Checkpoint) -> bool:
+        return self._files.kept(checkpoint.project_root, checkpoint.watch) is not None
 
     def warnings(self, checkpoint: Checkpoint) -> tuple[str, ...]:
         """One `quality_gate.deepreview_invalid` warning per rule file or rule that failed to
         load (the rules it concerns were not applied)."""
         try:
-            problems = rule_file_problems(checkpoint.project_root)
+            sources = _sources(checkpoint, self._files)
+            problems = rule_file_problems(checkpoint.project_root, files=sources)
         except (GitError, ReviewError):
             return ()  # no rules can be found at all: the step's own reviews apply
         return tuple(

@@ -4,7 +4,9 @@ Inside git, one `git ls-files` call lists every file git does not ignore (tracke
 `.gitignore` honoured, symlinks never followed). Outside git, a walk that never follows
 symlinked folders and skips `.git` does the same job without ignore rules. Files under
 `.deepwork/tmp/` never count. Parsed `.deepreview` files are cached per process and revalidated
-by the mtime and size of the file and of every instructions file it read.
+by the mtime and size of the file and of every instructions file it read. A long-lived server
+lists the `.deepreview` files once per project and keeps the list while the project's change
+watch sees none of them written (`RuleFiles`), so a checkpoint runs no git for its rules.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import GitError, Problem
@@ -21,6 +24,9 @@ from deepwork_core.base.git import run_git
 from deepwork_core.base.layout import TMP_DIR
 
 from deepwork_review.deepreview import FILE_NAME, ParsedFile, ReviewRule, parse_deepreview
+
+if TYPE_CHECKING:
+    from deepwork_core.evidence.watch import ChangeWatch
 
 _RUNTIME_PREFIX = TMP_DIR + "/"
 _NOT_A_REPOSITORY = "not a git repository"
@@ -90,7 +96,11 @@ def _walk(project_root: Path, only_name: str | None) -> Iterable[str]:
 
 def deepreview_sources(files: Iterable[str]) -> list[str]:
     """The `.deepreview` files among `files`, sorted by path."""
-    return sorted(path for path in files if path == FILE_NAME or path.endswith("/" + FILE_NAME))
+    return sorted(path for path in files if _names_rule_file(path))
+
+
+def _names_rule_file(path: str) -> bool:
+    return path == FILE_NAME or path.endswith("/" + FILE_NAME)
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +191,56 @@ def project_rules(
     return cache.load(project_root, deepreview_sources(files))
 
 
-def rule_file_problems(project_root: Path, cache: RuleCache = DEFAULT_CACHE) -> tuple[Problem, ...]:
+class RuleFiles:
+    """The `.deepreview` files of each project, listed by git once and kept while the project's
+    change watch has seen none written, created or deleted since (docs/quality-gate.md). Without
+    a live watch, or when the watch cannot vouch (a commit, a checkout, a changed ignore file),
+    they are listed again. Safe to share between threads."""
+
+    def __init__(self) -> None:
+        self._known: dict[Path, tuple[str, tuple[str, ...]]] = {}
+        self._lock = threading.Lock()
+
+    def kept(self, project_root: Path, watch: ChangeWatch | None) -> tuple[str, ...] | None:
+        """The files as last listed while `watch` vouches that none of them changed since;
+        None when they must be listed again (nothing is run to find out)."""
+        if watch is None:
+            return None
+        with self._lock:
+            known = self._known.get(project_root)
+        answer = None if known is None else watch.touched_since(known[0])
+        if known is None or answer is None:
+            return None
+        touched, fresh = answer
+        if any(_names_rule_file(path) for path in touched):
+            return None
+        with self._lock:
+            self._known[project_root] = (fresh, known[1])
+        return known[1]
+
+    def sources(self, project_root: Path, watch: ChangeWatch | None) -> tuple[str, ...]:
+        """The project's `.deepreview` files, sorted (`project_root` resolved)."""
+        token: str | None = None
+        if watch is not None:
+            kept = self.kept(project_root, watch)
+            if kept is not None:
+                return kept
+            token = watch.mark()  # before listing: a file written meanwhile shows next time
+        listed = tuple(
+            deepreview_sources(list_project_files(project_root, only_name=FILE_NAME).all)
+        )
+        with self._lock:
+            if token is None:
+                self._known.pop(project_root, None)
+            else:
+                self._known[project_root] = (token, listed)
+        return listed
+
+
+def rule_file_problems(
+    project_root: Path, cache: RuleCache = DEFAULT_CACHE, files: Iterable[str] | None = None
+) -> tuple[Problem, ...]:
     """What kept a `.deepreview` file, or a rule in it, from loading: the quality gate warns of
-    each (docs/quality-gate.md), since the rules it holds cannot apply."""
-    return project_rules(project_root.resolve(), cache).problems
+    each (docs/quality-gate.md), since the rules it holds cannot apply. `files`: as for
+    `project_rules`."""
+    return project_rules(project_root.resolve(), cache, files).problems

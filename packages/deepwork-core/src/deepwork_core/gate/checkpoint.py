@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from deepwork_core.base.identifiers import SessionId
 from deepwork_core.evidence.verdicts import ReviewVerdict, VerdictKind
+from deepwork_core.evidence.watch import ChangeWatch
 from deepwork_core.gate.costs.quotes import ReviewPrice, TaskPrice
 from deepwork_core.jobs.model import JobDefinition, Step
 from deepwork_core.state.sessions import OutputValue
@@ -83,6 +84,9 @@ class Checkpoint:
     #: verdict or error starts a new round of background reviews, and a verdict is recorded
     #: only while the log is still that long (docs/quality-gate.md, "Background reviews").
     log_length: int = 0
+    #: The project's change watch, when it has one: the `.deepreview` files are listed once
+    #: and kept fresh by it (docs/quality-gate.md). Not carried on the review queue.
+    watch: ChangeWatch | None = None
 
     @property
     def resolved_run_id(self) -> SessionId:

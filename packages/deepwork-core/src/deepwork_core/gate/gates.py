@@ -89,6 +89,12 @@ class Gate(Protocol):
         """The review tasks `evaluate` would run for `checkpoint` (a dry run lists them)."""
         ...
 
+    def settled(self, checkpoint: Checkpoint) -> GatePassed | None:
+        """`evaluate`'s verdict when no review applies and finding that out runs nothing (no
+        git, no reviewer): the engine records it in the checkpoint's own transaction. None:
+        call `evaluate`."""
+        ...
+
     def price(
         self, checkpoint: Checkpoint, tasks: Sequence[QualityReviewTask]
     ) -> ReviewPrice | None:
@@ -119,6 +125,11 @@ class RuleSource(Protocol):
 
     def warnings(self, checkpoint: Checkpoint) -> tuple[str, ...]: ...
 
+    def known(self, checkpoint: Checkpoint) -> bool:
+        """True when `tasks` and `warnings` of `checkpoint` need no git (the rule files are
+        known and still fresh)."""
+        ...
+
 
 class _Planner:
     """What both gates share: which checkpoints they see and the tasks they plan."""
@@ -139,6 +150,15 @@ class _Planner:
         if self.rules is not None:
             tasks += self.rules.tasks(checkpoint)
         return [t if t.depth else t.model_copy(update={"depth": self.review_depth}) for t in tasks]
+
+    def settled(self, checkpoint: Checkpoint) -> GatePassed | None:
+        if plan_review_tasks(checkpoint, self.review_depth):
+            return None
+        if self.rules is not None and (
+            not self.rules.known(checkpoint) or self.rules.tasks(checkpoint)
+        ):
+            return None
+        return GatePassed(feedback=_NOTHING_TO_REVIEW, warnings=self.warnings(checkpoint))
 
     def price(
         self, checkpoint: Checkpoint, tasks: Sequence[QualityReviewTask]

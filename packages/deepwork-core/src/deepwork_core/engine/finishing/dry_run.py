@@ -70,6 +70,7 @@ def dry_run(pipeline: FinishPipeline, target: Target, sub: Submission) -> Finish
             notes=sub.notes,
             work_summary=sub.work_summary,
             run_id=run_id,
+            watch=pipeline.outcomes.guards.watch,
         )
         tasks, price = _priced_plan(gate, checkpoint)
     if final and evidence.stale_evidence and blocked is None:

@@ -151,10 +151,19 @@ class FinishPipeline:
     ) -> FinishResult:
         with self.store.transaction() as tx:
             pending = self._validate_and_audit(tx, target, submission)
-        if isinstance(pending, FinishResult):
-            return pending
-        verdict = self._decide(pending, progress)
-        result = self._record(pending, verdict)
+            if isinstance(pending, FinishResult):
+                return pending
+            assert self.gate is not None
+            # No review applies, and the gate knew it without running anything: recorded now.
+            settled = self.gate.settled(pending.checkpoint)
+            if settled is not None:
+                result = self._recorded(tx, pending, settled)
+        verdict: GateVerdict
+        if settled is None:
+            verdict = self._decide(pending, progress)
+            result = self._record(pending, verdict)
+        else:
+            verdict = settled
         note = reused_note(verdict.reviews).strip() if isinstance(verdict, GatePassed) else ""
         if note:  # an accepted step's answer says which verdicts were reused, and from where
             result = replace(
@@ -209,6 +218,7 @@ class FinishPipeline:
             undeclared_changes=tuple(findings.undeclared),
             run_id=run_id_of(session, tx.load),
             log_length=len(session.quality_log),
+            watch=self.outcomes.guards.watch,
         )
         return _Pending(context, findings, checkpoint, session.current_entry_index)
 
@@ -276,42 +286,47 @@ class FinishPipeline:
     def _record(self, pending: _Pending, verdict: GateVerdict) -> FinishResult:
         """Step 4: log the verdict; advance on a pass, else answer `needs_work` (or hit the
         cap); `reviewing` records nothing."""
-        checkpoint, findings = pending.checkpoint, pending.findings
         with self.store.transaction() as tx:
-            session = _unrecorded(tx, pending)
-            if isinstance(verdict, GateReviewing):
-                return reviewing(stack_items(tx, session.agent_id), findings, verdict)
-            if checkpoint.attempt and not isinstance(verdict, GateSelfReviewRequested):
-                count_attempt(session, self.clock())
-            session.quality_log.append(quality_event(verdict, checkpoint, self.clock()))
-            if not isinstance(verdict, GateSelfReviewRequested):
-                self.events.verdicts(session.session_id, verdict.reviews, checkpoint.attempt)
-            if isinstance(verdict, GatePassed):
-                context = pending.context.reopened(tx, session)
-                return self.outcomes.accept(
-                    context, findings, verdict=verdict.kind, rereviewed=findings.rereview
-                )
-            exhausted = None
-            if isinstance(verdict, GateNeedsWork) and checkpoint.attempt >= self.max_attempts:
-                exhausted = QualityGateError(
-                    f"Quality gate failed after {checkpoint.attempt} attempts. Feedback: "
-                    f"{verdict.feedback}. Stop and show this feedback to the user; pass "
-                    "quality_review_override_reason only if the user tells you to accept the "
-                    "outputs as they are.",
-                    code=ErrorCode.QUALITY_GATE_MAX_ATTEMPTS,
-                )
-                parked = self._park(session, ParkReason.ATTEMPTS_EXHAUSTED, exhausted)
-                exhausted = parked or exhausted
-            tx.save(session)
-            failed: list[ReviewVerdict] = []
-            if isinstance(verdict, GateNeedsWork):
-                failed = [review for review in verdict.reviews if not review.passed]
-            self.events.needs_work(
-                session.session_id, checkpoint.step_ids, checkpoint.attempt, len(failed)
+            return self._recorded(tx, pending, verdict)
+
+    def _recorded(
+        self, tx: StateTransaction, pending: _Pending, verdict: GateVerdict
+    ) -> FinishResult:
+        checkpoint, findings = pending.checkpoint, pending.findings
+        session = _unrecorded(tx, pending)
+        if isinstance(verdict, GateReviewing):
+            return reviewing(stack_items(tx, session.agent_id), findings, verdict)
+        if checkpoint.attempt and not isinstance(verdict, GateSelfReviewRequested):
+            count_attempt(session, self.clock())
+        session.quality_log.append(quality_event(verdict, checkpoint, self.clock()))
+        if not isinstance(verdict, GateSelfReviewRequested):
+            self.events.verdicts(session.session_id, verdict.reviews, checkpoint.attempt)
+        if isinstance(verdict, GatePassed):
+            context = pending.context.reopened(tx, session)
+            return self.outcomes.accept(
+                context, findings, verdict=verdict.kind, rereviewed=findings.rereview
             )
-            if exhausted is not None:
-                raise exhausted
-            return needs_work(stack_items(tx, session.agent_id), findings, verdict.feedback, failed)
+        exhausted = None
+        if isinstance(verdict, GateNeedsWork) and checkpoint.attempt >= self.max_attempts:
+            exhausted = QualityGateError(
+                f"Quality gate failed after {checkpoint.attempt} attempts. Feedback: "
+                f"{verdict.feedback}. Stop and show this feedback to the user; pass "
+                "quality_review_override_reason only if the user tells you to accept the "
+                "outputs as they are.",
+                code=ErrorCode.QUALITY_GATE_MAX_ATTEMPTS,
+            )
+            parked = self._park(session, ParkReason.ATTEMPTS_EXHAUSTED, exhausted)
+            exhausted = parked or exhausted
+        tx.save(session)
+        failed: list[ReviewVerdict] = []
+        if isinstance(verdict, GateNeedsWork):
+            failed = [review for review in verdict.reviews if not review.passed]
+        self.events.needs_work(
+            session.session_id, checkpoint.step_ids, checkpoint.attempt, len(failed)
+        )
+        if exhausted is not None:
+            raise exhausted
+        return needs_work(stack_items(tx, session.agent_id), findings, verdict.feedback, failed)
 
     # --- dry run (docs/quality-gate.md, "Dry run") ---------------------------------------------
 

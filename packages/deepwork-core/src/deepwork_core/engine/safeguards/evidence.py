@@ -27,7 +27,8 @@ from deepwork_core.evidence.hashes import (
     hash_outputs,
     merge,
 )
-from deepwork_core.evidence.scope import RepoSnapshot, take_snapshot, undeclared_feedback, under_git
+from deepwork_core.evidence.scope import RepoSnapshot, undeclared_feedback, under_git
+from deepwork_core.evidence.snapshots import Snapshots
 from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.evidence.watch import ChangeWatch
 from deepwork_core.jobs.model import JobDefinition, ScopeGuard, Step
@@ -58,15 +59,16 @@ class Safeguards(ApprovalGuards):
         super().__init__(project_root, clock, approvals)
         #: The project's change watch, when the server keeps one (saves `git status` calls).
         self.watch = watch
+        self.snapshots = Snapshots(project_root, watch)
 
     # --- steps begin ---------------------------------------------------------------------------
 
-    def prefetch(self, job: JobDefinition) -> Future[RepoSnapshot | None] | None:
-        """Start the snapshot of a workflow's first step early, so git runs while the engine
-        prepares the step (pass the result to `begin`)."""
+    def prefetch(self, job: JobDefinition) -> RepoSnapshot | Future[RepoSnapshot | None] | None:
+        """The snapshot of a workflow's first step: from the watch at once, else started early
+        so git runs while the engine prepares the step (pass the result to `begin`)."""
         if job.scope_guard is ScopeGuard.OFF or not under_git(self.project_root):
             return None  # outside git the snapshot is None at once: `begin` needs no thread
-        return SNAPSHOT_POOL.submit(take_snapshot, self.project_root, watch=self.watch)
+        return self.snapshots.derived() or SNAPSHOT_POOL.submit(self.snapshots.take)
 
     def begin(
         self,
@@ -84,11 +86,7 @@ class Safeguards(ApprovalGuards):
         taken: RepoSnapshot | None = snapshot if isinstance(snapshot, RepoSnapshot) else None
         if isinstance(snapshot, Future) or (snapshot is None and probe):
             try:
-                taken = (
-                    snapshot.result()
-                    if isinstance(snapshot, Future)
-                    else take_snapshot(self.project_root, watch=self.watch)
-                )
+                taken = snapshot.result() if isinstance(snapshot, Future) else self.snapshots.take()
             except GitError as exc:
                 note = f"Scope guard off for this step: {exc.code}: {exc.message}"
             else:
