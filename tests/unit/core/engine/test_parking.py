@@ -13,7 +13,7 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import QualityGateError, SessionError
 from deepwork_core.base.identifiers import SessionId
 from deepwork_core.engine.approver import HumanAnswer
-from deepwork_core.engine.parking import resume
+from deepwork_core.engine.headless.parking import resume
 from deepwork_core.engine.results import FinishStatus
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.evidence.verdicts import ReviewVerdict

@@ -25,7 +25,7 @@ from deepwork_core.engine.nesting import (
     waiting_parent,
 )
 from deepwork_core.engine.outputs import ValidatedOutputs
-from deepwork_core.engine.parking import Parking, approval_feedback
+from deepwork_core.engine.headless.parking import Parking, approval_feedback
 from deepwork_core.engine.results import (
     ApprovalPrompt,
     EvidenceReport,

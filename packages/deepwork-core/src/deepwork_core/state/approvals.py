@@ -33,9 +33,11 @@ from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.base.identifiers import SessionId
 from deepwork_core.evidence.hashes import OutputHash, ShownOutput, sha256_file
 from deepwork_core.state.approval_seal import (
+    ADOPTED_LABEL,
     REQUEST_LABEL,
     ApprovalKey,
     ApprovalKeyError,
+    adopted_fields,
     request_fields,
     seal_fields,
 )
@@ -75,6 +77,9 @@ class ApprovalRequest(_Model):
     #: HMAC-SHA256 (hex) of the request under the project's approval key, set by the server that
     #: opened it (`request_fields`); None: unsealed, never shown for a decision nor used.
     mac: str | None = None
+    #: This checkout's countersign (`adopted_fields`) of a request another checkout opened,
+    #: made when `deepwork run --resume` took the run over; the seal above stays the opener's.
+    adopted_mac: str | None = None
 
 
 class ApprovalDecision(_Model):
@@ -243,7 +248,12 @@ class ApprovalStore:
         mac = record.request.mac
         if mac is None:
             return "the request carries no seal of the server that opened it"
-        if not self._key().verifies(request_fields(record.request), mac, REQUEST_LABEL):
+        adopted = record.request.adopted_mac
+        if adopted is not None:
+            fields, mac, label = adopted_fields(record.request), adopted, ADOPTED_LABEL
+        else:
+            fields, label = request_fields(record.request), REQUEST_LABEL
+        if not self._key().verifies(fields, mac, label):
             return (
                 "the request's seal does not verify: it was changed after the server opened it, "
                 "or the approval key was replaced since"

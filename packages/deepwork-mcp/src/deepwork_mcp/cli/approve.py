@@ -28,7 +28,7 @@ from deepwork_core.base.errors import FileReadError
 from deepwork_core.base.escaping import indented, printable
 from deepwork_core.base.fsutil import read_bytes_file
 from deepwork_core.base.identifiers import SessionId, parse_session_id
-from deepwork_core.engine.parking import refuse_inside_run
+from deepwork_core.engine.headless.parking import refuse_inside_run
 from deepwork_core.state.approvals import (
     ApprovalChannel,
     ApprovalRecord,
@@ -36,6 +36,7 @@ from deepwork_core.state.approvals import (
     nothing_to_decide,
     record_decision,
 )
+from deepwork_core.state.store.port import Store
 
 from deepwork_mcp.approvals.keys import (
     approval_key,
@@ -86,7 +87,10 @@ def approve(
         with existing_project_store(root) as opened:
             if opened is None:  # no store, so nothing waits
                 raise nothing_to_decide(parsed)
-            store = ApprovalStore(opened, root, key, trusted=trusted, signer=signer)
+            served_by = _served_by(opened, parsed) if trusted.shared else None
+            store = ApprovalStore(
+                opened, root, key, trusted=trusted, signer=signer, project_id=served_by
+            )
             record = _decide(store, parsed, reject=reject, comment=comment, yes=yes)
     except DeepWorkError as exc:
         click.echo(printable(f"{exc.code}: {exc.message}"), err=True)
@@ -99,6 +103,16 @@ def approve(
         + (printable(f", signed by approver {signed}") if signed else "")
         + ". The agent's next finished_step call picks it up."
     )
+
+
+def _served_by(store: Store, session_id: SessionId) -> str | None:
+    """On a shared store, the project of the checkout that serves `session_id` when it is not
+    this one's (docs/team.md); None: this one's, or none."""
+    from deepwork_core.engine.headless.adoption import project_holding
+
+    with store.read() as tx:
+        holder = project_holding(tx, session_id)
+    return None if holder is None else holder.project_id
 
 
 def _decide(

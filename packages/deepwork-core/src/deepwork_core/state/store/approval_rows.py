@@ -191,3 +191,11 @@ def undecided_requests(tx: Tx, *, limit: int = 1000) -> list[OpenRequest]:
         (OPEN, limit),
     )
     return [OpenRequest(str(a), str(b), str(c), str(d)) for a, b, c, d in rows]
+
+
+def set_request_body(tx: Tx, project_id: str, request_id: str, body: str) -> None:
+    """Replace the document of request `request_id` (a countersign added to it)."""
+    tx.execute(
+        "UPDATE approval_requests SET body = ? WHERE project_id = ? AND request_id = ?",
+        (body, project_id, request_id),
+    )

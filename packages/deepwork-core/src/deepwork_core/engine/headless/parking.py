@@ -33,7 +33,7 @@ from deepwork_core.state.sessions import (
     SessionStore,
 )
 from deepwork_core.state.store.approval_rows import open_record
-from deepwork_core.state.store.port import Store
+from deepwork_core.state.store.port import ProjectRef, Store
 
 #: Set by `deepwork run` in its agent's environment (to the session's id once known, else `1`):
 #: the server there is headless, and `deepwork approve` there refuses (`approval.inside_run`).
@@ -137,13 +137,21 @@ def still_parked(session: Session) -> SessionError:
     )
 
 
-def resume(sessions: SessionStore, session_id: SessionId, clock: Callable[[], datetime]) -> Session:
+def resume(
+    sessions: SessionStore,
+    session_id: SessionId,
+    clock: Callable[[], datetime],
+    *,
+    adopted_from: ProjectRef | None = None,
+) -> Session:
     """Hand a run over to a new agent (`deepwork run --resume`): check that every completed
     step's output still has the bytes it was accepted with, clear the `parked` mark and log a
     `resumed` event. Nothing runs again: the agent continues at the current step.
 
     Raises `run.not_resumable` for a session that is finished or nested, `run.output_changed`
-    naming each output that changed or is gone (the session is left as it was).
+    naming each output that changed or is gone (the session is left as it was). `adopted_from`:
+    the project of the store that served the run before this checkout took it over
+    (`deepwork_core.engine.headless.adoption`), named in the event.
     """
     store = sessions.store
     with sessions.transaction() as tx:
@@ -180,10 +188,18 @@ def resume(sessions: SessionStore, session_id: SessionId, clock: Callable[[], da
                 step_ids=list(session.current_step_ids),
                 machine=store.project.machine,
                 root=here,
-                from_root=before.root if before and before.root not in ("", here) else None,
+                from_root=_from_root(before, here, adopted_from),
+                from_machine=None if adopted_from is None else adopted_from.machine,
+                adopted=adopted_from is not None,
             ),
         )
     return session
+
+
+def _from_root(before: Parked | None, here: str, adopted_from: ProjectRef | None) -> str | None:
+    if adopted_from is not None:
+        return adopted_from.root
+    return before.root if before and before.root not in ("", here) else None
 
 
 def awaits_person(sessions: SessionStore, session_id: SessionId) -> bool:
