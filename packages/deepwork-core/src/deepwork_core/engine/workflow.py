@@ -24,9 +24,9 @@ from deepwork_core.engine.briefing import InstructionReader
 from deepwork_core.engine.fanout.instances import FanOutRunner
 from deepwork_core.engine.finishing.dry_run import dry_run
 from deepwork_core.engine.finishing.finish import FinishPipeline, Submission
+from deepwork_core.engine.headless.parking import Parking
 from deepwork_core.engine.nesting import Nesting, begin_checkpoint
 from deepwork_core.engine.outcomes import Outcomes
-from deepwork_core.engine.headless.parking import Parking
 from deepwork_core.engine.results import AbortResult, EvidenceReport, FinishResult, StartResult
 from deepwork_core.engine.safeguards import Safeguards, join_notes
 from deepwork_core.engine.start_inputs import check_start_inputs

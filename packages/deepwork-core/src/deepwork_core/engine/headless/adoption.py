@@ -130,34 +130,31 @@ def _require_branch(
 
 def _move(tx: Tx, source: ProjectRef, here: ProjectRef, session_id: str) -> None:
     """Move the run and its nested runs from `source`'s project into `here`'s."""
-    ids = _with_nested(tx, source.project_id, session_id)
-    marks = ", ".join("?" for _ in ids)
-    keys = (source.project_id, *ids)
-    tx.execute(f"DELETE FROM stacks WHERE project_id = ? AND session_id IN ({marks})", keys)
-    tx.execute(
-        f"UPDATE sessions SET project_id = ?, machine = ? WHERE project_id = ? "
-        f"AND session_id IN ({marks})",
-        (here.project_id, here.machine, *keys),
-    )
-    for table in _MOVED:
+    for moved in _with_nested(tx, source.project_id, session_id):
+        keys = (source.project_id, moved)
+        tx.execute("DELETE FROM stacks WHERE project_id = ? AND session_id = ?", keys)
         tx.execute(
-            f"UPDATE {table} SET project_id = ? WHERE project_id = ? AND session_id IN ({marks})",
-            (here.project_id, *keys),
+            "UPDATE sessions SET project_id = ?, machine = ? WHERE project_id = ? "
+            "AND session_id = ?",
+            (here.project_id, here.machine, *keys),
         )
+        for table in _MOVED:
+            tx.execute(
+                f"UPDATE {table} SET project_id = ? WHERE project_id = ? "  # noqa: S608
+                "AND session_id = ?",
+                (here.project_id, *keys),
+            )
 
 
 def _with_nested(tx: Tx, project_id: str, session_id: str) -> list[str]:
     """`session_id` and every run nested in it (sub-workflows, `for_each` instances)."""
-    found, frontier = [session_id], [session_id]
-    while frontier:
-        marks = ", ".join("?" for _ in frontier)
+    found = [session_id]
+    for parent in found:  # grows as nested runs are found
         rows = tx.execute(
-            f"SELECT session_id FROM sessions WHERE project_id = ? "
-            f"AND parent_session_id IN ({marks})",
-            (project_id, *frontier),
+            "SELECT session_id FROM sessions WHERE project_id = ? AND parent_session_id = ?",
+            (project_id, parent),
         )
-        frontier = [str(row[0]) for row in rows if str(row[0]) not in found]
-        found.extend(frontier)
+        found.extend(str(row[0]) for row in rows if str(row[0]) not in found)
     return found
 
 

@@ -4,10 +4,10 @@ by an agent no person attends (docs/headless.md).
 It starts the agent's CLI non-interactively with a headless DeepWork server configured for it
 (`agents`), marks the agent's environment (`DEEPWORK_RUN`), follows the run in the store while
 the agent works (`follow`), and exits 0 complete, 3 parked for a person, 4 the gate's attempts
-or budget exhausted, 5 the agent failed, hung or timed out, 2 usage. `--resume` first takes over a run
-another checkout of the project served (`deepwork_core.engine.headless.adoption`), checks the
-completed steps' outputs (`run.output_changed`) and clears the parked mark, then starts the agent
-at the current step. Under GitHub Actions it also writes `$GITHUB_STEP_SUMMARY` and
+or budget exhausted, 5 the agent failed, hung or timed out, 2 usage. `--resume` first takes
+over a run another checkout of the project served (`deepwork_core.engine.headless.adoption`),
+checks the completed steps' outputs (`run.output_changed`) and clears the parked mark, then
+starts the agent at the current step. Under GitHub Actions it also writes `$GITHUB_STEP_SUMMARY` and
 `$GITHUB_OUTPUT` (`github`).
 """
 
