@@ -33,6 +33,7 @@ from deepwork_core.state.approvals import ApprovalStore
 from deepwork_core.state.sessions import Session, SessionStore
 from deepwork_core.state.store import approval_rows
 from deepwork_core.state.store.port import ProjectRef, Tx
+from deepwork_core.state.store.session_rows import read_stacks, write_stack
 
 #: The tables whose rows of a run move with it (each has `project_id` and `session_id`).
 _MOVED: Final = (
@@ -130,9 +131,10 @@ def _require_branch(
 
 def _move(tx: Tx, source: ProjectRef, here: ProjectRef, session_id: str) -> None:
     """Move the run and its nested runs from `source`'s project into `here`'s."""
-    for moved in _with_nested(tx, source.project_id, session_id):
+    ids = _with_nested(tx, source.project_id, session_id)
+    _move_stacks(tx, source, here, set(ids))
+    for moved in ids:
         keys = (source.project_id, moved)
-        tx.execute("DELETE FROM stacks WHERE project_id = ? AND session_id = ?", keys)
         tx.execute(
             "UPDATE sessions SET project_id = ?, machine = ? WHERE project_id = ? "
             "AND session_id = ?",
@@ -144,6 +146,18 @@ def _move(tx: Tx, source: ProjectRef, here: ProjectRef, session_id: str) -> None
                 "AND session_id = ?",
                 (here.project_id, *keys),
             )
+
+
+def _move_stacks(tx: Tx, source: ProjectRef, here: ProjectRef, ids: set[str]) -> None:
+    """Take the run's sessions off `source`'s stacks and put them, in their order, on top of
+    the same agents' stacks of `here` (a call names the run by its session id)."""
+    theirs = read_stacks(tx, source.project_id)
+    ours = read_stacks(tx, here.project_id)
+    for agent, stack in theirs.items():
+        moved = [item for item in stack if item in ids]
+        if moved:
+            write_stack(tx, source.project_id, agent, [i for i in stack if i not in ids])
+            write_stack(tx, here.project_id, agent, [*ours.get(agent, []), *moved])
 
 
 def _with_nested(tx: Tx, project_id: str, session_id: str) -> list[str]:
