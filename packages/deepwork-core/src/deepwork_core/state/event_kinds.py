@@ -309,7 +309,7 @@ class BudgetExhaustedEvent(KnownLine):
 
 class ParkedEvent(KnownLine):
     """A headless run stopped for a person (`reason`: `awaiting_approval`,
-    `attempts_exhausted` or `budget_exhausted`; docs/headless.md)."""
+    `attempts_exhausted`, `budget_exhausted` or `reviewer_missing`; docs/headless.md)."""
 
     event: Literal["parked"] = "parked"
     step_ids: list[str]

@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from types import MappingProxyType
+from typing import Final
 
 from deepwork_core.base.config import OutputsConfig
 from deepwork_core.base.error_codes import ErrorCode
@@ -263,8 +264,9 @@ class FinishPipeline:
                     )
                 )
                 parked = None
-                if exc.code == ErrorCode.QUALITY_GATE_BUDGET_EXHAUSTED:
-                    parked = self._park(session, ParkReason.BUDGET_EXHAUSTED, exc)
+                reason = _PARKS.get(exc.code)
+                if reason is not None:
+                    parked = self._park(session, reason, exc)
                 tx.save(session)
             if parked is not None:
                 raise parked from None
@@ -311,6 +313,14 @@ class FinishPipeline:
             return needs_work(stack_items(tx, session.agent_id), findings, verdict.feedback, failed)
 
     # --- dry run (docs/quality-gate.md, "Dry run") ---------------------------------------------
+
+
+#: The gate errors that park a headless run, and why (docs/headless.md): nothing a new attempt
+#: of the agent does can get past them; a person must act first.
+_PARKS: Final = {
+    ErrorCode.QUALITY_GATE_BUDGET_EXHAUSTED: ParkReason.BUDGET_EXHAUSTED,
+    ErrorCode.QUALITY_GATE_NOT_INSTALLED: ParkReason.REVIEWER_MISSING,
+}
 
 
 def _unrecorded(tx: StateTransaction, pending: _Pending) -> Session:

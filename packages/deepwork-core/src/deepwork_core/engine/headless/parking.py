@@ -4,7 +4,8 @@ A server started by `deepwork run` or `deepwork serve --headless` hands the engi
 Where an attended run would wait for a person, a headless one parks instead: a step that needs
 approval opens its request as always, but the answer tells the agent to stop at once, no form is
 offered, and the session is marked `parked` (`Session.parked`, a `parked` event). The same
-happens when the quality gate's attempts or the run's review budget run out. While a session is
+happens when the quality gate's attempts or the run's review budget run out, and when its
+reviewer's CLI is missing. While a session is
 parked, a headless server answers every `finished_step` of it as parked and reads no decision:
 only `deepwork run --resume`, started from outside the run after a person decided, clears the
 mark (`resume`), so nothing the agent did inside the run can
@@ -204,8 +205,8 @@ def _from_root(before: Parked | None, here: str, adopted_from: ProjectRef | None
 
 def awaits_person(sessions: SessionStore, session_id: SessionId) -> bool:
     """True while the run waits for a person: it is active and has an open approval request
-    nobody decided yet, or it is parked (`attempts_exhausted` and `budget_exhausted` wait for
-    `deepwork run --resume`)."""
+    nobody decided yet, or it is parked (`attempts_exhausted`, `budget_exhausted` and
+    `reviewer_missing` wait for `deepwork run --resume`)."""
     session = sessions.load(session_id)
     if session.status is not SessionStatus.ACTIVE:
         return False
