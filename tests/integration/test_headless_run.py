@@ -1,8 +1,9 @@
 """`deepwork run` end to end with the agent doubles of tests/fixtures/agent_double.py (each a
 process driving the real headless server over stdio with the official MCP client): a run
 completes (0), parks at a human gate (3) and is resumed after a person's approval with no step
-run again, an agent that tries to approve inside the run leaves it parked, and an agent that
-crashes or hangs ends with 5 and its output's tail (docs/headless.md)."""
+run again (also in another checkout sharing PostgreSQL), an agent that tries to approve inside
+the run leaves it parked, a missing reviewer parks it with 4, and an agent that crashes or hangs
+ends with 5 and its output's tail (docs/headless.md)."""
 
 from __future__ import annotations
 
@@ -155,6 +156,29 @@ def test_an_agent_that_crashes_or_hangs_ends_with_5(
     assert result.exit_code == 5, result.output
     expected = "out of memory" if mode == "crash" else "thinking forever"
     assert expected in result.output
+
+
+#: For each agent, a reviewer runner whose CLI the test takes off `PATH`.
+MISSING_REVIEWER = {"claude": "codex", "codex": "gemini", "gemini": "claude"}
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_a_missing_reviewer_parks_the_run_with_4(
+    root: Path, agent: str, tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    runner = MISSING_REVIEWER[agent]
+    (tmp_path / "bin" / runner).unlink()
+    config = root / ".deepwork" / "config.yml"
+    config.write_text(f"quality_gate:\n  external_runner: {runner}\n")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "an external reviewer")
+
+    result = deepwork_run(root, "signed_reviewed", "--agent", agent, "--timeout", "120")
+    assert result.exit_code == 4, result.output  # not 5: the run did not hang to the timeout
+    assert "reviewer missing" in result.output
+    session = SessionStore(make_store(root), root).load(session_of(result))
+    assert session.parked is not None
+    assert session.current_step_ids == ["prep"]
 
 
 def test_a_missing_agent_is_named(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
