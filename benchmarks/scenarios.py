@@ -760,6 +760,16 @@ async def verify(bench: Bench) -> None:
     await verify_speed(bench)
 
 
+# --- headless runs: deepwork wait and notify.webhook (issue 41) ---------------------------------
+
+
+async def headless(bench: Bench) -> None:
+    """`deepwork wait` waking after a decision on PostgreSQL; a failing webhook's cost."""
+    from headless import headless_speed
+
+    await headless_speed(bench)
+
+
 Scenario = Callable[[Bench], Awaitable[None]]
 
 # name -> (scenario, the figure-key prefixes it produces)
@@ -780,5 +790,6 @@ SCENARIOS: dict[str, tuple[Scenario, tuple[str, ...]]] = {
     "pages": (pages, ("pages.",)),
     "review_costs": (review_costs, ("review_costs.",)),
     "verify": (verify, ("verify.",)),
+    "headless": (headless, ("headless.",)),
 }
 ALIASES = {"context": "cold_start", "memory": "get_workflows", "nested": "workflows"}
