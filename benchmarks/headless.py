@@ -50,7 +50,7 @@ class _Approver:
     """A project trusting one approver on its base branch, with a signed key and a state folder."""
 
     def __init__(self, folder: Path, url: str) -> None:
-        from deepwork_core.state.approval_signatures import ApproverSigner
+        from deepwork_core.state.approvals.signatures import ApproverSigner
         from deepwork_mcp.approvals.keys import approval_key, approver_path
 
         from tests.fixtures.signed_jobs import make_signed_project
@@ -69,7 +69,7 @@ class _Approver:
         from deepwork_core.base.identifiers import SessionId
         from deepwork_core.engine.workflow import WorkflowEngine
         from deepwork_core.jobs.discovery import JobCatalog
-        from deepwork_core.state.approval_signatures import TrustedApprovers
+        from deepwork_core.state.approvals.signatures import TrustedApprovers
         from deepwork_core.state.sessions import SessionStore
 
         engine = WorkflowEngine(
@@ -91,8 +91,10 @@ class _Approver:
 
     def decide(self, store: Any, session_id: str) -> None:
         from deepwork_core.base.identifiers import SessionId
-        from deepwork_core.state.approval_signatures import TrustedApprovers
-        from deepwork_core.state.approvals import ApprovalChannel, ApprovalStore, record_decision
+        from deepwork_core.state.approvals.decide import record_decision
+        from deepwork_core.state.approvals.models import ApprovalChannel
+        from deepwork_core.state.approvals.signatures import TrustedApprovers
+        from deepwork_core.state.approvals.store import ApprovalStore
 
         approvals = ApprovalStore(
             store, self.root, self.key, trusted=TrustedApprovers(self.root, shared=True),

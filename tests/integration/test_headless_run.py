@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from deepwork_core.state.approval_signatures import ApproverSigner
+from deepwork_core.state.approvals.signatures import ApproverSigner
 from deepwork_core.state.event_kinds import ResumedEvent, StepBegunEvent
 from deepwork_core.state.events import read_events
 from deepwork_core.state.sessions import SessionStatus, SessionStore

@@ -20,8 +20,8 @@ from deepwork_core.engine.headless.adoption import resume_anywhere
 from deepwork_core.engine.results import FinishStatus
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
-from deepwork_core.state.approval_signatures import ApproverSigner, TrustedApprovers
-from deepwork_core.state.approvals import ApprovalStore
+from deepwork_core.state.approvals.signatures import ApproverSigner, TrustedApprovers
+from deepwork_core.state.approvals.store import ApprovalStore
 from deepwork_core.state.event_kinds import ResumedEvent, StepBegunEvent
 from deepwork_core.state.events import read_events
 from deepwork_core.state.read_model.timeline import sentence

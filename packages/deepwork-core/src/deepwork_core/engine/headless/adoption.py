@@ -28,8 +28,8 @@ from deepwork_core.base.errors import GitError, SessionError
 from deepwork_core.base.git import run_git
 from deepwork_core.base.identifiers import SessionId
 from deepwork_core.engine.headless.parking import resume
-from deepwork_core.state.approval_seal import ADOPTED_LABEL, adopted_fields
-from deepwork_core.state.approvals import ApprovalStore
+from deepwork_core.state.approvals.seal import ADOPTED_LABEL, adopted_fields
+from deepwork_core.state.approvals.store import ApprovalStore
 from deepwork_core.state.sessions import Session, SessionStore
 from deepwork_core.state.store import approval_rows
 from deepwork_core.state.store.port import ProjectRef, Tx

@@ -97,7 +97,7 @@ def _run(
     root: Path, agent: str, timeout: float, start: dict[str, object] | None, resume_id: str | None
 ) -> Outcome:
     from deepwork_core.engine.headless.adoption import resume_anywhere
-    from deepwork_core.state.approvals import ApprovalStore
+    from deepwork_core.state.approvals.store import ApprovalStore
     from deepwork_core.state.sessions import SessionStore
 
     from deepwork_mcp.approvals.keys import approval_key, state_dir, trusted_approvers
