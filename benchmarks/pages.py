@@ -11,6 +11,9 @@ is `store.*.dashboard_page`), after one untimed render:
 - the run page of a 50-step run done start to end, with its timeline;
 - `report`: the same run as `deepwork report --html` builds it, read and rendered (no file
   written).
+- `other_run_page`: the run page of ANOTHER project of the store (`/run/SESSION?project=ID`,
+  issue 39) whose run has 10,000 events, read from the store and rendered, as the dashboard's
+  handler builds it (the reading is inside the clock here).
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ if TYPE_CHECKING:
 RUNS = 100
 STEPS = 50
 QUICK_STEPS = 10
+#: Events of the other project's run on `other_run_page`.
+EVENTS = 10_000
 
 
 def _project(store: SessionStore, steps: int) -> str:
@@ -90,6 +95,67 @@ def rendering(steps: int, repeats: int) -> tuple[list[float], list[float], list[
     return run_list, run, report
 
 
+def _with_events(store: Any, session_id: str, events: int) -> None:
+    """Copy the run's own events until it has `events` of them (kinds as a run writes them)."""
+    project = store.project.project_id
+    while True:
+        with store.write() as tx:
+            [(count,)] = tx.execute(
+                "SELECT COUNT(*) FROM events WHERE project_id = ? AND session_id = ?",
+                (project, session_id),
+            )
+            if count >= events:
+                return
+            tx.execute(
+                "INSERT INTO events (project_id, session_id, ts, kind, body) "
+                "SELECT project_id, session_id, ts, kind, body FROM events "
+                "WHERE project_id = ? AND session_id = ? ORDER BY seq LIMIT ?",
+                (project, session_id, events - count),
+            )
+
+
+def other_run(repeats: int, events: int = EVENTS) -> list[float]:
+    """Seconds of another project's run page with `events` events, server side, `repeats`
+    times: the project looked up, the run read from the store, the page rendered."""
+    from deepwork_core.engine.workflow import WorkflowEngine
+    from deepwork_core.jobs.discovery import JobCatalog
+    from deepwork_core.state.approvals.store import ApprovalStore
+    from deepwork_core.state.sessions import SessionStore
+    from deepwork_core.state.store.opening import open_store
+    from deepwork_mcp.dashboard import reviews, views
+    from deepwork_mcp.dashboard.other_project import other_project
+    from deepwork_mcp.dashboard.run_page import run_page
+
+    with tempfile.TemporaryDirectory(prefix="deepwork-other-run-bench-") as folder:
+        served, viewer = Path(folder) / "a", Path(folder) / "b"
+        served.mkdir()
+        viewer.mkdir()
+        with open_store(None, served) as opened:
+            outputs = make_long_workflow(served, QUICK_STEPS)
+            store = SessionStore(opened, served)
+            engine = WorkflowEngine(served, JobCatalog.for_project(served), store)
+            sid = engine.start("a run of A", LONG_JOB, "long", inputs={}).brief.session_id
+            for index, path in enumerate(outputs, start=1):
+                engine.finish({f"s{index:02d}_out.md": path}, session_id=sid)
+            _with_events(opened, sid, events)
+            project_id = opened.project.project_id
+            url = f"sqlite:///{opened.location.path}"
+        with open_store(url, viewer) as mine:
+
+            def page() -> str:
+                other = other_project(mine, project_id)
+                assert other is not None
+                sessions = SessionStore(other, Path(other.project.root))
+                approvals = ApprovalStore(other, viewer)
+                where = f"{other.project.root} on {other.project.machine}"
+                view = views.session_page_view(sessions, sid, approvals, where)  # type: ignore[arg-type]
+                table = reviews.ReviewTable(rows=reviews.review_rows(other, sid), session_id=sid)
+                return run_page(view, token="t", reviews=table)
+
+            assert "a run of A" in page()
+            return _timed(page, repeats)
+
+
 # --- the figures of `benchmarks/run.py` -------------------------------------------------------
 
 
@@ -107,6 +173,11 @@ async def pages_speed(bench: Any) -> None:
     samples = await asyncio.to_thread(rendering, steps, 10 if quick else 50)
     for figure, measured in zip(figures, samples, strict=True):
         figure.samples.extend(sample * 1000 for sample in measured)
+    other = bench.figure(
+        "pages.other_run_page", f"another project's run page, {EVENTS:,} events", events=EVENTS
+    )
+    measured = await asyncio.to_thread(other_run, 5 if quick else 20)
+    other.samples.extend(sample * 1000 for sample in measured)
 
 
 # --- run alone ---------------------------------------------------------------------------------
@@ -128,6 +199,7 @@ def main() -> None:
     print(f"runs page ({RUNS} runs): {_ms(run_list)}")
     print(f"run page ({steps} steps): {_ms(run)}")
     print(f"report ({steps} steps): {_ms(report)}")
+    print(f"another project's run page ({EVENTS} events): {_ms(other_run(repeats))}")
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,14 @@ from tests.fixtures.reviewer import RUNNERS, ScriptedReviewer
 
 if TYPE_CHECKING:
     from deepwork_core.state.store.port import Store
+
+#: The tests start hundreds of Python processes (servers, commands, hooks, reviewer doubles) and
+#: pytest rewrites the assertions of every test module; with `PYTHONDONTWRITEBYTECODE` set (as some
+#: shells and images do) each of them would compile again on every run what it compiled on the
+#: last. The suite writes bytecode, in this process, its xdist workers and what they start, as
+#: `nox -s tests` does.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 #: The per-test timeout of a `slow` test (end to end through real subprocesses, fuzzing); every
 #: other test gets the `timeout` of pyproject.toml, and `@pytest.mark.timeout(N)` wins over both.

@@ -1,7 +1,11 @@
 """The test suite's own settings hold: a per-test timeout, more of it for `slow` tests, and
-strict xfail (pyproject.toml's [tool.pytest.ini_options], tests/conftest.py)."""
+strict xfail (pyproject.toml's [tool.pytest.ini_options], tests/conftest.py), and bytecode is
+written whatever the shell says."""
 
 from __future__ import annotations
+
+import os
+import sys
 
 import pytest
 
@@ -27,3 +31,9 @@ def test_a_timeout_of_its_own_wins(request: pytest.FixtureRequest) -> None:
     marker = request.node.get_closest_marker("timeout")
     assert marker is not None
     assert marker.args == (900,)
+
+
+def test_the_suite_and_what_it_starts_write_bytecode() -> None:
+    """Set in a shell or not, `PYTHONDONTWRITEBYTECODE` reaches no process of the suite."""
+    assert sys.dont_write_bytecode is False
+    assert "PYTHONDONTWRITEBYTECODE" not in os.environ

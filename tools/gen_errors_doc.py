@@ -1,6 +1,6 @@
 """Generate docs/errors.md, the table of every error code, from the families of codes: `ErrorCode`
 (`deepwork_core.base.error_codes`) and the families kept beside the code that reports them
-(`FAMILIES`: the store's, the fan-out's, the receipts').
+(`FAMILIES`: the jobs', the store's, the fan-out's, the receipts').
 
 Each member gives a row: its value (the code) and the string under it (the meaning).
 
@@ -19,11 +19,12 @@ from pathlib import Path
 from deepwork_core.base.error_areas import AREAS
 from deepwork_core.base.error_codes import Code, ErrorCode, area_of
 from deepwork_core.engine.fanout.codes import FanOutCode
+from deepwork_core.jobs.errors import JobCode
 from deepwork_core.receipts.codes import ReceiptCode
 from deepwork_core.state.store.errors import StoreCode
 
 #: Every family of codes; the page lists all their members, area by area.
-FAMILIES: tuple[type[Code], ...] = (ErrorCode, StoreCode, FanOutCode, ReceiptCode)
+FAMILIES: tuple[type[Code], ...] = (ErrorCode, JobCode, StoreCode, FanOutCode, ReceiptCode)
 
 ROOT = Path(__file__).resolve().parent.parent
 ERRORS_DOC = ROOT / "docs" / "errors.md"
@@ -33,8 +34,8 @@ _INTRO = """\
 # Error codes
 
 <!-- Generated from deepwork_core/base/error_codes.py and the families of codes beside the code
-that reports them (state/store/errors.py, engine/fanout/codes.py, receipts/codes.py) by
-`{command}`; do not edit. -->
+that reports them (jobs/errors.py, state/store/errors.py, engine/fanout/codes.py,
+receipts/codes.py) by `{command}`; do not edit. -->
 
 Every error DeepWork reports on purpose carries a stable code, `area.snake_case`. Codes never
 change meaning; messages may be reworded. Where a code shows up:
@@ -50,8 +51,9 @@ Codes of the form `<area>.error` (and `deepwork.error`) are the generic codes of
 code raised is normally a more specific one.
 
 In Python each code is a member of `deepwork_core.base.error_codes.ErrorCode`, or of a family
-kept beside the code that reports it (`store.*`: `deepwork_core.state.store.errors.StoreCode`;
-`fan_out.*`: `deepwork_core.engine.fanout.codes.FanOutCode`; receipts and `deepwork verify`:
+kept beside the code that reports it (`job.*`: `deepwork_core.jobs.errors.JobCode`; `store.*`:
+`deepwork_core.state.store.errors.StoreCode`; `fan_out.*`:
+`deepwork_core.engine.fanout.codes.FanOutCode`; receipts and `deepwork verify`:
 `deepwork_core.receipts.codes.ReceiptCode`), named after its
 text (`ErrorCode.SESSION_NONE_ACTIVE` is `session.none_active`). A member is a `str` equal to
 its text, so `exc.code == "session.none_active"` holds and printing it gives the plain code.

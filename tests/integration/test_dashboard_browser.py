@@ -283,3 +283,39 @@ async def test_background_reviews_show_running_queued_and_finished_without_a_rel
             await page.goto(base + "reviews")
             assert "0 running, 0 queued, 11 finished" in await page.inner_text(".review-counts")
             assert await table.locator("tr[data-state=passed]").count() == 11
+
+
+async def test_a_second_checkouts_dashboard_opens_the_others_run_shows_its_bytes_and_approves(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """Two checkouts on one real PostgreSQL: A serves a run waiting for approval; in B's
+    dashboard (Chromium) All projects links to A's run, its page shows the bytes the store kept
+    (never B's own file of that name), and Approve there lets A's run go on."""
+    from tests.integration.test_team_mode import PLAN, checkouts, environment
+
+    a, b, alice_state = checkouts(tmp_path, pg_url)
+    async with serve(a, env=environment(tmp_path / "state-a", pg_url), branch=True) as agent:
+        started = await agent.ok(
+            "start_workflow", goal="g", job_name="approved", workflow_name="main"
+        )
+        session_id = started["begin_step"]["session_id"]
+        (a / "plan.md").write_text("the plan as A asked\n")
+        waiting = await agent.ok("finished_step", outputs=PLAN)
+        assert waiting["status"] == "awaiting_approval"
+        (b / "plan.md").write_text("B's own plan, never shown\n")
+        async with (
+            dashboard_process(b, environment(alice_state, None)) as url,
+            browser_page(url) as page,
+        ):
+            await page.goto(url.split("?")[0] + "all")
+            await page.locator(f'tr[data-session="{session_id}"] a').click()
+            card = page.locator(".card.approval")
+            await card.get_by_text("the plan as A asked").wait_for(timeout=WAIT_MS)
+            assert "B's own plan" not in await page.content()
+            await shot(page, tmp_path, "other-run")
+            await card.get_by_role("button", name="Approve").click()
+            notice = page.locator(".notice.ok")
+            await notice.wait_for(timeout=WAIT_MS)
+            assert "Approved for step plan" in await notice.inner_text()
+        moved = await agent.ok("finished_step", outputs=PLAN)
+        assert moved["status"] == "next_step", moved

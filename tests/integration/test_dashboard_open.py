@@ -14,8 +14,9 @@ import pytest
 
 from tests.fixtures.evidence_project import make_evidence_project
 
-#: A "browser" that prints, on the stdout it shares with the dashboard, what it was started with.
-BROWSER = """#!{python}
+#: A "browser" that prints, on the stdout it shares with the dashboard, what it was started with
+#: (`-S`: it needs only the standard library, so no site-packages and no coverage start).
+BROWSER = """#!{python} -S
 import json, os, stat, sys
 from urllib.parse import urlparse
 arg = sys.argv[1]

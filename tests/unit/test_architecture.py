@@ -13,12 +13,13 @@ from __future__ import annotations
 import ast
 import functools
 import importlib
-import subprocess
-import sys
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.fixtures.coverage_env import python_unmeasured
 
 PACKAGES = Path(__file__).resolve().parents[2] / "packages"
 SOURCES = {
@@ -362,36 +363,40 @@ def test_the_size_allow_list_names_real_files() -> None:
     assert found >= SIZE_ALLOWED
 
 
+@functools.cache
+def _loaded_by(module: str) -> tuple[str, ...]:
+    """Every module a fresh interpreter holds after `import <module>` (one process per module
+    and test process: the checks below read the same import). Coverage does not measure it:
+    the test processes run the same module-level code."""
+    code = f"import json, sys, {module}\nprint(json.dumps(sorted(sys.modules)))\n"
+    result = python_unmeasured(code)
+    assert result.returncode == 0, result.stderr
+    return tuple(json.loads(result.stdout))
+
+
 @pytest.mark.parametrize(
     "module", ["deepwork_core", "deepwork_core.base.layout", "deepwork_mcp.hooks.active"]
 )
 def test_the_hooks_light_path_imports_no_framework(module: str) -> None:
-    code = (
-        f"import sys, {module}\n"
-        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('pydantic', 'mcp', 'fastmcp', 'yaml', 'click'))\n"
-        "assert not heavy, heavy\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
-    )
-    assert result.returncode == 0, result.stderr
+    heavy = [
+        m
+        for m in _loaded_by(module)
+        if m.split(".")[0] in ("pydantic", "mcp", "fastmcp", "yaml", "click")
+    ]
+    assert not heavy, heavy
 
 
 @pytest.mark.parametrize("module", ["deepwork_mcp.server", "deepwork_mcp.cli.group"])
 def test_the_dashboard_stays_behind_its_own_command(module: str) -> None:
     """Nothing the MCP server (or the CLI's entry) imports pulls in the dashboard
     (docs/dashboard.md): it adds nothing to the server's import time."""
-    code = (
-        f"import sys, {module}\n"
-        "loaded = sorted(m for m in sys.modules if m.startswith('deepwork_mcp.dashboard')\n"
-        "    or m in ('deepwork_mcp.cli.dashboard', 'deepwork_mcp.cli.report'))\n"
-        "assert not loaded, loaded\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
-    )
-    assert result.returncode == 0, result.stderr
+    loaded = [
+        m
+        for m in _loaded_by(module)
+        if m.startswith("deepwork_mcp.dashboard")
+        or m in ("deepwork_mcp.cli.dashboard", "deepwork_mcp.cli.report")
+    ]
+    assert not loaded, loaded
 
 
 #: The template engine the dashboard's pages and `report --html` are rendered with.
@@ -404,15 +409,8 @@ TEMPLATE_ENGINE = ("jinja2", "markupsafe")
 def test_the_server_never_imports_the_template_engine(module: str) -> None:
     """`deepwork serve` loads no jinja2: only the dashboard and `report` render templates
     (tests/integration/test_store_imports.py checks a serving server too)."""
-    code = (
-        f"import sys, {module}\n"
-        f"loaded = sorted(m for m in sys.modules if m.split('.')[0] in {TEMPLATE_ENGINE!r})\n"
-        "assert not loaded, loaded\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
-    )
-    assert result.returncode == 0, result.stderr
+    loaded = [m for m in _loaded_by(module) if m.split(".")[0] in TEMPLATE_ENGINE]
+    assert not loaded, loaded
 
 
 def test_only_the_dashboard_imports_the_template_engine() -> None:

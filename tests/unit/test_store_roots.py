@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import re
 
-from tests.unit.test_architecture import _modules
+from tests.unit.test_architecture import _modules, _tree
 
 #: What opens a store: core's openers, the reader that opens one once it exists, and the
 #: command line's two context managers over them.
@@ -45,10 +45,15 @@ REGISTRY_NAMES = frozenset(
 _REGISTRY = re.compile(r"(?i)^_*(\w*_)?(stores|answered|urls)$")
 
 
-def opener_calls(source: str) -> list[str]:
+def _parsed(source: str | ast.Module) -> ast.Module:
+    """`source` as a tree (the packages' modules come parsed once, `_tree`)."""
+    return ast.parse(source) if isinstance(source, str) else source
+
+
+def opener_calls(source: str | ast.Module) -> list[str]:
     """`line: name` of every call of an opener in `source`."""
     found = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(_parsed(source)):
         if isinstance(node, ast.Call):
             func = node.func
             name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
@@ -57,12 +62,12 @@ def opener_calls(source: str) -> list[str]:
     return found
 
 
-def registries(source: str) -> list[str]:
+def registries(source: str | ast.Module) -> list[str]:
     """`line: name` of each module-level variable that could hold stores for a look-up (named
     like one, or annotated with `Store`), and of each function or variable named like the old
     registry's API."""
     found = []
-    tree = ast.parse(source)
+    tree = _parsed(source)
     for node in tree.body:
         targets: list[ast.expr] = []
         annotation = ""
@@ -94,13 +99,13 @@ def test_only_the_composition_roots_open_a_store() -> None:
         f"{name}:{call}"
         for _, name, path in _modules()
         if not _is_root(name)
-        for call in opener_calls(path.read_text(encoding="utf-8"))
+        for call in opener_calls(_tree(path))
     ]
     assert not problems, "open the store at a root and hand it down:\n" + "\n".join(problems)
 
 
 def test_the_roots_named_are_real_modules_that_open_a_store() -> None:
-    opening = {name for _, name, path in _modules() if opener_calls(path.read_text("utf-8"))}
+    opening = {name for _, name, path in _modules() if opener_calls(_tree(path))}
     assert opening >= ROOTS - {"deepwork_core.state.store.opening"}, ROOTS - opening
 
 
@@ -119,9 +124,7 @@ def test_the_opener_check_catches_a_call_below_the_roots() -> None:
 
 def test_no_module_keeps_a_registry_of_stores() -> None:
     problems = [
-        f"{name}:{found}"
-        for _, name, path in _modules()
-        for found in registries(path.read_text(encoding="utf-8"))
+        f"{name}:{found}" for _, name, path in _modules() for found in registries(_tree(path))
     ]
     assert not problems, "hand the store down instead:\n" + "\n".join(problems)
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError, GitError, Problem
+from deepwork_core.jobs.errors import JobCode
 from deepwork_core.receipts.codes import ReceiptCode
 
 
@@ -27,7 +28,7 @@ def test_errors_and_findings_show_the_plain_code() -> None:
     assert error.code == "git.timeout"
     assert f"{error.code}: {error}" == "git.timeout: git failed"
     assert DeepWorkError("x").code == "deepwork.error"
-    problem = Problem(ErrorCode.JOB_NOT_FOUND, "no job", Path("job.yml"), 3)
+    problem = Problem(JobCode.JOB_NOT_FOUND, "no job", Path("job.yml"), 3)
     assert str(problem) == "job.yml:3: job.not_found: no job"
 
 
@@ -37,7 +38,7 @@ def test_a_code_text_finds_its_member() -> None:
         ErrorCode("yaml.nonsense")
 
 
-@pytest.mark.parametrize("code", [*ErrorCode, *ReceiptCode], ids=str)
+@pytest.mark.parametrize("code", [*ErrorCode, *JobCode, *ReceiptCode], ids=str)
 def test_every_code_is_named_after_its_text_and_has_a_meaning(code: ErrorCode) -> None:
     assert code.name == code.value.upper().replace(".", "_")
     assert code.meaning

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 import textwrap
+
+from tests.fixtures.coverage_env import python_unmeasured
 
 BLOCKED = ("mcp", "fastmcp", "click", "jinja2")
 
@@ -33,9 +34,8 @@ _SCRIPT = textwrap.dedent(
 
 def _run(body: str) -> subprocess.CompletedProcess[str]:
     script = _SCRIPT.format(blocked=BLOCKED, body=textwrap.dedent(body))
-    return subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
-    )
+    # Unmeasured: every module it imports, the test processes import too.
+    return python_unmeasured(script, timeout=120)
 
 
 def test_every_core_module_imports_with_the_frameworks_blocked() -> None:

@@ -19,7 +19,8 @@ from deepwork_core.state.store.port import Store
 from deepwork_mcp.cli import cli
 from deepwork_mcp.cli.log import render_event
 from deepwork_mcp.telemetry import names
-from deepwork_mcp.telemetry.runbook import Measurement, SessionBook
+from deepwork_mcp.telemetry.emissions import Measurement
+from deepwork_mcp.telemetry.runbook import SessionBook
 
 from tests.unit.core.gate.test_calls import ScriptedPort, passes
 from tests.unit.core.gate.test_quality import make_request

@@ -20,10 +20,11 @@ from deepwork_core.state.event_kinds import (
     StepFinishedEvent,
 )
 from deepwork_mcp.telemetry import names
+from deepwork_mcp.telemetry.emissions import Measurement, SpanRecord
 from deepwork_mcp.telemetry.exporting import ExportFailures, build_providers
 from deepwork_mcp.telemetry.ids import SpanRef, trace_id_for
 from deepwork_mcp.telemetry.recorder import catalog_job_versions
-from deepwork_mcp.telemetry.runbook import Measurement, SessionBook, SpanRecord
+from deepwork_mcp.telemetry.runbook import SessionBook
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult

@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 
 import pytest
-from deepwork_core.base.errors import DeepWorkError, JobNotFoundError, OutputsError
+from deepwork_core.base.errors import DeepWorkError, OutputsError
+from deepwork_core.jobs.errors import JobNotFoundError
 from deepwork_mcp.tool_errors import map_tool_exception, tool_error
 from fastmcp.exceptions import ToolError
 

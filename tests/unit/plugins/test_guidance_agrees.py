@@ -184,10 +184,11 @@ def test_every_dotted_field_a_skill_names_exists(skills: dict[str, str]) -> None
     """Every dotted name is a response field or an error code the server has."""
     from deepwork_core.base.error_codes import ErrorCode
     from deepwork_core.engine.fanout.codes import FanOutCode
+    from deepwork_core.jobs.errors import JobCode
     from deepwork_core.receipts.codes import ReceiptCode
     from deepwork_core.state.store.errors import StoreCode
 
-    families = (ErrorCode, FanOutCode, ReceiptCode, StoreCode)
+    families = (ErrorCode, FanOutCode, JobCode, ReceiptCode, StoreCode)
     codes = {code.value for family in families for code in family}
     missing = {
         f"{where}: `{dotted}`"
@@ -313,8 +314,8 @@ def test_no_sentence_is_said_in_two_reference_files() -> None:
 
 def test_define_teaches_the_010_format_first_with_a_complete_template() -> None:
     from deepwork_core.base.yamlio import parse_yaml
-    from deepwork_core.jobs.model import OutputType
     from deepwork_core.jobs.parser import parse_job_document
+    from deepwork_core.jobs.step_parts import OutputType
 
     define = _step_text("define")
     assert define.index("0.10 format") < define.index("0.9")

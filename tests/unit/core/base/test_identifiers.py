@@ -8,7 +8,6 @@ import pytest
 from deepwork_core.base.errors import (
     InvalidIdentifierError,
     InvalidTextError,
-    JobNotFoundError,
     PathOutsideProjectError,
 )
 from deepwork_core.base.identifiers import (
@@ -22,6 +21,7 @@ from deepwork_core.base.identifiers import (
     shown,
 )
 from deepwork_core.jobs.discovery import JobCatalog
+from deepwork_core.jobs.errors import JobNotFoundError
 
 
 @pytest.mark.parametrize("name", ["a", "job_1", "x9_y"])
@@ -117,7 +117,7 @@ def test_overlong_text_is_refused() -> None:
 #: Where a session id comes in from outside: a tool's argument, a command's, a dashboard address.
 SESSION_ID_EDGES = {
     "deepwork-mcp/src/deepwork_mcp/tools/workflows.py",
-    "deepwork-mcp/src/deepwork_mcp/cli/approve.py",
+    "deepwork-mcp/src/deepwork_mcp/cli/team/approve.py",
     "deepwork-mcp/src/deepwork_mcp/cli/log.py",
     "deepwork-mcp/src/deepwork_mcp/cli/report.py",
     "deepwork-mcp/src/deepwork_mcp/cli/store.py",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from deepwork_core.engine.safeguards import OFF_OUTSIDE_GIT, Safeguards
+from deepwork_core.engine.safeguards.evidence import OFF_OUTSIDE_GIT, Safeguards
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.state.approvals.store import ApprovalStore

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
-from deepwork_core.base.errors import InvalidIdentifierError, JobInvalidError, JobNotFoundError
+from deepwork_core.base.errors import InvalidIdentifierError
 from deepwork_core.jobs.discovery import (
     STANDARD_JOBS_DIR,
     JobCatalog,
@@ -15,6 +15,7 @@ from deepwork_core.jobs.discovery import (
     job_folders,
     parse_folder_list,
 )
+from deepwork_core.jobs.errors import JobInvalidError, JobNotFoundError
 from deepwork_core.jobs.parser import check_job_files
 
 from tests.fixtures.corpus import SOURCES, corpus_root

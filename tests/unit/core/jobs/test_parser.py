@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 import yaml
-from deepwork_core.base.errors import JobInvalidError, Problem, Severity
+from deepwork_core.base.errors import Problem, Severity
+from deepwork_core.jobs.errors import JobInvalidError
 from deepwork_core.jobs.parser import (
     ParsedJob,
     check_job_files,

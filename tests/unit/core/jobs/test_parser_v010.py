@@ -11,7 +11,6 @@ import jsonschema
 import pytest
 import yaml
 from deepwork_core.base.errors import Severity
-from deepwork_core.jobs.model import InputType, OutputType, ReviewStrategy, StepInput
 from deepwork_core.jobs.parser import (
     ParsedJob,
     check_job_files,
@@ -20,6 +19,7 @@ from deepwork_core.jobs.parser import (
     parse_job_source,
 )
 from deepwork_core.jobs.schema import JOB_SCHEMA_PATH
+from deepwork_core.jobs.step_parts import InputType, OutputType, ReviewStrategy, StepInput
 
 from tests.fixtures.jobdata import changed, valid_job, write_job
 from tests.fixtures.paths import FIXTURES as ALL_FIXTURES

@@ -1,4 +1,5 @@
-"""`deepwork approve`, run as the human would from a terminal (here: a separate process)."""
+"""`deepwork approve`, run as the human would: in this process for what it records and refuses,
+and as a separate process on a pseudo-terminal and without one for how it asks."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from click.testing import CliRunner
@@ -47,25 +49,19 @@ def open_request(make_store: Callable[..., Store], root: Path) -> ApprovalStore:
     return store
 
 
-def approve(root: Path, *args: str, session_id: str = SID) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "deepwork_mcp",
-            "approve",
-            session_id,
-            "--path",
-            str(root),
-            "--yes",
-            *args,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
+class Done(NamedTuple):
+    """What one `deepwork approve` printed and returned."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def approve(root: Path, *args: str, session_id: str = SID) -> Done:
+    """`deepwork approve SESSION --path ROOT --yes ARGS` in this process, its input no terminal
+    (the two tests at the end run it as a separate process, on a terminal and without one)."""
+    result = CliRunner().invoke(cli, ["approve", session_id, "--path", str(root), "--yes", *args])
+    return Done(result.exit_code, result.stdout, result.stderr)
 
 
 def test_approving_shows_the_request_and_records_the_decision(

@@ -95,9 +95,9 @@ def test_export_of_an_unknown_session_answers_session_not_found(
     assert "session.not_found" in done.stderr
 
 
-def test_the_environment_url_wins_and_its_password_never_shows(tmp_path: Path) -> None:
-    root = make_project(tmp_path / "p")
-    env = {"DEEPWORK_STORE_URL": "postgresql://me:s3cret-pw@127.0.0.1:1/none", "PATH": ""}
+def _store_info_alone_hides_the_password(root: Path, env: dict[str, str]) -> None:
+    """`deepwork store info` in a process of its own with only `env`: it fails to reach the
+    store and names the URL with `***` for its password, on either output."""
     code = "import sys; from deepwork_mcp.cli import main; sys.exit(main())"
     done = subprocess.run(
         [sys.executable, "-c", code, "store", "info", "--path", str(root)],
@@ -111,6 +111,12 @@ def test_the_environment_url_wins_and_its_password_never_shows(tmp_path: Path) -
     assert "store.unavailable" in done.stderr
     assert "s3cret-pw" not in done.stderr + done.stdout
     assert "me:***@127.0.0.1" in done.stderr
+
+
+def test_the_environment_url_wins_and_its_password_never_shows(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    env = {"DEEPWORK_STORE_URL": "postgresql://me:s3cret-pw@127.0.0.1:1/none", "PATH": ""}
+    _store_info_alone_hides_the_password(root, env)
     assert not (root / ".deepwork" / "tmp" / "deepwork.sqlite3").exists()
 
 
@@ -141,20 +147,16 @@ def test_store_url_in_the_config_chooses_the_store_and_its_password_never_shows(
     root = make_project(tmp_path / "p")
     config = root / ".deepwork" / "config.yml"
     config.write_text("store:\n  url: postgresql://me:s3cret-pw@127.0.0.1:1/none\n")
-    code = "import sys; from deepwork_mcp.cli import main; sys.exit(main())"
-    for command in (["store", "info"], ["status", "--all"], ["status"]):
-        done = subprocess.run(
-            [sys.executable, "-c", code, *command, "--path", str(root)],
-            capture_output=True,
-            text=True,
-            env={"PATH": ""},
-            timeout=60,
-            check=False,
-        )
-        assert done.returncode != 0, command
-        assert "store.unavailable" in done.stderr, command
-        assert "s3cret-pw" not in done.stderr + done.stdout
-        assert "me:***@127.0.0.1" in done.stderr
+    # `store info` as a process of its own, with nothing of this environment (what the driver
+    # itself may print counts too); the other commands in this process.
+    _store_info_alone_hides_the_password(root, {"PATH": ""})
+    for command in (["status", "--all"], ["status"]):
+        no_url = CliRunner(env={"DEEPWORK_STORE_URL": None})  # the config's URL decides
+        result = no_url.invoke(cli, [*command, "--path", str(root)])
+        assert result.exit_code != 0, command
+        assert "store.unavailable" in result.stderr, command
+        assert "s3cret-pw" not in result.stderr + result.stdout
+        assert "me:***@127.0.0.1" in result.stderr
     assert not (root / ".deepwork" / "tmp" / "deepwork.sqlite3").exists()
 
 

@@ -2,7 +2,8 @@
 
 `docs/errors.md` has one section per area (`python tools/gen_errors_doc.py write`); a test
 checks that every code of every family (`deepwork_core.base.error_codes.ErrorCode`,
-`deepwork_core.receipts.codes.ReceiptCode`) falls in one of these areas.
+`deepwork_core.jobs.errors.JobCode`, `deepwork_core.receipts.codes.ReceiptCode`) falls in one
+of these areas.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from functools import cache
 AREAS: dict[str, str] = {
     "approval": "Human approvals of a step (`deepwork approve`, the client's form).",
     "arguments": "Tool arguments that do not match the tool's input schema.",
+    "audit": "`deepwork audit`: a run's approvals exported as one signed record and checked "
+    "offline (docs/team.md).",
     "config": "`.deepwork/config.yml` and other settings.",
     "convert": "`deepwork jobs convert`: writing a job in the other `job.yml` format.",
     "dashboard": "`deepwork dashboard` and `deepwork report`: the pages of runs in a browser.",

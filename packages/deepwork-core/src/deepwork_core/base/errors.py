@@ -10,7 +10,6 @@ A `needs_work` verdict of the quality gate is a normal result, not an error.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -112,26 +111,9 @@ class YamlError(DeepWorkError):
         self.line = line
 
 
-class JobNotFoundError(DeepWorkError):
-    code = ErrorCode.JOB_NOT_FOUND
-    agent_fixable = True
-
-
 class WorkflowNotFoundError(DeepWorkError):
     code = ErrorCode.WORKFLOW_NOT_FOUND
     agent_fixable = True
-
-
-class JobInvalidError(DeepWorkError):
-    """A job failed to load; `problems` lists every finding."""
-
-    code = ErrorCode.JOB_INVALID
-
-    def __init__(
-        self, message: str, problems: Sequence[Problem] = (), *, code: ErrorCode | None = None
-    ):
-        super().__init__(message, code=code)
-        self.problems = tuple(problems)
 
 
 class DocSpecError(DeepWorkError):

@@ -12,8 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from deepwork_core.base.error_codes import ErrorCode
-from deepwork_core.base.errors import FileReadError, JobInvalidError, PathOutsideProjectError
+from deepwork_core.base.errors import FileReadError, PathOutsideProjectError
 from deepwork_core.base.fsutil import read_text_file
 from deepwork_core.base.identifiers import resolve_inside
 from deepwork_core.engine.fanout.items import instance_instructions
@@ -21,14 +20,9 @@ from deepwork_core.engine.outputs import SYNTAX_HINTS
 from deepwork_core.gate.checkpoint import ResolvedInput
 from deepwork_core.jobs.discovery import LoadedJob
 from deepwork_core.jobs.docspec import load_doc_spec, render_doc_spec_for_instructions
-from deepwork_core.jobs.model import (
-    InputType,
-    JobDefinition,
-    OutputType,
-    Review,
-    Step,
-    sub_workflow_instructions,
-)
+from deepwork_core.jobs.errors import JobCode, JobInvalidError
+from deepwork_core.jobs.model import JobDefinition, Step, sub_workflow_instructions
+from deepwork_core.jobs.step_parts import InputType, OutputType, Review
 from deepwork_core.state.sessions import Session
 
 #: A step's instructions file larger than this is refused (`job.file_missing`).
@@ -145,7 +139,7 @@ class InstructionReader:
             raise JobInvalidError(
                 f"job {job.name!r}, step {step.id!r}: cannot read instructions_file "
                 f"{step.instructions_file!r} in {job.job_dir}: {exc}",
-                code=ErrorCode.JOB_FILE_MISSING,
+                code=JobCode.JOB_FILE_MISSING,
             ) from None
         self._cache[path] = (stat.st_mtime_ns, stat.st_size, text)
         return text

@@ -21,7 +21,8 @@ from deepwork_core.engine.fanout.items import fans_out
 from deepwork_core.engine.start_inputs import start_parameters
 from deepwork_core.evidence.scope import RepoSnapshot
 from deepwork_core.jobs.discovery import JobCatalog, LoadedJob
-from deepwork_core.jobs.model import JobDefinition, Step, SubWorkflowRef
+from deepwork_core.jobs.model import JobDefinition, Step
+from deepwork_core.jobs.step_parts import SubWorkflowRef
 from deepwork_core.state.sessions import (
     OutputValue,
     Session,

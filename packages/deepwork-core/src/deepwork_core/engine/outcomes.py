@@ -32,13 +32,9 @@ from deepwork_core.engine.results import (
     FinishResult,
     FinishStatus,
 )
-from deepwork_core.engine.safeguards import (
-    ApprovalOutcome,
-    Findings,
-    Safeguards,
-    override_kind,
-    prompt_of,
-)
+from deepwork_core.engine.safeguards.approvals import ApprovalOutcome, prompt_of
+from deepwork_core.engine.safeguards.evidence import Safeguards, override_kind
+from deepwork_core.engine.safeguards.findings import Findings
 from deepwork_core.evidence.scope import RepoSnapshot
 from deepwork_core.evidence.verdicts import ReviewVerdict, VerdictKind
 from deepwork_core.gate.checkpoint import GateReviewing

@@ -35,7 +35,8 @@ from deepwork_core.base.identifiers import (
     resolve_inside,
 )
 from deepwork_core.engine.json_outputs import json_output_problem
-from deepwork_core.jobs.model import OutputSpec, OutputType, Step
+from deepwork_core.jobs.model import Step
+from deepwork_core.jobs.step_parts import OutputSpec, OutputType
 from deepwork_core.state.sessions import OutputValue
 
 SYNTAX_HINTS = {

@@ -28,7 +28,7 @@ from deepwork_core.engine.headless.parking import Parking
 from deepwork_core.engine.nesting import Nesting, begin_checkpoint
 from deepwork_core.engine.outcomes import Outcomes
 from deepwork_core.engine.results import AbortResult, EvidenceReport, FinishResult, StartResult
-from deepwork_core.engine.safeguards import Safeguards, join_notes
+from deepwork_core.engine.safeguards.evidence import Safeguards, join_notes
 from deepwork_core.engine.start_inputs import check_start_inputs
 from deepwork_core.evidence.scope import head_commit, under_git
 from deepwork_core.evidence.watch import ChangeWatch

@@ -31,7 +31,8 @@ from deepwork_core.base.fsutil import path_signature
 from deepwork_core.base.git import run_git
 from deepwork_core.base.globs import matches_any
 from deepwork_core.base.layout import GATE_KEYS_DIR, RECEIPTS_DIR, TMP_DIR
-from deepwork_core.evidence.watch import ChangeWatch, clean_in_index
+from deepwork_core.evidence.git_index import clean_in_index
+from deepwork_core.evidence.watch import ChangeWatch
 
 #: Bound of each git call the guard makes (it runs at every checkpoint).
 SCOPE_GIT_TIMEOUT = 10.0

@@ -29,12 +29,8 @@ or compared; nothing runs in the background.
 
 from __future__ import annotations
 
-import ctypes
-import hashlib
 import os
 import secrets
-import stat
-import struct
 import subprocess
 import sys
 import threading
@@ -44,19 +40,25 @@ from pathlib import Path
 from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.base.git import run_git
 from deepwork_core.base.layout import TMP_DIR
+from deepwork_core.evidence.git_index import IndexEntry, read_index
 from deepwork_core.evidence.ignore_check import IgnoreChecker
 from deepwork_core.evidence.ignore_rules import IgnoreRules
+from deepwork_core.evidence.inotify import (
+    IN_CREATE,
+    IN_DELETE_SELF,
+    IN_IGNORED,
+    IN_ISDIR,
+    IN_MOVE_SELF,
+    IN_MOVED_FROM,
+    IN_MOVED_TO,
+    IN_Q_OVERFLOW,
+    Handles,
+    add_watch,
+    decode,
+    open_inotify,
+    read_queue,
+)
 
-# inotify(7)
-_IN_MODIFY, _IN_ATTRIB, _IN_CLOSE_WRITE = 0x2, 0x4, 0x8
-_IN_MOVED_FROM, _IN_MOVED_TO, _IN_CREATE, _IN_DELETE = 0x40, 0x80, 0x100, 0x200
-_IN_DELETE_SELF, _IN_MOVE_SELF, _IN_Q_OVERFLOW, _IN_IGNORED = 0x400, 0x800, 0x4000, 0x8000
-_IN_ONLYDIR, _IN_DONT_FOLLOW, _IN_ISDIR = 0x01000000, 0x02000000, 0x40000000
-_MASK = (
-    _IN_MODIFY | _IN_ATTRIB | _IN_CLOSE_WRITE | _IN_MOVED_FROM | _IN_MOVED_TO | _IN_CREATE
-    | _IN_DELETE | _IN_DELETE_SELF | _IN_MOVE_SELF | _IN_ONLYDIR | _IN_DONT_FOLLOW
-)  # fmt: skip
-_EVENT = struct.Struct("iIII")
 #: Folders one watch follows at most; a larger tree keeps using `git status`.
 MAX_FOLDERS = 50_000
 #: Touched paths remembered at most before the watch starts over (the next check runs git).
@@ -65,8 +67,6 @@ MAX_TOUCHED = 100_000
 MAX_IGNORE_CHECK = 500
 _RULE_FILES = frozenset({".gitignore", ".gitattributes"})
 _RUNTIME = TMP_DIR + "/"
-#: (mode, object id) of a tracked file as the index holds it; mode "" for a special entry.
-IndexEntry = tuple[str, str]
 
 
 class ChangeWatch:
@@ -82,7 +82,7 @@ class ChangeWatch:
         self._ident = secrets.token_hex(6)
         self._lock = threading.Lock()
         self._setup_lock = threading.Lock()
-        self._handles = _Handles(IgnoreChecker(self.root))
+        self._handles = Handles(IgnoreChecker(self.root))
         self._live = False
         self._dirs: dict[int, str] = {}  # watch descriptor -> project-relative folder ("" top)
         self._git_dirs: dict[int, Path] = {}  # watch descriptor -> a folder of git's own
@@ -216,7 +216,7 @@ class ChangeWatch:
         ignored = {entry.rstrip("/") for entry in listed.split("\0") if entry.endswith("/")}
         self._load_index()
         rule_folders = self._note_rule_files(top, git_dir)
-        self._handles.fd = _inotify().inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        self._handles.fd = open_inotify()
         if self._handles.fd < 0:
             return False
         for folder, name in rule_folders:
@@ -275,39 +275,25 @@ class ChangeWatch:
         return files
 
     def _add(self, folder: Path, relative: str | None) -> int:
-        wd = int(_inotify().inotify_add_watch(self._handles.fd, os.fsencode(folder), _MASK))
-        if wd < 0:
-            raise OSError(ctypes.get_errno(), f"inotify_add_watch {folder}")
+        wd = add_watch(self._handles.fd, folder)
         if relative is not None:
             self._dirs[wd] = relative
         return wd
 
     def _load_index(self) -> None:
-        listed = run_git(["ls-files", "-s", "-v", "-z"], cwd=self.root).stdout
-        index: dict[str, IndexEntry] = {}
-        for record in listed.split("\0"):
-            if not record:
-                continue
-            head, _, path = record.partition("\t")
-            tag, mode, oid, stage = head.split(" ")
-            special = tag != "H" or stage != "0"  # assume-unchanged, skip-worktree, unmerged
-            index[path] = ("" if special else mode, oid)
-        self._index, self._index_stale = index, False
+        self._index, self._index_stale = read_index(self.root), False
 
     def _drain(self) -> bool:
         """Read the queued events into the touched set; False when the watch is not live."""
         if not self._live:
             return False
         pending: list[str] = []
-        while True:
-            try:
-                data = os.read(self._handles.fd, 256 * 1024)
-            except BlockingIOError:
-                break
-            except OSError:
-                self._live = False
-                return False
-            self._events(data, pending)
+        try:
+            for data in read_queue(self._handles.fd):
+                self._events(data, pending)
+        except OSError:
+            self._live = False
+            return False
         for folder in pending:
             self._new_folder(folder)
         if len(self._touched) > MAX_TOUCHED:
@@ -317,37 +303,32 @@ class ChangeWatch:
         return self._live
 
     def _events(self, data: bytes, new_folders: list[str]) -> None:
-        offset = 0
-        while offset < len(data):
-            wd, mask, _cookie, length = _EVENT.unpack_from(data, offset)
-            offset += _EVENT.size
-            name = os.fsdecode(data[offset : offset + length].rstrip(b"\0"))
-            offset += length
-            if mask & _IN_Q_OVERFLOW or wd in self._git_dirs:
+        for wd, mask, name in decode(data):
+            if mask & IN_Q_OVERFLOW or wd in self._git_dirs:
                 self._reset()
                 self._git_event(wd, mask, name)
                 continue
             if wd in self._rule_dirs:
-                if name == self._rule_dirs[wd] or mask & (_IN_DELETE_SELF | _IN_MOVE_SELF):
+                if name == self._rule_dirs[wd] or mask & (IN_DELETE_SELF | IN_MOVE_SELF):
                     self._reset()  # an ignore file above the project, or the user's, changed
                 continue
             folder = self._dirs.get(wd)
             if folder is None:
                 continue  # a folder no longer watched
-            if mask & _IN_IGNORED:
+            if mask & IN_IGNORED:
                 del self._dirs[wd]
                 continue
-            if mask & (_IN_DELETE_SELF | _IN_MOVE_SELF):
+            if mask & (IN_DELETE_SELF | IN_MOVE_SELF):
                 if folder == "":
                     self._live = False  # the project folder itself went away
                 continue
             path = _join(folder, name)
             if path.startswith(_RUNTIME) or path == TMP_DIR:
                 continue
-            if mask & _IN_ISDIR:
-                if mask & _IN_MOVED_FROM:
+            if mask & IN_ISDIR:
+                if mask & IN_MOVED_FROM:
                     self._reset()  # its files moved without an event each
-                elif mask & (_IN_CREATE | _IN_MOVED_TO):
+                elif mask & (IN_CREATE | IN_MOVED_TO):
                     new_folders.append(path)
                 continue
             if name in _RULE_FILES:
@@ -360,7 +341,7 @@ class ChangeWatch:
         new folder of refs."""
         self._index_stale = True
         git_folder = self._git_dirs.get(wd)
-        if git_folder is not None and mask & _IN_ISDIR and mask & (_IN_CREATE | _IN_MOVED_TO):
+        if git_folder is not None and mask & IN_ISDIR and mask & (IN_CREATE | IN_MOVED_TO):
             try:
                 self._add_git_folder(git_folder / name, recursive=True)
             except OSError:
@@ -419,56 +400,9 @@ class ChangeWatch:
         self._rule_dirs.clear()
 
 
-def clean_in_index(entry: IndexEntry, file: Path) -> bool:
-    """True when `file` holds exactly what the index's `entry` records (mode and bytes), so
-    `git status` would not list it."""
-    mode, oid = entry
-    if mode not in ("100644", "100755"):
-        return False
-    try:
-        info = os.lstat(file)
-        if not stat.S_ISREG(info.st_mode) or bool(info.st_mode & 0o100) != (mode == "100755"):
-            return False
-        data = file.read_bytes()
-    except OSError:
-        return False
-    digest = hashlib.sha1 if len(oid) == 40 else hashlib.sha256
-    return digest(b"blob %d\0" % len(data) + data).hexdigest() == oid
-
-
-class _Handles:
-    """What a watch holds open (released when the watch is closed or collected)."""
-
-    def __init__(self, ignore: IgnoreChecker) -> None:
-        self.fd = -1
-        self.ignore = ignore
-
-    def close_fd(self) -> None:
-        fd, self.fd = self.fd, -1
-        if fd >= 0:
-            os.close(fd)
-
-    def release(self) -> None:
-        self.close_fd()
-        self.ignore.close()
-
-
 def _join(folder: str, name: str) -> str:
     return f"{folder}/{name}" if folder else name
 
 
 def _skipped(relative: str, ignored: set[str]) -> bool:
     return relative in ignored or relative == TMP_DIR or relative.startswith(_RUNTIME)
-
-
-_LIBC: ctypes.CDLL | None = None
-
-
-def _inotify() -> ctypes.CDLL:
-    global _LIBC
-    if _LIBC is None:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.inotify_init1.argtypes = [ctypes.c_int]
-        libc.inotify_add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
-        _LIBC = libc
-    return _LIBC

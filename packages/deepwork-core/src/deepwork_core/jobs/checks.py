@@ -16,10 +16,10 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import PathOutsideProjectError, Severity
 from deepwork_core.base.identifiers import resolve_inside
 from deepwork_core.base.yamlio import KeyPath
+from deepwork_core.jobs.errors import JobCode
 from deepwork_core.jobs.fan_out_keys import Isolation
 from deepwork_core.jobs.model import JobDefinition, Step, Workflow
 from deepwork_core.jobs.report import JobReport, dotted
@@ -134,7 +134,7 @@ def check_semantics(
         if isinstance(raw, dict) and isinstance(raw.get("id"), str):
             if raw["id"] in seen_ids:
                 report.add(
-                    ErrorCode.JOB_DUPLICATE_STEP_ID,
+                    JobCode.JOB_DUPLICATE_STEP_ID,
                     f"step id {raw['id']!r} is used by more than one step",
                     ("steps", position, "id"),
                 )
@@ -156,7 +156,7 @@ def check_semantics(
     for step_id, index in step_index.items():
         if step_id not in listed:
             report.add(
-                ErrorCode.JOB_UNREACHABLE_STEP,
+                JobCode.JOB_UNREACHABLE_STEP,
                 "the step is in no workflow, so agents cannot run it through MCP",
                 ("steps", index, "id"),
                 severity=Severity.WARNING,
@@ -179,7 +179,7 @@ def _check_step(
             resolve_inside(resolved_job_dir, value, what=dotted(path))
         except PathOutsideProjectError:
             report.add(
-                ErrorCode.JOB_PATH_OUTSIDE_JOB,
+                JobCode.JOB_PATH_OUTSIDE_JOB,
                 f"{value!r} points outside the job folder; paths are relative to the job folder",
                 path,
             )
@@ -187,10 +187,10 @@ def _check_step(
     for position, dependency in enumerate(step.dependencies):
         path = (*base, "dependencies", position)
         if dependency == step.id:
-            report.add(ErrorCode.JOB_DEPENDENCY_CYCLE, "a step cannot depend on itself", path)
+            report.add(JobCode.JOB_DEPENDENCY_CYCLE, "a step cannot depend on itself", path)
         elif dependency not in known_ids:
             report.add(
-                ErrorCode.JOB_UNKNOWN_DEPENDENCY,
+                JobCode.JOB_UNKNOWN_DEPENDENCY,
                 f"depends on {dependency!r}, which is not a step of this job",
                 path,
             )
@@ -200,7 +200,7 @@ def _check_step(
     for position, review in enumerate(step.reviews):
         if review.run_each != "step" and review.run_each not in names:
             report.add(
-                ErrorCode.JOB_INVALID_RUN_EACH,
+                JobCode.JOB_INVALID_RUN_EACH,
                 f"run_each is {review.run_each!r}; use 'step' or one of this step's outputs "
                 f"({', '.join(step.outputs) or 'none declared'})",
                 (*base, "reviews", position, "run_each"),
@@ -223,12 +223,12 @@ def _check_inputs(
         source_id = item.from_step
         if source_id not in known_ids:
             report.add(
-                ErrorCode.JOB_UNKNOWN_FROM_STEP, f"{source_id!r} is not a step of this job", path
+                JobCode.JOB_UNKNOWN_FROM_STEP, f"{source_id!r} is not a step of this job", path
             )
             continue
         if source_id not in step.dependencies:
             report.add(
-                ErrorCode.JOB_INPUT_NOT_DEPENDENCY,
+                JobCode.JOB_INPUT_NOT_DEPENDENCY,
                 f"input comes from {source_id!r}, which must also be listed in 'dependencies'",
                 path,
             )
@@ -236,7 +236,7 @@ def _check_inputs(
         declared = set(source.outputs) | written.get(source_id, set()) if source else set()
         if source is not None and item.file not in declared:
             report.add(
-                ErrorCode.JOB_UNKNOWN_INPUT_FILE,
+                JobCode.JOB_UNKNOWN_INPUT_FILE,
                 f"step {source_id!r} declares no output named {item.file!r} "
                 f"(it declares: {', '.join(source.outputs) or 'none'})",
                 (*base, "inputs", position, "file"),
@@ -270,7 +270,7 @@ def _check_cycles(report: JobReport, by_id: dict[str, Step], step_index: dict[st
                 if frozenset(cycle) not in reported:
                     reported.add(frozenset(cycle))
                     report.add(
-                        ErrorCode.JOB_DEPENDENCY_CYCLE,
+                        JobCode.JOB_DEPENDENCY_CYCLE,
                         f"circular dependency: {' -> '.join(cycle)}",
                         ("steps", step_index[current], "dependencies"),
                     )
@@ -291,7 +291,7 @@ def _check_workflows(
         base: KeyPath = ("workflows", index)
         if workflow.name in seen_names:
             report.add(
-                ErrorCode.JOB_DUPLICATE_WORKFLOW,
+                JobCode.JOB_DUPLICATE_WORKFLOW,
                 f"workflow name {workflow.name!r} is used by more than one workflow",
                 (*base, "name"),
             )
@@ -307,7 +307,7 @@ def _check_workflows(
                 if dep_position is not None and dep_position >= entry_position:
                     order = "together with" if dep_position == entry_position else "before"
                     report.add(
-                        ErrorCode.JOB_WORKFLOW_ORDER,
+                        JobCode.JOB_WORKFLOW_ORDER,
                         f"workflow {workflow.name!r} runs {step_id!r} {order} "
                         f"{dependency!r}, which it depends on",
                         (*base, "steps", entry_position),
@@ -335,14 +335,14 @@ def _check_entries(
             )
             if step_id not in known_ids:
                 report.add(
-                    ErrorCode.JOB_UNKNOWN_WORKFLOW_STEP,
+                    JobCode.JOB_UNKNOWN_WORKFLOW_STEP,
                     f"workflow {workflow.name!r} names step {step_id!r}, which does not exist",
                     member_path,
                 )
                 continue
             if step_id in position_of:
                 report.add(
-                    ErrorCode.JOB_DUPLICATE_WORKFLOW_STEP,
+                    JobCode.JOB_DUPLICATE_WORKFLOW_STEP,
                     f"step {step_id!r} appears more than once in workflow {workflow.name!r}",
                     member_path,
                 )
@@ -355,7 +355,7 @@ def _check_entries(
                 other = outputs_in_group.setdefault(output_name, step_id)
                 if other != step_id:
                     report.add(
-                        ErrorCode.JOB_DUPLICATE_GROUP_OUTPUT,
+                        JobCode.JOB_DUPLICATE_GROUP_OUTPUT,
                         f"steps {other!r} and {step_id!r} run concurrently in workflow "
                         f"{workflow.name!r} and both declare output {output_name!r}; "
                         "output names must be unique in a concurrent group",
@@ -378,14 +378,14 @@ def check_fan_out(
         names = {item.name or item.file for item in step.inputs}
         if step.for_each not in names:
             report.add(
-                ErrorCode.JOB_INVALID_FOR_EACH,
+                JobCode.JOB_INVALID_FOR_EACH,
                 f"for_each names {step.for_each!r}, which is not an input of the step "
                 f"(inputs: {', '.join(sorted(n for n in names if n)) or 'none'})",
                 where,
             )
         if step.id in grouped:
             report.add(
-                ErrorCode.JOB_INVALID_FOR_EACH,
+                JobCode.JOB_INVALID_FOR_EACH,
                 "a for_each step runs on its own, not in a concurrent group",
                 where,
             )
@@ -403,7 +403,7 @@ def _check_group_isolation(
         known = [definition.steps_by_id[o] for o in group if o in definition.steps_by_id]
         if any(other.isolation != step.isolation for other in known):
             report.add(
-                ErrorCode.JOB_INVALID_FOR_EACH,
+                JobCode.JOB_INVALID_FOR_EACH,
                 f"the steps of the concurrent group {', '.join(group)} must all give the same "
                 "isolation",
                 where,
@@ -414,7 +414,7 @@ def _check_group_isolation(
     alone = any(step.id in e and len(e) < 2 for w in definition.workflows for e in w.entries)
     if not groups or alone:
         report.add(
-            ErrorCode.JOB_INVALID_FOR_EACH,
+            JobCode.JOB_INVALID_FOR_EACH,
             "isolation: worktree needs for_each, or a concurrent group of two or more steps "
             "(in every workflow that runs the step)",
             where,
@@ -422,7 +422,7 @@ def _check_group_isolation(
         return
     if step.sub_workflow is not None:
         report.add(
-            ErrorCode.JOB_INVALID_FOR_EACH,
+            JobCode.JOB_INVALID_FOR_EACH,
             "a step of a concurrent group in worktrees cannot be a sub_workflow step",
             where,
         )

@@ -32,10 +32,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from deepwork_core.base.errors import JobInvalidError, JobNotFoundError, Problem, YamlError
+from deepwork_core.base.errors import Problem, YamlError
 from deepwork_core.base.identifiers import check_name, shown
 from deepwork_core.base.layout import JOB_FILE, PROJECT_JOBS_DIR, STANDARD_JOBS_PACKAGE_DIR
 from deepwork_core.base.yamlio import read_limited
+from deepwork_core.jobs.errors import JobInvalidError, JobNotFoundError
 from deepwork_core.jobs.model import JobDefinition
 from deepwork_core.jobs.parser import ParsedJob, parse_job_source, summarize
 

@@ -22,8 +22,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.yamlio import KeyPath
+from deepwork_core.jobs.errors import JobCode
 
 if TYPE_CHECKING:
     from referencing import Resource
@@ -61,7 +61,7 @@ class UnsupportedPatternError(ValueError):
 class SchemaFinding:
     """A reason a `json_schema` is refused; `where` is the key path inside the schema."""
 
-    code: ErrorCode
+    code: JobCode
     message: str
     where: KeyPath = ()
 
@@ -96,7 +96,7 @@ def json_schema_findings(schema: dict[str, Any]) -> list[SchemaFinding]:
     except jsonschema.SchemaError as exc:
         return [
             SchemaFinding(
-                ErrorCode.JOB_INVALID_JSON_SCHEMA, f"not a valid JSON Schema: {exc.message}"
+                JobCode.JOB_INVALID_JSON_SCHEMA, f"not a valid JSON Schema: {exc.message}"
             )
         ]
     dialect: str | None = getattr(validator, "ID_OF", lambda _: None)(validator.META_SCHEMA)
@@ -178,7 +178,7 @@ class _SchemaGraph:
                 where = ref_where or self.nodes[current].where
                 found.append(
                     SchemaFinding(
-                        ErrorCode.JOB_JSON_SCHEMA_REF_CYCLE,
+                        JobCode.JOB_JSON_SCHEMA_REF_CYCLE,
                         "this reference leads back to itself without descending into the "
                         "document (an endless loop); refer to a part of the schema that "
                         "applies to a property or an item instead",
@@ -200,7 +200,7 @@ class _SchemaGraph:
         if ref.startswith("#"):
             self.findings.append(
                 SchemaFinding(
-                    ErrorCode.JOB_INVALID_JSON_SCHEMA,
+                    JobCode.JOB_INVALID_JSON_SCHEMA,
                     f"{_clip(ref)} does not point at a part of this schema",
                     where,
                 )
@@ -208,7 +208,7 @@ class _SchemaGraph:
         else:
             self.findings.append(
                 SchemaFinding(
-                    ErrorCode.JOB_JSON_SCHEMA_EXTERNAL_REF,
+                    JobCode.JOB_JSON_SCHEMA_EXTERNAL_REF,
                     f"{_clip(ref)} refers outside the schema; DeepWork fetches no remote or "
                     "file references: put the referred schema under `$defs` and use "
                     "'#/$defs/NAME'",
@@ -231,7 +231,7 @@ class _SchemaGraph:
             except UnsupportedPatternError as exc:
                 self.findings.append(
                     SchemaFinding(
-                        ErrorCode.JOB_JSON_SCHEMA_UNSUPPORTED_PATTERN,
+                        JobCode.JOB_JSON_SCHEMA_UNSUPPORTED_PATTERN,
                         f"pattern {_clip(pattern)} cannot be run in linear time ({exc}); "
                         "backreferences and lookaround are not supported",
                         at,

@@ -23,10 +23,11 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from deepwork_core.base.error_codes import ErrorCode
-from deepwork_core.base.errors import JobInvalidError, Problem, Severity, YamlError
+from deepwork_core.base.errors import Problem, Severity, YamlError
 from deepwork_core.base.layout import JOB_FILE
 from deepwork_core.base.yamlio import KeyPath, YamlDocument, parse_yaml, read_limited
 from deepwork_core.jobs.checks import check_fan_out, check_semantics, salvage, step_file_refs
+from deepwork_core.jobs.errors import JobCode, JobInvalidError
 from deepwork_core.jobs.formats import v09
 from deepwork_core.jobs.formats.v010 import read_v010
 from deepwork_core.jobs.formats.v010_model import is_v010_shape
@@ -149,7 +150,7 @@ def parse_job_document(
     name = data.get("name")
     if expected_name is not None and isinstance(name, str) and name != expected_name:
         report.add(
-            ErrorCode.JOB_NAME_MISMATCH,
+            JobCode.JOB_NAME_MISMATCH,
             f"{name!r} differs from the folder name {expected_name!r}; they must be equal",
             ("name",),
         )
@@ -186,7 +187,7 @@ def _read_v09(
             for value, path in step_file_refs(step, ("steps", index)):
                 if not (job_dir / value).is_file():
                     message = f"file {value!r} does not exist in {job_dir}"
-                    report.add(ErrorCode.JOB_FILE_MISSING, message, path)
+                    report.add(JobCode.JOB_FILE_MISSING, message, path)
     check_semantics(report, steps, workflows, data, job_dir)
     return report, None if job is None else v09.to_definition(job)
 
@@ -210,7 +211,7 @@ def check_job_files(parsed: ParsedJob) -> list[Problem]:
     report = JobReport(parsed.job_file, document, step_ids=[s.id for s in definition.steps])
     for value, path in missing:
         report.add(
-            ErrorCode.JOB_FILE_MISSING, f"file {value!r} does not exist in {parsed.job_dir}", path
+            JobCode.JOB_FILE_MISSING, f"file {value!r} does not exist in {parsed.job_dir}", path
         )
     return report.problems
 

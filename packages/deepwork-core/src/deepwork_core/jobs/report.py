@@ -13,27 +13,28 @@ from typing import Any
 
 from pydantic_core import ErrorDetails
 
-from deepwork_core.base.error_codes import Code, ErrorCode
+from deepwork_core.base.error_codes import Code
 from deepwork_core.base.errors import Problem, Severity
 from deepwork_core.base.yamlio import KeyPath, YamlDocument
+from deepwork_core.jobs.errors import JobCode
 
 #: The keys allowed at a key path (for "did you mean"), or None when unknown.
 AllowedKeys = Callable[[KeyPath], Sequence[str] | None]
 
 _SHAPE_CODES = {
-    "missing": ErrorCode.JOB_MISSING_KEY,
-    "extra_forbidden": ErrorCode.JOB_UNKNOWN_KEY,
-    "string_pattern_mismatch": ErrorCode.JOB_PATTERN_MISMATCH,
-    "string_too_short": ErrorCode.JOB_TOO_SHORT,
-    "too_short": ErrorCode.JOB_TOO_SHORT,
-    "string_too_long": ErrorCode.JOB_TOO_LONG,
-    "too_long": ErrorCode.JOB_TOO_LONG,
-    "input_shape": ErrorCode.JOB_INVALID_INPUT,
-    "hook_action_shape": ErrorCode.JOB_INVALID_HOOK_ACTION,
-    "step_body_shape": ErrorCode.JOB_INVALID_STEP_BODY,
-    "may_change_glob": ErrorCode.JOB_INVALID_MAY_CHANGE,
-    "approval_show": ErrorCode.JOB_INVALID_APPROVAL,
-    "fan_out_shape": ErrorCode.JOB_INVALID_FOR_EACH,
+    "missing": JobCode.JOB_MISSING_KEY,
+    "extra_forbidden": JobCode.JOB_UNKNOWN_KEY,
+    "string_pattern_mismatch": JobCode.JOB_PATTERN_MISMATCH,
+    "string_too_short": JobCode.JOB_TOO_SHORT,
+    "too_short": JobCode.JOB_TOO_SHORT,
+    "string_too_long": JobCode.JOB_TOO_LONG,
+    "too_long": JobCode.JOB_TOO_LONG,
+    "input_shape": JobCode.JOB_INVALID_INPUT,
+    "hook_action_shape": JobCode.JOB_INVALID_HOOK_ACTION,
+    "step_body_shape": JobCode.JOB_INVALID_STEP_BODY,
+    "may_change_glob": JobCode.JOB_INVALID_MAY_CHANGE,
+    "approval_show": JobCode.JOB_INVALID_APPROVAL,
+    "fan_out_shape": JobCode.JOB_INVALID_FOR_EACH,
 }
 
 
@@ -111,7 +112,7 @@ class JobReport:
                 if len(site) == 4 and site[0] == "workflows" and site[2] == "steps":
                     expected = "a step id or a list of step ids (run concurrently)"
                 got = type(alternatives[0][1]["input"]).__name__
-                self.add(ErrorCode.JOB_WRONG_TYPE, f"should be {expected} (got {got})", site)
+                self.add(JobCode.JOB_WRONG_TYPE, f"should be {expected} (got {got})", site)
 
     def _add_shape(self, path: KeyPath, error: ErrorDetails) -> None:
         kind = error["type"]
@@ -132,9 +133,9 @@ class JobReport:
         elif kind == "string_too_long" and isinstance(value, str):
             message = f"is {len(value)} characters long; at most {ctx.get('max_length')} allowed"
         elif code is None and (kind.endswith(("_type", "_parsing")) or kind == "model_attributes"):
-            code = ErrorCode.JOB_WRONG_TYPE
+            code = JobCode.JOB_WRONG_TYPE
             message = f"{message} (got {type(value).__name__})"
-        self.add(code or ErrorCode.JOB_INVALID_VALUE, message, path)
+        self.add(code or JobCode.JOB_INVALID_VALUE, message, path)
 
     def allowed_keys_hint(self, path: KeyPath) -> str:
         allowed = self._allowed_keys(path[:-1]) if self._allowed_keys is not None else None

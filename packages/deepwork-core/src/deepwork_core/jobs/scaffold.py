@@ -12,11 +12,12 @@ import shutil
 from pathlib import Path
 
 from deepwork_core.base.error_codes import ErrorCode
-from deepwork_core.base.errors import DeepWorkError, JobInvalidError
+from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.base.identifiers import check_name
 from deepwork_core.base.layout import JOB_FILE
 from deepwork_core.base.yamlio import parse_yaml
 from deepwork_core.jobs.discovery import STANDARD_JOBS_DIR
+from deepwork_core.jobs.errors import JobCode, JobInvalidError
 from deepwork_core.jobs.parser import parse_job_document, summarize
 
 TEMPLATES_DIR = STANDARD_JOBS_DIR / "deepwork_jobs" / "templates"
@@ -27,7 +28,7 @@ STEP_TEMPLATE = TEMPLATES_DIR / "step_instruction.md.template"
 class JobExistsError(DeepWorkError):
     """The folder for a new job is already there; scaffolding never overwrites."""
 
-    code = ErrorCode.JOB_ALREADY_EXISTS
+    code = JobCode.JOB_ALREADY_EXISTS
     agent_fixable = True
 
 

@@ -15,6 +15,26 @@ class ReceiptCode(Code):
     """A code of a receipt or of a verify finding; the string under each member says what it
     means."""
 
+    AUDIT_BASE_MISSING = "audit.base_missing"
+    """`deepwork audit verify` found no base ref to read the trusted keys from (`--base`, else
+    the remote's default branch, `main` or `master`): nothing could be checked."""
+    AUDIT_DECISION_UNVERIFIED = "audit.decision_unverified"
+    """A decision in the audit record does not hold: its approver's signature does not verify
+    with the key committed on the base ref, or its signer is not trusted there."""
+    AUDIT_EDITED = "audit.edited"
+    """The audit record's bytes are not the ones `deepwork audit export` wrote (the file is not
+    in its canonical form): it was edited since."""
+    AUDIT_HASHES_DISAGREE = "audit.hashes_disagree"
+    """A decision in the audit record binds other paths or hashes than its request showed."""
+    AUDIT_MALFORMED = "audit.malformed"
+    """The file is not an audit record `deepwork audit export` writes (not JSON, or not its
+    shape)."""
+    AUDIT_SIGNATURE_INVALID = "audit.signature_invalid"
+    """The gate signature over the audit record does not verify: a byte of what it covers was
+    changed."""
+    AUDIT_UNTRUSTED_KEY = "audit.untrusted_key"
+    """The gate key that signed the audit record is not committed on the base ref
+    (`.deepwork/gate_keys/`): commit its `.pub` there, or the record proves nothing."""
     RECEIPT_KEY_UNAVAILABLE = "receipt.key_unavailable"
     """The gate key (`<state>/gate/gate.key`) could not be read or created, so no receipt was
     signed; the run is complete all the same. Fix the state folder, then write the receipt with

@@ -32,14 +32,19 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
         "List, validate, scaffold, add from the library, draw and convert DeepWork jobs.",
     ),
     "approve": (
-        "deepwork_mcp.cli.approve",
+        "deepwork_mcp.cli.team.approve",
         "approve",
         "Approve or reject a step waiting for a human.",
     ),
     "approver": (
-        "deepwork_mcp.cli.approver",
+        "deepwork_mcp.cli.team.approver",
         "approver",
         "Set up the key with which you sign approvals.",
+    ),
+    "audit": (
+        "deepwork_mcp.cli.team.audit",
+        "audit",
+        "Export a run's approvals as one signed record; check one offline.",
     ),
     "stats": ("deepwork_mcp.cli.stats", "stats", "Quality-gate figures per job, step, criterion."),
     "install": (

@@ -36,7 +36,7 @@ from deepwork_core.state.approvals.decide import record_decision
 from deepwork_core.state.approvals.models import ApprovalChannel, ApprovalError
 from deepwork_core.state.approvals.store import ApprovalStore, nothing_to_decide
 from deepwork_core.state.read_model.runs import SessionView
-from deepwork_core.state.sessions import SessionStore, session_not_found
+from deepwork_core.state.sessions import SessionStore
 from deepwork_core.state.stats import collect_stats
 from deepwork_core.state.store.approval_rows import project_of
 from deepwork_core.state.store.opening import StoreWhenItExists, choose_store_url
@@ -58,6 +58,7 @@ from deepwork_mcp.approvals.keys import (
 from deepwork_mcp.dashboard import pages, reviews, views
 from deepwork_mcp.dashboard.assets import SCRIPT, STYLESHEET
 from deepwork_mcp.dashboard.guard import TOKEN_FIELD, DashboardGuard, same_token
+from deepwork_mcp.dashboard.other_project import other_project
 from deepwork_mcp.dashboard.rendering import text
 from deepwork_mcp.dashboard.run_page import run_page
 
@@ -160,16 +161,31 @@ class DashboardRoutes:
         return [] if sessions is None else views.runs(sessions, offset=offset)
 
     def run(self, request: Request) -> Response:
+        """A run of this project, or with `?project=<id>` of any project of the store."""
         session_id = str(request.path_params["session_id"])
+        project = request.query_params.get("project") or None
         try:
             parsed = parse_session_id(session_id)
-            sessions = self.sessions()
-            if sessions is None:  # no store, so no run at all
-                raise session_not_found(parsed)
-            page = views.session_page_view(sessions, parsed, self.approval_store(sessions))
+        except DeepWorkError:
+            return _error("Not a run", f"“{session_id}” is not the name of a run.", 400)
+        own = self.sessions()
+        if own is None:  # no store, so no run at all
+            return _error("No such run", _no_run(session_id), 404)
+        sessions, served = own, None
+        if project is not None and project != own.store.project.project_id:
+            store = other_project(own.store, project)
+            if store is None:
+                message = f"This store has no project {project!r}, so no run of it either."
+                return _error("No such project", message, 404)
+            sessions = SessionStore(store, Path(store.project.root))
+            served = f"{store.project.root} on {store.project.machine}"
+        try:
+            approvals = self.approval_store(sessions, project=sessions.store.project.project_id)
+            page = views.session_page_view(sessions, parsed, approvals, served)
         except DeepWorkError as exc:
-            missing = pages.message_page("Not found", f"{exc.code}: {exc.message}")
-            return HTMLResponse(missing, status_code=404)
+            if exc.code == ErrorCode.SESSION_NOT_FOUND:
+                return _error("No such run", _no_run(session_id), 404)
+            return _error("This run cannot be shown", f"{exc.code}: {exc.message}", 500)
         rows = reviews.review_rows(sessions.store, parsed)
         table = reviews.ReviewTable(rows=rows, session_id=session_id)
         return HTMLResponse(run_page(page, token=self.token, reviews=table))
@@ -286,6 +302,17 @@ class DashboardRoutes:
 
     def script(self, request: Request) -> Response:
         return Response(SCRIPT, media_type="text/javascript")
+
+
+def _error(title: str, message: str, status: int) -> Response:
+    return HTMLResponse(pages.error_page(title, message), status_code=status)
+
+
+def _no_run(session_id: str) -> str:
+    return (
+        f"There is no run {session_id} in this store: it may have been removed, or the link "
+        "is from another store. All projects lists every run this store holds."
+    )
 
 
 def _page(request: Request) -> int:

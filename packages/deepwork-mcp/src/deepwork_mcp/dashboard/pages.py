@@ -74,3 +74,9 @@ def stats_page(figures: Stats) -> str:
 def message_page(title: str, message: str) -> str:
     """A plain page for refusals (401, 403, 404): no stylesheet, no navigation, no script."""
     return render("message.html.j2", title=title, message=message)
+
+
+def error_page(title: str, message: str) -> str:
+    """A styled page, with the navigation, for what a signed-in person asked and cannot see
+    (a run that is not in the store, a link that is not a run's): in a person's words."""
+    return render("error.html.j2", title=title, message=message)

@@ -37,10 +37,13 @@ from deepwork_core.state.store.session_lists import (
     instance_ids,
     list_session_rows,
 )
+from deepwork_core.state.store.shown_bytes import Kept
+from deepwork_core.state.store.shown_bytes import load as load_shown
 from markupsafe import Markup
 from pydantic import BaseModel, ConfigDict, Field
 
 from deepwork_mcp.dashboard.graph_svg import GraphDrawing, StepState, drawing, svg
+from deepwork_mcp.dashboard.shown_files import FilePreview, stored_preview
 
 #: The environment variable naming more job folders (as for `deepwork serve`).
 ADDITIONAL_FOLDERS_ENV: Final = "DEEPWORK_ADDITIONAL_JOBS_FOLDERS"
@@ -54,20 +57,6 @@ RUNS_PER_PAGE: Final = 100
 
 class _View(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class FilePreview(_View):
-    output: str
-    path: str
-    sha256: str | None
-    #: The start of the file when it is UTF-8 text; None otherwise (`note` says why). When the
-    #: file changed since the request (`now_sha256` differs), this is the CURRENT content.
-    text: str | None
-    note: str | None = None
-    #: The file's hash now, when it differs from the asked-about `sha256` (None: unchanged).
-    now_sha256: str | None = None
-    #: The file's bytes differ from the ones asked about (or it is gone).
-    changed: bool = False
 
 
 class ApprovalView(_View):
@@ -188,9 +177,17 @@ def _graph(
 
 
 def session_page_view(
-    store: SessionStore, session_id: SessionId, approvals: ApprovalStore | None = None
+    store: SessionStore,
+    session_id: SessionId,
+    approvals: ApprovalStore | None = None,
+    served: str | None = None,
 ) -> SessionPage:
-    """Everything the run page shows. Raises `session.not_found` for an unknown session."""
+    """Everything the run page shows. Raises `session.not_found` for an unknown session.
+
+    `served`: the run is another project's of the store (`root on machine`), read from the
+    store alone: its approval card shows the stored bytes only and its workflow picture is
+    drawn where it is served (its job files are not here).
+    """
     detail = session_detail(store, session_id)
     session = store.load(session_id)
     passed = frozenset(
@@ -200,13 +197,19 @@ def session_page_view(
         for step in verdict.step_ids
     )
     instances = instance_rows(store, session)
-    graph, graph_problem = _graph(store.project_root, session, passed, fan_counts(instances))
+    if served is None:
+        graph, graph_problem = _graph(store.project_root, session, passed, fan_counts(instances))
+    else:
+        graph, graph_problem = (
+            None,
+            (f"the workflow picture is drawn by the dashboard of {served}, which holds the job"),
+        )
     return SessionPage(
         detail=detail,
         graph=graph,
         graph_problem=graph_problem,
         approval=pending_approval(
-            approvals or ApprovalStore(store.store, store.project_root), session
+            approvals or ApprovalStore(store.store, store.project_root), session, served
         ),
         instances=instances,
     )
@@ -234,8 +237,11 @@ def preview(project_root: Path, relative: str) -> tuple[str | None, str | None]:
     return text, None
 
 
-def pending_approval(approvals: ApprovalStore, session: Session) -> ApprovalView | None:
-    """The open, undecided approval request of `session`, with previews of its files.
+def pending_approval(
+    approvals: ApprovalStore, session: Session, served: str | None = None
+) -> ApprovalView | None:
+    """The open, undecided approval request of `session`, with previews of its files;
+    `served`: where the run is served, when it is another project's (only stored bytes shown).
 
     With the project's key (`approvals.key`) the request is shown only when its seal verifies:
     what the human sees is what the server asked, never an agent's edit of the file.
@@ -259,6 +265,9 @@ def pending_approval(approvals: ApprovalStore, session: Session) -> ApprovalView
         requested_at=request.requested_at,
         files=[],
     )
+    if served is not None:
+        files = _previews(approvals, request, (approvals.project_id, served))
+        return _elsewhere(view, request, files, served, approvals.project_id)
     problem = _request_problem(approvals, record)
     if problem is not None:
         return view.model_copy(update={"problem": problem})
@@ -288,30 +297,38 @@ def _stale(approvals: ApprovalStore, files: list[FilePreview]) -> str | None:
 
 
 def _previews(
-    approvals: ApprovalStore, request: ApprovalRequest, elsewhere: str | None = None
+    approvals: ApprovalStore,
+    request: ApprovalRequest,
+    elsewhere: tuple[str, str] | None = None,
 ) -> list[FilePreview]:
-    """The shown files as this checkout holds them, only where they have the asked-about bytes.
-    `elsewhere`: the request is another project's, served there; a file of that name here that
-    holds other bytes is no preview of it and is never shown."""
+    """The shown files with the bytes the store keeps of them (docs/team.md).
+
+    `elsewhere`: the request is of another project (its id, and where it is served): only the
+    stored bytes are shown, never a file of that name in this checkout. On the serving checkout
+    a file that changed since shows its current content under its current hash (an approval
+    would be refused); one the store keeps nothing of (a request from before it kept bytes) is
+    previewed from the checkout, where it has the asked-about bytes.
+    """
+    project_id = approvals.project_id if elsewhere is None else elsewhere[0]
+    with approvals.store.read() as tx:
+        kept = load_shown(tx, project_id, request.request_id, request.shown)
+    if elsewhere is not None:
+        return [stored_preview(f, elsewhere[1]) for f in kept]
     files = []
-    for shown in request.shown:
-        text, note = preview(approvals.project_root, shown.path)
-        now = sha256_file(approvals.project_root, shown.path)
-        changed = now != shown.sha256  # never show other bytes under the hash asked about:
-        if changed and elsewhere is not None:
-            text, now = None, None
-            note = (
-                "this checkout does not hold the bytes asked about (its file of that name, if "
-                f"any, is not this request's): not shown. Read them where the run is served, "
-                f"{elsewhere}, before deciding"
-            )
-        elif changed:  # the current content is shown under its current hash
+    for stored in kept:
+        now = sha256_file(approvals.project_root, stored.path)
+        changed = now != stored.sha256
+        if not changed and stored.kept is not Kept.NOT_STORED:
+            files.append(stored_preview(stored, None))
+            continue
+        text, note = preview(approvals.project_root, stored.path)
+        if changed:  # the current content is shown under its current hash
             note = _changed_note(approvals, now) + (f"; {note}" if note else "")
         files.append(
             FilePreview(
-                output=shown.output,
-                path=shown.path,
-                sha256=shown.sha256,
+                output=stored.output,
+                path=stored.path,
+                sha256=stored.sha256,
                 text=text,
                 note=note,
                 now_sha256=now if changed else None,
@@ -324,7 +341,7 @@ def _previews(
 def other_projects_approvals(approvals: ApprovalStore) -> list[ApprovalView]:
     """The open, undecided requests of the other projects of a shared store (docs/team.md),
     newest first; none on a store of this project's own. Their seals are the serving
-    machines' to check; the files are previewed where this checkout has the same bytes."""
+    machines' to check; the files are shown with the bytes the store keeps of them."""
     if not approvals.trusted.shared:
         return []
     own = approvals.project_id
@@ -337,29 +354,46 @@ def other_projects_approvals(approvals: ApprovalStore) -> list[ApprovalView]:
         except ValueError:
             continue  # not a request: nothing a human could decide
         served = f"{row.project_root} on {row.machine}"
-        files = _previews(approvals, request, served)
-        unseen = [f.path for f in files if f.changed]
-        views.append(
-            ApprovalView(
-                session_id=request.session_id,
-                request_id=request.request_id,
-                job=request.job_name,
-                workflow=request.workflow_name,
-                step_ids=list(request.step_ids),
-                prompt=request.prompt,
-                requested_at=request.requested_at,
-                files=files,
-                stale=(
-                    f"{', '.join(unseen)} cannot be shown here with the bytes asked about, so "
-                    f"this request cannot be decided from this checkout: decide it at {served}"
-                    if unseen
-                    else None
-                ),
-                project_id=row.project_id,
-                project=served,
-            )
+        files = _previews(approvals, request, (row.project_id, served))
+        view = ApprovalView(
+            session_id=request.session_id,
+            request_id=request.request_id,
+            job=request.job_name,
+            workflow=request.workflow_name,
+            step_ids=list(request.step_ids),
+            prompt="",
+            requested_at=request.requested_at,
+            files=[],
         )
+        views.append(_elsewhere(view, request, files, served, row.project_id))
     return views
+
+
+def _elsewhere(
+    view: ApprovalView,
+    request: ApprovalRequest,
+    files: list[FilePreview],
+    served: str,
+    project_id: str,
+) -> ApprovalView:
+    """`view` of another project's request, with its stored files; stale (not decidable here)
+    when a file is not kept whole, saying where it can be decided."""
+    unseen = [f.path for f in files if f.changed or f.incomplete]
+    return view.model_copy(
+        update={
+            "step_ids": list(request.step_ids),
+            "prompt": request.prompt,
+            "files": files,
+            "stale": (
+                f"{', '.join(unseen)} cannot be shown here with every byte asked about, so "
+                f"this request cannot be decided from this checkout: decide it at {served}"
+                if unseen
+                else None
+            ),
+            "project_id": project_id,
+            "project": served,
+        }
+    )
 
 
 def _changed_note(approvals: ApprovalStore, now: str | None) -> str:

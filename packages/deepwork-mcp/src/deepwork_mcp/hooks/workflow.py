@@ -24,7 +24,8 @@ from deepwork_mcp.hooks.result import NO_OP, HookResult, combine, join_texts
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from deepwork_core.jobs.model import HookAction, Step
+    from deepwork_core.jobs.model import Step
+    from deepwork_core.jobs.step_parts import HookAction
 
     from deepwork_mcp.hooks.active import HookedWorkflow
     from deepwork_mcp.hooks.event import HookEvent

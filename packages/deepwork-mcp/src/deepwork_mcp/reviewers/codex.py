@@ -38,9 +38,8 @@ from deepwork_mcp.reviewers.stream import (
     failed,
     json_lines,
     json_reply,
-    truncated_error,
+    stream_end,
     unusable_counts,
-    unusable_usage,
 )
 
 
@@ -92,22 +91,14 @@ class CodexRunner:
 
     def read(self, label: str, done: Completed, model: str | None) -> ReviewerReply:
         events, bad_line = json_lines(label, done)
-        end = next(
-            (e for e in reversed(events) if e.get("type") in ("turn.completed", "turn.failed")),
-            None,
-        )
-        if end is None:
-            error = bad_line or (
-                exit_code_error(label, done)
-                if done.returncode
-                else truncated_error(label, len(events))
-            )
-            return failed(RequestUsage(model=model), error)
-        usage = _usage(end.get("usage"), model)
-        if isinstance(usage, str):  # never log a count that is not a whole number
-            return unusable_usage(label, usage, model)
-        if bad_line is not None:  # the call still used what its last event says
-            return failed(usage, bad_line)
+        found = stream_end(
+            label, done, (events, bad_line), model,
+            lambda event: event.get("type") in ("turn.completed", "turn.failed"),
+            lambda event: _usage(event.get("usage"), model),
+        )  # fmt: skip
+        if isinstance(found, ReviewerReply):
+            return found
+        end, usage = found
         if end["type"] == "turn.failed":
             raw = end.get("error")
             detail = clip_detail(

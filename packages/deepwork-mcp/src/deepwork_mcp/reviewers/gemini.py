@@ -38,9 +38,8 @@ from deepwork_mcp.reviewers.stream import (
     json_lines,
     json_reply,
     nonempty_text,
-    truncated_error,
+    stream_end,
     unusable_counts,
-    unusable_usage,
 )
 
 _ERROR_TYPES: Final = {
@@ -85,19 +84,14 @@ class GeminiRunner:
             (nonempty_text(e.get("model")) for e in events if e.get("type") == "init"), None
         )
         asked = model or (init_model if init_model != "auto" else None)
-        result = next((e for e in reversed(events) if e.get("type") == "result"), None)
-        if result is None:
-            error = bad_line or (
-                exit_code_error(label, done)
-                if done.returncode
-                else truncated_error(label, len(events))
-            )
-            return failed(RequestUsage(model=asked), error)
-        usage = _usage(result.get("stats"), asked)
-        if isinstance(usage, str):  # never log a count that is not a whole number
-            return unusable_usage(label, usage, asked)
-        if bad_line is not None:  # the call still used what its result says
-            return failed(usage, bad_line)
+        found = stream_end(
+            label, done, (events, bad_line), asked,
+            lambda event: event.get("type") == "result",
+            lambda event: _usage(event.get("stats"), asked),
+        )  # fmt: skip
+        if isinstance(found, ReviewerReply):
+            return found
+        result, usage = found
         if result.get("status") != "success":
             return failed(usage, _status_error(label, result))
         if done.returncode != 0:

@@ -14,6 +14,7 @@ the event log.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Protocol
@@ -115,6 +116,38 @@ def truncated_error(label: str, count: int) -> QualityGateError:
 
 def failed(usage: RequestUsage, error: QualityGateError) -> ReviewerReply:
     return ReviewerReply.failed(usage, error)
+
+
+#: An event of a reviewer's stream, as its JSON line gave it.
+Event = dict[str, Any]
+
+
+def stream_end(
+    label: str,
+    done: Completed,
+    read: tuple[list[Event], QualityGateError | None],
+    model: str | None,
+    is_end: Callable[[Event], bool],
+    usage_of: Callable[[Event], RequestUsage | str],
+) -> tuple[Event, RequestUsage] | ReviewerReply:
+    """The stream's last end event (`is_end`) and the usage it reports (`usage_of`: a problem
+    text when a figure is unusable), or the failed reply when the call failed before them: no
+    end event (a line that is not JSON, the exit code, or a stream cut short, in that order),
+    unusable usage (nothing counted), or a bad line (the usage of the end event still counted).
+    `read` is what `json_lines` read of the call."""
+    events, bad_line = read
+    end = next((event for event in reversed(events) if is_end(event)), None)
+    if end is None:
+        error = bad_line or (
+            exit_code_error(label, done) if done.returncode else truncated_error(label, len(events))
+        )
+        return failed(RequestUsage(model=model), error)
+    usage = usage_of(end)
+    if isinstance(usage, str):  # never log a count that is not a whole number
+        return unusable_usage(label, usage, model)
+    if bad_line is not None:  # the call still used what its end event says
+        return failed(usage, bad_line)
+    return end, usage
 
 
 def json_reply(label: str, text: str) -> JsonValue | QualityGateError:

@@ -36,10 +36,11 @@ from opentelemetry.trace import (
 )
 
 from deepwork_mcp.telemetry import names
+from deepwork_mcp.telemetry.emissions import Emission, Measurement, SpanRecord
 from deepwork_mcp.telemetry.exporting import ExportFailures, build_providers
 from deepwork_mcp.telemetry.forced_ids import ForcedIdGenerator
 from deepwork_mcp.telemetry.ids import SpanRef
-from deepwork_mcp.telemetry.runbook import Emission, Measurement, SessionBook, SpanRecord
+from deepwork_mcp.telemetry.runbook import SessionBook
 
 INSTRUMENTATION: str = "deepwork"
 

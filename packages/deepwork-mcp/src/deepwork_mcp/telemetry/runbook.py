@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Final
 
 from deepwork_core.evidence.hashes import ShownOutput
 from deepwork_core.state.event_kinds import (
@@ -42,47 +41,9 @@ from deepwork_core.state.event_kinds import (
 )
 
 from deepwork_mcp.telemetry import names as n
+from deepwork_mcp.telemetry.emissions import Attrs, Emission, Measurement, SpanRecord
 from deepwork_mcp.telemetry.ids import SpanRef, span_id_for, trace_id_for
-
-#: Attribute values a span or measurement carries.
-AttrValue = str | int | float | bool
-Attrs = dict[str, AttrValue]
-
-#: The provider of the Claude CLI's review calls.
-REVIEW_PROVIDER: Final = "anthropic"
-#: The GenAI provider of each reviewer CLI (an event without a `runner` is claude's).
-RUNNER_PROVIDERS: Final = {"claude": REVIEW_PROVIDER, "codex": "openai", "gemini": "gcp.gemini"}
-
-
-def review_provider(event: ReviewUsageEvent) -> str:
-    return RUNNER_PROVIDERS.get(event.runner or "claude", event.runner or REVIEW_PROVIDER)
-
-
-@dataclass(frozen=True, slots=True)
-class SpanRecord:
-    """One finished span: where it sits, when it ran, what it says."""
-
-    name: str
-    ref: SpanRef
-    parent_span_id: int | None
-    start: datetime
-    end: datetime
-    attributes: Attrs
-    error: str | None = None
-    #: (name, attributes) of span events, content only (`log_content`).
-    events: tuple[tuple[str, Attrs], ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Measurement:
-    """One value for one instrument (`names.METRICS`)."""
-
-    instrument: str
-    value: float
-    attributes: Attrs
-
-
-Emission = SpanRecord | Measurement
+from deepwork_mcp.telemetry.reviews import review_attrs, review_measurements, review_span_attrs
 
 
 @dataclass
@@ -384,7 +345,7 @@ class SessionBook:
 
     def _review(self, event: ReviewUsageEvent) -> list[Emission]:
         if event.mode == "reused":  # no reviewer ran: counted, costing nothing
-            return [Measurement(n.M_REVIEW_REUSED, 1, self._review_attrs(event))]
+            return [Measurement(n.M_REVIEW_REUSED, 1, review_attrs(event))]
         if event.mode != "external":
             return []
         reviewed = event.reviewed_session_id or event.session_id
@@ -393,74 +354,20 @@ class SessionBook:
         waiting = self.pending_reviews.get(key)
         parent = session.parent_of(event.step_id) if session is not None else None
         if parent is None:
-            return self._review_measurements(event)
+            return review_measurements(event)
         if waiting:
             span_id = waiting.pop(0)
         else:
             self._reviews += 1
             span_id = span_id_for(reviewed, "review", self._reviews, event.review)
-        usage = event.usage
-        attrs: Attrs = {
-            n.GEN_AI_OPERATION_NAME: n.INVOKE_AGENT,
-            n.GEN_AI_PROVIDER_NAME: review_provider(event),
-            n.GEN_AI_AGENT_NAME: event.review,
-            n.GEN_AI_REQUEST_MODEL: usage.model or "",
-            n.GEN_AI_USAGE_INPUT_TOKENS: usage.all_input_tokens,
-            n.GEN_AI_USAGE_OUTPUT_TOKENS: usage.output_tokens,
-            n.GEN_AI_USAGE_CACHE_READ: usage.cache_read_tokens,
-            n.GEN_AI_USAGE_CACHE_CREATION: usage.cache_creation_tokens,
-            n.DW_JOB: event.job,
-            n.DW_STEP: event.step_id,
-            n.DW_REVIEW_RULE: event.review,
-            n.DW_REVIEW_DEPTH: event.depth,
-            n.DW_REVIEW_VERDICT: event.outcome,
-            n.DW_REVIEW_CRITERIA: event.criteria,
-            n.DW_REVIEW_ATTEMPT: event.attempt or 0,
-        }
-        if usage.cost_usd is not None:  # codex and gemini report none: no attribute, never 0
-            attrs[n.DW_REVIEW_COST] = usage.cost_usd
+        attrs = review_span_attrs(event)
         start = datetime.fromtimestamp(event.ts.timestamp() - event.seconds, tz=event.ts.tzinfo)
         error = None if event.outcome in ("passed", "failed", "unjudged") else event.outcome
         ref = SpanRef(parent.trace_id, span_id)
         span = SpanRecord(
             n.INVOKE_AGENT + " " + event.review, ref, parent.span_id, start, event.ts, attrs, error
         )
-        return [span, *self._review_measurements(event)]
-
-    def _review_attrs(self, event: ReviewUsageEvent) -> Attrs:
-        """The low-cardinality attributes of a review's measurements."""
-        return {
-            n.GEN_AI_OPERATION_NAME: n.INVOKE_AGENT,
-            n.GEN_AI_PROVIDER_NAME: review_provider(event),
-            n.GEN_AI_REQUEST_MODEL: event.model or "",
-            n.DW_JOB: event.job,
-            n.DW_STEP: event.step_id,
-            n.DW_REVIEW_RULE: event.review,
-            n.DW_REVIEW_DEPTH: event.depth,
-        }
-
-    def _review_measurements(self, event: ReviewUsageEvent) -> list[Emission]:
-        if event.mode != "external":
-            return []
-        usage, low = event.usage, self._review_attrs(event)
-        inputs = usage.all_input_tokens
-        out: list[Emission] = [
-            Measurement(n.M_TOKEN_USAGE, inputs, {**low, n.GEN_AI_TOKEN_TYPE: "input"}),
-            Measurement(
-                n.M_TOKEN_USAGE, usage.output_tokens, {**low, n.GEN_AI_TOKEN_TYPE: "output"}
-            ),
-            Measurement(n.M_OPERATION_DURATION, event.seconds, low),
-        ]
-        if usage.cost_usd is not None:
-            out.append(Measurement(n.M_REVIEW_COST, usage.cost_usd, low))
-        for kind, value in (
-            ("input", usage.input_tokens),
-            ("output", usage.output_tokens),
-            ("cache_read", usage.cache_read_tokens),
-            ("cache_creation", usage.cache_creation_tokens),
-        ):
-            out.append(Measurement(n.M_REVIEW_TOKENS, value, {**low, n.DW_TOKEN_KIND: kind}))
-        return out
+        return [span, *review_measurements(event)]
 
 
 def _hashes(shown: Sequence[ShownOutput]) -> set[tuple[str, str | None]]:

@@ -16,24 +16,20 @@ own outputs.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from deepwork_core.engine.fanout.codes import FanOutCode
-from deepwork_core.engine.fanout.instances import (
-    FanOutRunner,
-    active_fan_out,
-    gathered,
-    require_all_done,
-    session_exists,
-)
+from deepwork_core.engine.fanout.instances import FanOutRunner, active_fan_out, session_exists
 from deepwork_core.engine.fanout.items import FanOutError
 from deepwork_core.engine.fanout.worktrees import WORKTREES_DIR, AcceptedTree, Leftover, Worktrees
 from deepwork_core.engine.outcomes import CheckpointContext, Outcomes, needs_work, with_findings
 from deepwork_core.engine.outputs import ValidatedOutputs
 from deepwork_core.engine.results import EvidenceReport, FinishResult
-from deepwork_core.engine.safeguards import Findings
+from deepwork_core.engine.safeguards.findings import Findings
 from deepwork_core.evidence.hashes import OutputEvidence, sha256_file
 from deepwork_core.jobs.discovery import JobCatalog, LoadedJob
+from deepwork_core.jobs.model import Step
 from deepwork_core.state.session_model import FanInstance, FanOut
 from deepwork_core.state.sessions import (
     OutputValue,
@@ -328,3 +324,42 @@ def leftovers(worktrees: Worktrees, tx: StateTransaction) -> list[Leftover]:
         Leftover(folder, why.get(folder, "no running fan-out needs it; the next start removes it"))
         for folder in worktrees.on_disk()
     ]
+
+
+def require_all_done(sessions: list[Session], allow_partial: bool) -> None:
+    """Raise unless every instance finished (aborted ones only with `allow_partial`)."""
+    running = [s for s in sessions if s.status is SessionStatus.ACTIVE]
+    if running:
+        names = ", ".join(f"{s.instance_of.item if s.instance_of else ''} ({s.session_id})"
+                          for s in running[:10])  # fmt: skip
+        raise FanOutError(
+            f"{len(running)} instance(s) have not finished: {names}; finish or abort them first",
+            code=FanOutCode.FAN_OUT_INCOMPLETE,
+        )
+    aborted = [s for s in sessions if s.status is SessionStatus.ABORTED]
+    if aborted and not allow_partial:
+        raise FanOutError(
+            f"{len(aborted)} instance(s) were aborted and the step does not set allow_partial; "
+            "use go_to_step to run the step again, or abort the workflow",
+            code=FanOutCode.FAN_OUT_INCOMPLETE,
+        )
+
+
+def gathered(
+    sessions: list[Session], step: Step, strip: Mapping[str, str]
+) -> dict[str, OutputValue]:
+    """Every completed instance's outputs, as one list per output in item order; paths inside a
+    worktree (`strip`: session id -> folder) become paths of the run's tree."""
+    result: dict[str, OutputValue] = {}
+    for name in step.outputs:
+        values: list[str] = []
+        for session in sessions:
+            if session.status is not SessionStatus.COMPLETED:
+                continue
+            value = session.step_progress[step.id].outputs.get(name)
+            folder = strip.get(session.session_id)
+            for one in [value] if isinstance(value, str) else list(value or []):
+                prefix = f"{folder}/" if folder else ""
+                values.append(one.removeprefix(prefix) if prefix else one)
+        result[name] = values
+    return result

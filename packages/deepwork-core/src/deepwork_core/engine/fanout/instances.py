@@ -18,19 +18,18 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import SessionError
 from deepwork_core.base.identifiers import SessionId
 from deepwork_core.engine.briefing import FanOutBrief, InstanceView, StepBrief, resolve_inputs
-from deepwork_core.engine.fanout.codes import FanOutCode
 from deepwork_core.engine.fanout.items import (
     DEFAULT_MAX_INSTANCES,
-    FanOutError,
     fan_out_items,
     fan_out_step,
     fans_out,
     worktree_group,
 )
+from deepwork_core.engine.fanout.notes import fan_out_note
 from deepwork_core.engine.fanout.worktrees import Worktrees
 from deepwork_core.engine.outputs import ValidatedOutputs
 from deepwork_core.engine.results import FinishResult, FinishStatus
-from deepwork_core.engine.safeguards import Safeguards
+from deepwork_core.engine.safeguards.evidence import Safeguards
 from deepwork_core.evidence.scope import undeclared
 from deepwork_core.jobs.discovery import LoadedJob
 from deepwork_core.jobs.fan_out_keys import Isolation
@@ -397,86 +396,3 @@ def _under(folder: str, value: object) -> object:
     if isinstance(value, list):
         return [f"{folder}/{v}" if isinstance(v, str) else v for v in value]
     return value
-
-
-def fan_out_note(view: FanOutBrief) -> str:
-    """The instructions of the answer that begins a fanned-out step."""
-    total = len(view.instances)
-    hint = f" at most {view.max_parallel} at a time," if view.max_parallel else ""
-    if view.group:
-        return _group_note(view)
-    lines = [
-        f"**FAN-OUT** Step `{view.step_id}` runs once per item: {total} instance(s), each its "
-        "own session with its own quality gate.",
-        "",
-        "If you can start sub-agents, hand each instance to one" + hint + " telling it to call "
-        "get_active_workflow with the instance's session_id for its instructions and to pass "
-        "that session_id to finished_step. Otherwise do them one after another the same way.",
-        "To give an item up, call abort_workflow with its session_id and a reason.",
-        f"When every instance is done, call finished_step with session_id "
-        f"`{view.parent_session_id}` and outputs {{}}: the next step receives every instance's "
-        "outputs as one list in item order.",
-        "",
-    ]
-    lines += [f"- {v.index + 1}. `{v.item}`: session_id `{v.session_id}` ({v.state})"
-              for v in view.instances]  # fmt: skip
-    return "\n".join(lines) + "\n"
-
-
-def _group_note(view: FanOutBrief) -> str:
-    """The instructions of the answer that begins a concurrent group run in worktrees."""
-    lines = [
-        f"**CONCURRENT GROUP IN WORKTREES** Steps {', '.join(f'`{s}`' for s in view.group)} "
-        "run in parallel, each as its own session in its own git worktree, with its own "
-        "quality gate.",
-        "",
-        "If you can start sub-agents, hand each step to one, telling it to call "
-        "get_active_workflow with the step's session_id for its instructions and to pass that "
-        "session_id to finished_step. Otherwise do them one after another the same way.",
-        f"When every step is done, call finished_step with session_id "
-        f"`{view.parent_session_id}` and outputs {{}}: the worktrees are merged into the run's "
-        "branch in the order above and the workflow moves on.",
-        "",
-    ]
-    lines += [f"- {v.index + 1}. step `{v.item}`: session_id `{v.session_id}`, worktree "
-              f"`{v.worktree}` ({v.state})" for v in view.instances]  # fmt: skip
-    return "\n".join(lines) + "\n"
-
-
-def require_all_done(sessions: list[Session], allow_partial: bool) -> None:
-    """Raise unless every instance finished (aborted ones only with `allow_partial`)."""
-    running = [s for s in sessions if s.status is SessionStatus.ACTIVE]
-    if running:
-        names = ", ".join(f"{s.instance_of.item if s.instance_of else ''} ({s.session_id})"
-                          for s in running[:10])  # fmt: skip
-        raise FanOutError(
-            f"{len(running)} instance(s) have not finished: {names}; finish or abort them first",
-            code=FanOutCode.FAN_OUT_INCOMPLETE,
-        )
-    aborted = [s for s in sessions if s.status is SessionStatus.ABORTED]
-    if aborted and not allow_partial:
-        raise FanOutError(
-            f"{len(aborted)} instance(s) were aborted and the step does not set allow_partial; "
-            "use go_to_step to run the step again, or abort the workflow",
-            code=FanOutCode.FAN_OUT_INCOMPLETE,
-        )
-
-
-def gathered(
-    sessions: list[Session], step: Step, strip: Mapping[str, str]
-) -> dict[str, OutputValue]:
-    """Every completed instance's outputs, as one list per output in item order; paths inside a
-    worktree (`strip`: session id -> folder) become paths of the run's tree."""
-    result: dict[str, OutputValue] = {}
-    for name in step.outputs:
-        values: list[str] = []
-        for session in sessions:
-            if session.status is not SessionStatus.COMPLETED:
-                continue
-            value = session.step_progress[step.id].outputs.get(name)
-            folder = strip.get(session.session_id)
-            for one in [value] if isinstance(value, str) else list(value or []):
-                prefix = f"{folder}/" if folder else ""
-                values.append(one.removeprefix(prefix) if prefix else one)
-        result[name] = values
-    return result

@@ -48,7 +48,7 @@ from deepwork_core.engine.headless.parking import still_parked, stop_note
 from deepwork_core.engine.outcomes import CheckpointContext, Outcomes, needs_work, reviewing
 from deepwork_core.engine.outputs import ValidatedOutputs, validate_outputs
 from deepwork_core.engine.results import FinishResult
-from deepwork_core.engine.safeguards import Findings
+from deepwork_core.engine.safeguards.findings import Findings
 from deepwork_core.evidence.verdicts import ReviewVerdict, VerdictKind
 from deepwork_core.gate.checkpoint import (
     Checkpoint,

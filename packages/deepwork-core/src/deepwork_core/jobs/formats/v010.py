@@ -21,10 +21,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
-from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import Severity
 from deepwork_core.base.yamlio import KeyPath, YamlDocument
 from deepwork_core.jobs.checks import check_semantics
+from deepwork_core.jobs.errors import JobCode
 from deepwork_core.jobs.formats.v010_model import (
     ArgumentType,
     InputRef,
@@ -36,20 +36,18 @@ from deepwork_core.jobs.formats.v010_model import (
     WorkflowStep,
 )
 from deepwork_core.jobs.json_schemas import json_schema_findings
-from deepwork_core.jobs.model import (
+from deepwork_core.jobs.model import JobDefinition, Step, Workflow
+from deepwork_core.jobs.report import JobReport
+from deepwork_core.jobs.step_parts import (
     Approval,
     InputType,
-    JobDefinition,
     OutputSpec,
     OutputType,
     Review,
     ReviewContext,
-    Step,
     StepInput,
     SubWorkflowRef,
-    Workflow,
 )
-from deepwork_core.jobs.report import JobReport
 
 QUALIFIER = "__"
 
@@ -111,7 +109,7 @@ def check_references(report: JobReport, job: JobFileV010) -> None:
             base: KeyPath = ("workflows", workflow_name, "steps", position)
             if step.name in seen:
                 report.add(
-                    ErrorCode.JOB_DUPLICATE_WORKFLOW_STEP,
+                    JobCode.JOB_DUPLICATE_WORKFLOW_STEP,
                     f"workflow {workflow_name!r} has more than one step named {step.name!r}",
                     (*base, "name"),
                 )
@@ -120,14 +118,14 @@ def check_references(report: JobReport, job: JobFileV010) -> None:
                 for argument in refs:
                     if argument not in job.arguments:
                         report.add(
-                            ErrorCode.JOB_UNKNOWN_ARGUMENT,
+                            JobCode.JOB_UNKNOWN_ARGUMENT,
                             f"{argument!r} is not one of the job's step_arguments",
                             (*base, key, argument),
                         )
             target = _same_job_target(job, step)
             if target is not None and target not in job.workflows:
                 report.add(
-                    ErrorCode.JOB_UNKNOWN_WORKFLOW,
+                    JobCode.JOB_UNKNOWN_WORKFLOW,
                     f"sub_workflow names workflow {target!r}, which this job does not define",
                     (*base, "sub_workflow", "workflow_name"),
                 )
@@ -148,7 +146,7 @@ def _check_groups(report: JobReport, workflow_name: str, steps: Sequence[Workflo
         where: KeyPath = ("workflows", workflow_name, "steps", position, "concurrent_group")
         if group in closed:
             report.add(
-                ErrorCode.JOB_INVALID_FOR_EACH,
+                JobCode.JOB_INVALID_FOR_EACH,
                 f"the steps of concurrent_group {group!r} must stand next to each other",
                 where,
             )
@@ -160,7 +158,7 @@ def _check_arguments(report: JobReport, job: JobFileV010) -> None:
         path: KeyPath = ("step_arguments", index)
         if argument.name in seen:
             report.add(
-                ErrorCode.JOB_DUPLICATE_ARGUMENT,
+                JobCode.JOB_DUPLICATE_ARGUMENT,
                 f"argument {argument.name!r} is declared again; the first declaration is used",
                 (*path, "name"),
                 severity=Severity.WARNING,
@@ -170,7 +168,7 @@ def _check_arguments(report: JobReport, job: JobFileV010) -> None:
             continue
         if argument.type is not ArgumentType.FILE_PATH:
             report.add(
-                ErrorCode.JOB_JSON_SCHEMA_IGNORED,
+                JobCode.JOB_JSON_SCHEMA_IGNORED,
                 "json_schema applies to file_path arguments only; it is ignored here",
                 (*path, "json_schema"),
                 severity=Severity.WARNING,
@@ -203,7 +201,7 @@ def _check_sub_workflow_cycles(report: JobReport, job: JobFileV010) -> None:
             target = pending[-1].pop()
             if target == start:
                 report.add(
-                    ErrorCode.JOB_SUB_WORKFLOW_CYCLE,
+                    JobCode.JOB_SUB_WORKFLOW_CYCLE,
                     f"workflow {start!r} starts itself: {' -> '.join([*trail, start])}",
                     ("workflows", start),
                 )

@@ -22,16 +22,18 @@ from deepwork_core.jobs.fan_out_keys import (
     MaxParallel,
 )
 from deepwork_core.jobs.model import (
-    Approval,
     InstructionsFile,
     MayChange,
-    Name,
-    NonEmptyText,
     ProcessRequirements,
-    ReviewContext,
-    ReviewStrategy,
     ScopeGuard,
     StepRules,
+)
+from deepwork_core.jobs.step_parts import (
+    Approval,
+    Name,
+    NonEmptyText,
+    ReviewContext,
+    ReviewStrategy,
     SubWorkflowRef,
     Summary,
     _Strict,

@@ -16,19 +16,17 @@ from typing import Any
 
 from pydantic import BaseModel, Field, StrictBool, ValidationError
 
-from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.yamlio import KeyPath
-from deepwork_core.jobs.model import (
+from deepwork_core.jobs.errors import JobCode
+from deepwork_core.jobs.model import JobDefinition, Step, Workflow
+from deepwork_core.jobs.step_parts import (
     HookAction,
     InputType,
-    JobDefinition,
     OutputSpec,
     OutputType,
     Review,
-    Step,
     StepHooks,
     StepInput,
-    Workflow,
 )
 
 #: The step keys 0.9.x files may still give; the job model has none of them.
@@ -150,7 +148,7 @@ def allowed_keys_v09(path: KeyPath) -> Sequence[str] | None:
     return keys
 
 
-def check_v09_subset(data: dict[str, Any]) -> Iterator[tuple[ErrorCode, str, KeyPath]]:
+def check_v09_subset(data: dict[str, Any]) -> Iterator[tuple[JobCode, str, KeyPath]]:
     """(code, message, key path) for each use of a 0.10-format key or a missing 0.9 key."""
     for path, node in _objects(data):
         model = model_at(path)
@@ -159,17 +157,17 @@ def check_v09_subset(data: dict[str, Any]) -> Iterator[tuple[ErrorCode, str, Key
         for key in sorted(V010_ONLY.get(model, frozenset()) & node.keys()):
             hint = ", ".join(allowed_keys_v09(path) or [])
             yield (
-                ErrorCode.JOB_UNKNOWN_KEY,
+                JobCode.JOB_UNKNOWN_KEY,
                 f"unknown key {key!r} (allowed here: {hint}); {key!r} belongs to the 0.10 format "
                 "(see docs/job-format.md)",
                 (*path, key),
             )
         for key in REQUIRED_IN_V09.get(model, ()):
             if key not in node:
-                yield ErrorCode.JOB_MISSING_KEY, "required key is missing", (*path, key)
+                yield JobCode.JOB_MISSING_KEY, "required key is missing", (*path, key)
         if model is OutputSpec and node.get("type") in V010_OUTPUT_TYPES:
             yield (
-                ErrorCode.JOB_INVALID_VALUE,
+                JobCode.JOB_INVALID_VALUE,
                 f"output type {node['type']!r} belongs to the 0.10 format; a job in the "
                 "0.9 format declares 'file' or 'files'",
                 (*path, "type"),

@@ -46,6 +46,7 @@ def record_decision(
     record = store.load(session_id)
     if record is None:
         raise nothing_to_decide(session_id)
+    store.check_bytes_travelled(record.request)
     if store.trusted.shared:
         # Decided from any machine: the request's seal and the files' bytes are the serving
         # machine's to check when it uses the decision; this checkout may hold other bytes.

@@ -32,6 +32,7 @@ from deepwork_core.state.approvals.signatures import ApproverSigner, Refusal, Tr
 from deepwork_core.state.event_kinds import parse_line
 from deepwork_core.state.events import append_event
 from deepwork_core.state.store import approval_rows as rows
+from deepwork_core.state.store import shown_bytes
 from deepwork_core.state.store.port import Store
 
 
@@ -99,9 +100,20 @@ class ApprovalStore:
             body=request.model_dump_json(),
         )
         store = self.store
+        files = shown_bytes.capture(self.project_root, request.shown)
         with store.write(lock=self._lock()) as tx:
             rows.open_request(tx, self.project_id, row, store.now())
+            shown_bytes.save(tx, self.project_id, row.session_id, row.request_id, files)
         return ApprovalRecord(request=request)
+
+    def check_bytes_travelled(self, request: ApprovalRequest) -> None:
+        """Raise `approval.bytes_not_stored` when `request` is another project's (decided away
+        from the checkout that serves it) and the store lacks a byte of its shown files."""
+        if self.project_id != self.store.project.project_id:
+            with self.store.read() as tx:
+                why = shown_bytes.why_not_travelled(tx, self.project_id, request)
+            if why is not None:
+                raise ApprovalError(why, code=ErrorCode.APPROVAL_BYTES_NOT_STORED)
 
     def load(self, session_id: SessionId) -> ApprovalRecord | None:
         """The session's open request with its decision (None: none open), unverified."""

@@ -193,6 +193,43 @@ def undecided_requests(tx: Tx, *, limit: int = 1000) -> list[OpenRequest]:
     return [OpenRequest(str(a), str(b), str(c), str(d)) for a, b, c, d in rows]
 
 
+@dataclass(frozen=True, slots=True)
+class RequestHistory:
+    """One request of a session, whatever became of it, with its decision (for an audit)."""
+
+    state: str
+    request: str
+    decision: str | None
+
+
+def session_history(tx: Tx, project_id: str, session_id: str) -> list[RequestHistory]:
+    """Every request of the session (open, replaced, closed, withdrawn) with its decision,
+    oldest first."""
+    rows = tx.execute(
+        "SELECT r.state, r.body, d.body FROM approval_requests r LEFT JOIN approval_decisions d "
+        "ON d.project_id = r.project_id AND d.request_id = r.request_id "
+        "WHERE r.project_id = ? AND r.session_id = ? ORDER BY r.requested_at, r.request_id",
+        (project_id, session_id),
+    )
+    return [
+        RequestHistory(str(state), str(request), None if decision is None else str(decision))
+        for state, request, decision in rows
+    ]
+
+
+def event_kinds_after(
+    tx: Tx, project_id: str, session_id: str, kinds: tuple[str, ...]
+) -> list[tuple[str, str]]:
+    """(kind, JSON line) of the session's events of `kinds`, oldest first."""
+    marks = ", ".join("?" for _ in kinds)
+    rows = tx.execute(
+        "SELECT kind, body FROM events WHERE project_id = ? AND session_id = ? "  # noqa: S608
+        f"AND kind IN ({marks}) ORDER BY seq",
+        (project_id, session_id, *kinds),
+    )
+    return [(str(kind), str(body)) for kind, body in rows]
+
+
 def set_request_body(tx: Tx, project_id: str, request_id: str, body: str) -> None:
     """Replace the document of request `request_id` (a countersign added to it)."""
     tx.execute(

@@ -201,8 +201,28 @@ _V5: Final = (
     "CREATE INDEX events_by_kind ON events (project_id, session_id, kind, seq)",
 )
 
+#: Version 6: the bytes of the files an approval request shows travel with it
+#: (`deepwork_core.state.store.shown_bytes`): one row per shown file, in the request's order,
+#: with the SHA-256 the request binds, the file's size, how much of it is kept (`kept`) and the
+#: kept bytes as UTF-8 text (`content`, at most 256 KiB a file and 2 MiB a request).
+_V6: Final = (
+    """CREATE TABLE approval_contents (
+        project_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        request_id TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        output TEXT NOT NULL,
+        path TEXT NOT NULL,
+        sha256 TEXT,
+        size BIGINT,
+        kept TEXT NOT NULL,
+        content TEXT NOT NULL,
+        PRIMARY KEY (project_id, request_id, position)
+    )""",
+)
+
 #: Migration n (1-based) as its statements.
-MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (_V1, _V2, _V3, _V4, _V5)
+MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (_V1, _V2, _V3, _V4, _V5, _V6)
 #: The migrations after which rows written before need columns filled from their documents.
 FILLS_RUN_COLUMNS: Final = frozenset({3, 5})
 SCHEMA_VERSION: Final = len(MIGRATIONS)
@@ -226,6 +246,18 @@ class ListColumns:
     awaiting_approval: bool = False
     #: The branch the repository was on when the run switched to its own.
     started_from: str | None = None
+
+    def values(self) -> tuple[str | int | None, ...]:
+        """The columns' values in table order, as SQL parameters (goal, steps,
+        parent_session_id, is_instance, awaiting_approval, started_from)."""
+        return (
+            self.goal,
+            self.steps,
+            self.parent_session_id,
+            int(self.is_instance),
+            int(self.awaiting_approval),
+            self.started_from,
+        )
 
 
 def list_columns(document: Mapping[str, Any]) -> ListColumns:
@@ -260,12 +292,7 @@ def fill_run_columns(tx: Executes) -> None:
             "UPDATE sessions SET goal = ?, steps = ?, parent_session_id = ?, is_instance = ?, "
             "awaiting_approval = ?, started_from = ? WHERE project_id = ? AND session_id = ?",
             (
-                listed.goal,
-                listed.steps,
-                listed.parent_session_id,
-                int(listed.is_instance),
-                int(listed.awaiting_approval),
-                listed.started_from,
+                *listed.values(),
                 project_id,
                 session_id,
             ),

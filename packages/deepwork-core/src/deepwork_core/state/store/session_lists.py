@@ -261,3 +261,19 @@ def awaiting_ids(tx: Tx, project_id: str) -> list[SessionId]:
         (project_id,),
     )
     return [SessionId(str(session_id)) for (session_id,) in rows]
+
+
+def run_session_ids(tx: Tx, project_id: str, run_id: str, *, limit: int = 10_000) -> list[str]:
+    """`run_id` and every session nested in it, the run first, then each level by start
+    (index `runs_by_parent`); at most `limit`."""
+    found, level = [run_id], [run_id]
+    while level and len(found) < limit:
+        marks = ", ".join("?" for _ in level)
+        rows = tx.execute(
+            "SELECT session_id FROM sessions WHERE project_id = ? "  # noqa: S608
+            f"AND parent_session_id IN ({marks}) ORDER BY started_at, session_id",
+            (project_id, *level),
+        )
+        level = [str(session_id) for (session_id,) in rows if str(session_id) not in found]
+        found += level
+    return found[:limit]

@@ -78,12 +78,7 @@ def save_session(tx: Tx, project_id: str, machine: str, row: SessionRow, now: fl
             now,
             row.completed_at,
             row.body,
-            listed.goal,
-            listed.steps,
-            listed.parent_session_id,
-            int(listed.is_instance),
-            int(listed.awaiting_approval),
-            listed.started_from,
+            *listed.values(),
             ended,
         ),
     )
@@ -137,9 +132,10 @@ def session_times(tx: Tx, project_id: str) -> list[tuple[float, SessionId]]:
 
 
 def delete_sessions(tx: Tx, project_id: str, session_ids: Iterable[str]) -> None:
-    """Delete sessions with their events and approvals."""
+    """Delete sessions with their events and approvals (with the shown bytes they keep)."""
+    tables = ("sessions", "events", "approval_requests", "approval_decisions", "approval_contents")
     for session_id in session_ids:
-        for table in ("sessions", "events", "approval_requests", "approval_decisions"):
+        for table in tables:
             tx.execute(
                 f"DELETE FROM {table} WHERE project_id = ? AND session_id = ?",  # noqa: S608
                 (project_id, session_id),

@@ -10,8 +10,8 @@ from typing import Any
 
 import click
 from deepwork_core import DeepWorkError, parse_job_dir
-from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.layout import JOB_FILE, PROJECT_JOBS_DIR
+from deepwork_core.jobs.errors import JobCode
 from deepwork_core.jobs.formats.convert import convert_job, write_conversion
 from deepwork_core.jobs.parser import JobFormat
 
@@ -77,6 +77,4 @@ def _job_dir(job: str, project: Path) -> Path:
     named = project.resolve() / PROJECT_JOBS_DIR / job
     if (named / JOB_FILE).is_file():
         return named
-    raise click.ClickException(
-        f"{ErrorCode.JOB_NOT_FOUND}: no {JOB_FILE} at {candidate} or {named}"
-    )
+    raise click.ClickException(f"{JobCode.JOB_NOT_FOUND}: no {JOB_FILE} at {candidate} or {named}")

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import click
 from deepwork_core import JobCatalog, parse_job_dir
-from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import Problem, Severity
 from deepwork_core.base.escaping import indented, printable
 from deepwork_core.base.layout import JOB_FILE, PROJECT_JOBS_DIR
 from deepwork_core.gate.job_check import problem_line
 from deepwork_core.jobs.discovery import JobFolder, parse_folder_list
+from deepwork_core.jobs.errors import JobCode
 from deepwork_core.jobs.parser import ParsedJob, check_job_files
 
 from deepwork_mcp.cli.jobs.add import add
@@ -119,7 +119,7 @@ def _validate_folder(folder: Path) -> list[Problem]:
     if not (folder / JOB_FILE).is_file():
         return [
             Problem(
-                ErrorCode.JOB_NOT_FOUND,
+                JobCode.JOB_NOT_FOUND,
                 f"no {JOB_FILE} in {folder}; give a job folder",
                 folder / JOB_FILE,
             )

@@ -11,18 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
-from enum import StrEnum
 from pathlib import Path
-from typing import Any
 
 from deepwork_core.base.errors import GitError
-from deepwork_core.engine.approver import HumanAnswer
 from deepwork_core.engine.outputs import ValidatedOutputs
-from deepwork_core.engine.results import (
-    ApprovalPrompt,
-)
+from deepwork_core.engine.safeguards.approvals import ApprovalGuards
+from deepwork_core.engine.safeguards.findings import Findings
 from deepwork_core.evidence.audit import SNAPSHOT_POOL, Audit, audit_checkpoint
 from deepwork_core.evidence.hashes import (
     OutputEvidence,
@@ -35,24 +31,13 @@ from deepwork_core.evidence.scope import RepoSnapshot, take_snapshot, undeclared
 from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.evidence.watch import ChangeWatch
 from deepwork_core.jobs.model import JobDefinition, ScopeGuard, Step
-from deepwork_core.state.approvals.decide import record_decision, rehash
-from deepwork_core.state.approvals.models import (
-    ApprovalChannel,
-    ApprovalRecord,
-    ApprovalRequest,
-    new_request_id,
-    shown_outputs,
-)
 from deepwork_core.state.approvals.store import ApprovalStore
 from deepwork_core.state.event_kinds import (
-    ApprovalRequestedEvent,
-    KnownEvent,
     StaleEvidenceEvent,
     StepFinishedEvent,
     UndeclaredChangesEvent,
 )
-from deepwork_core.state.events import append_event
-from deepwork_core.state.sessions import PendingApproval, Session
+from deepwork_core.state.sessions import Session
 
 OFF_OUTSIDE_GIT = (
     "Scope guard off: the project is not in a git work tree, so files changed outside the "
@@ -60,34 +45,7 @@ OFF_OUTSIDE_GIT = (
 )
 
 
-class ApprovalOutcome(StrEnum):
-    WAIT = "wait"  # no decision yet
-    APPROVED = "approved"
-    REJECTED = "rejected"
-    VOID = "void"  # the outputs changed since the request: review and ask again
-
-
-@dataclass(frozen=True, slots=True)
-class Findings:
-    """What the audit of one checkpoint found, and what follows from it."""
-
-    audit: Audit
-    note: str | None
-    #: Steps with stale outputs whose reviews run again with this checkpoint.
-    rereview: tuple[str, ...] = ()
-    #: Feedback of a `needs_work` answer the findings alone cause; None: carry on.
-    blocked: str | None = None
-
-    @property
-    def stale(self) -> list[StaleEvidence]:
-        return self.audit.stale
-
-    @property
-    def undeclared(self) -> list[str]:
-        return self.audit.undeclared
-
-
-class Safeguards:
+class Safeguards(ApprovalGuards):
     """Evidence, scope guard and approvals for the sessions of one project."""
 
     def __init__(
@@ -97,12 +55,9 @@ class Safeguards:
         approvals: ApprovalStore,
         watch: ChangeWatch | None = None,
     ) -> None:
-        self.project_root = project_root
-        self.clock = clock
+        super().__init__(project_root, clock, approvals)
         #: The project's change watch, when the server keeps one (saves `git status` calls).
         self.watch = watch
-        #: The project's approvals, in its store (where the events go too).
-        self.approvals = approvals
 
     # --- steps begin ---------------------------------------------------------------------------
 
@@ -316,143 +271,10 @@ class Safeguards:
             )
         )
 
-    # --- approvals -----------------------------------------------------------------------------
-
-    def needs_approval(self, steps: Sequence[Step]) -> bool:
-        return any(step.approval is not None for step in steps)
-
-    def open_approval(
-        self,
-        session: Session,
-        steps: Sequence[Step],
-        findings: Findings,
-        verdict: VerdictKind,
-        override_reason: str | None,
-        rereviewed: Sequence[str],
-    ) -> ApprovalPrompt:
-        """Open a request for the human; the session waits for it (`pending_approval`)."""
-        asks = [step.approval for step in steps if step.approval is not None]
-        names = [name for ask in asks for name in ask.show]
-        request = ApprovalRequest(
-            request_id=new_request_id(),
-            session_id=session.session_id,
-            job_name=session.job_name,
-            workflow_name=session.workflow_name,
-            step_ids=list(session.current_step_ids),
-            prompt="\n\n".join(ask.prompt for ask in asks),
-            shown=shown_outputs(findings.audit.hashes, names),
-            requested_at=self.clock(),
-        )
-        self.approvals.open_request(request)
-        session.pending_approval = PendingApproval(
-            request_id=request.request_id,
-            entry_index=session.current_entry_index,
-            step_ids=list(session.current_step_ids),
-            verdict=verdict,
-            override_reason=override_reason,
-            hashes=list(findings.audit.hashes),
-            rereviewed=list(rereviewed),
-        )
-        self._write(
-            ApprovalRequestedEvent(
-                ts=self.clock(),
-                session_id=session.session_id,
-                step_ids=list(request.step_ids),
-                request_id=request.request_id,
-                prompt=request.prompt,
-                shown=list(request.shown),
-            )
-        )
-        return prompt_of(request)
-
-    def approval_outcome(
-        self, session: Session, findings: Findings
-    ) -> tuple[ApprovalOutcome, ApprovalRecord | None]:
-        """What became of the session's open request, judged against the outputs now.
-
-        A request that is not the one this server opened (its seal does not verify, or its steps
-        or files are not the ones the session waits on) is void: the server asks anew, and no
-        decision on it counts. Raises `approval.unverified` for a decision that is not sealed
-        (or signed, where required) or has no `approval` event in the log: the session stays as
-        it is, waiting.
-        """
-        pending = session.pending_approval
-        assert pending is not None
-        if _keys(findings.audit.hashes) != _keys(pending.hashes):
-            return ApprovalOutcome.VOID, None
-        record = self.approvals.load(session.session_id)
-        if record is None or not _asks_for(record, pending):
-            return ApprovalOutcome.VOID, None
-        if self.approvals.why_request_unverified(record) is not None:
-            return ApprovalOutcome.VOID, None
-        record = self.approvals.load_verified(session.session_id)
-        if record is None or not _asks_for(record, pending):
-            return ApprovalOutcome.VOID, None
-        if record.decision is None:
-            return ApprovalOutcome.WAIT, record
-        if not record.decision_holds(rehash(self.project_root, record.request.shown)):
-            return ApprovalOutcome.VOID, record
-        if record.decision.approved:
-            return ApprovalOutcome.APPROVED, record
-        return ApprovalOutcome.REJECTED, record
-
-    def close_approval(self, session: Session, record: ApprovalRecord | None) -> None:
-        """Close the open request (None: withdraw it); keep a decided record in the session's
-        approvals."""
-        if record is not None and record.decision is not None:
-            session.approvals.append(record)
-        session.pending_approval = None
-        self.approvals.clear(session.session_id, withdrawn=record is None)
-
-    def record_elicited(self, prompt: ApprovalPrompt, answer: HumanAnswer) -> None:
-        """Record the answer a human gave in the client's form (never from a tool argument)."""
-        record_decision(
-            self.approvals,
-            prompt.session_id,
-            approved=answer.approved,
-            comment=answer.comment,
-            channel=ApprovalChannel.ELICITATION,
-            actor=answer.client,
-            terminal=None,
-            now=self.clock(),
-            request_id=prompt.request_id,
-        )
-
-    def _write(self, event: KnownEvent) -> None:
-        append_event(self.approvals.store, event)
-
-
-def prompt_of(request: ApprovalRequest) -> ApprovalPrompt:
-    return ApprovalPrompt(
-        session_id=request.session_id,
-        request_id=request.request_id,
-        step_ids=list(request.step_ids),
-        prompt=request.prompt,
-        command=f"deepwork approve {request.session_id}",
-        shown=list(request.shown),
-        job_name=request.job_name,
-        workflow_name=request.workflow_name,
-    )
-
-
-def _asks_for(record: ApprovalRecord, pending: PendingApproval) -> bool:
-    """True when `record` is the request `pending` waits on: same id, steps and shown files."""
-    request = record.request
-    hashes = {(h.output, h.path, h.sha256) for h in pending.hashes}
-    return (
-        request.request_id == pending.request_id
-        and request.step_ids == pending.step_ids
-        and all((s.output, s.path, s.sha256) in hashes for s in request.shown)
-    )
-
 
 def _has_reviews(job: JobDefinition, step_id: str) -> bool:
     step = job.steps_by_id.get(step_id)
     return step is not None and bool(step.reviews)
-
-
-def _keys(hashes: Sequence[Any]) -> set[tuple[str, str, str, str | None]]:
-    return {(h.step_id, h.output, h.path, h.sha256) for h in hashes}
 
 
 def _acknowledged(item: StaleEvidence, at: datetime, reason: str) -> OutputEvidence:

@@ -7,8 +7,9 @@ sealed with the project's approval key from the user's state directory (docs/sec
 signed with the local approver's key when there is one (`deepwork approver init`; docs/team.md),
 and logged as an `approval` event. What it shows is the server's sealed request, refused when the
 seal does not verify (`approval.request_unverified`), and escaped (docs/security.md): the step,
-the question and each shown file with its hash and its content. Then it asks for confirmation
-(`--yes` answers yes, for scripts; without a terminal to ask on, `--yes` is needed). Inside a
+the question and each shown file with its hash and the bytes the store keeps of it (docs/team.md).
+Then it asks for confirmation (`--yes` answers yes, for scripts; without a terminal to ask on,
+`--yes` is needed). Inside a
 headless run's agent (`DEEPWORK_RUN` set by `deepwork run`) it refuses (`approval.inside_run`):
 a decision from inside the run never counts (docs/headless.md).
 """
@@ -33,6 +34,8 @@ from deepwork_core.state.approvals.decide import record_decision
 from deepwork_core.state.approvals.models import ApprovalChannel, ApprovalRecord
 from deepwork_core.state.approvals.store import ApprovalStore, nothing_to_decide
 from deepwork_core.state.store.port import Store
+from deepwork_core.state.store.shown_bytes import Kept, ShownBytes
+from deepwork_core.state.store.shown_bytes import load as load_shown
 
 from deepwork_mcp.approvals.keys import (
     approval_key,
@@ -119,7 +122,7 @@ def _decide(
     if pending is not None:
         if not store.trusted.shared:
             store.check_request(pending)
-        _describe(pending, store.project_root)
+        _describe(store, pending)
         _warn_unverified(store, session_id, pending)
         if not yes:
             _confirm(pending, reject)
@@ -135,20 +138,36 @@ def _decide(
     )
 
 
-def _describe(record: ApprovalRecord, root: Path) -> None:
+def _describe(store: ApprovalStore, record: ApprovalRecord) -> None:
+    """The step, the question and each shown file: the bytes the store keeps of it (a request
+    from before it kept them: the file as this checkout holds it)."""
     request = record.request
     steps = ", ".join(request.step_ids)
     click.echo(printable(f"{request.job_name}/{request.workflow_name}, step {steps}"))
     click.echo(indented(request.prompt, "  "))
-    for shown in request.shown:
+    with store.store.read() as tx:
+        kept = load_shown(tx, store.project_id, request.request_id, request.shown)
+    for shown in kept:
         sha = shown.sha256 or "(missing)"
+        size = "" if shown.size is None else f"  {shown.size} bytes"
         click.echo("")
-        click.echo("  " + printable(f"{shown.output}: {shown.path}  sha256 {sha}"))
-        click.echo(indented(_content(root, shown.path), "  | "))
+        click.echo("  " + printable(f"{shown.output}: {shown.path}  sha256 {sha}{size}"))
+        click.echo(indented(_content(store.project_root, shown), "  | "))
 
 
-def _content(root: Path, relative: str) -> str:
-    """The start of a shown file as text, or why it is not shown."""
+def _content(root: Path, shown: ShownBytes) -> str:
+    """The shown file as text (the bytes the store keeps), or why it is not shown."""
+    if shown.complete:
+        return shown.text if shown.kept is Kept.WHOLE else "(absent when asked about)"
+    if shown.kept is Kept.FIRST_PART:
+        return f"{shown.text}\n… ({shown.why_incomplete()})"
+    if shown.kept is Kept.NOT_STORED:
+        return _checkout_content(root, shown.path)
+    return f"({shown.why_incomplete()}: not shown)"
+
+
+def _checkout_content(root: Path, relative: str) -> str:
+    """The start of a shown file as this checkout holds it, or why it is not shown."""
     path = root / relative
     try:
         path.resolve().relative_to(root)
