@@ -77,6 +77,12 @@ BUDGETS: dict[str, Budget] = {
     "review_costs.rereview_calls": Budget(10, "≤ 10 % of the first round", size_dependent=False),
     "review_costs.rereview_cost": Budget(10, "≤ 10 % of the first round", size_dependent=False),
     "review_costs.estimate_gap": Budget(25, "within ±25 % of spent", size_dependent=False),
+    # Issue 41: headless runs.
+    "headless.wait_wake": Budget(2000, "≤ 2,000 ms", size_dependent=False),
+    **{
+        f"headless.webhook.{kind}": Budget(1000, "≤ 1,000 ms", size_dependent=False)
+        for kind in ("down", "slow", "error")
+    },
 }
 
 _STORE_FIGURES = ("finished_step", "list_runs", "dashboard_page")
@@ -164,6 +170,10 @@ FIGURE_KEYS: tuple[str, ...] = (
             "reference",
         )
     ),
+    "headless.wait_wake",
+    "headless.webhook.down",
+    "headless.webhook.slow",
+    "headless.webhook.error",
 )
 
 

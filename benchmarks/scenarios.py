@@ -789,6 +789,14 @@ async def views(bench: Bench) -> None:
     from views import views_figures
 
     await views_figures(bench)
+# --- headless runs: deepwork wait and notify.webhook (issue 41) ---------------------------------
+
+
+async def headless(bench: Bench) -> None:
+    """`deepwork wait` waking after a decision on PostgreSQL; a failing webhook's cost."""
+    from headless import headless_speed
+
+    await headless_speed(bench)
 
 
 Scenario = Callable[[Bench], Awaitable[None]]
@@ -815,5 +823,6 @@ SCENARIOS: dict[str, tuple[Scenario, tuple[str, ...]]] = {
     "starts": (starts, ("starts.",)),
     "concurrency": (concurrency, ("agents.",)),
     "views": (views, ("views.",)),
+    "headless": (headless, ("headless.",)),
 }
 ALIASES = {"context": "cold_start", "memory": "get_workflows", "nested": "workflows"}

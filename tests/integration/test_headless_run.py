@@ -1,8 +1,9 @@
 """`deepwork run` end to end with the agent doubles of tests/fixtures/agent_double.py (each a
 process driving the real headless server over stdio with the official MCP client): a run
 completes (0), parks at a human gate (3) and is resumed after a person's approval with no step
-run again, an agent that tries to approve inside the run leaves it parked, and an agent that
-crashes or hangs ends with 5 and its output's tail (docs/headless.md)."""
+run again (also in another checkout sharing PostgreSQL), an agent that tries to approve inside
+the run leaves it parked, a missing reviewer parks it with 4, and an agent that crashes or hangs
+ends with 5 and its output's tail (docs/headless.md)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from deepwork_core.state.event_kinds import StepBegunEvent
+from deepwork_core.state.approvals.signatures import ApproverSigner
+from deepwork_core.state.event_kinds import ResumedEvent, StepBegunEvent
 from deepwork_core.state.events import read_events
 from deepwork_core.state.sessions import SessionStatus, SessionStore
+from deepwork_core.state.store.opening import open_store
 from deepwork_core.state.store.port import Store
+from deepwork_mcp.approvals.keys import approver_path
 from deepwork_mcp.cli import cli
 from deepwork_mcp.cli.headless.agents import server_argv
 
@@ -23,6 +27,7 @@ from tests.fixtures.agent_double import gemini_extension, install_agent_doubles
 from tests.fixtures.evidence_project import key_of
 from tests.fixtures.git_repo import git
 from tests.fixtures.signed_jobs import SIGNED, make_signed_project
+from tests.fixtures.trust import trust_on_base
 from tests.fixtures.workflow_project import write_job
 
 pytestmark = pytest.mark.slow  # each run starts an agent double and a server process
@@ -93,6 +98,43 @@ def test_a_human_gate_parks_then_an_outside_approval_and_resume_finish_it(
     assert [e.event for e in read_events(store, session_id)].count("resumed") == 1
 
 
+def test_a_run_parked_in_one_checkout_is_approved_and_resumed_in_another_on_postgresql(
+    root: Path, tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    alice_state = tmp_path / "alice-state"
+    alice = ApproverSigner("alice", approver_path(alice_state, "alice"))
+    alice.create()
+    trust_on_base(root, alice)
+    monkeypatch.setenv("DEEPWORK_STORE_URL", pg_url)
+    other = tmp_path / "other"  # another machine's checkout of the project
+    git(tmp_path, "clone", "-q", str(root), str(other))
+
+    parked = deepwork_run(root, "signed", "--agent", "claude")
+    assert parked.exit_code == 3, parked.output
+    session_id = session_of(parked)
+    branch = git(root, "branch", "--show-current").strip()
+    git(root, "add", "prep.md", "sig.md")
+    git(root, "commit", "-q", "-m", "the run so far")  # pushed, as CI would
+    git(other, "fetch", "-q", "origin", f"{branch}:{branch}")
+    git(other, "switch", "-q", branch)
+    with monkeypatch.context() as alice_shell:
+        alice_shell.setenv("DEEPWORK_STATE_DIR", str(alice_state))
+        approved = CliRunner().invoke(cli, ["approve", session_id, "--yes", "--path", str(other)])
+    assert approved.exit_code == 0, approved.output
+
+    resumed = deepwork_run(other, "--resume", session_id, "--agent", "claude")
+    assert resumed.exit_code == 0, resumed.output
+    with open_store(pg_url, other.resolve()) as store:
+        sessions = SessionStore(store, other.resolve())
+        assert sessions.load(session_id).status is SessionStatus.COMPLETED
+        events = read_events(store, session_id)
+    begun = [e.step_ids for e in events if isinstance(e, StepBegunEvent)]
+    assert begun == [["prep"], ["sign"]]  # prep is not run again
+    [taken] = [e for e in events if isinstance(e, ResumedEvent)]
+    assert taken.adopted
+    assert taken.from_root == str(root)
+
+
 @pytest.mark.parametrize("agent", AGENTS)
 def test_an_approval_from_inside_the_run_leaves_it_parked(
     root: Path, agent: str, make_store: Callable[..., Store], monkeypatch: pytest.MonkeyPatch
@@ -114,6 +156,29 @@ def test_an_agent_that_crashes_or_hangs_ends_with_5(
     assert result.exit_code == 5, result.output
     expected = "out of memory" if mode == "crash" else "thinking forever"
     assert expected in result.output
+
+
+#: For each agent, a reviewer runner whose CLI the test takes off `PATH`.
+MISSING_REVIEWER = {"claude": "codex", "codex": "gemini", "gemini": "claude"}
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_a_missing_reviewer_parks_the_run_with_4(
+    root: Path, agent: str, tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    runner = MISSING_REVIEWER[agent]
+    (tmp_path / "bin" / runner).unlink()
+    config = root / ".deepwork" / "config.yml"
+    config.write_text(f"quality_gate:\n  external_runner: {runner}\n")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "an external reviewer")
+
+    result = deepwork_run(root, "signed_reviewed", "--agent", agent, "--timeout", "120")
+    assert result.exit_code == 4, result.output  # not 5: the run did not hang to the timeout
+    assert "reviewer missing" in result.output
+    session = SessionStore(make_store(root), root).load(session_of(result))
+    assert session.parked is not None
+    assert session.current_step_ids == ["prep"]
 
 
 def test_a_missing_agent_is_named(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:

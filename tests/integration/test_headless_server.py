@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deepwork_core.engine.parking import headless_from_env
+from deepwork_core.engine.headless.parking import headless_from_env
 from deepwork_core.state.sessions import SessionStore
 from deepwork_core.state.store.port import Store
 from deepwork_mcp.server import create_server

@@ -637,7 +637,7 @@ def test_the_dry_run_promise_covers_the_stale_evidence_round() -> None:
 
 
 def test_the_skill_and_a_parked_answer_agree_on_stopping(skills: dict[str, str]) -> None:
-    from deepwork_core.engine.parking import stop_note
+    from deepwork_core.engine.headless.parking import stop_note
 
     skill = _flat(_deepwork_skill(skills))
     note = stop_note("sess_x")

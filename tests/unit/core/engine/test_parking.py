@@ -13,11 +13,11 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import QualityGateError, SessionError
 from deepwork_core.base.identifiers import SessionId
 from deepwork_core.engine.approver import HumanAnswer
-from deepwork_core.engine.parking import resume
+from deepwork_core.engine.headless.parking import resume
 from deepwork_core.engine.results import FinishStatus
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.evidence.verdicts import ReviewVerdict
-from deepwork_core.gate.checkpoint import GateNeedsWork
+from deepwork_core.gate.checkpoint import GateNeedsWork, GatePassed
 from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.state.events import read_events
 from deepwork_core.state.read_model.runs import ListedStatus, listed_status
@@ -176,3 +176,44 @@ def test_a_spent_budget_parks_the_run(root: Path, make_store: Callable[..., Stor
     parked = engine.store.load(session_id).parked
     assert parked is not None
     assert parked.reason is ParkReason.BUDGET_EXHAUSTED
+
+
+def test_a_missing_reviewer_parks_the_run_until_it_is_resumed(
+    root: Path, make_store: Callable[..., Store]
+) -> None:
+    missing = QualityGateError("claude is not on PATH", code=ErrorCode.QUALITY_GATE_NOT_INSTALLED)
+    gate = ScriptedGate(answers=[missing, GatePassed(feedback="clear")])
+    store = make_store(root)
+    engine = _engine(store, root, gate=gate)
+    engine.start("g", "signed_reviewed", "main")
+    session_id = engine.stack()[0].session_id
+    (root / "prep.md").write_text("prep\n")
+    with pytest.raises(QualityGateError) as stopped:
+        engine.finish({"prep": "prep.md"})
+    assert stopped.value.code == ErrorCode.QUALITY_GATE_NOT_INSTALLED
+    assert "Stop now" in stopped.value.message
+    parked = engine.store.load(session_id).parked
+    assert parked is not None
+    assert parked.reason is ParkReason.REVIEWER_MISSING
+    with pytest.raises(SessionError) as still:
+        engine.finish({"prep": "prep.md"})
+    assert still.value.code == ErrorCode.SESSION_PARKED
+    assert len(gate.seen) == 1  # a parked run is not reviewed again
+
+    resume(engine.store, session_id, lambda: datetime.now(UTC))  # the reviewer is installed
+    assert engine.finish({"prep": "prep.md"}).status is FinishStatus.NEXT_STEP
+
+
+def test_an_attended_engine_does_not_park_for_a_missing_reviewer(
+    root: Path, make_store: Callable[..., Store]
+) -> None:
+    missing = QualityGateError("claude is not on PATH", code=ErrorCode.QUALITY_GATE_NOT_INSTALLED)
+    store = make_store(root)
+    engine = _engine(store, root, headless=False, gate=ScriptedGate(answers=[missing]))
+    engine.start("g", "signed_reviewed", "main")
+    session_id = engine.stack()[0].session_id
+    (root / "prep.md").write_text("prep\n")
+    with pytest.raises(QualityGateError) as stopped:
+        engine.finish({"prep": "prep.md"})
+    assert "Stop now" not in stopped.value.message
+    assert engine.store.load(session_id).parked is None

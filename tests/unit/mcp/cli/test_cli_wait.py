@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from deepwork_core.base.identifiers import SessionId
-from deepwork_core.engine import parking
-from deepwork_core.engine.parking import wait_for_person
+from deepwork_core.engine.headless import parking
+from deepwork_core.engine.headless.parking import wait_for_person
 from deepwork_core.engine.results import FinishStatus
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog

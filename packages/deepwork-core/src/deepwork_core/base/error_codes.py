@@ -344,6 +344,9 @@ class ErrorCode(Code):
     RUN_NOT_RESUMABLE = "run.not_resumable"
     """`deepwork run --resume`: the session is not an active top-level run of this store
     (completed, aborted, nested, or in no project of it)."""
+    RUN_WRONG_BRANCH = "run.wrong_branch"
+    """`deepwork run --resume` of a run another checkout served: this checkout is not on the
+    run's branch; check it out (as pushed) and resume again (docs/headless.md)."""
     RUN_OUTPUT_CHANGED = "run.output_changed"
     """`deepwork run --resume`: a completed step's output differs in this checkout from the
     bytes its step was accepted with (or is missing); it is named, and nothing is run again

@@ -18,6 +18,7 @@ from pathlib import Path
 from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.engine.approver import Approver
 from deepwork_core.engine.branching import completed_summary
+from deepwork_core.engine.headless.parking import Parking, approval_feedback
 from deepwork_core.engine.nesting import (
     Nesting,
     begin_checkpoint,
@@ -25,7 +26,6 @@ from deepwork_core.engine.nesting import (
     waiting_parent,
 )
 from deepwork_core.engine.outputs import ValidatedOutputs
-from deepwork_core.engine.parking import Parking, approval_feedback
 from deepwork_core.engine.results import (
     ApprovalPrompt,
     EvidenceReport,

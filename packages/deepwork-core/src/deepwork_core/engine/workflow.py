@@ -25,9 +25,9 @@ from deepwork_core.engine.briefing import InstructionReader
 from deepwork_core.engine.fanout.instances import FanOutRunner
 from deepwork_core.engine.finishing.dry_run import dry_run
 from deepwork_core.engine.finishing.finish import FinishPipeline, Submission
+from deepwork_core.engine.headless.parking import Parking
 from deepwork_core.engine.nesting import Nesting, begin_checkpoint
 from deepwork_core.engine.outcomes import Outcomes
-from deepwork_core.engine.parking import Parking
 from deepwork_core.engine.results import AbortResult, EvidenceReport, FinishResult, StartResult
 from deepwork_core.engine.safeguards.evidence import Safeguards, join_notes
 from deepwork_core.engine.start_inputs import check_start_inputs
@@ -77,7 +77,7 @@ class WorkflowEngine:
     `.deepwork/approvers/`, with signatures required only once it trusts a key).
     `watch`, a started `ChangeWatch` of the project, lets the scope guard skip `git status`.
     `headless`: no person attends the runs of this engine, so where one would wait for a person
-    the run parks instead (`deepwork_core.engine.parking`, docs/headless.md).
+    the run parks instead (`deepwork_core.engine.headless.parking`, docs/headless.md).
     `receipt_key`, the machine's gate key, signs the receipt each completed run leaves in the
     project (docs/verify.md); without it no receipt is written.
     """

@@ -309,7 +309,7 @@ class BudgetExhaustedEvent(KnownLine):
 
 class ParkedEvent(KnownLine):
     """A headless run stopped for a person (`reason`: `awaiting_approval`,
-    `attempts_exhausted` or `budget_exhausted`; docs/headless.md)."""
+    `attempts_exhausted`, `budget_exhausted` or `reviewer_missing`; docs/headless.md)."""
 
     event: Literal["parked"] = "parked"
     step_ids: list[str]
@@ -320,13 +320,16 @@ class ParkedEvent(KnownLine):
 
 class ResumedEvent(KnownLine):
     """`deepwork run --resume` started an agent on the run again, on `machine` in the checkout
-    `root` (`from_root`: the checkout that served it before, when another one did)."""
+    `root` (`from_root`: the checkout that served it before, when another one did; `adopted`:
+    this checkout took the run over from that one's project, on `from_machine`)."""
 
     event: Literal["resumed"] = "resumed"
     step_ids: list[str]
     machine: str
     root: str
     from_root: str | None = None
+    from_machine: str | None = None
+    adopted: bool = False
 
 
 class OtherEvent(EventLine):

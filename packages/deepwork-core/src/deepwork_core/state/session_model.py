@@ -166,6 +166,8 @@ class ParkReason(StrEnum):
     ATTEMPTS_EXHAUSTED = "attempts_exhausted"
     #: The run's review budget is spent.
     BUDGET_EXHAUSTED = "budget_exhausted"
+    #: The reviewer's CLI is not on the server's `PATH` (`quality_gate.not_installed`).
+    REVIEWER_MISSING = "reviewer_missing"
 
 
 class Parked(_State):

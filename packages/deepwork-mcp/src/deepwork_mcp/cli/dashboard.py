@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 import click
 from deepwork_core import DeepWorkError
-from deepwork_core.engine.parking import refuse_inside_run
+from deepwork_core.engine.headless.parking import refuse_inside_run
 
 from deepwork_mcp.cli.options import cli_error, project_option
 from deepwork_mcp.dashboard.guard import new_token

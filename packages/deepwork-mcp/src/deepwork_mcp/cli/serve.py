@@ -172,7 +172,7 @@ def _server(
     """The server for `root` with the settings the environment adds: additional job folders,
     telemetry, the approval keys' folder, how the user launches DeepWork, and whether a person
     attends (`--headless`, `CI=true`, inside `deepwork run`: docs/headless.md)."""
-    from deepwork_core.engine.parking import headless_from_env
+    from deepwork_core.engine.headless.parking import headless_from_env
     from deepwork_core.jobs.discovery import parse_folder_list
 
     from deepwork_mcp.approvals.keys import state_dir

@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from types import MappingProxyType
+from typing import Final
 
 from deepwork_core.base.config import OutputsConfig
 from deepwork_core.base.error_codes import ErrorCode
@@ -43,9 +44,9 @@ from deepwork_core.engine.checkpoints import (
 )
 from deepwork_core.engine.fanout.fan_in import complete_fan_in
 from deepwork_core.engine.fanout.instances import FanOutRunner
+from deepwork_core.engine.headless.parking import still_parked, stop_note
 from deepwork_core.engine.outcomes import CheckpointContext, Outcomes, needs_work, reviewing
 from deepwork_core.engine.outputs import ValidatedOutputs, validate_outputs
-from deepwork_core.engine.parking import still_parked, stop_note
 from deepwork_core.engine.results import FinishResult
 from deepwork_core.engine.safeguards.findings import Findings
 from deepwork_core.evidence.verdicts import GATE_OFF_REASON, ReviewVerdict, VerdictKind
@@ -276,8 +277,9 @@ class FinishPipeline:
                     )
                 )
                 parked = None
-                if exc.code == ErrorCode.QUALITY_GATE_BUDGET_EXHAUSTED:
-                    parked = self._park(session, ParkReason.BUDGET_EXHAUSTED, exc)
+                reason = _PARKS.get(exc.code)
+                if reason is not None:
+                    parked = self._park(session, reason, exc)
                 tx.save(session)
             if parked is not None:
                 raise parked from None
@@ -329,6 +331,14 @@ class FinishPipeline:
         return needs_work(stack_items(tx, session.agent_id), findings, verdict.feedback, failed)
 
     # --- dry run (docs/quality-gate.md, "Dry run") ---------------------------------------------
+
+
+#: The gate errors that park a headless run, and why (docs/headless.md): nothing a new attempt
+#: of the agent does can get past them; a person must act first.
+_PARKS: Final = {
+    ErrorCode.QUALITY_GATE_BUDGET_EXHAUSTED: ParkReason.BUDGET_EXHAUSTED,
+    ErrorCode.QUALITY_GATE_NOT_INSTALLED: ParkReason.REVIEWER_MISSING,
+}
 
 
 def _unrecorded(tx: StateTransaction, pending: _Pending) -> Session:

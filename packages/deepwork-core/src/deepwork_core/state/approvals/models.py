@@ -51,6 +51,9 @@ class ApprovalRequest(_Model):
     mac: str | None = None
     #: The step's approval policy, sealed with the request; None: one trusted decision counts.
     policy: RequestPolicy | None = None
+    #: This checkout's countersign (`adopted_fields`) of a request another checkout opened,
+    #: made when `deepwork run --resume` took the run over; the seal above stays the opener's.
+    adopted_mac: str | None = None
 
 
 class ApprovalDecision(_Model):

@@ -49,6 +49,8 @@ _OPEN_TO_OTHERS: Final = 0o077
 _LABEL: Final = "deepwork-approval-v2"
 #: Binds a request's seal to its purpose and canonical form.
 REQUEST_LABEL: Final = "deepwork-approval-request-v1"
+#: What the countersign of a request taken over from another checkout is keyed with.
+ADOPTED_LABEL: Final = "deepwork-approval-adopted-v1"
 #: How the errors of `read_secret` and `create_secret` name the project's approval key.
 APPROVAL_KEY: Final = "approval key"
 
@@ -266,6 +268,12 @@ def request_fields(request: SealedRequest) -> dict[str, object]:
     if request.policy is not None:
         fields["policy"] = request.policy.sealed()
     return fields
+
+
+def adopted_fields(request: SealedRequest) -> dict[str, object]:
+    """What the countersign of a request another checkout opened covers: the request and the
+    seal of the server that opened it (docs/headless.md, "Resuming in another checkout")."""
+    return {**request_fields(request), "mac": request.mac}
 
 
 def seal_fields(

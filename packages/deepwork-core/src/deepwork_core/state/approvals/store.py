@@ -21,9 +21,11 @@ from deepwork_core.state.approvals.models import (
 )
 from deepwork_core.state.approvals.policy import RequestPolicy, standing, why_not_counted
 from deepwork_core.state.approvals.seal import (
+    ADOPTED_LABEL,
     REQUEST_LABEL,
     ApprovalKey,
     ApprovalKeyError,
+    adopted_fields,
     request_fields,
     seal_fields,
 )
@@ -169,7 +171,12 @@ class ApprovalStore:
         mac = record.request.mac
         if mac is None:
             return "the request carries no seal of the server that opened it"
-        if not self._key().verifies(request_fields(record.request), mac, REQUEST_LABEL):
+        adopted = record.request.adopted_mac
+        if adopted is not None:
+            fields, mac, label = adopted_fields(record.request), adopted, ADOPTED_LABEL
+        else:
+            fields, label = request_fields(record.request), REQUEST_LABEL
+        if not self._key().verifies(fields, mac, label):
             return (
                 "the request's seal does not verify: it was changed after the server opened it, "
                 "or the approval key was replaced since"

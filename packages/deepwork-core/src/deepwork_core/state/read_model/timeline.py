@@ -194,7 +194,11 @@ _SENTENCES: Final[dict[type[Any], Callable[[Any], str]]] = {
     ),
     ResumedEvent: lambda e: (
         f"Resumed at {names(e.step_ids)} on {e.machine} in {e.root}"
-        + (f" (served from {e.from_root} before)" if e.from_root else "")
+        + (
+            f" (taken over from {e.from_root} on {e.from_machine})"
+            if e.adopted
+            else (f" (served from {e.from_root} before)" if e.from_root else "")
+        )
     ),
 }
 

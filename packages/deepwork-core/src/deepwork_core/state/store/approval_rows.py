@@ -275,3 +275,9 @@ def projects_waiting(tx: Tx, session_id: str) -> list[tuple[str, str, str]]:
         (session_id, OPEN),
     )
     return [(str(a), str(b), str(c)) for a, b, c in rows]
+def set_request_body(tx: Tx, project_id: str, request_id: str, body: str) -> None:
+    """Replace the document of request `request_id` (a countersign added to it)."""
+    tx.execute(
+        "UPDATE approval_requests SET body = ? WHERE project_id = ? AND request_id = ?",
+        (body, project_id, request_id),
+    )

@@ -15,7 +15,8 @@ class RunExit(IntEnum):
     USAGE = 2
     #: Parked for a person (`deepwork wait`: still waiting at the timeout).
     PARKED = 3
-    #: The quality gate's attempts or the review budget ran out.
+    #: The quality gate cannot go on: its attempts or the review budget ran out, or its
+    #: reviewer's CLI is missing.
     EXHAUSTED = 4
     #: The agent failed, hung or timed out.
     AGENT_FAILED = 5

@@ -16,7 +16,7 @@ from typing import IO, Final
 
 from deepwork_core.base.identifiers import SessionId
 from deepwork_core.base.process import kill_process_group
-from deepwork_core.engine.parking import RUN_ENV
+from deepwork_core.engine.headless.parking import RUN_ENV
 from deepwork_core.state.event_kinds import OtherEvent
 from deepwork_core.state.events import read_events
 from deepwork_core.state.sessions import ParkReason, Session, SessionStatus, SessionStore

@@ -4,9 +4,10 @@ by an agent no person attends (docs/headless.md).
 It starts the agent's CLI non-interactively with a headless DeepWork server configured for it
 (`agents`), marks the agent's environment (`DEEPWORK_RUN`), follows the run in the store while
 the agent works (`follow`), and exits 0 complete, 3 parked for a person, 4 the gate's attempts
-or budget exhausted, 5 the agent failed, hung or timed out, 2 usage. `--resume` first checks the
-completed steps' outputs (`run.output_changed`) and clears the parked mark, then starts the agent
-at the current step. Under GitHub Actions it also writes `$GITHUB_STEP_SUMMARY` and
+or budget exhausted, 5 the agent failed, hung or timed out, 2 usage. `--resume` first takes
+over a run another checkout of the project served (`deepwork_core.engine.headless.adoption`),
+checks the completed steps' outputs (`run.output_changed`) and clears the parked mark, then
+starts the agent at the current step. Under GitHub Actions it also writes `$GITHUB_STEP_SUMMARY` and
 `$GITHUB_OUTPUT` (`github`).
 """
 
@@ -95,9 +96,11 @@ def _start_arguments(
 def _run(
     root: Path, agent: str, timeout: float, start: dict[str, object] | None, resume_id: str | None
 ) -> Outcome:
-    from deepwork_core.engine.parking import resume
+    from deepwork_core.engine.headless.adoption import resume_anywhere
+    from deepwork_core.state.approvals.store import ApprovalStore
     from deepwork_core.state.sessions import SessionStore
 
+    from deepwork_mcp.approvals.keys import approval_key, state_dir, trusted_approvers
     from deepwork_mcp.cli.headless.agents import resume_prompt, start_prompt
 
     with project_store(root) as store:
@@ -107,7 +110,9 @@ def _run(
             session_id = parse_session_id(resume_id)
             prompt = resume_prompt(session_id)
             argv = agent_argv(agent, root, prompt, agent_home(os.environ))
-            resume(sessions, session_id, lambda: datetime.now(UTC))
+            key = approval_key(state_dir(os.environ), root)
+            approvals = ApprovalStore(store, root, key, trusted=trusted_approvers(root, os.environ))
+            resume_anywhere(sessions, approvals, session_id, lambda: datetime.now(UTC))
             follower.session_id = session_id
         else:
             assert start is not None

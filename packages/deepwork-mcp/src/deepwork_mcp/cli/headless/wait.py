@@ -33,7 +33,7 @@ MAX_TIMEOUT_S = 86_400
 @project_option
 def wait(session_id: str, timeout: float, project: Path) -> None:
     """Wait until the person SESSION_ID waits for has decided (exit 0), or exit 3 at --timeout."""
-    from deepwork_core.engine.parking import wait_for_person
+    from deepwork_core.engine.headless.parking import wait_for_person
     from deepwork_core.state.sessions import SessionStore, session_not_found
 
     root = project.resolve()

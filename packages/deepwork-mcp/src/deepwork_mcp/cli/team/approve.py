@@ -30,7 +30,7 @@ from deepwork_core.base.escaping import indented, printable
 from deepwork_core.base.fsutil import read_bytes_file
 from deepwork_core.base.git import user_email
 from deepwork_core.base.identifiers import SessionId, parse_session_id
-from deepwork_core.engine.parking import refuse_inside_run
+from deepwork_core.engine.headless.parking import refuse_inside_run
 from deepwork_core.state.approvals.decide import record_decision
 from deepwork_core.state.approvals.models import ApprovalChannel, ApprovalRecord
 from deepwork_core.state.approvals.store import (

@@ -4,7 +4,8 @@ A server started by `deepwork run` or `deepwork serve --headless` hands the engi
 Where an attended run would wait for a person, a headless one parks instead: a step that needs
 approval opens its request as always, but the answer tells the agent to stop at once, no form is
 offered, and the session is marked `parked` (`Session.parked`, a `parked` event). The same
-happens when the quality gate's attempts or the run's review budget run out. While a session is
+happens when the quality gate's attempts or the run's review budget run out, and when its
+reviewer's CLI is missing. While a session is
 parked, a headless server answers every `finished_step` of it as parked and reads no decision:
 only `deepwork run --resume`, started from outside the run after a person decided, clears the
 mark (`resume`), so nothing the agent did inside the run can
@@ -38,7 +39,7 @@ from deepwork_core.state.sessions import (
     SessionStore,
 )
 from deepwork_core.state.store.approval_rows import open_record
-from deepwork_core.state.store.port import Store
+from deepwork_core.state.store.port import ProjectRef, Store
 
 #: Set by `deepwork run` in its agent's environment (to the session's id once known, else `1`):
 #: the server there is headless, and `deepwork approve` there refuses (`approval.inside_run`).
@@ -142,13 +143,21 @@ def still_parked(session: Session) -> SessionError:
     )
 
 
-def resume(sessions: SessionStore, session_id: SessionId, clock: Callable[[], datetime]) -> Session:
+def resume(
+    sessions: SessionStore,
+    session_id: SessionId,
+    clock: Callable[[], datetime],
+    *,
+    adopted_from: ProjectRef | None = None,
+) -> Session:
     """Hand a run over to a new agent (`deepwork run --resume`): check that every completed
     step's output still has the bytes it was accepted with, clear the `parked` mark and log a
     `resumed` event. Nothing runs again: the agent continues at the current step.
 
     Raises `run.not_resumable` for a session that is finished or nested, `run.output_changed`
-    naming each output that changed or is gone (the session is left as it was).
+    naming each output that changed or is gone (the session is left as it was). `adopted_from`:
+    the project of the store that served the run before this checkout took it over
+    (`deepwork_core.engine.headless.adoption`), named in the event.
     """
     store = sessions.store
     with sessions.transaction() as tx:
@@ -185,16 +194,24 @@ def resume(sessions: SessionStore, session_id: SessionId, clock: Callable[[], da
                 step_ids=list(session.current_step_ids),
                 machine=store.project.machine,
                 root=here,
-                from_root=before.root if before and before.root not in ("", here) else None,
+                from_root=_from_root(before, here, adopted_from),
+                from_machine=None if adopted_from is None else adopted_from.machine,
+                adopted=adopted_from is not None,
             ),
         )
     return session
 
 
+def _from_root(before: Parked | None, here: str, adopted_from: ProjectRef | None) -> str | None:
+    if adopted_from is not None:
+        return adopted_from.root
+    return before.root if before and before.root not in ("", here) else None
+
+
 def awaits_person(sessions: SessionStore, session_id: SessionId) -> bool:
     """True while the run waits for a person: it is active and has an open approval request
-    nobody decided yet, or it is parked (`attempts_exhausted` and `budget_exhausted` wait for
-    `deepwork run --resume`)."""
+    nobody decided yet, or it is parked (`attempts_exhausted`, `budget_exhausted` and
+    `reviewer_missing` wait for `deepwork run --resume`)."""
     session = sessions.load(session_id)
     if session.status is not SessionStatus.ACTIVE:
         return False
