@@ -63,6 +63,11 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
         "verify_command",
         "Check the receipts of a change: signed, unchanged, as the base ref's policy asks.",
     ),
+    "ci-key": (
+        "deepwork_mcp.cli.receipts.ci_key",
+        "ci_key",
+        "Make the CI key that countersigns re-reviewed receipts.",
+    ),
     "store": ("deepwork_mcp.cli.store", "store", "Where run state lives; export a run as JSONL."),
     "run": (
         "deepwork_mcp.cli.headless.run",
