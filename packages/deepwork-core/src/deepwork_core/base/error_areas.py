@@ -13,6 +13,8 @@ from functools import cache
 AREAS: dict[str, str] = {
     "approval": "Human approvals of a step (`deepwork approve`, the client's form).",
     "arguments": "Tool arguments that do not match the tool's input schema.",
+    "calibration": "`deepwork calibrate`: reviewers measured against cases with known verdicts "
+    "(docs/quality-gate.md).",
     "config": "`.deepwork/config.yml` and other settings.",
     "convert": "`deepwork jobs convert`: writing a job in the other `job.yml` format.",
     "dashboard": "`deepwork dashboard` and `deepwork report`: the pages of runs in a browser.",

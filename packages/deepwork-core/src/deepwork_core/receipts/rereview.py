@@ -14,7 +14,6 @@ is a judge the agent did not choose, on this machine, now.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -47,8 +46,7 @@ from deepwork_core.receipts.keys import COUNTERSIGN_LABEL, CiKey
 from deepwork_core.receipts.model import Countersignature, Receipt, ReceiptStep, RereviewEntry
 from deepwork_core.receipts.repository import Repository
 from deepwork_core.state.sessions import OutputValue
-from deepwork_core.state.store.port import ProjectRef, Store, Tx
-from deepwork_core.state.store.url import StoreLocation
+from deepwork_core.state.store.port import NoStore
 
 
 @dataclass
@@ -73,27 +71,6 @@ class Rejudged:
 
     findings: list[Finding]
     countersigned: Receipt | None
-
-
-class _NoStore(Store):
-    """The store a re-review's checkpoints carry: none. Planning and briefing a review never
-    touch one; anything that did would fail here instead of opening the project's."""
-
-    def __init__(self, root: Path) -> None:
-        super().__init__(
-            StoreLocation("sqlite", None, None), ProjectRef("", str(root), ""), lambda: 0.0
-        )
-
-    def _transaction(
-        self, *, write: bool, lock: str | None
-    ) -> contextlib.AbstractContextManager[Tx]:
-        raise QualityGateError("deepwork verify opens no store", code=ErrorCode.QUALITY_GATE_ERROR)
-
-    def _table_names(self, tx: Tx) -> set[str]:
-        return set()
-
-    def close(self) -> None:
-        return None
 
 
 def rereview_receipt(
@@ -174,7 +151,7 @@ def _checkpoint(root: Path, job: JobDefinition, receipt: Receipt, step: ReceiptS
     definition = job.step(step.step)
     return Checkpoint(
         project_root=root,
-        store=_NoStore(root),
+        store=NoStore(str(root)),
         session_id=SessionId(receipt.body.session_id),
         job=job,
         step_ids=(step.step,),

@@ -63,6 +63,11 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
         "verify_command",
         "Check the receipts of a change: signed, unchanged, as the base ref's policy asks.",
     ),
+    "calibrate": (
+        "deepwork_mcp.cli.calibrate",
+        "calibrate",
+        "Measure a reviewer CLI on cases with known verdicts.",
+    ),
     "ci-key": (
         "deepwork_mcp.cli.receipts.ci_key",
         "ci_key",

@@ -201,8 +201,21 @@ _V5: Final = (
     "CREATE INDEX events_by_kind ON events (project_id, session_id, kind, seq)",
 )
 
+#: Version 6: how often each reviewer is wrong (docs/quality-gate.md, "Calibration"): one row
+#: per run of `deepwork calibrate`, its report as JSON (`deepwork_core.state.calibration`).
+_V6: Final = (
+    """CREATE TABLE calibration_runs (
+        run_id TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL,
+        runner TEXT NOT NULL,
+        at DOUBLE PRECISION NOT NULL,
+        report TEXT NOT NULL
+    )""",
+    "CREATE INDEX calibration_by_runner ON calibration_runs (project_id, runner, at)",
+)
+
 #: Migration n (1-based) as its statements.
-MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (_V1, _V2, _V3, _V4, _V5)
+MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (_V1, _V2, _V3, _V4, _V5, _V6)
 #: The migrations after which rows written before need columns filled from their documents.
 FILLS_RUN_COLUMNS: Final = frozenset({3, 5})
 SCHEMA_VERSION: Final = len(MIGRATIONS)
