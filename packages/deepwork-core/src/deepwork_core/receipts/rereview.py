@@ -14,7 +14,6 @@ is a judge the agent did not choose, on this machine, now.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -27,15 +26,13 @@ from deepwork_core.base.fsutil import atomic_write_text
 from deepwork_core.base.identifiers import SessionId
 from deepwork_core.base.layout import CI_KEYS_DIR
 from deepwork_core.evidence.verdicts import ReviewVerdict
+from deepwork_core.gate.calibration.judging import judge_alone
 from deepwork_core.gate.checkpoint import Checkpoint, ResolvedInput
 from deepwork_core.gate.gates import RuleSource
 from deepwork_core.gate.quality import (
-    build_review_message,
     plan_review_tasks,
-    unjudged_criteria,
-    verdict_from_reply,
 )
-from deepwork_core.gate.reviewer import ReviewBrief, Reviewer, ReviewerReply
+from deepwork_core.gate.reviewer import Reviewer, ReviewerReply
 from deepwork_core.gate.tasks import QualityReviewTask
 from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.jobs.model import JobDefinition, OutputType, Step
@@ -225,20 +222,9 @@ def _judge(
 ) -> ReviewVerdict | Finding:
     """The task's verdict from one call (asked again once when a criterion was left
     unjudged), or the finding of a call that gave none."""
-    brief = ReviewBrief(
-        task=task,
-        message=build_review_message(checkpoint, task),
-        project_root=checkpoint.project_root,
-        session_id=checkpoint.session_id,
-        model=gate.models.for_depth(task.depth or gate.review_depth),
-        timeout=float(gate.timeout_seconds),
-        stall_timeout=gate.stall_timeout,
-    )
+    spent: list[ReviewerReply] = []
     try:
-        reply = _ask(rereview, brief)
-        if unjudged_criteria(task, reply.reply):
-            reply = _ask(rereview, brief)
-        return verdict_from_reply(task, reply.reply)
+        return judge_alone(rereview.reviewer, checkpoint, task, gate, spent)
     except QualityGateError as exc:
         missing = exc.code == ErrorCode.QUALITY_GATE_NOT_INSTALLED
         code = ReceiptCode.VERIFY_RUNNER_MISSING if missing else ReceiptCode.VERIFY_REREVIEW_ERROR
@@ -246,15 +232,9 @@ def _judge(
         if missing:
             rereview.missing = found
         return found
-
-
-def _ask(rereview: Rereview, brief: ReviewBrief) -> ReviewerReply:
-    reply = rereview.reviewer.review(brief, threading.Event())
-    rereview.calls += 1
-    rereview.cost_usd += reply.usage.cost_usd or 0.0
-    if reply.error is not None:
-        raise reply.error.error()
-    return reply
+    finally:
+        rereview.calls += len(spent)
+        rereview.cost_usd += sum(reply.usage.cost_usd or 0.0 for reply in spent)
 
 
 def _failed(relative: str, verdict: ReviewVerdict) -> list[Finding]:

@@ -16,6 +16,7 @@ from pathlib import Path
 from deepwork_core.base.config import QualityGateConfig, ReviewDepth
 from deepwork_core.base.errors import QualityGateError
 from deepwork_core.base.identifiers import SessionId
+from deepwork_core.evidence.verdicts import ReviewVerdict
 from deepwork_core.gate.calibration.cases import CalibrationCase
 from deepwork_core.gate.checkpoint import Checkpoint
 from deepwork_core.gate.quality import build_review_message, unjudged_criteria, verdict_from_reply
@@ -102,25 +103,40 @@ def judge_case(
         outputs={"output": case.output.path},
         input_files=[],
     )
+    spent: list[ReviewerReply] = []
+    try:
+        verdict = judge_alone(reviewer, checkpoint, task, gate, spent)
+    except QualityGateError as exc:
+        return _result(case, spent, {}, error=f"{exc.code}: {exc.message}")
+    got = {item.criterion: "pass" if item.passed else "fail" for item in verdict.criteria_results}
+    return _result(case, spent, got)
+
+
+def judge_alone(
+    reviewer: Reviewer,
+    checkpoint: Checkpoint,
+    task: QualityReviewTask,
+    gate: QualityGateConfig,
+    spent: list[ReviewerReply],
+) -> ReviewVerdict:
+    """The task's verdict from `reviewer`, as the gate would ask it but with no store: no
+    reuse, no budget, no events; one call, asked once more when a criterion was left unjudged.
+    Each call's reply is appended to `spent` (its usage counts even when it failed). Raises the
+    `QualityGateError` of a call that gave no verdict."""
+    depth = task.depth or gate.review_depth
     brief = ReviewBrief(
         task=task,
         message=build_review_message(checkpoint, task),
-        project_root=root,
+        project_root=checkpoint.project_root,
         session_id=checkpoint.session_id,
         model=gate.models.for_depth(depth),
         timeout=float(gate.timeout_seconds),
         stall_timeout=gate.stall_timeout,
     )
-    spent: list[ReviewerReply] = []
-    try:
+    reply = _ask(reviewer, brief, spent)
+    if unjudged_criteria(task, reply.reply):
         reply = _ask(reviewer, brief, spent)
-        if unjudged_criteria(task, reply.reply):
-            reply = _ask(reviewer, brief, spent)
-        verdict = verdict_from_reply(task, reply.reply)
-    except QualityGateError as exc:
-        return _result(case, spent, {}, error=f"{exc.code}: {exc.message}")
-    got = {item.criterion: "pass" if item.passed else "fail" for item in verdict.criteria_results}
-    return _result(case, spent, got)
+    return verdict_from_reply(task, reply.reply)
 
 
 def _ask(reviewer: Reviewer, brief: ReviewBrief, spent: list[ReviewerReply]) -> ReviewerReply:
