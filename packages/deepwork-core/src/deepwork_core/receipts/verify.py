@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from deepwork_core.base.config import DeepWorkConfig, VerifyRule, parse_config
 from deepwork_core.base.errors import ConfigError, DeepWorkError
@@ -30,7 +31,9 @@ from deepwork_core.receipts.findings import Finding
 from deepwork_core.receipts.model import Receipt
 from deepwork_core.receipts.reading import read_receipt
 from deepwork_core.receipts.repository import Repository
-from deepwork_core.receipts.rereview import Rereview, rereview_receipt, write_receipt
+
+if TYPE_CHECKING:  # the re-review (and the gate it runs) is imported only when asked for
+    from deepwork_core.receipts.rereview import Rereview
 
 #: DeepWork's own files in a change: never themselves required to have a receipt.
 _OWN = (f"{RECEIPTS_DIR}/**", f"{GATE_KEYS_DIR}/**", f"{CI_KEYS_DIR}/**")
@@ -96,6 +99,8 @@ def _run(
             continue
         checked = check_receipt(repo, relative, read, policy.require_countersign)
         if rereview is not None and _only_unsigned(checked):
+            from deepwork_core.receipts.rereview import rereview_receipt
+
             judged = rereview_receipt(rereview, repo, relative, read, config.quality_gate)
             if judged.countersigned is None:
                 checked = replace(checked, findings=[*checked.findings, *judged.findings])
@@ -127,6 +132,8 @@ def _countersigned(
     repo: Repository, report: VerifyReport, relative: str, receipt: Receipt
 ) -> Receipt:
     """Write the receipt `--rereview` countersigned over the one it was read from."""
+    from deepwork_core.receipts.rereview import write_receipt
+
     write_receipt(repo.root, relative, receipt)
     report.countersigned.append(relative)
     return receipt
