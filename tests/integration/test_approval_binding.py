@@ -19,8 +19,10 @@ from urllib.parse import urlencode, urlsplit
 import pytest
 from deepwork_core.base.layout import APPROVERS_DIR
 from deepwork_core.evidence.hashes import sha256_file
-from deepwork_core.state.approval_signatures import ApproverSigner, TrustedApprovers
-from deepwork_core.state.approvals import ApprovalChannel, ApprovalStore, record_decision
+from deepwork_core.state.approvals.decide import record_decision
+from deepwork_core.state.approvals.models import ApprovalChannel
+from deepwork_core.state.approvals.signatures import ApproverSigner, TrustedApprovers
+from deepwork_core.state.approvals.store import ApprovalStore
 from deepwork_core.state.event_kinds import ApprovalEvent
 from deepwork_core.state.events import read_events
 from deepwork_core.state.store.port import Store

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deepwork_core.state.approval_signatures import ApproverSigner
+from deepwork_core.state.approvals.signatures import ApproverSigner
 from deepwork_core.state.event_kinds import ApprovalEvent
 from deepwork_core.state.events import read_events
 from deepwork_core.state.store.opening import open_store

@@ -20,7 +20,7 @@ from urllib.parse import urlencode, urlsplit
 
 import pytest
 from deepwork_core.evidence.trusted_keys import public_line
-from deepwork_core.state.approval_signatures import ApproverSigner
+from deepwork_core.state.approvals.signatures import ApproverSigner
 from deepwork_core.state.store.opening import project_ref
 from deepwork_core.state.store.url import STORE_URL_ENV
 from deepwork_mcp.approvals.keys import approver_path

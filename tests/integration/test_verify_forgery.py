@@ -16,7 +16,7 @@ from deepwork_core.evidence.trusted_keys import public_line
 from deepwork_core.receipts.checks import countersign_fields
 from deepwork_core.receipts.keys import COUNTERSIGN_LABEL, CiKey, GateKey
 from deepwork_core.receipts.model import MAX_RECEIPT_BYTES, Countersignature, Receipt
-from deepwork_core.state.approval_signatures import ApproverSigner
+from deepwork_core.state.approvals.signatures import ApproverSigner
 
 from tests.fixtures.receipt_repo import ReceiptRepo, build_template
 

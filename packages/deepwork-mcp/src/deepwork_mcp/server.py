@@ -303,7 +303,7 @@ class _ServicesFactory:
         every approval needs a trusted approver's signature)."""
         from deepwork_core.engine.fanout.fan_in import recover
         from deepwork_core.engine.workflow import WorkflowEngine
-        from deepwork_core.state.approval_signatures import TrustedApprovers
+        from deepwork_core.state.approvals.signatures import TrustedApprovers
         from deepwork_core.state.sessions import SessionStore
 
         config, settings = self.config, self.config.quality_gate

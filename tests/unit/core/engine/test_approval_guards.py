@@ -12,7 +12,9 @@ import pytest
 from deepwork_core.engine.results import FinishStatus
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
-from deepwork_core.state.approvals import ApprovalChannel, ApprovalStore, record_decision
+from deepwork_core.state.approvals.decide import record_decision
+from deepwork_core.state.approvals.models import ApprovalChannel
+from deepwork_core.state.approvals.store import ApprovalStore
 from deepwork_core.state.sessions import SessionStore
 from deepwork_core.state.store.port import Store
 

@@ -11,8 +11,8 @@ from deepwork_core.engine.approver import HumanAnswer
 from deepwork_core.engine.results import ApprovalPrompt, FinishStatus
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
-from deepwork_core.state.approval_seal import ApprovalKeyError
-from deepwork_core.state.approvals import ApprovalChannel
+from deepwork_core.state.approvals.models import ApprovalChannel
+from deepwork_core.state.approvals.seal import ApprovalKeyError
 from deepwork_core.state.sessions import SessionStore
 from deepwork_core.state.store.port import Store
 

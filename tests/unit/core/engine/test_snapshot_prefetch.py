@@ -8,7 +8,7 @@ from pathlib import Path
 from deepwork_core.engine.safeguards import OFF_OUTSIDE_GIT, Safeguards
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
-from deepwork_core.state.approvals import ApprovalStore
+from deepwork_core.state.approvals.store import ApprovalStore
 from deepwork_core.state.sessions import SessionStore, utc_now
 from deepwork_core.state.store.port import Store
 

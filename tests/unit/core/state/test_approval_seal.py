@@ -12,14 +12,10 @@ from pathlib import Path
 
 import pytest
 from deepwork_core.evidence.hashes import ShownOutput, sha256_file
-from deepwork_core.state.approval_seal import KEY_BYTES, ApprovalKey, ApprovalKeyError
-from deepwork_core.state.approvals import (
-    ApprovalChannel,
-    ApprovalError,
-    ApprovalRequest,
-    ApprovalStore,
-    record_decision,
-)
+from deepwork_core.state.approvals.decide import record_decision
+from deepwork_core.state.approvals.models import ApprovalChannel, ApprovalError, ApprovalRequest
+from deepwork_core.state.approvals.seal import KEY_BYTES, ApprovalKey, ApprovalKeyError
+from deepwork_core.state.approvals.store import ApprovalStore
 from deepwork_core.state.events import delete_event_log
 from deepwork_core.state.store.port import Store
 

@@ -11,16 +11,11 @@ from pathlib import Path
 import pytest
 from deepwork_core.evidence.hashes import ShownOutput, sha256_file
 from deepwork_core.evidence.trusted_keys import TrustError
-from deepwork_core.state.approval_seal import ApprovalKey, ApprovalKeyError
-from deepwork_core.state.approval_signatures import ApproverSigner, TrustedApprovers
-from deepwork_core.state.approvals import (
-    ApprovalChannel,
-    ApprovalError,
-    ApprovalRequest,
-    ApprovalStore,
-    record_decision,
-    rehash,
-)
+from deepwork_core.state.approvals.decide import record_decision, rehash
+from deepwork_core.state.approvals.models import ApprovalChannel, ApprovalError, ApprovalRequest
+from deepwork_core.state.approvals.seal import ApprovalKey, ApprovalKeyError
+from deepwork_core.state.approvals.signatures import ApproverSigner, TrustedApprovers
+from deepwork_core.state.approvals.store import ApprovalStore
 from deepwork_core.state.event_kinds import ApprovalEvent, decided_by, parse_line
 from deepwork_core.state.read_model.timeline import sentence
 from deepwork_core.state.store.approval_rows import approval_event_lines

@@ -8,15 +8,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from deepwork_core.state.approvals import (
-    ApprovalChannel,
-    ApprovalError,
-    ApprovalRequest,
-    ApprovalStore,
-    ShownOutput,
-    record_decision,
-    rehash,
-)
+from deepwork_core.evidence.hashes import ShownOutput
+from deepwork_core.state.approvals.decide import record_decision, rehash
+from deepwork_core.state.approvals.models import ApprovalChannel, ApprovalError, ApprovalRequest
+from deepwork_core.state.approvals.store import ApprovalStore
 from deepwork_core.state.event_kinds import ApprovalEvent
 from deepwork_core.state.events import read_events
 from deepwork_core.state.store.port import Store

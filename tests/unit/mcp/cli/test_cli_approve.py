@@ -16,7 +16,8 @@ from click.testing import CliRunner
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.evidence.hashes import ShownOutput, sha256_file
 from deepwork_core.jobs.discovery import JobCatalog
-from deepwork_core.state.approvals import ApprovalRequest, ApprovalStore
+from deepwork_core.state.approvals.models import ApprovalRequest
+from deepwork_core.state.approvals.store import ApprovalStore
 from deepwork_core.state.sessions import SessionStore
 from deepwork_core.state.store.port import Store
 from deepwork_mcp.approvals.keys import state_dir

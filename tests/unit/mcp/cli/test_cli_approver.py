@@ -9,7 +9,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 from deepwork_core.evidence.trusted_keys import parse_public_line
-from deepwork_core.state.approval_signatures import TrustedApprovers
+from deepwork_core.state.approvals.signatures import TrustedApprovers
 from deepwork_mcp.cli import cli
 
 from tests.fixtures.trust import commit_on_base

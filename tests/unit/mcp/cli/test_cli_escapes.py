@@ -15,8 +15,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from deepwork_core.engine.workflow import WorkflowEngine
+from deepwork_core.evidence.hashes import ShownOutput
 from deepwork_core.jobs.discovery import JobCatalog
-from deepwork_core.state.approvals import ApprovalRequest, ApprovalStore, ShownOutput
+from deepwork_core.state.approvals.models import ApprovalRequest
+from deepwork_core.state.approvals.store import ApprovalStore
 from deepwork_core.state.events import events_dir
 from deepwork_core.state.sessions import SessionStore
 from deepwork_core.state.store.port import Store

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from deepwork_core.state.approval_signatures import TrustedApprovers
-from deepwork_core.state.approvals import ApprovalStore
+from deepwork_core.state.approvals.signatures import TrustedApprovers
+from deepwork_core.state.approvals.store import ApprovalStore
 from deepwork_core.state.store.opening import project_ref
 from deepwork_core.state.store.port import Store
 from deepwork_mcp.dashboard.views import other_projects_approvals

@@ -8,8 +8,8 @@ import os
 import re
 from pathlib import Path
 
-from deepwork_core.state.approval_signatures import ApproverSigner
-from deepwork_core.state.approvals import ApprovalStore
+from deepwork_core.state.approvals.signatures import ApproverSigner
+from deepwork_core.state.approvals.store import ApprovalStore
 from starlette.testclient import TestClient
 
 from tests.fixtures.trust import trust_on_base

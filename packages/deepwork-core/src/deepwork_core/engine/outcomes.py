@@ -46,7 +46,7 @@ from deepwork_core.gate.gates import Gate
 from deepwork_core.gate.job_check import submitted_job_feedback
 from deepwork_core.jobs.discovery import JobCatalog, LoadedJob
 from deepwork_core.jobs.model import Step
-from deepwork_core.state.approval_seal import ApprovalKeyError
+from deepwork_core.state.approvals.seal import ApprovalKeyError
 from deepwork_core.state.session_events import SessionEvents
 from deepwork_core.state.sessions import (
     OutputValue,

@@ -22,7 +22,7 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import SessionError
 from deepwork_core.base.identifiers import SessionId
 from deepwork_core.evidence.hashes import find_stale
-from deepwork_core.state.approvals import ApprovalError
+from deepwork_core.state.approvals.models import ApprovalError
 from deepwork_core.state.event_kinds import ParkedEvent, ResumedEvent
 from deepwork_core.state.events import EVENTS_CHANNEL, append_event
 from deepwork_core.state.sessions import (

@@ -12,7 +12,7 @@ from deepwork_core.evidence.verdicts import ReviewVerdict
 from deepwork_core.gate.checkpoint import ReviewProgress
 from deepwork_core.gate.costs.quotes import ReviewPrice, TaskPrice
 from deepwork_core.receipts.writer import ReceiptNote
-from deepwork_core.state.approvals import ApprovalRecord
+from deepwork_core.state.approvals.models import ApprovalRecord
 from deepwork_core.state.sessions import OutputValue
 from deepwork_core.state.stacks import StackItem
 

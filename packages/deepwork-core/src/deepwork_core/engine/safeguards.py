@@ -35,16 +35,15 @@ from deepwork_core.evidence.scope import RepoSnapshot, take_snapshot, undeclared
 from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.evidence.watch import ChangeWatch
 from deepwork_core.jobs.model import JobDefinition, ScopeGuard, Step
-from deepwork_core.state.approvals import (
+from deepwork_core.state.approvals.decide import record_decision, rehash
+from deepwork_core.state.approvals.models import (
     ApprovalChannel,
     ApprovalRecord,
     ApprovalRequest,
-    ApprovalStore,
     new_request_id,
-    record_decision,
-    rehash,
     shown_outputs,
 )
+from deepwork_core.state.approvals.store import ApprovalStore
 from deepwork_core.state.event_kinds import (
     ApprovalRequestedEvent,
     KnownEvent,

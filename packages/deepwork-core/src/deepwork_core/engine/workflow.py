@@ -39,9 +39,9 @@ from deepwork_core.jobs.lookup import select_workflow
 from deepwork_core.jobs.model import Workflow
 from deepwork_core.receipts.keys import GateKey
 from deepwork_core.receipts.writer import ReceiptWriter, commit_advice
-from deepwork_core.state.approval_seal import ApprovalKey
-from deepwork_core.state.approval_signatures import TrustedApprovers
-from deepwork_core.state.approvals import ApprovalStore
+from deepwork_core.state.approvals.seal import ApprovalKey
+from deepwork_core.state.approvals.signatures import TrustedApprovers
+from deepwork_core.state.approvals.store import ApprovalStore
 from deepwork_core.state.session_events import SessionEvents
 from deepwork_core.state.sessions import (
     OutputValue,

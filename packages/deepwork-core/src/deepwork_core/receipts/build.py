@@ -30,7 +30,7 @@ from deepwork_core.receipts.model import (
     ReviewEntry,
     ScopeEntry,
 )
-from deepwork_core.state.approval_seal import seal_fields
+from deepwork_core.state.approvals.seal import seal_fields
 from deepwork_core.state.event_kinds import ReviewUsageEvent, UndeclaredChangesEvent
 from deepwork_core.state.events import read_events
 from deepwork_core.state.sessions import QualityEvent, Session

@@ -36,7 +36,7 @@ from deepwork_core.receipts.model import (
 )
 from deepwork_core.receipts.reading import unsafe_path
 from deepwork_core.receipts.repository import Repository
-from deepwork_core.state import approval_signatures
+from deepwork_core.state.approvals.signatures import SIGNATURE_LABEL
 
 #: A commit id as git prints it (SHA-1 or SHA-256).
 _COMMIT: Final = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
@@ -258,7 +258,7 @@ def _approval_fault(
     if isinstance(public, ReceiptCode):
         code = public if public is ReceiptCode.VERIFY_KEY_ADDED_IN_CHANGE else unverified
         return code, f"the approver {entry.signer!r} is {_untrusted(public)}"
-    if not signature_holds(public, fields, approval_signatures.SIGNATURE_LABEL, entry.signature):
+    if not signature_holds(public, fields, SIGNATURE_LABEL, entry.signature):
         return unverified, f"the signature does not verify with {entry.signer!r}'s trusted key"
     return None
 

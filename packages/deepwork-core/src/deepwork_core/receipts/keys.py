@@ -2,7 +2,7 @@
 CI key that countersigns, both Ed25519.
 
 The gate key is a 32-byte Ed25519 seed in the user's state directory (`<state>/gate/gate.key`,
-mode 0600, made on first use and checked like the approval key: `state.approval_seal`); the
+mode 0600, made on first use and checked like the approval key: `state.approvals.seal`); the
 command line and the server choose the file and the machine's name and pass them down. Its
 public half is listed as `.deepwork/gate_keys/<name>.pub`, where `<name>` is the machine's name
 and the key's fingerprint, so two machines never claim one file. The CI key lives only in the
@@ -30,7 +30,7 @@ from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.base.layout import CI_KEYS_DIR, GATE_KEYS_DIR
 from deepwork_core.evidence import trusted_keys
 from deepwork_core.receipts.codes import ReceiptCode
-from deepwork_core.state.approval_seal import (
+from deepwork_core.state.approvals.seal import (
     ApprovalKeyError,
     canonical,
     create_secret,

@@ -25,7 +25,7 @@ from deepwork_core.base.identifiers import SessionId
 from deepwork_core.evidence.hashes import OutputEvidence, OutputHash
 from deepwork_core.evidence.scope import RepoSnapshot
 from deepwork_core.evidence.verdicts import LoggedVerdictKind, ReviewVerdict, VerdictKind
-from deepwork_core.state.approvals import ApprovalRecord
+from deepwork_core.state.approvals.models import ApprovalRecord
 
 SCHEMA_VERSION: Literal[1] = 1
 

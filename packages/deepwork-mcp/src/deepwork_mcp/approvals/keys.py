@@ -29,8 +29,8 @@ from typing import Final
 from deepwork_core.base.config import load_config
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.receipts.keys import GateKey
-from deepwork_core.state.approval_seal import ApprovalKey, ApprovalKeyError
-from deepwork_core.state.approval_signatures import ApproverSigner, TrustedApprovers
+from deepwork_core.state.approvals.seal import ApprovalKey, ApprovalKeyError
+from deepwork_core.state.approvals.signatures import ApproverSigner, TrustedApprovers
 from deepwork_core.state.store.opening import choose_store_url
 
 STATE_DIR_ENV: Final = "DEEPWORK_STATE_DIR"

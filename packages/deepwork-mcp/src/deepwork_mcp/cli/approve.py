@@ -29,13 +29,9 @@ from deepwork_core.base.escaping import indented, printable
 from deepwork_core.base.fsutil import read_bytes_file
 from deepwork_core.base.identifiers import SessionId, parse_session_id
 from deepwork_core.engine.parking import refuse_inside_run
-from deepwork_core.state.approvals import (
-    ApprovalChannel,
-    ApprovalRecord,
-    ApprovalStore,
-    nothing_to_decide,
-    record_decision,
-)
+from deepwork_core.state.approvals.decide import record_decision
+from deepwork_core.state.approvals.models import ApprovalChannel, ApprovalRecord
+from deepwork_core.state.approvals.store import ApprovalStore, nothing_to_decide
 
 from deepwork_mcp.approvals.keys import (
     approval_key,

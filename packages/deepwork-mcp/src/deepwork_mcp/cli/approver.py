@@ -18,7 +18,7 @@ from deepwork_core.base.escaping import printable
 from deepwork_core.base.fsutil import atomic_write_text
 from deepwork_core.base.layout import APPROVERS_DIR
 from deepwork_core.evidence.trusted_keys import public_line
-from deepwork_core.state.approval_signatures import ApproverSigner
+from deepwork_core.state.approvals.signatures import ApproverSigner
 
 from deepwork_mcp.approvals.keys import approver_path, state_dir
 from deepwork_mcp.cli.options import cli_error, project_option

@@ -5,10 +5,11 @@ GET `/` (runs), `/fragment/runs` (the table the page refreshes), `/run/{session_
 `/fragment/reviews[?session=…]` (the background reviews, live), `/approvals`, `/stats`,
 `/static/dashboard.css|js`; POST `/approvals/{session_id}` records the
 human's decision through the same core function `deepwork approve` calls
-(`deepwork_core.state.approvals.record_decision`), on the `dashboard` channel, pinned to the request
-the page showed: a file changed since, or a request replaced since, is refused and the page says
-why. The decision is sealed with the project's approval key and signed with the local approver's
-key when there is one, found as `deepwork approve` finds them (docs/security.md, docs/team.md).
+(`deepwork_core.state.approvals.decide.record_decision`), on the `dashboard` channel, pinned
+to the request the page showed: a file changed since, or a request replaced since, is refused
+and the page says why. The decision is sealed with the project's approval key and signed with
+the local approver's key when there is one, found as `deepwork approve` finds them
+(docs/security.md, docs/team.md).
 On a shared store the approvals page lists the open requests of every project in it, and a
 form's `project` field sends a decision to another project's run (signed: nothing else counts
 there).
@@ -31,13 +32,9 @@ from urllib.parse import parse_qs
 from deepwork_core import DeepWorkError
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.identifiers import SessionId, parse_session_id
-from deepwork_core.state.approvals import (
-    ApprovalChannel,
-    ApprovalError,
-    ApprovalStore,
-    nothing_to_decide,
-    record_decision,
-)
+from deepwork_core.state.approvals.decide import record_decision
+from deepwork_core.state.approvals.models import ApprovalChannel, ApprovalError
+from deepwork_core.state.approvals.store import ApprovalStore, nothing_to_decide
 from deepwork_core.state.read_model.runs import SessionView
 from deepwork_core.state.sessions import SessionStore, session_not_found
 from deepwork_core.state.stats import collect_stats

@@ -25,7 +25,8 @@ from deepwork_core.evidence.hashes import sha256_file
 from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.jobs.discovery import parse_folder_list
 from deepwork_core.jobs.graph import build_graph
-from deepwork_core.state.approvals import ApprovalRecord, ApprovalRequest, ApprovalStore
+from deepwork_core.state.approvals.models import ApprovalRecord, ApprovalRequest
+from deepwork_core.state.approvals.store import ApprovalStore
 from deepwork_core.state.read_model.detail import SessionDetail, session_detail
 from deepwork_core.state.read_model.runs import SessionView, page_sessions
 from deepwork_core.state.sessions import Session, SessionStatus, SessionStore

@@ -12,19 +12,23 @@ from pathlib import Path
 import pytest
 from deepwork_core.base.layout import APPROVALS_DIR, EVENTS_DIR
 from deepwork_core.evidence.hashes import ShownOutput, sha256_file
-from deepwork_core.state.approval_seal import REQUEST_LABEL, ApprovalKey, request_fields
-from deepwork_core.state.approval_signatures import ApproverSigner, TrustedApprovers
-from deepwork_core.state.approvals import (
+from deepwork_core.state.approvals.decide import record_decision
+from deepwork_core.state.approvals.event import approval_event
+from deepwork_core.state.approvals.models import (
     ApprovalChannel,
     ApprovalDecision,
     ApprovalError,
     ApprovalRecord,
     ApprovalRequest,
-    ApprovalStore,
-    approval_event,
-    record_decision,
+)
+from deepwork_core.state.approvals.seal import (
+    REQUEST_LABEL,
+    ApprovalKey,
+    request_fields,
     seal_fields,
 )
+from deepwork_core.state.approvals.signatures import ApproverSigner, TrustedApprovers
+from deepwork_core.state.approvals.store import ApprovalStore
 from deepwork_core.state.events import event_line
 from deepwork_core.state.store.approval_rows import (
     WITHDRAWN,

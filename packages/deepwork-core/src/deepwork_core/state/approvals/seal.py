@@ -195,7 +195,7 @@ def _unavailable(path: Path, exc: OSError, what: str) -> ApprovalKeyError:
 
 
 class SealedRequest(Protocol):
-    """What a request's seal covers (`deepwork_core.state.approvals.ApprovalRequest`)."""
+    """What a request's seal covers (`deepwork_core.state.approvals.models.ApprovalRequest`)."""
 
     @property
     def session_id(self) -> str: ...
@@ -218,7 +218,7 @@ class SealedRequest(Protocol):
 
 
 class SealedDecision(Protocol):
-    """What a decision's seal covers (`deepwork_core.state.approvals.ApprovalDecision`)."""
+    """What a decision's seal covers (`deepwork_core.state.approvals.models.ApprovalDecision`)."""
 
     @property
     def signer(self) -> str | None: ...

@@ -2,7 +2,7 @@
 
 An approver's private key is a 32-byte Ed25519 seed in the user's state directory
 (`<state>/approvers/<name>.key`, mode 0600, made by `deepwork approver init`, checked like the
-project's approval key in `deepwork_core.state.approval_seal`). The project lists the approvers it
+project's approval key in `deepwork_core.state.approvals.seal`). The project lists the approvers it
 trusts as `.deepwork/approvers/<name>.pub`: one line, `deepwork-approver ed25519 <base64 of the
 32-byte public key>`, trusted only as committed on the project's base ref
 (`deepwork_core.evidence.trusted_keys`), never as the working tree holds it. The command line and
@@ -38,7 +38,7 @@ from deepwork_core.evidence.trusted_keys import (
     trusted_keys,
     where_key_is,
 )
-from deepwork_core.state.approval_seal import (
+from deepwork_core.state.approvals.seal import (
     ApprovalKeyError,
     canonical,
     create_secret,

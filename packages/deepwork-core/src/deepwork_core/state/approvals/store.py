@@ -1,133 +1,36 @@
-"""Human approvals of a step: the request the server opens and the decision a human records.
-
-Both live in the project's store (`deepwork_core.state.store.approval_rows`). The request is the
-server's own record of what it asked (step, prompt, shown outputs with their SHA-256, channels),
-sealed with a MAC under the project's approval key: a request whose seal does not verify is
-never shown nor used (`approval.request_unverified`). The decision (approved or not, comment,
-when, channel `cli` | `elicitation` | `dashboard`, who, the shown hashes then) covers the
-request's seal and counts only while the files still have those hashes. Aborting the run
-withdraws its open request.
-
-Each decision is sealed with the project's key (`approval_seal`) and, where signatures are
-required (trusted approvers, or a shared store), signed by a human approver's Ed25519 key
-(`approval_signatures`); it commits in one transaction with its `approval` event. Any other
-decision, such as a row written into the database by hand, is refused (`approval.unverified`).
-The old files `.deepwork/tmp/approvals/<id>.json` are imported with their seals
-(`deepwork_core.state.store.legacy`). What this protects: docs/security.md, docs/team.md.
-"""
+"""The approvals of one project in its store: opening requests, reading them back verified,
+recording decisions with their `approval` event, closing requests (docs/security.md)."""
 
 from __future__ import annotations
 
 import json
-import secrets
-from collections.abc import Iterable
-from datetime import datetime
-from enum import StrEnum
 from pathlib import Path
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.base.identifiers import SessionId
-from deepwork_core.evidence.hashes import OutputHash, ShownOutput, sha256_file
-from deepwork_core.state.approval_seal import (
+from deepwork_core.state.approvals.event import approval_event, logs
+from deepwork_core.state.approvals.models import (
+    ApprovalChannel,
+    ApprovalDecision,
+    ApprovalError,
+    ApprovalRecord,
+    ApprovalRequest,
+)
+from deepwork_core.state.approvals.seal import (
     REQUEST_LABEL,
     ApprovalKey,
     ApprovalKeyError,
     request_fields,
     seal_fields,
 )
-from deepwork_core.state.approval_signatures import ApproverSigner, Refusal, TrustedApprovers
-from deepwork_core.state.event_kinds import ApprovalEvent, parse_line
+from deepwork_core.state.approvals.signatures import ApproverSigner, Refusal, TrustedApprovers
+from deepwork_core.state.event_kinds import parse_line
 from deepwork_core.state.events import append_event
 from deepwork_core.state.store import approval_rows as rows
 from deepwork_core.state.store.port import Store
-
-
-class ApprovalError(DeepWorkError):
-    """An approval could not be recorded (`approval.*` codes)."""
-
-    code = ErrorCode.APPROVAL_ERROR
-
-
-class ApprovalChannel(StrEnum):
-    CLI = "cli"
-    ELICITATION = "elicitation"
-    #: The Approve and Reject buttons of `deepwork dashboard` (docs/dashboard.md).
-    DASHBOARD = "dashboard"
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ApprovalRequest(_Model):
-    request_id: str
-    session_id: SessionId
-    job_name: str
-    workflow_name: str
-    step_ids: list[str]
-    prompt: str
-    shown: list[ShownOutput] = Field(default_factory=list)
-    requested_at: datetime
-    #: HMAC-SHA256 (hex) of the request under the project's approval key, set by the server that
-    #: opened it (`request_fields`); None: unsealed, never shown for a decision nor used.
-    mac: str | None = None
-
-
-class ApprovalDecision(_Model):
-    request_id: str
-    approved: bool
-    comment: str | None = None
-    decided_at: datetime
-    channel: ApprovalChannel
-    #: `user@host` for the CLI and the dashboard, the client's `name version` for elicitation.
-    actor: str
-    #: The terminal the CLI read from; None when its input was not a terminal.
-    terminal: str | None = None
-    #: The shown outputs' hashes when the human decided.
-    shown: list[ShownOutput] = Field(default_factory=list)
-    #: HMAC-SHA256 (hex) of the decision under the project's approval key; None: unsealed.
-    mac: str | None = None
-    #: The approver whose Ed25519 key signed the decision (`.deepwork/approvers/<signer>.pub`).
-    signer: str | None = None
-    #: The base64 Ed25519 signature over the same fields as the MAC; None: unsigned.
-    signature: str | None = None
-
-
-class ApprovalRecord(_Model):
-    schema_version: Literal[1] = 1
-    request: ApprovalRequest
-    decision: ApprovalDecision | None = None
-
-    def decision_holds(self, current: Iterable[ShownOutput]) -> bool:
-        """True when a decision exists and covers exactly the requested and `current` hashes."""
-        if self.decision is None:
-            return False
-        key = sorted((s.output, s.path, s.sha256 or "") for s in self.request.shown)
-        now = sorted((s.output, s.path, s.sha256 or "") for s in current)
-        seen = sorted((s.output, s.path, s.sha256 or "") for s in self.decision.shown)
-        return key == now == seen
-
-
-def new_request_id() -> str:
-    return secrets.token_urlsafe(12)
-
-
-def shown_outputs(hashes: Iterable[OutputHash], names: Iterable[str]) -> list[ShownOutput]:
-    """The hashed files of the outputs `names` (an approval's `show` list)."""
-    wanted = set(names)
-    return [
-        ShownOutput(output=h.output, path=h.path, sha256=h.sha256)
-        for h in hashes
-        if h.output in wanted
-    ]
-
-
-def rehash(project_root: Path, shown: Iterable[ShownOutput]) -> list[ShownOutput]:
-    return [s.model_copy(update={"sha256": sha256_file(project_root, s.path)}) for s in shown]
 
 
 class ApprovalStore:
@@ -289,7 +192,7 @@ class ApprovalStore:
         except DeepWorkError as exc:
             why = f"the session's event log cannot be read ({exc.code}: {exc.message})"
             return Refusal(unverified, why)
-        if not any(_logs(event, decision) for event in events):
+        if not any(logs(event, decision) for event in events):
             why = f"the event log has no approval event of request {decision.request_id!r}"
             return Refusal(unverified, why)
         return None
@@ -394,89 +297,6 @@ def nothing_to_decide(session_id: str) -> ApprovalError:
         f"session {session_id!r} has no approval waiting (none was asked, or the run was "
         "aborted or moved on)",
         code=ErrorCode.APPROVAL_NONE_PENDING,
-    )
-
-
-def record_decision(
-    store: ApprovalStore,
-    session_id: SessionId,
-    *,
-    approved: bool,
-    comment: str | None,
-    channel: ApprovalChannel,
-    actor: str,
-    terminal: str | None,
-    now: datetime,
-    request_id: str | None = None,
-) -> ApprovalRecord:
-    """Decide the open request of `session_id`, bound to the shown outputs' current hashes
-    (on a shared store: to the request's hashes, which the serving machine compares with its
-    files' bytes before it uses the decision).
-
-    `request_id` pins the request the human looked at (None: the open one). Raises
-    `approval.outputs_changed` when a shown output changed since the request was opened: the
-    human would approve bytes the reviewers never saw.
-    """
-    record = store.load(session_id)
-    if record is None:
-        raise nothing_to_decide(session_id)
-    if store.trusted.shared:
-        # Decided from any machine: the request's seal and the files' bytes are the serving
-        # machine's to check when it uses the decision; this checkout may hold other bytes.
-        current = list(record.request.shown)
-    else:
-        store.check_request(record)
-        current = rehash(store.project_root, record.request.shown)
-    if current != record.request.shown:
-        changed = ", ".join(
-            s.path for s, c in zip(record.request.shown, current, strict=True) if s != c
-        )
-        raise ApprovalError(
-            f"shown output(s) changed since the approval was requested: {changed}; the agent "
-            "must call finished_step again so the new content is reviewed first",
-            code=ErrorCode.APPROVAL_OUTPUTS_CHANGED,
-        )
-    decision = ApprovalDecision(
-        request_id=request_id or record.request.request_id,
-        approved=approved,
-        comment=comment,
-        decided_at=now,
-        channel=channel,
-        actor=actor,
-        terminal=terminal,
-        shown=current,
-    )
-    return store.decide(session_id, decision)
-
-
-def approval_event(
-    session_id: str, request: ApprovalRequest, decision: ApprovalDecision
-) -> ApprovalEvent:
-    """The `approval` event of `decision` on `request`, stamped when the human decided."""
-    return ApprovalEvent(
-        ts=decision.decided_at,
-        session_id=session_id,
-        step_ids=list(request.step_ids),
-        request_id=request.request_id,
-        approved=decision.approved,
-        comment=decision.comment,
-        channel=decision.channel.value,
-        actor=decision.actor,
-        terminal=decision.terminal,
-        decided_at=decision.decided_at,
-        shown=list(decision.shown),
-        signer=decision.signer,
-    )
-
-
-def _logs(event: object, decision: ApprovalDecision) -> bool:
-    """True when `event` is the `approval` event of `decision`."""
-    return (
-        isinstance(event, ApprovalEvent)
-        and event.request_id == decision.request_id
-        and event.approved == decision.approved
-        and event.channel == decision.channel.value
-        and event.decided_at == decision.decided_at
     )
 
 
