@@ -789,6 +789,8 @@ async def views(bench: Bench) -> None:
     from views import views_figures
 
     await views_figures(bench)
+
+
 # --- headless runs: deepwork wait and notify.webhook (issue 41) ---------------------------------
 
 

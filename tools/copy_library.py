@@ -1,8 +1,10 @@
-"""Copy the job library (`library/jobs/`) into the deepwork-mcp package, or check the copy.
+"""Copy the library (`library/jobs/`, `library/calibration/`) into the deepwork-mcp package,
+or check the copy.
 
-`deepwork jobs add` (docs/job-library.md) reads the library from
-`packages/deepwork-mcp/src/deepwork_mcp/library_jobs/`, so that it works from an installed
-wheel. That folder is generated from `library/jobs/`, which stays the one place to edit:
+`deepwork jobs add` (docs/job-library.md) reads the job library from
+`packages/deepwork-mcp/src/deepwork_mcp/library_jobs/`, and `deepwork calibrate`
+(docs/quality-gate.md) its cases from `.../library_calibration/`, so that both work from an
+installed wheel. Those folders are generated from `library/`, which stays the one place to edit:
 
     python tools/copy_library.py write   # make the package copy identical to library/jobs/
     python tools/copy_library.py check   # exit 1 listing every file that differs
@@ -19,6 +21,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "library" / "jobs"
 PACKAGE_COPY = ROOT / "packages" / "deepwork-mcp" / "src" / "deepwork_mcp" / "library_jobs"
+#: Each library folder and its copy in the package.
+COPIES = (
+    (SOURCE, PACKAGE_COPY),
+    (ROOT / "library" / "calibration", PACKAGE_COPY.with_name("library_calibration")),
+)
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -51,10 +58,15 @@ def write(source: Path = SOURCE, copy: Path = PACKAGE_COPY) -> None:
 
 def main(argv: list[str]) -> int:
     if argv == ["write"]:
-        write()
+        for source, copy in COPIES:
+            write(source, copy)
         return 0
     if argv == ["check"]:
-        problems = differences()
+        problems = [
+            f"{copy.name}/ {problem}"
+            for source, copy in COPIES
+            for problem in differences(source, copy)
+        ]
         for problem in problems:
             print(problem)
         if problems:

@@ -9,6 +9,13 @@ from pathlib import Path
 from click.testing import CliRunner
 from deepwork_core.evidence.verdicts import CriterionVerdict
 from deepwork_core.jobs.graph import GraphEdge, GraphStep, WorkflowGraph
+from deepwork_core.state.calibration.report import (
+    CalibrationReport,
+    CaseResult,
+    CriterionResult,
+    build_report,
+)
+from deepwork_core.state.calibration.rows import save_report
 from deepwork_core.state.event_kinds import ReviewUsageEvent, ReviewVerdictEvent, StartedEvent
 from deepwork_core.state.events import append_event
 from deepwork_core.state.read_model.runs import ListedStatus, list_sessions, session_tree
@@ -178,3 +185,39 @@ def test_the_run_page_shows_what_the_reviews_cost(
     assert "0.7500 USD" in page
     assert "&lt;b&gt;model-a&lt;/b&gt;" in page
     assert "<b>model-a</b>" not in page
+
+
+def _calibration(runner: str, false_passes: int) -> CalibrationReport:
+    results = [
+        CaseResult(
+            case=f"case{n}",
+            kind="wrong_figure",
+            source="library",
+            criteria=[
+                CriterionResult(
+                    criterion="Figures", expected="fail", got="pass" if n < false_passes else "fail"
+                )
+            ],
+            cost_usd=0.01,
+        )
+        for n in range(10)
+    ]
+    return build_report(runner, None, "standard", T0.isoformat(), results)
+
+
+def test_the_stats_page_shows_each_runners_latest_calibration_and_warns_above_ten_percent(
+    tmp_path: Path, store: Store, client_for: Callable[..., TestClient]
+) -> None:
+    save_report(store, _calibration("claude", 0))
+    save_report(store, _calibration("claude", 3))  # the latest of claude: 30 % false passes
+    save_report(store, _calibration("codex", 1))  # 10 %: not above, no warning
+
+    page = client_for(tmp_path).get("/stats").text
+
+    assert 'class="sortable calibration"' in page
+    rows = page.split('class="sortable calibration"')[1].split("</table>")[0]
+    assert rows.count("<tr>") == 3  # the header, and one row per runner
+    assert 'data-sort="0.3000">30%' in rows
+    assert 'data-sort="0.1000">10%' in rows
+    assert "claude passed 30% of the criteria it should have failed" in page
+    assert "codex passed" not in page

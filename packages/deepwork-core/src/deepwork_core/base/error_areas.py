@@ -16,6 +16,8 @@ AREAS: dict[str, str] = {
     "arguments": "Tool arguments that do not match the tool's input schema.",
     "audit": "`deepwork audit`: a run's approvals exported as one signed record and checked "
     "offline (docs/team.md).",
+    "calibration": "`deepwork calibrate`: reviewers measured against cases with known verdicts "
+    "(docs/quality-gate.md).",
     "config": "`.deepwork/config.yml` and other settings.",
     "convert": "`deepwork jobs convert`: writing a job in the other `job.yml` format.",
     "dashboard": "`deepwork dashboard` and `deepwork report`: the pages of runs in a browser.",

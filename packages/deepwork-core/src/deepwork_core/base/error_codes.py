@@ -94,6 +94,12 @@ class ErrorCode(Code):
     """A tool was called with arguments its input schema rejects; the error names each bad
     argument. Call again with arguments that match the schema."""
 
+    CALIBRATION_CASE_INVALID = "calibration.case_invalid"
+    """A calibration case (`library/calibration/` or `.deepwork/calibration/`) cannot be used:
+    not YAML, not of the case's shape, a criterion with no expected verdict, or an output path
+    outside its folder; the message names the file and the line."""
+    CALIBRATION_NO_CASES = "calibration.no_cases"
+    """`deepwork calibrate` found no case to run (`--case` matched none)."""
     CONFIG_INVALID = "config.invalid"
     """`.deepwork/config.yml` is not valid (unknown key, wrong type, bad value)."""
     CONVERT_FILE_EXISTS = "convert.file_exists"

@@ -44,6 +44,8 @@ RECEIPTS_DIR: Final = ".deepwork/receipts"
 #: (`<name>.pub`, committed, trusted as they are on the base ref).
 GATE_KEYS_DIR: Final = ".deepwork/gate_keys"
 CI_KEYS_DIR: Final = ".deepwork/ci_keys"
+#: A project's own calibration cases for `deepwork calibrate` (docs/quality-gate.md).
+CALIBRATION_DIR: Final = ".deepwork/calibration"
 #: The project's own jobs; the first folder of the job search path.
 PROJECT_JOBS_DIR: Final = ".deepwork/jobs"
 #: The standard jobs' folder name inside the `deepwork_core` package (the second folder).

@@ -62,6 +62,9 @@ class ReceiptCode(Code):
     VERIFY_CI_KEY_INVALID = "verify.ci_key_invalid"
     """`--rereview` needs the CI key in `DEEPWORK_CI_KEY` (`deepwork-ci-key NAME BASE64`, as
     `deepwork ci-key NAME` printed it); it is missing or malformed."""
+    VERIFY_CI_KEY_UNTRUSTED = "verify.ci_key_untrusted"
+    """`--rereview` countersigns nothing: the CI key of `DEEPWORK_CI_KEY` is not listed under
+    `.deepwork/ci_keys/` on the base ref with this public key (or only the change lists it)."""
     VERIFY_COMMIT_NOT_ANCESTOR = "verify.commit_not_ancestor"
     """The commit the run started from is not an ancestor of the commit verified: the receipt
     was copied from another branch."""
@@ -113,8 +116,22 @@ class ReceiptCode(Code):
     """The receipt is larger than a receipt can be (docs/limits.md)."""
     VERIFY_RECEIPT_UNREADABLE = "verify.receipt_unreadable"
     """The receipt cannot be read (permissions, an I/O error, not UTF-8)."""
+    VERIFY_REREVIEW_ERROR = "verify.rereview_error"
+    """`--rereview` got no verdict for a review (the reviewer timed out, stalled, answered
+    outside the schema, or the job could not be loaded); the receipt is not countersigned. The
+    message names the review and the gate's own code."""
+    VERIFY_REREVIEW_FAILED = "verify.rereview_failed"
+    """`--rereview` judged a review again against the committed bytes and a criterion failed;
+    the finding names the receipt, the step and the criterion. Nothing is countersigned."""
+    VERIFY_REREVIEW_UNMATCHED = "verify.rereview_unmatched"
+    """A review the receipt records is not one the job at HEAD plans for the receipt's outputs
+    with the same criteria (a `.deepreview` rule changed or is gone), so it cannot be judged
+    again; the receipt is not countersigned."""
     VERIFY_RUN_INCOMPLETE = "verify.run_incomplete"
     """The receipt is of a run that did not complete (aborted or unfinished)."""
+    VERIFY_RUNNER_MISSING = "verify.runner_missing"
+    """`--rereview` cannot run its reviewer: the CLI of `--runner` (claude, codex, gemini) is
+    not installed or not on PATH. Nothing is countersigned: install it in the CI job."""
     VERIFY_SIGNATURE_INVALID = "verify.signature_invalid"
     """The receipt's signature does not verify with the gate key it names: a signed field was
     edited after the run (an output hash, a verdict, a step, the job hash, the approvals...)."""

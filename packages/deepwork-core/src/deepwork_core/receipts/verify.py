@@ -7,16 +7,19 @@ each finding is a failure; `VerifyReport.passed` only when there are none. After
 own checks (`receipts.checks`), two hold across receipts: no two valid receipts claim one file
 with different hashes, and every changed file a `verify.require` rule of the base ref's policy
 covers is declared, with its current bytes, by a valid receipt of that rule's job and workflow
-(approved and reviewed when the rule asks).
+(approved and reviewed when the rule asks). With `--rereview` (`receipts.rereview`), each
+receipt that holds but for its countersignature has its reviews judged again and, when they all
+pass, is countersigned in the work tree and checked once more.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from deepwork_core.base.config import DeepWorkConfig, VerifyConfig, VerifyRule, parse_config
+from deepwork_core.base.config import DeepWorkConfig, VerifyRule, parse_config
 from deepwork_core.base.errors import ConfigError, DeepWorkError
 from deepwork_core.base.git import repository_root
 from deepwork_core.base.globs import matches_any
@@ -28,6 +31,9 @@ from deepwork_core.receipts.findings import Finding
 from deepwork_core.receipts.model import Receipt
 from deepwork_core.receipts.reading import read_receipt
 from deepwork_core.receipts.repository import Repository
+
+if TYPE_CHECKING:  # the re-review (and the gate it runs) is imported only when asked for
+    from deepwork_core.receipts.rereview import Rereview
 
 #: DeepWork's own files in a change: never themselves required to have a receipt.
 _OWN = (f"{RECEIPTS_DIR}/**", f"{GATE_KEYS_DIR}/**", f"{CI_KEYS_DIR}/**")
@@ -44,15 +50,20 @@ class VerifyReport:
     valid: dict[str, tuple[Receipt, Checked]] = field(default_factory=dict)
     #: The receipts whose gate signature holds (valid or not): what runs claimed.
     signed: dict[str, Receipt] = field(default_factory=dict)
+    #: The receipts `--rereview` countersigned (written into the work tree).
+    countersigned: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
         return not self.findings
 
 
-def verify(project: Path, base: str | None, *, everything: bool) -> VerifyReport:
+def verify(
+    project: Path, base: str | None, *, everything: bool, rereview: Rereview | None = None
+) -> VerifyReport:
     """Check the receipts of the change in the git work tree holding `project` since `base`
-    (None: the remote's default branch, `main` or `master`); `everything`: every receipt."""
+    (None: the remote's default branch, `main` or `master`); `everything`: every receipt;
+    `rereview`: judge their reviews again and countersign them (docs/verify.md)."""
     report = VerifyReport()
     root = repository_root(project)
     if root is None:
@@ -67,14 +78,17 @@ def verify(project: Path, base: str | None, *, everything: bool) -> VerifyReport
         return report
     repo = Repository(root=root.resolve(), base=commit, base_name=base)
     try:
-        _run(repo, report, everything)
+        _run(repo, report, everything, rereview)
     except DeepWorkError as exc:
         report.findings.append(_global(ReceiptCode.VERIFY_RECEIPT_UNREADABLE, exc.message))
     return report
 
 
-def _run(repo: Repository, report: VerifyReport, everything: bool) -> None:
-    policy = _policy(repo, report)
+def _run(
+    repo: Repository, report: VerifyReport, everything: bool, rereview: Rereview | None
+) -> None:
+    config = _config(repo, report)
+    policy = config.verify
     changed = repo.changed_files()
     candidates = repo.tracked_under(RECEIPTS_DIR) if everything else changed
     report.receipts = [p for p in candidates if _is_receipt(repo.root, p)]
@@ -84,6 +98,15 @@ def _run(repo: Repository, report: VerifyReport, everything: bool) -> None:
             report.findings.append(read)
             continue
         checked = check_receipt(repo, relative, read, policy.require_countersign)
+        if rereview is not None and _only_unsigned(checked):
+            from deepwork_core.receipts.rereview import rereview_receipt
+
+            judged = rereview_receipt(rereview, repo, relative, read, config.quality_gate)
+            if judged.countersigned is None:
+                checked = replace(checked, findings=[*checked.findings, *judged.findings])
+            else:
+                read = _countersigned(repo, report, relative, judged.countersigned)
+                checked = check_receipt(repo, relative, read, policy.require_countersign)
         report.findings += checked.findings
         if checked.signed:
             report.signed[relative] = read
@@ -100,18 +123,36 @@ def _is_receipt(root: Path, path: str) -> bool:
     return path.startswith(f"{RECEIPTS_DIR}/") and os.path.lexists(root / path)
 
 
-def _policy(repo: Repository, report: VerifyReport) -> VerifyConfig:
+def _only_unsigned(checked: Checked) -> bool:
+    """The receipt holds, but for the countersignature the policy may require."""
+    return all(f.code is ReceiptCode.VERIFY_COUNTERSIGN_MISSING for f in checked.findings)
+
+
+def _countersigned(
+    repo: Repository, report: VerifyReport, relative: str, receipt: Receipt
+) -> Receipt:
+    """Write the receipt `--rereview` countersigned over the one it was read from."""
+    from deepwork_core.receipts.rereview import write_receipt
+
+    write_receipt(repo.root, relative, receipt)
+    report.countersigned.append(relative)
+    return receipt
+
+
+def _config(repo: Repository, report: VerifyReport) -> DeepWorkConfig:
+    """The base ref's `.deepwork/config.yml`: its policy, and the review settings of a
+    re-review (the change cannot loosen either)."""
     raw = repo.file_at_base(CONFIG_FILE)
     if raw is None:
-        return VerifyConfig()
+        return DeepWorkConfig()
     try:
         config: DeepWorkConfig = parse_config(raw, f"{CONFIG_FILE} on the base ref")
     except ConfigError as exc:
         report.findings.append(
             Finding(code=ReceiptCode.VERIFY_POLICY_INVALID, file=CONFIG_FILE, message=exc.message)
         )
-        return VerifyConfig()
-    return config.verify
+        return DeepWorkConfig()
+    return config
 
 
 def _conflicts(signed: dict[str, Receipt]) -> list[Finding]:

@@ -25,6 +25,8 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from deepwork_core.base.errors import DeepWorkError
+from deepwork_core.state.calibration.report import CalibrationReport
+from deepwork_core.state.calibration.rows import latest_reports
 from deepwork_core.state.event_kinds import (
     AbortedEvent,
     CompletedEvent,
@@ -78,6 +80,9 @@ class SkippedLog(_Model):
 
 class Stats(_Model):
     jobs: list[JobStats] = Field(default_factory=list)
+    #: The latest `deepwork calibrate` report of each runner, its rates without the per-case
+    #: results (docs/quality-gate.md, "Calibration").
+    calibration: list[CalibrationReport] = Field(default_factory=list)
     skipped: list[SkippedLog] = Field(default_factory=list)
     #: What reviews cost per job, step and review, most expensive first (docs/quality-gate.md).
     review_costs: ReviewCosts = Field(default_factory=ReviewCosts)
@@ -126,6 +131,7 @@ def collect_stats(store: Store | None, *, job: str | None = None) -> Stats:
         jobs=[_job_stats(name, tallies[name]) for name in sorted(tallies)],
         skipped=skipped,
         review_costs=review_costs(seen, job=job),
+        calibration=[r.model_copy(update={"results": []}) for r in latest_reports(store)],
     )
 
 

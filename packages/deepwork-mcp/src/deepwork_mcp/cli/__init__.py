@@ -68,6 +68,16 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
         "verify_command",
         "Check the receipts of a change: signed, unchanged, as the base ref's policy asks.",
     ),
+    "calibrate": (
+        "deepwork_mcp.cli.calibrate",
+        "calibrate",
+        "Measure a reviewer CLI on cases with known verdicts.",
+    ),
+    "ci-key": (
+        "deepwork_mcp.cli.receipts.ci_key",
+        "ci_key",
+        "Make the CI key that countersigns re-reviewed receipts.",
+    ),
     "store": ("deepwork_mcp.cli.store", "store", "Where run state lives; export a run as JSONL."),
     "run": (
         "deepwork_mcp.cli.headless.run",

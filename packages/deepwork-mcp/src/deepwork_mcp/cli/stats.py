@@ -70,8 +70,32 @@ def _print_table(figures: Stats, only: str | None = None) -> None:
         for row in rows:
             where = "/".join(part for part in (row.job, row.step, row.review) if part is not None)
             click.echo(f"  {printable(where)}: {_cost_line(row)}")
+    _print_calibration(figures)
     for skipped in figures.skipped:
         click.echo(printable(f"skipped {skipped.session_id}: {skipped.error}"), err=True)
+
+
+def _print_calibration(figures: Stats) -> None:
+    """Each runner's latest `deepwork calibrate` rates, with the warning above 10 % false
+    passes."""
+    from deepwork_mcp.cli.calibrate import rates_warning
+
+    if figures.calibration:
+        click.echo("Reviewer calibration (latest `deepwork calibrate` per runner):")
+    for report in figures.calibration:
+        total = report.total
+        click.echo(
+            printable(
+                f"  {report.runner} ({report.model or 'default model'}, {report.depth}, "
+                f"{report.at[:10]}): false passes {_percent(total.false_pass_rate)} "
+                f"({total.false_passes} of {total.should_fail}), false fails "
+                f"{_percent(total.false_fail_rate)} ({total.false_fails} of "
+                f"{total.should_pass}), {total.cases} case(s), {total.cost_usd:.4f} USD"
+            )
+        )
+        warning = rates_warning(report)
+        if warning:
+            click.echo(f"  {printable(warning)}")
 
 
 def _cost_line(row: ReviewCostRow) -> str:

@@ -275,6 +275,8 @@ def projects_waiting(tx: Tx, session_id: str) -> list[tuple[str, str, str]]:
         (session_id, OPEN),
     )
     return [(str(a), str(b), str(c)) for a, b, c in rows]
+
+
 def set_request_body(tx: Tx, project_id: str, request_id: str, body: str) -> None:
     """Replace the document of request `request_id` (a countersign added to it)."""
     tx.execute(

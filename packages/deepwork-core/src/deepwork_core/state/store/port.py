@@ -243,3 +243,25 @@ def _fill(tx: Tx, version: int) -> None:
 
 def wall_clock() -> float:
     return time.time()
+
+
+class NoStore(Store):
+    """The store of work that keeps no state: `deepwork verify --rereview` and `deepwork
+    calibrate` plan and brief reviews in checkpoints that need one, yet open none. Planning and
+    briefing never touch it; anything that did would fail here instead of opening a store."""
+
+    def __init__(self, root: str) -> None:
+        from deepwork_core.state.store.url import StoreLocation
+
+        super().__init__(StoreLocation("sqlite", None, None), ProjectRef("", root, ""), lambda: 0.0)
+
+    def _transaction(
+        self, *, write: bool, lock: str | None
+    ) -> contextlib.AbstractContextManager[Tx]:
+        raise RuntimeError("this work keeps no state: it opened no store")
+
+    def _table_names(self, tx: Tx) -> set[str]:
+        return set()
+
+    def close(self) -> None:
+        return None

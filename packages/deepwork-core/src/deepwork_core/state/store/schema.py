@@ -250,8 +250,21 @@ _V7: Final = (
     "ALTER TABLE approval_decisions_v7 RENAME TO approval_decisions",
 )
 
+#: Version 8: how often each reviewer is wrong (docs/quality-gate.md, "Calibration"): one row
+#: per run of `deepwork calibrate`, its report as JSON (`deepwork_core.state.calibration`).
+_V8: Final = (
+    """CREATE TABLE calibration_runs (
+        run_id TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL,
+        runner TEXT NOT NULL,
+        at DOUBLE PRECISION NOT NULL,
+        report TEXT NOT NULL
+    )""",
+    "CREATE INDEX calibration_by_runner ON calibration_runs (project_id, runner, at)",
+)
+
 #: Migration n (1-based) as its statements.
-MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
+MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8)
 #: The migrations after which rows written before need columns filled from their documents.
 FILLS_RUN_COLUMNS: Final = frozenset({3, 5})
 SCHEMA_VERSION: Final = len(MIGRATIONS)

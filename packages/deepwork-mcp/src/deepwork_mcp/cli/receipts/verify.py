@@ -1,17 +1,27 @@
 """`deepwork verify`: check the receipts of a change against the base ref (docs/verify.md).
 
 Exit 0 when every check holds, 1 when one fails (each failure printed as a finding with its
-code), 2 on a usage error. It opens no store and uses no network.
+code), 2 on a usage error: an unknown option or format, `--runner` without `--rereview`, or
+`--rereview` without a valid CI key in `DEEPWORK_CI_KEY`. It opens no store and, without
+`--rereview`, uses no network; `--rereview` runs the reviewer CLI of `--runner` on each review.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import get_args
+from typing import TYPE_CHECKING, get_args
 
 import click
 
 from deepwork_mcp.cli.options import project_option
+
+if TYPE_CHECKING:
+    from deepwork_core.receipts.rereview import Rereview
+
+#: The environment variable holding the CI key `--rereview` countersigns with.
+CI_KEY_ENV = "DEEPWORK_CI_KEY"
+RUNNERS = ("claude", "codex", "gemini")
 
 
 @click.command()
@@ -33,14 +43,55 @@ from deepwork_mcp.cli.options import project_option
     show_default=True,
     help="text for people, json one finding per line, github annotations.",
 )
-def verify_command(project: Path, base: str | None, everything: bool, fmt: str) -> None:
+@click.option(
+    "--rereview",
+    is_flag=True,
+    help="Judge each receipt's reviews again against the committed bytes and countersign "
+    f"those that pass with the CI key in {CI_KEY_ENV} (run it in CI).",
+)
+@click.option(
+    "--runner",
+    type=click.Choice(RUNNERS),
+    default=None,
+    help="The reviewer CLI of --rereview (default: claude).",
+)
+def verify_command(
+    project: Path, base: str | None, everything: bool, fmt: str, rereview: bool, runner: str | None
+) -> None:
     """Check the receipts the change adds or touches: signatures by keys trusted on the base
     ref, outputs and job definition unchanged since the run, and the base ref's policy."""
     from deepwork_core.receipts.findings import OutputFormat, render_findings
     from deepwork_core.receipts.verify import verify as run_verify
 
+    if runner is not None and not rereview:
+        raise click.UsageError("--runner chooses the reviewer of --rereview; add --rereview")
     chosen: OutputFormat = next(f for f in get_args(OutputFormat) if f == fmt)
-    report = run_verify(project.resolve(), base, everything=everything)
+    judge = _rereview(runner or "claude") if rereview else None
+    report = run_verify(project.resolve(), base, everything=everything, rereview=judge)
     text = render_findings(report.findings, len(report.receipts), chosen)
     click.echo(text, nl=False)
+    if judge is not None and fmt != "json":
+        click.echo(
+            f"deepwork verify --rereview: {judge.calls} reviewer call(s) with {judge.reviewer.name}"
+            f" (${judge.cost_usd:.4f} reported), {len(report.countersigned)} receipt(s) "
+            f"countersigned by {judge.key.name}"
+            + "".join(f"\n  {path}" for path in report.countersigned)
+        )
     raise SystemExit(0 if report.passed else 1)
+
+
+def _rereview(runner: str) -> Rereview:
+    """What `--rereview` judges and signs with; a usage error (exit 2) without a CI key."""
+    from deepwork_core import DeepWorkError
+    from deepwork_core.base.escaping import printable
+    from deepwork_core.receipts.keys import CiKey
+    from deepwork_core.receipts.rereview import Rereview
+    from deepwork_review import GateRules
+
+    from deepwork_mcp.reviewers.cli import CliReviewer
+
+    try:
+        key = CiKey.parse(os.environ.get(CI_KEY_ENV))
+    except DeepWorkError as exc:
+        raise click.UsageError(printable(f"{exc.code}: {exc.message}")) from None
+    return Rereview(reviewer=CliReviewer(runner), key=key, rules=GateRules())
