@@ -118,6 +118,7 @@ def test_overlong_text_is_refused() -> None:
 SESSION_ID_EDGES = {
     "deepwork-mcp/src/deepwork_mcp/tools/workflows.py",
     "deepwork-mcp/src/deepwork_mcp/cli/team/approve.py",
+    "deepwork-mcp/src/deepwork_mcp/cli/team/audit.py",
     "deepwork-mcp/src/deepwork_mcp/cli/log.py",
     "deepwork-mcp/src/deepwork_mcp/cli/report.py",
     "deepwork-mcp/src/deepwork_mcp/cli/store.py",
