@@ -29,8 +29,8 @@ from deepwork_core.jobs.discovery import STANDARD_JOBS_DIR
 from deepwork_core.jobs.parser import load_job
 from deepwork_core.state.store.opening import open_store
 from deepwork_core.state.store.port import Store
-from deepwork_core.state.store.review_jobs import ReviewJobs
 from deepwork_core.state.store.sqlite import SqliteStore
+from deepwork_core.state.store.tables.review_jobs import ReviewJobs
 
 
 class _InstantJudge:

@@ -79,7 +79,7 @@ def finished_step(url: str | None, runs: int, steps: int) -> list[float]:
 def _fill(store: Any, count: int, projects: int) -> None:
     """`count` runs over `projects` projects (the store's own project first), an event each."""
     from deepwork_core.state.store.schema import ListColumns
-    from deepwork_core.state.store.session_rows import SessionRow, save_session
+    from deepwork_core.state.store.tables.session_rows import SessionRow, save_session
 
     own = store.project.project_id
     names = [own, *(f"p{n:03d}" for n in range(1, projects))]
@@ -109,7 +109,7 @@ def listing(url: str | None, count: int, repeats: int) -> tuple[list[float], lis
     project holding `count` runs."""
     from deepwork_core.state.sessions import SessionStore
     from deepwork_core.state.store.opening import open_store
-    from deepwork_core.state.store.session_lists import list_session_rows
+    from deepwork_core.state.store.tables.session_lists import list_session_rows
     from deepwork_mcp.dashboard.views import RUNS_PER_PAGE
     from deepwork_mcp.dashboard.views import runs as dashboard_runs
 

@@ -66,7 +66,7 @@ def seed(store: Any, root: Path, count: int) -> str:
     import json
 
     from deepwork_core.state.store.schema import list_columns
-    from deepwork_core.state.store.session_rows import SessionRow, save_session
+    from deepwork_core.state.store.tables.session_rows import SessionRow, save_session
 
     project = store.project.project_id
     templates = _templates(root, store)
@@ -125,7 +125,7 @@ def measure(url: str | None, count: int, repeats: int) -> dict[str, list[float]]
     from deepwork_core.state.read_model.runs import list_sessions as every_run
     from deepwork_core.state.sessions import SessionStore
     from deepwork_core.state.store.opening import open_store
-    from deepwork_core.state.store.session_lists import count_session_rows, list_session_rows
+    from deepwork_core.state.store.tables.session_lists import count_session_rows, list_session_rows
     from deepwork_mcp.dashboard import reviews, views
 
     with tempfile.TemporaryDirectory(prefix="deepwork-views-bench-") as folder:

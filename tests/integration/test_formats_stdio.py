@@ -20,7 +20,7 @@ import pytest
 from click.testing import CliRunner
 from deepwork_core.engine.start_inputs import start_parameters
 from deepwork_core.jobs.parser import parse_job_dir
-from deepwork_core.jobs.step_parts import InputType
+from deepwork_core.jobs.steps.parts import InputType
 from deepwork_mcp.cli.jobs import jobs
 
 from tests.fixtures.evidence_project import git

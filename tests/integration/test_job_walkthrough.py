@@ -21,7 +21,7 @@ from deepwork_core.engine.start_inputs import start_parameters
 from deepwork_core.jobs.discovery import STANDARD_JOBS_DIR
 from deepwork_core.jobs.model import JobDefinition, Workflow
 from deepwork_core.jobs.parser import parse_job_dir
-from deepwork_core.jobs.step_parts import InputType
+from deepwork_core.jobs.steps.parts import InputType
 
 pytest.importorskip("deepwork_mcp.server", reason="the MCP server (branch server) is not merged")
 

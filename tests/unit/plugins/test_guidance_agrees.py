@@ -315,7 +315,7 @@ def test_no_sentence_is_said_in_two_reference_files() -> None:
 def test_define_teaches_the_010_format_first_with_a_complete_template() -> None:
     from deepwork_core.base.yamlio import parse_yaml
     from deepwork_core.jobs.parser import parse_job_document
-    from deepwork_core.jobs.step_parts import OutputType
+    from deepwork_core.jobs.steps.parts import OutputType
 
     define = _step_text("define")
     assert define.index("0.10 format") < define.index("0.9")
@@ -687,7 +687,7 @@ def test_the_skill_and_the_reference_teach_approval_policies_as_the_server_has_t
     """Issue 39: the policy keys the texts name are the `approval:` model's, the answer the
     skill quotes is the one `Standing` writes, and the expiry code is the server's."""
     from deepwork_core.base.error_codes import ErrorCode
-    from deepwork_core.jobs.approval_policy import Approval
+    from deepwork_core.jobs.steps.approval import Approval
     from deepwork_core.state.approvals.policy import Standing
 
     text = _flat(_deepwork_skill(skills))

@@ -112,7 +112,7 @@ def _reviews(value: object) -> object:
     if not isinstance(value, (list, tuple)):
         return value
     from deepwork_core.gate.process_review import review_criteria  # with the engine, not before
-    from deepwork_core.jobs.step_parts import Review
+    from deepwork_core.jobs.steps.parts import Review
 
     shown: list[object] = []
     for item in value:

@@ -15,7 +15,7 @@ from deepwork_core.gate.gates import ExternalGate
 from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.state.sessions import SessionStore
 from deepwork_core.state.store.port import Store
-from deepwork_core.state.store.review_jobs import ReviewJobs, ReviewJobState
+from deepwork_core.state.store.tables.review_jobs import ReviewJobs, ReviewJobState
 
 from tests.fixtures.workflow_project import make_project, write_files
 from tests.unit.core.gate.test_background import LONG, GatedReviewer

@@ -22,7 +22,7 @@ from deepwork_core.gate.tasks import QualityReviewTask
 from deepwork_core.state.store.errors import StoreCode
 from deepwork_core.state.store.opening import open_store
 from deepwork_core.state.store.port import Store
-from deepwork_core.state.store.review_jobs import Failed, ReviewJobs, ReviewJobState
+from deepwork_core.state.store.tables.review_jobs import Failed, ReviewJobs, ReviewJobState
 from pydantic import JsonValue
 
 from tests.fixtures.review_queue import Note

@@ -19,7 +19,7 @@ from deepwork_core.gate.quality import plan_review_tasks
 from deepwork_core.gate.reviewer import ReviewBrief, ReviewerReply
 from deepwork_core.state.store.opening import open_store
 from deepwork_core.state.store.port import Store
-from deepwork_core.state.store.spend_rows import SpendRow, spent_today
+from deepwork_core.state.store.tables.spend_rows import SpendRow, spent_today
 from deepwork_core.state.usage.pair import RequestUsage
 
 from tests.unit.core.gate.test_background import passing_reply

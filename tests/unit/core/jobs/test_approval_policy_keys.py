@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deepwork_core.jobs.approval_policy import parse_duration
 from deepwork_core.jobs.parser import parse_job_dir
+from deepwork_core.jobs.steps.approval import parse_duration
 
 from tests.fixtures.jobdata import changed, valid_job, write_job
 

@@ -19,7 +19,7 @@ from deepwork_core.jobs.parser import (
     parse_job_source,
 )
 from deepwork_core.jobs.schema import JOB_SCHEMA_PATH
-from deepwork_core.jobs.step_parts import InputType, OutputType, ReviewStrategy, StepInput
+from deepwork_core.jobs.steps.parts import InputType, OutputType, ReviewStrategy, StepInput
 
 from tests.fixtures.jobdata import changed, valid_job, write_job
 from tests.fixtures.paths import FIXTURES as ALL_FIXTURES

@@ -17,7 +17,7 @@ from deepwork_core.jobs.discovery import STANDARD_JOBS_DIR
 from deepwork_core.jobs.model import JobDefinition
 from deepwork_core.jobs.parser import check_job_files, parse_job_dir, parse_job_document
 from deepwork_core.jobs.scaffold import JOB_TEMPLATE, TEMPLATES_DIR, scaffold_job
-from deepwork_core.jobs.step_parts import OutputSpec
+from deepwork_core.jobs.steps.parts import OutputSpec
 
 from tests.fixtures.paths import REPO_ROOT
 

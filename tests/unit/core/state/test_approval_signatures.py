@@ -18,8 +18,8 @@ from deepwork_core.state.approvals.signatures import ApproverSigner, TrustedAppr
 from deepwork_core.state.approvals.store import ApprovalStore
 from deepwork_core.state.event_kinds import ApprovalEvent, decided_by, parse_line
 from deepwork_core.state.read_model.timeline import sentence
-from deepwork_core.state.store.approval_rows import approval_event_lines
 from deepwork_core.state.store.port import Store
+from deepwork_core.state.store.tables.approval_rows import approval_event_lines
 
 from tests.fixtures.state_rows import approval_json, write_approval_json
 from tests.fixtures.trust import commit_on_base, trust_on_base

@@ -10,7 +10,7 @@ from pathlib import Path
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.gate.background import KIND, ReviewPayload
 from deepwork_core.gate.costs.quotes import TaskPrice
-from deepwork_core.state.store.review_jobs import Failed, JobResult, ReviewJobs
+from deepwork_core.state.store.tables.review_jobs import Failed, JobResult, ReviewJobs
 from deepwork_mcp.dashboard.reviews import review_rows
 from starlette.testclient import TestClient
 

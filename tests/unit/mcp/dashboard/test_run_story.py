@@ -19,7 +19,7 @@ from deepwork_core.state.read_model.detail import session_detail
 from deepwork_core.state.read_model.runs import ListedStatus, list_sessions
 from deepwork_core.state.sessions import SessionStore
 from deepwork_core.state.store.port import Store
-from deepwork_core.state.store.review_jobs import ReviewJobs
+from deepwork_core.state.store.tables.review_jobs import ReviewJobs
 from deepwork_mcp.cli import cli
 from starlette.testclient import TestClient
 

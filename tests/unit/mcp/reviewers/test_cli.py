@@ -29,7 +29,7 @@ from deepwork_core.jobs.parser import load_job
 from deepwork_core.state.event_kinds import ReviewUsageEvent
 from deepwork_core.state.events import read_events
 from deepwork_core.state.store.port import Store
-from deepwork_core.state.store.review_jobs import ReviewJobs
+from deepwork_core.state.store.tables.review_jobs import ReviewJobs
 from deepwork_mcp.reviewers.cli import CliReviewer
 
 from tests.fixtures.reviewer import ScriptedReviewer

@@ -22,7 +22,7 @@ from deepwork_core.jobs.discovery import LoadedJob
 from deepwork_core.jobs.docspec import load_doc_spec, render_doc_spec_for_instructions
 from deepwork_core.jobs.errors import JobCode, JobInvalidError
 from deepwork_core.jobs.model import JobDefinition, Step, sub_workflow_instructions
-from deepwork_core.jobs.step_parts import InputType, OutputType, Review
+from deepwork_core.jobs.steps.parts import InputType, OutputType, Review
 from deepwork_core.state.sessions import Session
 
 #: A step's instructions file larger than this is refused (`job.file_missing`).

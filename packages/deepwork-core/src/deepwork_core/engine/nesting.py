@@ -22,7 +22,7 @@ from deepwork_core.engine.start_inputs import start_parameters
 from deepwork_core.evidence.scope import RepoSnapshot
 from deepwork_core.jobs.discovery import JobCatalog, LoadedJob
 from deepwork_core.jobs.model import JobDefinition, Step
-from deepwork_core.jobs.step_parts import SubWorkflowRef
+from deepwork_core.jobs.steps.parts import SubWorkflowRef
 from deepwork_core.state.sessions import (
     OutputValue,
     Session,

@@ -36,7 +36,7 @@ from deepwork_core.base.identifiers import (
 )
 from deepwork_core.engine.json_outputs import json_output_problem
 from deepwork_core.jobs.model import Step
-from deepwork_core.jobs.step_parts import OutputSpec, OutputType
+from deepwork_core.jobs.steps.parts import OutputSpec, OutputType
 from deepwork_core.state.sessions import OutputValue
 
 SYNTAX_HINTS = {

@@ -20,7 +20,7 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import InputsError
 from deepwork_core.base.identifiers import check_text, resolve_inside
 from deepwork_core.jobs.model import JobDefinition, Workflow
-from deepwork_core.jobs.step_parts import InputType, StepInput
+from deepwork_core.jobs.steps.parts import InputType, StepInput
 from deepwork_core.state.sessions import OutputValue
 
 

@@ -7,7 +7,7 @@ files under review. A repeated call with the same key joins the jobs already the
 cancels the session's other jobs (their processes are stopped). It then waits at most
 `wait_seconds` and returns the verdicts in task order, or a `GateReviewing` listing each job.
 
-The jobs are rows of the store's `review_jobs` queue (`deepwork_core.state.store.review_jobs`),
+The jobs are rows of the store's `review_jobs` queue (`state.store.tables.review_jobs`),
 one per task, each a `ReviewPayload` (the checkpoint as a `CheckpointRecord`, the task, the
 hashes) enqueued under a dedupe key (`<key>:<task>`), so joining is enqueueing again. Workers
 are the threads of one pool. A job is held for the server that queued it while that server
@@ -58,7 +58,7 @@ from deepwork_core.gate.tasks import QualityReviewTask
 from deepwork_core.jobs.model import JobDefinition
 from deepwork_core.state.store.errors import StoreCode
 from deepwork_core.state.store.port import Store
-from deepwork_core.state.store.review_jobs import (
+from deepwork_core.state.store.tables.review_jobs import (
     Failed,
     JobResult,
     Judged,

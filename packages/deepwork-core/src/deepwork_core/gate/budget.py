@@ -36,7 +36,7 @@ from deepwork_core.state.event_kinds import (
 from deepwork_core.state.events import append_event, read_events
 from deepwork_core.state.sessions import NOT_AN_ATTEMPT, utc_now
 from deepwork_core.state.store.port import Store
-from deepwork_core.state.store.spend_rows import spent_today
+from deepwork_core.state.store.tables.spend_rows import spent_today
 from deepwork_core.state.usage.pair import RequestUsage, RunUsage
 from deepwork_core.state.usage.totals import run_usage
 

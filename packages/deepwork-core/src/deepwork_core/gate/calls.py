@@ -70,8 +70,8 @@ from deepwork_core.gate.reviewer import ReviewBrief, Reviewer, ReviewerReply
 from deepwork_core.gate.tasks import QualityReviewTask
 from deepwork_core.state.event_kinds import ReviewStalledEvent
 from deepwork_core.state.events import append_event
-from deepwork_core.state.store.spend_rows import SpendRow, record_spent
-from deepwork_core.state.store.verdict_rows import StoredVerdict
+from deepwork_core.state.store.tables.spend_rows import SpendRow, record_spent
+from deepwork_core.state.store.tables.verdict_rows import StoredVerdict
 
 
 class ReviewCalls:

@@ -62,7 +62,7 @@ from deepwork_core.gate.reviewer import Reviewer as Reviewer
 from deepwork_core.gate.tasks import QualityReviewTask
 from deepwork_core.jobs.model import JobDefinition, Step
 from deepwork_core.state.store.port import Store
-from deepwork_core.state.store.review_jobs import ReviewJobs
+from deepwork_core.state.store.tables.review_jobs import ReviewJobs
 
 _NOTHING_TO_REVIEW = "No review applies to the submitted outputs."
 #: At most this many reused verdicts are named in an answer's feedback.

@@ -14,7 +14,7 @@ from typing import Any
 
 from deepwork_core.gate.checkpoint import Checkpoint
 from deepwork_core.jobs.model import Step
-from deepwork_core.jobs.step_parts import OutputType, Review, ReviewStrategy
+from deepwork_core.jobs.steps.parts import OutputType, Review, ReviewStrategy
 from deepwork_core.state.sessions import OutputValue
 
 #: `run_each` of a task judging a step's process requirements.

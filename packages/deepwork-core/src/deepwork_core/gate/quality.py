@@ -43,7 +43,7 @@ from deepwork_core.gate.reply_schema import reply_error, reviewer_reply_schema
 from deepwork_core.gate.tasks import QualityReviewTask as QualityReviewTask
 from deepwork_core.jobs.docspec import DocSpec, load_doc_spec
 from deepwork_core.jobs.model import Step
-from deepwork_core.jobs.step_parts import Review
+from deepwork_core.jobs.steps.parts import Review
 
 #: Above this many files in a section, the payload lists paths instead of inlining contents.
 DEFAULT_MAX_INLINE_FILES = 5

@@ -1,6 +1,6 @@
 """Verdicts reused by content (docs/quality-gate.md, "Verdicts reused").
 
-A review task's verdict is kept in the store (`deepwork_core.state.store.verdict_rows`) under a
+A review task's verdict is kept in the store (`state.store.tables.verdict_rows`) under a
 key of what the reviewer judged: the brief (criteria, guidance, the persona this runner gets,
 the additional context, the depth), the runner and the model, and the SHA-256 of every file the
 reviewer saw: the outputs under review, the inputs from earlier steps its depth shows, and the
@@ -29,7 +29,7 @@ from deepwork_core.gate.checkpoint import Checkpoint
 from deepwork_core.gate.quality import REVIEWER_SYSTEM_PROMPT
 from deepwork_core.gate.tasks import QualityReviewTask
 from deepwork_core.state.store.port import Store
-from deepwork_core.state.store.verdict_rows import StoredVerdict, find_verdict, keep_verdict
+from deepwork_core.state.store.tables.verdict_rows import StoredVerdict, find_verdict, keep_verdict
 
 #: Changes when what a reviewer is told around the brief changes, so older verdicts stop
 #: matching: the fixed texts every brief carries are part of the key.

@@ -20,9 +20,9 @@ from deepwork_core.base.errors import PathOutsideProjectError, Severity
 from deepwork_core.base.identifiers import resolve_inside
 from deepwork_core.base.yamlio import KeyPath
 from deepwork_core.jobs.errors import JobCode
-from deepwork_core.jobs.fan_out_keys import Isolation
 from deepwork_core.jobs.model import JobDefinition, Step, Workflow
 from deepwork_core.jobs.report import JobReport, dotted
+from deepwork_core.jobs.steps.fan_out import Isolation
 
 _M = TypeVar("_M", bound=BaseModel)
 

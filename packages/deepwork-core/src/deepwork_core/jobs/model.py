@@ -23,8 +23,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from deepwork_core.jobs.approval_policy import Approval
-from deepwork_core.jobs.fan_out_keys import (
+from deepwork_core.jobs.steps.approval import Approval
+from deepwork_core.jobs.steps.fan_out import (
     AllowPartial,
     ForEach,
     Isolation,
@@ -32,7 +32,7 @@ from deepwork_core.jobs.fan_out_keys import (
     MaxParallel,
     check_fan_out_fields,
 )
-from deepwork_core.jobs.step_parts import (
+from deepwork_core.jobs.steps.parts import (
     HOOK_EVENTS,
     HookAction,
     Name,

@@ -28,9 +28,9 @@ from deepwork_core.receipts.repository import Repository
 from deepwork_core.state.approvals import signatures as approval_signatures
 from deepwork_core.state.approvals.models import ApprovalDecision, ApprovalRequest
 from deepwork_core.state.approvals.seal import seal_fields
-from deepwork_core.state.store import approval_rows, shown_bytes
 from deepwork_core.state.store.port import Store, Tx
-from deepwork_core.state.store.session_lists import run_session_ids
+from deepwork_core.state.store.tables import approval_rows, shown_bytes
+from deepwork_core.state.store.tables.session_lists import run_session_ids
 
 FORMAT: Final = "deepwork-audit-v1"
 #: Binds the gate's signature to an audit record's body.

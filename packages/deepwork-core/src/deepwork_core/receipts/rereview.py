@@ -36,7 +36,7 @@ from deepwork_core.gate.reviewer import Reviewer, ReviewerReply
 from deepwork_core.gate.tasks import QualityReviewTask
 from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.jobs.model import JobDefinition, Step
-from deepwork_core.jobs.step_parts import OutputType
+from deepwork_core.jobs.steps.parts import OutputType
 from deepwork_core.receipts.checks import countersign_fields, trusted_key
 from deepwork_core.receipts.codes import ReceiptCode
 from deepwork_core.receipts.findings import Finding

@@ -4,7 +4,7 @@
 `project_overview` reads the workflow stacks, the sessions on them and the newest finished
 sessions; it writes nothing. What it reads does not grow with the project's history: the
 finished runs and the branches' first runs come from indexed queries of the list columns
-(`deepwork_core.state.store.session_lists`), and only the documents of the runs shown are parsed.
+(`state.store.tables.session_lists`), and only the documents of the runs shown are parsed.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from deepwork_core.state.sessions import (
     Session,
     SessionStore,
 )
-from deepwork_core.state.store.approval_rows import open_decisions
-from deepwork_core.state.store.session_lists import branch_origins, finished_ids
+from deepwork_core.state.store.tables.approval_rows import open_decisions
+from deepwork_core.state.store.tables.session_lists import branch_origins, finished_ids
 from deepwork_core.state.usage.pair import RunUsage
 from deepwork_core.state.usage.totals import run_id_of, run_usage
 

@@ -23,7 +23,7 @@ from deepwork_core.base.layout import (
     review_file_glob,
 )
 from deepwork_core.state.store.port import Tx
-from deepwork_core.state.store.session_rows import delete_sessions, session_times
+from deepwork_core.state.store.tables.session_rows import delete_sessions, session_times
 
 #: A temporary state file older than this was left by a killed writer and is removed.
 STRAY_TMP_AGE_S = 60.0

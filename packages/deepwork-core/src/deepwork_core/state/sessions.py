@@ -48,7 +48,7 @@ from deepwork_core.state.stack_marker import write_stack_marker
 from deepwork_core.state.store.errors import StoreError
 from deepwork_core.state.store.port import Store, Tx
 from deepwork_core.state.store.schema import ListColumns
-from deepwork_core.state.store.session_rows import (
+from deepwork_core.state.store.tables.session_rows import (
     SessionRow,
     load_body,
     read_stacks,

@@ -29,7 +29,7 @@ from deepwork_core.state.overview import (
 )
 from deepwork_core.state.sessions import SessionStore
 from deepwork_core.state.store.opening import StoreWhenItExists
-from deepwork_core.state.store.session_lists import (
+from deepwork_core.state.store.tables.session_lists import (
     StoredSession,
     count_session_rows,
     list_session_rows,

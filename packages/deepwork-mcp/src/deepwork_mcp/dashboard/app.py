@@ -39,10 +39,10 @@ from deepwork_core.state.approvals.store import ApprovalStore, nothing_to_decide
 from deepwork_core.state.read_model.runs import SessionView
 from deepwork_core.state.sessions import SessionStore
 from deepwork_core.state.stats import collect_stats
-from deepwork_core.state.store.approval_rows import project_of
 from deepwork_core.state.store.opening import StoreWhenItExists, choose_store_url
 from deepwork_core.state.store.port import Store
-from deepwork_core.state.store.session_lists import StoredSession
+from deepwork_core.state.store.tables.approval_rows import project_of
+from deepwork_core.state.store.tables.session_lists import StoredSession
 from deepwork_core.state.store.url import STORE_URL_ENV
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool

@@ -11,8 +11,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from deepwork_core.state.store.approval_rows import project_of
 from deepwork_core.state.store.port import ProjectRef, Store, Tx
+from deepwork_core.state.store.tables.approval_rows import project_of
 
 
 class ProjectOfStore(Store):

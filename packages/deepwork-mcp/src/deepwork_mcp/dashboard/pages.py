@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from deepwork_core.state.read_model.runs import SessionView
 from deepwork_core.state.stats import Stats
-from deepwork_core.state.store.session_lists import StoredSession
+from deepwork_core.state.store.tables.session_lists import StoredSession
 
 from deepwork_mcp.dashboard.rendering import render
 from deepwork_mcp.dashboard.views import ApprovalView

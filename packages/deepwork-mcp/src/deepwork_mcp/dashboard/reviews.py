@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 from deepwork_core.gate.background import KIND, GateJob, ReviewPayload, shown_state
 from deepwork_core.state.store.port import Store
-from deepwork_core.state.store.review_jobs import Failed, ReviewJobs, ReviewJobState, Stale
+from deepwork_core.state.store.tables.review_jobs import Failed, ReviewJobs, ReviewJobState, Stale
 from pydantic import BaseModel, ConfigDict
 
 from deepwork_mcp.dashboard.rendering import render

@@ -1,10 +1,10 @@
 """A shown file of an approval request as a card shows it, from the bytes the store keeps
-(`deepwork_core.state.store.shown_bytes`, docs/team.md). Text here is raw; the templates escape
+(`state.store.tables.shown_bytes`, docs/team.md). Text here is raw; the templates escape
 it."""
 
 from __future__ import annotations
 
-from deepwork_core.state.store.shown_bytes import Kept, ShownBytes
+from deepwork_core.state.store.tables.shown_bytes import Kept, ShownBytes
 from pydantic import BaseModel, ConfigDict
 
 

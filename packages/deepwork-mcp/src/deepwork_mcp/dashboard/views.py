@@ -30,15 +30,15 @@ from deepwork_core.state.approvals.store import ApprovalStore
 from deepwork_core.state.read_model.detail import SessionDetail, session_detail
 from deepwork_core.state.read_model.runs import SessionView, page_sessions
 from deepwork_core.state.sessions import Session, SessionStatus, SessionStore
-from deepwork_core.state.store.approval_rows import undecided_requests
-from deepwork_core.state.store.session_lists import (
+from deepwork_core.state.store.tables.approval_rows import undecided_requests
+from deepwork_core.state.store.tables.session_lists import (
     StoredSession,
     awaiting_ids,
     instance_ids,
     list_session_rows,
 )
-from deepwork_core.state.store.shown_bytes import Kept
-from deepwork_core.state.store.shown_bytes import load as load_shown
+from deepwork_core.state.store.tables.shown_bytes import Kept
+from deepwork_core.state.store.tables.shown_bytes import load as load_shown
 from markupsafe import Markup
 from pydantic import BaseModel, ConfigDict, Field
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from deepwork_core.jobs.model import Step
-    from deepwork_core.jobs.step_parts import HookAction
+    from deepwork_core.jobs.steps.parts import HookAction
 
     from deepwork_mcp.hooks.active import HookedWorkflow
     from deepwork_mcp.hooks.event import HookEvent

@@ -6,14 +6,14 @@ import shutil
 from pathlib import Path
 
 import pytest
-from deepwork_core.jobs.approval_policy import Approval
 from deepwork_core.jobs.discovery import STANDARD_JOBS_DIR
 from deepwork_core.jobs.formats.convert import ConversionError, convert_job, write_conversion
 from deepwork_core.jobs.formats.to_v010 import review_text
 from deepwork_core.jobs.formats.to_v09 import criteria_from_text
 from deepwork_core.jobs.model import JobDefinition, ScopeGuard
 from deepwork_core.jobs.parser import ParsedJob, parse_job_dir, parse_job_source
-from deepwork_core.jobs.step_parts import Review
+from deepwork_core.jobs.steps.approval import Approval
+from deepwork_core.jobs.steps.parts import Review
 
 from tests.fixtures.jobdata import changed, valid_job, write_job
 from tests.fixtures.paths import REPO_ROOT

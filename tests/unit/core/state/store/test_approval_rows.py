@@ -30,7 +30,9 @@ from deepwork_core.state.approvals.seal import (
 from deepwork_core.state.approvals.signatures import ApproverSigner, TrustedApprovers
 from deepwork_core.state.approvals.store import ApprovalStore
 from deepwork_core.state.events import event_line
-from deepwork_core.state.store.approval_rows import (
+from deepwork_core.state.store.opening import open_store
+from deepwork_core.state.store.port import Store
+from deepwork_core.state.store.tables.approval_rows import (
     WITHDRAWN,
     DecisionRow,
     RequestRow,
@@ -39,8 +41,6 @@ from deepwork_core.state.store.approval_rows import (
     save_decision,
     undecided_requests,
 )
-from deepwork_core.state.store.opening import open_store
-from deepwork_core.state.store.port import Store
 
 from tests.fixtures.state_rows import insert_decision_by_hand
 from tests.fixtures.trust import trust_on_base

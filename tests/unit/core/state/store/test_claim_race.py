@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from deepwork_core.state.store.opening import open_store
-from deepwork_core.state.store.review_jobs import ReviewClaim, ReviewJobs, ReviewJobState
+from deepwork_core.state.store.tables.review_jobs import ReviewClaim, ReviewJobs, ReviewJobState
 
 from tests.fixtures.review_queue import Note, judged
 

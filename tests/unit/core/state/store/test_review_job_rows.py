@@ -9,7 +9,7 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.gate.background import KIND, ReviewPayload
 from deepwork_core.state.store.errors import StoreCode
 from deepwork_core.state.store.port import Store
-from deepwork_core.state.store.review_jobs import (
+from deepwork_core.state.store.tables.review_jobs import (
     Cancelled,
     Failed,
     Judged,

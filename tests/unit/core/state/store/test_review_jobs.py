@@ -8,7 +8,7 @@ import pytest
 from deepwork_core.state.store.errors import StoreCode, StoreError
 from deepwork_core.state.store.opening import open_store
 from deepwork_core.state.store.port import Store
-from deepwork_core.state.store.review_jobs import ReviewJobs, ReviewJobState
+from deepwork_core.state.store.tables.review_jobs import ReviewJobs, ReviewJobState
 
 from tests.fixtures.review_queue import Note, judged
 from tests.unit.core.state.store.conftest import ManualClock

@@ -1,4 +1,4 @@
-"""The bounded lists of sessions (state/store/session_lists.py): each reads only the rows it
+"""The bounded lists of sessions (state/store/tables/session_lists.py): each reads only the rows it
 shows, and a row that does not read is shown as bad instead of failing the list."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 
 from deepwork_core.state.store.port import Store
 from deepwork_core.state.store.schema import ListColumns
-from deepwork_core.state.store.session_lists import (
+from deepwork_core.state.store.tables.session_lists import (
     awaiting_ids,
     branch_origins,
     checked_time,
@@ -17,7 +17,7 @@ from deepwork_core.state.store.session_lists import (
     list_session_rows,
     project_session_rows,
 )
-from deepwork_core.state.store.session_rows import SessionRow, save_session
+from deepwork_core.state.store.tables.session_rows import SessionRow, save_session
 
 
 def _row(

@@ -11,13 +11,13 @@ from deepwork_core.state.store.errors import StoreCode, StoreError
 from deepwork_core.state.store.opening import open_store, project_ref
 from deepwork_core.state.store.port import Store
 from deepwork_core.state.store.schema import MIGRATIONS, SCHEMA_VERSION, ListColumns
-from deepwork_core.state.store.session_lists import (
+from deepwork_core.state.store.tables.session_lists import (
     branch_origins,
     finished_ids,
     list_session_rows,
     project_session_rows,
 )
-from deepwork_core.state.store.session_rows import SessionRow, save_session
+from deepwork_core.state.store.tables.session_rows import SessionRow, save_session
 from deepwork_core.state.store.url import parse_store_url
 
 from tests.unit.core.state.store.conftest import ManualClock

@@ -18,7 +18,7 @@ from deepwork_core.state.approvals.signatures import ApproverSigner, TrustedAppr
 from deepwork_core.state.approvals.store import ApprovalStore
 from deepwork_core.state.store.opening import open_store
 from deepwork_core.state.store.port import Store
-from deepwork_core.state.store.shown_bytes import (
+from deepwork_core.state.store.tables.shown_bytes import (
     MAX_FILE_BYTES,
     MAX_REQUEST_BYTES,
     Kept,

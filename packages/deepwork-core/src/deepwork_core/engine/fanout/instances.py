@@ -32,8 +32,8 @@ from deepwork_core.engine.results import FinishResult, FinishStatus
 from deepwork_core.engine.safeguards.evidence import Safeguards
 from deepwork_core.evidence.scope import undeclared
 from deepwork_core.jobs.discovery import LoadedJob
-from deepwork_core.jobs.fan_out_keys import Isolation
 from deepwork_core.jobs.model import JobDefinition, ScopeGuard, Step
+from deepwork_core.jobs.steps.fan_out import Isolation
 from deepwork_core.state.session_events import SessionEvents
 from deepwork_core.state.session_model import FanInstance, FanOut, InstanceOf
 from deepwork_core.state.sessions import (

@@ -6,8 +6,8 @@ from __future__ import annotations
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.engine.fanout.codes import FanOutCode
-from deepwork_core.jobs.fan_out_keys import Isolation
 from deepwork_core.jobs.model import JobDefinition, Step
+from deepwork_core.jobs.steps.fan_out import Isolation
 from deepwork_core.state.sessions import Session
 
 #: A fan-out over more items than this is refused unless `limits.max_instances` says otherwise.

@@ -31,9 +31,9 @@ from deepwork_core.engine.headless.parking import resume
 from deepwork_core.state.approvals.seal import ADOPTED_LABEL, adopted_fields
 from deepwork_core.state.approvals.store import ApprovalStore
 from deepwork_core.state.sessions import Session, SessionStore
-from deepwork_core.state.store import approval_rows
 from deepwork_core.state.store.port import ProjectRef, Tx
-from deepwork_core.state.store.session_rows import read_stacks, write_stack
+from deepwork_core.state.store.tables import approval_rows
+from deepwork_core.state.store.tables.session_rows import read_stacks, write_stack
 
 #: The tables whose rows of a run move with it (each has `project_id` and `session_id`).
 _MOVED: Final = (

@@ -38,8 +38,8 @@ from deepwork_core.state.sessions import (
     SessionStatus,
     SessionStore,
 )
-from deepwork_core.state.store.approval_rows import open_record
 from deepwork_core.state.store.port import ProjectRef, Store
+from deepwork_core.state.store.tables.approval_rows import open_record
 
 #: Set by `deepwork run` in its agent's environment (to the session's id once known, else `1`):
 #: the server there is headless, and `deepwork approve` there refuses (`approval.inside_run`).

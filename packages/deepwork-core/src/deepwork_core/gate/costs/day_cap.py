@@ -1,7 +1,7 @@
 """The day cap: `quality_gate.max_budget_usd_per_day` (docs/quality-gate.md, "Budgets").
 
 Beside the budget of one run, a project may cap what its reviews spend in a day (UTC, midnight
-to midnight). The day's spending is counted in the store (`deepwork_core.state.store.spend_rows`),
+to midnight). The day's spending is counted in the store (`state.store.tables.spend_rows`),
 so every server and machine on the store counts it, and it survives restarts. Before each
 reviewer call the gate holds its slice of what is left, in one transaction under a lock every
 server takes: what is left is shared among the calls that may start alongside it, and the slice
@@ -24,7 +24,7 @@ from typing import Final
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import QualityGateError
 from deepwork_core.state.store.port import Store
-from deepwork_core.state.store.spend_rows import SpendRow, hold_within, release, settle
+from deepwork_core.state.store.tables.spend_rows import SpendRow, hold_within, release, settle
 
 DAY_SECONDS: Final = 86_400.0
 

@@ -36,7 +36,7 @@ from deepwork_core.gate.quality import (
 )
 from deepwork_core.gate.reuse import VerdictReuse, reuse_key
 from deepwork_core.gate.tasks import QualityReviewTask
-from deepwork_core.state.store.spend_rows import TaskSpend, recent_tasks
+from deepwork_core.state.store.tables.spend_rows import TaskSpend, recent_tasks
 from deepwork_core.state.usage.pair import RequestUsage
 
 #: How many earlier tasks the median is taken over.

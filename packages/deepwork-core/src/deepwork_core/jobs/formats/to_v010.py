@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from deepwork_core.base.config import REVIEW_DEPTHS
-from deepwork_core.jobs.fan_out_keys import FAN_OUT_KEYS, Isolation
 from deepwork_core.jobs.model import JobDefinition, ScopeGuard, Step
-from deepwork_core.jobs.step_parts import OutputSpec, OutputType, Review, ReviewStrategy
+from deepwork_core.jobs.steps.fan_out import FAN_OUT_KEYS, Isolation
+from deepwork_core.jobs.steps.parts import OutputSpec, OutputType, Review, ReviewStrategy
 
 CRITERIA_HEADER = "Check each criterion:"
 

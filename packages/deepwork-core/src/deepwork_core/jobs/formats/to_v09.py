@@ -16,7 +16,7 @@ from typing import Any
 
 from deepwork_core.jobs.formats.to_v010 import CRITERIA_HEADER, Notes, evidence_fields
 from deepwork_core.jobs.model import JobDefinition, ScopeGuard, Step, sub_workflow_instructions
-from deepwork_core.jobs.step_parts import InputType, OutputSpec, OutputType, Review, ReviewStrategy
+from deepwork_core.jobs.steps.parts import InputType, OutputSpec, OutputType, Review, ReviewStrategy
 
 DEFAULT_VERSION = "1.0.0"
 _CRITERION = re.compile(r"^- \*\*(?P<name>[^*]+)\*\*: (?P<text>.*)$")

@@ -23,7 +23,6 @@ from pydantic import BaseModel, ValidationError
 
 from deepwork_core.base.errors import Severity
 from deepwork_core.base.yamlio import KeyPath, YamlDocument
-from deepwork_core.jobs.approval_policy import Approval
 from deepwork_core.jobs.checks import check_semantics
 from deepwork_core.jobs.errors import JobCode
 from deepwork_core.jobs.formats.v010_model import (
@@ -39,7 +38,8 @@ from deepwork_core.jobs.formats.v010_model import (
 from deepwork_core.jobs.json_schemas import json_schema_findings
 from deepwork_core.jobs.model import JobDefinition, Step, Workflow
 from deepwork_core.jobs.report import JobReport
-from deepwork_core.jobs.step_parts import (
+from deepwork_core.jobs.steps.approval import Approval
+from deepwork_core.jobs.steps.parts import (
     InputType,
     OutputSpec,
     OutputType,

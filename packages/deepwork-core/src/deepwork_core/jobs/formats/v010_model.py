@@ -14,14 +14,6 @@ from typing import Annotated, Any
 from pydantic import Field, StrictBool, StringConstraints
 
 from deepwork_core.base.config import ReviewDepth
-from deepwork_core.jobs.approval_policy import Approval
-from deepwork_core.jobs.fan_out_keys import (
-    AllowPartial,
-    ConcurrentGroup,
-    ForEach,
-    IsolationKey,
-    MaxParallel,
-)
 from deepwork_core.jobs.model import (
     InstructionsFile,
     MayChange,
@@ -29,7 +21,15 @@ from deepwork_core.jobs.model import (
     ScopeGuard,
     StepRules,
 )
-from deepwork_core.jobs.step_parts import (
+from deepwork_core.jobs.steps.approval import Approval
+from deepwork_core.jobs.steps.fan_out import (
+    AllowPartial,
+    ConcurrentGroup,
+    ForEach,
+    IsolationKey,
+    MaxParallel,
+)
+from deepwork_core.jobs.steps.parts import (
     Name,
     NonEmptyText,
     ReviewContext,

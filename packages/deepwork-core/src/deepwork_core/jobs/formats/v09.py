@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field, StrictBool, ValidationError
 from deepwork_core.base.yamlio import KeyPath
 from deepwork_core.jobs.errors import JobCode
 from deepwork_core.jobs.model import JobDefinition, Step, Workflow
-from deepwork_core.jobs.step_parts import (
+from deepwork_core.jobs.steps.parts import (
     HookAction,
     InputType,
     OutputSpec,

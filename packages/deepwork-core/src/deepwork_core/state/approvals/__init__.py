@@ -1,6 +1,6 @@
 """Human approvals of a step: the request the server opens and the decision a human records.
 
-Both live in the project's store (`deepwork_core.state.store.approval_rows`). The request is the
+Both live in the project's store (`state.store.tables.approval_rows`). The request is the
 server's own record of what it asked (step, prompt, shown outputs with their SHA-256, channels),
 sealed with a MAC under the project's approval key: a request whose seal does not verify is
 never shown nor used (`approval.request_unverified`). The decision (approved or not, comment,

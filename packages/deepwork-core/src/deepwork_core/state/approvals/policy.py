@@ -21,7 +21,7 @@ from typing import Final, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from deepwork_core.jobs.approval_policy import Approval
+from deepwork_core.jobs.steps.approval import Approval
 
 #: How an approval request can end.
 END_STATES: Final = ("approved", "rejected", "expired", "cancelled", "failed")

@@ -32,14 +32,14 @@ from deepwork_core.state.approvals.seal import (
 from deepwork_core.state.approvals.signatures import ApproverSigner, Refusal, TrustedApprovers
 from deepwork_core.state.event_kinds import parse_line
 from deepwork_core.state.events import append_event
-from deepwork_core.state.store import approval_rows as rows
-from deepwork_core.state.store import shown_bytes
 from deepwork_core.state.store.port import ProjectRef, Store
+from deepwork_core.state.store.tables import approval_rows as rows
+from deepwork_core.state.store.tables import shown_bytes
 
 
 class ApprovalStore:
     """The approvals of one project, in its open `store`
-    (`deepwork_core.state.store.approval_rows`).
+    (`deepwork_core.state.store.tables.approval_rows`).
 
     `key` seals the requests opened and the decisions recorded here and verifies the ones read
     (without it no decision can be recorded or used: `approval.key_unavailable`); `trusted`: the

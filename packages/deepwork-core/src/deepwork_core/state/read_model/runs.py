@@ -28,8 +28,8 @@ from deepwork_core.state.events import scan_events, session_marks
 from deepwork_core.state.session_model import InstanceOf
 from deepwork_core.state.sessions import Session, SessionStatus, SessionStore
 from deepwork_core.state.store.port import Store
-from deepwork_core.state.store.review_jobs import sessions_with_live_jobs
-from deepwork_core.state.store.session_lists import ListedSession, project_session_rows
+from deepwork_core.state.store.tables.review_jobs import sessions_with_live_jobs
+from deepwork_core.state.store.tables.session_lists import ListedSession, project_session_rows
 from deepwork_core.state.usage.pair import RunUsage
 from deepwork_core.state.usage.totals import sum_usage
 

@@ -37,11 +37,11 @@ from deepwork_core.base.layout import (
     STACK_FILE,
     TMP_DIR,
 )
-from deepwork_core.state.store import approval_rows as rows
 from deepwork_core.state.store.errors import StoreError
 from deepwork_core.state.store.port import Store, Tx
 from deepwork_core.state.store.schema import list_columns
-from deepwork_core.state.store.session_rows import (
+from deepwork_core.state.store.tables import approval_rows as rows
+from deepwork_core.state.store.tables.session_rows import (
     SessionRow,
     read_stacks,
     save_session,

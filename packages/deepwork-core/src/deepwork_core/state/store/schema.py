@@ -189,7 +189,7 @@ _V4: Final = (
 #: their branch started (`started_from`) and when a finished run ended (`ended_at`, None while
 #: active; filled for the rows written before), with indexes for the newest finished runs, a
 #: branch's first run, a run's instances and the runs awaiting a human
-#: (`deepwork_core.state.store.session_lists`), and one for a run's events of some kinds (a run
+#: (`state.store.tables.session_lists`), and one for a run's events of some kinds (a run
 #: page's summary, the review cost of the runs on a page).
 _V5: Final = (
     "ALTER TABLE sessions ADD COLUMN started_from TEXT",
@@ -202,7 +202,7 @@ _V5: Final = (
 )
 
 #: Version 6: the bytes of the files an approval request shows travel with it
-#: (`deepwork_core.state.store.shown_bytes`): one row per shown file, in the request's order,
+#: (`state.store.tables.shown_bytes`): one row per shown file, in the request's order,
 #: with the SHA-256 the request binds, the file's size, how much of it is kept (`kept`) and the
 #: kept bytes as UTF-8 text (`content`, at most 256 KiB a file and 2 MiB a request).
 _V6: Final = (

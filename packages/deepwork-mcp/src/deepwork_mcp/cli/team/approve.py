@@ -39,8 +39,8 @@ from deepwork_core.state.approvals.store import (
     serving_project,
 )
 from deepwork_core.state.store.port import ProjectRef
-from deepwork_core.state.store.shown_bytes import Kept, ShownBytes
-from deepwork_core.state.store.shown_bytes import load as load_shown
+from deepwork_core.state.store.tables.shown_bytes import Kept, ShownBytes
+from deepwork_core.state.store.tables.shown_bytes import load as load_shown
 
 from deepwork_mcp.approvals.keys import (
     approval_key,

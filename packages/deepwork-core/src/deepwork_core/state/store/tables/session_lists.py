@@ -19,8 +19,8 @@ from typing import Any, Final, NamedTuple
 
 from deepwork_core.base.fsutil import loads_json
 from deepwork_core.base.identifiers import SessionId
-from deepwork_core.state.store.approval_rows import open_decisions
 from deepwork_core.state.store.port import Tx
+from deepwork_core.state.store.tables.approval_rows import open_decisions
 
 _RUN_COLUMNS: Final = (
     "s.project_id, s.machine, s.session_id, s.job, s.workflow, s.status, s.agent, "

@@ -22,7 +22,7 @@ from pydantic_core import PydanticCustomError
 
 from deepwork_core.base.config import ReviewDepth
 from deepwork_core.base.identifiers import NAME_PATTERN
-from deepwork_core.jobs.approval_policy import Approval
+from deepwork_core.jobs.steps.approval import Approval
 
 Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
 NonEmptyText = Annotated[str, StringConstraints(min_length=1)]

@@ -28,8 +28,8 @@ from typing import Final, Protocol
 from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.base.identifiers import resolve_inside
 from deepwork_core.evidence.hashes import ShownOutput
-from deepwork_core.state.store.approval_rows import project_of
 from deepwork_core.state.store.port import Tx
+from deepwork_core.state.store.tables.approval_rows import project_of
 
 #: At most this many bytes of one file are stored.
 MAX_FILE_BYTES: Final = 256 * 1024

@@ -3,7 +3,7 @@
 A session row keeps the whole `Session` document as JSON (`body`) beside the columns that
 listing runs needs (job, workflow, status, agent, branch, machine, times; goal, current steps,
 parent, instance and approval flags); the document is what `SessionStore` reads back, the
-columns are what lists of sessions read (`deepwork_core.state.store.session_lists`): a list never
+columns are what lists of sessions read (`state.store.tables.session_lists`): a list never
 parses a document.
 A stack is its ids by position under `(project_id, agent)`; the main stack's agent is `''`.
 """
