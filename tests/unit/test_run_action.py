@@ -61,3 +61,13 @@ def test_a_parked_run_succeeds_unless_fail_on_park() -> None:
     script = next(s["run"] for s in _action()["runs"]["steps"] if "run" in s)
     assert f'"$status" -eq {int(RunExit.PARKED)}' in script
     assert '"$DW_FAIL_ON_PARK" != "true"' in script
+
+
+def test_the_repository_workflow_resumes_a_run_on_its_branch() -> None:
+    """Resuming needs the run's branch checked out (`run.wrong_branch` otherwise)."""
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "deepwork-run.yml").read_text())
+    inputs = workflow[True]["workflow_dispatch"]["inputs"]  # YAML 1.1 reads `on:` as True
+    assert {"session", "branch"} <= set(inputs)
+    steps = workflow["jobs"]["run"]["steps"]
+    checkout = next(s for s in steps if str(s.get("uses", "")).startswith("actions/checkout"))
+    assert "inputs.branch" in checkout["with"]["ref"]
