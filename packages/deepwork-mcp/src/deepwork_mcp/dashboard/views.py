@@ -79,6 +79,8 @@ class ApprovalView(_View):
     #: Set when a shown file changed since the request: why it can no longer be decided on the
     #: bytes asked about and what happens next; the card's buttons are disabled.
     stale: str | None = None
+    #: Where a request several must sign stands (`1 of 2 approvals (alice)`); None otherwise.
+    standing: str | None = None
 
 
 class InstanceRow(_View):
@@ -252,9 +254,10 @@ def pending_approval(
         record = approvals.load(session.session_id)
     except DeepWorkError:
         return None
-    if record is None or record.decision is not None:
-        return None
+    if record is None or record.standing().concluding is not None:
+        return None  # a partial approval (1 of 2) still waits, and is shown as such
     request = record.request
+    several = request.policy is not None and request.policy.required > 1
     view = ApprovalView(
         session_id=request.session_id,
         request_id=request.request_id,
@@ -264,6 +267,7 @@ def pending_approval(
         prompt="",
         requested_at=request.requested_at,
         files=[],
+        standing=record.standing().text() if several else None,
     )
     if served is not None:
         files = _previews(approvals, request, (approvals.project_id, served))

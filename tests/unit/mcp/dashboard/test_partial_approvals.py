@@ -1,0 +1,30 @@
+"""A request several must sign, approved by fewer so far, is shown as a partial approval on
+the Approvals page and the run page (docs/dashboard.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from deepwork_core.state.store.port import Store
+from starlette.testclient import TestClient
+
+from tests.unit.core.engine.test_approval_policy_engine import decide, waiting
+
+
+def test_a_partial_approval_stays_open_and_says_how_far_it_stands(
+    tmp_path: Path, make_store: Callable[..., Store], client_for: Callable[..., TestClient]
+) -> None:
+    w = waiting(tmp_path, make_store)
+    client = client_for(w.root)
+    assert "So far 0 of 2 approvals" in client.get("/approvals").text
+
+    decide(w.store, w.root, w.signers["bob"], w.session_id, w.clock.now)
+    approvals = client.get("/approvals").text
+    assert "So far 1 of 2 approvals (bob)" in approvals
+    assert ">Approve</button>" in approvals
+    run_page = client.get(f"/run/{w.session_id}").text
+    assert "So far 1 of 2 approvals (bob)" in run_page
+
+    decide(w.store, w.root, w.signers["carol"], w.session_id, w.clock.now)
+    assert "approvals (bob, carol)" not in client.get("/approvals").text
