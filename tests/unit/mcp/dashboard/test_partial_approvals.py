@@ -25,6 +25,18 @@ def test_a_partial_approval_stays_open_and_says_how_far_it_stands(
     assert ">Approve</button>" in approvals
     run_page = client.get(f"/run/{w.session_id}").text
     assert "So far 1 of 2 approvals (bob)" in run_page
+    assert '<span class="standing">1 of 2 approvals (bob)</span>' in client.get("/all").text
 
     decide(w.store, w.root, w.signers["carol"], w.session_id, w.clock.now)
     assert "approvals (bob, carol)" not in client.get("/approvals").text
+
+
+def test_the_run_page_timeline_says_how_far_each_approval_stood(
+    tmp_path: Path, make_store: Callable[..., Store], client_for: Callable[..., TestClient]
+) -> None:
+    w = waiting(tmp_path, make_store)
+    decide(w.store, w.root, w.signers["bob"], w.session_id, w.clock.now)
+    decide(w.store, w.root, w.signers["carol"], w.session_id, w.clock.now)
+    page = client_for(w.root).get(f"/run/{w.session_id}").text
+    assert "(1 of 2 approvals (bob))" in page
+    assert "(2 of 2 approvals (bob, carol))" in page

@@ -187,6 +187,9 @@ class ApprovalEvent(KnownLine):
     shown: list[ShownOutput] = Field(default_factory=list)
     #: The trusted approver whose key signed the decision; None: unsigned (the seal decided).
     signer: str | None = None
+    #: Where a request several must sign stood after this decision (`1 of 2 approvals
+    #: (alice)`); None where one decision settles the request.
+    standing: str | None = None
 
     @property
     def decided_by(self) -> str:

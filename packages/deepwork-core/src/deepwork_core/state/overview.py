@@ -18,11 +18,12 @@ from pydantic import BaseModel, ConfigDict
 from deepwork_core.base.errors import GitError, SessionError
 from deepwork_core.base.git import run_git
 from deepwork_core.evidence.verdicts import VerdictKind
+from deepwork_core.state.approvals.policy import Standing
 from deepwork_core.state.sessions import (
     Session,
     SessionStore,
 )
-from deepwork_core.state.store.tables.approval_rows import open_decisions
+from deepwork_core.state.store.tables.approval_rows import open_decisions, partial_approvals
 from deepwork_core.state.store.tables.session_lists import branch_origins, finished_ids
 from deepwork_core.state.usage.pair import RunUsage
 from deepwork_core.state.usage.totals import run_id_of, run_usage
@@ -59,6 +60,9 @@ class ActiveEntry(_View):
     decided: bool | None = None
     #: Decisions humans gave in this session so far (approved or not).
     approvals: int = 0
+    #: While it waits on a request several must sign, partly approved: where it stands
+    #: (`1 of 2 approvals (alice)`); None otherwise.
+    standing: str | None = None
 
 
 class StackView(_View):
@@ -141,6 +145,12 @@ def active_entry(
     )
 
 
+def _with_standing(entry: ActiveEntry, partial: tuple[int, list[str]] | None) -> ActiveEntry:
+    if partial is None or not entry.awaiting_approval:
+        return entry
+    return entry.model_copy(update={"standing": Standing(*partial).text()})
+
+
 def project_overview(
     store: SessionStore, *, finished_limit: int = DEFAULT_FINISHED
 ) -> ProjectOverview:
@@ -148,11 +158,16 @@ def project_overview(
     project_id = store.store.project.project_id
     with store.store.read() as tx:
         waiting = open_decisions(tx, project_id)
+        partial = partial_approvals(tx, project_id)
     stacks = [
         StackView(
             agent_id=agent,
             entries=[
-                active_entry(s, agent, waiting.get((project_id, s.session_id))) for s in sessions
+                _with_standing(
+                    active_entry(s, agent, waiting.get((project_id, s.session_id))),
+                    partial.get((project_id, s.session_id)),
+                )
+                for s in sessions
             ],
             review_usage=run_usage(store.store, run_id_of(sessions[0], store.load)),
         )

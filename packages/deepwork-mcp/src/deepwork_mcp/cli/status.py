@@ -85,7 +85,8 @@ def _entry_line(entry: ActiveEntry, now: datetime) -> str:
         decision = "APPROVED" if entry.decided else "CHANGES REQUESTED"
         parts.append(f"{decision}, waiting for the agent's next finished_step")
     elif entry.awaiting_approval:
-        parts.append(f"AWAITING APPROVAL: deepwork approve {entry.session_id}")
+        so_far = f", {entry.standing}" if entry.standing else ""
+        parts.append(f"AWAITING APPROVAL{so_far}: deepwork approve {entry.session_id}")
     return printable("  ".join(parts))
 
 
@@ -166,6 +167,8 @@ def render_runs(runs: list[StoredSession], now: datetime) -> str:
             f"agent {run.agent or 'main'}",
             f"updated {age(datetime.fromtimestamp(run.updated_at, UTC), now)} ago",
         ]
+        if run.standing:
+            parts.insert(1, run.standing)
         lines.append(printable("  ".join(parts)))
     return "\n".join(lines) + "\n"
 

@@ -26,11 +26,12 @@ from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.jobs.discovery import parse_folder_list
 from deepwork_core.jobs.graph import build_graph
 from deepwork_core.state.approvals.models import ApprovalRecord, ApprovalRequest
+from deepwork_core.state.approvals.policy import Standing
 from deepwork_core.state.approvals.store import ApprovalStore
 from deepwork_core.state.read_model.detail import SessionDetail, session_detail
 from deepwork_core.state.read_model.runs import SessionView, page_sessions
 from deepwork_core.state.sessions import Session, SessionStatus, SessionStore
-from deepwork_core.state.store.tables.approval_rows import undecided_requests
+from deepwork_core.state.store.tables.approval_rows import partial_approvals, undecided_requests
 from deepwork_core.state.store.tables.session_lists import (
     StoredSession,
     awaiting_ids,
@@ -351,6 +352,7 @@ def other_projects_approvals(approvals: ApprovalStore) -> list[ApprovalView]:
     own = approvals.project_id
     with approvals.store.read() as tx:
         found = [r for r in undecided_requests(tx) if r.project_id != own]
+        partial = partial_approvals(tx)
     views = []
     for row in found:
         try:
@@ -368,9 +370,18 @@ def other_projects_approvals(approvals: ApprovalStore) -> list[ApprovalView]:
             prompt="",
             requested_at=request.requested_at,
             files=[],
+            standing=_so_far(request, partial.get((row.project_id, request.session_id))),
         )
         views.append(_elsewhere(view, request, files, served, row.project_id))
     return views
+
+
+def _so_far(request: ApprovalRequest, partial: tuple[int, list[str]] | None) -> str | None:
+    """Where a request several must sign stands (`partial`: its approvers so far)."""
+    policy = request.policy
+    if policy is None or policy.required <= 1:
+        return None
+    return Standing(policy.required, partial[1] if partial else []).text()
 
 
 def _elsewhere(

@@ -7,10 +7,14 @@ from deepwork_core.state.event_kinds import ApprovalEvent
 
 
 def approval_event(
-    session_id: str, request: ApprovalRequest, decision: ApprovalDecision
+    session_id: str,
+    request: ApprovalRequest,
+    decision: ApprovalDecision,
+    standing: str | None = None,
 ) -> ApprovalEvent:
-    """The `approval` event of `decision` on `request`, stamped when the human decided."""
-    return ApprovalEvent(
+    """The `approval` event of `decision` on `request`, stamped when the human decided;
+    `standing`: where a request several must sign stands with it."""
+    event = ApprovalEvent(
         ts=decision.decided_at,
         session_id=session_id,
         step_ids=list(request.step_ids),
@@ -23,7 +27,8 @@ def approval_event(
         decided_at=decision.decided_at,
         shown=list(decision.shown),
         signer=decision.signer,
-    )
+    )  # a log line has `standing` only where several must sign
+    return event if standing is None else event.model_copy(update={"standing": standing})
 
 
 def logs(event: object, decision: ApprovalDecision) -> bool:

@@ -274,9 +274,12 @@ class ApprovalStore:
             )
             row = _decision_row(session_id, decision, seat)
             rows.save_decision(tx, self.project_id, row)
+            counted = [*(d for d in verified if _seat(policy, d) != seat), decision]
+            several = policy is not None and policy.required > 1
+            now = standing(policy, counted).text() if several else None
             append_event(
                 self.store,
-                approval_event(session_id, record.request, decision),
+                approval_event(session_id, record.request, decision, now),
                 project_id=self._project_id,
             )
         return record

@@ -130,7 +130,9 @@ def _approval(e: ApprovalEvent) -> str:
     decision = "approved" if e.approved else "requested changes to"
     comment = f": {clip(e.comment)}" if e.comment else ""
     who = e.decided_by
-    return f"{who[0].upper()}{who[1:]} {decision} {names(e.step_ids)} on the {e.channel}{comment}"
+    so_far = f" ({e.standing})" if e.standing else ""
+    line = f"{who[0].upper()}{who[1:]} {decision} {names(e.step_ids)} on the {e.channel}"
+    return line + so_far + comment
 
 
 def _usage(e: ReviewUsageEvent) -> str:

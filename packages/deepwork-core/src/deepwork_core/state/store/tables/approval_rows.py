@@ -212,6 +212,41 @@ def open_decisions(tx: Tx, project_id: str | None = None) -> dict[tuple[str, str
     return found
 
 
+def partial_approvals(
+    tx: Tx, project_id: str | None = None
+) -> dict[tuple[str, str], tuple[int, list[str]]]:
+    """`{(project id, session id): (required, approvers so far)}` of every open request (of
+    `project_id`, else of every project) that several must sign, none has rejected and fewer
+    have approved than it requires: each signer once, in the order they decided. A listing's
+    hint, as `open_decisions` is; the server verifies each decision it uses."""
+    sql = (
+        "SELECT r.project_id, r.session_id, r.required, d.signer, d.approved "
+        "FROM approval_requests r JOIN approval_decisions d "
+        "ON d.project_id = r.project_id AND d.request_id = r.request_id "
+        "WHERE r.state = ? AND r.required > 1"
+    )
+    params: list[object] = [OPEN]
+    if project_id is not None:
+        sql += " AND r.project_id = ?"
+        params.append(project_id)
+    rejected: set[tuple[str, str]] = set()
+    found: dict[tuple[str, str], tuple[int, list[str]]] = {}
+    for project, session, required, signer, approved in tx.execute(
+        sql + " ORDER BY d.decided_at, d.seat", params
+    ):
+        key = (str(project), str(session))
+        _, names = found.setdefault(key, (int(required), []))
+        if not approved:
+            rejected.add(key)
+        elif signer is not None and str(signer) not in names:
+            names.append(str(signer))
+    return {
+        key: (required, names)
+        for key, (required, names) in found.items()
+        if key not in rejected and len(names) < required
+    }
+
+
 def undecided_requests(tx: Tx, *, limit: int = 1000) -> list[OpenRequest]:
     """The open requests no decision settles yet (none rejects them and fewer approve them
     than they require), of every project in the store, newest first."""

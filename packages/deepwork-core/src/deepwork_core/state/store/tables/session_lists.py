@@ -19,8 +19,9 @@ from typing import Any, Final, NamedTuple
 
 from deepwork_core.base.fsutil import loads_json
 from deepwork_core.base.identifiers import SessionId
+from deepwork_core.state.approvals.policy import Standing
 from deepwork_core.state.store.port import Tx
-from deepwork_core.state.store.tables.approval_rows import open_decisions
+from deepwork_core.state.store.tables.approval_rows import open_decisions, partial_approvals
 
 _RUN_COLUMNS: Final = (
     "s.project_id, s.machine, s.session_id, s.job, s.workflow, s.status, s.agent, "
@@ -63,6 +64,8 @@ class StoredSession(NamedTuple):
     updated_at: float | None
     completed_at: float | None
     problem: str | None = None
+    #: Where an open request several must sign stands, when partly approved (`Standing.text`).
+    standing: str | None = None
 
 
 def _stored_session(root: str, row: Sequence[Any]) -> StoredSession:
@@ -120,7 +123,11 @@ def list_session_rows(
     waiting = open_decisions(tx, project_id)
     if not waiting:
         return found
-    return [_with_approval(run, waiting) for run in found]
+    partial = {
+        key: Standing(required, names).text()
+        for key, (required, names) in partial_approvals(tx, project_id).items()
+    }
+    return [_with_approval(run, waiting, partial) for run in found]
 
 
 #: What a list shows for an active run with an open approval request, by its decision.
@@ -132,12 +139,14 @@ WAITING_STATUS: Final = {
 
 
 def _with_approval(
-    run: StoredSession, waiting: dict[tuple[str, str], bool | None]
+    run: StoredSession,
+    waiting: dict[tuple[str, str], bool | None],
+    partial: dict[tuple[str, str], str],
 ) -> StoredSession:
     key = (run.project_id, run.session_id)
     if run.status != "active" or key not in waiting:
         return run
-    return run._replace(status=WAITING_STATUS[waiting[key]])
+    return run._replace(status=WAITING_STATUS[waiting[key]], standing=partial.get(key))
 
 
 def count_session_rows(tx: Tx, *, project_id: str | None = None, active_only: bool = False) -> int:
