@@ -28,9 +28,7 @@ def test_status_status_all_and_log_show_one_of_two_approvals(
 
     decide(w.store, w.root, w.signers["bob"], session_id, w.clock.now)
     status = run("status", "--path", root)
-    assert (
-        f"AWAITING APPROVAL, 1 of 2 approvals (bob): deepwork approve {session_id}" in status
-    )
+    assert f"AWAITING APPROVAL, 1 of 2 approvals (bob): deepwork approve {session_id}" in status
     listed = run("status", "--all", "--path", root)
     assert listed.startswith("awaiting approval  1 of 2 approvals (bob)  policed/main"), listed
     log = run("log", session_id, "--path", root)
