@@ -184,6 +184,14 @@ class OpenRequest:
     body: str
 
 
+def _open_of(project_id: str | None) -> tuple[str, list[object]]:
+    """The rest of a `WHERE r.state = ?` for the open requests of `project_id` (None: of every
+    project), and its parameters."""
+    if project_id is None:
+        return "", [OPEN]
+    return " AND r.project_id = ?", [OPEN, project_id]
+
+
 def open_decisions(tx: Tx, project_id: str | None = None) -> dict[tuple[str, str], bool | None]:
     """`{(project id, session id): decision}` of every open request (of `project_id`, else of
     every project): True approved (by as many as it requires), False changes requested, None
@@ -196,11 +204,8 @@ def open_decisions(tx: Tx, project_id: str | None = None) -> dict[tuple[str, str
         "LEFT JOIN approval_decisions d "
         "ON d.project_id = r.project_id AND d.request_id = r.request_id WHERE r.state = ?"
     )
-    params: list[object] = [OPEN]
-    if project_id is not None:
-        sql += " AND r.project_id = ?"
-        params.append(project_id)
-    sql += " GROUP BY r.project_id, r.session_id, r.request_id, r.required"
+    where, params = _open_of(project_id)
+    sql += where + " GROUP BY r.project_id, r.session_id, r.request_id, r.required"
     found: dict[tuple[str, str], bool | None] = {}
     for project, session, required, approvals, rejections in tx.execute(sql, params):
         settled: bool | None = None
@@ -225,14 +230,11 @@ def partial_approvals(
         "ON d.project_id = r.project_id AND d.request_id = r.request_id "
         "WHERE r.state = ? AND r.required > 1"
     )
-    params: list[object] = [OPEN]
-    if project_id is not None:
-        sql += " AND r.project_id = ?"
-        params.append(project_id)
+    where, params = _open_of(project_id)
     rejected: set[tuple[str, str]] = set()
     found: dict[tuple[str, str], tuple[int, list[str]]] = {}
     for project, session, required, signer, approved in tx.execute(
-        sql + " ORDER BY d.decided_at, d.seat", params
+        sql + where + " ORDER BY d.decided_at, d.seat", params
     ):
         key = (str(project), str(session))
         _, names = found.setdefault(key, (int(required), []))
