@@ -238,9 +238,9 @@ def newest_of_kinds(
     checks them (`memo`: as `scan_events`)."""
     key = (store.project.project_id, session_id)
     where = f"store {store.display}, session {session_id}"
-    marks = ", ".join("?" for _ in kinds)
     if not kinds:
         return {}, []
+    marks = ", ".join("?" for _ in kinds)
     with store.read() as tx:
         counts = tx.execute(
             "SELECT kind, COUNT(*) FROM events WHERE project_id = ? AND session_id = ? "  # noqa: S608
