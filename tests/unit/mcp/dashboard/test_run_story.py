@@ -15,7 +15,7 @@ from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.state.event_kinds import ReviewUsageEvent
 from deepwork_core.state.events import append_event
-from deepwork_core.state.read_model.detail import session_detail
+from deepwork_core.state.read_model.detail import MAX_VERDICTS, session_detail
 from deepwork_core.state.read_model.runs import ListedStatus, list_sessions
 from deepwork_core.state.sessions import SessionStore
 from deepwork_core.state.store.port import Store
@@ -131,6 +131,45 @@ def test_a_huge_event_log_gives_a_bounded_page_and_report(
     )
     assert result.exit_code == 0, result.output
     assert out.stat().st_size < 4 * 1024 * 1024
+
+
+def test_a_run_of_many_checkpoints_lists_the_newest_and_counts_the_rest(
+    tmp_path: Path, make_store: Callable[..., Store], client_for: Callable[..., TestClient]
+) -> None:
+    waiting = finished_run(make_store, client_for, tmp_path / "project")
+    key = (waiting.store.project.project_id, waiting.session_id)
+    with waiting.store.read() as tx:
+        [(build,)] = tx.execute(
+            "SELECT body FROM events WHERE project_id = ? AND session_id = ? "
+            "AND kind = 'step_finished' ORDER BY seq DESC LIMIT 1",
+            key,
+        )
+    # the build accepted again and again (its line as the log has it): 2 + 205 checkpoints
+    insert_event_lines(
+        waiting.store, waiting.session_id, [str(build)] * (MAX_VERDICTS + 5), "step_finished"
+    )
+    detail = session_detail(SessionStore(waiting.store, waiting.root), waiting.session_id)
+    assert len(detail.summary.verdicts) == MAX_VERDICTS
+    assert detail.summary.verdicts_omitted == 7
+    assert {v.reason for v in detail.summary.verdicts} == {"the user checked the build"}
+    page = client_for(waiting.root).get(f"/run/{waiting.session_id}").text
+    summary = page[_section(page, "Summary") : _section(page, "Run")]
+    assert summary.count("the user checked the build") == MAX_VERDICTS
+    assert "no review applies to these outputs" not in summary  # the plan's, the oldest
+    assert "and 7 more, older (not listed)" in summary
+    assert "looks right" in summary  # approvals and cost are still read in full
+    assert "0.1250 USD, 1,234 tokens in 1 reviewer call(s)" in summary
+
+
+def test_a_run_of_few_checkpoints_lists_them_all_with_no_count(
+    tmp_path: Path, make_store: Callable[..., Store], client_for: Callable[..., TestClient]
+) -> None:
+    waiting = finished_run(make_store, client_for, tmp_path / "project")
+    detail = session_detail(SessionStore(waiting.store, waiting.root), waiting.session_id)
+    assert [v.step_ids for v in detail.summary.verdicts] == [["plan"], ["build"]]
+    assert detail.summary.verdicts_omitted == 0
+    page = client_for(waiting.root).get(f"/run/{waiting.session_id}").text
+    assert "more, older (not listed)" not in page
 
 
 def test_the_graph_has_a_legend_and_marks_only_passed_reviews(

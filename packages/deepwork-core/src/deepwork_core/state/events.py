@@ -36,7 +36,7 @@ import contextlib
 import json
 import logging
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -170,12 +170,35 @@ class EventScan:
         return self.total - len(self.recent)
 
 
+#: Records already read from one session's log, by number: what a second read of the same
+#: events reuses instead of checking them again.
+ReadRecords = dict[int, EventRecord]
+
+
+def _records(rows: Iterable[Sequence[object]], where: str, memo: ReadRecords) -> list[EventRecord]:
+    """The rows `(seq, body)` as records, each checked once (`memo` keeps them)."""
+    records = []
+    for seq, body in rows:
+        number = int(str(seq))
+        record = memo.get(number)
+        if record is None:
+            record = memo[number] = _parse(str(body), f"{where}, event #{seq}")
+        records.append(record)
+    return records
+
+
 def scan_events(
-    store: Store, session_id: SessionId, *, keep_last: int, kinds: frozenset[str]
+    store: Store,
+    session_id: SessionId,
+    *,
+    keep_last: int,
+    kinds: frozenset[str],
+    memo: ReadRecords | None = None,
 ) -> EventScan:
     """The newest `keep_last` events of a session and all its events of `kinds`: the store
     counts the rest without handing them over, so a log of any size costs little memory and
-    time. Records are checked as `read_events` checks them (`events.corrupt`)."""
+    time. Records are checked as `read_events` checks them (`events.corrupt`); `memo` holds
+    the ones read before, and gets the ones read now."""
     key = (store.project.project_id, session_id)
     where = f"store {store.display}, session {session_id}"
     of_kinds = (
@@ -192,11 +215,59 @@ def scan_events(
             (*key, max(keep_last, 0)),
         )
         chosen = tx.execute(of_kinds, (*key, *sorted(kinds))) if kinds else []
+    memo = {} if memo is None else memo
     return EventScan(
         int(total),
-        [_parse(str(body), f"{where}, event #{seq}") for seq, body in reversed(recent)],
-        [_parse(str(body), f"{where}, event #{seq}") for seq, body in chosen],
+        _records(reversed(recent), where, memo),
+        _records(chosen, where, memo),
     )
+
+
+def newest_of_kinds(
+    store: Store,
+    session_id: SessionId,
+    kinds: frozenset[str],
+    *,
+    limit: int,
+    after: int = 0,
+    memo: ReadRecords | None = None,
+) -> tuple[dict[str, int], list[EventRecord]]:
+    """How many events of each of `kinds` a session holds (kinds it has none of are left out),
+    and the newest `limit` events of those kinds numbered above `after`, oldest first: the store
+    counts the older ones without handing them over. Records are checked as `read_events`
+    checks them (`memo`: as `scan_events`)."""
+    key = (store.project.project_id, session_id)
+    where = f"store {store.display}, session {session_id}"
+    if not kinds:
+        return {}, []
+    marks = ", ".join("?" for _ in kinds)
+    with store.read() as tx:
+        counts = tx.execute(
+            "SELECT kind, COUNT(*) FROM events WHERE project_id = ? AND session_id = ? "  # noqa: S608
+            f"AND kind IN ({marks}) GROUP BY kind",
+            (*key, *sorted(kinds)),
+        )
+        newest = tx.execute(
+            "SELECT seq, body FROM events WHERE project_id = ? AND session_id = ? "  # noqa: S608
+            f"AND kind IN ({marks}) AND seq > ? ORDER BY seq DESC LIMIT ?",
+            (*key, *sorted(kinds), after, max(limit, 0)),
+        )
+    return (
+        {str(kind): int(count) for kind, count in counts},
+        _records(reversed(newest), where, {} if memo is None else memo),
+    )
+
+
+def nth_newest_seq(store: Store, session_id: SessionId, kind: str, nth: int) -> int:
+    """The number of the session's `nth` newest event of `kind` (1: its newest); 0 when it has
+    fewer than `nth` of them."""
+    with store.read() as tx:
+        rows = tx.execute(
+            "SELECT seq FROM events WHERE project_id = ? AND session_id = ? AND kind = ? "
+            "ORDER BY seq DESC LIMIT 1 OFFSET ?",
+            (store.project.project_id, session_id, kind, max(nth - 1, 0)),
+        )
+    return int(rows[0][0]) if rows else 0
 
 
 def last_event_at(store: Store, session_id: SessionId) -> datetime | None:

@@ -199,6 +199,9 @@ def session_page_view(
         if verdict.kind is VerdictKind.REVIEWER
         for step in verdict.step_ids
     )
+    if detail.summary.verdicts_omitted:
+        # Older checkpoints are not listed: the accepted outputs still say which a review passed.
+        passed |= {e.step_id for e in session.evidence if e.verdict is VerdictKind.REVIEWER}
     instances = instance_rows(store, session)
     if served is None:
         graph, graph_problem = _graph(store.project_root, session, passed, fan_counts(instances))

@@ -2,9 +2,10 @@
 a `SessionDetail`: its summary first (outcome, steps done, every verdict labelled as what it is,
 every approval, review cost), its accepted outputs with whether they went stale, and its timeline
 as sentences. The event log is read in bounded memory and time (`scan_events`): the timeline
-holds the newest `max_events` events and says how many older ones it left out; the summary still
-counts every verdict, approval and review call of the log. The session's own line is the list's
-(`runs.session_view`).
+holds the newest `max_events` events and says how many older ones it left out; the summary lists
+the newest `MAX_VERDICTS` accepted checkpoints and counts the older ones without reading them, and
+still reads every approval and review call of the log (the review cost is their sum). The
+session's own line is the list's (`runs.session_view`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,14 @@ from deepwork_core.state.event_kinds import (
     ReviewVerdictEvent,
     StepFinishedEvent,
 )
-from deepwork_core.state.events import EventScan, last_event_at, scan_events
+from deepwork_core.state.events import (
+    EventScan,
+    ReadRecords,
+    last_event_at,
+    newest_of_kinds,
+    nth_newest_seq,
+    scan_events,
+)
 from deepwork_core.state.read_model.runs import (
     ListedStatus,
     SessionView,
@@ -49,16 +57,16 @@ from deepwork_core.state.usage.totals import sum_usage
 DEFAULT_MAX_EVENTS: Final = 500
 #: Reviewer verdicts and review calls listed in full on one run page (the newest).
 MAX_LISTED: Final = 200
-#: Kinds the summary reads from the whole log, however long it is.
-SUMMARY_KINDS: Final = frozenset(
-    {
-        EventName.STEP_FINISHED,
-        EventName.OVERRIDE,
-        EventName.REVIEW_VERDICT,
-        EventName.APPROVAL,
-        EventName.REVIEW_USAGE,
-    }
+#: Accepted checkpoints the summary lists (the newest); older ones are counted, not read.
+MAX_VERDICTS: Final = 200
+#: What a verdict line is made of: the events of these kinds after the newest checkpoint left
+#: out (a checkpoint's reason is in the overrides and reviews before it), `VERDICT_WINDOW` at most.
+VERDICT_KINDS: Final = frozenset(
+    {EventName.STEP_FINISHED, EventName.OVERRIDE, EventName.REVIEW_VERDICT}
 )
+VERDICT_WINDOW: Final = 5 * MAX_VERDICTS
+#: Kinds the summary reads from the whole log, however long it is.
+SUMMARY_KINDS: Final = frozenset({EventName.APPROVAL, EventName.REVIEW_USAGE})
 
 
 class _View(BaseModel):
@@ -94,7 +102,9 @@ class SessionSummary(_View):
 
     outcome: str
     steps_done: int
+    #: The newest accepted checkpoints (at most MAX_VERDICTS), and how many older ones there are.
     verdicts: list[VerdictLine]
+    verdicts_omitted: int = 0
     approvals: list[ApprovalLine]
     review_usage: RunUsage
 
@@ -212,24 +222,46 @@ def _outputs(project_root: Path, session: Session) -> list[OutputLine]:
     return lines
 
 
+def _verdict_events(
+    store: SessionStore, session_id: SessionId, memo: ReadRecords
+) -> tuple[int, list[EventRecord]]:
+    """How many checkpoints the session accepted, and the events the newest `MAX_VERDICTS`
+    lines are made of (`VERDICT_WINDOW` of them at most)."""
+    db = store.store
+    after = nth_newest_seq(db, session_id, EventName.STEP_FINISHED, MAX_VERDICTS + 1)
+    counts, events = newest_of_kinds(
+        db, session_id, VERDICT_KINDS, limit=VERDICT_WINDOW, after=after, memo=memo
+    )
+    return counts.get(EventName.STEP_FINISHED, 0), events
+
+
 def session_detail(
     store: SessionStore, session_id: SessionId, *, max_events: int = DEFAULT_MAX_EVENTS
 ) -> SessionDetail:
     """Everything a run page shows. Raises `session.not_found` for an unknown session."""
     session = store.load(session_id)
     root, db = store.project_root, store.store
-    problem = None
+    problem, accepted = None, 0
+    window: list[EventRecord] = []
+    memo: ReadRecords = {}
     try:
-        scan = scan_events(db, session_id, keep_last=max_events, kinds=SUMMARY_KINDS)
+        scan = scan_events(db, session_id, keep_last=max_events, kinds=SUMMARY_KINDS, memo=memo)
+        accepted, window = _verdict_events(store, session_id, memo)
+        _, reviews = newest_of_kinds(
+            db, session_id, frozenset({EventName.REVIEW_VERDICT}), limit=MAX_LISTED, memo=memo
+        )
     except DeepWorkError as exc:
-        scan, problem = EventScan(0, [], []), f"{exc.code}: {exc.message}"
+        scan, problem, reviews = EventScan(0, [], []), f"{exc.code}: {exc.message}", []
+        accepted, window = 0, []
     last = last_event_at(db, session_id) if scan.total else None
     reviewing = session_id in reviewing_sessions(db)
     run = session_view(root, session, last_event_at=last, reviewing=reviewing)
+    verdicts = _verdicts(window)[-MAX_VERDICTS:]
     summary = SessionSummary(
         outcome=_outcome(run),
         steps_done=sum(1 for record in session.step_progress.values() if record.completed_at),
-        verdicts=_verdicts(scan.selected),
+        verdicts=verdicts,
+        verdicts_omitted=max(accepted - len(verdicts), 0),
         approvals=_approvals(scan.selected),
         review_usage=sum_usage(scan.selected),
     )
@@ -238,7 +270,7 @@ def session_detail(
         inputs=dict(session.inputs),
         summary=summary,
         outputs=_outputs(root, session),
-        reviews=[e for e in scan.selected if isinstance(e, ReviewVerdictEvent)][-MAX_LISTED:],
+        reviews=[e for e in reviews if isinstance(e, ReviewVerdictEvent)],
         review_calls=[e for e in scan.selected if isinstance(e, ReviewUsageEvent)][-MAX_LISTED:],
         timeline=[timeline_entry(event) for event in scan.recent],
         events_total=scan.total,
