@@ -162,7 +162,7 @@ async def test_the_dashboard_refuses_an_aborted_runs_approval(root: Path, store:
         async with dashboard_process(root) as url:
             status, page = await post_decision(url, session_id, request_id)
         assert status == 409
-        assert "approval.none_pending" in page
+        assert "approval.cancelled" in page
         assert approval_events(store, session_id) == []
 
 
