@@ -12,7 +12,7 @@ command or page handler runs, without the HTTP or terminal around it):
 - `status`: `project_overview` (the stacks, the five newest finished runs, the branches);
 - `status --all`: one page of `list_session_rows` and `count_session_rows`;
 - the dashboard's run list (`views.runs`), a run page (`views.session_page_view`), the Approvals
-  page (`views.open_approvals`) and the Reviews page (`reviews.review_rows`);
+  page (`approval_views.open_approvals`) and the Reviews page (`reviews.review_rows`);
 - the reference, measured in the same run: the read model's `list_sessions`, which parses every
   session document of the project (what `status` and the run page's instance list read before).
 
@@ -126,7 +126,7 @@ def measure(url: str | None, count: int, repeats: int) -> dict[str, list[float]]
     from deepwork_core.state.sessions import SessionStore
     from deepwork_core.state.store.opening import open_store
     from deepwork_core.state.store.tables.session_lists import count_session_rows, list_session_rows
-    from deepwork_mcp.dashboard import reviews, views
+    from deepwork_mcp.dashboard import approval_views, reviews, views
 
     with tempfile.TemporaryDirectory(prefix="deepwork-views-bench-") as folder:
         root = Path(folder) / "p"
@@ -147,7 +147,7 @@ def measure(url: str | None, count: int, repeats: int) -> dict[str, list[float]]
                 "status --all (one page)": status_all,
                 "dashboard run list": lambda: views.runs(sessions),
                 "dashboard run page": lambda: views.session_page_view(sessions, shown),  # type: ignore[arg-type]
-                "dashboard approvals": lambda: views.open_approvals(sessions),
+                "dashboard approvals": lambda: approval_views.open_approvals(sessions),
                 "dashboard reviews": lambda: reviews.review_rows(store),
             }
             figures = {name: _time(call, repeats) for name, call in checks.items()}

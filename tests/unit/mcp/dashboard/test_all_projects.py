@@ -12,7 +12,7 @@ from deepwork_core.state.approvals.signatures import TrustedApprovers
 from deepwork_core.state.approvals.store import ApprovalStore
 from deepwork_core.state.store.opening import project_ref
 from deepwork_core.state.store.port import Store
-from deepwork_mcp.dashboard.views import other_projects_approvals
+from deepwork_mcp.dashboard.approval_views import other_projects_approvals
 from starlette.testclient import TestClient
 
 from tests.fixtures.state_rows import approval_json

@@ -9,7 +9,7 @@ from pathlib import Path
 from deepwork_core.state.approvals.signatures import TrustedApprovers
 from deepwork_core.state.approvals.store import ApprovalStore
 from deepwork_core.state.store.port import Store
-from deepwork_mcp.dashboard.views import other_projects_approvals
+from deepwork_mcp.dashboard.approval_views import other_projects_approvals
 from starlette.testclient import TestClient
 
 from tests.unit.core.engine.test_approval_policy_engine import decide, waiting

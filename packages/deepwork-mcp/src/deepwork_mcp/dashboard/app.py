@@ -56,7 +56,7 @@ from deepwork_mcp.approvals.keys import (
     state_dir,
     trusted_approvers,
 )
-from deepwork_mcp.dashboard import pages, reviews, views
+from deepwork_mcp.dashboard import approval_views, pages, reviews, views
 from deepwork_mcp.dashboard.assets import SCRIPT, STYLESHEET
 from deepwork_mcp.dashboard.guard import TOKEN_FIELD, DashboardGuard, same_token
 from deepwork_mcp.dashboard.other_project import other_project
@@ -209,11 +209,11 @@ class DashboardRoutes:
     def approvals(self, request: Request) -> Response:
         return HTMLResponse(pages.approvals_page(self._open_approvals(), self.token))
 
-    def _open_approvals(self) -> list[views.ApprovalView]:
+    def _open_approvals(self) -> list[approval_views.ApprovalView]:
         sessions = self.sessions()
         if sessions is None:
             return []
-        return views.open_approvals(sessions, self.approval_store(sessions))
+        return approval_views.open_approvals(sessions, self.approval_store(sessions))
 
     async def decide(self, request: Request) -> Response:
         session_id = str(request.path_params["session_id"])

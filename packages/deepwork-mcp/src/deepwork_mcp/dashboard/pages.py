@@ -13,8 +13,8 @@ from deepwork_core.state.read_model.runs import SessionView
 from deepwork_core.state.stats import Stats
 from deepwork_core.state.store.tables.session_lists import StoredSession
 
+from deepwork_mcp.dashboard.approval_views import ApprovalView
 from deepwork_mcp.dashboard.rendering import render
-from deepwork_mcp.dashboard.views import ApprovalView
 
 
 def _counted(rows: Iterable[SessionView]) -> int:
