@@ -4,6 +4,7 @@ request never completes its step."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -15,6 +16,9 @@ from deepwork_core.base.identifiers import SessionId
 from deepwork_core.engine.results import FinishResult, FinishStatus
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
+from deepwork_core.receipts.audit_record import export_record
+from deepwork_core.receipts.build import approvals as receipt_approvals
+from deepwork_core.receipts.keys import GateKey
 from deepwork_core.state.approvals.decide import record_decision
 from deepwork_core.state.approvals.models import ApprovalChannel, ApprovalError
 from deepwork_core.state.approvals.signatures import ApproverSigner, TrustedApprovers
@@ -151,8 +155,24 @@ def test_two_of_three_not_by_author_completes_only_with_two_non_author_signature
     assert partial.status is FinishStatus.AWAITING_APPROVAL
     assert "1 of 2 approvals (bob)" in (partial.feedback or "")
 
+    clock.now += timedelta(minutes=5)
     decide(store, root, signers["carol"], session_id, clock.now)
     assert run.finish({"sig": "sig.md"}).status is FinishStatus.WORKFLOW_COMPLETE
+
+    # the receipt lists every signature that counted, not only the deciding one
+    entries = receipt_approvals(SessionStore(store, root).load(SessionId(session_id)))
+    assert [(e.signer, e.decided_at) for e in entries] == [
+        ("bob", "2026-12-01T09:00:00+00:00"),
+        ("carol", "2026-12-01T09:05:00+00:00"),
+    ]
+    assert all(e.signature for e in entries) and entries[0].signature != entries[1].signature
+
+    # the audit record lists the request once, with both decisions that counted
+    gate = GateKey(tmp_path / "gate.key", "laptop")
+    body = json.loads(export_record(store, session_id, gate, clock.now))["body"]
+    [request] = body["sessions"][0]["requests"]
+    assert [d["signer"] for d in request["decisions"]] == ["bob", "carol"]
+    assert request["decision"]["signer"] == "carol"  # the one that completed the count
 
 
 def test_an_expired_request_never_completes_its_step(

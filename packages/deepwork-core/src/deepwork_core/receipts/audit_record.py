@@ -7,7 +7,9 @@ its signer, signature and time, and what the decision caused (the events that fo
 is signed with the exporting machine's gate key (`receipts.keys.GateKey`) over the body in its
 canonical form, and written in that canonical form, so any edited byte is found: a byte outside
 the canonical form (`audit.edited`), inside the body (`audit.signature_invalid`), or in a
-decision (`audit.decision_unverified`, its approver's own signature). The check needs only the
+decision (`audit.decision_unverified`, its approver's own signature). A request appears once,
+with every decision on it (`decisions`, oldest first: both signers of a 2-of-3 request) and
+the one that settled it (`decision`). The check needs only the
 file and the public keys committed on the base ref: no store, no network.
 """
 
@@ -27,6 +29,7 @@ from deepwork_core.receipts.keys import GateKey, signature_holds
 from deepwork_core.receipts.repository import Repository
 from deepwork_core.state.approvals import signatures as approval_signatures
 from deepwork_core.state.approvals.models import ApprovalDecision, ApprovalRequest
+from deepwork_core.state.approvals.policy import standing
 from deepwork_core.state.approvals.seal import seal_fields
 from deepwork_core.state.store.port import Store, Tx
 from deepwork_core.state.store.tables import approval_rows, shown_bytes
@@ -79,17 +82,27 @@ def _session(tx: Tx, project_id: str, session_id: str) -> dict[str, Any]:
     for found in approval_rows.session_history(tx, project_id, session_id):
         request = ApprovalRequest.model_validate_json(found.request)
         kept = shown_bytes.load(tx, project_id, request.request_id, request.shown)
-        decision = loads_json(found.decision) if found.decision is not None else None
+        decisions = [loads_json(body) for body in found.decisions]
         requests.append(
             {
                 "request": request.model_dump(mode="json"),
                 "state": found.state,
                 "kept": [{"path": k.path, "size": k.size, "kept": k.kept.value} for k in kept],
-                "decision": decision,
+                "decision": _settling(request, found.decisions),
+                "decisions": decisions,
                 "caused": _caused(events, request.request_id),
             }
         )
     return {"session_id": session_id, "requests": requests}
+
+
+def _settling(request: ApprovalRequest, bodies: list[str]) -> Any:
+    """The decision that settled `request` under its policy (the latest while none did)."""
+    if not bodies:
+        return None
+    decisions = [ApprovalDecision.model_validate_json(body) for body in bodies]
+    concluding = standing(request.policy, decisions).concluding
+    return loads_json(bodies[-1 if concluding is None else concluding])
 
 
 def _caused(events: list[Any], request_id: str) -> list[dict[str, Any]]:
@@ -150,12 +163,14 @@ def _decisions(repo: Repository, session: Any) -> list[Finding]:
     findings = []
     try:
         session_id = str(session["session_id"])
-        entries = [(e["request"], e["decision"]) for e in session["requests"]]
-    except (TypeError, KeyError) as exc:
+        entries = [
+            (e["request"], raw)
+            for e in session["requests"]
+            for raw in _each_decision(e["decision"], e["decisions"])
+        ]
+    except (TypeError, KeyError, ValueError) as exc:
         return [_found(ReceiptCode.AUDIT_MALFORMED, f"a session is not as exported ({exc})")]
     for raw_request, raw_decision in entries:
-        if raw_decision is None:
-            continue
         try:
             request = ApprovalRequest.model_validate(raw_request)
             decision = ApprovalDecision.model_validate(raw_decision)
@@ -171,6 +186,16 @@ def _decisions(repo: Repository, session: Any) -> list[Finding]:
         if why is not None:
             findings.append(_found(ReceiptCode.AUDIT_DECISION_UNVERIFIED, f"{where}: {why}"))
     return findings
+
+
+def _each_decision(settling: Any, decisions: Any) -> list[Any]:
+    """Every decision of a request's entry, each checked once (the one that settled it is
+    checked on its own when it differs from all of them: an edited copy)."""
+    if not isinstance(decisions, list):
+        raise ValueError("its decisions are not a list")
+    if settling is not None and settling not in decisions:
+        return [*decisions, settling]
+    return decisions
 
 
 def _signature_fault(

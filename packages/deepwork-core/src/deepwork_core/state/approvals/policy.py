@@ -109,6 +109,9 @@ class Standing:
     rejection: int | None = None
     #: The decision that completed the count (its index among the decisions).
     concluding: int | None = None
+    #: The decisions that count (their indices among the decisions, oldest first): each
+    #: distinct signer's approval, and the rejection that settles the request, if any.
+    counted: list[int] = field(default_factory=list)
 
     @property
     def partial(self) -> bool:
@@ -124,18 +127,24 @@ def standing(policy: RequestPolicy | None, decisions: Sequence[SignedOff]) -> St
     """Count `decisions` (verified ones, oldest first) under `policy`."""
     required = 1 if policy is None else policy.required
     counted: list[str] = []
+    indices: list[int] = []
     for index, decision in enumerate(decisions):
         if why_not_counted(policy, decision.signer, decision.email) is not None:
             continue
         if not decision.approved:
-            return Standing(required, counted, rejection=index, concluding=index)
+            return Standing(
+                required, counted, rejection=index, concluding=index, counted=[*indices, index]
+            )
         who = decision.signer or ""
         if who in counted and policy is not None and policy.required > 1:
             continue  # the same signer counts once
         counted.append(who)
+        indices.append(index)
         if len(counted) >= required:
-            return Standing(required, [c for c in counted if c], concluding=index)
-    return Standing(required, [c for c in counted if c])
+            return Standing(
+                required, [c for c in counted if c], concluding=index, counted=indices
+            )
+    return Standing(required, [c for c in counted if c], counted=indices)
 
 
 def expires_at(requested_at: datetime, expiry: timedelta | None) -> datetime | None:

@@ -267,25 +267,34 @@ def undecided_requests(tx: Tx, *, limit: int = 1000) -> list[OpenRequest]:
 
 @dataclass(frozen=True, slots=True)
 class RequestHistory:
-    """One request of a session, whatever became of it, with its decision (for an audit)."""
+    """One request of a session, whatever became of it, with every decision on it (for an
+    audit)."""
 
     state: str
     request: str
-    decision: str | None
+    #: The decisions' documents, oldest first (several where several must sign).
+    decisions: list[str]
 
 
 def session_history(tx: Tx, project_id: str, session_id: str) -> list[RequestHistory]:
-    """Every request of the session (open, replaced, closed, withdrawn) with its decision,
-    oldest first."""
-    rows = tx.execute(
-        "SELECT r.state, r.body, d.body FROM approval_requests r LEFT JOIN approval_decisions d "
-        "ON d.project_id = r.project_id AND d.request_id = r.request_id "
-        "WHERE r.project_id = ? AND r.session_id = ? ORDER BY r.requested_at, r.request_id",
+    """Every request of the session (open, replaced, closed, withdrawn) once, with its
+    decisions, oldest first."""
+    requests = tx.execute(
+        "SELECT request_id, state, body FROM approval_requests "
+        "WHERE project_id = ? AND session_id = ? ORDER BY requested_at, request_id",
         (project_id, session_id),
     )
+    decisions: dict[str, list[str]] = {}
+    for request_id, body in tx.execute(
+        "SELECT request_id, body FROM approval_decisions WHERE project_id = ? AND request_id IN "
+        "(SELECT request_id FROM approval_requests WHERE project_id = ? AND session_id = ?) "
+        "ORDER BY decided_at, seat",
+        (project_id, project_id, session_id),
+    ):
+        decisions.setdefault(str(request_id), []).append(str(body))
     return [
-        RequestHistory(str(state), str(request), None if decision is None else str(decision))
-        for state, request, decision in rows
+        RequestHistory(str(state), str(body), decisions.get(str(request_id), []))
+        for request_id, state, body in requests
     ]
 
 
