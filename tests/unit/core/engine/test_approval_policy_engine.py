@@ -199,3 +199,43 @@ def test_an_expired_request_never_completes_its_step(
     session = SessionStore(store, root).load(SessionId(session_id))
     assert session.status is SessionStatus.ACTIVE
     assert session.pending_approval is not None  # nothing completed
+
+
+@pytest.mark.parametrize(
+    ("policy", "trusted", "why"),
+    [
+        ("required: 3\n      approvers: [alice, bob, carol]", ["bob", "carol"], "only 2"),
+        ("required: 1\n      approvers: [alice]\n      not_by_author: true", ["alice"], "only 0"),
+    ],
+)
+def test_a_policy_the_trusted_keys_cannot_meet_is_refused_when_the_request_opens(
+    tmp_path: Path, make_store: Callable[..., Store], policy: str, trusted: list[str], why: str
+) -> None:
+    root = tmp_path / "project"
+    text = POLICED.replace(
+        "required: 2\n      approvers: [alice, bob, carol]\n      not_by_author: true", policy
+    )
+    assert policy in text
+    write_job(root, "policed", text)
+    init_repo(root)
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "project")
+    for name in trusted:
+        signer = ApproverSigner(name, tmp_path / "state" / f"{name}.key")
+        signer.create()
+        trust_on_base(root, signer)
+    root = root.resolve()
+    store, clock = make_store(root), Clock()
+    run = engine(store, root, clock)
+    run.start("sign it", "policed", "main")
+    session_id = SessionId(run.stack()[0].session_id)
+    (root / "sig.md").write_text("signed\n")
+
+    with pytest.raises(ApprovalError) as refused:
+        run.finish({"sig": "sig.md"})
+    assert refused.value.code == ErrorCode.APPROVAL_POLICY_UNMEETABLE
+    assert ".deepwork/jobs/policed/job.yml" in refused.value.message
+    assert why in refused.value.message
+    # nothing was recorded that nobody could decide
+    assert ApprovalStore(store, root, key_of(root)).load(session_id) is None
+    assert SessionStore(store, root).load(session_id).pending_approval is None

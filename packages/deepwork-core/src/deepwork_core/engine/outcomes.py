@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 
 from deepwork_core.base.errors import DeepWorkError
+from deepwork_core.base.layout import JOB_FILE
 from deepwork_core.engine.approver import Approver
 from deepwork_core.engine.branching import completed_summary
 from deepwork_core.engine.headless.parking import Parking, approval_feedback
@@ -169,7 +170,10 @@ class Outcomes:
         """Bind the evidence and advance, or first ask the human when a step needs approval."""
         session, steps = context.session, context.steps
         if not approved and self.guards.needs_approval(steps):
-            ask = self.guards.open_approval(session, steps, findings, verdict, reason, rereviewed)
+            ask = self.guards.open_approval(
+                session, steps, findings, verdict, reason, rereviewed,
+                job_file=context.job.job_dir / JOB_FILE,
+            )  # fmt: skip
             if self.parking is not None:
                 self.parking.park(session, ParkReason.AWAITING_APPROVAL, request_id=ask.request_id)
             context.tx.save(session)

@@ -13,6 +13,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.engine.approver import HumanAnswer
 from deepwork_core.engine.results import ApprovalPrompt, prompt_of
 from deepwork_core.engine.safeguards.findings import Findings
@@ -21,12 +22,13 @@ from deepwork_core.jobs.model import Step
 from deepwork_core.state.approvals.decide import record_decision, rehash
 from deepwork_core.state.approvals.models import (
     ApprovalChannel,
+    ApprovalError,
     ApprovalRecord,
     ApprovalRequest,
     new_request_id,
     shown_outputs,
 )
-from deepwork_core.state.approvals.policy import request_policy
+from deepwork_core.state.approvals.policy import RequestPolicy, request_policy, why_unmeetable
 from deepwork_core.state.approvals.store import ApprovalStore, expired
 from deepwork_core.state.event_kinds import ApprovalRequestedEvent, KnownEvent
 from deepwork_core.state.events import append_event
@@ -62,11 +64,18 @@ class ApprovalGuards:
         verdict: VerdictKind,
         override_reason: str | None,
         rereviewed: Sequence[str],
+        job_file: Path | None = None,
     ) -> ApprovalPrompt:
-        """Open a request for the human; the session waits for it (`pending_approval`)."""
+        """Open a request for the human; the session waits for it (`pending_approval`).
+
+        Raises `approval.policy_unmeetable` (naming `job_file`, the job's definition) when the
+        approvers trusted on the base ref can never meet the steps' policy: nothing is opened.
+        """
         asks = [step.approval for step in steps if step.approval is not None]
         names = [name for ask in asks for name in ask.show]
         now = self.clock()
+        policy = request_policy(asks, session.author, now)
+        self._check_meetable(policy, steps, job_file)
         request = ApprovalRequest(
             request_id=new_request_id(),
             session_id=session.session_id,
@@ -76,7 +85,7 @@ class ApprovalGuards:
             prompt="\n\n".join(ask.prompt for ask in asks),
             shown=shown_outputs(findings.audit.hashes, names),
             requested_at=now,
-            policy=request_policy(asks, session.author, now),
+            policy=policy,
         )
         self.approvals.open_request(request)
         session.pending_approval = PendingApproval(
@@ -99,6 +108,23 @@ class ApprovalGuards:
             )
         )
         return prompt_of(ApprovalRecord(request=request))
+
+    def _check_meetable(
+        self, policy: RequestPolicy | None, steps: Sequence[Step], job_file: Path | None
+    ) -> None:
+        if policy is None or not policy.needs_signatures:
+            return
+        why = why_unmeetable(policy, self.approvals.trusted.names())
+        if why is None:
+            return
+        where = "the job's job.yml" if job_file is None else _shown_path(self.project_root, job_file)
+        ids = ", ".join(step.id for step in steps if step.approval is not None)
+        raise ApprovalError(
+            f"{where}: the approval policy of step {ids} cannot be met: {why}. No approval "
+            "was requested and nothing was recorded: merge more approvers' keys into the base "
+            "branch (docs/team.md), or change the step's `approval:`",
+            code=ErrorCode.APPROVAL_POLICY_UNMEETABLE,
+        )
 
     def approval_outcome(
         self, session: Session, findings: Findings
@@ -158,6 +184,13 @@ class ApprovalGuards:
 
     def _write(self, event: KnownEvent) -> None:
         append_event(self.approvals.store, event)
+
+
+def _shown_path(root: Path, path: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def _asks_for(record: ApprovalRecord, pending: PendingApproval) -> bool:

@@ -98,6 +98,30 @@ def why_not_counted(
     return None
 
 
+def why_unmeetable(policy: RequestPolicy | None, trusted: Sequence[str]) -> str | None:
+    """Why no set of the `trusted` approvers (as committed on the base ref) can ever meet
+    `policy`; None when some can (or the policy is not about who signs). The git `user.email`
+    of a signer is not known before they sign, so only the author's approver name is left out
+    here."""
+    if policy is None or not policy.needs_signatures:
+        return None
+    eligible = [name for name in trusted if why_not_counted(policy, name, None) is None]
+    if len(eligible) >= policy.required:
+        return None
+    who = ", ".join(eligible) if eligible else "none"
+    limits = []
+    if policy.approvers is not None:
+        limits.append(f"in approvers [{', '.join(policy.approvers)}]")
+    author = policy.author.approver if policy.author is not None else None
+    if policy.not_by_author and author is not None:
+        limits.append(f"other than the run's author {author!r}")
+    among = f" {' and '.join(limits)}" if limits else ""
+    return (
+        f"required: {policy.required}, but only {len(eligible)} approver(s) trusted on the base "
+        f"ref{among} can sign ({who})"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Standing:
     """Where the counted decisions of a request stand."""
