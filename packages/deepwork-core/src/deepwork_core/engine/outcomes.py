@@ -34,7 +34,7 @@ from deepwork_core.engine.results import (
     FinishStatus,
     prompt_of,
 )
-from deepwork_core.engine.safeguards.approvals import ApprovalOutcome
+from deepwork_core.engine.safeguards.approvals import ApprovalOutcome, ended_by
 from deepwork_core.engine.safeguards.evidence import Safeguards, override_kind
 from deepwork_core.engine.safeguards.findings import Findings
 from deepwork_core.evidence.scope import RepoSnapshot, head_commit
@@ -245,7 +245,7 @@ class Outcomes:
             return needs_work(stack, findings, findings.blocked)
         if outcome is ApprovalOutcome.APPROVED and findings.rereview:
             outcome = ApprovalOutcome.VOID  # stale steps are reviewed again, then asked anew
-        self.guards.close_approval(session, record)
+        self.guards.close_approval(session, record, *ended_by(outcome, record))
         if outcome is ApprovalOutcome.APPROVED:
             return self.accept(
                 context, findings, pending.override_reason, pending.verdict, pending.rereviewed,

@@ -41,6 +41,7 @@ from deepwork_core.jobs.lookup import select_workflow
 from deepwork_core.jobs.model import JobDefinition, Workflow
 from deepwork_core.receipts.keys import GateKey
 from deepwork_core.receipts.writer import ReceiptWriter, commit_advice
+from deepwork_core.state.approvals.ending import EndState
 from deepwork_core.state.approvals.policy import RunAuthor
 from deepwork_core.state.approvals.seal import ApprovalKey
 from deepwork_core.state.approvals.signatures import TrustedApprovers
@@ -257,7 +258,8 @@ class WorkflowEngine:
         with self.store.transaction() as tx:
             session = target_session(tx, target)
             if session.pending_approval is not None:
-                self.guards.close_approval(session, None)  # withdrawn: nobody can approve it now
+                why = f"the run was aborted: {explanation}"  # nobody can approve it now
+                self.guards.close_approval(session, None, EndState.CANCELLED, why)
             session.status = SessionStatus.ABORTED
             session.abort_reason = explanation
             session.completed_at = self.clock()

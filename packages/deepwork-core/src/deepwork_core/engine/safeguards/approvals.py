@@ -20,6 +20,7 @@ from deepwork_core.engine.safeguards.findings import Findings
 from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.jobs.model import Step
 from deepwork_core.state.approvals.decide import record_decision, rehash
+from deepwork_core.state.approvals.ending import EndState
 from deepwork_core.state.approvals.models import (
     ApprovalChannel,
     ApprovalError,
@@ -30,7 +31,7 @@ from deepwork_core.state.approvals.models import (
 )
 from deepwork_core.state.approvals.policy import RequestPolicy, request_policy, why_unmeetable
 from deepwork_core.state.approvals.store import ApprovalStore, expired
-from deepwork_core.state.event_kinds import ApprovalRequestedEvent, KnownEvent
+from deepwork_core.state.event_kinds import ApprovalRequestedEvent, KnownEvent, decided_by
 from deepwork_core.state.events import append_event
 from deepwork_core.state.sessions import PendingApproval, Session
 
@@ -117,7 +118,9 @@ class ApprovalGuards:
         why = why_unmeetable(policy, self.approvals.trusted.names())
         if why is None:
             return
-        where = "the job's job.yml" if job_file is None else _shown_path(self.project_root, job_file)
+        where = (
+            "the job's job.yml" if job_file is None else _shown_path(self.project_root, job_file)
+        )
         ids = ", ".join(step.id for step in steps if step.approval is not None)
         raise ApprovalError(
             f"{where}: the approval policy of step {ids} cannot be met: {why}. No approval "
@@ -160,13 +163,15 @@ class ApprovalGuards:
             return ApprovalOutcome.APPROVED, record
         return ApprovalOutcome.REJECTED, record
 
-    def close_approval(self, session: Session, record: ApprovalRecord | None) -> None:
-        """Close the open request (None: withdraw it); keep a decided record in the session's
-        approvals."""
-        if record is not None and record.decision is not None:
+    def close_approval(
+        self, session: Session, record: ApprovalRecord | None, end: EndState, why: str
+    ) -> None:
+        """Close the open request, storing how it ended (`end`, `why`); keep an approved or
+        rejected record in the session's approvals."""
+        if record is not None and record.decision is not None and end in _DECIDED:
             session.approvals.append(record)
         session.pending_approval = None
-        self.approvals.clear(session.session_id, withdrawn=record is None)
+        self.approvals.clear(session.session_id, end, why, self.clock())
 
     def record_elicited(self, prompt: ApprovalPrompt, answer: HumanAnswer) -> None:
         """Record the answer a human gave in the client's form (never from a tool argument)."""
@@ -184,6 +189,31 @@ class ApprovalGuards:
 
     def _write(self, event: KnownEvent) -> None:
         append_event(self.approvals.store, event)
+
+
+_DECIDED = (EndState.APPROVED, EndState.REJECTED)
+
+
+def ended_by(outcome: ApprovalOutcome, record: ApprovalRecord | None) -> tuple[EndState, str]:
+    """How a request ends with `outcome` (the server used it, or found it void), and why."""
+    decision = None if record is None else record.decision
+    if outcome is ApprovalOutcome.APPROVED and record is not None and decision is not None:
+        several = record.request.policy is not None and record.request.policy.required > 1
+        who = record.standing().text() if several else decided_by(decision.signer, decision.actor)
+        return EndState.APPROVED, f"approved: {who}"
+    if outcome is ApprovalOutcome.REJECTED and decision is not None:
+        said = f": {decision.comment}" if decision.comment else ""
+        return (
+            EndState.REJECTED,
+            f"changes requested by {decided_by(decision.signer, decision.actor)}{said}",
+        )
+    if decision is not None and decision.approved:
+        why = "what was approved is not what the step holds now (a shown file changed, or a step "
+        return EndState.FAILED, why + "is stale): the step is reviewed and asked anew"
+    return EndState.FAILED, (
+        "the request is not the one the step waits on (its files changed, or its seal does not "
+        "verify): the step is reviewed and asked anew"
+    )
 
 
 def _shown_path(root: Path, path: Path) -> str:

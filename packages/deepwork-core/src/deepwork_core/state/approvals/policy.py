@@ -165,9 +165,7 @@ def standing(policy: RequestPolicy | None, decisions: Sequence[SignedOff]) -> St
         counted.append(who)
         indices.append(index)
         if len(counted) >= required:
-            return Standing(
-                required, [c for c in counted if c], concluding=index, counted=indices
-            )
+            return Standing(required, [c for c in counted if c], concluding=index, counted=indices)
     return Standing(required, [c for c in counted if c], counted=indices)
 
 
