@@ -81,7 +81,13 @@ def _entry_line(entry: ActiveEntry, now: datetime) -> str:
         parts.append(f"branch {entry.branch}")
     if entry.approvals:
         parts.append(f"approvals {entry.approvals}")
-    if entry.awaiting_approval and entry.decided is not None:
+    if entry.awaiting_approval and entry.expired:
+        so_far = f" with {entry.standing}" if entry.standing else ""
+        parts.append(
+            f"APPROVAL EXPIRED{so_far}: no decision counts any more; the agent calls go_to_step "
+            "to ask anew, or abort_workflow"
+        )
+    elif entry.awaiting_approval and entry.decided is not None:
         decision = "APPROVED" if entry.decided else "CHANGES REQUESTED"
         parts.append(f"{decision}, waiting for the agent's next finished_step")
     elif entry.awaiting_approval:

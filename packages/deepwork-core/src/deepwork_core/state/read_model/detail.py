@@ -14,13 +14,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Final
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.base.identifiers import SessionId
 from deepwork_core.evidence.hashes import sha256_file
 from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.state.event_kinds import (
+    ApprovalEndedEvent,
     ApprovalEvent,
     EventName,
     EventRecord,
@@ -66,7 +67,9 @@ VERDICT_KINDS: Final = frozenset(
 )
 VERDICT_WINDOW: Final = 5 * MAX_VERDICTS
 #: Kinds the summary reads from the whole log, however long it is.
-SUMMARY_KINDS: Final = frozenset({EventName.APPROVAL, EventName.REVIEW_USAGE})
+SUMMARY_KINDS: Final = frozenset(
+    {EventName.APPROVAL, EventName.APPROVAL_ENDED, EventName.REVIEW_USAGE}
+)
 
 
 class _View(BaseModel):
@@ -97,6 +100,17 @@ class ApprovalLine(_View):
     decided_by: str = ""
 
 
+class EndLine(_View):
+    """How one approval request of the run ended (`approval_ended`)."""
+
+    at: datetime
+    step_ids: list[str]
+    request_id: str
+    #: approved, rejected, expired, cancelled or failed.
+    state: str
+    why: str
+
+
 class SessionSummary(_View):
     """What a reader wants first: how the run ended and on what it rests."""
 
@@ -107,6 +121,8 @@ class SessionSummary(_View):
     verdicts_omitted: int = 0
     approvals: list[ApprovalLine]
     review_usage: RunUsage
+    #: How each of the run's approval requests ended, oldest first.
+    ended: list[EndLine] = Field(default_factory=list)
 
 
 class OutputLine(_View):
@@ -204,6 +220,16 @@ def _approvals(events: list[EventRecord]) -> list[ApprovalLine]:
     ]
 
 
+def _ends(events: list[EventRecord]) -> list[EndLine]:
+    return [
+        EndLine(
+            at=e.ts, step_ids=list(e.step_ids), request_id=e.request_id, state=e.state, why=e.why
+        )
+        for e in events
+        if isinstance(e, ApprovalEndedEvent)
+    ]
+
+
 def _outputs(project_root: Path, session: Session) -> list[OutputLine]:
     lines: list[OutputLine] = []
     for item in session.evidence:
@@ -264,6 +290,7 @@ def session_detail(
         verdicts_omitted=max(accepted - len(verdicts), 0),
         approvals=_approvals(scan.selected),
         review_usage=sum_usage(scan.selected),
+        ended=_ends(scan.selected),
     )
     return SessionDetail(
         run=run,

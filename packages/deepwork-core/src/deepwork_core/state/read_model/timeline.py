@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from deepwork_core.evidence.verdicts import GATE_OFF_REASON, VerdictKind
 from deepwork_core.state.event_kinds import (
     AbortedEvent,
+    ApprovalEndedEvent,
     ApprovalEvent,
     ApprovalRequestedEvent,
     BudgetExhaustedEvent,
@@ -179,6 +180,9 @@ _SENTENCES: Final[dict[type[Any], Callable[[Any], str]]] = {
         + (f"; shown {names(s.path for s in e.shown)}" if e.shown else "")
     ),
     ApprovalEvent: _approval,
+    ApprovalEndedEvent: lambda e: (
+        f"Approval request for {names(e.step_ids)} ended {e.state}: {clip(e.why)}"
+    ),
     AbortedEvent: lambda e: f"Aborted: {clip(e.reason)}",
     CompletedEvent: lambda e: (
         "Completed" + (f" ({e.steps_completed} steps)" if e.steps_completed is not None else "")
