@@ -58,8 +58,8 @@ steps:
 
 
 class Clock:
-    def __init__(self) -> None:
-        self.now = datetime(2026, 12, 1, 9, tzinfo=UTC)
+    def __init__(self, start: datetime | None = None) -> None:
+        self.now = start or datetime(2026, 12, 1, 9, tzinfo=UTC)
 
     def __call__(self) -> datetime:
         return self.now
@@ -117,9 +117,12 @@ class Waiting:
     answer: FinishResult
 
 
-def waiting(tmp_path: Path, make_store: Callable[..., Store]) -> Waiting:
+def waiting(
+    tmp_path: Path, make_store: Callable[..., Store], start: datetime | None = None
+) -> Waiting:
+    """`start`: when the engine's clock starts (default 2026-12-01 09:00 UTC)."""
     root, signers = project(tmp_path)
-    store, clock = make_store(root), Clock()
+    store, clock = make_store(root), Clock(start)
     run = engine(store, root, clock)
     run.start("sign it", "policed", "main")
     session_id = run.stack()[0].session_id

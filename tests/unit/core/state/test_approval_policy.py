@@ -14,13 +14,13 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.identifiers import SessionId
 from deepwork_core.evidence.hashes import ShownOutput, sha256_file
 from deepwork_core.state.approvals.decide import record_decision
+from deepwork_core.state.approvals.ending import EndState
 from deepwork_core.state.approvals.models import (
     ApprovalChannel,
     ApprovalError,
     ApprovalRecord,
     ApprovalRequest,
 )
-from deepwork_core.state.approvals.ending import EndState
 from deepwork_core.state.approvals.policy import RequestPolicy, RunAuthor, standing
 from deepwork_core.state.approvals.seal import ApprovalKey
 from deepwork_core.state.approvals.signatures import ApproverSigner, TrustedApprovers
