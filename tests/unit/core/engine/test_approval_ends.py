@@ -79,7 +79,8 @@ def test_a_rejected_request_ends_rejected_with_who_and_why(
     assert w.run.finish({"sig": "sig.md"}).status is FinishStatus.NEEDS_WORK
     [(_, state, why)] = ends(w)
     assert state == "rejected"
-    assert "approver bob" in why and "wrong figure" in why
+    assert "approver bob" in why
+    assert "wrong figure" in why
 
 
 def test_an_aborted_run_cancels_its_request_and_a_late_decision_says_so(
@@ -109,7 +110,8 @@ def test_an_expired_request_reads_expired_before_anyone_decides_and_is_stored_so
     with w.store.write() as tx:
         tx.execute("UPDATE approval_requests SET expires_at = expires_at - 7200")
     [entry] = project_overview(sessions).stacks[0].entries
-    assert entry.expired and entry.standing == "1 of 2 approvals (bob)"
+    assert entry.expired
+    assert entry.standing == "1 of 2 approvals (bob)"
     with w.store.read() as tx:
         [row] = [r for r in list_session_rows(tx) if r.session_id == w.session_id]
     assert row.status == EXPIRED_STATUS

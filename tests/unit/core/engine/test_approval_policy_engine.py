@@ -168,7 +168,8 @@ def test_two_of_three_not_by_author_completes_only_with_two_non_author_signature
         ("bob", "2026-12-01T09:00:00+00:00"),
         ("carol", "2026-12-01T09:05:00+00:00"),
     ]
-    assert all(e.signature for e in entries) and entries[0].signature != entries[1].signature
+    assert all(e.signature for e in entries)
+    assert entries[0].signature != entries[1].signature
 
     # the audit record lists the request once, with both decisions that counted
     gate = GateKey(tmp_path / "gate.key", "laptop")
