@@ -58,8 +58,13 @@ steps:
 
 
 class Clock:
+    """The engine's clock. It starts at the wall clock's second by default: the views (status,
+    the dashboard, `deepwork log`) read an open request as expired by the wall clock, so a
+    request of this job (`expires_after: 1h`) must not have expired by it while a test waits."""
+
     def __init__(self, start: datetime | None = None) -> None:
-        self.now = start or datetime(2026, 12, 1, 9, tzinfo=UTC)
+        self.now = start or datetime.now(UTC).replace(microsecond=0)
+        self.start = self.now
 
     def __call__(self) -> datetime:
         return self.now
@@ -120,7 +125,7 @@ class Waiting:
 def waiting(
     tmp_path: Path, make_store: Callable[..., Store], start: datetime | None = None
 ) -> Waiting:
-    """`start`: when the engine's clock starts (default 2026-12-01 09:00 UTC)."""
+    """`start`: when the engine's clock starts (default: now, to the second)."""
     root, signers = project(tmp_path)
     store, clock = make_store(root), Clock(start)
     run = engine(store, root, clock)
@@ -145,7 +150,8 @@ def test_two_of_three_not_by_author_completes_only_with_two_non_author_signature
         w.session_id,
     )
     assert "0 of 2 approvals" in (w.answer.feedback or "")
-    assert "expires at 2026-12-01T10:00:00+00:00" in (w.answer.feedback or "")
+    expiry = (clock.start + timedelta(hours=1)).isoformat()
+    assert f"expires at {expiry}" in (w.answer.feedback or "")
 
     with pytest.raises(ApprovalError) as author:
         decide(store, root, signers["alice"], session_id, clock.now)
@@ -165,8 +171,8 @@ def test_two_of_three_not_by_author_completes_only_with_two_non_author_signature
     # the receipt lists every signature that counted, not only the deciding one
     entries = receipt_approvals(SessionStore(store, root).load(SessionId(session_id)))
     assert [(e.signer, e.decided_at) for e in entries] == [
-        ("bob", "2026-12-01T09:00:00+00:00"),
-        ("carol", "2026-12-01T09:05:00+00:00"),
+        ("bob", clock.start.isoformat()),
+        ("carol", (clock.start + timedelta(minutes=5)).isoformat()),
     ]
     assert all(e.signature for e in entries)
     assert entries[0].signature != entries[1].signature
