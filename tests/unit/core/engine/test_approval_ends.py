@@ -76,7 +76,9 @@ def test_a_rejected_request_ends_rejected_with_who_and_why(
         approvals, SessionId(w.session_id), approved=False, comment="wrong figure",
         channel=ApprovalChannel.CLI, actor="bob@laptop", terminal=None, now=w.clock.now,
     )  # fmt: skip
-    assert w.run.finish({"sig": "sig.md"}).status is FinishStatus.NEEDS_WORK
+    answer = w.run.finish({"sig": "sig.md"})
+    assert answer.status is FinishStatus.NEEDS_WORK
+    assert "ended rejected: changes requested by approver bob" in (answer.feedback or "")
     [(_, state, why)] = ends(w)
     assert state == "rejected"
     assert "approver bob" in why

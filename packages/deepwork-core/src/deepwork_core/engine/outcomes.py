@@ -245,7 +245,8 @@ class Outcomes:
             return needs_work(stack, findings, findings.blocked)
         if outcome is ApprovalOutcome.APPROVED and findings.rereview:
             outcome = ApprovalOutcome.VOID  # stale steps are reviewed again, then asked anew
-        self.guards.close_approval(session, record, *ended_by(outcome, record))
+        end, why = ended_by(outcome, record)
+        self.guards.close_approval(session, record, end, why)
         if outcome is ApprovalOutcome.APPROVED:
             return self.accept(
                 context, findings, pending.override_reason, pending.verdict, pending.rereviewed,
@@ -254,7 +255,8 @@ class Outcomes:
         context.tx.save(session)
         if outcome is ApprovalOutcome.REJECTED and record is not None and record.decision:
             comment = record.decision.comment or "(no comment)"
-            return needs_work(stack, findings, f"The human requested changes: {comment}")
+            said = f"The human requested changes: {comment}. The approval request ended {end}: {why}"
+            return needs_work(stack, findings, said)
         return None
 
     def advance(
