@@ -27,6 +27,14 @@ def test_an_expired_card_says_so_and_cannot_be_decided(
     assert "approval expired, waiting for the agent" in listed
 
 
+def test_all_projects_says_who_may_decide_a_run_awaiting_approval(
+    tmp_path: Path, make_store: Callable[..., Store], client_for: Callable[..., TestClient]
+) -> None:
+    w = waiting(tmp_path, make_store)  # alice started it; the step is not_by_author
+    listed = client_for(w.root).get("/all").text
+    assert '<span class="deciders">who may decide: bob or carol</span>' in listed
+
+
 def test_the_run_page_lists_how_each_request_ended(
     tmp_path: Path, make_store: Callable[..., Store], client_for: Callable[..., TestClient]
 ) -> None:

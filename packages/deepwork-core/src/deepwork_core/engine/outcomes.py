@@ -255,7 +255,8 @@ class Outcomes:
         context.tx.save(session)
         if outcome is ApprovalOutcome.REJECTED and record is not None and record.decision:
             comment = record.decision.comment or "(no comment)"
-            said = f"The human requested changes: {comment}. The approval request ended {end}: {why}"
+            ended = f"The approval request ended {end}: {why}"
+            said = f"The human requested changes: {comment}. {ended}"
             return needs_work(stack, findings, said)
         return None
 

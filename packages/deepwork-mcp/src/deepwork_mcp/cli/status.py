@@ -175,6 +175,8 @@ def render_runs(runs: list[StoredSession], now: datetime) -> str:
         ]
         if run.standing:
             parts.insert(1, run.standing)
+        if run.deciders:
+            parts.append(f"who may decide: {run.deciders}")
         lines.append(printable("  ".join(parts)))
     return "\n".join(lines) + "\n"
 

@@ -122,6 +122,18 @@ def why_unmeetable(policy: RequestPolicy | None, trusted: Sequence[str]) -> str 
     )
 
 
+def who_may_decide(policy: RequestPolicy | None) -> str:
+    """Who may decide a request under `policy`, in a person's words: `bob or carol` (its
+    `approvers` but the run's author under `not_by_author`), else `any trusted approver`."""
+    author = None
+    if policy is not None and policy.not_by_author and policy.author is not None:
+        author = policy.author.approver
+    if policy is None or policy.approvers is None:
+        return "any trusted approver" + (f" but {author}" if author else "")
+    names = [name for name in policy.approvers if name != author] or ["nobody"]
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+
+
 @dataclass(frozen=True, slots=True)
 class Standing:
     """Where the counted decisions of a request stand."""

@@ -285,6 +285,14 @@ def partial_approvals(
     }
 
 
+def open_bodies(tx: Tx, project_id: str | None = None) -> dict[tuple[str, str], str]:
+    """`{(project id, session id): request document}` of every open request (of `project_id`,
+    else of every project): the few runs waiting for a person."""
+    sql = "SELECT r.project_id, r.session_id, r.body FROM approval_requests r WHERE r.state = ?"
+    where, params = _open_of(project_id)
+    return {(str(p), str(s)): str(body) for p, s, body in tx.execute(sql + where, params)}
+
+
 def expired_requests(tx: Tx, now: float, project_id: str | None = None) -> set[tuple[str, str]]:
     """`{(project id, session id)}` of every open request (of `project_id`, else of every
     project) whose `expires_at` is past at `now` while no decision settles it: it reads as

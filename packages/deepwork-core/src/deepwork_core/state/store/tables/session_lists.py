@@ -20,10 +20,11 @@ from typing import Any, Final, NamedTuple
 
 from deepwork_core.base.fsutil import loads_json
 from deepwork_core.base.identifiers import SessionId
-from deepwork_core.state.approvals.policy import Standing
+from deepwork_core.state.approvals.policy import RequestPolicy, Standing, who_may_decide
 from deepwork_core.state.store.port import Tx
 from deepwork_core.state.store.tables.approval_rows import (
     expired_requests,
+    open_bodies,
     open_decisions,
     partial_approvals,
 )
@@ -71,6 +72,8 @@ class StoredSession(NamedTuple):
     problem: str | None = None
     #: Where an open request several must sign stands, when partly approved (`Standing.text`).
     standing: str | None = None
+    #: Who may decide the open request, while it awaits approval (`policy.who_may_decide`).
+    deciders: str | None = None
 
 
 def _stored_session(root: str, row: Sequence[Any]) -> StoredSession:
@@ -133,7 +136,19 @@ def list_session_rows(
         for key, (required, names) in partial_approvals(tx, project_id).items()
     }
     expired = expired_requests(tx, time.time(), project_id)
-    return [_with_approval(run, waiting, partial, expired) for run in found]
+    deciders = {key: _deciders(body) for key, body in open_bodies(tx, project_id).items()}
+    return [_with_approval(run, waiting, partial, expired, deciders) for run in found]
+
+
+def _deciders(body: str) -> str | None:
+    """Who may decide the request `body` (None: not a request's document)."""
+    try:
+        document = loads_json(body)
+        raw = document.get("policy") if isinstance(document, dict) else None
+        policy = None if raw is None else RequestPolicy.model_validate(raw)
+    except ValueError:
+        return None
+    return who_may_decide(policy)
 
 
 #: What a list shows for an active run with an open approval request, by its decision.
@@ -151,12 +166,14 @@ def _with_approval(
     waiting: dict[tuple[str, str], bool | None],
     partial: dict[tuple[str, str], str],
     expired: set[tuple[str, str]],
+    deciders: dict[tuple[str, str], str | None],
 ) -> StoredSession:
     key = (run.project_id, run.session_id)
     if run.status != "active" or key not in waiting:
         return run
     status = EXPIRED_STATUS if key in expired else WAITING_STATUS[waiting[key]]
-    return run._replace(status=status, standing=partial.get(key))
+    who = deciders.get(key) if waiting[key] is None and key not in expired else None
+    return run._replace(status=status, standing=partial.get(key), deciders=who)
 
 
 def count_session_rows(tx: Tx, *, project_id: str | None = None, active_only: bool = False) -> int:
