@@ -8,7 +8,11 @@ emitted when they end, with the start time of the event that began them:
   `aborted`; a nested session's span sits under the step of its parent that started it;
 - a step: `deepwork.step {step}`, from `step_begun` to `step_finished` (or to the jump, abort or
   completion that left it), with its attempts, outcome and scope-guard counts;
-- a review call: `invoke_agent {review}`, from the `review_usage` event's start to its end;
+- a checkpoint: `deepwork.checkpoint {step}`, one per `finished_step` of the step, from
+  `outputs_submitted` to its answer (`needs_work` ends it with an error status), numbered by
+  `deepwork.checkpoint.attempt`;
+- a review call: `invoke_agent {review}`, from the `review_usage` event's start to its end,
+  under the checkpoint it judged (a failing verdict ends it with an error status);
 - an approval: `deepwork.approval {step}`, from `approval_requested` to the decision.
 
 Names and attributes are the OpenTelemetry GenAI conventions' (`gen_ai.*`) or DeepWork's own
@@ -30,6 +34,8 @@ from deepwork_core.state.event_kinds import (
     CompletedEvent,
     GoToStepEvent,
     KnownEvent,
+    NeedsWorkEvent,
+    OutputsSubmittedEvent,
     OverrideEvent,
     ReviewUsageEvent,
     ReviewVerdictEvent,
@@ -43,13 +49,29 @@ from deepwork_core.state.event_kinds import (
 from deepwork_mcp.telemetry import names as n
 from deepwork_mcp.telemetry.emissions import Attrs, Emission, Measurement, SpanRecord
 from deepwork_mcp.telemetry.ids import SpanRef, span_id_for, trace_id_for
-from deepwork_mcp.telemetry.reviews import review_attrs, review_measurements, review_span_attrs
+from deepwork_mcp.telemetry.reviews import (
+    review_attrs,
+    review_error,
+    review_measurements,
+    review_span_attrs,
+)
+
+
+@dataclass
+class _Checkpoint:
+    """One `finished_step` of a step, waiting for its answer."""
+
+    begun: datetime
+    ref: SpanRef
+    attempt: int
 
 
 @dataclass
 class _Step:
     begun: datetime
     ref: SpanRef
+    checkpoint: _Checkpoint | None = None
+    checkpoints: int = 0
     #: attempt number -> whether every verdict of that attempt passed.
     attempts: dict[int, bool] = field(default_factory=dict)
     overridden: bool = False
@@ -74,9 +96,11 @@ class _Session:
         return f"{self.started.job}.{self.started.workflow}"
 
     def parent_of(self, step_id: str | None) -> SpanRef:
-        """The open span of `step_id`, else the first open step's, else the session's."""
+        """The open checkpoint of `step_id`, else its span, else the first open step's, else
+        the session's."""
         if step_id is not None and step_id in self.steps:
-            return self.steps[step_id].ref
+            step = self.steps[step_id]
+            return step.ref if step.checkpoint is None else step.checkpoint.ref
         return next(iter(self.steps.values())).ref if self.steps else self.ref
 
 
@@ -87,8 +111,10 @@ class SessionBook:
         self.platform = platform
         self.log_content = log_content
         self.sessions: dict[str, _Session] = {}
-        #: Review span ids handed to reviewer processes, waiting for their `review_usage`.
-        self.pending_reviews: dict[tuple[str, str, str, str | None], list[int]] = {}
+        #: Review spans handed to reviewer processes (their parent, their own id), waiting for
+        #: their `review_usage`.
+        self.pending_reviews: dict[tuple[str, str, str, str | None], list[tuple[SpanRef, int]]]
+        self.pending_reviews = {}
         self._reviews = 0
 
     def knows(self, session_id: str) -> bool:
@@ -135,8 +161,20 @@ class SessionBook:
             parent.trace_id, span_id_for(session_id, "review", self._reviews, review), parent.state
         )
         key = (session_id, step_id, review, target)
-        self.pending_reviews.setdefault(key, []).append(ref.span_id)
+        self.pending_reviews.setdefault(key, []).append((parent, ref.span_id))
         return ref
+
+    def call_parent(self, event: KnownEvent) -> SpanRef | None:
+        """The span a tool call that writes `event` sits under when it came without the host's
+        trace: the step it acted on, else the run (None: a session this book does not know)."""
+        session = self.sessions.get(event.session_id)
+        if session is None:
+            return None
+        step_ids = getattr(event, "step_ids", None) or [getattr(event, "step_id", None)]
+        for step_id in step_ids:
+            if isinstance(step_id, str) and step_id in session.steps:
+                return session.steps[step_id].ref
+        return session.ref
 
     # -- sessions -------------------------------------------------------------------------
 
@@ -167,6 +205,12 @@ class SessionBook:
                     session.ref.state,
                 )
                 session.steps[step_id] = _Step(event.ts, ref)
+        elif isinstance(event, OutputsSubmittedEvent):
+            for step_id in event.step_ids:
+                out += self._submitted(session, step_id, event.ts)
+        elif isinstance(event, NeedsWorkEvent):
+            for step_id in event.step_ids:
+                out += self._answer(session, step_id, event.ts, "needs_work", event.failed_reviews)
         elif isinstance(event, ReviewVerdictEvent):
             self._verdict(session, event)
         elif isinstance(event, OverrideEvent | UndeclaredChangesEvent):
@@ -187,6 +231,8 @@ class SessionBook:
                 out += self._close_step(session, step_id, event.ts, event.verdict.value)
         elif isinstance(event, ApprovalRequestedEvent):
             session.approvals[event.request_id] = event
+            for step_id in event.step_ids:
+                out += self._answer(session, step_id, event.ts, "awaiting_approval")
         elif isinstance(event, ApprovalEvent):
             out += self._approval(session, event)
         elif isinstance(event, CompletedEvent | AbortedEvent):
@@ -262,9 +308,10 @@ class SessionBook:
     def _close_step(
         self, session: _Session, step_id: str, ts: datetime, outcome: str
     ) -> list[Emission]:
-        step = session.steps.pop(step_id, None)
-        if step is None:
+        if step_id not in session.steps:
             return []
+        closed = self._answer(session, step_id, ts, outcome)
+        step = session.steps.pop(step_id)
         attempts = len(step.attempts)
         attrs: Attrs = {
             n.DW_JOB: session.started.job,
@@ -287,7 +334,7 @@ class SessionBook:
             attrs,
             events=events,
         )
-        out: list[Emission] = [span]
+        out: list[Emission] = [*closed, span]
         low: Attrs = {
             n.DW_JOB: session.started.job,
             n.DW_WORKFLOW: session.started.workflow,
@@ -298,6 +345,52 @@ class SessionBook:
             first = step.attempts[min(step.attempts)]
             out.append(Measurement(n.M_GATE_FIRST_PASS, 1, {**low, n.DW_GATE_PASSED: first}))
         return out
+
+    def _submitted(self, session: _Session, step_id: str, ts: datetime) -> list[Emission]:
+        """A `finished_step` of `step_id`: its checkpoint opens (one still open is resubmitted)."""
+        step = session.steps.get(step_id)
+        if step is None:
+            return []
+        out = self._answer(session, step_id, ts, "resubmitted")
+        step.checkpoints += 1
+        run = session.runs.get(step_id, 1)
+        span_id = span_id_for(
+            session.started.session_id, step_id, run, "checkpoint", step.checkpoints
+        )
+        ref = SpanRef(session.ref.trace_id, span_id, session.ref.state)
+        step.checkpoint = _Checkpoint(ts, ref, step.checkpoints)
+        return out
+
+    def _answer(
+        self,
+        session: _Session,
+        step_id: str,
+        ts: datetime,
+        outcome: str,
+        failed_reviews: int | None = None,
+    ) -> list[Emission]:
+        """The open checkpoint of `step_id` answered `outcome` (`needs_work`: refused)."""
+        step = session.steps.get(step_id)
+        if step is None or step.checkpoint is None:
+            return []
+        checkpoint, step.checkpoint = step.checkpoint, None
+        attrs: Attrs = {
+            n.DW_JOB: session.started.job,
+            n.DW_WORKFLOW: session.started.workflow,
+            n.DW_STEP: step_id,
+            n.DW_STEP_RUN: session.runs.get(step_id, 1),
+            n.DW_CHECKPOINT_ATTEMPT: checkpoint.attempt,
+            n.DW_CHECKPOINT_OUTCOME: outcome,
+            n.GEN_AI_CONVERSATION_ID: session.started.session_id,
+        }
+        if failed_reviews is not None:
+            attrs[n.DW_CHECKPOINT_FAILED] = failed_reviews
+        error = n.ERROR_NEEDS_WORK if outcome == "needs_work" else None
+        name = n.SPAN_CHECKPOINT + " " + step_id
+        span = SpanRecord(
+            name, checkpoint.ref, step.ref.span_id, checkpoint.begun, ts, attrs, error
+        )
+        return [span]
 
     def _approval(self, session: _Session, event: ApprovalEvent) -> list[Emission]:
         asked = session.approvals.pop(event.request_id, None)
@@ -355,14 +448,14 @@ class SessionBook:
         parent = session.parent_of(event.step_id) if session is not None else None
         if parent is None:
             return review_measurements(event)
-        if waiting:
-            span_id = waiting.pop(0)
+        if waiting:  # under the span it was reserved under, though its checkpoint has ended
+            parent, span_id = waiting.pop(0)
         else:
             self._reviews += 1
             span_id = span_id_for(reviewed, "review", self._reviews, event.review)
         attrs = review_span_attrs(event)
         start = datetime.fromtimestamp(event.ts.timestamp() - event.seconds, tz=event.ts.tzinfo)
-        error = None if event.outcome in ("passed", "failed", "unjudged") else event.outcome
+        error = review_error(event)
         ref = SpanRef(parent.trace_id, span_id)
         span = SpanRecord(
             n.INVOKE_AGENT + " " + event.review, ref, parent.span_id, start, event.ts, attrs, error
