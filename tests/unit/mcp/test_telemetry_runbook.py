@@ -30,6 +30,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes
 from opentelemetry.semconv._incubating.metrics import gen_ai_metrics
+from opentelemetry.semconv.attributes import error_attributes
 
 from tests.fixtures.workflow_project import make_project
 
@@ -179,18 +180,28 @@ def test_a_codex_review_names_its_provider_and_carries_no_cost() -> None:
     assert names_measured  # the tokens and duration still are
 
 
-def test_every_exported_name_is_a_genai_convention_or_deepworks_own() -> None:
+def test_every_exported_name_is_a_convention_or_deepworks_own() -> None:
+    """GenAI names are the pinned conventions', `error.type` the general one; the OpenInference
+    names (what Phoenix prices a call by) are in OpenInference's namespaces; the rest DeepWork's."""
     operations = {value.value for value in gen_ai_attributes.GenAiOperationNameValues}
     attributes = {v for k, v in vars(gen_ai_attributes).items() if k.startswith("GEN_AI_")}
     metrics = {v for k, v in vars(gen_ai_metrics).items() if k.startswith("GEN_AI_")}
     values = {k: v for k, v in vars(names).items() if k.isupper() and isinstance(v, str)}
     assert names.INVOKE_WORKFLOW in operations
     assert names.INVOKE_AGENT in operations
+    assert names.ERROR_TYPE == error_attributes.ERROR_TYPE
+    values_not_names = {"INVOKE_WORKFLOW", "INVOKE_AGENT", "OI_KIND_LLM"}
     for key, value in values.items():
         if value.startswith("gen_ai."):
             known = metrics if key.startswith("M_") else attributes
             assert value in known, (key, value)
-        elif key not in ("INVOKE_WORKFLOW", "INVOKE_AGENT"):
+        elif key.startswith("OI_") and key not in values_not_names:
+            assert value.startswith("openinference."), (key, value)
+        elif key.startswith("LLM_"):
+            assert value.startswith("llm."), (key, value)
+        elif key.startswith("ERROR_") and key != "ERROR_TYPE":
+            assert value.isidentifier(), (key, value)  # a code, never a sentence
+        elif key not in values_not_names | {"ERROR_TYPE"}:
             assert value.startswith("deepwork."), (key, value)
     for metric in names.METRICS:
         assert metric in metrics or metric.startswith("deepwork."), metric
