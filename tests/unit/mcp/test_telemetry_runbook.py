@@ -14,6 +14,8 @@ from deepwork_core.state.event_kinds import (
     AbortedEvent,
     GoToStepEvent,
     KnownEvent,
+    NeedsWorkEvent,
+    OutputsSubmittedEvent,
     ReviewUsageEvent,
     StartedEvent,
     StepBegunEvent,
@@ -237,3 +239,38 @@ def test_the_run_span_carries_its_jobs_version_from_the_projects_catalog(tmp_pat
     book.fold(started(), job_version=version_of(root, "three_step"))
     emitted = book.fold(AbortedEvent(ts=at(1), session_id=SESSION, reason="r"))
     assert spans(emitted)["invoke_workflow j.w"].attributes["deepwork.job.version"] == "1.0.0"
+
+
+def test_a_review_that_reports_after_its_checkpoint_was_answered_stays_under_that_checkpoint() -> (
+    None
+):
+    book = SessionBook()
+    book.fold(started())
+    book.fold(StepBegunEvent(ts=at(1), session_id=SESSION, step_ids=["a"]))
+    book.fold(OutputsSubmittedEvent(ts=at(2), session_id=SESSION, step_ids=["a"]))
+    reserved = book.reserve_review(SESSION, "a", "r", None)
+    assert reserved is not None
+    refused = spans(
+        book.fold(NeedsWorkEvent(ts=at(4), session_id=SESSION, step_ids=["a"], attempt=1))
+    )["deepwork.checkpoint a"]
+    assert reserved.span_id != refused.ref.span_id
+    assert (refused.error, refused.attributes["deepwork.checkpoint.attempt"]) == ("needs_work", 1)
+    book.fold(OutputsSubmittedEvent(ts=at(5), session_id=SESSION, step_ids=["a"]))
+    usage = ReviewUsageEvent(
+        ts=at(6), session_id=SESSION, job="j", step_id="a", review="r", outcome="failed"
+    )
+    review = spans(book.fold(usage))["invoke_agent r"]
+    assert (review.ref.span_id, review.parent_span_id) == (reserved.span_id, refused.ref.span_id)
+    assert review.error == "review_failed"
+
+
+def test_a_checkpoint_open_when_its_step_is_left_ends_with_the_step() -> None:
+    book = SessionBook()
+    book.fold(started())
+    book.fold(StepBegunEvent(ts=at(1), session_id=SESSION, step_ids=["a"]))
+    book.fold(OutputsSubmittedEvent(ts=at(2), session_id=SESSION, step_ids=["a"]))
+    emitted = spans(book.fold(AbortedEvent(ts=at(3), session_id=SESSION, reason="r")))
+    checkpoint = emitted["deepwork.checkpoint a"]
+    assert checkpoint.attributes["deepwork.checkpoint.outcome"] == "aborted"
+    assert checkpoint.error is None  # an abort is the user's choice, not a failure
+    assert checkpoint.parent_span_id == emitted["deepwork.step a"].ref.span_id
