@@ -107,6 +107,12 @@ async def test_a_run_joins_the_hosts_trace_over_otlp(
     assert run.attributes["gen_ai.conversation.id"] == session_id
     ours = [span for span in spans if not span.name.startswith("tools/call")]
     assert span_tree(ours) == RUN_TREE
+    # Only the failing review and the checkpoint it refused end in error, over the wire too.
+    failed = sorted((s.name, s.attributes.get("error.type")) for s in ours if s.status_error)
+    assert failed == [
+        ("deepwork.checkpoint write", "needs_work"),
+        ("invoke_agent report.md", "review_failed"),
+    ]
     reviews = sorted(
         (span for span in spans if span.name.startswith("invoke_agent")),
         key=lambda span: span.start_time,
