@@ -23,7 +23,6 @@ added only when `log_content` is set.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 
 from deepwork_core.evidence.hashes import ShownOutput
@@ -49,6 +48,7 @@ from deepwork_core.state.event_kinds import (
 from deepwork_mcp.telemetry import names as n
 from deepwork_mcp.telemetry.emissions import Attrs, Emission, Measurement, SpanRecord
 from deepwork_mcp.telemetry.ids import SpanRef, span_id_for, trace_id_for
+from deepwork_mcp.telemetry.open_spans import OpenCheckpoint, OpenSession, OpenStep
 from deepwork_mcp.telemetry.reviews import (
     review_attrs,
     review_error,
@@ -57,60 +57,13 @@ from deepwork_mcp.telemetry.reviews import (
 )
 
 
-@dataclass
-class _Checkpoint:
-    """One `finished_step` of a step, waiting for its answer."""
-
-    begun: datetime
-    ref: SpanRef
-    attempt: int
-
-
-@dataclass
-class _Step:
-    begun: datetime
-    ref: SpanRef
-    checkpoint: _Checkpoint | None = None
-    checkpoints: int = 0
-    #: attempt number -> whether every verdict of that attempt passed.
-    attempts: dict[int, bool] = field(default_factory=dict)
-    overridden: bool = False
-    undeclared: int = 0
-    feedback: list[str] = field(default_factory=list)
-
-
-@dataclass
-class _Session:
-    started: StartedEvent
-    run_id: str
-    ref: SpanRef
-    parent_span_id: int | None
-    steps: dict[str, _Step] = field(default_factory=dict)
-    runs: dict[str, int] = field(default_factory=dict)
-    approvals: dict[str, ApprovalRequestedEvent] = field(default_factory=dict)
-    stale: int = 0
-    job_version: str | None = None
-
-    @property
-    def label(self) -> str:
-        return f"{self.started.job}.{self.started.workflow}"
-
-    def parent_of(self, step_id: str | None) -> SpanRef:
-        """The open checkpoint of `step_id`, else its span, else the first open step's, else
-        the session's."""
-        if step_id is not None and step_id in self.steps:
-            step = self.steps[step_id]
-            return step.ref if step.checkpoint is None else step.checkpoint.ref
-        return next(iter(self.steps.values())).ref if self.steps else self.ref
-
-
 class SessionBook:
     """What is open in each session this process has seen, and the spans that close."""
 
     def __init__(self, *, platform: str | None = None, log_content: bool = False) -> None:
         self.platform = platform
         self.log_content = log_content
-        self.sessions: dict[str, _Session] = {}
+        self.sessions: dict[str, OpenSession] = {}
         #: Review spans handed to reviewer processes (their parent, their own id), waiting for
         #: their `review_usage`.
         self.pending_reviews: dict[tuple[str, str, str, str | None], list[tuple[SpanRef, int]]]
@@ -191,9 +144,9 @@ class SessionBook:
             run_id = event.parent_session_id or event.session_id
             trace_id, parent_span_id = trace_id_for(run_id), None
         ref = SpanRef(trace_id, span_id_for(event.session_id, "workflow"), state)
-        self.sessions[event.session_id] = _Session(event, run_id, ref, parent_span_id)
+        self.sessions[event.session_id] = OpenSession(event, run_id, ref, parent_span_id)
 
-    def _fold_session(self, session: _Session, event: KnownEvent) -> list[Emission]:
+    def _fold_session(self, session: OpenSession, event: KnownEvent) -> list[Emission]:
         out: list[Emission] = []
         if isinstance(event, StepBegunEvent):
             for step_id in event.step_ids:
@@ -204,7 +157,7 @@ class SessionBook:
                     span_id_for(session.started.session_id, step_id, run),
                     session.ref.state,
                 )
-                session.steps[step_id] = _Step(event.ts, ref)
+                session.steps[step_id] = OpenStep(event.ts, ref)
         elif isinstance(event, OutputsSubmittedEvent):
             for step_id in event.step_ids:
                 out += self._submitted(session, step_id, event.ts)
@@ -240,7 +193,7 @@ class SessionBook:
         return out
 
     def _end_session(
-        self, session: _Session, event: CompletedEvent | AbortedEvent
+        self, session: OpenSession, event: CompletedEvent | AbortedEvent
     ) -> list[Emission]:
         status = "completed" if isinstance(event, CompletedEvent) else "aborted"
         out: list[Emission] = []
@@ -296,7 +249,7 @@ class SessionBook:
 
     # -- steps ----------------------------------------------------------------------------
 
-    def _verdict(self, session: _Session, event: ReviewVerdictEvent) -> None:
+    def _verdict(self, session: OpenSession, event: ReviewVerdictEvent) -> None:
         step = session.steps.get(event.step_id)
         if step is None:
             return
@@ -306,7 +259,7 @@ class SessionBook:
             step.feedback.append(event.feedback)
 
     def _close_step(
-        self, session: _Session, step_id: str, ts: datetime, outcome: str
+        self, session: OpenSession, step_id: str, ts: datetime, outcome: str
     ) -> list[Emission]:
         if step_id not in session.steps:
             return []
@@ -346,7 +299,7 @@ class SessionBook:
             out.append(Measurement(n.M_GATE_FIRST_PASS, 1, {**low, n.DW_GATE_PASSED: first}))
         return out
 
-    def _submitted(self, session: _Session, step_id: str, ts: datetime) -> list[Emission]:
+    def _submitted(self, session: OpenSession, step_id: str, ts: datetime) -> list[Emission]:
         """A `finished_step` of `step_id`: its checkpoint opens (one still open is resubmitted)."""
         step = session.steps.get(step_id)
         if step is None:
@@ -358,12 +311,12 @@ class SessionBook:
             session.started.session_id, step_id, run, "checkpoint", step.checkpoints
         )
         ref = SpanRef(session.ref.trace_id, span_id, session.ref.state)
-        step.checkpoint = _Checkpoint(ts, ref, step.checkpoints)
+        step.checkpoint = OpenCheckpoint(ts, ref, step.checkpoints)
         return out
 
     def _answer(
         self,
-        session: _Session,
+        session: OpenSession,
         step_id: str,
         ts: datetime,
         outcome: str,
@@ -392,7 +345,7 @@ class SessionBook:
         )
         return [span]
 
-    def _approval(self, session: _Session, event: ApprovalEvent) -> list[Emission]:
+    def _approval(self, session: OpenSession, event: ApprovalEvent) -> list[Emission]:
         asked = session.approvals.pop(event.request_id, None)
         begun = asked.ts if asked is not None else event.ts
         step_id = event.step_ids[0] if event.step_ids else None
