@@ -14,18 +14,15 @@ from click.testing import CliRunner
 from deepwork_mcp.cli import cli
 from deepwork_mcp.server import create_server
 from deepwork_mcp.telemetry.adoption import CallAdoptions
-from deepwork_mcp.telemetry.exporting import ExportFailures, build_providers
 from deepwork_mcp.telemetry.ids import trace_id_for
 from deepwork_mcp.telemetry.recorder import Telemetry
 from fastmcp import Client
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import NoOpTracer
 
 from tests.fixtures.configs import config
 from tests.fixtures.reviewer import ScriptedReviewer
-from tests.fixtures.telemetry_data import metric_sums, span_tree
+from tests.fixtures.telemetry_data import in_memory, metric_sums, span_tree
 from tests.fixtures.tool_calls import call_ok
 from tests.fixtures.traced_project import RUN_TREE, approve, make_traced_project, run_traced
 
@@ -37,20 +34,12 @@ def root(tmp_path: Path) -> Path:
 
 class Recorded:
     def __init__(self, *, log_content: bool = False) -> None:
-        self.spans = InMemorySpanExporter()
-        self.reader = InMemoryMetricReader()
         adoptions = CallAdoptions()
-        tracer_provider, meter_provider = build_providers(
-            {},
-            ExportFailures(),
-            span_exporter=self.spans,
-            metric_reader=self.reader,
-            log_content=log_content,
-            adoptions=adoptions,
-        )
+        memory = in_memory(log_content=log_content, adoptions=adoptions)
+        self.spans, self.reader = memory.spans, memory.reader
         self.telemetry = Telemetry(
-            tracer_provider,
-            meter_provider,
+            memory.tracer_provider,
+            memory.meter_provider,
             platform="claude",
             log_content=log_content,
             adoptions=adoptions,

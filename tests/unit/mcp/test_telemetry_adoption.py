@@ -5,27 +5,20 @@ in-memory exporter."""
 from __future__ import annotations
 
 from deepwork_mcp.telemetry.adoption import CallAdoptions, current_call
-from deepwork_mcp.telemetry.exporting import ExportFailures, build_providers
 from deepwork_mcp.telemetry.ids import SpanRef
 from opentelemetry import trace
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+
+from tests.fixtures.telemetry_data import in_memory
 
 RUN = SpanRef(0x1234, 0x99)
 
 
 def providers(adoptions: CallAdoptions) -> tuple[TracerProvider, InMemorySpanExporter]:
-    spans = InMemorySpanExporter()
-    tracer_provider, _ = build_providers(
-        {},
-        ExportFailures(),
-        span_exporter=spans,
-        metric_reader=InMemoryMetricReader(),
-        adoptions=adoptions,
-    )
-    return tracer_provider, spans
+    memory = in_memory(adoptions=adoptions)
+    return memory.tracer_provider, memory.spans
 
 
 def by_name(spans: InMemorySpanExporter) -> dict[str, ReadableSpan]:
