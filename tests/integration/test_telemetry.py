@@ -119,7 +119,7 @@ async def test_each_reviewer_process_gets_the_traceparent_of_its_review_span(
     assert [call["traceparent"] for call in reviewer_on_path.calls()] == expected
 
 
-async def test_token_and_cost_totals_equal_deepwork_stats(
+async def test_token_and_cost_totals_equal_deepwork_stats_on_metrics_and_spans(
     root: Path, recorded: Recorded, reviewer_on_path: ScriptedReviewer
 ) -> None:
     reviewer_on_path.spend(0.3125)
@@ -147,6 +147,28 @@ async def test_token_and_cost_totals_equal_deepwork_stats(
     assert output == usage["output_tokens"]
     assert round(total("deepwork.review.cost"), 6) == usage["cost_usd"] == 0.625
     assert total("deepwork.gate.first_pass", **{"deepwork.gate.passed": False}) == 1
+    # The review calls' spans carry the same figures, where backends read them.
+    reviews = [s.attributes or {} for s in recorded.finished() if s.name.startswith("invoke_agent")]
+
+    def on_spans(key: str) -> float:
+        return sum(float(str(review[key])) for review in reviews)
+
+    # The GenAI conventions' token counts (they define no cost attribute) ...
+    assert on_spans("gen_ai.usage.input_tokens") == all_input
+    assert on_spans("gen_ai.usage.output_tokens") == usage["output_tokens"]
+    # ... and OpenInference's: Phoenix prices an LLM span from its token counts and model,
+    # Arize AX takes `llm.cost.total` as the call's cost.
+    assert {review["openinference.span.kind"] for review in reviews} == {"LLM"}
+    assert {review["llm.provider"] for review in reviews} == {"anthropic"}
+    assert all(review["llm.model_name"] == review["gen_ai.request.model"] for review in reviews)
+    assert on_spans("llm.token_count.prompt") == all_input
+    assert on_spans("llm.token_count.completion") == usage["output_tokens"]
+    assert on_spans("llm.token_count.total") == all_input + usage["output_tokens"]
+    assert on_spans("llm.token_count.prompt_details.cache_read") == usage["cache_read_tokens"]
+    cache_write = on_spans("llm.token_count.prompt_details.cache_write")
+    assert cache_write == usage["cache_creation_tokens"]
+    assert round(on_spans("llm.cost.total"), 6) == usage["cost_usd"] == 0.625
+    assert round(on_spans("deepwork.review.cost_usd"), 6) == 0.625
 
 
 async def test_a_server_started_again_mid_run_continues_the_same_trace(
@@ -249,38 +271,6 @@ async def test_a_failed_review_and_its_refused_checkpoint_end_in_error_and_the_r
     assert "The report is too short." not in json.dumps(
         [[dict(s.attributes or {}), s.status.description] for s in spans]
     )
-
-
-async def test_review_calls_carry_tokens_and_cost_where_backends_read_them(
-    root: Path, recorded: Recorded, reviewer_on_path: ScriptedReviewer
-) -> None:
-    reviewer_on_path.spend(0.3125)
-    await traced_run(root, recorded, reviewer_on_path)
-    reviews = [s.attributes or {} for s in recorded.finished() if s.name.startswith("invoke_agent")]
-    outcome = CliRunner().invoke(cli, ["stats", "--json", "--path", str(root)])
-    [job] = json.loads(outcome.output)["review_costs"]["jobs"]
-    usage = job["usage"]
-    all_input = usage["input_tokens"] + usage["cache_read_tokens"] + usage["cache_creation_tokens"]
-
-    def total(key: str) -> float:
-        return sum(float(str(review[key])) for review in reviews)
-
-    # The GenAI conventions' token counts (they define no cost attribute) ...
-    assert total("gen_ai.usage.input_tokens") == all_input
-    assert total("gen_ai.usage.output_tokens") == usage["output_tokens"]
-    # ... and OpenInference's: Phoenix prices an LLM span from its token counts and model,
-    # Arize AX takes `llm.cost.total` as the call's cost.
-    assert {review["openinference.span.kind"] for review in reviews} == {"LLM"}
-    assert {review["llm.provider"] for review in reviews} == {"anthropic"}
-    assert all(review["llm.model_name"] == review["gen_ai.request.model"] for review in reviews)
-    assert total("llm.token_count.prompt") == all_input
-    assert total("llm.token_count.completion") == usage["output_tokens"]
-    assert total("llm.token_count.total") == all_input + usage["output_tokens"]
-    assert total("llm.token_count.prompt_details.cache_read") == usage["cache_read_tokens"]
-    cache_write = total("llm.token_count.prompt_details.cache_write")
-    assert cache_write == usage["cache_creation_tokens"]
-    assert round(total("llm.cost.total"), 6) == usage["cost_usd"] == 0.625
-    assert round(total("deepwork.review.cost_usd"), 6) == 0.625
 
 
 async def test_tool_calls_without_the_hosts_trace_are_exported_inside_the_run(
