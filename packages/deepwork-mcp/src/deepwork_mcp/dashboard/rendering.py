@@ -28,7 +28,7 @@ from typing import Final
 from urllib.parse import quote
 
 from deepwork_core.base.escaping import printable
-from deepwork_core.state.usage.pair import cost_text
+from deepwork_core.state.usage.pair import cost_text, count_text, token_parts, tokens_text
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from jinja2.ext import Extension
 from markupsafe import Markup
@@ -89,9 +89,23 @@ class _Compact(Extension):
         return compact(source)
 
 
-def _count(value: int) -> str:
-    """`12,345`."""
-    return f"{value:,}"
+#: Inline code in a sentence of the read model: text between two backticks.
+_INLINE_CODE: Final = re.compile(r"`([^`\n]+)`")
+
+
+def inline_code(value: object) -> Markup:
+    """A sentence written with Markdown's inline code (the timeline's "`plan` submitted
+    `plan.md`") as HTML: each pair of backticks around a text becomes `<code>`, and everything
+    is escaped as `text` escapes it (an unpaired backtick stays a backtick)."""
+    shown = str(value)
+    parts: list[str] = []
+    end = 0
+    for found in _INLINE_CODE.finditer(shown):
+        parts.append(text(shown[end : found.start()]))
+        parts.append(f"<code>{text(found.group(1))}</code>")
+        end = found.end()
+    parts.append(text(shown[end:]))
+    return Markup("".join(parts))  # noqa: S704 - every part escaped above
 
 
 def _stamp(value: datetime) -> str:
@@ -121,8 +135,11 @@ def environment() -> Environment:
         auto_reload=False,
     )
     env.filters.update(
-        count=_count,
+        count=count_text,
         cost_text=cost_text,
+        inline_code=inline_code,
+        token_parts=token_parts,
+        tokens_text=tokens_text,
         isoformat=datetime.isoformat,
         moment=_moment,
         path_part=_path_part,
