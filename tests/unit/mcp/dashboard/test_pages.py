@@ -181,7 +181,10 @@ def test_the_run_page_shows_what_the_reviews_cost(
             ),
         )
     page = client_for(waiting.root).get(f"/run/{waiting.session_id}").text
-    assert "2 reviewer call(s), 0 self-review(s): 2400 input and 100 output tokens" in page
+    assert (
+        "2 reviewer call(s), 0 self-review(s): 2,500 tokens "
+        "(2,000 in, 100 out, 400 cache read, 0 cache write)" in page
+    )
     assert "0.7500 USD" in page
     assert "&lt;b&gt;model-a&lt;/b&gt;" in page
     assert "<b>model-a</b>" not in page

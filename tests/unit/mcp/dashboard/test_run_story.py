@@ -99,9 +99,9 @@ def test_the_timeline_reads_as_sentences_with_every_field_on_demand(
     waiting = finished_run(make_store, client_for, tmp_path / "project")
     page = client_for(waiting.root).get(f"/run/{waiting.session_id}").text
     timeline = page[_section(page, "Timeline") :]
-    assert "`plan` submitted `plan.md`" in timeline
-    assert "`build` finished, unreviewed (no review applied)" in timeline
-    assert "Started `approved/main`: “ship the plan”" in timeline
+    assert "<code>plan</code> submitted <code>plan.md</code>" in timeline
+    assert "<code>build</code> finished, unreviewed (no review applied)" in timeline
+    assert "Started <code>approved/main</code>: “ship the plan”" in timeline
     assert "<details>" in timeline
     assert "{&#x27;" not in timeline  # no Python dict reprs
     assert "None" not in re.sub(r"<details>.*?</details>", "", timeline, flags=re.S)
@@ -124,7 +124,7 @@ def test_a_huge_event_log_gives_a_bounded_page_and_report(
     response = client_for(waiting.root).get(f"/run/{waiting.session_id}")
     assert response.status_code == 200
     assert len(response.content) < 4 * 1024 * 1024
-    assert re.search(r"Showing the newest 500 of 200\d events", response.text)
+    assert re.search(r"Showing the newest 500 of 2,00\d events", response.text)
     out = tmp_path / "run.html"
     result = CliRunner().invoke(
         cli, ["report", waiting.session_id, "--html", str(out), "--path", str(waiting.root)]

@@ -93,19 +93,22 @@ class _Compact(Extension):
 _INLINE_CODE: Final = re.compile(r"`([^`\n]+)`")
 
 
-def inline_code(value: object) -> Markup:
+def code_parts(value: object) -> list[tuple[str, bool]]:
     """A sentence written with Markdown's inline code (the timeline's "`plan` submitted
-    `plan.md`") as HTML: each pair of backticks around a text becomes `<code>`, and everything
-    is escaped as `text` escapes it (an unpaired backtick stays a backtick)."""
+    `plan.md`") cut into its parts, each with whether it is code: the text between a pair of
+    backticks is, the rest is not (an unpaired backtick stays a backtick). The template writes
+    a code part in `<code>`; both are escaped as every printed value is."""
     shown = str(value)
-    parts: list[str] = []
+    parts: list[tuple[str, bool]] = []
     end = 0
     for found in _INLINE_CODE.finditer(shown):
-        parts.append(text(shown[end : found.start()]))
-        parts.append(f"<code>{text(found.group(1))}</code>")
+        if found.start() > end:
+            parts.append((shown[end : found.start()], False))
+        parts.append((found.group(1), True))
         end = found.end()
-    parts.append(text(shown[end:]))
-    return Markup("".join(parts))  # noqa: S704 - every part escaped above
+    if end < len(shown):
+        parts.append((shown[end:], False))
+    return parts
 
 
 def _stamp(value: datetime) -> str:
@@ -137,7 +140,7 @@ def environment() -> Environment:
     env.filters.update(
         count=count_text,
         cost_text=cost_text,
-        inline_code=inline_code,
+        code_parts=code_parts,
         token_parts=token_parts,
         tokens_text=tokens_text,
         isoformat=datetime.isoformat,
