@@ -193,6 +193,8 @@ def test_costs_show_on_the_run_list_and_the_stats_page(
     stats = client.get("/stats").text
     assert "<h2>Review costs</h2>" in stats
     assert "0.1250" in stats
+    assert "First-attempt pass: the share of the reviewer calls made on a first attempt" in stats
+    assert "First-try pass: the share of the step's reviewed runs" in stats
 
 
 def test_tables_scroll_inside_their_box(
