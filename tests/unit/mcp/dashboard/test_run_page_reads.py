@@ -47,7 +47,7 @@ def test_a_finished_run_says_its_outcome_once_and_is_at_no_step(
     assert shown == "completed every step of the workflow done"
     assert shown.count("completed") == 1
     facts = _between(page, "<h2>Run</h2>", "<h2>Workflow</h2>")
-    assert "<th>Current step</th><td><span class=\"muted\">none: the run is completed" in facts
+    assert '<th>Current step</th><td><span class="muted">none: the run is completed' in facts
     row = re.search(rf'data-session="{waiting.session_id}">(.*?)</tr>', client.get("/").text)
     assert row is not None
     assert "<td>build</td>" not in row.group(1)
@@ -72,7 +72,10 @@ def test_runs_of_one_job_are_told_apart_by_their_instance_and_goal(
     waiting = waiting_project(make_store, tmp_path / "project", goal="the first plan")
     sessions = SessionStore(waiting.store, waiting.root)
     engine = WorkflowEngine(
-        waiting.root, JobCatalog.for_project(waiting.root), sessions, approval_key=key_of(waiting.root)
+        waiting.root,
+        JobCatalog.for_project(waiting.root),
+        sessions,
+        approval_key=key_of(waiting.root),
     )
     others = [
         engine.start(f"plan for {name}", "approved", "main", instance_id=name, agent_id=name)
@@ -116,7 +119,7 @@ def test_a_run_outside_git_says_it_has_no_commit(
 ) -> None:
     waiting = waiting_project(make_store, tmp_path / "project")
     page = client_for(waiting.root).get(f"/run/{waiting.session_id}").text
-    assert "<th>Commit</th><td><span class=\"muted\">none recorded" in _summary(page)
+    assert '<th>Commit</th><td><span class="muted">none recorded' in _summary(page)
 
 
 def test_the_timeline_shows_inline_code_as_code_and_escapes_the_rest(

@@ -16,9 +16,8 @@ from deepwork_core.state.usage.totals import ReviewCostRow
 
 from deepwork_mcp.cli.options import cli_error, existing_project_store, project_option
 
-
 #: What the two pass rates count, said under the figures (the Stats page says the same).
-PASS_RATES = (
+RATE_LEGEND = (
     "  first-try pass: per step, the share of its reviewed runs whose first round of reviews "
     "passed all of them\n"
     "  first-attempt pass: per job, step or review, the share of the reviewer calls made on a "
@@ -81,7 +80,7 @@ def _print_table(figures: Stats, only: str | None = None) -> None:
             where = "/".join(part for part in (row.job, row.step, row.review) if part is not None)
             click.echo(f"  {printable(where)}: {_cost_line(row)}")
     if figures.jobs or any(rows for rows in (costs.jobs, costs.steps, costs.reviews)):
-        click.echo(f"How the pass rates are counted (docs/evidence.md):\n{PASS_RATES}")
+        click.echo(f"How the pass rates are counted (docs/evidence.md):\n{RATE_LEGEND}")
     _print_calibration(figures)
     for skipped in figures.skipped:
         click.echo(printable(f"skipped {skipped.session_id}: {skipped.error}"), err=True)

@@ -5,11 +5,12 @@ the same `WorkflowGraph` here instead, so a page never depends on a program bein
 report stays one self-contained file. The layout is simple and fixed: one row per workflow entry,
 top to bottom, the steps of a concurrent group side by side; order edges are arrows between rows,
 input edges dashed curves on the right labelled with the file, each label starting right of its
-curve's bend, clear of every box (labels that would overlap are moved apart). `drawing` places every box, line and label (a `GraphDrawing`); the template
-`templates/graph.svg.j2` writes it as SVG, escaping every text as on every page. The picture is
-styled by CSS classes (`step`, `reviewed`: the step has reviews, `done`, `current`, `passed`: an
-external review passed it in this run, marked ✓; `fanned`: a step run once per item, drawn as a
-stack with its instances' counts), never inline script. The page draws the legend next to it.
+curve's bend, clear of every box (labels that would overlap are moved apart). `drawing` places
+every box, line and label (a `GraphDrawing`); the template `templates/graph.svg.j2` writes it
+as SVG, escaping every text as on every page. The picture is styled by CSS classes (`step`,
+`reviewed`: the step has reviews, `done`, `current`, `passed`: an external review passed it in
+this run, marked ✓; `fanned`: a step run once per item, drawn as a stack with its instances'
+counts), never inline script. The page draws the legend next to it.
 """
 
 from __future__ import annotations

@@ -4,9 +4,9 @@ Reads the jobs of the store's `review_jobs` queue (docs/quality-gate.md, "Backgr
 of the gate's kind: running ones first, then queued ones, then the most recent finished ones.
 `/reviews` lists them for the whole project, naming each review's run by its job, workflow,
 instance and goal (read from the sessions' documents, once per table), and every run page for
-its session; both pages ask for their table (`/fragment/reviews`) every second, as the list of runs does, so a review that
-starts or finishes shows within about two seconds without a reload. Reading creates nothing: a
-project without a store has no reviews.
+its session; both pages ask for their table (`/fragment/reviews`) every second, as the list of
+runs does, so a review that starts or finishes shows within about two seconds without a reload.
+Reading creates nothing: a project without a store has no reviews.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from urllib.parse import quote
 from deepwork_core.gate.background import KIND, GateJob, ReviewPayload, shown_state
 from deepwork_core.state.session_model import Session
 from deepwork_core.state.store.port import Store
-from deepwork_core.state.store.tables.session_rows import load_body
 from deepwork_core.state.store.tables.review_jobs import Failed, ReviewJobs, ReviewJobState, Stale
+from deepwork_core.state.store.tables.session_rows import load_body
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from deepwork_mcp.dashboard.rendering import render
