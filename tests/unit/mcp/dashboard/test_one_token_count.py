@@ -5,19 +5,15 @@ cost")."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 
 from click.testing import CliRunner
-from deepwork_core.state.event_kinds import ReviewUsageEvent
-from deepwork_core.state.events import append_event
 from deepwork_core.state.store.port import Store
 from deepwork_mcp.cli import cli
 from starlette.testclient import TestClient
 
-from tests.unit.mcp.dashboard.conftest import waiting_project
+from tests.unit.mcp.dashboard.conftest import log_review_call, waiting_project
 
-T0 = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
 TOTAL = "3,259 tokens"
 PARTS = "1,060 in, 199 out, 2,000 cache read, 0 cache write"
 
@@ -32,20 +28,8 @@ def test_status_stats_the_run_list_the_run_page_and_the_report_count_tokens_alik
     tmp_path: Path, make_store: Callable[..., Store], client_for: Callable[..., TestClient]
 ) -> None:
     waiting = waiting_project(make_store, tmp_path / "project")
-    append_event(
-        waiting.store,
-        ReviewUsageEvent(
-            ts=T0,
-            session_id=waiting.session_id,
-            job="approved",
-            step_id="plan",
-            review="plan",
-            outcome="passed",
-            input_tokens=1060,
-            output_tokens=199,
-            cache_read_tokens=2000,
-            cost_usd=0.02,
-        ),
+    log_review_call(
+        waiting, "plan", input_tokens=1060, output_tokens=199, cache_read_tokens=2000, cost_usd=0.02
     )
     root = str(waiting.root)
     client = client_for(waiting.root)

@@ -13,8 +13,6 @@ from pathlib import Path
 from click.testing import CliRunner
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
-from deepwork_core.state.event_kinds import ReviewUsageEvent
-from deepwork_core.state.events import append_event
 from deepwork_core.state.read_model.detail import MAX_VERDICTS, session_detail
 from deepwork_core.state.read_model.runs import ListedStatus, list_sessions
 from deepwork_core.state.sessions import SessionStore
@@ -28,7 +26,7 @@ from tests.fixtures.evidence_project import key_of, make_evidence_project
 from tests.fixtures.review_queue import Note
 from tests.fixtures.state_rows import insert_event_lines
 from tests.fixtures.trust import commit_on_base
-from tests.unit.mcp.dashboard.conftest import Waiting, waiting_project
+from tests.unit.mcp.dashboard.conftest import Waiting, log_review_call, waiting_project
 from tests.unit.mcp.dashboard.test_approvals import decide
 
 T0 = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
@@ -51,20 +49,7 @@ def finished_run(
     waiting.engine.finish({"plan": "plan.md"})
     (root / "result.md").write_text("built\n")
     waiting.engine.finish({"result": "result.md"}, override_reason="the user checked the build")
-    append_event(
-        waiting.store,
-        ReviewUsageEvent(
-            ts=T0,
-            session_id=waiting.session_id,
-            job="approved",
-            step_id="build",
-            review="build",
-            outcome="passed",
-            input_tokens=1000,
-            output_tokens=234,
-            cost_usd=0.125,
-        ),
-    )
+    log_review_call(waiting, "build", input_tokens=1000, output_tokens=234, cost_usd=0.125)
     return waiting
 
 
