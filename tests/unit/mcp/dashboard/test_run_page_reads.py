@@ -86,12 +86,17 @@ def test_runs_of_one_job_are_told_apart_by_their_instance_and_goal(
     for started, instance in zip(others, ("billing", "search"), strict=True):
         page = client.get(f"/run/{started.brief.session_id}").text
         heading = _between(page, "<h1>", "</h1>")
-        assert f'<span class="instance">{instance}</span>' in heading
+        assert heading.startswith(
+            f'<h1>approved/main <span class="instance">{instance}</span> <span'
+        )
         assert f"<title>approved/main {instance} {started.brief.session_id}" in page
         assert f'<p class="goal">plan for {instance} ' in page
         headings.add(heading)
     first = client.get(f"/run/{waiting.session_id}").text
     assert '<p class="goal">the first plan ' in first
+    assert _between(first, "<h1>", "</h1>").startswith('<h1>approved/main <span class="status')
+    above_timeline = first[: first.index("<h2>Timeline</h2>")]
+    assert above_timeline.count("the first plan") == 1  # under the heading, not in the summary
     headings.add(_between(first, "<h1>", "</h1>"))
     assert len(headings) == 3  # three runs of one job, three headings
 
