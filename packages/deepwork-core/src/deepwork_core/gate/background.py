@@ -68,6 +68,7 @@ from deepwork_core.state.store.tables.review_jobs import (
     ReviewJobState,
     Stale,
 )
+from deepwork_core.state.usage.pair import tokens_text
 from deepwork_core.state.usage.totals import run_usage
 
 logger = logging.getLogger("deepwork.gate")
@@ -454,10 +455,10 @@ def _tell(
     done = [job for job in jobs if job.state is ReviewJobState.DONE and job.job_id not in told]
     if progress is None or not done:
         return told
-    tokens = run_usage(checkpoint.store, checkpoint.resolved_run_id).tokens
+    tokens = tokens_text(run_usage(checkpoint.store, checkpoint.resolved_run_id))
     for job in done:
         told = {*told, job.job_id}
-        message = f"review {_label(job)}: {shown_state(job)}; {tokens:,} tokens so far"
+        message = f"review {_label(job)}: {shown_state(job)}; {tokens} so far"
         progress(len(told), len(jobs), message)
     return told
 
