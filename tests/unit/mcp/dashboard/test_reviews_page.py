@@ -8,8 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from deepwork_core.base.error_codes import ErrorCode
-from deepwork_core.gate.background import KIND, ReviewPayload
 from deepwork_core.gate.costs.quotes import TaskPrice
+from deepwork_core.gate.review_queue import KIND, ReviewPayload
 from deepwork_core.state.store.tables.review_jobs import Failed, JobResult, ReviewJobs
 from deepwork_mcp.dashboard.reviews import review_rows
 from starlette.testclient import TestClient

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Final
 from urllib.parse import quote
 
-from deepwork_core.gate.background import KIND, GateJob, ReviewPayload, shown_state
+from deepwork_core.gate.review_queue import KIND, GateJob, ReviewPayload, shown_state
 from deepwork_core.state.session_model import Session
 from deepwork_core.state.store.port import Store
 from deepwork_core.state.store.tables.review_jobs import Failed, ReviewJobs, ReviewJobState, Stale
