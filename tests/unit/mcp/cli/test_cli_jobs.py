@@ -50,8 +50,9 @@ def test_list_shows_jobs_workflows_sources_and_load_errors(project: Path, tmp_pa
     extra = tmp_path / "extra"
     write_job(extra, valid_job("shared_job"), "shared_job")
     env = {ENV: f":{tmp_path / 'missing'}::{extra}:"}
-    code, out, _ = _run("jobs", "list", "--path", str(project), env=env)
-    assert code == 0
+    code, out, err = _run("jobs", "list", "--path", str(project), env=env)
+    assert code == 1  # issue 43, item 21: a job that cannot be loaded is a failure
+    assert "1 job(s) could not be loaded" in err
     assert f"demo 1.0.0  [project] {_jobs_dir(project).resolve() / 'demo'}" in out
     assert "workflow main: The main flow" in out
     assert "steps: first -> second" in out
