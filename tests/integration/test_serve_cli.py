@@ -360,7 +360,7 @@ def test_a_remote_bind_address_needs_allow_remote_and_a_token(project: Path) -> 
     assert "warning:" not in no_token.output
 
 
-@pytest.mark.parametrize("host", ["127.0.0.1", "0.0.0.0"])  # noqa: S104 - every address
+@pytest.mark.parametrize("host", ["127.0.0.1", "0.0.0.0"])
 def test_a_port_in_use_is_a_coded_error_before_any_warning(project: Path, host: str) -> None:
     """Issue 43, item 21: uvicorn's raw `[Errno 98]` and exit status 3 became `serve.bind_failed`
     (the dashboard's `dashboard.bind_failed` is the model), and a remote bind address is warned

@@ -16,13 +16,13 @@ from deepwork_mcp.telemetry.exporting import ExportFailures, build_providers
 class _Refuses(BaseHTTPRequestHandler):
     """An endpoint without the path asked for (a traces-only backend asked for metrics)."""
 
-    def do_POST(self) -> None:  # noqa: N802 - the name http.server calls
+    def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length", "0")))
         self.send_response(404)
         self.send_header("Content-Length", "0")
         self.end_headers()
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - as inherited
+    def log_message(self, format: str, *args: object) -> None:
         """Quiet: nothing on the test's stderr."""
 
 
