@@ -18,6 +18,7 @@ from tests.fixtures.configs import config
 from tests.fixtures.reviewer import ScriptedReviewer
 from tests.fixtures.tool_calls import call_ok
 from tests.fixtures.workflow_project import make_project, write_files
+from tests.integration.test_gate_rules import RULES
 from tests.integration.test_quality_gate import review_brief
 
 OWN_REVIEW = """\
@@ -32,15 +33,6 @@ REVIEWS = {
     "spec_joins_the_outputs_review": (OWN_REVIEW, 1),
     "spec_beside_a_step_review": (OWN_REVIEW.replace("run_each: report", "run_each: step"), 1),
 }
-RULE = """\
-markdown_style:
-  description: Markdown style
-  match:
-    include: ["**/*.md"]
-  review:
-    strategy: individual
-    instructions: Every heading MUST be in sentence case.
-"""
 
 
 def _project(tmp_path: Path, reviews: str, *, rule: bool) -> Path:
@@ -49,7 +41,7 @@ def _project(tmp_path: Path, reviews: str, *, rule: bool) -> Path:
     text = job.read_text()
     job.write_text(text[: text.index("    reviews:")] + reviews)
     if rule:
-        (root / ".deepreview").write_text(RULE, encoding="utf-8")
+        (root / ".deepreview").write_text(RULES, encoding="utf-8")
         subprocess.run(["git", "init", "-q", str(root)], check=True, timeout=60)
     return root
 

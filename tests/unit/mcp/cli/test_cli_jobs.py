@@ -224,10 +224,14 @@ def test_the_root_help_names_every_jobs_command() -> None:
     assert "add from the library, draw" in " ".join(out.split())
 
 
-def _problems(project: Path) -> list[tuple[str, int]]:
+def _problems_at(project: Path, job_file: Path, text: str) -> list[tuple[str, str]]:
+    """Write `text` to `job_file`; each problem `jobs validate` reports, with its line's text."""
+    job_file.write_text(text)
     status, out, _ = _run("jobs", "validate", "--path", str(project))
     assert status == 1, out
-    return [(m["code"], int(m["line"])) for m in map(PROBLEM_LINE.match, out.splitlines()) if m]
+    lines = text.splitlines()
+    found = [(m["code"], int(m["line"])) for m in map(PROBLEM_LINE.match, out.splitlines()) if m]
+    return [(code, lines[line - 1].strip()) for code, line in found]
 
 
 def test_an_evidence_error_is_on_its_line_and_hides_no_other(project: Path) -> None:
@@ -238,18 +242,15 @@ def test_an_evidence_error_is_on_its_line_and_hides_no_other(project: Path) -> N
     job_file = _jobs_dir(project) / "weekly" / "job.yml"
     text = job_file.read_text().replace("    dependencies: []", "    dependencies: [ghost]")
     approval = '    approval:\n      prompt: "Ship it?"\n      show: [no_such_output]\n'
-    job_file.write_text(text + approval)
-    lines = (text + approval).splitlines()
-    found = _problems(project)
-    assert [code for code, _ in found] == ["job.unknown_dependency", "job.invalid_approval"]
-    assert "[ghost]" in lines[found[0][1] - 1]
-    assert lines[found[1][1] - 1].strip() == "show: [no_such_output]"
+    assert _problems_at(project, job_file, text + approval) == [
+        ("job.unknown_dependency", "dependencies: [ghost]"),
+        ("job.invalid_approval", "show: [no_such_output]"),
+    ]
     # A may_change glob that leaves the project: on the glob's own line, with the glob quoted.
     may_change = '    may_change: ["docs/*.md", "../outside.md"]\n'
-    job_file.write_text(text + may_change)
-    lines = (text + may_change).splitlines()
-    found = _problems(project)
-    assert [code for code, _ in found] == ["job.unknown_dependency", "job.invalid_may_change"]
-    assert "../outside.md" in lines[found[1][1] - 1]
+    assert _problems_at(project, job_file, text + may_change) == [
+        ("job.unknown_dependency", "dependencies: [ghost]"),
+        ("job.invalid_may_change", 'may_change: ["docs/*.md", "../outside.md"]'),
+    ]
     _, out, _ = _run("jobs", "validate", "--path", str(project))
     assert "may_change glob '../outside.md' must be relative" in out
