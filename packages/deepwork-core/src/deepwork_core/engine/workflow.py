@@ -33,9 +33,9 @@ from deepwork_core.engine.safeguards.evidence import Safeguards, join_notes
 from deepwork_core.engine.start_inputs import check_start_inputs
 from deepwork_core.evidence.scope import head_commit, under_git
 from deepwork_core.evidence.watch import ChangeWatch
-from deepwork_core.gate.background import cancel_reviews
 from deepwork_core.gate.checkpoint import ProgressReporter
 from deepwork_core.gate.gates import Gate
+from deepwork_core.gate.review_queue import cancel_reviews
 from deepwork_core.jobs.discovery import Catalog, JobCatalog, LoadedJob
 from deepwork_core.jobs.lookup import select_workflow
 from deepwork_core.jobs.model import JobDefinition, Workflow

@@ -35,7 +35,7 @@ from deepwork_core.state.store.tables.session_lists import (
     list_session_rows,
 )
 from deepwork_core.state.store.url import SQLITE_FILE
-from deepwork_core.state.usage.pair import RunUsage, cost_text
+from deepwork_core.state.usage.pair import RunUsage, cost_text, token_parts, tokens_text
 
 from deepwork_mcp.cli.options import (
     cli_error,
@@ -91,11 +91,11 @@ def _entry_line(entry: ActiveEntry, now: datetime) -> str:
 
 
 def usage_line(usage: RunUsage) -> str:
-    """`reviews: 3 call(s), 1234 tokens, 0.1200 USD` (and the count of self-reviews)."""
+    """`reviews: 3 call(s), 3,259 tokens (1,060 in, 199 out, 2,000 cache read, 0 cache
+    write), 0.1200 USD` (and the count of self-reviews)."""
     line = (
-        f"reviews: {usage.calls} call(s), {usage.tokens} tokens "
-        f"({usage.input_tokens} in, {usage.output_tokens} out, {usage.cache_read_tokens} cache "
-        f"read, {usage.cache_creation_tokens} cache write), {cost_text(usage)}"
+        f"reviews: {usage.calls} call(s), {tokens_text(usage)} ({token_parts(usage)}), "
+        f"{cost_text(usage)}"
     )
     if usage.self_reviews:
         line += f"; {usage.self_reviews} self-review(s), not metered"

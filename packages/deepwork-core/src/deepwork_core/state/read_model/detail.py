@@ -100,6 +100,8 @@ class ApprovalLine(_View):
 class SessionSummary(_View):
     """What a reader wants first: how the run ended and on what it rests."""
 
+    #: How the run stands, in the words that follow its status ("every step of the workflow
+    #: done", "why: …", "at step `x`").
     outcome: str
     steps_done: int
     #: The newest accepted checkpoints (at most MAX_VERDICTS), and how many older ones there are.
@@ -138,18 +140,20 @@ class SessionDetail(_View):
 
 
 def _outcome(run: SessionView) -> str:
+    """How the run stands, said after its status (a page shows the status beside it, so the
+    text never repeats it)."""
     steps = ", ".join(run.steps)
     if run.status is ListedStatus.COMPLETED:
-        return "completed"
+        return "every step of the workflow done"
     if run.status is ListedStatus.ABORTED:
-        return f"aborted: {clip(run.abort_reason or 'no reason given')}"
+        return f"why: {clip(run.abort_reason or 'no reason given')}"
     if run.status is ListedStatus.AWAITING_APPROVAL:
-        return f"waiting for a human to approve step {steps}"
+        return f"step {steps} waits for a human's decision"
     if run.status is ListedStatus.PARKED:
-        return f"parked at step {steps}, waiting for a person (docs/headless.md)"
+        return f"at step {steps}, waiting for a person (docs/headless.md)"
     if run.status is ListedStatus.REVIEWING:
-        return f"in progress, at step {steps}, its reviews still running"
-    return f"in progress, at step {steps}"
+        return f"at step {steps}, its reviews still running"
+    return f"at step {steps}"
 
 
 def _verdicts(events: list[EventRecord]) -> list[VerdictLine]:

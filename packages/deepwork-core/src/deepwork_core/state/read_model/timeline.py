@@ -38,6 +38,7 @@ from deepwork_core.state.event_kinds import (
     StepFinishedEvent,
     UndeclaredChangesEvent,
 )
+from deepwork_core.state.usage.pair import count_text, tokens_text
 
 #: Characters of a free text (notes, feedback, reasons) kept inside a sentence.
 TEXT_CHARS: Final = 200
@@ -142,7 +143,7 @@ def _usage(e: ReviewUsageEvent) -> str:
     usage = e.usage
     cost = "cost not reported" if usage.cost_usd is None else f"{usage.cost_usd:.4f} USD"
     return (
-        f"Reviewer call for {where}: {e.outcome}, {usage.tokens} tokens, {cost}, {e.seconds:.1f} s"
+        f"Reviewer call for {where}: {e.outcome}, {tokens_text(usage)}, {cost}, {e.seconds:.1f} s"
     )
 
 
@@ -151,9 +152,9 @@ def _budget(e: BudgetExhaustedEvent) -> str:
     if e.max_cost_usd is not None:
         limits.append(f"{e.max_cost_usd:g} USD")
     if e.max_tokens is not None:
-        limits.append(f"{e.max_tokens} tokens")
+        limits.append(f"{count_text(e.max_tokens)} tokens")
     return (
-        f"Review budget spent ({e.spent_usd:.4f} USD, {e.spent_tokens} tokens of "
+        f"Review budget spent ({e.spent_usd:.4f} USD, {count_text(e.spent_tokens)} tokens of "
         f"{' / '.join(limits) or 'the budget'}): {names(e.step_ids)} go on with self-review"
     )
 
