@@ -54,8 +54,9 @@ class _PgTx:
 
     `BEGIN`, the advisory lock and every statement that only writes wait in a queue; the queue
     goes out in one pipeline with the next statement whose answer is needed (a read), and with
-    `COMMIT`. A checkpoint (begin, lock, read the stacks, read the session, write the session
-    and its events, commit) thus takes three round trips instead of nine. Statements still run
+    `COMMIT`; so do the transaction's announcements (`pg_notify`). A checkpoint (begin, lock,
+    read the stacks and the session, write the session and its events, announce, commit) thus
+    takes two round trips instead of nine. Statements still run
     in the order written; a failing write surfaces at the next read or at the commit, where the
     transaction is rolled back as before.
     """
@@ -64,6 +65,7 @@ class _PgTx:
         self._conn = conn
         self._queued = opening
         self._begun = False
+        self._announced: set[tuple[str, str]] = set()
 
     def execute(self, sql: str, params: Sequence[object] = ()) -> list[Row]:
         text, writes = _pg_sql(sql)
@@ -72,6 +74,14 @@ class _PgTx:
             return []
         cursor = self._send(text, tuple(params))
         return cursor.fetchall() if cursor.description is not None else []
+
+    def announce(self, channel: str, payload: str) -> None:
+        """Queue `pg_notify` like a write: nothing waits for its answer, and PostgreSQL
+        delivers a notification only when the transaction commits, and the same one (channel
+        and payload) once per transaction, so it is queued once."""
+        if (channel, payload) not in self._announced:
+            self._announced.add((channel, payload))
+            self._queued.append(("SELECT pg_notify(%s, %s)", (channel, payload)))
 
     def commit(self) -> None:
         """Send what is queued with `COMMIT` (nothing at all when nothing was ever sent)."""
@@ -163,7 +173,10 @@ class PostgresStore(Store):
         return {str(row[0]) for row in rows}
 
     def announce(self, tx: Tx, channel: str, payload: str) -> None:
-        tx.execute("SELECT pg_notify(?, ?)", (channel, payload))
+        if isinstance(tx, _PgTx):
+            tx.announce(channel, payload)  # travels with the next statement that is sent
+        else:
+            tx.execute("SELECT pg_notify(?, ?)", (channel, payload))
 
     @contextlib.contextmanager
     def listener(self, channel: str) -> Iterator[Listener | None]:
