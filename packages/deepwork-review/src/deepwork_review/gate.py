@@ -146,7 +146,7 @@ class GateRules:
         return self._warnings(checkpoint.project_root, sources)
 
     @staticmethod
-    def _warnings(project_root: Path, sources: tuple[str, ...]) -> tuple[str, ...]:
+    def _warnings(project_root: Path, sources: tuple[str, ...] | None) -> tuple[str, ...]:
         try:
             problems = rule_file_problems(project_root, files=sources)
         except (GitError, ReviewError):

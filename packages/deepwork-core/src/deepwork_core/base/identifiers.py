@@ -132,7 +132,7 @@ def resolve_inside(root: Path, relative: str | Path, *, what: str = "path") -> P
     # `(root / relative).resolve()` and `is_relative_to`, on strings: this runs several times
     # per checkpoint, and pathlib's parsing cost more than the `lstat` calls themselves.
     base = str(root)
-    candidate = _below(base, text) or os.path.realpath(os.path.join(base, text))
+    candidate = _below(base, text) or os.path.realpath(os.path.join(base, text))  # noqa: PTH118
     if candidate != base and not candidate.startswith(base.rstrip("/") + "/"):
         raise PathOutsideProjectError(
             f"{what} {shown(text)} resolves outside {root}; give a path inside the project"

@@ -106,7 +106,7 @@ def read_stacks_and_tops(
         keys = sorted({agent or MAIN_AGENT for agent in tops_of or ()})
         only = f"st.agent IN ({', '.join('?' * len(keys))}) AND " if keys else ""
         rows = tx.execute(
-            f"SELECT st.agent, st.session_id, CASE WHEN {only}st.position = (SELECT "
+            f"SELECT st.agent, st.session_id, CASE WHEN {only}st.position = (SELECT "  # noqa: S608
             "max(t.position) FROM stacks t WHERE t.project_id = st.project_id AND t.agent = "
             "st.agent) THEN s.body END FROM stacks st LEFT JOIN sessions s "
             "ON s.project_id = st.project_id AND s.session_id = st.session_id "
