@@ -11,8 +11,13 @@ import pytest
 from click.testing import CliRunner
 from deepwork_core.state.events import events_dir
 from deepwork_mcp.cli import cli
+from deepwork_mcp.server import create_server
+from fastmcp import Client
 
+from tests.fixtures.configs import config
 from tests.fixtures.paths import FIXTURES
+from tests.fixtures.tool_calls import call_ok
+from tests.fixtures.workflow_project import make_project
 
 LOGS = FIXTURES / "event_logs"
 
@@ -145,3 +150,16 @@ def test_an_old_state_file_that_does_not_read_is_set_aside_and_the_figures_still
     code, _, err = run("--json", "--path", str(project))  # set aside once, not warned again
     assert code == 0
     assert "warning" not in err
+
+
+async def test_a_run_that_finished_no_step_yet_is_counted(tmp_path: Path) -> None:
+    """Issue 43, item 21: with a run in the store, stats never says none was recorded."""
+    root = make_project(tmp_path / "project")
+    async with Client(create_server(root, config())) as client:
+        await call_ok(
+            client, "start_workflow", goal="g", job_name="three_step", workflow_name="main"
+        )
+    code, out, _ = run("--path", str(root))
+    assert code == 0
+    assert "No workflow runs" not in out
+    assert "three_step: 1 session(s), 0 completed, 0 aborted" in out
