@@ -36,12 +36,7 @@ def rule_review_tasks(
 ) -> list[QualityReviewTask]:
     """The rule reviews of the checkpoint's output files (its `string` outputs left out);
     `rule_files` keeps the project's `.deepreview` files between checkpoints."""
-    files: list[str] = []
-    for step_id in checkpoint.step_ids:
-        declared = checkpoint.job.step(step_id).outputs
-        for name, value in checkpoint.outputs.items():
-            if name in declared and declared[name].type.is_file:
-                files.extend([value] if isinstance(value, str) else value)
+    files = _output_files(checkpoint)
     if not files:
         return []
     try:
@@ -49,6 +44,17 @@ def rule_review_tasks(
         return gate_rule_tasks(checkpoint.project_root, files, checkpoint.step_ids[0], sources)
     except (GitError, ReviewError):
         return []  # no git, or not a repository: rules cannot be found, the step's own apply
+
+
+def _output_files(checkpoint: Checkpoint) -> list[str]:
+    """The checkpoint's output files (project-relative), its `string` outputs left out."""
+    files: list[str] = []
+    for step_id in checkpoint.step_ids:
+        declared = checkpoint.job.step(step_id).outputs
+        for name, value in checkpoint.outputs.items():
+            if name in declared and declared[name].type.is_file:
+                files.extend([value] if isinstance(value, str) else value)
+    return files
 
 
 def gate_rule_tasks(
@@ -112,17 +118,39 @@ class GateRules:
     def tasks(self, checkpoint: Checkpoint) -> list[QualityReviewTask]:
         return rule_review_tasks(checkpoint, self._files)
 
-    def known(self, checkpoint: Checkpoint) -> bool:
-        return self._files.kept(checkpoint.project_root, checkpoint.watch) is not None
+    def settled(self, checkpoint: Checkpoint) -> tuple[str, ...] | None:
+        """The warnings of `checkpoint` when no rule applies to it and the rule files are known
+        and still fresh (nothing is run: no git); None when `tasks` must be asked."""
+        sources = self._files.kept(checkpoint.project_root, checkpoint.watch)
+        if sources is None:
+            return None
+        if not sources:
+            return ()  # the project has no rule file: none applies, none failed to load
+        files = _output_files(checkpoint)
+        try:
+            if files and gate_rule_tasks(
+                checkpoint.project_root, files, checkpoint.step_ids[0], sources
+            ):
+                return None
+        except (GitError, ReviewError):
+            pass  # as `tasks`: no rule can be found, the step's own reviews apply
+        return self._warnings(checkpoint.project_root, sources)
 
     def warnings(self, checkpoint: Checkpoint) -> tuple[str, ...]:
         """One `quality_gate.deepreview_invalid` warning per rule file or rule that failed to
         load (the rules it concerns were not applied)."""
         try:
             sources = _sources(checkpoint, self._files)
-            problems = rule_file_problems(checkpoint.project_root, files=sources)
         except (GitError, ReviewError):
             return ()  # no rules can be found at all: the step's own reviews apply
+        return self._warnings(checkpoint.project_root, sources)
+
+    @staticmethod
+    def _warnings(project_root: Path, sources: tuple[str, ...] | None) -> tuple[str, ...]:
+        try:
+            problems = rule_file_problems(project_root, files=sources)
+        except (GitError, ReviewError):
+            return ()
         return tuple(
             printable(
                 f"{ErrorCode.QUALITY_GATE_DEEPREVIEW_INVALID}: {_where(problem)}: {problem.code}: "

@@ -106,6 +106,29 @@ def test_a_symlink_pointing_outside_is_rejected(tmp_path: Path) -> None:
         resolve_inside(root.resolve(), "link.txt")
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        "a/b/file.md",  # plain folders
+        "a/./b//file.md",
+        "missing/deeper/file.md",  # parts that do not exist are kept as they are
+        "a/b/file.md/below",  # below a file
+        "inner/file.md",  # through a folder link inside the project
+        "a/inner-link.md",  # a file link inside the project
+        "a/../a/b/file.md",
+        "",
+        ".",
+    ],
+)
+def test_a_path_resolves_as_pathlib_resolves_it(tmp_path: Path, path: str) -> None:
+    root = (tmp_path / "project").resolve()
+    (root / "a" / "b").mkdir(parents=True)
+    (root / "a" / "b" / "file.md").write_text("x", encoding="utf-8")
+    (root / "inner").symlink_to(root / "a" / "b")
+    (root / "a" / "inner-link.md").symlink_to(root / "a" / "b" / "file.md")
+    assert resolve_inside(root, path) == (root / path).resolve()
+
+
 def test_overlong_text_is_refused() -> None:
     assert check_text("x" * MAX_TEXT_CHARS, what="notes") is not None
     with pytest.raises(InvalidTextError) as caught:

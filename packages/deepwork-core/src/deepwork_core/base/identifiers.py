@@ -10,7 +10,9 @@ dashboard address), into a `SessionId`; the layers below take a `SessionId` and 
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from pathlib import Path
 from typing import NewType
 
@@ -127,12 +129,33 @@ def resolve_inside(root: Path, relative: str | Path, *, what: str = "path") -> P
     text = str(relative)
     if "\x00" in text:
         raise PathOutsideProjectError(f"{what} {shown(text)} contains a NUL byte")
-    candidate = (root / relative).resolve()
-    if candidate != root and not candidate.is_relative_to(root):
+    # `(root / relative).resolve()` and `is_relative_to`, on strings: this runs several times
+    # per checkpoint, and pathlib's parsing cost more than the `lstat` calls themselves.
+    base = str(root)
+    candidate = _below(base, text) or os.path.realpath(os.path.join(base, text))  # noqa: PTH118
+    if candidate != base and not candidate.startswith(base.rstrip("/") + "/"):
         raise PathOutsideProjectError(
             f"{what} {shown(text)} resolves outside {root}; give a path inside the project"
         )
-    return candidate
+    return Path(candidate)
+
+
+def _below(base: str, text: str) -> str | None:
+    """`realpath(base/text)` for a resolved `base` and a relative `text` without `..` whose
+    parts are no symbolic links: only those parts are looked at (`realpath` would `lstat` every
+    folder from `/`). None when that does not hold: `realpath` decides."""
+    parts = [part for part in text.split("/") if part and part != "."]
+    if text.startswith("/") or ".." in parts:
+        return None
+    path = base.rstrip("/")
+    for part in parts:
+        path = f"{path}/{part}"
+        try:
+            if stat.S_ISLNK(os.lstat(path).st_mode):
+                return None
+        except OSError:
+            continue  # missing (or unreadable): as `realpath`, taken as it is
+    return path or "/"
 
 
 def check_outside_git_dir(root: Path, path: Path, *, what: str = "path") -> None:

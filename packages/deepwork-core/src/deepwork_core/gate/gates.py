@@ -121,9 +121,9 @@ class RuleSource(Protocol):
 
     def warnings(self, checkpoint: Checkpoint) -> tuple[str, ...]: ...
 
-    def known(self, checkpoint: Checkpoint) -> bool:
-        """True when `tasks` and `warnings` of `checkpoint` need no git (the rule files are
-        known and still fresh)."""
+    def settled(self, checkpoint: Checkpoint) -> tuple[str, ...] | None:
+        """`warnings` of `checkpoint` when `tasks` has none for it and finding that out needs
+        no git (the rule files are known and still fresh); None: ask `tasks`."""
         ...
 
 
@@ -150,11 +150,14 @@ class _Planner:
     def settled(self, checkpoint: Checkpoint) -> GatePassed | None:
         if plan_review_tasks(checkpoint, self.review_depth):
             return None
-        if self.rules is not None and (
-            not self.rules.known(checkpoint) or self.rules.tasks(checkpoint)
-        ):
-            return None
-        return GatePassed(feedback=_NOTHING_TO_REVIEW, warnings=self.warnings(checkpoint))
+        warnings: tuple[str, ...] = ()
+        if self.rules is not None:
+            found = self.rules.settled(checkpoint)  # one look at the watch, no git
+            if found is None:
+                return None
+            steps = [checkpoint.job.step(step_id) for step_id in checkpoint.step_ids]
+            warnings = found if has_file_outputs(steps) else ()
+        return GatePassed(feedback=_NOTHING_TO_REVIEW, warnings=warnings)
 
     def price(
         self, checkpoint: Checkpoint, tasks: Sequence[QualityReviewTask]

@@ -227,12 +227,21 @@ class StateTransaction:
 
     def stacks(self) -> Stacks:
         """Every non-empty stack's ids by agent id (None: the main stack, first)."""
-        if self._stacks is None:
-            self._stacks, self._prefetched = read_stacks_and_tops(self.db, self._project_id)
-        return {agent: list(ids) for agent, ids in self._stacks.items()}
+        return {agent: list(ids) for agent, ids in self._read_stacks(None).items()}
 
     def stack_ids(self, agent_id: str | None = None) -> list[SessionId]:
-        return self.stacks().get(agent_id, [])
+        # Read first for one agent: its top comes along, and the main stack's (the marker
+        # names its job), not every agent's.
+        return list(self._read_stacks((agent_id, None)).get(agent_id, []))
+
+    def _read_stacks(self, tops_of: tuple[str | None, ...] | None) -> Stacks:
+        """The stacks, read once per transaction with the tops of `tops_of`'s stacks (None:
+        every stack's)."""
+        if self._stacks is None:
+            self._stacks, self._prefetched = read_stacks_and_tops(
+                self.db, self._project_id, tops_of=tops_of
+            )
+        return self._stacks
 
     def all_stack_ids(self) -> set[SessionId]:
         """The ids of the sessions on any stack."""

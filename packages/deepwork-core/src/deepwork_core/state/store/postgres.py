@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import re
 from collections.abc import Iterator, Sequence
 from typing import Final
 
@@ -54,16 +55,19 @@ class _PgTx:
 
     `BEGIN`, the advisory lock and every statement that only writes wait in a queue; the queue
     goes out in one pipeline with the next statement whose answer is needed (a read), and with
-    `COMMIT`. A checkpoint (begin, lock, read the stacks, read the session, write the session
-    and its events, commit) thus takes three round trips instead of nine. Statements still run
-    in the order written; a failing write surfaces at the next read or at the commit, where the
-    transaction is rolled back as before.
+    `COMMIT`; so do the transaction's announcements (`pg_notify`). A checkpoint (begin, lock,
+    read the stacks and the session, write the session and its events, announce, commit) thus
+    takes two round trips instead of nine. Statements still run in the order written (but
+    one-row inserts into one table go as one, `_folded`); a failing write surfaces at the next
+    read or at the commit, where the transaction is rolled back as before.
     """
 
     def __init__(self, conn: psycopg.Connection[Row], opening: list[Statement]) -> None:
         self._conn = conn
         self._queued = opening
         self._begun = False
+        self._announced: set[tuple[str, str]] = set()
+        self._notices: list[Statement] = []  # go after the queued writes, so inserts fold
 
     def execute(self, sql: str, params: Sequence[object] = ()) -> list[Row]:
         text, writes = _pg_sql(sql)
@@ -73,20 +77,74 @@ class _PgTx:
         cursor = self._send(text, tuple(params))
         return cursor.fetchall() if cursor.description is not None else []
 
+    def announce(self, channel: str, payload: str) -> None:
+        """Queue `pg_notify` like a write: nothing waits for its answer, and PostgreSQL
+        delivers a notification only when the transaction commits, and the same one (channel
+        and payload) once per transaction, so it is queued once."""
+        if (channel, payload) not in self._announced:
+            self._announced.add((channel, payload))
+            self._notices.append(("SELECT pg_notify(%s, %s)", (channel, payload)))
+
     def commit(self) -> None:
         """Send what is queued with `COMMIT` (nothing at all when nothing was ever sent)."""
-        if self._begun or len(self._queued) > 1:
+        if self._begun or len(self._queued) > 1 or self._notices:
             self._send("COMMIT", ())
 
     def _send(self, sql: str, params: tuple[object, ...]) -> psycopg.Cursor[Row]:
-        queued, self._queued = self._queued, []
+        queued, self._queued = [*self._queued, *self._notices], []
+        self._notices = []
         self._begun = True
         if not queued:
             return self._conn.execute(sql, params, prepare=_prepared(sql))
         with self._conn.pipeline():
-            for text, values in queued:
+            for text, values in _folded(queued):
                 self._conn.execute(text, values, prepare=_prepared(text))
             return self._conn.execute(sql, params, prepare=_prepared(sql))
+
+
+#: A plain one-row insert: `INSERT INTO t (a, b) VALUES (%s, %s)`, nothing after the values.
+_ONE_ROW: Final = re.compile(r"INSERT INTO (\w+) \([\w, ]+\) VALUES (\((?:%s, )*%s\))")
+#: At most this many rows go in one folded insert (its text is prepared once per row count).
+_MAX_FOLDED: Final = 16
+
+
+@functools.lru_cache(maxsize=256)
+def _one_row(sql: str) -> tuple[str, str] | None:
+    """(table, `(%s, …)`) of a plain one-row insert; None for any other statement."""
+    match = _ONE_ROW.fullmatch(sql)
+    return (match.group(1), match.group(2)) if match else None
+
+
+@functools.lru_cache(maxsize=1024)
+def _names(sql: str, table: str) -> bool:
+    return re.search(rf"\b{table}\b", sql) is not None
+
+
+def _folded(queued: list[Statement]) -> Iterator[Statement]:
+    """`queued` in order, except that the one-row inserts of one text (the events of a
+    checkpoint, the rows of a stack) go as one multi-row insert where the first of them stood:
+    one statement for the driver instead of several. An insert joins the one before it only
+    past statements that do not name its table, and the store has no triggers or foreign keys,
+    so no statement can tell; the rows keep their order, and so their identity numbers."""
+    taken: set[int] = set()
+    for index, (text, values) in enumerate(queued):
+        if index in taken:
+            continue
+        found = _one_row(text)
+        if found is None:
+            yield text, values
+            continue
+        table, row = found
+        rows = [values]
+        for later in range(index + 1, len(queued)):
+            other = queued[later][0]
+            if len(rows) == _MAX_FOLDED or (other != text and _names(other, table)):
+                break
+            if other == text:
+                rows.append(queued[later][1])
+                taken.add(later)
+        folded = text + (", " + row) * (len(rows) - 1)
+        yield folded, tuple(value for params in rows for value in params)
 
 
 def _prepared(sql: str) -> bool:
@@ -163,7 +221,10 @@ class PostgresStore(Store):
         return {str(row[0]) for row in rows}
 
     def announce(self, tx: Tx, channel: str, payload: str) -> None:
-        tx.execute("SELECT pg_notify(?, ?)", (channel, payload))
+        if isinstance(tx, _PgTx):
+            tx.announce(channel, payload)  # travels with the next statement that is sent
+        else:
+            tx.execute("SELECT pg_notify(?, ?)", (channel, payload))
 
     @contextlib.contextmanager
     def listener(self, channel: str) -> Iterator[Listener | None]:

@@ -86,22 +86,33 @@ def save_session(tx: Tx, project_id: str, machine: str, row: SessionRow, now: fl
 
 def read_stacks(tx: Tx, project_id: str) -> dict[str | None, list[SessionId]]:
     """Every non-empty stack by agent (None: the main one, first; then by agent id)."""
-    return read_stacks_and_tops(tx, project_id)[0]
+    return read_stacks_and_tops(tx, project_id, tops_of=())[0]
 
 
 def read_stacks_and_tops(
-    tx: Tx, project_id: str
+    tx: Tx, project_id: str, *, tops_of: Sequence[str | None] | None = None
 ) -> tuple[dict[str | None, list[SessionId]], dict[str, str]]:
     """Every non-empty stack by agent, and the document of each stack's top session (what
-    nearly every call reads next), in one query: one round trip less to PostgreSQL."""
-    rows = tx.execute(
-        "SELECT st.agent, st.session_id, CASE WHEN st.position = (SELECT max(t.position) "
-        "FROM stacks t WHERE t.project_id = st.project_id AND t.agent = st.agent) "
-        "THEN s.body END FROM stacks st LEFT JOIN sessions s "
-        "ON s.project_id = st.project_id AND s.session_id = st.session_id "
-        "WHERE st.project_id = ? ORDER BY st.agent, st.position",
-        (project_id,),
-    )
+    nearly every call reads next), in one query: one round trip less to PostgreSQL.
+    `tops_of`: only the tops of these agents' stacks (None in it: the main one), so that with
+    many agents a call reads its own top, not every agent's; None: of every stack."""
+    if tops_of is not None and not tops_of:
+        rows = tx.execute(
+            "SELECT agent, session_id, NULL FROM stacks WHERE project_id = ? "
+            "ORDER BY agent, position",
+            (project_id,),
+        )
+    else:
+        keys = sorted({agent or MAIN_AGENT for agent in tops_of or ()})
+        only = f"st.agent IN ({', '.join('?' * len(keys))}) AND " if keys else ""
+        rows = tx.execute(
+            f"SELECT st.agent, st.session_id, CASE WHEN {only}st.position = (SELECT "  # noqa: S608
+            "max(t.position) FROM stacks t WHERE t.project_id = st.project_id AND t.agent = "
+            "st.agent) THEN s.body END FROM stacks st LEFT JOIN sessions s "
+            "ON s.project_id = st.project_id AND s.session_id = st.session_id "
+            "WHERE st.project_id = ? ORDER BY st.agent, st.position",
+            (*keys, project_id),
+        )
     stacks: dict[str | None, list[SessionId]] = {}
     tops: dict[str, str] = {}
     for agent, session_id, body in rows:  # ids the store was given as `SessionId`s
