@@ -258,6 +258,48 @@ def newest_of_kinds(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class EventPage:
+    """One page of a session's log (`page_events`): its events oldest first, each with its
+    number in the store, and how many older events were left for the next page."""
+
+    events: list[tuple[int, EventRecord]]
+    older: int
+
+    @property
+    def next_before(self) -> int | None:
+        """The number to page back from (`before=`) for the older events; None: none left."""
+        return self.events[0][0] if self.older and self.events else None
+
+
+def page_events(
+    store: Store, session_id: SessionId, *, limit: int, before: int | None = None
+) -> EventPage:
+    """The newest `limit` events of a session numbered below `before` (all when None), oldest
+    first, and a count of the older ones: two indexed reads, whatever the size of the log.
+    Records are checked as `read_events` checks them (`events.corrupt`)."""
+    key = (store.project.project_id, session_id)
+    below = "" if before is None else " AND seq < ?"
+    bound: tuple[object, ...] = key if before is None else (*key, before)
+    with store.read() as tx:
+        rows = tx.execute(
+            "SELECT seq, body FROM events WHERE project_id = ? AND session_id = ?"  # noqa: S608
+            f"{below} ORDER BY seq DESC LIMIT ?",
+            (*bound, max(limit, 0)),
+        )
+        older = 0
+        if rows and len(rows) == limit:
+            [(older,)] = tx.execute(
+                "SELECT COUNT(*) FROM events WHERE project_id = ? AND session_id = ? AND seq < ?",
+                (*key, rows[-1][0]),
+            )
+    where = f"store {store.display}, session {session_id}"
+    oldest_first = list(reversed(rows))
+    records = _records(oldest_first, where, {})
+    numbers = [int(str(seq)) for seq, _ in oldest_first]
+    return EventPage(list(zip(numbers, records, strict=True)), int(older))
+
+
 def nth_newest_seq(store: Store, session_id: SessionId, kind: str, nth: int) -> int:
     """The number of the session's `nth` newest event of `kind` (1: its newest); 0 when it has
     fewer than `nth` of them."""
