@@ -50,8 +50,9 @@ from deepwork_core.base.layout import EVENTS_DIR
 from deepwork_core.state.event_kinds import EVENT_SCHEMA_VERSION as EVENT_SCHEMA_VERSION
 from deepwork_core.state.event_kinds import EventLogError as EventLogError
 from deepwork_core.state.event_kinds import EventName as EventName
-from deepwork_core.state.event_kinds import EventRecord, KnownEvent, parse_line
+from deepwork_core.state.event_kinds import EventRecord, KnownEvent, ReviewUsageEvent, parse_line
 from deepwork_core.state.store.port import Store
+from deepwork_core.state.store.tables.usage_rows import add_usage, delete_usage
 
 logger = logging.getLogger("deepwork.events")
 
@@ -128,17 +129,14 @@ def append_event(store: Store, event: KnownEvent, *, project_id: str | None = No
     decision on a run another checkout serves); its listeners are not this process's."""
     line = event_line(event)
     foreign = project_id is not None and project_id != store.project.project_id
+    project = project_id or store.project.project_id
     with store.write() as tx:
         tx.execute(
             "INSERT INTO events (project_id, session_id, ts, kind, body) VALUES (?, ?, ?, ?, ?)",
-            (
-                project_id or store.project.project_id,
-                event.session_id,
-                event.ts.timestamp(),
-                str(event.event),
-                line,
-            ),
+            (project, event.session_id, event.ts.timestamp(), str(event.event), line),
         )
+        if isinstance(event, ReviewUsageEvent):  # the run's totals, in the same transaction
+            add_usage(tx, project, event.session_id, event)
         store.announce(tx, EVENTS_CHANNEL, event.session_id)
     if _listeners and not foreign:
         _notify(store, event)
@@ -387,9 +385,10 @@ def logged_session_ids(store: Store) -> list[SessionId]:
 
 
 def delete_event_log(store: Store, session_id: SessionId) -> None:
-    """Remove a session's events (used when the session itself is pruned)."""
+    """Remove a session's events and its review totals (when the session itself is pruned)."""
     with store.write() as tx:
         tx.execute(
             "DELETE FROM events WHERE project_id = ? AND session_id = ?",
             (store.project.project_id, session_id),
         )
+        delete_usage(tx, store.project.project_id, session_id)

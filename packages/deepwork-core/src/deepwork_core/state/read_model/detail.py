@@ -51,7 +51,7 @@ from deepwork_core.state.read_model.timeline import (
 )
 from deepwork_core.state.sessions import Session, SessionStore
 from deepwork_core.state.usage.pair import RunUsage
-from deepwork_core.state.usage.totals import sum_usage
+from deepwork_core.state.usage.totals import run_usage
 
 #: Events the timeline of one run page shows (the newest); older ones are counted, not shown.
 DEFAULT_MAX_EVENTS: Final = 500
@@ -66,7 +66,7 @@ VERDICT_KINDS: Final = frozenset(
 )
 VERDICT_WINDOW: Final = 5 * MAX_VERDICTS
 #: Kinds the summary reads from the whole log, however long it is.
-SUMMARY_KINDS: Final = frozenset({EventName.APPROVAL, EventName.REVIEW_USAGE})
+SUMMARY_KINDS: Final = frozenset({EventName.APPROVAL})
 
 
 class _View(BaseModel):
@@ -250,9 +250,12 @@ def session_detail(
         _, reviews = newest_of_kinds(
             db, session_id, frozenset({EventName.REVIEW_VERDICT}), limit=MAX_LISTED, memo=memo
         )
+        _, calls = newest_of_kinds(
+            db, session_id, frozenset({EventName.REVIEW_USAGE}), limit=MAX_LISTED, memo=memo
+        )
     except DeepWorkError as exc:
         scan, problem, reviews = EventScan(0, [], []), f"{exc.code}: {exc.message}", []
-        accepted, window = 0, []
+        accepted, window, calls = 0, [], []
     last = last_event_at(db, session_id) if scan.total else None
     reviewing = session_id in reviewing_sessions(db)
     run = session_view(root, session, last_event_at=last, reviewing=reviewing)
@@ -263,7 +266,7 @@ def session_detail(
         verdicts=verdicts,
         verdicts_omitted=max(accepted - len(verdicts), 0),
         approvals=_approvals(scan.selected),
-        review_usage=sum_usage(scan.selected),
+        review_usage=run_usage(db, session_id) if problem is None else RunUsage(),
     )
     return SessionDetail(
         run=run,
@@ -271,7 +274,7 @@ def session_detail(
         summary=summary,
         outputs=_outputs(root, session),
         reviews=[e for e in reviews if isinstance(e, ReviewVerdictEvent)],
-        review_calls=[e for e in scan.selected if isinstance(e, ReviewUsageEvent)][-MAX_LISTED:],
+        review_calls=[e for e in calls if isinstance(e, ReviewUsageEvent)],
         timeline=[timeline_entry(event) for event in scan.recent],
         events_total=scan.total,
         events_omitted=scan.omitted,
