@@ -1,8 +1,8 @@
 """`deepwork log SESSION`: one session's event log, readably (docs/navigation.md).
 
-It prints the newest `--limit` events (1,000 by default) and, when older ones are left, how
-many and the `--before` that pages back to them: a log of a million events costs what one page
-costs.
+It prints the newest `--limit` events (500 by default, as many as a run page's timeline) and,
+when older ones are left, how many and the `--before` that pages back to them: a log of a million
+events costs what one page costs.
 
 Every key and value comes from a file an agent can write, so all of it is shown escaped
 (docs/security.md).
@@ -27,7 +27,7 @@ from deepwork_mcp.cli.options import cli_error, existing_project_store, project_
 #: Longest value printed on an event's line; --json prints everything.
 _MAX_VALUE = 160
 #: Events printed when `--limit` is not given; the most `--limit` takes.
-DEFAULT_LIMIT = 1_000
+DEFAULT_LIMIT = 500
 MAX_LIMIT = 100_000
 
 
