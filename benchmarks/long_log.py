@@ -79,7 +79,7 @@ def _round(session_id: str, step: str) -> list[tuple[str, str]]:
             feedback="One criterion failed.",
             criteria=criteria,
             attempt=1,
-        ),  # fmt: skip
+        ),
         ReviewUsageEvent(**head, **usage, attempt=1),
         NeedsWorkEvent(**head, step_ids=[step], attempt=1, failed_reviews=1),
         ReviewVerdictEvent(
@@ -89,7 +89,7 @@ def _round(session_id: str, step: str) -> list[tuple[str, str]]:
             passed=True,
             attempt=2,
             criteria=[c.model_copy(update={"passed": True}) for c in criteria],
-        ),  # fmt: skip
+        ),
         ReviewUsageEvent(**head, **{**usage, "outcome": "passed"}, attempt=2),
         StepFinishedEvent(**head, step_ids=[step], verdict="reviewer"),
     ]
@@ -125,7 +125,7 @@ def seed(store: Any, root: Path, count: int) -> str:
                     "(?, ?, ?, ?, ?)" for _ in part
                 )  # fmt: skip
                 tx.execute(
-                    f"INSERT INTO events (project_id, session_id, ts, kind, body) VALUES {values}",  # noqa: S608
+                    f"INSERT INTO events (project_id, session_id, ts, kind, body) VALUES {values}",
                     [value for row in part for value in row],
                 )
     return session_id

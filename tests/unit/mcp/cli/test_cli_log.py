@@ -56,7 +56,8 @@ def test_log_prints_the_newest_page_and_pages_back_to_the_first_event(
     session_id = _long_run(root, make_store(root), 25)  # started, step_begun, then 25 more
     status, every, _ = _run("log", session_id, "--path", str(root))
     assert status == 0
-    assert len(every.splitlines()) == 27 and " started " in every.splitlines()[0]
+    assert len(every.splitlines()) == 27
+    assert " started " in every.splitlines()[0]
     pages: list[list[str]] = []
     args = ["log", session_id, "--path", str(root), "--limit", "10"]
     counts = []
@@ -88,11 +89,14 @@ def test_log_json_is_one_page_and_says_what_is_older_on_stderr(
     assert status == 0
     assert [e["step_ids"] for e in json.loads(out)] == [["s002"], ["s003"], ["s004"]]
     note = NOTE.match(err.strip())
-    assert note is not None and note.group(1) == "4"
+    assert note is not None
+    assert note.group(1) == "4"
     status, out, err = _run("log", session_id, "--path", str(root), "--json")
-    assert len(json.loads(out)) == 7 and err == ""
+    assert len(json.loads(out)) == 7
+    assert err == ""
 
 
 def test_log_limit_is_bounded(root: Path) -> None:
     status, _, err = _run("log", "sess_x", "--path", str(root), "--limit", "0")
-    assert status == 2 and "--limit" in err
+    assert status == 2
+    assert "--limit" in err

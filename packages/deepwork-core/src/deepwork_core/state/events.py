@@ -375,6 +375,64 @@ def _read_bounded(path: Path) -> bytes | None:
         raise EventLogError(f"event log {exc.message}", code=code) from None
 
 
+def newest_started(
+    store: Store, limit: int, *, job: str | None = None
+) -> tuple[list[SessionId], int]:
+    """The `limit` sessions whose `started` event was logged last, newest first (of `job` only,
+    when given, as their session rows name it; a log without a session row is kept for the
+    caller to sort out), and how many sessions have a `started` event in all: indexed reads of
+    the `started` rows, whatever the length of the logs."""
+    project = store.project.project_id
+    sql = (
+        "SELECT e.session_id FROM events e LEFT JOIN sessions s ON s.project_id = e.project_id "
+        "AND s.session_id = e.session_id WHERE e.project_id = ? AND e.kind = ?"
+    )
+    params: list[object] = [project, str(EventName.STARTED)]
+    if job is not None:
+        sql += " AND (s.job = ? OR s.job IS NULL)"
+        params.append(job)
+    with store.read() as tx:
+        rows = tx.execute(sql + " ORDER BY e.seq DESC LIMIT ?", (*params, max(limit, 0)))
+        [(total,)] = tx.execute(
+            "SELECT COUNT(*) FROM events WHERE project_id = ? AND kind = ?",
+            (project, str(EventName.STARTED)),
+        )
+    ids = [SessionId(str(row[0])) for row in rows]  # ids it was given as `SessionId`s
+    return list(dict.fromkeys(ids)), int(total)
+
+
+def events_of_kinds(
+    store: Store, session_ids: Sequence[SessionId], kinds: frozenset[str]
+) -> dict[SessionId, list[EventRecord]]:
+    """Every event of `kinds` of each of `session_ids`, oldest first (one query); a session
+    with a record that does not read is left out, and its id raises nothing: the caller
+    reads it alone (`read_events`) to learn why."""
+    if not session_ids or not kinds:
+        return {}
+    ids = list(dict.fromkeys(session_ids))
+    with store.read() as tx:
+        rows = tx.execute(
+            "SELECT session_id, seq, body FROM events WHERE project_id = ? "  # noqa: S608
+            f"AND session_id IN ({', '.join('?' for _ in ids)}) "
+            f"AND kind IN ({', '.join('?' for _ in kinds)}) ORDER BY session_id, seq",
+            (store.project.project_id, *ids, *sorted(kinds)),
+        )
+    found: dict[SessionId, list[EventRecord]] = {}
+    broken: set[str] = set()
+    for session_id, seq, body in rows:
+        sid = SessionId(str(session_id))
+        if sid in broken:
+            continue
+        try:
+            record = _parse(str(body), f"store {store.display}, session {sid}, event #{seq}")
+        except EventLogError:
+            broken.add(sid)
+            found.pop(sid, None)
+            continue
+        found.setdefault(sid, []).append(record)
+    return found
+
+
 def logged_session_ids(store: Store) -> list[SessionId]:
     """Ids of the sessions that have events, the one logged to least recently first."""
     with store.read() as tx:

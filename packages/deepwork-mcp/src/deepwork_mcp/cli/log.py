@@ -106,7 +106,9 @@ def log(session_id: str, project: Path, as_json: bool, limit: int, before: int |
             click.echo(note, err=True)
         return
     if not events:
-        click.echo(f"Session {session_id} has no recorded events{' before that' if before else ''}.")
+        click.echo(
+            f"Session {session_id} has no recorded events{' before that' if before else ''}."
+        )
         return
     if note is not None:
         click.echo(note)

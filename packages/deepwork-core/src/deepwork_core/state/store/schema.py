@@ -265,7 +265,8 @@ _V8: Final = (
 
 #: Version 9: what the reviews logged to each session cost, summed as their `review_usage`
 #: events are appended (`state.store.tables.usage_rows`), so a run's totals are one row however
-#: long its log; the rows of the events logged before are filled by the migration.
+#: long its log; the rows of the events logged before are filled by the migration. The events
+#: of one kind across a project, newest first (`deepwork stats`' newest runs), get an index.
 _V9: Final = (
     """CREATE TABLE run_usage (
         project_id TEXT NOT NULL,
@@ -282,6 +283,7 @@ _V9: Final = (
         saved_usd DOUBLE PRECISION NOT NULL,
         PRIMARY KEY (project_id, session_id)
     )""",
+    "CREATE INDEX events_by_project_kind ON events (project_id, kind, seq)",
 )
 
 #: Migration n (1-based) as its statements.

@@ -5,7 +5,8 @@ top-level session (a nested workflow's reviews count toward the run that started
 store sums each run's calls as they are logged (`state.store.tables.usage_rows`): those totals
 are what `get_active_workflow`, `deepwork status` and the dashboard show; `deepwork stats`
 breaks the calls down per job, step and review, and the review budget is checked against them.
-Self-reviews use the agent's own tokens, which DeepWork cannot see: they are counted in `self_reviews`, not metered.
+Self-reviews use the agent's own tokens, which DeepWork cannot see: they are counted in
+`self_reviews`, not metered.
 """
 
 from __future__ import annotations
