@@ -35,7 +35,7 @@ import anyio
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).parent))
 
-from harness import connect  # noqa: E402
+from harness import ServerUnavailable, connect  # noqa: E402
 from workloads import make_jobs_project  # noqa: E402
 
 #: The last commit of main before the wave that issue 45 measured against.
@@ -48,12 +48,17 @@ _CALLS = ("spawn_to_first", "first", "repeat")
 
 @contextmanager
 def checkout(commit: str, where: Path) -> Iterator[Path]:
-    """`commit` in a detached worktree at `where`, removed again afterwards."""
-    subprocess.run(
+    """`commit` in a detached worktree at `where`, removed again afterwards; unavailable when
+    the clone does not hold it (a shallow clone)."""
+    added = subprocess.run(
         ["git", "-C", str(ROOT), "worktree", "add", "--detach", "--quiet", str(where), commit],
-        check=True,
+        check=False,
         capture_output=True,
+        text=True,
     )
+    if added.returncode != 0:
+        why = added.stderr.strip().splitlines()[-1:] or ["no reason given"]
+        raise ServerUnavailable(f"commit {commit[:7]} cannot be checked out here: {why[0]}")
     try:
         yield where
     finally:

@@ -13,6 +13,8 @@ command or page handler runs, without the HTTP or terminal around it):
 - `status --all`: one page of `list_session_rows` and `count_session_rows`;
 - the dashboard's run list (`views.runs`), a run page (`views.session_page_view`), the Approvals
   page (`approval_views.open_approvals`) and the Reviews page (`reviews.review_rows`);
+- `deepwork stats` (`collect_stats`: its newest 500 runs, the started events found through
+  their index);
 - the reference, measured in the same run: the read model's `list_sessions`, which parses every
   session document of the project (what `status` and the run page's instance list read before).
 
@@ -124,6 +126,7 @@ def measure(url: str | None, count: int, repeats: int) -> dict[str, list[float]]
     from deepwork_core.state.overview import project_overview
     from deepwork_core.state.read_model.runs import list_sessions as every_run
     from deepwork_core.state.sessions import SessionStore
+    from deepwork_core.state.stats import collect_stats
     from deepwork_core.state.store.opening import open_store
     from deepwork_core.state.store.tables.session_lists import count_session_rows, list_session_rows
     from deepwork_mcp.dashboard import approval_views, reviews, views
@@ -149,6 +152,7 @@ def measure(url: str | None, count: int, repeats: int) -> dict[str, list[float]]
                 "dashboard run page": lambda: views.session_page_view(sessions, shown),  # type: ignore[arg-type]
                 "dashboard approvals": lambda: approval_views.open_approvals(sessions),
                 "dashboard reviews": lambda: reviews.review_rows(store),
+                "stats": lambda: collect_stats(store),
             }
             figures = {name: _time(call, repeats) for name, call in checks.items()}
             tracemalloc.start()
@@ -207,6 +211,7 @@ VIEW_KEYS = {
     "dashboard run page": "run_page",
     "dashboard approvals": "approvals",
     "dashboard reviews": "reviews",
+    "stats": "stats",
     "dashboard views, peak MiB": "peak_mib",
     "reference: every document parsed": "reference",
 }
