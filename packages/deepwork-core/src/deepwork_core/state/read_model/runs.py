@@ -12,6 +12,7 @@ Everything here only reads, through the public state APIs (`SessionStore`, `scan
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -223,7 +224,7 @@ def _listed_session(row: ListedSession, *, reviewing: bool) -> SessionView:
     )
 
 
-def run_costs(store: Store, session_ids: list[str]) -> dict[str, RunUsage]:
+def run_costs(store: Store, session_ids: Sequence[str]) -> dict[str, RunUsage]:
     """The review totals of each of the runs `session_ids` that logged a review call: their
     rows of the store's sums (`state.store.tables.usage_rows`), one query for a whole page."""
     with store.read() as tx:
