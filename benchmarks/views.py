@@ -13,7 +13,7 @@ command or page handler runs, without the HTTP or terminal around it):
 - `status --all`: one page of `list_session_rows` and `count_session_rows`;
 - the dashboard's run list (`views.runs`), a run page (`views.session_page_view`), the Approvals
   page (`approval_views.open_approvals`) and the Reviews page (`reviews.review_rows`);
-- `deepwork stats` (`collect_stats`: its newest 500 runs, the started events found through
+- `deepwork stats` (`collect_stats`: its newest 200 runs, the started events found through
   their index);
 - the reference, measured in the same run: the read model's `list_sessions`, which parses every
   session document of the project (what `status` and the run page's instance list read before).

@@ -68,7 +68,7 @@ class EventLine(BaseModel):
             if unknown:
                 data = {k: v for k, v in data.items() if k in fields}
         record = handler(data)
-        record._line_keys = tuple(str(key) for key in [*data, *unknown])
+        record._line_keys = (*data, *unknown)  # a JSON object's keys are strings
         record._unknown = unknown
         return record
 

@@ -52,7 +52,7 @@ from deepwork_core.state.store.port import Store
 from deepwork_core.state.usage.totals import ReviewCosts, review_costs
 
 #: Sessions whose logs `deepwork stats` reads when not told otherwise (`--runs`, `--all`).
-DEFAULT_RUNS: Final = 500
+DEFAULT_RUNS: Final = 200
 #: The kinds of event the figures are counted from; the others are not read.
 STATS_KINDS: Final = frozenset(
     {
