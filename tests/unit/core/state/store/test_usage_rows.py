@@ -65,6 +65,7 @@ def test_a_store_migrated_from_version_8_sums_the_calls_logged_before(
     expected = run_usage(store, RUN)
     with store.write() as tx:  # the store as version 8 left it: no totals
         tx.execute("DROP TABLE run_usage")
+        tx.execute("DROP INDEX events_by_project_kind")
         tx.execute("UPDATE store_meta SET value = '8' WHERE key = 'schema_version'")
         tx.execute(
             "INSERT INTO events (project_id, session_id, ts, kind, body) "
