@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).parent))
 
+from store import time_calls  # noqa: E402
 from workloads import LONG_JOB, make_long_workflow  # noqa: E402
 
 EVENTS = 1_000_000
@@ -131,15 +132,6 @@ def seed(store: Any, root: Path, count: int) -> str:
     return session_id
 
 
-def _time(call: Callable[[], object], repeats: int) -> list[float]:
-    samples = []
-    for _ in range(repeats):
-        began = time.perf_counter()
-        call()
-        samples.append((time.perf_counter() - began) * 1000)
-    return samples
-
-
 def measure(
     url: str | None, count: int, repeats: int, *, reference: bool = True
 ) -> dict[str, list[float]]:
@@ -180,9 +172,9 @@ def measure(
                 "log_page": log_page,
                 "reviews": lambda: reviews.review_rows(store, shown),
             }
-            figures = {name: _time(call, repeats) for name, call in checks.items()}
+            figures = {name: time_calls(call, repeats) for name, call in checks.items()}
             if reference:
-                figures["reference"] = _time(lambda: read_events(store, shown), 1)
+                figures["reference"] = time_calls(lambda: read_events(store, shown), 1)
     return figures
 
 
@@ -193,15 +185,9 @@ def main() -> None:
     parser.add_argument("--no-postgres", action="store_true", help="SQLite only")
     parser.add_argument("--no-reference", action="store_true", help="skip the old path")
     args = parser.parse_args()
-    from store import _postgres
+    from store import store_targets
 
-    server, reason = (None, "--no-postgres") if args.no_postgres else _postgres()
-    try:
-        targets: list[tuple[str, Callable[[], str | None]]] = [("sqlite", lambda: None)]
-        if server is not None:
-            targets.append(("postgresql", server.create_database))
-        else:
-            print(f"postgresql: skipped ({reason})")
+    with store_targets(args.no_postgres) as targets:
         for name, url in targets:
             print(f"{name}: one run of {args.events:,} events", flush=True)
             figures = measure(url(), args.events, args.repeats, reference=not args.no_reference)
@@ -214,9 +200,6 @@ def main() -> None:
                     f"{median / reference:.4f}x the reference  [{verdict}]",
                     flush=True,
                 )
-    finally:
-        if server is not None:
-            server.destroy()
 
 
 # --- the figures of `benchmarks/run.py` -------------------------------------------------------

@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -149,6 +150,33 @@ def _postgres() -> tuple[Any, str | None]:
     except Exception as exc:  # the bench reports it and goes on with SQLite
         return None, f"the embedded PostgreSQL did not start: {type(exc).__name__}: {exc}"
     return server, None
+
+
+def time_calls(call: Callable[[], object], repeats: int) -> list[float]:
+    """Milliseconds of `repeats` calls of `call`."""
+    samples = []
+    for _ in range(repeats):
+        began = time.perf_counter()
+        call()
+        samples.append((time.perf_counter() - began) * 1000)
+    return samples
+
+
+@contextlib.contextmanager
+def store_targets(no_postgres: bool) -> Iterator[list[tuple[str, Callable[[], str | None]]]]:
+    """The stores a printed run measures, by name, each with how to make a new one's URL:
+    SQLite, and a local PostgreSQL unless `no_postgres` or it cannot start (said why)."""
+    server, reason = (None, "--no-postgres") if no_postgres else _postgres()
+    try:
+        targets: list[tuple[str, Callable[[], str | None]]] = [("sqlite", lambda: None)]
+        if server is not None:
+            targets.append(("postgresql", server.create_database))
+        else:
+            print(f"postgresql: skipped ({reason})")
+        yield targets
+    finally:
+        if server is not None:
+            server.destroy()
 
 
 # --- the figures of `benchmarks/run.py` -------------------------------------------------------

@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).parent))
 
+from store import time_calls  # noqa: E402
 from workloads import LONG_JOB, make_long_workflow  # noqa: E402
 
 RUNS = 100_000
@@ -112,15 +113,6 @@ def seed(store: Any, root: Path, count: int) -> str:
     return templates[0]
 
 
-def _time(call: Callable[[], object], repeats: int) -> list[float]:
-    samples = []
-    for _ in range(repeats):
-        began = time.perf_counter()
-        call()
-        samples.append((time.perf_counter() - began) * 1000)
-    return samples
-
-
 def measure(url: str | None, count: int, repeats: int) -> dict[str, list[float]]:
     """Milliseconds of each view over a project of `count` runs (see the module)."""
     from deepwork_core.state.overview import project_overview
@@ -154,14 +146,14 @@ def measure(url: str | None, count: int, repeats: int) -> dict[str, list[float]]
                 "dashboard reviews": lambda: reviews.review_rows(store),
                 "stats": lambda: collect_stats(store),
             }
-            figures = {name: _time(call, repeats) for name, call in checks.items()}
+            figures = {name: time_calls(call, repeats) for name, call in checks.items()}
             tracemalloc.start()
             for name in ("dashboard run list", "dashboard run page", "dashboard approvals"):
                 checks[name]()
             peak = tracemalloc.get_traced_memory()[1]
             tracemalloc.stop()
             figures["dashboard views, peak MiB"] = [peak / 2**20]
-            figures["reference: every document parsed"] = _time(lambda: every_run(sessions), 1)
+            figures["reference: every document parsed"] = time_calls(lambda: every_run(sessions), 1)
     return figures
 
 
@@ -171,15 +163,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--no-postgres", action="store_true", help="SQLite only")
     args = parser.parse_args()
-    from store import _postgres
+    from store import store_targets
 
-    server, reason = (None, "--no-postgres") if args.no_postgres else _postgres()
-    try:
-        targets: list[tuple[str, Callable[[], str | None]]] = [("sqlite", lambda: None)]
-        if server is not None:
-            targets.append(("postgresql", server.create_database))
-        else:
-            print(f"postgresql: skipped ({reason})")
+    with store_targets(args.no_postgres) as targets:
         for name, url in targets:
             print(f"{name}: {args.runs:,} runs", flush=True)
             figures = measure(url(), args.runs, args.repeats)
@@ -196,9 +182,6 @@ def main() -> None:
                     f"{median / reference:.4f}x the reference  [{verdict}]",
                     flush=True,
                 )
-    finally:
-        if server is not None:
-            server.destroy()
 
 
 # --- the figures of `benchmarks/run.py` -------------------------------------------------------
