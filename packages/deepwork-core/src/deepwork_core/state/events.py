@@ -229,21 +229,28 @@ def newest_of_kinds(
     limit: int,
     after: int = 0,
     memo: ReadRecords | None = None,
+    count: frozenset[str] | None = None,
 ) -> tuple[dict[str, int], list[EventRecord]]:
-    """How many events of each of `kinds` a session holds (kinds it has none of are left out),
-    and the newest `limit` events of those kinds numbered above `after`, oldest first: the store
-    counts the older ones without handing them over. Records are checked as `read_events`
-    checks them (`memo`: as `scan_events`)."""
+    """How many events of each of `kinds` a session holds (kinds it has none of are left out;
+    only those of `count` when given: each count reads the kind's index entries), and the newest
+    `limit` events of those kinds numbered above `after`, oldest first: the store counts the
+    older ones without handing them over. Records are checked as `read_events` checks them
+    (`memo`: as `scan_events`)."""
     key = (store.project.project_id, session_id)
     where = f"store {store.display}, session {session_id}"
     if not kinds:
         return {}, []
     marks = ", ".join("?" for _ in kinds)
+    counted = sorted(kinds if count is None else count & kinds)
     with store.read() as tx:
-        counts = tx.execute(
-            "SELECT kind, COUNT(*) FROM events WHERE project_id = ? AND session_id = ? "  # noqa: S608
-            f"AND kind IN ({marks}) GROUP BY kind",
-            (*key, *sorted(kinds)),
+        counts = (
+            tx.execute(
+                "SELECT kind, COUNT(*) FROM events WHERE project_id = ? AND session_id = ? "  # noqa: S608
+                f"AND kind IN ({', '.join('?' for _ in counted)}) GROUP BY kind",
+                (*key, *counted),
+            )
+            if counted
+            else []
         )
         newest = tx.execute(
             "SELECT seq, body FROM events WHERE project_id = ? AND session_id = ? "  # noqa: S608

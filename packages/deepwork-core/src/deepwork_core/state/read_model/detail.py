@@ -230,8 +230,9 @@ def _verdict_events(
     db = store.store
     after = nth_newest_seq(db, session_id, EventName.STEP_FINISHED, MAX_VERDICTS + 1)
     counts, events = newest_of_kinds(
-        db, session_id, VERDICT_KINDS, limit=VERDICT_WINDOW, after=after, memo=memo
-    )
+        db, session_id, VERDICT_KINDS, limit=VERDICT_WINDOW, after=after, memo=memo,
+        count=frozenset({EventName.STEP_FINISHED}),
+    )  # fmt: skip
     return counts.get(EventName.STEP_FINISHED, 0), events
 
 
@@ -248,11 +249,13 @@ def session_detail(
         scan = scan_events(db, session_id, keep_last=max_events, kinds=SUMMARY_KINDS, memo=memo)
         accepted, window = _verdict_events(store, session_id, memo)
         _, reviews = newest_of_kinds(
-            db, session_id, frozenset({EventName.REVIEW_VERDICT}), limit=MAX_LISTED, memo=memo
-        )
+            db, session_id, frozenset({EventName.REVIEW_VERDICT}), limit=MAX_LISTED, memo=memo,
+            count=frozenset(),
+        )  # fmt: skip
         _, calls = newest_of_kinds(
-            db, session_id, frozenset({EventName.REVIEW_USAGE}), limit=MAX_LISTED, memo=memo
-        )
+            db, session_id, frozenset({EventName.REVIEW_USAGE}), limit=MAX_LISTED, memo=memo,
+            count=frozenset(),
+        )  # fmt: skip
     except DeepWorkError as exc:
         scan, problem, reviews = EventScan(0, [], []), f"{exc.code}: {exc.message}", []
         accepted, window, calls = 0, [], []
