@@ -6,7 +6,8 @@ Runs the end-to-end telemetry test's run (tests/integration/test_telemetry_otlp.
 serve` over stdio with a host `traceparent` in every request, the fake `claude` reviewer (failing
 once, then passing), a nested workflow and an approval given with `deepwork approve`, exporting
 over OTLP/HTTP to the test's loopback receiver. The spans the receiver decoded are drawn as a
-waterfall: one row per span in tree order, its bar from its start to its end.
+waterfall: one row per span in tree order, its bar from its start to its end, outlined in red
+where the span ended with an error status (the failing review and the checkpoint it refused).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ COLOURS = {
     "tools/call": "#9aa5b1",
     "invoke_workflow": "#3b6fb6",
     "deepwork.step": "#56a36c",
+    "deepwork.checkpoint": "#8cc79b",
     "invoke_agent": "#d9822b",
     "deepwork.approval": "#a05195",
 }
@@ -87,11 +89,13 @@ def svg(spans: list[ReceivedSpan]) -> str:
         w = max((span.end_time - span.start_time) * scale, 1.5)
         ms = (span.end_time - span.start_time) / 1e6
         label = escape(span.name)
+        outline = ' stroke="#c0392b" stroke-width="2"' if span.status_error else ""
+        note = f"{ms:,.0f} ms" + (" · error" if span.status_error else "")
         parts += [
             f'<text x="{PAD + 14 * depth}" y="{y + 14}">{label}</text>',
             f'<rect x="{x:.1f}" y="{y + 3}" width="{w:.1f}" height="{ROW - 8}" rx="2" '
-            f'fill="{colour(span.name)}"/>',
-            f'<text x="{x + w + 4:.1f}" y="{y + 14}" fill="#444444">{ms:,.0f} ms</text>',
+            f'fill="{colour(span.name)}"{outline}/>',
+            f'<text x="{x + w + 4:.1f}" y="{y + 14}" fill="#444444">{note}</text>',
         ]
     parts.append("</svg>")
     return "\n".join(parts) + "\n"

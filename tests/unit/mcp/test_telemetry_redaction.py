@@ -7,13 +7,12 @@ from __future__ import annotations
 import pytest
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import QualityGateError
-from deepwork_mcp.telemetry.exporting import ExportFailures, build_providers
 from fastmcp.exceptions import ToolError
 from fastmcp.server.telemetry import record_span_exception
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
+
+from tests.fixtures.telemetry_data import in_memory
 
 FEEDBACK = "The report leaks the launch date of Project Falcon."
 
@@ -21,14 +20,9 @@ FEEDBACK = "The report leaks the launch date of Project Falcon."
 def exported(*, log_content: bool) -> list[ReadableSpan]:
     """A failed `tools/call` span as FastMCP records it, and a span that failed inside a `with`
     (the SDK records the exception), both quoting the reviewers' feedback; what is exported."""
-    spans = InMemorySpanExporter()
-    tracer_provider, meter_provider = build_providers(
-        {},
-        ExportFailures(),
-        span_exporter=spans,
-        metric_reader=InMemoryMetricReader(),
-        log_content=log_content,
-    )
+    memory = in_memory(log_content=log_content)
+    spans, tracer_provider = memory.spans, memory.tracer_provider
+    meter_provider = memory.meter_provider
     tracer = tracer_provider.get_tracer("test")
     error = QualityGateError(
         f"the quality gate failed 3 times; the last feedback: {FEEDBACK}",

@@ -14,6 +14,8 @@ from deepwork_core.state.event_kinds import (
     AbortedEvent,
     GoToStepEvent,
     KnownEvent,
+    NeedsWorkEvent,
+    OutputsSubmittedEvent,
     ReviewUsageEvent,
     StartedEvent,
     StepBegunEvent,
@@ -30,6 +32,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes
 from opentelemetry.semconv._incubating.metrics import gen_ai_metrics
+from opentelemetry.semconv.attributes import error_attributes
 
 from tests.fixtures.workflow_project import make_project
 
@@ -174,23 +177,37 @@ def test_a_codex_review_names_its_provider_and_carries_no_cost() -> None:
     [span] = [e for e in emitted if isinstance(e, SpanRecord)]
     assert span.attributes["gen_ai.provider.name"] == "openai"
     assert "deepwork.review.cost_usd" not in span.attributes
+    # Phoenix still prices its tokens; no cost of ours stands in for the one not reported.
+    assert "llm.cost.total" not in span.attributes
+    assert span.attributes["llm.provider"] == "openai"
+    assert span.attributes["llm.token_count.completion"] == 3
     names_measured = [e.instrument for e in emitted if isinstance(e, Measurement)]
     assert "deepwork.review.cost" not in names_measured  # no cost reported: none measured
     assert names_measured  # the tokens and duration still are
 
 
-def test_every_exported_name_is_a_genai_convention_or_deepworks_own() -> None:
+def test_every_exported_name_is_a_convention_or_deepworks_own() -> None:
+    """GenAI names are the pinned conventions', `error.type` the general one; the OpenInference
+    names (what Phoenix prices a call by) are in OpenInference's namespaces; the rest DeepWork's."""
     operations = {value.value for value in gen_ai_attributes.GenAiOperationNameValues}
     attributes = {v for k, v in vars(gen_ai_attributes).items() if k.startswith("GEN_AI_")}
     metrics = {v for k, v in vars(gen_ai_metrics).items() if k.startswith("GEN_AI_")}
     values = {k: v for k, v in vars(names).items() if k.isupper() and isinstance(v, str)}
     assert names.INVOKE_WORKFLOW in operations
     assert names.INVOKE_AGENT in operations
+    assert names.ERROR_TYPE == error_attributes.ERROR_TYPE
+    values_not_names = {"INVOKE_WORKFLOW", "INVOKE_AGENT", "OI_KIND_LLM"}
     for key, value in values.items():
         if value.startswith("gen_ai."):
             known = metrics if key.startswith("M_") else attributes
             assert value in known, (key, value)
-        elif key not in ("INVOKE_WORKFLOW", "INVOKE_AGENT"):
+        elif key.startswith("OI_") and key not in values_not_names:
+            assert value.startswith("openinference."), (key, value)
+        elif key.startswith("LLM_"):
+            assert value.startswith("llm."), (key, value)
+        elif key.startswith("ERROR_") and key != "ERROR_TYPE":
+            assert value.isidentifier(), (key, value)  # a code, never a sentence
+        elif key not in values_not_names | {"ERROR_TYPE"}:
             assert value.startswith("deepwork."), (key, value)
     for metric in names.METRICS:
         assert metric in metrics or metric.startswith("deepwork."), metric
@@ -226,3 +243,38 @@ def test_the_run_span_carries_its_jobs_version_from_the_projects_catalog(tmp_pat
     book.fold(started(), job_version=version_of(root, "three_step"))
     emitted = book.fold(AbortedEvent(ts=at(1), session_id=SESSION, reason="r"))
     assert spans(emitted)["invoke_workflow j.w"].attributes["deepwork.job.version"] == "1.0.0"
+
+
+def test_a_review_that_reports_after_its_checkpoint_was_answered_stays_under_that_checkpoint() -> (
+    None
+):
+    book = SessionBook()
+    book.fold(started())
+    book.fold(StepBegunEvent(ts=at(1), session_id=SESSION, step_ids=["a"]))
+    book.fold(OutputsSubmittedEvent(ts=at(2), session_id=SESSION, step_ids=["a"]))
+    reserved = book.reserve_review(SESSION, "a", "r", None)
+    assert reserved is not None
+    refused = spans(
+        book.fold(NeedsWorkEvent(ts=at(4), session_id=SESSION, step_ids=["a"], attempt=1))
+    )["deepwork.checkpoint a"]
+    assert reserved.span_id != refused.ref.span_id
+    assert (refused.error, refused.attributes["deepwork.checkpoint.attempt"]) == ("needs_work", 1)
+    book.fold(OutputsSubmittedEvent(ts=at(5), session_id=SESSION, step_ids=["a"]))
+    usage = ReviewUsageEvent(
+        ts=at(6), session_id=SESSION, job="j", step_id="a", review="r", outcome="failed"
+    )
+    review = spans(book.fold(usage))["invoke_agent r"]
+    assert (review.ref.span_id, review.parent_span_id) == (reserved.span_id, refused.ref.span_id)
+    assert review.error == "review_failed"
+
+
+def test_a_checkpoint_open_when_its_step_is_left_ends_with_the_step() -> None:
+    book = SessionBook()
+    book.fold(started())
+    book.fold(StepBegunEvent(ts=at(1), session_id=SESSION, step_ids=["a"]))
+    book.fold(OutputsSubmittedEvent(ts=at(2), session_id=SESSION, step_ids=["a"]))
+    emitted = spans(book.fold(AbortedEvent(ts=at(3), session_id=SESSION, reason="r")))
+    checkpoint = emitted["deepwork.checkpoint a"]
+    assert checkpoint.attributes["deepwork.checkpoint.outcome"] == "aborted"
+    assert checkpoint.error is None  # an abort is the user's choice, not a failure
+    assert checkpoint.parent_span_id == emitted["deepwork.step a"].ref.span_id

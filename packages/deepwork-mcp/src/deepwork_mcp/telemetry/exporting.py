@@ -26,6 +26,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
+from deepwork_mcp.telemetry.adoption import Adopting, CallAdoptions
 from deepwork_mcp.telemetry.forced_ids import ForcedIdGenerator
 from deepwork_mcp.telemetry.redaction import Redacted
 
@@ -123,9 +124,11 @@ def build_providers(
     span_exporter: SpanExporter | None = None,
     metric_reader: MetricReader | None = None,
     log_content: bool = False,
+    adoptions: CallAdoptions | None = None,
 ) -> tuple[TracerProvider, MeterProvider]:
     """The tracer and meter providers; OTLP/HTTP exporters unless others are given (tests).
-    Without `log_content` every span is exported redacted (`telemetry.redaction`)."""
+    Without `log_content` every span is exported redacted (`telemetry.redaction`); with
+    `adoptions`, the tool calls they name are exported in their run's trace (`adoption`)."""
     for name in _OTLP_LOGGERS:  # ExportFailures says it once instead of every batch
         logging.getLogger(name).setLevel(logging.CRITICAL)
     resource = resource_for(env)
@@ -138,6 +141,8 @@ def build_providers(
     if span_exporter is not None:
         if not log_content:
             span_exporter = Redacted(span_exporter)
+        if adoptions is not None:
+            span_exporter = Adopting(span_exporter, adoptions)
         counted = _CountedSpans(span_exporter, failures)
         tracer_provider.add_span_processor(
             BatchSpanProcessor(counted, max_queue_size=MAX_QUEUED_SPANS)

@@ -3,7 +3,9 @@
 
 `gen_ai.*` names are the OpenTelemetry GenAI semantic conventions' (tests hold them to the pinned
 `opentelemetry-semantic-conventions` package); everything else is in DeepWork's own `deepwork.*`
-namespace. The conventions have no workflow duration metric yet: it is `deepwork.workflow.duration`.
+namespace, except the OpenInference names (`openinference.*`, `llm.*`) a review call's span also
+carries so that Arize Phoenix prices it (docs/telemetry.md). The conventions have no workflow
+duration metric yet: it is `deepwork.workflow.duration`.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ INVOKE_WORKFLOW: Final = "invoke_workflow"
 INVOKE_AGENT: Final = "invoke_agent"
 SPAN_STEP: Final = "deepwork.step"
 SPAN_APPROVAL: Final = "deepwork.approval"
+SPAN_CHECKPOINT: Final = "deepwork.checkpoint"
 
 # GenAI attributes.
 GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
@@ -58,9 +61,30 @@ DW_REVIEW_VERDICT: Final = "deepwork.review.verdict"
 DW_REVIEW_COST: Final = "deepwork.review.cost_usd"
 DW_REVIEW_CRITERIA: Final = "deepwork.review.criteria"
 DW_REVIEW_ATTEMPT: Final = "deepwork.review.attempt"
+DW_CHECKPOINT_ATTEMPT: Final = "deepwork.checkpoint.attempt"
+DW_CHECKPOINT_OUTCOME: Final = "deepwork.checkpoint.outcome"
+DW_CHECKPOINT_FAILED: Final = "deepwork.checkpoint.failed_reviews"
 DW_TOKEN_KIND: Final = "deepwork.token.kind"
 DW_CONTENT: Final = "deepwork.content"
 DW_REASON: Final = "deepwork.reason"
+
+# Error types (`error.type`, also the status description without the content opt-in).
+ERROR_TYPE: Final = "error.type"
+ERROR_REVIEW_FAILED: Final = "review_failed"
+ERROR_NEEDS_WORK: Final = "needs_work"
+
+# OpenInference attributes: what Arize Phoenix reads to price a call (from its token counts and
+# model) and Arize AX takes as the call's cost (`llm.cost.total`).
+OI_SPAN_KIND: Final = "openinference.span.kind"
+OI_KIND_LLM: Final = "LLM"
+LLM_MODEL_NAME: Final = "llm.model_name"
+LLM_PROVIDER: Final = "llm.provider"
+LLM_TOKENS_PROMPT: Final = "llm.token_count.prompt"
+LLM_TOKENS_COMPLETION: Final = "llm.token_count.completion"
+LLM_TOKENS_TOTAL: Final = "llm.token_count.total"
+LLM_TOKENS_CACHE_READ: Final = "llm.token_count.prompt_details.cache_read"
+LLM_TOKENS_CACHE_WRITE: Final = "llm.token_count.prompt_details.cache_write"
+LLM_COST_TOTAL: Final = "llm.cost.total"
 
 # Span events, content only (DEEPWORK_OTEL_LOG_CONTENT).
 EVENT_GOAL: Final = "deepwork.goal"

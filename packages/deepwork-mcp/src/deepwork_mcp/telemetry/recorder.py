@@ -5,7 +5,8 @@ of the tool call that wrote the event, folds the event (`runbook`) and hands wha
 the SDK, which queues it for its export thread. A session this process has not seen (the server
 started again mid-run) is first read back from its log, without emitting what was already sent.
 The run's `started` event takes the tool call's span as its parent when the host sent a
-`traceparent` (FastMCP puts that call's span under it), so the whole run joins the host's trace.
+`traceparent` (FastMCP puts that call's span under it), so the whole run joins the host's trace;
+without one, each call that writes a run's events is exported inside the run (`adoption`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from opentelemetry.trace import (
 )
 
 from deepwork_mcp.telemetry import names
+from deepwork_mcp.telemetry.adoption import CallAdoptions, current_call
 from deepwork_mcp.telemetry.emissions import Emission, Measurement, SpanRecord
 from deepwork_mcp.telemetry.exporting import ExportFailures, build_providers
 from deepwork_mcp.telemetry.forced_ids import ForcedIdGenerator
@@ -90,8 +92,12 @@ class Telemetry:
         platform: str | None = None,
         log_content: bool = False,
         job_version: JobVersion | None = None,
+        adoptions: CallAdoptions | None = None,
     ) -> None:
         self.tracer_provider, self.meter_provider = tracer_provider, meter_provider
+        #: Where the tool calls without the host's trace are exported (`adoption`); the same
+        #: object the span exporter was built with.
+        self.adoptions = adoptions
         self.job_version = job_version
         self.failures = failures if failures is not None else ExportFailures()
         self.book = SessionBook(platform=platform, log_content=log_content)
@@ -117,8 +123,10 @@ class Telemetry:
     ) -> Telemetry:
         """OTLP export configured from `env`, as the process's global providers (so FastMCP's
         tool-call spans go out too), following the event log from now on."""
-        failures = ExportFailures()
-        tracer_provider, meter_provider = build_providers(env, failures, log_content=log_content)
+        failures, adoptions = ExportFailures(), CallAdoptions()
+        tracer_provider, meter_provider = build_providers(
+            env, failures, log_content=log_content, adoptions=adoptions
+        )
         trace.set_tracer_provider(tracer_provider)
         metrics.set_meter_provider(meter_provider)
         telemetry = cls(
@@ -128,6 +136,7 @@ class Telemetry:
             platform=platform,
             log_content=log_content,
             job_version=job_version,
+            adoptions=adoptions,
         )
         telemetry.install()
         return telemetry
@@ -168,10 +177,17 @@ class Telemetry:
             host = _host_span()
             if self.job_version is not None:
                 version = self.job_version(Path(store.project.root), event.job)
+        call = current_call() if self.adoptions is not None else None
         with self._lock:
             self._catch_up(store, event)
             self._decided_elsewhere(store, event)
+            # The step a call acts on, before the event may end it; a run's start, after.
+            parent = None if call is None else self.book.call_parent(event)
             self._emit(self.book.fold(event, host, version))
+            if call is not None and parent is None:
+                parent = self.book.call_parent(event)
+        if call is not None and parent is not None and self.adoptions is not None:
+            self.adoptions.adopt(call, parent)
 
     def _emit(self, emissions: list[Emission]) -> None:
         for emission in emissions:
@@ -258,7 +274,7 @@ class Telemetry:
             context = trace.set_span_in_context(NonRecordingSpan(parent), context)
         attributes = dict(record.attributes)
         if record.error is not None:
-            attributes["error.type"] = record.error
+            attributes[names.ERROR_TYPE] = record.error
         if self._ids is None:
             return
         with self._ids.forced(record.ref.trace_id, record.ref.span_id):

@@ -17,6 +17,8 @@ from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.trace import Status, StatusCode
 
+from deepwork_mcp.telemetry.copies import rebuilt
+
 #: Attributes of an `exception` event that name what failed without quoting it.
 _KEPT: Final = frozenset({"exception.type", "exception.escaped"})
 #: The attribute of DeepWork's own content events (the opt-in's only carrier).
@@ -37,20 +39,7 @@ def redact(span: ReadableSpan) -> ReadableSpan:
     if status.status_code is StatusCode.ERROR and status.description:
         code = (span.attributes or {}).get("error.type")
         status = Status(StatusCode.ERROR, str(code) if code is not None else None)
-    return ReadableSpan(
-        span.name,
-        context=span.context,
-        parent=span.parent,
-        resource=span.resource,
-        attributes=span.attributes,
-        events=events,
-        links=span.links,
-        kind=span.kind,
-        status=status,
-        start_time=span.start_time,
-        end_time=span.end_time,
-        instrumentation_scope=span.instrumentation_scope,
-    )
+    return rebuilt(span, events=events, status=status)
 
 
 class Redacted(SpanExporter):

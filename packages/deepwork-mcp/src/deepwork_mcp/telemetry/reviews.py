@@ -1,6 +1,7 @@
 """The spans' and measurements' attributes of one reviewer call, from its `review_usage` event
-(docs/telemetry.md): which GenAI provider each reviewer CLI is, what the span of a call says and
-what its measurements count."""
+(docs/telemetry.md): which GenAI provider each reviewer CLI is, what the span of a call says (in
+the GenAI conventions' names, and in OpenInference's so Arize Phoenix prices it), how it ended
+and what its measurements count."""
 
 from __future__ import annotations
 
@@ -15,6 +16,10 @@ from deepwork_mcp.telemetry.emissions import Attrs, Emission, Measurement
 REVIEW_PROVIDER: Final = "anthropic"
 #: The GenAI provider of each reviewer CLI (an event without a `runner` is claude's).
 RUNNER_PROVIDERS: Final = {"claude": REVIEW_PROVIDER, "codex": "openai", "gemini": "gcp.gemini"}
+#: OpenInference's `llm.provider` of each reviewer CLI (its names differ from the GenAI ones).
+OPENINFERENCE_PROVIDERS: Final = {"claude": "anthropic", "codex": "openai", "gemini": "google"}
+#: Review outcomes that are verdicts, not failures of the call.
+VERDICTS: Final = frozenset({"passed", "failed", "unjudged"})
 
 
 def review_provider(event: ReviewUsageEvent) -> str:
@@ -41,8 +46,38 @@ def review_span_attrs(event: ReviewUsageEvent) -> Attrs:
         n.DW_REVIEW_CRITERIA: event.criteria,
         n.DW_REVIEW_ATTEMPT: event.attempt or 0,
     }
+    attrs |= _openinference(event)
     if usage.cost_usd is not None:  # codex and gemini report none: no attribute, never 0
         attrs[n.DW_REVIEW_COST] = usage.cost_usd
+        attrs[n.LLM_COST_TOTAL] = usage.cost_usd
+    return attrs
+
+
+def review_error(event: ReviewUsageEvent) -> str | None:
+    """The `error.type` a review call's span ends with: `review_failed` for a failing verdict,
+    the error code of a call that gave none, None (status left unset) for a pass or `unjudged`."""
+    if event.outcome == "failed":
+        return n.ERROR_REVIEW_FAILED
+    return None if event.outcome in VERDICTS else event.outcome
+
+
+def _openinference(event: ReviewUsageEvent) -> Attrs:
+    """The call as an OpenInference LLM span: Phoenix prices it from these token counts and
+    model; `llm.token_count.prompt` counts all input, cached included, as OpenInference does."""
+    usage = event.usage
+    attrs: Attrs = {
+        n.OI_SPAN_KIND: n.OI_KIND_LLM,
+        n.LLM_TOKENS_PROMPT: usage.all_input_tokens,
+        n.LLM_TOKENS_COMPLETION: usage.output_tokens,
+        n.LLM_TOKENS_TOTAL: usage.all_input_tokens + usage.output_tokens,
+        n.LLM_TOKENS_CACHE_READ: usage.cache_read_tokens,
+        n.LLM_TOKENS_CACHE_WRITE: usage.cache_creation_tokens,
+    }
+    if usage.model:
+        attrs[n.LLM_MODEL_NAME] = usage.model
+    provider = OPENINFERENCE_PROVIDERS.get(event.runner or "claude")
+    if provider is not None:
+        attrs[n.LLM_PROVIDER] = provider
     return attrs
 
 

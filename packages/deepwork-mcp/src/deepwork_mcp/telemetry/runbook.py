@@ -8,7 +8,11 @@ emitted when they end, with the start time of the event that began them:
   `aborted`; a nested session's span sits under the step of its parent that started it;
 - a step: `deepwork.step {step}`, from `step_begun` to `step_finished` (or to the jump, abort or
   completion that left it), with its attempts, outcome and scope-guard counts;
-- a review call: `invoke_agent {review}`, from the `review_usage` event's start to its end;
+- a checkpoint: `deepwork.checkpoint {step}`, one per `finished_step` of the step, from
+  `outputs_submitted` to its answer (`needs_work` ends it with an error status), numbered by
+  `deepwork.checkpoint.attempt`;
+- a review call: `invoke_agent {review}`, from the `review_usage` event's start to its end,
+  under the checkpoint it judged (a failing verdict ends it with an error status);
 - an approval: `deepwork.approval {step}`, from `approval_requested` to the decision.
 
 Names and attributes are the OpenTelemetry GenAI conventions' (`gen_ai.*`) or DeepWork's own
@@ -19,7 +23,6 @@ added only when `log_content` is set.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 
 from deepwork_core.evidence.hashes import ShownOutput
@@ -30,6 +33,8 @@ from deepwork_core.state.event_kinds import (
     CompletedEvent,
     GoToStepEvent,
     KnownEvent,
+    NeedsWorkEvent,
+    OutputsSubmittedEvent,
     OverrideEvent,
     ReviewUsageEvent,
     ReviewVerdictEvent,
@@ -43,41 +48,13 @@ from deepwork_core.state.event_kinds import (
 from deepwork_mcp.telemetry import names as n
 from deepwork_mcp.telemetry.emissions import Attrs, Emission, Measurement, SpanRecord
 from deepwork_mcp.telemetry.ids import SpanRef, span_id_for, trace_id_for
-from deepwork_mcp.telemetry.reviews import review_attrs, review_measurements, review_span_attrs
-
-
-@dataclass
-class _Step:
-    begun: datetime
-    ref: SpanRef
-    #: attempt number -> whether every verdict of that attempt passed.
-    attempts: dict[int, bool] = field(default_factory=dict)
-    overridden: bool = False
-    undeclared: int = 0
-    feedback: list[str] = field(default_factory=list)
-
-
-@dataclass
-class _Session:
-    started: StartedEvent
-    run_id: str
-    ref: SpanRef
-    parent_span_id: int | None
-    steps: dict[str, _Step] = field(default_factory=dict)
-    runs: dict[str, int] = field(default_factory=dict)
-    approvals: dict[str, ApprovalRequestedEvent] = field(default_factory=dict)
-    stale: int = 0
-    job_version: str | None = None
-
-    @property
-    def label(self) -> str:
-        return f"{self.started.job}.{self.started.workflow}"
-
-    def parent_of(self, step_id: str | None) -> SpanRef:
-        """The open span of `step_id`, else the first open step's, else the session's."""
-        if step_id is not None and step_id in self.steps:
-            return self.steps[step_id].ref
-        return next(iter(self.steps.values())).ref if self.steps else self.ref
+from deepwork_mcp.telemetry.open_spans import OpenCheckpoint, OpenSession, OpenStep
+from deepwork_mcp.telemetry.reviews import (
+    review_attrs,
+    review_error,
+    review_measurements,
+    review_span_attrs,
+)
 
 
 class SessionBook:
@@ -86,9 +63,11 @@ class SessionBook:
     def __init__(self, *, platform: str | None = None, log_content: bool = False) -> None:
         self.platform = platform
         self.log_content = log_content
-        self.sessions: dict[str, _Session] = {}
-        #: Review span ids handed to reviewer processes, waiting for their `review_usage`.
-        self.pending_reviews: dict[tuple[str, str, str, str | None], list[int]] = {}
+        self.sessions: dict[str, OpenSession] = {}
+        #: Review spans handed to reviewer processes (their parent, their own id), waiting for
+        #: their `review_usage`.
+        self.pending_reviews: dict[tuple[str, str, str, str | None], list[tuple[SpanRef, int]]]
+        self.pending_reviews = {}
         self._reviews = 0
 
     def knows(self, session_id: str) -> bool:
@@ -135,8 +114,20 @@ class SessionBook:
             parent.trace_id, span_id_for(session_id, "review", self._reviews, review), parent.state
         )
         key = (session_id, step_id, review, target)
-        self.pending_reviews.setdefault(key, []).append(ref.span_id)
+        self.pending_reviews.setdefault(key, []).append((parent, ref.span_id))
         return ref
+
+    def call_parent(self, event: KnownEvent) -> SpanRef | None:
+        """The span a tool call that writes `event` sits under when it came without the host's
+        trace: the step it acted on, else the run (None: a session this book does not know)."""
+        session = self.sessions.get(event.session_id)
+        if session is None:
+            return None
+        step_ids = getattr(event, "step_ids", None) or [getattr(event, "step_id", None)]
+        for step_id in step_ids:
+            if isinstance(step_id, str) and step_id in session.steps:
+                return session.steps[step_id].ref
+        return session.ref
 
     # -- sessions -------------------------------------------------------------------------
 
@@ -153,9 +144,9 @@ class SessionBook:
             run_id = event.parent_session_id or event.session_id
             trace_id, parent_span_id = trace_id_for(run_id), None
         ref = SpanRef(trace_id, span_id_for(event.session_id, "workflow"), state)
-        self.sessions[event.session_id] = _Session(event, run_id, ref, parent_span_id)
+        self.sessions[event.session_id] = OpenSession(event, run_id, ref, parent_span_id)
 
-    def _fold_session(self, session: _Session, event: KnownEvent) -> list[Emission]:
+    def _fold_session(self, session: OpenSession, event: KnownEvent) -> list[Emission]:
         out: list[Emission] = []
         if isinstance(event, StepBegunEvent):
             for step_id in event.step_ids:
@@ -166,7 +157,13 @@ class SessionBook:
                     span_id_for(session.started.session_id, step_id, run),
                     session.ref.state,
                 )
-                session.steps[step_id] = _Step(event.ts, ref)
+                session.steps[step_id] = OpenStep(event.ts, ref)
+        elif isinstance(event, OutputsSubmittedEvent):
+            for step_id in event.step_ids:
+                out += self._submitted(session, step_id, event.ts)
+        elif isinstance(event, NeedsWorkEvent):
+            for step_id in event.step_ids:
+                out += self._answer(session, step_id, event.ts, "needs_work", event.failed_reviews)
         elif isinstance(event, ReviewVerdictEvent):
             self._verdict(session, event)
         elif isinstance(event, OverrideEvent | UndeclaredChangesEvent):
@@ -187,6 +184,8 @@ class SessionBook:
                 out += self._close_step(session, step_id, event.ts, event.verdict.value)
         elif isinstance(event, ApprovalRequestedEvent):
             session.approvals[event.request_id] = event
+            for step_id in event.step_ids:
+                out += self._answer(session, step_id, event.ts, "awaiting_approval")
         elif isinstance(event, ApprovalEvent):
             out += self._approval(session, event)
         elif isinstance(event, CompletedEvent | AbortedEvent):
@@ -194,7 +193,7 @@ class SessionBook:
         return out
 
     def _end_session(
-        self, session: _Session, event: CompletedEvent | AbortedEvent
+        self, session: OpenSession, event: CompletedEvent | AbortedEvent
     ) -> list[Emission]:
         status = "completed" if isinstance(event, CompletedEvent) else "aborted"
         out: list[Emission] = []
@@ -250,7 +249,7 @@ class SessionBook:
 
     # -- steps ----------------------------------------------------------------------------
 
-    def _verdict(self, session: _Session, event: ReviewVerdictEvent) -> None:
+    def _verdict(self, session: OpenSession, event: ReviewVerdictEvent) -> None:
         step = session.steps.get(event.step_id)
         if step is None:
             return
@@ -260,11 +259,12 @@ class SessionBook:
             step.feedback.append(event.feedback)
 
     def _close_step(
-        self, session: _Session, step_id: str, ts: datetime, outcome: str
+        self, session: OpenSession, step_id: str, ts: datetime, outcome: str
     ) -> list[Emission]:
-        step = session.steps.pop(step_id, None)
-        if step is None:
+        if step_id not in session.steps:
             return []
+        closed = self._answer(session, step_id, ts, outcome)
+        step = session.steps.pop(step_id)
         attempts = len(step.attempts)
         attrs: Attrs = {
             n.DW_JOB: session.started.job,
@@ -287,7 +287,7 @@ class SessionBook:
             attrs,
             events=events,
         )
-        out: list[Emission] = [span]
+        out: list[Emission] = [*closed, span]
         low: Attrs = {
             n.DW_JOB: session.started.job,
             n.DW_WORKFLOW: session.started.workflow,
@@ -299,7 +299,53 @@ class SessionBook:
             out.append(Measurement(n.M_GATE_FIRST_PASS, 1, {**low, n.DW_GATE_PASSED: first}))
         return out
 
-    def _approval(self, session: _Session, event: ApprovalEvent) -> list[Emission]:
+    def _submitted(self, session: OpenSession, step_id: str, ts: datetime) -> list[Emission]:
+        """A `finished_step` of `step_id`: its checkpoint opens (one still open is resubmitted)."""
+        step = session.steps.get(step_id)
+        if step is None:
+            return []
+        out = self._answer(session, step_id, ts, "resubmitted")
+        step.checkpoints += 1
+        run = session.runs.get(step_id, 1)
+        span_id = span_id_for(
+            session.started.session_id, step_id, run, "checkpoint", step.checkpoints
+        )
+        ref = SpanRef(session.ref.trace_id, span_id, session.ref.state)
+        step.checkpoint = OpenCheckpoint(ts, ref, step.checkpoints)
+        return out
+
+    def _answer(
+        self,
+        session: OpenSession,
+        step_id: str,
+        ts: datetime,
+        outcome: str,
+        failed_reviews: int | None = None,
+    ) -> list[Emission]:
+        """The open checkpoint of `step_id` answered `outcome` (`needs_work`: refused)."""
+        step = session.steps.get(step_id)
+        if step is None or step.checkpoint is None:
+            return []
+        checkpoint, step.checkpoint = step.checkpoint, None
+        attrs: Attrs = {
+            n.DW_JOB: session.started.job,
+            n.DW_WORKFLOW: session.started.workflow,
+            n.DW_STEP: step_id,
+            n.DW_STEP_RUN: session.runs.get(step_id, 1),
+            n.DW_CHECKPOINT_ATTEMPT: checkpoint.attempt,
+            n.DW_CHECKPOINT_OUTCOME: outcome,
+            n.GEN_AI_CONVERSATION_ID: session.started.session_id,
+        }
+        if failed_reviews is not None:
+            attrs[n.DW_CHECKPOINT_FAILED] = failed_reviews
+        error = n.ERROR_NEEDS_WORK if outcome == "needs_work" else None
+        name = n.SPAN_CHECKPOINT + " " + step_id
+        span = SpanRecord(
+            name, checkpoint.ref, step.ref.span_id, checkpoint.begun, ts, attrs, error
+        )
+        return [span]
+
+    def _approval(self, session: OpenSession, event: ApprovalEvent) -> list[Emission]:
         asked = session.approvals.pop(event.request_id, None)
         begun = asked.ts if asked is not None else event.ts
         step_id = event.step_ids[0] if event.step_ids else None
@@ -355,14 +401,14 @@ class SessionBook:
         parent = session.parent_of(event.step_id) if session is not None else None
         if parent is None:
             return review_measurements(event)
-        if waiting:
-            span_id = waiting.pop(0)
+        if waiting:  # under the span it was reserved under, though its checkpoint has ended
+            parent, span_id = waiting.pop(0)
         else:
             self._reviews += 1
             span_id = span_id_for(reviewed, "review", self._reviews, event.review)
         attrs = review_span_attrs(event)
         start = datetime.fromtimestamp(event.ts.timestamp() - event.seconds, tz=event.ts.tzinfo)
-        error = None if event.outcome in ("passed", "failed", "unjudged") else event.outcome
+        error = review_error(event)
         ref = SpanRef(parent.trace_id, span_id)
         span = SpanRecord(
             n.INVOKE_AGENT + " " + event.review, ref, parent.span_id, start, event.ts, attrs, error
