@@ -49,6 +49,7 @@ def _round(session_id: str, step: str) -> list[tuple[str, str]]:
     """The (kind, line) of one review round of `step`, as the gate and engine log it."""
     from deepwork_core.evidence.verdicts import CriterionVerdict
     from deepwork_core.state.event_kinds import (
+        KnownEvent,
         NeedsWorkEvent,
         OutputsSubmittedEvent,
         ReviewUsageEvent,
@@ -69,7 +70,7 @@ def _round(session_id: str, step: str) -> list[tuple[str, str]]:
         "seconds": 12.5, "outcome": "needs_work", "input_tokens": 4_000, "output_tokens": 300,
         "cost_usd": 0.02, "criteria": 3,
     }  # fmt: skip
-    events = [
+    events: list[KnownEvent] = [
         StepBegunEvent(**head, step_ids=[step]),
         OutputsSubmittedEvent(**head, step_ids=[step], outputs={f"{step}_out.md": "out.md"}),
         ReviewVerdictEvent(
@@ -207,36 +208,21 @@ def main() -> None:
 
 async def long_log_figures(bench: Any) -> None:
     """Fill the `long_log.*` figures: one run of 1,000,000 events (20,000 at `--quick`)."""
-    import asyncio
-
-    from store import _postgres
+    from store import on_each_store
 
     count = QUICK_EVENTS if bench.sizes.long_steps < 50 else EVENTS
-    server, reason = await asyncio.to_thread(_postgres)
-    try:
-        for kind in ("sqlite", "postgresql"):
-            name = "SQLite" if kind == "sqlite" else "PostgreSQL"
-            figures = {
-                view: bench.figure(
-                    f"long_log.{kind}.{view}",
-                    f"{name}, one run of {count:,} events: {view.replace('_', ' ')}",
-                    events=count,
-                )
-                for view in (*VIEWS, "reference")
-            }
-            if kind == "postgresql" and server is None:
-                for figure in figures.values():
-                    figure.status, figure.reason = "unavailable", reason
-                continue
-            url = server.create_database() if kind == "postgresql" else None
-            measured = await asyncio.to_thread(measure, url, count, 5)
-            reference = measured["reference"][0]
-            for view, samples in measured.items():
-                figures[view].samples.extend(samples)
-                figures[view].params["ratio_to_reference"] = statistics.median(samples) / reference
-    finally:
-        if server is not None:
-            server.destroy()
+
+    def figures_of(kind: str, name: str) -> dict[str, Any]:
+        return {
+            view: bench.figure(
+                f"long_log.{kind}.{view}",
+                f"{name}, one run of {count:,} events: {view.replace('_', ' ')}",
+                events=count,
+            )
+            for view in (*VIEWS, "reference")
+        }
+
+    await on_each_store(bench, figures_of, lambda url: measure(url, count, 5), "reference")
 
 
 if __name__ == "__main__":

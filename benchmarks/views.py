@@ -204,40 +204,23 @@ QUICK_RUNS = 2_000
 async def views_figures(bench: Any) -> None:
     """Fill the `views.*` figures: every view at 100,000 runs (2,000 at `--quick`), on SQLite
     and PostgreSQL, with the old path (every document parsed) as the reference."""
-    import asyncio
-
-    from store import _postgres
+    from store import on_each_store
 
     count = QUICK_RUNS if bench.sizes.long_steps < 50 else RUNS
-    server, reason = await asyncio.to_thread(_postgres)
-    try:
-        for kind in ("sqlite", "postgresql"):
-            name = "SQLite" if kind == "sqlite" else "PostgreSQL"
-            figures = {
-                view: bench.figure(
-                    f"views.{kind}.{key}",
-                    f"{name}, {count:,} runs: {view}",
-                    "MiB" if key == "peak_mib" else "ms",
-                    runs=count,
-                )
-                for view, key in VIEW_KEYS.items()
-            }
-            if kind == "postgresql" and server is None:
-                for figure in figures.values():
-                    figure.status, figure.reason = "unavailable", reason
-                continue
-            url = server.create_database() if kind == "postgresql" else None
-            measured = await asyncio.to_thread(measure, url, count, 5)
-            reference = statistics.median(measured["reference: every document parsed"])
-            for view, samples in measured.items():
-                figures[view].samples.extend(samples)
-                if not view.endswith("MiB"):
-                    figures[view].params["ratio_to_reference"] = (
-                        statistics.median(samples) / reference
-                    )
-    finally:
-        if server is not None:
-            server.destroy()
+
+    def figures_of(kind: str, name: str) -> dict[str, Any]:
+        return {
+            view: bench.figure(
+                f"views.{kind}.{key}",
+                f"{name}, {count:,} runs: {view}",
+                "MiB" if key == "peak_mib" else "ms",
+                runs=count,
+            )
+            for view, key in VIEW_KEYS.items()
+        }
+
+    reference = "reference: every document parsed"
+    await on_each_store(bench, figures_of, lambda url: measure(url, count, 5), reference)
 
 
 if __name__ == "__main__":
