@@ -80,8 +80,10 @@ def _env(source: Path | None) -> dict[str, str]:
     return env
 
 
-async def _one_server(project: Path, env: dict[str, str], log: Any) -> dict[str, list[float]]:
-    """One server's spawn-to-first-answer, first call and repeats (ms)."""
+async def _one_server(
+    project: Path, env: dict[str, str], log: Any, jobs: int
+) -> dict[str, list[float]]:
+    """One server's spawn-to-first-answer, first call and repeats (ms) over `jobs` jobs."""
     args = ["-m", "deepwork_mcp", "serve", "--path", str(project)]
     args += ["--no-branch", "--no-quality-gate"]
     began = time.perf_counter()
@@ -90,8 +92,8 @@ async def _one_server(project: Path, env: dict[str, str], log: Any) -> dict[str,
         first, payload = await server.call("get_workflows")
         answered = time.perf_counter()
         listed = payload.get("jobs") if isinstance(payload, dict) else None
-        if not isinstance(listed, list) or len(listed) < JOBS:
-            raise RuntimeError(f"get_workflows listed {len(listed or [])} jobs, not {JOBS}")
+        if not isinstance(listed, list) or len(listed) < jobs:
+            raise RuntimeError(f"get_workflows listed {len(listed or [])} jobs, not {jobs}")
         repeats = [(await server.call("get_workflows"))[0] for _ in range(REPEATS)]
     return {"spawn_to_first": [(answered - began) * 1000], "first": [first], "repeat": repeats}
 
@@ -111,7 +113,7 @@ async def measure(scratch: Path, rounds: int, jobs: int) -> dict[str, dict[str, 
             for round_ in range(rounds):
                 order = ("main", "before") if round_ % 2 == 0 else ("before", "main")
                 for version in order:
-                    got = await _one_server(projects[version], envs[version], log)
+                    got = await _one_server(projects[version], envs[version], log, jobs)
                     for call, values in got.items():
                         samples[version][call].extend(values)
     return samples
