@@ -211,8 +211,11 @@ async def test_a_finished_run_reads_as_a_story_even_on_a_narrow_screen(
             assert "unreviewed (no review applied)" in summary
             assert "approved" in summary
             assert "dashboard" in summary
-            sentence = page.locator(".timeline .sentence", has_text="`plan` submitted `plan.md`")
+            assert "every step of the workflow done" in summary
+            assert "completed completed" not in summary
+            sentence = page.locator(".timeline .sentence", has_text="plan submitted plan.md")
             assert await sentence.count() >= 1
+            assert await sentence.first.locator("code").all_inner_texts() == ["plan", "plan.md"]
             details = page.locator(".timeline details").first
             await details.locator("summary").click()
             assert '"goal": "ship it"' in await details.locator("pre").inner_text()
@@ -283,6 +286,14 @@ async def test_background_reviews_show_running_queued_and_finished_without_a_rel
             await page.goto(base + "reviews")
             assert "0 running, 0 queued, 11 finished" in await page.inner_text(".review-counts")
             assert await table.locator("tr[data-state=passed]").count() == 11
+            assert "reviewed/main" in await table.locator("tbody tr").first.inner_text()
+            await page.set_viewport_size({"width": 420, "height": 900})
+            for path in ("reviews", f"run/{session_id}"):
+                await page.goto(base + path)
+                await page.locator("table.reviews").wait_for(timeout=WAIT_MS)
+                width = await page.evaluate("document.documentElement.scrollWidth")
+                assert width <= 420, path  # the reviews table scrolls inside its box
+            await shot(page, tmp_path, "run-reviews-420")
 
 
 async def test_a_second_checkouts_dashboard_opens_the_others_run_shows_its_bytes_and_approves(

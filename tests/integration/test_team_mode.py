@@ -65,7 +65,8 @@ async def browse(url: str, method: str, path: str, form: dict[str, str] | None =
         connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
         try:
             headers = {"Content-Type": "application/x-www-form-urlencoded"} if body else {}
-            connection.request(method, f"{path}?token={token}", body=body, headers=headers)
+            joined = "&" if "?" in path else "?"
+            connection.request(method, f"{path}{joined}token={token}", body=body, headers=headers)
             response = connection.getresponse()
             page = response.read().decode()
             assert response.status == 200, page
@@ -137,6 +138,7 @@ async def test_a_run_served_in_one_checkout_is_listed_and_approved_from_another(
             page = await browse(url, "GET", "/approvals")
             assert session_id in page
             assert f"project {a}" in page
+            assert "the plan" in page  # the bytes asked about, kept in the store
             request_id = page.split('name="request_id" value="', 1)[1].split('"', 1)[0]
             project = page.split('name="project" value="', 1)[1].split('"', 1)[0]
             assert project == project_ref(a).project_id
@@ -148,5 +150,24 @@ async def test_a_run_served_in_one_checkout_is_listed_and_approved_from_another(
             )
             assert "Approved for step" in answer
 
-        moved = await agent.ok("finished_step", outputs=PLAN)
-        assert moved["status"] == "next_step", moved
+            moved = await agent.ok("finished_step", outputs=PLAN)
+            assert moved["status"] == "next_step", moved
+            run_page = await browse(url, "GET", f"/run/{session_id}?project={project}")
+            assert "approver alice" in run_page
+            assert '<tr data-end="approved">' in run_page  # how the request ended
+
+        log = deepwork(env_a, "log", session_id, "--path", str(a))
+        assert "signer=alice" in log.stdout, log.stderr
+        assert "approval_ended" in log.stdout
+        assert "state=approved" in log.stdout
+
+        # the sub-agent's run waits too, and B's `deepwork approve` decides it from the store
+        (a / "plan.md").write_text("the helper's plan\n")
+        waits = await agent.ok("finished_step", outputs=PLAN, session_id=helper_id)
+        assert waits["status"] == "awaiting_approval"
+        approved = deepwork(env_b, "approve", helper_id, "--yes", "--path", str(b))
+        assert approved.returncode == 0, approved.stderr
+        assert "the helper's plan" in approved.stdout  # the stored bytes, shown
+        assert str(a) in approved.stdout + approved.stderr  # where the run is served
+        goes_on = await agent.ok("finished_step", outputs=PLAN, session_id=helper_id)
+        assert goes_on["status"] == "next_step", goes_on

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from deepwork_core.engine.results import FinishStatus
 from deepwork_core.engine.workflow import WorkflowEngine
-from deepwork_core.gate.background import ReviewPayload
 from deepwork_core.gate.calls import ReviewCalls
 from deepwork_core.gate.gates import ExternalGate
+from deepwork_core.gate.review_queue import ReviewPayload
 from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.state.sessions import SessionStore
 from deepwork_core.state.store.port import Store

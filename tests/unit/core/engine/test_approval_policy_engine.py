@@ -4,6 +4,7 @@ request never completes its step."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -15,6 +16,9 @@ from deepwork_core.base.identifiers import SessionId
 from deepwork_core.engine.results import FinishResult, FinishStatus
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
+from deepwork_core.receipts.audit_record import export_record
+from deepwork_core.receipts.build import approvals as receipt_approvals
+from deepwork_core.receipts.keys import GateKey
 from deepwork_core.state.approvals.decide import record_decision
 from deepwork_core.state.approvals.models import ApprovalChannel, ApprovalError
 from deepwork_core.state.approvals.signatures import ApproverSigner, TrustedApprovers
@@ -54,8 +58,13 @@ steps:
 
 
 class Clock:
-    def __init__(self) -> None:
-        self.now = datetime(2026, 12, 1, 9, tzinfo=UTC)
+    """The engine's clock. It starts at the wall clock's second by default: the views (status,
+    the dashboard, `deepwork log`) read an open request as expired by the wall clock, so a
+    request of this job (`expires_after: 1h`) must not have expired by it while a test waits."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self.now = start or datetime.now(UTC).replace(microsecond=0)
+        self.start = self.now
 
     def __call__(self) -> datetime:
         return self.now
@@ -113,9 +122,12 @@ class Waiting:
     answer: FinishResult
 
 
-def waiting(tmp_path: Path, make_store: Callable[..., Store]) -> Waiting:
+def waiting(
+    tmp_path: Path, make_store: Callable[..., Store], start: datetime | None = None
+) -> Waiting:
+    """`start`: when the engine's clock starts (default: now, to the second)."""
     root, signers = project(tmp_path)
-    store, clock = make_store(root), Clock()
+    store, clock = make_store(root), Clock(start)
     run = engine(store, root, clock)
     run.start("sign it", "policed", "main")
     session_id = run.stack()[0].session_id
@@ -138,7 +150,8 @@ def test_two_of_three_not_by_author_completes_only_with_two_non_author_signature
         w.session_id,
     )
     assert "0 of 2 approvals" in (w.answer.feedback or "")
-    assert "expires at 2026-12-01T10:00:00+00:00" in (w.answer.feedback or "")
+    expiry = (clock.start + timedelta(hours=1)).isoformat()
+    assert f"expires at {expiry}" in (w.answer.feedback or "")
 
     with pytest.raises(ApprovalError) as author:
         decide(store, root, signers["alice"], session_id, clock.now)
@@ -151,8 +164,25 @@ def test_two_of_three_not_by_author_completes_only_with_two_non_author_signature
     assert partial.status is FinishStatus.AWAITING_APPROVAL
     assert "1 of 2 approvals (bob)" in (partial.feedback or "")
 
+    clock.now += timedelta(minutes=5)
     decide(store, root, signers["carol"], session_id, clock.now)
     assert run.finish({"sig": "sig.md"}).status is FinishStatus.WORKFLOW_COMPLETE
+
+    # the receipt lists every signature that counted, not only the deciding one
+    entries = receipt_approvals(SessionStore(store, root).load(SessionId(session_id)))
+    assert [(e.signer, e.decided_at) for e in entries] == [
+        ("bob", clock.start.isoformat()),
+        ("carol", (clock.start + timedelta(minutes=5)).isoformat()),
+    ]
+    assert all(e.signature for e in entries)
+    assert entries[0].signature != entries[1].signature
+
+    # the audit record lists the request once, with both decisions that counted
+    gate = GateKey(tmp_path / "gate.key", "laptop")
+    body = json.loads(export_record(store, session_id, gate, clock.now))["body"]
+    [request] = body["sessions"][0]["requests"]
+    assert [d["signer"] for d in request["decisions"]] == ["bob", "carol"]
+    assert request["decision"]["signer"] == "carol"  # the one that completed the count
 
 
 def test_an_expired_request_never_completes_its_step(
@@ -179,3 +209,43 @@ def test_an_expired_request_never_completes_its_step(
     session = SessionStore(store, root).load(SessionId(session_id))
     assert session.status is SessionStatus.ACTIVE
     assert session.pending_approval is not None  # nothing completed
+
+
+@pytest.mark.parametrize(
+    ("policy", "trusted", "why"),
+    [
+        ("required: 3\n      approvers: [alice, bob, carol]", ["bob", "carol"], "only 2"),
+        ("required: 1\n      approvers: [alice]\n      not_by_author: true", ["alice"], "only 0"),
+    ],
+)
+def test_a_policy_the_trusted_keys_cannot_meet_is_refused_when_the_request_opens(
+    tmp_path: Path, make_store: Callable[..., Store], policy: str, trusted: list[str], why: str
+) -> None:
+    root = tmp_path / "project"
+    text = POLICED.replace(
+        "required: 2\n      approvers: [alice, bob, carol]\n      not_by_author: true", policy
+    )
+    assert policy in text
+    write_job(root, "policed", text)
+    init_repo(root)
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "project")
+    for name in trusted:
+        signer = ApproverSigner(name, tmp_path / "state" / f"{name}.key")
+        signer.create()
+        trust_on_base(root, signer)
+    root = root.resolve()
+    store, clock = make_store(root), Clock()
+    run = engine(store, root, clock)
+    run.start("sign it", "policed", "main")
+    session_id = SessionId(run.stack()[0].session_id)
+    (root / "sig.md").write_text("signed\n")
+
+    with pytest.raises(ApprovalError) as refused:
+        run.finish({"sig": "sig.md"})
+    assert refused.value.code == ErrorCode.APPROVAL_POLICY_UNMEETABLE
+    assert ".deepwork/jobs/policed/job.yml" in refused.value.message
+    assert why in refused.value.message
+    # nothing was recorded that nobody could decide
+    assert ApprovalStore(store, root, key_of(root)).load(session_id) is None
+    assert SessionStore(store, root).load(session_id).pending_approval is None

@@ -13,10 +13,11 @@ from deepwork_core.base.config import QualityGateConfig, ReviewBudget
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import QualityGateError
 from deepwork_core.evidence.verdicts import ReviewVerdict
-from deepwork_core.gate.background import KIND, BackgroundReviews, ReviewPayload
+from deepwork_core.gate.background import BackgroundReviews
 from deepwork_core.gate.calls import ReviewCalls
 from deepwork_core.gate.checkpoint import CheckpointRecord, GateReviewing
 from deepwork_core.gate.quality import plan_review_tasks
+from deepwork_core.gate.review_queue import KIND, ReviewPayload
 from deepwork_core.gate.reviewer import ReviewBrief, ReviewerReply
 from deepwork_core.gate.tasks import QualityReviewTask
 from deepwork_core.state.store.errors import StoreCode

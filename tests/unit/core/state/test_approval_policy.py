@@ -14,6 +14,7 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.identifiers import SessionId
 from deepwork_core.evidence.hashes import ShownOutput, sha256_file
 from deepwork_core.state.approvals.decide import record_decision
+from deepwork_core.state.approvals.ending import EndState
 from deepwork_core.state.approvals.models import (
     ApprovalChannel,
     ApprovalError,
@@ -181,7 +182,7 @@ def test_a_decision_on_a_cancelled_request_is_refused(
     tmp_path: Path, make_store: Callable[..., Store]
 ) -> None:
     crew = team(tmp_path, make_store, RequestPolicy(required=2))
-    crew.as_(None).clear(SID, withdrawn=True)  # the run was aborted or moved back
+    crew.as_(None).clear(SID, EndState.CANCELLED, "the run was aborted", NOW)
     assert refused(lambda: crew.decide("alice")) == ErrorCode.APPROVAL_CANCELLED
 
 

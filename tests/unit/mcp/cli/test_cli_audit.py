@@ -138,3 +138,27 @@ def test_exporting_an_unknown_run_is_a_coded_error(exported: Exported) -> None:
     code, output = run("audit", "export", "sess_unknown1", "--path", str(exported.root))
     assert code == 1
     assert "session.not_found" in output
+
+
+def test_the_record_says_how_each_request_ended_and_verify_checks_it(exported: Exported) -> None:
+    from deepwork_core.receipts.audit_record import AUDIT_LABEL, canonical_text
+
+    document = json.loads(exported.record.read_text())
+    [entry] = document["body"]["sessions"][0]["requests"]
+    end = entry["end"]
+    assert (end["state"], end["computed"]) == ("approved", False)
+    assert "approver alice" in end["why"]
+    assert [d["signer"] for d in entry["decisions"]] == ["alice"]
+
+    # a record whose end its decisions do not support fails, even signed again by the gate
+    for state, finding in [("rejected", "reads rejected"), ("expired", "reads expired")]:
+        entry["end"] = {**end, "state": state}
+        signature = {"key": exported.gate.name}
+        signature["ed25519"] = exported.gate.sign(document["body"], AUDIT_LABEL)
+        exported.record.write_text(
+            canonical_text({"body": document["body"], "signature": signature})
+        )
+        code, output = run("audit", "verify", str(exported.record), "--path", str(exported.root))
+        assert code == 1
+        assert "audit.end_unsupported" in output
+        assert finding in output

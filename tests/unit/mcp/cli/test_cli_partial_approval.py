@@ -31,6 +31,7 @@ def test_status_status_all_and_log_show_one_of_two_approvals(
     assert f"AWAITING APPROVAL, 1 of 2 approvals (bob): deepwork approve {session_id}" in status
     listed = run("status", "--all", "--path", root)
     assert listed.startswith("awaiting approval  1 of 2 approvals (bob)  policed/main"), listed
+    assert listed.rstrip().endswith("who may decide: bob or carol"), listed  # alice started it
     log = run("log", session_id, "--path", root)
     assert "standing=1 of 2 approvals (bob)" in log
 

@@ -107,6 +107,21 @@ def test_the_table_names_each_step_and_criterion(project: Path) -> None:
     assert "Sourced: failed 3 of 5 (60%)" in out
 
 
+def test_the_table_says_how_each_pass_rate_is_counted(project: Path, tmp_path: Path) -> None:
+    code, out, _ = run("--path", str(project))
+    assert code == 0
+    assert "first-try pass" in out  # both rates are shown
+    assert "first-attempt pass" in out
+    legend = out[out.index("How the pass rates are counted") :]
+    assert "first-try pass: per step, the share of its reviewed runs whose first round" in legend
+    assert "first-attempt pass: per job, step or review, the share of the reviewer calls" in legend
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, out, _ = run("--path", str(empty))
+    assert code == 0
+    assert "How the pass rates are counted" not in out  # no figures, nothing to explain
+
+
 def test_a_project_without_logs(tmp_path: Path) -> None:
     code, out, _ = run("--path", str(tmp_path))
     assert code == 0

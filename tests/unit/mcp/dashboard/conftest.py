@@ -5,11 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
+from deepwork_core.state.event_kinds import ReviewUsageEvent
+from deepwork_core.state.events import append_event
 from deepwork_core.state.sessions import SessionStore
 from deepwork_core.state.store.port import Store
 from deepwork_mcp.dashboard.app import dashboard_app
@@ -70,3 +74,24 @@ def client_for() -> Iterator[Callable[..., TestClient]]:
 @pytest.fixture
 def client(waiting: Waiting, client_for: Callable[..., TestClient]) -> TestClient:
     return client_for(waiting.root)
+
+
+#: When the review calls the tests log were made.
+CALLED_AT = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
+
+
+def log_review_call(waiting: Waiting, step_id: str, **usage: Any) -> None:
+    """A passed reviewer call of `step_id`'s review in the run's log, with `usage` (tokens, cost,
+    model, depth, …) as its `review_usage` event carries them."""
+    append_event(
+        waiting.store,
+        ReviewUsageEvent(
+            ts=CALLED_AT,
+            session_id=waiting.session_id,
+            job="approved",
+            step_id=step_id,
+            review=step_id,
+            outcome="passed",
+            **usage,
+        ),
+    )

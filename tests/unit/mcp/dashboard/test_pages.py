@@ -16,7 +16,7 @@ from deepwork_core.state.calibration.report import (
     build_report,
 )
 from deepwork_core.state.calibration.rows import save_report
-from deepwork_core.state.event_kinds import ReviewUsageEvent, ReviewVerdictEvent, StartedEvent
+from deepwork_core.state.event_kinds import ReviewVerdictEvent, StartedEvent
 from deepwork_core.state.events import append_event
 from deepwork_core.state.read_model.runs import ListedStatus, list_sessions, session_tree
 from deepwork_core.state.sessions import Session, SessionStore
@@ -26,7 +26,7 @@ from deepwork_mcp.dashboard import graph_svg
 from deepwork_mcp.dashboard.graph_svg import StepState, drawing
 from starlette.testclient import TestClient
 
-from tests.unit.mcp.dashboard.conftest import waiting_project
+from tests.unit.mcp.dashboard.conftest import log_review_call, waiting_project
 
 SCRIPT_GOAL = "<script>window.pwned = 1</script> & more"
 T0 = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
@@ -163,25 +163,21 @@ def test_the_run_page_shows_what_the_reviews_cost(
     page = client_for(waiting.root).get(f"/run/{waiting.session_id}").text
     assert "No review call is recorded" in page
     for cost, model in ((0.25, "<b>model-a</b>"), (0.5, "model-b")):
-        append_event(
-            waiting.store,
-            ReviewUsageEvent(
-                ts=T0,
-                session_id=waiting.session_id,
-                job="approved",
-                step_id="plan",
-                review="plan",
-                depth="light",
-                model=model,
-                outcome="passed",
-                input_tokens=1000,
-                output_tokens=50,
-                cache_read_tokens=200,
-                cost_usd=cost,
-            ),
+        log_review_call(
+            waiting,
+            "plan",
+            depth="light",
+            model=model,
+            input_tokens=1000,
+            output_tokens=50,
+            cache_read_tokens=200,
+            cost_usd=cost,
         )
     page = client_for(waiting.root).get(f"/run/{waiting.session_id}").text
-    assert "2 reviewer call(s), 0 self-review(s): 2400 input and 100 output tokens" in page
+    assert (
+        "2 reviewer call(s), 0 self-review(s): 2,500 tokens "
+        "(2,000 in, 100 out, 400 cache read, 0 cache write)" in page
+    )
     assert "0.7500 USD" in page
     assert "&lt;b&gt;model-a&lt;/b&gt;" in page
     assert "<b>model-a</b>" not in page

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from deepwork_core.base.error_codes import ErrorCode
-from deepwork_core.gate.background import KIND, ReviewPayload
 from deepwork_core.gate.costs.quotes import TaskPrice
+from deepwork_core.gate.review_queue import KIND, ReviewPayload
 from deepwork_core.state.store.tables.review_jobs import Failed, JobResult, ReviewJobs
 from deepwork_mcp.dashboard.reviews import review_rows
 from starlette.testclient import TestClient
@@ -126,3 +126,31 @@ def test_a_queued_review_shows_what_it_is_expected_to_cost(
     fragment = client_for(waiting.root).get("/fragment/reviews").text
     assert '<td class="expected">0.0123 USD, 4,100 tokens (estimated from size)</td>' in fragment
     assert '<td class="expected">-</td>' in fragment
+
+
+def test_the_reviews_page_names_each_run_and_says_what_taken_up_counts(
+    waiting: Waiting, client_for: Callable[..., TestClient]
+) -> None:
+    other = waiting.engine.start("plan the search", "approved", "main", "search", agent_id="b")
+    jobs = ReviewJobs(waiting.store, ReviewPayload)
+    _enqueue(jobs, waiting.session_id, "first")
+    _enqueue(jobs, other.brief.session_id, "second")
+    _enqueue(jobs, "pruned_run_01", "orphaned")
+    client = client_for(waiting.root)
+    fragment = client.get("/fragment/reviews").text
+    assert '<div class="scroll"><table class="reviews">' in fragment  # scrolls in its box
+    assert "<th>Claims</th>" not in fragment
+    assert '<th class="num">Taken up</th>' in fragment
+    assert "Taken up: how many times a server took the review up to run it" in fragment
+    cells = dict(re.findall(r'<td class="judges">([^<]+)</td><td>(.*?)</td>', fragment))
+    sid, oid = waiting.session_id, other.brief.session_id
+    assert cells["first"] == (
+        f'<a href="/run/{sid}">approved/main</a>'
+        f'<br><span class="muted">ship the plan · <code>{sid}</code></span>'
+    )
+    assert cells["second"] == (
+        f'<a href="/run/{oid}">approved/main</a> <span class="instance">search</span>'
+        f'<br><span class="muted">plan the search · <code>{oid}</code></span>'
+    )
+    assert cells["orphaned"] == '<a href="/run/pruned_run_01">pruned_run_01</a>'  # no session
+    assert client.get("/reviews").text.count('<table class="reviews">') == 1

@@ -13,8 +13,6 @@ from pathlib import Path
 from click.testing import CliRunner
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
-from deepwork_core.state.event_kinds import ReviewUsageEvent
-from deepwork_core.state.events import append_event
 from deepwork_core.state.read_model.detail import MAX_VERDICTS, session_detail
 from deepwork_core.state.read_model.runs import ListedStatus, list_sessions
 from deepwork_core.state.sessions import SessionStore
@@ -28,7 +26,7 @@ from tests.fixtures.evidence_project import key_of, make_evidence_project
 from tests.fixtures.review_queue import Note
 from tests.fixtures.state_rows import insert_event_lines
 from tests.fixtures.trust import commit_on_base
-from tests.unit.mcp.dashboard.conftest import Waiting, waiting_project
+from tests.unit.mcp.dashboard.conftest import Waiting, log_review_call, waiting_project
 from tests.unit.mcp.dashboard.test_approvals import decide
 
 T0 = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
@@ -51,20 +49,7 @@ def finished_run(
     waiting.engine.finish({"plan": "plan.md"})
     (root / "result.md").write_text("built\n")
     waiting.engine.finish({"result": "result.md"}, override_reason="the user checked the build")
-    append_event(
-        waiting.store,
-        ReviewUsageEvent(
-            ts=T0,
-            session_id=waiting.session_id,
-            job="approved",
-            step_id="build",
-            review="build",
-            outcome="passed",
-            input_tokens=1000,
-            output_tokens=234,
-            cost_usd=0.125,
-        ),
-    )
+    log_review_call(waiting, "build", input_tokens=1000, output_tokens=234, cost_usd=0.125)
     return waiting
 
 
@@ -99,9 +84,9 @@ def test_the_timeline_reads_as_sentences_with_every_field_on_demand(
     waiting = finished_run(make_store, client_for, tmp_path / "project")
     page = client_for(waiting.root).get(f"/run/{waiting.session_id}").text
     timeline = page[_section(page, "Timeline") :]
-    assert "`plan` submitted `plan.md`" in timeline
-    assert "`build` finished, unreviewed (no review applied)" in timeline
-    assert "Started `approved/main`: “ship the plan”" in timeline
+    assert "<code>plan</code> submitted <code>plan.md</code>" in timeline
+    assert "<code>build</code> finished, unreviewed (no review applied)" in timeline
+    assert "Started <code>approved/main</code>: “ship the plan”" in timeline
     assert "<details>" in timeline
     assert "{&#x27;" not in timeline  # no Python dict reprs
     assert "None" not in re.sub(r"<details>.*?</details>", "", timeline, flags=re.S)
@@ -124,7 +109,7 @@ def test_a_huge_event_log_gives_a_bounded_page_and_report(
     response = client_for(waiting.root).get(f"/run/{waiting.session_id}")
     assert response.status_code == 200
     assert len(response.content) < 4 * 1024 * 1024
-    assert re.search(r"Showing the newest 500 of 200\d events", response.text)
+    assert re.search(r"Showing the newest 500 of 2,00\d events", response.text)
     out = tmp_path / "run.html"
     result = CliRunner().invoke(
         cli, ["report", waiting.session_id, "--html", str(out), "--path", str(waiting.root)]
@@ -193,6 +178,8 @@ def test_costs_show_on_the_run_list_and_the_stats_page(
     stats = client.get("/stats").text
     assert "<h2>Review costs</h2>" in stats
     assert "0.1250" in stats
+    assert "First-attempt pass: the share of the reviewer calls made on a first attempt" in stats
+    assert "First-try pass: the share of the step's reviewed runs" in stats
 
 
 def test_tables_scroll_inside_their_box(

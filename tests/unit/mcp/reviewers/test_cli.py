@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from deepwork_core.base.config import ReviewBudget
 from deepwork_core.base.errors import QualityGateError
-from deepwork_core.gate.background import BackgroundReviews, ReviewPayload
+from deepwork_core.gate.background import BackgroundReviews
 from deepwork_core.gate.calls import ReviewCalls
 from deepwork_core.gate.checkpoint import Checkpoint, ResolvedInput
 from deepwork_core.gate.quality import (
@@ -25,6 +25,7 @@ from deepwork_core.gate.quality import (
     plan_review_tasks,
     reply_schema_json,
 )
+from deepwork_core.gate.review_queue import ReviewPayload
 from deepwork_core.jobs.parser import load_job
 from deepwork_core.state.event_kinds import ReviewUsageEvent
 from deepwork_core.state.events import read_events

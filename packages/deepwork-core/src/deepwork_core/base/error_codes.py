@@ -70,6 +70,12 @@ class ErrorCode(Code):
     APPROVAL_NOT_ELIGIBLE = "approval.not_eligible"
     """The step's policy does not let this approver count: not in its `approvers`, the run's
     author under `not_by_author`, or already counted. Nothing is recorded."""
+    APPROVAL_POLICY_UNMEETABLE = "approval.policy_unmeetable"
+    """A step's approval policy cannot be met by the approvers trusted on the base ref (say
+    `required: 3` and only two trusted keys match `approvers`, or every listed approver is the
+    run's author under `not_by_author`): the request is refused when it would open, naming the
+    job file, and nothing is recorded. Merge more approvers' keys into the base branch, or
+    change the policy."""
     APPROVAL_OUTPUTS_CHANGED = "approval.outputs_changed"
     """A file shown for approval changed after the request was opened; the agent must call
     `finished_step` again so the new content is reviewed first."""

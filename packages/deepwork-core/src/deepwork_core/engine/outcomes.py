@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 
 from deepwork_core.base.errors import DeepWorkError
+from deepwork_core.base.layout import JOB_FILE
 from deepwork_core.engine.approver import Approver
 from deepwork_core.engine.branching import completed_summary
 from deepwork_core.engine.headless.parking import Parking, approval_feedback
@@ -33,7 +34,7 @@ from deepwork_core.engine.results import (
     FinishStatus,
     prompt_of,
 )
-from deepwork_core.engine.safeguards.approvals import ApprovalOutcome
+from deepwork_core.engine.safeguards.approvals import ApprovalOutcome, ended_by
 from deepwork_core.engine.safeguards.evidence import Safeguards, override_kind
 from deepwork_core.engine.safeguards.findings import Findings
 from deepwork_core.evidence.scope import RepoSnapshot, head_commit
@@ -169,7 +170,10 @@ class Outcomes:
         """Bind the evidence and advance, or first ask the human when a step needs approval."""
         session, steps = context.session, context.steps
         if not approved and self.guards.needs_approval(steps):
-            ask = self.guards.open_approval(session, steps, findings, verdict, reason, rereviewed)
+            ask = self.guards.open_approval(
+                session, steps, findings, verdict, reason, rereviewed,
+                job_file=context.job.job_dir / JOB_FILE,
+            )  # fmt: skip
             if self.parking is not None:
                 self.parking.park(session, ParkReason.AWAITING_APPROVAL, request_id=ask.request_id)
             context.tx.save(session)
@@ -241,7 +245,8 @@ class Outcomes:
             return needs_work(stack, findings, findings.blocked)
         if outcome is ApprovalOutcome.APPROVED and findings.rereview:
             outcome = ApprovalOutcome.VOID  # stale steps are reviewed again, then asked anew
-        self.guards.close_approval(session, record)
+        end, why = ended_by(outcome, record)
+        self.guards.close_approval(session, record, end, why)
         if outcome is ApprovalOutcome.APPROVED:
             return self.accept(
                 context, findings, pending.override_reason, pending.verdict, pending.rereviewed,
@@ -250,7 +255,9 @@ class Outcomes:
         context.tx.save(session)
         if outcome is ApprovalOutcome.REJECTED and record is not None and record.decision:
             comment = record.decision.comment or "(no comment)"
-            return needs_work(stack, findings, f"The human requested changes: {comment}")
+            ended = f"The approval request ended {end}: {why}"
+            said = f"The human requested changes: {comment}. {ended}"
+            return needs_work(stack, findings, said)
         return None
 
     def advance(

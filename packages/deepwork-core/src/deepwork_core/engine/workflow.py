@@ -33,14 +33,15 @@ from deepwork_core.engine.safeguards.evidence import Safeguards, join_notes
 from deepwork_core.engine.start_inputs import check_start_inputs
 from deepwork_core.evidence.scope import head_commit, under_git
 from deepwork_core.evidence.watch import ChangeWatch
-from deepwork_core.gate.background import cancel_reviews
 from deepwork_core.gate.checkpoint import ProgressReporter
 from deepwork_core.gate.gates import Gate
+from deepwork_core.gate.review_queue import cancel_reviews
 from deepwork_core.jobs.discovery import Catalog, JobCatalog, LoadedJob
 from deepwork_core.jobs.lookup import select_workflow
 from deepwork_core.jobs.model import JobDefinition, Workflow
 from deepwork_core.receipts.keys import GateKey
 from deepwork_core.receipts.writer import ReceiptWriter, commit_advice
+from deepwork_core.state.approvals.ending import EndState
 from deepwork_core.state.approvals.policy import RunAuthor
 from deepwork_core.state.approvals.seal import ApprovalKey
 from deepwork_core.state.approvals.signatures import TrustedApprovers
@@ -257,7 +258,8 @@ class WorkflowEngine:
         with self.store.transaction() as tx:
             session = target_session(tx, target)
             if session.pending_approval is not None:
-                self.guards.close_approval(session, None)  # withdrawn: nobody can approve it now
+                why = f"the run was aborted: {explanation}"  # nobody can approve it now
+                self.guards.close_approval(session, None, EndState.CANCELLED, why)
             session.status = SessionStatus.ABORTED
             session.abort_reason = explanation
             session.completed_at = self.clock()

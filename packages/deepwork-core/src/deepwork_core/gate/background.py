@@ -8,8 +8,9 @@ cancels the session's other jobs (their processes are stopped). It then waits at
 `wait_seconds` and returns the verdicts in task order, or a `GateReviewing` listing each job.
 
 The jobs are rows of the store's `review_jobs` queue (`state.store.tables.review_jobs`),
-one per task, each a `ReviewPayload` (the checkpoint as a `CheckpointRecord`, the task, the
-hashes) enqueued under a dedupe key (`<key>:<task>`), so joining is enqueueing again. Workers
+one per task, each a `ReviewPayload` (`deepwork_core.gate.review_queue`: the checkpoint as a
+`CheckpointRecord`, the task, the hashes) enqueued under a dedupe key (`<key>:<task>`), so
+joining is enqueueing again. Workers
 are the threads of one pool. A job is held for the server that queued it while that server
 lives (the keeper renews its hold with the leases): another server on the same project takes it
 only once the hold ran out, and judges it under the gate settings it was queued with (kept in
@@ -25,8 +26,6 @@ when the files changed meanwhile it is `Stale`, and the call answers
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import os
 import socket
@@ -39,36 +38,40 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from deepwork_core.base.config import QualityGateConfig, ReviewBudget
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError, QualityGateError
-from deepwork_core.base.identifiers import resolve_inside
-from deepwork_core.evidence.verdicts import ReviewVerdict, unset
+from deepwork_core.evidence.verdicts import ReviewVerdict
 from deepwork_core.gate.checkpoint import (
     Checkpoint,
-    CheckpointRecord,
     GateReviewing,
     ProgressReporter,
-    ReviewProgress,
 )
 from deepwork_core.gate.costs.quotes import TaskPrice
+from deepwork_core.gate.review_queue import (
+    KIND,
+    LIVE,
+    GateJob,
+    ReviewPayload,
+    file_hashes,
+    job_label,
+    job_payloads,
+    review_key,
+    reviewing_verdict,
+    tell_progress,
+)
 from deepwork_core.gate.tasks import QualityReviewTask
 from deepwork_core.jobs.model import JobDefinition
 from deepwork_core.state.store.errors import StoreCode
-from deepwork_core.state.store.port import Store
 from deepwork_core.state.store.tables.review_jobs import (
     Failed,
     JobResult,
     Judged,
     ReviewClaim,
-    ReviewJob,
     ReviewJobs,
     ReviewJobState,
     Stale,
 )
-from deepwork_core.state.usage.totals import run_usage
 
 logger = logging.getLogger("deepwork.gate")
 
@@ -77,11 +80,6 @@ _POLL_SECONDS = 0.5
 #: A claim's lease; the worker renews it every third of it while the review runs, and looks
 #: for work left by others (a lease that ran out) as often.
 LEASE_SECONDS = 15.0
-#: The `kind` of the gate's jobs in the queue.
-KIND = "gate_review"
-_MISSING = "missing"
-#: Review jobs that still run, or will.
-_LIVE = (ReviewJobState.QUEUED, ReviewJobState.CLAIMED)
 
 
 class TaskJudge(Protocol):
@@ -101,60 +99,8 @@ class TaskJudge(Protocol):
     ) -> ReviewVerdict: ...
 
 
-class ReviewPayload(BaseModel):
-    """One job of the gate on the review queue: which submission (`key`), what it judges
-    (`label`), the checkpoint and task to judge, and the hashes of the files under review."""
-
-    #: Keys a newer version added are ignored, so its jobs still run here.
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-    key: str
-    label: str
-    checkpoint: CheckpointRecord
-    task: QualityReviewTask
-    hashes: dict[str, str]
-    #: What the review was expected to cost when it was queued (the dashboard shows it).
-    expected: TaskPrice | None = Field(default=None, exclude_if=unset)
-    #: The gate settings of the server that queued it: a server taking the job over judges it
-    #: under them, not its own.
-    settings: QualityGateConfig | None = Field(default=None, exclude_if=unset)
-
-
 #: Builds the judge of a job queued under other gate settings (another server's).
 JudgeFactory = Callable[[QualityGateConfig], TaskJudge]
-
-
-#: A job of the gate, as the queue gives it back.
-GateJob = ReviewJob[ReviewPayload]
-
-
-def review_key(checkpoint: Checkpoint, tasks: Sequence[QualityReviewTask], hashes: object) -> str:
-    """The name of one submission: same session, attempt, outputs, tasks and bytes."""
-    material = {
-        "session": checkpoint.session_id,
-        "steps": checkpoint.step_ids,
-        "round": checkpoint.log_length,
-        "attempt": checkpoint.attempt,
-        "outputs": checkpoint.outputs,
-        "notes": checkpoint.notes,
-        "summary": checkpoint.work_summary,
-        "undeclared": checkpoint.undeclared_changes,
-        "tasks": [task.model_dump(mode="json") for task in tasks],
-        "hashes": hashes,
-    }
-    text = json.dumps(material, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
-
-
-def file_hashes(root: Path, paths: Sequence[str]) -> dict[str, str]:
-    """SHA-256 of each file's bytes (`missing` when it cannot be read inside the project)."""
-    found: dict[str, str] = {}
-    for path in paths:
-        try:
-            found[path] = hashlib.sha256(resolve_inside(root, path).read_bytes()).hexdigest()
-        except (OSError, DeepWorkError):
-            found[path] = _MISSING
-    return found
 
 
 class BackgroundReviews:
@@ -211,7 +157,7 @@ class BackgroundReviews:
         hashes = [file_hashes(checkpoint.project_root, task.files) for task in tasks]
         key = review_key(checkpoint, tasks, hashes)
         self._cancel(checkpoint.session_id, keep=key)
-        payloads = _payloads(key, checkpoint, tasks, hashes, expected, self.settings)
+        payloads = job_payloads(key, checkpoint, tasks, hashes, expected, self.settings)
         ids = self._enqueue(key, checkpoint.session_id, payloads)
         self.pump()
         told: set[str] = set()
@@ -219,7 +165,7 @@ class BackgroundReviews:
             with self._changed:
                 seen = self._finished
             jobs = self.jobs.get_many(ids)
-            told = _tell(progress, jobs, told, checkpoint)
+            told = tell_progress(progress, jobs, told, checkpoint)
             outcome = self._outcome(checkpoint.session_id, jobs)
             if outcome is not None:
                 return outcome
@@ -259,7 +205,7 @@ class BackgroundReviews:
             if job.state is ReviewJobState.CANCELLED or isinstance(result, Stale):
                 self._cancel(session_id, keep="")
                 raise QualityGateError(
-                    f"the files of review {_label(job)!r} changed while it ran, "
+                    f"the files of review {job_label(job)!r} changed while it ran, "
                     "so its verdict was not recorded. Call finished_step again once the files "
                     "are final (not an attempt).",
                     code=ErrorCode.QUALITY_GATE_OUTPUTS_CHANGED,
@@ -281,7 +227,7 @@ class BackgroundReviews:
 
     def _cancel(self, session_id: str, keep: str) -> None:
         """Cancel the session's live jobs other than those of submission `keep`."""
-        for job in self.jobs.list(session_id=session_id, states=_LIVE):
+        for job in self.jobs.list(session_id=session_id, states=LIVE):
             if job.kind == KIND and (job.payload.key if job.payload else None) != keep:
                 self.jobs.cancel(job.job_id)
                 with self._changed:
@@ -364,7 +310,7 @@ class BackgroundReviews:
         tasks together, before any starts), at most `max_parallel`; 1 without a cost budget."""
         if self.calls.budget.max_cost_usd is None:
             return 1
-        live = self.jobs.list(session_id=session_id, states=_LIVE)
+        live = self.jobs.list(session_id=session_id, states=LIVE)
         return max(1, min(self.max_parallel, len(live)))
 
     def _keep(self) -> None:
@@ -398,76 +344,3 @@ class BackgroundReviews:
                 cancelled.set()
         self._pool.shutdown(wait=True, cancel_futures=True)
         self._keeper.join()
-
-
-def cancel_reviews(store: Store, session_ids: Sequence[str]) -> None:
-    """Cancel every live gate job of these sessions in `store`, where no `BackgroundReviews`
-    of this process runs them: a server running one stops its reviewer when its next lease
-    renewal finds the job cancelled."""
-    jobs = ReviewJobs(store, ReviewPayload)
-    for session_id in session_ids:
-        for job in jobs.list(session_id=session_id, states=_LIVE):
-            if job.kind == KIND:
-                jobs.cancel(job.job_id)
-
-
-def _payloads(
-    key: str,
-    checkpoint: Checkpoint,
-    tasks: Sequence[QualityReviewTask],
-    hashes: Sequence[dict[str, str]],
-    expected: Sequence[TaskPrice] | None = None,
-    settings: QualityGateConfig | None = None,
-) -> list[ReviewPayload]:
-    record = CheckpointRecord.of(checkpoint)
-    return [
-        ReviewPayload(
-            key=key,
-            label=task.label,
-            checkpoint=record,
-            task=task,
-            hashes=hashes[index],
-            expected=expected[index] if expected is not None else None,
-            settings=settings,
-        )
-        for index, task in enumerate(tasks)
-    ]
-
-
-def shown_state(job: GateJob) -> str:
-    """`queued`, `running`, `passed` or `failed`."""
-    if job.state is ReviewJobState.DONE:
-        result = job.result
-        return "passed" if isinstance(result, Judged) and result.verdict.passed else "failed"
-    return "running" if job.state is ReviewJobState.CLAIMED else str(job.state)
-
-
-def _label(job: GateJob) -> str:
-    return job.payload.label if job.payload is not None else job.job_id
-
-
-def _tell(
-    progress: ProgressReporter | None, jobs: list[GateJob], told: set[str], checkpoint: Checkpoint
-) -> set[str]:
-    """One progress notification per review that finished since the last look, with the
-    tokens the run's reviews used so far (docs/quality-gate.md)."""
-    done = [job for job in jobs if job.state is ReviewJobState.DONE and job.job_id not in told]
-    if progress is None or not done:
-        return told
-    tokens = run_usage(checkpoint.store, checkpoint.resolved_run_id).tokens
-    for job in done:
-        told = {*told, job.job_id}
-        message = f"review {_label(job)}: {shown_state(job)}; {tokens:,} tokens so far"
-        progress(len(told), len(jobs), message)
-    return told
-
-
-def reviewing_verdict(jobs: Sequence[GateJob]) -> GateReviewing:
-    shown = tuple(ReviewProgress(job.job_id, _label(job), shown_state(job)) for job in jobs)
-    finished = sum(1 for job in jobs if job.state is ReviewJobState.DONE)
-    feedback = (
-        f"{finished} of {len(jobs)} review(s) finished; the others still run in the background. "
-        "Call finished_step again with the same outputs to wait for them (not an attempt); "
-        "changing the outputs cancels them and starts new reviews."
-    )
-    return GateReviewing(feedback=feedback, reviews=shown)

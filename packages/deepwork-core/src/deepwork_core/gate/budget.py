@@ -37,7 +37,7 @@ from deepwork_core.state.events import append_event, read_events
 from deepwork_core.state.sessions import NOT_AN_ATTEMPT, utc_now
 from deepwork_core.state.store.port import Store
 from deepwork_core.state.store.tables.spend_rows import spent_today
-from deepwork_core.state.usage.pair import RequestUsage, RunUsage
+from deepwork_core.state.usage.pair import RequestUsage, RunUsage, count_text, tokens_text
 from deepwork_core.state.usage.totals import run_usage
 
 #: At most this many items are named in the "spent on" list.
@@ -117,10 +117,10 @@ def budget_exhausted(
     if budget.max_cost_usd is not None:
         limits.append(f"{budget.max_cost_usd:g} USD")
     if budget.max_tokens is not None:
-        limits.append(f"{budget.max_tokens} tokens")
+        limits.append(f"{count_text(budget.max_tokens)} tokens")
     return QualityGateError(
         f"the review budget of this workflow run ({' / '.join(limits)}) is spent: "
-        f"{spent.cost_usd:.4f} USD and {spent.tokens} tokens in {spent.calls} reviewer "
+        f"{spent.cost_usd:.4f} USD and {tokens_text(spent)} in {spent.calls} reviewer "
         f"call(s){spent_on(store, run_id)}. No reviewer was started and this was not "
         "counted as an attempt; your outputs and notes are recorded. The run continues with "
         "self-review, unless a human raises quality_gate.budget in .deepwork/config.yml.",

@@ -32,12 +32,7 @@ from deepwork_core.base.config import (
 )
 from deepwork_core.base.errors import QualityGateError
 from deepwork_core.evidence.verdicts import ReviewVerdict
-from deepwork_core.gate.background import (
-    BackgroundReviews,
-    JudgeFactory,
-    ReviewPayload,
-    cancel_reviews,
-)
+from deepwork_core.gate.background import BackgroundReviews, JudgeFactory
 from deepwork_core.gate.budget import log_self_reviews, with_self_review
 from deepwork_core.gate.calls import ReviewCalls
 from deepwork_core.gate.checkpoint import (
@@ -58,6 +53,7 @@ from deepwork_core.gate.quality import (
     self_review_feedback,
     write_self_review_file,
 )
+from deepwork_core.gate.review_queue import ReviewPayload, cancel_reviews
 from deepwork_core.gate.reviewer import Reviewer as Reviewer
 from deepwork_core.gate.tasks import QualityReviewTask
 from deepwork_core.jobs.model import JobDefinition, Step

@@ -7,7 +7,9 @@ its signer, signature and time, and what the decision caused (the events that fo
 is signed with the exporting machine's gate key (`receipts.keys.GateKey`) over the body in its
 canonical form, and written in that canonical form, so any edited byte is found: a byte outside
 the canonical form (`audit.edited`), inside the body (`audit.signature_invalid`), or in a
-decision (`audit.decision_unverified`, its approver's own signature). The check needs only the
+decision (`audit.decision_unverified`, its approver's own signature). A request appears once,
+with every decision on it (`decisions`, oldest first: both signers of a 2-of-3 request) and
+the one that settled it (`decision`). The check needs only the
 file and the public keys committed on the base ref: no store, no network.
 """
 
@@ -26,7 +28,9 @@ from deepwork_core.receipts.findings import Finding
 from deepwork_core.receipts.keys import GateKey, signature_holds
 from deepwork_core.receipts.repository import Repository
 from deepwork_core.state.approvals import signatures as approval_signatures
+from deepwork_core.state.approvals.ending import EndState, read_end
 from deepwork_core.state.approvals.models import ApprovalDecision, ApprovalRequest
+from deepwork_core.state.approvals.policy import standing
 from deepwork_core.state.approvals.seal import seal_fields
 from deepwork_core.state.store.port import Store, Tx
 from deepwork_core.state.store.tables import approval_rows, shown_bytes
@@ -54,7 +58,7 @@ def export_record(store: Store, run_id: str, gate: GateKey, now: datetime) -> st
     with store.read() as tx:
         project = approval_rows.project_of(tx, project_id)
         session_ids = run_session_ids(tx, project_id, run_id)
-        sessions = [_session(tx, project_id, sid) for sid in session_ids]
+        sessions = [_session(tx, project_id, sid, now) for sid in session_ids]
     body: dict[str, Any] = {
         "format": FORMAT,
         "run_id": run_id,
@@ -70,7 +74,7 @@ def export_record(store: Store, run_id: str, gate: GateKey, now: datetime) -> st
     return canonical_text({"body": body, "signature": signature})
 
 
-def _session(tx: Tx, project_id: str, session_id: str) -> dict[str, Any]:
+def _session(tx: Tx, project_id: str, session_id: str, now: datetime) -> dict[str, Any]:
     events = [
         loads_json(line)
         for _, line in approval_rows.event_kinds_after(tx, project_id, session_id, _SCOPE)
@@ -79,17 +83,46 @@ def _session(tx: Tx, project_id: str, session_id: str) -> dict[str, Any]:
     for found in approval_rows.session_history(tx, project_id, session_id):
         request = ApprovalRequest.model_validate_json(found.request)
         kept = shown_bytes.load(tx, project_id, request.request_id, request.shown)
-        decision = loads_json(found.decision) if found.decision is not None else None
+        decisions = [loads_json(body) for body in found.decisions]
         requests.append(
             {
                 "request": request.model_dump(mode="json"),
                 "state": found.state,
                 "kept": [{"path": k.path, "size": k.size, "kept": k.kept.value} for k in kept],
-                "decision": decision,
+                "decision": _settling(request, found.decisions),
+                "decisions": decisions,
+                "end": _end(request, found, now),
                 "caused": _caused(events, request.request_id),
             }
         )
     return {"session_id": session_id, "requests": requests}
+
+
+def _end(
+    request: ApprovalRequest, found: approval_rows.RequestHistory, now: datetime
+) -> dict[str, Any] | None:
+    """How `request` ended (as stored; an open one whose time passed, as computed at `now`);
+    None while it waits."""
+    decisions = [ApprovalDecision.model_validate_json(body) for body in found.decisions]
+    so_far = standing(request.policy, decisions)
+    end = read_end(found.end_state, found.closed_at, found.end_reason, request.policy, so_far, now)
+    if end is None:
+        return None
+    return {
+        "state": end.state.value,
+        "at": end.at.astimezone(UTC).isoformat(),
+        "why": end.why,
+        "computed": end.computed,
+    }
+
+
+def _settling(request: ApprovalRequest, bodies: list[str]) -> Any:
+    """The decision that settled `request` under its policy (the latest while none did)."""
+    if not bodies:
+        return None
+    decisions = [ApprovalDecision.model_validate_json(body) for body in bodies]
+    concluding = standing(request.policy, decisions).concluding
+    return loads_json(bodies[-1 if concluding is None else concluding])
 
 
 def _caused(events: list[Any], request_id: str) -> list[dict[str, Any]]:
@@ -150,12 +183,16 @@ def _decisions(repo: Repository, session: Any) -> list[Finding]:
     findings = []
     try:
         session_id = str(session["session_id"])
-        entries = [(e["request"], e["decision"]) for e in session["requests"]]
-    except (TypeError, KeyError) as exc:
+        entries = [
+            (e["request"], raw)
+            for e in session["requests"]
+            for raw in _each_decision(e["decision"], e["decisions"])
+        ]
+    except (TypeError, KeyError, ValueError) as exc:
         return [_found(ReceiptCode.AUDIT_MALFORMED, f"a session is not as exported ({exc})")]
+    for entry in session["requests"]:
+        findings += _end_fault(repo, session_id, entry)
     for raw_request, raw_decision in entries:
-        if raw_decision is None:
-            continue
         try:
             request = ApprovalRequest.model_validate(raw_request)
             decision = ApprovalDecision.model_validate(raw_decision)
@@ -171,6 +208,53 @@ def _decisions(repo: Repository, session: Any) -> list[Finding]:
         if why is not None:
             findings.append(_found(ReceiptCode.AUDIT_DECISION_UNVERIFIED, f"{where}: {why}"))
     return findings
+
+
+def _end_fault(repo: Repository, session_id: str, entry: Any) -> list[Finding]:
+    """What is wrong with how one request of the record ended, against its verified decisions
+    and its policy; [] when it is supported (or the request is still open)."""
+    try:
+        end = entry.get("end")
+        if end is None:
+            return []
+        request = ApprovalRequest.model_validate(entry["request"])
+        state, at = EndState(end["state"]), datetime.fromisoformat(str(end["at"]))
+        decisions = [ApprovalDecision.model_validate(raw) for raw in entry["decisions"]]
+    except (ValueError, TypeError, KeyError) as exc:
+        return [_found(ReceiptCode.AUDIT_END_UNSUPPORTED, f"an end is not as exported ({exc})")]
+    held = [
+        d
+        for d in decisions
+        if _keys(d.shown) == _keys(request.shown)
+        and _signature_fault(repo, session_id, request, d) is None
+    ]
+    so_far = standing(request.policy, held)
+    policy = request.policy
+    why = None
+    if state is EndState.APPROVED and (so_far.concluding is None or so_far.rejection is not None):
+        why = f"it reads approved with {so_far.text()} that verify"
+    elif state is EndState.REJECTED and so_far.rejection is None:
+        why = "it reads rejected and no verified decision rejects it"
+    elif state is EndState.EXPIRED and (
+        policy is None or policy.expires_at is None or at < policy.expires_at
+    ):
+        why = "it reads expired before its expires_at (or it has none)"
+    elif state is EndState.EXPIRED and so_far.concluding is not None:
+        why = f"it reads expired although its decisions settled it ({so_far.text()})"
+    if why is None:
+        return []
+    where = f"request {request.request_id} of session {session_id}"
+    return [_found(ReceiptCode.AUDIT_END_UNSUPPORTED, f"{where}: {why}")]
+
+
+def _each_decision(settling: Any, decisions: Any) -> list[Any]:
+    """Every decision of a request's entry, each checked once (the one that settled it is
+    checked on its own when it differs from all of them: an edited copy)."""
+    if not isinstance(decisions, list):
+        raise ValueError("its decisions are not a list")
+    if settling is not None and settling not in decisions:
+        return [*decisions, settling]
+    return decisions
 
 
 def _signature_fault(

@@ -30,6 +30,7 @@ from deepwork_core.receipts.model import (
     ReviewEntry,
     ScopeEntry,
 )
+from deepwork_core.state.approvals.models import ApprovalDecision, ApprovalRecord
 from deepwork_core.state.approvals.seal import seal_fields
 from deepwork_core.state.event_kinds import ReviewUsageEvent, UndeclaredChangesEvent
 from deepwork_core.state.events import read_events
@@ -219,22 +220,35 @@ def _why_unreviewed(step: Step, events: Sequence[QualityEvent]) -> str:
 
 
 def approvals(session: Session) -> list[ApprovalEntry]:
-    """Every approval of the run that approved, with the fields its signature covers."""
+    """Every signature that counted toward an approval of the run (each distinct approver of a
+    request several must sign, oldest first), with the fields it covers."""
     entries = []
     for record in session.approvals:
-        decision = record.decision
-        if decision is None or not decision.approved:
+        if record.decision is None or not record.decision.approved:
             continue
-        entry = {
-            "step_ids": list(record.request.step_ids),
-            "request_id": record.request.request_id,
-            "signer": decision.signer,
-            "signature": decision.signature,
-            "decided_at": _utc(decision.decided_at),
-            "fields": seal_fields(session.session_id, record.request, decision),
-        }
-        entries.append(ApprovalEntry.model_validate(entry))
+        for decision in _counted(record):
+            entries.append(_entry(session, record, decision))
     return entries
+
+
+def _counted(record: ApprovalRecord) -> list[ApprovalDecision]:
+    """The approvals that counted toward `record`'s request (the deciding one alone when the
+    record keeps no list of decisions, as records before policies did)."""
+    counted = [record.decisions[i] for i in record.standing().counted]
+    approvals = [decision for decision in counted if decision.approved]
+    return approvals or ([] if record.decision is None else [record.decision])
+
+
+def _entry(session: Session, record: ApprovalRecord, decision: ApprovalDecision) -> ApprovalEntry:
+    entry = {
+        "step_ids": list(record.request.step_ids),
+        "request_id": record.request.request_id,
+        "signer": decision.signer,
+        "signature": decision.signature,
+        "decided_at": _utc(decision.decided_at),
+        "fields": seal_fields(session.session_id, record.request, decision),
+    }
+    return ApprovalEntry.model_validate(entry)
 
 
 def _utc(moment: datetime) -> str:

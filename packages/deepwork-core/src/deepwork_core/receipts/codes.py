@@ -24,6 +24,11 @@ class ReceiptCode(Code):
     AUDIT_EDITED = "audit.edited"
     """The audit record's bytes are not the ones `deepwork audit export` wrote (the file is not
     in its canonical form): it was edited since."""
+    AUDIT_END_UNSUPPORTED = "audit.end_unsupported"
+    """How a request of the audit record ended is not what its decisions and policy support:
+    `approved` without enough verified approvals from distinct signers who may count, `rejected`
+    without a verified rejection, `expired` before its `expires_at` or after it was settled, or
+    a state that is not one of approved, rejected, expired, cancelled and failed."""
     AUDIT_HASHES_DISAGREE = "audit.hashes_disagree"
     """A decision in the audit record binds other paths or hashes than its request showed."""
     AUDIT_MALFORMED = "audit.malformed"

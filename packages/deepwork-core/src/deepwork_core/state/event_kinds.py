@@ -55,6 +55,7 @@ class EventName(StrEnum):
     UNDECLARED_CHANGES = "undeclared_changes"
     APPROVAL_REQUESTED = "approval_requested"
     APPROVAL = "approval"
+    APPROVAL_ENDED = "approval_ended"
     ABORTED = "aborted"
     COMPLETED = "completed"
     REVIEW_USAGE = "review_usage"
@@ -204,6 +205,17 @@ def decided_by(signer: str | None, actor: str) -> str:
     user, at, host = actor.rpartition("@")
     where = f"on {host} as {user}" if at and user and host else f"through {actor}"
     return f"approver {signer} ({where})" if signer else f"an unsigned decision ({where})"
+
+
+class ApprovalEndedEvent(KnownLine):
+    """An approval request ended: `state` is approved, rejected, expired, cancelled or failed
+    (`deepwork_core.state.approvals.ending`), `why` says why in a person's words."""
+
+    event: Literal["approval_ended"] = "approval_ended"
+    step_ids: list[str]
+    request_id: str
+    state: str
+    why: str
 
 
 class AbortedEvent(KnownLine):
@@ -362,6 +374,7 @@ KnownEvent = (
     | UndeclaredChangesEvent
     | ApprovalRequestedEvent
     | ApprovalEvent
+    | ApprovalEndedEvent
     | AbortedEvent
     | CompletedEvent
     | ReviewUsageEvent
@@ -395,6 +408,7 @@ EventRecord = Annotated[
     | Annotated[UndeclaredChangesEvent, Tag("undeclared_changes")]
     | Annotated[ApprovalRequestedEvent, Tag("approval_requested")]
     | Annotated[ApprovalEvent, Tag("approval")]
+    | Annotated[ApprovalEndedEvent, Tag("approval_ended")]
     | Annotated[AbortedEvent, Tag("aborted")]
     | Annotated[CompletedEvent, Tag("completed")]
     | Annotated[ReviewUsageEvent, Tag("review_usage")]

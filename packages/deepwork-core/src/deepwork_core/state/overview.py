@@ -9,6 +9,7 @@ finished runs and the branches' first runs come from indexed queries of the list
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -23,7 +24,11 @@ from deepwork_core.state.sessions import (
     Session,
     SessionStore,
 )
-from deepwork_core.state.store.tables.approval_rows import open_decisions, partial_approvals
+from deepwork_core.state.store.tables.approval_rows import (
+    expired_requests,
+    open_decisions,
+    partial_approvals,
+)
 from deepwork_core.state.store.tables.session_lists import branch_origins, finished_ids
 from deepwork_core.state.usage.pair import RunUsage
 from deepwork_core.state.usage.totals import run_id_of, run_usage
@@ -63,6 +68,9 @@ class ActiveEntry(_View):
     #: While it waits on a request several must sign, partly approved: where it stands
     #: (`1 of 2 approvals (alice)`); None otherwise.
     standing: str | None = None
+    #: True when the open request's time passed before it was settled (read from its
+    #: `expires_at`): it reads as expired, and no decision can count any more.
+    expired: bool = False
 
 
 class StackView(_View):
@@ -145,8 +153,14 @@ def active_entry(
     )
 
 
-def _with_standing(entry: ActiveEntry, partial: tuple[int, list[str]] | None) -> ActiveEntry:
-    if partial is None or not entry.awaiting_approval:
+def _with_standing(
+    entry: ActiveEntry, partial: tuple[int, list[str]] | None, expired: bool = False
+) -> ActiveEntry:
+    if not entry.awaiting_approval:
+        return entry
+    if expired:
+        entry = entry.model_copy(update={"expired": True})
+    if partial is None:
         return entry
     return entry.model_copy(update={"standing": Standing(*partial).text()})
 
@@ -159,6 +173,7 @@ def project_overview(
     with store.store.read() as tx:
         waiting = open_decisions(tx, project_id)
         partial = partial_approvals(tx, project_id)
+        expired = expired_requests(tx, time.time(), project_id)
     stacks = [
         StackView(
             agent_id=agent,
@@ -166,6 +181,7 @@ def project_overview(
                 _with_standing(
                     active_entry(s, agent, waiting.get((project_id, s.session_id))),
                     partial.get((project_id, s.session_id)),
+                    (project_id, s.session_id) in expired,
                 )
                 for s in sessions
             ],

@@ -11,15 +11,17 @@ Every key and value comes from a file an agent can write, so all of it is shown 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import click
 from deepwork_core import DeepWorkError
 from deepwork_core.base.escaping import printable
-from deepwork_core.base.identifiers import parse_session_id
+from deepwork_core.base.identifiers import SessionId, parse_session_id
 from deepwork_core.state.event_kinds import EventRecord
 from deepwork_core.state.events import EventPage, page_events
 from deepwork_core.state.sessions import SessionStore, session_not_found
+from deepwork_core.state.store.port import Store
 from pydantic import JsonValue
 
 from deepwork_mcp.cli.options import cli_error, existing_project_store, project_option
@@ -95,6 +97,7 @@ def log(session_id: str, project: Path, as_json: bool, limit: int, before: int |
             page = page_events(store, parsed, limit=limit, before=before)
             if not page.events and before is None:  # no log: say whether the session exists
                 SessionStore(store, root).load(parsed)
+            expired = _expired_now(store, root, parsed)
     except DeepWorkError as exc:
         raise cli_error(exc) from None
     events = [event for _, event in page.events]
@@ -114,3 +117,21 @@ def log(session_id: str, project: Path, as_json: bool, limit: int, before: int |
         click.echo(note)
     for event in events:
         click.echo("\n".join(render_event(event)))
+    if expired is not None:
+        click.echo(printable(f"{'(now)':<19}  {'approval':<18} {expired}"))
+
+
+def _expired_now(store: Store, root: Path, session_id: SessionId) -> str | None:
+    """What to say of the session's open request when its time has passed (it reads as
+    expired before the server closes it, docs/team.md); None otherwise."""
+    from deepwork_core.state.approvals.ending import expired_end
+    from deepwork_core.state.approvals.store import ApprovalStore
+
+    try:
+        record = ApprovalStore(store, root).load(session_id)
+    except DeepWorkError:
+        return None
+    if record is None:
+        return None
+    end = expired_end(record.request.policy, record.standing(), datetime.now(UTC))
+    return None if end is None else f"request {record.request.request_id} {end.text()}"

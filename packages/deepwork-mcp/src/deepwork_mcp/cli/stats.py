@@ -11,13 +11,22 @@ import click
 from deepwork_core import DeepWorkError
 from deepwork_core.base.escaping import printable
 from deepwork_core.state.stats import DEFAULT_RUNS, Stats, StatsWindow, StepStats, collect_stats
-from deepwork_core.state.usage.pair import RunUsage, cost_text
+from deepwork_core.state.usage.pair import RunUsage, cost_text, tokens_text
 from deepwork_core.state.usage.totals import ReviewCostRow
 
 from deepwork_mcp.cli.options import cli_error, existing_project_store, project_option
 
 #: The most runs `--runs` counts; `--all` counts every one.
 MAX_RUNS = 100_000
+
+#: What the two pass rates count, said under the figures (the Stats page says the same).
+RATE_LEGEND = (
+    "  first-try pass: per step, the share of its reviewed runs whose first round of reviews "
+    "passed all of them\n"
+    "  first-attempt pass: per job, step or review, the share of the reviewer calls made on a "
+    "first attempt that passed; each review is a call of its own, so a step with three reviews "
+    "counts three"
+)
 
 
 @click.command()
@@ -91,6 +100,8 @@ def _print_table(figures: Stats, only: str | None = None) -> None:
         for row in rows:
             where = "/".join(part for part in (row.job, row.step, row.review) if part is not None)
             click.echo(f"  {printable(where)}: {_cost_line(row)}")
+    if figures.jobs or any(rows for rows in (costs.jobs, costs.steps, costs.reviews)):
+        click.echo(f"How the pass rates are counted (docs/evidence.md):\n{RATE_LEGEND}")
     _print_calibration(figures)
     for skipped in figures.skipped:
         click.echo(printable(f"skipped {skipped.session_id}: {skipped.error}"), err=True)
@@ -122,7 +133,7 @@ def _print_calibration(figures: Stats) -> None:
 def _cost_line(row: ReviewCostRow) -> str:
     usage, mean = row.usage, "-" if row.mean_seconds is None else f"{row.mean_seconds:.1f} s"
     return (
-        f"{cost_text(usage)}, {usage.tokens} tokens, {usage.calls} call(s), "
+        f"{cost_text(usage)}, {tokens_text(usage)}, {usage.calls} call(s), "
         f"{usage.self_reviews} self-review(s), {_reused(usage)}mean {mean}, "
         f"first-attempt pass {_percent(row.first_attempt_pass_rate)}"
     )

@@ -35,7 +35,7 @@ from deepwork_core.state.store.tables.session_lists import (
     list_session_rows,
 )
 from deepwork_core.state.store.url import SQLITE_FILE
-from deepwork_core.state.usage.pair import RunUsage, cost_text
+from deepwork_core.state.usage.pair import RunUsage, cost_text, token_parts, tokens_text
 
 from deepwork_mcp.cli.options import (
     cli_error,
@@ -81,7 +81,13 @@ def _entry_line(entry: ActiveEntry, now: datetime) -> str:
         parts.append(f"branch {entry.branch}")
     if entry.approvals:
         parts.append(f"approvals {entry.approvals}")
-    if entry.awaiting_approval and entry.decided is not None:
+    if entry.awaiting_approval and entry.expired:
+        so_far = f" with {entry.standing}" if entry.standing else ""
+        parts.append(
+            f"APPROVAL EXPIRED{so_far}: no decision counts any more; the agent calls go_to_step "
+            "to ask anew, or abort_workflow"
+        )
+    elif entry.awaiting_approval and entry.decided is not None:
         decision = "APPROVED" if entry.decided else "CHANGES REQUESTED"
         parts.append(f"{decision}, waiting for the agent's next finished_step")
     elif entry.awaiting_approval:
@@ -91,11 +97,11 @@ def _entry_line(entry: ActiveEntry, now: datetime) -> str:
 
 
 def usage_line(usage: RunUsage) -> str:
-    """`reviews: 3 call(s), 1234 tokens, 0.1200 USD` (and the count of self-reviews)."""
+    """`reviews: 3 call(s), 3,259 tokens (1,060 in, 199 out, 2,000 cache read, 0 cache
+    write), 0.1200 USD` (and the count of self-reviews)."""
     line = (
-        f"reviews: {usage.calls} call(s), {usage.tokens} tokens "
-        f"({usage.input_tokens} in, {usage.output_tokens} out, {usage.cache_read_tokens} cache "
-        f"read, {usage.cache_creation_tokens} cache write), {cost_text(usage)}"
+        f"reviews: {usage.calls} call(s), {tokens_text(usage)} ({token_parts(usage)}), "
+        f"{cost_text(usage)}"
     )
     if usage.self_reviews:
         line += f"; {usage.self_reviews} self-review(s), not metered"
@@ -169,6 +175,8 @@ def render_runs(runs: list[StoredSession], now: datetime) -> str:
         ]
         if run.standing:
             parts.insert(1, run.standing)
+        if run.deciders:
+            parts.append(f"who may decide: {run.deciders}")
         lines.append(printable("  ".join(parts)))
     return "\n".join(lines) + "\n"
 

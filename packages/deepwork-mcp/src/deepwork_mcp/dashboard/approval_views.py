@@ -8,7 +8,7 @@ stands. Every function here only reads. Text in these views is raw; the template
 from __future__ import annotations
 
 import contextlib
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
@@ -18,8 +18,9 @@ from deepwork_core.base.errors import FileReadError, SessionError
 from deepwork_core.base.fsutil import read_bytes_file
 from deepwork_core.base.identifiers import SessionId
 from deepwork_core.evidence.hashes import sha256_file
+from deepwork_core.state.approvals.ending import expired_end
 from deepwork_core.state.approvals.models import ApprovalRecord, ApprovalRequest
-from deepwork_core.state.approvals.policy import Standing
+from deepwork_core.state.approvals.policy import RequestPolicy, Standing
 from deepwork_core.state.approvals.store import ApprovalStore
 from deepwork_core.state.sessions import Session, SessionStatus, SessionStore
 from deepwork_core.state.store.tables.approval_rows import partial_approvals, undecided_requests
@@ -64,6 +65,21 @@ class ApprovalView(_View):
     stale: str | None = None
     #: Where a request several must sign stands (`1 of 2 approvals (alice)`); None otherwise.
     standing: str | None = None
+    #: `expired` when the request's time passed before it was settled (read from its
+    #: `expires_at`): the card says so (`stale`) and cannot be decided.
+    ended: str | None = None
+
+
+def _expired(view: ApprovalView, policy: RequestPolicy | None, so_far: Standing) -> ApprovalView:
+    """`view`, marked expired (its buttons disabled) when its request's time has passed."""
+    end = expired_end(policy, so_far, datetime.now(UTC))
+    if end is None:
+        return view
+    why = (
+        f"This request {end.text()}. It can no longer be decided: the agent calls go_to_step "
+        "to redo the step and ask anew, or abort_workflow"
+    )
+    return view.model_copy(update={"ended": end.state.value, "stale": why})
 
 
 def preview(project_root: Path, relative: str) -> tuple[str | None, str | None]:
@@ -120,12 +136,13 @@ def pending_approval(
     )
     if served is not None:
         files = _previews(approvals, request, (approvals.project_id, served))
-        return _elsewhere(view, request, files, served, approvals.project_id)
+        elsewhere = _elsewhere(view, request, files, served, approvals.project_id)
+        return _expired(elsewhere, request.policy, record.standing())
     problem = _request_problem(approvals, record)
     if problem is not None:
         return view.model_copy(update={"problem": problem})
     files = _previews(approvals, request)
-    return view.model_copy(
+    shown = view.model_copy(
         update={
             "step_ids": list(request.step_ids),
             "prompt": request.prompt,
@@ -133,6 +150,7 @@ def pending_approval(
             "stale": _stale(approvals, files),
         }
     )
+    return _expired(shown, request.policy, record.standing())
 
 
 def _stale(approvals: ApprovalStore, files: list[FilePreview]) -> str | None:
@@ -220,7 +238,11 @@ def other_projects_approvals(approvals: ApprovalStore) -> list[ApprovalView]:
             files=[],
             standing=_so_far(request, partial.get((row.project_id, request.session_id))),
         )
-        views.append(_elsewhere(view, request, files, served, row.project_id))
+        shown = _elsewhere(view, request, files, served, row.project_id)
+        found_so_far = partial.get((row.project_id, request.session_id))
+        required = 1 if request.policy is None else request.policy.required
+        so_far = Standing(required, found_so_far[1] if found_so_far else [])
+        views.append(_expired(shown, request.policy, so_far))
     return views
 
 

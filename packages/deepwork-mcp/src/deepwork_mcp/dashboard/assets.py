@@ -23,7 +23,9 @@ header { background: #1d2330; color: #fff; padding: 10px 20px; display: flex; ga
 header a { color: #cfe0ff; text-decoration: none; }
 header strong { font-size: 16px; }
 main { padding: 16px 20px; max-width: 1200px; }
-h1 { font-size: 20px; margin: 4px 0 12px; }
+h1 { font-size: 20px; margin: 4px 0 12px; overflow-wrap: anywhere; }
+h1 .instance { font-weight: 400; color: var(--muted); }
+p.goal { margin: -6px 0 12px; overflow-wrap: anywhere; }
 h2 { font-size: 16px; margin: 22px 0 8px; }
 table { border-collapse: collapse; width: 100%; background: #fff; border: 1px solid var(--line); }
 th, td { text-align: left; padding: 6px 8px; border-bottom: 1px solid var(--line);
@@ -73,7 +75,7 @@ svg.workflow-graph text { text-anchor: middle; font: 13px system-ui, sans-serif;
 svg.workflow-graph text.id { font: 11px ui-monospace, monospace; fill: var(--muted); }
 svg.workflow-graph .edge { stroke: #8a94a6; stroke-width: 1.5; }
 svg.workflow-graph .input-edge path { fill: none; stroke: #8a94a6; stroke-dasharray: 5 4; }
-svg.workflow-graph .input-edge text { text-anchor: end; font-size: 11px; fill: var(--muted); }
+svg.workflow-graph .input-edge text { text-anchor: start; font-size: 11px; fill: var(--muted); }
 svg.workflow-graph marker path { fill: #8a94a6; }
 .scroll { overflow-x: auto; max-width: 100%; }
 .scroll > table { min-width: 100%; }

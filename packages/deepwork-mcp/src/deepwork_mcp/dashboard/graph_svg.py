@@ -4,12 +4,13 @@
 the same `WorkflowGraph` here instead, so a page never depends on a program being on PATH and the
 report stays one self-contained file. The layout is simple and fixed: one row per workflow entry,
 top to bottom, the steps of a concurrent group side by side; order edges are arrows between rows,
-input edges dashed curves on the right labelled with the file (labels that would overlap are
-moved apart). `drawing` places every box, line and label (a `GraphDrawing`); the template
-`templates/graph.svg.j2` writes it as SVG, escaping every text as on every page. The picture is
-styled by CSS classes (`step`, `reviewed`: the step has reviews, `done`, `current`, `passed`: an
-external review passed it in this run, marked ✓; `fanned`: a step run once per item, drawn as a
-stack with its instances' counts), never inline script. The page draws the legend next to it.
+input edges dashed curves on the right labelled with the file, each label starting right of its
+curve's bend, clear of every box (labels that would overlap are moved apart). `drawing` places
+every box, line and label (a `GraphDrawing`); the template `templates/graph.svg.j2` writes it
+as SVG, escaping every text as on every page. The picture is styled by CSS classes (`step`,
+`reviewed`: the step has reviews, `done`, `current`, `passed`: an external review passed it in
+this run, marked ✓; `fanned`: a step run once per item, drawn as a stack with its instances'
+counts), never inline script. The page draws the legend next to it.
 """
 
 from __future__ import annotations
@@ -31,6 +32,11 @@ GAP_Y: Final = 46
 MARGIN: Final = 20
 #: Room on the right for the input edges' curves and labels.
 SIDE: Final = 150
+#: How far right of the boxes an input edge bends; its label starts just past the bend.
+BEND: Final = 40
+LABEL_GAP: Final = 4
+#: Characters of an input edge's label shown (the whole file name is its tooltip).
+LABEL_CHARS: Final = 18
 _NAME_CHARS: Final = 26
 
 
@@ -82,7 +88,8 @@ class Arrow(_Drawn):
 
 
 class Curve(_Drawn):
-    """An input edge: a dashed curve on the right, labelled with the file it carries."""
+    """An input edge: a dashed curve on the right, labelled with the file it carries; the label
+    starts at `label_x` and runs right (`text-anchor: start`), away from the boxes."""
 
     kind: Literal["input"] = "input"
     label: str
@@ -130,16 +137,16 @@ def _edge(
     if edge.kind == "order":
         return Arrow(x1=sx + NODE_W // 2, y1=sy + NODE_H, x2=tx + NODE_W // 2, y2=ty - 2)
     x1, y1, x2, y2 = sx + NODE_W, sy + NODE_H // 2, tx + NODE_W, ty + NODE_H // 2
-    bend = right + 40
+    bend = right + BEND
     label_y = (y1 + y2) // 2
     while any(abs(label_y - other) < LABEL_H for other in taken):
         label_y += LABEL_H
     taken.append(label_y)
     return Curve(
         label=edge.label,
-        short_label=_short(edge.label, 18),
+        short_label=_short(edge.label, LABEL_CHARS),
         path=f"M{x1},{y1} C{bend},{y1} {bend},{y2} {x2 + 2},{y2}",
-        label_x=bend - 6,
+        label_x=bend + LABEL_GAP,
         label_y=label_y,
     )
 

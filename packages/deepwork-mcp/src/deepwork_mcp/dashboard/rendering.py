@@ -28,7 +28,7 @@ from typing import Final
 from urllib.parse import quote
 
 from deepwork_core.base.escaping import printable
-from deepwork_core.state.usage.pair import cost_text
+from deepwork_core.state.usage.pair import cost_text, count_text, token_parts, tokens_text
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from jinja2.ext import Extension
 from markupsafe import Markup
@@ -89,9 +89,26 @@ class _Compact(Extension):
         return compact(source)
 
 
-def _count(value: int) -> str:
-    """`12,345`."""
-    return f"{value:,}"
+#: Inline code in a sentence of the read model: text between two backticks.
+_INLINE_CODE: Final = re.compile(r"`([^`\n]+)`")
+
+
+def code_parts(value: object) -> list[tuple[str, bool]]:
+    """A sentence written with Markdown's inline code (the timeline's "`plan` submitted
+    `plan.md`") cut into its parts, each with whether it is code: the text between a pair of
+    backticks is, the rest is not (an unpaired backtick stays a backtick). The template writes
+    a code part in `<code>`; both are escaped as every printed value is."""
+    shown = str(value)
+    parts: list[tuple[str, bool]] = []
+    end = 0
+    for found in _INLINE_CODE.finditer(shown):
+        if found.start() > end:
+            parts.append((shown[end : found.start()], False))
+        parts.append((found.group(1), True))
+        end = found.end()
+    if end < len(shown):
+        parts.append((shown[end:], False))
+    return parts
 
 
 def _stamp(value: datetime) -> str:
@@ -121,8 +138,11 @@ def environment() -> Environment:
         auto_reload=False,
     )
     env.filters.update(
-        count=_count,
+        count=count_text,
         cost_text=cost_text,
+        code_parts=code_parts,
+        token_parts=token_parts,
+        tokens_text=tokens_text,
         isoformat=datetime.isoformat,
         moment=_moment,
         path_part=_path_part,

@@ -2,23 +2,27 @@
 
 Reads the jobs of the store's `review_jobs` queue (docs/quality-gate.md, "Background reviews")
 of the gate's kind: running ones first, then queued ones, then the most recent finished ones.
-`/reviews` lists them for the whole project and every run page for its session; both pages ask
-for their table (`/fragment/reviews`) every second, as the list of runs does, so a review that
-starts or finishes shows within about two seconds without a reload. Reading creates nothing: a
-project without a store has no reviews.
+`/reviews` lists them for the whole project, naming each review's run by its job, workflow,
+instance and goal (read from the sessions' documents, once per table), and every run page for
+its session; both pages ask for their table (`/fragment/reviews`) every second, as the list of
+runs does, so a review that starts or finishes shows within about two seconds without a reload.
+Reading creates nothing: a project without a store has no reviews.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from datetime import UTC, datetime
 from typing import Final
 from urllib.parse import quote
 
-from deepwork_core.gate.background import KIND, GateJob, ReviewPayload, shown_state
+from deepwork_core.gate.review_queue import KIND, GateJob, ReviewPayload, shown_state
+from deepwork_core.state.session_model import Session
 from deepwork_core.state.store.port import Store
 from deepwork_core.state.store.tables.review_jobs import Failed, ReviewJobs, ReviewJobState, Stale
-from pydantic import BaseModel, ConfigDict
+from deepwork_core.state.store.tables.session_rows import load_body
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from deepwork_mcp.dashboard.rendering import render
 
@@ -41,7 +45,8 @@ class ReviewRow(BaseModel):
     state: str
     #: Why: the error code, or that a stopped server's lease ran out.
     note: str = ""
-    #: How many times a worker claimed it (more than one: claimed again after a stop).
+    #: How many times a server took it up to run it (more than one: the server running it
+    #: stopped and another took it over once its lease ran out). The tables' "Taken up".
     claims: int
     enqueued_at: datetime
     finished_at: datetime | None = None
@@ -50,6 +55,50 @@ class ReviewRow(BaseModel):
     #: What it was expected to cost when queued, with its basis (docs/quality-gate.md, "A
     #: price before the run"): `0.0123 USD, 4,100 tokens (estimated from size)`; "" if unknown.
     expected: str = ""
+    #: The run it belongs to, as a person tells runs apart: `job/workflow`, and the instance and
+    #: goal the run was started with ("" when its session cannot be read, or is not asked for).
+    run: str = ""
+    instance: str = ""
+    goal: str = ""
+
+
+class _RunName(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    run: str
+    instance: str
+    goal: str
+
+
+def _run_names(store: Store, session_ids: set[str]) -> dict[str, _RunName]:
+    """The job/workflow, instance and goal of each of `session_ids` that can be read, from one
+    read transaction (a review's session may have been pruned since)."""
+    names: dict[str, _RunName] = {}
+    project = store.project.project_id
+    with store.read() as tx:
+        for session_id in sorted(session_ids):
+            body = load_body(tx, project, session_id)
+            if body is None:
+                continue
+            with contextlib.suppress(ValidationError):
+                session = Session.model_validate_json(body)
+                names[session_id] = _RunName(
+                    run=session.workflow_label,
+                    instance=session.instance_id or "",
+                    goal=session.goal,
+                )
+    return names
+
+
+def _named(rows: list[ReviewRow], store: Store) -> list[ReviewRow]:
+    """`rows` with the run each belongs to named."""
+    names = _run_names(store, {row.session_id for row in rows if row.session_id})
+    return [
+        row.model_copy(update=names[row.session_id].model_dump())
+        if row.session_id in names
+        else row
+        for row in rows
+    ]
 
 
 def _stamp(value: float) -> datetime:
@@ -100,7 +149,7 @@ def _expected(job: GateJob) -> str:
 def review_rows(store: Store | None, session_id: str | None = None) -> list[ReviewRow]:
     """The project's (or one session's) background reviews in its `store`: live ones first,
     oldest first, then the `FINISHED_SHOWN` most recent finished ones, newest first; none for
-    a project without a store (None)."""
+    a project without a store (None). The project's rows name their runs."""
     if store is None:
         return []
     now = time.time()
@@ -111,7 +160,8 @@ def review_rows(store: Store | None, session_id: str | None = None) -> list[Revi
     live.sort(key=lambda row: (_ORDER[row.state], row.enqueued_at))
     done = [row for row in rows if row.state not in _ORDER]
     done.sort(key=lambda row: row.finished_at or row.enqueued_at, reverse=True)
-    return live + done[:FINISHED_SHOWN]
+    shown = live + done[:FINISHED_SHOWN]
+    return shown if session_id is not None else _named(shown, store)
 
 
 class ReviewTable(BaseModel):

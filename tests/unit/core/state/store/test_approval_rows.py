@@ -13,6 +13,7 @@ import pytest
 from deepwork_core.base.layout import APPROVALS_DIR, EVENTS_DIR
 from deepwork_core.evidence.hashes import ShownOutput, sha256_file
 from deepwork_core.state.approvals.decide import record_decision
+from deepwork_core.state.approvals.ending import EndState
 from deepwork_core.state.approvals.event import approval_event
 from deepwork_core.state.approvals.models import (
     ApprovalChannel,
@@ -35,6 +36,7 @@ from deepwork_core.state.store.port import Store
 from deepwork_core.state.store.tables.approval_rows import (
     WITHDRAWN,
     DecisionRow,
+    Ending,
     RequestRow,
     close_requests,
     open_request,
@@ -122,13 +124,21 @@ def test_a_new_request_replaces_the_open_one_and_abort_withdraws_it(
     store = ApprovalStore(db, root, ApprovalKey(tmp_path / "keys" / "p.key"))
     store.open_request(request(root))
     store.open_request(request(root, "req-2"))
-    store.clear(SID, withdrawn=True)
+    store.clear(SID, EndState.CANCELLED, "the run was aborted: not needed", WHEN)
     states = rows(db, "SELECT request_id, state FROM approval_requests ORDER BY request_id")
     assert states == [("req-1", "replaced"), ("req-2", "withdrawn")]
+    ends = rows(db, "SELECT request_id, end_state, end_reason, closed_at FROM approval_requests")
+    assert [end[:3] for end in sorted(ends)] == [
+        ("req-1", "failed", "a newer request (req-2) replaced it"),
+        ("req-2", "cancelled", "the run was aborted: not needed"),
+    ]
+    assert sorted(ends)[1][3] == WHEN.timestamp()
     assert store.load(SID) is None
     with pytest.raises(ApprovalError) as caught:
         decide(store)
-    assert caught.value.code == "approval.none_pending"
+    # the newest request was cancelled, and a decision on it says so (a replaced one never
+    # stands for the session while a newer one exists)
+    assert caught.value.code == "approval.cancelled"
 
 
 def test_a_decision_inserted_with_plain_sql_is_refused(
@@ -231,7 +241,9 @@ def test_the_undecided_requests_of_every_project_of_a_store_come_newest_first(
         with b.write() as tx:
             open_request(tx, b.project.project_id, _row("s1", "b-new", 200.0), 200.0)
             open_request(tx, b.project.project_id, _row("s3", "b-gone", 400.0), 400.0)
-            close_requests(tx, b.project.project_id, "s3", WITHDRAWN, 401.0)
+            close_requests(
+                tx, b.project.project_id, "s3", Ending(WITHDRAWN, "cancelled", "aborted"), 401.0
+            )
         with a.read() as tx:
             listed = undecided_requests(tx)
             first = undecided_requests(tx, limit=1)

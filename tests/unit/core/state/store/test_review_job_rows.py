@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from deepwork_core.base.error_codes import ErrorCode
-from deepwork_core.gate.background import KIND, ReviewPayload
+from deepwork_core.gate.review_queue import KIND, ReviewPayload
 from deepwork_core.state.store.errors import StoreCode
 from deepwork_core.state.store.port import Store
 from deepwork_core.state.store.tables.review_jobs import (

@@ -57,16 +57,16 @@ def test_the_totals_are_the_sum_of_the_logged_calls(store: Store) -> None:
     assert run_usage(store, SessionId("sess_other")) == RunUsage()
 
 
-def test_a_store_migrated_from_version_8_sums_the_calls_logged_before(
+def test_a_store_migrated_from_version_9_sums_the_calls_logged_before(
     tmp_path: Path, make_store: Callable[..., Store]
 ) -> None:
     store = make_store(tmp_path)
     _log(store)
     expected = run_usage(store, RUN)
-    with store.write() as tx:  # the store as version 8 left it: no totals
+    with store.write() as tx:  # the store as version 9 left it: no totals
         tx.execute("DROP TABLE run_usage")
         tx.execute("DROP INDEX events_by_project_kind")
-        tx.execute("UPDATE store_meta SET value = '8' WHERE key = 'schema_version'")
+        tx.execute("UPDATE store_meta SET value = '9' WHERE key = 'schema_version'")
         tx.execute(
             "INSERT INTO events (project_id, session_id, ts, kind, body) "
             "VALUES (?, ?, 0, 'review_usage', 'not json')",

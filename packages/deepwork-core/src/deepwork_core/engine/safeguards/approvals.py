@@ -13,22 +13,25 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.engine.approver import HumanAnswer
 from deepwork_core.engine.results import ApprovalPrompt, prompt_of
 from deepwork_core.engine.safeguards.findings import Findings
 from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.jobs.model import Step
 from deepwork_core.state.approvals.decide import record_decision, rehash
+from deepwork_core.state.approvals.ending import EndState
 from deepwork_core.state.approvals.models import (
     ApprovalChannel,
+    ApprovalError,
     ApprovalRecord,
     ApprovalRequest,
     new_request_id,
     shown_outputs,
 )
-from deepwork_core.state.approvals.policy import request_policy
+from deepwork_core.state.approvals.policy import RequestPolicy, request_policy, why_unmeetable
 from deepwork_core.state.approvals.store import ApprovalStore, expired
-from deepwork_core.state.event_kinds import ApprovalRequestedEvent, KnownEvent
+from deepwork_core.state.event_kinds import ApprovalRequestedEvent, KnownEvent, decided_by
 from deepwork_core.state.events import append_event
 from deepwork_core.state.sessions import PendingApproval, Session
 
@@ -62,11 +65,18 @@ class ApprovalGuards:
         verdict: VerdictKind,
         override_reason: str | None,
         rereviewed: Sequence[str],
+        job_file: Path | None = None,
     ) -> ApprovalPrompt:
-        """Open a request for the human; the session waits for it (`pending_approval`)."""
+        """Open a request for the human; the session waits for it (`pending_approval`).
+
+        Raises `approval.policy_unmeetable` (naming `job_file`, the job's definition) when the
+        approvers trusted on the base ref can never meet the steps' policy: nothing is opened.
+        """
         asks = [step.approval for step in steps if step.approval is not None]
         names = [name for ask in asks for name in ask.show]
         now = self.clock()
+        policy = request_policy(asks, session.author, now)
+        self._check_meetable(policy, steps, job_file)
         request = ApprovalRequest(
             request_id=new_request_id(),
             session_id=session.session_id,
@@ -76,7 +86,7 @@ class ApprovalGuards:
             prompt="\n\n".join(ask.prompt for ask in asks),
             shown=shown_outputs(findings.audit.hashes, names),
             requested_at=now,
-            policy=request_policy(asks, session.author, now),
+            policy=policy,
         )
         self.approvals.open_request(request)
         session.pending_approval = PendingApproval(
@@ -99,6 +109,25 @@ class ApprovalGuards:
             )
         )
         return prompt_of(ApprovalRecord(request=request))
+
+    def _check_meetable(
+        self, policy: RequestPolicy | None, steps: Sequence[Step], job_file: Path | None
+    ) -> None:
+        if policy is None or not policy.needs_signatures:
+            return
+        why = why_unmeetable(policy, self.approvals.trusted.names())
+        if why is None:
+            return
+        where = (
+            "the job's job.yml" if job_file is None else _shown_path(self.project_root, job_file)
+        )
+        ids = ", ".join(step.id for step in steps if step.approval is not None)
+        raise ApprovalError(
+            f"{where}: the approval policy of step {ids} cannot be met: {why}. No approval "
+            "was requested and nothing was recorded: merge more approvers' keys into the base "
+            "branch (docs/team.md), or change the step's `approval:`",
+            code=ErrorCode.APPROVAL_POLICY_UNMEETABLE,
+        )
 
     def approval_outcome(
         self, session: Session, findings: Findings
@@ -134,13 +163,15 @@ class ApprovalGuards:
             return ApprovalOutcome.APPROVED, record
         return ApprovalOutcome.REJECTED, record
 
-    def close_approval(self, session: Session, record: ApprovalRecord | None) -> None:
-        """Close the open request (None: withdraw it); keep a decided record in the session's
-        approvals."""
-        if record is not None and record.decision is not None:
+    def close_approval(
+        self, session: Session, record: ApprovalRecord | None, end: EndState, why: str
+    ) -> None:
+        """Close the open request, storing how it ended (`end`, `why`); keep an approved or
+        rejected record in the session's approvals."""
+        if record is not None and record.decision is not None and end in _DECIDED:
             session.approvals.append(record)
         session.pending_approval = None
-        self.approvals.clear(session.session_id, withdrawn=record is None)
+        self.approvals.clear(session.session_id, end, why, self.clock())
 
     def record_elicited(self, prompt: ApprovalPrompt, answer: HumanAnswer) -> None:
         """Record the answer a human gave in the client's form (never from a tool argument)."""
@@ -158,6 +189,38 @@ class ApprovalGuards:
 
     def _write(self, event: KnownEvent) -> None:
         append_event(self.approvals.store, event)
+
+
+_DECIDED = (EndState.APPROVED, EndState.REJECTED)
+
+
+def ended_by(outcome: ApprovalOutcome, record: ApprovalRecord | None) -> tuple[EndState, str]:
+    """How a request ends with `outcome` (the server used it, or found it void), and why."""
+    decision = None if record is None else record.decision
+    if outcome is ApprovalOutcome.APPROVED and record is not None and decision is not None:
+        several = record.request.policy is not None and record.request.policy.required > 1
+        who = record.standing().text() if several else decided_by(decision.signer, decision.actor)
+        return EndState.APPROVED, f"approved: {who}"
+    if outcome is ApprovalOutcome.REJECTED and decision is not None:
+        said = f": {decision.comment}" if decision.comment else ""
+        return (
+            EndState.REJECTED,
+            f"changes requested by {decided_by(decision.signer, decision.actor)}{said}",
+        )
+    if decision is not None and decision.approved:
+        why = "what was approved is not what the step holds now (a shown file changed, or a step "
+        return EndState.FAILED, why + "is stale): the step is reviewed and asked anew"
+    return EndState.FAILED, (
+        "the request is not the one the step waits on (its files changed, or its seal does not "
+        "verify): the step is reviewed and asked anew"
+    )
+
+
+def _shown_path(root: Path, path: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def _asks_for(record: ApprovalRecord, pending: PendingApproval) -> bool:

@@ -32,6 +32,7 @@ from deepwork_core.evidence.snapshots import Snapshots
 from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.evidence.watch import ChangeWatch
 from deepwork_core.jobs.model import JobDefinition, ScopeGuard, Step
+from deepwork_core.state.approvals.ending import EndState
 from deepwork_core.state.approvals.store import ApprovalStore
 from deepwork_core.state.event_kinds import (
     StaleEvidenceEvent,
@@ -124,7 +125,8 @@ class Safeguards(ApprovalGuards):
         changed since is still unacknowledged (a new snapshot only when there was none)."""
         pending = session.pending_approval
         if pending is not None and pending.entry_index >= entry_index:
-            self.close_approval(session, None)
+            why = f"the run moved back to step {', '.join(step_ids)} (go_to_step)"
+            self.close_approval(session, None, EndState.CANCELLED, why)
         session.stale_reported = []
         self.begin(session, job, step_ids, baseline)
 

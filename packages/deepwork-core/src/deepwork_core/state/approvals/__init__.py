@@ -15,9 +15,10 @@ decision, such as a row written into the database by hand, is refused (`approval
 The old files `.deepwork/tmp/approvals/<id>.json` are imported with their seals
 (`deepwork_core.state.store.legacy`). What this protects: docs/security.md, docs/team.md.
 
-By role: the request, the decision and their record (`models`); the approvals of one project in
-its store, verified on reading (`store`); recording a human's decision on the open request
-(`decide`); the `approval` event that logs a decision (`event`); the project's key and the MAC
-that seals requests and decisions (`seal`); approvers' Ed25519 keys and the ones a project trusts
-(`signatures`).
+By role: the request, the decision and their record (`models`); the step's policy and where a
+request's decisions stand (`policy`); how a request ended (`ending`); the approvals of one
+project in its store, verified on reading (`store`); recording a human's decision on the open
+request (`decide`); the `approval` event that logs a decision (`event`); the project's key and
+the MAC that seals requests and decisions (`seal`); approvers' Ed25519 keys and the ones a
+project trusts (`signatures`).
 """

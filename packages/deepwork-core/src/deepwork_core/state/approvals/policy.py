@@ -98,6 +98,42 @@ def why_not_counted(
     return None
 
 
+def why_unmeetable(policy: RequestPolicy | None, trusted: Sequence[str]) -> str | None:
+    """Why no set of the `trusted` approvers (as committed on the base ref) can ever meet
+    `policy`; None when some can (or the policy is not about who signs). The git `user.email`
+    of a signer is not known before they sign, so only the author's approver name is left out
+    here."""
+    if policy is None or not policy.needs_signatures:
+        return None
+    eligible = [name for name in trusted if why_not_counted(policy, name, None) is None]
+    if len(eligible) >= policy.required:
+        return None
+    who = ", ".join(eligible) if eligible else "none"
+    limits = []
+    if policy.approvers is not None:
+        limits.append(f"in approvers [{', '.join(policy.approvers)}]")
+    author = policy.author.approver if policy.author is not None else None
+    if policy.not_by_author and author is not None:
+        limits.append(f"other than the run's author {author!r}")
+    among = f" {' and '.join(limits)}" if limits else ""
+    return (
+        f"required: {policy.required}, but only {len(eligible)} approver(s) trusted on the base "
+        f"ref{among} can sign ({who})"
+    )
+
+
+def who_may_decide(policy: RequestPolicy | None) -> str:
+    """Who may decide a request under `policy`, in a person's words: `bob or carol` (its
+    `approvers` but the run's author under `not_by_author`), else `any trusted approver`."""
+    author = None
+    if policy is not None and policy.not_by_author and policy.author is not None:
+        author = policy.author.approver
+    if policy is None or policy.approvers is None:
+        return "any trusted approver" + (f" but {author}" if author else "")
+    names = [name for name in policy.approvers if name != author] or ["nobody"]
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+
+
 @dataclass(frozen=True, slots=True)
 class Standing:
     """Where the counted decisions of a request stand."""
@@ -109,6 +145,9 @@ class Standing:
     rejection: int | None = None
     #: The decision that completed the count (its index among the decisions).
     concluding: int | None = None
+    #: The decisions that count (their indices among the decisions, oldest first): each
+    #: distinct signer's approval, and the rejection that settles the request, if any.
+    counted: list[int] = field(default_factory=list)
 
     @property
     def partial(self) -> bool:
@@ -124,18 +163,22 @@ def standing(policy: RequestPolicy | None, decisions: Sequence[SignedOff]) -> St
     """Count `decisions` (verified ones, oldest first) under `policy`."""
     required = 1 if policy is None else policy.required
     counted: list[str] = []
+    indices: list[int] = []
     for index, decision in enumerate(decisions):
         if why_not_counted(policy, decision.signer, decision.email) is not None:
             continue
         if not decision.approved:
-            return Standing(required, counted, rejection=index, concluding=index)
+            return Standing(
+                required, counted, rejection=index, concluding=index, counted=[*indices, index]
+            )
         who = decision.signer or ""
         if who in counted and policy is not None and policy.required > 1:
             continue  # the same signer counts once
         counted.append(who)
+        indices.append(index)
         if len(counted) >= required:
-            return Standing(required, [c for c in counted if c], concluding=index)
-    return Standing(required, [c for c in counted if c])
+            return Standing(required, [c for c in counted if c], concluding=index, counted=indices)
+    return Standing(required, [c for c in counted if c], counted=indices)
 
 
 def expires_at(requested_at: datetime, expiry: timedelta | None) -> datetime | None:

@@ -4,6 +4,7 @@ recording decisions with their `approval` event, closing requests (docs/security
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -11,6 +12,7 @@ from pydantic import ValidationError
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.base.identifiers import SessionId
+from deepwork_core.state.approvals.ending import EndState, expired_end
 from deepwork_core.state.approvals.event import approval_event, logs
 from deepwork_core.state.approvals.models import (
     ApprovalChannel,
@@ -30,7 +32,7 @@ from deepwork_core.state.approvals.seal import (
     seal_fields,
 )
 from deepwork_core.state.approvals.signatures import ApproverSigner, Refusal, TrustedApprovers
-from deepwork_core.state.event_kinds import parse_line
+from deepwork_core.state.event_kinds import ApprovalEndedEvent, parse_line
 from deepwork_core.state.events import append_event
 from deepwork_core.state.store.port import ProjectRef, Store
 from deepwork_core.state.store.tables import approval_rows as rows
@@ -101,7 +103,9 @@ class ApprovalStore:
             requested_at=request.requested_at.timestamp(),
             body=request.model_dump_json(),
             required=1 if policy is None else policy.required,
-        )
+            expires_at=None if policy is None or policy.expires_at is None
+            else policy.expires_at.timestamp(),
+        )  # fmt: skip
         store = self.store
         files = shown_bytes.capture(self.project_root, request.shown)
         with store.write(lock=self._lock()) as tx:
@@ -317,24 +321,52 @@ class ApprovalStore:
 
     def nothing_open(self, session_id: str) -> ApprovalError:
         """Why there is no open request of `session_id` to decide: it was cancelled (the run was
-        aborted or moved back: `approval.cancelled`), or none waits (`approval.none_pending`)."""
+        aborted or moved back: `approval.cancelled`), it expired (`approval.expired`), or none
+        waits (`approval.none_pending`)."""
         with self.store.read() as tx:
             last = rows.last_state(tx, self.project_id, session_id)
-        if last == rows.WITHDRAWN:
+        end = None if last is None else last.end_state
+        if end == EndState.CANCELLED or (last is not None and last.state == rows.WITHDRAWN):
+            why = f": {last.end_reason}" if last is not None and last.end_reason else ""
             return ApprovalError(
                 f"the approval request of session {session_id!r} was cancelled (the run was "
-                "aborted or moved back): nothing was recorded",
+                f"aborted or moved back{why}): nothing was recorded",
                 code=ErrorCode.APPROVAL_CANCELLED,
+            )
+        if end == EndState.EXPIRED:
+            return ApprovalError(
+                f"the approval request of session {session_id!r} expired "
+                f"({last.end_reason if last is not None else ''}): nothing was recorded",
+                code=ErrorCode.APPROVAL_EXPIRED,
             )
         return nothing_to_decide(session_id)
 
-    def clear(self, session_id: SessionId, *, withdrawn: bool = False) -> None:
-        """Close the session's open request: used by the server, or `withdrawn` (the run was
-        aborted, so nobody can decide on it any more)."""
-        store = self.store
-        state = rows.WITHDRAWN if withdrawn else rows.CLOSED
-        with store.write(lock=self._lock()) as tx:
-            rows.close_requests(tx, self.project_id, session_id, state, store.now())
+    def clear(self, session_id: SessionId, end: EndState, why: str, now: datetime) -> None:
+        """Close the session's open request at `now`, storing how it ended (`end`, `why`) and
+        logging an `approval_ended` event in the same transaction. A request cancelled or
+        failed after its time passed, with too few approvals, is stored as expired."""
+        with self.store.write(lock=self._lock()) as tx:
+            record = self.load(session_id)
+            if record is None:
+                return
+            if end in (EndState.CANCELLED, EndState.FAILED):
+                ran_out = expired_end(record.request.policy, record.standing(), now)
+                if ran_out is not None:
+                    passed = ran_out.at.isoformat()
+                    end, why = EndState.EXPIRED, f"{ran_out.why} (at {passed}); then {why}"
+            state = rows.WITHDRAWN if end is EndState.CANCELLED else rows.CLOSED
+            ending = rows.Ending(state, end.value, why)
+            rows.close_requests(tx, self.project_id, session_id, ending, now.timestamp())
+            request = record.request
+            event = ApprovalEndedEvent(
+                ts=now,
+                session_id=session_id,
+                step_ids=list(request.step_ids),
+                request_id=request.request_id,
+                state=end.value,
+                why=why,
+            )
+            append_event(self.store, event, project_id=self._project_id)
 
 
 def _check_counts(

@@ -14,13 +14,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Final
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.base.identifiers import SessionId
 from deepwork_core.evidence.hashes import sha256_file
 from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.state.event_kinds import (
+    ApprovalEndedEvent,
     ApprovalEvent,
     EventName,
     EventRecord,
@@ -66,7 +67,7 @@ VERDICT_KINDS: Final = frozenset(
 )
 VERDICT_WINDOW: Final = 5 * MAX_VERDICTS
 #: Kinds the summary reads from the whole log, however long it is.
-SUMMARY_KINDS: Final = frozenset({EventName.APPROVAL})
+SUMMARY_KINDS: Final = frozenset({EventName.APPROVAL, EventName.APPROVAL_ENDED})
 
 
 class _View(BaseModel):
@@ -97,9 +98,22 @@ class ApprovalLine(_View):
     decided_by: str = ""
 
 
+class EndLine(_View):
+    """How one approval request of the run ended (`approval_ended`)."""
+
+    at: datetime
+    step_ids: list[str]
+    request_id: str
+    #: approved, rejected, expired, cancelled or failed.
+    state: str
+    why: str
+
+
 class SessionSummary(_View):
     """What a reader wants first: how the run ended and on what it rests."""
 
+    #: How the run stands, in the words that follow its status ("every step of the workflow
+    #: done", "why: …", "at step `x`").
     outcome: str
     steps_done: int
     #: The newest accepted checkpoints (at most MAX_VERDICTS), and how many older ones there are.
@@ -107,6 +121,8 @@ class SessionSummary(_View):
     verdicts_omitted: int = 0
     approvals: list[ApprovalLine]
     review_usage: RunUsage
+    #: How each of the run's approval requests ended, oldest first.
+    ended: list[EndLine] = Field(default_factory=list)
 
 
 class OutputLine(_View):
@@ -138,18 +154,20 @@ class SessionDetail(_View):
 
 
 def _outcome(run: SessionView) -> str:
+    """How the run stands, said after its status (a page shows the status beside it, so the
+    text never repeats it)."""
     steps = ", ".join(run.steps)
     if run.status is ListedStatus.COMPLETED:
-        return "completed"
+        return "every step of the workflow done"
     if run.status is ListedStatus.ABORTED:
-        return f"aborted: {clip(run.abort_reason or 'no reason given')}"
+        return f"why: {clip(run.abort_reason or 'no reason given')}"
     if run.status is ListedStatus.AWAITING_APPROVAL:
-        return f"waiting for a human to approve step {steps}"
+        return f"step {steps} waits for a human's decision"
     if run.status is ListedStatus.PARKED:
-        return f"parked at step {steps}, waiting for a person (docs/headless.md)"
+        return f"at step {steps}, waiting for a person (docs/headless.md)"
     if run.status is ListedStatus.REVIEWING:
-        return f"in progress, at step {steps}, its reviews still running"
-    return f"in progress, at step {steps}"
+        return f"at step {steps}, its reviews still running"
+    return f"at step {steps}"
 
 
 def _verdicts(events: list[EventRecord]) -> list[VerdictLine]:
@@ -201,6 +219,16 @@ def _approvals(events: list[EventRecord]) -> list[ApprovalLine]:
         )
         for e in events
         if isinstance(e, ApprovalEvent)
+    ]
+
+
+def _ends(events: list[EventRecord]) -> list[EndLine]:
+    return [
+        EndLine(
+            at=e.ts, step_ids=list(e.step_ids), request_id=e.request_id, state=e.state, why=e.why
+        )
+        for e in events
+        if isinstance(e, ApprovalEndedEvent)
     ]
 
 
@@ -270,6 +298,7 @@ def session_detail(
         verdicts_omitted=max(accepted - len(verdicts), 0),
         approvals=_approvals(scan.selected),
         review_usage=run_usage(db, session_id) if problem is None else RunUsage(),
+        ended=_ends(scan.selected),
     )
     return SessionDetail(
         run=run,

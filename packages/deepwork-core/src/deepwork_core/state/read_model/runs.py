@@ -12,7 +12,7 @@ Everything here only reads, through the public state APIs (`SessionStore`, `scan
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -60,7 +60,11 @@ class SessionView(_View):
     job: str
     workflow: str
     goal: str
+    #: What tells this run from the job's other runs (`start_workflow`'s `instance_id`), when
+    #: given; None on a list row (its columns do not hold it).
+    instance_id: str | None = None
     agent_id: str | None
+    #: The steps it is at; a finished run is at none (`status` says how it ended).
     steps: list[str]
     status: ListedStatus
     started_at: datetime
@@ -71,6 +75,9 @@ class SessionView(_View):
     branch: str | None
     #: The branch the repository was on when the run switched to `branch`.
     started_from_branch: str | None
+    #: The commit HEAD pointed at when the run started, as its receipt records it
+    #: (docs/verify.md); None outside git and on a list row.
+    start_commit: str | None = None
     abort_reason: str | None
     #: Set on an instance of a fanned-out step: the item it runs (docs/fan-out.md).
     instance_of: InstanceOf | None = None
@@ -115,23 +122,36 @@ def session_view(
     reviewing: bool = False,
 ) -> SessionView:
     """`session` as a list shows it (`last_event_at`: when its newest event was logged)."""
+    status = listed_status(session, reviewing)
     return SessionView(
         session_id=session.session_id,
         job=session.job_name,
         workflow=session.workflow_name,
         goal=session.goal,
+        instance_id=session.instance_id,
         agent_id=session.agent_id,
-        steps=list(session.current_step_ids),
-        status=listed_status(session, reviewing),
+        steps=current_steps(status, session.current_step_ids),
+        status=status,
         started_at=session.started_at,
         finished_at=session.completed_at,
         last_event_at=last_event_at,
         parent_session_id=session.parent_session_id,
         branch=session.branch_name,
         started_from_branch=session.previous_branch,
+        start_commit=session.start_commit,
         abort_reason=session.abort_reason,
         instance_of=session.instance_of,
     )
+
+
+#: A run in these is at no step any more.
+FINISHED: Final = frozenset({ListedStatus.COMPLETED, ListedStatus.ABORTED})
+
+
+def current_steps(status: ListedStatus, steps: Iterable[str]) -> list[str]:
+    """The steps a run in `status` is at: none once it completed or was aborted (its document
+    and list columns keep the last step it was at, which is not where it is)."""
+    return [] if status in FINISHED else list(steps)
 
 
 def load_sessions(store: SessionStore) -> list[Session]:
@@ -211,7 +231,7 @@ def _listed_session(row: ListedSession, *, reviewing: bool) -> SessionView:
         workflow=row.workflow,
         goal=row.goal,
         agent_id=row.agent,
-        steps=row.steps,
+        steps=current_steps(status, row.steps),
         status=status,
         started_at=datetime.fromtimestamp(row.started_at, UTC),
         finished_at=None,

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from deepwork_core.evidence.verdicts import GATE_OFF_REASON, VerdictKind
 from deepwork_core.state.event_kinds import (
     AbortedEvent,
+    ApprovalEndedEvent,
     ApprovalEvent,
     ApprovalRequestedEvent,
     BudgetExhaustedEvent,
@@ -38,6 +39,7 @@ from deepwork_core.state.event_kinds import (
     StepFinishedEvent,
     UndeclaredChangesEvent,
 )
+from deepwork_core.state.usage.pair import count_text, tokens_text
 
 #: Characters of a free text (notes, feedback, reasons) kept inside a sentence.
 TEXT_CHARS: Final = 200
@@ -142,7 +144,7 @@ def _usage(e: ReviewUsageEvent) -> str:
     usage = e.usage
     cost = "cost not reported" if usage.cost_usd is None else f"{usage.cost_usd:.4f} USD"
     return (
-        f"Reviewer call for {where}: {e.outcome}, {usage.tokens} tokens, {cost}, {e.seconds:.1f} s"
+        f"Reviewer call for {where}: {e.outcome}, {tokens_text(usage)}, {cost}, {e.seconds:.1f} s"
     )
 
 
@@ -151,9 +153,9 @@ def _budget(e: BudgetExhaustedEvent) -> str:
     if e.max_cost_usd is not None:
         limits.append(f"{e.max_cost_usd:g} USD")
     if e.max_tokens is not None:
-        limits.append(f"{e.max_tokens} tokens")
+        limits.append(f"{count_text(e.max_tokens)} tokens")
     return (
-        f"Review budget spent ({e.spent_usd:.4f} USD, {e.spent_tokens} tokens of "
+        f"Review budget spent ({e.spent_usd:.4f} USD, {count_text(e.spent_tokens)} tokens of "
         f"{' / '.join(limits) or 'the budget'}): {names(e.step_ids)} go on with self-review"
     )
 
@@ -179,6 +181,9 @@ _SENTENCES: Final[dict[type[Any], Callable[[Any], str]]] = {
         + (f"; shown {names(s.path for s in e.shown)}" if e.shown else "")
     ),
     ApprovalEvent: _approval,
+    ApprovalEndedEvent: lambda e: (
+        f"Approval request for {names(e.step_ids)} ended {e.state}: {clip(e.why)}"
+    ),
     AbortedEvent: lambda e: f"Aborted: {clip(e.reason)}",
     CompletedEvent: lambda e: (
         "Completed" + (f" ({e.steps_completed} steps)" if e.steps_completed is not None else "")

@@ -263,11 +263,34 @@ _V8: Final = (
     "CREATE INDEX calibration_by_runner ON calibration_runs (project_id, runner, at)",
 )
 
-#: Version 9: what the reviews logged to each session cost, summed as their `review_usage`
+#: Version 9: how each approval request ended (`state.approvals.ending`): `end_state`
+#: (approved, rejected, expired, cancelled or failed; NULL while open), `end_reason` (why, in a
+#: person's words) and `closed_at` (when, as before), and `expires_at` (its policy's expiry, so
+#: a listing reads an open request as expired without reading its document). The requests
+#: closed before are given the end their state and decisions imply.
+_V9: Final = (
+    "ALTER TABLE approval_requests ADD COLUMN end_state TEXT",
+    "ALTER TABLE approval_requests ADD COLUMN end_reason TEXT",
+    "ALTER TABLE approval_requests ADD COLUMN expires_at DOUBLE PRECISION",
+    "UPDATE approval_requests SET end_state = 'cancelled', "
+    "end_reason = 'the run was aborted or moved back' WHERE state = 'withdrawn'",
+    "UPDATE approval_requests SET end_state = 'failed', "
+    "end_reason = 'a newer request replaced it' WHERE state = 'replaced'",
+    "UPDATE approval_requests SET end_state = CASE "
+    "WHEN EXISTS (SELECT 1 FROM approval_decisions d WHERE d.project_id = "
+    "approval_requests.project_id AND d.request_id = approval_requests.request_id "
+    "AND d.approved = 0) THEN 'rejected' "
+    "WHEN (SELECT COUNT(*) FROM approval_decisions d WHERE d.project_id = "
+    "approval_requests.project_id AND d.request_id = approval_requests.request_id "
+    "AND d.approved = 1) >= approval_requests.required THEN 'approved' ELSE 'failed' END, "
+    "end_reason = 'closed before end states were stored' WHERE state = 'closed'",
+)
+
+#: Version 10: what the reviews logged to each session cost, summed as their `review_usage`
 #: events are appended (`state.store.tables.usage_rows`), so a run's totals are one row however
 #: long its log; the rows of the events logged before are filled by the migration. The events
 #: of one kind across a project, newest first (`deepwork stats`' newest runs), get an index.
-_V9: Final = (
+_V10: Final = (
     """CREATE TABLE run_usage (
         project_id TEXT NOT NULL,
         session_id TEXT NOT NULL,
@@ -288,12 +311,12 @@ _V9: Final = (
 
 #: Migration n (1-based) as its statements.
 MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
-    _V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9,
+    _V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10,
 )  # fmt: skip
 #: The migrations after which rows written before need columns filled from their documents.
 FILLS_RUN_COLUMNS: Final = frozenset({3, 5})
 #: The migration after which the review totals of the events logged before are summed.
-FILLS_USAGE: Final = 9
+FILLS_USAGE: Final = 10
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 
 

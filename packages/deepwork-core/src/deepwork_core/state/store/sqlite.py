@@ -8,12 +8,18 @@ without waiting for the disk, so a committed transaction survives a killed proce
 operating system still holds its pages) but the last commits may be lost if the machine itself
 loses power; the WAL is synced at each checkpoint, so the database is never left damaged.
 A file that is not a SQLite database, or is damaged, raises `store.corrupt` naming it.
+
+SQLite answers "database is locked" at once, without waiting, when the connection's own read
+snapshot has fallen behind another process's commit (an upgrade no wait can mend). A begin
+that is refused sooner than `BUSY_TIMEOUT_S` therefore gets a fresh connection and tries again,
+until the time is spent; `store.busy` says how long it waited.
 """
 
 from __future__ import annotations
 
 import contextlib
 import sqlite3
+import time
 from collections.abc import Iterator, Sequence
 from typing import Final
 
@@ -23,6 +29,8 @@ from deepwork_core.state.store.url import StoreLocation
 
 #: How long a write waits for another process's write to finish before `store.busy`.
 BUSY_TIMEOUT_S: Final = 60.0
+#: The pause before a begin refused at once is tried again on a fresh connection.
+_RETRY_PAUSE_S: Final = 0.01
 
 
 class _SqliteTx:
@@ -42,23 +50,25 @@ class SqliteStore(Store):
         super().__init__(location, project, clock)
         assert location.path is not None
         self.path = location.path
+        self._conn = self._connect(BUSY_TIMEOUT_S)
+
+    def _connect(self, timeout: float) -> sqlite3.Connection:
+        """A connection that waits up to `timeout` seconds for another process's write."""
         try:
-            self._conn = sqlite3.connect(
-                self.path,
-                timeout=BUSY_TIMEOUT_S,
-                isolation_level=None,
-                check_same_thread=False,
+            conn = sqlite3.connect(
+                self.path, timeout=timeout, isolation_level=None, check_same_thread=False
             )
         except sqlite3.Error as exc:
             raise self._error(exc) from None
         try:
-            self._conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            conn.execute(f"PRAGMA busy_timeout = {max(1, int(timeout * 1000))}")
             # Reading the schema is the first touch of the file: a foreign or damaged file
             # fails here, before anything is written.
-            self._conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
         except sqlite3.Error as exc:
-            self._conn.close()
+            conn.close()
             raise self._error(exc) from None
+        return conn
 
     def migrate(self) -> None:
         with self.read() as tx:
@@ -78,10 +88,7 @@ class SqliteStore(Store):
     @contextlib.contextmanager
     def _transaction(self, *, write: bool, lock: str | None) -> Iterator[Tx]:
         del lock  # BEGIN IMMEDIATE locks the whole file
-        try:
-            self._conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-        except sqlite3.Error as exc:
-            raise self._error(exc) from None
+        self._begin("BEGIN IMMEDIATE" if write else "BEGIN")
         try:
             yield _SqliteTx(self._conn)
         except sqlite3.Error as exc:
@@ -95,6 +102,23 @@ class SqliteStore(Store):
         except sqlite3.Error as exc:
             self._rollback()
             raise self._error(exc) from None
+
+    def _begin(self, statement: str) -> None:
+        """Run `statement`, waiting up to `BUSY_TIMEOUT_S` in all (see the module docstring)."""
+        started = time.monotonic()
+        while True:
+            try:
+                self._conn.execute(statement)
+                return
+            except sqlite3.Error as exc:
+                waited = time.monotonic() - started
+                left = BUSY_TIMEOUT_S - waited - _RETRY_PAUSE_S
+                if not _busy(exc) or left <= 0:
+                    raise self._error(exc, waited=waited) from None
+            # No transaction is open: a fresh connection drops the stale snapshot.
+            self._conn.close()
+            time.sleep(_RETRY_PAUSE_S)
+            self._conn = self._connect(left)
 
     def _rollback(self) -> None:
         with contextlib.suppress(sqlite3.Error):
@@ -110,12 +134,13 @@ class SqliteStore(Store):
         with self._lock:
             self._conn.close()
 
-    def _error(self, exc: sqlite3.Error) -> StoreError:
+    def _error(self, exc: sqlite3.Error, *, waited: float | None = None) -> StoreError:
         text = str(exc)
-        if "locked" in text or "busy" in text:
+        if _busy(exc):
+            how_long = f"for {waited:.1f} s" if waited is not None else "too long"
             return StoreError(
-                f"store {self.display} stayed locked by another process for over "
-                f"{BUSY_TIMEOUT_S:.0f} s ({text}); try again",
+                f"store {self.display} stayed locked by another process {how_long} "
+                f"({text}); try again",
                 code=StoreCode.STORE_BUSY,
             )
         if isinstance(exc, sqlite3.DatabaseError) and not isinstance(
@@ -127,3 +152,9 @@ class SqliteStore(Store):
                 code=StoreCode.STORE_CORRUPT,
             )
         return StoreError(f"store {self.display}: {text}", code=StoreCode.STORE_ERROR)
+
+
+def _busy(exc: sqlite3.Error) -> bool:
+    """True for SQLite's "database is locked" (`SQLITE_BUSY`) and "table is locked"."""
+    text = str(exc)
+    return "locked" in text or "busy" in text

@@ -4,7 +4,9 @@
 `review_usage` event carries its fields, telemetry exports them). `RunUsage` is a sum of
 requests, made only by `RunUsage.of`, so the run's totals in `get_active_workflow`,
 `deepwork status`, `deepwork stats`, the dashboard and the review budget are summed the same way
-(docs/quality-gate.md, "What reviews cost").
+(docs/quality-gate.md, "What reviews cost"), and every view writes them with the formatters at
+the end (`tokens_text`, `token_parts`, `cost_text`): a run's tokens are one figure, the cached
+input included, wherever they are shown.
 
 This module imports nothing but pydantic: the MCP responses use `RunUsage` as it is, and are
 loaded before any state module.
@@ -177,3 +179,23 @@ def cost_text(usage: RunUsage) -> str:
     if usage.unpriced_calls:
         text += f" (cost not reported for {usage.unpriced_calls} call(s))"
     return text
+
+
+def count_text(value: int) -> str:
+    """`12,345`: how every view writes a count."""
+    return f"{value:,}"
+
+
+def tokens_text(usage: RequestUsage | RunUsage) -> str:
+    """`3,259 tokens`: every token of `usage`, the cached input included (`tokens`, what the
+    review budget counts); the one way a view states how many tokens reviews used."""
+    return f"{count_text(usage.tokens)} tokens"
+
+
+def token_parts(usage: RequestUsage | RunUsage) -> str:
+    """`1,060 in, 199 out, 2,000 cache read, 0 cache write`: what `tokens_text` adds up."""
+    return (
+        f"{count_text(usage.input_tokens)} in, {count_text(usage.output_tokens)} out, "
+        f"{count_text(usage.cache_read_tokens)} cache read, "
+        f"{count_text(usage.cache_creation_tokens)} cache write"
+    )

@@ -4,7 +4,9 @@ A request row is the server's own record of what it asked (`approval_requests`: 
 the steps, the shown outputs with their hashes as JSON, the channels a human may answer through,
 its seal, and the whole request document as `body`). A session has at most one `open` request:
 opening another marks the earlier one `replaced`; the server marks a request `closed` once it
-used it and `withdrawn` when the run is aborted. Nothing is deleted but with its session.
+used it and `withdrawn` when the run is aborted or moved back. Closing stores how the request
+ended (`end_state`, `end_reason`, `closed_at`: `deepwork_core.state.approvals.ending`).
+Nothing is deleted but with its session.
 
 A decision row (`approval_decisions`, one per request and `seat`: the signer where the
 request's policy wants several, else '') keeps the decision document (`body`,
@@ -45,6 +47,18 @@ class RequestRow:
     body: str
     #: How many distinct approvers must approve (the request's policy).
     required: int = 1
+    #: When the request expires (its policy's `expires_after`); None: never.
+    expires_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Ending:
+    """How a request ended, as `close_requests` stores it: the row's `state`, its `end_state`
+    (`deepwork_core.state.approvals.ending.EndState`) and why."""
+
+    state: str
+    end_state: str
+    why: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,11 +81,12 @@ class DecisionRow:
 
 def open_request(tx: Tx, project_id: str, row: RequestRow, now: float) -> None:
     """Open `row`'s request, replacing the session's open one (which stays, as `replaced`)."""
-    close_requests(tx, project_id, row.session_id, REPLACED, now)
+    replaced = Ending(REPLACED, "failed", f"a newer request ({row.request_id}) replaced it")
+    close_requests(tx, project_id, row.session_id, replaced, now)
     tx.execute(
         "INSERT INTO approval_requests (project_id, session_id, request_id, job, workflow, "
-        "step_ids, shown, channels, mac, state, requested_at, closed_at, body, required) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)",
+        "step_ids, shown, channels, mac, state, requested_at, closed_at, body, required, "
+        "expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)",
         (
             project_id,
             row.session_id,
@@ -86,6 +101,7 @@ def open_request(tx: Tx, project_id: str, row: RequestRow, now: float) -> None:
             row.requested_at,
             row.body,
             row.required,
+            row.expires_at,
         ),
     )
 
@@ -110,15 +126,34 @@ def open_record(tx: Tx, project_id: str, session_id: str) -> tuple[str, list[str
     return str(request), [str(body) for (body,) in decisions]
 
 
-def last_state(tx: Tx, project_id: str, session_id: str) -> str | None:
-    """The state of the session's newest request (`open`, `closed`, `withdrawn`, ...); None
+@dataclass(frozen=True, slots=True)
+class LastRequest:
+    """The newest request of a session: its row `state` and how it ended (None: open)."""
+
+    state: str
+    end_state: str | None
+    end_reason: str | None
+    closed_at: float | None
+
+
+def last_state(tx: Tx, project_id: str, session_id: str) -> LastRequest | None:
+    """The session's newest request (`open`, `closed`, `withdrawn`, ...) and its end; None
     when it never had one."""
     rows = tx.execute(
-        "SELECT state FROM approval_requests WHERE project_id = ? AND session_id = ? "
-        "ORDER BY requested_at DESC LIMIT 1",
-        (project_id, session_id),
+        "SELECT state, end_state, end_reason, closed_at FROM approval_requests "
+        "WHERE project_id = ? AND session_id = ? ORDER BY requested_at DESC, "
+        "CASE WHEN state = ? THEN 1 ELSE 0 END, closed_at DESC LIMIT 1",
+        (project_id, session_id, REPLACED),
     )
-    return str(rows[0][0]) if rows else None
+    if not rows:
+        return None
+    state, end, why, closed = rows[0]
+    return LastRequest(
+        str(state),
+        None if end is None else str(end),
+        None if why is None else str(why),
+        None if closed is None else float(closed),
+    )
 
 
 def save_decision(tx: Tx, project_id: str, row: DecisionRow) -> None:
@@ -150,12 +185,13 @@ def save_decision(tx: Tx, project_id: str, row: DecisionRow) -> None:
     )
 
 
-def close_requests(tx: Tx, project_id: str, session_id: str, state: str, now: float) -> None:
-    """Mark the session's open request `state` (`replaced`, `closed` or `withdrawn`)."""
+def close_requests(tx: Tx, project_id: str, session_id: str, end: Ending, now: float) -> None:
+    """Close the session's open request: its row `state` (`replaced`, `closed` or `withdrawn`)
+    and how it ended, at `now`."""
     tx.execute(
-        "UPDATE approval_requests SET state = ?, closed_at = ? "
+        "UPDATE approval_requests SET state = ?, end_state = ?, end_reason = ?, closed_at = ? "
         "WHERE project_id = ? AND session_id = ? AND state = ?",
-        (state, now, project_id, session_id, OPEN),
+        (end.state, end.end_state, end.why, now, project_id, session_id, OPEN),
     )
 
 
@@ -249,6 +285,33 @@ def partial_approvals(
     }
 
 
+def open_bodies(tx: Tx, project_id: str | None = None) -> dict[tuple[str, str], str]:
+    """`{(project id, session id): request document}` of every open request (of `project_id`,
+    else of every project): the few runs waiting for a person."""
+    sql = "SELECT r.project_id, r.session_id, r.body FROM approval_requests r WHERE r.state = ?"
+    where, params = _open_of(project_id)
+    return {(str(p), str(s)): str(body) for p, s, body in tx.execute(sql + where, params)}
+
+
+def expired_requests(tx: Tx, now: float, project_id: str | None = None) -> set[tuple[str, str]]:
+    """`{(project id, session id)}` of every open request (of `project_id`, else of every
+    project) whose `expires_at` is past at `now` while no decision settles it: it reads as
+    expired before the server closes it (`deepwork_core.state.approvals.ending`)."""
+    sql = (
+        "SELECT r.project_id, r.session_id FROM approval_requests r "
+        "WHERE r.state = ? AND r.expires_at IS NOT NULL AND r.expires_at <= ? "
+        "AND NOT EXISTS (SELECT 1 FROM approval_decisions d WHERE d.project_id = r.project_id "
+        "AND d.request_id = r.request_id AND d.approved = 0) "
+        "AND (SELECT COUNT(*) FROM approval_decisions d WHERE d.project_id = r.project_id "
+        "AND d.request_id = r.request_id AND d.approved = 1) < r.required"
+    )
+    params: list[object] = [OPEN, now]
+    if project_id is not None:
+        sql += " AND r.project_id = ?"
+        params.append(project_id)
+    return {(str(project), str(session)) for project, session in tx.execute(sql, params)}
+
+
 def undecided_requests(tx: Tx, *, limit: int = 1000) -> list[OpenRequest]:
     """The open requests no decision settles yet (none rejects them and fewer approve them
     than they require), of every project in the store, newest first."""
@@ -267,25 +330,45 @@ def undecided_requests(tx: Tx, *, limit: int = 1000) -> list[OpenRequest]:
 
 @dataclass(frozen=True, slots=True)
 class RequestHistory:
-    """One request of a session, whatever became of it, with its decision (for an audit)."""
+    """One request of a session, whatever became of it, with every decision on it (for an
+    audit)."""
 
     state: str
     request: str
-    decision: str | None
+    #: The decisions' documents, oldest first (several where several must sign).
+    decisions: list[str]
+    #: How it ended (`ending.EndState`) and why, and when it closed; None while open.
+    end_state: str | None = None
+    end_reason: str | None = None
+    closed_at: float | None = None
 
 
 def session_history(tx: Tx, project_id: str, session_id: str) -> list[RequestHistory]:
-    """Every request of the session (open, replaced, closed, withdrawn) with its decision,
-    oldest first."""
-    rows = tx.execute(
-        "SELECT r.state, r.body, d.body FROM approval_requests r LEFT JOIN approval_decisions d "
-        "ON d.project_id = r.project_id AND d.request_id = r.request_id "
-        "WHERE r.project_id = ? AND r.session_id = ? ORDER BY r.requested_at, r.request_id",
+    """Every request of the session (open, replaced, closed, withdrawn) once, with its
+    decisions, oldest first."""
+    requests = tx.execute(
+        "SELECT request_id, state, body, end_state, end_reason, closed_at FROM approval_requests "
+        "WHERE project_id = ? AND session_id = ? ORDER BY requested_at, request_id",
         (project_id, session_id),
     )
+    decisions: dict[str, list[str]] = {}
+    for request_id, body in tx.execute(
+        "SELECT request_id, body FROM approval_decisions WHERE project_id = ? AND request_id IN "
+        "(SELECT request_id FROM approval_requests WHERE project_id = ? AND session_id = ?) "
+        "ORDER BY decided_at, seat",
+        (project_id, project_id, session_id),
+    ):
+        decisions.setdefault(str(request_id), []).append(str(body))
     return [
-        RequestHistory(str(state), str(request), None if decision is None else str(decision))
-        for state, request, decision in rows
+        RequestHistory(
+            str(state),
+            str(body),
+            decisions.get(str(request_id), []),
+            None if end is None else str(end),
+            None if why is None else str(why),
+            None if closed is None else float(closed),
+        )
+        for request_id, state, body, end, why, closed in requests
     ]
 
 

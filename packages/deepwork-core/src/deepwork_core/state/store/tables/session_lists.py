@@ -13,15 +13,21 @@ error that hides the other rows.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
 from deepwork_core.base.fsutil import loads_json
 from deepwork_core.base.identifiers import SessionId
-from deepwork_core.state.approvals.policy import Standing
+from deepwork_core.state.approvals.policy import RequestPolicy, Standing, who_may_decide
 from deepwork_core.state.store.port import Tx
-from deepwork_core.state.store.tables.approval_rows import open_decisions, partial_approvals
+from deepwork_core.state.store.tables.approval_rows import (
+    expired_requests,
+    open_bodies,
+    open_decisions,
+    partial_approvals,
+)
 
 _RUN_COLUMNS: Final = (
     "s.project_id, s.machine, s.session_id, s.job, s.workflow, s.status, s.agent, "
@@ -66,6 +72,8 @@ class StoredSession(NamedTuple):
     problem: str | None = None
     #: Where an open request several must sign stands, when partly approved (`Standing.text`).
     standing: str | None = None
+    #: Who may decide the open request, while it awaits approval (`policy.who_may_decide`).
+    deciders: str | None = None
 
 
 def _stored_session(root: str, row: Sequence[Any]) -> StoredSession:
@@ -127,7 +135,20 @@ def list_session_rows(
         key: Standing(required, names).text()
         for key, (required, names) in partial_approvals(tx, project_id).items()
     }
-    return [_with_approval(run, waiting, partial) for run in found]
+    expired = expired_requests(tx, time.time(), project_id)
+    deciders = {key: _deciders(body) for key, body in open_bodies(tx, project_id).items()}
+    return [_with_approval(run, waiting, partial, expired, deciders) for run in found]
+
+
+def _deciders(body: str) -> str | None:
+    """Who may decide the request `body` (None: not a request's document)."""
+    try:
+        document = loads_json(body)
+        raw = document.get("policy") if isinstance(document, dict) else None
+        policy = None if raw is None else RequestPolicy.model_validate(raw)
+    except ValueError:
+        return None
+    return who_may_decide(policy)
 
 
 #: What a list shows for an active run with an open approval request, by its decision.
@@ -136,17 +157,23 @@ WAITING_STATUS: Final = {
     True: "approved, waiting for the agent",
     False: "changes requested, waiting for the agent",
 }
+#: What a list shows for an active run whose open request's time passed before it was settled.
+EXPIRED_STATUS: Final = "approval expired, waiting for the agent"
 
 
 def _with_approval(
     run: StoredSession,
     waiting: dict[tuple[str, str], bool | None],
     partial: dict[tuple[str, str], str],
+    expired: set[tuple[str, str]],
+    deciders: dict[tuple[str, str], str | None],
 ) -> StoredSession:
     key = (run.project_id, run.session_id)
     if run.status != "active" or key not in waiting:
         return run
-    return run._replace(status=WAITING_STATUS[waiting[key]], standing=partial.get(key))
+    status = EXPIRED_STATUS if key in expired else WAITING_STATUS[waiting[key]]
+    who = deciders.get(key) if waiting[key] is None and key not in expired else None
+    return run._replace(status=status, standing=partial.get(key), deciders=who)
 
 
 def count_session_rows(tx: Tx, *, project_id: str | None = None, active_only: bool = False) -> int:

@@ -7,7 +7,7 @@ totals are one indexed row whatever the length of its log: the run page, the run
 status`, `get_active_workflow` and the review budget read it instead of every call. The sums
 are made in the order the calls were logged, as `RunUsage.of` makes them from the events, so
 both give the same figures. Rows written before the table existed are filled by the migration
-to schema version 9, which reads each `review_usage` event once.
+to schema version 10, which reads each `review_usage` event once.
 """
 
 from __future__ import annotations
