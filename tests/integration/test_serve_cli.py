@@ -360,6 +360,25 @@ def test_a_remote_bind_address_needs_allow_remote_and_a_token(project: Path) -> 
     assert "warning:" not in no_token.output
 
 
+@pytest.mark.parametrize("host", ["127.0.0.1", "0.0.0.0"])
+def test_a_port_in_use_is_a_coded_error_before_any_warning(project: Path, host: str) -> None:
+    """Issue 43, item 21: uvicorn's raw `[Errno 98]` and exit status 3 became `serve.bind_failed`
+    (the dashboard's `dashboard.bind_failed` is the model), and a remote bind address is warned
+    about only once the server really listens there."""
+    with socket.socket() as taken:
+        taken.bind((host, 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        argv = ["serve", "--path", str(project), "--transport", "http", "--host", host]
+        argv += ["--port", str(port), "--allow-remote"]
+        done = CliRunner().invoke(cli, argv, env={"DEEPWORK_HTTP_TOKEN": "t" * 20})
+    assert done.exit_code == 1, done.output
+    assert f"serve.bind_failed: cannot listen on {host}:{port}" in done.stderr
+    assert "--port 0" in done.stderr
+    assert "warning:" not in done.output
+    assert "Errno" not in done.output
+
+
 @pytest.mark.slow
 def test_a_token_is_checked_on_every_request(
     project: Path, launch: list[subprocess.Popen[bytes]]

@@ -72,3 +72,41 @@ def test_the_schema_the_reviewer_is_given_allows_null_and_a_left_out_feedback() 
     jsonschema.validate(_reply({"criterion": "Clear", "passed": True, "feedback": None}), schema)
     jsonschema.validate(_reply({"criterion": "Clear", "passed": True}), schema)
     assert review_reply_schema(TASK) is not schema  # a fresh copy each time
+
+
+SPEC_TASK = QualityReviewTask(
+    step_id="write",
+    run_each="report",
+    files=["report.md"],
+    criteria={
+        "Accurate": "Is it accurate?",
+        "Monthly report: Has summary": "Does it open with a summary?",
+        "Monthly report: Short": "Is it short?",
+        "Weekly report: Short": "Is it short?",
+    },
+)
+
+
+@pytest.mark.parametrize(
+    ("given", "counted_as"),
+    [
+        ("Accurate", "Accurate"),
+        ("**accurate**:", "Accurate"),  # case, bold and a colon aside
+        ("Has summary", "Monthly report: Has summary"),  # the spec's own name
+        ("monthly report:  has summary", "Monthly report: Has summary"),
+        ("Short", None),  # two specs name it: no guess
+        ("Something else", None),
+    ],
+)
+def test_which_criterion_an_entry_answers(given: str, counted_as: str | None) -> None:
+    """Issue 43, item 10: an entry naming a doc-spec criterion as the spec does was no answer,
+    so the same brief was asked again."""
+    from deepwork_core.gate.quality import unjudged_criteria
+
+    reply = _reply({"criterion": given, "passed": False, "feedback": "no"})
+    verdict = verdict_from_reply(SPEC_TASK, reply)
+    failed = [r.criterion for r in verdict.criteria_results if r.feedback == "no"]
+    assert failed == ([] if counted_as is None else [counted_as])
+    unjudged = unjudged_criteria(SPEC_TASK, reply)
+    assert len(unjudged) == len(SPEC_TASK.criteria) - (counted_as is not None)
+    assert counted_as not in unjudged

@@ -103,14 +103,14 @@ def test_a_newer_job_without_the_fields_gets_the_defaults(tmp_path: Path) -> Non
             (*PLAN_STEP, "approval", "show"),
             ["applied.md"],
             "job.invalid_approval",
-            "workflows.change.steps[0]",
+            "workflows.change.steps[0].approval.show",  # its own line (issue 43, item 22)
             id="show_names_another_steps_output",
         ),
         pytest.param(
             (*PLAN_STEP, "may_change"),
             ["../elsewhere/**"],
             "job.invalid_may_change",
-            "workflows.change.steps[0]",
+            "workflows.change.steps[0].may_change[0]",
             id="may_change_leaves_the_project",
         ),
         pytest.param(

@@ -96,6 +96,9 @@ def test_without_a_waiting_step_it_fails_with_the_code(tmp_path: Path) -> None:
     done = approve(tmp_path)
     assert done.returncode == 1
     assert done.stderr.startswith("approval.none_pending: ")
+    # Issue 43, item 21: a person on the command line is pointed at a command, not a tool.
+    assert "start_workflow" not in done.stderr
+    assert "`deepwork status` lists the runs waiting for a person" in done.stderr
 
 
 def test_status_shows_a_step_waiting_for_a_human(

@@ -50,8 +50,9 @@ def test_list_shows_jobs_workflows_sources_and_load_errors(project: Path, tmp_pa
     extra = tmp_path / "extra"
     write_job(extra, valid_job("shared_job"), "shared_job")
     env = {ENV: f":{tmp_path / 'missing'}::{extra}:"}
-    code, out, _ = _run("jobs", "list", "--path", str(project), env=env)
-    assert code == 0
+    code, out, err = _run("jobs", "list", "--path", str(project), env=env)
+    assert code == 1  # issue 43, item 21: a job that cannot be loaded is a failure
+    assert "1 job(s) could not be loaded" in err
     assert f"demo 1.0.0  [project] {_jobs_dir(project).resolve() / 'demo'}" in out
     assert "workflow main: The main flow" in out
     assert "steps: first -> second" in out
@@ -221,3 +222,35 @@ def test_the_root_help_names_every_jobs_command() -> None:
     code, out, _ = _run("--help")
     assert code == 0
     assert "add from the library, draw" in " ".join(out.split())
+
+
+def _problems_at(project: Path, job_file: Path, text: str) -> list[tuple[str, str]]:
+    """Write `text` to `job_file`; each problem `jobs validate` reports, with its line's text."""
+    job_file.write_text(text)
+    status, out, _ = _run("jobs", "validate", "--path", str(project))
+    assert status == 1, out
+    lines = text.splitlines()
+    found = [(m["code"], int(m["line"])) for m in map(PROBLEM_LINE.match, out.splitlines()) if m]
+    return [(code, lines[line - 1].strip()) for code, line in found]
+
+
+def test_an_evidence_error_is_on_its_line_and_hides_no_other(project: Path) -> None:
+    """Issue 43, item 22: an `approval.show` naming no output was reported on the step's `- id:`
+    line, and the step's dependency on a step that does not exist was not reported at all."""
+    status, out, _ = _run("jobs", "new", "weekly", "--path", str(project))
+    assert status == 0, out
+    job_file = _jobs_dir(project) / "weekly" / "job.yml"
+    text = job_file.read_text().replace("    dependencies: []", "    dependencies: [ghost]")
+    approval = '    approval:\n      prompt: "Ship it?"\n      show: [no_such_output]\n'
+    assert _problems_at(project, job_file, text + approval) == [
+        ("job.unknown_dependency", "dependencies: [ghost]"),
+        ("job.invalid_approval", "show: [no_such_output]"),
+    ]
+    # A may_change glob that leaves the project: on the glob's own line, with the glob quoted.
+    may_change = '    may_change: ["docs/*.md", "../outside.md"]\n'
+    assert _problems_at(project, job_file, text + may_change) == [
+        ("job.unknown_dependency", "dependencies: [ghost]"),
+        ("job.invalid_may_change", 'may_change: ["docs/*.md", "../outside.md"]'),
+    ]
+    _, out, _ = _run("jobs", "validate", "--path", str(project))
+    assert "may_change glob '../outside.md' must be relative" in out

@@ -16,8 +16,12 @@ from deepwork_core.state.events import events_dir
 from deepwork_core.state.sessions import SessionStore
 from deepwork_core.state.store.port import Store
 from deepwork_mcp.cli import cli
+from deepwork_mcp.server import create_server
+from fastmcp import Client
 
+from tests.fixtures.configs import config
 from tests.fixtures.paths import FIXTURES
+from tests.fixtures.tool_calls import call_ok
 from tests.fixtures.workflow_project import make_project
 
 LOGS = FIXTURES / "event_logs"
@@ -179,3 +183,16 @@ def test_past_runs_limit_the_figures_are_over_the_newest_and_say_so(
             ("three_step", 2),
         ]
     assert stats_json(root, "--runs", "1", "--job", "three_step")["jobs"][0]["sessions"] == 1
+
+
+async def test_a_run_that_finished_no_step_yet_is_counted(tmp_path: Path) -> None:
+    """Issue 43, item 21: with a run in the store, stats never says none was recorded."""
+    root = make_project(tmp_path / "project")
+    async with Client(create_server(root, config())) as client:
+        await call_ok(
+            client, "start_workflow", goal="g", job_name="three_step", workflow_name="main"
+        )
+    code, out, _ = run("--path", str(root))
+    assert code == 0
+    assert "No workflow runs" not in out
+    assert "three_step: 1 session(s), 0 completed, 0 aborted" in out

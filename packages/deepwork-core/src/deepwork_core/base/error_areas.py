@@ -47,6 +47,7 @@ AREAS: dict[str, str] = {
     "review": "DeepWork Reviews: `.deepreview` files, changed files, review tasks.",
     "run": "`deepwork run`: a job run by an agent no person attends (docs/headless.md).",
     "scaffold": "`deepwork jobs new`.",
+    "serve": "`deepwork serve` over http or sse: the address it listens on.",
     "session": "Workflow sessions and the stack under `.deepwork/tmp/`.",
     "store": "The store of run state: SQLite or PostgreSQL (docs/runtime-layout.md).",
     "text": "Free text sent by an agent.",

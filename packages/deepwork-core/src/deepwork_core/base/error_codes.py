@@ -367,6 +367,10 @@ class ErrorCode(Code):
     SCAFFOLD_TEMPLATE = "scaffold.template"
     """A job template has a placeholder the scaffold does not fill (a bug)."""
 
+    SERVE_BIND_FAILED = "serve.bind_failed"
+    """`deepwork serve` over http or sse could not listen on the asked address and port
+    (in use, or not allowed); pick another with `--port`, or `--port 0` for any free one."""
+
     SESSION_CHANGED = "session.changed"
     """The session moved on while its review ran; the result was discarded."""
     SESSION_ERROR = "session.error"

@@ -226,14 +226,22 @@ class BackgroundReviews:
             self._cancel(session_id, keep="")
 
     def _cancel(self, session_id: str, keep: str) -> None:
-        """Cancel the session's live jobs other than those of submission `keep`."""
-        for job in self.jobs.list(session_id=session_id, states=LIVE):
-            if job.kind == KIND and (job.payload.key if job.payload else None) != keep:
-                self.jobs.cancel(job.job_id)
-                with self._changed:
-                    running = self._running.get(job.job_id)
-                if running is not None:
-                    running[1].set()
+        """Cancel the session's live jobs other than those of submission `keep`, all in one
+        transaction (a worker that a stopped review frees claims none of them meanwhile), then
+        stop the reviewers of those running here."""
+        with self.jobs.store.write():
+            doomed = [
+                job.job_id
+                for job in self.jobs.list(session_id=session_id, states=LIVE)
+                if job.kind == KIND and (job.payload.key if job.payload else None) != keep
+            ]
+            for job_id in doomed:
+                self.jobs.cancel(job_id)
+        for job_id in doomed:
+            with self._changed:
+                running = self._running.get(job_id)
+            if running is not None:
+                running[1].set()
 
     # --- the workers -------------------------------------------------------------------------
 

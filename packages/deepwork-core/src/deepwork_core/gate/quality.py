@@ -39,7 +39,7 @@ from deepwork_core.gate.process_review import (
     text_outputs,
     with_text_outputs,
 )
-from deepwork_core.gate.reply_schema import reply_error, reviewer_reply_schema
+from deepwork_core.gate.reply_schema import answered_criterion, reply_error, reviewer_reply_schema
 from deepwork_core.gate.tasks import QualityReviewTask as QualityReviewTask
 from deepwork_core.jobs.docspec import DocSpec, load_doc_spec
 from deepwork_core.jobs.model import Step
@@ -340,7 +340,11 @@ def review_reply_schema(task: QualityReviewTask) -> dict[str, Any]:
 def unjudged_criteria(task: QualityReviewTask, reply: object) -> list[str]:
     """The criteria of `task` that a (schema-valid) reply gives no result for."""
     items = reply.get("criteria_results") if isinstance(reply, dict) else None
-    named = {item.get("criterion") for item in items or [] if isinstance(item, dict)}
+    named = {
+        answered_criterion(task.criteria, item.get("criterion"))
+        for item in items or []
+        if isinstance(item, dict)
+    }
     return [name for name in task.criteria if name not in named]
 
 
@@ -362,7 +366,10 @@ def verdict_from_reply(task: QualityReviewTask, reply: object) -> ReviewVerdict:
         if not item["passed"] and "feedback" not in item:
             where = f"criteria_results/{index}"
             raise _bad_reply(task, where, "a failed criterion needs its 'feedback'")
-        verdict = CriterionVerdict.model_validate({**item, "feedback": item.get("feedback") or ""})
+        criterion = answered_criterion(task.criteria, item["criterion"]) or item["criterion"]
+        verdict = CriterionVerdict.model_validate(
+            {**item, "criterion": criterion, "feedback": item.get("feedback") or ""}
+        )
         previous = given.get(verdict.criterion)
         # A criterion answered twice counts as passed only if every answer passed.
         if previous is None or previous.passed:

@@ -4,10 +4,12 @@
 `--json-schema`. A criterion's `feedback` may be null or, on a passed criterion, left out: both
 read as empty feedback. `reply_error` checks a reply against it with one validator built once
 (the schema is ours and fixed, so it is not checked against the meta-schema at each reply).
+`answered_criterion` says which criterion of the task an entry of the reply answers.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -60,3 +62,27 @@ def reply_error(reply: Any) -> ValidationError | None:
 
     error: ValidationError | None = best_match(_validator().iter_errors(reply))
     return error
+
+
+def answered_criterion(criteria: Collection[str], name: object) -> str | None:
+    """The criterion of `criteria` that a reply's entry named `name` answers, or None.
+
+    The one written so; else the only one that reads the same but for case, spacing, Markdown
+    bold and a closing colon; else the only doc-spec criterion (`<spec name>: <criterion>`)
+    whose own name it gives without the spec's. A reviewer that reads the spec answers by the
+    spec's names, and an entry counted as no answer would have the same brief asked (and paid
+    for) once more.
+    """
+    if not isinstance(name, str):
+        return None
+    if name in criteria:
+        return name
+    plain = _plain(name)
+    same = [criterion for criterion in criteria if _plain(criterion) == plain]
+    if not same:
+        same = [criterion for criterion in criteria if _plain(criterion).endswith(f": {plain}")]
+    return same[0] if len(same) == 1 else None
+
+
+def _plain(name: str) -> str:
+    return " ".join(name.replace("**", "").strip().rstrip(":").split()).casefold()

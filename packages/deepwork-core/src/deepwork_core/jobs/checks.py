@@ -21,7 +21,7 @@ from deepwork_core.base.identifiers import resolve_inside
 from deepwork_core.base.yamlio import KeyPath
 from deepwork_core.jobs.errors import JobCode
 from deepwork_core.jobs.model import JobDefinition, Step, Workflow
-from deepwork_core.jobs.report import JobReport, dotted
+from deepwork_core.jobs.report import JobReport, dotted, error_at
 from deepwork_core.jobs.steps.fan_out import Isolation
 
 _M = TypeVar("_M", bound=BaseModel)
@@ -53,7 +53,7 @@ def _salvaged(raw: Any, model: type[_M]) -> _M | None:
         except ValidationError as exc:
             removed = False
             for error in exc.errors():
-                loc = tuple(error["loc"])
+                loc = (*error["loc"], *error_at(error))
                 if error["type"] == "missing":
                     # A required key was invalid and left out: leave out what holds it instead.
                     loc = loc[:-1] if loc in dropped else ()
@@ -66,14 +66,17 @@ def _salvaged(raw: Any, model: type[_M]) -> _M | None:
 
 
 def _drop(node: Any, loc: tuple[int | str, ...]) -> bool:
-    """Remove the mapping key at `loc` (as deep as the data goes); True when one was removed."""
+    """Remove the mapping key at `loc`, or the one holding the list item at `loc` (as deep as
+    the data goes); True when one was removed."""
     parent: Any = None
     last: int | str | None = None
     for part in loc:
         if not _holds(node, part):
             break
-        parent, last, node = node, part, node[part]
-    if isinstance(parent, dict) and last is not None:
+        if isinstance(node, dict):
+            parent, last = node, part
+        node = node[part]
+    if parent is not None and last is not None:
         del parent[last]
         return True
     return False

@@ -118,6 +118,7 @@ class JobReport:
     def _add_shape(self, path: KeyPath, error: ErrorDetails) -> None:
         kind = error["type"]
         ctx = error.get("ctx") or {}
+        path = (*path, *error_at(error))
         value = error.get("input")
         code = _SHAPE_CODES.get(kind)
         message = str(error["msg"])
@@ -154,6 +155,15 @@ class JobReport:
         if len(path) >= 4 and path[0] == "workflows" and path[2] == "steps":
             return _workflow_step_name(self.document.data, path)
         return None
+
+
+def error_at(error: ErrorDetails) -> KeyPath:
+    """The key inside the model an error of a model-wide check is about (its context's `at`,
+    e.g. `approval.show`), so that it is reported on that key's line, not on the model's."""
+    at = (error.get("ctx") or {}).get("at")
+    if not isinstance(at, str):
+        return ()
+    return tuple(int(part) if part.isdigit() else part for part in at.split("."))
 
 
 def _raw_step_ids(data: Any) -> list[str | None]:

@@ -34,6 +34,28 @@ project_option = click.option(
 )
 
 
+class CommandGroup(click.Group):
+    """A `deepwork` group whose list of commands shows each one's first sentence whole.
+
+    click cuts a command's summary at about 45 characters, mid-sentence ("Copy the library job
+    NAME into the project's .deepwork/jobs/..."); here it wraps instead.
+    """
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit=_WHOLE)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+#: A summary longer than this is cut all the same (none is near it).
+_WHOLE = 1_000
+
+
 def cli_error(exc: DeepWorkError) -> click.ClickException:
     """The command-line failure for a DeepWork error: `<code>: <message>`, exit status 1.
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import logging
 import os
+import socket
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -137,6 +138,7 @@ def serve(
     # (benchmarks/). Freeze them out of later scans once started. A full collection first would
     # cost another 100 ms of the first answer to free a few thousand objects (well under 1 MiB).
     token = None if transport == "stdio" else _http_token(host, allow_remote)
+    sock = None if transport == "stdio" else _listen(host, port)
     gc.disable()
     from deepwork_core import DeepWorkError, load_config
 
@@ -158,12 +160,18 @@ def serve(
         )
         server = _server(root, config, follow_client_roots=project_path is None, headless=headless)
     except DeepWorkError as exc:
+        if sock is not None:
+            sock.close()
         raise cli_error(exc) from None
     finally:
         gc.freeze()
         gc.enable()
     _stop_children_on_exit()
-    _run(server, transport, host, port, token)
+    if sock is None:
+        server.run(transport="stdio", show_banner=False)
+        return
+    _warn_if_remote(host)
+    _run_on(server, transport, sock, host, token)
 
 
 def _server(
@@ -210,11 +218,25 @@ def _start_telemetry(platform: str, additional_jobs_folders: list[Path]) -> Tele
     return telemetry
 
 
-def _run(server: FastMCP, transport: str, host: str, port: int, token: str | None) -> None:
-    """Serve on `transport`; http and sse behind the Host/Origin/token guard."""
-    if transport == "stdio":
-        server.run(transport="stdio", show_banner=False)
-        return
+def _listen(host: str, port: int) -> socket.socket:
+    """The socket http and sse are served on, bound before anything is said about it
+    (`serve.bind_failed`, exit status 1, when the port is in use or not allowed)."""
+    from deepwork_core import DeepWorkError
+    from deepwork_core.base.error_codes import ErrorCode
+
+    from deepwork_mcp.listening import cannot_listen, listen
+
+    try:
+        return listen(host, port)
+    except OSError as exc:
+        failed = DeepWorkError(cannot_listen(host, port, exc), code=ErrorCode.SERVE_BIND_FAILED)
+        raise cli_error(failed) from None
+
+
+def _run_on(
+    server: FastMCP, transport: str, sock: socket.socket, host: str, token: str | None
+) -> None:
+    """Serve http or sse on the bound `sock`, behind the Host/Origin/token guard."""
     from starlette.middleware import Middleware
 
     from deepwork_mcp.http_guard import HostGuard
@@ -223,9 +245,10 @@ def _run(server: FastMCP, transport: str, host: str, port: int, token: str | Non
     server.run(
         transport=transport,  # type: ignore[arg-type]
         host=host,
-        port=port,
+        port=sock.getsockname()[1],
         show_banner=False,
         middleware=[guard],
+        sockets=[sock],
     )
 
 
@@ -233,8 +256,8 @@ def _http_token(host: str, allow_remote: bool) -> str | None:
     """The bearer token every http/sse request must carry (None: loopback without token).
 
     A bind address other than loopback exposes the project to the network: it needs
-    `--allow-remote` and a token in DEEPWORK_HTTP_TOKEN, and then a warning says so (a refused
-    one is refused without the warning).
+    `--allow-remote` and a token in DEEPWORK_HTTP_TOKEN (`_warn_if_remote` says so once the
+    server is about to listen there; a refused one is refused without the warning).
     """
     from deepwork_mcp.http_guard import is_loopback
 
@@ -251,13 +274,20 @@ def _http_token(host: str, allow_remote: bool) -> str | None:
             f"--allow-remote needs a bearer token of at least {MIN_TOKEN_LENGTH} characters "
             f"in {HTTP_TOKEN_ENV}"
         )
-    click.echo(  # warned only once the server is really going to listen there
-        f"warning: --host {host} makes this server reachable from other machines; anyone who "
-        "can reach it and holds the token can run workflows and read review files of this "
-        "project",
-        err=True,
-    )
     return token
+
+
+def _warn_if_remote(host: str) -> None:
+    """The warning of a server that listens beyond this machine, given once it is bound."""
+    from deepwork_mcp.http_guard import is_loopback
+
+    if not is_loopback(host):
+        click.echo(
+            f"warning: --host {host} makes this server reachable from other machines; anyone "
+            "who can reach it and holds the token can run workflows and read review files of "
+            "this project",
+            err=True,
+        )
 
 
 def _stop_children_on_exit() -> None:

@@ -16,6 +16,7 @@ from deepwork_core.state.sessions import SessionStore, session_not_found
 from deepwork_core.state.store.url import parse_store_url
 
 from deepwork_mcp.cli.options import (
+    CommandGroup,
     cli_error,
     existing_project_store,
     project_option,
@@ -23,7 +24,7 @@ from deepwork_mcp.cli.options import (
 )
 
 
-@click.group()
+@click.group(cls=CommandGroup)
 def store() -> None:
     """The store of run state: where it is, and exporting a run."""
 

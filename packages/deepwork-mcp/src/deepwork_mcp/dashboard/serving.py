@@ -16,6 +16,7 @@ from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError
 
 from deepwork_mcp.dashboard.app import dashboard_app
+from deepwork_mcp.listening import cannot_listen, listen
 
 LOOPBACK: Final = "127.0.0.1"
 
@@ -28,20 +29,12 @@ class DashboardError(DeepWorkError):
 
 def bind_loopback(port: int, host: str = LOOPBACK) -> socket.socket:
     """A listening TCP socket on `host`:`port` (127.0.0.1 unless told; 0: a free port)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
     try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(64)
+        return listen(host, port)
     except OSError as exc:
-        sock.close()
         raise DashboardError(
-            f"cannot listen on {host}:{port} ({exc.strerror or exc}); pick another port "
-            "with --port, or --port 0 for any free one",
-            code=ErrorCode.DASHBOARD_BIND_FAILED,
+            cannot_listen(host, port, exc), code=ErrorCode.DASHBOARD_BIND_FAILED
         ) from None
-    return sock
 
 
 def dashboard_url(sock: socket.socket, token: str, public_url: str | None = None) -> str:

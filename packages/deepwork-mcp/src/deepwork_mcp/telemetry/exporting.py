@@ -4,7 +4,8 @@ Exporters read the standard variables themselves (`OTEL_EXPORTER_OTLP_ENDPOINT`,
 `_HEADERS`, `_TIMEOUT` and their per-signal forms); the resource takes `OTEL_SERVICE_NAME` (else
 `deepwork`) and `OTEL_RESOURCE_ATTRIBUTES`. Spans go through a batching processor with a bounded
 queue and metrics through a periodic reader, both on the SDK's own threads, so an exporter that is
-down or slow never holds up a tool call. Failed exports are counted, and logged once.
+down or slow never holds up a tool call. Failed exports are counted, and the first failure of
+each signal is logged with the endpoint's HTTP status and the way out (docs/telemetry.md).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Final
 
+import requests
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import (
     MetricExporter,
@@ -43,26 +45,52 @@ _OTLP_LOGGERS: Final = (
 
 
 class ExportFailures:
-    """Counts what could not be exported; logs the first failure of each signal only."""
+    """Counts what could not be exported; logs the first failure of each signal only, with the
+    HTTP status the endpoint answered (seen through `session`) and how to stop sending it."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.spans = 0
         self.metric_batches = 0
+        self._statuses: dict[str, int] = {}
+
+    def session(self, signal: str) -> requests.Session:
+        """The HTTP session an OTLP exporter of `signal` sends with; it notes refusals."""
+        session = requests.Session()
+
+        def note(response: requests.Response, *_args: object, **_kwargs: object) -> None:
+            if response.status_code >= 400:
+                with self._lock:
+                    self._statuses[signal] = response.status_code
+
+        session.hooks["response"].append(note)
+        return session
 
     def failed(self, signal: str, count: int) -> None:
         with self._lock:
-            first = self.spans == 0 and self.metric_batches == 0
+            first = (self.spans if signal == "spans" else self.metric_batches) == 0
             if signal == "spans":
                 self.spans += count
             else:
                 self.metric_batches += count
+            status = self._statuses.get(signal)
         if first:
-            logger.warning(
-                "telemetry: the OpenTelemetry exporter did not accept %s; later failures are "
-                "counted, not logged (tool calls are not affected)",
-                signal,
-            )
+            logger.warning("%s", failure_text(signal, status))
+
+
+def failure_text(signal: str, status: int | None) -> str:
+    """The warning of the first failed export of `signal` ("spans" or "metrics")."""
+    named = "traces" if signal == "spans" else "metrics"
+    answer = (
+        f"the OTLP endpoint answered HTTP {status} to {signal}"
+        if status is not None
+        else f"the OTLP endpoint did not take the {signal} (no answer, or it timed out)"
+    )
+    return (
+        f"telemetry: {answer}; if the backend takes no {named}, set "
+        f"OTEL_{named.upper()}_EXPORTER=none, else check OTEL_EXPORTER_OTLP_ENDPOINT and its "
+        "headers. Later failures are counted, not logged (tool calls are not affected)"
+    )
 
 
 class _CountedSpans(SpanExporter):
@@ -133,7 +161,7 @@ def build_providers(
         logging.getLogger(name).setLevel(logging.CRITICAL)
     resource = resource_for(env)
     if span_exporter is None and not _switched_off(env, "TRACES"):
-        span_exporter = _otlp_spans(env)
+        span_exporter = _otlp_spans(env, failures)
     # No shutdown of their own at exit: `Telemetry.shutdown` stops them, bounded in time.
     tracer_provider = TracerProvider(
         resource=resource, id_generator=ForcedIdGenerator(), shutdown_on_exit=False
@@ -149,7 +177,8 @@ def build_providers(
         )
     if metric_reader is None and not _switched_off(env, "METRICS"):
         # Every OTEL_METRIC_EXPORT_INTERVAL (the SDK's default: 60 s), and when the server stops.
-        metric_reader = PeriodicExportingMetricReader(_CountedMetrics(_otlp_metrics(env), failures))
+        exporter = _CountedMetrics(_otlp_metrics(env, failures), failures)
+        metric_reader = PeriodicExportingMetricReader(exporter)
     readers = [] if metric_reader is None else [metric_reader]
     meter_provider = MeterProvider(
         resource=resource, metric_readers=readers, shutdown_on_exit=False
@@ -167,18 +196,30 @@ def _protocol(env: Mapping[str, str], signal: str) -> str:
     return (specific or env.get("OTEL_EXPORTER_OTLP_PROTOCOL") or "http/protobuf").strip()
 
 
-def _otlp_spans(env: Mapping[str, str]) -> SpanExporter:
+def _otlp_spans(env: Mapping[str, str], failures: ExportFailures) -> SpanExporter:
     _check_protocol(env, "TRACES")
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-    return OTLPSpanExporter()
+    return OTLPSpanExporter(session=_session(env, "TRACES", failures))
 
 
-def _otlp_metrics(env: Mapping[str, str]) -> MetricExporter:
+def _otlp_metrics(env: Mapping[str, str], failures: ExportFailures) -> MetricExporter:
     _check_protocol(env, "METRICS")
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 
-    return OTLPMetricExporter()
+    return OTLPMetricExporter(session=_session(env, "METRICS", failures))
+
+
+def _session(
+    env: Mapping[str, str], signal: str, failures: ExportFailures
+) -> requests.Session | None:
+    """The session that notes the endpoint's refusals; None (the SDK's own) where the
+    environment names a credential provider that makes the session."""
+    if env.get(f"OTEL_PYTHON_EXPORTER_OTLP_HTTP_{signal}_CREDENTIAL_PROVIDER") or env.get(
+        "OTEL_PYTHON_EXPORTER_OTLP_HTTP_CREDENTIAL_PROVIDER"
+    ):
+        return None
+    return failures.session("spans" if signal == "TRACES" else "metrics")
 
 
 def _check_protocol(env: Mapping[str, str], signal: str) -> None:

@@ -243,18 +243,20 @@ def check_evidence_fields(
 
     `StepRules` calls it for the step of either format, so both report `job.invalid_may_change`
     and `job.invalid_approval` the same way (docs/evidence.md).
+    Each error's `at` (in its context) is the key inside the step it is about, so the report
+    names that line and the salvage of the step leaves out only that key.
     """
-    for pattern in may_change:
+    for position, pattern in enumerate(may_change):
         if pattern.startswith("/") or ".." in pattern.split("/"):
             raise PydanticCustomError(
                 "may_change_glob",
-                "may_change glob {pattern!r} must be relative to the project, without '..'",
-                {"pattern": pattern},
+                "may_change glob {pattern} must be relative to the project, without '..'",
+                {"pattern": repr(pattern), "at": f"may_change.{position}"},
             )
     unknown = [name for name in (approval.show if approval else []) if name not in outputs]
     if unknown:
         raise PydanticCustomError(
             "approval_show",
             "approval.show names {names}, which are not outputs of the step",
-            {"names": ", ".join(unknown)},
+            {"names": ", ".join(unknown), "at": "approval.show"},
         )

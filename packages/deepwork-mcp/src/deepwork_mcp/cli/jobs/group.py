@@ -25,12 +25,12 @@ from deepwork_mcp.cli.jobs.add import add
 from deepwork_mcp.cli.jobs.convert import convert
 from deepwork_mcp.cli.jobs.graph import graph
 from deepwork_mcp.cli.jobs.new import new
-from deepwork_mcp.cli.options import project_option
+from deepwork_mcp.cli.options import CommandGroup, project_option
 
 ADDITIONAL_FOLDERS_ENV = "DEEPWORK_ADDITIONAL_JOBS_FOLDERS"
 
 
-@click.group()
+@click.group(cls=CommandGroup)
 def jobs() -> None:
     """List, validate, scaffold, add from the library, draw and convert DeepWork jobs."""
 
@@ -38,7 +38,10 @@ def jobs() -> None:
 @jobs.command("list")
 @project_option
 def list_jobs(project: Path) -> None:
-    """Every job with its workflows and the folder it came from, then load errors."""
+    """Every job with its workflows and the folder it came from, then load errors.
+
+    Exits with status 1 when any job could not be loaded (its agent could not start it).
+    """
     project = project.resolve()
     additional = [p.expanduser().resolve() for p in parse_folder_list(_env_folders())]
     # A one-shot command: keep every definition, so each job is parsed once.
@@ -69,6 +72,12 @@ def list_jobs(project: Path) -> None:
             kind = _kind_of(error.job_dir, catalog.folders)
             click.echo(printable(f"  {error.job_name}  [{kind}] {error.job_dir}"))
             click.echo(indented(error.error, "    "))
+        click.echo(
+            f"{len(scan.errors)} job(s) could not be loaded; `deepwork jobs validate` names "
+            "each problem by file and line.",
+            err=True,
+        )
+        raise click.exceptions.Exit(1)
 
 
 @jobs.command("validate")

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import click
 from deepwork_core import DeepWorkError
+from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import FileReadError
 from deepwork_core.base.escaping import indented, printable
 from deepwork_core.base.fsutil import read_bytes_file
@@ -105,7 +106,8 @@ def approve(
             )
             record = _decide(store, parsed, serving, reject=reject, comment=comment, yes=yes)
     except DeepWorkError as exc:
-        click.echo(printable(f"{exc.code}: {exc.message}"), err=True)
+        hint = _NONE_PENDING_HINT if exc.code == ErrorCode.APPROVAL_NONE_PENDING else ""
+        click.echo(printable(f"{exc.code}: {exc.message}{hint}"), err=True)
         raise click.exceptions.Exit(1) from None
     verdict = "Approved" if not reject else "Changes requested"
     steps = ", ".join(record.request.step_ids)
@@ -119,6 +121,13 @@ def approve(
         + printable(f". The run is served by {_where(serving)}")
         + ": the agent's next finished_step call picks it up."
     )
+
+
+#: Where a person finds the runs that do wait (the CLI's words, not the MCP tools').
+_NONE_PENDING_HINT = (
+    "; `deepwork status` lists the runs waiting for a person (`deepwork status --all`: those of "
+    "every project in the store)"
+)
 
 
 def _decide(

@@ -21,10 +21,10 @@ from deepwork_core.evidence.trusted_keys import public_line
 from deepwork_core.state.approvals.signatures import ApproverSigner
 
 from deepwork_mcp.approvals.keys import approver_path, state_dir
-from deepwork_mcp.cli.options import cli_error, project_option
+from deepwork_mcp.cli.options import CommandGroup, cli_error, project_option
 
 
-@click.group()
+@click.group(cls=CommandGroup)
 def approver() -> None:
     """Set up the key with which you sign approvals."""
 

@@ -19,13 +19,18 @@ from typing import Final
 import click
 from deepwork_core import DeepWorkError
 
-from deepwork_mcp.cli.options import cli_error, existing_project_store, project_option
+from deepwork_mcp.cli.options import (
+    CommandGroup,
+    cli_error,
+    existing_project_store,
+    project_option,
+)
 
 #: An audit record larger than this is refused by `verify`.
 MAX_RECORD_BYTES: Final = 64 * 1024 * 1024
 
 
-@click.group()
+@click.group(cls=CommandGroup)
 def audit() -> None:
     """Export a run's approvals as one signed record, and check such a record offline."""
 
