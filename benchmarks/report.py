@@ -70,7 +70,24 @@ BUDGETS: dict[str, Budget] = {
     **{
         f"views.{kind}.{view}": Budget(150, "≤ 150 ms")
         for kind in ("sqlite", "postgresql")
-        for view in ("status", "status_all", "run_list", "run_page", "approvals", "reviews")
+        for view in (
+            "status",
+            "status_all",
+            "run_list",
+            "run_page",
+            "approvals",
+            "reviews",
+            "stats",
+        )
+    },
+    **{
+        f"long_log.{kind}.{view}": Budget(150, "≤ 150 ms")
+        for kind in ("sqlite", "postgresql")
+        for view in ("run_page", "report_html", "log_page", "reviews")
+    },
+    **{
+        f"listing_before.{call}_ratio": Budget(1.0, "≤ 1.0 × before the wave", size_dependent=False)
+        for call in ("first", "repeat")
     },
     **{f"views.{kind}.peak_mib": Budget(250, "≤ 250 MiB") for kind in ("sqlite", "postgresql")},
     # Issue 42: what reviews cost.
@@ -166,10 +183,22 @@ FIGURE_KEYS: tuple[str, ...] = (
             "run_page",
             "approvals",
             "reviews",
+            "stats",
             "peak_mib",
             "reference",
         )
     ),
+    *(
+        f"long_log.{kind}.{view}"
+        for kind in ("sqlite", "postgresql")
+        for view in ("run_page", "report_html", "log_page", "reviews", "reference")
+    ),
+    *(
+        f"listing_before.{version}.{call}"
+        for version in ("main", "before")
+        for call in ("spawn_to_first", "first", "repeat")
+    ),
+    *(f"listing_before.{call}_ratio" for call in ("spawn_to_first", "first", "repeat")),
     "headless.wait_wake",
     "headless.webhook.down",
     "headless.webhook.slow",

@@ -791,6 +791,20 @@ async def views(bench: Bench) -> None:
     await views_figures(bench)
 
 
+async def long_log(bench: Bench) -> None:
+    """One run of 1,000,000 events: its page, report, log and Reviews page (long_log.py)."""
+    from long_log import long_log_figures
+
+    await long_log_figures(bench)
+
+
+async def listing_before(bench: Bench) -> None:
+    """`get_workflows` over 1,000 jobs against the code before the wave (listing_before.py)."""
+    from listing_before import listing_before_figures
+
+    await listing_before_figures(bench)
+
+
 # --- headless runs: deepwork wait and notify.webhook (issue 41) ---------------------------------
 
 
@@ -825,6 +839,8 @@ SCENARIOS: dict[str, tuple[Scenario, tuple[str, ...]]] = {
     "starts": (starts, ("starts.",)),
     "concurrency": (concurrency, ("agents.",)),
     "views": (views, ("views.",)),
+    "long_log": (long_log, ("long_log.",)),
+    "listing_before": (listing_before, ("listing_before.",)),
     "headless": (headless, ("headless.",)),
 }
 ALIASES = {"context": "cold_start", "memory": "get_workflows", "nested": "workflows"}

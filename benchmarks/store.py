@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -151,6 +152,62 @@ def _postgres() -> tuple[Any, str | None]:
     return server, None
 
 
+def time_calls(call: Callable[[], object], repeats: int) -> list[float]:
+    """Milliseconds of `repeats` calls of `call`."""
+    samples = []
+    for _ in range(repeats):
+        began = time.perf_counter()
+        call()
+        samples.append((time.perf_counter() - began) * 1000)
+    return samples
+
+
+@contextlib.contextmanager
+def store_targets(no_postgres: bool) -> Iterator[list[tuple[str, Callable[[], str | None]]]]:
+    """The stores a printed run measures, by name, each with how to make a new one's URL:
+    SQLite, and a local PostgreSQL unless `no_postgres` or it cannot start (said why)."""
+    server, reason = (None, "--no-postgres") if no_postgres else _postgres()
+    try:
+        targets: list[tuple[str, Callable[[], str | None]]] = [("sqlite", lambda: None)]
+        if server is not None:
+            targets.append(("postgresql", server.create_database))
+        else:
+            print(f"postgresql: skipped ({reason})")
+        yield targets
+    finally:
+        if server is not None:
+            server.destroy()
+
+
+async def on_each_store(
+    bench: Any,
+    figures_of: Callable[[str, str], dict[str, Any]],
+    run: Callable[[str | None], dict[str, list[float]]],
+    reference: str,
+) -> None:
+    """Measure `run` on SQLite and on a local PostgreSQL (a new database), into the figures
+    `figures_of(kind, name)` gives, by the keys `run` answers; each millisecond figure gets its
+    ratio to the median of `reference`. Without PostgreSQL its figures say why."""
+    server, reason = await asyncio.to_thread(_postgres)
+    try:
+        for kind in ("sqlite", "postgresql"):
+            figures = figures_of(kind, "SQLite" if kind == "sqlite" else "PostgreSQL")
+            if kind == "postgresql" and server is None:
+                for figure in figures.values():
+                    figure.status, figure.reason = "unavailable", reason
+                continue
+            url = server.create_database() if kind == "postgresql" else None
+            measured = await asyncio.to_thread(run, url)
+            base = statistics.median(measured[reference])
+            for view, samples in measured.items():
+                figures[view].samples.extend(samples)
+                if figures[view].unit == "ms":
+                    figures[view].params["ratio_to_reference"] = statistics.median(samples) / base
+    finally:
+        if server is not None:
+            server.destroy()
+
+
 # --- the figures of `benchmarks/run.py` -------------------------------------------------------
 
 
@@ -210,20 +267,11 @@ def main() -> None:
     parser.add_argument("--no-postgres", action="store_true", help="SQLite only")
     args = parser.parse_args()
     runs, steps, count = (2, 10, QUICK_RUNS) if args.quick else (5, 50, RUNS)
-    server, reason = (None, "--no-postgres") if args.no_postgres else _postgres()
-    try:
-        targets: list[tuple[str, Callable[[], str | None]]] = [("sqlite", lambda: None)]
-        if server is not None:
-            targets.append(("postgresql", server.create_database))
-        else:
-            print(f"postgresql: skipped ({reason})")
+    with store_targets(args.no_postgres) as targets:
         for name, url in targets:
             print(f"{name}: finished_step {_ms(finished_step(url(), runs, steps))}")
             every, page = listing(url(), count, 20)
             print(f"{name}: list {count} runs {_ms(every)}; dashboard page {_ms(page)}")
-    finally:
-        if server is not None:
-            server.destroy()
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@ command or page handler runs, without the HTTP or terminal around it):
 - `status --all`: one page of `list_session_rows` and `count_session_rows`;
 - the dashboard's run list (`views.runs`), a run page (`views.session_page_view`), the Approvals
   page (`approval_views.open_approvals`) and the Reviews page (`reviews.review_rows`);
+- `deepwork stats` (`collect_stats`: its newest 200 runs, the started events found through
+  their index);
 - the reference, measured in the same run: the read model's `list_sessions`, which parses every
   session document of the project (what `status` and the run page's instance list read before).
 
@@ -35,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).parent))
 
+from store import time_calls  # noqa: E402
 from workloads import LONG_JOB, make_long_workflow  # noqa: E402
 
 RUNS = 100_000
@@ -110,20 +113,12 @@ def seed(store: Any, root: Path, count: int) -> str:
     return templates[0]
 
 
-def _time(call: Callable[[], object], repeats: int) -> list[float]:
-    samples = []
-    for _ in range(repeats):
-        began = time.perf_counter()
-        call()
-        samples.append((time.perf_counter() - began) * 1000)
-    return samples
-
-
 def measure(url: str | None, count: int, repeats: int) -> dict[str, list[float]]:
     """Milliseconds of each view over a project of `count` runs (see the module)."""
     from deepwork_core.state.overview import project_overview
     from deepwork_core.state.read_model.runs import list_sessions as every_run
     from deepwork_core.state.sessions import SessionStore
+    from deepwork_core.state.stats import collect_stats
     from deepwork_core.state.store.opening import open_store
     from deepwork_core.state.store.tables.session_lists import count_session_rows, list_session_rows
     from deepwork_mcp.dashboard import approval_views, reviews, views
@@ -149,15 +144,16 @@ def measure(url: str | None, count: int, repeats: int) -> dict[str, list[float]]
                 "dashboard run page": lambda: views.session_page_view(sessions, shown),  # type: ignore[arg-type]
                 "dashboard approvals": lambda: approval_views.open_approvals(sessions),
                 "dashboard reviews": lambda: reviews.review_rows(store),
+                "stats": lambda: collect_stats(store),
             }
-            figures = {name: _time(call, repeats) for name, call in checks.items()}
+            figures = {name: time_calls(call, repeats) for name, call in checks.items()}
             tracemalloc.start()
             for name in ("dashboard run list", "dashboard run page", "dashboard approvals"):
                 checks[name]()
             peak = tracemalloc.get_traced_memory()[1]
             tracemalloc.stop()
             figures["dashboard views, peak MiB"] = [peak / 2**20]
-            figures["reference: every document parsed"] = _time(lambda: every_run(sessions), 1)
+            figures["reference: every document parsed"] = time_calls(lambda: every_run(sessions), 1)
     return figures
 
 
@@ -167,15 +163,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--no-postgres", action="store_true", help="SQLite only")
     args = parser.parse_args()
-    from store import _postgres
+    from store import store_targets
 
-    server, reason = (None, "--no-postgres") if args.no_postgres else _postgres()
-    try:
-        targets: list[tuple[str, Callable[[], str | None]]] = [("sqlite", lambda: None)]
-        if server is not None:
-            targets.append(("postgresql", server.create_database))
-        else:
-            print(f"postgresql: skipped ({reason})")
+    with store_targets(args.no_postgres) as targets:
         for name, url in targets:
             print(f"{name}: {args.runs:,} runs", flush=True)
             figures = measure(url(), args.runs, args.repeats)
@@ -192,9 +182,6 @@ def main() -> None:
                     f"{median / reference:.4f}x the reference  [{verdict}]",
                     flush=True,
                 )
-    finally:
-        if server is not None:
-            server.destroy()
 
 
 # --- the figures of `benchmarks/run.py` -------------------------------------------------------
@@ -207,6 +194,7 @@ VIEW_KEYS = {
     "dashboard run page": "run_page",
     "dashboard approvals": "approvals",
     "dashboard reviews": "reviews",
+    "stats": "stats",
     "dashboard views, peak MiB": "peak_mib",
     "reference: every document parsed": "reference",
 }
@@ -216,40 +204,23 @@ QUICK_RUNS = 2_000
 async def views_figures(bench: Any) -> None:
     """Fill the `views.*` figures: every view at 100,000 runs (2,000 at `--quick`), on SQLite
     and PostgreSQL, with the old path (every document parsed) as the reference."""
-    import asyncio
-
-    from store import _postgres
+    from store import on_each_store
 
     count = QUICK_RUNS if bench.sizes.long_steps < 50 else RUNS
-    server, reason = await asyncio.to_thread(_postgres)
-    try:
-        for kind in ("sqlite", "postgresql"):
-            name = "SQLite" if kind == "sqlite" else "PostgreSQL"
-            figures = {
-                view: bench.figure(
-                    f"views.{kind}.{key}",
-                    f"{name}, {count:,} runs: {view}",
-                    "MiB" if key == "peak_mib" else "ms",
-                    runs=count,
-                )
-                for view, key in VIEW_KEYS.items()
-            }
-            if kind == "postgresql" and server is None:
-                for figure in figures.values():
-                    figure.status, figure.reason = "unavailable", reason
-                continue
-            url = server.create_database() if kind == "postgresql" else None
-            measured = await asyncio.to_thread(measure, url, count, 5)
-            reference = statistics.median(measured["reference: every document parsed"])
-            for view, samples in measured.items():
-                figures[view].samples.extend(samples)
-                if not view.endswith("MiB"):
-                    figures[view].params["ratio_to_reference"] = (
-                        statistics.median(samples) / reference
-                    )
-    finally:
-        if server is not None:
-            server.destroy()
+
+    def figures_of(kind: str, name: str) -> dict[str, Any]:
+        return {
+            view: bench.figure(
+                f"views.{kind}.{key}",
+                f"{name}, {count:,} runs: {view}",
+                "MiB" if key == "peak_mib" else "ms",
+                runs=count,
+            )
+            for view, key in VIEW_KEYS.items()
+        }
+
+    reference = "reference: every document parsed"
+    await on_each_store(bench, figures_of, lambda url: measure(url, count, 5), reference)
 
 
 if __name__ == "__main__":

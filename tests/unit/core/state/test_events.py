@@ -284,6 +284,9 @@ def test_the_newest_of_some_kinds_come_with_a_count_of_each_and_start_after_a_nu
     assert [getattr(e, "step_ids", None) for e in after] == [["d"], ["e"], None]
     assert nth_newest_seq(store, SID, "step_begun", 6) == 0
     assert newest_of_kinds(store, SID, frozenset(), limit=3) == ({}, [])
+    only, same = newest_of_kinds(store, SID, kinds, limit=3, count=frozenset({"completed"}))
+    assert (only, same) == ({"completed": 1}, newest)  # only the kinds asked for are counted
+    assert newest_of_kinds(store, SID, kinds, limit=3, count=frozenset())[0] == {}
 
 
 def test_records_read_once_are_handed_back_by_a_second_read(store: Store) -> None:

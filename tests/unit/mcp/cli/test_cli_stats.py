@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from deepwork_core.engine.workflow import WorkflowEngine
+from deepwork_core.jobs.discovery import JobCatalog
 from deepwork_core.state.events import events_dir
+from deepwork_core.state.sessions import SessionStore
+from deepwork_core.state.store.port import Store
 from deepwork_mcp.cli import cli
 from deepwork_mcp.server import create_server
 from fastmcp import Client
@@ -150,6 +155,34 @@ def test_an_old_state_file_that_does_not_read_is_set_aside_and_the_figures_still
     code, _, err = run("--json", "--path", str(project))  # set aside once, not warned again
     assert code == 0
     assert "warning" not in err
+
+
+def test_past_runs_limit_the_figures_are_over_the_newest_and_say_so(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    root = make_project(tmp_path / "project")
+    engine = WorkflowEngine(
+        root, JobCatalog.for_project(root), SessionStore(make_store(root), root)
+    )
+    for n in range(6):
+        engine.start(f"run {n}", "three_step" if n < 2 else "multi", "main" if n < 2 else "alpha")
+        engine.abort("not needed")
+    newest = stats_json(root, "--runs", "4")
+    assert newest["window"] == {"limit": 4, "read": 4, "total": 6}
+    assert [(j["job"], j["sessions"]) for j in newest["jobs"]] == [("multi", 4)]
+    code, out, _ = run("--path", str(root), "--runs", "4")
+    assert code == 0
+    assert (
+        out.splitlines()[0]
+        == "Over the newest 4 of 6 runs (--runs N counts more, --all every one)."
+    )
+    for every in (stats_json(root, "--all"), stats_json(root)):
+        assert every["window"] is None
+        assert [(j["job"], j["sessions"]) for j in every["jobs"]] == [
+            ("multi", 4),
+            ("three_step", 2),
+        ]
+    assert stats_json(root, "--runs", "1", "--job", "three_step")["jobs"][0]["sessions"] == 1
 
 
 async def test_a_run_that_finished_no_step_yet_is_counted(tmp_path: Path) -> None:

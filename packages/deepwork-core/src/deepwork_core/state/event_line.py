@@ -63,10 +63,12 @@ class EventLine(BaseModel):
             return handler(data)
         unknown: dict[str, Any] = {}
         if cls.model_config.get("extra") == "forbid":
-            unknown = {k: v for k, v in data.items() if k not in cls.model_fields}
-            data = {k: v for k, v in data.items() if k in cls.model_fields}
+            fields = cls.model_fields  # looked up once: each lookup goes through a descriptor
+            unknown = {k: v for k, v in data.items() if k not in fields}
+            if unknown:
+                data = {k: v for k, v in data.items() if k in fields}
         record = handler(data)
-        record._line_keys = tuple(str(key) for key in [*data, *unknown])
+        record._line_keys = (*data, *unknown)  # a JSON object's keys are strings
         record._unknown = unknown
         return record
 

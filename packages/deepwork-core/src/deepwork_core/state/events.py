@@ -50,8 +50,9 @@ from deepwork_core.base.layout import EVENTS_DIR
 from deepwork_core.state.event_kinds import EVENT_SCHEMA_VERSION as EVENT_SCHEMA_VERSION
 from deepwork_core.state.event_kinds import EventLogError as EventLogError
 from deepwork_core.state.event_kinds import EventName as EventName
-from deepwork_core.state.event_kinds import EventRecord, KnownEvent, parse_line
+from deepwork_core.state.event_kinds import EventRecord, KnownEvent, ReviewUsageEvent, parse_line
 from deepwork_core.state.store.port import Store
+from deepwork_core.state.store.tables.usage_rows import add_usage, delete_usage
 
 logger = logging.getLogger("deepwork.events")
 
@@ -128,17 +129,14 @@ def append_event(store: Store, event: KnownEvent, *, project_id: str | None = No
     decision on a run another checkout serves); its listeners are not this process's."""
     line = event_line(event)
     foreign = project_id is not None and project_id != store.project.project_id
+    project = project_id or store.project.project_id
     with store.write() as tx:
         tx.execute(
             "INSERT INTO events (project_id, session_id, ts, kind, body) VALUES (?, ?, ?, ?, ?)",
-            (
-                project_id or store.project.project_id,
-                event.session_id,
-                event.ts.timestamp(),
-                str(event.event),
-                line,
-            ),
+            (project, event.session_id, event.ts.timestamp(), str(event.event), line),
         )
+        if isinstance(event, ReviewUsageEvent):  # the run's totals, in the same transaction
+            add_usage(tx, project, event.session_id, event)
         store.announce(tx, EVENTS_CHANNEL, event.session_id)
     if _listeners and not foreign:
         _notify(store, event)
@@ -231,21 +229,28 @@ def newest_of_kinds(
     limit: int,
     after: int = 0,
     memo: ReadRecords | None = None,
+    count: frozenset[str] | None = None,
 ) -> tuple[dict[str, int], list[EventRecord]]:
-    """How many events of each of `kinds` a session holds (kinds it has none of are left out),
-    and the newest `limit` events of those kinds numbered above `after`, oldest first: the store
-    counts the older ones without handing them over. Records are checked as `read_events`
-    checks them (`memo`: as `scan_events`)."""
+    """How many events of each of `kinds` a session holds (kinds it has none of are left out;
+    only those of `count` when given: each count reads the kind's index entries), and the newest
+    `limit` events of those kinds numbered above `after`, oldest first: the store counts the
+    older ones without handing them over. Records are checked as `read_events` checks them
+    (`memo`: as `scan_events`)."""
     key = (store.project.project_id, session_id)
     where = f"store {store.display}, session {session_id}"
     if not kinds:
         return {}, []
     marks = ", ".join("?" for _ in kinds)
+    counted = sorted(kinds if count is None else count & kinds)
     with store.read() as tx:
-        counts = tx.execute(
-            "SELECT kind, COUNT(*) FROM events WHERE project_id = ? AND session_id = ? "  # noqa: S608
-            f"AND kind IN ({marks}) GROUP BY kind",
-            (*key, *sorted(kinds)),
+        counts = (
+            tx.execute(
+                "SELECT kind, COUNT(*) FROM events WHERE project_id = ? AND session_id = ? "  # noqa: S608
+                f"AND kind IN ({', '.join('?' for _ in counted)}) GROUP BY kind",
+                (*key, *counted),
+            )
+            if counted
+            else []
         )
         newest = tx.execute(
             "SELECT seq, body FROM events WHERE project_id = ? AND session_id = ? "  # noqa: S608
@@ -256,6 +261,48 @@ def newest_of_kinds(
         {str(kind): int(count) for kind, count in counts},
         _records(reversed(newest), where, {} if memo is None else memo),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class EventPage:
+    """One page of a session's log (`page_events`): its events oldest first, each with its
+    number in the store, and how many older events were left for the next page."""
+
+    events: list[tuple[int, EventRecord]]
+    older: int
+
+    @property
+    def next_before(self) -> int | None:
+        """The number to page back from (`before=`) for the older events; None: none left."""
+        return self.events[0][0] if self.older and self.events else None
+
+
+def page_events(
+    store: Store, session_id: SessionId, *, limit: int, before: int | None = None
+) -> EventPage:
+    """The newest `limit` events of a session numbered below `before` (all when None), oldest
+    first, and a count of the older ones: two indexed reads, whatever the size of the log.
+    Records are checked as `read_events` checks them (`events.corrupt`)."""
+    key = (store.project.project_id, session_id)
+    below = "" if before is None else " AND seq < ?"
+    bound: tuple[object, ...] = key if before is None else (*key, before)
+    with store.read() as tx:
+        rows = tx.execute(
+            "SELECT seq, body FROM events WHERE project_id = ? AND session_id = ?"  # noqa: S608
+            f"{below} ORDER BY seq DESC LIMIT ?",
+            (*bound, max(limit, 0)),
+        )
+        older = 0
+        if rows and len(rows) == limit:
+            [(older,)] = tx.execute(
+                "SELECT COUNT(*) FROM events WHERE project_id = ? AND session_id = ? AND seq < ?",
+                (*key, rows[-1][0]),
+            )
+    where = f"store {store.display}, session {session_id}"
+    oldest_first = list(reversed(rows))
+    records = _records(oldest_first, where, {})
+    numbers = [int(str(seq)) for seq, _ in oldest_first]
+    return EventPage(list(zip(numbers, records, strict=True)), int(older))
 
 
 def nth_newest_seq(store: Store, session_id: SessionId, kind: str, nth: int) -> int:
@@ -271,10 +318,12 @@ def nth_newest_seq(store: Store, session_id: SessionId, kind: str, nth: int) -> 
 
 
 def last_event_at(store: Store, session_id: SessionId) -> datetime | None:
-    """When the session's last event was logged (None: it has none)."""
+    """When the session's last event was logged (None: it has none): the time of its newest
+    row, found through the index whatever the length of its log."""
     with store.read() as tx:
         rows = tx.execute(
-            "SELECT MAX(ts) FROM events WHERE project_id = ? AND session_id = ?",
+            "SELECT ts FROM events WHERE project_id = ? AND session_id = ? "
+            "ORDER BY seq DESC LIMIT 1",
             (store.project.project_id, session_id),
         )
     stamp = rows[0][0] if rows else None
@@ -333,6 +382,64 @@ def _read_bounded(path: Path) -> bytes | None:
         raise EventLogError(f"event log {exc.message}", code=code) from None
 
 
+def newest_started(
+    store: Store, limit: int, *, job: str | None = None
+) -> tuple[list[SessionId], int]:
+    """The `limit` sessions whose `started` event was logged last, newest first (of `job` only,
+    when given, as their session rows name it; a log without a session row is kept for the
+    caller to sort out), and how many sessions have a `started` event in all: indexed reads of
+    the `started` rows, whatever the length of the logs."""
+    project = store.project.project_id
+    sql = (
+        "SELECT e.session_id FROM events e LEFT JOIN sessions s ON s.project_id = e.project_id "
+        "AND s.session_id = e.session_id WHERE e.project_id = ? AND e.kind = ?"
+    )
+    params: list[object] = [project, str(EventName.STARTED)]
+    if job is not None:
+        sql += " AND (s.job = ? OR s.job IS NULL)"
+        params.append(job)
+    with store.read() as tx:
+        rows = tx.execute(sql + " ORDER BY e.seq DESC LIMIT ?", (*params, max(limit, 0)))
+        [(total,)] = tx.execute(
+            "SELECT COUNT(*) FROM events WHERE project_id = ? AND kind = ?",
+            (project, str(EventName.STARTED)),
+        )
+    ids = [SessionId(str(row[0])) for row in rows]  # ids it was given as `SessionId`s
+    return list(dict.fromkeys(ids)), int(total)
+
+
+def events_of_kinds(
+    store: Store, session_ids: Sequence[SessionId], kinds: frozenset[str]
+) -> dict[SessionId, list[EventRecord]]:
+    """Every event of `kinds` of each of `session_ids`, oldest first (one query); a session
+    with a record that does not read is left out, and its id raises nothing: the caller
+    reads it alone (`read_events`) to learn why."""
+    if not session_ids or not kinds:
+        return {}
+    ids = list(dict.fromkeys(session_ids))
+    with store.read() as tx:
+        rows = tx.execute(
+            "SELECT session_id, seq, body FROM events WHERE project_id = ? "  # noqa: S608
+            f"AND session_id IN ({', '.join('?' for _ in ids)}) "
+            f"AND kind IN ({', '.join('?' for _ in kinds)}) ORDER BY session_id, seq",
+            (store.project.project_id, *ids, *sorted(kinds)),
+        )
+    found: dict[SessionId, list[EventRecord]] = {}
+    broken: set[str] = set()
+    for session_id, seq, body in rows:
+        sid = SessionId(str(session_id))
+        if sid in broken:
+            continue
+        try:
+            record = _parse(str(body), f"store {store.display}, session {sid}, event #{seq}")
+        except EventLogError:
+            broken.add(sid)
+            found.pop(sid, None)
+            continue
+        found.setdefault(sid, []).append(record)
+    return found
+
+
 def logged_session_ids(store: Store) -> list[SessionId]:
     """Ids of the sessions that have events, the one logged to least recently first."""
     with store.read() as tx:
@@ -345,9 +452,10 @@ def logged_session_ids(store: Store) -> list[SessionId]:
 
 
 def delete_event_log(store: Store, session_id: SessionId) -> None:
-    """Remove a session's events (used when the session itself is pruned)."""
+    """Remove a session's events and its review totals (when the session itself is pruned)."""
     with store.write() as tx:
         tx.execute(
             "DELETE FROM events WHERE project_id = ? AND session_id = ?",
             (store.project.project_id, session_id),
         )
+        delete_usage(tx, store.project.project_id, session_id)

@@ -1,7 +1,9 @@
 """Calibration figures from the event logs: how the quality gate treats each step and criterion.
 
-`deepwork stats` reads every session's event log and counts, per job, step and criterion (the
-definitions are in docs/evidence.md):
+`deepwork stats` reads every session's event log while the project holds at most `DEFAULT_RUNS`
+started sessions, and beyond that the logs of the newest `DEFAULT_RUNS` by their `started` event
+(`runs=None` reads every one, which grows with the history); it counts, per job,
+step and criterion (the definitions are in docs/evidence.md):
 
 - a *run* of a step starts at each `step_begun` naming it (a `go_to_step` back starts another);
 - an *attempt* is one round of reviewer verdicts (`review_verdict` events of one `attempt`
@@ -21,15 +23,18 @@ import statistics
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from deepwork_core.base.errors import DeepWorkError
+from deepwork_core.base.identifiers import SessionId
 from deepwork_core.state.calibration.report import CalibrationReport
 from deepwork_core.state.calibration.rows import latest_reports
 from deepwork_core.state.event_kinds import (
     AbortedEvent,
     CompletedEvent,
+    EventName,
     EventRecord,
     OverrideEvent,
     ReviewVerdictEvent,
@@ -37,9 +42,30 @@ from deepwork_core.state.event_kinds import (
     StepBegunEvent,
     StepFinishedEvent,
 )
-from deepwork_core.state.events import logged_session_ids, read_events
+from deepwork_core.state.events import (
+    events_of_kinds,
+    logged_session_ids,
+    newest_started,
+    read_events,
+)
 from deepwork_core.state.store.port import Store
 from deepwork_core.state.usage.totals import ReviewCosts, review_costs
+
+#: Sessions whose logs `deepwork stats` reads when not told otherwise (`--runs`, `--all`).
+DEFAULT_RUNS: Final = 200
+#: The kinds of event the figures are counted from; the others are not read.
+STATS_KINDS: Final = frozenset(
+    {
+        EventName.STARTED,
+        EventName.STEP_BEGUN,
+        EventName.REVIEW_VERDICT,
+        EventName.OVERRIDE,
+        EventName.STEP_FINISHED,
+        EventName.COMPLETED,
+        EventName.ABORTED,
+        EventName.REVIEW_USAGE,
+    }
+)
 
 
 class _Model(BaseModel):
@@ -78,8 +104,21 @@ class SkippedLog(_Model):
     error: str
 
 
+class StatsWindow(_Model):
+    """Which sessions the figures are over: the newest `limit` by their start, of `total`."""
+
+    limit: int
+    #: Sessions whose logs were read (at most `limit`).
+    read: int
+    #: Sessions with a `started` event in the project's store.
+    total: int
+
+
 class Stats(_Model):
     jobs: list[JobStats] = Field(default_factory=list)
+    #: The newest sessions the figures are over when older ones were left out; None: every
+    #: session's log was read.
+    window: StatsWindow | None = None
     #: The latest `deepwork calibrate` report of each runner, its rates without the per-case
     #: results (docs/quality-gate.md, "Calibration").
     calibration: list[CalibrationReport] = Field(default_factory=list)
@@ -115,13 +154,22 @@ class _JobTally:
     steps: dict[str, _StepTally] = field(default_factory=dict)
 
 
-def collect_stats(store: Store | None, *, job: str | None = None) -> Stats:
-    """The figures over every event log of the project in `store` (only `job`'s when given);
-    none for a project without a store (None)."""
+def collect_stats(
+    store: Store | None, *, job: str | None = None, runs: int | None = DEFAULT_RUNS
+) -> Stats:
+    """The figures over the event logs of the newest `runs` sessions of the project in `store`
+    (every session's when None; only `job`'s when given); none for a project without a store
+    (None)."""
     tallies: dict[str, _JobTally] = {}
     skipped: list[SkippedLog] = []
     seen: list[EventRecord] = []
-    for events in _event_logs(store, skipped):
+    window, logs = None, _event_logs(store, skipped)
+    if store is not None and runs is not None:
+        ids, total = newest_started(store, runs, job=job)
+        if len(ids) >= runs and total > len(ids):  # older runs are left out: say which are read
+            window = StatsWindow(limit=runs, read=len(ids), total=total)
+            logs = _window_logs(store, ids, skipped)
+    for events in logs:
         seen.extend(events)
         name = _job_of(events)
         if name is None or (job is not None and name != job):
@@ -129,6 +177,7 @@ def collect_stats(store: Store | None, *, job: str | None = None) -> Stats:
         _tally_session(tallies.setdefault(name, _JobTally()), events)
     return Stats(
         jobs=[_job_stats(name, tallies[name]) for name in sorted(tallies)],
+        window=window,
         skipped=skipped,
         review_costs=review_costs(seen, job=job),
         calibration=[r.model_copy(update={"results": []}) for r in latest_reports(store)],
@@ -142,6 +191,23 @@ def _event_logs(store: Store | None, skipped: list[SkippedLog]) -> Iterator[list
     for session_id in logged_session_ids(store):
         try:
             yield read_events(store, session_id)
+        except DeepWorkError as exc:
+            skipped.append(SkippedLog(session_id=session_id, error=f"{exc.code}: {exc.message}"))
+
+
+def _window_logs(
+    store: Store, session_ids: list[SessionId], skipped: list[SkippedLog]
+) -> Iterator[list[EventRecord]]:
+    """The counted events of each of `session_ids`, oldest session first; one whose log does
+    not read goes to `skipped`, with why."""
+    logs = events_of_kinds(store, session_ids, STATS_KINDS)
+    for session_id in reversed(session_ids):
+        events = logs.get(session_id)
+        if events is not None:
+            yield events
+            continue
+        try:
+            read_events(store, session_id)
         except DeepWorkError as exc:
             skipped.append(SkippedLog(session_id=session_id, error=f"{exc.code}: {exc.message}"))
 

@@ -1,5 +1,9 @@
 """`deepwork log SESSION`: one session's event log, readably (docs/navigation.md).
 
+It prints the newest `--limit` events (500 by default, as many as a run page's timeline) and,
+when older ones are left, how many and the `--before` that pages back to them: a log of a million
+events costs what one page costs.
+
 Every key and value comes from a file an agent can write, so all of it is shown escaped
 (docs/security.md).
 """
@@ -15,7 +19,7 @@ from deepwork_core import DeepWorkError
 from deepwork_core.base.escaping import printable
 from deepwork_core.base.identifiers import SessionId, parse_session_id
 from deepwork_core.state.event_kinds import EventRecord
-from deepwork_core.state.events import read_events
+from deepwork_core.state.events import EventPage, page_events
 from deepwork_core.state.sessions import SessionStore, session_not_found
 from deepwork_core.state.store.port import Store
 from pydantic import JsonValue
@@ -24,6 +28,9 @@ from deepwork_mcp.cli.options import cli_error, existing_project_store, project_
 
 #: Longest value printed on an event's line; --json prints everything.
 _MAX_VALUE = 160
+#: Events printed when `--limit` is not given; the most `--limit` takes.
+DEFAULT_LIMIT = 500
+MAX_LIMIT = 100_000
 
 
 def _short(value: object) -> str:
@@ -53,31 +60,61 @@ def render_event(event: EventRecord) -> list[str]:
     return lines
 
 
+def older_note(session_id: str, page: EventPage) -> str | None:
+    """The line that says how many older events a page left out and how to see them."""
+    if page.next_before is None:
+        return None
+    return printable(
+        f"… {page.older:,} older events: deepwork log {session_id} --before {page.next_before}"
+    )
+
+
 @click.command()
 @click.argument("session_id")
 @project_option
 @click.option("--json", "as_json", is_flag=True, help="Print the events as a JSON array.")
-def log(session_id: str, project: Path, as_json: bool) -> None:
-    """Print the event log of one workflow session, oldest event first."""
+@click.option(
+    "--limit",
+    type=click.IntRange(1, MAX_LIMIT),
+    default=DEFAULT_LIMIT,
+    show_default=True,
+    help="Print at most this many events, the newest.",
+)
+@click.option(
+    "--before",
+    type=click.IntRange(1),
+    default=None,
+    help="Only events older than this event number (the older-events line names it).",
+)
+def log(session_id: str, project: Path, as_json: bool, limit: int, before: int | None) -> None:
+    """Print the event log of one workflow session: its newest events, oldest first."""
     root = project.resolve()
     try:
         parsed = parse_session_id(session_id)
         with existing_project_store(root) as store:
             if store is None:  # no store, so no session at all
                 raise session_not_found(parsed)
-            events = read_events(store, parsed)
-            if not events:  # no log: say whether the session exists
+            page = page_events(store, parsed, limit=limit, before=before)
+            if not page.events and before is None:  # no log: say whether the session exists
                 SessionStore(store, root).load(parsed)
             expired = _expired_now(store, root, parsed)
     except DeepWorkError as exc:
         raise cli_error(exc) from None
+    events = [event for _, event in page.events]
+    note = older_note(session_id, page)
     if as_json:
         written = [e.as_written() for e in events]
         click.echo(printable(json.dumps(written, ensure_ascii=False, indent=2), keep="\n"))
+        if note is not None:
+            click.echo(note, err=True)
         return
     if not events:
-        click.echo(f"Session {session_id} has no recorded events.")
+        click.echo(
+            f"Session {session_id} has no recorded events{' before that' if before else ''}."
+        )
         return
+    if note is not None:
+        click.echo(note)
     for event in events:
         click.echo("\n".join(render_event(event)))
     if expired is not None:

@@ -10,11 +10,14 @@ from pathlib import Path
 import click
 from deepwork_core import DeepWorkError
 from deepwork_core.base.escaping import printable
-from deepwork_core.state.stats import Stats, StepStats, collect_stats
+from deepwork_core.state.stats import DEFAULT_RUNS, Stats, StatsWindow, StepStats, collect_stats
 from deepwork_core.state.usage.pair import RunUsage, cost_text, tokens_text
 from deepwork_core.state.usage.totals import ReviewCostRow
 
 from deepwork_mcp.cli.options import cli_error, existing_project_store, project_option
+
+#: The most runs `--runs` counts; `--all` counts every one.
+MAX_RUNS = 100_000
 
 #: What the two pass rates count, said under the figures (the Stats page says the same).
 RATE_LEGEND = (
@@ -29,8 +32,16 @@ RATE_LEGEND = (
 @click.command()
 @click.option("--job", default=None, help="Only this job.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.option(
+    "--runs",
+    type=click.IntRange(1, MAX_RUNS),
+    default=DEFAULT_RUNS,
+    show_default=True,
+    help="Count the newest this many runs (by their start).",
+)
+@click.option("--all", "every", is_flag=True, help="Count every run (grows with the history).")
 @project_option
-def stats(job: str | None, as_json: bool, project: Path) -> None:
+def stats(job: str | None, as_json: bool, runs: int, every: bool, project: Path) -> None:
     """Runs, first-try pass rate, mean attempts, overrides, criterion failures, median time,
     and what reviews cost per job, step and review (most expensive first).
 
@@ -39,7 +50,7 @@ def stats(job: str | None, as_json: bool, project: Path) -> None:
     """
     try:
         with existing_project_store(project.resolve()) as store:
-            figures = collect_stats(store, job=job)
+            figures = collect_stats(store, job=job, runs=None if every else runs)
     except DeepWorkError as exc:
         raise cli_error(exc) from None
     if as_json:
@@ -48,7 +59,17 @@ def stats(job: str | None, as_json: bool, project: Path) -> None:
     _print_table(figures, job)
 
 
+def window_line(window: StatsWindow) -> str:
+    """Which runs the figures are over, when older ones were left out."""
+    return (
+        f"Over the newest {window.read:,} of {window.total:,} runs "
+        "(--runs N counts more, --all every one)."
+    )
+
+
 def _print_table(figures: Stats, only: str | None = None) -> None:
+    if figures.window is not None:
+        click.echo(window_line(figures.window))
     if not figures.jobs and only is not None:
         click.echo(
             f"No runs of job {printable(only)!r} recorded yet in this project's store "

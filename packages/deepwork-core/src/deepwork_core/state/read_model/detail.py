@@ -52,7 +52,7 @@ from deepwork_core.state.read_model.timeline import (
 )
 from deepwork_core.state.sessions import Session, SessionStore
 from deepwork_core.state.usage.pair import RunUsage
-from deepwork_core.state.usage.totals import sum_usage
+from deepwork_core.state.usage.totals import run_usage
 
 #: Events the timeline of one run page shows (the newest); older ones are counted, not shown.
 DEFAULT_MAX_EVENTS: Final = 500
@@ -67,9 +67,7 @@ VERDICT_KINDS: Final = frozenset(
 )
 VERDICT_WINDOW: Final = 5 * MAX_VERDICTS
 #: Kinds the summary reads from the whole log, however long it is.
-SUMMARY_KINDS: Final = frozenset(
-    {EventName.APPROVAL, EventName.APPROVAL_ENDED, EventName.REVIEW_USAGE}
-)
+SUMMARY_KINDS: Final = frozenset({EventName.APPROVAL, EventName.APPROVAL_ENDED})
 
 
 class _View(BaseModel):
@@ -260,8 +258,9 @@ def _verdict_events(
     db = store.store
     after = nth_newest_seq(db, session_id, EventName.STEP_FINISHED, MAX_VERDICTS + 1)
     counts, events = newest_of_kinds(
-        db, session_id, VERDICT_KINDS, limit=VERDICT_WINDOW, after=after, memo=memo
-    )
+        db, session_id, VERDICT_KINDS, limit=VERDICT_WINDOW, after=after, memo=memo,
+        count=frozenset({EventName.STEP_FINISHED}),
+    )  # fmt: skip
     return counts.get(EventName.STEP_FINISHED, 0), events
 
 
@@ -278,11 +277,16 @@ def session_detail(
         scan = scan_events(db, session_id, keep_last=max_events, kinds=SUMMARY_KINDS, memo=memo)
         accepted, window = _verdict_events(store, session_id, memo)
         _, reviews = newest_of_kinds(
-            db, session_id, frozenset({EventName.REVIEW_VERDICT}), limit=MAX_LISTED, memo=memo
-        )
+            db, session_id, frozenset({EventName.REVIEW_VERDICT}), limit=MAX_LISTED, memo=memo,
+            count=frozenset(),
+        )  # fmt: skip
+        _, calls = newest_of_kinds(
+            db, session_id, frozenset({EventName.REVIEW_USAGE}), limit=MAX_LISTED, memo=memo,
+            count=frozenset(),
+        )  # fmt: skip
     except DeepWorkError as exc:
         scan, problem, reviews = EventScan(0, [], []), f"{exc.code}: {exc.message}", []
-        accepted, window = 0, []
+        accepted, window, calls = 0, [], []
     last = last_event_at(db, session_id) if scan.total else None
     reviewing = session_id in reviewing_sessions(db)
     run = session_view(root, session, last_event_at=last, reviewing=reviewing)
@@ -293,7 +297,7 @@ def session_detail(
         verdicts=verdicts,
         verdicts_omitted=max(accepted - len(verdicts), 0),
         approvals=_approvals(scan.selected),
-        review_usage=sum_usage(scan.selected),
+        review_usage=run_usage(db, session_id) if problem is None else RunUsage(),
         ended=_ends(scan.selected),
     )
     return SessionDetail(
@@ -302,7 +306,7 @@ def session_detail(
         summary=summary,
         outputs=_outputs(root, session),
         reviews=[e for e in reviews if isinstance(e, ReviewVerdictEvent)],
-        review_calls=[e for e in scan.selected if isinstance(e, ReviewUsageEvent)][-MAX_LISTED:],
+        review_calls=[e for e in calls if isinstance(e, ReviewUsageEvent)],
         timeline=[timeline_entry(event) for event in scan.recent],
         events_total=scan.total,
         events_omitted=scan.omitted,

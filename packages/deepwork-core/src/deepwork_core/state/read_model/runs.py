@@ -12,7 +12,7 @@ Everything here only reads, through the public state APIs (`SessionStore`, `scan
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -20,23 +20,17 @@ from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from deepwork_core.base.errors import DeepWorkError, SessionError
+from deepwork_core.base.errors import SessionError
 from deepwork_core.base.identifiers import SessionId
-from deepwork_core.state.event_kinds import (
-    EventName,
-)
-from deepwork_core.state.events import scan_events, session_marks
+from deepwork_core.state.events import session_marks
 from deepwork_core.state.session_model import InstanceOf
 from deepwork_core.state.sessions import Session, SessionStatus, SessionStore
 from deepwork_core.state.store.port import Store
 from deepwork_core.state.store.tables.review_jobs import sessions_with_live_jobs
 from deepwork_core.state.store.tables.session_lists import ListedSession, project_session_rows
+from deepwork_core.state.store.tables.usage_rows import usage_of
 from deepwork_core.state.usage.pair import RunUsage
-from deepwork_core.state.usage.totals import sum_usage
 
-_USAGE: Final = frozenset({EventName.REVIEW_USAGE})
-#: Runs whose review totals `run_cost` remembers.
-MAX_CACHED_COSTS: Final = 10_000
 #: How deep `session_tree` nests sessions.
 MAX_NESTING: Final = 32
 
@@ -194,13 +188,11 @@ def list_sessions(store: SessionStore, *, with_usage: bool = False) -> list[Sess
     ]
     if not with_usage:
         return runs
-    usage = session_marks(db, kind=EventName.REVIEW_USAGE)
+    usage = run_costs(db, [run.session_id for run in runs if run.parent_session_id is None])
     return [
         run
         if run.parent_session_id is not None
-        else run.model_copy(
-            update={"review_usage": run_cost(db, run.session_id, usage.get(run.session_id))}
-        )
+        else run.model_copy(update={"review_usage": usage.get(run.session_id, RunUsage())})
         for run in runs
     ]
 
@@ -217,12 +209,12 @@ def page_sessions(store: SessionStore, *, limit: int, offset: int = 0) -> list[S
         return []
     reviewing = reviewing_sessions(db)
     tops = [row.session_id for row in rows if row.parent_session_id is None]
-    usage = session_marks(db, kind=EventName.REVIEW_USAGE, session_ids=tops)
+    usage = run_costs(db, tops)
     runs = []
     for row in rows:
         run = _listed_session(row, reviewing=row.session_id in reviewing)
         if run.parent_session_id is None:
-            cost = run_cost(db, run.session_id, usage.get(run.session_id))
+            cost = usage.get(run.session_id, RunUsage())
             run = run.model_copy(update={"review_usage": cost})
         runs.append(run)
     return session_tree(runs)
@@ -252,32 +244,11 @@ def _listed_session(row: ListedSession, *, reviewing: bool) -> SessionView:
     )
 
 
-#: (newest review call's number, totals) per store, project and run: a run list is redrawn every
-#: second, and its review calls rarely change.
-_COSTS: dict[tuple[str, str, str], tuple[int, RunUsage]] = {}
-
-
-def run_cost(
-    store: Store, session_id: SessionId, mark: tuple[int, float] | None
-) -> RunUsage | None:
-    """The review totals of a run (None when its log cannot be read); `mark` is its newest
-    review call's from `session_marks` (None: it has none), and the calls are read again only
-    when it changed."""
-    if mark is None:
-        return RunUsage()
-    key = (store.display, store.project.project_id, session_id)
-    cached = _COSTS.get(key)
-    if cached is not None and cached[0] == mark[0]:
-        return cached[1]
-    try:
-        scan = scan_events(store, session_id, keep_last=0, kinds=_USAGE)
-    except DeepWorkError:
-        return None
-    usage = sum_usage(scan.selected)
-    if len(_COSTS) > MAX_CACHED_COSTS:
-        _COSTS.clear()
-    _COSTS[key] = (mark[0], usage)
-    return usage
+def run_costs(store: Store, session_ids: Sequence[str]) -> dict[str, RunUsage]:
+    """The review totals of each of the runs `session_ids` that logged a review call: their
+    rows of the store's sums (`state.store.tables.usage_rows`), one query for a whole page."""
+    with store.read() as tx:
+        return usage_of(tx, store.project.project_id, session_ids)
 
 
 def session_tree(runs: list[SessionView]) -> list[SessionView]:

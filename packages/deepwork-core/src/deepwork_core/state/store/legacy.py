@@ -37,6 +37,7 @@ from deepwork_core.base.layout import (
     STACK_FILE,
     TMP_DIR,
 )
+from deepwork_core.state.event_kinds import EventName
 from deepwork_core.state.store.errors import StoreError
 from deepwork_core.state.store.port import Store, Tx
 from deepwork_core.state.store.schema import list_columns
@@ -47,6 +48,7 @@ from deepwork_core.state.store.tables.session_rows import (
     save_session,
     write_stack,
 )
+from deepwork_core.state.store.tables.usage_rows import add_usage_line
 
 #: Appended to the name of every file the store imported.
 IMPORTED_SUFFIX: Final = ".imported"
@@ -242,6 +244,8 @@ def _import_log(tx: Tx, project_id: str, path: Path) -> None:
             "INSERT INTO events (project_id, session_id, ts, kind, body) VALUES (?, ?, ?, ?, ?)",
             (project_id, session_id, stamp, kind, text),
         )
+        if kind == EventName.REVIEW_USAGE:
+            add_usage_line(tx, project_id, session_id, text)
 
 
 def _header(text: str) -> tuple[str, float]:

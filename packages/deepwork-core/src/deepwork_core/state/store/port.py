@@ -26,6 +26,7 @@ from deepwork_core.state.store.errors import StoreCode, StoreError
 from deepwork_core.state.store.schema import (
     APPLICATION,
     FILLS_RUN_COLUMNS,
+    FILLS_USAGE,
     MIGRATIONS,
     SCHEMA_VERSION,
     fill_run_columns,
@@ -239,6 +240,11 @@ def _fill(tx: Tx, version: int) -> None:
     """What rows written before the migrations from `version` on need filled in."""
     if any(number > version for number in FILLS_RUN_COLUMNS):
         fill_run_columns(tx)
+    if version < FILLS_USAGE:
+        # Imported here: only a migration reads the events' models.
+        from deepwork_core.state.store.tables.usage_rows import fill_usage
+
+        fill_usage(tx)
 
 
 def wall_clock() -> float:

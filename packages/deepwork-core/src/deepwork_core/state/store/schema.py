@@ -286,10 +286,37 @@ _V9: Final = (
     "end_reason = 'closed before end states were stored' WHERE state = 'closed'",
 )
 
+#: Version 10: what the reviews logged to each session cost, summed as their `review_usage`
+#: events are appended (`state.store.tables.usage_rows`), so a run's totals are one row however
+#: long its log; the rows of the events logged before are filled by the migration. The events
+#: of one kind across a project, newest first (`deepwork stats`' newest runs), get an index.
+_V10: Final = (
+    """CREATE TABLE run_usage (
+        project_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        calls INTEGER NOT NULL,
+        input_tokens BIGINT NOT NULL,
+        output_tokens BIGINT NOT NULL,
+        cache_read_tokens BIGINT NOT NULL,
+        cache_creation_tokens BIGINT NOT NULL,
+        cost_usd DOUBLE PRECISION NOT NULL,
+        unpriced_calls INTEGER NOT NULL,
+        self_reviews INTEGER NOT NULL,
+        reused_verdicts INTEGER NOT NULL,
+        saved_usd DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (project_id, session_id)
+    )""",
+    "CREATE INDEX events_by_project_kind ON events (project_id, kind, seq)",
+)
+
 #: Migration n (1-based) as its statements.
-MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9)
+MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
+    _V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10,
+)  # fmt: skip
 #: The migrations after which rows written before need columns filled from their documents.
 FILLS_RUN_COLUMNS: Final = frozenset({3, 5})
+#: The migration after which the review totals of the events logged before are summed.
+FILLS_USAGE: Final = 10
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 
 

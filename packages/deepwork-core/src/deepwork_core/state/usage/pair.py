@@ -117,18 +117,48 @@ class RunUsage(_Sums, BaseModel):
             else:
                 cost += usage.cost_usd
         saved = list(reused)
-        return cls(
+        return cls.summed(
             reused_verdicts=len(saved),
-            saved_usd=round(sum(cost or 0.0 for cost in saved), 6),
+            saved_usd=sum(cost or 0.0 for cost in saved),
             calls=calls,
             input_tokens=inputs,
             output_tokens=outputs,
             cache_read_tokens=cache_read,
             cache_creation_tokens=cache_creation,
-            cost_usd=round(cost, 6),
+            cost_usd=cost,
             unpriced_calls=unpriced,
             self_reviews=self_reviews,
-            note=_note(self_reviews, unpriced),
+        )
+
+    @classmethod
+    def summed(
+        cls,
+        *,
+        calls: int,
+        input_tokens: int,
+        output_tokens: int,
+        cache_read_tokens: int,
+        cache_creation_tokens: int,
+        cost_usd: float,
+        unpriced_calls: int,
+        self_reviews: int,
+        reused_verdicts: int,
+        saved_usd: float,
+    ) -> RunUsage:
+        """The totals from sums already made (`of`, or the store's `run_usage` rows): the
+        costs rounded to a millionth of a dollar, and the note on what they leave out."""
+        return cls(
+            reused_verdicts=reused_verdicts,
+            saved_usd=round(saved_usd, 6),
+            calls=calls,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cache_read_tokens=cache_read_tokens,
+            cache_creation_tokens=cache_creation_tokens,
+            cost_usd=round(cost_usd, 6),
+            unpriced_calls=unpriced_calls,
+            self_reviews=self_reviews,
+            note=_note(self_reviews, unpriced_calls),
         )
 
 

@@ -1,10 +1,12 @@
 """What the reviews of a run cost: totals of its `review_usage` events (docs/quality-gate.md).
 
 Every review task the gate runs appends one `review_usage` event to the log of the run's
-top-level session (a nested workflow's reviews count toward the run that started it). Its totals
-are what `get_active_workflow` and `deepwork status` show, what `deepwork stats` breaks down per
-job, step and review, and what the review budget is checked against. Self-reviews use the
-agent's own tokens, which DeepWork cannot see: they are counted in `self_reviews`, not metered.
+top-level session (a nested workflow's reviews count toward the run that started it). The
+store sums each run's calls as they are logged (`state.store.tables.usage_rows`): those totals
+are what `get_active_workflow`, `deepwork status` and the dashboard show; `deepwork stats`
+breaks the calls down per job, step and review, and the review budget is checked against them.
+Self-reviews use the agent's own tokens, which DeepWork cannot see: they are counted in
+`self_reviews`, not metered.
 """
 
 from __future__ import annotations
@@ -16,9 +18,9 @@ from pydantic import BaseModel, ConfigDict
 from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.base.identifiers import SessionId
 from deepwork_core.state.event_kinds import EventRecord, ReviewUsageEvent
-from deepwork_core.state.events import read_events
 from deepwork_core.state.sessions import Session
 from deepwork_core.state.store.port import Store
+from deepwork_core.state.store.tables.usage_rows import usage_of
 from deepwork_core.state.usage.pair import RequestUsage, RunUsage
 
 
@@ -40,11 +42,12 @@ def sum_usage(events: Iterable[EventRecord]) -> RunUsage:
 
 
 def run_usage(store: Store, run_id: SessionId) -> RunUsage:
-    """The totals of run `run_id` (its top-level session id); empty when its log is unreadable."""
-    try:
-        return sum_usage(read_events(store, run_id))
-    except DeepWorkError:
-        return RunUsage()
+    """The totals of run `run_id` (its top-level session id): its row of the store's sums, one
+    indexed read however long its log (`state.store.tables.usage_rows`); empty when it has
+    logged no review call."""
+    with store.read() as tx:
+        found = usage_of(tx, store.project.project_id, [run_id])
+    return found.get(run_id, RunUsage())
 
 
 def run_id_of(session: Session, load: Callable[[SessionId], Session]) -> SessionId:
