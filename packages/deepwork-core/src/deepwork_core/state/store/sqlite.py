@@ -50,6 +50,7 @@ class SqliteStore(Store):
         super().__init__(location, project, clock)
         assert location.path is not None
         self.path = location.path
+        self._wal = False
         self._conn = self._connect(BUSY_TIMEOUT_S)
 
     def _connect(self, timeout: float) -> sqlite3.Connection:
@@ -62,6 +63,8 @@ class SqliteStore(Store):
             raise self._error(exc) from None
         try:
             conn.execute(f"PRAGMA busy_timeout = {max(1, int(timeout * 1000))}")
+            if self._wal:  # a connection made again after `migrate` keeps its setting
+                conn.execute("PRAGMA synchronous = NORMAL")
             # Reading the schema is the first touch of the file: a foreign or damaged file
             # fails here, before anything is written.
             conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
@@ -83,6 +86,7 @@ class SqliteStore(Store):
                 f"store {self.display} cannot use WAL mode (is it on a network file system?)",
                 code=StoreCode.STORE_UNAVAILABLE,
             )
+        self._wal = True
         super().migrate()
 
     @contextlib.contextmanager
