@@ -100,8 +100,8 @@ async def test_a_run_started_through_the_mcp_server_shows_up_without_a_reload(
             await shot(page, tmp_path, "runs")
             await row.locator("a").click()
             await page.locator("svg.workflow-graph .step.current").wait_for()
-            goal = page.locator("table.facts tr", has_text="Goal").locator("td")
-            assert await goal.inner_text() == SCRIPT_GOAL
+            goal = page.locator("p.goal")  # under the heading: the goal, then the session id
+            assert (await goal.inner_text()).startswith(f"{SCRIPT_GOAL} · run ")
             assert await page.evaluate("typeof window.pwned") == "undefined"
             await shot(page, tmp_path, "run")
             await page.goto(url.split("?")[0] + "stats")
