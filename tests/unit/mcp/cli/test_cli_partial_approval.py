@@ -36,7 +36,36 @@ def test_status_status_all_and_log_show_one_of_two_approvals(
     assert "standing=1 of 2 approvals (bob)" in log
 
     decide(w.store, w.root, w.signers["carol"], session_id, w.clock.now)
-    assert "APPROVED, waiting for the agent" in run("status", "--path", root)
+    status = run("status", "--path", root)
+    assert "APPROVED, waiting for the agent" in status
+    both = "approver bob (on laptop as bob) and approver carol (on laptop as carol)"
+    assert f"finished_step; decided by {both}" in status
     listed = run("status", "--all", "--path", root)
     assert listed.startswith("approved, waiting for the agent  policed/main"), listed
     assert "standing=2 of 2 approvals (bob, carol)" in run("log", session_id, "--path", root)
+
+
+def test_status_names_who_requested_changes_while_the_agent_has_not_picked_it_up(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    from deepwork_core.base.identifiers import SessionId
+    from deepwork_core.state.approvals.decide import record_decision
+    from deepwork_core.state.approvals.models import ApprovalChannel
+    from deepwork_core.state.approvals.signatures import TrustedApprovers
+    from deepwork_core.state.approvals.store import ApprovalStore
+
+    from tests.fixtures.evidence_project import key_of
+
+    w = waiting(tmp_path, make_store)
+    approvals = ApprovalStore(
+        w.store, w.root, key_of(w.root), trusted=TrustedApprovers(w.root), signer=w.signers["bob"]
+    )
+    record_decision(
+        approvals, SessionId(w.session_id), approved=False, comment="wrong figure",
+        channel=ApprovalChannel.CLI, actor="bob@laptop", terminal=None, now=w.clock.now,
+    )  # fmt: skip
+    status = run("status", "--path", str(w.root))
+    assert (
+        "CHANGES REQUESTED, waiting for the agent's next finished_step; decided by approver bob "
+        "(on laptop as bob)"
+    ) in status

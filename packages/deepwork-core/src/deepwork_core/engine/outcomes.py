@@ -44,6 +44,7 @@ from deepwork_core.gate.gates import Gate
 from deepwork_core.gate.job_check import submitted_job_feedback
 from deepwork_core.jobs.discovery import JobCatalog, LoadedJob
 from deepwork_core.jobs.model import Step
+from deepwork_core.state.approvals.models import ApprovalRecord
 from deepwork_core.state.approvals.seal import ApprovalKeyError
 from deepwork_core.state.session_events import SessionEvents
 from deepwork_core.state.sessions import (
@@ -247,17 +248,18 @@ class Outcomes:
             outcome = ApprovalOutcome.VOID  # stale steps are reviewed again, then asked anew
         end, why = ended_by(outcome, record)
         self.guards.close_approval(session, record, end, why)
-        if outcome is ApprovalOutcome.APPROVED:
-            return self.accept(
+        if outcome is ApprovalOutcome.APPROVED and record is not None:
+            accepted = self.accept(
                 context, findings, pending.override_reason, pending.verdict, pending.rereviewed,
                 approved=True,
             )  # fmt: skip
+            return naming_decision(accepted, record, f"The approval request ended {why}.")
         context.tx.save(session)
         if outcome is ApprovalOutcome.REJECTED and record is not None and record.decision:
             comment = record.decision.comment or "(no comment)"
             ended = f"The approval request ended {end}: {why}"
             said = f"The human requested changes: {comment}. {ended}"
-            return needs_work(stack, findings, said)
+            return naming_decision(needs_work(stack, findings, said), record)
         return None
 
     def advance(
@@ -437,3 +439,20 @@ def with_findings(
         approvals=list(completed.approvals) if done and completed else None,
     )
     return replace(result, evidence=report)
+
+
+def naming_decision(
+    result: FinishResult, record: ApprovalRecord, said: str | None = None
+) -> FinishResult:
+    """`result`, the answer that follows the decision in `record`, naming who decided: the
+    record in the evidence's `approvals` (where `workflow_complete` lists every one of the run)
+    and `said` (who approved, in a person's words) at the head of the feedback."""
+    evidence = result.evidence
+    if evidence is None:
+        return result
+    if evidence.approvals is None:
+        evidence = replace(evidence, approvals=[record])
+    feedback = result.feedback
+    if said is not None:
+        feedback = said if feedback is None else f"{said} {feedback}"
+    return replace(result, evidence=evidence, feedback=feedback)

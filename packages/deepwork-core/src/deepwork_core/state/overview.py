@@ -20,12 +20,14 @@ from deepwork_core.base.errors import GitError, SessionError
 from deepwork_core.base.git import run_git
 from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.state.approvals.policy import Standing
+from deepwork_core.state.event_kinds import decided_by
 from deepwork_core.state.sessions import (
     Session,
     SessionStore,
 )
 from deepwork_core.state.store.tables.approval_rows import (
     expired_requests,
+    open_deciders,
     open_decisions,
     partial_approvals,
 )
@@ -63,6 +65,9 @@ class ActiveEntry(_View):
     #: While it waits: the human's decision the agent has not picked up yet (True approved,
     #: False changes requested); None: not decided yet.
     decided: bool | None = None
+    #: With `decided`: who decided so, in a person's words (`approver bob (on laptop as bob)`,
+    #: several joined with "and").
+    decided_by: str | None = None
     #: Decisions humans gave in this session so far (approved or not).
     approvals: int = 0
     #: While it waits on a request several must sign, partly approved: where it stands
@@ -165,6 +170,16 @@ def _with_standing(
     return entry.model_copy(update={"standing": Standing(*partial).text()})
 
 
+def _with_deciders(
+    entry: ActiveEntry, decisions: list[tuple[bool, str | None, str]] | None
+) -> ActiveEntry:
+    if entry.decided is None or not decisions:
+        return entry
+    who = [decided_by(signer, actor) for approved, signer, actor in decisions
+           if approved is entry.decided]  # fmt: skip
+    return entry.model_copy(update={"decided_by": " and ".join(who) or None})
+
+
 def project_overview(
     store: SessionStore, *, finished_limit: int = DEFAULT_FINISHED
 ) -> ProjectOverview:
@@ -174,14 +189,18 @@ def project_overview(
         waiting = open_decisions(tx, project_id)
         partial = partial_approvals(tx, project_id)
         expired = expired_requests(tx, time.time(), project_id)
+        deciders = open_deciders(tx, project_id)
     stacks = [
         StackView(
             agent_id=agent,
             entries=[
-                _with_standing(
-                    active_entry(s, agent, waiting.get((project_id, s.session_id))),
-                    partial.get((project_id, s.session_id)),
-                    (project_id, s.session_id) in expired,
+                _with_deciders(
+                    _with_standing(
+                        active_entry(s, agent, waiting.get((project_id, s.session_id))),
+                        partial.get((project_id, s.session_id)),
+                        (project_id, s.session_id) in expired,
+                    ),
+                    deciders.get((project_id, s.session_id)),
                 )
                 for s in sessions
             ],

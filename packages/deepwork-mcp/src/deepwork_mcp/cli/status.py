@@ -89,7 +89,8 @@ def _entry_line(entry: ActiveEntry, now: datetime) -> str:
         )
     elif entry.awaiting_approval and entry.decided is not None:
         decision = "APPROVED" if entry.decided else "CHANGES REQUESTED"
-        parts.append(f"{decision}, waiting for the agent's next finished_step")
+        who = f"; decided by {entry.decided_by}" if entry.decided_by else ""
+        parts.append(f"{decision}, waiting for the agent's next finished_step{who}")
     elif entry.awaiting_approval:
         so_far = f", {entry.standing}" if entry.standing else ""
         parts.append(f"AWAITING APPROVAL{so_far}: deepwork approve {entry.session_id}")

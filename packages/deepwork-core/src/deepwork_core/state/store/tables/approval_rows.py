@@ -285,6 +285,27 @@ def partial_approvals(
     }
 
 
+def open_deciders(
+    tx: Tx, project_id: str | None = None
+) -> dict[tuple[str, str], list[tuple[bool, str | None, str]]]:
+    """`{(project id, session id): [(approved, signer, actor), ...]}` of the decisions on every
+    open request (of `project_id`, else of every project), oldest first: who decided what the
+    agent has not picked up yet. A listing's hint, as `open_decisions` is."""
+    sql = (
+        "SELECT r.project_id, r.session_id, d.approved, d.signer, d.actor "
+        "FROM approval_requests r JOIN approval_decisions d "
+        "ON d.project_id = r.project_id AND d.request_id = r.request_id WHERE r.state = ?"
+    )
+    where, params = _open_of(project_id)
+    found: dict[tuple[str, str], list[tuple[bool, str | None, str]]] = {}
+    for project, session, approved, signer, actor in tx.execute(
+        sql + where + " ORDER BY d.decided_at, d.seat", params
+    ):
+        who = None if signer is None else str(signer)
+        found.setdefault((str(project), str(session)), []).append((bool(approved), who, str(actor)))
+    return found
+
+
 def open_bodies(tx: Tx, project_id: str | None = None) -> dict[tuple[str, str], str]:
     """`{(project id, session id): request document}` of every open request (of `project_id`,
     else of every project): the few runs waiting for a person."""
