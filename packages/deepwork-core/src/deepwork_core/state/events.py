@@ -50,7 +50,13 @@ from deepwork_core.base.layout import EVENTS_DIR
 from deepwork_core.state.event_kinds import EVENT_SCHEMA_VERSION as EVENT_SCHEMA_VERSION
 from deepwork_core.state.event_kinds import EventLogError as EventLogError
 from deepwork_core.state.event_kinds import EventName as EventName
-from deepwork_core.state.event_kinds import EventRecord, KnownEvent, ReviewUsageEvent, parse_line
+from deepwork_core.state.event_kinds import (
+    EventRecord,
+    KnownEvent,
+    ReviewUsageEvent,
+    parse_counted,
+    parse_line,
+)
 from deepwork_core.state.store.port import Store
 from deepwork_core.state.store.tables.usage_rows import add_usage, delete_usage
 
@@ -426,12 +432,13 @@ def events_of_kinds(
         )
     found: dict[SessionId, list[EventRecord]] = {}
     broken: set[str] = set()
+    display = store.display
     for session_id, seq, body in rows:
         sid = SessionId(str(session_id))
         if sid in broken:
             continue
         try:
-            record = _parse(str(body), f"store {store.display}, session {sid}, event #{seq}")
+            record = parse_counted(str(body), f"store {display}, session {sid}, event #{seq}")
         except EventLogError:
             broken.add(sid)
             found.pop(sid, None)
