@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeVar
 
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import FileReadError
@@ -50,7 +50,12 @@ from deepwork_core.base.layout import EVENTS_DIR
 from deepwork_core.state.event_kinds import EVENT_SCHEMA_VERSION as EVENT_SCHEMA_VERSION
 from deepwork_core.state.event_kinds import EventLogError as EventLogError
 from deepwork_core.state.event_kinds import EventName as EventName
-from deepwork_core.state.event_kinds import EventRecord, KnownEvent, ReviewUsageEvent, parse_line
+from deepwork_core.state.event_kinds import (
+    EventRecord,
+    KnownEvent,
+    ReviewUsageEvent,
+    parse_line,
+)
 from deepwork_core.state.store.port import Store
 from deepwork_core.state.store.tables.usage_rows import add_usage, delete_usage
 
@@ -59,6 +64,8 @@ logger = logging.getLogger("deepwork.events")
 EVENTS_SUFFIX: Final = ".jsonl"
 #: A log larger than this is refused on read rather than loaded whole into memory.
 MAX_LOG_BYTES: Final = 64 * 1024 * 1024
+#: What a caller of `events_of_kinds` reads each record as.
+Parsed = TypeVar("Parsed")
 
 
 def events_dir(project_root: Path) -> Path:
@@ -409,11 +416,15 @@ def newest_started(
 
 
 def events_of_kinds(
-    store: Store, session_ids: Sequence[SessionId], kinds: frozenset[str]
-) -> dict[SessionId, list[EventRecord]]:
-    """Every event of `kinds` of each of `session_ids`, oldest first (one query); a session
-    with a record that does not read is left out, and its id raises nothing: the caller
-    reads it alone (`read_events`) to learn why."""
+    store: Store,
+    session_ids: Sequence[SessionId],
+    kinds: frozenset[str],
+    parse: Callable[[str, str], Parsed],
+) -> dict[SessionId, list[Parsed]]:
+    """Every event of `kinds` of each of `session_ids`, oldest first (one query), each as
+    `parse(body, where)` gives it; a session with a record that does not read (`parse` raises
+    `EventLogError`) is left out, and its id raises nothing: the caller reads it alone
+    (`read_events`) to learn why."""
     if not session_ids or not kinds:
         return {}
     ids = list(dict.fromkeys(session_ids))
@@ -424,14 +435,15 @@ def events_of_kinds(
             f"AND kind IN ({', '.join('?' for _ in kinds)}) ORDER BY session_id, seq",
             (store.project.project_id, *ids, *sorted(kinds)),
         )
-    found: dict[SessionId, list[EventRecord]] = {}
+    found: dict[SessionId, list[Parsed]] = {}
     broken: set[str] = set()
+    display = store.display
     for session_id, seq, body in rows:
         sid = SessionId(str(session_id))
         if sid in broken:
             continue
         try:
-            record = _parse(str(body), f"store {store.display}, session {sid}, event #{seq}")
+            record = parse(str(body), f"store {display}, session {sid}, event #{seq}")
         except EventLogError:
             broken.add(sid)
             found.pop(sid, None)

@@ -23,24 +23,21 @@ import statistics
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Final
+from typing import Annotated, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from deepwork_core.base.errors import DeepWorkError
 from deepwork_core.base.identifiers import SessionId
+from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.state.calibration.report import CalibrationReport
 from deepwork_core.state.calibration.rows import latest_reports
 from deepwork_core.state.event_kinds import (
-    AbortedEvent,
-    CompletedEvent,
     EventName,
     EventRecord,
-    OverrideEvent,
-    ReviewVerdictEvent,
-    StartedEvent,
-    StepBegunEvent,
-    StepFinishedEvent,
+    OtherEvent,
+    ReviewUsageEvent,
+    parse_counted,
 )
 from deepwork_core.state.events import (
     events_of_kinds,
@@ -127,6 +124,97 @@ class Stats(_Model):
     review_costs: ReviewCosts = Field(default_factory=ReviewCosts)
 
 
+class _Counted(BaseModel):
+    """The fields `deepwork stats` counts of one line, with the header every known kind has
+    (the kind's other fields are not read; a line that does not fit is read whole)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    v: int = 1
+    ts: datetime
+    session_id: str
+
+
+class _Started(_Counted):
+    event: Literal["started"]
+    job: str
+    workflow: str
+
+
+class _Begun(_Counted):
+    event: Literal["step_begun"]
+    step_ids: list[str]
+
+
+class _Criterion(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    criterion: str
+    passed: bool
+
+
+class _Verdict(_Counted):
+    event: Literal["review_verdict"]
+    step_id: str
+    passed: bool
+    criteria: list[_Criterion] = Field(default_factory=list)
+    attempt: int | None = None
+
+
+class _Override(_Counted):
+    event: Literal["override"]
+    step_ids: list[str]
+    reason: str
+
+
+class _Finished(_Counted):
+    event: Literal["step_finished"]
+    step_ids: list[str]
+    verdict: VerdictKind
+
+
+class _Completed(_Counted):
+    event: Literal["completed"]
+
+
+class _Aborted(_Counted):
+    event: Literal["aborted"]
+    reason: str
+
+
+_Line = Annotated[
+    _Started | _Begun | _Verdict | _Override | _Finished | _Completed | _Aborted,
+    Field(discriminator="event"),
+]
+_LINE: Final[TypeAdapter[_Line]] = TypeAdapter(_Line)
+#: One counted line: its fields, what a review cost, or None (a line of no counted kind, or
+#: one whose fields do not fit its kind, which the figures pass by).
+_Read = _Line | ReviewUsageEvent | None
+
+
+def _read_counted(raw: str, where: str) -> _Read:
+    """One stored line as the figures read it; `events.corrupt` as `parse_line` raises it."""
+    try:
+        return _LINE.validate_json(raw)
+    except ValueError:  # a review's costs, read whole, or a line that does not fit
+        return _of_record(parse_counted(raw, where))
+
+
+def _of_record(record: EventRecord) -> _Read:
+    """What the figures read of an event already read whole."""
+    if isinstance(record, ReviewUsageEvent):
+        return record
+    if isinstance(record, OtherEvent) or record.event not in _LINE_KINDS:
+        return None
+    try:
+        return _LINE.validate_python(record.model_dump())
+    except ValidationError:
+        return None
+
+
+_LINE_KINDS: Final = STATS_KINDS - {EventName.REVIEW_USAGE}
+
+
 @dataclass
 class _StepPass:
     begun: datetime
@@ -162,7 +250,7 @@ def collect_stats(
     (None)."""
     tallies: dict[str, _JobTally] = {}
     skipped: list[SkippedLog] = []
-    seen: list[EventRecord] = []
+    seen: list[ReviewUsageEvent] = []
     window, logs = None, _event_logs(store, skipped)
     if store is not None and runs is not None:
         ids, total = newest_started(store, runs, job=job)
@@ -170,7 +258,7 @@ def collect_stats(
             window = StatsWindow(limit=runs, read=len(ids), total=total)
             logs = _window_logs(store, ids, skipped)
     for events in logs:
-        seen.extend(events)
+        seen.extend(event for event in events if isinstance(event, ReviewUsageEvent))
         name = _job_of(events)
         if name is None or (job is not None and name != job):
             continue
@@ -184,23 +272,25 @@ def collect_stats(
     )
 
 
-def _event_logs(store: Store | None, skipped: list[SkippedLog]) -> Iterator[list[EventRecord]]:
+def _event_logs(store: Store | None, skipped: list[SkippedLog]) -> Iterator[list[_Read]]:
     """Every session's event log in `store`; one that cannot be read goes to `skipped`."""
     if store is None:
         return
     for session_id in logged_session_ids(store):
         try:
-            yield read_events(store, session_id)
+            events = read_events(store, session_id)
         except DeepWorkError as exc:
             skipped.append(SkippedLog(session_id=session_id, error=f"{exc.code}: {exc.message}"))
+            continue
+        yield [_of_record(event) for event in events]
 
 
 def _window_logs(
     store: Store, session_ids: list[SessionId], skipped: list[SkippedLog]
-) -> Iterator[list[EventRecord]]:
+) -> Iterator[list[_Read]]:
     """The counted events of each of `session_ids`, oldest session first; one whose log does
     not read goes to `skipped`, with why."""
-    logs = events_of_kinds(store, session_ids, STATS_KINDS)
+    logs = events_of_kinds(store, session_ids, STATS_KINDS, _read_counted)
     for session_id in reversed(session_ids):
         events = logs.get(session_id)
         if events is not None:
@@ -212,40 +302,38 @@ def _window_logs(
             skipped.append(SkippedLog(session_id=session_id, error=f"{exc.code}: {exc.message}"))
 
 
-def _job_of(events: Iterable[EventRecord]) -> str | None:
+def _job_of(events: Iterable[_Read]) -> str | None:
     for event in events:
-        if isinstance(event, StartedEvent):
+        if isinstance(event, _Started):
             return event.job
     return None
 
 
-def _tally_session(tally: _JobTally, events: Iterable[EventRecord]) -> None:
+def _tally_session(tally: _JobTally, events: Iterable[_Read]) -> None:
     tally.sessions += 1
     current: dict[str, _StepPass] = {}
     for event in events:
-        if isinstance(event, StepBegunEvent):
+        if isinstance(event, _Begun):
             for step in event.step_ids:
                 run = _StepPass(begun=event.ts)
                 current[step] = run
                 tally.steps.setdefault(step, _StepTally()).runs.append(run)
-        elif isinstance(event, ReviewVerdictEvent):
+        elif isinstance(event, _Verdict):
             _tally_verdict(tally, current, event)
-        elif isinstance(event, OverrideEvent):
+        elif isinstance(event, _Override):
             for step in event.step_ids:
                 tally.steps.setdefault(step, _StepTally()).overrides += 1
-        elif isinstance(event, StepFinishedEvent):
+        elif isinstance(event, _Finished):
             for step in event.step_ids:
                 if step in current and current[step].finished is None:
                     current[step].finished = event.ts
-        elif isinstance(event, CompletedEvent):
+        elif isinstance(event, _Completed):
             tally.completed += 1
-        elif isinstance(event, AbortedEvent):
+        elif isinstance(event, _Aborted):
             tally.aborted += 1
 
 
-def _tally_verdict(
-    tally: _JobTally, current: dict[str, _StepPass], event: ReviewVerdictEvent
-) -> None:
+def _tally_verdict(tally: _JobTally, current: dict[str, _StepPass], event: _Verdict) -> None:
     """One reviewer verdict (one review of one step) of attempt `event.attempt`."""
     step = event.step_id
     run = current.get(step)
