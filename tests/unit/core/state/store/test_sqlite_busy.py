@@ -4,6 +4,7 @@ once is tried again on a fresh connection, and `store.busy` says how long it rea
 from __future__ import annotations
 
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -63,4 +64,27 @@ def test_store_busy_says_how_long_it_waited(
     finally:
         holder.execute("ROLLBACK")
         holder.close()
+        store.close()
+
+
+def test_a_new_store_waits_for_a_writer_of_the_old_journal_mode(tmp_path: Path) -> None:
+    # SQLite refuses to switch a file to WAL at once, without waiting, while another process
+    # writes it in the rollback journal mode.
+    path = default_sqlite_path(tmp_path)
+    path.parent.mkdir(parents=True)
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    holder.execute("CREATE TABLE theirs (x)")  # rolled back: the file stays an empty one
+    done = threading.Timer(0.2, lambda: holder.execute("ROLLBACK"))
+    done.start()
+    try:
+        store = open_store(None, tmp_path)
+    finally:
+        done.join()
+        holder.close()
+    try:
+        assert isinstance(store, SqliteStore)
+        with store.read() as tx:
+            assert tx.execute("PRAGMA journal_mode") == [("wal",)]
+    finally:
         store.close()

@@ -77,7 +77,7 @@ class SqliteStore(Store):
         with self.read() as tx:
             self._refuse_newer(self._version(tx))
         try:
-            mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchall()
+            mode = self._patiently("PRAGMA journal_mode = WAL")
             self._conn.execute("PRAGMA synchronous = NORMAL")
         except sqlite3.Error as exc:
             raise self._error(exc) from None
@@ -108,12 +108,17 @@ class SqliteStore(Store):
             raise self._error(exc) from None
 
     def _begin(self, statement: str) -> None:
-        """Run `statement`, waiting up to `BUSY_TIMEOUT_S` in all (see the module docstring)."""
+        """Begin a transaction with `statement` (see `_patiently`)."""
+        self._patiently(statement)
+
+    def _patiently(self, statement: str) -> list[Row]:
+        """Run `statement` outside any transaction, waiting up to `BUSY_TIMEOUT_S` in all (see
+        the module docstring); its rows. Switching a new file to WAL is refused at once, too,
+        while another process writes it in the old journal mode."""
         started = time.monotonic()
         while True:
             try:
-                self._conn.execute(statement)
-                return
+                return self._conn.execute(statement).fetchall()
             except sqlite3.Error as exc:
                 waited = time.monotonic() - started
                 left = BUSY_TIMEOUT_S - waited - _RETRY_PAUSE_S
