@@ -157,7 +157,7 @@ async def test_a_run_served_in_one_checkout_is_listed_and_approved_from_another(
             assert '<tr data-end="approved">' in run_page  # how the request ended
 
         log = deepwork(env_a, "log", session_id, "--path", str(a))
-        assert "signer=alice" in log.stdout, log.stderr
+        assert "decided_by=approver alice (on " in log.stdout, log.stderr
         assert "approval_ended" in log.stdout
         assert "state=approved" in log.stdout
 

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from click.testing import CliRunner
 from deepwork_core.base.identifiers import SessionId
 from deepwork_core.state.approvals.decide import record_decision
 from deepwork_core.state.approvals.models import ApprovalChannel
@@ -19,6 +20,7 @@ from deepwork_core.state.approvals.signatures import ApproverSigner, TrustedAppr
 from deepwork_core.state.approvals.store import ApprovalStore
 from deepwork_core.state.store.port import Store
 from deepwork_mcp.approvals.keys import approver_path, state_dir
+from deepwork_mcp.cli import cli
 from deepwork_mcp.server import create_server
 from fastmcp import Client
 
@@ -107,3 +109,21 @@ async def test_the_needs_work_after_a_signed_rejection_names_the_signer(
     assert (given["approved"], given["signer"], given["decided_by"]) == (False, "bob", BOB)
     assert given["comment"] == "name the risks"
     assert f"changes requested by {BOB}: name the risks" in sent_back["feedback"]
+
+
+async def test_the_log_names_the_signer_and_the_os_user_only_as_where(
+    tmp_path: Path, make_store: Callable[..., Store]
+) -> None:
+    root, bob = signed_project(tmp_path)
+    async with Client(create_server(root, config())) as client:
+        session_id = await started(client)
+        await finish(client, plan="plan.md")
+        decide(make_store(root), root, bob, session_id, approved=True)
+
+    printed = CliRunner().invoke(cli, ["log", session_id, "--path", str(root)])
+    assert printed.exit_code == 0, printed.output
+    [line] = [ln for ln in printed.stdout.splitlines() if "  approval  " in ln]
+    assert f"decided_by={BOB}" in line
+    assert "bob.smith@laptop" not in line
+    assert "actor=" not in line
+    assert "signer=" not in line

@@ -18,7 +18,7 @@ import click
 from deepwork_core import DeepWorkError
 from deepwork_core.base.escaping import printable
 from deepwork_core.base.identifiers import SessionId, parse_session_id
-from deepwork_core.state.event_kinds import EventRecord
+from deepwork_core.state.event_kinds import ApprovalEvent, EventRecord
 from deepwork_core.state.events import EventPage, page_events
 from deepwork_core.state.sessions import SessionStore, session_not_found
 from deepwork_core.state.store.port import Store
@@ -47,6 +47,8 @@ def render_event(event: EventRecord) -> list[str]:
     origin = getattr(event, "reused_from", None)
     if origin is not None:  # a reused verdict says so as every view does
         fields["reused_from"] = origin.text
+    if isinstance(event, ApprovalEvent):  # the signer by name, the OS user only as where
+        fields = _decided_by_in_place_of_actor(fields, event.decided_by)
     nested: dict[str, list[dict[str, JsonValue]]] = {}
     for key, value in fields.items():
         if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
@@ -58,6 +60,20 @@ def render_event(event: EventRecord) -> list[str]:
             described = "  ".join(f"{k}={_short(v)}" for k, v in item.items())
             lines.append(printable(f"{'':21}  {key}: {described}"))
     return lines
+
+
+def _decided_by_in_place_of_actor(
+    fields: dict[str, JsonValue], decided_by: str
+) -> dict[str, JsonValue]:
+    """An approval's fields with `actor` (`user@host`) and `signer` replaced by one
+    `decided_by` where `actor` stood (docs/team.md)."""
+    shown: dict[str, JsonValue] = {}
+    for key, value in fields.items():
+        if key == "actor":
+            shown["decided_by"] = decided_by
+        elif key != "signer":
+            shown[key] = value
+    return shown
 
 
 def older_note(session_id: str, page: EventPage) -> str | None:
