@@ -139,7 +139,8 @@ def measure(
     """Milliseconds of each view of one run of `count` events (see the module); the reference
     (every event parsed) only when `reference`."""
     from deepwork_core.base.identifiers import SessionId
-    from deepwork_core.state.events import page_events, read_events
+    from deepwork_core.state.event_pages import bounded_count_text, page_events
+    from deepwork_core.state.events import read_events
     from deepwork_core.state.sessions import SessionStore
     from deepwork_core.state.store.opening import open_store
     from deepwork_mcp.cli.log import DEFAULT_LIMIT, render_event
@@ -157,13 +158,15 @@ def measure(
 
             def log_page() -> None:
                 page = page_events(store, shown, limit=DEFAULT_LIMIT)
-                assert page.older == count - DEFAULT_LIMIT, page.older
+                said = bounded_count_text(page.older)
+                assert said == bounded_count_text(count - DEFAULT_LIMIT), said
                 for _, event in page.events:
                     render_event(event)
 
             def page() -> None:
                 view = views.session_page_view(sessions, shown)
-                assert view.detail.events_total == count, view.detail.events_total
+                said = bounded_count_text(view.detail.events_total)
+                assert said == bounded_count_text(count), said
 
             checks: dict[str, Callable[[], object]] = {
                 "run_page": page,
