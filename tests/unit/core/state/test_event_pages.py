@@ -59,6 +59,8 @@ def test_a_scan_counts_every_event_and_reads_only_the_newest_and_the_kinds_asked
     assert scan.omitted == 5
     assert [event.event for event in scan.recent] == ["step_begun", "completed"]
     assert [event.event for event in scan.selected] == ["started"]
+    both = scan_events(store, SID, keep_last=0, kinds=frozenset({"completed", "started"}))
+    assert [event.event for event in both.selected] == ["started", "completed"]  # log order
     assert scan_events(store, "sess_none", keep_last=2, kinds=frozenset()).total == 0
 
 

@@ -41,6 +41,26 @@ def _count_up_to(tx: Tx, where: str, params: Sequence[object], limit: int) -> in
     return int(counted)
 
 
+def _of_kinds(
+    tx: Tx, key: tuple[str, str], kinds: frozenset[str], *, after: int = 0, newest: int = -1
+) -> list[Sequence[object]]:
+    """The rows `(seq, body)` of the session's events of `kinds` numbered above `after` (only
+    the `newest` of them when not -1), newest first. One query per kind, each on its own
+    stretch of the `events_by_kind` index: a single `kind IN (...)` query is answered by
+    walking the whole session in the order of `seq` on SQLite, a million rows for a long run."""
+    sql = (
+        "SELECT seq, body FROM events WHERE project_id = ? AND session_id = ? AND kind = ? "
+        "AND seq > ? ORDER BY seq DESC"
+    )
+    bounded = newest >= 0  # PostgreSQL refuses a negative LIMIT
+    rows: list[Sequence[object]] = []
+    for kind in sorted(kinds):
+        params = (*key, kind, after, newest) if bounded else (*key, kind, after)
+        rows.extend(tx.execute(sql + " LIMIT ?" if bounded else sql, params))
+    rows.sort(key=lambda row: int(str(row[0])), reverse=True)
+    return rows if newest < 0 else rows[:newest]
+
+
 def _records(rows: Iterable[Sequence[object]], where: str, memo: ReadRecords) -> list[EventRecord]:
     """The rows `(seq, body)` as records, each checked once (`memo` keeps them)."""
     records = []
@@ -84,10 +104,6 @@ def scan_events(
     key = (store.project.project_id, session_id)
     where = f"store {store.display}, session {session_id}"
     keep = max(keep_last, 0)
-    of_kinds = (
-        "SELECT seq, body FROM events WHERE project_id = ? AND session_id = ? "  # noqa: S608
-        f"AND kind IN ({', '.join('?' for _ in kinds)}) ORDER BY seq"
-    )
     with store.read() as tx:
         total = _count_up_to(tx, "project_id = ? AND session_id = ?", key, cap + keep + 1)
         recent = tx.execute(
@@ -95,9 +111,11 @@ def scan_events(
             "ORDER BY seq DESC LIMIT ?",
             (*key, keep),
         )
-        chosen = tx.execute(of_kinds, (*key, *sorted(kinds))) if kinds else []
+        chosen = _of_kinds(tx, key, kinds)
     memo = {} if memo is None else memo
-    return EventScan(total, _records(reversed(recent), where, memo), _records(chosen, where, memo))
+    return EventScan(
+        total, _records(reversed(recent), where, memo), _records(reversed(chosen), where, memo)
+    )
 
 
 def newest_of_kinds(
@@ -120,18 +138,13 @@ def newest_of_kinds(
     where = f"store {store.display}, session {session_id}"
     if not kinds:
         return {}, []
-    marks = ", ".join("?" for _ in kinds)
     counted = sorted(kinds if count is None else count & kinds)
     of_kind = "project_id = ? AND session_id = ? AND kind = ?"
     with store.read() as tx:
         counts = {
             kind: _count_up_to(tx, of_kind, (*key, kind), cap + limit + 1) for kind in counted
         }
-        newest = tx.execute(
-            "SELECT seq, body FROM events WHERE project_id = ? AND session_id = ? "  # noqa: S608
-            f"AND kind IN ({marks}) AND seq > ? ORDER BY seq DESC LIMIT ?",
-            (*key, *sorted(kinds), after, max(limit, 0)),
-        )
+        newest = _of_kinds(tx, key, kinds, after=after, newest=max(limit, 0))
     return (
         {kind: n for kind, n in counts.items() if n},
         _records(reversed(newest), where, {} if memo is None else memo),
