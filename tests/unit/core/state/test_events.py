@@ -28,10 +28,7 @@ from deepwork_core.state.events import (
     events_path,
     iter_events,
     logged_session_ids,
-    newest_of_kinds,
-    nth_newest_seq,
     read_events,
-    scan_events,
 )
 from deepwork_core.state.store.opening import open_store
 from deepwork_core.state.store.port import Store
@@ -250,50 +247,3 @@ def test_a_stored_record_nested_without_end_is_corrupt_not_a_crash(store: Store)
     with pytest.raises(EventLogError) as caught:
         read_events(store, SID)
     assert caught.value.code == "events.corrupt"
-
-
-def test_a_scan_counts_every_event_and_reads_only_the_newest_and_the_kinds_asked(
-    tmp_path: Path,
-    store: Store,
-) -> None:
-    append_event(store, started())
-    for _ in range(5):
-        append_event(store, StepBegunEvent(ts=WHEN, session_id=SID, step_ids=["a"]))
-    append_event(store, completed())
-    scan = scan_events(store, SID, keep_last=2, kinds=frozenset({"started"}))
-    assert scan.total == 7
-    assert scan.omitted == 5
-    assert [event.event for event in scan.recent] == ["step_begun", "completed"]
-    assert [event.event for event in scan.selected] == ["started"]
-    assert scan_events(store, "sess_none", keep_last=2, kinds=frozenset()).total == 0
-
-
-def test_the_newest_of_some_kinds_come_with_a_count_of_each_and_start_after_a_number(
-    store: Store,
-) -> None:
-    append_event(store, started())
-    for step in "abcde":
-        append_event(store, StepBegunEvent(ts=WHEN, session_id=SID, step_ids=[step]))
-    append_event(store, completed())
-    kinds = frozenset({"step_begun", "completed", "resumed"})
-    counts, newest = newest_of_kinds(store, SID, kinds, limit=3)
-    assert counts == {"step_begun": 5, "completed": 1}
-    assert [getattr(e, "step_ids", None) for e in newest] == [["d"], ["e"], None]
-    third = nth_newest_seq(store, SID, "step_begun", 3)  # the one of step c
-    _, after = newest_of_kinds(store, SID, kinds, limit=10, after=third)
-    assert [getattr(e, "step_ids", None) for e in after] == [["d"], ["e"], None]
-    assert nth_newest_seq(store, SID, "step_begun", 6) == 0
-    assert newest_of_kinds(store, SID, frozenset(), limit=3) == ({}, [])
-    only, same = newest_of_kinds(store, SID, kinds, limit=3, count=frozenset({"completed"}))
-    assert (only, same) == ({"completed": 1}, newest)  # only the kinds asked for are counted
-    assert newest_of_kinds(store, SID, kinds, limit=3, count=frozenset())[0] == {}
-
-
-def test_records_read_once_are_handed_back_by_a_second_read(store: Store) -> None:
-    append_event(store, started())
-    append_event(store, completed())
-    memo: dict[int, EventRecord] = {}
-    scan = scan_events(store, SID, keep_last=1, kinds=frozenset(), memo=memo)
-    _, again = newest_of_kinds(store, SID, frozenset({"completed"}), limit=1, memo=memo)
-    assert len(memo) == 1
-    assert again[0] is scan.recent[0]

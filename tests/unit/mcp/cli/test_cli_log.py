@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
+from deepwork_core.state.event_pages import COUNT_CAP
 from deepwork_core.state.sessions import SessionStore
 from deepwork_core.state.store.port import Store
 from deepwork_mcp.cli import cli
@@ -100,3 +101,17 @@ def test_log_limit_is_bounded(root: Path) -> None:
     status, _, err = _run("log", "sess_x", "--path", str(root), "--limit", "0")
     assert status == 2
     assert "--limit" in err
+
+
+def test_log_counts_older_events_up_to_the_cap_and_says_more_past_it(
+    root: Path, make_store: Callable[..., Store]
+) -> None:
+    session_id = _long_run(root, make_store(root), COUNT_CAP + 600)  # 10,602 events
+    status, page, _ = _run("log", session_id, "--path", str(root))
+    assert status == 0
+    first = page.splitlines()[0]
+    assert first.startswith("… more than 10,000 older events: deepwork log ")
+    before = first.rsplit(" ", 1)[-1]
+    status, older, _ = _run("log", session_id, "--path", str(root), "--before", before)
+    assert status == 0
+    assert older.splitlines()[0].startswith("… 9,602 older events: ")  # exact below the cap

@@ -13,7 +13,8 @@ from pathlib import Path
 from click.testing import CliRunner
 from deepwork_core.engine.workflow import WorkflowEngine
 from deepwork_core.jobs.discovery import JobCatalog
-from deepwork_core.state.read_model.detail import MAX_VERDICTS, session_detail
+from deepwork_core.state.event_pages import COUNT_CAP
+from deepwork_core.state.read_model.detail import MAX_VERDICTS, VERDICT_WINDOW, session_detail
 from deepwork_core.state.read_model.runs import ListedStatus, list_sessions
 from deepwork_core.state.sessions import SessionStore
 from deepwork_core.state.store.port import Store
@@ -144,6 +145,25 @@ def test_a_run_of_many_checkpoints_lists_the_newest_and_counts_the_rest(
     assert "and 7 more, older (not listed)" in summary
     assert "looks right" in summary  # approvals and cost are still read in full
     assert "0.1250 USD, 1,234 tokens in 1 reviewer call(s)" in summary
+
+
+def test_a_run_past_the_count_cap_says_more_than_and_reads_no_further(
+    tmp_path: Path, make_store: Callable[..., Store], client_for: Callable[..., TestClient]
+) -> None:
+    waiting = finished_run(make_store, client_for, tmp_path / "project")
+    key = (waiting.store.project.project_id, waiting.session_id)
+    with waiting.store.read() as tx:
+        [(build,)] = tx.execute(
+            "SELECT body FROM events WHERE project_id = ? AND session_id = ? "
+            "AND kind = 'step_finished' ORDER BY seq DESC LIMIT 1",
+            key,
+        )
+    lines = [str(build)] * (COUNT_CAP + VERDICT_WINDOW + 10)
+    insert_event_lines(waiting.store, waiting.session_id, lines, "step_finished")
+    page = client_for(waiting.root).get(f"/run/{waiting.session_id}").text
+    summary = page[_section(page, "Summary") : _section(page, "Run")]
+    assert "and more than 10,000 more, older (not listed)" in summary
+    assert "Showing the newest 500 of more than 10,000 events" in page
 
 
 def test_a_run_of_few_checkpoints_lists_them_all_with_no_count(

@@ -19,7 +19,7 @@ from deepwork_core import DeepWorkError
 from deepwork_core.base.escaping import printable
 from deepwork_core.base.identifiers import SessionId, parse_session_id
 from deepwork_core.state.event_kinds import ApprovalEvent, EventRecord
-from deepwork_core.state.events import EventPage, page_events
+from deepwork_core.state.event_pages import EventPage, bounded_count_text, page_events
 from deepwork_core.state.sessions import SessionStore, session_not_found
 from deepwork_core.state.store.port import Store
 from pydantic import JsonValue
@@ -80,8 +80,9 @@ def older_note(session_id: str, page: EventPage) -> str | None:
     """The line that says how many older events a page left out and how to see them."""
     if page.next_before is None:
         return None
+    older = bounded_count_text(page.older)
     return printable(
-        f"… {page.older:,} older events: deepwork log {session_id} --before {page.next_before}"
+        f"… {older} older events: deepwork log {session_id} --before {page.next_before}"
     )
 
 

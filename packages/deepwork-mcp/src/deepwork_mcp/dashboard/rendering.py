@@ -28,6 +28,7 @@ from typing import Final
 from urllib.parse import quote
 
 from deepwork_core.base.escaping import printable
+from deepwork_core.state.event_pages import bounded_count_text
 from deepwork_core.state.usage.pair import cost_text, count_text, token_parts, tokens_text
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from jinja2.ext import Extension
@@ -139,6 +140,7 @@ def environment() -> Environment:
     )
     env.filters.update(
         count=count_text,
+        bounded=bounded_count_text,
         cost_text=cost_text,
         code_parts=code_parts,
         token_parts=token_parts,

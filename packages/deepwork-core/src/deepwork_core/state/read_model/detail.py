@@ -30,7 +30,7 @@ from deepwork_core.state.event_kinds import (
     ReviewVerdictEvent,
     StepFinishedEvent,
 )
-from deepwork_core.state.events import (
+from deepwork_core.state.event_pages import (
     EventScan,
     ReadRecords,
     last_event_at,
