@@ -1,6 +1,8 @@
 """The forgery matrix of `deepwork verify` (docs/verify.md): a real run's receipt, in a real git
 repository, changed the ways a forger would; the real command refuses each with its own code,
-and passes the untouched receipt (also after unrelated files change)."""
+and passes the untouched receipt (also after unrelated files change). Then the keys of a
+`verify.require` rule of the base ref's policy: `job`, `workflow`, `approval`, and that the
+change cannot loosen them."""
 
 from __future__ import annotations
 
@@ -11,12 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deepwork_core.base.layout import APPROVERS_DIR, GATE_KEYS_DIR
-from deepwork_core.evidence.trusted_keys import public_line
+from deepwork_core.base.layout import CONFIG_FILE, GATE_KEYS_DIR
 from deepwork_core.receipts.checks import countersign_fields
 from deepwork_core.receipts.keys import COUNTERSIGN_LABEL, CiKey, GateKey
 from deepwork_core.receipts.model import MAX_RECEIPT_BYTES, Countersignature, Receipt
-from deepwork_core.state.approvals.signatures import ApproverSigner
 
 from tests.fixtures.receipt_repo import ReceiptRepo, build_template
 
@@ -36,48 +36,6 @@ def repo(template: Path, tmp_path: Path) -> ReceiptRepo:
 def _step(body: Body, step: str) -> Body:
     found: Body = next(s for s in body["steps"] if s["step"] == step)
     return found
-
-
-def _approval(repo: ReceiptRepo, body: Body, *, trusted_now: bool) -> None:
-    """Give the `publish` step an approval signed by an approver `ann` whose `.pub` is in the
-    change (committed on the base ref too when `trusted_now`)."""
-    signer = ApproverSigner("ann", repo.state / "approvers" / "ann.key")
-    signer.create()
-    listing = repo.root / APPROVERS_DIR / "ann.pub"
-    listing.parent.mkdir(parents=True, exist_ok=True)
-    listing.write_text(public_line(signer.public_key()))
-    if trusted_now:
-        repo.git("stash", "-q", "--include-untracked")
-        repo.git("checkout", "-q", "main")
-        repo.git("stash", "pop", "-q")
-        repo.commit("trust ann")
-        repo.git("checkout", "-q", "feature")
-        repo.git("rebase", "-q", "main")
-    fields = {
-        "request_mac": "m",
-        "signer": "ann",
-        "session_id": body["session_id"],
-        "request_id": "r1",
-        "step_ids": ["publish"],
-        "shown": [],
-        "approved": True,
-        "comment": "",
-        "channel": "cli",
-        "actor": "ann",
-        "terminal": True,
-        "decided_at": body["completed_at"],
-    }
-    _step(body, "publish")["approval_required"] = True
-    body["approvals"] = [
-        {
-            "step_ids": ["publish"],
-            "request_id": "r1",
-            "signer": "ann",
-            "signature": signer.sign(fields),
-            "decided_at": body["completed_at"],
-            "fields": fields,
-        }
-    ]
 
 
 def edit_output(repo: ReceiptRepo) -> None:
@@ -135,7 +93,7 @@ def key_in_change(repo: ReceiptRepo) -> None:
 
 
 def approver_in_change(repo: ReceiptRepo) -> None:
-    repo.resign(lambda body: _approval(repo, body, trusted_now=False))
+    repo.resign(lambda body: repo.approve(body, trusted_now=False))
 
 
 def approval_removed(repo: ReceiptRepo) -> None:
@@ -144,7 +102,7 @@ def approval_removed(repo: ReceiptRepo) -> None:
 
 def approval_edited(repo: ReceiptRepo) -> None:
     def change(body: Body) -> None:
-        _approval(repo, body, trusted_now=True)
+        repo.approve(body, trusted_now=True)
         body["approvals"][0]["fields"]["comment"] = "not what ann signed"
 
     repo.resign(change)
@@ -405,3 +363,55 @@ def test_a_countersignature_by_an_untrusted_or_edited_key_is_refused(repo: Recei
     repo.commit("countersigned")
     _trust_ci_key(repo, CiKey.new("ci"))  # another key under the same name
     assert repo.codes() == {"verify.countersign_invalid"}
+
+
+# --- the policy's rules (docs/verify.md, "The policy") ----------------------------------------
+
+
+def _rule(**keys: str) -> str:
+    extra = "".join(f"      {key}: {value}\n" for key, value in keys.items())
+    return f"verify:\n  require:\n    - paths: ['final.md']\n{extra}"
+
+
+@pytest.mark.parametrize(
+    ("keys", "holds"),
+    [
+        ({"job": "three_step"}, True),
+        ({"job": "three_step", "workflow": "main"}, True),
+        ({"job": "adr"}, False),
+        ({"job": "three_step", "workflow": "other"}, False),
+    ],
+    ids=["its job", "its job and workflow", "another job", "another workflow"],
+)
+def test_a_rule_names_the_job_and_workflow_that_may_make_the_file(
+    repo: ReceiptRepo, keys: dict[str, str], holds: bool
+) -> None:
+    repo.set_base_policy(_rule(**keys))
+    if holds:
+        status, output = repo.verify()
+        assert status == 0, output
+    else:
+        assert repo.codes() == {"verify.unreceipted_change"}
+
+
+def test_approval_true_needs_a_trusted_approval_of_the_step_that_made_the_file(
+    repo: ReceiptRepo,
+) -> None:
+    repo.set_base_policy(_rule(approval="true"))
+    assert repo.codes() == {"verify.approval_missing"}
+
+    repo.resign(lambda body: repo.approve(body, trusted_now=True))
+    status, output = repo.verify()
+    assert status == 0, output
+    repo.commit("the approved receipt")
+
+    # Another file of the same run, made by a step nobody approved, still fails.
+    repo.set_base_policy("verify:\n  require:\n    - paths: ['notes.md']\n      approval: true\n")
+    assert repo.codes() == {"verify.approval_missing"}
+
+
+def test_the_change_cannot_loosen_the_base_refs_policy(repo: ReceiptRepo) -> None:
+    repo.set_base_policy(_rule(job="adr"))
+    (repo.root / CONFIG_FILE).write_text("verify:\n  require: []\n")
+    repo.commit("drop the rule in the change")
+    assert repo.codes() == {"verify.unreceipted_change"}
