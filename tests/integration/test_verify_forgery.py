@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -308,6 +310,28 @@ def test_outside_git_and_without_a_base_it_fails_closed(repo: ReceiptRepo, tmp_p
     assert outside.exit_code == 1
     assert json.loads(outside.output)["code"] == "verify.not_a_repository"
     assert repo.codes("--base", "no-such-ref") == {"verify.base_missing"}
+    repo.git("checkout", "-q", "--orphan", "unrelated")
+    repo.commit("a history of its own")
+    repo.git("checkout", "-q", "feature")
+    status, output = repo.verify("--format", "json", "--base", "unrelated")
+    (finding,) = [json.loads(line) for line in output.splitlines()]
+    assert (status, finding["code"]) == (1, "verify.git_failed")
+    assert "shares no history with HEAD" in finding["message"]
+
+
+def test_a_receipt_that_cannot_be_opened_is_unreadable(repo: ReceiptRepo) -> None:
+    """A socket where the receipt was: it exists, and opening it fails (ENXIO)."""
+    folder, name = repo.receipt.parent, repo.receipt.name
+    repo.receipt.unlink()
+    here = Path.cwd()
+    os.chdir(folder)  # a socket's path is short; the receipt's absolute one may not be
+    try:
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.bind(name)
+    finally:
+        os.chdir(here)
+    for args in ((), ("--all",)):
+        assert repo.codes(*args) == {"verify.receipt_unreadable"}
 
 
 def test_a_usage_error_exits_2(repo: ReceiptRepo) -> None:
