@@ -9,16 +9,19 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from deepwork_core.base.layout import CONFIG_FILE, GATE_KEYS_DIR
 from deepwork_core.receipts.checks import countersign_fields
 from deepwork_core.receipts.keys import COUNTERSIGN_LABEL, CiKey, GateKey
 from deepwork_core.receipts.model import MAX_RECEIPT_BYTES, Countersignature, Receipt
+from deepwork_mcp.cli.group import cli
 
 from tests.fixtures.receipt_repo import ReceiptRepo, build_template
 
@@ -289,6 +292,21 @@ def test_the_untouched_receipt_holds_and_keeps_holding_when_unrelated_files_chan
     assert repo.verify("--all")[0] == 0
 
 
+def test_it_needs_no_store_and_no_state(repo: ReceiptRepo, tmp_path: Path) -> None:
+    """A store nobody can reach and a state folder that is not there: verify opens neither,
+    and leaves the work tree as it found it."""
+    env = {
+        "DEEPWORK_STORE_URL": "postgresql://deepwork@127.0.0.1:1/unreachable",
+        "DEEPWORK_STATE_DIR": str(tmp_path / "no-state"),
+    }
+    shutil.rmtree(repo.root / ".deepwork/tmp")  # the run's own store, as a fresh clone lacks it
+    args = ["verify", "--path", str(repo.root), "--base", "main", "--all"]
+    result = CliRunner().invoke(cli, args, env=env)
+    assert result.exit_code == 0, result.output
+    assert not (tmp_path / "no-state").exists()
+    assert repo.git("status", "--porcelain", "--ignored") == ""
+
+
 def test_the_change_mode_checks_only_the_receipts_the_change_touches(repo: ReceiptRepo) -> None:
     repo.git("checkout", "-q", "main")
     repo.git("merge", "-q", "--ff-only", "feature")
@@ -303,9 +321,6 @@ def test_the_change_mode_checks_only_the_receipts_the_change_touches(repo: Recei
 def test_outside_git_and_without_a_base_it_fails_closed(repo: ReceiptRepo, tmp_path: Path) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()
-    from click.testing import CliRunner
-    from deepwork_mcp.cli.group import cli
-
     outside = CliRunner().invoke(cli, ["verify", "--path", str(plain), "--format", "json"])
     assert outside.exit_code == 1
     assert json.loads(outside.output)["code"] == "verify.not_a_repository"
