@@ -2,10 +2,12 @@
 through the real server, the first completed run on a machine makes its gate key and lists the
 public half under `.deepwork/gate_keys/` (the answer says to commit both); a later run signs
 with the same key and lists nothing new. A run that is unfinished or aborted has no receipt,
-and `deepwork receipt` refuses to write one (`receipt.not_completed`)."""
+and `deepwork receipt` refuses to write one (`receipt.not_completed`). A nested run has a
+receipt of its own, naming its parent, and both verify."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -19,7 +21,7 @@ from deepwork_mcp.server import create_server
 from fastmcp import Client
 
 from tests.fixtures.configs import config
-from tests.fixtures.git_repo import commit_all
+from tests.fixtures.git_repo import commit_all, git
 from tests.fixtures.receipt_repo import OUTPUTS
 from tests.fixtures.tool_calls import call_ok
 from tests.fixtures.workflow_project import make_project, write_files
@@ -97,3 +99,37 @@ async def test_an_unfinished_or_aborted_run_has_no_receipt(tmp_path: Path) -> No
     assert "receipt.not_completed" in aborted.output
     assert "aborted" in aborted.output
     assert not (root / RECEIPTS_DIR).exists()
+
+
+async def test_a_nested_run_has_a_receipt_of_its_own_and_both_verify(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    key = gate_key(_state())
+    (root / GATE_KEYS_DIR).mkdir(parents=True)
+    (root / key.pub_path).write_text(key.public_line())
+    commit_all(root, "the gate key")
+    git(root, "checkout", "-q", "-b", "feature")
+    async with Client(create_server(root, config(), state_dir=_state())) as client:
+        top = await call_ok(
+            client, "start_workflow", goal="g", job_name="three_step", workflow_name="main"
+        )
+        write_files(root, "notes.md", "one.md", "drafts/1.md", "final.md")
+        await call_ok(client, "finished_step", outputs=OUTPUTS[0])
+        nested = await call_ok(
+            client, "start_workflow", goal="n", job_name="multi", workflow_name="alpha"
+        )
+        inner = await call_ok(client, "finished_step", outputs={"one_out": "one.md"})
+        (inner_note,) = inner["evidence"]["receipts"]
+        for outputs in OUTPUTS[1:]:
+            outer = await call_ok(client, "finished_step", outputs=outputs)
+    assert outer["status"] == "workflow_complete"
+    (outer_note,) = outer["evidence"]["receipts"]
+    top_id, nested_id = top["begin_step"]["session_id"], nested["begin_step"]["session_id"]
+    assert (inner_note["session_id"], outer_note["session_id"]) == (nested_id, top_id)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "both runs")
+
+    result = CliRunner().invoke(cli, ["verify", "--path", str(root), "--base", "main"])
+    assert result.exit_code == 0, result.output
+    assert "2 receipts checked, all hold" in result.output
+    receipt = json.loads((root / inner_note["path"]).read_text())
+    assert (receipt["body"]["job"], receipt["body"]["parent_session_id"]) == ("multi", top_id)
