@@ -19,8 +19,14 @@ import pytest
 from click.testing import CliRunner
 from deepwork_core.base.layout import CONFIG_FILE, GATE_KEYS_DIR
 from deepwork_core.receipts.checks import countersign_fields
-from deepwork_core.receipts.keys import COUNTERSIGN_LABEL, CiKey, GateKey
-from deepwork_core.receipts.model import MAX_RECEIPT_BYTES, Countersignature, Receipt
+from deepwork_core.receipts.keys import COUNTERSIGN_LABEL, RECEIPT_LABEL, CiKey, GateKey
+from deepwork_core.receipts.model import (
+    MAX_RECEIPT_BYTES,
+    Countersignature,
+    Receipt,
+    canonical_bytes,
+)
+from deepwork_mcp.approvals.keys import gate_key
 from deepwork_mcp.cli.group import cli
 
 from tests.fixtures.receipt_repo import ReceiptRepo, build_template
@@ -204,6 +210,14 @@ def not_json(repo: ReceiptRepo) -> None:
     repo.receipt.write_text("{not json\n")
 
 
+def another_format(repo: ReceiptRepo) -> None:
+    """Signed by the trusted gate key, in a format this version does not read."""
+    document = repo.document()
+    document["body"]["format"] = "deepwork-receipt/2"
+    document["signature"]["ed25519"] = gate_key(repo.state).sign(document["body"], RECEIPT_LABEL)
+    repo.receipt.write_bytes(canonical_bytes(document))
+
+
 def job_changed(repo: ReceiptRepo) -> None:
     steps = repo.root / ".deepwork/jobs/three_step/steps/publish.md"
     steps.write_text(steps.read_text() + "\nAlso do something else.\n")
@@ -260,6 +274,7 @@ MATRIX: list[tuple[str, Callable[[ReceiptRepo], None], str]] = [
     ("deeply nested", deeply_nested, "verify.receipt_malformed"),
     ("not in canonical form", not_canonical, "verify.receipt_malformed"),
     ("not JSON", not_json, "verify.receipt_malformed"),
+    ("of another format, signed", another_format, "verify.receipt_malformed"),
     ("the job definition changed", job_changed, "verify.job_changed"),
     ("an output path outside the project", path_outside, "verify.path_outside_project"),
     ("no gate key trusted on the base ref", no_trusted_key, "verify.no_trusted_keys"),
