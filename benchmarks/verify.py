@@ -39,10 +39,14 @@ def _git(root: Path, *args: str) -> str:
 
 def make_repository(root: Path, files: int, receipts: int) -> None:
     """The repository: `main` with `files` files and the gate key, `feature` with the runs."""
-    from deepwork_core.base.layout import GATE_KEYS_DIR
+    from deepwork_core.base.layout import APPROVERS_DIR, GATE_KEYS_DIR
+    from deepwork_core.evidence.trusted_keys import public_line
     from deepwork_core.receipts.keys import GateKey
+    from deepwork_core.state.approvals.signatures import ApproverSigner
 
     key = GateKey(root.parent / "state" / "gate.key", "bench")
+    approver = ApproverSigner("ann", root.parent / "state" / "ann.key")
+    approver.create()
     root.mkdir()
     _git(root, "init", "-q", "-b", "main")
     for setting in ("user.email=b@example.com", "user.name=Bench", "commit.gpgsign=false"):
@@ -56,17 +60,19 @@ def make_repository(root: Path, files: int, receipts: int) -> None:
     (root / _JOB).write_text("name: bench\n")
     (root / GATE_KEYS_DIR).mkdir(parents=True)
     (root / key.pub_path).write_text(key.public_line())
+    (root / APPROVERS_DIR).mkdir(parents=True)
+    (root / APPROVERS_DIR / "ann.pub").write_text(public_line(approver.public_key()))
     _git(root, "add", "-A")
     _git(root, "commit", "-q", "-m", "base")
     start = _git(root, "rev-parse", "HEAD")
     _git(root, "checkout", "-q", "-b", "feature")
     for n in range(receipts):
-        _write_receipt(root, key, f"run{n:013d}", start)
+        _write_receipt(root, key, approver, f"run{n:013d}", start)
     _git(root, "add", "-A")
     _git(root, "commit", "-q", "-m", "runs")
 
 
-def _write_receipt(root: Path, key: Any, session: str, start: str) -> None:
+def _write_receipt(root: Path, key: Any, approver: Any, session: str, start: str) -> None:
     from deepwork_core.receipts.keys import RECEIPT_LABEL
     from deepwork_core.receipts.model import (
         DefinitionFile,
@@ -90,6 +96,7 @@ def _write_receipt(root: Path, key: Any, session: str, start: str) -> None:
                 "outputs": [{"output": step, "path": path, "sha256": sha}],
                 "passed": {"kind": "reviewed", "reviews": [], "reason": None},
                 "scope": {"guard": "note", "checked": True, "undeclared": []},
+                "approval_required": step == "c",
             }
         )
     job_sha = hashlib.sha256((root / _JOB).read_bytes()).hexdigest()
@@ -106,6 +113,7 @@ def _write_receipt(root: Path, key: Any, session: str, start: str) -> None:
             "start_commit": start,
             "job_definition": {"files": files, "sha256": definition_digest(files)},
             "steps": steps,
+            "approvals": [_approval(approver, session)],
         }
     )
     signature = key.sign(body.model_dump(mode="json"), RECEIPT_LABEL)
@@ -113,6 +121,33 @@ def _write_receipt(root: Path, key: Any, session: str, start: str) -> None:
     target = root / receipt_path("bench", session)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(receipt.text())
+
+
+def _approval(approver: Any, session: str) -> dict[str, Any]:
+    """The signed approval of step `c` of `session`, as `deepwork approve` records it."""
+    decided = "2026-12-01T00:00:30+00:00"
+    fields = {
+        "request_mac": "m",
+        "signer": approver.name,
+        "session_id": session,
+        "request_id": "r1",
+        "step_ids": ["c"],
+        "shown": [],
+        "approved": True,
+        "comment": "",
+        "channel": "cli",
+        "actor": approver.name,
+        "terminal": True,
+        "decided_at": decided,
+    }
+    return {
+        "step_ids": ["c"],
+        "request_id": "r1",
+        "signer": approver.name,
+        "signature": approver.sign(fields),
+        "decided_at": decided,
+        "fields": fields,
+    }
 
 
 def timing(files: int, receipts: int, repeats: int) -> tuple[list[float], list[float]]:

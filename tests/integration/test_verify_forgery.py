@@ -1,22 +1,33 @@
 """The forgery matrix of `deepwork verify` (docs/verify.md): a real run's receipt, in a real git
 repository, changed the ways a forger would; the real command refuses each with its own code,
-and passes the untouched receipt (also after unrelated files change)."""
+and passes the untouched receipt (also after unrelated files change). Then the keys of a
+`verify.require` rule of the base ref's policy: `job`, `workflow`, `approval`, and that the
+change cannot loosen them."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import shutil
+import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from deepwork_core.base.layout import APPROVERS_DIR, GATE_KEYS_DIR
-from deepwork_core.evidence.trusted_keys import public_line
+from click.testing import CliRunner
+from deepwork_core.base.layout import CONFIG_FILE, GATE_KEYS_DIR
 from deepwork_core.receipts.checks import countersign_fields
-from deepwork_core.receipts.keys import COUNTERSIGN_LABEL, CiKey, GateKey
-from deepwork_core.receipts.model import MAX_RECEIPT_BYTES, Countersignature, Receipt
-from deepwork_core.state.approvals.signatures import ApproverSigner
+from deepwork_core.receipts.keys import COUNTERSIGN_LABEL, RECEIPT_LABEL, CiKey, GateKey
+from deepwork_core.receipts.model import (
+    MAX_RECEIPT_BYTES,
+    Countersignature,
+    Receipt,
+    canonical_bytes,
+)
+from deepwork_mcp.approvals.keys import gate_key
+from deepwork_mcp.cli.group import cli
 
 from tests.fixtures.receipt_repo import ReceiptRepo, build_template
 
@@ -36,48 +47,6 @@ def repo(template: Path, tmp_path: Path) -> ReceiptRepo:
 def _step(body: Body, step: str) -> Body:
     found: Body = next(s for s in body["steps"] if s["step"] == step)
     return found
-
-
-def _approval(repo: ReceiptRepo, body: Body, *, trusted_now: bool) -> None:
-    """Give the `publish` step an approval signed by an approver `ann` whose `.pub` is in the
-    change (committed on the base ref too when `trusted_now`)."""
-    signer = ApproverSigner("ann", repo.state / "approvers" / "ann.key")
-    signer.create()
-    listing = repo.root / APPROVERS_DIR / "ann.pub"
-    listing.parent.mkdir(parents=True, exist_ok=True)
-    listing.write_text(public_line(signer.public_key()))
-    if trusted_now:
-        repo.git("stash", "-q", "--include-untracked")
-        repo.git("checkout", "-q", "main")
-        repo.git("stash", "pop", "-q")
-        repo.commit("trust ann")
-        repo.git("checkout", "-q", "feature")
-        repo.git("rebase", "-q", "main")
-    fields = {
-        "request_mac": "m",
-        "signer": "ann",
-        "session_id": body["session_id"],
-        "request_id": "r1",
-        "step_ids": ["publish"],
-        "shown": [],
-        "approved": True,
-        "comment": "",
-        "channel": "cli",
-        "actor": "ann",
-        "terminal": True,
-        "decided_at": body["completed_at"],
-    }
-    _step(body, "publish")["approval_required"] = True
-    body["approvals"] = [
-        {
-            "step_ids": ["publish"],
-            "request_id": "r1",
-            "signer": "ann",
-            "signature": signer.sign(fields),
-            "decided_at": body["completed_at"],
-            "fields": fields,
-        }
-    ]
 
 
 def edit_output(repo: ReceiptRepo) -> None:
@@ -135,7 +104,7 @@ def key_in_change(repo: ReceiptRepo) -> None:
 
 
 def approver_in_change(repo: ReceiptRepo) -> None:
-    repo.resign(lambda body: _approval(repo, body, trusted_now=False))
+    repo.resign(lambda body: repo.approve(body, trusted_now=False))
 
 
 def approval_removed(repo: ReceiptRepo) -> None:
@@ -144,7 +113,7 @@ def approval_removed(repo: ReceiptRepo) -> None:
 
 def approval_edited(repo: ReceiptRepo) -> None:
     def change(body: Body) -> None:
-        _approval(repo, body, trusted_now=True)
+        repo.approve(body, trusted_now=True)
         body["approvals"][0]["fields"]["comment"] = "not what ann signed"
 
     repo.resign(change)
@@ -241,6 +210,14 @@ def not_json(repo: ReceiptRepo) -> None:
     repo.receipt.write_text("{not json\n")
 
 
+def another_format(repo: ReceiptRepo) -> None:
+    """Signed by the trusted gate key, in a format this version does not read."""
+    document = repo.document()
+    document["body"]["format"] = "deepwork-receipt/2"
+    document["signature"]["ed25519"] = gate_key(repo.state).sign(document["body"], RECEIPT_LABEL)
+    repo.receipt.write_bytes(canonical_bytes(document))
+
+
 def job_changed(repo: ReceiptRepo) -> None:
     steps = repo.root / ".deepwork/jobs/three_step/steps/publish.md"
     steps.write_text(steps.read_text() + "\nAlso do something else.\n")
@@ -297,6 +274,7 @@ MATRIX: list[tuple[str, Callable[[ReceiptRepo], None], str]] = [
     ("deeply nested", deeply_nested, "verify.receipt_malformed"),
     ("not in canonical form", not_canonical, "verify.receipt_malformed"),
     ("not JSON", not_json, "verify.receipt_malformed"),
+    ("of another format, signed", another_format, "verify.receipt_malformed"),
     ("the job definition changed", job_changed, "verify.job_changed"),
     ("an output path outside the project", path_outside, "verify.path_outside_project"),
     ("no gate key trusted on the base ref", no_trusted_key, "verify.no_trusted_keys"),
@@ -329,6 +307,21 @@ def test_the_untouched_receipt_holds_and_keeps_holding_when_unrelated_files_chan
     assert repo.verify("--all")[0] == 0
 
 
+def test_it_needs_no_store_and_no_state(repo: ReceiptRepo, tmp_path: Path) -> None:
+    """A store nobody can reach and a state folder that is not there: verify opens neither,
+    and leaves the work tree as it found it."""
+    env = {
+        "DEEPWORK_STORE_URL": "postgresql://deepwork@127.0.0.1:1/unreachable",
+        "DEEPWORK_STATE_DIR": str(tmp_path / "no-state"),
+    }
+    shutil.rmtree(repo.root / ".deepwork/tmp")  # the run's own store, as a fresh clone lacks it
+    args = ["verify", "--path", str(repo.root), "--base", "main", "--all"]
+    result = CliRunner().invoke(cli, args, env=env)
+    assert result.exit_code == 0, result.output
+    assert not (tmp_path / "no-state").exists()
+    assert repo.git("status", "--porcelain", "--ignored") == ""
+
+
 def test_the_change_mode_checks_only_the_receipts_the_change_touches(repo: ReceiptRepo) -> None:
     repo.git("checkout", "-q", "main")
     repo.git("merge", "-q", "--ff-only", "feature")
@@ -343,13 +336,32 @@ def test_the_change_mode_checks_only_the_receipts_the_change_touches(repo: Recei
 def test_outside_git_and_without_a_base_it_fails_closed(repo: ReceiptRepo, tmp_path: Path) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()
-    from click.testing import CliRunner
-    from deepwork_mcp.cli.group import cli
-
     outside = CliRunner().invoke(cli, ["verify", "--path", str(plain), "--format", "json"])
     assert outside.exit_code == 1
     assert json.loads(outside.output)["code"] == "verify.not_a_repository"
     assert repo.codes("--base", "no-such-ref") == {"verify.base_missing"}
+    repo.git("checkout", "-q", "--orphan", "unrelated")
+    repo.commit("a history of its own")
+    repo.git("checkout", "-q", "feature")
+    status, output = repo.verify("--format", "json", "--base", "unrelated")
+    (finding,) = [json.loads(line) for line in output.splitlines()]
+    assert (status, finding["code"]) == (1, "verify.git_failed")
+    assert "shares no history with HEAD" in finding["message"]
+
+
+def test_a_receipt_that_cannot_be_opened_is_unreadable(repo: ReceiptRepo) -> None:
+    """A socket where the receipt was: it exists, and opening it fails (ENXIO)."""
+    folder, name = repo.receipt.parent, repo.receipt.name
+    repo.receipt.unlink()
+    here = Path.cwd()
+    os.chdir(folder)  # a socket's path is short; the receipt's absolute one may not be
+    try:
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.bind(name)
+    finally:
+        os.chdir(here)
+    for args in ((), ("--all",)):
+        assert repo.codes(*args) == {"verify.receipt_unreadable"}
 
 
 def test_a_usage_error_exits_2(repo: ReceiptRepo) -> None:
@@ -405,3 +417,55 @@ def test_a_countersignature_by_an_untrusted_or_edited_key_is_refused(repo: Recei
     repo.commit("countersigned")
     _trust_ci_key(repo, CiKey.new("ci"))  # another key under the same name
     assert repo.codes() == {"verify.countersign_invalid"}
+
+
+# --- the policy's rules (docs/verify.md, "The policy") ----------------------------------------
+
+
+def _rule(**keys: str) -> str:
+    extra = "".join(f"      {key}: {value}\n" for key, value in keys.items())
+    return f"verify:\n  require:\n    - paths: ['final.md']\n{extra}"
+
+
+@pytest.mark.parametrize(
+    ("keys", "holds"),
+    [
+        ({"job": "three_step"}, True),
+        ({"job": "three_step", "workflow": "main"}, True),
+        ({"job": "adr"}, False),
+        ({"job": "three_step", "workflow": "other"}, False),
+    ],
+    ids=["its job", "its job and workflow", "another job", "another workflow"],
+)
+def test_a_rule_names_the_job_and_workflow_that_may_make_the_file(
+    repo: ReceiptRepo, keys: dict[str, str], holds: bool
+) -> None:
+    repo.set_base_policy(_rule(**keys))
+    if holds:
+        status, output = repo.verify()
+        assert status == 0, output
+    else:
+        assert repo.codes() == {"verify.unreceipted_change"}
+
+
+def test_approval_true_needs_a_trusted_approval_of_the_step_that_made_the_file(
+    repo: ReceiptRepo,
+) -> None:
+    repo.set_base_policy(_rule(approval="true"))
+    assert repo.codes() == {"verify.approval_missing"}
+
+    repo.resign(lambda body: repo.approve(body, trusted_now=True))
+    status, output = repo.verify()
+    assert status == 0, output
+    repo.commit("the approved receipt")
+
+    # Another file of the same run, made by a step nobody approved, still fails.
+    repo.set_base_policy("verify:\n  require:\n    - paths: ['notes.md']\n      approval: true\n")
+    assert repo.codes() == {"verify.approval_missing"}
+
+
+def test_the_change_cannot_loosen_the_base_refs_policy(repo: ReceiptRepo) -> None:
+    repo.set_base_policy(_rule(job="adr"))
+    (repo.root / CONFIG_FILE).write_text("verify:\n  require: []\n")
+    repo.commit("drop the rule in the change")
+    assert repo.codes() == {"verify.unreceipted_change"}

@@ -84,6 +84,10 @@ class ReceiptCode(Code):
     VERIFY_COUNTERSIGN_MISSING = "verify.countersign_missing"
     """The policy requires a countersignature (`verify.require_countersign: true`) and the
     receipt has none that is trusted: run `deepwork verify --rereview` in CI."""
+    VERIFY_GIT_FAILED = "verify.git_failed"
+    """git could not answer what `deepwork verify` asks it (the message gives git's own words),
+    or the base ref shares no history with HEAD, so the change cannot be told apart: nothing
+    passes."""
     VERIFY_JOB_CHANGED = "verify.job_changed"
     """A file of the job definition the run used (job.yml, a step's instructions, a doc spec, a
     `.deepreview` rule file) differs now, or is gone; the finding names each file."""
@@ -120,7 +124,7 @@ class ReceiptCode(Code):
     VERIFY_RECEIPT_TOO_LARGE = "verify.receipt_too_large"
     """The receipt is larger than a receipt can be (docs/limits.md)."""
     VERIFY_RECEIPT_UNREADABLE = "verify.receipt_unreadable"
-    """The receipt cannot be read (permissions, an I/O error, not UTF-8)."""
+    """The receipt cannot be read (permissions, an I/O error)."""
     VERIFY_REREVIEW_ERROR = "verify.rereview_error"
     """`--rereview` got no verdict for a review (the reviewer timed out, stalled, answered
     outside the schema, or the job could not be loaded); the receipt is not countersigned. The

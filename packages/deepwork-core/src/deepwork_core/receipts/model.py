@@ -124,7 +124,8 @@ class ApprovalEntry(_Model):
 class ReceiptBody(_Model):
     """What the gate key signs."""
 
-    format: str = RECEIPT_FORMAT
+    #: Only this version's format is read: a receipt of another is malformed, never half read.
+    format: Literal["deepwork-receipt/1"] = RECEIPT_FORMAT
     deepwork_version: str
     session_id: str
     job: str

@@ -80,7 +80,15 @@ class Repository:
     def changed_files(self) -> list[str]:
         """Every file the change since the base touches: committed since the merge base with
         HEAD, staged, unstaged, or untracked (and not ignored)."""
-        fork = self.git("merge-base", self.base, "HEAD").strip()
+        found = run_git(["merge-base", self.base, "HEAD"], cwd=self.root, check=False)
+        fork = found.stdout.strip()
+        if found.returncode == 1 and not fork:
+            raise GitError(
+                f"the base ref {self.base_name or self.base[:12]} shares no history with HEAD: "
+                "the change since it cannot be told"
+            )
+        if found.returncode != 0:
+            raise GitError(f"git merge-base: {found.stderr.strip() or found.returncode}")
         changed = self.git("diff", "--name-only", "--no-renames", "-z", fork, "--")
         untracked = self.git("ls-files", "--others", "--exclude-standard", "-z")
         return sorted({p for p in (changed + untracked).split("\0") if p})

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from deepwork_core.base.config import DeepWorkConfig, VerifyRule, parse_config
-from deepwork_core.base.errors import ConfigError, DeepWorkError
+from deepwork_core.base.errors import ConfigError, DeepWorkError, GitError
 from deepwork_core.base.git import repository_root
 from deepwork_core.base.globs import matches_any
 from deepwork_core.base.layout import CI_KEYS_DIR, CONFIG_FILE, GATE_KEYS_DIR, RECEIPTS_DIR
@@ -79,6 +79,8 @@ def verify(
     repo = Repository(root=root.resolve(), base=commit, base_name=base)
     try:
         _run(repo, report, everything, rereview)
+    except GitError as exc:
+        report.findings.append(_global(ReceiptCode.VERIFY_GIT_FAILED, exc.message))
     except DeepWorkError as exc:
         report.findings.append(_global(ReceiptCode.VERIFY_RECEIPT_UNREADABLE, exc.message))
     return report
