@@ -648,6 +648,28 @@ def test_the_skill_and_a_parked_answer_agree_on_stopping(skills: dict[str, str])
         assert words in skill
 
 
+def test_the_skill_stops_a_headless_run_at_every_answer_that_parks_it(
+    skills: dict[str, str],
+) -> None:
+    """A headless server parks the run at every error of its park table, when the attempts run
+    out and at a human gate, and answers `session.parked` after; the skill's headless rule names
+    each, and its self-review fallback for a spent budget is not offered there (the answer
+    says to stop)."""
+    from deepwork_core.base.error_codes import ErrorCode
+    from deepwork_core.engine.finishing.finish import PARKING_CODES
+
+    skill = _flat(_deepwork_skill(skills))
+    rule = skill[skill.index("**Headless runs.**") :]
+    rule = rule[: rule.index("## ")]
+    codes = {*PARKING_CODES, ErrorCode.QUALITY_GATE_MAX_ATTEMPTS, ErrorCode.SESSION_PARKED}
+    assert [code for code in sorted(codes) if f"`{code}`" not in rule] == []
+    for words in ("`awaiting_approval`", "stop at once and end your turn", "no self-review"):
+        assert words in rule, words
+    gate = skill[skill.index("**Reviewer stalled or budget spent.**") :]
+    gate = gate[: gate.index("**Self-review.**")]
+    assert "unless the answer tells you to stop (a headless run parks" in gate
+
+
 def test_the_skill_teaches_receipts_as_the_server_and_cli_have_them(
     skills: dict[str, str],
 ) -> None:

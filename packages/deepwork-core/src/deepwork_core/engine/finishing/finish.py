@@ -277,7 +277,7 @@ class FinishPipeline:
                     )
                 )
                 parked = None
-                reason = _PARKS.get(exc.code)
+                reason = PARKING_CODES.get(exc.code)
                 if reason is not None:
                     parked = self._park(session, reason, exc)
                 tx.save(session)
@@ -335,7 +335,7 @@ class FinishPipeline:
 
 #: The gate errors that park a headless run, and why (docs/headless.md): nothing a new attempt
 #: of the agent does can get past them; a person must act first.
-_PARKS: Final = {
+PARKING_CODES: Final = {
     ErrorCode.QUALITY_GATE_BUDGET_EXHAUSTED: ParkReason.BUDGET_EXHAUSTED,
     ErrorCode.QUALITY_GATE_NOT_INSTALLED: ParkReason.REVIEWER_MISSING,
 }
