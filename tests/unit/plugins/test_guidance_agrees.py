@@ -724,3 +724,26 @@ def test_the_skill_and_the_reference_teach_approval_policies_as_the_server_has_t
     quoted = Standing(required=2, approved_by=["alice"]).text()
     assert f"`{quoted}`" in approvals
     assert "`go_to_step`" in approvals
+
+
+def test_the_recurring_jobs_reference_schedules_a_headless_run() -> None:
+    """A recurring job is scheduled with `deepwork run` (issue 41): the command, its options and
+    the agents it names are the CLI's, a human gate parks the run (exit 3) and `--resume`
+    continues it."""
+    from deepwork_mcp.cli.headless.agents import AGENTS
+    from deepwork_mcp.cli.headless.exits import RunExit
+
+    ctx = click.Context(cli)
+    run = cli.get_command(ctx, "run")
+    assert run is not None
+    options = {opt for param in run.params for opt in getattr(param, "opts", [])}
+    text = _flat(_reference("recurring_jobs"))
+    scheduling = text[text.index("**Scheduling.**") :]
+    scheduling = scheduling[: scheduling.index("The library job")]
+    assert "`deepwork run <job> --agent claude`" in scheduling
+    named = set(re.findall(r"(?<![\w-])(--[a-z]+)", scheduling))
+    assert {"--agent", "--input", "--resume"} <= named <= options
+    assert all(re.search(rf"\b{agent}`", scheduling) for agent in AGENTS)
+    assert f"exits {RunExit.PARKED.value}" in scheduling
+    assert "`deepwork run --resume <session>`" in scheduling
+    assert "`approval`" in scheduling
