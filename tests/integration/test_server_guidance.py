@@ -7,8 +7,10 @@ sentence each (their size is held by `test_tool_list_and_instructions_stay_small
 from __future__ import annotations
 
 import json
+from importlib.metadata import version
 from pathlib import Path
 
+import pytest
 from deepwork_mcp.server import create_server
 from fastmcp import Client
 
@@ -122,3 +124,32 @@ async def test_a_010_reviews_rules_arrive_as_its_criterion(tmp_path: Path) -> No
     assert "MUST name every change" in rules
     assert "Breaking changes MUST come first" in rules
     assert review.get("additional_review_guidance") is None
+
+
+#: tools/list and the instructions together, at most 7,000 bytes with the JSON-RPC envelope
+#: around the listing (34 bytes), as a host reads them before the first call.
+LISTING_BUDGET = 7000 - 34
+
+
+@pytest.mark.parametrize(
+    "launch",
+    [
+        f"uvx deepwork=={version('deepwork-mcp')}",  # the plugins' pinned form
+        "uvx --from /home/alexandra.kowalski/src/deepwork deepwork",  # served from a clone
+    ],
+)
+async def test_the_listing_stays_within_its_budget_however_the_server_was_started(
+    tmp_path: Path, launch: str
+) -> None:
+    """The `CLI:` line grows with the command that started the server: before the release is
+    on PyPI that is `uvx --from <clone>`, so a fresh project's listing and instructions stay
+    within budget with a clone's path of ordinary length too."""
+    (tmp_path / ".deepwork").mkdir()
+    server = create_server(tmp_path, config(external_runner="claude"), launch=launch)
+    async with Client(server) as client:
+        listing = await client.session.list_tools()
+    instructions = server.instructions or ""
+    assert f"CLI: `{launch} ...`." in instructions
+    size = len(listing.model_dump_json(by_alias=True, exclude_none=True).encode())
+    size += len(instructions.encode())
+    assert size <= LISTING_BUDGET, size
