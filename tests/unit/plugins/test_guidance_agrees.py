@@ -747,3 +747,23 @@ def test_the_recurring_jobs_reference_schedules_a_headless_run() -> None:
     assert f"exits {RunExit.PARKED.value}" in scheduling
     assert "`deepwork run --resume <session>`" in scheduling
     assert "`approval`" in scheduling
+
+
+def test_a_worktree_instance_gets_the_same_path_rule_from_the_skill_and_the_server(
+    skills: dict[str, str],
+) -> None:
+    """The server takes a worktree instance's output paths relative to its worktree (the note
+    it adds to the instance's instructions says so); the skill says the same, not "paths there",
+    which reads as project paths into the worktree and fails as `outputs.file_not_found`."""
+    from deepwork_core.engine.fanout.items import instance_instructions
+    from deepwork_core.state.session_model import InstanceOf, Session
+
+    of = InstanceOf(index=0, item="a", worktree=".deepwork/tmp/worktrees/p/s1", branch="b")
+    session = Session.model_construct(session_id="s1", instance_of=of)
+    note = _flat(instance_instructions("Do it.", session, 2))
+    rule = "output paths relative to that folder"
+    assert rule in note
+    text = _flat(_deepwork_skill(skills))
+    fan = text[text.index("## Fan-out") : text.index("## The quality gate")]
+    assert rule in fan
+    assert "`docs/a.md`, not `.deepwork/tmp/worktrees/" in fan
