@@ -153,3 +153,52 @@ async def test_the_listing_stays_within_its_budget_however_the_server_was_starte
     size = len(listing.model_dump_json(by_alias=True, exclude_none=True).encode())
     size += len(instructions.encode())
     assert size <= LISTING_BUDGET, size
+
+
+VERDICTS_JOB = """\
+name: verdicts
+summary: "A verdict per item"
+step_arguments:
+  - {name: items, description: "The items", type: string}
+  - {name: verdict, description: "One line on the item", type: string}
+  - {name: summary, description: "All verdicts in one line", type: string}
+workflows:
+  main:
+    summary: "Judge each item, then sum up"
+    steps:
+      - name: judge
+        instructions: "Judge {{ item }}."
+        inputs: {items: {}}
+        outputs: {verdict: {}}
+        for_each: items
+      - name: sum_up
+        instructions: "Sum up the verdicts."
+        inputs: {verdict: {}}
+        outputs: {summary: {}}
+"""
+
+
+async def test_a_list_of_texts_arrives_as_text_not_as_paths(tmp_path: Path) -> None:
+    """The skill (and docs/runtime.md) say `step_inputs` carry files in `paths` and text in
+    `value`: a list of texts given at start for a fan-out, and the texts of a fanned-out `string`
+    output at fan-in, are text too, never files for the agent (or a reviewer) to open."""
+    root = tmp_path / "project"
+    (root / ".deepwork" / "jobs" / "verdicts").mkdir(parents=True)
+    (root / ".deepwork" / "jobs" / "verdicts" / "job.yml").write_text(VERDICTS_JOB)
+    async with Client(create_server(root, config(enabled=False))) as client:
+        started = await call_ok(
+            client, "start_workflow", goal="g", job_name="verdicts", workflow_name="main",
+            inputs={"items": ["alpha", "beta"]},
+        )  # fmt: skip
+        fan = started["begin_step"]["fan_out"]
+        [items] = started["begin_step"]["step_inputs"]
+        for instance in fan["instances"]:
+            outputs = {"verdict": f"{instance['item']} is fine"}
+            sid = instance["session_id"]
+            await call_ok(client, "finished_step", outputs=outputs, session_id=sid)
+        fanned_in = await call_ok(
+            client, "finished_step", outputs={}, session_id=fan["parent_session_id"]
+        )
+    [verdicts] = fanned_in["begin_step"]["step_inputs"]
+    assert (items["value"], items["paths"]) == (["alpha", "beta"], [])
+    assert (verdicts["value"], verdicts["paths"]) == (["alpha is fine", "beta is fine"], [])
