@@ -202,3 +202,29 @@ async def test_a_list_of_texts_arrives_as_text_not_as_paths(tmp_path: Path) -> N
     [verdicts] = fanned_in["begin_step"]["step_inputs"]
     assert (items["value"], items["paths"]) == (["alpha", "beta"], [])
     assert (verdicts["value"], verdicts["paths"]) == (["alpha is fine", "beta is fine"], [])
+
+
+async def test_a_worktree_instance_keeps_its_text_output_as_written(tmp_path: Path) -> None:
+    """A worktree instance gives output paths relative to its worktree and the server puts the
+    folder in front of each path; the text of a `string` output is no path and stays as
+    written (it was kept, and reviewed, with the worktree's folder glued to its front)."""
+    from tests.fixtures.git_repo import commit_all
+
+    root = tmp_path / "project"
+    (root / ".deepwork" / "jobs" / "verdicts").mkdir(parents=True)
+    isolated = "for_each: items\n        isolation: worktree\n"
+    job = VERDICTS_JOB.replace("for_each: items\n", isolated)
+    (root / ".deepwork" / "jobs" / "verdicts" / "job.yml").write_text(job)
+    commit_all(root)
+    async with Client(create_server(root, config(enabled=False))) as client:
+        started = await call_ok(
+            client, "start_workflow", goal="g", job_name="verdicts", workflow_name="main",
+            inputs={"items": ["alpha"]},
+        )  # fmt: skip
+        [instance] = started["begin_step"]["fan_out"]["instances"]
+        assert instance["worktree"]
+        done = await call_ok(
+            client, "finished_step", outputs={"verdict": "alpha is fine"},
+            session_id=instance["session_id"],
+        )  # fmt: skip
+    assert done["all_outputs"] == {"verdict": "alpha is fine"}

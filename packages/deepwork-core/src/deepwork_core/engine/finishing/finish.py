@@ -252,7 +252,7 @@ class FinishPipeline:
         project's paths)."""
         outputs = sub.outputs
         if self.fan is not None and session.instance_of is not None:
-            outputs = self.fan.submitted(session, outputs)  # its worktree's paths
+            outputs = self.fan.submitted(session, outputs, steps)  # its worktree's paths
         return validate_outputs(self.project_root, steps, outputs, self.output_limits)
 
     def _decide(self, pending: _Pending, progress: ProgressReporter | None) -> GateVerdict:
