@@ -16,7 +16,7 @@ from fastmcp import Client
 
 from tests.fixtures.configs import config
 from tests.fixtures.evidence_project import make_evidence_project
-from tests.fixtures.tool_calls import call_ok
+from tests.fixtures.tool_calls import call_error, call_ok
 
 
 async def _guidance(tmp_path: Path) -> tuple[str, dict[str, str]]:
@@ -228,3 +228,35 @@ async def test_a_worktree_instance_keeps_its_text_output_as_written(tmp_path: Pa
             session_id=instance["session_id"],
         )  # fmt: skip
     assert done["all_outputs"] == {"verdict": "alpha is fine"}
+
+
+async def test_a_worktree_instance_is_told_its_paths_are_relative_to_its_worktree(
+    tmp_path: Path,
+) -> None:
+    """A missing output of a worktree instance is named as the agent gave it, relative to the
+    instance's worktree, as its instructions and the skill say (the error said "relative to
+    the project root" beside the path with the worktree's folder put in front)."""
+    from tests.fixtures.git_repo import commit_all
+
+    root = tmp_path / "project"
+    (root / ".deepwork" / "jobs" / "notes").mkdir(parents=True)
+    job = VERDICTS_JOB.replace("name: verdicts", "name: notes").replace(
+        "for_each: items\n", "for_each: items\n        isolation: worktree\n"
+    )
+    one_line = '{name: verdict, description: "One line on the item", type: string}'
+    job = job.replace(one_line, '{name: verdict, description: "Notes", type: file_path}')
+    (root / ".deepwork" / "jobs" / "notes" / "job.yml").write_text(job)
+    commit_all(root)
+    async with Client(create_server(root, config(enabled=False))) as client:
+        started = await call_ok(
+            client, "start_workflow", goal="g", job_name="notes", workflow_name="main",
+            inputs={"items": ["alpha"]},
+        )  # fmt: skip
+        [instance] = started["begin_step"]["fan_out"]["instances"]
+        text = await call_error(
+            client, "finished_step", "outputs.file_not_found",
+            outputs={"verdict": "notes/alpha.md"}, session_id=instance["session_id"],
+        )  # fmt: skip
+    assert "file not found at 'notes/alpha.md'" in text
+    assert f"relative to the instance's worktree {instance['worktree']}" in text
+    assert "project root" not in text

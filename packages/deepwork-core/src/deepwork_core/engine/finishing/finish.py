@@ -250,10 +250,13 @@ class FinishPipeline:
     ) -> ValidatedOutputs:
         """The submitted outputs, valid for the checkpoint's steps (an instance's as the
         project's paths)."""
-        outputs = sub.outputs
-        if self.fan is not None and session.instance_of is not None:
+        outputs, of = sub.outputs, session.instance_of
+        if self.fan is not None and of is not None:
             outputs = self.fan.submitted(session, outputs, steps)  # its worktree's paths
-        return validate_outputs(self.project_root, steps, outputs, self.output_limits)
+        worktree = of.worktree if self.fan is not None and of is not None else None
+        return validate_outputs(
+            self.project_root, steps, outputs, self.output_limits, paths_from=worktree
+        )
 
     def _decide(self, pending: _Pending, progress: ProgressReporter | None) -> GateVerdict:
         """Step 3: the gate's verdict; a gate error is logged on the session, then raised."""
