@@ -7,8 +7,11 @@ sentence each (their size is held by `test_tool_list_and_instructions_stay_small
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
 import pytest
 from deepwork_mcp.server import create_server
@@ -204,16 +207,19 @@ async def test_a_list_of_texts_arrives_as_text_not_as_paths(tmp_path: Path) -> N
     assert (verdicts["value"], verdicts["paths"]) == (["alpha is fine", "beta is fine"], [])
 
 
-async def test_a_worktree_instance_keeps_its_text_output_as_written(tmp_path: Path) -> None:
-    """A worktree instance gives output paths relative to its worktree and the server puts the
-    folder in front of each path; the text of a `string` output is no path and stays as
-    written (it was kept, and reviewed, with the worktree's folder glued to its front)."""
+@asynccontextmanager
+async def _one_worktree_instance(
+    tmp_path: Path, verdict_type: str
+) -> AsyncIterator[tuple[Client[Any], dict[str, Any]]]:
+    """The verdicts job in a git repository, its `judge` step in worktrees, started on one item:
+    the client and that instance (`verdict_type`: the type of its output)."""
     from tests.fixtures.git_repo import commit_all
 
     root = tmp_path / "project"
     (root / ".deepwork" / "jobs" / "verdicts").mkdir(parents=True)
     isolated = "for_each: items\n        isolation: worktree\n"
     job = VERDICTS_JOB.replace("for_each: items\n", isolated)
+    job = job.replace('item", type: string}', f'item", type: {verdict_type}}}')
     (root / ".deepwork" / "jobs" / "verdicts" / "job.yml").write_text(job)
     commit_all(root)
     async with Client(create_server(root, config(enabled=False))) as client:
@@ -223,6 +229,14 @@ async def test_a_worktree_instance_keeps_its_text_output_as_written(tmp_path: Pa
         )  # fmt: skip
         [instance] = started["begin_step"]["fan_out"]["instances"]
         assert instance["worktree"]
+        yield client, instance
+
+
+async def test_a_worktree_instance_keeps_its_text_output_as_written(tmp_path: Path) -> None:
+    """A worktree instance gives output paths relative to its worktree and the server puts the
+    folder in front of each path; the text of a `string` output is no path and stays as
+    written (it was kept, and reviewed, with the worktree's folder glued to its front)."""
+    async with _one_worktree_instance(tmp_path, "string") as (client, instance):
         done = await call_ok(
             client, "finished_step", outputs={"verdict": "alpha is fine"},
             session_id=instance["session_id"],
@@ -236,23 +250,7 @@ async def test_a_worktree_instance_is_told_its_paths_are_relative_to_its_worktre
     """A missing output of a worktree instance is named as the agent gave it, relative to the
     instance's worktree, as its instructions and the skill say (the error said "relative to
     the project root" beside the path with the worktree's folder put in front)."""
-    from tests.fixtures.git_repo import commit_all
-
-    root = tmp_path / "project"
-    (root / ".deepwork" / "jobs" / "notes").mkdir(parents=True)
-    job = VERDICTS_JOB.replace("name: verdicts", "name: notes").replace(
-        "for_each: items\n", "for_each: items\n        isolation: worktree\n"
-    )
-    one_line = '{name: verdict, description: "One line on the item", type: string}'
-    job = job.replace(one_line, '{name: verdict, description: "Notes", type: file_path}')
-    (root / ".deepwork" / "jobs" / "notes" / "job.yml").write_text(job)
-    commit_all(root)
-    async with Client(create_server(root, config(enabled=False))) as client:
-        started = await call_ok(
-            client, "start_workflow", goal="g", job_name="notes", workflow_name="main",
-            inputs={"items": ["alpha"]},
-        )  # fmt: skip
-        [instance] = started["begin_step"]["fan_out"]["instances"]
+    async with _one_worktree_instance(tmp_path, "file_path") as (client, instance):
         text = await call_error(
             client, "finished_step", "outputs.file_not_found",
             outputs={"verdict": "notes/alpha.md"}, session_id=instance["session_id"],
