@@ -648,6 +648,28 @@ def test_the_skill_and_a_parked_answer_agree_on_stopping(skills: dict[str, str])
         assert words in skill
 
 
+def test_the_skill_stops_a_headless_run_at_every_answer_that_parks_it(
+    skills: dict[str, str],
+) -> None:
+    """A headless server parks the run at every error of its park table, when the attempts run
+    out and at a human gate, and answers `session.parked` after; the skill's headless rule names
+    each, and its self-review fallback for a spent budget is not offered there (the answer
+    says to stop)."""
+    from deepwork_core.base.error_codes import ErrorCode
+    from deepwork_core.engine.finishing.finish import PARKING_CODES
+
+    skill = _flat(_deepwork_skill(skills))
+    rule = skill[skill.index("**Headless runs.**") :]
+    rule = rule[: rule.index("## ")]
+    codes = {*PARKING_CODES, ErrorCode.QUALITY_GATE_MAX_ATTEMPTS, ErrorCode.SESSION_PARKED}
+    assert [code for code in sorted(codes) if f"`{code}`" not in rule] == []
+    for words in ("`awaiting_approval`", "stop at once and end your turn", "no self-review"):
+        assert words in rule, words
+    gate = skill[skill.index("**Reviewer stalled or budget spent.**") :]
+    gate = gate[: gate.index("**Self-review.**")]
+    assert "unless the answer tells you to stop (a headless run parks" in gate
+
+
 def test_the_skill_teaches_receipts_as_the_server_and_cli_have_them(
     skills: dict[str, str],
 ) -> None:
@@ -702,3 +724,46 @@ def test_the_skill_and_the_reference_teach_approval_policies_as_the_server_has_t
     quoted = Standing(required=2, approved_by=["alice"]).text()
     assert f"`{quoted}`" in approvals
     assert "`go_to_step`" in approvals
+
+
+def test_the_recurring_jobs_reference_schedules_a_headless_run() -> None:
+    """A recurring job is scheduled with `deepwork run` (issue 41): the command, its options and
+    the agents it names are the CLI's, a human gate parks the run (exit 3) and `--resume`
+    continues it."""
+    from deepwork_mcp.cli.headless.agents import AGENTS
+    from deepwork_mcp.cli.headless.exits import RunExit
+
+    ctx = click.Context(cli)
+    run = cli.get_command(ctx, "run")
+    assert run is not None
+    options = {opt for param in run.params for opt in getattr(param, "opts", [])}
+    text = _flat(_reference("recurring_jobs"))
+    scheduling = text[text.index("**Scheduling.**") :]
+    scheduling = scheduling[: scheduling.index("The library job")]
+    assert "`deepwork run <job> --agent claude`" in scheduling
+    named = set(re.findall(r"(?<![\w-])(--[a-z]+)", scheduling))
+    assert {"--agent", "--input", "--resume"} <= named <= options
+    assert all(re.search(rf"\b{agent}`", scheduling) for agent in AGENTS)
+    assert f"exits {RunExit.PARKED.value}" in scheduling
+    assert "`deepwork run --resume <session>`" in scheduling
+    assert "`approval`" in scheduling
+
+
+def test_a_worktree_instance_gets_the_same_path_rule_from_the_skill_and_the_server(
+    skills: dict[str, str],
+) -> None:
+    """The server takes a worktree instance's output paths relative to its worktree (the note
+    it adds to the instance's instructions says so); the skill says the same, not "paths there",
+    which reads as project paths into the worktree and fails as `outputs.file_not_found`."""
+    from deepwork_core.engine.fanout.items import instance_instructions
+    from deepwork_core.state.session_model import InstanceOf, Session
+
+    of = InstanceOf(index=0, item="a", worktree=".deepwork/tmp/worktrees/p/s1", branch="b")
+    session = Session.model_construct(session_id="s1", instance_of=of)
+    note = _flat(instance_instructions("Do it.", session, 2))
+    rule = "output paths relative to that folder"
+    assert rule in note
+    text = _flat(_deepwork_skill(skills))
+    fan = text[text.index("## Fan-out") : text.index("## The quality gate")]
+    assert rule in fan
+    assert "`docs/a.md`, not `.deepwork/tmp/worktrees/" in fan

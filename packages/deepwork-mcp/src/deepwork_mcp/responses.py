@@ -133,8 +133,9 @@ class StepInputInfo(_Model):
     description: str | None = None
     from_step: str | None = None
     paths: list[str]
-    #: Text: a `string` output of an earlier step, or a value given at start.
-    value: str | None = _Sparse
+    #: Text: a `string` output of an earlier step, or a value given at start; a list of texts
+    #: for a fanned-out `string` output or a list given for a `string` argument.
+    value: str | list[str] | None = _Sparse
 
 
 class FanInstanceInfo(_Model):

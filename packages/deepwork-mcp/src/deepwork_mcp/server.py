@@ -80,8 +80,7 @@ outcome (never to skip a criterion).
 6. Continue: next_step -> its begin_step. fan_out: use each instance's session_id with \
 get_active_workflow, finished_step (workflow_complete: item done) or abort_workflow (item given \
 up); then finished_step(parent session_id, outputs {}).
-7. Complete: workflow_complete.
-go_to_step goes back; get_active_workflow resumes. Sub-agents: own agent_id on every call."""
+7. Complete: workflow_complete. Sub-agents: own agent_id on every call."""
 
 
 def check_gate(settings: QualityGateConfig) -> None:

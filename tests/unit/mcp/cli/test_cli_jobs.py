@@ -215,13 +215,11 @@ def test_the_root_help_names_every_jobs_command() -> None:
     assert isinstance(jobs, click.Group)
     listed = _COMMANDS["jobs"][2]
     assert listed == jobs.get_short_help_str(limit=200)
-    words = {"list": "List", "validate": "validate", "new": "scaffold", "add": "add"}
-    words |= {"graph": "draw", "convert": "convert"}
-    assert set(jobs.list_commands(ctx)) == set(words)
-    assert all(word in listed for word in words.values())
     code, out, _ = _run("--help")
     assert code == 0
-    assert "add from the library, draw" in " ".join(out.split())
+    line = " ".join(out.split()).split(" jobs ", 1)[1].split(".", 1)[0]
+    named = set(re.findall(r"[a-z]+", line))
+    assert set(jobs.list_commands(ctx)) <= named, line  # by the names one types
 
 
 def _problems_at(project: Path, job_file: Path, text: str) -> list[tuple[str, str]]:

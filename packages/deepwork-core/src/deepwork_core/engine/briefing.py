@@ -166,20 +166,21 @@ def resolve_inputs(
                     continue
                 record = session.step_progress.get(item.from_step)
                 value = record.outputs.get(item.file) if record is not None else None
-                if isinstance(value, str) and _is_text(definition, item.from_step, item.file):
+                if value is not None and _is_text(definition, item.from_step, item.file):
+                    said = value if isinstance(value, str) else list(value)  # fanned out: a list
                     resolved.append(
-                        ResolvedInput(step.id, item.file, None, item.from_step, value=value)
+                        ResolvedInput(step.id, item.file, None, item.from_step, value=said)
                     )
                     continue
                 paths = [value] if isinstance(value, str) else list(value or [])
                 resolved.append(ResolvedInput(step.id, item.file, None, item.from_step, paths))
             elif item.name is not None:
                 given = session.inputs.get(item.name)
-                text = (
-                    given
-                    if isinstance(given, str) and item.type is not InputType.FILE_PATH
-                    else None
-                )
+                text: str | list[str] | None = None
+                if isinstance(given, str) and item.type is not InputType.FILE_PATH:
+                    text = given
+                elif given is not None and item.type is InputType.STRING:
+                    text = list(given)  # a list of texts (a fan-out's items)
                 paths = [] if given is None or text is not None else _as_paths(given)
                 resolved.append(
                     ResolvedInput(step.id, item.name, item.description, None, paths, text)

@@ -73,13 +73,17 @@ def validate_outputs(
     steps: Sequence[Step],
     submitted: Mapping[str, object],
     limits: OutputsConfig | None = None,
+    *,
+    paths_from: str | None = None,
 ) -> ValidatedOutputs:
     """Check `submitted` against the outputs the `steps` of one checkpoint declare.
 
     `project_root` must be absolute and resolved; `limits` bound the `json_schema` checks
-    (`deepwork_core.engine.json_outputs`). Raises `OutputsError` (`outputs.unknown`,
-    `outputs.missing`, `outputs.wrong_type`, `outputs.empty_list`, `outputs.file_not_found`,
-    `outputs.not_a_file`, the `json_schema` codes) or
+    (`deepwork_core.engine.json_outputs`). `paths_from`: the project folder the agent gave its
+    paths relative to, when not the root (a worktree instance's, already put in front of each
+    path); a missing file is then named as the agent gave it. Raises `OutputsError`
+    (`outputs.unknown`, `outputs.missing`, `outputs.wrong_type`, `outputs.empty_list`,
+    `outputs.file_not_found`, `outputs.not_a_file`, the `json_schema` codes) or
     `PathOutsideProjectError` (`path.outside_project`) for the first problem, naming all of them.
     """
     limits = OutputsConfig() if limits is None else limits
@@ -113,7 +117,7 @@ def validate_outputs(
         if name not in declared:
             continue
         step, spec = declared[name]
-        checked = _check_value(project_root, name, spec, value, findings, limits)
+        checked = _check_value(project_root, name, spec, value, findings, limits, paths_from)
         if checked is not None:
             by_step[step.id][name] = checked
 
@@ -170,10 +174,11 @@ def _check_value(
     value: object,
     findings: list[_Finding],
     limits: OutputsConfig,
+    paths_from: str | None,
 ) -> OutputValue | None:
     if spec.type is OutputType.STRING:
         return _check_string(name, value, findings)
-    checked = _check_files(root, name, spec, value, findings)
+    checked = _check_files(root, name, spec, value, findings, paths_from)
     if checked is None or spec.json_schema is None:
         return checked
     mismatches = [
@@ -203,7 +208,12 @@ def _check_string(name: str, value: object, findings: list[_Finding]) -> str | N
 
 
 def _check_files(
-    root: Path, name: str, spec: OutputSpec, value: object, findings: list[_Finding]
+    root: Path,
+    name: str,
+    spec: OutputSpec,
+    value: object,
+    findings: list[_Finding],
+    paths_from: str | None,
 ) -> OutputValue | None:
     if spec.type is OutputType.FILE or (
         spec.type is OutputType.FILE_PATH and isinstance(value, str)
@@ -218,7 +228,7 @@ def _check_files(
                 )
             )
             return None
-        return _check_path(root, name, value, findings)
+        return _check_path(root, name, value, findings, paths_from)
 
     if not isinstance(value, list):
         findings.append(
@@ -248,13 +258,15 @@ def _check_files(
                 )
             )
             continue
-        checked = _check_path(root, name, item, findings)
+        checked = _check_path(root, name, item, findings, paths_from)
         if checked is not None:
             paths.append(checked)
     return paths if len(paths) == len(value) else None
 
 
-def _check_path(root: Path, name: str, value: str, findings: list[_Finding]) -> str | None:
+def _check_path(
+    root: Path, name: str, value: str, findings: list[_Finding], paths_from: str | None = None
+) -> str | None:
     try:
         check_text(value, what=f"output {name!r} path", max_chars=None)
         resolved = resolve_inside(root, value, what=f"output {name!r} path")
@@ -267,11 +279,17 @@ def _check_path(root: Path, name: str, value: str, findings: list[_Finding]) -> 
         return None
     except OSError as exc:  # missing, or a name the OS refuses (too long, ...)
         reason = "" if isinstance(exc, FileNotFoundError) else f" ({exc.strerror})"
+        given, base = value, f"the project root {root}"
+        if paths_from is not None:
+            given, base = (
+                value.removeprefix(f"{paths_from}/"),
+                f"the instance's worktree {paths_from}",
+            )
         findings.append(
             _Finding(
                 ErrorCode.OUTPUTS_FILE_NOT_FOUND,
-                f"output {name!r}: file not found at {_clip(value)}{reason} (paths are relative "
-                f"to the project root {root}); create it or fix the path",
+                f"output {name!r}: file not found at {_clip(given)}{reason} (paths are relative "
+                f"to {base}); create it or fix the path",
             )
         )
         return None

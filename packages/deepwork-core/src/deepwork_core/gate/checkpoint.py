@@ -43,7 +43,8 @@ class ResolvedInput:
     """A step input: a user parameter or what an earlier step submitted.
 
     `paths` are files; `value` is text (a `string` output of an earlier step, or a value given
-    at `start_workflow`; a file path given at start is in `paths`).
+    at `start_workflow`; a file path given at start is in `paths`), or a list of texts (the
+    outputs of a fanned-out `string` output, or a list given for a `string` argument).
     """
 
     step_id: str
@@ -51,7 +52,7 @@ class ResolvedInput:
     description: str | None
     from_step: str | None
     paths: list[str] = field(default_factory=list)
-    value: str | None = None
+    value: str | list[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

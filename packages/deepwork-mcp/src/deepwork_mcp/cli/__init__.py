@@ -29,7 +29,7 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
     "jobs": (
         "deepwork_mcp.cli.jobs",
         "jobs",
-        "List, validate, scaffold, add from the library, draw and convert DeepWork jobs.",
+        "DeepWork jobs: list, validate, new, add (from the library), graph, convert.",
     ),
     "approve": (
         "deepwork_mcp.cli.team.approve",

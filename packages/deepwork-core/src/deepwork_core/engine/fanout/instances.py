@@ -10,7 +10,7 @@ on its stack; an instance that completed is never begun again. A concurrent grou
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -34,6 +34,7 @@ from deepwork_core.evidence.scope import undeclared
 from deepwork_core.jobs.discovery import LoadedJob
 from deepwork_core.jobs.model import JobDefinition, ScopeGuard, Step
 from deepwork_core.jobs.steps.fan_out import Isolation
+from deepwork_core.jobs.steps.parts import OutputType
 from deepwork_core.state.session_events import SessionEvents
 from deepwork_core.state.session_model import FanInstance, FanOut, InstanceOf
 from deepwork_core.state.sessions import (
@@ -333,12 +334,24 @@ class FanOutRunner:
             f"with it unless undone there): {', '.join(extra)}."
         )
 
-    def submitted(self, session: Session, outputs: Mapping[str, object]) -> Mapping[str, object]:
-        """An instance's outputs as paths of the project: worktree-relative ones get its folder."""
+    def submitted(
+        self, session: Session, outputs: Mapping[str, object], steps: Sequence[Step]
+    ) -> Mapping[str, object]:
+        """An instance's outputs as paths of the project: worktree-relative ones get its folder;
+        the text of a `string` output of `steps` is no path and stays as it is."""
         of = session.instance_of
         if of is None or of.worktree is None:
             return outputs
-        return {name: _under(of.worktree, value) for name, value in outputs.items()}
+        texts = {
+            name
+            for step in steps
+            for name, spec in step.outputs.items()
+            if spec.type is OutputType.STRING
+        }
+        return {
+            name: value if name in texts else _under(of.worktree, value)
+            for name, value in outputs.items()
+        }
 
     def aborted(self, tx: StateTransaction, session: Session, reason: str) -> None:
         """An aborted instance's worktree goes; an aborted parent's active instances are

@@ -250,10 +250,13 @@ class FinishPipeline:
     ) -> ValidatedOutputs:
         """The submitted outputs, valid for the checkpoint's steps (an instance's as the
         project's paths)."""
-        outputs = sub.outputs
-        if self.fan is not None and session.instance_of is not None:
-            outputs = self.fan.submitted(session, outputs)  # its worktree's paths
-        return validate_outputs(self.project_root, steps, outputs, self.output_limits)
+        outputs, of = sub.outputs, session.instance_of
+        if self.fan is not None and of is not None:
+            outputs = self.fan.submitted(session, outputs, steps)  # its worktree's paths
+        worktree = of.worktree if self.fan is not None and of is not None else None
+        return validate_outputs(
+            self.project_root, steps, outputs, self.output_limits, paths_from=worktree
+        )
 
     def _decide(self, pending: _Pending, progress: ProgressReporter | None) -> GateVerdict:
         """Step 3: the gate's verdict; a gate error is logged on the session, then raised."""
@@ -277,7 +280,7 @@ class FinishPipeline:
                     )
                 )
                 parked = None
-                reason = _PARKS.get(exc.code)
+                reason = PARKING_CODES.get(exc.code)
                 if reason is not None:
                     parked = self._park(session, reason, exc)
                 tx.save(session)
@@ -335,7 +338,7 @@ class FinishPipeline:
 
 #: The gate errors that park a headless run, and why (docs/headless.md): nothing a new attempt
 #: of the agent does can get past them; a person must act first.
-_PARKS: Final = {
+PARKING_CODES: Final = {
     ErrorCode.QUALITY_GATE_BUDGET_EXHAUSTED: ParkReason.BUDGET_EXHAUSTED,
     ErrorCode.QUALITY_GATE_NOT_INSTALLED: ParkReason.REVIEWER_MISSING,
 }

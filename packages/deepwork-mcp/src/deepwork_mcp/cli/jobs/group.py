@@ -32,7 +32,7 @@ ADDITIONAL_FOLDERS_ENV = "DEEPWORK_ADDITIONAL_JOBS_FOLDERS"
 
 @click.group(cls=CommandGroup)
 def jobs() -> None:
-    """List, validate, scaffold, add from the library, draw and convert DeepWork jobs."""
+    """DeepWork jobs: list, validate, new, add (from the library), graph, convert."""
 
 
 @jobs.command("list")
