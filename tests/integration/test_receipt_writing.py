@@ -3,10 +3,13 @@ through the real server, the first completed run on a machine makes its gate key
 public half under `.deepwork/gate_keys/` (the answer says to commit both); a later run signs
 with the same key and lists nothing new. A run that is unfinished or aborted has no receipt,
 and `deepwork receipt` refuses to write one (`receipt.not_completed`). A nested run has a
-receipt of its own, naming its parent, and both verify."""
+receipt of its own, naming its parent, and both verify. A step accepted while its criteria were
+removed, restored before the run completed, is named in the receipt as run under another
+definition, and `deepwork verify` refuses it (`verify.job_changed_during_run`)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
@@ -35,6 +38,15 @@ def _project(tmp_path: Path) -> Path:
     root = make_project(tmp_path / "project")
     commit_all(root, "the project")
     return root
+
+
+def _on_a_branch(root: Path, message: str) -> None:
+    """List the machine's gate key, commit everything on `main` and work on `feature`."""
+    key = gate_key(_state())
+    (root / GATE_KEYS_DIR).mkdir(parents=True)
+    (root / key.pub_path).write_text(key.public_line())
+    commit_all(root, message)
+    git(root, "checkout", "-q", "-b", "feature")
 
 
 async def _complete(client: Client[Any], root: Path) -> dict[str, Any]:
@@ -103,11 +115,7 @@ async def test_an_unfinished_or_aborted_run_has_no_receipt(tmp_path: Path) -> No
 
 async def test_a_nested_run_has_a_receipt_of_its_own_and_both_verify(tmp_path: Path) -> None:
     root = _project(tmp_path)
-    key = gate_key(_state())
-    (root / GATE_KEYS_DIR).mkdir(parents=True)
-    (root / key.pub_path).write_text(key.public_line())
-    commit_all(root, "the gate key")
-    git(root, "checkout", "-q", "-b", "feature")
+    _on_a_branch(root, "the gate key")
     async with Client(create_server(root, config(), state_dir=_state())) as client:
         top = await call_ok(
             client, "start_workflow", goal="g", job_name="three_step", workflow_name="main"
@@ -133,3 +141,60 @@ async def test_a_nested_run_has_a_receipt_of_its_own_and_both_verify(tmp_path: P
     assert "2 receipts checked, all hold" in result.output
     receipt = json.loads((root / inner_note["path"]).read_text())
     assert (receipt["body"]["job"], receipt["body"]["parent_session_id"]) == ("multi", top_id)
+
+
+_DRAFT = "      drafts: {type: files, description: Draft files, required: true}\n    reviews:"
+_CRITERIA = (
+    "\n      - run_each: step\n        quality_criteria:\n"
+    "          Sourced: Does every claim of the draft come from the notes?"
+)
+
+
+async def test_a_step_run_under_a_weakened_definition_is_named_and_refused(
+    tmp_path: Path,
+) -> None:
+    root = make_project(tmp_path / "project")
+    job_file = root / ".deepwork/jobs/three_step/job.yml"
+    weak = job_file.read_text()
+    strict = weak.replace(f"{_DRAFT} []", f"{_DRAFT}{_CRITERIA}")
+    assert strict != weak
+    job_file.write_text(strict)
+    _on_a_branch(root, "the project, whose draft step is reviewed")
+    async with Client(create_server(root, config(), state_dir=_state())) as client:
+        await call_ok(
+            client, "start_workflow", goal="g", job_name="three_step", workflow_name="main"
+        )
+        write_files(root, "notes.md", "drafts/1.md", "final.md")
+        await call_ok(client, "finished_step", outputs=OUTPUTS[0])
+        job_file.write_text(weak)  # the draft's criteria removed for its checkpoint...
+        draft = await call_ok(client, "finished_step", outputs=OUTPUTS[1])
+        assert draft["status"] == "next_step"
+        job_file.write_text(strict)  # ...and restored before the run completes
+        done = await call_ok(client, "finished_step", outputs=OUTPUTS[2])
+    assert done["status"] == "workflow_complete"
+    (note,) = done["evidence"]["receipts"]
+    body = json.loads((root / note["path"]).read_text())["body"]
+    completed = body["job_definition"]["sha256"]
+    steps = {step["step"]: step for step in body["steps"]}
+    assert steps["draft"]["passed"]["kind"] == "unreviewed"
+    (changed,) = steps["draft"]["definition_changed"]
+    assert changed["path"] == ".deepwork/jobs/three_step/job.yml"
+    assert changed["sha256"] == hashlib.sha256(weak.encode()).hexdigest()
+    assert steps["draft"]["definition_sha256"] not in (None, completed)
+    for other in ("gather", "publish"):
+        assert (steps[other]["definition_sha256"], steps[other]["definition_changed"]) == (
+            completed,
+            [],
+        )
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "the run")
+
+    result = CliRunner().invoke(
+        cli, ["verify", "--path", str(root), "--base", "main", "--format", "json"]
+    )
+    assert result.exit_code == 1, result.output
+    findings = [json.loads(line) for line in result.output.splitlines() if line]
+    assert [(f["code"], f["step"]) for f in findings] == [
+        ("verify.job_changed_during_run", "draft")
+    ]
+    assert "job.yml" in findings[0]["message"]

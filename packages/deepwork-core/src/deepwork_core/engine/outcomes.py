@@ -44,6 +44,7 @@ from deepwork_core.gate.gates import Gate
 from deepwork_core.gate.job_check import submitted_job_feedback
 from deepwork_core.jobs.discovery import JobCatalog, LoadedJob
 from deepwork_core.jobs.model import Step
+from deepwork_core.receipts.definition import step_definition
 from deepwork_core.state.approvals.models import ApprovalRecord
 from deepwork_core.state.approvals.seal import ApprovalKeyError
 from deepwork_core.state.session_events import SessionEvents
@@ -271,14 +272,19 @@ class Outcomes:
         """Record the checkpoint's outputs and begin the next entry, or complete the workflow."""
         tx, session, job = context.tx, context.session, context.job
         fan = self.nesting.fan
-        if fan is not None and session.instance_of is not None:
-            # its parent fans in
-            return fan.complete(tx, job, session, context.outputs, context.notes)
         now = self.clock()
+        # The definition the gate accepted these steps under, for the run's receipt.
+        ran = step_definition(self.project_root, job, session.workflow_name)
         for step_id in session.current_step_ids:
             record = session.step_progress.setdefault(
                 step_id, StepRecord(step_id=step_id, started_at=now)
             )
+            record.definition = ran
+        if fan is not None and session.instance_of is not None:
+            # its parent fans in
+            return fan.complete(tx, job, session, context.outputs, context.notes)
+        for step_id in session.current_step_ids:
+            record = session.step_progress[step_id]
             record.completed_at = now
             record.outputs = context.outputs.by_step.get(step_id, {})
             record.notes = context.notes
