@@ -4,8 +4,9 @@ public half under `.deepwork/gate_keys/` (the answer says to commit both); a lat
 with the same key and lists nothing new. A run that is unfinished or aborted has no receipt,
 and `deepwork receipt` refuses to write one (`receipt.not_completed`). A nested run has a
 receipt of its own, naming its parent, and both verify. A step accepted while its criteria were
-removed, restored before the run completed, is named in the receipt as run under another
-definition, and `deepwork verify` refuses it (`verify.job_changed_during_run`)."""
+removed from job.yml, or while a `.deepreview` rule reviewing it was weakened, both restored
+before the run completed, is named in the receipt as run under another definition, and
+`deepwork verify` refuses it (`verify.job_changed_during_run`)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from tests.fixtures.configs import config
 from tests.fixtures.git_repo import commit_all, git
 from tests.fixtures.receipt_repo import OUTPUTS
 from tests.fixtures.tool_calls import call_ok
-from tests.fixtures.workflow_project import make_project, write_files
+from tests.fixtures.workflow_project import MARKDOWN_RULE, make_project, write_files
 
 
 def _state() -> Path:
@@ -143,6 +144,37 @@ async def test_a_nested_run_has_a_receipt_of_its_own_and_both_verify(tmp_path: P
     assert (receipt["body"]["job"], receipt["body"]["parent_session_id"]) == ("multi", top_id)
 
 
+def _refused_for_the_draft(root: Path, note: dict[str, Any], path: str, text: str) -> None:
+    """The run's receipt says the draft step ran under `path` as `text` (the others under the
+    definition the run completed with), and `deepwork verify` refuses it for that step alone."""
+    body = json.loads((root / note["path"]).read_text())["body"]
+    completed = body["job_definition"]["sha256"]
+    assert ("project", path) in [(f["root"], f["path"]) for f in body["job_definition"]["files"]]
+    steps = {step["step"]: step for step in body["steps"]}
+    sha = hashlib.sha256(text.encode()).hexdigest()
+    assert steps["draft"]["definition_changed"] == [
+        {"root": "project", "path": path, "sha256": sha}
+    ]
+    assert steps["draft"]["definition_sha256"] not in (None, completed)
+    for other in ("gather", "publish"):
+        assert (steps[other]["definition_sha256"], steps[other]["definition_changed"]) == (
+            completed,
+            [],
+        )
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "the run")
+
+    result = CliRunner().invoke(
+        cli, ["verify", "--path", str(root), "--base", "main", "--format", "json"]
+    )
+    assert result.exit_code == 1, result.output
+    findings = [json.loads(line) for line in result.output.splitlines() if line]
+    assert [(f["code"], f["step"]) for f in findings] == [
+        ("verify.job_changed_during_run", "draft")
+    ]
+    assert path in findings[0]["message"]
+
+
 _DRAFT = "      drafts: {type: files, description: Draft files, required: true}\n    reviews:"
 _CRITERIA = (
     "\n      - run_each: step\n        quality_criteria:\n"
@@ -173,28 +205,38 @@ async def test_a_step_run_under_a_weakened_definition_is_named_and_refused(
         done = await call_ok(client, "finished_step", outputs=OUTPUTS[2])
     assert done["status"] == "workflow_complete"
     (note,) = done["evidence"]["receipts"]
-    body = json.loads((root / note["path"]).read_text())["body"]
-    completed = body["job_definition"]["sha256"]
-    steps = {step["step"]: step for step in body["steps"]}
-    assert steps["draft"]["passed"]["kind"] == "unreviewed"
-    (changed,) = steps["draft"]["definition_changed"]
-    assert changed["path"] == ".deepwork/jobs/three_step/job.yml"
-    assert changed["sha256"] == hashlib.sha256(weak.encode()).hexdigest()
-    assert steps["draft"]["definition_sha256"] not in (None, completed)
-    for other in ("gather", "publish"):
-        assert (steps[other]["definition_sha256"], steps[other]["definition_changed"]) == (
-            completed,
-            [],
-        )
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "the run")
+    draft_passed = json.loads((root / note["path"]).read_text())["body"]["steps"][1]["passed"]
+    assert draft_passed["kind"] == "unreviewed"  # its review was gone at its checkpoint
+    _refused_for_the_draft(root, note, ".deepwork/jobs/three_step/job.yml", weak)
 
-    result = CliRunner().invoke(
-        cli, ["verify", "--path", str(root), "--base", "main", "--format", "json"]
-    )
-    assert result.exit_code == 1, result.output
-    findings = [json.loads(line) for line in result.output.splitlines() if line]
-    assert [(f["code"], f["step"]) for f in findings] == [
-        ("verify.job_changed_during_run", "draft")
-    ]
-    assert "job.yml" in findings[0]["message"]
+
+async def test_a_step_reviewed_under_a_weakened_rule_is_named_and_refused(
+    tmp_path: Path,
+) -> None:
+    root = make_project(tmp_path / "project")
+    strict = MARKDOWN_RULE
+    weak = strict.replace("Every heading MUST be in sentence case.", "Anything goes.")
+    assert weak != strict
+    (root / ".deepreview").write_text(strict)
+    _on_a_branch(root, "the project, its outputs reviewed by a rule")
+    async with Client(create_server(root, config(), state_dir=_state())) as client:
+        await call_ok(
+            client, "start_workflow", goal="g", job_name="three_step", workflow_name="main"
+        )
+        write_files(root, "notes.md", "drafts/1.md", "final.md")
+        answer: dict[str, Any] = {}
+        for step, outputs in zip(("gather", "draft", "publish"), OUTPUTS, strict=True):
+            if step == "draft":
+                (root / ".deepreview").write_text(weak)  # the rule weakened for the draft
+            asked = await call_ok(client, "finished_step", outputs=outputs)
+            assert asked["status"] == "needs_work", asked  # the self-review of the rule
+            answer = await call_ok(
+                client,
+                "finished_step",
+                outputs=outputs,
+                quality_review_override_reason="Self-review passed every criterion.",
+            )
+            (root / ".deepreview").write_text(strict)  # ...and put back
+    assert answer["status"] == "workflow_complete"
+    (note,) = answer["evidence"]["receipts"]
+    _refused_for_the_draft(root, note, ".deepreview", weak)

@@ -78,6 +78,12 @@ class RunLog:
         """The project files beside job.yml that defined the reviews the gate ran."""
         return sorted({path for event in self.usage for path in event.sources})
 
+    def applied(self, step_id: str) -> dict[str, str | None]:
+        """The rule files of `step_id`'s reviews with their SHA-256 as the gate planned them:
+        of the last call of each review (a later one went back to the step or judged again)."""
+        latest = {(u.review, u.target_file): u for u in self.usage if u.step_id == step_id}
+        return {path: sha for u in latest.values() for path, sha in u.sources_sha256.items()}
+
 
 def build_body(
     session: Session,
@@ -115,7 +121,8 @@ def _step(
         {path for event in log.undeclared if step.id in event.step_ids for path in event.files}
     )
     checked = guard is not ScopeGuard.OFF and record is not None and record.began is not None
-    digest, changed = ran_under(record.definition if record else None, definition)
+    recorded = record.definition if record else None
+    digest, changed = ran_under(recorded, definition, log.applied(step.id))
     return ReceiptStep(
         step=step.id,
         outputs=outputs,

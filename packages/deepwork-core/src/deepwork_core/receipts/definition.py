@@ -15,7 +15,7 @@ definition the run completed with (`ran_under`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from deepwork_core.base.layout import JOB_FILE
@@ -66,19 +66,24 @@ def step_definition(project_root: Path, job: LoadedJob, workflow: str) -> list[D
 
 
 def ran_under(
-    recorded: Sequence[DefinedFile] | None, definition: JobDefinitionHash
+    recorded: Sequence[DefinedFile] | None,
+    definition: JobDefinitionHash,
+    applied: Mapping[str, str | None] | None = None,
 ) -> tuple[str | None, list[DefinitionFile]]:
     """The SHA-256 of the definition a step ran under, given the files its session recorded
-    when the gate accepted it (`recorded`) and the run's `definition` at completion, and the
+    when the gate accepted it (`recorded`), the `.deepreview` files of its reviews as the gate
+    planned them (`applied`: path -> SHA-256) and the run's `definition` at completion, and the
     files of it that differed then (as they were: `sha256` None when absent). The digest is
     `definition.sha256` when nothing differed; None when nothing was recorded."""
     if recorded is None:
         return None, []
+    ran = {(item.root, item.path): item.sha256 for item in recorded}
+    ran.update({("project", path): sha for path, sha in (applied or {}).items()})
     now = {(item.root, item.path): item for item in definition.files}
     differed = [
-        DefinitionFile(root=item.root, path=item.path, sha256=item.sha256)
-        for item in recorded
-        if (item.root, item.path) not in now or now[(item.root, item.path)].sha256 != item.sha256
+        DefinitionFile(root=root, path=path, sha256=sha)
+        for (root, path), sha in sorted(ran.items())
+        if (root, path) not in now or now[(root, path)].sha256 != sha
     ]
     if not differed:
         return definition.sha256, []
