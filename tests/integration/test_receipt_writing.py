@@ -6,7 +6,8 @@ and `deepwork receipt` refuses to write one (`receipt.not_completed`). A nested 
 receipt of its own, naming its parent, and both verify. A step accepted while its criteria were
 removed from job.yml, or while a `.deepreview` rule reviewing it was weakened, both restored
 before the run completed, is named in the receipt as run under another definition, and
-`deepwork verify` refuses it (`verify.job_changed_during_run`)."""
+`deepwork verify` refuses it (`verify.job_changed_during_run`); a step a human approves later
+keeps the definition the gate accepted it under."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from deepwork_mcp.server import create_server
 from fastmcp import Client
 
 from tests.fixtures.configs import config
+from tests.fixtures.evidence_project import make_evidence_project
 from tests.fixtures.git_repo import commit_all, git
 from tests.fixtures.receipt_repo import OUTPUTS
 from tests.fixtures.tool_calls import call_ok
@@ -240,3 +242,42 @@ async def test_a_step_reviewed_under_a_weakened_rule_is_named_and_refused(
     assert answer["status"] == "workflow_complete"
     (note,) = answer["evidence"]["receipts"]
     _refused_for_the_draft(root, note, ".deepreview", weak)
+
+
+async def test_a_step_approved_later_keeps_the_definition_it_was_accepted_under(
+    tmp_path: Path,
+) -> None:
+    root = make_evidence_project(tmp_path / "project")
+    instructions = root / ".deepwork/jobs/approved/steps/plan.md"
+    strict = instructions.read_text()
+    weak = "Write any plan at all.\n"
+    async with Client(create_server(root, config(), state_dir=_state())) as client:
+        started = await call_ok(
+            client, "start_workflow", goal="g", job_name="approved", workflow_name="main"
+        )
+        session_id = started["begin_step"]["session_id"]
+        (root / "plan.md").write_text("the plan\n")
+        instructions.write_text(weak)  # weakened for the checkpoint the human is asked about...
+        waiting = await call_ok(client, "finished_step", outputs={"plan": "plan.md"})
+        assert waiting["status"] == "awaiting_approval"
+        instructions.write_text(strict)  # ...and put back before the human decides
+        approved = CliRunner().invoke(
+            cli, ["approve", session_id, "--path", str(root), "--yes"], input=""
+        )
+        assert approved.exit_code == 0, approved.output
+        plan = await call_ok(client, "finished_step", outputs={"plan": "plan.md"})
+        assert plan["status"] == "next_step", plan
+        (root / "result.md").write_text("built\n")
+        done = await call_ok(client, "finished_step", outputs={"result": "result.md"})
+    assert done["status"] == "workflow_complete"
+    (note,) = done["evidence"]["receipts"]
+    body = json.loads((root / note["path"]).read_text())["body"]
+    steps = {step["step"]: step for step in body["steps"]}
+    assert steps["plan"]["definition_changed"] == [
+        {
+            "root": "project",
+            "path": ".deepwork/jobs/approved/steps/plan.md",
+            "sha256": hashlib.sha256(weak.encode()).hexdigest(),
+        }
+    ]
+    assert steps["build"]["definition_changed"] == []

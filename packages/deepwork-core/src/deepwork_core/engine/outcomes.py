@@ -171,6 +171,8 @@ class Outcomes:
     ) -> FinishResult:
         """Bind the evidence and advance, or first ask the human when a step needs approval."""
         session, steps = context.session, context.steps
+        if not approved:  # an approval decided later keeps what the gate accepted
+            self.note_definition(context, again=True)
         if not approved and self.guards.needs_approval(steps):
             ask = self.guards.open_approval(
                 session, steps, findings, verdict, reason, rereviewed,
@@ -273,18 +275,12 @@ class Outcomes:
         tx, session, job = context.tx, context.session, context.job
         fan = self.nesting.fan
         now = self.clock()
-        # The definition the gate accepted these steps under, for the run's receipt.
-        ran = step_definition(self.project_root, job, session.workflow_name)
-        for step_id in session.current_step_ids:
-            record = session.step_progress.setdefault(
-                step_id, StepRecord(step_id=step_id, started_at=now)
-            )
-            record.definition = ran
+        self.note_definition(context, again=False)
         if fan is not None and session.instance_of is not None:
             # its parent fans in
             return fan.complete(tx, job, session, context.outputs, context.notes)
         for step_id in session.current_step_ids:
-            record = session.step_progress[step_id]
+            record = session.step_progress[step_id]  # made by note_definition
             record.completed_at = now
             record.outputs = context.outputs.by_step.get(step_id, {})
             record.notes = context.notes
@@ -307,6 +303,21 @@ class Outcomes:
             return FinishResult(FinishStatus.NEXT_STEP, context.stack(), brief=brief)
 
         return self.complete(context, workflow.post_workflow_instructions, now)
+
+    def note_definition(self, context: CheckpointContext, *, again: bool) -> None:
+        """Record on each step of the checkpoint the job definition the gate accepted it under,
+        for the run's receipt (docs/verify.md); `again`: also over one recorded before."""
+        session, now = context.session, self.clock()
+        records = [
+            session.step_progress.setdefault(step_id, StepRecord(step_id=step_id, started_at=now))
+            for step_id in session.current_step_ids
+        ]
+        if not again and all(record.definition is not None for record in records):
+            return
+        ran = step_definition(self.project_root, context.job, session.workflow_name)
+        for record in records:
+            if again or record.definition is None:
+                record.definition = ran
 
     def complete(
         self, context: CheckpointContext, after: str | None, now: datetime
