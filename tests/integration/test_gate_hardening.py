@@ -13,17 +13,9 @@ from fastmcp import Client
 from tests.fixtures.configs import config
 from tests.fixtures.reviewer import ScriptedReviewer
 from tests.fixtures.tool_calls import call_ok
-from tests.fixtures.workflow_project import make_project, write_files
+from tests.fixtures.workflow_project import MARKDOWN_RULE, make_project, write_files
 
-GOOD_RULE = """\
-markdown_style:
-  description: Markdown style
-  match:
-    include: ["**/*.md"]
-  review:
-    strategy: individual
-    instructions: Every heading MUST be in sentence case.
-"""
+GOOD_RULE = MARKDOWN_RULE
 #: A rule without `match`: the file loads, this rule does not.
 BROKEN_RULE = """\
 no_scope:

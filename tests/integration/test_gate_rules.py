@@ -16,17 +16,9 @@ from tests.fixtures.configs import config
 from tests.fixtures.reviewer import ScriptedReviewer
 from tests.fixtures.state_rows import session_json
 from tests.fixtures.tool_calls import call_ok
-from tests.fixtures.workflow_project import make_project, write_files
+from tests.fixtures.workflow_project import MARKDOWN_RULE, make_project, write_files
 
-RULES = """\
-markdown_style:
-  description: Markdown style
-  match:
-    include: ["**/*.md"]
-  review:
-    strategy: individual
-    instructions: Every heading MUST be in sentence case.
-"""
+RULES = MARKDOWN_RULE
 
 
 @pytest.fixture

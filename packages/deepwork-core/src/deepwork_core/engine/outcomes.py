@@ -44,6 +44,7 @@ from deepwork_core.gate.gates import Gate
 from deepwork_core.gate.job_check import submitted_job_feedback
 from deepwork_core.jobs.discovery import JobCatalog, LoadedJob
 from deepwork_core.jobs.model import Step
+from deepwork_core.receipts.definition import step_definition
 from deepwork_core.state.approvals.models import ApprovalRecord
 from deepwork_core.state.approvals.seal import ApprovalKeyError
 from deepwork_core.state.session_events import SessionEvents
@@ -170,6 +171,8 @@ class Outcomes:
     ) -> FinishResult:
         """Bind the evidence and advance, or first ask the human when a step needs approval."""
         session, steps = context.session, context.steps
+        if not approved:  # an approval decided later keeps what the gate accepted
+            self.note_definition(context, again=True)
         if not approved and self.guards.needs_approval(steps):
             ask = self.guards.open_approval(
                 session, steps, findings, verdict, reason, rereviewed,
@@ -271,14 +274,13 @@ class Outcomes:
         """Record the checkpoint's outputs and begin the next entry, or complete the workflow."""
         tx, session, job = context.tx, context.session, context.job
         fan = self.nesting.fan
+        now = self.clock()
+        self.note_definition(context, again=False)
         if fan is not None and session.instance_of is not None:
             # its parent fans in
             return fan.complete(tx, job, session, context.outputs, context.notes)
-        now = self.clock()
         for step_id in session.current_step_ids:
-            record = session.step_progress.setdefault(
-                step_id, StepRecord(step_id=step_id, started_at=now)
-            )
+            record = session.step_progress[step_id]  # made by note_definition
             record.completed_at = now
             record.outputs = context.outputs.by_step.get(step_id, {})
             record.notes = context.notes
@@ -301,6 +303,21 @@ class Outcomes:
             return FinishResult(FinishStatus.NEXT_STEP, context.stack(), brief=brief)
 
         return self.complete(context, workflow.post_workflow_instructions, now)
+
+    def note_definition(self, context: CheckpointContext, *, again: bool) -> None:
+        """Record on each step of the checkpoint the job definition the gate accepted it under,
+        for the run's receipt (docs/verify.md); `again`: also over one recorded before."""
+        session, now = context.session, self.clock()
+        records = [
+            session.step_progress.setdefault(step_id, StepRecord(step_id=step_id, started_at=now))
+            for step_id in session.current_step_ids
+        ]
+        if not again and all(record.definition is not None for record in records):
+            return
+        ran = step_definition(self.project_root, context.job, session.workflow_name)
+        for record in records:
+            if again or record.definition is None:
+                record.definition = ran
 
     def complete(
         self, context: CheckpointContext, after: str | None, now: datetime

@@ -217,6 +217,7 @@ def review_usage_event(
         criteria=len(task.criteria),
         criteria_sha256=task.criteria_sha256,
         **({"sources": list(task.sources)} if task.sources else {}),
+        **({"sources_sha256": dict(task.sources_sha256)} if task.sources_sha256 else {}),
         depth=task.depth or DEFAULT_REVIEW_DEPTH,
         attempt=checkpoint.attempt or None,
         **metered,

@@ -31,6 +31,7 @@ from deepwork_core.base.config import (
     ReviewDepth,
 )
 from deepwork_core.base.errors import QualityGateError
+from deepwork_core.evidence.hashes import sha256_file
 from deepwork_core.evidence.verdicts import ReviewVerdict
 from deepwork_core.gate.background import BackgroundReviews, JudgeFactory
 from deepwork_core.gate.budget import log_self_reviews, with_self_review
@@ -144,7 +145,7 @@ class _Planner:
         unless its review names one)."""
         tasks = plan_review_tasks(checkpoint, self.review_depth)
         if self.rules is not None:
-            tasks += self.rules.tasks(checkpoint)
+            tasks += [_hashed(checkpoint.project_root, t) for t in self.rules.tasks(checkpoint)]
         return [t if t.depth else t.model_copy(update={"depth": self.review_depth}) for t in tasks]
 
     def settled(self, checkpoint: Checkpoint) -> GatePassed | None:
@@ -169,6 +170,12 @@ class _Planner:
         if self.rules is None or not has_file_outputs(steps):
             return ()
         return self.rules.warnings(checkpoint)
+
+
+def _hashed(project_root: Path, task: QualityReviewTask) -> QualityReviewTask:
+    """`task` with the SHA-256 of its rule files as they are now, as it is planned."""
+    hashes = {path: sha256_file(project_root, path) for path in task.sources}
+    return task.model_copy(update={"sources_sha256": hashes}) if hashes else task
 
 
 def has_file_outputs(steps: Sequence[Step]) -> bool:

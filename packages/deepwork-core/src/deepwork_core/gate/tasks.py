@@ -41,6 +41,10 @@ class QualityReviewTask(_Model):
     #: The project files beside job.yml that define the review: a `.deepreview` rule's file and
     #: its instructions file (a receipt hashes them, docs/verify.md).
     sources: list[str] = Field(default_factory=list)
+    #: The SHA-256 of each of `sources` when the gate planned the task (None: absent): the
+    #: rules as the gate applied them, which the run's receipt compares with the definition
+    #: at completion.
+    sources_sha256: dict[str, str | None] = Field(default_factory=dict)
 
     @property
     def criteria_sha256(self) -> str:

@@ -19,6 +19,7 @@ from deepwork_core.evidence.hashes import OutputEvidence
 from deepwork_core.evidence.verdicts import VerdictKind
 from deepwork_core.gate.checkpoint import has_own_reviews
 from deepwork_core.jobs.model import ScopeGuard, Step
+from deepwork_core.receipts.definition import ran_under
 from deepwork_core.receipts.model import (
     ApprovalEntry,
     HowPassed,
@@ -77,6 +78,12 @@ class RunLog:
         """The project files beside job.yml that defined the reviews the gate ran."""
         return sorted({path for event in self.usage for path in event.sources})
 
+    def applied(self, step_id: str) -> dict[str, str | None]:
+        """The rule files of `step_id`'s reviews with their SHA-256 as the gate planned them:
+        of the last call of each review (a later one went back to the step or judged again)."""
+        latest = {(u.review, u.target_file): u for u in self.usage if u.step_id == step_id}
+        return {path: sha for u in latest.values() for path, sha in u.sources_sha256.items()}
+
 
 def build_body(
     session: Session,
@@ -99,12 +106,14 @@ def build_body(
         completed_at=_utc(session.completed_at) if session.completed_at else None,
         start_commit=session.start_commit,
         job_definition=definition,
-        steps=[_step(session, step, guard, log) for step in steps],
+        steps=[_step(session, step, guard, definition, log) for step in steps],
         approvals=approvals(session),
     )
 
 
-def _step(session: Session, step: Step, guard: ScopeGuard, log: RunLog) -> ReceiptStep:
+def _step(
+    session: Session, step: Step, guard: ScopeGuard, definition: JobDefinitionHash, log: RunLog
+) -> ReceiptStep:
     evidence = [item for item in session.evidence if item.step_id == step.id]
     outputs = [OutputEntry(output=e.output, path=e.path, sha256=e.sha256) for e in evidence]
     record = session.step_progress.get(step.id)
@@ -112,12 +121,16 @@ def _step(session: Session, step: Step, guard: ScopeGuard, log: RunLog) -> Recei
         {path for event in log.undeclared if step.id in event.step_ids for path in event.files}
     )
     checked = guard is not ScopeGuard.OFF and record is not None and record.began is not None
+    recorded = record.definition if record else None
+    digest, changed = ran_under(recorded, definition, log.applied(step.id))
     return ReceiptStep(
         step=step.id,
         outputs=outputs,
         passed=how_passed(session, step, evidence, log.usage),
         scope=ScopeEntry(guard=guard.value, checked=checked, undeclared=undeclared),
         approval_required=step.approval is not None,
+        definition_sha256=digest,
+        definition_changed=changed,
     )
 
 

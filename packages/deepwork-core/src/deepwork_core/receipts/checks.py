@@ -200,6 +200,26 @@ def _definition(finding: _Findings, repo: Repository, receipt: Receipt) -> None:
             ReceiptCode.VERIFY_JOB_CHANGED,
             f"the job definition differs from the one the run used: {', '.join(changed)}",
         )
+    _during_run(finding, receipt)
+
+
+def _during_run(finding: _Findings, receipt: Receipt) -> None:
+    """Each step ran under the definition the run completed with (the one just compared)."""
+    completed = receipt.body.job_definition.sha256
+    for step in receipt.body.steps:
+        same = step.definition_sha256 in (None, completed)
+        if same and not step.definition_changed:
+            continue
+        files = ", ".join(
+            f"{item.path} ({'absent' if item.sha256 is None else item.sha256[:12]})"
+            for item in step.definition_changed
+        )
+        finding.add(
+            ReceiptCode.VERIFY_JOB_CHANGED_DURING_RUN,
+            f"the step ran under another job definition than the run completed with: "
+            f"{files or 'its definition hash differs'} when the gate accepted it",
+            step=step.step,
+        )
 
 
 def _start_commit(finding: _Findings, repo: Repository, commit: str | None) -> None:

@@ -91,6 +91,12 @@ class ReceiptCode(Code):
     VERIFY_JOB_CHANGED = "verify.job_changed"
     """A file of the job definition the run used (job.yml, a step's instructions, a doc spec, a
     `.deepreview` rule file) differs now, or is gone; the finding names each file."""
+    VERIFY_JOB_CHANGED_DURING_RUN = "verify.job_changed_during_run"
+    """A step ran under another job definition than the one the run completed with: a file of it
+    (job.yml, a step's instructions, a doc spec, a `.deepreview` file of its reviews) was
+    otherwise when the gate accepted the step, and was changed back or again before the run
+    completed. The receipt says so for that step
+    (`definition_changed`), and the finding names the step and each file."""
     VERIFY_JOB_OUTSIDE_PROJECT = "verify.job_outside_project"
     """The run's job came from a folder outside the project (`DEEPWORK_ADDITIONAL_JOBS_FOLDERS`),
     so its definition cannot be checked against the repository."""

@@ -7,11 +7,15 @@ instruction files) whose rules the gate applied. A project job's files are hashe
 project; a standard job's inside DeepWork's standard jobs (so `deepwork verify` compares them
 with the DeepWork it runs); a job from an additional folder outside the project is named, and
 cannot be checked (`verify.job_outside_project`).
+
+The job's own files are also hashed when the gate accepts each step (`step_definition`, kept
+in the step's session record), and the receipt says, per step, whether it ran under the
+definition the run completed with (`ran_under`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from deepwork_core.base.layout import JOB_FILE
@@ -23,6 +27,10 @@ from deepwork_core.receipts.model import (
     JobDefinitionHash,
     definition_digest,
 )
+from deepwork_core.state.session_model import DefinedFile
+
+#: A file of a definition: its root and its path there.
+_Key = tuple[DefinitionRoot, str]
 
 _ROOTS: dict[SourceKind, DefinitionRoot] = {
     SourceKind.PROJECT: "project",
@@ -36,21 +44,8 @@ def job_definition(
 ) -> JobDefinitionHash:
     """The definition of `job`'s `workflow` as it is now, with the project files `sources`
     (the `.deepreview` files and their instruction files the gate applied) beside it."""
-    root = _ROOTS[job.source.kind]
-    base = _root_folder(project_root, root, job.source.path)
-    folder = _relative(job.job_dir, base)
-    definition = job.definition
-    files: dict[tuple[DefinitionRoot, str], None] = {(root, f"{folder}{JOB_FILE}"): None}
-    project_files: dict[str, None] = {}
-    for step_id in definition.workflows_by_name[workflow].step_ids:
-        step = definition.step(step_id)
-        if step.instructions_file:
-            files[(root, f"{folder}{step.instructions_file}")] = None
-        for spec in step.outputs.values():
-            if spec.doc_spec:
-                project_files[spec.doc_spec] = None
-    project_files.update(dict.fromkeys(sources))
-    files.update({("project", path): None for path in project_files})
+    files = _job_files(project_root, job, workflow)
+    files.update({("project", path): None for path in sources})
     listed = [
         DefinitionFile(
             root=where, path=path, sha256=hash_definition_file(project_root, where, path)
@@ -58,6 +53,61 @@ def job_definition(
         for where, path in sorted(files)
     ]
     return JobDefinitionHash(files=listed, sha256=definition_digest(listed))
+
+
+def step_definition(project_root: Path, job: LoadedJob, workflow: str) -> list[DefinedFile]:
+    """The job's own files of `workflow` (job.yml, the instruction files of its steps, their
+    doc specs) with their SHA-256 now: what a step is accepted under, kept in its session's
+    record for the receipt (`ran_under`)."""
+    return [
+        DefinedFile(root=where, path=path, sha256=hash_definition_file(project_root, where, path))
+        for where, path in sorted(_job_files(project_root, job, workflow))
+    ]
+
+
+def ran_under(
+    recorded: Sequence[DefinedFile] | None,
+    definition: JobDefinitionHash,
+    applied: Mapping[str, str | None] | None = None,
+) -> tuple[str | None, list[DefinitionFile]]:
+    """The SHA-256 of the definition a step ran under, given the files its session recorded
+    when the gate accepted it (`recorded`), the `.deepreview` files of its reviews as the gate
+    planned them (`applied`: path -> SHA-256) and the run's `definition` at completion, and the
+    files of it that differed then (as they were: `sha256` None when absent). The digest is
+    `definition.sha256` when nothing differed; None when nothing was recorded."""
+    if recorded is None:
+        return None, []
+    ran = {(item.root, item.path): item.sha256 for item in recorded}
+    ran.update({("project", path): sha for path, sha in (applied or {}).items()})
+    now = {(item.root, item.path): item for item in definition.files}
+    differed = [
+        DefinitionFile(root=root, path=path, sha256=sha)
+        for (root, path), sha in sorted(ran.items())
+        if (root, path) not in now or now[(root, path)].sha256 != sha
+    ]
+    if not differed:
+        return definition.sha256, []
+    as_ran = {(item.root, item.path): item for item in definition.files}
+    as_ran.update({(item.root, item.path): item for item in differed})
+    return definition_digest(list(as_ran.values())), differed
+
+
+def _job_files(project_root: Path, job: LoadedJob, workflow: str) -> dict[_Key, None]:
+    """The files of `job`'s `workflow` itself, in the order they are found."""
+    root = _ROOTS[job.source.kind]
+    base = _root_folder(project_root, root, job.source.path)
+    folder = _relative(job.job_dir, base)
+    definition = job.definition
+    files: dict[_Key, None] = {(root, f"{folder}{JOB_FILE}"): None}
+    specs: dict[_Key, None] = {}
+    for step_id in definition.workflows_by_name[workflow].step_ids:
+        step = definition.step(step_id)
+        if step.instructions_file:
+            files[(root, f"{folder}{step.instructions_file}")] = None
+        for spec in step.outputs.values():
+            if spec.doc_spec:
+                specs[("project", spec.doc_spec)] = None
+    return {**files, **specs}
 
 
 def hash_definition_file(project_root: Path, root: DefinitionRoot, path: str) -> str | None:

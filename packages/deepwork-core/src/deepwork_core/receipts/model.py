@@ -18,6 +18,7 @@ from typing import Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from deepwork_core.base.layout import RECEIPTS_DIR
+from deepwork_core.state.session_model import DefinitionRoot as DefinitionRoot
 
 #: The `format` of every receipt this version writes and reads.
 RECEIPT_FORMAT: Final = "deepwork-receipt/1"
@@ -27,9 +28,6 @@ MAX_RECEIPT_BYTES: Final = 2 * 1024 * 1024
 #: How a step's outputs passed (docs/verify.md): a reviewer judged them, the agent reviewed them
 #: itself (self-review mode), the agent overrode the gate with a reason, or no review ran.
 PassKind = Literal["reviewed", "self_reviewed", "override", "unreviewed"]
-#: Where a file of the job definition lives: the project, DeepWork's standard jobs, or an
-#: additional jobs folder outside the project.
-DefinitionRoot = Literal["project", "standard", "additional"]
 
 
 class _Model(BaseModel):
@@ -106,6 +104,13 @@ class ReceiptStep(_Model):
     scope: ScopeEntry
     #: The step asks a human's approval (`approval:` in job.yml).
     approval_required: bool = False
+    #: SHA-256 of the job definition the gate accepted the step under: the body's
+    #: `job_definition.sha256` when it is the one the run completed with; None when the run's
+    #: session did not record it.
+    definition_sha256: str | None = None
+    #: The files of the job definition that were otherwise when the gate accepted the step, as
+    #: they were then (`sha256` None: absent); empty when it ran under the run's definition.
+    definition_changed: list[DefinitionFile] = Field(default_factory=list)
 
 
 class ApprovalEntry(_Model):

@@ -274,6 +274,8 @@ class ReviewUsageEvent(KnownLine):
     criteria_sha256: str | None = None
     #: The project files beside job.yml that define the review (a `.deepreview` rule's).
     sources: list[str] = Field(default_factory=list)
+    #: The SHA-256 of each of `sources` when the gate planned the review (None: absent).
+    sources_sha256: dict[str, str | None] = Field(default_factory=dict)
 
     @property
     def usage(self) -> RequestUsage:

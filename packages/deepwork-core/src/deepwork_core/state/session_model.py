@@ -31,6 +31,9 @@ from deepwork_core.state.approvals.policy import RunAuthor
 SCHEMA_VERSION: Literal[1] = 1
 
 OutputValue = str | list[str]
+#: Where a file of a job definition lives: the project, DeepWork's standard jobs, or an
+#: additional jobs folder outside the project (docs/verify.md).
+DefinitionRoot = Literal["project", "standard", "additional"]
 
 
 def utc_now() -> datetime:
@@ -100,6 +103,16 @@ class FanOut(_State):
         return instance.item if self.group else self.step_id
 
 
+class DefinedFile(_State):
+    """One file of the job definition as it was when the gate accepted a step (docs/verify.md),
+    as a receipt's `job_definition` names it."""
+
+    root: DefinitionRoot
+    path: str
+    #: None when the file was not there.
+    sha256: str | None
+
+
 class StepRecord(_State):
     """What happened to one step of a session."""
 
@@ -112,6 +125,11 @@ class StepRecord(_State):
     quality_attempts: int = 0
     #: The repository when the step began (the scope guard's baseline); None outside git.
     began: RepoSnapshot | None = None
+    #: The job's own files (job.yml, the workflow's instruction files, their doc specs) with
+    #: their SHA-256 when the gate accepted the step: the definition it ran under, which the
+    #: receipt compares with the one the run completed with. None: accepted by a DeepWork that
+    #: did not record it, or not accepted yet.
+    definition: list[DefinedFile] | None = None
 
 
 #: Gate errors that are not an attempt (docs/quality-gate.md): no reviewer judged the outputs,

@@ -114,9 +114,12 @@ def test_rows_the_previous_version_wrote_still_read(any_store: Store) -> None:
 
     judged_job = jobs.get("rj-judged")
     assert judged_job.payload is not None
-    # A key added since (the review's `sources`) reads as its default; the rest is as written.
-    assert judged_job.payload.task.sources == []
-    assert judged_job.payload.model_dump(mode="json", exclude={"task": {"sources"}}) == OLD_PAYLOAD
+    # Keys added since (the review's `sources` and their hashes) read as their defaults; the
+    # rest is as written.
+    task = judged_job.payload.task
+    assert (task.sources, task.sources_sha256) == ([], {})
+    added = {"task": {"sources", "sources_sha256"}}
+    assert judged_job.payload.model_dump(mode="json", exclude=added) == OLD_PAYLOAD
     record = judged_job.payload.checkpoint
     assert (record.step_ids, record.undeclared_changes) == (("write",), ("stray.txt",))
     assert record.input_files[0].paths == ["notes.md"]
