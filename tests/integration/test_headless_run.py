@@ -158,6 +158,24 @@ def test_an_agent_that_crashes_or_hangs_ends_with_5(
     assert expected in result.output
 
 
+def test_a_new_run_is_refused_while_a_run_is_on_the_stack(
+    root: Path, make_store: Callable[..., Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with monkeypatch.context() as stalling:
+        stalling.setenv("DEEPWORK_DOUBLE", "approve")  # parks, then stops
+        first = deepwork_run(root, "signed", "--agent", "codex")
+    assert first.exit_code == 3, first.output
+    session_id = session_of(first)
+
+    second = deepwork_run(root, "prepped", "--agent", "claude")
+    assert second.exit_code == 1, second.output
+    assert "run.busy" in second.output
+    assert f"deepwork run --resume {session_id} --agent claude" in second.output
+    store = make_store(root)
+    assert [s.session_id for s in SessionStore(store, root).stack()] == [session_id]
+    assert all(s.parent_session_id is None for s in SessionStore(store, root).stack())
+
+
 #: For each agent, a reviewer runner whose CLI the test takes off `PATH`.
 MISSING_REVIEWER = {"claude": "codex", "codex": "gemini", "gemini": "claude"}
 

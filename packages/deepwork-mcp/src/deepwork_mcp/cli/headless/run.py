@@ -16,9 +16,12 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from deepwork_core import DeepWorkError
+from deepwork_core.base.error_codes import ErrorCode
+from deepwork_core.base.errors import SessionError
 from deepwork_core.base.escaping import printable
 from deepwork_core.base.identifiers import parse_session_id
 
@@ -26,6 +29,9 @@ from deepwork_mcp.cli.headless.agents import AGENTS, agent_argv, agent_home
 from deepwork_mcp.cli.headless.exits import RunExit
 from deepwork_mcp.cli.headless.follow import Follower, Outcome
 from deepwork_mcp.cli.options import cli_error, project_option, project_store
+
+if TYPE_CHECKING:
+    from deepwork_core.state.sessions import SessionStore
 
 #: The longest `--timeout`: a day.
 MAX_TIMEOUT_S = 86_400
@@ -116,8 +122,26 @@ def _run(
             follower.session_id = session_id
         else:
             assert start is not None
+            _refuse_a_busy_stack(sessions, agent)
             argv = agent_argv(agent, root, start_prompt(start), agent_home(os.environ))
         return follower.run(argv, root, timeout)
+
+
+def _refuse_a_busy_stack(sessions: SessionStore, agent: str) -> None:
+    """`run.busy` when the main stack holds a run: the agent's workflow would be nested in it
+    (and, once done, hand the agent that run's step), and this run would not be followed."""
+    busy = sessions.stack()
+    if not busy:
+        return
+    run = busy[0]
+    state = "parked" if run.parked is not None else "active"
+    raise SessionError(
+        f"this checkout already has a run on its stack: {run.session_id} ({run.job_name}/"
+        f"{run.workflow_name}, {state} at step {', '.join(run.current_step_ids)}); a new run "
+        f"would be nested inside it. Continue it with `deepwork run --resume {run.session_id} "
+        f"--agent {agent}`, or abort it first (docs/headless.md)",
+        code=ErrorCode.RUN_BUSY,
+    )
 
 
 def _report(outcome: Outcome, root: Path) -> None:
