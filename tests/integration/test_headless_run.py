@@ -7,8 +7,15 @@ ends with 5 and its output's tail (docs/headless.md)."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import http.server
+import json
 import os
+import queue
+import threading
 from collections.abc import Callable
+from email.message import Message
 from pathlib import Path
 
 import pytest
@@ -210,3 +217,80 @@ def test_usage_errors_exit_2(root: Path) -> None:
     assert deepwork_run(root, "--agent", "claude").exit_code == 2
     assert deepwork_run(root, "prepped", "--resume", "sess_x", "--agent", "claude").exit_code == 2
     assert deepwork_run(root, "prepped", "--input", "novalue", "--agent", "claude").exit_code == 2
+
+
+class _Hook(http.server.BaseHTTPRequestHandler):
+    """A webhook receiver: every POST's headers and body, in order."""
+
+    posts: queue.Queue[tuple[Message, bytes]]
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        self.posts.put((self.headers, body))
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *_: object) -> None:
+        return None
+
+
+def test_the_webhook_and_the_github_files_carry_the_run(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    handler = type("Hook", (_Hook,), {"posts": queue.Queue()})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+    (root / ".deepwork" / "config.yml").write_text(
+        f"notify:\n  webhook:\n    url: {url}\n    secret_env: HOOK_SECRET\n"
+        "  dashboard_url: https://deepwork.example.com/\n"
+    )
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "notify")
+    monkeypatch.setenv("HOOK_SECRET", "s3cret")
+    outputs, summary = tmp_path / "github_output", tmp_path / "github_summary"
+    monkeypatch.setenv("GITHUB_OUTPUT", str(outputs))
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    try:
+        done = deepwork_run(root, "prepped", "--agent", "gemini")
+        parked = deepwork_run(root, "signed", "--agent", "claude")
+        posted = [handler.posts.get(timeout=30) for _ in range(2)]
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert (done.exit_code, parked.exit_code) == (0, 3), done.output + parked.output
+    session_id, project = session_of(parked), str(root)
+    bodies = [json.loads(body) for _, body in posted]
+    for headers, body in posted:
+        expected = hmac.new(b"s3cret", body, hashlib.sha256).hexdigest()
+        assert headers["X-DeepWork-Signature-256"] == f"sha256={expected}"
+    assert bodies[0]["status"] == "completed"
+    assert bodies[0]["run"] == session_of(done)
+    assert bodies[0]["approve_command"] is None
+    page = f"https://deepwork.example.com/run/{session_id}?project="
+    assert bodies[1]["dashboard"].startswith(page)
+    assert {k: v for k, v in bodies[1].items() if k not in ("summary", "dashboard")} == {
+        "status": "parked",
+        "project": project,
+        "run": session_id,
+        "job": "signed",
+        "workflow": "main",
+        "step": ["sign"],
+        "asks": "approve step sign",
+        "approve_command": f"deepwork approve {session_id}",
+        "who_may_decide": "any trusted approver",
+    }
+    assert "Who may decide: any trusted approver" in parked.output
+    assert f"or in the dashboard: {bodies[1]['dashboard']}" in parked.output
+    written = outputs.read_text().splitlines()
+    assert written[-3:] == [
+        "status=parked",
+        f"session={session_id}",
+        f"approve-command=deepwork approve {session_id}",
+    ]
+    report = summary.read_text()
+    assert "status: **completed**" in report
+    assert "- status: **parked** (parked)" in report
+    assert "- who may decide: any trusted approver" in report
+    assert f"`deepwork approve {session_id}`" in report
+    assert f"`deepwork run --resume {session_id} --agent …`" in report

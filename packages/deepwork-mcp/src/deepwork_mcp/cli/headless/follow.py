@@ -38,6 +38,10 @@ class Outcome:
     summary: str
     session: Session | None = None
     tail: str = ""
+    #: Who may decide a parked run's open request (`bob or carol`, `any trusted approver`).
+    deciders: str | None = None
+    #: The run's page on the team's dashboard (`notify.dashboard_url`), else None.
+    dashboard_url: str | None = None
 
 
 @dataclass
