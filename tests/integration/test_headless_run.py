@@ -33,6 +33,7 @@ from deepwork_mcp.cli.headless.agents import server_argv
 from tests.fixtures.agent_double import gemini_extension, install_agent_doubles
 from tests.fixtures.evidence_project import key_of
 from tests.fixtures.git_repo import git
+from tests.fixtures.reviewer import ScriptedReviewer
 from tests.fixtures.signed_jobs import SIGNED, make_signed_project
 from tests.fixtures.trust import trust_on_base
 from tests.fixtures.workflow_project import write_job
@@ -204,6 +205,33 @@ def test_a_missing_reviewer_parks_the_run_with_4(
     session = SessionStore(make_store(root), root).load(session_of(result))
     assert session.parked is not None
     assert session.current_step_ids == ["prep"]
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_reviews_failing_until_the_attempts_run_out_park_the_run_with_4(
+    root: Path, agent: str, scripted_reviewer: ScriptedReviewer,
+    make_store: Callable[..., Store], monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    runner = MISSING_REVIEWER[agent]
+    for other in AGENTS:
+        if other != runner:  # the agent's own name stays the agent double's
+            (scripted_reviewer.bin_dir / other).unlink()
+    scripted_reviewer.answer("fail")
+    scripted_reviewer.install(monkeypatch)
+    config = root / ".deepwork" / "config.yml"
+    config.write_text(f"quality_gate:\n  external_runner: {runner}\n  max_attempts: 2\n")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "a reviewer that fails everything")
+
+    result = deepwork_run(root, "signed_reviewed", "--agent", agent, "--timeout", "120")
+    assert result.exit_code == 4, result.output  # not 5: the agent stopped, nothing hung
+    assert "attempts exhausted" in result.output
+    store = make_store(root)
+    session = SessionStore(store, root).load(session_of(result))
+    assert session.parked is not None
+    assert session.current_step_ids == ["prep"]
+    assert len(scripted_reviewer.calls()) == 2  # one review per attempt, then no more
+    assert "approval" not in [e.event for e in read_events(store, session.session_id)]
 
 
 def test_a_missing_agent_is_named(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
