@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,6 +28,7 @@ from deepwork_core.base.escaping import printable
 from deepwork_core.base.identifiers import SessionId, parse_session_id
 
 from deepwork_mcp.cli.headless.agents import AGENTS, agent_argv, agent_home
+from deepwork_mcp.cli.headless.display import Display, is_live
 from deepwork_mcp.cli.headless.exits import RunExit
 from deepwork_mcp.cli.headless.follow import Follower, Outcome
 from deepwork_mcp.cli.options import cli_error, project_option, project_store
@@ -111,9 +113,12 @@ def _run(
     from deepwork_mcp.approvals.keys import approval_key, state_dir, trusted_approvers
     from deepwork_mcp.cli.headless.agents import resume_prompt, start_prompt
 
+    display = Display(sys.stdout, live=is_live(sys.stdout, os.environ))
     with project_store(root) as store:
         sessions = SessionStore(store, root)
-        follower = Follower(sessions, lambda line: click.echo(printable(line)))
+        follower = Follower(sessions, lambda line: display.line(printable(line)))
+        if display.live:
+            follower.status = display.status
         key = approval_key(state_dir(os.environ), root)
         approvals = ApprovalStore(store, root, key, trusted=trusted_approvers(root, os.environ))
         if resume_id is not None:
@@ -126,7 +131,10 @@ def _run(
             assert start is not None
             _refuse_a_busy_stack(sessions, agent)
             argv = agent_argv(agent, root, start_prompt(start), agent_home(os.environ))
-        outcome = follower.run(argv, root, timeout)
+        try:
+            outcome = follower.run(argv, root, timeout)
+        finally:
+            display.close()
         if outcome.exit is RunExit.PARKED and outcome.session_id is not None:
             _where_to_decide(outcome, outcome.session_id, approvals, root)
         return outcome
