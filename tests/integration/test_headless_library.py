@@ -2,7 +2,8 @@
 jobs add` as a user would), with each agent double of tests/fixtures/agent_double.py: its steps
 pass the gate's default self-review, the run parks at the owner's approval (3, with the approve
 command), a trusted approver approves it from another checkout sharing a real PostgreSQL store,
-and `deepwork run --resume` there finishes it with no completed step run again
+and `deepwork run --resume` there refuses while a completed output differs (`run.output_changed`,
+naming it) and, once it is restored, finishes the run with no completed step run again
 (docs/headless.md)."""
 
 from __future__ import annotations
@@ -80,7 +81,15 @@ def test_a_library_job_parks_for_its_owner_and_finishes_in_another_checkout(
     assert approved.exit_code == 0, approved.output
 
     gemini_extension(tmp_path / "home", server_argv(other))
-    resumed = deepwork(other, "run", "--resume", session_id, "--agent", agent, "--timeout", "120")
+    resume = ("run", "--resume", session_id, "--agent", agent, "--timeout", "120")
+    (other / "timeline.md").write_text("a timeline edited on the other machine\n")
+    refused = deepwork(other, *resume)
+    assert refused.exit_code == 1, refused.output
+    assert "run.output_changed" in refused.output
+    assert "timeline.md (step gather_timeline, changed)" in refused.output
+    git(other, "checkout", "--", "timeline.md")
+
+    resumed = deepwork(other, *resume)
     assert resumed.exit_code == 0, resumed.output
     assert "deepwork run: completed" in resumed.output
     with open_store(pg_url, other) as store:
