@@ -1,11 +1,11 @@
 """Every check of the project, one entry point: `uv run nox` runs them all.
 
 The sessions that run the workspace's code and dev tools (lint, typecheck, tests,
-tests_postgres, render, render_check, plugins, reviewers, bench) share one virtualenv,
-`.nox/shared`: the locked workspace (`uv sync --locked`, every member editable) plus the dev
-group, synced once per nox run, so a fresh clone with only Python 3.11 and uv gets exactly the
-versions in `uv.lock`, installed once. `build` and `release_check` install the built wheels into
-fresh virtualenvs of their own; `workflows` has its own for actionlint.
+tests_postgres, render, render_check, plugins, reviewers, headless_agents, bench) share one
+virtualenv, `.nox/shared`: the locked workspace (`uv sync --locked`, every member editable)
+plus the dev group, synced once per nox run, so a fresh clone with only Python 3.11 and uv gets
+exactly the versions in `uv.lock`, installed once. `build` and `release_check` install the
+built wheels into fresh virtualenvs of their own; `workflows` has its own for actionlint.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ nox.options.sessions = [
     "workflows",
     "plugins",
     "reviewers",
+    "headless_agents",
 ]
 
 ROOT = Path(__file__).parent
@@ -337,13 +338,28 @@ def plugins(session: nox.Session) -> None:
 
 
 @nox.session(venv_backend="none")
+def headless_agents(session: nox.Session) -> None:
+    """Start Claude Code, Codex and the Gemini CLI from npm with the exact command lines of
+    `deepwork run --agent`, offline, each against a local stand-in for its model endpoint
+    (docs/headless.md, "The agents")."""
+    _needs_npm(session, "the headless agent checks")
+    _shared(session)
+    _run(session, "python", "tools/check_headless.py", "--cache", str(PLUGIN_CLIENTS))
+
+
+@nox.session(venv_backend="none")
 def reviewers(session: nox.Session) -> None:
     """Run the codex and gemini reviewer runners against the real CLIs from npm, offline, each
     pointed at a local stand-in for its model endpoint (docs/quality-gate.md)."""
+    _needs_npm(session, "the reviewer checks")
+    _shared(session)
+    _run(session, "python", "tools/check_reviewers.py", "--cache", str(PLUGIN_CLIENTS))
+
+
+def _needs_npm(session: nox.Session, checks: str) -> None:
+    """Skip, saying so, without npm (an error under CI=true: the checks must run there)."""
     if shutil.which("npm") is None:
-        message = "npm not found: the reviewer checks need Node.js 20+"
+        message = f"npm not found: {checks} need Node.js 20+"
         if os.environ.get("CI") == "true":
             session.error(message)
         session.skip(f"{message}; they did NOT run")
-    _shared(session)
-    _run(session, "python", "tools/check_reviewers.py", "--cache", str(PLUGIN_CLIENTS))

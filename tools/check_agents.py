@@ -20,7 +20,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -103,10 +103,13 @@ def _deepwork_entries(value: Any) -> Iterator[dict[str, Any]]:
             yield from _deepwork_entries(item)
 
 
-def _app_server(env: Mapping[str, str], cwd: Path, calls: list[tuple[str, Any]]) -> list[Any]:
-    """Answers of `codex app-server` (JSON-RPC, one object a line) to `calls`, in order."""
+def _app_server(
+    env: Mapping[str, str], cwd: Path, calls: list[tuple[str, Any]], config: Sequence[str] = ()
+) -> list[Any]:
+    """Answers of `codex [config] app-server` (JSON-RPC, one object a line) to `calls`, in
+    order; `config` holds `-c key=value` overrides."""
     proc = subprocess.Popen(
-        ["codex", "app-server"],
+        ["codex", *config, "app-server"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,

@@ -7,8 +7,15 @@ ends with 5 and its output's tail (docs/headless.md)."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import http.server
+import json
 import os
+import queue
+import threading
 from collections.abc import Callable
+from email.message import Message
 from pathlib import Path
 
 import pytest
@@ -26,6 +33,7 @@ from deepwork_mcp.cli.headless.agents import server_argv
 from tests.fixtures.agent_double import gemini_extension, install_agent_doubles
 from tests.fixtures.evidence_project import key_of
 from tests.fixtures.git_repo import git
+from tests.fixtures.reviewer import ScriptedReviewer
 from tests.fixtures.signed_jobs import SIGNED, make_signed_project
 from tests.fixtures.trust import trust_on_base
 from tests.fixtures.workflow_project import write_job
@@ -158,6 +166,24 @@ def test_an_agent_that_crashes_or_hangs_ends_with_5(
     assert expected in result.output
 
 
+def test_a_new_run_is_refused_while_a_run_is_on_the_stack(
+    root: Path, make_store: Callable[..., Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with monkeypatch.context() as stalling:
+        stalling.setenv("DEEPWORK_DOUBLE", "approve")  # parks, then stops
+        first = deepwork_run(root, "signed", "--agent", "codex")
+    assert first.exit_code == 3, first.output
+    session_id = session_of(first)
+
+    second = deepwork_run(root, "prepped", "--agent", "claude")
+    assert second.exit_code == 1, second.output
+    assert "run.busy" in second.output
+    assert f"deepwork run --resume {session_id} --agent claude" in second.output
+    store = make_store(root)
+    assert [s.session_id for s in SessionStore(store, root).stack()] == [session_id]
+    assert all(s.parent_session_id is None for s in SessionStore(store, root).stack())
+
+
 #: For each agent, a reviewer runner whose CLI the test takes off `PATH`.
 MISSING_REVIEWER = {"claude": "codex", "codex": "gemini", "gemini": "claude"}
 
@@ -181,6 +207,33 @@ def test_a_missing_reviewer_parks_the_run_with_4(
     assert session.current_step_ids == ["prep"]
 
 
+@pytest.mark.parametrize("agent", AGENTS)
+def test_reviews_failing_until_the_attempts_run_out_park_the_run_with_4(
+    root: Path, agent: str, scripted_reviewer: ScriptedReviewer,
+    make_store: Callable[..., Store], monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    runner = MISSING_REVIEWER[agent]
+    for other in AGENTS:
+        if other != runner:  # the agent's own name stays the agent double's
+            (scripted_reviewer.bin_dir / other).unlink()
+    scripted_reviewer.answer("fail")
+    scripted_reviewer.install(monkeypatch)
+    config = root / ".deepwork" / "config.yml"
+    config.write_text(f"quality_gate:\n  external_runner: {runner}\n  max_attempts: 2\n")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "a reviewer that fails everything")
+
+    result = deepwork_run(root, "signed_reviewed", "--agent", agent, "--timeout", "120")
+    assert result.exit_code == 4, result.output  # not 5: the agent stopped, nothing hung
+    assert "attempts exhausted" in result.output
+    store = make_store(root)
+    session = SessionStore(store, root).load(session_of(result))
+    assert session.parked is not None
+    assert session.current_step_ids == ["prep"]
+    assert len(scripted_reviewer.calls()) == 2  # one review per attempt, then no more
+    assert "approval" not in [e.event for e in read_events(store, session.session_id)]
+
+
 def test_a_missing_agent_is_named(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", "/nonexistent")
     result = deepwork_run(root, "prepped", "--agent", "codex")
@@ -192,3 +245,80 @@ def test_usage_errors_exit_2(root: Path) -> None:
     assert deepwork_run(root, "--agent", "claude").exit_code == 2
     assert deepwork_run(root, "prepped", "--resume", "sess_x", "--agent", "claude").exit_code == 2
     assert deepwork_run(root, "prepped", "--input", "novalue", "--agent", "claude").exit_code == 2
+
+
+class _Hook(http.server.BaseHTTPRequestHandler):
+    """A webhook receiver: every POST's headers and body, in order."""
+
+    posts: queue.Queue[tuple[Message, bytes]]
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        self.posts.put((self.headers, body))
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *_: object) -> None:
+        return None
+
+
+def test_the_webhook_and_the_github_files_carry_the_run(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    handler = type("Hook", (_Hook,), {"posts": queue.Queue()})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+    (root / ".deepwork" / "config.yml").write_text(
+        f"notify:\n  webhook:\n    url: {url}\n    secret_env: HOOK_SECRET\n"
+        "  dashboard_url: https://deepwork.example.com/\n"
+    )
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "notify")
+    monkeypatch.setenv("HOOK_SECRET", "s3cret")
+    outputs, summary = tmp_path / "github_output", tmp_path / "github_summary"
+    monkeypatch.setenv("GITHUB_OUTPUT", str(outputs))
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    try:
+        done = deepwork_run(root, "prepped", "--agent", "gemini")
+        parked = deepwork_run(root, "signed", "--agent", "claude")
+        posted = [handler.posts.get(timeout=30) for _ in range(2)]
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert (done.exit_code, parked.exit_code) == (0, 3), done.output + parked.output
+    session_id, project = session_of(parked), str(root)
+    bodies = [json.loads(body) for _, body in posted]
+    for headers, body in posted:
+        expected = hmac.new(b"s3cret", body, hashlib.sha256).hexdigest()
+        assert headers["X-DeepWork-Signature-256"] == f"sha256={expected}"
+    assert bodies[0]["status"] == "completed"
+    assert bodies[0]["run"] == session_of(done)
+    assert bodies[0]["approve_command"] is None
+    page = f"https://deepwork.example.com/run/{session_id}?project="
+    assert bodies[1]["dashboard"].startswith(page)
+    assert {k: v for k, v in bodies[1].items() if k not in ("summary", "dashboard")} == {
+        "status": "parked",
+        "project": project,
+        "run": session_id,
+        "job": "signed",
+        "workflow": "main",
+        "step": ["sign"],
+        "asks": "approve step sign",
+        "approve_command": f"deepwork approve {session_id}",
+        "who_may_decide": "any trusted approver",
+    }
+    assert "Who may decide: any trusted approver" in parked.output
+    assert f"or in the dashboard: {bodies[1]['dashboard']}" in parked.output
+    written = outputs.read_text().splitlines()
+    assert written[-3:] == [
+        "status=parked",
+        f"session={session_id}",
+        f"approve-command=deepwork approve {session_id}",
+    ]
+    report = summary.read_text()
+    assert "status: **completed**" in report
+    assert "- status: **parked** (parked)" in report
+    assert "- who may decide: any trusted approver" in report
+    assert f"`deepwork approve {session_id}`" in report
+    assert f"`deepwork run --resume {session_id} --agent …`" in report

@@ -195,6 +195,9 @@ class NotifyConfig(_Section):
     """Whom a run no person attends tells (docs/headless.md)."""
 
     webhook: WebhookConfig | None = None
+    #: Where people open the team's dashboard (its `--public-url`); `deepwork run` links a parked
+    #: run's page under it (`<url>/run/<session>?project=<id>`).
+    dashboard_url: str | None = Field(default=None, pattern=r"^https?://\S+$")
 
 
 class DeepWorkConfig(_Section):

@@ -353,6 +353,10 @@ class ErrorCode(Code):
     RUN_AGENT_MISSING = "run.agent_missing"
     """`deepwork run --agent X`: the agent's CLI is not on `PATH`, or (Gemini CLI) the DeepWork
     extension is not installed; the message says what to install."""
+    RUN_BUSY = "run.busy"
+    """`deepwork run JOB`: this checkout's main stack already holds an active run (parked, or left
+    by an agent that failed or timed out), inside which the new one would be nested; resume that
+    run with `deepwork run --resume`, or abort it first (docs/headless.md)."""
     RUN_NOT_RESUMABLE = "run.not_resumable"
     """`deepwork run --resume`: the session is not an active top-level run of this store
     (completed, aborted, nested, or in no project of it)."""

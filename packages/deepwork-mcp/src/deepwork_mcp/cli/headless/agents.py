@@ -8,8 +8,10 @@ codex-cli 0.169.0, Gemini CLI 0.61.0.
 - Codex: `codex exec --skip-git-repo-check --sandbox workspace-write -c approval_policy="never"
   -c mcp_servers.deepwork.command=… -c mcp_servers.deepwork.args=[…] -C ROOT PROMPT`.
 - Gemini CLI: `gemini --prompt PROMPT --approval-mode yolo --skip-trust --extensions deepwork
-  --allowed-mcp-server-names deepwork`, with the DeepWork extension installed (its server
-  inherits `DEEPWORK_RUN`, so it is headless).
+  --allowed-mcp-server-names deepwork`, with the DeepWork extension installed or linked (its
+  server inherits `DEEPWORK_RUN`, so it is headless).
+
+`tools/check_headless.py` (`nox -s headless_agents`) runs these command lines with the real CLIs.
 """
 
 from __future__ import annotations
@@ -88,7 +90,7 @@ def agent_argv(agent: str, root: Path, prompt: str, home: Path) -> list[str]:
             "-c", f"mcp_servers.{SERVER}.args={json.dumps(server[1:])}",
             "-C", str(root), prompt,
         ]  # fmt: skip
-    if not (home / ".gemini" / "extensions" / SERVER / "gemini-extension.json").is_file():
+    if not _gemini_extension_installed(home):
         raise AgentMissingError(
             "the DeepWork extension of the Gemini CLI is not installed in "
             f"{home / '.gemini' / 'extensions'}: `gemini extensions install` it "
@@ -99,6 +101,16 @@ def agent_argv(agent: str, root: Path, prompt: str, home: Path) -> list[str]:
         found, "--prompt", prompt, "--approval-mode", "yolo", "--skip-trust",
         "--extensions", SERVER, "--allowed-mcp-server-names", SERVER,
     ]  # fmt: skip
+
+
+#: What the Gemini CLI leaves in `~/.gemini/extensions/<name>/`: the manifest itself after
+#: `gemini extensions install` (a copy), only a record of the source after `... link`.
+GEMINI_EXTENSION_FILES: Final = ("gemini-extension.json", ".gemini-extension-install.json")
+
+
+def _gemini_extension_installed(home: Path) -> bool:
+    folder = home / ".gemini" / "extensions" / SERVER
+    return any((folder / name).is_file() for name in GEMINI_EXTENSION_FILES)
 
 
 def agent_home(environ: dict[str, str] | os._Environ[str]) -> Path:

@@ -38,6 +38,10 @@ class Outcome:
     summary: str
     session: Session | None = None
     tail: str = ""
+    #: Who may decide a parked run's open request (`bob or carol`, `any trusted approver`).
+    deciders: str | None = None
+    #: The run's page on the team's dashboard (`notify.dashboard_url`), else None.
+    dashboard_url: str | None = None
 
 
 @dataclass
@@ -48,8 +52,11 @@ class Follower:
     echo: Callable[[str], None]
     #: The run, once known (a resumed one from the start; a new one once it is started).
     session_id: SessionId | None = None
+    #: Where a live status line goes between reads of the store (None: plain lines only).
+    status: Callable[[str], None] | None = None
     _known: set[SessionId] = field(default_factory=set)
     _shown: int = 0
+    _step: str = ""
 
     def __post_init__(self) -> None:
         self._known = set(self.sessions.session_ids())
@@ -62,12 +69,15 @@ class Follower:
                 argv, cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=output,
                 stderr=subprocess.STDOUT, start_new_session=True,
             )  # fmt: skip
-            deadline = time.monotonic() + timeout
+            began = time.monotonic()
+            deadline = began + timeout
             code: int | None = None
             while code is None and time.monotonic() < deadline:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     code = process.wait(timeout=FOLLOW_S)
                 self.show_new()
+                if self.status is not None:
+                    self.status(self.status_text(time.monotonic() - began))
             kill_process_group(process.pid)  # the agent, or what it left running
             process.wait()
             self.show_new()
@@ -82,8 +92,17 @@ class Follower:
         events = read_events(self.sessions.store, self.session_id)
         for event in events[self._shown :]:
             if not isinstance(event, OtherEvent):
-                self.echo(_line(event.model_dump(mode="json", exclude={"v", "session_id"})))
+                fields = event.model_dump(mode="json", exclude={"v", "session_id"})
+                self._step = ", ".join(fields.get("step_ids") or []) or self._step
+                self.echo(_line(fields))
         self._shown = len(events)
+
+    def status_text(self, elapsed: float) -> str:
+        """The live status line: the run, its current step, its time and events so far."""
+        if self.session_id is None:
+            return f"starting the agent | {elapsed:.0f} s"
+        step = f"step {self._step}" if self._step else "starting"
+        return f"{self.session_id} | {step} | {elapsed:.0f} s | {self._shown} events"
 
     def _new_run(self) -> SessionId | None:
         for session_id in self.sessions.session_ids():

@@ -42,7 +42,10 @@ def write_github_files(environ: Mapping[str, str], outcome: Outcome, root: Path)
             f"- project: `{root}`",
         ]
         if values["approve-command"]:
+            lines.append(f"- who may decide: {outcome.deciders or 'any trusted approver'}")
             lines.append(f"- to approve, from outside the run: `{values['approve-command']}`")
+            if outcome.dashboard_url:
+                lines.append(f"- or on the dashboard: {outcome.dashboard_url}")
             lines.append(f"- then: `deepwork run --resume {values['session']} --agent …`")
         with Path(summary).open("a", encoding="utf-8") as file:
             file.write("\n".join(lines) + "\n")

@@ -13,19 +13,29 @@ starts the agent at the current step. Under GitHub Actions it also writes `$GITH
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from deepwork_core import DeepWorkError
+from deepwork_core.base.error_codes import ErrorCode
+from deepwork_core.base.errors import SessionError
 from deepwork_core.base.escaping import printable
-from deepwork_core.base.identifiers import parse_session_id
+from deepwork_core.base.identifiers import SessionId, parse_session_id
 
 from deepwork_mcp.cli.headless.agents import AGENTS, agent_argv, agent_home
+from deepwork_mcp.cli.headless.display import Display, is_live
 from deepwork_mcp.cli.headless.exits import RunExit
 from deepwork_mcp.cli.headless.follow import Follower, Outcome
 from deepwork_mcp.cli.options import cli_error, project_option, project_store
+
+if TYPE_CHECKING:
+    from deepwork_core.state.approvals.store import ApprovalStore
+    from deepwork_core.state.sessions import SessionStore
 
 #: The longest `--timeout`: a day.
 MAX_TIMEOUT_S = 86_400
@@ -103,21 +113,64 @@ def _run(
     from deepwork_mcp.approvals.keys import approval_key, state_dir, trusted_approvers
     from deepwork_mcp.cli.headless.agents import resume_prompt, start_prompt
 
+    display = Display(sys.stdout, live=is_live(sys.stdout, os.environ))
     with project_store(root) as store:
         sessions = SessionStore(store, root)
-        follower = Follower(sessions, lambda line: click.echo(printable(line)))
+        follower = Follower(sessions, lambda line: display.line(printable(line)))
+        if display.live:
+            follower.status = display.status
+        key = approval_key(state_dir(os.environ), root)
+        approvals = ApprovalStore(store, root, key, trusted=trusted_approvers(root, os.environ))
         if resume_id is not None:
             session_id = parse_session_id(resume_id)
             prompt = resume_prompt(session_id)
             argv = agent_argv(agent, root, prompt, agent_home(os.environ))
-            key = approval_key(state_dir(os.environ), root)
-            approvals = ApprovalStore(store, root, key, trusted=trusted_approvers(root, os.environ))
             resume_anywhere(sessions, approvals, session_id, lambda: datetime.now(UTC))
             follower.session_id = session_id
         else:
             assert start is not None
+            _refuse_a_busy_stack(sessions, agent)
             argv = agent_argv(agent, root, start_prompt(start), agent_home(os.environ))
-        return follower.run(argv, root, timeout)
+        try:
+            outcome = follower.run(argv, root, timeout)
+        finally:
+            display.close()
+        if outcome.exit is RunExit.PARKED and outcome.session_id is not None:
+            _where_to_decide(outcome, outcome.session_id, approvals, root)
+        return outcome
+
+
+def _where_to_decide(
+    outcome: Outcome, session_id: SessionId, approvals: ApprovalStore, root: Path
+) -> None:
+    """Who may decide the parked run's open request, and its page on the team's dashboard."""
+    from deepwork_core import load_config
+    from deepwork_core.state.approvals.policy import who_may_decide
+
+    record = approvals.load(session_id)
+    outcome.deciders = who_may_decide(None if record is None else record.request.policy)
+    with contextlib.suppress(DeepWorkError):  # a bad config is reported by the webhook's reading
+        base = load_config(root).notify.dashboard_url
+        if base is not None:
+            page = f"/run/{session_id}?project={approvals.project_id}"
+            outcome.dashboard_url = base.rstrip("/") + page
+
+
+def _refuse_a_busy_stack(sessions: SessionStore, agent: str) -> None:
+    """`run.busy` when the main stack holds a run: the agent's workflow would be nested in it
+    (and, once done, hand the agent that run's step), and this run would not be followed."""
+    busy = sessions.stack()
+    if not busy:
+        return
+    run = busy[0]
+    state = "parked" if run.parked is not None else "active"
+    raise SessionError(
+        f"this checkout already has a run on its stack: {run.session_id} ({run.job_name}/"
+        f"{run.workflow_name}, {state} at step {', '.join(run.current_step_ids)}); a new run "
+        f"would be nested inside it. Continue it with `deepwork run --resume {run.session_id} "
+        f"--agent {agent}`, or abort it first (docs/headless.md)",
+        code=ErrorCode.RUN_BUSY,
+    )
 
 
 def _report(outcome: Outcome, root: Path) -> None:
@@ -127,8 +180,10 @@ def _report(outcome: Outcome, root: Path) -> None:
     session_id = outcome.session_id or "-"
     click.echo(f"deepwork run: {outcome.summary} (session {session_id}, exit {outcome.exit})")
     if outcome.exit is RunExit.PARKED:
+        click.echo(f"Who may decide: {outcome.deciders or 'any trusted approver'}")
         click.echo(f"A person decides outside this run: deepwork approve {session_id}")
-        click.echo("or in the dashboard: deepwork dashboard (Approvals)")
+        where = outcome.dashboard_url or "deepwork dashboard (Approvals)"
+        click.echo(f"or in the dashboard: {where}")
         click.echo(f"then: deepwork run --resume {session_id} --agent <agent>")
     if outcome.tail:
         shown = "\n".join(printable(line) for line in outcome.tail.splitlines())
@@ -163,7 +218,8 @@ def _notify(outcome: Outcome, root: Path) -> None:
         "step": [] if session is None else list(session.current_step_ids),
         "asks": _asks(outcome),
         "approve_command": values["approve-command"] or None,
-        "dashboard": f"deepwork dashboard --path {root}",
+        "who_may_decide": outcome.deciders,
+        "dashboard": outcome.dashboard_url or f"deepwork dashboard --path {root}",
     }
     warn = lambda text: click.echo(text, err=True)  # noqa: E731
     webhook.post(config, payload, os.environ, warn).join(webhook.WAIT_S)
