@@ -112,6 +112,12 @@ class ReviewCalls:
             reviewer.name, self.models, self.prices, self.reuse, max_inline_files
         )
 
+    @property
+    def shares_spending(self) -> bool:
+        """Whether parallel calls share what is left of the run's cost budget or of the day's
+        (`deepwork_core.gate.background` counts them)."""
+        return self.budget.max_cost_usd is not None or self.day.max_usd is not None
+
     def timeout_for(self, file_count: int) -> float:
         """Per-task deadline: the base plus `per_extra_file` for each file beyond five."""
         return self.base_timeout + self.per_extra_file * max(0, file_count - TIMEOUT_FREE_FILES)
@@ -233,9 +239,26 @@ class ReviewCalls:
             raise
         answer = _Answer(reply, time.monotonic() - started)
         if reply.error is not None:
+            day_slice = call.hold.usd if call.hold is not None else None
+            run_slice = call.share
             self._log_usage(call, answer, reply.error.code)
-            raise reply.error.error()
+            raise self._stop(checkpoint, reply.error.error(), day_slice, run_slice)
         return answer
+
+    def _stop(
+        self,
+        checkpoint: Checkpoint,
+        error: QualityGateError,
+        day_slice: float | None,
+        run_slice: float | None,
+    ) -> QualityGateError:
+        """The error of a failed call; a CLI that stopped at the budget it was given stopped at
+        the tighter of its slices, and a slice of the day names the day cap."""
+        if error.code != ErrorCode.QUALITY_GATE_BUDGET_EXHAUSTED or day_slice is None:
+            return error
+        if run_slice is not None and run_slice < day_slice:
+            return error
+        return self.day.stopped_at(checkpoint.store, day_slice)
 
     def _call(self, call: _Call, cancelled: threading.Event) -> ReviewerReply:
         """The call, started again after a stall up to `stall_retries` times."""

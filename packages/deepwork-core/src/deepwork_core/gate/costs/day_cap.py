@@ -24,7 +24,13 @@ from typing import Final
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import QualityGateError
 from deepwork_core.state.store.port import Store
-from deepwork_core.state.store.tables.spend_rows import SpendRow, hold_within, release, settle
+from deepwork_core.state.store.tables.spend_rows import (
+    SpendRow,
+    hold_within,
+    release,
+    settle,
+    spent_today,
+)
 
 DAY_SECONDS: Final = 86_400.0
 
@@ -62,6 +68,15 @@ class DayCap:
             raise day_budget_exhausted(self.max_usd, spent, end, store.now())
         return DayHold(spend_id, usd)
 
+    def stopped_at(self, store: Store, slice_usd: float) -> QualityGateError:
+        """`quality_gate.day_budget_exhausted` for a reviewer that stopped at its slice of the
+        day (`--max-budget-usd`) before it gave a verdict."""
+        assert self.max_usd is not None  # a slice of the day was held
+        start, end = day_window(store.now())
+        return day_budget_exhausted(
+            self.max_usd, spent_today(store, start, end), end, store.now(), stopped_at=slice_usd
+        )
+
     def settle(self, store: Store, hold: DayHold, usd: float, tokens: int) -> None:
         settle(store, hold.spend_id, usd, tokens)
 
@@ -76,14 +91,22 @@ def resets_text(end: float, now: float) -> str:
     return f"{when} (in {minutes // 60} h {minutes % 60} min)"
 
 
-def day_budget_exhausted(cap: float, spent: float, end: float, now: float) -> QualityGateError:
-    """The stop of a spent day: which cap, what was spent, when it resets."""
+def day_budget_exhausted(
+    cap: float, spent: float, end: float, now: float, *, stopped_at: float | None = None
+) -> QualityGateError:
+    """The stop of a spent day: which cap, what was spent, when it resets; `stopped_at`: the
+    slice a reviewer that was started stopped at (None: no reviewer was started)."""
+    how = (
+        "No reviewer was started"
+        if stopped_at is None
+        else f"The reviewer stopped at its slice of what the day had left ({stopped_at:.4f} USD) "
+        "before it gave a verdict"
+    )
     return QualityGateError(
         f"the project's review budget for the day (quality_gate.max_budget_usd_per_day: "
         f"{cap:g} USD) is spent: {spent:.4f} USD spent or held today (UTC) by the reviews of "
-        f"every server on this store. It resets at {resets_text(end, now)}. No reviewer was "
-        "started and this was not counted as an attempt; your outputs and notes are recorded. "
-        "The run continues with self-review, unless a human raises the cap in "
-        ".deepwork/config.yml.",
+        f"every server on this store. It resets at {resets_text(end, now)}. {how} and this "
+        "was not counted as an attempt; your outputs and notes are recorded. The run continues "
+        "with self-review, unless a human raises the cap in .deepwork/config.yml.",
         code=ErrorCode.QUALITY_GATE_DAY_BUDGET_EXHAUSTED,
     )
