@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
+from deepwork_core.state.store.url import STORE_URL_ENV
 from deepwork_mcp.cli import cli
 from deepwork_mcp.dashboard.app import dashboard_app
 from deepwork_mcp.server import create_server
@@ -17,6 +19,7 @@ from starlette.testclient import TestClient
 from tests.fixtures.configs import config
 from tests.fixtures.reviewer import ScriptedReviewer
 from tests.fixtures.tool_calls import call_ok
+from tests.fixtures.workflow_project import make_project
 from tests.integration.test_quality_gate import root, start_reviewed
 from tests.integration.test_telemetry import Recorded, recorded
 
@@ -50,6 +53,32 @@ async def test_a_second_run_over_the_same_bytes_reuses_the_verdict_and_says_so(
     assert len(reviewer_on_path.calls()) == 2  # the first report and the changed one
     assert changed.get("feedback") is None
     assert active["review_usage"]["reused_verdicts"] == 1
+
+
+async def test_another_checkout_of_a_shared_store_reuses_the_verdict_and_a_separate_store_not(
+    tmp_path: Path,
+    reviewer_on_path: ScriptedReviewer,
+    pg_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two checkouts of the project on one PostgreSQL store (each its own project in it), and a
+    third on its own SQLite file: the same report judged in the first is reused in the second,
+    never in the third."""
+    checkouts = [make_project(tmp_path / name / "project") for name in ("a", "b", "alone")]
+    answers = []
+    for checkout, url in zip(checkouts, [pg_url, pg_url, None], strict=True):
+        if url is None:
+            monkeypatch.delenv(STORE_URL_ENV, raising=False)
+        else:
+            monkeypatch.setenv(STORE_URL_ENV, url)
+        async with Client(create_server(checkout, config(external_runner="claude"))) as client:
+            session = await start_reviewed(client, checkout)
+            answer = await call_ok(client, "finished_step", outputs={"report": "report.md"})
+            answers.append((session, answer))
+    (first, _), (_, shared), (_, alone) = answers
+    assert len(reviewer_on_path.calls()) == 2  # checkout a, and the one on its own store
+    assert f"reused from {first}/write, " in shared["feedback"]
+    assert alone.get("feedback") is None
 
 
 async def test_a_needs_work_round_re_runs_only_the_edited_file_and_every_view_says_reused(
