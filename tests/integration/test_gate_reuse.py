@@ -55,6 +55,27 @@ async def test_a_second_run_over_the_same_bytes_reuses_the_verdict_and_says_so(
     assert active["review_usage"]["reused_verdicts"] == 1
 
 
+async def test_a_failed_verdict_is_judged_again_unless_reuse_all_which_says_so(
+    root: Path, reviewer_on_path: ScriptedReviewer
+) -> None:
+    reviewer_on_path.answer("fail")
+    answers = []
+    for reuse in ("passes", "passes", "all"):
+        server = create_server(root, config(external_runner="claude", reuse=reuse))
+        async with Client(server) as client:
+            session = await start_reviewed(client, root)  # another run, the same report
+            answer = await call_ok(client, "finished_step", outputs={"report": "report.md"})
+            answers.append((session, answer))
+    assert [a["status"] for _, a in answers] == ["needs_work"] * 3
+    assert len(reviewer_on_path.calls()) == 2  # `passes` judges a failure again; `all` does not
+    judged, second = answers[1]  # the newer verdict of the same key is the one kept
+    [fresh_fail] = second["failed_reviews"]
+    assert "reused_from" not in fresh_fail
+    [reused] = answers[2][1]["failed_reviews"]
+    assert reused["reused_from"].startswith(f"reused from {judged}/write, ")
+    assert f"reused from {judged}/write, " in answers[2][1]["feedback"]
+
+
 async def test_another_checkout_of_a_shared_store_reuses_the_verdict_and_a_separate_store_not(
     tmp_path: Path,
     reviewer_on_path: ScriptedReviewer,
@@ -132,6 +153,7 @@ async def test_a_needs_work_round_re_runs_only_the_edited_file_and_every_view_sa
     usage = job["usage"]
     assert (usage["calls"], usage["reused_verdicts"]) == (5, 2)
     assert (usage["cost_usd"], usage["saved_usd"]) == (0.625, 0.25)
+    assert "2 reused (saved 0.2500 USD)" in _cli("stats", "--path", str(root))
 
     with TestClient(dashboard_app(root, port=8765, token="t"), base_url=DASHBOARD) as page:
         assert page.get("/?token=t").status_code == 200
