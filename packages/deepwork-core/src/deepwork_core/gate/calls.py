@@ -28,7 +28,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from deepwork_core.base.config import (
@@ -223,18 +223,28 @@ class ReviewCalls:
         its usage is logged (and its error raised) when it failed."""
         checkpoint = call.checkpoint
         call.share = self.ledger.reserve(checkpoint.store, checkpoint.resolved_run_id, call.slots)
+        asked = time.monotonic()
         try:
-            call.hold = self.day.hold(checkpoint.store, call.row, call.slots)
+            call.hold = self.day.hold(
+                checkpoint.store,
+                call.row,
+                call.slots,
+                wait=self._waiter(cancelled),
+                live_for=self.base_timeout,
+            )
         except BaseException:
             self._release(call)
             raise
         started = time.monotonic()
+        call.deadline += started - asked  # waiting for the day is not the review's time
         try:
             reply = self._call(call, cancelled)
         except BaseException:
             if call.hold is not None and not call.started:  # no reviewer ran: nothing spent
                 self.day.release(checkpoint.store, call.hold)
-            call.hold = None  # else it counts in full: the reviewer may have spent it
+            elif call.hold is not None:  # it counts in full: the reviewer may have spent it
+                self.day.keep_whole(checkpoint.store, call.hold)
+            call.hold = None
             self._release(call)
             raise
         answer = _Answer(reply, time.monotonic() - started)
@@ -244,6 +254,18 @@ class ReviewCalls:
             self._log_usage(call, answer, reply.error.code)
             raise self._stop(checkpoint, reply.error.error(), day_slice, run_slice)
         return answer
+
+    def _waiter(self, cancelled: threading.Event) -> Callable[[float], bool]:
+        """How a call waits for running reviews to give back the day's slices they hold: at
+        most `base_timeout` in all, and not once `cancelled` is set."""
+        until = time.monotonic() + self.base_timeout
+
+        def wait(seconds: float) -> bool:
+            if time.monotonic() >= until:
+                return False
+            return not cancelled.wait(seconds)
+
+        return wait
 
     def _stop(
         self,

@@ -10,13 +10,17 @@ slice counts in full until the call's real cost replaces it, and in full for eve
 server died meanwhile: the day is never overshot by calls whose CLI keeps to its budget. A call
 whose CLI reports no cost (codex, gemini) counts its tokens at `quality_gate.prices`.
 
-Once nothing is left no reviewer starts: `quality_gate.day_budget_exhausted`, naming the cap,
-what was spent and when the day resets; it is not an attempt (the run goes on with self-review).
+While part of what is gone is only held by calls that may be running (on any server), a call
+waits for them to settle and takes what they leave; a call stopped mid-review keeps its whole
+slice counted (`kept`) and is not waited for. Once nothing is left and nothing is held by a
+running call, no reviewer starts: `quality_gate.day_budget_exhausted`, naming the cap, what was
+spent and when the day resets; it is not an attempt (the run goes on with self-review).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final
@@ -26,13 +30,17 @@ from deepwork_core.base.errors import QualityGateError
 from deepwork_core.state.store.port import Store
 from deepwork_core.state.store.tables.spend_rows import (
     SpendRow,
+    held_between,
     hold_within,
+    keep_whole,
     release,
     settle,
     spent_today,
 )
 
 DAY_SECONDS: Final = 86_400.0
+#: How often a call waiting for running reviews to settle tries its hold again, in seconds.
+WAIT_POLL_S: Final = 1.0
 
 
 def day_window(now: float) -> tuple[float, float]:
@@ -55,18 +63,32 @@ class DayCap:
     def __init__(self, max_usd: float | None) -> None:
         self.max_usd = max_usd
 
-    def hold(self, store: Store, row: SpendRow, slots: int) -> DayHold | None:
+    def hold(
+        self,
+        store: Store,
+        row: SpendRow,
+        slots: int,
+        *,
+        wait: Callable[[float], bool] | None = None,
+        live_for: float = 0.0,
+    ) -> DayHold | None:
         """Hold this call's slice (None without a cap); raises
-        `quality_gate.day_budget_exhausted` when the day has nothing left."""
+        `quality_gate.day_budget_exhausted` when the day has nothing left. While part of what
+        is spent is only held by calls of the last `live_for` seconds (reviewers that may be
+        running, on any server), `wait(WAIT_POLL_S)` is called and, while it answers True, the
+        hold is tried again once it returns: a running review's slice is not money spent."""
         if self.max_usd is None:
             return None
-        start, end = day_window(store.now())
-        spend_id, usd, spent = hold_within(
-            store, row, cap=self.max_usd, start=start, end=end, slots=slots
-        )
-        if spend_id is None:
-            raise day_budget_exhausted(self.max_usd, spent, end, store.now())
-        return DayHold(spend_id, usd)
+        while True:
+            start, end = day_window(store.now())
+            spend_id, usd, spent = hold_within(
+                store, row, cap=self.max_usd, start=start, end=end, slots=slots
+            )
+            if spend_id is not None:
+                return DayHold(spend_id, usd)
+            live = wait is not None and held_between(store, store.now() - live_for, end) > 0
+            if not live or wait is None or not wait(WAIT_POLL_S):
+                raise day_budget_exhausted(self.max_usd, spent, end, store.now())
 
     def stopped_at(self, store: Store, slice_usd: float) -> QualityGateError:
         """`quality_gate.day_budget_exhausted` for a reviewer that stopped at its slice of the
@@ -82,6 +104,9 @@ class DayCap:
 
     def release(self, store: Store, hold: DayHold) -> None:
         release(store, hold.spend_id)
+
+    def keep_whole(self, store: Store, hold: DayHold) -> None:
+        keep_whole(store, hold.spend_id)
 
 
 def resets_text(end: float, now: float) -> str:
