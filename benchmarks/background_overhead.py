@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from deepwork_core.base.config import ReviewBudget
 from deepwork_core.evidence.verdicts import ReviewVerdict
 from deepwork_core.gate.background import BackgroundReviews, ReviewPayload
 from deepwork_core.gate.checkpoint import Checkpoint
@@ -36,7 +35,7 @@ from deepwork_core.state.store.tables.review_jobs import ReviewJobs
 class _InstantJudge:
     """Judges every task passed, at once (the `TaskJudge` that `ReviewCalls` is in the server)."""
 
-    budget = ReviewBudget()
+    shares_spending = False
 
     def judge(
         self,

@@ -2,9 +2,9 @@
 
 A step with 20 page outputs, each reviewed on its own (`run_each: pages`), is judged by a
 reviewer double under the gate's policy (`ReviewCalls`, as in the server): the first round
-passes 19 pages and fails one (`needs_work`), that page is then edited, and the second round is
-judged. Under the default `reuse: passes` the 19 unchanged pages take their kept verdict; the
-figure is the second round's reviewer calls and cost as a share of the first's
+passes 19 pages and fails one (`needs_work`), that page is then edited, and the same run's
+second attempt is judged. Under the default `reuse: passes` the 19 unchanged pages take their
+kept verdict; the figure is the second round's reviewer calls and cost as a share of the first's
 (docs/quality-gate.md, "Verdicts reused"; budget <= 10 %).
 
 The estimate is checked on recorded runs: the double reports tokens and cost in proportion to
@@ -111,7 +111,9 @@ def _project(root: Path) -> list[str]:
     return pages
 
 
-def _checkpoint(root: Path, store: Store, pages: list[str], session: str) -> Checkpoint:
+def _checkpoint(
+    root: Path, store: Store, pages: list[str], session: str, attempt: int = 1
+) -> Checkpoint:
     return Checkpoint(
         project_root=root,
         store=store,
@@ -121,6 +123,7 @@ def _checkpoint(root: Path, store: Store, pages: list[str], session: str) -> Che
         outputs={"pages": pages},
         input_files=[],
         notes="Wrote the pages.",
+        attempt=attempt,
     )
 
 
@@ -143,13 +146,13 @@ def rereview_share(root: Path, reuse: ReuseMode = "passes") -> dict[str, float]:
     with open_store(None, root) as store:
         calls = ReviewCalls(double, reuse=reuse)
         double.failing = {pages[7]}
-        first_checkpoint = _checkpoint(root, store, pages, "bench_first")
+        first_checkpoint = _checkpoint(root, store, pages, "bench_run")
         _, first_cost = _round(calls, first_checkpoint)
         first_calls = double.calls
         page = root / pages[7]
         page.write_text(page.read_text() + "One more sourced sentence.\n")
         double.failing = set()
-        second_checkpoint = _checkpoint(root, store, pages, "bench_second")
+        second_checkpoint = _checkpoint(root, store, pages, "bench_run", attempt=2)
         _, second_cost = _round(calls, second_checkpoint)
         second_calls = double.calls - first_calls
     return {

@@ -97,6 +97,11 @@ async def test_a_long_review_answers_reviewing_then_the_third_call_its_verdict(
         assert review["judges"] == "write: all outputs"
         assert review["state"] in ("queued", "running")
         assert "same outputs" in first["feedback"]
+        # The price before the run, per review and in total, with its basis.
+        assert review["expected"]["basis"] == "estimated from size"
+        assert first["price"]["basis"] == "1 estimated from size"
+        assert review["expected"]["tokens"] == first["price"]["tokens"] > 0
+        assert f"Reviews {first['price']['text']}." in first["feedback"]
 
         second, took = await timed_finish(server, report="report.md")
         assert second["status"] == "reviewing"

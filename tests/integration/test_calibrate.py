@@ -139,6 +139,23 @@ def test_stats_warns_when_false_passes_exceed_ten_percent(
     assert "warning:" in human.output
 
 
+@pytest.mark.parametrize("runner", ["codex", "gemini"])
+def test_a_runner_that_reports_no_cost_is_never_shown_at_0_usd(
+    project: Path, reviewer_on_path: ScriptedReviewer, runner: str
+) -> None:
+    result = _invoke(project, "calibrate", "--runner", runner, "--json", "--case", "title_case")
+    assert result.exit_code == 0, result.output
+    total = json.loads(result.stdout)["total"]
+    assert (total["cost_usd"], total["unpriced_calls"]) == (0.0, 1)
+    assert total["tokens"] > 0
+    human = _invoke(project, "calibrate", "--runner", runner, "--case", "title_case")
+    [row] = [line for line in human.output.splitlines() if line.startswith("total")]
+    assert row.endswith("not reported")
+    stats = _invoke(project, "stats").output
+    assert "1 case(s), not reported" in stats
+    assert "0.0000 USD" not in stats
+
+
 @pytest.mark.parametrize(
     ("text", "line", "what"),
     [

@@ -280,7 +280,7 @@ def test_max_parallel_must_be_positive(project: Path, store: Store) -> None:
         background(project, store, ReviewCalls(GatedReviewer()), max_parallel=0)
 
 
-def test_a_call_shares_the_cost_budget_with_the_live_jobs_of_its_session(
+def test_a_call_shares_the_cost_budget_and_the_day_with_the_live_jobs_of_its_session(
     project: Path, store: Store, reviewer: GatedReviewer
 ) -> None:
     checkpoint = make_request(store, project)
@@ -288,18 +288,21 @@ def test_a_call_shares_the_cost_budget_with_the_live_jobs_of_its_session(
     budget = ReviewBudget(max_cost_usd=1.0)
     reviews = background(project, store, ReviewCalls(reviewer, budget=budget), max_parallel=2)
     unbudgeted = background(project, store, ReviewCalls(reviewer), max_parallel=2)
+    capped = background(project, store, ReviewCalls(reviewer, max_usd_per_day=1.0), max_parallel=2)
     try:
         assert reviews.slots(checkpoint.session_id) == 1  # nothing else runs
         ids = [jobs.enqueue("other", Note(), session_id=checkpoint.session_id) for _ in range(3)]
         jobs.enqueue("other", Note(), session_id="sess_other")
         assert reviews.slots(checkpoint.session_id) == 2  # three live jobs, at most max_parallel
         assert unbudgeted.slots(checkpoint.session_id) == 1  # no cost budget to share
+        assert capped.slots(checkpoint.session_id) == 2  # the day's budget is shared too
         for job_id in ids[1:]:
             jobs.cancel(job_id)
         assert reviews.slots(checkpoint.session_id) == 1
     finally:
         reviews.close()
         unbudgeted.close()
+        capped.close()
 
 
 def test_the_queue_carries_a_checkpoint_whole(project: Path, store: Store) -> None:
@@ -322,6 +325,7 @@ class RecordingJudge:
 
     def __init__(self, budget: ReviewBudget | None = None) -> None:
         self.budget = budget if budget is not None else ReviewBudget()
+        self.shares_spending = self.budget.max_cost_usd is not None
         self.asked: list[str] = []
 
     def judge(

@@ -80,14 +80,26 @@ def test_one_changed_byte_re_runs_exactly_the_tasks_that_saw_it(
     assert len(port.briefs) == 5
 
 
-def test_an_input_the_reviewer_saw_is_part_of_the_key(project: Path, store: Store) -> None:
-    port = ScriptedPort(*[passes] * 6)
+def test_one_changed_byte_in_an_input_re_runs_exactly_the_tasks_shown_it(
+    project: Path, store: Store
+) -> None:
+    port = ScriptedPort(*[passes] * 5)
     calls = ReviewCalls(port)
-    judge_all(calls, store, project)
-    (project / "out" / "notes.md").write_text("the notes, edited\n")
-    reran = judge_all(calls, store, project)
-    assert len(port.briefs) == 3 + reran.count(False)
-    assert False in reran  # the task shown the input is judged again
+
+    def judged() -> list[bool]:
+        checkpoint = make_request(store, project)
+        step, p1, p2 = plan_review_tasks(checkpoint)
+        p1 = p1.model_copy(update={"depth": "light"})  # a light review is shown no inputs
+        return [
+            calls.judge(checkpoint, task, threading.Event()).reused_from is not None
+            for task in (step, p1, p2)
+        ]
+
+    assert judged() == [False, False, False]
+    notes = project / "out" / "notes.md"
+    notes.write_bytes(notes.read_bytes()[:-1] + b"!")
+    assert judged() == [False, True, False]  # the step and p2 tasks read the notes; p1 did not
+    assert len(port.briefs) == 5
 
 
 def test_a_failed_verdict_is_judged_again_unless_reuse_all(project: Path, store: Store) -> None:

@@ -126,6 +126,30 @@ def test_a_queued_review_shows_what_it_is_expected_to_cost(
     fragment = client_for(waiting.root).get("/fragment/reviews").text
     assert '<td class="expected">0.0123 USD, 4,100 tokens (estimated from size)</td>' in fragment
     assert '<td class="expected">-</td>' in fragment
+    total = "expected 0.0123 USD, 4,100 tokens for 1 review(s) (1 estimated from size)"
+    assert f'<p class="review-price">Still to run: {total}.</p>' in fragment
+
+
+def test_the_reviews_still_to_run_are_priced_in_total_with_their_basis(
+    waiting: Waiting, client_for: Callable[..., TestClient]
+) -> None:
+    jobs = ReviewJobs(waiting.store, ReviewPayload)
+    prices = [
+        TaskPrice(label="done", tokens=9000, usd=0.5, basis="estimated from size"),
+        TaskPrice(label="a", tokens=4000, usd=0.012, basis="from 12 earlier reviews"),
+        TaskPrice(label="b", tokens=1000, usd=0.004, basis="estimated from size"),
+    ]
+    for price in prices:
+        payload = gate_payload(price.label, waiting.session_id).model_copy(
+            update={"expected": price}
+        )
+        jobs.enqueue(KIND, payload, session_id=waiting.session_id)
+        if price.label == "done":  # finished: no longer to run
+            _finish(jobs, PASSED)
+    assert jobs.claim("w", kinds=[KIND]) is not None  # "a" runs, "b" waits
+    page = client_for(waiting.root).get(f"/run/{waiting.session_id}").text
+    total = "expected 0.0160 USD, 5,000 tokens for 2 review(s)"
+    assert f"Still to run: {total} (1 from earlier reviews, 1 estimated from size)." in page
 
 
 def test_the_reviews_page_names_each_run_and_says_what_taken_up_counts(

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Final, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from deepwork_core.base.errors import ConfigError, YamlError
 from deepwork_core.base.layout import CONFIG_FILE
@@ -57,6 +57,11 @@ MAX_PARALLEL_LIMIT: Final = 64
 #: Which earlier verdicts a review task may reuse (docs/quality-gate.md, "Verdicts reused").
 ReuseMode = Literal["passes", "all", "off"]
 DEFAULT_REUSE: Final[ReuseMode] = "passes"
+
+
+def _off_as_written(value: object) -> object:
+    """YAML reads an unquoted `reuse: off` as false: it is the mode `off`."""
+    return "off" if value is False else value
 
 
 class _Section(BaseModel):
@@ -117,7 +122,7 @@ class QualityGateConfig(_Section):
     #: How long `finished_step` waits for its reviews before answering `reviewing`.
     wait_seconds: float = Field(default=DEFAULT_WAIT_SECONDS, ge=0, le=WAIT_SECONDS_LIMIT)
     #: Which verdicts of the same brief over the same bytes a review task reuses.
-    reuse: ReuseMode = DEFAULT_REUSE
+    reuse: Annotated[ReuseMode, BeforeValidator(_off_as_written)] = DEFAULT_REUSE
     #: Prices per model over the defaults (`deepwork_core.gate.costs.prices`).
     prices: PriceTable = Field(default_factory=dict)
     #: What the project's reviews may spend per day (UTC), across every server on the store.

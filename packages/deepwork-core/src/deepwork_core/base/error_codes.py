@@ -277,8 +277,9 @@ class ErrorCode(Code):
     """The run spent its review budget: no reviewer starts; continue with self-review or raise
     `quality_gate.budget` (not an attempt)."""
     QUALITY_GATE_DAY_BUDGET_EXHAUSTED = "quality_gate.day_budget_exhausted"
-    """The project's reviews spent `quality_gate.max_budget_usd_per_day` today, on every server
-    of the store: no reviewer starts until the day resets (not an attempt)."""
+    """The project's reviews spent or hold `quality_gate.max_budget_usd_per_day` today, on every
+    server of the store, or a reviewer stopped at its slice of it: no reviewer starts until the
+    day resets (not an attempt)."""
     QUALITY_GATE_DEEPREVIEW_INVALID = "quality_gate.deepreview_invalid"
     """A warning in `finished_step`'s `warnings`: a `.deepreview` file or rule could not be
     loaded, so the rules it concerns were not applied at the gate."""

@@ -38,7 +38,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Protocol
 
-from deepwork_core.base.config import QualityGateConfig, ReviewBudget
+from deepwork_core.base.config import QualityGateConfig
 from deepwork_core.base.error_codes import ErrorCode
 from deepwork_core.base.errors import DeepWorkError, QualityGateError
 from deepwork_core.evidence.verdicts import ReviewVerdict
@@ -87,7 +87,9 @@ class TaskJudge(Protocol):
     gate's policy), or a double."""
 
     @property
-    def budget(self) -> ReviewBudget: ...
+    def shares_spending(self) -> bool:
+        """Whether parallel calls share what is left of a cost budget or of the day's."""
+        ...
 
     def judge(
         self,
@@ -314,9 +316,10 @@ class BackgroundReviews:
 
     def slots(self, session_id: str) -> int:
         """How many reviewer calls of the session may run at once, sharing what is left of the
-        run's cost budget: its jobs still queued or running (the gate enqueues a checkpoint's
-        tasks together, before any starts), at most `max_parallel`; 1 without a cost budget."""
-        if self.calls.budget.max_cost_usd is None:
+        run's cost budget and of the day's (`quality_gate.max_budget_usd_per_day`): its jobs
+        still queued or running (the gate enqueues a checkpoint's tasks together, before any
+        starts), at most `max_parallel`; 1 with neither a cost budget nor a day cap."""
+        if not self.calls.shares_spending:
             return 1
         live = self.jobs.list(session_id=session_id, states=LIVE)
         return max(1, min(self.max_parallel, len(live)))

@@ -28,7 +28,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from deepwork_core.base.config import (
@@ -111,6 +111,12 @@ class ReviewCalls:
         self.estimator = Estimator(
             reviewer.name, self.models, self.prices, self.reuse, max_inline_files
         )
+
+    @property
+    def shares_spending(self) -> bool:
+        """Whether parallel calls share what is left of the run's cost budget or of the day's
+        (`deepwork_core.gate.background` counts them)."""
+        return self.budget.max_cost_usd is not None or self.day.max_usd is not None
 
     def timeout_for(self, file_count: int) -> float:
         """Per-task deadline: the base plus `per_extra_file` for each file beyond five."""
@@ -217,25 +223,64 @@ class ReviewCalls:
         its usage is logged (and its error raised) when it failed."""
         checkpoint = call.checkpoint
         call.share = self.ledger.reserve(checkpoint.store, checkpoint.resolved_run_id, call.slots)
+        asked = time.monotonic()
         try:
-            call.hold = self.day.hold(checkpoint.store, call.row, call.slots)
+            call.hold = self.day.hold(
+                checkpoint.store,
+                call.row,
+                call.slots,
+                wait=self._waiter(cancelled),
+                live_for=self.base_timeout,
+            )
         except BaseException:
             self._release(call)
             raise
         started = time.monotonic()
+        call.deadline += started - asked  # waiting for the day is not the review's time
         try:
             reply = self._call(call, cancelled)
         except BaseException:
             if call.hold is not None and not call.started:  # no reviewer ran: nothing spent
                 self.day.release(checkpoint.store, call.hold)
-            call.hold = None  # else it counts in full: the reviewer may have spent it
+            elif call.hold is not None:  # it counts in full: the reviewer may have spent it
+                self.day.keep_whole(checkpoint.store, call.hold)
+            call.hold = None
             self._release(call)
             raise
         answer = _Answer(reply, time.monotonic() - started)
         if reply.error is not None:
+            day_slice = call.hold.usd if call.hold is not None else None
+            run_slice = call.share
             self._log_usage(call, answer, reply.error.code)
-            raise reply.error.error()
+            raise self._stop(checkpoint, reply.error.error(), day_slice, run_slice)
         return answer
+
+    def _waiter(self, cancelled: threading.Event) -> Callable[[float], bool]:
+        """How a call waits for running reviews to give back the day's slices they hold: at
+        most `base_timeout` in all, and not once `cancelled` is set."""
+        until = time.monotonic() + self.base_timeout
+
+        def wait(seconds: float) -> bool:
+            if time.monotonic() >= until:
+                return False
+            return not cancelled.wait(seconds)
+
+        return wait
+
+    def _stop(
+        self,
+        checkpoint: Checkpoint,
+        error: QualityGateError,
+        day_slice: float | None,
+        run_slice: float | None,
+    ) -> QualityGateError:
+        """The error of a failed call; a CLI that stopped at the budget it was given stopped at
+        the tighter of its slices, and a slice of the day names the day cap."""
+        if error.code != ErrorCode.QUALITY_GATE_BUDGET_EXHAUSTED or day_slice is None:
+            return error
+        if run_slice is not None and run_slice < day_slice:
+            return error
+        return self.day.stopped_at(checkpoint.store, day_slice)
 
     def _call(self, call: _Call, cancelled: threading.Event) -> ReviewerReply:
         """The call, started again after a stall up to `stall_retries` times."""

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 
 from deepwork_core.base.identifiers import SessionId
 from deepwork_core.evidence.hashes import OutputEvidence
-from deepwork_core.evidence.verdicts import VerdictKind
+from deepwork_core.evidence.verdicts import ReusedFrom, VerdictKind
 from deepwork_core.gate.checkpoint import has_own_reviews
 from deepwork_core.jobs.model import ScopeGuard, Step
 from deepwork_core.receipts.definition import ran_under
@@ -177,7 +177,9 @@ def _reviewed(
     )
     if passing is None:
         return []
-    calls = [u for u in usage if u.step_id == step_id and u.mode == "external"]
+    # A reused verdict's call is its `reused` use: the runner, model and criteria it was kept
+    # under, at no cost.
+    calls = [u for u in usage if u.step_id == step_id and u.mode in ("external", "reused")]
     entries = []
     for verdict in passing.reviews:
         if verdict.step_id != step_id:
@@ -201,9 +203,17 @@ def _reviewed(
                 criteria_sha256=call.criteria_sha256 if call else None,
                 verdict="passed" if verdict.passed else "failed",
                 attempt=passing.attempt,
+                reused_from=_origin(verdict.reused_from),
             )
         )
     return entries
+
+
+def _origin(reused_from: ReusedFrom | None) -> str | None:
+    """`<session>/<step>, <when>` of a reused verdict (docs/verify.md); None: judged here."""
+    if reused_from is None:
+        return None
+    return reused_from.text.removeprefix("reused from ")
 
 
 def _entries(requested: Sequence[ReviewUsageEvent]) -> list[ReviewEntry]:

@@ -65,7 +65,8 @@ class ReviewEntry(_Model):
     criteria_sha256: str | None = None
     verdict: Literal["passed", "failed", "requested"]
     attempt: int | None = None
-    #: `<session>/<step>` of the run whose verdict this one reuses; None: judged in this run.
+    #: `<session>/<step>, <when>` of the review whose verdict this one reuses (it cost nothing
+    #: here); None: judged in this run.
     reused_from: str | None = None
 
 

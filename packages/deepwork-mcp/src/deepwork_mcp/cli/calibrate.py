@@ -130,7 +130,7 @@ def rates_warning(report: CalibrationReport) -> str | None:
 def _row(name: str, rates: Rates) -> str:
     passes = _share(rates.false_passes, rates.should_fail)
     fails = _share(rates.false_fails, rates.should_pass)
-    return f"{name:<28} {rates.cases:>5}  {passes:<16} {fails:<16} {rates.cost_usd:>8.4f} USD"
+    return f"{name:<28} {rates.cases:>5}  {passes:<16} {fails:<16} {rates.cost_text:>12}"
 
 
 def _share(count: int, of: int) -> str:

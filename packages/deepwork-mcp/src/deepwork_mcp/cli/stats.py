@@ -122,7 +122,7 @@ def _print_calibration(figures: Stats) -> None:
                 f"{report.at[:10]}): false passes {_percent(total.false_pass_rate)} "
                 f"({total.false_passes} of {total.should_fail}), false fails "
                 f"{_percent(total.false_fail_rate)} ({total.false_fails} of "
-                f"{total.should_pass}), {total.cases} case(s), {total.cost_usd:.4f} USD"
+                f"{total.should_pass}), {total.cases} case(s), {total.cost_text}"
             )
         )
         warning = rates_warning(report)

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Final
 from urllib.parse import quote
 
+from deepwork_core.gate.costs.quotes import ReviewPrice, TaskPrice
 from deepwork_core.gate.review_queue import KIND, GateJob, ReviewPayload, shown_state
 from deepwork_core.state.session_model import Session
 from deepwork_core.state.store.port import Store
@@ -55,6 +56,8 @@ class ReviewRow(BaseModel):
     #: What it was expected to cost when queued, with its basis (docs/quality-gate.md, "A
     #: price before the run"): `0.0123 USD, 4,100 tokens (estimated from size)`; "" if unknown.
     expected: str = ""
+    #: The same price, as the total of the reviews still to run adds it up.
+    price: TaskPrice | None = None
     #: The run it belongs to, as a person tells runs apart: `job/workflow`, and the instance and
     #: goal the run was started with ("" when its session cannot be read, or is not asked for).
     run: str = ""
@@ -135,6 +138,7 @@ def _row(job: GateJob, now: float) -> ReviewRow:
         finished_at=_stamp(job.finished_at) if job.finished_at is not None else None,
         seconds=max(0.0, end - job.enqueued_at),
         expected=_expected(job),
+        price=job.payload.expected if job.payload is not None else None,
     )
 
 
@@ -193,6 +197,13 @@ class ReviewTable(BaseModel):
     @property
     def finished(self) -> int:
         return len(self.rows) - self.running - self.queued
+
+    @property
+    def still_to_run(self) -> str:
+        """What the running and queued reviews are expected to cost in all, with its basis
+        (`expected 0.0420 USD, 12,345 tokens for 3 review(s) (…)`); "" when none is priced."""
+        prices = [row.price for row in self.rows if row.state in _ORDER and row.price]
+        return ReviewPrice.of(prices).text if prices else ""
 
 
 def reviews_fragment(table: ReviewTable) -> str:

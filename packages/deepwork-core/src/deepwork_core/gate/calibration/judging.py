@@ -167,4 +167,5 @@ def _result(
         error=error,
         cost_usd=round(sum(r.usage.cost_usd or 0.0 for r in spent), 6),
         tokens=sum(r.usage.tokens for r in spent),
+        unpriced_calls=sum(1 for r in spent if r.usage.cost_usd is None),
     )

@@ -41,6 +41,8 @@ class CaseResult(_Model):
     error: str | None = None
     cost_usd: float = 0.0
     tokens: int = 0
+    #: Calls whose reviewer reported no cost (codex and gemini report none): not in `cost_usd`.
+    unpriced_calls: int = 0
 
 
 class Rates(_Model):
@@ -55,8 +57,20 @@ class Rates(_Model):
     false_fails: int = 0
     #: Cases whose call gave no verdict.
     errors: int = 0
+    #: What the calls that reported a cost cost; `unpriced_calls` counts those that did not.
     cost_usd: float = 0.0
     tokens: int = 0
+    unpriced_calls: int = 0
+
+    @property
+    def cost_text(self) -> str:
+        """`0.0800 USD`, `not reported` (no call reported a cost) or `0.0400 USD + 2 not
+        reported`: a cost the reviewer did not report is never shown as 0."""
+        if not self.unpriced_calls:
+            return f"{self.cost_usd:.4f} USD"
+        if not self.cost_usd:
+            return "not reported"
+        return f"{self.cost_usd:.4f} USD + {self.unpriced_calls} not reported"
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -106,6 +120,7 @@ def tally(results: Sequence[CaseResult]) -> dict[str, int | float]:
         "errors": sum(1 for r in results if r.error),
         "cost_usd": round(sum(r.cost_usd for r in results), 6),
         "tokens": sum(r.tokens for r in results),
+        "unpriced_calls": sum(r.unpriced_calls for r in results),
     }
 
 

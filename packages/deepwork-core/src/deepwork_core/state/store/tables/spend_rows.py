@@ -3,7 +3,8 @@
 A call with a day cap first *holds* its slice of what the day has left (`hold_within`, one
 transaction under the store-wide lock `deepwork.day_budget`, so servers on other machines see
 it), then *settles* to what it really cost (`settle`); a call without a day cap is written once,
-spent (`record_spent`). The day's spending is the sum of its rows, held or spent: a call whose
+spent (`record_spent`); a call stopped mid-review is *kept* at its whole slice (`keep_whole`).
+The day's spending is the sum of its rows, held, kept or spent: a call whose
 server was killed keeps counting its whole slice, so a restart never frees money that a
 reviewer still running may spend. The same rows are the history the estimates read
 (`recent_tasks`): the cost and tokens of the latest tasks of one rule, depth and model.
@@ -22,6 +23,8 @@ from deepwork_core.state.store.port import Store, Tx
 DAY_LOCK: Final = "deepwork.day_budget"
 HELD: Final = "held"
 SPENT: Final = "spent"
+#: A hold whose call was stopped mid-review: it counts in full, but no reviewer holds it now.
+KEPT: Final = "kept"
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +80,18 @@ def spent_between(tx: Tx, start: float, end: float) -> float:
     return round(float(total or 0.0), 6)
 
 
+def held_between(store: Store, start: float, end: float) -> float:
+    """What calls held from `start` (included) to `end` and have not settled: reviewers that may
+    still be running (or whose server died)."""
+    with store.read() as tx:
+        rows = tx.execute(
+            "SELECT SUM(usd) FROM review_spend WHERE state = ? AND at >= ? AND at < ?",
+            (HELD, start, end),
+        )
+    total = rows[0][0] if rows else None
+    return round(float(total or 0.0), 6)
+
+
 def hold_within(
     store: Store, row: SpendRow, *, cap: float, start: float, end: float, slots: int
 ) -> tuple[str | None, float, float]:
@@ -100,6 +115,16 @@ def settle(store: Store, spend_id: str, usd: float, tokens: int) -> None:
         tx.execute(
             "UPDATE review_spend SET state = ?, usd = ?, tokens = ? WHERE spend_id = ?",
             (SPENT, usd, tokens, spend_id),
+        )
+
+
+def keep_whole(store: Store, spend_id: str) -> None:
+    """A held call stopped before its cost was known: its whole slice counts, as spent (the
+    reviewer may have spent it), and nothing waits for it to settle."""
+    with store.write() as tx:
+        tx.execute(
+            "UPDATE review_spend SET state = ? WHERE spend_id = ? AND state = ?",
+            (KEPT, spend_id, HELD),
         )
 
 
