@@ -385,8 +385,10 @@ def test_a_queued_job_is_held_for_its_live_server_then_judged_under_its_settings
         states = [j.state for j in ReviewJobs(store, ReviewPayload).list()]
         assert states.count(ReviewJobState.QUEUED) == len(answer.reviews) - 1
         clock.t += 3600  # the first server stopped renewing its hold: the others take over
+        second.pump()  # before the first server's review ends, as it could claim the rest then
+        states = [j.state for j in ReviewJobs(store, ReviewPayload).list()]
+        assert ReviewJobState.QUEUED not in states  # every queued job is the second's now
         reviewer.release.set()
-        second.pump()
         verdicts = second.run(checkpoint, plan_review_tasks(checkpoint), LONG)
         assert isinstance(verdicts, tuple)
         assert all(v.passed for v in verdicts)
