@@ -16,12 +16,10 @@ line hands it started and its tools reached the model.
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import os
 import sys
-import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,7 +30,7 @@ from typing import Any, ClassVar
 from check_agents import _app_server
 from check_plugins import CLAUDE_CODE, GEMINI_CLI, install_clients
 from check_reviewers import _Endpoint
-from client_checks import ROOT, CheckFailed, run, tail
+from client_checks import CheckFailed, run, run_checks, tail
 
 #: A tool of the DeepWork server every CLI must offer its model.
 TOOL = "start_workflow"
@@ -180,32 +178,26 @@ def check_gemini(bins: Path, base: str, scratch: Path) -> str:
     return _check("gemini", argv, env, project)
 
 
+def _on_path(bins: Path) -> Path:
+    """`bins` first on PATH, where `agent_argv` looks the agent up."""
+    os.environ["PATH"] = f"{bins}{os.pathsep}{os.environ['PATH']}"
+    return bins
+
+
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cache", type=Path, default=ROOT / ".nox" / "_plugin_clients")
-    args = parser.parse_args(argv)
     from check_agents import CODEX, install_client
 
-    failures = 0
-    with endpoint() as base, tempfile.TemporaryDirectory(prefix="dw-headless-") as folder:
-        for name, spec, check in (
-            ("claude", CLAUDE_CODE, check_claude),
-            ("codex", CODEX, check_codex),
-            ("gemini", GEMINI_CLI, check_gemini),
-        ):
-            scratch = Path(folder) / name
-            scratch.mkdir()
-            try:
-                if name == "codex":
-                    bins = install_client(args.cache.resolve(), spec, name)
-                else:
-                    bins = install_clients(args.cache.resolve()) / "node_modules" / ".bin"
-                os.environ["PATH"] = f"{bins}{os.pathsep}{os.environ['PATH']}"  # agent_argv's which
-                print(f"PASS {name} ({spec}): {check(bins, base, scratch)}")
-            except CheckFailed as exc:
-                failures += 1
-                print(f"FAIL {name} ({spec}): {exc}")
-    return 1 if failures else 0
+    def npm_bins(cache: Path) -> Path:
+        return _on_path(install_clients(cache) / "node_modules" / ".bin")
+
+    def codex_bins(cache: Path) -> Path:
+        return _on_path(install_client(cache, CODEX, "codex"))
+
+    return run_checks(argv, __doc__.splitlines()[0], "dw-headless-", endpoint, [
+        ("claude", CLAUDE_CODE, npm_bins, check_claude),
+        ("codex", CODEX, codex_bins, check_codex),
+        ("gemini", GEMINI_CLI, npm_bins, check_gemini),
+    ])  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -15,11 +15,9 @@ request, and that a failed model call is read as `quality_gate.execution_error`.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
-import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,7 +26,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from check_plugins import GEMINI_CLI
-from client_checks import ROOT, CheckFailed, run, tail
+from client_checks import CheckFailed, run, run_checks, tail
 
 VERDICT = {"passed": True, "feedback": "fine", "criteria_results": []}
 PERSONA = "a reviewer who checks every claim against its source"
@@ -181,26 +179,13 @@ def check_gemini(bins: Path, base: str, scratch: Path) -> str:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cache", type=Path, default=ROOT / ".nox" / "_plugin_clients")
-    args = parser.parse_args(argv)
     from check_agents import CODEX, install_client
 
-    failures = 0
-    with endpoint() as base, tempfile.TemporaryDirectory(prefix="dw-reviewers-") as folder:
-        for name, spec, check in (
-            ("codex", CODEX, check_codex),
-            ("gemini", GEMINI_CLI, check_gemini),
-        ):
-            scratch = Path(folder) / name
-            scratch.mkdir()
-            try:
-                bins = install_client(args.cache, spec, name)
-                print(f"PASS {name} ({spec}): {check(bins, base, scratch)}")
-            except CheckFailed as exc:
-                failures += 1
-                print(f"FAIL {name} ({spec}): {exc}")
-    return 1 if failures else 0
+    return run_checks(argv, __doc__.splitlines()[0], "dw-reviewers-", endpoint, [
+        ("codex", CODEX, lambda cache: install_client(cache, CODEX, "codex"), check_codex),
+        ("gemini", GEMINI_CLI, lambda cache: install_client(cache, GEMINI_CLI, "gemini"),
+         check_gemini),
+    ])  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-"""What `tools/check_plugins.py` and `tools/check_agents.py` share: the repository, its version,
-the skill and tool names every client must list, and running a client with a bounded process.
+"""What the `tools/check_*.py` scripts share: the repository, its version, the skill and tool
+names every client must list, running a client with a bounded process, and the loop that runs
+one check per client and prints PASS or FAIL (`run_checks`).
 
 Both scripts import this module; neither imports the other's names (check_plugins runs the
 checks of check_agents, which needs nothing from it).
@@ -7,8 +8,11 @@ checks of check_agents, which needs nothing from it).
 
 from __future__ import annotations
 
+import argparse
+import tempfile
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -63,3 +67,34 @@ def ok(argv: list[str], env: Mapping[str, str], **kwargs: Any) -> Completed:
     if result.returncode != 0:
         raise CheckFailed(f"`{' '.join(argv)}` exited {result.returncode}:\n{tail(result)}")
     return result
+
+
+#: One client to check: its name, its npm spec, how to install it into the cache (the folder of
+#: its binaries) and the check (binaries, the stand-in endpoint's URL, a scratch folder -> what
+#: passed, or `CheckFailed`).
+ClientCheck = tuple[str, str, Callable[[Path], Path], Callable[[Path, str, Path], str]]
+
+
+def run_checks(
+    argv: list[str],
+    description: str,
+    prefix: str,
+    endpoint: Callable[[], AbstractContextManager[str]],
+    checks: Sequence[ClientCheck],
+) -> int:
+    """Each check against a local stand-in for the model endpoint, in a scratch folder of its
+    own, printing `PASS`/`FAIL` per client; 1 when any failed. `--cache` is where npm installs."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--cache", type=Path, default=ROOT / ".nox" / "_plugin_clients")
+    cache = parser.parse_args(argv).cache.resolve()
+    failures = 0
+    with endpoint() as base, tempfile.TemporaryDirectory(prefix=prefix) as folder:
+        for name, spec, install, check in checks:
+            scratch = Path(folder) / name
+            scratch.mkdir()
+            try:
+                print(f"PASS {name} ({spec}): {check(install(cache), base, scratch)}")
+            except CheckFailed as exc:
+                failures += 1
+                print(f"FAIL {name} ({spec}): {exc}")
+    return 1 if failures else 0

@@ -91,6 +91,14 @@ async def test_the_next_step_after_a_signed_approval_names_the_signer(
     assert done["status"] == "workflow_complete"
     # the completion lists the run's decisions, the same entry the next_step carried
     assert done["evidence"]["approvals"] == [given]
+    # and `deepwork log` names the signer the same way, never the bare user@host
+    printed = CliRunner().invoke(cli, ["log", session_id, "--path", str(root)])
+    assert printed.exit_code == 0, printed.output
+    [line] = [ln for ln in printed.stdout.splitlines() if "  approval  " in ln]
+    assert f"decided_by={BOB}" in line
+    assert "bob.smith@laptop" not in line
+    assert "actor=" not in line
+    assert "signer=" not in line
 
 
 async def test_the_needs_work_after_a_signed_rejection_names_the_signer(
@@ -109,21 +117,3 @@ async def test_the_needs_work_after_a_signed_rejection_names_the_signer(
     assert (given["approved"], given["signer"], given["decided_by"]) == (False, "bob", BOB)
     assert given["comment"] == "name the risks"
     assert f"changes requested by {BOB}: name the risks" in sent_back["feedback"]
-
-
-async def test_the_log_names_the_signer_and_the_os_user_only_as_where(
-    tmp_path: Path, make_store: Callable[..., Store]
-) -> None:
-    root, bob = signed_project(tmp_path)
-    async with Client(create_server(root, config())) as client:
-        session_id = await started(client)
-        await finish(client, plan="plan.md")
-        decide(make_store(root), root, bob, session_id, approved=True)
-
-    printed = CliRunner().invoke(cli, ["log", session_id, "--path", str(root)])
-    assert printed.exit_code == 0, printed.output
-    [line] = [ln for ln in printed.stdout.splitlines() if "  approval  " in ln]
-    assert f"decided_by={BOB}" in line
-    assert "bob.smith@laptop" not in line
-    assert "actor=" not in line
-    assert "signer=" not in line

@@ -119,10 +119,8 @@ def test_a_huge_event_log_gives_a_bounded_page_and_report(
     assert out.stat().st_size < 4 * 1024 * 1024
 
 
-def test_a_run_of_many_checkpoints_lists_the_newest_and_counts_the_rest(
-    tmp_path: Path, make_store: Callable[..., Store], client_for: Callable[..., TestClient]
-) -> None:
-    waiting = finished_run(make_store, client_for, tmp_path / "project")
+def accept_the_build_again(waiting: Waiting, times: int) -> None:
+    """The run's build accepted `times` more times: its `step_finished` line as the log has it."""
     key = (waiting.store.project.project_id, waiting.session_id)
     with waiting.store.read() as tx:
         [(build,)] = tx.execute(
@@ -130,10 +128,14 @@ def test_a_run_of_many_checkpoints_lists_the_newest_and_counts_the_rest(
             "AND kind = 'step_finished' ORDER BY seq DESC LIMIT 1",
             key,
         )
-    # the build accepted again and again (its line as the log has it): 2 + 205 checkpoints
-    insert_event_lines(
-        waiting.store, waiting.session_id, [str(build)] * (MAX_VERDICTS + 5), "step_finished"
-    )
+    insert_event_lines(waiting.store, waiting.session_id, [str(build)] * times, "step_finished")
+
+
+def test_a_run_of_many_checkpoints_lists_the_newest_and_counts_the_rest(
+    tmp_path: Path, make_store: Callable[..., Store], client_for: Callable[..., TestClient]
+) -> None:
+    waiting = finished_run(make_store, client_for, tmp_path / "project")
+    accept_the_build_again(waiting, MAX_VERDICTS + 5)  # 2 + 205 checkpoints
     detail = session_detail(SessionStore(waiting.store, waiting.root), waiting.session_id)
     assert len(detail.summary.verdicts) == MAX_VERDICTS
     assert detail.summary.verdicts_omitted == 7
@@ -151,15 +153,7 @@ def test_a_run_past_the_count_cap_says_more_than_and_reads_no_further(
     tmp_path: Path, make_store: Callable[..., Store], client_for: Callable[..., TestClient]
 ) -> None:
     waiting = finished_run(make_store, client_for, tmp_path / "project")
-    key = (waiting.store.project.project_id, waiting.session_id)
-    with waiting.store.read() as tx:
-        [(build,)] = tx.execute(
-            "SELECT body FROM events WHERE project_id = ? AND session_id = ? "
-            "AND kind = 'step_finished' ORDER BY seq DESC LIMIT 1",
-            key,
-        )
-    lines = [str(build)] * (COUNT_CAP + VERDICT_WINDOW + 10)
-    insert_event_lines(waiting.store, waiting.session_id, lines, "step_finished")
+    accept_the_build_again(waiting, COUNT_CAP + VERDICT_WINDOW + 10)
     page = client_for(waiting.root).get(f"/run/{waiting.session_id}").text
     summary = page[_section(page, "Summary") : _section(page, "Run")]
     assert "and more than 10,000 more, older (not listed)" in summary
