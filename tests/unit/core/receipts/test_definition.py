@@ -22,25 +22,27 @@ def _project(tmp_path: Path) -> tuple[Path, JobCatalog]:
     return root, JobCatalog.for_project(root)
 
 
-def test_a_step_lists_the_jobs_own_files_with_their_hashes(tmp_path: Path) -> None:
+def test_a_step_lists_the_files_that_govern_it_with_their_hashes(tmp_path: Path) -> None:
     root, catalog = _project(tmp_path)
-    files = step_definition(root, catalog.get("three_step"), "main")
+    files = step_definition(root, catalog.get("three_step"), "main", ["draft"])
     assert [(f.root, f.path) for f in files] == [
         ("project", f"{JOB}job.yml"),
         ("project", f"{JOB}steps/draft.md"),
-        ("project", f"{JOB}steps/gather.md"),
-        ("project", f"{JOB}steps/publish.md"),
-    ]
+    ]  # not the other steps' instruction files: a checkpoint reads what governs its steps
     job_yml = (root / JOB / "job.yml").read_bytes()
     assert files[0].sha256 == hashlib.sha256(job_yml).hexdigest()
-    speced = step_definition(root, catalog.get("speced"), "main")
-    assert ("project", ".deepwork/doc_specs/report.md") in [(f.root, f.path) for f in speced]
+    every = step_definition(root, catalog.get("three_step"), "main", ["gather", "draft"])
+    assert len(every) == 3
+    speced = catalog.get("speced")
+    all_steps = speced.definition.workflows_by_name["main"].step_ids
+    spec_files = step_definition(root, speced, "main", all_steps)
+    assert ("project", ".deepwork/doc_specs/report.md") in [(f.root, f.path) for f in spec_files]
 
 
 def test_a_step_under_the_completed_definition_has_its_hash(tmp_path: Path) -> None:
     root, catalog = _project(tmp_path)
     job = catalog.get("three_step")
-    recorded = step_definition(root, job, "main")
+    recorded = step_definition(root, job, "main", ["gather", "draft", "publish"])
     completed = job_definition(root, job, "main")
     assert ran_under(recorded, completed) == (completed.sha256, [])
     assert ran_under(None, completed) == (None, [])
@@ -49,7 +51,7 @@ def test_a_step_under_the_completed_definition_has_its_hash(tmp_path: Path) -> N
 def test_a_step_under_another_definition_names_each_file_as_it_was(tmp_path: Path) -> None:
     root, catalog = _project(tmp_path)
     job = catalog.get("three_step")
-    recorded = step_definition(root, job, "main")
+    recorded = step_definition(root, job, "main", ["gather", "draft", "publish"])
     (root / JOB / "steps/draft.md").write_text("Draft anything at all.\n")
     gone = DefinedFile(root="project", path=f"{JOB}steps/old.md", sha256="0" * 64)
     completed = job_definition(root, job, "main")

@@ -314,7 +314,9 @@ class Outcomes:
         ]
         if not again and all(record.definition is not None for record in records):
             return
-        ran = step_definition(self.project_root, context.job, session.workflow_name)
+        ran = step_definition(
+            self.project_root, context.job, session.workflow_name, session.current_step_ids
+        )
         for record in records:
             if again or record.definition is None:
                 record.definition = ran

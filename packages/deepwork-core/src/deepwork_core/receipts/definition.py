@@ -8,9 +8,10 @@ project; a standard job's inside DeepWork's standard jobs (so `deepwork verify` 
 with the DeepWork it runs); a job from an additional folder outside the project is named, and
 cannot be checked (`verify.job_outside_project`).
 
-The job's own files are also hashed when the gate accepts each step (`step_definition`, kept
-in the step's session record), and the receipt says, per step, whether it ran under the
-definition the run completed with (`ran_under`).
+The files that govern a step (job.yml, its instruction file, its outputs' doc specs) are also
+hashed when the gate accepts it (`step_definition`, kept in the step's session record), and the
+receipt says, per step, whether it ran under the definition the run completed with
+(`ran_under`).
 """
 
 from __future__ import annotations
@@ -55,13 +56,16 @@ def job_definition(
     return JobDefinitionHash(files=listed, sha256=definition_digest(listed))
 
 
-def step_definition(project_root: Path, job: LoadedJob, workflow: str) -> list[DefinedFile]:
-    """The job's own files of `workflow` (job.yml, the instruction files of its steps, their
-    doc specs) with their SHA-256 now: what a step is accepted under, kept in its session's
-    record for the receipt (`ran_under`)."""
+def step_definition(
+    project_root: Path, job: LoadedJob, workflow: str, step_ids: Sequence[str]
+) -> list[DefinedFile]:
+    """The files that govern the steps `step_ids` of `workflow` (job.yml, their instruction
+    files, their outputs' doc specs) with their SHA-256 now: what they are accepted under, kept
+    in their session records for the receipt (`ran_under`). Only these steps' files are read,
+    so a checkpoint costs the same in a workflow of 3 steps or of 50."""
     return [
         DefinedFile(root=where, path=path, sha256=hash_definition_file(project_root, where, path))
-        for where, path in sorted(_job_files(project_root, job, workflow))
+        for where, path in sorted(_job_files(project_root, job, workflow, step_ids))
     ]
 
 
@@ -92,15 +96,19 @@ def ran_under(
     return definition_digest(list(as_ran.values())), differed
 
 
-def _job_files(project_root: Path, job: LoadedJob, workflow: str) -> dict[_Key, None]:
-    """The files of `job`'s `workflow` itself, in the order they are found."""
+def _job_files(
+    project_root: Path, job: LoadedJob, workflow: str, step_ids: Sequence[str] | None = None
+) -> dict[_Key, None]:
+    """The files of `job`'s `workflow` itself (of its steps `step_ids` only, when given), in
+    the order they are found."""
     root = _ROOTS[job.source.kind]
     base = _root_folder(project_root, root, job.source.path)
     folder = _relative(job.job_dir, base)
     definition = job.definition
     files: dict[_Key, None] = {(root, f"{folder}{JOB_FILE}"): None}
     specs: dict[_Key, None] = {}
-    for step_id in definition.workflows_by_name[workflow].step_ids:
+    steps = definition.workflows_by_name[workflow].step_ids if step_ids is None else step_ids
+    for step_id in steps:
         step = definition.step(step_id)
         if step.instructions_file:
             files[(root, f"{folder}{step.instructions_file}")] = None
