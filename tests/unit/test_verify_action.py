@@ -1,7 +1,8 @@
 """action.yml, the Action of `deepwork verify` (docs/verify.md, "Where to run it"): its step's
 script, run by bash with the environment GitHub gives it and a `uvx` double on PATH, builds the
-command the docs describe from the inputs `base`, `rereview` and `runner`, and fails the step
-exactly when verify fails. Inputs reach the script only through `env:`, never as `${{ }}`."""
+command the docs describe from the inputs `base`, `rereview`, `runner` and `verdict_cache`,
+and fails the step exactly when verify fails. Inputs reach the script only through `env:`,
+never as `${{ }}`."""
 
 from __future__ import annotations
 
@@ -63,7 +64,7 @@ def _run(tmp_path: Path, inputs: dict[str, str], pr_base: str = "", status: int 
 def test_the_inputs_reach_the_script_only_through_env() -> None:
     step = _verify_step()
     assert "${{" not in step["run"]
-    assert set(_action()["inputs"]) == {"base", "rereview", "runner"}
+    assert set(_action()["inputs"]) == {"base", "rereview", "runner", "verdict_cache"}
     assert step["shell"] == "bash"
 
 
@@ -80,8 +81,23 @@ def test_the_inputs_reach_the_script_only_through_env() -> None:
         ),
         ({"rereview": "true", "runner": "codex"}, "", ["--rereview", "--runner", "codex"]),
         ({"runner": "codex"}, "", []),
+        (
+            {"rereview": "true", "verdict_cache": ".deepwork-ci/verdicts"},
+            "",
+            ["--rereview", "--runner", "claude", "--verdict-cache", ".deepwork-ci/verdicts"],
+        ),
+        ({"verdict_cache": "v"}, "", []),
     ],
-    ids=["pr base", "no pr", "base given", "rereview", "rereview codex", "runner alone"],
+    ids=[
+        "pr base",
+        "no pr",
+        "base given",
+        "rereview",
+        "rereview codex",
+        "runner alone",
+        "rereview cache",
+        "cache alone",
+    ],
 )
 def test_the_script_runs_verify_as_the_docs_say(
     tmp_path: Path, inputs: dict[str, str], pr_base: str, expected: list[str]

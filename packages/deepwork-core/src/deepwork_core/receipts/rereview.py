@@ -285,8 +285,8 @@ def _kept(
 def _keep(
     rereview: Rereview, wanted: Wanted, verdict: ReviewVerdict, receipt: Receipt, relative: str
 ) -> None:
-    if rereview.cache is None:
-        return
+    if rereview.cache is None or {r.criterion for r in verdict.criteria_results} != wanted.criteria:
+        return  # a verdict that left a criterion unjudged is not kept
     entry = CacheEntry(
         key=wanted.key,
         verdict=verdict.model_copy(update={"reused_from": None}),
