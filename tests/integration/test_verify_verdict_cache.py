@@ -48,6 +48,13 @@ def _entries(cache: Path) -> dict[str, CacheEntry]:
     return {e.step_id: e for e in entries}
 
 
+def test_verdict_cache_needs_rereview(project: Path, tmp_path: Path) -> None:
+    result = _verify(project, "--verdict-cache", str(tmp_path / "cache"))
+    assert result.exit_code == 2
+    assert "--verdict-cache keeps the verdicts of --rereview" in result.output
+    assert not (tmp_path / "cache").exists()
+
+
 def _set_policy(root: Path, text: str) -> None:
     """Commit `text` as the base ref's config and move `feature` onto it."""
     git(root, "checkout", "-q", "--", RECEIPTS_DIR)
@@ -104,6 +111,7 @@ def test_one_changed_byte_in_an_output_rejudges_only_the_task_that_saw_it(
     _trust_ci_key(project, key)
     cache = tmp_path / "cache"
     assert _rereview(project, cache, key).exit_code == 0
+    first = _receipt(project).body.session_id
     # Another run on another branch: report.md the same bytes, final.md one byte different.
     git(project, "checkout", "-q", "--", RECEIPTS_DIR)
     git(project, "checkout", "-q", "-b", "other", "main")
@@ -112,8 +120,21 @@ def test_one_changed_byte_in_an_output_rejudges_only_the_task_that_saw_it(
     assert (project / "final.md").read_text() == "Content\nfinal.md\n"
     git(project, "add", "-A")
     git(project, "commit", "-q", "-m", "another run")
+    second = _receipt(project).body.session_id
+    assert second != first
 
     _only_polish_judged(project, reviewer_on_path, cache, key)
+
+    (sign,) = _receipt(project).countersignatures
+    reused = {r.step: r.reused_from for r in sign.reviews}
+    assert str(reused["write"]).startswith(f"reused from {first}/write, ")
+    judged = [CacheEntry.model_validate_json(p.read_text()) for p in cache.glob("*.json")]
+    assert sorted((e.step_id, e.session_id == first) for e in judged) == [
+        ("polish", False),  # judged for the second run's receipt
+        ("polish", True),
+        ("write", True),
+    ]
+    assert all(e.session_id in (first, second) for e in judged)
 
 
 def _only_polish_judged(root: Path, reviewer: ScriptedReviewer, cache: Path, key: CiKey) -> Result:
