@@ -48,11 +48,33 @@ def _entries(cache: Path) -> dict[str, CacheEntry]:
     return {e.step_id: e for e in entries}
 
 
+@pytest.fixture
+def key(project: Path) -> CiKey:
+    """The CI key `ci`, trusted on `main` (and `feature` rebased onto it)."""
+    ci = CiKey.new("ci")
+    _trust_ci_key(project, ci)
+    return ci
+
+
 def test_verdict_cache_needs_rereview(project: Path, tmp_path: Path) -> None:
     result = _verify(project, "--verdict-cache", str(tmp_path / "cache"))
     assert result.exit_code == 2
     assert "--verdict-cache keeps the verdicts of --rereview" in result.output
     assert not (tmp_path / "cache").exists()
+
+
+def test_a_cache_that_cannot_be_written_still_countersigns(
+    project: Path, reviewer_on_path: ScriptedReviewer, tmp_path: Path, key: CiKey
+) -> None:
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file, not a folder")
+
+    result = _rereview(project, blocker / "cache", key)
+
+    assert result.exit_code == 0, result.output
+    assert "1 receipt(s) countersigned by ci" in result.output
+    assert result.output.count(": not kept (") == 2
+    assert blocker.read_text() == "a file, not a folder"
 
 
 def _set_policy(root: Path, text: str) -> None:
@@ -66,10 +88,8 @@ def _set_policy(root: Path, text: str) -> None:
 
 
 def test_a_second_rereview_with_the_cache_makes_no_reviewer_call_and_still_countersigns(
-    project: Path, reviewer_on_path: ScriptedReviewer, tmp_path: Path
+    project: Path, reviewer_on_path: ScriptedReviewer, tmp_path: Path, key: CiKey
 ) -> None:
-    key = CiKey.new("ci")
-    _trust_ci_key(project, key)
     cache = tmp_path / "cache"
     before = len(reviewer_on_path.calls())
     first = _rereview(project, cache, key)
@@ -105,10 +125,8 @@ def test_a_second_rereview_with_the_cache_makes_no_reviewer_call_and_still_count
 
 
 def test_one_changed_byte_in_an_output_rejudges_only_the_task_that_saw_it(
-    project: Path, reviewer_on_path: ScriptedReviewer, tmp_path: Path
+    project: Path, reviewer_on_path: ScriptedReviewer, tmp_path: Path, key: CiKey
 ) -> None:
-    key = CiKey.new("ci")
-    _trust_ci_key(project, key)
     cache = tmp_path / "cache"
     assert _rereview(project, cache, key).exit_code == 0
     first = _receipt(project).body.session_id
@@ -194,10 +212,8 @@ TAMPERING: dict[str, tuple[Callable[[Path], None], str]] = {
 
 @pytest.mark.parametrize("how", sorted(TAMPERING))
 def test_a_tampered_cache_entry_is_judged_again(
-    project: Path, reviewer_on_path: ScriptedReviewer, tmp_path: Path, how: str
+    project: Path, reviewer_on_path: ScriptedReviewer, tmp_path: Path, key: CiKey, how: str
 ) -> None:
-    key = CiKey.new("ci")
-    _trust_ci_key(project, key)
     cache = tmp_path / "cache"
     assert _rereview(project, cache, key).exit_code == 0
     tamper, why = TAMPERING[how]
@@ -215,10 +231,8 @@ def _entries_step(path: Path) -> str:
 
 
 def test_reuse_off_reuses_nothing_and_keeps_nothing(
-    project: Path, reviewer_on_path: ScriptedReviewer, tmp_path: Path
+    project: Path, reviewer_on_path: ScriptedReviewer, tmp_path: Path, key: CiKey
 ) -> None:
-    key = CiKey.new("ci")
-    _trust_ci_key(project, key)
     cache = tmp_path / "cache"
     assert _rereview(project, cache, key).exit_code == 0  # under the default, `passes`
     kept = {p.name: p.read_bytes() for p in cache.glob("*.json")}
@@ -237,10 +251,13 @@ def test_reuse_off_reuses_nothing_and_keeps_nothing(
 
 @pytest.mark.parametrize(("mode", "calls"), [("passes", 1), ("all", 0)])
 def test_a_failed_verdict_is_reused_only_under_reuse_all(
-    project: Path, reviewer_on_path: ScriptedReviewer, tmp_path: Path, mode: str, calls: int
+    project: Path,
+    reviewer_on_path: ScriptedReviewer,
+    tmp_path: Path,
+    key: CiKey,
+    mode: str,
+    calls: int,
 ) -> None:
-    key = CiKey.new("ci")
-    _trust_ci_key(project, key)
     _set_policy(project, f"verify:\n  require_countersign: true\nquality_gate:\n  reuse: {mode}\n")
     reviewer_on_path.answer("fail", when="Is the text polished?")
     cache = tmp_path / "cache"

@@ -92,6 +92,8 @@ class VerdictCache:
     mode: ReuseMode = "passes"
     #: Why an entry was not trusted, one line each (the task was judged again).
     refused: list[str] = field(default_factory=list)
+    #: Why a verdict could not be written, one line each (the re-review goes on without it).
+    unwritten: list[str] = field(default_factory=list)
 
     def path(self, key: str) -> Path:
         return self.folder / f"{key}.json"
@@ -121,12 +123,15 @@ class VerdictCache:
         signed = unsigned.model_copy(
             update={"ed25519": key.sign(unsigned.signed_fields(), CACHE_LABEL)}
         )
-        self.folder.mkdir(parents=True, exist_ok=True)
         target = self.path(entry.key)
-        if target.is_symlink():
-            target.unlink()
         text = canonical_bytes(signed.model_dump(mode="json")).decode("ascii")
-        atomic_write_text(target, text, sync_folder=False)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            if target.is_symlink():
+                target.unlink()
+            atomic_write_text(target, text, sync_folder=False)
+        except OSError as exc:
+            self.unwritten.append(f"{target}: not kept ({exc.strerror or exc})")
 
     def _read(self, path: Path) -> CacheEntry | str:
         if path.is_symlink():

@@ -100,13 +100,16 @@ def verify_command(
 
 
 def _cache_lines(judge: Rereview) -> None:
-    """What the verdict cache gave: each reused verdict, each entry not trusted."""
+    """What the verdict cache gave: each reused verdict, each entry not trusted, each verdict
+    that could not be written."""
     if judge.cache is None:
         return
     click.echo(
         f"deepwork verify --rereview: {len(judge.reused)} verdict(s) reused from "
         f"{judge.cache.folder}, {len(judge.cache.refused)} cache entr(ies) not trusted"
-        + "".join(f"\n  {line}" for line in [*judge.reused, *judge.cache.refused])
+        + "".join(
+            f"\n  {line}" for line in [*judge.reused, *judge.cache.refused, *judge.cache.unwritten]
+        )
     )
 
 
