@@ -275,7 +275,7 @@ def _kept(
     """The cache's trusted entry for the task, or None (judge it)."""
     if rereview.cache is None:
         return None
-    label = f"{relative} {task.step_id}: {task.label}"
+    label = f"{relative}: {task.label}"
     entry = rereview.cache.lookup(repo, wanted, label)
     if entry is not None:
         rereview.reused.append(f"{label}: {entry.origin.text}")
