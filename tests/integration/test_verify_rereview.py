@@ -28,11 +28,12 @@ from tests.fixtures.tool_calls import call_ok
 from tests.fixtures.workflow_project import make_project, write_files
 
 
-async def _run_reviewed(root: Path, state: Path) -> dict[str, Any]:
+async def _run_reviewed(root: Path, state: Path, final_text: str = "content\n") -> dict[str, Any]:
     settings = config(external_runner="claude", wait_seconds=45)
     async with Client(create_server(root, settings, state_dir=state)) as client:
         await call_ok(client, "start_workflow", goal="g", job_name="reviewed", workflow_name="main")
-        write_files(root, "report.md", "final.md")
+        write_files(root, "report.md")
+        write_files(root, "final.md", text=final_text)
         await call_ok(client, "finished_step", outputs={"report": "report.md"})
         answer: dict[str, Any] = await call_ok(
             client, "finished_step", outputs={"final": "final.md"}

@@ -1,11 +1,14 @@
 """action.yml, the Action of `deepwork verify` (docs/verify.md, "Where to run it"): its step's
 script, run by bash with the environment GitHub gives it and a `uvx` double on PATH, builds the
-command the docs describe from the inputs `base`, `rereview` and `runner`, and fails the step
-exactly when verify fails. Inputs reach the script only through `env:`, never as `${{ }}`."""
+command the docs describe from the inputs `base`, `rereview`, `runner` and `verdict_cache`,
+and fails the step exactly when verify fails. Inputs reach the script only through `env:`,
+never as `${{ }}`. The re-review workflow of docs/verify.md uses only the Action's inputs and
+keeps the verdict cache it passes between runs with actions/cache."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -63,7 +66,7 @@ def _run(tmp_path: Path, inputs: dict[str, str], pr_base: str = "", status: int 
 def test_the_inputs_reach_the_script_only_through_env() -> None:
     step = _verify_step()
     assert "${{" not in step["run"]
-    assert set(_action()["inputs"]) == {"base", "rereview", "runner"}
+    assert set(_action()["inputs"]) == {"base", "rereview", "runner", "verdict_cache"}
     assert step["shell"] == "bash"
 
 
@@ -80,8 +83,23 @@ def test_the_inputs_reach_the_script_only_through_env() -> None:
         ),
         ({"rereview": "true", "runner": "codex"}, "", ["--rereview", "--runner", "codex"]),
         ({"runner": "codex"}, "", []),
+        (
+            {"rereview": "true", "verdict_cache": ".deepwork-ci/verdicts"},
+            "",
+            ["--rereview", "--runner", "claude", "--verdict-cache", ".deepwork-ci/verdicts"],
+        ),
+        ({"verdict_cache": "v"}, "", []),
     ],
-    ids=["pr base", "no pr", "base given", "rereview", "rereview codex", "runner alone"],
+    ids=[
+        "pr base",
+        "no pr",
+        "base given",
+        "rereview",
+        "rereview codex",
+        "runner alone",
+        "rereview cache",
+        "cache alone",
+    ],
 )
 def test_the_script_runs_verify_as_the_docs_say(
     tmp_path: Path, inputs: dict[str, str], pr_base: str, expected: list[str]
@@ -104,3 +122,28 @@ def test_the_step_fails_when_verify_fails(tmp_path: Path, verdict: int) -> None:
     status, argv = _run(tmp_path, {}, "main", status=verdict)
     assert status == verdict
     assert argv[:3] == ["--from", "/actions/deepwork", "deepwork"]
+
+
+def _documented_workflows() -> list[dict[str, Any]]:
+    """The complete workflow files of docs/verify.md ("Where to run it")."""
+    text = (ROOT / "docs/verify.md").read_text()
+    blocks = re.findall(r"```yaml\n(.*?)```", text, flags=re.DOTALL)
+    loaded = [yaml.safe_load(block) for block in blocks]
+    return [w for w in loaded if isinstance(w, dict) and "jobs" in w]
+
+
+def test_the_documented_rereview_workflow_keeps_the_verdict_cache_between_runs() -> None:
+    (workflow,) = [
+        w
+        for w in _documented_workflows()
+        if any("rereview" in s.get("with", {}) for s in w["jobs"]["verify"]["steps"])
+    ]
+    steps = workflow["jobs"]["verify"]["steps"]
+    (cache,) = [s for s in steps if str(s.get("uses", "")).startswith("actions/cache@")]
+    (verify,) = [s for s in steps if "rereview" in s.get("with", {})]
+    assert set(verify["with"]) <= set(_action()["inputs"])
+    assert verify["with"]["rereview"] == "true"
+    assert verify["with"]["verdict_cache"] == cache["with"]["path"]
+    assert not cache["with"]["path"].startswith(".")  # outside the checkout
+    assert steps.index(cache) < steps.index(verify)
+    assert "DEEPWORK_CI_KEY" in verify["env"]

@@ -18,6 +18,7 @@ from typing import Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from deepwork_core.base.layout import RECEIPTS_DIR
+from deepwork_core.evidence.verdicts import unset
 from deepwork_core.state.session_model import DefinitionRoot as DefinitionRoot
 
 #: The `format` of every receipt this version writes and reads.
@@ -166,6 +167,9 @@ class RereviewEntry(_Model):
     model: str | None = None
     criteria_sha256: str
     verdict: Literal["passed", "failed"]
+    #: `reused from <session>/<step>, <when>`: CI's verdict of the same task over the same bytes,
+    #: taken from the verdict cache (no reviewer call); None: judged in this run.
+    reused_from: str | None = Field(default=None, exclude_if=unset)
 
 
 class Countersignature(_Model):

@@ -9,7 +9,9 @@ review the receipt records must be one of them, with the same criteria
 (`verify.rereview_unmatched`). Every task runs through the `Reviewer` port, one call at a time,
 asked once more when it left a criterion unjudged, with the review settings of the base ref's
 `.deepwork/config.yml`. No verdict kept in a store is reused and no store is opened: the point
-is a judge the agent did not choose, on this machine, now.
+is a judge the agent did not choose. With a verdict cache (`receipts.verdict_cache`), a task
+whose reuse key CI judged before, in an entry signed by a CI key the base ref trusts, takes that
+verdict instead of a call: it was judged by CI too, over the same bytes.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from deepwork_core.gate.gates import RuleSource
 from deepwork_core.gate.quality import (
     plan_review_tasks,
 )
+from deepwork_core.gate.reuse import reuse_key
 from deepwork_core.gate.reviewer import Reviewer, ReviewerReply
 from deepwork_core.gate.tasks import QualityReviewTask
 from deepwork_core.jobs.discovery import JobCatalog
@@ -43,6 +46,7 @@ from deepwork_core.receipts.findings import Finding
 from deepwork_core.receipts.keys import COUNTERSIGN_LABEL, CiKey
 from deepwork_core.receipts.model import Countersignature, Receipt, ReceiptStep, RereviewEntry
 from deepwork_core.receipts.repository import Repository
+from deepwork_core.receipts.verdict_cache import CacheEntry, VerdictCache, Wanted
 from deepwork_core.state.sessions import OutputValue
 from deepwork_core.state.store.port import NoStore
 
@@ -61,6 +65,10 @@ class Rereview:
     cost_usd: float = 0.0
     #: Set once the reviewer CLI is not installed: later receipts are not tried again.
     missing: Finding | None = None
+    #: CI's kept verdicts (`--verdict-cache`); None: every task is judged.
+    cache: VerdictCache | None = None
+    #: One line per task that took a kept verdict: `<task>: reused from <session>/<step>, <when>`.
+    reused: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +88,8 @@ def rereview_receipt(
         return Rejudged([refused], None)
     if rereview.missing is not None:
         return Rejudged([rereview.missing.model_copy(update={"receipt": relative})], None)
+    if rereview.cache is not None:
+        rereview.cache.mode = gate.reuse  # the base ref's, as every review setting here
     try:
         job = JobCatalog.for_project(repo.root).get(receipt.body.job).definition
     except DeepWorkError as exc:
@@ -93,12 +103,19 @@ def rereview_receipt(
         tasks = _tasks(checkpoint, rereview.rules, gate)
         findings += _unmatched(relative, step, tasks)
         for task in tasks:
+            wanted = _wanted(rereview, checkpoint, task, gate)
+            kept = _kept(rereview, repo, wanted, task, relative)
+            if kept is not None:
+                findings += _failed(relative, kept.verdict)
+                entries.append(_entry(rereview, task, gate, kept.verdict, kept.origin.text))
+                continue
             judged = _judge(rereview, checkpoint, task, gate, relative)
             if isinstance(judged, Finding):
                 findings.append(judged)
                 if judged.code is ReceiptCode.VERIFY_RUNNER_MISSING:
                     return Rejudged(findings, None)
                 continue
+            _keep(rereview, wanted, judged, receipt, relative)
             findings += _failed(relative, judged)
             entries.append(_entry(rereview, task, gate, judged))
     if findings:
@@ -238,6 +255,53 @@ def _judge(
         rereview.cost_usd += sum(reply.usage.cost_usd or 0.0 for reply in spent)
 
 
+def _wanted(
+    rereview: Rereview, checkpoint: Checkpoint, task: QualityReviewTask, gate: QualityGateConfig
+) -> Wanted:
+    model = gate.models.for_depth(task.depth or gate.review_depth)
+    runner = rereview.reviewer.name
+    return Wanted(
+        key=reuse_key(checkpoint, task, runner, model),
+        runner=runner,
+        model=model,
+        criteria_sha256=task.criteria_sha256,
+        criteria=frozenset(task.criteria),
+    )
+
+
+def _kept(
+    rereview: Rereview, repo: Repository, wanted: Wanted, task: QualityReviewTask, relative: str
+) -> CacheEntry | None:
+    """The cache's trusted entry for the task, or None (judge it)."""
+    if rereview.cache is None:
+        return None
+    label = f"{relative}: {task.label}"
+    entry = rereview.cache.lookup(repo, wanted, label)
+    if entry is not None:
+        rereview.reused.append(f"{label}: {entry.origin.text}")
+    return entry
+
+
+def _keep(
+    rereview: Rereview, wanted: Wanted, verdict: ReviewVerdict, receipt: Receipt, relative: str
+) -> None:
+    if rereview.cache is None or {r.criterion for r in verdict.criteria_results} != wanted.criteria:
+        return  # a verdict that left a criterion unjudged is not kept
+    entry = CacheEntry(
+        key=wanted.key,
+        verdict=verdict.model_copy(update={"reused_from": None}),
+        runner=wanted.runner,
+        model=wanted.model,
+        criteria_sha256=wanted.criteria_sha256,
+        judged_at=rereview.clock().astimezone(UTC),
+        receipt=relative,
+        session_id=receipt.body.session_id,
+        step_id=verdict.step_id,
+        signer=rereview.key.name,
+    )
+    rereview.cache.keep(rereview.key, entry)
+
+
 def _failed(relative: str, verdict: ReviewVerdict) -> list[Finding]:
     return [
         _finding(
@@ -253,9 +317,14 @@ def _failed(relative: str, verdict: ReviewVerdict) -> list[Finding]:
 
 
 def _entry(
-    rereview: Rereview, task: QualityReviewTask, gate: QualityGateConfig, verdict: ReviewVerdict
+    rereview: Rereview,
+    task: QualityReviewTask,
+    gate: QualityGateConfig,
+    verdict: ReviewVerdict,
+    reused_from: str | None = None,
 ) -> RereviewEntry:
     return RereviewEntry(
+        reused_from=reused_from,
         step=task.step_id,
         review=task.run_each,
         target_file=task.target_file,

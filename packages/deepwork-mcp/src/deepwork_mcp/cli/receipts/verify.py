@@ -1,9 +1,10 @@
 """`deepwork verify`: check the receipts of a change against the base ref (docs/verify.md).
 
 Exit 0 when every check holds, 1 when one fails (each failure printed as a finding with its
-code), 2 on a usage error: an unknown option or format, `--runner` without `--rereview`, or
-`--rereview` without a valid CI key in `DEEPWORK_CI_KEY`. It opens no store and, without
-`--rereview`, uses no network; `--rereview` runs the reviewer CLI of `--runner` on each review.
+code), 2 on a usage error: an unknown option or format, `--runner` or `--verdict-cache` without
+`--rereview`, or `--rereview` without a valid CI key in `DEEPWORK_CI_KEY`. It opens no store and,
+without `--rereview`, uses no network; `--rereview` runs the reviewer CLI of `--runner` on each
+review whose verdict the CI-signed entries of `--verdict-cache` do not already hold.
 """
 
 from __future__ import annotations
@@ -55,8 +56,23 @@ RUNNERS = ("claude", "codex", "gemini")
     default=None,
     help="The reviewer CLI of --rereview (default: claude).",
 )
+@click.option(
+    "--verdict-cache",
+    "verdict_cache",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    metavar="DIR",
+    help="A folder only CI writes: --rereview keeps each verdict there, signed with the CI key, "
+    "and reuses an entry whose reuse key matches (quality_gate.reuse of the base ref).",
+)
 def verify_command(
-    project: Path, base: str | None, everything: bool, fmt: str, rereview: bool, runner: str | None
+    project: Path,
+    base: str | None,
+    everything: bool,
+    fmt: str,
+    rereview: bool,
+    runner: str | None,
+    verdict_cache: Path | None,
 ) -> None:
     """Check the receipts the change adds or touches: signatures by keys trusted on the base
     ref, outputs and job definition unchanged since the run, and the base ref's policy."""
@@ -65,8 +81,10 @@ def verify_command(
 
     if runner is not None and not rereview:
         raise click.UsageError("--runner chooses the reviewer of --rereview; add --rereview")
+    if verdict_cache is not None and not rereview:
+        raise click.UsageError("--verdict-cache keeps the verdicts of --rereview; add --rereview")
     chosen: OutputFormat = next(f for f in get_args(OutputFormat) if f == fmt)
-    judge = _rereview(runner or "claude") if rereview else None
+    judge = _rereview(runner or "claude", verdict_cache) if rereview else None
     report = run_verify(project.resolve(), base, everything=everything, rereview=judge)
     text = render_findings(report.findings, len(report.receipts), chosen)
     click.echo(text, nl=False)
@@ -77,15 +95,31 @@ def verify_command(
             f"countersigned by {judge.key.name}"
             + "".join(f"\n  {path}" for path in report.countersigned)
         )
+        _cache_lines(judge)
     raise SystemExit(0 if report.passed else 1)
 
 
-def _rereview(runner: str) -> Rereview:
+def _cache_lines(judge: Rereview) -> None:
+    """What the verdict cache gave: each reused verdict, each entry not trusted, each verdict
+    that could not be written."""
+    if judge.cache is None:
+        return
+    click.echo(
+        f"deepwork verify --rereview: {len(judge.reused)} verdict(s) reused from "
+        f"{judge.cache.folder}, {len(judge.cache.refused)} cache entr(ies) not trusted"
+        + "".join(
+            f"\n  {line}" for line in [*judge.reused, *judge.cache.refused, *judge.cache.unwritten]
+        )
+    )
+
+
+def _rereview(runner: str, verdict_cache: Path | None) -> Rereview:
     """What `--rereview` judges and signs with; a usage error (exit 2) without a CI key."""
     from deepwork_core import DeepWorkError
     from deepwork_core.base.escaping import printable
     from deepwork_core.receipts.keys import CiKey
     from deepwork_core.receipts.rereview import Rereview
+    from deepwork_core.receipts.verdict_cache import VerdictCache
     from deepwork_review import GateRules
 
     from deepwork_mcp.reviewers.cli import CliReviewer
@@ -94,4 +128,5 @@ def _rereview(runner: str) -> Rereview:
         key = CiKey.parse(os.environ.get(CI_KEY_ENV))
     except DeepWorkError as exc:
         raise click.UsageError(printable(f"{exc.code}: {exc.message}")) from None
-    return Rereview(reviewer=CliReviewer(runner), key=key, rules=GateRules())
+    cache = None if verdict_cache is None else VerdictCache(verdict_cache.resolve())
+    return Rereview(reviewer=CliReviewer(runner), key=key, rules=GateRules(), cache=cache)
