@@ -17,10 +17,10 @@ process, server side, on SQLite and PostgreSQL:
 - the reference, measured once in the same run: `read_events`, every event of the log parsed
   (what `deepwork log` read before it was paged).
 
-On PostgreSQL the seeding is followed by `ANALYZE events`, what autovacuum does on its own
-within a minute of such a load: measured at once, the planner still holds the statistics of an
-empty table, takes the run for 59 rows and sorts a million of them for its newest 500 (2 s a
-page); a store that grew the way stores grow has statistics that fit it.
+On PostgreSQL the seeding is followed by `VACUUM ANALYZE` (`store.settle`), what autovacuum
+does on its own within a minute of such a load: measured at once, the planner still holds the
+statistics of an empty table, takes the run for 59 rows and sorts a million of them for its
+newest 500 (2 s a page); a store that grew the way stores grow has statistics that fit it.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).parent))
 
-from store import time_calls  # noqa: E402
+from store import settle, time_calls  # noqa: E402
 from workloads import LONG_JOB, make_long_workflow  # noqa: E402
 
 EVENTS = 1_000_000
@@ -158,9 +158,7 @@ def measure(
         with open_store(url, root) as store:
             began = time.perf_counter()
             shown = SessionId(seed(store, root, count))
-            if url is not None:  # what autovacuum would do after the load (see the module)
-                with store.write() as tx:
-                    tx.execute("ANALYZE events")
+            settle(url)  # what autovacuum does after such a load (see the module)
             print(f"  seeded {count:,} events in {time.perf_counter() - began:.1f} s", flush=True)
             sessions = SessionStore(store, root)
 
