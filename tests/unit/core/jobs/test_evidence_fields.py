@@ -164,3 +164,24 @@ def test_the_shipped_schema_covers_the_fields_in_both_formats(newer: bool) -> No
     assert not validator.is_valid(changed(good, ("scope_guard",), "sometimes"))
     assert not validator.is_valid(changed(good, (*step, "approval", "title"), "x"))
     assert not validator.is_valid(changed(good, (*step, "may_change"), "docs/**"))
+
+
+@pytest.mark.parametrize("fmt", ["0.9", "0.10"])
+def test_an_unquoted_scope_guard_off_is_the_mode_off(tmp_path: Path, fmt: str) -> None:
+    if fmt == "0.9":
+        job_dir = write_job(tmp_path, valid_job())
+    else:
+        job_dir = tmp_path / "signed_change"
+        job_dir.mkdir()
+        for item in (FIXTURES / "signed_change").iterdir():
+            if item.is_file():
+                (job_dir / item.name).write_bytes(item.read_bytes())
+    job_yml = job_dir / "job.yml"
+    lines = job_yml.read_text(encoding="utf-8").splitlines()
+    kept = [line for line in lines if not line.startswith("scope_guard:")]
+    kept.append("scope_guard: off")  # unquoted, as the docs write it: YAML 1.1 reads false
+    job_yml.write_text("\n".join(kept) + "\n", encoding="utf-8")
+    parsed = parse_job_dir(job_dir)
+    assert not parsed.problems, parsed.problems
+    assert parsed.definition is not None
+    assert parsed.definition.scope_guard is ScopeGuard.OFF

@@ -59,8 +59,9 @@ ReuseMode = Literal["passes", "all", "off"]
 DEFAULT_REUSE: Final[ReuseMode] = "passes"
 
 
-def _off_as_written(value: object) -> object:
-    """YAML reads an unquoted `reuse: off` as false: it is the mode `off`."""
+def off_as_written(value: object) -> object:
+    """YAML reads an unquoted `off` (`reuse: off`, a job's `scope_guard: off`) as false: it is
+    the mode `off`."""
     return "off" if value is False else value
 
 
@@ -122,7 +123,7 @@ class QualityGateConfig(_Section):
     #: How long `finished_step` waits for its reviews before answering `reviewing`.
     wait_seconds: float = Field(default=DEFAULT_WAIT_SECONDS, ge=0, le=WAIT_SECONDS_LIMIT)
     #: Which verdicts of the same brief over the same bytes a review task reuses.
-    reuse: Annotated[ReuseMode, BeforeValidator(_off_as_written)] = DEFAULT_REUSE
+    reuse: Annotated[ReuseMode, BeforeValidator(off_as_written)] = DEFAULT_REUSE
     #: Prices per model over the defaults (`deepwork_core.gate.costs.prices`).
     prices: PriceTable = Field(default_factory=dict)
     #: What the project's reviews may spend per day (UTC), across every server on the store.

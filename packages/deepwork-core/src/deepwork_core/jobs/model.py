@@ -18,11 +18,13 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Annotated, ClassVar, Self
 
 from pydantic import (
+    BeforeValidator,
     Field,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
 
+from deepwork_core.base.config import off_as_written
 from deepwork_core.jobs.steps.approval import Approval
 from deepwork_core.jobs.steps.fan_out import (
     AllowPartial,
@@ -124,6 +126,10 @@ class ScopeGuard(StrEnum):
     OFF = "off"  # not checked
 
 
+#: A job's `scope_guard`, read as written: an unquoted `off` is the mode `off`, not YAML's false.
+ScopeGuardSetting = Annotated[ScopeGuard, BeforeValidator(off_as_written)]
+
+
 class Step(StepRules):
     """One step. Its work is given by exactly one of `instructions_file` (a job-relative file),
     `instructions` (inline) or `sub_workflow`; 0.9-format files always use `instructions_file`."""
@@ -202,7 +208,7 @@ class JobDefinition(_Strict):
     common_job_info_provided_to_all_steps_at_runtime: NonEmptyText | None = None
     workflows: list[Workflow] = Field(default_factory=list)
     steps: list[Step] = Field(min_length=1)
-    scope_guard: ScopeGuard = Field(
+    scope_guard: ScopeGuardSetting = Field(
         default=ScopeGuard.NOTE,
         description="Files a step changes that are neither outputs nor under its may_change: "
         "'note' lists them, 'strict' makes the checkpoint needs_work, 'off' skips the check.",

@@ -19,6 +19,7 @@ from deepwork_core.jobs.model import (
     MayChange,
     ProcessRequirements,
     ScopeGuard,
+    ScopeGuardSetting,
     StepRules,
 )
 from deepwork_core.jobs.steps.approval import Approval
@@ -122,7 +123,7 @@ class JobFileV010(_Strict):
     summary: Summary
     step_arguments: list[StepArgument]
     workflows: dict[Name, WorkflowSpec] = Field(min_length=1)
-    scope_guard: ScopeGuard = Field(
+    scope_guard: ScopeGuardSetting = Field(
         default=ScopeGuard.NOTE,
         description="Files a step changes that are neither outputs nor under its may_change: "
         "'note' lists them, 'strict' makes the checkpoint needs_work, 'off' skips the check.",
