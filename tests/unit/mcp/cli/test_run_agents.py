@@ -1,4 +1,5 @@
-"""How `deepwork run` starts the Gemini CLI (docs/headless.md, "The agents"): the DeepWork
+"""How `deepwork run` starts the agents (docs/headless.md, "The agents"): Claude Code may use the
+server's tools, edit files and run shell commands without a prompt; the Gemini CLI's DeepWork
 extension counts as installed whether `gemini extensions install` copied it into
 `~/.gemini/extensions/deepwork/` or `gemini extensions link` left only its record of the source
 there (what Gemini CLI 0.61.0 writes); with neither, `run.agent_missing` before anything starts."""
@@ -47,3 +48,16 @@ def test_no_extension_is_refused(home: Path) -> None:
     with pytest.raises(AgentMissingError) as refused:
         agent_argv("gemini", home.parent, "PROMPT", home)
     assert refused.value.code == ErrorCode.RUN_AGENT_MISSING
+
+
+def test_an_unattended_claude_may_run_the_shell_commands_a_step_runs(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    claude = home.parent / "bin" / "claude"
+    claude.write_text("#!/bin/sh\n")
+    claude.chmod(0o755)
+    argv = agent_argv("claude", home.parent, "PROMPT", home)
+    allowed = argv[argv.index("--allowedTools") + 1 : argv.index("--")]
+    assert allowed == ["mcp__deepwork", "Bash"]  # the server's tools and the shell, no prompts
+    assert argv[argv.index("--permission-mode") + 1] == "acceptEdits"
+    assert argv[-2:] == ["--", "PROMPT"]

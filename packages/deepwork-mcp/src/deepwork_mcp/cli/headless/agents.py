@@ -3,8 +3,10 @@
 codex-cli 0.169.0, Gemini CLI 0.61.0.
 
 - Claude Code: `claude -p --mcp-config JSON --strict-mcp-config --permission-mode acceptEdits
-  --allowedTools mcp__deepwork -- PROMPT` (only this server; its tools and file edits need no
-  prompt; the variadic flags end before `--`).
+  --allowedTools mcp__deepwork Bash -- PROMPT` (only this server; its tools, file edits and
+  shell commands need no prompt, as a job's steps run commands such as `git log` or the tests,
+  which Codex's workspace sandbox and Gemini's yolo mode allow too; the variadic flags end
+  before `--`).
 - Codex: `codex exec --skip-git-repo-check --sandbox workspace-write -c approval_policy="never"
   -c mcp_servers.deepwork.command=… -c mcp_servers.deepwork.args=[…] -C ROOT PROMPT`.
 - Gemini CLI: `gemini --prompt PROMPT --approval-mode yolo --skip-trust --extensions deepwork
@@ -80,7 +82,8 @@ def agent_argv(agent: str, root: Path, prompt: str, home: Path) -> list[str]:
         config = {"mcpServers": {SERVER: {"command": server[0], "args": server[1:]}}}
         return [
             found, "-p", "--mcp-config", json.dumps(config), "--strict-mcp-config",
-            "--permission-mode", "acceptEdits", "--allowedTools", f"mcp__{SERVER}", "--", prompt,
+            "--permission-mode", "acceptEdits", "--allowedTools", f"mcp__{SERVER}", "Bash",
+            "--", prompt,
         ]  # fmt: skip
     if agent == "codex":
         return [
