@@ -110,29 +110,19 @@ class CheckpointContext:
         return replace(self, tx=tx, session=session)
 
 
+@dataclass(eq=False)
 class Outcomes:
     """The ends of a checkpoint, each inside the transaction of its `CheckpointContext`."""
 
-    def __init__(
-        self,
-        project_root: Path,
-        catalog: JobCatalog,
-        guards: Safeguards,
-        events: SessionEvents,
-        nesting: Nesting,
-        gate: Gate | None,
-        clock: Callable[[], datetime],
-        parking: Parking | None = None,
-    ) -> None:
-        self.project_root = project_root
-        self.catalog = catalog
-        self.guards = guards
-        self.events = events
-        self.nesting = nesting
-        self.gate = gate
-        self.clock = clock
-        #: Set on a headless server: runs park where they would wait for a person.
-        self.parking = parking
+    project_root: Path
+    catalog: JobCatalog
+    guards: Safeguards
+    events: SessionEvents
+    nesting: Nesting
+    gate: Gate | None
+    clock: Callable[[], datetime]
+    #: Set on a headless server: runs park where they would wait for a person.
+    parking: Parking | None = None
 
     def audit_first(self, context: CheckpointContext) -> tuple[FinishResult | None, Findings]:
         """Audit the checkpoint; the answer when an open approval, the findings or an invalid

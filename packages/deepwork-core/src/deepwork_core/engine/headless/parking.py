@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
 
@@ -78,13 +79,13 @@ _STOP = (
 )
 
 
+@dataclass(eq=False)
 class Parking:
     """Parks the sessions of one project's headless server (`machine`: where it runs)."""
 
-    def __init__(self, store: Store, clock: Callable[[], datetime], machine: str) -> None:
-        self.store = store
-        self.clock = clock
-        self.machine = machine
+    store: Store
+    clock: Callable[[], datetime]
+    machine: str
 
     def park(
         self,

@@ -21,7 +21,7 @@ from deepwork_core.engine.safeguards.approvals import ApprovalGuards
 from deepwork_core.engine.safeguards.findings import Findings
 from deepwork_core.evidence.audit import SNAPSHOT_POOL, Audit, audit_checkpoint
 from deepwork_core.evidence.hashes import (
-    OutputEvidence,
+    OutputHash,
     StaleEvidence,
     bind,
     hash_outputs,
@@ -258,7 +258,8 @@ class Safeguards(ApprovalGuards):
             outputs = {step: session.step_progress[step].outputs for step in rereviewed}
             new += bind(hash_outputs(self.project_root, outputs), verdict, now, override_reason)
         elif override_reason is not None:  # the agent acknowledged the stale files it was shown
-            new += [_acknowledged(item, now, override_reason) for item in findings.stale]
+            acknowledged = [_hashed_now(item) for item in findings.stale]
+            new += bind(acknowledged, VerdictKind.OVERRIDE, now, override_reason)
         session.evidence = merge(session.evidence, new, steps=[*step_ids, *rereviewed])
         session.stale_reported = []
         self._write(
@@ -277,15 +278,10 @@ def _has_reviews(job: JobDefinition, step_id: str) -> bool:
     return step is not None and bool(step.reviews)
 
 
-def _acknowledged(item: StaleEvidence, at: datetime, reason: str) -> OutputEvidence:
-    return OutputEvidence(
-        output=item.output,
-        step_id=item.step_id,
-        path=item.path,
-        sha256=item.new_sha256,
-        verdict=VerdictKind.OVERRIDE,
-        recorded_at=at,
-        override_reason=reason,
+def _hashed_now(item: StaleEvidence) -> OutputHash:
+    """A stale file as it is now: what an override that acknowledges it binds."""
+    return OutputHash(
+        output=item.output, step_id=item.step_id, path=item.path, sha256=item.new_sha256
     )
 
 

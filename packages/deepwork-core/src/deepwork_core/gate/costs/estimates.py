@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
@@ -55,22 +56,15 @@ def rule_of(checkpoint: Checkpoint, task: QualityReviewTask) -> str:
     return f"{checkpoint.job.name}/{task.step_id}/{task.run_each}"
 
 
+@dataclass(eq=False)
 class Estimator:
     """The expected cost of review tasks for one runner (see the module)."""
 
-    def __init__(
-        self,
-        runner: str,
-        models: ReviewModels,
-        prices: Prices,
-        reuse: VerdictReuse,
-        max_inline_files: int = DEFAULT_MAX_INLINE_FILES,
-    ) -> None:
-        self.runner = runner
-        self.models = models
-        self.prices = prices
-        self.reuse = reuse
-        self.max_inline_files = max_inline_files
+    runner: str
+    models: ReviewModels
+    prices: Prices
+    reuse: VerdictReuse
+    max_inline_files: int = DEFAULT_MAX_INLINE_FILES
 
     def review(self, checkpoint: Checkpoint, tasks: Sequence[QualityReviewTask]) -> ReviewPrice:
         return ReviewPrice.of([self.task(checkpoint, task) for task in tasks])
