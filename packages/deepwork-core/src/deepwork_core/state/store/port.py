@@ -94,28 +94,27 @@ class Store(abc.ABC):
     @contextlib.contextmanager
     def write(self, lock: str | None = None) -> Iterator[Tx]:
         """A write transaction (see the module docstring); committed when the block ends."""
-        with self._lock:
-            if self._tx is not None:
-                if not self._tx_writes:
-                    raise RuntimeError("a store write was opened inside a read transaction")
-                yield self._tx
-                return
-            with self._transaction(write=True, lock=lock) as tx:
-                self._tx, self._tx_writes = tx, True
-                try:
-                    yield tx
-                finally:
-                    self._tx = None
+        with self._joined(write=True, lock=lock) as tx:
+            yield tx
 
     @contextlib.contextmanager
     def read(self) -> Iterator[Tx]:
         """A read-only transaction over one snapshot."""
+        with self._joined(write=False, lock=None) as tx:
+            yield tx
+
+    @contextlib.contextmanager
+    def _joined(self, *, write: bool, lock: str | None) -> Iterator[Tx]:
+        """The open transaction of this thread's block when there is one (a write may not join a
+        read), else a new one, held as the open one until it ends."""
         with self._lock:
             if self._tx is not None:
+                if write and not self._tx_writes:
+                    raise RuntimeError("a store write was opened inside a read transaction")
                 yield self._tx
                 return
-            with self._transaction(write=False, lock=None) as tx:
-                self._tx, self._tx_writes = tx, False
+            with self._transaction(write=write, lock=lock) as tx:
+                self._tx, self._tx_writes = tx, write
                 try:
                     yield tx
                 finally:
