@@ -37,19 +37,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
             item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT_S))
-    # Longest first: pytest-xdist hands each worker a contiguous share of this order and idle
-    # workers steal from the end of the others', so a run of several minutes that started last
-    # would keep one worker busy long after the other had finished everything else.
-    items.sort(key=_expected_length)
-
-
-def _expected_length(item: pytest.Item) -> int:
-    """0 for a test that declares more time than a `slow` test gets, 1 for a `slow` test, 2 for
-    the rest (the sort is stable: within each, the order of the files stays)."""
-    timeout = item.get_closest_marker("timeout")
-    if timeout is not None and timeout.args and timeout.args[0] > SLOW_TIMEOUT_S:
-        return 0
-    return 1 if item.get_closest_marker("slow") else 2
 
 
 PY_RULE = """\

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.conftest import SLOW_TIMEOUT_S, _expected_length
+from tests.conftest import SLOW_TIMEOUT_S
 
 
 def test_a_test_has_the_default_timeout_and_xfail_is_strict(request: pytest.FixtureRequest) -> None:
@@ -37,11 +37,3 @@ def test_the_suite_and_what_it_starts_write_bytecode() -> None:
     """Set in a shell or not, `PYTHONDONTWRITEBYTECODE` reaches no process of the suite."""
     assert sys.dont_write_bytecode is False
     assert "PYTHONDONTWRITEBYTECODE" not in os.environ
-
-
-def test_the_longest_tests_are_handed_out_first(request: pytest.FixtureRequest) -> None:
-    """A test that declares more than the `slow` timeout comes before every other, and `slow`
-    tests before the rest, so no worker starts a run of minutes when the others are done."""
-    lengths = [_expected_length(item) for item in request.session.items]
-    assert lengths == sorted(lengths)
-    assert _expected_length(request.node) == 2
