@@ -38,8 +38,6 @@ REAP_TIMEOUT = 2.0
 #: How often a waiting call looks at its `cancel` event.
 _POLL = 0.1
 _CHUNK = 65536
-#: The selector key of the child's pidfd, which turns readable when the child exits.
-_EXITED = -1
 
 #: Children still running (group id → inodes of their pipes), so a server that is being
 #: stopped can kill them all, including processes that left the group but hold a pipe.
@@ -152,11 +150,6 @@ class _Pump:
             self.inodes.add(os.fstat(process.stdin.fileno()).st_ino)
             os.set_blocking(process.stdin.fileno(), False)
             self.selector.register(process.stdin, selectors.EVENT_WRITE, 0)
-        # Where the kernel offers it (Linux 5.3+), the child's exit wakes the select loop, so
-        # the final `wait` reaps at once instead of sleeping in Popen's polling loop.
-        self.pidfd = _open_pidfd(process.pid)
-        if self.pidfd is not None:
-            self.selector.register(self.pidfd, selectors.EVENT_READ, _EXITED)
 
     def run(
         self, deadline: float, cancel: threading.Event | None, idle: float | None = None
@@ -165,7 +158,7 @@ class _Pump:
         or None. `idle`: the longest stdout may stay silent while the child runs."""
         exited_at: float | None = None
         self.last_output = time.monotonic()
-        while self._pipes_open():
+        while self.selector.get_map():
             now = time.monotonic()
             if cancel is not None and cancel.is_set():
                 return self._abort("cancelled")
@@ -183,23 +176,15 @@ class _Pump:
                 if not self._service(key):
                     return self._abort("output")
         remaining = max(0.0, deadline - time.monotonic())
-        if self.pidfd is not None:  # only the pidfd is left: returns as the child exits
-            self.selector.select(remaining)
         try:
             self.process.wait(remaining)
         except subprocess.TimeoutExpired:
             return self._abort("timeout")
         return None
 
-    def _pipes_open(self) -> bool:
-        return len(self.selector.get_map()) > (self.pidfd is not None)
-
     def _service(self, key: selectors.SelectorKey) -> bool:
         """Move bytes for one ready pipe; False when the output cap was exceeded."""
         stream = key.fileobj
-        if key.data == _EXITED:
-            self._close_pidfd()
-            return True
         assert not isinstance(stream, int)
         if key.data == 0:
             assert self.pending is not None
@@ -244,14 +229,7 @@ class _Pump:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(REAP_TIMEOUT)
 
-    def _close_pidfd(self) -> None:
-        if self.pidfd is not None:
-            self.selector.unregister(self.pidfd)
-            os.close(self.pidfd)
-            self.pidfd = None
-
     def close(self) -> None:
-        self._close_pidfd()
         for key in list(self.selector.get_map().values()):
             self._unregister(key.fileobj)
         self.selector.close()
@@ -261,18 +239,6 @@ class _Pump:
 
     def text(self, key: int) -> str:
         return self.buffers[key].decode("utf-8", errors="replace")
-
-
-def _open_pidfd(pid: int) -> int | None:
-    """A file descriptor that turns readable when `pid` exits; None where unsupported."""
-    opener = getattr(os, "pidfd_open", None)
-    if opener is None:
-        return None
-    try:
-        fd: int = opener(pid)
-    except OSError:  # an older kernel, or a sandbox that forbids the call
-        return None
-    return fd
 
 
 def _kill_pipe_holders(inodes: set[int]) -> None:
